@@ -1,0 +1,135 @@
+package shardid
+
+import (
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/schema"
+
+	"github.com/shardid/shardid/strategies"
+)
+
+// Layout says how an ID is cut into time, logical shard and sequence; the zero
+// value is the default 40/13/10 layout. See [strategies.Layout].
+type Layout = strategies.Layout
+
+// Config configures the plugin. The zero value is ready to use.
+type Config struct {
+	// Layout of the IDs. Default: the zero Layout, 40 bits of milliseconds
+	// since 2025-01-01, 13 bits of logical shard, 10 bits of sequence.
+	Layout Layout
+	// DefaultStrategy is the strategy of a tag that names none: "instagram"
+	// or "snowflake". Default: "instagram", whose uniqueness needs no
+	// coordination between processes.
+	DefaultStrategy string
+	// WorkerID is the snowflake worker ID of this process, below
+	// 2^Layout.WorkerBits. Default: 0. Two processes that use the snowflake
+	// strategy must have different worker IDs.
+	WorkerID int
+
+	clock strategies.Clock // the snowflake clock; tests inject one
+}
+
+// Plugin is the GORM plugin. Register it with db.Use(shardid.New(cfg)). It is
+// safe for concurrent use.
+type Plugin struct {
+	config     Config
+	layout     Layout // normalized
+	generators map[string]strategies.Generator
+	db         *gorm.DB
+	pool       *sql.DB // the database of db, where strategies run their SQL
+
+	models sync.Map // *schema.Schema → *modelEntry
+}
+
+var _ gorm.Plugin = (*Plugin)(nil)
+
+// New returns the plugin for cfg; cfg is validated by db.Use.
+func New(cfg Config) *Plugin { return &Plugin{config: cfg} }
+
+// Name implements gorm.Plugin.
+func (p *Plugin) Name() string { return "shardid" }
+
+// Layout returns the layout the plugin makes IDs with, defaults filled in.
+func (p *Plugin) Layout() Layout { return p.layout }
+
+// Initialize implements gorm.Plugin: it validates the Config, builds one
+// generator per strategy and registers the callbacks. It fails with
+// [ErrInvalidLayout] or [ErrInvalidConfig].
+func (p *Plugin) Initialize(db *gorm.DB) error {
+	if err := p.config.Layout.Validate(time.Now()); err != nil {
+		return err
+	}
+	p.layout = p.config.Layout.Normalized()
+	if p.config.DefaultStrategy == "" {
+		p.config.DefaultStrategy = strategies.NameInstagram
+	}
+	if !slices.Contains(strategyNames, p.config.DefaultStrategy) {
+		return fmt.Errorf("%w: DefaultStrategy %q (allowed: %s)", ErrInvalidConfig, p.config.DefaultStrategy, strings.Join(strategyNames, ", "))
+	}
+	if err := p.buildGenerators(); err != nil {
+		return err
+	}
+	pool, err := db.DB()
+	if err != nil {
+		return fmt.Errorf("%w: the database has no *sql.DB: %v", ErrInvalidConfig, err)
+	}
+	p.db, p.pool = db, pool
+	if err := p.registerCallbacks(db); err != nil {
+		return err
+	}
+	db.Dialector = migratingDialector{Dialector: db.Dialector, plugin: p}
+	return nil
+}
+
+func (p *Plugin) buildGenerators() error {
+	instagram, err := strategies.NewInstagram(p.layout)
+	if err != nil {
+		return err
+	}
+	var opts []strategies.SnowflakeOption
+	if p.config.clock != nil {
+		opts = append(opts, strategies.WithClock(p.config.clock))
+	}
+	snowflake, err := strategies.NewSnowflake(p.layout, p.config.WorkerID, opts...)
+	if err != nil {
+		return fmt.Errorf("%w: WorkerID: %w", ErrInvalidConfig, err)
+	}
+	p.generators = map[string]strategies.Generator{
+		strategies.NameInstagram: instagram,
+		strategies.NameSnowflake: snowflake,
+	}
+	return nil
+}
+
+// modelEntry parses a schema's tags once, whichever goroutine gets there first.
+type modelEntry struct {
+	once  sync.Once
+	model *model
+	err   error
+}
+
+// model returns the plugin's view of s, parsing its tags and making its
+// tagged primary key a plain column on first use. It returns nil for a model
+// without shardid tags.
+func (p *Plugin) model(s *schema.Schema) (*model, error) {
+	v, _ := p.models.LoadOrStore(s, &modelEntry{})
+	entry := v.(*modelEntry)
+	entry.once.Do(func() {
+		m, err := p.parseModel(s)
+		if err != nil {
+			entry.err = err
+			return
+		}
+		if len(m.fields) > 0 {
+			neverAutoIncrement(m)
+			entry.model = m
+		}
+	})
+	return entry.model, entry.err
+}

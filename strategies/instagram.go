@@ -1,0 +1,183 @@
+package strategies
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Instagram takes the sequence and the time of every ID from the database the
+// rows are written to, as Instagram's PL/pgSQL next_id() does, but without
+// its wrap-around: each physical database keeps one clock-sequence
+//
+//	v = max(v + n, now_ticks << SequenceBits + n - 1)
+//
+// and the n new IDs take the values v-n+1 .. v, each split into a time field
+// (v >> SequenceBits) and a sequence (the low bits), around the row's logical
+// shard. v only grows, so IDs never repeat: more than 2^SequenceBits IDs in one
+// tick borrow the next tick, and a database clock that steps back just stops
+// the time field until it catches up. Application clocks play no part.
+//
+// The clock-sequence is kept where writing it costs no disk flush (a MEMORY
+// table on MySQL/MariaDB, an UNLOGGED table on PostgreSQL); a durable mark
+// that every issued value stays below is moved ahead once per MarkAhead, and a
+// clock-sequence lost in a database restart resumes from it. On SQLite the
+// clock-sequence is an ordinary table.
+//
+// All IDs of one Generate call come from one round trip. An Instagram is safe
+// for concurrent use.
+type Instagram struct {
+	layout    Layout
+	markAhead int64 // how far ahead of the clock-sequence the durable mark is moved, in clock-sequence units
+
+	// protects the map below; the clocks themselves are safe for concurrent use
+	mu     sync.Mutex
+	clocks map[string]*databaseClock
+}
+
+var _ Generator = (*Instagram)(nil)
+
+// DefaultMarkAhead is how far the durable mark of [Instagram] is moved ahead
+// of the IDs issued: one durable write per second, and after a database crash
+// new IDs are at most this far in the future.
+const DefaultMarkAhead = time.Second
+
+// NewInstagram returns the generator for layout, which must be valid.
+func NewInstagram(layout Layout) (*Instagram, error) {
+	if err := layout.Validate(time.Now()); err != nil {
+		return nil, err
+	}
+	l := layout.Normalized()
+	ahead := int64(DefaultMarkAhead/l.TimeUnit) + 1
+	return &Instagram{layout: l, markAhead: ahead << l.SequenceBits, clocks: map[string]*databaseClock{}}, nil
+}
+
+// Generate implements [Generator]: one round trip to target for all of ids.
+func (g *Instagram) Generate(ctx context.Context, target Target, shards []int, ids []int64) error {
+	n := len(ids)
+	if n == 0 {
+		return nil
+	}
+	c, err := g.clock(target)
+	if err != nil {
+		return err
+	}
+	if err := c.ensure(ctx, target.Conn); err != nil {
+		return fmt.Errorf("strategies: instagram: creating the clock-sequence on %q: %w", target.Name, err)
+	}
+	last, err := c.reserve(ctx, target.Conn, n, g.markAhead)
+	if err != nil {
+		return fmt.Errorf("strategies: instagram: reserving %d IDs on %q: %w", n, target.Name, err)
+	}
+	seqBits := g.layout.SequenceBits
+	if (last >> seqBits) >= 1<<g.layout.TimeBits {
+		return ErrTimeExhausted
+	}
+	first := last - int64(n) + 1
+	for i, shard := range shards {
+		v := first + int64(i)
+		ids[i] = g.layout.ComposeTicks(v>>seqBits, shard, int(v&(1<<seqBits-1)))
+	}
+	return nil
+}
+
+func (g *Instagram) clock(target Target) (*databaseClock, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if c, ok := g.clocks[target.Name]; ok {
+		return c, nil
+	}
+	sqls, err := clockSQLFor(target.Dialect, g.layout)
+	if err != nil {
+		return nil, err
+	}
+	c := &databaseClock{sql: sqls}
+	g.clocks[target.Name] = c
+	return c, nil
+}
+
+// databaseClock is the clock-sequence of one physical database.
+type databaseClock struct {
+	sql clockSQL
+
+	// protects ready; held while the tables are created
+	mu    sync.Mutex
+	ready atomic.Bool
+	// mark is a durable bound: every value issued so far is below it
+	mark atomic.Int64
+}
+
+func (c *databaseClock) ensure(ctx context.Context, conn Conn) error {
+	if c.ready.Load() {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ready.Load() {
+		return nil
+	}
+	if err := c.createTables(ctx, conn); err != nil {
+		return err
+	}
+	if c.sql.readMark != "" {
+		var mark int64
+		if err := conn.QueryRowContext(ctx, c.sql.readMark).Scan(&mark); err != nil {
+			return err
+		}
+		c.mark.Store(mark)
+	}
+	c.ready.Store(true)
+	return nil
+}
+
+// txBeginner is a Conn that can begin a transaction (a pool, not a transaction).
+type txBeginner interface {
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+}
+
+// createTables runs the DDL in one transaction where the conn allows it, so
+// two processes starting at once serialize on the dialect's lock.
+func (c *databaseClock) createTables(ctx context.Context, conn Conn) error {
+	beginner, ok := conn.(txBeginner)
+	if !ok || !c.sql.transactionalDDL {
+		for _, ddl := range c.sql.create {
+			if _, err := conn.ExecContext(ctx, ddl); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tx, err := beginner.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	for _, ddl := range c.sql.create {
+		if _, err := tx.ExecContext(ctx, ddl); err != nil {
+			_ = tx.Rollback()
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// reserve moves the clock-sequence by n and returns its new value, after
+// making sure the durable mark is above it.
+func (c *databaseClock) reserve(ctx context.Context, conn Conn, n int, markAhead int64) (int64, error) {
+	last, err := c.sql.next(ctx, conn, n)
+	if err != nil {
+		return 0, err
+	}
+	if c.sql.advanceMark == "" || last < c.mark.Load() {
+		return last, nil
+	}
+	mark := last + 1 + markAhead
+	if _, err := conn.ExecContext(ctx, c.sql.advanceMark, mark); err != nil {
+		return 0, err
+	}
+	for old := c.mark.Load(); old < mark && !c.mark.CompareAndSwap(old, mark); old = c.mark.Load() {
+	}
+	return last, nil
+}

@@ -1,0 +1,197 @@
+package strategies
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Default widths and epoch of a [Layout] whose fields are zero. Instagram's
+// scheme is 41/13/10, but that is 64 bits with the sign bit as the top time
+// bit; keeping IDs positive leaves 40 bits of time: milliseconds until 2059-11.
+const (
+	DefaultTimeBits     = 40
+	DefaultShardBits    = 13
+	DefaultSequenceBits = 10
+)
+
+// DefaultEpoch is the epoch of the default layout: 2025-01-01T00:00:00Z.
+var DefaultEpoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// minLifetime is how long a layout must still be able to make IDs when it is
+// validated: a layout about to run out would fail in production, not in review.
+const minLifetime = 365 * 24 * time.Hour
+
+// Layout says how a 64-bit ID is cut into fields, most significant bit first:
+// one sign bit (always 0), TimeBits of time units since Epoch, ShardBits of
+// logical shard, and SequenceBits of sequence. The snowflake strategy carves
+// WorkerBits out of the top of the sequence field.
+//
+// The zero value is the default layout: 40 bits of milliseconds since
+// 2025-01-01 (good until 2059-11), 13 bits of logical shard (8192 shards) and 10
+// bits of sequence (1024 IDs per millisecond per shard). A Layout is a plain
+// value, safe for concurrent use.
+type Layout struct {
+	// Epoch is the instant of time field 0. Default: [DefaultEpoch]. It must be
+	// in the past.
+	Epoch time.Time
+	// TimeUnit is the length of one tick of the time field, a positive
+	// multiple of a millisecond. Default: 1ms.
+	TimeUnit time.Duration
+	// TimeBits, ShardBits and SequenceBits are the widths of the three fields.
+	// All zero means 40, 13 and 10; otherwise they must add up to 63, and each
+	// be at least 1.
+	TimeBits, ShardBits, SequenceBits int
+	// WorkerBits is the part of the sequence field that the snowflake strategy
+	// fills with its worker ID. Default: 0. It must leave at least one bit of
+	// sequence.
+	WorkerBits int
+}
+
+// Parts are the fields of one ID, as [Layout.Decode] reads them.
+type Parts struct {
+	Time     time.Time // start of the time unit the ID was made in
+	Ticks    int64     // the raw time field
+	Shard    int       // logical shard
+	Worker   int       // worker ID (snowflake only; 0 when the layout has no worker bits)
+	Sequence int       // sequence within the time unit (below the worker bits)
+}
+
+// Normalized returns the layout with every zero field set to its default.
+func (l Layout) Normalized() Layout {
+	if l.Epoch.IsZero() {
+		l.Epoch = DefaultEpoch
+	}
+	if l.TimeUnit == 0 {
+		l.TimeUnit = time.Millisecond
+	}
+	if l.TimeBits == 0 && l.ShardBits == 0 && l.SequenceBits == 0 {
+		l.TimeBits, l.ShardBits, l.SequenceBits = DefaultTimeBits, DefaultShardBits, DefaultSequenceBits
+	}
+	return l
+}
+
+// Validate reports, as an error wrapping [ErrInvalidLayout] that names the
+// field, whether the layout can make IDs now and for at least a year.
+func (l Layout) Validate(now time.Time) error {
+	l = l.Normalized()
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidLayout}, args...)...)
+	}
+	switch {
+	case l.TimeBits < 1 || l.ShardBits < 1 || l.SequenceBits < 1:
+		return bad("TimeBits (%d), ShardBits (%d) and SequenceBits (%d) must each be at least 1", l.TimeBits, l.ShardBits, l.SequenceBits)
+	case l.TimeBits+l.ShardBits+l.SequenceBits != 63:
+		return bad("TimeBits (%d) + ShardBits (%d) + SequenceBits (%d) = %d, want 63 (the sign bit is the 64th)",
+			l.TimeBits, l.ShardBits, l.SequenceBits, l.TimeBits+l.ShardBits+l.SequenceBits)
+	case l.ShardBits > 31:
+		return bad("ShardBits (%d) must be at most 31", l.ShardBits)
+	case l.WorkerBits < 0 || l.WorkerBits >= l.SequenceBits:
+		return bad("WorkerBits (%d) must be between 0 and SequenceBits-1 (%d), leaving at least one bit of sequence", l.WorkerBits, l.SequenceBits-1)
+	case l.TimeUnit < time.Millisecond || l.TimeUnit%time.Millisecond != 0:
+		return bad("TimeUnit (%s) must be a positive multiple of 1ms", l.TimeUnit)
+	case l.Epoch.After(now):
+		return bad("Epoch (%s) is in the future", l.Epoch.UTC().Format(time.RFC3339))
+	}
+	if runsOut := l.RunsOut(); runsOut.Before(now.Add(minLifetime)) {
+		return bad("the time field runs out on %s, less than a year from now: widen TimeBits or move Epoch", runsOut.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// RunsOut returns the first instant the time field cannot hold.
+func (l Layout) RunsOut() time.Time {
+	l = l.Normalized()
+	unitMs := int64(l.TimeUnit / time.Millisecond)
+	ticks := int64(1) << l.TimeBits
+	if unitMs <= 0 || ticks > (math.MaxInt64-l.Epoch.UnixMilli())/unitMs {
+		return time.UnixMilli(math.MaxInt64).UTC()
+	}
+	return time.UnixMilli(l.Epoch.UnixMilli() + ticks*unitMs).UTC()
+}
+
+// ShardCount is the number of logical shards, 2^ShardBits.
+func (l Layout) ShardCount() int { return 1 << l.Normalized().ShardBits }
+
+// WorkerCount is the number of snowflake worker IDs, 2^WorkerBits.
+func (l Layout) WorkerCount() int { return 1 << l.WorkerBits }
+
+// IDsPerTick is how many IDs one logical shard (one worker, for snowflake)
+// can get in one time unit.
+func (l Layout) IDsPerTick() int {
+	l = l.Normalized()
+	return 1 << (l.SequenceBits - l.WorkerBits)
+}
+
+// Ticks returns the time field for instant t: whole time units since Epoch.
+func (l Layout) Ticks(t time.Time) int64 {
+	l = l.Normalized()
+	return floorDiv(t.UnixMilli()-l.Epoch.UnixMilli(), int64(l.TimeUnit/time.Millisecond))
+}
+
+// TimeOf returns the start of tick ticks.
+func (l Layout) TimeOf(ticks int64) time.Time {
+	l = l.Normalized()
+	return time.UnixMilli(l.Epoch.UnixMilli() + ticks*int64(l.TimeUnit/time.Millisecond)).UTC()
+}
+
+// Compose builds the ID for instant t, logical shard and sequence. Bits of
+// shard and sequence beyond their widths are dropped; use [Layout.Validate]
+// on the layout and [Layout.Check] on the result where that matters.
+func (l Layout) Compose(t time.Time, shard, sequence int) int64 {
+	return l.ComposeTicks(l.Ticks(t), shard, sequence)
+}
+
+// ComposeTicks builds the ID from a raw time field.
+func (l Layout) ComposeTicks(ticks int64, shard, sequence int) int64 {
+	l = l.Normalized()
+	return ticks<<(l.ShardBits+l.SequenceBits) |
+		int64(shard)&(1<<l.ShardBits-1)<<l.SequenceBits |
+		int64(sequence)&(1<<l.SequenceBits-1)
+}
+
+// Shard returns the logical shard of id: (id >> SequenceBits) & (2^ShardBits - 1).
+// It is the same for every int64 strategy.
+func (l Layout) Shard(id int64) int {
+	l = l.Normalized()
+	return int(id >> l.SequenceBits & (1<<l.ShardBits - 1))
+}
+
+// Decode splits id into its fields.
+func (l Layout) Decode(id int64) Parts {
+	l = l.Normalized()
+	seqOnly := l.SequenceBits - l.WorkerBits
+	ticks := id >> (l.ShardBits + l.SequenceBits)
+	return Parts{
+		Time:     l.TimeOf(ticks),
+		Ticks:    ticks,
+		Shard:    l.Shard(id),
+		Worker:   int(id >> seqOnly & (1<<l.WorkerBits - 1)),
+		Sequence: int(id & (1<<seqOnly - 1)),
+	}
+}
+
+// maxFutureSkew is how far ahead of now an ID's time may be and still be one
+// this layout could have made (strategies borrow a few ticks under load).
+const maxFutureSkew = 24 * time.Hour
+
+// Check reports, as an error wrapping [ErrInvalidID], whether id is one the
+// layout could have made by now: positive, and not timed more than a day
+// after now.
+func (l Layout) Check(id int64, now time.Time) error {
+	if id <= 0 {
+		return fmt.Errorf("%w: %d is not positive", ErrInvalidID, id)
+	}
+	if t := l.Decode(id).Time; t.After(now.Add(maxFutureSkew)) {
+		return fmt.Errorf("%w: %d decodes to %s, after now", ErrInvalidID, id, t.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package strategies
+
+import "time"
+
+func sleepPrecisely(d time.Duration) { time.Sleep(d) }
