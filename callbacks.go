@@ -2,6 +2,7 @@ package shardid
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -14,18 +15,27 @@ import (
 	"github.com/shardid/shardid/strategies"
 )
 
-// registerCallbacks adds the plugin's hooks. The IDs are assigned before
-// gorm:begin_transaction, so the model's BeforeCreate sees them and the
-// default transaction is opened only once they are known.
+// registerCallbacks adds the plugin's hooks. IDs are requested before
+// gorm:begin_transaction, so that a strategy's round trip to the database
+// overlaps GORM's BEGIN, and are in the rows after it, before
+// gorm:before_create, so the model's BeforeCreate sees them.
 func (p *Plugin) registerCallbacks(db *gorm.DB) error {
-	if err := db.Callback().Create().Before("gorm:begin_transaction").Register("shardid:assign_ids", p.assignIDs); err != nil {
+	create := db.Callback().Create()
+	if err := create.Before("gorm:begin_transaction").Register("shardid:assign_ids", p.assignIDs); err != nil {
 		return fmt.Errorf("shardid: registering shardid:assign_ids: %w", err)
+	}
+	if err := create.After("gorm:begin_transaction").Before("gorm:before_create").Register("shardid:await_ids", awaitIDs); err != nil {
+		return fmt.Errorf("shardid: registering shardid:await_ids: %w", err)
 	}
 	return nil
 }
 
+// pendingKey is the Statement.Settings key of the IDs still being fetched.
+type pendingKey struct{}
+
 // assignIDs fills every zero shardid field of the rows being created and
-// validates the preset ones.
+// validates the preset ones; IDs that need a round trip are left in flight for
+// awaitIDs.
 func (p *Plugin) assignIDs(db *gorm.DB) {
 	stmt := db.Statement
 	if db.Error != nil || stmt.Schema == nil {
@@ -41,7 +51,19 @@ func (p *Plugin) assignIDs(db *gorm.DB) {
 		db.AddError(err)
 		return
 	}
-	db.AddError(p.fill(stmt.Context, db, m, rows))
+	inFlight, err := p.request(stmt.Context, db, m, rows)
+	if len(inFlight) > 0 {
+		stmt.Settings.Store(pendingKey{}, inFlight)
+	}
+	db.AddError(err)
+}
+
+// awaitIDs writes the IDs requested by assignIDs into the rows. It runs even
+// when BEGIN failed, so that no request outlives its statement.
+func awaitIDs(db *gorm.DB) {
+	if v, ok := db.Statement.Settings.LoadAndDelete(pendingKey{}); ok {
+		db.AddError(awaitAll(v.([]*idRequest)))
+	}
 }
 
 // structRows returns the addressable structs behind a Create's value: one
@@ -64,43 +86,104 @@ func structRows(m *model, rv reflect.Value) ([]reflect.Value, error) {
 		Detail: fmt.Sprintf("cannot assign IDs when creating from a %s; create from the struct or a slice of it", rv.Kind())}
 }
 
-// fill assigns IDs to the zero tagged fields of rows, one Generate call (for
-// instagram: one round trip) per field.
+// idRequest is the IDs of one field for the rows that need one, possibly
+// still being generated.
+type idRequest struct {
+	model  *model
+	field  *idField
+	values []reflect.Value // the zero fields to fill
+	ids    []int64
+	done   chan struct{} // closed when ids and err are set; nil when generated in place
+	err    error
+}
+
+// wait blocks until the IDs are known and writes them into the rows.
+func (r *idRequest) wait() error {
+	if r.done != nil {
+		<-r.done
+		r.done = nil
+	}
+	if r.err != nil {
+		return fmt.Errorf("shardid: %s.%s: %w", r.model.schema.Name, r.field.field.Name, r.err)
+	}
+	for i, value := range r.values {
+		writeID(value, r.ids[i])
+	}
+	r.values = nil
+	return nil
+}
+
+func awaitAll(requests []*idRequest) error {
+	var first error
+	for _, r := range requests {
+		if err := r.wait(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// fill assigns IDs to the zero tagged fields of rows and returns when they
+// are written.
 func (p *Plugin) fill(ctx context.Context, db *gorm.DB, m *model, rows []reflect.Value) error {
+	inFlight, err := p.request(ctx, db, m, rows)
+	return errors.Join(err, awaitAll(inFlight))
+}
+
+// request validates the preset IDs of rows and asks each field's generator
+// for the missing ones: one Generate call (for instagram, one round trip) per
+// field. IDs made in-process are written at once; it returns the requests
+// still in flight, which the caller must wait for, even on error.
+func (p *Plugin) request(ctx context.Context, db *gorm.DB, m *model, rows []reflect.Value) ([]*idRequest, error) {
 	now := time.Now()
+	var inFlight []*idRequest
 	for _, f := range m.fields {
-		pending := make([]reflect.Value, 0, len(rows))
+		if f.colocate != nil && m.tagged(f.colocate) {
+			// This field follows another ID of the same row: that one must be known.
+			if err := awaitAll(inFlight); err != nil {
+				return nil, err
+			}
+		}
+		r := &idRequest{model: m, field: f, values: make([]reflect.Value, 0, len(rows))}
 		shards := make([]int, 0, len(rows))
 		for _, row := range rows {
 			value := f.field.ReflectValueOf(ctx, row)
 			id, err := readID(value)
+			if err == nil && id != 0 {
+				err = p.layout.Check(id, now)
+			}
 			if err != nil {
-				return &FieldError{Model: m.schema.Name, Field: f.field.Name, Err: ErrInvalidID, Detail: err.Error()}
+				return inFlight, &FieldError{Model: m.schema.Name, Field: f.field.Name, Err: ErrInvalidID, Detail: fmt.Sprintf("preset value: %v", err)}
 			}
 			if id != 0 {
-				if err := p.layout.Check(id, now); err != nil {
-					return &FieldError{Model: m.schema.Name, Field: f.field.Name, Err: ErrInvalidID, Detail: fmt.Sprintf("preset value: %v", err)}
-				}
 				continue
 			}
 			shard, err := p.shardOf(ctx, db, m, f, row)
 			if err != nil {
-				return err
+				return inFlight, err
 			}
-			pending, shards = append(pending, value), append(shards, shard)
+			r.values, shards = append(r.values, value), append(shards, shard)
 		}
-		if len(pending) == 0 {
+		if len(shards) == 0 {
 			continue
 		}
-		ids := make([]int64, len(pending))
-		if err := f.generator.Generate(ctx, p.target(db), shards, ids); err != nil {
-			return fmt.Errorf("shardid: %s.%s: %w", m.schema.Name, f.field.Name, err)
+		r.ids = make([]int64, len(shards))
+		target := p.target(db)
+		if f.inProcess || target.Dialect == "sqlite" {
+			r.err = f.generator.Generate(ctx, target, shards, r.ids)
+			if err := r.wait(); err != nil {
+				return inFlight, err
+			}
+			continue
 		}
-		for i, value := range pending {
-			writeID(value, ids[i])
-		}
+		r.done = make(chan struct{})
+		go func() {
+			defer close(r.done)
+			r.err = f.generator.Generate(ctx, target, shards, r.ids)
+		}()
+		inFlight = append(inFlight, r)
 	}
-	return nil
+	return inFlight, nil
 }
 
 // shardOf picks the logical shard of a new row by the field's tag: the shard

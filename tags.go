@@ -76,6 +76,7 @@ func parseTag(tag string) (fieldTag, error) {
 type idField struct {
 	field     *schema.Field
 	generator strategies.Generator
+	inProcess bool                 // the generator makes IDs without a round trip
 	colocate  *schema.Field        // the row's shard is this ID's shard
 	parent    *schema.Relationship // belongs-to whose foreign key is colocate, if any
 	hash      *schema.Field        // the row's shard is the hash of this value
@@ -118,6 +119,7 @@ func (p *Plugin) parseModel(s *schema.Schema) (*model, error) {
 			t.strategy = p.config.DefaultStrategy
 		}
 		idf.generator = p.generators[t.strategy]
+		idf.inProcess = t.strategy == strategies.NameSnowflake
 		if t.colocate != "" {
 			src := s.LookUpField(t.colocate)
 			switch {

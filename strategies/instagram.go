@@ -3,6 +3,7 @@ package strategies
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -166,7 +167,15 @@ func (c *databaseClock) createTables(ctx context.Context, conn Conn) error {
 // reserve moves the clock-sequence by n and returns its new value, after
 // making sure the durable mark is above it.
 func (c *databaseClock) reserve(ctx context.Context, conn Conn, n int, markAhead int64) (int64, error) {
-	last, err := c.sql.next(ctx, conn, n)
+	last, err := c.sql.advance(ctx, conn, n)
+	if errors.Is(err, sql.ErrNoRows) {
+		// First use, or the database restarted and lost the clock row: seed
+		// it at the durable mark.
+		if _, err := conn.ExecContext(ctx, c.sql.seed); err != nil {
+			return 0, err
+		}
+		last, err = c.sql.advance(ctx, conn, n)
+	}
 	if err != nil {
 		return 0, err
 	}

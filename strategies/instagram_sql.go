@@ -2,7 +2,11 @@ package strategies
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -10,9 +14,12 @@ import (
 type clockSQL struct {
 	create           []string
 	transactionalDDL bool   // run create in a transaction (PostgreSQL: two processes at once)
+	seed             string // creates the clock row, below the durable mark, if it is missing
 	readMark         string // returns the durable mark; empty where the clock itself is durable
 	advanceMark      string // takes the new mark; empty where the clock itself is durable
-	next             func(ctx context.Context, conn Conn, n int) (int64, error)
+	// advance moves the clock row by n and returns its new value, or
+	// sql.ErrNoRows when the row is missing.
+	advance func(ctx context.Context, conn Conn, n int) (int64, error)
 }
 
 // Table names of the clock-sequence and its durable mark.
@@ -36,22 +43,28 @@ func clockSQLFor(dialect string, l Layout) (clockSQL, error) {
 
 // mysqlClock keeps the clock-sequence in a MEMORY table (no redo log, no
 // flush) and reads it back from the OK packet's insert id, which
-// LAST_INSERT_ID(expr) sets on the same connection in the same round trip.
+// LAST_INSERT_ID(expr) sets in the same round trip. The count is written into
+// the statement's text: a statement with parameters would be prepared first,
+// a second round trip.
 func mysqlClock(floor string) clockSQL {
-	next := "INSERT INTO `" + clockTable + "` (`id`, `v`, `floor_v`) VALUES (1, LAST_INSERT_ID(GREATEST(" + floor +
-		", (SELECT COALESCE(MAX(`v`), 0) FROM `" + markTable + "`)) + ? - 1), " + floor + ")" +
-		" ON DUPLICATE KEY UPDATE `v` = LAST_INSERT_ID(GREATEST(`v` + ?, VALUES(`floor_v`) + ? - 1))"
+	head := "UPDATE `" + clockTable + "` SET `v` = LAST_INSERT_ID(GREATEST(`v` + "
 	return clockSQL{
 		create: []string{
-			"CREATE TABLE IF NOT EXISTS `" + clockTable + "` (`id` TINYINT NOT NULL PRIMARY KEY, `v` BIGINT NOT NULL, `floor_v` BIGINT NOT NULL) ENGINE=MEMORY",
+			"CREATE TABLE IF NOT EXISTS `" + clockTable + "` (`id` TINYINT NOT NULL PRIMARY KEY, `v` BIGINT NOT NULL) ENGINE=MEMORY",
 			"CREATE TABLE IF NOT EXISTS `" + markTable + "` (`id` TINYINT NOT NULL PRIMARY KEY, `v` BIGINT NOT NULL) ENGINE=InnoDB",
 		},
+		seed: "INSERT IGNORE INTO `" + clockTable + "` (`id`, `v`) SELECT 1, GREATEST(" + floor +
+			", COALESCE(MAX(`v`), 0)) - 1 FROM `" + markTable + "`",
 		readMark:    "SELECT COALESCE(MAX(`v`), 0) FROM `" + markTable + "`",
 		advanceMark: "INSERT INTO `" + markTable + "` (`id`, `v`) VALUES (1, ?) ON DUPLICATE KEY UPDATE `v` = GREATEST(`v`, VALUES(`v`))",
-		next: func(ctx context.Context, conn Conn, n int) (int64, error) {
-			res, err := conn.ExecContext(ctx, next, n, n, n)
+		advance: func(ctx context.Context, conn Conn, n int) (int64, error) {
+			count := strconv.Itoa(n)
+			res, err := conn.ExecContext(ctx, head+count+", "+floor+" + "+count+" - 1)) WHERE `id` = 1")
 			if err != nil {
 				return 0, err
+			}
+			if changed, err := res.RowsAffected(); err != nil || changed == 0 {
+				return 0, errors.Join(sql.ErrNoRows, err)
 			}
 			return res.LastInsertId()
 		},
@@ -61,9 +74,6 @@ func mysqlClock(floor string) clockSQL {
 // postgresClock keeps the clock-sequence in an UNLOGGED table: a transaction
 // that writes only unlogged tables commits without waiting for a WAL flush.
 func postgresClock(floor string) clockSQL {
-	next := `INSERT INTO "` + clockTable + `" AS c ("id", "v") VALUES (1, GREATEST(` + floor +
-		`, (SELECT COALESCE(max("v"), 0) FROM "` + markTable + `")) + $1 - 1)` +
-		` ON CONFLICT ("id") DO UPDATE SET "v" = GREATEST(c."v" + $1, ` + floor + ` + $1 - 1) RETURNING "v"`
 	return clockSQL{
 		create: []string{
 			// Concurrent CREATE TABLE IF NOT EXISTS can fail on pg_type; the lock serializes starters.
@@ -72,33 +82,30 @@ func postgresClock(floor string) clockSQL {
 			`CREATE TABLE IF NOT EXISTS "` + markTable + `" ("id" smallint PRIMARY KEY, "v" bigint NOT NULL)`,
 		},
 		transactionalDDL: true,
-		readMark:         `SELECT COALESCE(max("v"), 0) FROM "` + markTable + `"`,
-		advanceMark:      `INSERT INTO "` + markTable + `" AS m ("id", "v") VALUES (1, $1) ON CONFLICT ("id") DO UPDATE SET "v" = GREATEST(m."v", EXCLUDED."v")`,
-		next:             queryNext(next, 1),
+		seed: `INSERT INTO "` + clockTable + `" ("id", "v") SELECT 1, GREATEST(` + floor +
+			`, COALESCE(max("v"), 0)) - 1 FROM "` + markTable + `" ON CONFLICT ("id") DO NOTHING`,
+		readMark:    `SELECT COALESCE(max("v"), 0) FROM "` + markTable + `"`,
+		advanceMark: `INSERT INTO "` + markTable + `" AS m ("id", "v") VALUES (1, $1) ON CONFLICT ("id") DO UPDATE SET "v" = GREATEST(m."v", EXCLUDED."v")`,
+		advance:     queryAdvance(`UPDATE "` + clockTable + `" SET "v" = GREATEST("v" + $1, ` + floor + ` + $1 - 1) WHERE "id" = 1 RETURNING "v"`),
 	}
 }
 
 // sqliteClock keeps the clock-sequence in an ordinary table: SQLite writes
 // are local, and a transaction around them is the caller's.
 func sqliteClock(floor string) clockSQL {
-	next := `INSERT INTO "` + clockTable + `" ("id", "v") VALUES (1, ` + floor + ` + ? - 1)` +
-		` ON CONFLICT ("id") DO UPDATE SET "v" = MAX("v" + ?, excluded."v") RETURNING "v"`
 	return clockSQL{
 		create: []string{`CREATE TABLE IF NOT EXISTS "` + clockTable + `" ("id" INTEGER PRIMARY KEY, "v" INTEGER NOT NULL)`},
-		next:   queryNext(next, 2),
+		seed:   `INSERT OR IGNORE INTO "` + clockTable + `" ("id", "v") VALUES (1, ` + floor + ` - 1)`,
+		advance: queryAdvance(`UPDATE "` + clockTable + `" SET "v" = MAX("v" + ?1, ` + strings.ReplaceAll(floor, "?", "") +
+			` + ?1 - 1) WHERE "id" = 1 RETURNING "v"`),
 	}
 }
 
-// queryNext runs a statement that returns the new clock-sequence value and
-// takes the count as its only parameter, repeated times.
-func queryNext(query string, repeated int) func(ctx context.Context, conn Conn, n int) (int64, error) {
+// queryAdvance runs an UPDATE … RETURNING whose one parameter is the count.
+func queryAdvance(query string) func(ctx context.Context, conn Conn, n int) (int64, error) {
 	return func(ctx context.Context, conn Conn, n int) (int64, error) {
-		args := make([]any, repeated)
-		for i := range args {
-			args[i] = n
-		}
 		var v int64
-		err := conn.QueryRowContext(ctx, query, args...).Scan(&v)
+		err := conn.QueryRowContext(ctx, query, n).Scan(&v)
 		return v, err
 	}
 }
