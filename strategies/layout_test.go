@@ -1,0 +1,133 @@
+package strategies
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+var now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func TestLayoutDefaults(t *testing.T) {
+	l := Layout{}.Normalized()
+	if l.TimeBits != 40 || l.ShardBits != 13 || l.SequenceBits != 10 || l.WorkerBits != 0 {
+		t.Fatalf("widths %d/%d/%d/%d, want 40/13/10/0", l.TimeBits, l.ShardBits, l.SequenceBits, l.WorkerBits)
+	}
+	if !l.Epoch.Equal(DefaultEpoch) || l.TimeUnit != time.Millisecond {
+		t.Fatalf("epoch %s unit %s", l.Epoch, l.TimeUnit)
+	}
+	if got, want := (Layout{}).RunsOut(), DefaultEpoch.Add(time.Duration(1<<40)*time.Millisecond); !got.Equal(want) {
+		t.Fatalf("RunsOut = %s, want %s (epoch + 2^40 ms)", got, want)
+	}
+	if (Layout{}).ShardCount() != 8192 || (Layout{}).IDsPerTick() != 1024 {
+		t.Fatalf("ShardCount %d IDsPerTick %d", (Layout{}).ShardCount(), (Layout{}).IDsPerTick())
+	}
+	if err := (Layout{}).Validate(now); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLayoutValidate(t *testing.T) {
+	cases := []struct {
+		name   string
+		layout Layout
+		want   string // a part of the error; empty: valid
+	}{
+		{"default", Layout{}, ""},
+		{"sonyflake-like", Layout{TimeBits: 39, ShardBits: 8, SequenceBits: 16, WorkerBits: 8, TimeUnit: 10 * time.Millisecond}, ""},
+		{"sum 64", Layout{TimeBits: 41, ShardBits: 13, SequenceBits: 10}, "want 63"},
+		{"sum 62", Layout{TimeBits: 40, ShardBits: 12, SequenceBits: 10}, "want 63"},
+		{"zero shard bits", Layout{TimeBits: 53, ShardBits: 0, SequenceBits: 10}, "at least 1"},
+		{"zero sequence bits", Layout{TimeBits: 50, ShardBits: 13}, "at least 1"},
+		{"negative", Layout{TimeBits: 64, ShardBits: -11, SequenceBits: 10}, "at least 1"},
+		{"too many shard bits", Layout{TimeBits: 22, ShardBits: 32, SequenceBits: 9}, "at most 31"},
+		{"worker takes all sequence", Layout{WorkerBits: 10}, "WorkerBits"},
+		{"negative worker", Layout{WorkerBits: -1}, "WorkerBits"},
+		{"sub-millisecond unit", Layout{TimeUnit: time.Microsecond}, "TimeUnit"},
+		{"fractional unit", Layout{TimeUnit: 1500 * time.Microsecond}, "TimeUnit"},
+		{"negative unit", Layout{TimeUnit: -time.Millisecond}, "TimeUnit"},
+		{"future epoch", Layout{Epoch: now.Add(time.Hour)}, "in the future"},
+		{"runs out within a year", Layout{TimeBits: 34, ShardBits: 19, SequenceBits: 10, Epoch: now.Add(-180 * 24 * time.Hour)}, "runs out"},
+		{"already run out", Layout{TimeBits: 30, ShardBits: 23, SequenceBits: 10}, "runs out"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.layout.Validate(now)
+			if c.want == "" {
+				if err != nil {
+					t.Fatalf("want valid, got %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrInvalidLayout) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want ErrInvalidLayout mentioning %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestLayoutComposeDecode(t *testing.T) {
+	l := Layout{}
+	at := DefaultEpoch.Add(123456789 * time.Millisecond)
+	id := l.Compose(at, 8191, 1023)
+	if want := int64(123456789)<<23 | 8191<<10 | 1023; id != want {
+		t.Fatalf("Compose = %d, want %d", id, want)
+	}
+	p := l.Decode(id)
+	if !p.Time.Equal(at) || p.Shard != 8191 || p.Sequence != 1023 || p.Worker != 0 || p.Ticks != 123456789 {
+		t.Fatalf("Decode = %+v", p)
+	}
+	if l.Shard(id) != int(id>>10&8191) {
+		t.Fatal("Shard is not (id >> SequenceBits) & mask")
+	}
+	w := Layout{WorkerBits: 4}
+	p = w.Decode(w.ComposeTicks(5, 3, 9<<6|17))
+	if p.Worker != 9 || p.Sequence != 17 || p.Shard != 3 || p.Ticks != 5 {
+		t.Fatalf("worker layout Decode = %+v", p)
+	}
+}
+
+func TestLayoutCheck(t *testing.T) {
+	l := Layout{}
+	good := l.Compose(now, 1, 1)
+	for _, c := range []struct {
+		id int64
+		ok bool
+	}{{good, true}, {0, false}, {-good, false}, {l.Compose(now.Add(48*time.Hour), 1, 1), false}, {1, true}} {
+		if err := l.Check(c.id, now); (err == nil) != c.ok || (err != nil && !errors.Is(err, ErrInvalidID)) {
+			t.Errorf("Check(%d) = %v, want ok=%v", c.id, err, c.ok)
+		}
+	}
+}
+
+// FuzzLayoutRoundTrip: any fields within their widths survive Compose and Decode,
+// and the shard is always at the same position.
+func FuzzLayoutRoundTrip(f *testing.F) {
+	f.Add(uint8(40), uint8(13), uint8(0), int64(123456789), 42, 7)
+	f.Add(uint8(39), uint8(8), uint8(8), int64(1), 255, 65535)
+	f.Add(uint8(30), uint8(20), uint8(3), int64(1<<29), 1<<19, 4000)
+	f.Fuzz(func(t *testing.T, timeBits, shardBits, workerBits uint8, ticks int64, shard, seq int) {
+		l := Layout{TimeBits: int(timeBits % 62), ShardBits: int(shardBits % 31)}
+		l.SequenceBits = 63 - l.TimeBits - l.ShardBits
+		l.WorkerBits = int(workerBits) % max(l.SequenceBits, 1)
+		if l.TimeBits < 1 || l.ShardBits < 1 || l.SequenceBits < 1 {
+			t.Skip()
+		}
+		ticks &= 1<<l.TimeBits - 1
+		shard &= 1<<l.ShardBits - 1
+		seq &= 1<<l.SequenceBits - 1
+		id := l.ComposeTicks(ticks, shard, seq)
+		if id < 0 {
+			t.Fatalf("negative ID %d", id)
+		}
+		p := l.Decode(id)
+		seqOnly := l.SequenceBits - l.WorkerBits
+		if p.Ticks != ticks || p.Shard != shard || p.Worker<<seqOnly|p.Sequence != seq {
+			t.Fatalf("%+v: compose(%d, %d, %d) decodes to %+v", l, ticks, shard, seq, p)
+		}
+		if l.Shard(id) != int(id>>l.SequenceBits&(1<<l.ShardBits-1)) {
+			t.Fatal("shard not at its fixed position")
+		}
+	})
+}
