@@ -26,11 +26,11 @@ type event struct {
 }
 
 const (
-	childEnv        = "SHARDID_TEST_CHILD"         // set in a child process: the backend's name
-	childDirEnv     = "SHARDID_TEST_CHILD_DIR"     // the parent's folder (the SQLite file lives there)
-	childProcEnv    = "SHARDID_TEST_CHILD_PROC"    // the child's number
-	childRowsEnv    = "SHARDID_TEST_CHILD_ROWS"    // single-row creates per goroutine
-	eventShard      = 42                           // the one logical shard every event is in
+	childEnv        = "SHARDID_TEST_CHILD"      // set in a child process: the backend's name
+	childDirEnv     = "SHARDID_TEST_CHILD_DIR"  // the parent's folder (the SQLite file lives there)
+	childProcEnv    = "SHARDID_TEST_CHILD_PROC" // the child's number
+	childRowsEnv    = "SHARDID_TEST_CHILD_ROWS" // single-row creates per goroutine
+	eventShard      = 42                        // the one logical shard every event is in
 	childGoroutines = 8
 	childBatch      = 2048 // rows of one CreateInBatches: more than the 1024 IDs one tick holds
 )
@@ -188,4 +188,3 @@ func TestInstagramResumesAboveTheMark(t *testing.T) {
 		}
 	})
 }
-

@@ -1,0 +1,318 @@
+package shardid
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"gorm.io/gorm"
+)
+
+type user struct {
+	ID      int64 `shardid:""`
+	Name    string
+	Profile *profile
+	Photos  []photo
+	Groups  []group `gorm:"many2many:user_groups"`
+}
+
+type profile struct {
+	ID     ID `shardid:"colocate:UserID"`
+	UserID int64
+	Bio    string
+}
+
+type photo struct {
+	ID     ID `shardid:"colocate:UserID"`
+	UserID int64
+	User   *user
+	URL    string
+}
+
+type group struct {
+	ID   uint64 `shardid:"strategy:snowflake"`
+	Name string
+}
+
+func allModels() []any { return []any{&user{}, &profile{}, &photo{}, &group{}} }
+
+// mustFind reads the row with id back and fails the test when it is missing.
+func mustFind[T any](t *testing.T, db *gorm.DB, id any) T {
+	t.Helper()
+	var row T
+	if err := db.First(&row, id).Error; err != nil {
+		t.Fatalf("reading %T %v back: %v", row, id, err)
+	}
+	return row
+}
+
+func TestCreateAssignsIDsToEveryShape(t *testing.T) {
+	db, _ := testDB(t, Config{})
+	migrate(t, db, allModels()...)
+	seen := map[int64]bool{}
+	check := func(shape string, users ...*user) {
+		t.Helper()
+		for _, u := range users {
+			if u.ID <= 0 || seen[u.ID] {
+				t.Fatalf("%s: ID %d is not new", shape, u.ID)
+			}
+			seen[u.ID] = true
+			if got := mustFind[user](t, db, u.ID); got.Name != u.Name {
+				t.Fatalf("%s: row %d has name %q, want %q", shape, u.ID, got.Name, u.Name)
+			}
+		}
+	}
+
+	one := user{Name: "pointer"}
+	must(t, db.Create(&one).Error)
+	check("pointer", &one)
+
+	structs := []user{{Name: "s1"}, {Name: "s2"}}
+	must(t, db.Create(&structs).Error)
+	check("slice of structs", &structs[0], &structs[1])
+
+	pointers := []*user{{Name: "p1"}, {Name: "p2"}}
+	must(t, db.Create(pointers).Error)
+	check("slice of pointers", pointers...)
+
+	array := [2]user{{Name: "a1"}, {Name: "a2"}}
+	must(t, db.Create(&array).Error)
+	check("array", &array[0], &array[1])
+
+	batches := make([]user, 10)
+	for i := range batches {
+		batches[i].Name = "b" + string(rune('0'+i))
+	}
+	must(t, db.CreateInBatches(&batches, 3).Error)
+	for i := range batches {
+		check("CreateInBatches", &batches[i])
+	}
+
+	saved := user{Name: "save"}
+	must(t, db.Save(&saved).Error)
+	check("Save", &saved)
+
+	var found user
+	must(t, db.Where(user{Name: "first-or-create"}).FirstOrCreate(&found).Error)
+	check("FirstOrCreate", &found)
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+type hooked struct {
+	ID         int64 `shardid:""`
+	SeenInHook int64 `gorm:"-"`
+}
+
+func (h *hooked) BeforeCreate(*gorm.DB) error {
+	h.SeenInHook = h.ID
+	return nil
+}
+
+func TestBeforeCreateSeesTheID(t *testing.T) {
+	db, _ := testDB(t, Config{})
+	migrate(t, db, &hooked{})
+	h := hooked{}
+	must(t, db.Create(&h).Error)
+	if h.SeenInHook == 0 || h.SeenInHook != h.ID {
+		t.Fatalf("BeforeCreate saw ID %d, the row got %d", h.SeenInHook, h.ID)
+	}
+}
+
+func TestPresetIDIsKeptOrRefused(t *testing.T) {
+	db, p := testDB(t, Config{})
+	migrate(t, db, allModels()...)
+	other := user{Name: "other"}
+	must(t, db.Create(&other).Error)
+
+	preset := user{ID: other.ID + 1, Name: "preset"}
+	must(t, db.Create(&preset).Error)
+	if preset.ID != other.ID+1 || mustFind[user](t, db, other.ID+1).Name != "preset" {
+		t.Fatalf("the preset ID was replaced by %d", preset.ID)
+	}
+	if p.Layout().Shard(preset.ID) != p.Layout().Shard(other.ID) {
+		t.Fatal("ID+1 should be in the same shard")
+	}
+
+	for _, bad := range []int64{-5, p.Layout().ComposeTicks(1<<39, 1, 1)} { // negative; decades in the future
+		u := user{ID: bad, Name: "bad"}
+		if err := db.Create(&u).Error; !errors.Is(err, ErrInvalidID) || !strings.Contains(err.Error(), "user.ID") {
+			t.Errorf("preset %d: got %v, want ErrInvalidID naming user.ID", bad, err)
+		}
+	}
+	big := group{ID: math.MaxUint64, Name: "too big"}
+	if err := db.Create(&big).Error; !errors.Is(err, ErrInvalidID) {
+		t.Errorf("uint64 above 2^63: got %v, want ErrInvalidID", err)
+	}
+	var n int64
+	db.Model(&user{}).Where("name = ?", "bad").Count(&n)
+	if n != 0 {
+		t.Fatalf("%d rows with a refused ID were written", n)
+	}
+}
+
+type plain struct {
+	ID   int64
+	Name string
+}
+
+func TestUntaggedModelIsUntouched(t *testing.T) {
+	db, _ := testDB(t, Config{})
+	migrate(t, db, &plain{})
+	rows := []plain{{Name: "a"}, {Name: "b"}}
+	must(t, db.Create(&rows).Error)
+	if rows[0].ID != 1 || rows[1].ID != 2 {
+		t.Fatalf("auto-increment IDs %d, %d; want 1, 2", rows[0].ID, rows[1].ID)
+	}
+}
+
+type withReference struct {
+	ID        int64  // auto-increment, untouched
+	Reference uint64 `shardid:"strategy:snowflake"`
+	Tracking  ID     `shardid:"colocate:Reference"`
+}
+
+func TestNonPrimaryKeyFieldsAreFilled(t *testing.T) {
+	db, p := testDB(t, Config{})
+	migrate(t, db, &withReference{})
+	r := withReference{}
+	must(t, db.Create(&r).Error)
+	if r.ID != 1 || r.Reference == 0 || r.Tracking == 0 {
+		t.Fatalf("got %+v; want auto-increment ID 1 and both tagged fields filled", r)
+	}
+	if p.Layout().Shard(int64(r.Tracking)) != p.Layout().Shard(int64(r.Reference)) {
+		t.Fatal("Tracking is not in Reference's shard")
+	}
+	if got := mustFind[withReference](t, db, 1); got != r {
+		t.Fatalf("stored %+v, want %+v", got, r)
+	}
+}
+
+func TestAssociationsGetIDsAndFollowTheirOwner(t *testing.T) {
+	db, p := testDB(t, Config{})
+	migrate(t, db, allModels()...)
+	layout := p.Layout()
+
+	u := user{
+		Name:    "owner",
+		Profile: &profile{Bio: "has-one"},
+		Photos:  []photo{{URL: "has-many 1"}, {URL: "has-many 2"}},
+		Groups:  []group{{Name: "many2many"}},
+	}
+	must(t, db.Create(&u).Error)
+	shard := layout.Shard(u.ID)
+	if u.Profile.ID == 0 || u.Profile.UserID != u.ID || layout.Shard(int64(u.Profile.ID)) != shard {
+		t.Fatalf("has-one: %+v, user %d", u.Profile, u.ID)
+	}
+	for _, ph := range u.Photos {
+		if ph.ID == 0 || ph.UserID != u.ID || layout.Shard(int64(ph.ID)) != shard {
+			t.Fatalf("has-many: %+v, user %d", ph, u.ID)
+		}
+		mustFind[photo](t, db, int64(ph.ID))
+	}
+	if u.Groups[0].ID == 0 {
+		t.Fatal("many2many: the group has no ID")
+	}
+	var joined int64
+	db.Table("user_groups").Where("user_id = ? AND group_id = ?", u.ID, u.Groups[0].ID).Count(&joined)
+	if joined != 1 {
+		t.Fatal("many2many: no join row")
+	}
+
+	// belongs-to: the photo's owner is created in the same call, and the
+	// photo, colocated on UserID, lands in the owner's shard.
+	ph := photo{URL: "belongs-to", User: &user{Name: "new owner"}}
+	must(t, db.Create(&ph).Error)
+	if ph.User.ID == 0 || ph.UserID != ph.User.ID || layout.Shard(int64(ph.ID)) != layout.Shard(ph.User.ID) {
+		t.Fatalf("belongs-to: photo %d user %d / %d", ph.ID, ph.UserID, ph.User.ID)
+	}
+	mustFind[user](t, db, ph.User.ID)
+}
+
+func TestColocateWithoutOwnerIsNoShard(t *testing.T) {
+	db, _ := testDB(t, Config{})
+	migrate(t, db, allModels()...)
+	err := db.Create(&photo{URL: "orphan"}).Error
+	if !errors.Is(err, ErrNoShard) || !strings.Contains(err.Error(), "colocate:UserID") {
+		t.Fatalf("got %v, want ErrNoShard explaining colocate:UserID", err)
+	}
+	var n int64
+	db.Model(&photo{}).Count(&n)
+	if n != 0 {
+		t.Fatal("the orphan was written")
+	}
+}
+
+type account struct {
+	ID    int64 `shardid:"strategy:snowflake;hash:Email"`
+	Email string
+}
+
+func TestHashChoosesTheShard(t *testing.T) {
+	db, p := testDB(t, Config{})
+	migrate(t, db, &account{})
+	for _, email := range []string{"user@example.com", "b@example.org", "ü@example.net"} {
+		a := account{Email: email}
+		must(t, db.Create(&a).Error)
+		h, _ := HashKey(email)
+		if p.Layout().Shard(a.ID) != int(h%8192) {
+			t.Fatalf("%s is in shard %d, want %d", email, p.Layout().Shard(a.ID), h%8192)
+		}
+	}
+	if err := db.Create(&account{}).Error; !errors.Is(err, ErrNoShard) || !strings.Contains(err.Error(), "hash:Email is empty") {
+		t.Fatalf("empty key: got %v", err)
+	}
+}
+
+type spread struct {
+	ID int64 `shardid:"strategy:snowflake"`
+}
+
+// TestNoRuleSpreadsUniformly: rows without colocate or hash spread evenly over
+// the logical shards (a chi-square test over 64 ranges of 128 shards).
+func TestNoRuleSpreadsUniformly(t *testing.T) {
+	db, p := testDB(t, Config{})
+	migrate(t, db, &spread{})
+	rows := make([]spread, 32768)
+	must(t, db.CreateInBatches(&rows, 4096).Error)
+	const buckets = 64
+	counts := make([]float64, buckets)
+	for _, r := range rows {
+		counts[p.Layout().Shard(r.ID)*buckets/8192]++
+	}
+	expected := float64(len(rows)) / buckets
+	chi2 := 0.0
+	for _, c := range counts {
+		chi2 += (c - expected) * (c - expected) / expected
+	}
+	// 63 degrees of freedom: above 130 happens by chance less than once in a million runs.
+	if chi2 > 130 {
+		t.Fatalf("chi-square %.1f over %d ranges: not uniform (%v)", chi2, buckets, counts)
+	}
+}
+
+func TestCreateFromMapIsRefused(t *testing.T) {
+	db, _ := testDB(t, Config{})
+	migrate(t, db, allModels()...)
+	err := db.Model(&user{}).Create(map[string]any{"Name": "map"}).Error
+	if !errors.Is(err, ErrNoShard) || !strings.Contains(err.Error(), "map") {
+		t.Fatalf("got %v, want ErrNoShard explaining maps", err)
+	}
+}
+
+func TestAutoMigrateMakesAPlainBigint(t *testing.T) {
+	db, _ := testDB(t, Config{})
+	migrate(t, db, &user{}, &plain{})
+	var tagged, untagged string
+	db.Raw("SELECT sql FROM sqlite_master WHERE name = 'users'").Scan(&tagged)
+	db.Raw("SELECT sql FROM sqlite_master WHERE name = 'plains'").Scan(&untagged)
+	if strings.Contains(strings.ToUpper(tagged), "AUTOINCREMENT") || !strings.Contains(strings.ToUpper(untagged), "AUTOINCREMENT") {
+		t.Fatalf("users: %s\nplains: %s\nwant AUTOINCREMENT on plains only", tagged, untagged)
+	}
+}

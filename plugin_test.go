@@ -1,0 +1,69 @@
+package shardid
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+)
+
+func TestUseRefusesBadConfig(t *testing.T) {
+	cases := []struct {
+		name string
+		cfg  Config
+		err  error
+		text string
+	}{
+		{"layout widths", Config{Layout: Layout{TimeBits: 41, ShardBits: 13, SequenceBits: 10}}, ErrInvalidLayout, "want 63"},
+		{"strategy", Config{DefaultStrategy: "uuidv4"}, ErrInvalidConfig, "allowed: instagram, snowflake"},
+		{"worker", Config{WorkerID: 1}, ErrInvalidConfig, "WorkerBits 0"},
+		{"worker with bits", Config{Layout: Layout{WorkerBits: 2}, WorkerID: 4}, ErrInvalidConfig, "0..3"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			db, err := gorm.Open(sqlite.Open(filepath.Join(t.TempDir(), "x.db")), &gorm.Config{Logger: logger.Discard})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Use(New(c.cfg)); !errors.Is(err, c.err) || !strings.Contains(err.Error(), c.text) {
+				t.Fatalf("got %v, want %v mentioning %q", err, c.err, c.text)
+			}
+		})
+	}
+}
+
+func TestDefaultStrategyIsUsed(t *testing.T) {
+	type untyped struct {
+		ID int64 `shardid:""`
+	}
+	db, _ := testDB(t, Config{DefaultStrategy: "snowflake", Layout: Layout{WorkerBits: 3}, WorkerID: 5})
+	migrate(t, db, &untyped{})
+	row := untyped{}
+	must(t, db.Create(&row).Error)
+	if w := (Layout{WorkerBits: 3}).Decode(row.ID).Worker; w != 5 {
+		t.Fatalf("worker %d, want 5: the snowflake default was not used", w)
+	}
+}
+
+func TestDialectorWrapperKeepsSavePoints(t *testing.T) {
+	db, _ := testDB(t, Config{})
+	migrate(t, db, &plain{})
+	err := db.Transaction(func(tx *gorm.DB) error {
+		must(t, tx.Create(&plain{Name: "kept"}).Error)
+		_ = tx.Transaction(func(inner *gorm.DB) error {
+			must(t, inner.Create(&plain{Name: "rolled back"}).Error)
+			return errors.New("roll back the savepoint")
+		})
+		return nil
+	})
+	must(t, err)
+	var names []string
+	db.Model(&plain{}).Pluck("name", &names)
+	if len(names) != 1 || names[0] != "kept" {
+		t.Fatalf("rows %v, want only the one outside the savepoint", names)
+	}
+}

@@ -1,0 +1,141 @@
+package shardid
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestParseTag(t *testing.T) {
+	cases := []struct {
+		tag  string
+		want fieldTag
+		err  string
+	}{
+		{tag: "", want: fieldTag{}},
+		{tag: "strategy:snowflake", want: fieldTag{strategy: "snowflake"}},
+		{tag: " strategy : instagram ; colocate : UserID ", want: fieldTag{strategy: "instagram", colocate: "UserID"}},
+		{tag: "hash:Email;", want: fieldTag{hash: "Email"}},
+		{tag: "strategy:uuidv9", err: `unknown strategy "uuidv9" (allowed: instagram, snowflake)`},
+		{tag: "shard:3", err: `unknown key "shard" (allowed: strategy, colocate, hash)`},
+		{tag: "colocate", err: "is not key:value"},
+		{tag: "colocate:", err: "is not key:value"},
+		{tag: "hash:A;hash:B", err: "appears twice"},
+		{tag: "colocate:UserID;hash:Email", err: "use one"},
+	}
+	for _, c := range cases {
+		got, err := parseTag(c.tag)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("parseTag(%q) = %v, want error containing %q", c.tag, err, c.err)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("parseTag(%q) = %+v, %v; want %+v", c.tag, got, err, c.want)
+		}
+	}
+}
+
+func FuzzParseTag(f *testing.F) {
+	for _, seed := range []string{"", "strategy:snowflake", "colocate:A;hash:B", "a:b:c", ";;", "strategy:", "\x00:\xff"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, tag string) {
+		got, err := parseTag(tag)
+		if err != nil {
+			return
+		}
+		if got.colocate != "" && got.hash != "" {
+			t.Fatalf("%q: accepted colocate and hash together", tag)
+		}
+		if got.strategy != "" && got.strategy != "instagram" && got.strategy != "snowflake" {
+			t.Fatalf("%q: accepted strategy %q", tag, got.strategy)
+		}
+	})
+}
+
+// Models with bad tags, each failing at its first statement.
+type (
+	badStrategy struct {
+		ID int64 `shardid:"strategy:nope"`
+	}
+	badKey struct {
+		ID int64 `shardid:"shard:1"`
+	}
+	badColocateMissing struct {
+		ID int64 `shardid:"colocate:OwnerID"`
+	}
+	badColocateType struct {
+		ID    int64 `shardid:"colocate:Owner"`
+		Owner string
+	}
+	badColocateSelf struct {
+		ID int64 `shardid:"colocate:ID"`
+	}
+	badBoth struct {
+		ID      int64 `shardid:"colocate:OwnerID;hash:Email"`
+		OwnerID int64
+		Email   string
+	}
+	badHashMissing struct {
+		ID int64 `shardid:"hash:Email"`
+	}
+	badHashType struct {
+		ID    int64 `shardid:"hash:Score"`
+		Score float64
+	}
+	badFieldType struct {
+		ID   int64
+		Code string `shardid:""`
+	}
+	badPointerType struct {
+		ID  int64
+		Ref *int64 `shardid:""`
+	}
+	badAutoIncrement struct {
+		ID int64 `gorm:"primaryKey;autoIncrement" shardid:""`
+	}
+	badCycle struct {
+		ID    int64 `shardid:"colocate:Other"`
+		Other int64 `shardid:"colocate:ID"`
+	}
+)
+
+func TestInvalidTags(t *testing.T) {
+	db, _ := testDB(t, Config{})
+	cases := []struct {
+		model  any
+		field  string
+		detail string
+	}{
+		{&badStrategy{}, "ID", "allowed: instagram, snowflake"},
+		{&badKey{}, "ID", "allowed: strategy, colocate, hash"},
+		{&badColocateMissing{}, "ID", `no field "OwnerID"`},
+		{&badColocateType{}, "ID", "not an int64/uint64 ID"},
+		{&badColocateSelf{}, "ID", "its own shard"},
+		{&badBoth{}, "ID", "use one"},
+		{&badHashMissing{}, "ID", `no field "Email"`},
+		{&badHashType{}, "ID", "allowed: string, []byte, integers, [16]byte"},
+		{&badFieldType{}, "Code", "allowed: int64, uint64, shardid.ID"},
+		{&badPointerType{}, "Ref", "allowed: int64, uint64, shardid.ID"},
+		{&badAutoIncrement{}, "ID", "cannot be autoIncrement"},
+		{&badCycle{}, "ID", "cycle"},
+	}
+	for _, c := range cases {
+		// AutoMigrate refuses the tag before creating anything ...
+		err := db.AutoMigrate(c.model)
+		var fe *FieldError
+		if !errors.Is(err, ErrInvalidTag) || !errors.As(err, &fe) || fe.Field != c.field || !strings.Contains(err.Error(), c.detail) {
+			t.Errorf("AutoMigrate(%T) = %v; want ErrInvalidTag on field %s mentioning %q", c.model, err, c.field, c.detail)
+			continue
+		}
+		if db.Migrator().HasTable(c.model) {
+			t.Errorf("%T: the table was created despite the bad tag", c.model)
+		}
+		// ... and so does the first statement.
+		if err := db.Create(c.model).Error; !errors.Is(err, ErrInvalidTag) || !strings.Contains(err.Error(), fe.Model) {
+			t.Errorf("Create(%T) = %v; want ErrInvalidTag naming the model", c.model, err)
+		}
+	}
+}
