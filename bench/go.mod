@@ -1,0 +1,11 @@
+module github.com/shardid/shardid/bench
+
+go 1.26.8
+
+require (
+	github.com/bwmarrin/snowflake v0.3.0
+	github.com/shardid/shardid v0.0.0
+	github.com/sony/sonyflake v1.2.0
+)
+
+replace github.com/shardid/shardid => ../
