@@ -30,8 +30,10 @@ func (p *Plugin) registerCallbacks(db *gorm.DB) error {
 	return nil
 }
 
-// pendingKey is the Statement.Settings key of the IDs still being fetched.
-type pendingKey struct{}
+// pendingKey is the Statement.Settings key of the IDs still being fetched for
+// one statement; GORM copies Settings into cloned statements, which must not
+// take them over.
+type pendingKey struct{ stmt *gorm.Statement }
 
 // assignIDs fills every zero shardid field of the rows being created and
 // validates the preset ones; IDs that need a round trip are left in flight for
@@ -53,16 +55,17 @@ func (p *Plugin) assignIDs(db *gorm.DB) {
 	}
 	inFlight, err := p.request(stmt.Context, db, m, rows)
 	if len(inFlight) > 0 {
-		stmt.Settings.Store(pendingKey{}, inFlight)
+		stmt.Settings.Store(pendingKey{stmt}, inFlight)
 	}
 	db.AddError(err)
 }
 
 // awaitIDs writes the IDs requested by assignIDs into the rows. It runs even
-// when BEGIN failed, so that no request outlives its statement.
+// when the statement has failed, so that no request outlives it; the rows of
+// a failed statement keep their zero IDs.
 func awaitIDs(db *gorm.DB) {
-	if v, ok := db.Statement.Settings.LoadAndDelete(pendingKey{}); ok {
-		db.AddError(awaitAll(v.([]*idRequest)))
+	if v, ok := db.Statement.Settings.LoadAndDelete(pendingKey{db.Statement}); ok {
+		db.AddError(awaitAll(v.([]*idRequest), db.Error == nil))
 	}
 }
 
@@ -97,8 +100,8 @@ type idRequest struct {
 	err    error
 }
 
-// wait blocks until the IDs are known and writes them into the rows.
-func (r *idRequest) wait() error {
+// wait blocks until the IDs are known and, if write, puts them in the rows.
+func (r *idRequest) wait(write bool) error {
 	if r.done != nil {
 		<-r.done
 		r.done = nil
@@ -106,17 +109,20 @@ func (r *idRequest) wait() error {
 	if r.err != nil {
 		return fmt.Errorf("shardid: %s.%s: %w", r.model.schema.Name, r.field.field.Name, r.err)
 	}
-	for i, value := range r.values {
-		writeID(value, r.ids[i])
+	if write {
+		for i, value := range r.values {
+			writeID(value, r.ids[i])
+		}
 	}
 	r.values = nil
 	return nil
 }
 
-func awaitAll(requests []*idRequest) error {
+// awaitAll waits for every request, writing the IDs only if write.
+func awaitAll(requests []*idRequest, write bool) error {
 	var first error
 	for _, r := range requests {
-		if err := r.wait(); err != nil && first == nil {
+		if err := r.wait(write); err != nil && first == nil {
 			first = err
 		}
 	}
@@ -127,7 +133,7 @@ func awaitAll(requests []*idRequest) error {
 // are written.
 func (p *Plugin) fill(ctx context.Context, db *gorm.DB, m *model, rows []reflect.Value) error {
 	inFlight, err := p.request(ctx, db, m, rows)
-	return errors.Join(err, awaitAll(inFlight))
+	return errors.Join(err, awaitAll(inFlight, err == nil))
 }
 
 // request validates the preset IDs of rows and asks each field's generator
@@ -140,9 +146,10 @@ func (p *Plugin) request(ctx context.Context, db *gorm.DB, m *model, rows []refl
 	for _, f := range m.fields {
 		if f.colocate != nil && m.tagged(f.colocate) {
 			// This field follows another ID of the same row: that one must be known.
-			if err := awaitAll(inFlight); err != nil {
+			if err := awaitAll(inFlight, true); err != nil {
 				return nil, err
 			}
+			inFlight = nil
 		}
 		r := &idRequest{model: m, field: f, values: make([]reflect.Value, 0, len(rows))}
 		shards := make([]int, 0, len(rows))
@@ -171,7 +178,7 @@ func (p *Plugin) request(ctx context.Context, db *gorm.DB, m *model, rows []refl
 		target := p.target(db)
 		if f.inProcess || target.Dialect == "sqlite" {
 			r.err = f.generator.Generate(ctx, target, shards, r.ids)
-			if err := r.wait(); err != nil {
+			if err := r.wait(true); err != nil {
 				return inFlight, err
 			}
 			continue
