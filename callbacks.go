@@ -2,11 +2,11 @@ package shardid
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"time"
 
 	"gorm.io/gorm"
@@ -15,29 +15,18 @@ import (
 	"github.com/shardid/shardid/strategies"
 )
 
-// registerCallbacks adds the plugin's hooks. IDs are requested before
-// gorm:begin_transaction, so that a strategy's round trip to the database
-// overlaps GORM's BEGIN, and are in the rows after it, before
-// gorm:before_create, so the model's BeforeCreate sees them.
+// registerCallbacks adds the plugin's hook. IDs are assigned before
+// gorm:begin_transaction: the model's BeforeCreate sees them, and no
+// transaction is opened for a row whose ID cannot be made.
 func (p *Plugin) registerCallbacks(db *gorm.DB) error {
-	create := db.Callback().Create()
-	if err := create.Before("gorm:begin_transaction").Register("shardid:assign_ids", p.assignIDs); err != nil {
+	if err := db.Callback().Create().Before("gorm:begin_transaction").Register("shardid:assign_ids", p.assignIDs); err != nil {
 		return fmt.Errorf("shardid: registering shardid:assign_ids: %w", err)
-	}
-	if err := create.After("gorm:begin_transaction").Before("gorm:before_create").Register("shardid:await_ids", awaitIDs); err != nil {
-		return fmt.Errorf("shardid: registering shardid:await_ids: %w", err)
 	}
 	return nil
 }
 
-// pendingKey is the Statement.Settings key of the IDs still being fetched for
-// one statement; GORM copies Settings into cloned statements, which must not
-// take them over.
-type pendingKey struct{ stmt *gorm.Statement }
-
 // assignIDs fills every zero shardid field of the rows being created and
-// validates the preset ones; IDs that need a round trip are left in flight for
-// awaitIDs.
+// validates the preset ones.
 func (p *Plugin) assignIDs(db *gorm.DB) {
 	stmt := db.Statement
 	if db.Error != nil || stmt.Schema == nil {
@@ -53,20 +42,7 @@ func (p *Plugin) assignIDs(db *gorm.DB) {
 		db.AddError(err)
 		return
 	}
-	inFlight, err := p.request(stmt.Context, db, m, rows)
-	if len(inFlight) > 0 {
-		stmt.Settings.Store(pendingKey{stmt}, inFlight)
-	}
-	db.AddError(err)
-}
-
-// awaitIDs writes the IDs requested by assignIDs into the rows. It runs even
-// when the statement has failed, so that no request outlives it; the rows of
-// a failed statement keep their zero IDs.
-func awaitIDs(db *gorm.DB) {
-	if v, ok := db.Statement.Settings.LoadAndDelete(pendingKey{db.Statement}); ok {
-		db.AddError(awaitAll(v.([]*idRequest), db.Error == nil))
-	}
+	db.AddError(p.fill(stmt.Context, db, m, rows))
 }
 
 // structRows returns the addressable structs behind a Create's value: one
@@ -89,69 +65,26 @@ func structRows(m *model, rv reflect.Value) ([]reflect.Value, error) {
 		Detail: fmt.Sprintf("cannot assign IDs when creating from a %s; create from the struct or a slice of it", rv.Kind())}
 }
 
-// idRequest is the IDs of one field for the rows that need one, possibly
-// still being generated.
-type idRequest struct {
-	model  *model
-	field  *idField
-	values []reflect.Value // the zero fields to fill
-	ids    []int64
-	done   chan struct{} // closed when ids and err are set; nil when generated in place
-	err    error
-}
-
-// wait blocks until the IDs are known and, if write, puts them in the rows.
-func (r *idRequest) wait(write bool) error {
-	if r.done != nil {
-		<-r.done
-		r.done = nil
-	}
-	if r.err != nil {
-		return fmt.Errorf("shardid: %s.%s: %w", r.model.schema.Name, r.field.field.Name, r.err)
-	}
-	if write {
-		for i, value := range r.values {
-			writeID(value, r.ids[i])
-		}
-	}
-	r.values = nil
-	return nil
-}
-
-// awaitAll waits for every request, writing the IDs only if write.
-func awaitAll(requests []*idRequest, write bool) error {
-	var first error
-	for _, r := range requests {
-		if err := r.wait(write); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
-}
-
-// fill assigns IDs to the zero tagged fields of rows and returns when they
-// are written.
+// fill validates the preset IDs of rows and gives the zero ones a new ID:
+// one Generate call (for instagram, one round trip) per field. The IDs go
+// into the rows once every field's are made, so a failure leaves them zero
+// (a field colocated on another tagged field needs that one in place first).
 func (p *Plugin) fill(ctx context.Context, db *gorm.DB, m *model, rows []reflect.Value) error {
-	inFlight, err := p.request(ctx, db, m, rows)
-	return errors.Join(err, awaitAll(inFlight, err == nil))
-}
-
-// request validates the preset IDs of rows and asks each field's generator
-// for the missing ones: one Generate call (for instagram, one round trip) per
-// field. IDs made in-process are written at once; it returns the requests
-// still in flight, which the caller must wait for, even on error.
-func (p *Plugin) request(ctx context.Context, db *gorm.DB, m *model, rows []reflect.Value) ([]*idRequest, error) {
 	now := time.Now()
-	var inFlight []*idRequest
+	type fieldIDs struct {
+		values []reflect.Value // the zero fields to fill
+		ids    []int64
+	}
+	made := make([]fieldIDs, 0, len(m.fields))
 	for _, f := range m.fields {
 		if f.colocate != nil && m.tagged(f.colocate) {
-			// This field follows another ID of the same row: that one must be known.
-			if err := awaitAll(inFlight, true); err != nil {
-				return nil, err
+			// This field follows another ID of the same row: that one must be in place.
+			for _, done := range made {
+				writeIDs(done.values, done.ids)
 			}
-			inFlight = nil
+			made = made[:0]
 		}
-		r := &idRequest{model: m, field: f, values: make([]reflect.Value, 0, len(rows))}
+		values := make([]reflect.Value, 0, len(rows))
 		shards := make([]int, 0, len(rows))
 		for _, row := range rows {
 			value := f.field.ReflectValueOf(ctx, row)
@@ -160,37 +93,35 @@ func (p *Plugin) request(ctx context.Context, db *gorm.DB, m *model, rows []refl
 				err = p.layout.Check(id, now)
 			}
 			if err != nil {
-				return inFlight, &FieldError{Model: m.schema.Name, Field: f.field.Name, Err: ErrInvalidID, Detail: fmt.Sprintf("preset value: %v", err)}
+				return &FieldError{Model: m.schema.Name, Field: f.field.Name, Err: ErrInvalidID, Detail: fmt.Sprintf("preset value: %v", err)}
 			}
 			if id != 0 {
 				continue
 			}
 			shard, err := p.shardOf(ctx, db, m, f, row)
 			if err != nil {
-				return inFlight, err
+				return err
 			}
-			r.values, shards = append(r.values, value), append(shards, shard)
+			values, shards = append(values, value), append(shards, shard)
 		}
 		if len(shards) == 0 {
 			continue
 		}
-		r.ids = make([]int64, len(shards))
-		target := p.target(db)
-		if f.inProcess || target.Dialect == "sqlite" {
-			r.err = f.generator.Generate(ctx, target, shards, r.ids)
-			if err := r.wait(true); err != nil {
-				return inFlight, err
-			}
-			continue
+		if f.colocate == nil && f.hash == nil {
+			// Uniform shards in ascending order are still uniform, and they make
+			// the batch's IDs ascend, which B-tree indexes append cheaply.
+			slices.Sort(shards)
 		}
-		r.done = make(chan struct{})
-		go func() {
-			defer close(r.done)
-			r.err = f.generator.Generate(ctx, target, shards, r.ids)
-		}()
-		inFlight = append(inFlight, r)
+		ids := make([]int64, len(shards))
+		if err := f.generator.Generate(ctx, p.target(db), shards, ids); err != nil {
+			return fmt.Errorf("shardid: %s.%s: %w", m.schema.Name, f.field.Name, err)
+		}
+		made = append(made, fieldIDs{values, ids})
 	}
-	return inFlight, nil
+	for _, done := range made {
+		writeIDs(done.values, done.ids)
+	}
+	return nil
 }
 
 // shardOf picks the logical shard of a new row by the field's tag: the shard
@@ -267,6 +198,13 @@ func readID(v reflect.Value) (int64, error) {
 		return int64(v.Uint()), nil
 	}
 	return 0, fmt.Errorf("a %s is not an integer ID", v.Type())
+}
+
+// writeIDs stores ids[i] in values[i].
+func writeIDs(values []reflect.Value, ids []int64) {
+	for i, v := range values {
+		writeID(v, ids[i])
+	}
 }
 
 // writeID stores a positive id in an int64 or uint64 field.

@@ -119,7 +119,6 @@ func (p *Plugin) parseModel(s *schema.Schema) (*model, error) {
 			t.strategy = p.config.DefaultStrategy
 		}
 		idf.generator = p.generators[t.strategy]
-		idf.inProcess = t.strategy == strategies.NameSnowflake
 		if t.colocate != "" {
 			src := s.LookUpField(t.colocate)
 			switch {
