@@ -76,7 +76,6 @@ func parseTag(tag string) (fieldTag, error) {
 type idField struct {
 	field     *schema.Field
 	generator strategies.Generator
-	inProcess bool                 // the generator makes IDs without a round trip
 	colocate  *schema.Field        // the row's shard is this ID's shard
 	parent    *schema.Relationship // belongs-to whose foreign key is colocate, if any
 	hash      *schema.Field        // the row's shard is the hash of this value
@@ -107,8 +106,7 @@ func (p *Plugin) parseModel(s *schema.Schema) (*model, error) {
 		}
 		idf := &idField{field: f}
 		switch f.FieldType.Kind() {
-		case reflect.Int64:
-		case reflect.Uint64:
+		case reflect.Int64, reflect.Uint64:
 		default:
 			return nil, bad("type %s cannot hold an ID (allowed: int64, uint64, shardid.ID)", f.FieldType)
 		}
