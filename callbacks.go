@@ -2,6 +2,7 @@ package shardid
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -15,12 +16,38 @@ import (
 	"github.com/shardid/shardid/strategies"
 )
 
-// registerCallbacks adds the plugin's hook. IDs are assigned before
-// gorm:begin_transaction: the model's BeforeCreate sees them, and no
-// transaction is opened for a row whose ID cannot be made.
+// registerCallbacks adds the plugin's hooks. IDs are assigned, and every
+// statement on a sharded model is routed, before gorm:begin_transaction (or
+// before the query runs): the model's BeforeCreate sees the ID, and GORM's
+// own transaction begins on the statement's physical database.
 func (p *Plugin) registerCallbacks(db *gorm.DB) error {
-	if err := db.Callback().Create().Before("gorm:begin_transaction").Register("shardid:assign_ids", p.assignIDs); err != nil {
-		return fmt.Errorf("shardid: registering shardid:assign_ids: %w", err)
+	cb := db.Callback()
+	type hook struct {
+		register func(name string, fn func(*gorm.DB)) error
+		name     string
+		fn       func(*gorm.DB)
+	}
+	list := []hook{
+		{cb.Create().Before("gorm:begin_transaction").Register, "shardid:assign_ids", p.assignIDs},
+		{cb.Create().After("gorm:begin_transaction").Register, "shardid:remember_tx", p.rememberTransaction},
+		{cb.Create().After("gorm:commit_or_rollback_transaction").Register, "shardid:finish", finish},
+		{cb.Update().Before("gorm:begin_transaction").Register, "shardid:route", p.route(kindUpdate)},
+		{cb.Update().After("gorm:begin_transaction").Register, "shardid:remember_tx", p.rememberTransaction},
+		{cb.Update().After("gorm:commit_or_rollback_transaction").Register, "shardid:finish", finish},
+		{cb.Delete().Before("gorm:begin_transaction").Register, "shardid:route", p.route(kindDelete)},
+		{cb.Delete().After("gorm:begin_transaction").Register, "shardid:remember_tx", p.rememberTransaction},
+		{cb.Delete().After("gorm:commit_or_rollback_transaction").Register, "shardid:finish", finish},
+		{cb.Query().Before("gorm:query").Register, "shardid:route", p.route(kindQuery)},
+		{cb.Query().After("gorm:after_query").Register, "shardid:finish", finish},
+		{cb.Row().Before("gorm:row").Register, "shardid:route", p.route(kindRow)},
+		{cb.Row().After("gorm:row").Register, "shardid:finish", finish},
+		{cb.Raw().Before("gorm:raw").Register, "shardid:route", p.route(kindRaw)},
+		{cb.Raw().After("gorm:raw").Register, "shardid:finish", finish},
+	}
+	for _, h := range list {
+		if err := h.register(h.name, h.fn); err != nil {
+			return fmt.Errorf("shardid: registering %s: %w", h.name, err)
+		}
 	}
 	return nil
 }
@@ -42,7 +69,54 @@ func (p *Plugin) assignIDs(db *gorm.DB) {
 		db.AddError(err)
 		return
 	}
-	db.AddError(p.fill(stmt.Context, db, m, rows))
+	if db.AddError(p.fill(stmt.Context, db, m, rows)) != nil || !p.routed() || !m.sharded() {
+		return
+	}
+	p.routeCreate(db, m, rows)
+}
+
+// routeCreate sends the rows to the physical databases of their shards: the
+// whole statement when they share one, else one INSERT per database, each in
+// its own transaction (not atomic across databases).
+func (p *Plugin) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
+	stmt := db.Statement
+	var order []int
+	groups := map[int][]reflect.Value{}
+	for _, row := range rows {
+		id, _ := readID(m.pk().field.ReflectValueOf(stmt.Context, row))
+		k := p.physicalOf(p.layout.Shard(id))
+		if _, seen := groups[k]; !seen {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], row)
+	}
+	if len(order) == 1 {
+		db.AddError(p.bind(db, order[0]))
+		return
+	}
+	if inTransaction(stmt.ConnPool) {
+		db.AddError(fmt.Errorf("%w: %s: the rows belong on %d physical databases, a transaction is on one", ErrCrossShard, m.schema.Name, len(order)))
+		return
+	}
+	var errs []error
+	for _, k := range order {
+		subset := reflect.MakeSlice(reflect.SliceOf(reflect.PointerTo(m.schema.ModelType)), 0, len(groups[k]))
+		for _, row := range groups[k] {
+			subset = reflect.Append(subset, row.Addr())
+		}
+		part := db.Session(&gorm.Session{Context: stmt.Context})
+		part.Statement.ConnPool = p.physical[k].pool
+		part.Statement.Model = nil
+		part = part.Create(subset.Interface())
+		db.RowsAffected += part.RowsAffected
+		if part.Error != nil {
+			errs = append(errs, p.partError(k, part.Error))
+		}
+	}
+	db.Error = errors.Join(errs...)
+	if db.Error == nil {
+		db.Error = errRouted
+	}
 }
 
 // structRows returns the addressable structs behind a Create's value: one
@@ -112,8 +186,8 @@ func (p *Plugin) fill(ctx context.Context, db *gorm.DB, m *model, rows []reflect
 			// the batch's IDs ascend, which B-tree indexes append cheaply.
 			slices.Sort(shards)
 		}
-		ids := make([]int64, len(shards))
-		if err := f.generator.Generate(ctx, p.target(db), shards, ids); err != nil {
+		ids, err := p.generate(ctx, db, f, shards)
+		if err != nil {
 			return fmt.Errorf("shardid: %s.%s: %w", m.schema.Name, f.field.Name, err)
 		}
 		made = append(made, fieldIDs{values, ids})
@@ -216,14 +290,53 @@ func writeID(v reflect.Value, id int64) {
 	}
 }
 
-// target is the physical database the statement writes to. Strategies run
-// their SQL on the database's pool, outside the statement's transaction, so
-// no lock they take is held until that transaction ends; on SQLite, whose one
-// writer may be that very transaction, they run on the statement's connection.
-func (p *Plugin) target(db *gorm.DB) strategies.Target {
-	t := strategies.Target{Name: "default", Dialect: p.db.Dialector.Name(), Conn: p.pool}
-	if t.Dialect == "sqlite" {
-		t.Conn = db.Statement.ConnPool
+// generate makes the IDs of shards with f's strategy. An ID of logical shard
+// s comes from the physical database holding s (that is where the instagram
+// clock-sequence of s is kept), so the shards are grouped by database: one
+// Generate call, and for instagram one round trip, per database.
+func (p *Plugin) generate(ctx context.Context, db *gorm.DB, f *idField, shards []int) ([]int64, error) {
+	ids := make([]int64, len(shards))
+	first := p.physicalOf(shards[0])
+	mixed := slices.ContainsFunc(shards, func(s int) bool { return p.physicalOf(s) != first })
+	if !mixed {
+		return ids, f.generator.Generate(ctx, p.target(db, first), shards, ids)
+	}
+	for k := range p.physical {
+		var at []int
+		for i, s := range shards {
+			if p.physicalOf(s) == k {
+				at = append(at, i)
+			}
+		}
+		if len(at) == 0 {
+			continue
+		}
+		group := make([]int, len(at))
+		for j, i := range at {
+			group[j] = shards[i]
+		}
+		made := make([]int64, len(at))
+		if err := f.generator.Generate(ctx, p.target(db, k), group, made); err != nil {
+			return nil, err
+		}
+		for j, i := range at {
+			ids[i] = made[j]
+		}
+	}
+	return ids, nil
+}
+
+// target is physical database k, for a strategy. Strategies run their SQL on
+// the database's pool, outside the statement's transaction, so no lock they
+// take is held until that transaction ends; on SQLite, whose one writer may be
+// that very transaction, they run on the transaction when it is on k.
+func (p *Plugin) target(db *gorm.DB, k int) strategies.Target {
+	ph := p.physical[k]
+	t := strategies.Target{Name: ph.name, Dialect: p.db.Dialector.Name(), Conn: ph.sqlDB}
+	if t.Dialect == "sqlite" && inTransaction(db.Statement.ConnPool) {
+		if on, ok := p.transactionPhysical(db.Statement); !p.routed() || ok && on == k {
+			t.Conn = db.Statement.ConnPool
+		}
 	}
 	return t
 }

@@ -40,3 +40,8 @@ func (e *FieldError) Error() string {
 }
 
 func (e *FieldError) Unwrap() error { return e.Err }
+
+// ErrCrossShard is returned for a statement that needs a physical database
+// other than the one its transaction is on, or whose conditions name shards
+// on different physical databases in a way that cannot be merged.
+var ErrCrossShard = errors.New("shardid: cross-shard statement")

@@ -1,6 +1,8 @@
 package shardid
 
 import (
+	"fmt"
+
 	"gorm.io/gorm"
 )
 
@@ -46,30 +48,66 @@ type migrator struct {
 	plugin *Plugin
 }
 
+// AutoMigrate migrates unsharded models on the plugin's database and sharded
+// ones on every physical database.
 func (m migrator) AutoMigrate(models ...any) error {
-	if err := m.prepare(models); err != nil {
-		return err
-	}
-	return m.Migrator.AutoMigrate(models...)
+	return m.each(models, gorm.Migrator.AutoMigrate)
 }
 
+// CreateTable creates the tables of unsharded models on the plugin's database
+// and of sharded ones on every physical database.
 func (m migrator) CreateTable(models ...any) error {
-	if err := m.prepare(models); err != nil {
-		return err
-	}
-	return m.Migrator.CreateTable(models...)
+	return m.each(models, gorm.Migrator.CreateTable)
 }
 
-// prepare parses the shardid tags of each model, so that a bad tag fails the
-// migration and a good one shapes the table.
-func (m migrator) prepare(models []any) error {
+// DropTable drops the tables of unsharded models on the plugin's database and
+// of sharded ones on every physical database.
+func (m migrator) DropTable(models ...any) error {
+	return m.each(models, gorm.Migrator.DropTable)
+}
+
+// each parses the shardid tags of every model first, so that a bad tag fails
+// the migration before anything is changed and a good one shapes the table,
+// then runs do for the unsharded models here and for the sharded ones on each
+// physical database.
+func (m migrator) each(models []any, do func(gorm.Migrator, ...any) error) error {
+	var here, everywhere []any
 	for _, value := range models {
 		stmt := &gorm.Statement{DB: m.db}
-		if err := stmt.Parse(value); err != nil {
-			continue // the wrapped migrator reports it
+		if _, isTable := value.(string); isTable || stmt.Parse(value) != nil {
+			here = append(here, value) // the wrapped migrator says what it makes of it
+			continue
 		}
-		if _, err := m.plugin.model(stmt.Schema); err != nil {
+		model, err := m.plugin.model(stmt.Schema)
+		if err != nil {
 			return err
+		}
+		if model != nil && model.sharded() && m.plugin.routed() {
+			everywhere = append(everywhere, value)
+		} else {
+			here = append(here, value)
+		}
+	}
+	if len(here) > 0 {
+		if err := do(m.Migrator, here...); err != nil {
+			return err
+		}
+	}
+	if len(everywhere) == 0 {
+		return nil
+	}
+	for _, ph := range m.plugin.physical {
+		// A database given as Shard.DB has a schema cache of its own, which needs the same treatment.
+		for _, value := range everywhere {
+			stmt := &gorm.Statement{DB: ph.db}
+			if err := stmt.Parse(value); err == nil {
+				if _, err := m.plugin.model(stmt.Schema); err != nil {
+					return err
+				}
+			}
+		}
+		if err := do(ph.db.Migrator(), everywhere...); err != nil {
+			return fmt.Errorf("shardid: on %s: %w", ph.name, err)
 		}
 	}
 	return nil

@@ -1,7 +1,6 @@
 package shardid
 
 import (
-	"database/sql"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/schema"
 
+	"github.com/shardid/shardid/shardrouter"
 	"github.com/shardid/shardid/strategies"
 )
 
@@ -31,6 +31,11 @@ type Config struct {
 	// 2^Layout.WorkerBits. Default: 0. Two processes that use the snowflake
 	// strategy must have different worker IDs.
 	WorkerID int
+	// Shards lists the physical databases and the logical shards each holds;
+	// together they must map every logical shard exactly once. Default: none,
+	// and every logical shard lives on the plugin's own database, which then
+	// also holds the unsharded models.
+	Shards []Shard
 
 	clock strategies.Clock // the snowflake clock; tests inject one
 }
@@ -42,10 +47,16 @@ type Plugin struct {
 	layout     Layout // normalized
 	generators map[string]strategies.Generator
 	db         *gorm.DB
-	pool       *sql.DB // the database of db, where strategies run their SQL
+	physical   []*physical // the databases logical shards live on
+	router     *shardrouter.Router
+	txs        txPhysicals
 
-	models sync.Map // *schema.Schema → *modelEntry
+	models        sync.Map // *schema.Schema → *modelEntry
+	shardedTables sync.Map // lower-case table name → model name, for raw SQL
 }
+
+// pluginName is the plugin's name in gorm.Config.Plugins.
+const pluginName = "shardid"
 
 var _ gorm.Plugin = (*Plugin)(nil)
 
@@ -53,7 +64,7 @@ var _ gorm.Plugin = (*Plugin)(nil)
 func New(cfg Config) *Plugin { return &Plugin{config: cfg} }
 
 // Name implements gorm.Plugin.
-func (p *Plugin) Name() string { return "shardid" }
+func (p *Plugin) Name() string { return pluginName }
 
 // Layout returns the layout the plugin makes IDs with, defaults filled in.
 func (p *Plugin) Layout() Layout { return p.layout }
@@ -75,11 +86,10 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 	if err := p.buildGenerators(); err != nil {
 		return err
 	}
-	pool, err := db.DB()
-	if err != nil {
-		return fmt.Errorf("%w: the database has no *sql.DB: %v", ErrInvalidConfig, err)
+	p.db = db
+	if err := p.openShards(db); err != nil {
+		return err
 	}
-	p.db, p.pool = db, pool
 	if err := p.registerCallbacks(db); err != nil {
 		return err
 	}
@@ -129,6 +139,9 @@ func (p *Plugin) model(s *schema.Schema) (*model, error) {
 		if len(m.fields) > 0 {
 			neverAutoIncrement(m)
 			entry.model = m
+		}
+		if m.sharded() {
+			p.shardedTables.Store(strings.ToLower(s.Table), s.Name)
 		}
 	})
 	return entry.model, entry.err

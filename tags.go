@@ -84,9 +84,18 @@ type idField struct {
 // model is what the plugin knows of one schema: its tagged fields, in the
 // order they must be filled (a colocated field after the field it follows).
 type model struct {
-	schema *schema.Schema
-	fields []*idField
+	schema   *schema.Schema
+	fields   []*idField
+	key      *idField   // the tagged primary key: the model is sharded by it
+	evidence []evidence // columns whose values name a row's shard, the key first
 }
+
+// sharded reports whether the model's rows are spread over logical shards:
+// its primary key is a shardid field.
+func (m *model) sharded() bool { return m.key != nil }
+
+// pk returns the tagged primary key of a sharded model.
+func (m *model) pk() *idField { return m.key }
 
 // parseModel reads the shardid tags of s. It returns a *FieldError wrapping
 // ErrInvalidTag for the first unusable one.
@@ -144,6 +153,11 @@ func (p *Plugin) parseModel(s *schema.Schema) (*model, error) {
 	}
 	if err := orderColocated(m); err != nil {
 		return nil, err
+	}
+	for _, f := range m.fields {
+		if f.field.PrimaryKey && len(s.PrimaryFields) == 1 {
+			m.key, m.evidence = f, evidenceOf(f)
+		}
 	}
 	return m, nil
 }

@@ -1,0 +1,101 @@
+package shardid
+
+import (
+	"fmt"
+
+	"gorm.io/gorm"
+)
+
+// hintKind says how a clause names the shard of a statement.
+type hintKind uint8
+
+const (
+	hintShard hintKind = iota + 1 // a logical shard
+	hintID                        // the shard bits of an ID
+	hintKey                       // the hash of a key, as the tag option hash: does
+	hintAll                       // every physical database
+)
+
+// shardHint is the statement modifier behind [OnShard], [ByID], [ByKey] and
+// [AllShards]. It is kept in Statement.Settings, so it carries into a
+// transaction begun from the statement and into that transaction's statements.
+type shardHint struct {
+	kind  hintKind
+	shard int
+	id    int64
+	key   any
+}
+
+// hintSettingKey is the Statement.Settings key of the statement's shardHint.
+type hintSettingKey struct{}
+
+// txPhysicalKey is the Statement.Settings key of the physical database that a
+// transaction begun from this statement is on.
+type txPhysicalKey struct{}
+
+// OnShard routes the statement to the physical database holding logical
+// shard n. With Begin or Transaction, the transaction begins there.
+func OnShard(n int) gorm.StatementModifier { return shardHint{kind: hintShard, shard: n} }
+
+// ByID routes the statement to the physical database holding the logical
+// shard in id's shard bits. With Begin or Transaction, the transaction
+// begins there.
+func ByID[T ~int | ~int64 | ~uint64](id T) gorm.StatementModifier {
+	return shardHint{kind: hintID, id: int64(id)}
+}
+
+// ByKey routes the statement to the physical database holding the logical
+// shard that the tag option hash: gives key: [HashKey](key) % shard count.
+func ByKey(key any) gorm.StatementModifier { return shardHint{kind: hintKey, key: key} }
+
+// AllShards runs a query on every physical database, concurrently, and merges
+// the results: counts are summed; rows ordered by the primary key alone are
+// merged in that order, with LIMIT and OFFSET applied to the whole; rows in any
+// other order come one database after another. Updates and deletes run on
+// every physical database, one after another.
+func AllShards() gorm.StatementModifier { return shardHint{kind: hintAll} }
+
+// ModifyStatement implements gorm.StatementModifier. Outside a transaction it
+// also points the statement at the shard's database, so that Begin and
+// Transaction begin there.
+func (h shardHint) ModifyStatement(stmt *gorm.Statement) {
+	stmt.Settings.Store(hintSettingKey{}, h)
+	p, ok := stmt.DB.Config.Plugins[pluginName].(*Plugin)
+	if !ok || h.kind == hintAll || inTransaction(stmt.ConnPool) {
+		return
+	}
+	if s, err := p.hintShard(h); err == nil {
+		k := p.physicalOf(s)
+		stmt.ConnPool = p.physical[k].pool
+		stmt.Settings.Store(txPhysicalKey{}, k)
+	}
+}
+
+// hintShard returns the logical shard a hint names.
+func (p *Plugin) hintShard(h shardHint) (int, error) {
+	switch h.kind {
+	case hintShard:
+		if h.shard < 0 || h.shard >= p.layout.ShardCount() {
+			return 0, fmt.Errorf("%w: OnShard(%d): logical shards are 0..%d", ErrNoShard, h.shard, p.layout.ShardCount()-1)
+		}
+		return h.shard, nil
+	case hintID:
+		if h.id <= 0 {
+			return 0, fmt.Errorf("%w: ByID(%d): an ID is positive", ErrNoShard, h.id)
+		}
+		return p.layout.Shard(h.id), nil
+	case hintKey:
+		hash, err := HashKey(h.key)
+		if err != nil {
+			return 0, fmt.Errorf("ByKey: %w", err)
+		}
+		return int(hash % uint64(p.layout.ShardCount())), nil
+	}
+	return 0, fmt.Errorf("%w: AllShards names no single shard", ErrNoShard)
+}
+
+// inTransaction reports whether pool is a transaction.
+func inTransaction(pool gorm.ConnPool) bool {
+	_, ok := pool.(gorm.TxCommitter)
+	return ok
+}

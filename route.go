@@ -1,0 +1,305 @@
+package shardid
+
+import (
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
+
+	"github.com/shardid/shardid/shardrouter"
+)
+
+// errRouted stops GORM's own execution of a statement that the plugin has
+// run itself, once per physical database; shardid:finish clears it.
+var errRouted = errors.New("shardid: statement ran per physical database")
+
+// statementKind is the GORM processor a routing callback serves.
+type statementKind uint8
+
+const (
+	kindQuery statementKind = iota
+	kindUpdate
+	kindDelete
+	kindRow
+	kindRaw
+)
+
+// pinKey is the Statement.Settings key of a statement that the plugin has
+// already sent to one physical database: a part of a fan-out or a split.
+type pinKey struct{}
+
+type pin struct {
+	schema   *schema.Schema
+	physical int
+}
+
+// boundKey is the Statement.Settings key of the physical database a
+// statement was routed to, so that the transaction GORM begins for it is
+// remembered.
+type boundKey struct{ stmt *gorm.Statement }
+
+// routed reports whether the plugin routes statements at all: with no
+// Shards, every logical shard is on the plugin's own database.
+func (p *Plugin) routed() bool { return len(p.config.Shards) > 0 }
+
+// route is the callback that sends a query, update, delete or row statement
+// on a sharded model to the physical database(s) its shard names.
+func (p *Plugin) route(kind statementKind) func(*gorm.DB) {
+	return func(db *gorm.DB) {
+		stmt := db.Statement
+		if db.Error != nil || !p.routed() {
+			return
+		}
+		if stmt.SQL.Len() > 0 {
+			db.AddError(p.routeRaw(db))
+			return
+		}
+		if stmt.Schema == nil {
+			return
+		}
+		m, err := p.model(stmt.Schema)
+		if err != nil || m == nil || !m.sharded() {
+			db.AddError(err)
+			return
+		}
+		if v, ok := stmt.Settings.Load(pinKey{}); ok && v.(pin).schema == stmt.Schema {
+			stmt.Settings.Store(boundKey{stmt}, v.(pin).physical)
+			return
+		}
+		physicals, err := p.statementPhysicals(db, m, kind)
+		if err != nil {
+			db.AddError(err)
+			return
+		}
+		if len(physicals) == 1 {
+			db.AddError(p.bind(db, physicals[0]))
+			return
+		}
+		p.fanOut(db, kind, m, physicals)
+	}
+}
+
+// bind sends the statement to physical database k: it sets the statement's
+// connection pool, or, inside a transaction, checks that the transaction is
+// on k.
+func (p *Plugin) bind(db *gorm.DB, k int) error {
+	stmt := db.Statement
+	if inTransaction(stmt.ConnPool) {
+		on, ok := p.transactionPhysical(stmt)
+		switch {
+		case !ok:
+			return fmt.Errorf("%w: the transaction is on the plugin's own database, which holds no logical shard; the statement belongs on %s: begin the transaction with db.Clauses(shardid.ByID(id)) or shardid.OnShard(n)",
+				ErrCrossShard, p.physical[k].name)
+		case on != k:
+			return fmt.Errorf("%w: the transaction is on %s, the statement belongs on %s", ErrCrossShard, p.physical[on].name, p.physical[k].name)
+		}
+		return nil
+	}
+	stmt.ConnPool = p.physical[k].pool
+	stmt.Settings.Store(boundKey{stmt}, k)
+	return nil
+}
+
+// transactionPhysical returns the physical database the statement's
+// transaction is on, if the plugin knows it.
+func (p *Plugin) transactionPhysical(stmt *gorm.Statement) (int, bool) {
+	if k, ok := p.txs.lookup(stmt.ConnPool); ok {
+		return k, true
+	}
+	if v, ok := stmt.Settings.Load(txPhysicalKey{}); ok {
+		p.txs.remember(stmt.ConnPool, v.(int))
+		return v.(int), true
+	}
+	return 0, false
+}
+
+// rememberTransaction runs after gorm:begin_transaction: the transaction GORM
+// began for a routed statement is on that statement's physical database.
+func (p *Plugin) rememberTransaction(db *gorm.DB) {
+	if v, ok := db.Statement.Settings.Load(boundKey{db.Statement}); ok && inTransaction(db.Statement.ConnPool) {
+		p.txs.remember(db.Statement.ConnPool, v.(int))
+	}
+}
+
+// finish runs last: a statement the plugin ran per physical database
+// succeeded if every part did.
+func finish(db *gorm.DB) {
+	if db.Error == errRouted {
+		db.Error = nil
+	}
+}
+
+// statementPhysicals returns the physical databases that can hold the rows a
+// statement names: the intersection of what its shard clause, its conditions
+// on the primary key, colocate or hash column, and its model's IDs say.
+func (p *Plugin) statementPhysicals(db *gorm.DB, m *model, kind statementKind) ([]int, error) {
+	stmt := db.Statement
+	var sets [][]int
+	if v, ok := stmt.Settings.Load(hintSettingKey{}); ok {
+		h := v.(shardHint)
+		if h.kind == hintAll {
+			sets = append(sets, p.allPhysicals())
+		} else {
+			s, err := p.hintShard(h)
+			if err != nil {
+				return nil, err
+			}
+			sets = append(sets, []int{p.physicalOf(s)})
+		}
+	}
+	if where, ok := stmt.Clauses["WHERE"].Expression.(clause.Where); ok {
+		for _, e := range m.evidence {
+			if values, found := shardrouter.ColumnValues(where.Exprs, e.matches); found {
+				set, err := p.physicalsOf(values, e)
+				if err != nil {
+					return nil, err
+				}
+				sets = append(sets, set)
+			}
+		}
+	}
+	if set, err := p.modelPhysicals(stmt, m, kind); err != nil {
+		return nil, err
+	} else if set != nil {
+		sets = append(sets, set)
+	}
+	if len(sets) == 0 {
+		if len(p.physical) == 1 {
+			return []int{0}, nil
+		}
+		return nil, p.noShard(m)
+	}
+	result := sets[0]
+	for _, set := range sets[1:] {
+		result = slices.DeleteFunc(slices.Clone(result), func(k int) bool { return !slices.Contains(set, k) })
+	}
+	if len(result) == 0 {
+		return nil, fmt.Errorf("%w: %s: the statement's shard clause and conditions name different physical databases", ErrCrossShard, m.schema.Name)
+	}
+	return result, nil
+}
+
+func (p *Plugin) noShard(m *model) error {
+	e := m.pk()
+	detail := "no condition names its logical shard: give the ID (First(&x, id), Where(\"" + e.field.DBName + " = ?\", id), Where(&T{ID: id}) or a struct with its ID set)"
+	if e.colocate != nil {
+		detail += ", or " + e.colocate.Name + " (colocate)"
+	}
+	if e.hash != nil {
+		detail += ", or " + e.hash.Name + " (hash)"
+	}
+	detail += "; or say it with db.Clauses(shardid.ByID(id)), shardid.OnShard(n), shardid.ByKey(key) or shardid.AllShards()"
+	return &FieldError{Model: m.schema.Name, Field: e.field.Name, Err: ErrNoShard, Detail: detail}
+}
+
+func (p *Plugin) allPhysicals() []int {
+	all := make([]int, len(p.physical))
+	for i := range all {
+		all[i] = i
+	}
+	return all
+}
+
+// physicalsOf maps the values a condition allows to the physical databases
+// holding their shards, sorted and without repeats.
+func (p *Plugin) physicalsOf(values []any, e evidence) ([]int, error) {
+	set := make([]int, 0, 2)
+	for _, v := range values {
+		s, err := e.shardOf(p, v)
+		if err != nil {
+			return nil, err
+		}
+		if k := p.physicalOf(s); !slices.Contains(set, k) {
+			set = append(set, k)
+		}
+	}
+	slices.Sort(set)
+	return set, nil
+}
+
+// modelPhysicals reads the IDs of the rows a statement names through its
+// model: the struct of First(&T{ID: id}), or the struct or slice of Save,
+// Delete and Model(&x).Updates. It returns nil when they name none.
+func (p *Plugin) modelPhysicals(stmt *gorm.Statement, m *model, kind statementKind) ([]int, error) {
+	rv := reflect.Indirect(reflect.ValueOf(stmt.Model))
+	if !rv.IsValid() || kind == kindQuery && rv.Kind() != reflect.Struct {
+		return nil, nil
+	}
+	rows, err := structRows(m, rv)
+	if err != nil {
+		return nil, nil
+	}
+	pk := m.pk()
+	values := make([]any, 0, len(rows))
+	for _, row := range rows {
+		if row.Type() != m.schema.ModelType {
+			return nil, nil
+		}
+		if id, _ := readID(pk.field.ReflectValueOf(stmt.Context, row)); id != 0 {
+			values = append(values, id)
+		}
+	}
+	if len(values) == 0 {
+		return nil, nil
+	}
+	return p.physicalsOf(values, m.evidence[0])
+}
+
+// evidence is a column whose values name a row's logical shard.
+type evidence struct {
+	names   []string // column and field names, and clause.PrimaryKey for the primary key
+	shardOf func(p *Plugin, v any) (int, error)
+}
+
+func (e evidence) matches(name string) bool { return slices.Contains(e.names, name) }
+
+// evidenceOf lists the columns whose values name the shard of a model whose
+// primary key is the shardid field f: the key itself, then its colocate or
+// hash column.
+func evidenceOf(f *idField) []evidence {
+	idShard := func(p *Plugin, v any) (int, error) {
+		id, err := int64Of(v)
+		if err != nil || id <= 0 {
+			return 0, fmt.Errorf("%w: %v is not an ID", ErrNoShard, v)
+		}
+		return p.layout.Shard(id), nil
+	}
+	list := []evidence{{names: []string{clause.PrimaryKey, f.field.DBName, f.field.Name}, shardOf: idShard}}
+	if f.colocate != nil {
+		list = append(list, evidence{names: []string{f.colocate.DBName, f.colocate.Name}, shardOf: idShard})
+	}
+	if f.hash != nil {
+		list = append(list, evidence{names: []string{f.hash.DBName, f.hash.Name}, shardOf: func(p *Plugin, v any) (int, error) {
+			h, err := HashKey(v)
+			if err != nil {
+				return 0, err
+			}
+			return int(h % uint64(p.layout.ShardCount())), nil
+		}})
+	}
+	return list
+}
+
+// int64Of converts a condition's value to an ID.
+func int64Of(v any) (int64, error) {
+	if valuer, ok := v.(driver.Valuer); ok {
+		var err error
+		if v, err = valuer.Value(); err != nil {
+			return 0, err
+		}
+	}
+	if s, ok := v.(string); ok {
+		return strconv.ParseInt(s, 10, 64)
+	}
+	rv := reflect.ValueOf(v)
+	if !rv.IsValid() {
+		return 0, fmt.Errorf("nil")
+	}
+	return readID(rv)
+}

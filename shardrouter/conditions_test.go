@@ -1,0 +1,44 @@
+package shardrouter
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"gorm.io/gorm/clause"
+)
+
+func TestColumnValues(t *testing.T) {
+	isID := func(name string) bool { return name == clause.PrimaryKey || strings.EqualFold(name, "id") }
+	cases := []struct {
+		name  string
+		exprs []clause.Expression
+		want  []any
+		found bool
+	}{
+		{"First(&x, 42)", []clause.Expression{clause.IN{Column: clause.PrimaryColumn, Values: []any{42}}}, []any{42}, true},
+		{"Where(&T{ID: 7})", []clause.Expression{clause.Eq{Column: clause.Column{Table: "users", Name: "id"}, Value: int64(7)}}, []any{int64(7)}, true},
+		{"Where(\"id = ?\")", []clause.Expression{clause.Expr{SQL: "id = ?", Vars: []any{int64(9)}}}, []any{int64(9)}, true},
+		{"quoted, qualified", []clause.Expression{clause.Expr{SQL: "`users`.`id`=?", Vars: []any{1}}}, []any{1}, true},
+		{"IN ?", []clause.Expression{clause.Expr{SQL: "id IN ?", Vars: []any{[]int64{1, 2, 3}}}}, []any{int64(1), int64(2), int64(3)}, true},
+		{"in (?)", []clause.Expression{clause.Expr{SQL: "\"id\" in (?)", Vars: []any{[]int{4, 5}}}}, []any{4, 5}, true},
+		{"Find(&xs, ids)", []clause.Expression{clause.IN{Column: clause.PrimaryColumn, Values: []any{[]int64{8, 9}}}}, []any{int64(8), int64(9)}, true},
+		{"fewest wins", []clause.Expression{
+			clause.Expr{SQL: "id IN ?", Vars: []any{[]int{1, 2, 3}}},
+			clause.Eq{Column: "id", Value: 2},
+		}, []any{2}, true},
+		{"other column", []clause.Expression{clause.Eq{Column: "name", Value: "x"}}, nil, false},
+		{"OR says nothing", []clause.Expression{clause.OrConditions{Exprs: []clause.Expression{clause.Eq{Column: "id", Value: 1}}}}, nil, false},
+		{"NOT says nothing", []clause.Expression{clause.NotConditions{Exprs: []clause.Expression{clause.Eq{Column: "id", Value: 1}}}}, nil, false},
+		{"range says nothing", []clause.Expression{clause.Expr{SQL: "id > ?", Vars: []any{1}}}, nil, false},
+		{"two placeholders", []clause.Expression{clause.Expr{SQL: "id = ? OR id = ?", Vars: []any{1, 2}}}, nil, false},
+		{"AND group", []clause.Expression{clause.AndConditions{Exprs: []clause.Expression{clause.Eq{Column: "id", Value: 3}}}}, []any{3}, true},
+		{"bytes are one value", []clause.Expression{clause.Eq{Column: "id", Value: []byte("ab")}}, []any{[]byte("ab")}, true},
+	}
+	for _, c := range cases {
+		got, found := ColumnValues(c.exprs, isID)
+		if found != c.found || !reflect.DeepEqual(got, c.want) && c.found {
+			t.Errorf("%s: got %v, %v; want %v, %v", c.name, got, found, c.want, c.found)
+		}
+	}
+}
