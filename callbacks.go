@@ -29,13 +29,13 @@ func (p *Plugin) registerCallbacks(db *gorm.DB) error {
 	}
 	list := []hook{
 		{cb.Create().Before("gorm:begin_transaction").Register, "shardid:assign_ids", p.assignIDs},
-		{cb.Create().After("gorm:begin_transaction").Register, "shardid:remember_tx", p.rememberTransaction},
+		{cb.Create().After("gorm:begin_transaction").Before("gorm:before_create").Register, "shardid:remember_tx", p.rememberTransaction},
 		{cb.Create().After("gorm:commit_or_rollback_transaction").Register, "shardid:finish", finish},
 		{cb.Update().Before("gorm:begin_transaction").Register, "shardid:route", p.route(kindUpdate)},
-		{cb.Update().After("gorm:begin_transaction").Register, "shardid:remember_tx", p.rememberTransaction},
+		{cb.Update().After("gorm:begin_transaction").Before("gorm:setup_reflect_value").Register, "shardid:remember_tx", p.rememberTransaction},
 		{cb.Update().After("gorm:commit_or_rollback_transaction").Register, "shardid:finish", finish},
 		{cb.Delete().Before("gorm:begin_transaction").Register, "shardid:route", p.route(kindDelete)},
-		{cb.Delete().After("gorm:begin_transaction").Register, "shardid:remember_tx", p.rememberTransaction},
+		{cb.Delete().After("gorm:begin_transaction").Before("gorm:before_delete").Register, "shardid:remember_tx", p.rememberTransaction},
 		{cb.Delete().After("gorm:commit_or_rollback_transaction").Register, "shardid:finish", finish},
 		{cb.Query().Before("gorm:query").Register, "shardid:route", p.route(kindQuery)},
 		{cb.Query().After("gorm:after_query").Register, "shardid:finish", finish},

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 )
 
 // hintKind says how a clause names the shard of a statement.
@@ -16,9 +17,18 @@ const (
 	hintAll                       // every physical database
 )
 
-// shardHint is the statement modifier behind [OnShard], [ByID], [ByKey] and
-// [AllShards]. It is kept in Statement.Settings, so it carries into a
-// transaction begun from the statement and into that transaction's statements.
+// Clause says which shard a statement is for; pass it to db.Clauses. It is a
+// gorm.StatementModifier, kept in Statement.Settings, so it carries into a
+// transaction begun from the statement and into that transaction's
+// statements. It adds nothing to the SQL.
+type Clause struct{ hint shardHint }
+
+var (
+	_ gorm.StatementModifier = Clause{}
+	_ clause.Expression      = Clause{}
+)
+
+// shardHint is what a Clause says.
 type shardHint struct {
 	kind  hintKind
 	shard int
@@ -35,30 +45,31 @@ type txPhysicalKey struct{}
 
 // OnShard routes the statement to the physical database holding logical
 // shard n. With Begin or Transaction, the transaction begins there.
-func OnShard(n int) gorm.StatementModifier { return shardHint{kind: hintShard, shard: n} }
+func OnShard(n int) Clause { return Clause{shardHint{kind: hintShard, shard: n}} }
 
 // ByID routes the statement to the physical database holding the logical
 // shard in id's shard bits. With Begin or Transaction, the transaction
 // begins there.
-func ByID[T ~int | ~int64 | ~uint64](id T) gorm.StatementModifier {
-	return shardHint{kind: hintID, id: int64(id)}
+func ByID[T ~int | ~int64 | ~uint64](id T) Clause {
+	return Clause{shardHint{kind: hintID, id: int64(id)}}
 }
 
 // ByKey routes the statement to the physical database holding the logical
 // shard that the tag option hash: gives key: [HashKey](key) % shard count.
-func ByKey(key any) gorm.StatementModifier { return shardHint{kind: hintKey, key: key} }
+func ByKey(key any) Clause { return Clause{shardHint{kind: hintKey, key: key}} }
 
 // AllShards runs a query on every physical database, concurrently, and merges
 // the results: counts are summed; rows ordered by the primary key alone are
 // merged in that order, with LIMIT and OFFSET applied to the whole; rows in any
 // other order come one database after another. Updates and deletes run on
 // every physical database, one after another.
-func AllShards() gorm.StatementModifier { return shardHint{kind: hintAll} }
+func AllShards() Clause { return Clause{shardHint{kind: hintAll}} }
 
 // ModifyStatement implements gorm.StatementModifier. Outside a transaction it
 // also points the statement at the shard's database, so that Begin and
 // Transaction begin there.
-func (h shardHint) ModifyStatement(stmt *gorm.Statement) {
+func (c Clause) ModifyStatement(stmt *gorm.Statement) {
+	h := c.hint
 	stmt.Settings.Store(hintSettingKey{}, h)
 	p, ok := stmt.DB.Config.Plugins[pluginName].(*Plugin)
 	if !ok || h.kind == hintAll || inTransaction(stmt.ConnPool) {
@@ -70,6 +81,10 @@ func (h shardHint) ModifyStatement(stmt *gorm.Statement) {
 		stmt.Settings.Store(txPhysicalKey{}, k)
 	}
 }
+
+// Build implements clause.Expression, so that db.Clauses takes a Clause; it
+// writes nothing.
+func (Clause) Build(clause.Builder) {}
 
 // hintShard returns the logical shard a hint names.
 func (p *Plugin) hintShard(h shardHint) (int, error) {

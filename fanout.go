@@ -34,9 +34,11 @@ func (p *Plugin) fanOut(db *gorm.DB, kind statementKind, m *model, physicals []i
 	}
 }
 
-// part returns a copy of the statement pinned to physical database k.
+// part returns a copy of the statement pinned to physical database k, as the
+// statement instance a processor runs on (Clauses() makes it one: GORM keeps
+// per-statement state, such as its own transaction, on that instance).
 func (p *Plugin) part(db *gorm.DB, k int) *gorm.DB {
-	part := db.Session(&gorm.Session{Context: db.Statement.Context})
+	part := db.Session(&gorm.Session{Context: db.Statement.Context}).Clauses()
 	part.Statement.ConnPool = p.physical[k].pool
 	part.Statement.Settings.Store(pinKey{}, pin{schema: db.Statement.Schema, physical: k})
 	return part
@@ -89,9 +91,9 @@ func (p *Plugin) fanOutQuery(db *gorm.DB, m *model, physicals []int) {
 		part.Statement.RaiseErrorOnNotFound = false
 		if limited {
 			all := limit + offset
-			part.Statement.Clauses["LIMIT"] = clause.Clause{Name: "LIMIT", Expression: clause.Limit{Limit: &all}}
+			part.Statement.Clauses["LIMIT"] = clause.Clause{Expression: clause.Limit{Limit: &all}} // a LIMIT clause has no name: Limit writes its own keyword
 		} else if offset > 0 {
-			part.Statement.Clauses["LIMIT"] = clause.Clause{Name: "LIMIT", Expression: clause.Limit{}}
+			part.Statement.Clauses["LIMIT"] = clause.Clause{Expression: clause.Limit{}}
 		}
 		parts[i] = reflect.New(partType)
 		part.Statement.Dest = parts[i].Interface()

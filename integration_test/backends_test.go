@@ -1,11 +1,14 @@
 package integration
 
 import (
+	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/glebarez/sqlite"
+	mysqldriver "github.com/go-sql-driver/mysql"
 	"gorm.io/driver/mysql"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
@@ -23,16 +26,84 @@ const (
 // backend is one kind of database the suite runs against.
 type backend struct {
 	name string
-	// dialector opens the backend; dir is a per-test folder for SQLite files.
+	// dialector opens the backend's main database; dir is a per-test folder
+	// for SQLite files.
 	dialector func(t testing.TB, dir string) gorm.Dialector
+	// physical opens the backend's i-th extra database, a physical shard.
+	physical func(t testing.TB, dir string, i int) gorm.Dialector
 }
 
+// physicalShards is how many physical databases the routing tests spread
+// the logical shards over; .ci/run creates them as <test database>_0 .. _3.
+const physicalShards = 4
+
 var backends = []backend{
-	{name: "sqlite", dialector: func(_ testing.TB, dir string) gorm.Dialector {
-		return sqlite.Open(sqliteDSN(filepath.Join(dir, "shard.db")))
-	}},
-	{name: "mariadb", dialector: func(t testing.TB, _ string) gorm.Dialector { return mysql.Open(requireDSN(t, mysqlDSNVar)) }},
-	{name: "postgres", dialector: func(t testing.TB, _ string) gorm.Dialector { return postgres.Open(requireDSN(t, postgresDSNVar)) }},
+	{
+		name: "sqlite",
+		dialector: func(_ testing.TB, dir string) gorm.Dialector {
+			return sqlite.Open(sqliteDSN(filepath.Join(dir, "shard.db")))
+		},
+		physical: func(_ testing.TB, dir string, i int) gorm.Dialector {
+			return sqlite.Open(sqliteDSN(filepath.Join(dir, fmt.Sprintf("physical-%d.db", i))))
+		},
+	},
+	{
+		name:      "mariadb",
+		dialector: func(t testing.TB, _ string) gorm.Dialector { return mysql.Open(requireDSN(t, mysqlDSNVar)) },
+		physical: func(t testing.TB, _ string, i int) gorm.Dialector {
+			cfg, err := mysqldriver.ParseDSN(requireDSN(t, mysqlDSNVar))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.DBName = fmt.Sprintf("%s_%d", cfg.DBName, i)
+			return mysql.Open(cfg.FormatDSN())
+		},
+	},
+	{
+		name:      "postgres",
+		dialector: func(t testing.TB, _ string) gorm.Dialector { return postgres.Open(requireDSN(t, postgresDSNVar)) },
+		physical: func(t testing.TB, _ string, i int) gorm.Dialector {
+			u, err := url.Parse(requireDSN(t, postgresDSNVar))
+			if err != nil {
+				t.Fatal(err)
+			}
+			u.Path = fmt.Sprintf("%s_%d", u.Path, i)
+			return postgres.Open(u.String())
+		},
+	},
+}
+
+// shards maps the logical shards evenly onto physicalShards databases of b.
+func shards(t testing.TB, b backend, dir string) []shardid.Shard {
+	count := shardid.Layout{}.ShardCount()
+	list := make([]shardid.Shard, physicalShards)
+	for i := range list {
+		list[i] = shardid.Shard{
+			Name:      fmt.Sprintf("%s-%d", b.name, i),
+			Dialector: b.physical(t, dir, i),
+			Logical:   []shardid.Range{{From: i * count / physicalShards, To: (i+1)*count/physicalShards - 1}},
+		}
+	}
+	return list
+}
+
+// direct opens the physical databases of b without the plugin, to see where
+// rows really are.
+func direct(t testing.TB, b backend, dir string) []*gorm.DB {
+	dbs := make([]*gorm.DB, physicalShards)
+	for i := range dbs {
+		db, err := gorm.Open(b.physical(t, dir, i), &gorm.Config{Logger: logger.Discard})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if sqlDB, err := db.DB(); err == nil {
+				_ = sqlDB.Close()
+			}
+		})
+		dbs[i] = db
+	}
+	return dbs
 }
 
 // sqliteDSN waits on a busy database instead of failing, as several

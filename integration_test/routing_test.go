@@ -1,0 +1,424 @@
+package integration
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/shardid/shardid"
+)
+
+// Models of the routing suite.
+type (
+	author struct {
+		ID    int64 `shardid:""`
+		Name  string
+		Books []book
+	}
+	book struct {
+		ID       shardid.ID `shardid:"colocate:AuthorID"`
+		AuthorID int64
+		Title    string
+	}
+	tenant struct {
+		ID   int64 `shardid:"strategy:snowflake;hash:Code"`
+		Code string
+	}
+	setting struct { // unsharded: lives on the plugin's own database
+		ID    int64
+		Value string
+	}
+)
+
+// routing is one backend set up with physicalShards physical databases.
+type routing struct {
+	b      backend
+	db     *gorm.DB   // with the plugin
+	direct []*gorm.DB // the physical databases, without the plugin
+	plugin *shardid.Plugin
+}
+
+func newRouting(t *testing.T, b backend) *routing {
+	t.Helper()
+	dir := t.TempDir()
+	main, err := gorm.Open(b.dialector(t, dir), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := shardid.New(shardid.Config{Shards: shards(t, b, dir)})
+	if err := main.Use(p); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	r := &routing{b: b, db: main, direct: direct(t, b, dir), plugin: p}
+	fresh(t, main, &author{}, &book{}, &tenant{}, &setting{})
+	return r
+}
+
+// physicalOf is where an ID's row must be: the map in shards() gives each
+// physical database an equal run of logical shards.
+func (r *routing) physicalOf(id int64) int {
+	return r.plugin.Layout().Shard(id) * physicalShards / r.plugin.Layout().ShardCount()
+}
+
+// where returns the physical databases holding a row of model with id.
+func (r *routing) where(t *testing.T, model any, id int64) []int {
+	t.Helper()
+	var found []int
+	for i, db := range r.direct {
+		var n int64
+		if err := db.Model(model).Where("id = ?", id).Count(&n).Error; err != nil {
+			t.Fatalf("physical %d: %v", i, err)
+		}
+		if n > 0 {
+			found = append(found, i)
+		}
+	}
+	return found
+}
+
+// mustBeOnItsShard fails unless the row with id is on exactly the physical
+// database its shard bits name.
+func (r *routing) mustBeOnItsShard(t *testing.T, model any, id int64) {
+	t.Helper()
+	if got, want := r.where(t, model, id), []int{r.physicalOf(id)}; !slices.Equal(got, want) {
+		t.Fatalf("%T %d is on physical %v, want %v", model, id, got, want)
+	}
+}
+
+func TestRoutingWrites(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		a := author{Name: "one", Books: []book{{Title: "b1"}, {Title: "b2"}}}
+		if err := r.db.Create(&a).Error; err != nil {
+			t.Fatal(err)
+		}
+		r.mustBeOnItsShard(t, &author{}, a.ID)
+		for _, bk := range a.Books {
+			r.mustBeOnItsShard(t, &book{}, int64(bk.ID))
+			if r.physicalOf(int64(bk.ID)) != r.physicalOf(a.ID) {
+				t.Fatal("a colocated book is not beside its author")
+			}
+		}
+
+		// 1,000 rows spread over the four databases: each on its own, none lost, none twice.
+		many := make([]author, 1000)
+		for i := range many {
+			many[i].Name = "many"
+		}
+		if err := r.db.Create(&many).Error; err != nil {
+			t.Fatal(err)
+		}
+		perPhysical := make([]int64, physicalShards)
+		for _, m := range many {
+			perPhysical[r.physicalOf(m.ID)]++
+		}
+		for i, db := range r.direct {
+			var n int64
+			db.Model(&author{}).Where("name = ?", "many").Count(&n)
+			if n != perPhysical[i] || n == 0 {
+				t.Fatalf("physical %d holds %d rows, want %d", i, n, perPhysical[i])
+			}
+		}
+		var ids []int64
+		for _, db := range r.direct {
+			var part []int64
+			db.Model(&author{}).Where("name = ?", "many").Pluck("id", &part)
+			for _, id := range part {
+				if r.physicalOf(id) != slices.Index(r.direct, db) {
+					t.Fatalf("row %d is on the wrong physical database", id)
+				}
+			}
+			ids = append(ids, part...)
+		}
+		slices.Sort(ids)
+		if len(slices.Compact(ids)) != 1000 {
+			t.Fatalf("%d distinct rows, want 1000", len(ids))
+		}
+
+		// CreateInBatches splits every batch. (Of more than one batch, GORM wraps
+		// it in a transaction on the plugin's database, which holds no shard:
+		// without GORM's default transactions each batch is split.)
+		batches := make([]author, 90)
+		if err := r.db.Session(&gorm.Session{SkipDefaultTransaction: true}).CreateInBatches(&batches, 40).Error; err != nil {
+			t.Fatal(err)
+		}
+		one := make([]author, 30)
+		if err := r.db.CreateInBatches(&one, 40).Error; err != nil {
+			t.Fatal(err)
+		}
+		batches = append(batches, one...)
+		for _, bt := range batches {
+			r.mustBeOnItsShard(t, &author{}, bt.ID)
+		}
+
+		// Unsharded models stay on the plugin's own database.
+		if err := r.db.Create(&setting{Value: "v"}).Error; err != nil {
+			t.Fatal(err)
+		}
+		var settings int64
+		r.db.Model(&setting{}).Count(&settings)
+		if settings != 1 {
+			t.Fatalf("%d settings on the plugin's database", settings)
+		}
+	})
+}
+
+func TestRoutingReadsUpdatesDeletes(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		authors := make([]author, 40)
+		for i := range authors {
+			authors[i] = author{Name: "a", Books: []book{{Title: "t"}}}
+		}
+		if err := r.db.Create(&authors).Error; err != nil {
+			t.Fatal(err)
+		}
+		// Pick authors on two different physical databases.
+		x := authors[0]
+		y := authors[slices.IndexFunc(authors, func(a author) bool { return r.physicalOf(a.ID) != r.physicalOf(x.ID) })]
+
+		mustRead := func(form string, query func(got *author) *gorm.DB, want int64) {
+			t.Helper()
+			var got author
+			if err := query(&got).Error; err != nil {
+				t.Fatalf("%s: %v", form, err)
+			}
+			if got.ID != want {
+				t.Fatalf("%s: read %d, want %d", form, got.ID, want)
+			}
+		}
+		mustRead("First(&x, id)", func(got *author) *gorm.DB { return r.db.First(got, x.ID) }, x.ID)
+		mustRead(`Where("id = ?")`, func(got *author) *gorm.DB { return r.db.Where("id = ?", y.ID).First(got) }, y.ID)
+		mustRead("Where(&T{ID})", func(got *author) *gorm.DB { return r.db.Where(&author{ID: y.ID}).First(got) }, y.ID)
+		got := author{ID: x.ID}
+		if err := r.db.First(&got).Error; err != nil || got.Name != "a" {
+			t.Fatalf("First(&T{ID}): %v %+v", err, got)
+		}
+		mustRead("ByID", func(got *author) *gorm.DB {
+			return r.db.Clauses(shardid.ByID(y.ID)).Where("name = ?", "a").Order("id").First(got)
+		}, firstOn(authors, r, r.physicalOf(y.ID)))
+		mustRead("OnShard", func(got *author) *gorm.DB {
+			return r.db.Clauses(shardid.OnShard(r.plugin.Layout().Shard(x.ID))).Where("id = ?", x.ID).First(got)
+		}, x.ID)
+
+		// IN lists across databases fan out and come back whole.
+		var two []author
+		if err := r.db.Find(&two, []int64{x.ID, y.ID}).Error; err != nil || len(two) != 2 {
+			t.Fatalf("Find(&xs, ids): %v, %d rows", err, len(two))
+		}
+		two = nil
+		if err := r.db.Where("id IN ?", []int64{x.ID, y.ID}).Find(&two).Error; err != nil || len(two) != 2 {
+			t.Fatalf(`Where("id IN ?"): %v, %d rows`, err, len(two))
+		}
+
+		// Preload follows each author's shard to its colocated books.
+		var withBooks author
+		if err := r.db.Preload("Books").First(&withBooks, y.ID).Error; err != nil || len(withBooks.Books) != 1 {
+			t.Fatalf("Preload: %v, %+v", err, withBooks)
+		}
+
+		// AllShards: counts summed, ordered pages merged.
+		var total int64
+		if err := r.db.Model(&author{}).Clauses(shardid.AllShards()).Count(&total).Error; err != nil || total != 40 {
+			t.Fatalf("AllShards Count = %d, %v; want 40", total, err)
+		}
+		sorted := slices.Clone(authors)
+		slices.SortFunc(sorted, func(a, b author) int { return cmpInt(a.ID, b.ID) })
+		var page []author
+		if err := r.db.Clauses(shardid.AllShards()).Order("id").Limit(5).Offset(10).Find(&page).Error; err != nil {
+			t.Fatal(err)
+		}
+		if len(page) != 5 || page[0].ID != sorted[10].ID || page[4].ID != sorted[14].ID {
+			t.Fatalf("AllShards Order/Limit/Offset: got %d rows from %d, want from %d", len(page), page[0].ID, sorted[10].ID)
+		}
+		var last author
+		if err := r.db.Clauses(shardid.AllShards()).Last(&last).Error; err != nil || last.ID != sorted[39].ID {
+			t.Fatalf("AllShards Last = %d, %v; want %d", last.ID, err, sorted[39].ID)
+		}
+
+		// Updates and deletes land where the row is.
+		if err := r.db.Model(&author{ID: x.ID}).Update("name", "renamed").Error; err != nil {
+			t.Fatal(err)
+		}
+		var name string
+		r.direct[r.physicalOf(x.ID)].Model(&author{}).Where("id = ?", x.ID).Pluck("name", &name)
+		if name != "renamed" {
+			t.Fatalf("Model(&x).Update: the row on its shard is named %q", name)
+		}
+		y.Name = "saved"
+		if err := r.db.Save(&y).Error; err != nil {
+			t.Fatal(err)
+		}
+		r.direct[r.physicalOf(y.ID)].Model(&author{}).Where("id = ?", y.ID).Pluck("name", &name)
+		if name != "saved" {
+			t.Fatalf("Save: the row on its shard is named %q", name)
+		}
+		if err := r.db.Where("id IN ?", []int64{x.ID, y.ID}).Updates(&author{Name: "both"}).Error; err != nil {
+			t.Fatal(err)
+		}
+		// A condition on the colocate column routes too.
+		if err := r.db.Where("author_id IN ?", []int64{x.ID, y.ID}).Delete(&book{}).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := r.db.Delete(&author{}, x.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		if found := r.where(t, &author{}, x.ID); len(found) != 0 {
+			t.Fatalf("Delete(&T{}, id): the row is still on %v", found)
+		}
+		if err := r.db.Delete(&y).Error; err != nil {
+			t.Fatal(err)
+		}
+		if found := r.where(t, &author{}, y.ID); len(found) != 0 {
+			t.Fatalf("Delete(&x): the row is still on %v", found)
+		}
+
+		// ByKey and the hash rule agree.
+		tn := tenant{Code: "acme"}
+		if err := r.db.Create(&tn).Error; err != nil {
+			t.Fatal(err)
+		}
+		var byKey tenant
+		if err := r.db.Clauses(shardid.ByKey("acme")).Where("code = ?", "acme").First(&byKey).Error; err != nil || byKey.ID != tn.ID {
+			t.Fatalf("ByKey: %v, %d", err, byKey.ID)
+		}
+		byKey = tenant{}
+		if err := r.db.Where("code = ?", "acme").First(&byKey).Error; err != nil || byKey.ID != tn.ID {
+			t.Fatalf("a condition on the hash column routes: %v, %d", err, byKey.ID)
+		}
+	})
+}
+
+// firstOn returns the smallest author ID on physical database k.
+func firstOn(authors []author, r *routing, k int) int64 {
+	best := int64(0)
+	for _, a := range authors {
+		if r.physicalOf(a.ID) == k && (best == 0 || a.ID < best) {
+			best = a.ID
+		}
+	}
+	return best
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func TestRoutingRefusesWhatItCannotPlace(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		a := author{Name: "x"}
+		if err := r.db.Create(&a).Error; err != nil {
+			t.Fatal(err)
+		}
+		var all []author
+		for form, tx := range map[string]*gorm.DB{
+			"Find without a condition":      r.db.Find(&all),
+			"a condition on another column": r.db.Where("name = ?", "x").Find(&all),
+			"Update without a condition":    r.db.Model(&author{}).Where("name = ?", "x").Update("name", "y"),
+			"Delete without a condition":    r.db.Where("name = ?", "x").Delete(&author{}),
+			"raw SQL on a sharded table":    r.db.Raw("SELECT * FROM authors").Scan(&all),
+			"Exec on a sharded table":       r.db.Exec("UPDATE authors SET name = 'z'"),
+		} {
+			if !errors.Is(tx.Error, shardid.ErrNoShard) {
+				t.Errorf("%s: got %v, want ErrNoShard", form, tx.Error)
+			}
+		}
+		// Raw SQL with a clause goes to that shard.
+		var n int64
+		if err := r.db.Clauses(shardid.ByID(a.ID)).Raw("SELECT count(*) FROM authors").Scan(&n).Error; err != nil || n != 1 {
+			t.Fatalf("raw SQL with ByID: %v, %d rows", err, n)
+		}
+	})
+}
+
+func TestRoutingTransactions(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		a := author{Name: "owner"}
+		if err := r.db.Create(&a).Error; err != nil {
+			t.Fatal(err)
+		}
+		home := r.physicalOf(a.ID)
+		// A transaction bound to the author's shard: the book lands beside it.
+		var inTx book
+		err := r.db.Clauses(shardid.ByID(a.ID)).Transaction(func(tx *gorm.DB) error {
+			inTx = book{AuthorID: a.ID, Title: "in a transaction"}
+			if err := tx.Create(&inTx).Error; err != nil {
+				return err
+			}
+			var back author
+			return tx.First(&back, a.ID).Error
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.mustBeOnItsShard(t, &book{}, int64(inTx.ID))
+
+		// Rolled back: nothing is left on the shard.
+		rolled := book{AuthorID: a.ID, Title: "rolled back"}
+		_ = r.db.Clauses(shardid.ByID(a.ID)).Transaction(func(tx *gorm.DB) error {
+			if err := tx.Create(&rolled).Error; err != nil {
+				return err
+			}
+			return errors.New("roll back")
+		})
+		if found := r.where(t, &book{}, int64(rolled.ID)); len(found) != 0 {
+			t.Fatalf("a rolled-back row is on %v", found)
+		}
+
+		// A statement for another physical database fails inside the transaction.
+		other := author{Name: "elsewhere"}
+		for other.ID == 0 || r.physicalOf(other.ID) == home {
+			other = author{Name: "elsewhere"}
+			if err := r.db.Create(&other).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		err = r.db.Clauses(shardid.ByID(a.ID)).Transaction(func(tx *gorm.DB) error {
+			var x author
+			return tx.First(&x, other.ID).Error
+		})
+		if !errors.Is(err, shardid.ErrCrossShard) {
+			t.Fatalf("reading another shard in a transaction: got %v, want ErrCrossShard", err)
+		}
+		err = r.db.Clauses(shardid.ByID(a.ID)).Transaction(func(tx *gorm.DB) error {
+			return tx.Create(&book{AuthorID: other.ID, Title: "astray"}).Error
+		})
+		if !errors.Is(err, shardid.ErrCrossShard) {
+			t.Fatalf("writing to another shard in a transaction: got %v, want ErrCrossShard", err)
+		}
+		// A transaction on the plugin's own database holds no shard.
+		err = r.db.Transaction(func(tx *gorm.DB) error { return tx.Create(&author{Name: "lost"}).Error })
+		if !errors.Is(err, shardid.ErrCrossShard) {
+			t.Fatalf("a sharded row in a transaction on the plugin's database: got %v, want ErrCrossShard", err)
+		}
+	})
+}
+
+func TestRoutingMigratesEveryDatabase(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		for i, db := range r.direct {
+			if !db.Migrator().HasTable(&author{}) || !db.Migrator().HasTable(&book{}) {
+				t.Fatalf("physical %d lacks the sharded tables", i)
+			}
+			if db.Migrator().HasTable(&setting{}) && b.name == "sqlite" {
+				t.Fatalf("physical %d has the unsharded table", i)
+			}
+		}
+		if !r.db.Migrator().HasTable(&setting{}) {
+			t.Fatal("the plugin's database lacks the unsharded table")
+		}
+	})
+}
