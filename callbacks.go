@@ -129,8 +129,12 @@ func structRows(m *model, rv reflect.Value) ([]reflect.Value, error) {
 	case reflect.Slice, reflect.Array:
 		rows := make([]reflect.Value, 0, rv.Len())
 		for i := range rv.Len() {
-			if row := reflect.Indirect(rv.Index(i)); row.Kind() == reflect.Struct {
+			switch row := reflect.Indirect(rv.Index(i)); row.Kind() {
+			case reflect.Struct:
 				rows = append(rows, row)
+			case reflect.Map, reflect.Interface:
+				return nil, &FieldError{Model: m.schema.Name, Field: m.fields[0].field.Name, Err: ErrNoShard,
+					Detail: fmt.Sprintf("cannot assign IDs when creating from a slice of %s; create from the struct or a slice of it", row.Kind())}
 			}
 		}
 		return rows, nil
@@ -239,6 +243,11 @@ func (p *Plugin) shardOf(ctx context.Context, db *gorm.DB, m *model, f *idField,
 // its ID first, so that its child can be colocated with it.
 // It returns 0 when there is no such parent, or its ID is not a shardid field.
 func (p *Plugin) fillParent(ctx context.Context, db *gorm.DB, rel *schema.Relationship, row reflect.Value) (int64, error) {
+	// Only a parent that GORM will create in this call (not one left out with Omit or Select).
+	columns, restricted := db.Statement.SelectAndOmitColumns(true, false)
+	if saved, named := columns[rel.Name]; named && !saved || !named && restricted {
+		return 0, nil
+	}
 	parent := reflect.Indirect(rel.Field.ReflectValueOf(ctx, row))
 	if parent.Kind() != reflect.Struct {
 		return 0, nil

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 )
 
 type user struct {
@@ -303,6 +304,42 @@ func TestCreateFromMapIsRefused(t *testing.T) {
 	err := db.Model(&user{}).Create(map[string]any{"Name": "map"}).Error
 	if !errors.Is(err, ErrNoShard) || !strings.Contains(err.Error(), "map") {
 		t.Fatalf("got %v, want ErrNoShard explaining maps", err)
+	}
+	err = db.Model(&user{}).Create([]map[string]any{{"Name": "a"}, {"Name": "b"}}).Error
+	if !errors.Is(err, ErrNoShard) || !strings.Contains(err.Error(), "map") {
+		t.Fatalf("a slice of maps: got %v, want ErrNoShard explaining maps", err)
+	}
+	var n int64
+	db.Model(&user{}).Count(&n)
+	if n != 0 {
+		t.Fatalf("%d rows were written without shardid IDs", n)
+	}
+}
+
+func TestOmittedParentGetsNoID(t *testing.T) {
+	db, _ := testDB(t, Config{})
+	migrate(t, db, allModels()...)
+	ph := photo{URL: "x", User: &user{Name: "omitted"}}
+	err := db.Omit(clause.Associations).Create(&ph).Error
+	if !errors.Is(err, ErrNoShard) || ph.User.ID != 0 {
+		t.Fatalf("got %v and parent ID %d; want ErrNoShard and no ID for a parent that is not created", err, ph.User.ID)
+	}
+}
+
+func TestFirstUseInsideARolledBackTransaction(t *testing.T) {
+	db, _ := testDB(t, Config{})
+	if err := db.Migrator().CreateTable(&plain{}); err != nil { // no shardid model: the clock is not made yet
+		t.Fatal(err)
+	}
+	if err := db.Exec("CREATE TABLE hookeds (id integer primary key)").Error; err != nil {
+		t.Fatal(err)
+	}
+	_ = db.Transaction(func(tx *gorm.DB) error {
+		must(t, tx.Create(&hooked{}).Error)
+		return errors.New("roll back, clock table and all")
+	})
+	if err := db.Create(&hooked{}).Error; err != nil {
+		t.Fatalf("after a rolled-back first use: %v", err)
 	}
 }
 

@@ -51,27 +51,29 @@ type migrator struct {
 // AutoMigrate migrates unsharded models on the plugin's database and sharded
 // ones on every physical database.
 func (m migrator) AutoMigrate(models ...any) error {
-	return m.each(models, gorm.Migrator.AutoMigrate)
+	return m.each(models, gorm.Migrator.AutoMigrate, true)
 }
 
 // CreateTable creates the tables of unsharded models on the plugin's database
 // and of sharded ones on every physical database.
 func (m migrator) CreateTable(models ...any) error {
-	return m.each(models, gorm.Migrator.CreateTable)
+	return m.each(models, gorm.Migrator.CreateTable, true)
 }
 
 // DropTable drops the tables of unsharded models on the plugin's database and
 // of sharded ones on every physical database.
 func (m migrator) DropTable(models ...any) error {
-	return m.each(models, gorm.Migrator.DropTable)
+	return m.each(models, gorm.Migrator.DropTable, false)
 }
 
 // each parses the shardid tags of every model first, so that a bad tag fails
 // the migration before anything is changed and a good one shapes the table,
 // then runs do for the unsharded models here and for the sharded ones on each
-// physical database.
-func (m migrator) each(models []any, do func(gorm.Migrator, ...any) error) error {
+// physical database. With create, it also creates the instagram
+// clock-sequence on every physical database a tagged model may draw IDs from.
+func (m migrator) each(models []any, do func(gorm.Migrator, ...any) error, create bool) error {
 	var here, everywhere []any
+	tagged := false
 	for _, value := range models {
 		stmt := &gorm.Statement{DB: m.db}
 		if _, isTable := value.(string); isTable || stmt.Parse(value) != nil {
@@ -82,6 +84,7 @@ func (m migrator) each(models []any, do func(gorm.Migrator, ...any) error) error
 		if err != nil {
 			return err
 		}
+		tagged = tagged || model != nil
 		if model != nil && model.sharded() && m.plugin.routed() {
 			everywhere = append(everywhere, value)
 		} else {
@@ -90,6 +93,11 @@ func (m migrator) each(models []any, do func(gorm.Migrator, ...any) error) error
 	}
 	if len(here) > 0 {
 		if err := do(m.Migrator, here...); err != nil {
+			return err
+		}
+	}
+	if create && tagged {
+		if err := m.plugin.prepareStrategies(m.db); err != nil {
 			return err
 		}
 	}

@@ -117,6 +117,18 @@ func (p *Plugin) buildGenerators() error {
 	return nil
 }
 
+// prepareStrategies creates what the strategies keep in each physical
+// database (the instagram clock-sequence).
+func (p *Plugin) prepareStrategies(db *gorm.DB) error {
+	instagram := p.generators[strategies.NameInstagram].(*strategies.Instagram)
+	for k, ph := range p.physical {
+		if err := instagram.Prepare(db.Statement.Context, p.target(db, k)); err != nil {
+			return fmt.Errorf("shardid: on %s: %w", ph.name, err)
+		}
+	}
+	return nil
+}
+
 // modelEntry parses a schema's tags once, whichever goroutine gets there first.
 type modelEntry struct {
 	once  sync.Once

@@ -53,18 +53,20 @@ func (p *Plugin) routed() bool { return len(p.config.Shards) > 0 }
 func (p *Plugin) route(kind statementKind) func(*gorm.DB) {
 	return func(db *gorm.DB) {
 		stmt := db.Statement
-		if db.Error != nil || !p.routed() {
+		if db.Error != nil {
 			return
 		}
 		if stmt.SQL.Len() > 0 {
-			db.AddError(p.routeRaw(db))
+			if p.routed() {
+				db.AddError(p.routeRaw(db))
+			}
 			return
 		}
 		if stmt.Schema == nil {
 			return
 		}
-		m, err := p.model(stmt.Schema)
-		if err != nil || m == nil || !m.sharded() {
+		m, err := p.model(stmt.Schema) // a bad tag fails every statement on the model
+		if err != nil || m == nil || !m.sharded() || !p.routed() {
 			db.AddError(err)
 			return
 		}

@@ -133,9 +133,15 @@ func TestInvalidTags(t *testing.T) {
 		if db.Migrator().HasTable(c.model) {
 			t.Errorf("%T: the table was created despite the bad tag", c.model)
 		}
-		// ... and so does the first statement.
+		// ... and so does every statement on the model.
 		if err := db.Create(c.model).Error; !errors.Is(err, ErrInvalidTag) || !strings.Contains(err.Error(), fe.Model) {
 			t.Errorf("Create(%T) = %v; want ErrInvalidTag naming the model", c.model, err)
+		}
+		if err := db.Find(c.model).Error; !errors.Is(err, ErrInvalidTag) {
+			t.Errorf("Find(%T) = %v; want ErrInvalidTag", c.model, err)
+		}
+		if err := db.Where("1 = 1").Delete(c.model).Error; !errors.Is(err, ErrInvalidTag) {
+			t.Errorf("Delete(%T) = %v; want ErrInvalidTag", c.model, err)
 		}
 	}
 }

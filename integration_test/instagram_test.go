@@ -188,3 +188,92 @@ func TestInstagramResumesAboveTheMark(t *testing.T) {
 		}
 	})
 }
+
+// TestInstagramRepairsAMarkThatWentBack: a running generator must not trust
+// the mark it remembers when the database's mark has gone back under it (a
+// failover to a lagging replica, a restore): the clock row lost, or merely
+// half a second passing, makes it write the mark again above what it issued.
+func TestInstagramRepairsAMarkThatWentBack(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		if b.name == "sqlite" {
+			t.Skip("SQLite's clock-sequence is durable itself and has no mark")
+		}
+		db := open(t, b, t.TempDir(), shardid.Config{})
+		sqlDB, _ := db.DB()
+		target := strategies.Target{Name: b.name, Dialect: db.Dialector.Name(), Conn: sqlDB}
+		ctx := context.Background()
+		gen, _ := strategies.NewInstagram(strategies.Layout{})
+		generate := func(n int) []int64 {
+			ids := make([]int64, n)
+			if err := gen.Generate(ctx, target, make([]int, n), ids); err != nil {
+				t.Fatal(err)
+			}
+			return ids
+		}
+		markAbove := func(id int64, when string) {
+			var mark int64
+			if err := db.Raw("SELECT v FROM shardid_clock_mark").Row().Scan(&mark); err != nil {
+				t.Fatal(err)
+			}
+			v := id>>23<<10 | id&1023 // the clock-sequence value of an ID of the default layout
+			if mark <= v {
+				t.Fatalf("%s: the durable mark %d is not above the issued value %d", when, mark, v)
+			}
+		}
+		generate(10) // warm: the generator now remembers a mark
+
+		// The mark goes back and the clock row is lost.
+		must(t, db.Exec("UPDATE shardid_clock_mark SET v = 0").Error)
+		must(t, db.Exec("DELETE FROM shardid_clock").Error)
+		ahead := generate(300_000)
+		markAbove(ahead[len(ahead)-1], "after reseeding")
+
+		// The mark goes back while the clock row stays.
+		must(t, db.Exec("UPDATE shardid_clock_mark SET v = 0").Error)
+		time.Sleep(600 * time.Millisecond)
+		later := generate(1)
+		markAbove(later[0], "half a second later")
+	})
+}
+
+// TestInstagramDatabaseClockStepsBack: on MariaDB a session's clock can be
+// set back (SET timestamp); IDs made after it still rise, their time field
+// held where it was rather than sent back an hour.
+func TestInstagramDatabaseClockStepsBack(t *testing.T) {
+	b := backends[slices.IndexFunc(backends, func(b backend) bool { return b.name == "mariadb" })]
+	db := open(t, b, t.TempDir(), shardid.Config{})
+	sqlDB, _ := db.DB()
+	ctx := context.Background()
+	conn, err := sqlDB.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	target := strategies.Target{Name: "stepped", Dialect: "mysql", Conn: conn}
+	gen, _ := strategies.NewInstagram(strategies.Layout{})
+	before := make([]int64, 1)
+	must(t, gen.Generate(ctx, target, []int{5}, before))
+	if _, err := conn.ExecContext(ctx, "SET timestamp = UNIX_TIMESTAMP() - 3600"); err != nil {
+		t.Fatal(err)
+	}
+	after := make([]int64, 1000)
+	sameShard := make([]int, len(after))
+	for i := range sameShard {
+		sameShard[i] = 5
+	}
+	must(t, gen.Generate(ctx, target, sameShard, after))
+	layout := strategies.Layout{}
+	if after[0] <= before[0] {
+		t.Fatalf("after the clock stepped back an hour, ID %d is not above %d", after[0], before[0])
+	}
+	if d := layout.Decode(before[0]).Time.Sub(layout.Decode(after[0]).Time); d > 0 {
+		t.Fatalf("the time field went back %s", d)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -85,6 +85,16 @@ func (g *Instagram) Generate(ctx context.Context, target Target, shards []int, i
 	return nil
 }
 
+// Prepare creates the clock-sequence's tables on target, as Generate does on
+// first use; migrations call it so that the first insert does not.
+func (g *Instagram) Prepare(ctx context.Context, target Target) error {
+	c, err := g.clock(target)
+	if err != nil {
+		return err
+	}
+	return c.ensure(ctx, target.Conn)
+}
+
 func (g *Instagram) clock(target Target) (*databaseClock, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -107,9 +117,18 @@ type databaseClock struct {
 	// protects ready; held while the tables are created
 	mu    sync.Mutex
 	ready atomic.Bool
-	// mark is a durable bound: every value issued so far is below it
+	// mark is the durable bound as last read or written: every value issued
+	// so far is below it
 	mark atomic.Int64
+	// markedAt is when the mark was last written (Unix nanoseconds); it is
+	// rewritten at least every markEvery, which repairs a mark that went back
+	// under this process (a failover to a lagging replica, a restore)
+	markedAt atomic.Int64
 }
+
+// markEvery is how often the durable mark is rewritten even when the cached
+// one is still ahead of the clock-sequence.
+const markEvery = DefaultMarkAhead / 2
 
 func (c *databaseClock) ensure(ctx context.Context, conn Conn) error {
 	if c.ready.Load() {
@@ -123,15 +142,31 @@ func (c *databaseClock) ensure(ctx context.Context, conn Conn) error {
 	if err := c.createTables(ctx, conn); err != nil {
 		return err
 	}
-	if c.sql.readMark != "" {
-		var mark int64
-		if err := conn.QueryRowContext(ctx, c.sql.readMark).Scan(&mark); err != nil {
-			return err
-		}
-		c.mark.Store(mark)
+	if err := c.readMark(ctx, conn); err != nil {
+		return err
 	}
-	c.ready.Store(true)
+	// Tables created inside a transaction may yet be rolled back with it.
+	c.ready.Store(!isTransaction(conn))
 	return nil
+}
+
+// readMark replaces the cached mark with the database's.
+func (c *databaseClock) readMark(ctx context.Context, conn Conn) error {
+	if c.sql.readMark == "" {
+		return nil
+	}
+	var mark int64
+	if err := conn.QueryRowContext(ctx, c.sql.readMark).Scan(&mark); err != nil {
+		return err
+	}
+	c.mark.Store(mark)
+	return nil
+}
+
+// isTransaction reports whether conn is a transaction.
+func isTransaction(conn Conn) bool {
+	_, ok := conn.(interface{ Commit() error })
+	return ok
 }
 
 // txBeginner is a Conn that can begin a transaction (a pool, not a transaction).
@@ -170,8 +205,11 @@ func (c *databaseClock) reserve(ctx context.Context, conn Conn, n int, markAhead
 	last, err := c.sql.advance(ctx, conn, n)
 	if errors.Is(err, sql.ErrNoRows) {
 		// First use, or the database restarted and lost the clock row: seed
-		// it at the durable mark.
+		// it at the durable mark, and trust the database's mark from now on.
 		if _, err := conn.ExecContext(ctx, c.sql.seed); err != nil {
+			return 0, err
+		}
+		if err := c.readMark(ctx, conn); err != nil {
 			return 0, err
 		}
 		last, err = c.sql.advance(ctx, conn, n)
@@ -179,13 +217,15 @@ func (c *databaseClock) reserve(ctx context.Context, conn Conn, n int, markAhead
 	if err != nil {
 		return 0, err
 	}
-	if c.sql.advanceMark == "" || last < c.mark.Load() {
+	if c.sql.advanceMark == "" || last < c.mark.Load() && time.Now().UnixNano()-c.markedAt.Load() < int64(markEvery) {
 		return last, nil
 	}
+	// The mark must be durable above last before last is handed out.
 	mark := last + 1 + markAhead
 	if _, err := conn.ExecContext(ctx, c.sql.advanceMark, mark); err != nil {
 		return 0, err
 	}
+	c.markedAt.Store(time.Now().UnixNano())
 	for old := c.mark.Load(); old < mark && !c.mark.CompareAndSwap(old, mark); old = c.mark.Load() {
 	}
 	return last, nil
