@@ -69,7 +69,7 @@ func (p *Plugin) assignIDs(db *gorm.DB) {
 		db.AddError(err)
 		return
 	}
-	if db.AddError(p.fill(stmt.Context, db, m, rows)) != nil || !p.routed() || !m.sharded() {
+	if db.AddError(p.fill(stmt.Context, db, m, rows)) != nil || !p.routed() || !m.sharded() || len(rows) == 0 {
 		return
 	}
 	p.routeCreate(db, m, rows)
@@ -80,19 +80,23 @@ func (p *Plugin) assignIDs(db *gorm.DB) {
 // its own transaction (not atomic across databases).
 func (p *Plugin) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 	stmt := db.Statement
+	physicalOfRow := func(row reflect.Value) int {
+		id, _ := readID(m.pk().field.ReflectValueOf(stmt.Context, row))
+		return p.physicalOf(p.layout.Shard(id))
+	}
+	first := physicalOfRow(rows[0])
+	if !slices.ContainsFunc(rows[1:], func(row reflect.Value) bool { return physicalOfRow(row) != first }) {
+		db.AddError(p.bind(db, first))
+		return
+	}
 	var order []int
 	groups := map[int][]reflect.Value{}
 	for _, row := range rows {
-		id, _ := readID(m.pk().field.ReflectValueOf(stmt.Context, row))
-		k := p.physicalOf(p.layout.Shard(id))
+		k := physicalOfRow(row)
 		if _, seen := groups[k]; !seen {
 			order = append(order, k)
 		}
 		groups[k] = append(groups[k], row)
-	}
-	if len(order) == 1 {
-		db.AddError(p.bind(db, order[0]))
-		return
 	}
 	if inTransaction(stmt.ConnPool) {
 		db.AddError(fmt.Errorf("%w: %s: the rows belong on %d physical databases, a transaction is on one", ErrCrossShard, m.schema.Name, len(order)))
@@ -153,7 +157,8 @@ func (p *Plugin) fill(ctx context.Context, db *gorm.DB, m *model, rows []reflect
 		values []reflect.Value // the zero fields to fill
 		ids    []int64
 	}
-	made := make([]fieldIDs, 0, len(m.fields))
+	var madeOnStack [2]fieldIDs
+	made := madeOnStack[:0]
 	for _, f := range m.fields {
 		if f.colocate != nil && m.tagged(f.colocate) {
 			// This field follows another ID of the same row: that one must be in place.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"math/bits"
 	"slices"
 	"strconv"
 
@@ -79,11 +80,11 @@ func (p *Plugin) route(kind statementKind) func(*gorm.DB) {
 			db.AddError(err)
 			return
 		}
-		if len(physicals) == 1 {
-			db.AddError(p.bind(db, physicals[0]))
+		if k, ok := physicals.only(); ok {
+			db.AddError(p.bind(db, k))
 			return
 		}
-		p.fanOut(db, kind, m, physicals)
+		p.fanOut(db, kind, m, physicals.list())
 	}
 }
 
@@ -104,8 +105,20 @@ func (p *Plugin) bind(db *gorm.DB, k int) error {
 		return nil
 	}
 	stmt.ConnPool = p.physical[k].pool
-	stmt.Settings.Store(boundKey{stmt}, k)
+	if stmt.Schema != nil && opensTransactionsInside(stmt.Schema) {
+		stmt.Settings.Store(boundKey{stmt}, k)
+	}
 	return nil
+}
+
+// opensTransactionsInside reports whether statements on s may run further
+// statements inside GORM's transaction for it, with fresh Settings: saving
+// associations, or the model's own hooks. Only those need the transaction
+// remembered.
+func opensTransactionsInside(s *schema.Schema) bool {
+	return len(s.Relationships.Relations) > 0 ||
+		s.BeforeCreate || s.AfterCreate || s.BeforeSave || s.AfterSave ||
+		s.BeforeUpdate || s.AfterUpdate || s.BeforeDelete || s.AfterDelete
 }
 
 // transactionPhysical returns the physical database the statement's
@@ -137,22 +150,51 @@ func finish(db *gorm.DB) {
 	}
 }
 
+// physicalSet is a set of physical databases, one bit each (at most
+// maxPhysical), so that routing a statement allocates nothing for it.
+type physicalSet uint64
+
+func (s physicalSet) with(k int) physicalSet { return s | 1<<k }
+
+// only returns the one database of a set of one.
+func (s physicalSet) only() (int, bool) {
+	if s == 0 || s&(s-1) != 0 {
+		return 0, false
+	}
+	return bits.TrailingZeros64(uint64(s)), true
+}
+
+func (s physicalSet) list() []int {
+	var list []int
+	for k := range 64 {
+		if s&(1<<k) != 0 {
+			list = append(list, k)
+		}
+	}
+	return list
+}
+
+// maxPhysical is how many physical databases the plugin routes over.
+const maxPhysical = 64
+
 // statementPhysicals returns the physical databases that can hold the rows a
 // statement names: the intersection of what its shard clause, its conditions
 // on the primary key, colocate or hash column, and its model's IDs say.
-func (p *Plugin) statementPhysicals(db *gorm.DB, m *model, kind statementKind) ([]int, error) {
+func (p *Plugin) statementPhysicals(db *gorm.DB, m *model, kind statementKind) (physicalSet, error) {
 	stmt := db.Statement
-	var sets [][]int
+	all := physicalSet(1<<len(p.physical) - 1)
+	result, named := all, false
+	narrow := func(set physicalSet) { result, named = result&set, true }
 	if v, ok := stmt.Settings.Load(hintSettingKey{}); ok {
 		h := v.(shardHint)
 		if h.kind == hintAll {
-			sets = append(sets, p.allPhysicals())
+			narrow(all)
 		} else {
 			s, err := p.hintShard(h)
 			if err != nil {
-				return nil, err
+				return 0, err
 			}
-			sets = append(sets, []int{p.physicalOf(s)})
+			narrow(physicalSet(0).with(p.physicalOf(s)))
 		}
 	}
 	if where, ok := stmt.Clauses["WHERE"].Expression.(clause.Where); ok {
@@ -160,29 +202,24 @@ func (p *Plugin) statementPhysicals(db *gorm.DB, m *model, kind statementKind) (
 			if values, found := shardrouter.ColumnValues(where.Exprs, e.matches); found {
 				set, err := p.physicalsOf(values, e)
 				if err != nil {
-					return nil, err
+					return 0, err
 				}
-				sets = append(sets, set)
+				narrow(set)
 			}
 		}
 	}
 	if set, err := p.modelPhysicals(stmt, m, kind); err != nil {
-		return nil, err
-	} else if set != nil {
-		sets = append(sets, set)
+		return 0, err
+	} else if set != 0 {
+		narrow(set)
 	}
-	if len(sets) == 0 {
-		if len(p.physical) == 1 {
-			return []int{0}, nil
-		}
-		return nil, p.noShard(m)
-	}
-	result := sets[0]
-	for _, set := range sets[1:] {
-		result = slices.DeleteFunc(slices.Clone(result), func(k int) bool { return !slices.Contains(set, k) })
-	}
-	if len(result) == 0 {
-		return nil, fmt.Errorf("%w: %s: the statement's shard clause and conditions name different physical databases", ErrCrossShard, m.schema.Name)
+	switch {
+	case !named && len(p.physical) == 1:
+		return 1, nil
+	case !named:
+		return 0, p.noShard(m)
+	case result == 0:
+		return 0, fmt.Errorf("%w: %s: the statement's shard clause and conditions name different physical databases", ErrCrossShard, m.schema.Name)
 	}
 	return result, nil
 }
@@ -200,57 +237,45 @@ func (p *Plugin) noShard(m *model) error {
 	return &FieldError{Model: m.schema.Name, Field: e.field.Name, Err: ErrNoShard, Detail: detail}
 }
 
-func (p *Plugin) allPhysicals() []int {
-	all := make([]int, len(p.physical))
-	for i := range all {
-		all[i] = i
-	}
-	return all
-}
-
 // physicalsOf maps the values a condition allows to the physical databases
-// holding their shards, sorted and without repeats.
-func (p *Plugin) physicalsOf(values []any, e evidence) ([]int, error) {
-	set := make([]int, 0, 2)
+// holding their shards.
+func (p *Plugin) physicalsOf(values []any, e evidence) (physicalSet, error) {
+	var set physicalSet
 	for _, v := range values {
 		s, err := e.shardOf(p, v)
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
-		if k := p.physicalOf(s); !slices.Contains(set, k) {
-			set = append(set, k)
-		}
+		set = set.with(p.physicalOf(s))
 	}
-	slices.Sort(set)
 	return set, nil
 }
 
 // modelPhysicals reads the IDs of the rows a statement names through its
 // model: the struct of First(&T{ID: id}), or the struct or slice of Save,
-// Delete and Model(&x).Updates. It returns nil when they name none.
-func (p *Plugin) modelPhysicals(stmt *gorm.Statement, m *model, kind statementKind) ([]int, error) {
+// Delete and Model(&x).Updates. It returns the empty set when they name none.
+func (p *Plugin) modelPhysicals(stmt *gorm.Statement, m *model, kind statementKind) (physicalSet, error) {
 	rv := reflect.Indirect(reflect.ValueOf(stmt.Model))
-	if !rv.IsValid() || kind == kindQuery && rv.Kind() != reflect.Struct {
-		return nil, nil
-	}
-	rows, err := structRows(m, rv)
-	if err != nil {
-		return nil, nil
-	}
-	pk := m.pk()
-	values := make([]any, 0, len(rows))
-	for _, row := range rows {
-		if row.Type() != m.schema.ModelType {
-			return nil, nil
-		}
-		if id, _ := readID(pk.field.ReflectValueOf(stmt.Context, row)); id != 0 {
-			values = append(values, id)
+	pk := m.pk().field
+	var set physicalSet
+	add := func(row reflect.Value) {
+		if row.Type() == m.schema.ModelType {
+			if id, _ := readID(pk.ReflectValueOf(stmt.Context, row)); id > 0 {
+				set = set.with(p.physicalOf(p.layout.Shard(id)))
+			}
 		}
 	}
-	if len(values) == 0 {
-		return nil, nil
+	switch {
+	case rv.Kind() == reflect.Struct:
+		add(rv)
+	case kind != kindQuery && (rv.Kind() == reflect.Slice || rv.Kind() == reflect.Array):
+		for i := range rv.Len() {
+			if row := reflect.Indirect(rv.Index(i)); row.Kind() == reflect.Struct {
+				add(row)
+			}
+		}
 	}
-	return p.physicalsOf(values, m.evidence[0])
+	return set, nil
 }
 
 // evidence is a column whose values name a row's logical shard.

@@ -62,6 +62,9 @@ func (p *Plugin) openShards(db *gorm.DB) error {
 		p.router = shardrouter.NewRouter(m)
 		return nil
 	}
+	if len(p.config.Shards) > maxPhysical {
+		return fmt.Errorf("%w: %d Shards, at most %d physical databases", ErrInvalidConfig, len(p.config.Shards), maxPhysical)
+	}
 	described := make([]shardrouter.Physical, len(p.config.Shards))
 	for i, s := range p.config.Shards {
 		described[i] = shardrouter.Physical{Name: s.Name, Logical: s.Logical}

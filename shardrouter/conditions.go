@@ -3,6 +3,7 @@ package shardrouter
 import (
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 
 	"gorm.io/gorm/clause"
@@ -69,12 +70,16 @@ func columnName(column any) string {
 	return ""
 }
 
-// flatten expands slices and arrays (but not []byte) into their elements.
+// flatten expands slices and arrays (but not []byte) into their elements;
+// values without any are returned as they are.
 func flatten(values []any) []any {
+	if !slices.ContainsFunc(values, isList) {
+		return values
+	}
 	out := make([]any, 0, len(values))
 	for _, v := range values {
 		rv := reflect.ValueOf(v)
-		if (rv.Kind() == reflect.Slice || rv.Kind() == reflect.Array) && rv.Type().Elem().Kind() != reflect.Uint8 {
+		if isList(v) {
 			for i := range rv.Len() {
 				out = append(out, rv.Index(i).Interface())
 			}
@@ -83,4 +88,13 @@ func flatten(values []any) []any {
 		out = append(out, v)
 	}
 	return out
+}
+
+func isList(v any) bool {
+	switch v.(type) {
+	case nil, string, []byte, int64, int, uint64:
+		return false
+	}
+	rv := reflect.ValueOf(v)
+	return (rv.Kind() == reflect.Slice || rv.Kind() == reflect.Array) && rv.Type().Elem().Kind() != reflect.Uint8
 }
