@@ -16,7 +16,7 @@ import (
 type fakeConnector struct{ statements atomic.Int64 }
 
 func (c *fakeConnector) Connect(context.Context) (driver.Conn, error) { return fakeConn{c}, nil }
-func (c *fakeConnector) Driver() driver.Driver                       { return fakeDriver{c} }
+func (c *fakeConnector) Driver() driver.Driver                        { return fakeDriver{c} }
 
 type fakeDriver struct{ c *fakeConnector }
 

@@ -4,8 +4,8 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"reflect"
 	"math/bits"
+	"reflect"
 	"slices"
 	"strconv"
 
