@@ -73,6 +73,12 @@ func (p *Plugin) Layout() Layout { return p.layout }
 // generator per strategy and registers the callbacks. It fails with
 // [ErrInvalidLayout] or [ErrInvalidConfig].
 func (p *Plugin) Initialize(db *gorm.DB) error {
+	if p.db != nil {
+		// gorm.Open initializes again the plugins of a config it is given, as
+		// when dbresolver opens its sources with a copy of this database's
+		// config; the plugin serves the database it was registered on.
+		return nil
+	}
 	if err := p.config.Layout.Validate(time.Now()); err != nil {
 		return err
 	}
@@ -86,7 +92,6 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 	if err := p.buildGenerators(); err != nil {
 		return err
 	}
-	p.db = db
 	if err := p.openShards(db); err != nil {
 		return err
 	}
@@ -94,6 +99,7 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 		return err
 	}
 	db.Dialector = migratingDialector{Dialector: db.Dialector, plugin: p}
+	p.db = db
 	return nil
 }
 

@@ -111,7 +111,7 @@ func openPhysical(db *gorm.DB, s Shard) (*physical, error) {
 func (p *Plugin) Close() error {
 	var errs []error
 	for i, ph := range p.physical {
-		if len(p.config.Shards) == 0 || p.config.Shards[i].Dialector == nil {
+		if i >= len(p.config.Shards) || p.config.Shards[i].Dialector == nil {
 			continue
 		}
 		if sqlDB, err := ph.db.DB(); err == nil {

@@ -1,0 +1,44 @@
+package integration
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+	"gorm.io/plugin/dbresolver"
+)
+
+// TestBesideDBResolver: gorm.io/plugin/dbresolver registered after shardid
+// keeps sending an unsharded model's reads to its replica, and sharded
+// statements still go to their shards.
+func TestBesideDBResolver(t *testing.T) {
+	b := backends[0] // SQLite: the replica is one more file
+	r := newRouting(t, b)
+	replicaPath := filepath.Join(t.TempDir(), "replica.db")
+	replica, err := gorm.Open(sqlite.Open(sqliteDSN(replicaPath)), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, replica.AutoMigrate(&setting{}))
+	must(t, replica.Create(&setting{ID: 99, Value: "from the replica"}).Error)
+
+	err = r.db.Use(dbresolver.Register(dbresolver.Config{Replicas: []gorm.Dialector{sqlite.Open(sqliteDSN(replicaPath))}}, &setting{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s setting
+	if err := r.db.First(&s, 99).Error; err != nil || s.Value != "from the replica" {
+		t.Fatalf("the unsharded read did not go to dbresolver's replica: %v %+v", err, s)
+	}
+	a := author{Name: "beside dbresolver"}
+	if err := r.db.Create(&a).Error; err != nil {
+		t.Fatal(err)
+	}
+	r.mustBeOnItsShard(t, &author{}, a.ID)
+	var back author
+	if err := r.db.First(&back, a.ID).Error; err != nil || back.Name != a.Name {
+		t.Fatalf("a sharded read beside dbresolver: %v %+v", err, back)
+	}
+}
