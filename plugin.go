@@ -164,3 +164,7 @@ func (p *Plugin) model(s *schema.Schema) (*model, error) {
 	})
 	return entry.model, entry.err
 }
+
+// ShardMap returns the current map of logical shards to physical databases;
+// Name(Physical(Layout().Shard(id))) is where the row with id lives.
+func (p *Plugin) ShardMap() *shardrouter.Map { return p.router.Map() }

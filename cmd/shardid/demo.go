@@ -1,0 +1,296 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"gorm.io/driver/mysql"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/shardid/shardid"
+)
+
+// DemoUser and DemoPhoto are the demo's models: a photo lives in its user's
+// logical shard.
+type DemoUser struct {
+	ID     int64 `shardid:""`
+	Name   string
+	Photos []DemoPhoto `gorm:"foreignKey:UserID"`
+}
+
+type DemoPhoto struct {
+	ID     shardid.ID `shardid:"colocate:UserID"`
+	UserID int64
+	URL    string
+}
+
+func (DemoUser) TableName() string  { return "shardid_demo_users" }
+func (DemoPhoto) TableName() string { return "shardid_demo_photos" }
+
+type demoOptions struct {
+	users, photos, workers int
+	dsns                   []string
+	dir                    string
+	keep                   bool
+}
+
+func demoCommand() *cobra.Command {
+	var o demoOptions
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Create users and colocated photos on several physical shards, read them back, and check where every row is",
+		Long: `The demo maps 8192 logical shards onto four physical databases (embedded
+SQLite files, or the servers given with --dsn), creates users with their
+photos from several goroutines, reads them back by ID, counts them on every
+shard at once, runs a transaction pinned to one user's shard, and checks that
+every row is on the physical database its ID names.`,
+		Example: `  shardid demo
+  shardid demo --users 20000 --workers 16
+  shardid demo --dsn 'root@tcp(127.0.0.1:3306)/shard_a' --dsn 'root@tcp(127.0.0.1:3306)/shard_b'
+  shardid demo --dsn postgres://postgres@127.0.0.1/shard_a --dsn postgres://postgres@127.0.0.1/shard_b`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runDemo(cmd.OutOrStdout(), cmd.ErrOrStderr(), o) },
+	}
+	cmd.Flags().IntVar(&o.users, "users", 2000, "users to create")
+	cmd.Flags().IntVar(&o.photos, "photos", 3, "photos per user, created with it")
+	cmd.Flags().IntVar(&o.workers, "workers", 8, "goroutines creating users")
+	cmd.Flags().StringArrayVar(&o.dsns, "dsn", nil, "a MySQL/MariaDB or PostgreSQL database to use as a physical shard; repeat for each (the first also holds the plugin's own tables)")
+	cmd.Flags().StringVar(&o.dir, "dir", "", "where the SQLite files go (default: a temporary folder)")
+	cmd.Flags().BoolVar(&o.keep, "keep", false, "keep the SQLite files or the demo tables afterwards")
+	return cmd
+}
+
+// demoSetup is the databases of one demo run.
+type demoSetup struct {
+	db      *gorm.DB   // with the plugin
+	plugin  *shardid.Plugin
+	direct  []*gorm.DB // each physical database, without the plugin
+	cleanup func() error
+}
+
+func openDemo(o demoOptions) (*demoSetup, error) {
+	var dialectors []gorm.Dialector
+	var main gorm.Dialector
+	cleanup := func() error { return nil }
+	if len(o.dsns) == 0 {
+		dir := o.dir
+		if dir == "" {
+			tmp, err := os.MkdirTemp("", "shardid-demo")
+			if err != nil {
+				return nil, err
+			}
+			dir = tmp
+			if !o.keep {
+				cleanup = func() error { return os.RemoveAll(tmp) }
+			}
+		}
+		file := func(name string) gorm.Dialector {
+			return sqlite.Open("file:" + filepath.Join(dir, name) + "?_pragma=busy_timeout(20000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)")
+		}
+		main = file("main.db")
+		for i := range 4 {
+			dialectors = append(dialectors, file(fmt.Sprintf("shard-%d.db", i)))
+		}
+	} else {
+		for _, dsn := range o.dsns {
+			d, err := dialectorFor(dsn)
+			if err != nil {
+				return nil, err
+			}
+			dialectors = append(dialectors, d)
+		}
+		main, _ = dialectorFor(o.dsns[0])
+	}
+	config := &gorm.Config{Logger: logger.Discard}
+	db, err := gorm.Open(main, config)
+	if err != nil {
+		return nil, err
+	}
+	count := shardid.Layout{}.ShardCount()
+	s := &demoSetup{db: db, cleanup: cleanup}
+	var shards []shardid.Shard
+	for i, d := range dialectors {
+		direct, err := gorm.Open(d, &gorm.Config{Logger: logger.Discard})
+		if err != nil {
+			return nil, err
+		}
+		s.direct = append(s.direct, direct)
+		shards = append(shards, shardid.Shard{
+			Name:    fmt.Sprintf("physical-%d", i),
+			DB:      direct,
+			Logical: []shardid.Range{{From: i * count / len(dialectors), To: (i+1)*count/len(dialectors) - 1}},
+		})
+	}
+	s.plugin = shardid.New(shardid.Config{Shards: shards})
+	if err := db.Use(s.plugin); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// dialectorFor picks the GORM driver a DSN is written for.
+func dialectorFor(dsn string) (gorm.Dialector, error) {
+	switch {
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"), strings.Contains(dsn, "host="):
+		return postgres.Open(dsn), nil
+	case strings.Contains(dsn, "@tcp(") || strings.Contains(dsn, "@unix("):
+		return mysql.Open(dsn), nil
+	}
+	return nil, fmt.Errorf("--dsn %q: write a MySQL DSN (user@tcp(host:port)/db) or a PostgreSQL URL (postgres://...)", dsn)
+}
+
+// createUsers creates o.users users with o.photos photos each from
+// o.workers goroutines, calling done after each user.
+func createUsers(db *gorm.DB, o demoOptions, done func()) ([]int64, error) {
+	var next atomic.Int64
+	ids := make([]int64, o.users)
+	errs := make([]error, o.workers)
+	var wg sync.WaitGroup
+	for w := range o.workers {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < o.users; i = int(next.Add(1)) - 1 {
+				u := DemoUser{Name: fmt.Sprintf("user-%d", i)}
+				for j := range o.photos {
+					u.Photos = append(u.Photos, DemoPhoto{URL: fmt.Sprintf("https://photos.example/%d/%d.jpg", i, j)})
+				}
+				if err := db.Create(&u).Error; err != nil {
+					errs[w] = err
+					return
+				}
+				ids[i] = u.ID
+				done()
+			}
+		})
+	}
+	wg.Wait()
+	return ids, errors.Join(errs...)
+}
+
+func runDemo(out, progress io.Writer, o demoOptions) (err error) {
+	if o.users < 1 || o.workers < 1 || o.photos < 0 {
+		return fmt.Errorf("--users and --workers must be at least 1, --photos at least 0")
+	}
+	s, err := openDemo(o)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, s.cleanup()) }()
+	db := s.db
+	if err := db.Migrator().DropTable(&DemoPhoto{}, &DemoUser{}); err != nil {
+		return err
+	}
+	if err := db.AutoMigrate(&DemoUser{}, &DemoPhoto{}); err != nil {
+		return err
+	}
+	if !o.keep && len(o.dsns) > 0 {
+		defer func() { err = errors.Join(err, db.Migrator().DropTable(&DemoPhoto{}, &DemoUser{})) }()
+	}
+	layout := s.plugin.Layout()
+	fmt.Fprintf(out, "shardid demo: %d logical shards on %d physical databases (%s)\n", layout.ShardCount(), len(s.direct), db.Dialector.Name())
+
+	bar := progressbar.NewOptions(o.users, progressbar.OptionSetWriter(progress), progressbar.OptionSetDescription("creating users"),
+		progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+	start := time.Now()
+	ids, err := createUsers(db, o, func() { _ = bar.Add(1) })
+	elapsed := time.Since(start)
+	_ = bar.Finish()
+	if err != nil {
+		return err
+	}
+	rows := o.users * (1 + o.photos)
+	fmt.Fprintf(out, "created   %d users and %d photos (%d rows, each with a new ID) from %d goroutines in %s: %.0f rows/s\n",
+		o.users, o.users*o.photos, rows, o.workers, elapsed.Round(time.Millisecond), float64(rows)/elapsed.Seconds())
+
+	start = time.Now()
+	for _, id := range ids {
+		var u DemoUser
+		if err := db.Preload("Photos").First(&u, id).Error; err != nil {
+			return fmt.Errorf("reading user %d back: %w", id, err)
+		}
+		if len(u.Photos) != o.photos {
+			return fmt.Errorf("user %d came back with %d photos, want %d", id, len(u.Photos), o.photos)
+		}
+	}
+	elapsed = time.Since(start)
+	fmt.Fprintf(out, "read      every user back by ID with its photos in %s: %.0f users/s\n", elapsed.Round(time.Millisecond), float64(o.users)/elapsed.Seconds())
+
+	owner := ids[0]
+	err = db.Clauses(shardid.ByID(owner)).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Create(&DemoPhoto{UserID: owner, URL: "https://photos.example/in-a-transaction.jpg"}).Error; err != nil {
+			return err
+		}
+		return tx.Model(&DemoUser{ID: owner}).Update("name", "renamed in a transaction").Error
+	})
+	if err != nil {
+		return fmt.Errorf("the pinned transaction: %w", err)
+	}
+	shardMap := s.plugin.ShardMap()
+	fmt.Fprintf(out, "pinned    a transaction to user %d's shard (%s): added a photo, renamed the user\n",
+		owner, shardMap.Name(shardMap.Physical(layout.Shard(owner))))
+
+	var users, photos int64
+	if err := db.Model(&DemoUser{}).Clauses(shardid.AllShards()).Count(&users).Error; err != nil {
+		return err
+	}
+	if err := db.Model(&DemoPhoto{}).Clauses(shardid.AllShards()).Count(&photos).Error; err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "counted   %d users and %d photos across all shards at once\n", users, photos)
+
+	fmt.Fprintln(out, "decoded   a user and its first photo:")
+	var sample DemoUser
+	if err := db.Preload("Photos").First(&sample, owner).Error; err != nil {
+		return err
+	}
+	describe := func(kind string, id int64) {
+		p := layout.Decode(id)
+		fmt.Fprintf(out, "          %-5s %d  %s  logical shard %4d  %s  sequence %d\n", kind, id,
+			p.Time.UTC().Format("2006-01-02T15:04:05.000Z"), p.Shard, shardMap.Name(shardMap.Physical(p.Shard)), p.Sequence)
+	}
+	describe("user", sample.ID)
+	if len(sample.Photos) > 0 {
+		describe("photo", int64(sample.Photos[0].ID))
+	}
+	return checkPlacement(out, s, users, photos)
+}
+
+// checkPlacement reads every physical database directly and checks that each
+// row is on the one its ID names, and that none is missing.
+func checkPlacement(out io.Writer, s *demoSetup, users, photos int64) error {
+	layout, shardMap := s.plugin.Layout(), s.plugin.ShardMap()
+	fmt.Fprintln(out, "placement rows per physical database, read directly:")
+	var checked, misplaced int64
+	for k, db := range s.direct {
+		var userIDs, photoIDs []int64
+		if err := db.Model(&DemoUser{}).Pluck("id", &userIDs).Error; err != nil {
+			return err
+		}
+		if err := db.Model(&DemoPhoto{}).Pluck("id", &photoIDs).Error; err != nil {
+			return err
+		}
+		for _, id := range append(userIDs, photoIDs...) {
+			checked++
+			if shardMap.Physical(layout.Shard(id)) != k {
+				misplaced++
+			}
+		}
+		fmt.Fprintf(out, "          %s: %d users, %d photos\n", shardMap.Name(k), len(userIDs), len(photoIDs))
+	}
+	if misplaced > 0 || checked != users+photos {
+		return fmt.Errorf("check failed: %d of %d rows are away from the database their ID names (%d counted through the plugin)", misplaced, checked, users+photos)
+	}
+	fmt.Fprintf(out, "check     all %d rows are on the physical database their ID names\n", checked)
+	return nil
+}

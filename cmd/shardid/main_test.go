@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+)
+
+func run(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	cmd := rootCommand()
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+func TestDemo(t *testing.T) {
+	out, err := run(t, "demo", "--users", "200", "--workers", "4", "--dir", t.TempDir())
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{
+		"on 4 physical databases",
+		"created   200 users and 600 photos",
+		"read      every user back by ID",
+		"counted   200 users and 601 photos",
+		"pinned    a transaction",
+		"check     all 801 rows are on the physical database their ID names",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the report lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestDecode(t *testing.T) {
+	out, err := run(t, "decode", "506214187877944320", `"506214187877944320"`, "--map", "a=0-4095", "--map", "b=4096-8191")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(out, "logical shard  3731") != 2 || strings.Count(out, "physical       a") != 2 || !strings.Contains(out, "2026-11-30T10:37:13.697Z") {
+		t.Fatalf("decode said:\n%s", out)
+	}
+	for _, bad := range [][]string{
+		{"decode", "abc"},
+		{"decode", "--", "-5"},
+		{"decode", "9223372036854775807"}, // decodes to a time decades away
+		{"decode", "1", "--map", "a=0-10"},
+		{"decode", "1", "--map", "a"},
+	} {
+		if _, err := run(t, bad...); err == nil {
+			t.Errorf("%v: accepted", bad)
+		}
+	}
+}
+
+func TestLayout(t *testing.T) {
+	out, err := run(t, "layout")
+	if err != nil || !strings.Contains(out, "logical shards  8192") || !strings.Contains(out, "IDs per tick    1024 per logical shard") || !strings.Contains(out, "runs out        2059-11-04") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if _, err := run(t, "layout", "--time-bits", "41"); err == nil {
+		t.Fatal("a layout of 64 bits was accepted")
+	}
+}
+
+// plainUser and plainPhoto are the demo's models without shardid: the
+// baseline of BenchmarkDemoThroughput.
+type plainUser struct {
+	ID     int64
+	Name   string
+	Photos []plainPhoto `gorm:"foreignKey:UserID"`
+}
+
+type plainPhoto struct {
+	ID     int64
+	UserID int64
+	URL    string
+}
+
+// BenchmarkDemoThroughput creates the demo's users and photos (one op = one
+// user with three photos) on four SQLite shards through the plugin, and the
+// same rows on one SQLite file without it.
+func BenchmarkDemoThroughput(b *testing.B) {
+	o := demoOptions{photos: 3, workers: 8, dir: b.TempDir()}
+	b.Run("shardid-4-shards", func(b *testing.B) {
+		s, err := openDemo(o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.db.AutoMigrate(&DemoUser{}, &DemoPhoto{}); err != nil {
+			b.Fatal(err)
+		}
+		o.users = b.N
+		b.ResetTimer()
+		if _, err := createUsers(s.db, o, func() {}); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(b.N*4)/b.Elapsed().Seconds(), "rows/s")
+	})
+	b.Run("plain-1-file", func(b *testing.B) {
+		db, err := gorm.Open(sqlite.Open("file:"+filepath.Join(o.dir, "plain.db")+"?_pragma=busy_timeout(20000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"), &gorm.Config{Logger: logger.Discard})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := db.AutoMigrate(&plainUser{}, &plainPhoto{}); err != nil {
+			b.Fatal(err)
+		}
+		b.ResetTimer()
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range o.workers {
+			wg.Go(func() {
+				for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
+					u := plainUser{Name: fmt.Sprintf("user-%d", i)}
+					for j := range o.photos {
+						u.Photos = append(u.Photos, plainPhoto{URL: fmt.Sprintf("https://photos.example/%d/%d.jpg", i, j)})
+					}
+					if err := db.Create(&u).Error; err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		b.ReportMetric(float64(b.N*4)/b.Elapsed().Seconds(), "rows/s")
+	})
+}
