@@ -74,7 +74,7 @@ every row is on the physical database its ID names.`,
 
 // demoSetup is the databases of one demo run.
 type demoSetup struct {
-	db      *gorm.DB   // with the plugin
+	db      *gorm.DB // with the plugin
 	plugin  *shardid.Plugin
 	direct  []*gorm.DB // each physical database, without the plugin
 	cleanup func() error
