@@ -168,3 +168,11 @@ func (p *Plugin) model(s *schema.Schema) (*model, error) {
 // ShardMap returns the current map of logical shards to physical databases;
 // Name(Physical(Layout().Shard(id))) is where the row with id lives.
 func (p *Plugin) ShardMap() *shardrouter.Map { return p.router.Map() }
+
+// SwapShardMap replaces the map of logical shards to physical databases,
+// atomically: statements routed after it returns use m. The map must name
+// the same physical databases in the same order ([shardrouter.Router.Swap]).
+// Moving a logical shard is more than a swap: its rows must be copied first,
+// and, for instagram, the target database's clock-sequence advanced past the
+// source's, so that no ID is made twice.
+func (p *Plugin) SwapShardMap(m *shardrouter.Map) error { return p.router.Swap(m) }

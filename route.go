@@ -182,46 +182,48 @@ const maxPhysical = 64
 // on the primary key, colocate or hash column, and its model's IDs say.
 func (p *Plugin) statementPhysicals(db *gorm.DB, m *model, kind statementKind) (physicalSet, error) {
 	stmt := db.Statement
-	all := physicalSet(1<<len(p.physical) - 1)
-	result, named := all, false
-	narrow := func(set physicalSet) { result, named = result&set, true }
+	var hinted physicalSet // what a shard clause allows; 0: no clause
 	if v, ok := stmt.Settings.Load(hintSettingKey{}); ok {
 		h := v.(shardHint)
 		if h.kind == hintAll {
-			narrow(all)
+			hinted = physicalSet(1<<len(p.physical) - 1)
 		} else {
 			s, err := p.hintShard(h)
 			if err != nil {
 				return 0, err
 			}
-			narrow(physicalSet(0).with(p.physicalOf(s)))
+			hinted = physicalSet(0).with(p.physicalOf(s))
 		}
 	}
+	// Each condition, and the model's IDs, bound the rows; all of them hold.
+	named, found := physicalSet(1<<len(p.physical)-1), false
 	if where, ok := stmt.Clauses["WHERE"].Expression.(clause.Where); ok {
 		for _, e := range m.evidence {
-			if values, found := shardrouter.ColumnValues(where.Exprs, e.matches); found {
+			if values, ok := shardrouter.ColumnValues(where.Exprs, e.matches); ok {
 				set, err := p.physicalsOf(values, e)
 				if err != nil {
 					return 0, err
 				}
-				narrow(set)
+				named, found = named&set, true
 			}
 		}
 	}
-	if set, err := p.modelPhysicals(stmt, m, kind); err != nil {
-		return 0, err
-	} else if set != 0 {
-		narrow(set)
+	if set := p.modelPhysicals(stmt, m, kind); set != 0 {
+		named, found = named&set, true
 	}
 	switch {
-	case !named && len(p.physical) == 1:
+	case found && hinted != 0 && named&^hinted != 0:
+		return 0, fmt.Errorf("%w: %s: the statement's conditions name rows outside the shard its clause names", ErrCrossShard, m.schema.Name)
+	case found && named == 0:
+		return 0, fmt.Errorf("%w: %s: the statement's conditions name rows on different physical databases that no row can satisfy at once", ErrCrossShard, m.schema.Name)
+	case found:
+		return named, nil
+	case hinted != 0:
+		return hinted, nil
+	case len(p.physical) == 1:
 		return 1, nil
-	case !named:
-		return 0, p.noShard(m)
-	case result == 0:
-		return 0, fmt.Errorf("%w: %s: the statement's shard clause and conditions name different physical databases", ErrCrossShard, m.schema.Name)
 	}
-	return result, nil
+	return 0, p.noShard(m)
 }
 
 func (p *Plugin) noShard(m *model) error {
@@ -254,7 +256,7 @@ func (p *Plugin) physicalsOf(values []any, e evidence) (physicalSet, error) {
 // modelPhysicals reads the IDs of the rows a statement names through its
 // model: the struct of First(&T{ID: id}), or the struct or slice of Save,
 // Delete and Model(&x).Updates. It returns the empty set when they name none.
-func (p *Plugin) modelPhysicals(stmt *gorm.Statement, m *model, kind statementKind) (physicalSet, error) {
+func (p *Plugin) modelPhysicals(stmt *gorm.Statement, m *model, kind statementKind) physicalSet {
 	rv := reflect.Indirect(reflect.ValueOf(stmt.Model))
 	pk := m.pk().field
 	var set physicalSet
@@ -275,7 +277,7 @@ func (p *Plugin) modelPhysicals(stmt *gorm.Statement, m *model, kind statementKi
 			}
 		}
 	}
-	return set, nil
+	return set
 }
 
 // evidence is a column whose values name a row's logical shard.

@@ -3,7 +3,9 @@ package integration
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -421,4 +423,97 @@ func TestRoutingMigratesEveryDatabase(t *testing.T) {
 			t.Fatal("the plugin's database lacks the unsharded table")
 		}
 	})
+}
+
+// TestRoutingRefusesAcrossDatabases covers the remaining ErrCrossShard and
+// ErrNoShard paths.
+func TestRoutingRefusesAcrossDatabases(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		spread := make([]author, 40)
+		if err := r.db.Create(&spread).Error; err != nil {
+			t.Fatal(err)
+		}
+		x := spread[0]
+		y := spread[slices.IndexFunc(spread, func(a author) bool { return r.physicalOf(a.ID) != r.physicalOf(x.ID) })]
+		inTx := func(fn func(tx *gorm.DB) error) error { return r.db.Clauses(shardid.ByID(x.ID)).Transaction(fn) }
+		for form, err := range map[string]error{
+			"rows for two databases in a transaction": inTx(func(tx *gorm.DB) error {
+				return tx.Create(&[]author{{ID: x.ID + 1}, {ID: y.ID + 1}}).Error
+			}),
+			"an IN list over two databases in a transaction": inTx(func(tx *gorm.DB) error {
+				var found []author
+				return tx.Find(&found, []int64{x.ID, y.ID}).Error
+			}),
+			"Rows over two databases": func() error {
+				rows, err := r.db.Model(&author{}).Where("id IN ?", []int64{x.ID, y.ID}).Rows()
+				if rows != nil {
+					rows.Close()
+				}
+				return err
+			}(),
+			"a clause and a condition that disagree": r.db.Clauses(shardid.ByID(x.ID)).First(&author{}, y.ID).Error,
+		} {
+			if !errors.Is(err, shardid.ErrCrossShard) {
+				t.Errorf("%s: got %v, want ErrCrossShard", form, err)
+			}
+		}
+		var found []author
+		for form, err := range map[string]error{
+			"ByID(0)":                       r.db.Clauses(shardid.ByID(0)).Find(&found).Error,
+			"OnShard(-1)":                   r.db.Clauses(shardid.OnShard(-1)).Find(&found).Error,
+			"OnShard(8192)":                 r.db.Clauses(shardid.OnShard(8192)).Find(&found).Error,
+			"ByKey(nil)":                    r.db.Clauses(shardid.ByKey(nil)).Find(&found).Error,
+			"AllShards on raw SQL":          r.db.Clauses(shardid.AllShards()).Exec("DELETE FROM authors").Error,
+			"a condition that is not an ID": r.db.Where("id = ?", "abc").Find(&found).Error,
+		} {
+			if !errors.Is(err, shardid.ErrNoShard) {
+				t.Errorf("%s: got %v, want ErrNoShard", form, err)
+			}
+		}
+	})
+}
+
+// TestRoutingWithADatabaseDown: a physical database that cannot be reached
+// fails the statements that need it, naming it, and no other.
+func TestRoutingWithADatabaseDown(t *testing.T) {
+	dir := t.TempDir()
+	b := backends[0]
+	list := shards(t, b, dir)
+	third, err := gorm.Open(list[2].Dialector, &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list[2].Dialector, list[2].DB = nil, third
+	db, err := gorm.Open(b.dialector(t, dir), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := shardid.New(shardid.Config{Shards: list})
+	if err := db.Use(p); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	must(t, db.AutoMigrate(&author{}))
+	// The third database goes down.
+	thirdPool, _ := third.DB()
+	must(t, thirdPool.Close())
+	count := shardid.Layout{}.ShardCount()
+	up, down := shardid.Layout{}.Compose(time.Now(), 0, 1), shardid.Layout{}.Compose(time.Now(), count/2+1, 1)
+	if err := db.Create(&author{ID: up, Name: "up"}).Error; err != nil {
+		t.Fatalf("a row for a database that is up: %v", err)
+	}
+	err = db.Create(&author{ID: down, Name: "down"}).Error
+	if err == nil {
+		t.Fatal("a row for the database that is down was accepted")
+	}
+	rows := []author{{ID: up + 1, Name: "up"}, {ID: down + 1, Name: "down"}}
+	err = db.Create(&rows).Error
+	if err == nil || !strings.Contains(err.Error(), "sqlite-2") || strings.Contains(err.Error(), "sqlite-0") {
+		t.Fatalf("a batch over both: got %v, want an error naming sqlite-2 alone", err)
+	}
+	var back author
+	if err := db.First(&back, up+1).Error; err != nil {
+		t.Fatalf("the row of the batch for the database that is up was not written: %v", err)
+	}
 }

@@ -57,13 +57,13 @@ photos from several goroutines, reads them back by ID, counts them on every
 shard at once, runs a transaction pinned to one user's shard, and checks that
 every row is on the physical database its ID names.`,
 		Example: `  shardid demo
-  shardid demo --users 20000 --workers 16
+  shardid demo --rows 20000 --workers 16
   shardid demo --dsn 'root@tcp(127.0.0.1:3306)/shard_a' --dsn 'root@tcp(127.0.0.1:3306)/shard_b'
   shardid demo --dsn postgres://postgres@127.0.0.1/shard_a --dsn postgres://postgres@127.0.0.1/shard_b`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDemo(cmd.OutOrStdout(), cmd.ErrOrStderr(), o) },
 	}
-	cmd.Flags().IntVar(&o.users, "users", 2000, "users to create")
+	cmd.Flags().IntVar(&o.users, "rows", 2000, "users to create, each with --photos photos")
 	cmd.Flags().IntVar(&o.photos, "photos", 3, "photos per user, created with it")
 	cmd.Flags().IntVar(&o.workers, "workers", 8, "goroutines creating users")
 	cmd.Flags().StringArrayVar(&o.dsns, "dsn", nil, "a MySQL/MariaDB or PostgreSQL database to use as a physical shard; repeat for each (the first also holds the plugin's own tables)")
@@ -180,7 +180,7 @@ func createUsers(db *gorm.DB, o demoOptions, done func()) ([]int64, error) {
 
 func runDemo(out, progress io.Writer, o demoOptions) (err error) {
 	if o.users < 1 || o.workers < 1 || o.photos < 0 {
-		return fmt.Errorf("--users and --workers must be at least 1, --photos at least 0")
+		return fmt.Errorf("--rows and --workers must be at least 1, --photos at least 0")
 	}
 	s, err := openDemo(o)
 	if err != nil {

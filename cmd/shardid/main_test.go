@@ -26,7 +26,7 @@ func run(t *testing.T, args ...string) (string, error) {
 }
 
 func TestDemo(t *testing.T) {
-	out, err := run(t, "demo", "--users", "200", "--workers", "4", "--dir", t.TempDir())
+	out, err := run(t, "demo", "--rows", "200", "--workers", "4", "--dir", t.TempDir())
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
