@@ -2,7 +2,6 @@ package shardid
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -102,8 +101,7 @@ func (p *Plugin) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 		db.AddError(fmt.Errorf("%w: %s: the rows belong on %d physical databases, a transaction is on one", ErrCrossShard, m.schema.Name, len(order)))
 		return
 	}
-	var errs []error
-	for _, k := range order {
+	p.runParts(db, order, func(k int) *gorm.DB {
 		subset := reflect.MakeSlice(reflect.SliceOf(reflect.PointerTo(m.schema.ModelType)), 0, len(groups[k]))
 		for _, row := range groups[k] {
 			subset = reflect.Append(subset, row.Addr())
@@ -111,16 +109,8 @@ func (p *Plugin) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 		part := db.Session(&gorm.Session{Context: stmt.Context})
 		part.Statement.ConnPool = p.physical[k].pool
 		part.Statement.Model = nil
-		part = part.Create(subset.Interface())
-		db.RowsAffected += part.RowsAffected
-		if part.Error != nil {
-			errs = append(errs, p.partError(k, part.Error))
-		}
-	}
-	db.Error = errors.Join(errs...)
-	if db.Error == nil {
-		db.Error = errRouted
-	}
+		return part.Create(subset.Interface())
+	})
 }
 
 // structRows returns the addressable structs behind a Create's value: one

@@ -54,9 +54,17 @@ func (p *Plugin) fanOutWrite(db *gorm.DB, kind statementKind, physicals []int) {
 	if kind == kindDelete {
 		processor = db.Callback().Delete()
 	}
+	p.runParts(db, physicals, func(k int) *gorm.DB { return processor.Execute(p.part(db, k)) })
+}
+
+// runParts runs one part of a statement per physical database, in turn, and
+// makes the statement's outcome theirs: the rows they affected, and the
+// errors of the parts that failed, each naming its database, without undoing
+// the parts that succeeded.
+func (p *Plugin) runParts(db *gorm.DB, physicals []int, run func(k int) *gorm.DB) {
 	var errs []error
 	for _, k := range physicals {
-		part := processor.Execute(p.part(db, k))
+		part := run(k)
 		db.RowsAffected += part.RowsAffected
 		if part.Error != nil {
 			errs = append(errs, p.partError(k, part.Error))

@@ -56,7 +56,7 @@ func main() {
 		log.Fatal(err)
 	}
 	layout := ids.Layout()
-	fmt.Printf("layout: %d bits of %s since %s, %d logical shards, %d IDs per tick per shard, good until %s\n",
+	fmt.Printf("layout: %d bits of %s since %s, %d logical shards, a sequence of %d per tick, good until %s\n",
 		layout.TimeBits, layout.TimeUnit, layout.Epoch.Format(time.DateOnly), layout.ShardCount(), layout.IDsPerTick(),
 		layout.RunsOut().Format(time.DateOnly))
 
