@@ -33,6 +33,7 @@ func TestDemo(t *testing.T) {
 	for _, want := range []string{
 		"on 4 physical databases",
 		"created   200 users and 600 photos",
+		"IDs       10000 more made in batches of 100",
 		"read      every user back by ID",
 		"counted   200 users and 601 photos",
 		"pinned    a transaction",
