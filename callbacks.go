@@ -198,7 +198,9 @@ func (p *Plugin) fill(ctx context.Context, db *gorm.DB, m *model, rows []reflect
 }
 
 // shardOf picks the logical shard of a new row by the field's tag: the shard
-// of the colocate ID, the hash of the hash field, or uniformly at random.
+// of the colocate ID, the hash of the hash field, or else the shard of the
+// statement's shard clause, or one of the shards of its transaction's
+// database, or any, uniformly at random.
 func (p *Plugin) shardOf(ctx context.Context, db *gorm.DB, m *model, f *idField, row reflect.Value) (int, error) {
 	noShard := func(format string, args ...any) error {
 		return &FieldError{Model: m.schema.Name, Field: f.field.Name, Err: ErrNoShard, Detail: fmt.Sprintf(format, args...)}
@@ -230,6 +232,15 @@ func (p *Plugin) shardOf(ctx context.Context, db *gorm.DB, m *model, f *idField,
 			return 0, noShard("hash:%s: %v", f.hash.Name, err)
 		}
 		return int(h % uint64(p.layout.ShardCount())), nil
+	}
+	// A shard clause places the row; inside a transaction on one database,
+	// the row goes to one of that database's logical shards.
+	if v, ok := db.Statement.Settings.Load(hintSettingKey{}); ok && v.(shardHint).kind != hintAll {
+		return p.hintShard(v.(shardHint))
+	}
+	if k, ok := p.transactionPhysical(db.Statement); ok && p.routed() && inTransaction(db.Statement.ConnPool) {
+		held := p.router.Map().Logical(k)
+		return held[rand.IntN(len(held))], nil
 	}
 	return rand.IntN(p.layout.ShardCount()), nil
 }

@@ -8,35 +8,61 @@ import (
 	"gorm.io/gorm"
 )
 
-// tableAfterKeyword finds the tables a SQL text names after FROM, JOIN, INTO,
-// UPDATE and TABLE, quoted or not, with or without a schema.
-var tableAfterKeyword = regexp.MustCompile("(?i)\\b(?:from|join|into|update|table)\\s+(?:[`\"]?\\w+[`\"]?\\.)?[`\"]?(\\w+)")
+// sqlWord splits SQL text into the words that could name a table.
+var sqlWord = regexp.MustCompile(`\w+`)
 
 // routeRaw routes raw SQL (db.Raw, db.Exec): to the shard its clause names,
-// or else to the plugin's own database, which it refuses for SQL that names a
-// sharded table.
+// or else where the statement already is: the transaction's database, or the
+// plugin's own one. Outside a transaction bound to a shard, SQL that names a
+// sharded table is refused without a clause.
 func (p *Plugin) routeRaw(db *gorm.DB) error {
 	stmt := db.Statement
-	if v, ok := stmt.Settings.Load(hintSettingKey{}); ok {
-		h := v.(shardHint)
-		if h.kind == hintAll {
-			return fmt.Errorf("%w: AllShards does not apply to raw SQL; run it with OnShard(n) once per shard", ErrNoShard)
-		}
-		s, err := p.hintShard(h)
-		if err != nil {
-			return err
-		}
-		return p.bind(db, p.physicalOf(s))
+	if routed, err := p.routeByHint(db); routed || err != nil {
+		return err
 	}
-	if inTransaction(stmt.ConnPool) {
-		return nil // the transaction's database, chosen when it began
+	if _, bound := p.transactionPhysical(stmt); bound && inTransaction(stmt.ConnPool) {
+		return nil // a transaction begun on a shard: the SQL is for it
 	}
-	sql := stmt.SQL.String()
-	for _, match := range tableAfterKeyword.FindAllStringSubmatch(sql, -1) {
-		if model, ok := p.shardedTables.Load(strings.ToLower(match[1])); ok {
-			return &FieldError{Model: model.(string), Field: "table " + match[1], Err: ErrNoShard,
-				Detail: "raw SQL on a sharded table needs db.Clauses(shardid.ByID(id)), shardid.OnShard(n) or shardid.ByKey(key)"}
+	for _, word := range sqlWord.FindAllString(stmt.SQL.String(), -1) {
+		if model, ok := p.shardedTables.Load(strings.ToLower(word)); ok {
+			return &FieldError{Model: model.(string), Field: "table " + word, Err: ErrNoShard,
+				Detail: "raw SQL on a sharded table needs db.Clauses(shardid.ByID(id)), shardid.OnShard(n) or shardid.ByKey(key), or a transaction begun with one"}
 		}
 	}
 	return nil
+}
+
+// routeTable routes a statement that names its table but has no model
+// (db.Table("users").Count): like raw SQL, by its clause, refused without one
+// when the table is sharded.
+func (p *Plugin) routeTable(db *gorm.DB, table string) error {
+	if routed, err := p.routeByHint(db); routed || err != nil {
+		return err
+	}
+	if _, bound := p.transactionPhysical(db.Statement); bound && inTransaction(db.Statement.ConnPool) {
+		return nil
+	}
+	name := strings.ToLower(strings.Trim(table[strings.LastIndexByte(table, '.')+1:], "`\" "))
+	if model, ok := p.shardedTables.Load(name); ok {
+		return &FieldError{Model: model.(string), Field: "table " + table, Err: ErrNoShard,
+			Detail: "a statement on a sharded table without its model needs db.Clauses(shardid.ByID(id)), shardid.OnShard(n) or shardid.ByKey(key)"}
+	}
+	return nil
+}
+
+// routeByHint binds a statement to the shard its clause names, if it has one.
+func (p *Plugin) routeByHint(db *gorm.DB) (bool, error) {
+	v, ok := db.Statement.Settings.Load(hintSettingKey{})
+	if !ok {
+		return false, nil
+	}
+	h := v.(shardHint)
+	if h.kind == hintAll {
+		return true, fmt.Errorf("%w: AllShards does not apply to raw SQL or a table without its model; run it with OnShard(n) once per shard", ErrNoShard)
+	}
+	s, err := p.hintShard(h)
+	if err != nil {
+		return true, err
+	}
+	return true, p.bind(db, p.physicalOf(s))
 }

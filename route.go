@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -64,6 +65,9 @@ func (p *Plugin) route(kind statementKind) func(*gorm.DB) {
 			return
 		}
 		if stmt.Schema == nil {
+			if p.routed() && stmt.Table != "" {
+				db.AddError(p.routeTable(db, stmt.Table))
+			}
 			return
 		}
 		m, err := p.model(stmt.Schema) // a bad tag fails every statement on the model
@@ -72,7 +76,9 @@ func (p *Plugin) route(kind statementKind) func(*gorm.DB) {
 			return
 		}
 		if v, ok := stmt.Settings.Load(pinKey{}); ok && v.(pin).schema == stmt.Schema {
-			stmt.Settings.Store(boundKey{stmt}, v.(pin).physical)
+			// A part of a fan-out: back to its database, whatever a plugin
+			// that runs before this one (dbresolver) chose.
+			db.AddError(p.bind(db, v.(pin).physical))
 			return
 		}
 		physicals, err := p.statementPhysicals(db, m, kind)
@@ -254,10 +260,14 @@ func (p *Plugin) physicalsOf(values []any, e evidence) (physicalSet, error) {
 }
 
 // modelPhysicals reads the IDs of the rows a statement names through its
-// model: the struct of First(&T{ID: id}), or the struct or slice of Save,
-// Delete and Model(&x).Updates. It returns the empty set when they name none.
+// values, as GORM adds them to its conditions: the destination struct of
+// First(&T{ID: id}), the struct or slice of Delete, and the model of Save and
+// Model(&x).Updates. It returns the empty set when they name none.
 func (p *Plugin) modelPhysicals(stmt *gorm.Statement, m *model, kind statementKind) physicalSet {
-	rv := reflect.Indirect(reflect.ValueOf(stmt.Model))
+	rv := reflect.Indirect(stmt.ReflectValue)
+	if kind == kindUpdate {
+		rv = reflect.Indirect(reflect.ValueOf(stmt.Model))
+	}
 	pk := m.pk().field
 	var set physicalSet
 	add := func(row reflect.Value) {
@@ -282,16 +292,21 @@ func (p *Plugin) modelPhysicals(stmt *gorm.Statement, m *model, kind statementKi
 
 // evidence is a column whose values name a row's logical shard.
 type evidence struct {
+	table   string   // the model's table
 	names   []string // column and field names, and clause.PrimaryKey for the primary key
 	shardOf func(p *Plugin, v any) (int, error)
 }
 
-func (e evidence) matches(name string) bool { return slices.Contains(e.names, name) }
+// matches accepts the column when it is unqualified or qualified by the
+// model's own table.
+func (e evidence) matches(table, name string) bool {
+	return (table == "" || table == clause.CurrentTable || strings.EqualFold(table, e.table)) && slices.Contains(e.names, name)
+}
 
 // evidenceOf lists the columns whose values name the shard of a model whose
 // primary key is the shardid field f: the key itself, then its colocate or
 // hash column.
-func evidenceOf(f *idField) []evidence {
+func evidenceOf(table string, f *idField) []evidence {
 	idShard := func(p *Plugin, v any) (int, error) {
 		id, err := int64Of(v)
 		if err != nil || id <= 0 {
@@ -299,13 +314,19 @@ func evidenceOf(f *idField) []evidence {
 		}
 		return p.layout.Shard(id), nil
 	}
-	list := []evidence{{names: []string{clause.PrimaryKey, f.field.DBName, f.field.Name}, shardOf: idShard}}
+	list := []evidence{{table: table, names: []string{clause.PrimaryKey, f.field.DBName, f.field.Name}, shardOf: idShard}}
 	if f.colocate != nil {
-		list = append(list, evidence{names: []string{f.colocate.DBName, f.colocate.Name}, shardOf: idShard})
+		list = append(list, evidence{table: table, names: []string{f.colocate.DBName, f.colocate.Name}, shardOf: idShard})
 	}
 	if f.hash != nil {
-		list = append(list, evidence{names: []string{f.hash.DBName, f.hash.Name}, shardOf: func(p *Plugin, v any) (int, error) {
-			h, err := HashKey(v)
+		hashed := f.hash
+		list = append(list, evidence{table: table, names: []string{hashed.DBName, hashed.Name}, shardOf: func(p *Plugin, v any) (int, error) {
+			// The database compares the column's type: hash the value as that type.
+			key, err := asKind(v, hashed.FieldType)
+			if err != nil {
+				return 0, fmt.Errorf("%w: %v cannot be a %s key: %w", ErrNoShard, v, hashed.Name, err)
+			}
+			h, err := hashValue(key)
 			if err != nil {
 				return 0, err
 			}
@@ -313,6 +334,39 @@ func evidenceOf(f *idField) []evidence {
 		}})
 	}
 	return list
+}
+
+// asKind converts a condition's value to the kind of a hash field, so that
+// Where("code = ?", 42) on a string column hashes "42".
+func asKind(v any, t reflect.Type) (reflect.Value, error) {
+	if valuer, ok := v.(driver.Valuer); ok {
+		var err error
+		if v, err = valuer.Value(); err != nil {
+			return reflect.Value{}, err
+		}
+	}
+	rv := reflect.ValueOf(v)
+	if !rv.IsValid() {
+		return rv, fmt.Errorf("nil")
+	}
+	switch t.Kind() {
+	case reflect.String:
+		if b, ok := v.([]byte); ok {
+			return reflect.ValueOf(string(b)), nil
+		}
+		return reflect.ValueOf(fmt.Sprint(v)), nil
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n, err := int64Of(v)
+		return reflect.ValueOf(n), err
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if s, ok := v.(string); ok {
+			n, err := strconv.ParseUint(s, 10, 64)
+			return reflect.ValueOf(n), err
+		}
+		n, err := readID(rv)
+		return reflect.ValueOf(uint64(n)), err
+	}
+	return rv, nil
 }
 
 // int64Of converts a condition's value to an ID.

@@ -156,7 +156,7 @@ func (p *Plugin) parseModel(s *schema.Schema) (*model, error) {
 	}
 	for _, f := range m.fields {
 		if f.field.PrimaryKey && len(s.PrimaryFields) == 1 {
-			m.key, m.evidence = f, evidenceOf(f)
+			m.key, m.evidence = f, evidenceOf(s.Table, f)
 		}
 	}
 	return m, nil

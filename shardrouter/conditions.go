@@ -12,15 +12,20 @@ import (
 // simpleCondition matches the SQL text of a condition on one column:
 // `col = ?`, `col IN ?`, `col IN (?)`, the column optionally quoted and
 // qualified by its table.
-var simpleCondition = regexp.MustCompile("(?i)^\\s*(?:[`\"]?\\w+[`\"]?\\.)?[`\"]?(\\w+)[`\"]?\\s*(=|in)\\s*(?:\\(\\s*\\?\\s*\\)|\\?)\\s*$")
+var simpleCondition = regexp.MustCompile("(?i)^\\s*(?:[`\"]?(\\w+)[`\"]?\\.)?[`\"]?(\\w+)[`\"]?\\s*(=|in)\\s*(?:\\(\\s*\\?\\s*\\)|\\?)\\s*$")
 
 // ColumnValues returns the values that the AND-ed conditions exprs allow for
-// the column isColumn accepts, and whether any condition constrains it. Of
+// the column isColumn accepts (given the table the condition names, "" when
+// none, and the column's name), and whether any condition constrains it. Of
 // several such conditions it returns the one with the fewest values: the rows
 // that match all of them are among those. It reads clause.Eq, clause.IN,
-// clause.Expr text of the form `col = ?` or `col IN ?`, and clause.AndConditions;
-// anything under OR or NOT says nothing.
-func ColumnValues(exprs []clause.Expression, isColumn func(name string) bool) ([]any, bool) {
+// clause.Expr text of the form `col = ?` or `col IN ?`, and nested AND
+// groups. A level that holds an OR (GORM's Or) says nothing, nor does anything
+// under NOT.
+func ColumnValues(exprs []clause.Expression, isColumn func(table, name string) bool) ([]any, bool) {
+	if slices.ContainsFunc(exprs, func(e clause.Expression) bool { _, or := e.(clause.OrConditions); return or }) {
+		return nil, false
+	}
 	var best []any
 	found := false
 	consider := func(values []any) {
@@ -31,15 +36,15 @@ func ColumnValues(exprs []clause.Expression, isColumn func(name string) bool) ([
 	for _, e := range exprs {
 		switch c := e.(type) {
 		case clause.Eq:
-			if isColumn(columnName(c.Column)) {
+			if table, name := columnName(c.Column); isColumn(table, name) {
 				consider(flatten([]any{c.Value}))
 			}
 		case clause.IN:
-			if isColumn(columnName(c.Column)) {
+			if table, name := columnName(c.Column); isColumn(table, name) {
 				consider(flatten(c.Values))
 			}
 		case clause.Expr:
-			if m := simpleCondition.FindStringSubmatch(c.SQL); m != nil && len(c.Vars) == 1 && isColumn(m[1]) {
+			if m := simpleCondition.FindStringSubmatch(c.SQL); m != nil && len(c.Vars) == 1 && isColumn(m[1], m[2]) {
 				consider(flatten(c.Vars))
 			}
 		case clause.AndConditions:
@@ -55,19 +60,19 @@ func ColumnValues(exprs []clause.Expression, isColumn func(name string) bool) ([
 	return best, found
 }
 
-// columnName returns the bare column name of a clause column or a string
-// such as "users.id" or "`id`".
-func columnName(column any) string {
+// columnName returns the table ("" when none is named) and the bare column
+// name of a clause column or a string such as "users.id" or "`id`".
+func columnName(column any) (table, name string) {
 	switch c := column.(type) {
 	case clause.Column:
-		return c.Name
+		return c.Table, c.Name
 	case string:
 		if i := strings.LastIndexByte(c, '.'); i >= 0 {
-			c = c[i+1:]
+			table, c = strings.Trim(c[:i], "`\" "), c[i+1:]
 		}
-		return strings.Trim(c, "`\" ")
+		return table, strings.Trim(c, "`\" ")
 	}
-	return ""
+	return "", ""
 }
 
 // flatten expands slices and arrays (but not []byte) into their elements;
@@ -78,8 +83,8 @@ func flatten(values []any) []any {
 	}
 	out := make([]any, 0, len(values))
 	for _, v := range values {
-		rv := reflect.ValueOf(v)
 		if isList(v) {
+			rv := reflect.ValueOf(v)
 			for i := range rv.Len() {
 				out = append(out, rv.Index(i).Interface())
 			}

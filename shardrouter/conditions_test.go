@@ -9,7 +9,9 @@ import (
 )
 
 func TestColumnValues(t *testing.T) {
-	isID := func(name string) bool { return name == clause.PrimaryKey || strings.EqualFold(name, "id") }
+	isID := func(table, name string) bool {
+		return (table == "" || table == clause.CurrentTable || table == "users") && (name == clause.PrimaryKey || strings.EqualFold(name, "id"))
+	}
 	cases := []struct {
 		name  string
 		exprs []clause.Expression
@@ -29,6 +31,17 @@ func TestColumnValues(t *testing.T) {
 		}, []any{2}, true},
 		{"other column", []clause.Expression{clause.Eq{Column: "name", Value: "x"}}, nil, false},
 		{"OR says nothing", []clause.Expression{clause.OrConditions{Exprs: []clause.Expression{clause.Eq{Column: "id", Value: 1}}}}, nil, false},
+		{"Where(a).Or(b) says nothing", []clause.Expression{
+			clause.Eq{Column: "id", Value: 1},
+			clause.OrConditions{Exprs: []clause.Expression{clause.Eq{Column: "id", Value: 2}}},
+		}, nil, false},
+		{"a grouped OR says nothing", []clause.Expression{clause.AndConditions{Exprs: []clause.Expression{
+			clause.Eq{Column: "id", Value: 1},
+			clause.OrConditions{Exprs: []clause.Expression{clause.Eq{Column: "name", Value: "a"}}},
+		}}}, nil, false},
+		{"another table's id", []clause.Expression{clause.Expr{SQL: "settings.id = ?", Vars: []any{5}}}, nil, false},
+		{"another table's column", []clause.Expression{clause.Eq{Column: clause.Column{Table: "settings", Name: "id"}, Value: 5}}, nil, false},
+		{"this table's id", []clause.Expression{clause.Eq{Column: "users.id", Value: 5}}, []any{5}, true},
 		{"NOT says nothing", []clause.Expression{clause.NotConditions{Exprs: []clause.Expression{clause.Eq{Column: "id", Value: 1}}}}, nil, false},
 		{"range says nothing", []clause.Expression{clause.Expr{SQL: "id > ?", Vars: []any{1}}}, nil, false},
 		{"two placeholders", []clause.Expression{clause.Expr{SQL: "id = ? OR id = ?", Vars: []any{1, 2}}}, nil, false},

@@ -24,8 +24,9 @@ type Physical struct {
 // Map says which physical database holds each logical shard. It is immutable
 // and safe for concurrent use.
 type Map struct {
-	names []string
-	owner []uint16 // logical shard → index into names
+	names   []string
+	owner   []uint16 // logical shard → index into names
+	logical [][]int  // physical database → the logical shards it holds
 }
 
 // maxPhysical is how many physical databases a map can name.
@@ -69,6 +70,12 @@ func NewMap(shardCount int, physical []Physical) (*Map, error) {
 			}
 		}
 	}
+	m.logical = make([][]int, len(physical))
+	for s, h := range holder {
+		if h != 0 {
+			m.logical[h-1] = append(m.logical[h-1], s)
+		}
+	}
 	for s, h := range holder {
 		if h == 0 {
 			end := s
@@ -84,6 +91,10 @@ func NewMap(shardCount int, physical []Physical) (*Map, error) {
 // Physical returns the index of the physical database holding logical shard
 // s, which must be within 0..ShardCount-1.
 func (m *Map) Physical(s int) int { return int(m.owner[s]) }
+
+// Logical returns the logical shards physical database i holds, in order.
+// The slice is the map's own: do not change it.
+func (m *Map) Logical(i int) []int { return m.logical[i] }
 
 // Name returns the name of physical database i.
 func (m *Map) Name(i int) string { return m.names[i] }
