@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 
 	"gorm.io/gorm"
@@ -36,12 +37,39 @@ func (p *Plugin) fanOut(db *gorm.DB, kind statementKind, m *model, physicals []i
 
 // part returns a copy of the statement pinned to physical database k, as the
 // statement instance a processor runs on (Clauses() makes it one: GORM keeps
-// per-statement state, such as its own transaction, on that instance).
+// per-statement state, such as its own transaction, on that instance). Its
+// conditions are its own: GORM reorders them in place while writing SQL.
 func (p *Plugin) part(db *gorm.DB, k int) *gorm.DB {
 	part := db.Session(&gorm.Session{Context: db.Statement.Context}).Clauses()
+	if c, ok := part.Statement.Clauses["WHERE"]; ok {
+		if where, ok := c.Expression.(clause.Where); ok {
+			c.Expression = clause.Where{Exprs: copyExprs(where.Exprs)}
+			part.Statement.Clauses["WHERE"] = c
+		}
+	}
 	part.Statement.ConnPool = p.physical[k].pool
 	part.Statement.Settings.Store(pinKey{}, pin{schema: db.Statement.Schema, physical: k})
 	return part
+}
+
+// copyExprs copies conditions down through their AND, OR and NOT groups.
+func copyExprs(exprs []clause.Expression) []clause.Expression {
+	out := make([]clause.Expression, len(exprs))
+	for i, e := range exprs {
+		switch g := e.(type) {
+		case clause.AndConditions:
+			out[i] = clause.AndConditions{Exprs: copyExprs(g.Exprs)}
+		case clause.OrConditions:
+			out[i] = clause.OrConditions{Exprs: copyExprs(g.Exprs)}
+		case clause.NotConditions:
+			out[i] = clause.NotConditions{Exprs: copyExprs(g.Exprs)}
+		case clause.Where:
+			out[i] = clause.Where{Exprs: copyExprs(g.Exprs)}
+		default:
+			out[i] = e
+		}
+	}
+	return out
 }
 
 // partError names the physical database a part failed on.
@@ -91,8 +119,21 @@ func (p *Plugin) fanOutQuery(db *gorm.DB, m *model, physicals []int) {
 		partType = reflect.SliceOf(target.Type())
 	}
 	limit, offset, limited := limitOf(stmt)
+	desc, byKey, ordered := orderOf(stmt, m)
+	switch {
+	case isNumber(target.Kind()) && !plainCount(stmt):
+		db.AddError(fmt.Errorf("%w: %s: only a plain Count can be added up over several databases (not GROUP BY, DISTINCT or another aggregate)", ErrCrossShard, m.schema.Name))
+		return
+	case (limited || offset > 0) && ordered && !byKey:
+		db.AddError(fmt.Errorf("%w: %s: LIMIT or OFFSET over several databases needs ORDER BY the primary key alone", ErrCrossShard, m.schema.Name))
+		return
+	case byKey && (limited || offset > 0) && !p.keyed(m, partType.Elem()):
+		db.AddError(fmt.Errorf("%w: %s: rows of %s cannot be merged in primary-key order; query into the model", ErrCrossShard, m.schema.Name, partType.Elem()))
+		return
+	}
 	parts := make([]reflect.Value, len(physicals))
 	errs := make([]error, len(physicals))
+	panics := make([]any, len(physicals))
 	var wg sync.WaitGroup
 	for i, k := range physicals {
 		part := p.part(db, k)
@@ -106,12 +147,18 @@ func (p *Plugin) fanOutQuery(db *gorm.DB, m *model, physicals []int) {
 		parts[i] = reflect.New(partType)
 		part.Statement.Dest = parts[i].Interface()
 		wg.Go(func() {
+			defer func() { panics[i] = recover() }() // raised again in the caller's goroutine
 			if err := db.Callback().Query().Execute(part).Error; err != nil {
 				errs[i] = p.partError(k, err)
 			}
 		})
 	}
 	wg.Wait()
+	for _, v := range panics {
+		if v != nil {
+			panic(v)
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		db.Error = err
 		return
@@ -130,7 +177,7 @@ func (p *Plugin) fanOutQuery(db *gorm.DB, m *model, physicals []int) {
 	for _, part := range parts {
 		merged = reflect.AppendSlice(merged, part.Elem())
 	}
-	if desc, ok := orderedByKey(stmt, m); ok {
+	if byKey && p.keyed(m, partType.Elem()) {
 		p.sortByKey(db, m, merged, desc)
 	}
 	merged = window(merged, limit, offset, limited)
@@ -154,10 +201,11 @@ func limitOf(stmt *gorm.Statement) (limit, offset int, limited bool) {
 	if !ok {
 		return 0, 0, false
 	}
-	if l.Limit != nil {
-		return *l.Limit, l.Offset, true
+	offset = max(l.Offset, 0)
+	if l.Limit != nil && *l.Limit >= 0 { // Limit(-1) cancels a limit
+		return *l.Limit, offset, true
 	}
-	return 0, l.Offset, false
+	return 0, offset, false
 }
 
 // window applies OFFSET and LIMIT to the merged rows.
@@ -170,25 +218,63 @@ func window(rows reflect.Value, limit, offset int, limited bool) reflect.Value {
 	return rows.Slice(offset, end)
 }
 
-// orderedByKey reports whether the query is ordered by the primary key alone,
-// and whether descending.
-func orderedByKey(stmt *gorm.Statement, m *model) (desc bool, ok bool) {
+// orderOf reads the query's ORDER BY: whether it has one, whether it is the
+// primary key alone (Order("id"), Order("id desc"), First and Last), and
+// whether descending.
+func orderOf(stmt *gorm.Statement, m *model) (desc, byKey, ordered bool) {
 	order, found := stmt.Clauses["ORDER BY"].Expression.(clause.OrderBy)
-	if !found || len(order.Columns) != 1 {
-		return false, false
+	if !found || len(order.Columns) == 0 && order.Expression == nil {
+		return false, false, false
+	}
+	if len(order.Columns) != 1 {
+		return false, false, true
 	}
 	c := order.Columns[0]
-	return c.Desc, m.pk().field.DBName == c.Column.Name || c.Column.Name == clause.PrimaryKey
+	name, desc := c.Column.Name, c.Desc
+	if c.Column.Raw { // Order("id desc") keeps its text
+		words := strings.Fields(name)
+		if len(words) == 0 || len(words) > 2 || len(words) == 2 && !strings.EqualFold(words[1], "desc") && !strings.EqualFold(words[1], "asc") {
+			return false, false, true
+		}
+		name = words[0]
+		desc = len(words) == 2 && strings.EqualFold(words[1], "desc")
+		if i := strings.LastIndexByte(name, '.'); i >= 0 {
+			name = name[i+1:]
+		}
+		name = strings.Trim(name, "`\"")
+	}
+	return desc, name == clause.PrimaryKey || strings.EqualFold(name, m.pk().field.DBName), true
+}
+
+// plainCount reports whether a query with a number for destination is a
+// Count that the databases' answers add up to: no GROUP BY, no DISTINCT.
+func plainCount(stmt *gorm.Statement) bool {
+	if _, grouped := stmt.Clauses["GROUP BY"]; grouped || stmt.Distinct {
+		return false
+	}
+	sel, ok := stmt.Clauses["SELECT"].Expression.(clause.Expr)
+	return ok && strings.HasPrefix(strings.ToLower(sel.SQL), "count(") && !strings.Contains(strings.ToLower(sel.SQL), "distinct")
+}
+
+// keyed reports whether the primary key can be read from rows of type t: the
+// model itself (or a pointer to it), or a map by column name.
+func (p *Plugin) keyed(m *model, t reflect.Type) bool {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t == m.schema.ModelType || t.Kind() == reflect.Map && t.Key().Kind() == reflect.String
 }
 
 func (p *Plugin) sortByKey(db *gorm.DB, m *model, rows reflect.Value, desc bool) {
-	if rows.Type().Elem().Kind() != reflect.Struct && rows.Type().Elem().Kind() != reflect.Pointer {
-		return
-	}
 	pk := m.pk().field
 	keys := make([]int64, rows.Len())
 	for i := range keys {
-		keys[i], _ = readID(pk.ReflectValueOf(db.Statement.Context, reflect.Indirect(rows.Index(i))))
+		row := reflect.Indirect(rows.Index(i))
+		if row.Kind() == reflect.Map {
+			keys[i], _ = int64Of(row.MapIndex(reflect.ValueOf(pk.DBName)).Interface())
+			continue
+		}
+		keys[i], _ = readID(pk.ReflectValueOf(db.Statement.Context, row))
 	}
 	order := make([]int, rows.Len())
 	for i := range order {

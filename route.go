@@ -202,10 +202,14 @@ func (p *Plugin) statementPhysicals(db *gorm.DB, m *model, kind statementKind) (
 		}
 	}
 	// Each condition, and the model's IDs, bound the rows; all of them hold.
-	named, found := physicalSet(1<<len(p.physical)-1), false
+	named, found, none := physicalSet(1<<len(p.physical)-1), false, false
 	if where, ok := stmt.Clauses["WHERE"].Expression.(clause.Where); ok {
 		for _, e := range m.evidence {
 			if values, ok := shardrouter.ColumnValues(where.Exprs, e.matches); ok {
+				if len(values) == 0 { // IN (): no row matches, on any database
+					none = true
+					continue
+				}
 				set, err := p.physicalsOf(values, e)
 				if err != nil {
 					return 0, err
@@ -226,6 +230,8 @@ func (p *Plugin) statementPhysicals(db *gorm.DB, m *model, kind statementKind) (
 		return named, nil
 	case hinted != 0:
 		return hinted, nil
+	case none:
+		return 1, nil // any one database answers "no rows"
 	case len(p.physical) == 1:
 		return 1, nil
 	}

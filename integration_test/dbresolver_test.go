@@ -8,6 +8,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 	"gorm.io/plugin/dbresolver"
+
+	"github.com/shardid/shardid"
 )
 
 // TestBesideDBResolver: gorm.io/plugin/dbresolver registered after shardid
@@ -24,7 +26,11 @@ func TestBesideDBResolver(t *testing.T) {
 	must(t, replica.AutoMigrate(&setting{}))
 	must(t, replica.Create(&setting{ID: 99, Value: "from the replica"}).Error)
 
-	err = r.db.Use(dbresolver.Register(dbresolver.Config{Replicas: []gorm.Dialector{sqlite.Open(sqliteDSN(replicaPath))}}, &setting{}))
+	must(t, replica.AutoMigrate(&author{}))
+	must(t, replica.Create(&author{ID: 1, Name: "only on the replica"}).Error)
+	// dbresolver is told to read authors from the replica too: shardid's
+	// routing of the sharded model must win, for every part of a fan-out.
+	err = r.db.Use(dbresolver.Register(dbresolver.Config{Replicas: []gorm.Dialector{sqlite.Open(sqliteDSN(replicaPath))}}, &setting{}, &author{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,5 +46,19 @@ func TestBesideDBResolver(t *testing.T) {
 	var back author
 	if err := r.db.First(&back, a.ID).Error; err != nil || back.Name != a.Name {
 		t.Fatalf("a sharded read beside dbresolver: %v %+v", err, back)
+	}
+	spread := make([]author, 20)
+	must(t, r.db.Create(&spread).Error)
+	ids := []int64{a.ID}
+	for _, s := range spread {
+		ids = append(ids, s.ID)
+	}
+	var found []author
+	if err := r.db.Find(&found, ids).Error; err != nil || len(found) != len(ids) {
+		t.Fatalf("an IN list over every shard beside dbresolver: %v, %d rows of %d", err, len(found), len(ids))
+	}
+	var total int64
+	if err := r.db.Model(&author{}).Clauses(shardid.AllShards()).Count(&total).Error; err != nil || total != int64(len(ids)) {
+		t.Fatalf("AllShards Count beside dbresolver: %v, %d, want %d", err, total, len(ids))
 	}
 }

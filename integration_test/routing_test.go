@@ -2,6 +2,7 @@ package integration
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -516,4 +517,140 @@ func TestRoutingWithADatabaseDown(t *testing.T) {
 	if err := db.First(&back, up+1).Error; err != nil {
 		t.Fatalf("the row of the batch for the database that is up was not written: %v", err)
 	}
+}
+
+// TestRoutingTrickyForms covers statements whose shard is easy to misread:
+// OR, another table's column, a model beside another destination, a clause on
+// Create, Table() and raw SQL, and hash keys of another Go type.
+func TestRoutingTrickyForms(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		spread := make([]author, 40)
+		for i := range spread {
+			spread[i].Name = "a"
+		}
+		must(t, r.db.Create(&spread).Error)
+		x := spread[0]
+		y := spread[slices.IndexFunc(spread, func(a author) bool { return r.physicalOf(a.ID) != r.physicalOf(x.ID) })]
+		var found []author
+		for form, tx := range map[string]*gorm.DB{
+			"Where(id).Or(id)":            r.db.Where("id = ?", x.ID).Or("id = ?", y.ID).Find(&found),
+			"Where(id).Or(name)":          r.db.Where("id = ?", x.ID).Or("name = ?", "a").Find(&found),
+			"a grouped OR":                r.db.Where(r.db.Where("id = ?", x.ID).Or("id = ?", y.ID)).Find(&found),
+			"another table's id":          r.db.Where("other.id = ?", x.ID).Find(&found),
+			"Model(&x) with another dest": r.db.Model(&x).Where("name = ?", "a").Find(&found),
+			"Model(&x) deleting by name":  r.db.Model(&x).Where("name = ?", "a").Delete(&author{}),
+			"Table without its model":     r.db.Table("authors").Where("name = ?", "a").Find(&found),
+			"an update with OR":           r.db.Model(&author{}).Where("id = ?", x.ID).Or("id = ?", y.ID).Update("name", "b"),
+		} {
+			if !errors.Is(tx.Error, shardid.ErrNoShard) {
+				t.Errorf("%s: got %v, want ErrNoShard", form, tx.Error)
+			}
+		}
+		err := r.db.Transaction(func(tx *gorm.DB) error { return tx.Exec("DELETE FROM authors").Error })
+		if !errors.Is(err, shardid.ErrNoShard) {
+			t.Errorf("raw SQL in a transaction on the plugin's database: got %v, want ErrNoShard", err)
+		}
+		// With AllShards the OR reaches every database and finds both rows.
+		found = nil
+		if err := r.db.Clauses(shardid.AllShards()).Where("id = ?", x.ID).Or("id = ?", y.ID).Find(&found).Error; err != nil || len(found) != 2 {
+			t.Fatalf("AllShards with OR: %v, %d rows", err, len(found))
+		}
+		// An empty IN list matches nothing, without an error.
+		found = nil
+		if err := r.db.Where("id IN ?", []int64{}).Find(&found).Error; err != nil || len(found) != 0 {
+			t.Fatalf("IN (): %v, %d rows", err, len(found))
+		}
+
+		// A shard clause places new rows; so does a transaction begun with one.
+		for range 10 {
+			a := author{Name: "placed"}
+			must(t, r.db.Clauses(shardid.OnShard(3)).Create(&a).Error)
+			if r.plugin.Layout().Shard(a.ID) != 3 {
+				t.Fatalf("Clauses(OnShard(3)).Create: shard %d", r.plugin.Layout().Shard(a.ID))
+			}
+			r.mustBeOnItsShard(t, &author{}, a.ID)
+		}
+		err = r.db.Clauses(shardid.ByID(y.ID)).Transaction(func(tx *gorm.DB) error {
+			for range 20 {
+				a := author{Name: "in the transaction"}
+				if err := tx.Create(&a).Error; err != nil {
+					return err
+				}
+				if r.physicalOf(a.ID) != r.physicalOf(y.ID) {
+					return fmt.Errorf("a new row in the transaction went to physical %d", r.physicalOf(a.ID))
+				}
+			}
+			return nil
+		})
+		must(t, err)
+
+		// A hash key given as another Go type is hashed as the column's.
+		// (PostgreSQL's driver refuses to send an int for a text column at all.)
+		if b.name == "postgres" {
+			return
+		}
+		tn := tenant{Code: "42"}
+		must(t, r.db.Create(&tn).Error)
+		var back tenant
+		if err := r.db.Where("code = ?", 42).First(&back).Error; err != nil || back.ID != tn.ID {
+			t.Fatalf(`Where("code = ?", 42) on a string key: %v, %d`, err, back.ID)
+		}
+	})
+}
+
+// TestRoutingFanOutMerges: rows made one at a time, so that the databases'
+// IDs interleave, come back merged in primary-key order, either way, with
+// LIMIT and OFFSET over the whole; what cannot be merged is refused.
+func TestRoutingFanOutMerges(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		var ids []int64
+		for range 30 {
+			a := author{Name: "one at a time"}
+			must(t, r.db.Create(&a).Error)
+			ids = append(ids, a.ID)
+		}
+		slices.Sort(ids)
+		all := r.db.Clauses(shardid.AllShards()).Session(&gorm.Session{}) // reusable: each statement starts from here
+		var page []author
+		must(t, all.Order("id").Limit(5).Offset(7).Find(&page).Error)
+		if len(page) != 5 || page[0].ID != ids[7] || page[4].ID != ids[11] {
+			t.Fatalf("ascending page: %v", page)
+		}
+		page = nil
+		must(t, all.Order("id desc").Limit(4).Find(&page).Error)
+		if len(page) != 4 || page[0].ID != ids[29] || page[3].ID != ids[26] {
+			t.Fatalf("descending page: %v", page)
+		}
+		var maps []map[string]any
+		must(t, all.Model(&author{}).Order("id").Limit(3).Find(&maps).Error)
+		if len(maps) != 3 {
+			t.Fatalf("maps: %v", maps)
+		}
+		if first, _ := maps[0]["id"].(int64); first != ids[0] {
+			t.Fatalf("maps are not in primary-key order: first %v, want %d", maps[0]["id"], ids[0])
+		}
+		var plucked []int64
+		must(t, all.Model(&author{}).Pluck("id", &plucked).Error)
+		if len(plucked) != 30 {
+			t.Fatalf("Pluck: %d ids", len(plucked))
+		}
+		page = nil
+		must(t, all.Limit(-1).Find(&page).Error)
+		if len(page) != 30 {
+			t.Fatalf("Limit(-1): %d rows", len(page))
+		}
+		var n int64
+		for form, err := range map[string]error{
+			"Pluck with an ordered limit": all.Model(&author{}).Order("id").Limit(3).Pluck("id", &plucked).Error,
+			"another order with a limit":  all.Order("name").Limit(3).Find(&page).Error,
+			"Count with GROUP BY":         all.Model(&author{}).Group("name").Count(&n).Error,
+			"Count of DISTINCT":           all.Model(&author{}).Distinct("name").Count(&n).Error,
+		} {
+			if !errors.Is(err, shardid.ErrCrossShard) {
+				t.Errorf("%s: got %v, want ErrCrossShard", form, err)
+			}
+		}
+	})
 }
