@@ -103,7 +103,7 @@ func (p *Plugin) bind(db *gorm.DB, k int) error {
 		on, ok := p.transactionPhysical(stmt)
 		switch {
 		case !ok:
-			return fmt.Errorf("%w: the transaction is on the plugin's own database, which holds no logical shard; the statement belongs on %s: begin the transaction with db.Clauses(shardid.ByID(id)) or shardid.OnShard(n)",
+			return fmt.Errorf("%w: the statement belongs on %s, and its transaction is not one begun there: begin it with db.Clauses(shardid.ByID(id)), shardid.OnShard(n) or shardid.ByKey(key) (a transaction on the plugin's own database holds no logical shard)",
 				ErrCrossShard, p.physical[k].name)
 		case on != k:
 			return fmt.Errorf("%w: the transaction is on %s, the statement belongs on %s", ErrCrossShard, p.physical[on].name, p.physical[k].name)
