@@ -83,6 +83,22 @@ func (r *routing) where(t *testing.T, model any, id int64) []int {
 	return found
 }
 
+// spreadAuthors creates 40 authors made by newAuthor, spread over the
+// physical databases, and returns them with two that are on different ones.
+func (r *routing) spreadAuthors(t *testing.T, newAuthor func() author) (all []author, x, y author) {
+	t.Helper()
+	all = make([]author, 40)
+	for i := range all {
+		all[i] = newAuthor()
+	}
+	if err := r.db.Create(&all).Error; err != nil {
+		t.Fatal(err)
+	}
+	x = all[0]
+	y = all[slices.IndexFunc(all, func(a author) bool { return r.physicalOf(a.ID) != r.physicalOf(x.ID) })]
+	return all, x, y
+}
+
 // mustBeOnItsShard fails unless the row with id is on exactly the physical
 // database its shard bits name.
 func (r *routing) mustBeOnItsShard(t *testing.T, model any, id int64) {
@@ -173,16 +189,7 @@ func TestRoutingWrites(t *testing.T) {
 func TestRoutingReadsUpdatesDeletes(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		r := newRouting(t, b)
-		authors := make([]author, 40)
-		for i := range authors {
-			authors[i] = author{Name: "a", Books: []book{{Title: "t"}}}
-		}
-		if err := r.db.Create(&authors).Error; err != nil {
-			t.Fatal(err)
-		}
-		// Pick authors on two different physical databases.
-		x := authors[0]
-		y := authors[slices.IndexFunc(authors, func(a author) bool { return r.physicalOf(a.ID) != r.physicalOf(x.ID) })]
+		authors, x, y := r.spreadAuthors(t, func() author { return author{Name: "a", Books: []book{{Title: "t"}}} })
 
 		mustRead := func(form string, query func(got *author) *gorm.DB, want int64) {
 			t.Helper()
@@ -431,12 +438,7 @@ func TestRoutingMigratesEveryDatabase(t *testing.T) {
 func TestRoutingRefusesAcrossDatabases(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		r := newRouting(t, b)
-		spread := make([]author, 40)
-		if err := r.db.Create(&spread).Error; err != nil {
-			t.Fatal(err)
-		}
-		x := spread[0]
-		y := spread[slices.IndexFunc(spread, func(a author) bool { return r.physicalOf(a.ID) != r.physicalOf(x.ID) })]
+		_, x, y := r.spreadAuthors(t, func() author { return author{} })
 		inTx := func(fn func(tx *gorm.DB) error) error { return r.db.Clauses(shardid.ByID(x.ID)).Transaction(fn) }
 		for form, err := range map[string]error{
 			"rows for two databases in a transaction": inTx(func(tx *gorm.DB) error {
@@ -525,13 +527,7 @@ func TestRoutingWithADatabaseDown(t *testing.T) {
 func TestRoutingTrickyForms(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		r := newRouting(t, b)
-		spread := make([]author, 40)
-		for i := range spread {
-			spread[i].Name = "a"
-		}
-		must(t, r.db.Create(&spread).Error)
-		x := spread[0]
-		y := spread[slices.IndexFunc(spread, func(a author) bool { return r.physicalOf(a.ID) != r.physicalOf(x.ID) })]
+		_, x, y := r.spreadAuthors(t, func() author { return author{Name: "a"} })
 		var found []author
 		for form, tx := range map[string]*gorm.DB{
 			"Where(id).Or(id)":            r.db.Where("id = ?", x.ID).Or("id = ?", y.ID).Find(&found),
