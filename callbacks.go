@@ -83,8 +83,15 @@ func (p *Plugin) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 		id, _ := readID(m.pk().field.ReflectValueOf(stmt.Context, row))
 		return p.physicalOf(p.layout.Shard(id))
 	}
+	// GORM's CreateInBatches wraps its batches in a transaction on the
+	// plugin's own database, which holds no shard: its batches are written as
+	// if outside it, each part in a transaction of its own database.
+	detached := inTransaction(stmt.ConnPool) && p.inBatchWrapper(stmt)
 	first := physicalOfRow(rows[0])
 	if !slices.ContainsFunc(rows[1:], func(row reflect.Value) bool { return physicalOfRow(row) != first }) {
+		if detached {
+			stmt.ConnPool = p.physical[first].pool
+		}
 		db.AddError(p.bind(db, first))
 		return
 	}
@@ -97,7 +104,7 @@ func (p *Plugin) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 		}
 		groups[k] = append(groups[k], row)
 	}
-	if inTransaction(stmt.ConnPool) {
+	if inTransaction(stmt.ConnPool) && !detached {
 		db.AddError(fmt.Errorf("%w: %s: the rows belong on %d physical databases, a transaction is on one", ErrCrossShard, m.schema.Name, len(order)))
 		return
 	}
@@ -287,6 +294,20 @@ func readID(v reflect.Value) (int64, error) {
 		return int64(v.Uint()), nil
 	}
 	return 0, fmt.Errorf("a %s is not an integer ID", v.Type())
+}
+
+// inBatchWrapper reports whether the statement's transaction is the one GORM's
+// CreateInBatches opened on the plugin's own database, not a transaction of
+// the application's: one the plugin knows no shard of, no nested Transaction
+// has set a savepoint in, and whose batch loop CreateInBatches runs.
+func (p *Plugin) inBatchWrapper(stmt *gorm.Statement) bool {
+	if _, known := p.transactionPhysical(stmt); known {
+		return false
+	}
+	if _, nested := p.savepoints.lookup(stmt.ConnPool); nested {
+		return false
+	}
+	return inCreateInBatchesWrapper()
 }
 
 // writeIDs stores ids[i] in values[i].

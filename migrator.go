@@ -21,6 +21,7 @@ func (d migratingDialector) Migrator(db *gorm.DB) gorm.Migrator {
 
 // SavePoint and RollbackTo keep nested transactions working through the wrapper.
 func (d migratingDialector) SavePoint(tx *gorm.DB, name string) error {
+	d.plugin.savepoints.remember(tx.Statement.ConnPool, struct{}{})
 	if sp, ok := d.Dialector.(gorm.SavePointerDialectorInterface); ok {
 		return sp.SavePoint(tx, name)
 	}

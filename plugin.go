@@ -49,7 +49,8 @@ type Plugin struct {
 	db         *gorm.DB
 	physical   []*physical // the databases logical shards live on
 	router     *shardrouter.Router
-	txs        txPhysicals
+	txs        txRegistry[int]      // the physical database of each transaction known to be on one
+	savepoints txRegistry[struct{}] // transactions a nested Transaction has set a savepoint in
 
 	models        sync.Map // *schema.Schema → *modelEntry
 	shardedTables sync.Map // lower-case table name → model name, for raw SQL

@@ -3,18 +3,19 @@ package shardid
 import (
 	"database/sql"
 	"runtime"
+	"strings"
 	"sync"
 	"weak"
 
 	"gorm.io/gorm"
 )
 
-// txPhysicals remembers which physical database each open transaction is on,
-// for statements that reach it without the Settings of the statement that
-// began it (GORM starts association saves with fresh statements). Entries go
-// away with their transaction. It is safe for concurrent use.
-type txPhysicals struct {
-	byTx sync.Map // weak.Pointer[sql.Tx] → int
+// txRegistry keeps a note about each open transaction, for statements that
+// reach it without the Settings of the statement that began it (GORM starts
+// association saves with fresh statements). Notes go away with their
+// transaction. It is safe for concurrent use.
+type txRegistry[V any] struct {
+	byTx sync.Map // weak.Pointer[sql.Tx] → V
 }
 
 // sqlTx returns the *sql.Tx behind a connection pool, if it is one.
@@ -30,25 +31,51 @@ func sqlTx(pool gorm.ConnPool) *sql.Tx {
 	return nil
 }
 
-func (r *txPhysicals) remember(pool gorm.ConnPool, k int) {
+func (r *txRegistry[V]) remember(pool gorm.ConnPool, v V) {
 	tx := sqlTx(pool)
 	if tx == nil {
 		return
 	}
 	key := weak.Make(tx)
-	if _, loaded := r.byTx.LoadOrStore(key, k); !loaded {
+	if _, loaded := r.byTx.LoadOrStore(key, v); !loaded {
 		runtime.AddCleanup(tx, func(key weak.Pointer[sql.Tx]) { r.byTx.Delete(key) }, key)
 	}
 }
 
-func (r *txPhysicals) lookup(pool gorm.ConnPool) (int, bool) {
+func (r *txRegistry[V]) lookup(pool gorm.ConnPool) (V, bool) {
+	var zero V
 	tx := sqlTx(pool)
 	if tx == nil {
-		return 0, false
+		return zero, false
 	}
-	k, ok := r.byTx.Load(weak.Make(tx))
+	v, ok := r.byTx.Load(weak.Make(tx))
 	if !ok {
-		return 0, false
+		return zero, false
 	}
-	return k.(int), true
+	return v.(V), true
+}
+
+// inCreateInBatchesWrapper reports whether the calling statement is a batch of
+// GORM's CreateInBatches running in the transaction that CreateInBatches
+// itself opened around its batches ((*DB).CreateInBatches calls
+// (*DB).Transaction, which calls the batch loop). Its caller rules out the
+// nested case, where Transaction set a savepoint in a transaction of the
+// application's.
+func inCreateInBatchesWrapper() bool {
+	var pcs [64]uintptr
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs[:])])
+	inBatchLoop := false
+	for {
+		f, more := frames.Next()
+		switch {
+		case strings.HasPrefix(f.Function, "gorm.io/gorm.(*DB).CreateInBatches.func"):
+			inBatchLoop = true
+		case f.Function == "gorm.io/gorm.(*DB).Transaction":
+			caller, _ := frames.Next()
+			return inBatchLoop && caller.Function == "gorm.io/gorm.(*DB).CreateInBatches"
+		}
+		if !more {
+			return false
+		}
+	}
 }

@@ -158,18 +158,22 @@ func TestRoutingWrites(t *testing.T) {
 			t.Fatalf("%d distinct rows, want 1000", len(ids))
 		}
 
-		// CreateInBatches splits every batch. (Of more than one batch, GORM wraps
-		// it in a transaction on the plugin's database, which holds no shard:
-		// without GORM's default transactions each batch is split.)
+		// CreateInBatches splits every batch: with GORM's default transactions
+		// (and the transaction GORM opens around its batches), without them,
+		// and in one batch.
 		batches := make([]author, 90)
-		if err := r.db.Session(&gorm.Session{SkipDefaultTransaction: true}).CreateInBatches(&batches, 40).Error; err != nil {
+		if err := r.db.CreateInBatches(&batches, 40).Error; err != nil {
+			t.Fatal(err)
+		}
+		unwrapped := make([]author, 90)
+		if err := r.db.Session(&gorm.Session{SkipDefaultTransaction: true}).CreateInBatches(&unwrapped, 40).Error; err != nil {
 			t.Fatal(err)
 		}
 		one := make([]author, 30)
 		if err := r.db.CreateInBatches(&one, 40).Error; err != nil {
 			t.Fatal(err)
 		}
-		batches = append(batches, one...)
+		batches = append(append(batches, unwrapped...), one...)
 		for _, bt := range batches {
 			r.mustBeOnItsShard(t, &author{}, bt.ID)
 		}
@@ -408,10 +412,15 @@ func TestRoutingTransactions(t *testing.T) {
 		if !errors.Is(err, shardid.ErrCrossShard) {
 			t.Fatalf("writing to another shard in a transaction: got %v, want ErrCrossShard", err)
 		}
-		// A transaction on the plugin's own database holds no shard.
+		// A transaction on the plugin's own database holds no shard, and
+		// CreateInBatches inside it does not escape it.
 		err = r.db.Transaction(func(tx *gorm.DB) error { return tx.Create(&author{Name: "lost"}).Error })
 		if !errors.Is(err, shardid.ErrCrossShard) {
 			t.Fatalf("a sharded row in a transaction on the plugin's database: got %v, want ErrCrossShard", err)
+		}
+		err = r.db.Transaction(func(tx *gorm.DB) error { return tx.CreateInBatches(&[]author{{}, {}, {}}, 2).Error })
+		if !errors.Is(err, shardid.ErrCrossShard) {
+			t.Fatalf("CreateInBatches in a transaction on the plugin's database: got %v, want ErrCrossShard", err)
 		}
 	})
 }
