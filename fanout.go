@@ -115,13 +115,17 @@ func (p *Plugin) fanOutQuery(db *gorm.DB, m *model, physicals []int) {
 	}
 	target := dest.Elem()
 	partType := target.Type() // a slice, or a number (counts)
-	if target.Kind() == reflect.Struct {
+	switch {
+	case target.Kind() == reflect.Struct:
 		partType = reflect.SliceOf(target.Type())
+	case target.Kind() != reflect.Slice && !isNumber(target.Kind()):
+		db.AddError(fmt.Errorf("%w: %s: results from several physical databases cannot be merged into a %s", ErrCrossShard, m.schema.Name, target.Type()))
+		return
 	}
 	limit, offset, limited := limitOf(stmt)
 	desc, byKey, ordered := orderOf(stmt, m)
 	switch {
-	case isNumber(target.Kind()) && !plainCount(stmt):
+	case isNumber(target.Kind()) && (!plainCount(stmt) || limited || offset > 0):
 		db.AddError(fmt.Errorf("%w: %s: only a plain Count can be added up over several databases (not GROUP BY, DISTINCT or another aggregate)", ErrCrossShard, m.schema.Name))
 		return
 	case (limited || offset > 0) && ordered && !byKey:
@@ -168,9 +172,6 @@ func (p *Plugin) fanOutQuery(db *gorm.DB, m *model, physicals []int) {
 	case isNumber(target.Kind()):
 		sumInto(target, parts)
 		db.RowsAffected = 1 // Count reads the sum, not the number of rows
-		return
-	case target.Kind() != reflect.Slice && target.Kind() != reflect.Struct:
-		db.Error = fmt.Errorf("%w: %s: cannot merge results into a %s", ErrCrossShard, m.schema.Name, target.Type())
 		return
 	}
 	merged := reflect.MakeSlice(partType, 0, 0)
