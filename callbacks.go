@@ -55,12 +55,21 @@ func (p *Plugin) registerCallbacks(db *gorm.DB) error {
 // validates the preset ones.
 func (p *Plugin) assignIDs(db *gorm.DB) {
 	stmt := db.Statement
-	if db.Error != nil || stmt.Schema == nil {
+	if db.Error != nil {
+		return
+	}
+	if stmt.Schema == nil { // db.Table("t").Create(map)
+		if p.routed() && (stmt.Table != "" || stmt.TableExpr != nil) {
+			db.AddError(p.routeTable(db))
+		}
 		return
 	}
 	m, err := p.model(stmt.Schema)
-	if err != nil || m == nil {
+	if err != nil {
 		db.AddError(err)
+		return
+	}
+	if p.routed() && (m == nil || !m.sharded()) && db.AddError(p.keepUnsharded(db)) != nil || m == nil {
 		return
 	}
 	rows, err := structRows(m, stmt.ReflectValue)
@@ -301,6 +310,9 @@ func readID(v reflect.Value) (int64, error) {
 // the application's: one the plugin knows no shard of, no nested Transaction
 // has set a savepoint in, and whose batch loop CreateInBatches runs.
 func (p *Plugin) inBatchWrapper(stmt *gorm.Statement) bool {
+	if sqlTx(stmt.ConnPool) == nil {
+		return false // a transaction the registries cannot note: fail closed
+	}
 	if _, known := p.transactionPhysical(stmt); known {
 		return false
 	}
@@ -332,15 +344,15 @@ func writeID(v reflect.Value, id int64) {
 // Generate call, and for instagram one round trip, per database.
 func (p *Plugin) generate(ctx context.Context, db *gorm.DB, f *idField, shards []int) ([]int64, error) {
 	ids := make([]int64, len(shards))
-	first := p.physicalOf(shards[0])
-	mixed := slices.ContainsFunc(shards, func(s int) bool { return p.physicalOf(s) != first })
-	if !mixed {
+	shardMap := p.router.Map() // one map for the whole statement, though it be swapped meanwhile
+	first := shardMap.Physical(shards[0])
+	if !slices.ContainsFunc(shards, func(s int) bool { return shardMap.Physical(s) != first }) {
 		return ids, f.generator.Generate(ctx, p.target(db, first), shards, ids)
 	}
 	for k := range p.physical {
 		var at []int
 		for i, s := range shards {
-			if p.physicalOf(s) == k {
+			if shardMap.Physical(s) == k {
 				at = append(at, i)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -124,15 +125,22 @@ func (p *Plugin) fanOutQuery(db *gorm.DB, m *model, physicals []int) {
 	}
 	limit, offset, limited := limitOf(stmt)
 	desc, byKey, ordered := orderOf(stmt, m)
+	counting := isNumber(target.Kind())
+	refuse := func(why string) {
+		db.AddError(fmt.Errorf("%w: %s: %s over several physical databases cannot be merged right", ErrCrossShard, m.schema.Name, why))
+	}
 	switch {
-	case isNumber(target.Kind()) && (!plainCount(stmt) || limited || offset > 0):
-		db.AddError(fmt.Errorf("%w: %s: only a plain Count can be added up over several databases (not GROUP BY, DISTINCT or another aggregate)", ErrCrossShard, m.schema.Name))
+	case counting && (!plainCount(stmt) || limited || offset > 0):
+		refuse("a number other than a plain Count")
 		return
-	case (limited || offset > 0) && ordered && !byKey:
-		db.AddError(fmt.Errorf("%w: %s: LIMIT or OFFSET over several databases needs ORDER BY the primary key alone", ErrCrossShard, m.schema.Name))
+	case !counting && aggregated(stmt):
+		refuse("GROUP BY, DISTINCT or an aggregate")
 		return
-	case byKey && (limited || offset > 0) && !p.keyed(m, partType.Elem()):
-		db.AddError(fmt.Errorf("%w: %s: rows of %s cannot be merged in primary-key order; query into the model", ErrCrossShard, m.schema.Name, partType.Elem()))
+	case ordered && !byKey:
+		refuse("an order other than the primary key's")
+		return
+	case byKey && !counting && !p.keyed(m, partType.Elem()):
+		refuse(fmt.Sprintf("rows of %s in primary-key order (query into the model)", partType.Elem()))
 		return
 	}
 	parts := make([]reflect.Value, len(physicals))
@@ -178,8 +186,11 @@ func (p *Plugin) fanOutQuery(db *gorm.DB, m *model, physicals []int) {
 	for _, part := range parts {
 		merged = reflect.AppendSlice(merged, part.Elem())
 	}
-	if byKey && p.keyed(m, partType.Elem()) {
-		p.sortByKey(db, m, merged, desc)
+	if byKey {
+		if err := p.sortByKey(db, m, merged, desc); err != nil {
+			db.Error = err
+			return
+		}
 	}
 	merged = window(merged, limit, offset, limited)
 	db.RowsAffected = int64(merged.Len())
@@ -220,22 +231,34 @@ func window(rows reflect.Value, limit, offset int, limited bool) reflect.Value {
 }
 
 // orderOf reads the query's ORDER BY: whether it has one, whether it is the
-// primary key alone (Order("id"), Order("id desc"), First and Last), and
-// whether descending.
+// primary key alone (Order("id"), Order("id desc"), First and Last, or the key
+// named twice, as First after Order("id") does), and whether descending.
 func orderOf(stmt *gorm.Statement, m *model) (desc, byKey, ordered bool) {
 	order, found := stmt.Clauses["ORDER BY"].Expression.(clause.OrderBy)
 	if !found || len(order.Columns) == 0 && order.Expression == nil {
 		return false, false, false
 	}
-	if len(order.Columns) != 1 {
+	if order.Expression != nil {
 		return false, false, true
 	}
-	c := order.Columns[0]
+	for i, c := range order.Columns {
+		columnDesc, isKey := keyColumn(c, m)
+		if !isKey || i > 0 && columnDesc != desc {
+			return false, false, true
+		}
+		desc = columnDesc
+	}
+	return desc, true, true
+}
+
+// keyColumn reads one ORDER BY column: whether it is the primary key, and
+// whether descending.
+func keyColumn(c clause.OrderByColumn, m *model) (desc, isKey bool) {
 	name, desc := c.Column.Name, c.Desc
 	if c.Column.Raw { // Order("id desc") keeps its text
 		words := strings.Fields(name)
 		if len(words) == 0 || len(words) > 2 || len(words) == 2 && !strings.EqualFold(words[1], "desc") && !strings.EqualFold(words[1], "asc") {
-			return false, false, true
+			return false, false
 		}
 		name = words[0]
 		desc = len(words) == 2 && strings.EqualFold(words[1], "desc")
@@ -244,7 +267,24 @@ func orderOf(stmt *gorm.Statement, m *model) (desc, byKey, ordered bool) {
 		}
 		name = strings.Trim(name, "`\"")
 	}
-	return desc, name == clause.PrimaryKey || strings.EqualFold(name, m.pk().field.DBName), true
+	return desc, name == clause.PrimaryKey || strings.EqualFold(name, m.pk().field.DBName)
+}
+
+// aggregate finds an aggregate function in a select list.
+var aggregate = regexp.MustCompile(`(?i)\b(count|sum|avg|min|max|group_concat|string_agg|array_agg|json_agg)\s*\(`)
+
+// aggregated reports whether a query groups, deduplicates or aggregates: rows
+// that each database computes over its own part only.
+func aggregated(stmt *gorm.Statement) bool {
+	if _, grouped := stmt.Clauses["GROUP BY"]; grouped || stmt.Distinct {
+		return true
+	}
+	if sel, ok := stmt.Clauses["SELECT"].Expression.(clause.Expr); ok && (aggregate.MatchString(sel.SQL) || strings.Contains(strings.ToLower(sel.SQL), "distinct")) {
+		return true
+	}
+	return slices.ContainsFunc(stmt.Selects, func(s string) bool {
+		return aggregate.MatchString(s) || strings.Contains(strings.ToLower(s), "distinct")
+	})
 }
 
 // plainCount reports whether a query with a number for destination is a
@@ -266,13 +306,17 @@ func (p *Plugin) keyed(m *model, t reflect.Type) bool {
 	return t == m.schema.ModelType || t.Kind() == reflect.Map && t.Key().Kind() == reflect.String
 }
 
-func (p *Plugin) sortByKey(db *gorm.DB, m *model, rows reflect.Value, desc bool) {
+func (p *Plugin) sortByKey(db *gorm.DB, m *model, rows reflect.Value, desc bool) error {
 	pk := m.pk().field
 	keys := make([]int64, rows.Len())
 	for i := range keys {
 		row := reflect.Indirect(rows.Index(i))
 		if row.Kind() == reflect.Map {
-			keys[i], _ = int64Of(row.MapIndex(reflect.ValueOf(pk.DBName)).Interface())
+			key := row.MapIndex(reflect.ValueOf(pk.DBName))
+			if !key.IsValid() {
+				return fmt.Errorf("%w: %s: rows merged in primary-key order must select %s", ErrCrossShard, m.schema.Name, pk.DBName)
+			}
+			keys[i], _ = int64Of(key.Interface())
 			continue
 		}
 		keys[i], _ = readID(pk.ReflectValueOf(db.Statement.Context, row))
@@ -298,6 +342,7 @@ func (p *Plugin) sortByKey(db *gorm.DB, m *model, rows reflect.Value, desc bool)
 		sorted.Index(i).Set(rows.Index(j))
 	}
 	reflect.Copy(rows, sorted)
+	return nil
 }
 
 func isNumber(k reflect.Kind) bool {

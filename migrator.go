@@ -115,7 +115,12 @@ func (m migrator) each(models []any, do func(gorm.Migrator, ...any) error, creat
 				}
 			}
 		}
-		if err := do(ph.db.Migrator(), everywhere...); err != nil {
+		// No foreign keys on a shard: a sharded row's parent may be on another
+		// database (an unsharded one on the plugin's, another shard's), where
+		// no constraint can reach it.
+		noForeignKeys := ph.db.Session(&gorm.Session{})
+		noForeignKeys.Config.DisableForeignKeyConstraintWhenMigrating = true
+		if err := do(noForeignKeys.Migrator(), everywhere...); err != nil {
 			return fmt.Errorf("shardid: on %s: %w", ph.name, err)
 		}
 	}

@@ -54,6 +54,7 @@ type Plugin struct {
 
 	models        sync.Map // *schema.Schema → *modelEntry
 	shardedTables sync.Map // lower-case table name → model name, for raw SQL
+	joinTables    sync.Map // lower-case join tables of sharded models' many2many
 }
 
 // pluginName is the plugin's name in gorm.Config.Plugins.
@@ -161,6 +162,11 @@ func (p *Plugin) model(s *schema.Schema) (*model, error) {
 		}
 		if m.sharded() {
 			p.shardedTables.Store(strings.ToLower(s.Table), s.Name)
+			for _, rel := range s.Relationships.Many2Many {
+				if rel.JoinTable != nil {
+					p.joinTables.Store(strings.ToLower(rel.JoinTable.Table), struct{}{})
+				}
+			}
 		}
 	})
 	return entry.model, entry.err

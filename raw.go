@@ -35,17 +35,23 @@ func (p *Plugin) routeRaw(db *gorm.DB) error {
 // routeTable routes a statement that names its table but has no model
 // (db.Table("users").Count): like raw SQL, by its clause, refused without one
 // when the table is sharded.
-func (p *Plugin) routeTable(db *gorm.DB, table string) error {
+func (p *Plugin) routeTable(db *gorm.DB) error {
+	stmt := db.Statement
 	if routed, err := p.routeByHint(db); routed || err != nil {
 		return err
 	}
-	if _, bound := p.transactionPhysical(db.Statement); bound && inTransaction(db.Statement.ConnPool) {
+	if _, bound := p.transactionPhysical(stmt); bound && inTransaction(stmt.ConnPool) {
 		return nil
 	}
-	name := strings.ToLower(strings.Trim(table[strings.LastIndexByte(table, '.')+1:], "`\" "))
-	if model, ok := p.shardedTables.Load(name); ok {
-		return &FieldError{Model: model.(string), Field: "table " + table, Err: ErrNoShard,
-			Detail: "a statement on a sharded table without its model needs db.Clauses(shardid.ByID(id)), shardid.OnShard(n) or shardid.ByKey(key)"}
+	table := stmt.Table
+	if stmt.TableExpr != nil { // Table("authors AS a"): Table is the alias
+		table = stmt.TableExpr.SQL
+	}
+	for _, word := range sqlWord.FindAllString(table, -1) {
+		if model, ok := p.shardedTables.Load(strings.ToLower(word)); ok {
+			return &FieldError{Model: model.(string), Field: "table " + word, Err: ErrNoShard,
+				Detail: "a statement on a sharded table without its model needs db.Clauses(shardid.ByID(id)), shardid.OnShard(n) or shardid.ByKey(key)"}
+		}
 	}
 	return nil
 }

@@ -65,14 +65,18 @@ func (p *Plugin) route(kind statementKind) func(*gorm.DB) {
 			return
 		}
 		if stmt.Schema == nil {
-			if p.routed() && stmt.Table != "" {
-				db.AddError(p.routeTable(db, stmt.Table))
+			if p.routed() && (stmt.Table != "" || stmt.TableExpr != nil) {
+				db.AddError(p.routeTable(db))
 			}
 			return
 		}
 		m, err := p.model(stmt.Schema) // a bad tag fails every statement on the model
-		if err != nil || m == nil || !m.sharded() || !p.routed() {
+		if err != nil || !p.routed() {
 			db.AddError(err)
+			return
+		}
+		if m == nil || !m.sharded() {
+			db.AddError(p.keepUnsharded(db))
 			return
 		}
 		if v, ok := stmt.Settings.Load(pinKey{}); ok && v.(pin).schema == stmt.Schema {
@@ -80,6 +84,12 @@ func (p *Plugin) route(kind statementKind) func(*gorm.DB) {
 			// that runs before this one (dbresolver) chose.
 			db.AddError(p.bind(db, v.(pin).physical))
 			return
+		}
+		if kind == kindUpdate {
+			if err := p.keepsShard(stmt, m); err != nil {
+				db.AddError(err)
+				return
+			}
 		}
 		physicals, err := p.statementPhysicals(db, m, kind)
 		if err != nil {
@@ -113,6 +123,65 @@ func (p *Plugin) bind(db *gorm.DB, k int) error {
 	stmt.ConnPool = p.physical[k].pool
 	if stmt.Schema != nil && opensTransactionsInside(stmt.Schema) {
 		stmt.Settings.Store(boundKey{stmt}, k)
+	}
+	return nil
+}
+
+// keepsShard refuses an update that assigns a column the row's shard is
+// derived from (the primary key, its colocate or hash column): the row would
+// stay where it is while its shard said elsewhere.
+func (p *Plugin) keepsShard(stmt *gorm.Statement, m *model) error {
+	key := m.pk()
+	for _, field := range []*schema.Field{key.field, key.colocate, key.hash} {
+		if field != nil && assigns(stmt, m, field) {
+			return fmt.Errorf("%w: %s: an update cannot change %s, which places the row on its shard; copy the row instead", ErrCrossShard, m.schema.Name, field.Name)
+		}
+	}
+	return nil
+}
+
+// assigns reports whether an update sets field: a key of the map of Update
+// and Updates(map), or a non-zero colocate or hash field of Updates(&T{...})
+// (GORM reads a struct's primary key as the row to update, not a new value).
+func assigns(stmt *gorm.Statement, m *model, field *schema.Field) bool {
+	if values, ok := stmt.Dest.(map[string]any); ok {
+		_, byColumn := values[field.DBName]
+		_, byName := values[field.Name]
+		return byColumn || byName
+	}
+	dest := reflect.Indirect(reflect.ValueOf(stmt.Dest))
+	if field.PrimaryKey || stmt.Dest == stmt.Model || dest.Kind() != reflect.Struct || dest.Type() != m.schema.ModelType {
+		return false
+	}
+	_, zero := field.ValueOf(stmt.Context, dest)
+	return !zero
+}
+
+// keepUnsharded keeps a statement on an unsharded model on the plugin's own
+// database, where its rows live, when it has inherited a shard's connection
+// from the statement it was started by (GORM saves associations so). Inside a
+// transaction on a shard it fails with ErrCrossShard. A shard clause, and the
+// join rows of a sharded model's many2many, stay on the shard.
+func (p *Plugin) keepUnsharded(db *gorm.DB) error {
+	stmt := db.Statement
+	if _, hinted := stmt.Settings.Load(hintSettingKey{}); hinted {
+		return nil
+	}
+	if _, joins := p.joinTables.Load(strings.ToLower(stmt.Schema.Table)); joins {
+		return nil
+	}
+	if inTransaction(stmt.ConnPool) {
+		if k, onShard := p.transactionPhysical(stmt); onShard {
+			return fmt.Errorf("%w: %s is not sharded: its rows live on the plugin's database, not in the transaction on %s; save it apart (or give the statement a shard clause)",
+				ErrCrossShard, stmt.Schema.Name, p.physical[k].name)
+		}
+		return nil
+	}
+	for _, ph := range p.physical {
+		if stmt.ConnPool == ph.pool && ph.pool != p.db.ConnPool {
+			stmt.ConnPool = p.db.ConnPool
+			break
+		}
 	}
 	return nil
 }
@@ -345,6 +414,11 @@ func evidenceOf(table string, f *idField) []evidence {
 // asKind converts a condition's value to the kind of a hash field, so that
 // Where("code = ?", 42) on a string column hashes "42".
 func asKind(v any, t reflect.Type) (reflect.Value, error) {
+	// A value of the field's own kind (uuid.UUID for a [16]byte field) is
+	// hashed as the row's value was, before any Valuer turns it into text.
+	if rv := reflect.ValueOf(v); rv.IsValid() && rv.Kind() == t.Kind() && rv.Type().ConvertibleTo(t) {
+		return rv.Convert(t), nil
+	}
 	if valuer, ok := v.(driver.Valuer); ok {
 		var err error
 		if v, err = valuer.Value(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
@@ -655,6 +656,130 @@ func TestRoutingFanOutMerges(t *testing.T) {
 		} {
 			if !errors.Is(err, shardid.ErrCrossShard) {
 				t.Errorf("%s: got %v, want ErrCrossShard", form, err)
+			}
+		}
+	})
+}
+
+// Models for the unsharded-parent cases: a sharded pseudonym belongs to an
+// unsharded imprint, which lives on the plugin's own database.
+type (
+	imprint struct {
+		ID   int64
+		Name string
+	}
+	pseudonym struct {
+		ID        int64 `shardid:""`
+		ImprintID int64
+		Imprint   *imprint
+		Name      string
+	}
+	badge struct {
+		ID  int64     `shardid:"strategy:snowflake;hash:UID"`
+		UID uuid.UUID `gorm:"type:varchar(36)"`
+	}
+)
+
+// TestRoutingSecondReview covers what a second review found: unsharded rows
+// must not follow a sharded parent onto its shard, merges that cannot be right
+// are refused, uuid hash keys route as on Create, Table() aliases and
+// Table().Create are checked, an update cannot move a row off its shard, and
+// IDs handed out in a rolled-back SQLite transaction are not handed out again.
+func TestRoutingSecondReview(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		fresh(t, r.db, &imprint{}, &pseudonym{}, &badge{})
+
+		// An unsharded parent saved with its sharded child would land on the shard.
+		if err := r.db.Create(&pseudonym{Name: "p", Imprint: &imprint{Name: "i"}}).Error; !errors.Is(err, shardid.ErrCrossShard) {
+			t.Fatalf("an unsharded parent created with a sharded child: got %v, want ErrCrossShard", err)
+		}
+		im := imprint{Name: "saved apart"}
+		must(t, r.db.Create(&im).Error)
+		ps := pseudonym{Name: "p", ImprintID: im.ID}
+		must(t, r.db.Create(&ps).Error)
+		var back pseudonym
+		if err := r.db.Preload("Imprint").First(&back, ps.ID).Error; err != nil || back.Imprint == nil || back.Imprint.Name != "saved apart" {
+			t.Fatalf("Preload of an unsharded parent from a shard: %v %+v", err, back)
+		}
+		var onMain imprint
+		if err := r.db.First(&onMain, im.ID).Error; err != nil {
+			t.Fatalf("the unsharded row is not on the plugin's database: %v", err)
+		}
+
+		// Merges that cannot be right over several databases.
+		_, x, _ := r.spreadAuthors(t, func() author { return author{Name: "dup"} })
+		all := r.db.Clauses(shardid.AllShards()).Session(&gorm.Session{})
+		var groups []struct {
+			Name string
+			N    int
+		}
+		var names []string
+		var counted struct{ N int }
+		var page []author
+		for form, err := range map[string]error{
+			"GROUP BY into structs":   all.Model(&author{}).Select("name, count(*) as n").Group("name").Find(&groups).Error,
+			"DISTINCT Pluck":          all.Model(&author{}).Distinct("name").Pluck("name", &names).Error,
+			"an aggregate into a row": all.Model(&author{}).Select("count(*) as n").Take(&counted).Error,
+			"another order":           all.Order("name").Find(&page).Error,
+		} {
+			if !errors.Is(err, shardid.ErrCrossShard) {
+				t.Errorf("%s: got %v, want ErrCrossShard", form, err)
+			}
+		}
+		var first author
+		if err := all.Order("id").First(&first).Error; err != nil || first.ID == 0 {
+			t.Fatalf(`AllShards().Order("id").First: %v`, err)
+		}
+
+		// A uuid hash key routes as the row's [16]byte did on Create.
+		for range 10 {
+			bg := badge{UID: uuid.New()}
+			must(t, r.db.Create(&bg).Error)
+			var got badge
+			if err := r.db.Where("uid = ?", bg.UID).First(&got).Error; err != nil || got.ID != bg.ID {
+				t.Fatalf("Where(uid) with a uuid.UUID: %v", err)
+			}
+		}
+
+		// Table() with an alias, and Table().Create, are checked too.
+		var rows []map[string]any
+		if err := r.db.Table("authors AS a").Find(&rows).Error; !errors.Is(err, shardid.ErrNoShard) {
+			t.Errorf("Table with an alias: got %v, want ErrNoShard", err)
+		}
+		if err := r.db.Table("authors").Create(map[string]any{"id": x.ID + 7, "name": "m"}).Error; !errors.Is(err, shardid.ErrNoShard) {
+			t.Errorf("Table().Create(map): got %v, want ErrNoShard", err)
+		}
+
+		// An update cannot change what places a row on its shard.
+		bk := book{AuthorID: x.ID, Title: "t"}
+		must(t, r.db.Create(&bk).Error)
+		if err := r.db.Model(&book{}).Where("id = ?", bk.ID).Update("author_id", x.ID+1).Error; !errors.Is(err, shardid.ErrCrossShard) {
+			t.Errorf("an update of the colocate column: got %v, want ErrCrossShard", err)
+		}
+
+		// SQLite runs the clock in the caller's transaction: after a rollback
+		// this process does not hand the same IDs out again.
+		if b.name != "sqlite" {
+			return
+		}
+		var rolledBack []author
+		_ = r.db.Clauses(shardid.OnShard(5)).Transaction(func(tx *gorm.DB) error {
+			rolledBack = make([]author, 200)
+			if err := tx.Create(&rolledBack).Error; err != nil {
+				return err
+			}
+			return errors.New("roll back")
+		})
+		again := make([]author, 200)
+		must(t, r.db.Clauses(shardid.OnShard(5)).Create(&again).Error)
+		seen := map[int64]bool{}
+		for _, a := range rolledBack {
+			seen[a.ID] = true
+		}
+		for _, a := range again {
+			if seen[a.ID] {
+				t.Fatalf("ID %d was handed out in the rolled-back transaction and again after it", a.ID)
 			}
 		}
 	})

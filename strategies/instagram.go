@@ -120,6 +120,10 @@ type databaseClock struct {
 	// mark is the durable bound as last read or written: every value issued
 	// so far is below it
 	mark atomic.Int64
+	// issued is the highest value this process has handed out: the clock
+	// never goes below it, even where a rolled-back transaction (SQLite runs
+	// the clock in the caller's) took the database's clock row back with it
+	issued atomic.Int64
 	// markedAt is when the mark was last written (Unix nanoseconds); it is
 	// rewritten at least every markEvery, which repairs a mark that went back
 	// under this process (a failover to a lagging replica, a restore)
@@ -202,7 +206,8 @@ func (c *databaseClock) createTables(ctx context.Context, conn Conn) error {
 // reserve moves the clock-sequence by n and returns its new value, after
 // making sure the durable mark is above it.
 func (c *databaseClock) reserve(ctx context.Context, conn Conn, n int, markAhead int64) (int64, error) {
-	last, err := c.sql.advance(ctx, conn, n)
+	atLeast := c.issued.Load() + int64(n)
+	last, err := c.sql.advance(ctx, conn, n, atLeast)
 	if errors.Is(err, sql.ErrNoRows) {
 		// First use, or the database restarted and lost the clock row: seed
 		// it at the durable mark, and trust the database's mark from now on.
@@ -212,10 +217,12 @@ func (c *databaseClock) reserve(ctx context.Context, conn Conn, n int, markAhead
 		if err := c.readMark(ctx, conn); err != nil {
 			return 0, err
 		}
-		last, err = c.sql.advance(ctx, conn, n)
+		last, err = c.sql.advance(ctx, conn, n, atLeast)
 	}
 	if err != nil {
 		return 0, err
+	}
+	for old := c.issued.Load(); old < last && !c.issued.CompareAndSwap(old, last); old = c.issued.Load() {
 	}
 	if c.sql.advanceMark == "" || last < c.mark.Load() && time.Now().UnixNano()-c.markedAt.Load() < int64(markEvery) {
 		return last, nil

@@ -17,9 +17,9 @@ type clockSQL struct {
 	seed             string // creates the clock row, below the durable mark, if it is missing
 	readMark         string // returns the durable mark; empty where the clock itself is durable
 	advanceMark      string // takes the new mark; empty where the clock itself is durable
-	// advance moves the clock row by n and returns its new value, or
-	// sql.ErrNoRows when the row is missing.
-	advance func(ctx context.Context, conn Conn, n int) (int64, error)
+	// advance moves the clock row by n, to at least atLeast, and returns its
+	// new value, or sql.ErrNoRows when the row is missing.
+	advance func(ctx context.Context, conn Conn, n int, atLeast int64) (int64, error)
 }
 
 // Table names of the clock-sequence and its durable mark.
@@ -57,10 +57,10 @@ func mysqlClock(floor string) clockSQL {
 			", COALESCE(MAX(`v`), 0)) - 1 FROM `" + markTable + "`",
 		readMark:    "SELECT COALESCE(MAX(`v`), 0) FROM `" + markTable + "`",
 		advanceMark: "INSERT INTO `" + markTable + "` (`id`, `v`) VALUES (1, ?) ON DUPLICATE KEY UPDATE `v` = GREATEST(`v`, VALUES(`v`))",
-		advance: func(ctx context.Context, conn Conn, n int) (int64, error) {
+		advance: func(ctx context.Context, conn Conn, n int, atLeast int64) (int64, error) {
 			count := strconv.Itoa(n)
 			// No WHERE: the table holds the one row, and a MEMORY hash lookup costs more than the scan.
-			res, err := conn.ExecContext(ctx, head+count+", "+floor+" + "+count+" - 1))")
+			res, err := conn.ExecContext(ctx, head+count+", "+floor+" + "+count+" - 1, "+strconv.FormatInt(atLeast, 10)+"))")
 			if err != nil {
 				return 0, err
 			}
@@ -87,7 +87,7 @@ func postgresClock(floor string) clockSQL {
 			`, COALESCE(max("v"), 0)) - 1 FROM "` + markTable + `" ON CONFLICT ("id") DO NOTHING`,
 		readMark:    `SELECT COALESCE(max("v"), 0) FROM "` + markTable + `"`,
 		advanceMark: `INSERT INTO "` + markTable + `" AS m ("id", "v") VALUES (1, $1) ON CONFLICT ("id") DO UPDATE SET "v" = GREATEST(m."v", EXCLUDED."v")`,
-		advance:     queryAdvance(`UPDATE "` + clockTable + `" SET "v" = GREATEST("v" + $1, ` + floor + ` + $1 - 1) WHERE "id" = 1 RETURNING "v"`),
+		advance:     queryAdvance(`UPDATE "` + clockTable + `" SET "v" = GREATEST("v" + $1, ` + floor + ` + $1 - 1, $2) WHERE "id" = 1 RETURNING "v"`),
 	}
 }
 
@@ -98,15 +98,16 @@ func sqliteClock(floor string) clockSQL {
 		create: []string{`CREATE TABLE IF NOT EXISTS "` + clockTable + `" ("id" INTEGER PRIMARY KEY, "v" INTEGER NOT NULL)`},
 		seed:   `INSERT OR IGNORE INTO "` + clockTable + `" ("id", "v") VALUES (1, ` + floor + ` - 1)`,
 		advance: queryAdvance(`UPDATE "` + clockTable + `" SET "v" = MAX("v" + ?1, ` + strings.ReplaceAll(floor, "?", "") +
-			` + ?1 - 1) WHERE "id" = 1 RETURNING "v"`),
+			` + ?1 - 1, ?2) WHERE "id" = 1 RETURNING "v"`),
 	}
 }
 
-// queryAdvance runs an UPDATE … RETURNING whose one parameter is the count.
-func queryAdvance(query string) func(ctx context.Context, conn Conn, n int) (int64, error) {
-	return func(ctx context.Context, conn Conn, n int) (int64, error) {
+// queryAdvance runs an UPDATE … RETURNING whose parameters are the count
+// and the value the clock must reach at least.
+func queryAdvance(query string) func(ctx context.Context, conn Conn, n int, atLeast int64) (int64, error) {
+	return func(ctx context.Context, conn Conn, n int, atLeast int64) (int64, error) {
 		var v int64
-		err := conn.QueryRowContext(ctx, query, n).Scan(&v)
+		err := conn.QueryRowContext(ctx, query, n, atLeast).Scan(&v)
 		return v, err
 	}
 }
