@@ -22,6 +22,14 @@
 // [github.com/shardid/shardid/strategies]. A model without the tag is left
 // exactly as GORM makes it.
 //
+// With [Config].Shards, the logical shards are spread over several physical
+// databases and every statement on a sharded model (one whose primary key is
+// tagged) goes to the database of its shard: by the IDs in its conditions, by
+// a clause ([OnShard], [ByID], [ByKey], [AllShards]), or, inside a transaction
+// begun with a clause, to that transaction's database. A statement whose shard
+// cannot be known fails with [ErrNoShard]; one that would leave its
+// transaction's database fails with [ErrCrossShard].
+//
 // The logical shard of any ID is [Layout.Shard]: (id >> SequenceBits) &
 // (2^ShardBits - 1). Errors are the sentinels of this package, tested with
 // errors.Is; [FieldError] carries the model and field.
