@@ -310,8 +310,8 @@ func readID(v reflect.Value) (int64, error) {
 // the application's: one the plugin knows no shard of, no nested Transaction
 // has set a savepoint in, and whose batch loop CreateInBatches runs.
 func (p *Plugin) inBatchWrapper(stmt *gorm.Statement) bool {
-	if sqlTx(stmt.ConnPool) == nil {
-		return false // a transaction the registries cannot note: fail closed
+	if sqlTx(stmt.ConnPool) == nil || stmt.DB.DisableNestedTransaction {
+		return false // a transaction the registries cannot note, or nesting without savepoints: fail closed
 	}
 	if _, known := p.transactionPhysical(stmt); known {
 		return false

@@ -279,8 +279,15 @@ func aggregated(stmt *gorm.Statement) bool {
 	if _, grouped := stmt.Clauses["GROUP BY"]; grouped || stmt.Distinct {
 		return true
 	}
-	if sel, ok := stmt.Clauses["SELECT"].Expression.(clause.Expr); ok && (aggregate.MatchString(sel.SQL) || strings.Contains(strings.ToLower(sel.SQL), "distinct")) {
-		return true
+	switch sel := stmt.Clauses["SELECT"].Expression.(type) {
+	case clause.Expr:
+		if aggregate.MatchString(sel.SQL) || strings.Contains(strings.ToLower(sel.SQL), "distinct") {
+			return true
+		}
+	case clause.Select: // Pluck("max(id)") names its column here
+		if sel.Distinct || slices.ContainsFunc(sel.Columns, func(c clause.Column) bool { return aggregate.MatchString(c.Name) }) {
+			return true
+		}
 	}
 	return slices.ContainsFunc(stmt.Selects, func(s string) bool {
 		return aggregate.MatchString(s) || strings.Contains(strings.ToLower(s), "distinct")

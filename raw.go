@@ -8,13 +8,58 @@ import (
 	"gorm.io/gorm"
 )
 
-// sqlWord splits SQL text into the words that could name a table.
-var sqlWord = regexp.MustCompile(`\w+`)
+// sqlToken splits SQL text into words and the punctuation that matters for
+// finding tables; sqlLiteral is a quoted string, which names none.
+var (
+	sqlToken   = regexp.MustCompile(`\w+|[,.()]`)
+	sqlLiteral = regexp.MustCompile(`'(?:[^']|'')*'`)
+)
+
+// tableKeywords are the words a table name follows; clauseWords end a list of
+// tables (an alias is any other word after a table).
+var (
+	tableKeywords      = map[string]bool{"from": true, "join": true, "update": true, "into": true, "table": true}
+	skippedBeforeTable = map[string]bool{"if": true, "not": true, "exists": true, "only": true, "lateral": true}
+	clauseWords        = map[string]bool{"where": true, "on": true, "using": true, "set": true, "group": true, "order": true,
+		"limit": true, "values": true, "select": true, "having": true, "returning": true, "inner": true, "left": true,
+		"right": true, "full": true, "outer": true, "cross": true, "natural": true, "union": true, "default": true}
+)
+
+// sqlTables returns the words of SQL text that stand where a table does:
+// after FROM, JOIN, UPDATE, INTO or TABLE, and in the comma list after FROM,
+// not in quoted strings, nor aliases and column names.
+func sqlTables(sql string) []string {
+	tokens := sqlToken.FindAllString(sqlLiteral.ReplaceAllString(sql, "''"), -1)
+	var tables []string
+	const (
+		elsewhere = iota
+		expectTable
+		afterTable
+	)
+	state := elsewhere
+	for i, token := range tokens {
+		word := strings.ToLower(token)
+		switch {
+		case tableKeywords[word]:
+			state = expectTable
+		case state == expectTable && token != "," && token != "(" && token != ")" && token != ".":
+			if i+1 < len(tokens) && tokens[i+1] == "." || skippedBeforeTable[word] {
+				continue // a schema, or IF NOT EXISTS, ONLY, LATERAL: the table follows
+			}
+			tables, state = append(tables, token), afterTable
+		case state == afterTable && token == ",":
+			state = expectTable
+		case state == afterTable && (clauseWords[word] || token == "(" || token == ")"):
+			state = elsewhere
+		}
+	}
+	return tables
+}
 
 // routeRaw routes raw SQL (db.Raw, db.Exec): to the shard its clause names,
 // or else where the statement already is: the transaction's database, or the
 // plugin's own one. Outside a transaction bound to a shard, SQL that names a
-// sharded table is refused without a clause.
+// sharded table where a table stands is refused without a clause.
 func (p *Plugin) routeRaw(db *gorm.DB) error {
 	stmt := db.Statement
 	if routed, err := p.routeByHint(db); routed || err != nil {
@@ -23,7 +68,7 @@ func (p *Plugin) routeRaw(db *gorm.DB) error {
 	if _, bound := p.transactionPhysical(stmt); bound && inTransaction(stmt.ConnPool) {
 		return nil // a transaction begun on a shard: the SQL is for it
 	}
-	for _, word := range sqlWord.FindAllString(stmt.SQL.String(), -1) {
+	for _, word := range sqlTables(stmt.SQL.String()) {
 		if model, ok := p.shardedTables.Load(strings.ToLower(word)); ok {
 			return &FieldError{Model: model.(string), Field: "table " + word, Err: ErrNoShard,
 				Detail: "raw SQL on a sharded table needs db.Clauses(shardid.ByID(id)), shardid.OnShard(n) or shardid.ByKey(key), or a transaction begun with one"}
@@ -47,7 +92,7 @@ func (p *Plugin) routeTable(db *gorm.DB) error {
 	if stmt.TableExpr != nil { // Table("authors AS a"): Table is the alias
 		table = stmt.TableExpr.SQL
 	}
-	for _, word := range sqlWord.FindAllString(table, -1) {
+	for _, word := range sqlTables("FROM " + table) {
 		if model, ok := p.shardedTables.Load(strings.ToLower(word)); ok {
 			return &FieldError{Model: model.(string), Field: "table " + word, Err: ErrNoShard,
 				Detail: "a statement on a sharded table without its model needs db.Clauses(shardid.ByID(id)), shardid.OnShard(n) or shardid.ByKey(key)"}

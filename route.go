@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/uuid"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
@@ -127,55 +128,122 @@ func (p *Plugin) bind(db *gorm.DB, k int) error {
 	return nil
 }
 
-// keepsShard refuses an update that assigns a column the row's shard is
-// derived from (the primary key, its colocate or hash column): the row would
-// stay where it is while its shard said elsewhere.
+// keepsShard refuses an update that would leave a row on a shard its own
+// columns no longer name: a new primary key, or a colocate or hash value
+// whose shard is not the row's. Where the row's shard is not known from the
+// statement, assigning those columns is refused outright.
 func (p *Plugin) keepsShard(stmt *gorm.Statement, m *model) error {
 	key := m.pk()
-	for _, field := range []*schema.Field{key.field, key.colocate, key.hash} {
-		if field != nil && assigns(stmt, m, field) {
-			return fmt.Errorf("%w: %s: an update cannot change %s, which places the row on its shard; copy the row instead", ErrCrossShard, m.schema.Name, field.Name)
+	assigned := assignedValues(stmt, m)
+	if len(assigned) == 0 {
+		return nil
+	}
+	rowID := p.rowID(stmt, m)
+	for field, v := range assigned {
+		moves := rowID == 0
+		if !moves {
+			switch field {
+			case key.field:
+				id, err := int64Of(v)
+				moves = err != nil || id != rowID
+			default:
+				e := m.evidence[slices.IndexFunc(m.evidence, func(e evidence) bool { return e.matches("", field.DBName) })]
+				s, err := e.shardOf(p, v)
+				moves = err != nil || s != p.layout.Shard(rowID)
+			}
+		}
+		if moves {
+			return fmt.Errorf("%w: %s: the update sets %s to a value that does not place the row on its own shard; copy the row instead", ErrCrossShard, m.schema.Name, field.Name)
 		}
 	}
 	return nil
 }
 
-// assigns reports whether an update sets field: a key of the map of Update
-// and Updates(map), or a non-zero colocate or hash field of Updates(&T{...})
-// (GORM reads a struct's primary key as the row to update, not a new value).
-func assigns(stmt *gorm.Statement, m *model, field *schema.Field) bool {
+// assignedValues returns the values an update gives the columns that place a
+// row (its primary key, colocate and hash columns): the keys of the map of
+// Update and Updates(map), the non-zero fields of Updates(&T{...}) or of
+// another struct, and, for Save and Model(&x).Updates(&x), the row's own
+// colocate and hash values.
+func assignedValues(stmt *gorm.Statement, m *model) map[*schema.Field]any {
+	key := m.pk()
+	placing := []*schema.Field{key.field, key.colocate, key.hash}
+	assigned := map[*schema.Field]any{}
 	if values, ok := stmt.Dest.(map[string]any); ok {
-		_, byColumn := values[field.DBName]
-		_, byName := values[field.Name]
-		return byColumn || byName
+		for _, f := range placing {
+			if f == nil {
+				continue
+			}
+			if v, ok := values[f.DBName]; ok {
+				assigned[f] = v
+			} else if v, ok := values[f.Name]; ok {
+				assigned[f] = v
+			}
+		}
+		return assigned
 	}
 	dest := reflect.Indirect(reflect.ValueOf(stmt.Dest))
-	if field.PrimaryKey || stmt.Dest == stmt.Model || dest.Kind() != reflect.Struct || dest.Type() != m.schema.ModelType {
-		return false
+	if dest.Kind() != reflect.Struct {
+		return assigned
 	}
-	_, zero := field.ValueOf(stmt.Context, dest)
-	return !zero
+	destSchema := m.schema
+	if dest.Type() != m.schema.ModelType {
+		parsed := &gorm.Statement{DB: stmt.DB}
+		if parsed.Parse(stmt.Dest) != nil {
+			return assigned
+		}
+		destSchema = parsed.Schema
+	}
+	for _, f := range placing {
+		if f == nil || f == key.field && stmt.Dest == stmt.Model { // Save's own key is the row, not a new value
+			continue
+		}
+		if df := destSchema.LookUpField(f.DBName); df != nil {
+			if v, zero := df.ValueOf(stmt.Context, dest); !zero {
+				assigned[f] = v
+			}
+		}
+	}
+	return assigned
+}
+
+// rowID returns the ID of the one row an update names, by its model or its
+// conditions, or 0.
+func (p *Plugin) rowID(stmt *gorm.Statement, m *model) int64 {
+	if model := reflect.Indirect(reflect.ValueOf(stmt.Model)); model.Kind() == reflect.Struct && model.Type() == m.schema.ModelType {
+		if id, _ := readID(m.pk().field.ReflectValueOf(stmt.Context, model)); id > 0 {
+			return id
+		}
+	}
+	if where, ok := stmt.Clauses["WHERE"].Expression.(clause.Where); ok {
+		if values, ok := shardrouter.ColumnValues(where.Exprs, m.evidence[0].matches); ok && len(values) == 1 {
+			if id, err := int64Of(values[0]); err == nil {
+				return id
+			}
+		}
+	}
+	return 0
 }
 
 // keepUnsharded keeps a statement on an unsharded model on the plugin's own
 // database, where its rows live, when it has inherited a shard's connection
 // from the statement it was started by (GORM saves associations so). Inside a
-// transaction on a shard it fails with ErrCrossShard. A shard clause, and the
-// join rows of a sharded model's many2many, stay on the shard.
+// transaction on a shard it fails with ErrCrossShard. The join rows of a
+// sharded model's many2many stay on the shard, and outside a transaction so
+// does a statement given a shard clause.
 func (p *Plugin) keepUnsharded(db *gorm.DB) error {
 	stmt := db.Statement
-	if _, hinted := stmt.Settings.Load(hintSettingKey{}); hinted {
-		return nil
-	}
 	if _, joins := p.joinTables.Load(strings.ToLower(stmt.Schema.Table)); joins {
 		return nil
 	}
 	if inTransaction(stmt.ConnPool) {
 		if k, onShard := p.transactionPhysical(stmt); onShard {
-			return fmt.Errorf("%w: %s is not sharded: its rows live on the plugin's database, not in the transaction on %s; save it apart (or give the statement a shard clause)",
+			return fmt.Errorf("%w: %s is not sharded: its rows live on the plugin's database, not in the transaction on %s; save it apart",
 				ErrCrossShard, stmt.Schema.Name, p.physical[k].name)
 		}
 		return nil
+	}
+	if _, hinted := stmt.Settings.Load(hintSettingKey{}); hinted {
+		return nil // sent to a shard on purpose
 	}
 	for _, ph := range p.physical {
 		if stmt.ConnPool == ph.pool && ph.pool != p.db.ConnPool {
@@ -430,6 +498,24 @@ func asKind(v any, t reflect.Type) (reflect.Value, error) {
 		return rv, fmt.Errorf("nil")
 	}
 	switch t.Kind() {
+	case reflect.Array: // a [16]byte key (uuid.UUID) given as its text or its bytes
+		var b []byte
+		switch key := v.(type) {
+		case string:
+			u, err := uuid.Parse(key)
+			if err != nil {
+				return reflect.Value{}, err
+			}
+			b = u[:]
+		case []byte:
+			b = key
+		}
+		if len(b) != t.Len() {
+			return reflect.Value{}, fmt.Errorf("not a %s", t)
+		}
+		key := reflect.New(t).Elem()
+		reflect.Copy(key, reflect.ValueOf(b))
+		return key, nil
 	case reflect.String:
 		if b, ok := v.([]byte); ok {
 			return reflect.ValueOf(string(b)), nil

@@ -708,7 +708,7 @@ func TestRoutingSecondReview(t *testing.T) {
 		}
 
 		// Merges that cannot be right over several databases.
-		_, x, _ := r.spreadAuthors(t, func() author { return author{Name: "dup"} })
+		_, x, y := r.spreadAuthors(t, func() author { return author{Name: "dup"} })
 		all := r.db.Clauses(shardid.AllShards()).Session(&gorm.Session{})
 		var groups []struct {
 			Name string
@@ -722,6 +722,7 @@ func TestRoutingSecondReview(t *testing.T) {
 			"DISTINCT Pluck":          all.Model(&author{}).Distinct("name").Pluck("name", &names).Error,
 			"an aggregate into a row": all.Model(&author{}).Select("count(*) as n").Take(&counted).Error,
 			"another order":           all.Order("name").Find(&page).Error,
+			"Pluck of an aggregate":   all.Model(&author{}).Pluck("max(id)", &names).Error,
 		} {
 			if !errors.Is(err, shardid.ErrCrossShard) {
 				t.Errorf("%s: got %v, want ErrCrossShard", form, err)
@@ -740,6 +741,10 @@ func TestRoutingSecondReview(t *testing.T) {
 			if err := r.db.Where("uid = ?", bg.UID).First(&got).Error; err != nil || got.ID != bg.ID {
 				t.Fatalf("Where(uid) with a uuid.UUID: %v", err)
 			}
+			got = badge{}
+			if err := r.db.Where("uid = ?", bg.UID.String()).First(&got).Error; err != nil || got.ID != bg.ID {
+				t.Fatalf("Where(uid) with the uuid's text: %v", err)
+			}
 		}
 
 		// Table() with an alias, and Table().Create, are checked too.
@@ -751,11 +756,45 @@ func TestRoutingSecondReview(t *testing.T) {
 			t.Errorf("Table().Create(map): got %v, want ErrNoShard", err)
 		}
 
-		// An update cannot change what places a row on its shard.
+		// An update cannot set what places a row to a value of another shard.
 		bk := book{AuthorID: x.ID, Title: "t"}
 		must(t, r.db.Create(&bk).Error)
-		if err := r.db.Model(&book{}).Where("id = ?", bk.ID).Update("author_id", x.ID+1).Error; !errors.Is(err, shardid.ErrCrossShard) {
-			t.Errorf("an update of the colocate column: got %v, want ErrCrossShard", err)
+		type bookPatch struct{ AuthorID int64 }
+		moved := bk
+		moved.AuthorID = y.ID
+		for form, err := range map[string]error{
+			"Update of the colocate column":    r.db.Model(&book{}).Where("id = ?", bk.ID).Update("author_id", y.ID).Error,
+			"Updates with another struct type": r.db.Model(&book{}).Where("id = ?", bk.ID).Updates(bookPatch{AuthorID: y.ID}).Error,
+			"Save with a moved colocate value": r.db.Save(&moved).Error,
+			"Updates with another primary key": r.db.Model(&x).Updates(author{ID: y.ID, Name: "moved"}).Error,
+			"Update of a column by IN list":    r.db.Model(&book{}).Where("id IN ?", []int64{int64(bk.ID), 1}).Update("author_id", x.ID).Error,
+		} {
+			if !errors.Is(err, shardid.ErrCrossShard) {
+				t.Errorf("%s: got %v, want ErrCrossShard", form, err)
+			}
+		}
+		// Within the row's own shard the colocate column may change.
+		sameShard := x.ID + 1 // another ID of x's shard
+		if err := r.db.Model(&book{}).Where("id = ?", bk.ID).Update("author_id", sameShard).Error; err != nil {
+			t.Errorf("an update within the row's shard: %v", err)
+		}
+
+		// An unsharded row inside a transaction begun on a shard is refused,
+		// and CreateInBatches cannot escape an application's transaction when
+		// nested transactions set no savepoint.
+		err := r.db.Clauses(shardid.OnShard(1)).Transaction(func(tx *gorm.DB) error { return tx.Create(&setting{Value: "astray"}).Error })
+		if !errors.Is(err, shardid.ErrCrossShard) {
+			t.Errorf("an unsharded row in a shard's transaction: got %v, want ErrCrossShard", err)
+		}
+		noSavepoints := r.db.Session(&gorm.Session{DisableNestedTransaction: true})
+		err = noSavepoints.Transaction(func(tx *gorm.DB) error { return tx.CreateInBatches(&[]author{{}, {}, {}}, 2).Error })
+		if !errors.Is(err, shardid.ErrCrossShard) {
+			t.Errorf("CreateInBatches in a transaction without savepoints: got %v, want ErrCrossShard", err)
+		}
+		// Raw SQL that names a sharded table only as an alias or in a string runs.
+		var values []string
+		if err := r.db.Raw("SELECT value AS authors FROM settings WHERE value <> 'authors'").Scan(&values).Error; err != nil {
+			t.Errorf("raw SQL on an unsharded table: %v", err)
 		}
 
 		// SQLite runs the clock in the caller's transaction: after a rollback
