@@ -56,46 +56,37 @@ func sqlTables(sql string) []string {
 	return tables
 }
 
-// routeRaw routes raw SQL (db.Raw, db.Exec): to the shard its clause names,
-// or else where the statement already is: the transaction's database, or the
-// plugin's own one. Outside a transaction bound to a shard, SQL that names a
-// sharded table where a table stands is refused without a clause.
+// routeRaw routes raw SQL (db.Raw, db.Exec).
 func (p *Plugin) routeRaw(db *gorm.DB) error {
-	stmt := db.Statement
-	if routed, err := p.routeByHint(db); routed || err != nil {
-		return err
-	}
-	if _, bound := p.transactionPhysical(stmt); bound && inTransaction(stmt.ConnPool) {
-		return nil // a transaction begun on a shard: the SQL is for it
-	}
-	for _, word := range sqlTables(stmt.SQL.String()) {
-		if model, ok := p.shardedTables.Load(strings.ToLower(word)); ok {
-			return &FieldError{Model: model.(string), Field: "table " + word, Err: ErrNoShard,
-				Detail: "raw SQL on a sharded table needs db.Clauses(shardid.ByID(id)), shardid.OnShard(n) or shardid.ByKey(key), or a transaction begun with one"}
-		}
-	}
-	return nil
+	return p.routeWithoutModel(db, db.Statement.SQL.String(), "raw SQL")
 }
 
 // routeTable routes a statement that names its table but has no model
-// (db.Table("users").Count): like raw SQL, by its clause, refused without one
-// when the table is sharded.
+// (db.Table("users").Count, db.Table("users").Create(map)).
 func (p *Plugin) routeTable(db *gorm.DB) error {
-	stmt := db.Statement
+	table := db.Statement.Table
+	if db.Statement.TableExpr != nil { // Table("authors AS a"): Table is the alias
+		table = db.Statement.TableExpr.SQL
+	}
+	return p.routeWithoutModel(db, "FROM "+table, "a statement on a table without its model")
+}
+
+// routeWithoutModel routes a statement the plugin knows only by its SQL: to
+// the shard its clause names, or else where it already is: the transaction's
+// database, or the plugin's own one. Outside a transaction bound to a shard,
+// SQL that names a sharded table where a table stands is refused without a
+// clause.
+func (p *Plugin) routeWithoutModel(db *gorm.DB, sql, what string) error {
 	if routed, err := p.routeByHint(db); routed || err != nil {
 		return err
 	}
-	if _, bound := p.transactionPhysical(stmt); bound && inTransaction(stmt.ConnPool) {
-		return nil
+	if _, bound := p.transactionPhysical(db.Statement); bound && inTransaction(db.Statement.ConnPool) {
+		return nil // a transaction begun on a shard: the SQL is for it
 	}
-	table := stmt.Table
-	if stmt.TableExpr != nil { // Table("authors AS a"): Table is the alias
-		table = stmt.TableExpr.SQL
-	}
-	for _, word := range sqlTables("FROM " + table) {
-		if model, ok := p.shardedTables.Load(strings.ToLower(word)); ok {
-			return &FieldError{Model: model.(string), Field: "table " + word, Err: ErrNoShard,
-				Detail: "a statement on a sharded table without its model needs db.Clauses(shardid.ByID(id)), shardid.OnShard(n) or shardid.ByKey(key)"}
+	for _, table := range sqlTables(sql) {
+		if model, ok := p.shardedTables.Load(strings.ToLower(table)); ok {
+			return &FieldError{Model: model.(string), Field: "table " + table, Err: ErrNoShard,
+				Detail: what + " on a sharded table needs db.Clauses(shardid.ByID(id)), shardid.OnShard(n) or shardid.ByKey(key), or a transaction begun with one"}
 		}
 	}
 	return nil
