@@ -24,3 +24,19 @@ func TestSQLTables(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSQLTables: any text is read without a panic, and every table found is
+// a word of the text.
+func FuzzSQLTables(f *testing.F) {
+	for _, seed := range []string{"SELECT * FROM a, b", "UPDATE t SET x = 'FROM u'", "INSERT INTO", "FROM (", "from . , ) table if"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, sql string) {
+		words := sqlToken.FindAllString(sql, -1)
+		for _, table := range sqlTables(sql) {
+			if !slices.Contains(words, table) {
+				t.Fatalf("%q: %q is not a word of the text", sql, table)
+			}
+		}
+	})
+}
