@@ -380,7 +380,7 @@ func (p *Plugin) generate(ctx context.Context, db *gorm.DB, f *idField, shards [
 // that very transaction, they run on the transaction when it is on k.
 func (p *Plugin) target(db *gorm.DB, k int) strategies.Target {
 	ph := p.physical[k]
-	t := strategies.Target{Name: ph.name, Dialect: p.db.Dialector.Name(), Conn: ph.sqlDB}
+	t := strategies.Target{Name: ph.name, Dialect: p.db.Dialector.Name(), Conn: ph.sqlDB, DB: ph.sqlDB}
 	if t.Dialect == "sqlite" && inTransaction(db.Statement.ConnPool) {
 		if on, ok := p.transactionPhysical(db.Statement); !p.routed() || ok && on == k {
 			t.Conn = db.Statement.ConnPool

@@ -17,4 +17,18 @@ var (
 	// ErrUnsupportedDialect is returned for a database the strategy has no
 	// implementation for.
 	ErrUnsupportedDialect = errors.New("strategies: unsupported database dialect")
+	// ErrLeaseLost is returned by a snowflake generator whose worker lease on
+	// a database could not be renewed in time: it issues no ID for that
+	// database's shards until it holds a lease again.
+	ErrLeaseLost = errors.New("strategies: worker lease lost")
+	// ErrNoWorkerID is returned when every worker ID of a database is leased.
+	ErrNoWorkerID = errors.New("strategies: every worker id is leased")
+	// ErrClockBackwards is returned when the clock is behind time already used
+	// by more than the tolerance.
+	ErrClockBackwards = errors.New("strategies: clock is behind time already used")
+	// ErrNoTicketServer is returned when no ticket server answers.
+	ErrNoTicketServer = errors.New("strategies: no ticket server answers")
+	// ErrSequenceExhausted is returned when a segment counter has run past
+	// what the ID can hold.
+	ErrSequenceExhausted = errors.New("strategies: segment counter exhausted")
 )

@@ -22,6 +22,9 @@ type Target struct {
 	// Conn is where a strategy may run SQL: a pool, or the transaction the
 	// rows will be written in.
 	Conn Conn
+	// DB is the database's pool, for work outside the statement: leases,
+	// heartbeats, background refills, pinned connections.
+	DB *sql.DB
 }
 
 // Conn is the part of *sql.DB, *sql.Tx and gorm.ConnPool that strategies use.
@@ -34,4 +37,8 @@ type Conn interface {
 const (
 	NameInstagram = "instagram"
 	NameSnowflake = "snowflake"
+	NameSegment   = "segment"
+	NameTicket    = "ticket"
+	NameUUIDv7    = "uuidv7"
+	NameUUIDv4    = "uuidv4"
 )
