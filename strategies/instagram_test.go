@@ -2,24 +2,10 @@ package strategies
 
 import (
 	"context"
-	"database/sql"
 	"errors"
-	"path/filepath"
 	"sync"
 	"testing"
-
-	_ "github.com/glebarez/go-sqlite"
 )
-
-func sqliteTarget(t *testing.T) Target {
-	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "ids.db")+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	return Target{Name: "test", Dialect: "sqlite", Conn: db}
-}
 
 func TestInstagramBatchBorrowsTicksInsteadOfWrapping(t *testing.T) {
 	g, err := NewInstagram(Layout{})

@@ -17,6 +17,9 @@ type Generator interface {
 type Target struct {
 	// Name identifies the physical database; per-database state is kept by it.
 	Name string
+	// Table is the table the rows go into; segment keeps one counter per
+	// table and database.
+	Table string
 	// Dialect is the GORM dialector name: "postgres", "mysql" or "sqlite".
 	Dialect string
 	// Conn is where a strategy may run SQL: a pool, or the transaction the
