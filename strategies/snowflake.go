@@ -2,6 +2,7 @@ package strategies
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -13,24 +14,36 @@ import (
 // shard's sequence is full within one tick, the caller sleeps until the next
 // tick; the sequence never wraps.
 //
-// Two processes must not share a worker ID: until worker IDs are leased, give
-// each process its own WorkerID, with enough WorkerBits in the layout.
+// Two processes must not share a worker ID: [NewLeasedSnowflake] leases one
+// per physical database; [NewSnowflake] takes a fixed one, which the caller
+// must keep unique, and whose time is not remembered across restarts.
 // A Snowflake is safe for concurrent use.
 type Snowflake struct {
-	clock        Clock
-	start        time.Time     // clock reading the elapsed time is measured from
-	startOffset  time.Duration // start minus the epoch, by the wall clock
-	unit         time.Duration
-	maxTicks     int64
-	seqBits      uint // width of the sequence below the worker bits
-	seqMask      int64
-	shardShift   uint
-	timeShift    uint
-	workerBits   int64 // worker ID, already shifted into place
-	shardMask    int
-	shardsIssued []atomic.Uint64 // per logical shard: last tick << seqBits | last sequence
+	clock           Clock
+	start           time.Time     // clock reading the elapsed time is measured from
+	startOffset     time.Duration // start minus the epoch, by the wall clock
+	epoch           time.Time
+	unit            time.Duration
+	maxTicks        int64
+	seqBits         uint // width of the sequence below the worker bits
+	seqMask         int64
+	shardShift      uint
+	timeShift       uint
+	workerBits      int64 // the fixed worker ID, already shifted into place
+	workerCountBits int
+	shardMask       int
+	shards          []shardSequence
+	leases          *leaseKeeper // nil: a fixed worker ID
 
-	overflowWaits atomic.Uint64
+	overflowWaits, clockWaits atomic.Uint64
+}
+
+// shardSequence is the state of one logical shard: its last tick and
+// sequence, and how many IDs it issued (counted here, beside the state the
+// same callers already write, so that counting costs no shared cache line).
+type shardSequence struct {
+	last   atomic.Uint64 // last tick << seqBits | last sequence
+	issued atomic.Uint64
 }
 
 var _ Generator = (*Snowflake)(nil)
@@ -57,6 +70,8 @@ func NewSnowflake(layout Layout, worker int, opts ...SnowflakeOption) (*Snowflak
 		return nil, fmt.Errorf("%w: %d does not fit WorkerBits %d (0..%d)", ErrInvalidWorker, worker, l.WorkerBits, 1<<l.WorkerBits-1)
 	}
 	s.startOffset = s.start.Sub(l.Epoch)
+	s.epoch = l.Epoch
+	s.workerCountBits = l.WorkerBits
 	s.unit = l.TimeUnit
 	s.maxTicks = 1<<l.TimeBits - 1
 	s.seqBits = uint(l.SequenceBits - l.WorkerBits)
@@ -65,18 +80,33 @@ func NewSnowflake(layout Layout, worker int, opts ...SnowflakeOption) (*Snowflak
 	s.timeShift = uint(l.SequenceBits + l.ShardBits)
 	s.workerBits = int64(worker) << s.seqBits
 	s.shardMask = 1<<l.ShardBits - 1
-	s.shardsIssued = make([]atomic.Uint64, 1<<l.ShardBits)
+	s.shards = make([]shardSequence, 1<<l.ShardBits)
 	return s, nil
 }
 
-// Next returns a new ID in logical shard shard (taken modulo the shard count).
+// Next returns a new ID in logical shard shard (taken modulo the shard
+// count) from a generator with a fixed worker ID. A leased generator needs
+// the database of the shard: use Generate.
 func (s *Snowflake) Next(shard int) (int64, error) {
+	if s.leases != nil {
+		return 0, fmt.Errorf("%w: a leased generator makes IDs with Generate, for a database", ErrLeaseLost)
+	}
+	return s.next(shard, s.workerBits, nil)
+}
+
+// next makes an ID in shard with the worker ID workerBits, under lease l
+// unless l is nil.
+func (s *Snowflake) next(shard int, workerBits int64, l *lease) (int64, error) {
 	shard &= s.shardMask
-	issued := &s.shardsIssued[shard]
+	state := &s.shards[shard]
 	for {
-		elapsed := s.startOffset + s.clock.Since(s.start)
+		since := s.clock.Since(s.start)
+		if l != nil && int64(since) >= l.validUntil.Load() {
+			return 0, ErrLeaseLost
+		}
+		elapsed := s.startOffset + since
 		now := int64(elapsed / s.unit)
-		old := issued.Load()
+		old := state.last.Load()
 		lastTick, lastSeq := int64(old>>s.seqBits), int64(old)&s.seqMask
 		tick, seq := now, int64(0)
 		if now <= lastTick {
@@ -91,16 +121,29 @@ func (s *Snowflake) Next(shard int) (int64, error) {
 		if tick > s.maxTicks {
 			return 0, ErrTimeExhausted
 		}
-		if issued.CompareAndSwap(old, uint64(tick)<<s.seqBits|uint64(seq)) {
-			return tick<<s.timeShift | int64(shard)<<s.shardShift | s.workerBits | seq, nil
+		if state.last.CompareAndSwap(old, uint64(tick)<<s.seqBits|uint64(seq)) {
+			state.issued.Add(1)
+			return tick<<s.timeShift | int64(shard)<<s.shardShift | workerBits | seq, nil
 		}
 	}
 }
 
-// Generate implements [Generator]; the target is not used.
-func (s *Snowflake) Generate(_ context.Context, _ Target, shards []int, ids []int64) error {
+// Generate implements [Generator]. A leased generator uses the worker ID it
+// holds in target's database, leasing one on first use.
+func (s *Snowflake) Generate(ctx context.Context, target Target, shards []int, ids []int64) error {
+	workerBits, l := s.workerBits, (*lease)(nil)
+	if s.leases != nil {
+		var err error
+		if l, err = s.leaseFor(ctx, target); err != nil {
+			return err
+		}
+		workerBits = l.workerBits
+	}
 	for i, shard := range shards {
-		id, err := s.Next(shard)
+		id, err := s.next(shard, workerBits, l)
+		if errors.Is(err, ErrLeaseLost) {
+			return fmt.Errorf("%w: worker %d on %s was not renewed in time; no ID is issued for its shards until a lease is held again", err, l.worker, target.Name)
+		}
 		if err != nil {
 			return err
 		}
@@ -109,6 +152,24 @@ func (s *Snowflake) Generate(_ context.Context, _ Target, shards []int, ids []in
 	return nil
 }
 
+// tickAt is the time tick at elapsed on the generator's clock.
+func (s *Snowflake) tickAt(elapsed time.Duration) int64 {
+	return int64((s.startOffset + elapsed) / s.unit)
+}
+
 // OverflowWaits is how many times a caller slept because a shard's sequence
 // was full for the current tick.
 func (s *Snowflake) OverflowWaits() uint64 { return s.overflowWaits.Load() }
+
+// Stats implements [Reporter].
+func (s *Snowflake) Stats() Stats {
+	var issued uint64
+	for i := range s.shards {
+		issued += s.shards[i].issued.Load()
+	}
+	return Stats{
+		Issued: issued,
+		Waits:  Waits{SequenceFull: s.overflowWaits.Load(), ClockBehind: s.clockWaits.Load()},
+		Leases: s.leaseStates(),
+	}
+}

@@ -1,0 +1,464 @@
+package strategies
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"regexp"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// LeaseOptions configures the worker leases of a leased [Snowflake].
+type LeaseOptions struct {
+	// TTL is how long a lease lasts without renewal. A heartbeat renews it
+	// every TTL/3; a generator that could not renew stops issuing IDs for the
+	// database's shards a tenth of TTL before another process may take the
+	// worker ID. Default: [DefaultLeaseTTL]; at least 30ms.
+	TTL time.Duration
+	// ClockTolerance is how long a generator that leased a worker ID waits
+	// for its clock to pass the time that worker ID already used, before it
+	// fails with [ErrClockBackwards]. Default: [DefaultClockTolerance].
+	ClockTolerance time.Duration
+	// Owner names the process in the lease rows, for operators. Default:
+	// host:pid and a random suffix.
+	Owner string
+	// Table is the lease table in each database. Default: [DefaultLeaseTable].
+	Table string
+}
+
+// plainIdentifier is a table name that needs no quoting in any dialect.
+var plainIdentifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
+
+// Defaults of [LeaseOptions].
+const (
+	DefaultLeaseTTL       = 10 * time.Second
+	DefaultClockTolerance = 2 * time.Second
+)
+
+// lease is one worker ID held in one physical database.
+type lease struct {
+	worker     int
+	workerBits int64 // the worker ID shifted into place
+	generation atomic.Int64
+	validUntil atomic.Int64 // generator-clock nanoseconds before which IDs may be issued
+}
+
+// leaseSlot is the lease of one physical database and its heartbeat.
+type leaseSlot struct {
+	name     string
+	db       *sql.DB
+	sql      leaseSQL
+	current  atomic.Pointer[lease] // nil: none held
+	acquire  sync.Mutex            // one taker at a time; guards prepared
+	prepared bool
+	stop     chan struct{}
+	stopOnce sync.Once
+	done     chan struct{}
+	started  bool
+
+	renewals, lost atomic.Uint64
+}
+
+// leaseKeeper holds a leased Snowflake's slots, one per physical database.
+type leaseKeeper struct {
+	opts   LeaseOptions
+	margin time.Duration // how long before the database's expiry the generator stops
+	slots  atomic.Pointer[[]*leaseSlot]
+	mu     sync.Mutex // adds slots; guards closed
+	closed bool
+}
+
+// NewLeasedSnowflake returns a generator that leases its worker ID from each
+// physical database it makes IDs for, in that database's shardid_workers
+// table: the lease authority for a logical shard is the server that stores
+// it. A lease expires unless a heartbeat renews it; the generator stops
+// issuing IDs for a database whose lease it could not renew in time
+// ([ErrLeaseLost]) before any other process may take the worker ID, and the
+// lease row keeps the highest time tick the worker may have used, so that
+// its next holder, after a restart too, never reuses time. Call Close to
+// release the leases.
+func NewLeasedSnowflake(layout Layout, lo LeaseOptions, opts ...SnowflakeOption) (*Snowflake, error) {
+	if lo.TTL == 0 {
+		lo.TTL = DefaultLeaseTTL
+	}
+	if lo.ClockTolerance == 0 {
+		lo.ClockTolerance = DefaultClockTolerance
+	}
+	if lo.TTL < 30*time.Millisecond || lo.ClockTolerance < 0 {
+		return nil, fmt.Errorf("%w: lease TTL %s (at least 30ms) or clock tolerance %s (not negative)", ErrInvalidWorker, lo.TTL, lo.ClockTolerance)
+	}
+	if lo.Table == "" {
+		lo.Table = DefaultLeaseTable
+	}
+	if !plainIdentifier.MatchString(lo.Table) {
+		return nil, fmt.Errorf("%w: lease table %q is not a plain SQL identifier", ErrInvalidWorker, lo.Table)
+	}
+	if lo.Owner == "" {
+		host, _ := os.Hostname()
+		lo.Owner = fmt.Sprintf("%s:%d:%08x", host, os.Getpid(), rand.Uint32())
+	}
+	if len(lo.Owner) > 128 {
+		lo.Owner = lo.Owner[:128]
+	}
+	s, err := NewSnowflake(layout, 0, opts...)
+	if err != nil {
+		return nil, err
+	}
+	s.leases = &leaseKeeper{opts: lo, margin: lo.TTL / 10}
+	return s, nil
+}
+
+// Prepare creates the lease table in target; a leased generator also does
+// so on first use.
+func (s *Snowflake) Prepare(ctx context.Context, target Target) error {
+	if s.leases == nil {
+		return nil
+	}
+	slot, err := s.leases.slot(target)
+	if err != nil {
+		return err
+	}
+	slot.acquire.Lock()
+	defer slot.acquire.Unlock()
+	return slot.prepare(ctx)
+}
+
+// slot returns the lease slot of target's database, adding it on first use.
+func (k *leaseKeeper) slot(target Target) (*leaseSlot, error) {
+	if list := k.slots.Load(); list != nil {
+		for _, slot := range *list {
+			if slot.name == target.Name {
+				return slot, nil
+			}
+		}
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var list []*leaseSlot
+	if p := k.slots.Load(); p != nil {
+		list = *p
+	}
+	for _, slot := range list {
+		if slot.name == target.Name {
+			return slot, nil
+		}
+	}
+	if k.closed {
+		return nil, fmt.Errorf("%w: the generator is closed", ErrLeaseLost)
+	}
+	if target.DB == nil {
+		return nil, fmt.Errorf("strategies: leased snowflake: target %s has no DB to lease a worker ID from", target.Name)
+	}
+	q, err := leaseSQLFor(target.Dialect, k.opts.Table)
+	if err != nil {
+		return nil, err
+	}
+	slot := &leaseSlot{name: target.Name, db: target.DB, sql: q, stop: make(chan struct{}), done: make(chan struct{})}
+	list = append(list[:len(list):len(list)], slot)
+	k.slots.Store(&list)
+	return slot, nil
+}
+
+func (slot *leaseSlot) prepare(ctx context.Context) error {
+	if slot.prepared {
+		return nil
+	}
+	if err := runDDL(ctx, slot.db, slot.sql.create, slot.sql.transactionalDDL); err != nil {
+		return fmt.Errorf("strategies: creating the lease table on %s: %w", slot.name, err)
+	}
+	slot.prepared = true
+	return nil
+}
+
+// runDDL runs statements, in one transaction when transactional.
+func runDDL(ctx context.Context, db *sql.DB, statements []string, transactional bool) error {
+	var conn Conn = db
+	var tx *sql.Tx
+	if transactional {
+		var err error
+		if tx, err = db.BeginTx(ctx, nil); err != nil {
+			return err
+		}
+		defer func() { _ = tx.Rollback() }()
+		conn = tx
+	}
+	for _, statement := range statements {
+		if _, err := conn.ExecContext(ctx, statement); err != nil {
+			return err
+		}
+	}
+	if tx != nil {
+		return tx.Commit()
+	}
+	return nil
+}
+
+// leaseFor returns the lease of target's database, taking one on first use.
+func (s *Snowflake) leaseFor(ctx context.Context, target Target) (*lease, error) {
+	slot, err := s.leases.slot(target)
+	if err != nil {
+		return nil, err
+	}
+	if l := slot.current.Load(); l != nil {
+		return l, nil
+	}
+	return s.takeLease(ctx, slot)
+}
+
+// takeLease leases the lowest worker ID of slot's database that is free or
+// expired, waits for the clock to pass the time that worker ID already used,
+// and starts the heartbeat.
+func (s *Snowflake) takeLease(ctx context.Context, slot *leaseSlot) (*lease, error) {
+	slot.acquire.Lock()
+	defer slot.acquire.Unlock()
+	if l := slot.current.Load(); l != nil {
+		return l, nil
+	}
+	if err := slot.prepare(ctx); err != nil {
+		return nil, err
+	}
+	l, floor, err := s.claim(ctx, slot)
+	if err != nil {
+		return nil, err
+	}
+	waited, err := s.waitPast(floor, slot.name, l.worker)
+	if err != nil {
+		_ = s.release(slot, l, floor)
+		return nil, err
+	}
+	if waited {
+		// The wait used part of the lease: start it afresh.
+		if err := s.extend(ctx, slot, l); err != nil {
+			return nil, err
+		}
+	}
+	slot.current.Store(l)
+	if !slot.started {
+		slot.started = true
+		go s.heartbeat(slot)
+	}
+	return l, nil
+}
+
+// claim takes a worker ID row: a row-less ID by insert, or an expired row by
+// compare-and-swap on its generation. It returns the lease and the highest
+// tick the worker ID used before.
+func (s *Snowflake) claim(ctx context.Context, slot *leaseSlot) (*lease, int64, error) {
+	ttl := s.leases.opts.TTL
+	workers := 1 << s.workerCountBits
+	for range 16 { // each round loses only to another taker
+		type row struct{ expires, highWater, generation int64 }
+		rows := map[int]row{}
+		var dbNow int64
+		list, err := slot.db.QueryContext(ctx, slot.sql.list)
+		if err != nil {
+			return nil, 0, fmt.Errorf("strategies: reading the worker leases of %s: %w", slot.name, err)
+		}
+		for list.Next() {
+			var id int
+			var r row
+			if err := list.Scan(&id, &r.expires, &r.highWater, &r.generation, &dbNow); err != nil {
+				_ = list.Close()
+				return nil, 0, fmt.Errorf("strategies: reading the worker leases of %s: %w", slot.name, err)
+			}
+			rows[id] = r
+		}
+		if err := errors.Join(list.Err(), list.Close()); err != nil {
+			return nil, 0, fmt.Errorf("strategies: reading the worker leases of %s: %w", slot.name, err)
+		}
+		start := s.clock.Since(s.start)
+		highWater := s.tickAt(start + ttl)
+		raced := false
+		for worker := range workers {
+			r, taken := rows[worker]
+			if taken && r.expires >= dbNow {
+				continue
+			}
+			var res sql.Result
+			if taken {
+				res, err = slot.db.ExecContext(ctx, slot.sql.take, s.leases.opts.Owner, ttl.Milliseconds(), highWater, worker, r.generation)
+			} else {
+				res, err = slot.db.ExecContext(ctx, slot.sql.insert, worker, s.leases.opts.Owner, ttl.Milliseconds(), highWater)
+			}
+			if err != nil {
+				return nil, 0, fmt.Errorf("strategies: leasing worker %d on %s: %w", worker, slot.name, err)
+			}
+			if n, err := res.RowsAffected(); err != nil || n != 1 {
+				raced = true // another process was first: read the rows again
+				break
+			}
+			l := &lease{worker: worker, workerBits: int64(worker) << s.seqBits}
+			l.generation.Store(r.generation + 1)
+			l.validUntil.Store(int64(start + ttl - s.leases.margin))
+			return l, r.highWater, nil
+		}
+		if !raced {
+			return nil, 0, fmt.Errorf("%w: all %d worker IDs (Layout.WorkerBits %d) of %s are held by live processes; give the layout more WorkerBits (each one doubles the processes and halves a shard's IDs per tick) or stop a process",
+				ErrNoWorkerID, workers, s.workerCountBits, slot.name)
+		}
+	}
+	return nil, 0, fmt.Errorf("%w: %s: other processes kept taking the free worker IDs first", ErrNoWorkerID, slot.name)
+}
+
+// waitPast waits until the clock is past tick floor, the time a worker ID
+// already used, or fails with ErrClockBackwards if that is further away than
+// the tolerance.
+func (s *Snowflake) waitPast(floor int64, database string, worker int) (waited bool, err error) {
+	now := s.startOffset + s.clock.Since(s.start)
+	behind := time.Duration(floor+1)*s.unit - now
+	if behind <= 0 {
+		return false, nil
+	}
+	if behind > s.leases.opts.ClockTolerance {
+		return false, fmt.Errorf("%w: worker %d on %s has used time up to %s, %s ahead of this clock (tolerance %s)",
+			ErrClockBackwards, worker, database, s.epoch.Add(time.Duration(floor)*s.unit).UTC().Format(time.RFC3339Nano), behind, s.leases.opts.ClockTolerance)
+	}
+	s.clockWaits.Add(1)
+	s.clock.Sleep(behind)
+	return true, nil
+}
+
+// heartbeat renews slot's lease every TTL/3, more often while renewals fail;
+// a lease found taken is dropped and another taken.
+func (s *Snowflake) heartbeat(slot *leaseSlot) {
+	defer close(slot.done)
+	ttl := s.leases.opts.TTL
+	timer := time.NewTimer(ttl / 3)
+	defer timer.Stop()
+	for {
+		select {
+		case <-slot.stop:
+			return
+		case <-timer.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), ttl/3)
+		ok := s.renew(ctx, slot)
+		cancel()
+		if ok {
+			timer.Reset(ttl / 3)
+		} else {
+			timer.Reset(ttl / 10)
+		}
+	}
+}
+
+// renew extends slot's lease, or takes one if none is held. It reports
+// whether the slot holds a lease afterwards.
+func (s *Snowflake) renew(ctx context.Context, slot *leaseSlot) bool {
+	l := slot.current.Load()
+	if l == nil {
+		_, err := s.takeLease(ctx, slot)
+		return err == nil
+	}
+	err := s.extend(ctx, slot, l)
+	if !errors.Is(err, errLeaseTaken) {
+		return err == nil // after other errors the lease runs out on its own if they go on
+	}
+	l.validUntil.Store(0)
+	slot.current.CompareAndSwap(l, nil)
+	slot.lost.Add(1)
+	_, err = s.takeLease(ctx, slot)
+	return err == nil
+}
+
+// errLeaseTaken: the lease row has moved on; the worker ID is another process's.
+var errLeaseTaken = errors.New("strategies: the worker lease was taken over")
+
+// extend renews lease l for another TTL, counted from before the request.
+func (s *Snowflake) extend(ctx context.Context, slot *leaseSlot, l *lease) error {
+	ttl := s.leases.opts.TTL
+	start := s.clock.Since(s.start)
+	generation := l.generation.Load()
+	res, err := slot.db.ExecContext(ctx, slot.sql.renew, ttl.Milliseconds(), s.tickAt(start+ttl), l.worker, generation)
+	if err != nil {
+		return fmt.Errorf("strategies: renewing worker %d on %s: %w", l.worker, slot.name, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return errLeaseTaken
+	}
+	l.generation.Store(generation + 1)
+	l.validUntil.Store(int64(start + ttl - s.leases.margin))
+	slot.renewals.Add(1)
+	return nil
+}
+
+// halt stops the heartbeat, if it runs, and waits for it.
+func (slot *leaseSlot) halt() {
+	slot.acquire.Lock()
+	defer slot.acquire.Unlock()
+	slot.stopOnce.Do(func() { close(slot.stop) })
+	if slot.started {
+		<-slot.done
+	}
+	slot.started = true // no heartbeat starts after a halt
+}
+
+// release gives the lease back, recording highWater as the last tick used.
+func (s *Snowflake) release(slot *leaseSlot, l *lease, highWater int64) error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.leases.opts.TTL)
+	defer cancel()
+	_, err := slot.db.ExecContext(ctx, slot.sql.release, highWater, l.worker, l.generation.Load())
+	return err
+}
+
+// Close stops the heartbeats and releases the leases, recording the time
+// used so far, so a restarted process may take the worker IDs at once. The
+// generator issues no ID after Close.
+func (s *Snowflake) Close() error {
+	if s.leases == nil {
+		return nil
+	}
+	k := s.leases
+	k.mu.Lock()
+	already := k.closed
+	k.closed = true
+	k.mu.Unlock()
+	if already {
+		return nil
+	}
+	var errs []error
+	if list := k.slots.Load(); list != nil {
+		for _, slot := range *list {
+			slot.halt()
+			l := slot.current.Swap(nil)
+			if l == nil {
+				continue
+			}
+			l.validUntil.Store(0)
+			// Every ID issued so far has a tick up to now: none is made in the future.
+			if err := s.release(slot, l, s.tickAt(s.clock.Since(s.start))); err != nil {
+				errs = append(errs, fmt.Errorf("strategies: releasing worker %d on %s: %w", l.worker, slot.name, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// leaseStates reports the leases for Stats.
+func (s *Snowflake) leaseStates() []LeaseState {
+	if s.leases == nil {
+		return nil
+	}
+	list := s.leases.slots.Load()
+	if list == nil {
+		return nil
+	}
+	elapsed := int64(s.clock.Since(s.start))
+	states := make([]LeaseState, 0, len(*list))
+	for _, slot := range *list {
+		state := LeaseState{Database: slot.name, Worker: -1, Renewals: slot.renewals.Load(), Lost: slot.lost.Load()}
+		if l := slot.current.Load(); l != nil {
+			state.Worker = l.worker
+			if left := l.validUntil.Load() - elapsed; left > 0 {
+				state.Held, state.ValidFor = true, time.Duration(left)
+			}
+		}
+		states = append(states, state)
+	}
+	return states
+}

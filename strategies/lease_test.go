@@ -1,0 +1,277 @@
+package strategies
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// leaseTable returns a lease table name no other test uses, dropped at the end.
+func leaseTableFor(t *testing.T, target Target) string {
+	t.Helper()
+	table := fmt.Sprintf("shardid_workers_test_%08x", rand.Uint32())
+	t.Cleanup(func() { _, _ = target.DB.Exec("DROP TABLE IF EXISTS " + table) })
+	return table
+}
+
+func leased(t *testing.T, layout Layout, lo LeaseOptions, opts ...SnowflakeOption) *Snowflake {
+	t.Helper()
+	g, err := NewLeasedSnowflake(layout, lo, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Close() })
+	return g
+}
+
+func generate(t *testing.T, g *Snowflake, target Target, n int) []int64 {
+	t.Helper()
+	shards := make([]int, n)
+	for i := range shards {
+		shards[i] = i % 5
+	}
+	ids := make([]int64, n)
+	if err := g.Generate(context.Background(), target, shards, ids); err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// crash stops g's heartbeats without releasing its leases, as a killed process would.
+func crash(g *Snowflake) {
+	for _, slot := range *g.leases.slots.Load() {
+		slot.halt()
+	}
+	g.leases.slots.Store(&[]*leaseSlot{})
+}
+
+func workerOf(t *testing.T, g *Snowflake) int {
+	t.Helper()
+	leases := g.Stats().Leases
+	if len(leases) != 1 || !leases[0].Held {
+		t.Fatalf("leases %+v, want one held", leases)
+	}
+	return leases[0].Worker
+}
+
+func TestLeaseDistinctWorkersAndAClearErrorWhenAllAreTaken(t *testing.T) {
+	for _, target := range allTargets(t) {
+		t.Run(target.Dialect, func(t *testing.T) {
+			lo := LeaseOptions{Table: leaseTableFor(t, target)}
+			layout := Layout{WorkerBits: 2}
+			var holders []*Snowflake
+			seen := map[int64]bool{}
+			for i := range 4 {
+				g := leased(t, layout, lo)
+				for _, id := range generate(t, g, target, 200) {
+					if seen[id] {
+						t.Fatalf("generator %d made %d again", i, id)
+					}
+					seen[id] = true
+				}
+				if w := workerOf(t, g); w != i {
+					t.Fatalf("generator %d leased worker %d, want the lowest free one, %d", i, w, i)
+				}
+				holders = append(holders, g)
+			}
+			fifth := leased(t, layout, lo)
+			err := fifth.Generate(context.Background(), target, []int{1}, make([]int64, 1))
+			if !errors.Is(err, ErrNoWorkerID) || !strings.Contains(err.Error(), "all 4 worker IDs") || !strings.Contains(err.Error(), "WorkerBits 2") {
+				t.Fatalf("fifth generator: %v, want ErrNoWorkerID saying how many exist and how to widen the field", err)
+			}
+			if err := holders[2].Close(); err != nil {
+				t.Fatal(err)
+			}
+			generate(t, fifth, target, 10)
+			if w := workerOf(t, fifth); w != 2 {
+				t.Fatalf("after worker 2 was released the fifth generator leased %d", w)
+			}
+		})
+	}
+}
+
+func TestLeaseHeartbeatRenews(t *testing.T) {
+	for _, target := range allTargets(t) {
+		t.Run(target.Dialect, func(t *testing.T) {
+			g := leased(t, Layout{}, LeaseOptions{Table: leaseTableFor(t, target), TTL: 150 * time.Millisecond})
+			deadline := time.Now().Add(600 * time.Millisecond)
+			for time.Now().Before(deadline) {
+				generate(t, g, target, 10) // fails with ErrLeaseLost if the lease ran out
+				time.Sleep(5 * time.Millisecond)
+			}
+			if s := g.Stats().Leases[0]; s.Renewals < 3 || s.Lost != 0 {
+				t.Fatalf("after 4 TTLs: %+v, want at least 3 renewals and no loss", s)
+			}
+		})
+	}
+}
+
+// A generator that cannot renew stops issuing before another may take the worker ID.
+func TestLeaseFencedBeforeAnotherMayTakeIt(t *testing.T) {
+	for _, target := range allTargets(t) {
+		t.Run(target.Dialect, func(t *testing.T) {
+			lo := LeaseOptions{Table: leaseTableFor(t, target), TTL: 300 * time.Millisecond}
+			a := leased(t, Layout{}, lo)
+			generate(t, a, target, 1)
+			for _, slot := range *a.leases.slots.Load() { // the heartbeat stops, as in a partition
+				slot.halt()
+			}
+			var fencedAt atomic.Int64
+			go func() {
+				for {
+					if err := a.Generate(context.Background(), target, []int{3}, make([]int64, 1)); err != nil {
+						if !errors.Is(err, ErrLeaseLost) {
+							t.Errorf("a: %v, want ErrLeaseLost", err)
+						}
+						fencedAt.Store(time.Now().UnixNano())
+						return
+					}
+				}
+			}()
+			b := leased(t, Layout{}, lo)
+			for {
+				err := b.Generate(context.Background(), target, []int{3}, make([]int64, 1))
+				if err == nil {
+					break
+				}
+				if !errors.Is(err, ErrNoWorkerID) {
+					t.Fatal(err)
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+			takenAt := time.Now().UnixNano()
+			if f := fencedAt.Load(); f == 0 || f > takenAt {
+				t.Fatalf("b took worker 0 before a stopped issuing (fenced %d, taken %d)", f, takenAt)
+			}
+			if w := workerOf(t, b); w != 0 {
+				t.Fatalf("b leased %d, want the expired worker 0", w)
+			}
+		})
+	}
+}
+
+func TestLeaseLostByFakeClockStopsIssuing(t *testing.T) {
+	target := sqliteTarget(t)
+	clock := newFakeClock(now)
+	g := leased(t, Layout{}, LeaseOptions{Table: "workers", TTL: time.Minute}, WithClock(clock))
+	generate(t, g, target, 3)
+	clock.advance(54 * time.Second) // the real heartbeat has not run: the lease holds until 54s
+	err := g.Generate(context.Background(), target, []int{1}, make([]int64, 1))
+	if !errors.Is(err, ErrLeaseLost) || !strings.Contains(err.Error(), "worker 0 on test") {
+		t.Fatalf("got %v, want ErrLeaseLost naming the worker and database", err)
+	}
+	if s := g.Stats().Leases[0]; s.Held {
+		t.Fatalf("stats say %+v after the lease ran out", s)
+	}
+}
+
+func TestLeaseTakenAwayIsReplaced(t *testing.T) {
+	target := sqliteTarget(t)
+	lo := LeaseOptions{Table: "workers", TTL: 90 * time.Millisecond}
+	g := leased(t, Layout{WorkerBits: 1}, lo)
+	generate(t, g, target, 3)
+	// Another process took worker 0 (its generation moved on).
+	if _, err := target.DB.Exec("UPDATE workers SET generation = generation + 100, owner = 'other' WHERE worker_id = 0"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	s := g.Stats().Leases[0]
+	if s.Lost != 1 || s.Worker != 1 || !s.Held {
+		t.Fatalf("%+v, want the lease found lost once and worker 1 taken instead", s)
+	}
+	for _, id := range generate(t, g, target, 10) {
+		if w := (Layout{WorkerBits: 1}).Decode(id).Worker; w != 1 {
+			t.Fatalf("ID %d has worker %d after worker 0 was taken away", id, w)
+		}
+	}
+}
+
+// offsetClock is the system clock with its wall time moved by offset: another
+// machine's clock, or this one's after a step. Its monotonic time is real.
+type offsetClock struct{ offset time.Duration }
+
+func (c offsetClock) Now() time.Time                  { return time.Now().Add(c.offset) }
+func (c offsetClock) Since(t time.Time) time.Duration { return time.Since(t.Add(-c.offset)) } // Add moved t's monotonic reading too
+func (c offsetClock) Sleep(d time.Duration)           { time.Sleep(d) }
+
+// A restarted generator whose clock is behind the time its worker ID already
+// used waits up to the tolerance, or fails; it never reuses that time.
+func TestLeaseRestartWithClockBehind(t *testing.T) {
+	for _, target := range allTargets(t) {
+		t.Run(target.Dialect, func(t *testing.T) {
+			lo := LeaseOptions{Table: leaseTableFor(t, target), TTL: 200 * time.Millisecond, ClockTolerance: 2 * time.Second}
+			for _, step := range []time.Duration{5 * time.Millisecond, time.Second, time.Hour} {
+				for _, graceful := range []bool{true, false} {
+					first := leased(t, Layout{}, lo) // one worker ID: the restart must take the same one
+					before := generate(t, first, target, 50)
+					if graceful {
+						if err := first.Close(); err != nil {
+							t.Fatal(err)
+						}
+					} else {
+						crash(first)
+					}
+					// A clock that stands still but when waited on: the wait is exactly the step.
+					var clock Clock = newFakeClock(time.Now().Add(-step))
+					if !graceful {
+						clock = offsetClock{-step} // real time, to see the crashed lease expire
+					}
+					restarted := leased(t, Layout{}, lo, WithClock(clock))
+					var ids []int64
+					var err error
+					for {
+						ids = make([]int64, 50)
+						err = restarted.Generate(context.Background(), target, make([]int, 50), ids)
+						if !errors.Is(err, ErrNoWorkerID) {
+							break // a crashed holder's lease has expired
+						}
+						time.Sleep(10 * time.Millisecond)
+					}
+					name := fmt.Sprintf("step %s graceful %v", step, graceful)
+					if step > lo.ClockTolerance {
+						if !errors.Is(err, ErrClockBackwards) {
+							t.Fatalf("%s: got %v, want ErrClockBackwards", name, err)
+						}
+						continue
+					}
+					if err != nil {
+						t.Fatalf("%s: %v", name, err)
+					}
+					if ids[0] <= slices.Max(before) {
+						t.Fatalf("%s: the restarted generator made %d, not above %d", name, ids[0], slices.Max(before))
+					}
+					if graceful && restarted.Stats().Waits.ClockBehind != 1 {
+						t.Fatalf("%s: waits %+v, want one wait for the clock", name, restarted.Stats().Waits)
+					}
+					if err := restarted.Close(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// Within a process the wall clock plays no part: its steps back of 5ms, 1s
+// and 1h leave the IDs ascending and the lease held.
+func TestLeaseWallClockStepsWithinAProcess(t *testing.T) {
+	target := sqliteTarget(t)
+	clock := newFakeClock(now)
+	g := leased(t, Layout{}, LeaseOptions{Table: "workers", TTL: time.Minute}, WithClock(clock))
+	last := generate(t, g, target, 1)[0]
+	for _, step := range []time.Duration{5 * time.Millisecond, time.Second, time.Hour} {
+		clock.wall = clock.wall.Add(-step)
+		clock.advance(time.Millisecond)
+		id := generate(t, g, target, 1)[0]
+		if id <= last {
+			t.Fatalf("after a %s step back: %d, not above %d", step, id, last)
+		}
+		last = id
+	}
+}
