@@ -22,6 +22,7 @@ func testDB(t testing.TB, cfg Config) (*gorm.DB, *Plugin) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		_ = p.Close()
 		if sqlDB, err := db.DB(); err == nil {
 			_ = sqlDB.Close()
 		}

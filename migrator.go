@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"gorm.io/gorm"
+
+	"github.com/shardid/shardid/strategies"
 )
 
 // migratingDialector wraps the database's dialector so that AutoMigrate and
@@ -70,11 +72,11 @@ func (m migrator) DropTable(models ...any) error {
 // each parses the shardid tags of every model first, so that a bad tag fails
 // the migration before anything is changed and a good one shapes the table,
 // then runs do for the unsharded models here and for the sharded ones on each
-// physical database. With create, it also creates the instagram
-// clock-sequence on every physical database a tagged model may draw IDs from.
+// physical database. With create, it also creates on every physical database
+// what the strategies of the tagged models keep there.
 func (m migrator) each(models []any, do func(gorm.Migrator, ...any) error, create bool) error {
 	var here, everywhere []any
-	tagged := false
+	used := map[strategies.Generator]bool{}
 	for _, value := range models {
 		stmt := &gorm.Statement{DB: m.db}
 		if _, isTable := value.(string); isTable || stmt.Parse(value) != nil {
@@ -85,7 +87,11 @@ func (m migrator) each(models []any, do func(gorm.Migrator, ...any) error, creat
 		if err != nil {
 			return err
 		}
-		tagged = tagged || model != nil
+		if model != nil {
+			for _, f := range model.fields {
+				used[f.generator] = true
+			}
+		}
 		if model != nil && model.sharded() && m.plugin.routed() {
 			everywhere = append(everywhere, value)
 		} else {
@@ -97,8 +103,8 @@ func (m migrator) each(models []any, do func(gorm.Migrator, ...any) error, creat
 			return err
 		}
 	}
-	if create && tagged {
-		if err := m.plugin.prepareStrategies(m.db); err != nil {
+	if create && len(used) > 0 {
+		if err := m.plugin.prepareStrategies(m.db, used); err != nil {
 			return err
 		}
 	}

@@ -1,6 +1,7 @@
 package shardid
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -27,10 +28,10 @@ type Config struct {
 	// or "snowflake". Default: "instagram", whose uniqueness needs no
 	// coordination between processes.
 	DefaultStrategy string
-	// WorkerID is the snowflake worker ID of this process, below
-	// 2^Layout.WorkerBits. Default: 0. Two processes that use the snowflake
-	// strategy must have different worker IDs.
-	WorkerID int
+	// Snowflake configures the worker IDs of the snowflake strategy.
+	// Default: leased from each physical database, renewed every 3s and
+	// valid for 10s.
+	Snowflake SnowflakeConfig
 	// Shards lists the physical databases and the logical shards each holds;
 	// together they must map every logical shard exactly once. Default: none,
 	// and every logical shard lives on the plugin's own database, which then
@@ -38,6 +39,19 @@ type Config struct {
 	Shards []Shard
 
 	clock strategies.Clock // the snowflake clock; tests inject one
+}
+
+// SnowflakeConfig configures the snowflake strategy's worker IDs.
+type SnowflakeConfig struct {
+	// Lease configures the worker leases: their TTL, how long a restart
+	// waits for a clock that is behind, the owner's name, the table.
+	Lease strategies.LeaseOptions
+	// FixedWorker gives the process the worker ID WorkerID instead of
+	// leasing one. The caller then keeps worker IDs unique across
+	// processes, and time used is not remembered across restarts.
+	FixedWorker bool
+	// WorkerID is the fixed worker ID, below 2^Layout.WorkerBits.
+	WorkerID int
 }
 
 // Plugin is the GORM plugin. Register it with db.Use(shardid.New(cfg)). It is
@@ -114,9 +128,14 @@ func (p *Plugin) buildGenerators() error {
 	if p.config.clock != nil {
 		opts = append(opts, strategies.WithClock(p.config.clock))
 	}
-	snowflake, err := strategies.NewSnowflake(p.layout, p.config.WorkerID, opts...)
+	var snowflake *strategies.Snowflake
+	if sc := p.config.Snowflake; sc.FixedWorker {
+		snowflake, err = strategies.NewSnowflake(p.layout, sc.WorkerID, opts...)
+	} else {
+		snowflake, err = strategies.NewLeasedSnowflake(p.layout, sc.Lease, opts...)
+	}
 	if err != nil {
-		return fmt.Errorf("%w: WorkerID: %w", ErrInvalidConfig, err)
+		return fmt.Errorf("%w: Snowflake: %w", ErrInvalidConfig, err)
 	}
 	p.generators = map[string]strategies.Generator{
 		strategies.NameInstagram: instagram,
@@ -125,16 +144,39 @@ func (p *Plugin) buildGenerators() error {
 	return nil
 }
 
-// prepareStrategies creates what the strategies keep in each physical
-// database (the instagram clock-sequence).
-func (p *Plugin) prepareStrategies(db *gorm.DB) error {
-	instagram := p.generators[strategies.NameInstagram].(*strategies.Instagram)
-	for k, ph := range p.physical {
-		if err := instagram.Prepare(db.Statement.Context, p.target(db, k)); err != nil {
-			return fmt.Errorf("shardid: on %s: %w", ph.name, err)
+// preparer is a strategy that keeps tables in each physical database.
+type preparer interface {
+	Prepare(ctx context.Context, target strategies.Target) error
+}
+
+// prepareStrategies creates, in each physical database, what the strategies
+// used keep there: the instagram clock-sequence, the snowflake leases, the
+// segment counters.
+func (p *Plugin) prepareStrategies(db *gorm.DB, used map[strategies.Generator]bool) error {
+	for _, name := range strategyNames {
+		g := p.generators[name]
+		prep, ok := g.(preparer)
+		if !ok || !used[g] {
+			continue
+		}
+		for k, ph := range p.physical {
+			if err := prep.Prepare(db.Statement.Context, p.target(db, k)); err != nil {
+				return fmt.Errorf("shardid: on %s: %w", ph.name, err)
+			}
 		}
 	}
 	return nil
+}
+
+// Stats returns each strategy's counters, by strategy name.
+func (p *Plugin) Stats() map[string]strategies.Stats {
+	stats := map[string]strategies.Stats{}
+	for name, g := range p.generators {
+		if r, ok := g.(strategies.Reporter); ok {
+			stats[name] = r.Stats()
+		}
+	}
+	return stats
 }
 
 // modelEntry parses a schema's tags once, whichever goroutine gets there first.

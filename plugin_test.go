@@ -9,6 +9,8 @@ import (
 	"github.com/glebarez/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
+
+	"github.com/shardid/shardid/strategies"
 )
 
 func TestUseRefusesBadConfig(t *testing.T) {
@@ -20,8 +22,9 @@ func TestUseRefusesBadConfig(t *testing.T) {
 	}{
 		{"layout widths", Config{Layout: Layout{TimeBits: 41, ShardBits: 13, SequenceBits: 10}}, ErrInvalidLayout, "want 63"},
 		{"strategy", Config{DefaultStrategy: "uuidv4"}, ErrInvalidConfig, "allowed: instagram, snowflake"},
-		{"worker", Config{WorkerID: 1}, ErrInvalidConfig, "WorkerBits 0"},
-		{"worker with bits", Config{Layout: Layout{WorkerBits: 2}, WorkerID: 4}, ErrInvalidConfig, "0..3"},
+		{"worker", Config{Snowflake: SnowflakeConfig{FixedWorker: true, WorkerID: 1}}, ErrInvalidConfig, "WorkerBits 0"},
+		{"worker with bits", Config{Layout: Layout{WorkerBits: 2}, Snowflake: SnowflakeConfig{FixedWorker: true, WorkerID: 4}}, ErrInvalidConfig, "0..3"},
+		{"lease table", Config{Snowflake: SnowflakeConfig{Lease: strategies.LeaseOptions{Table: "x; DROP"}}}, ErrInvalidConfig, "plain SQL identifier"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -40,7 +43,7 @@ func TestDefaultStrategyIsUsed(t *testing.T) {
 	type untyped struct {
 		ID int64 `shardid:""`
 	}
-	db, _ := testDB(t, Config{DefaultStrategy: "snowflake", Layout: Layout{WorkerBits: 3}, WorkerID: 5})
+	db, _ := testDB(t, Config{DefaultStrategy: "snowflake", Layout: Layout{WorkerBits: 3}, Snowflake: SnowflakeConfig{FixedWorker: true, WorkerID: 5}})
 	migrate(t, db, &untyped{})
 	row := untyped{}
 	must(t, db.Create(&row).Error)

@@ -43,7 +43,7 @@ func BenchmarkRoutingCost(b *testing.B) {
 	for i := range 4 {
 		shards = append(shards, Shard{Name: fmt.Sprintf("fake-%d", i), DB: openFake(b), Logical: []Range{{From: i * 2048, To: i*2048 + 2047}}})
 	}
-	p := New(Config{Shards: shards})
+	p := New(Config{Shards: shards, Snowflake: SnowflakeConfig{FixedWorker: true}})
 	if err := routed.Use(p); err != nil {
 		b.Fatal(err)
 	}

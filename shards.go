@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 
 	"gorm.io/gorm"
 
@@ -106,10 +107,16 @@ func openPhysical(db *gorm.DB, s Shard) (*physical, error) {
 	return newPhysical(s.Name, opened)
 }
 
-// Close closes the physical databases the plugin opened from a Dialector;
-// those given as a DB, and the plugin's own database, stay open.
+// Close releases the snowflake worker leases and stops the strategies'
+// background work, then closes the physical databases the plugin opened from
+// a Dialector; those given as a DB, and the plugin's own database, stay open.
 func (p *Plugin) Close() error {
 	var errs []error
+	for _, name := range strategyNames {
+		if c, ok := p.generators[name].(io.Closer); ok {
+			errs = append(errs, c.Close())
+		}
+	}
 	for i, ph := range p.physical {
 		if i >= len(p.config.Shards) || p.config.Shards[i].Dialector == nil {
 			continue

@@ -113,19 +113,16 @@ func NewLeasedSnowflake(layout Layout, lo LeaseOptions, opts ...SnowflakeOption)
 	return s, nil
 }
 
-// Prepare creates the lease table in target; a leased generator also does
-// so on first use.
+// Prepare creates the lease table in target and takes the lease, so that a
+// statement need not (on SQLite, whose one writer may be that statement's
+// transaction, it could not). A leased generator otherwise does both on
+// first use.
 func (s *Snowflake) Prepare(ctx context.Context, target Target) error {
 	if s.leases == nil {
 		return nil
 	}
-	slot, err := s.leases.slot(target)
-	if err != nil {
-		return err
-	}
-	slot.acquire.Lock()
-	defer slot.acquire.Unlock()
-	return slot.prepare(ctx)
+	_, err := s.leaseFor(ctx, target)
+	return err
 }
 
 // slot returns the lease slot of target's database, adding it on first use.
@@ -206,6 +203,9 @@ func (s *Snowflake) leaseFor(ctx context.Context, target Target) (*lease, error)
 	}
 	if l := slot.current.Load(); l != nil {
 		return l, nil
+	}
+	if target.Dialect == "sqlite" && target.Conn != Conn(target.DB) {
+		return nil, fmt.Errorf("%w: %s has no worker lease yet, and SQLite's one writer is this statement's transaction: take the lease first (AutoMigrate does, as does a statement outside a transaction)", ErrLeaseLost, target.Name)
 	}
 	return s.takeLease(ctx, slot)
 }

@@ -99,8 +99,9 @@ func TestLeaseDistinctWorkersAndAClearErrorWhenAllAreTaken(t *testing.T) {
 func TestLeaseHeartbeatRenews(t *testing.T) {
 	for _, target := range allTargets(t) {
 		t.Run(target.Dialect, func(t *testing.T) {
-			g := leased(t, Layout{}, LeaseOptions{Table: leaseTableFor(t, target), TTL: 150 * time.Millisecond})
-			deadline := time.Now().Add(600 * time.Millisecond)
+			t.Parallel()
+			g := leased(t, Layout{}, LeaseOptions{Table: leaseTableFor(t, target), TTL: 600 * time.Millisecond})
+			deadline := time.Now().Add(2400 * time.Millisecond)
 			for time.Now().Before(deadline) {
 				generate(t, g, target, 10) // fails with ErrLeaseLost if the lease ran out
 				time.Sleep(5 * time.Millisecond)
