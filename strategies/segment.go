@@ -44,8 +44,9 @@ import (
 // Reservations run on [Target.DB], never in the caller's transaction: a
 // reservation rolled back with the rows would let another process reserve
 // the same block. On SQLite this means a caller holding a write transaction
-// must not use up the cached blocks, or it waits for its own lock. A Segment
-// is safe for concurrent use; call Close to stop its background refills.
+// that uses up the cached blocks waits for its own lock, until its context
+// ends. A Segment is safe for concurrent use; call Close to stop its
+// background refills.
 type Segment struct {
 	layout     Layout
 	opts       SegmentOptions // with the defaults filled in
@@ -379,25 +380,33 @@ func (q *segmentSequence) prefetch() {
 	if q.next != nil || q.inflight != nil || q.exhausted {
 		return
 	}
+	q.startLocked(true)
+}
+
+// startLocked starts a reservation in its own goroutine, bounded by the
+// Segment's life rather than by a caller's context: a caller that gives up
+// does not waste the block, and SQLite's busy wait, which ignores contexts,
+// cannot hold a caller past its deadline. It returns nil after Close.
+func (q *segmentSequence) startLocked(background bool) *segmentRefill {
 	ctx, cancel, ok := q.seg.startBackground()
 	if !ok {
-		return
+		return nil
 	}
-	r := &segmentRefill{done: make(chan struct{}), background: true}
+	r := &segmentRefill{done: make(chan struct{}), background: background}
 	q.inflight = r
 	go func() {
 		defer q.seg.background.Done()
 		defer cancel()
 		q.run(ctx, r)
 	}()
+	return r
 }
 
 // refill returns once the current block has values, or with the reason it
-// cannot get any. It swaps in the prefetched block, waits for a reservation
-// under way, or reserves itself.
+// cannot get any. It swaps in the prefetched block, or waits for the
+// reservation under way, starting one if there is none.
 func (q *segmentSequence) refill(ctx context.Context) error {
 	waited := false
-	failures := 0
 	for {
 		q.mu.Lock()
 		if b := q.current.Load(); b != nil && b.left() > 0 {
@@ -418,27 +427,23 @@ func (q *segmentSequence) refill(ctx context.Context) error {
 			waited = true
 			q.seg.refillWaits.Add(1)
 		}
-		if r := q.inflight; r != nil {
-			q.mu.Unlock()
-			select {
-			case <-r.done:
-			case <-ctx.Done():
-				return q.errorf("waiting for a block: %w", ctx.Err())
-			}
-			// A failed background refill, or another caller's, is retried
-			// here; a second failure in a row is this caller's answer too.
-			if r.err != nil {
-				if failures++; failures > 1 {
-					return q.errorf("reserving a block: %w", r.err)
-				}
-			}
-			continue
+		r := q.inflight
+		if r == nil {
+			r = q.startLocked(false)
 		}
-		r := &segmentRefill{done: make(chan struct{})}
-		q.inflight = r
 		q.mu.Unlock()
-		if err := q.run(ctx, r); err != nil {
-			return q.errorf("reserving a block: %w", err)
+		if r == nil {
+			return errSegmentClosed
+		}
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+			return q.errorf("waiting for a block: %w", ctx.Err())
+		}
+		// A failed prefetch is retried once for the callers; a reservation
+		// started for them that fails is their answer.
+		if r.err != nil && !r.background {
+			return q.errorf("reserving a block: %w", r.err)
 		}
 	}
 }
@@ -449,7 +454,7 @@ func (q *segmentSequence) errorf(format string, args ...any) error {
 
 // run makes reservation r and installs the block: as the current one when
 // that is used up, otherwise as the next.
-func (q *segmentSequence) run(ctx context.Context, r *segmentRefill) error {
+func (q *segmentSequence) run(ctx context.Context, r *segmentRefill) {
 	b, err := q.reserve(ctx)
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -463,7 +468,6 @@ func (q *segmentSequence) run(ctx context.Context, r *segmentRefill) error {
 	q.inflight = nil
 	r.err = err
 	close(r.done)
-	return err
 }
 
 // reserve moves the counter row by an adapted step, above this process's
