@@ -1,0 +1,125 @@
+package strategies
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// segmentTable holds one counter row per sequence name: v is the highest
+// value reserved so far, and a block is (old v, new v].
+const segmentTable = "shardid_segments"
+
+// segmentSQL is one dialect's statements for the [Segment] counters.
+type segmentSQL struct {
+	create           []string
+	transactionalDDL bool   // run create in a transaction (PostgreSQL: two processes at once)
+	seed             string // creates the counter row of name ($1) at 0 if it is missing
+	// reserve moves the counter of name to max(v, floor) + step and returns
+	// its new value, or sql.ErrNoRows when the row is missing. It runs on the
+	// pool, never in the caller's transaction: a reservation rolled back with
+	// the caller's rows would let another process reserve the same block.
+	reserve func(ctx context.Context, pool *sql.DB, name string, floor, step int64) (int64, error)
+}
+
+func segmentSQLFor(dialect string) (segmentSQL, error) {
+	switch dialect {
+	case "mysql":
+		return mysqlSegment(), nil
+	case "postgres":
+		return postgresSegment(), nil
+	case "sqlite":
+		return sqliteSegment(), nil
+	}
+	return segmentSQL{}, fmt.Errorf("%w: %q (segment supports mysql, postgres and sqlite)", ErrUnsupportedDialect, dialect)
+}
+
+// mysqlSegment reserves with LAST_INSERT_ID(expr), which remembers the new
+// value in the session; the SELECT that reads it back must therefore run on
+// the same connection as the UPDATE, so both run on one pinned *sql.Conn.
+// 191 characters of utf8mb4 is the longest key older InnoDB row formats index.
+func mysqlSegment() segmentSQL {
+	update := "UPDATE `" + segmentTable + "` SET `v` = LAST_INSERT_ID(GREATEST(`v`, ?) + ?) WHERE `name` = ?"
+	return segmentSQL{
+		create: []string{"CREATE TABLE IF NOT EXISTS `" + segmentTable +
+			"` (`name` VARCHAR(191) NOT NULL PRIMARY KEY, `v` BIGINT NOT NULL) ENGINE=InnoDB"},
+		seed: "INSERT IGNORE INTO `" + segmentTable + "` (`name`, `v`) VALUES (?, 0)",
+		reserve: func(ctx context.Context, pool *sql.DB, name string, floor, step int64) (int64, error) {
+			conn, err := pool.Conn(ctx)
+			if err != nil {
+				return 0, err
+			}
+			defer conn.Close()
+			res, err := conn.ExecContext(ctx, update, floor, step, name)
+			if err != nil {
+				return 0, err
+			}
+			// Without a matched row LAST_INSERT_ID() would still return the
+			// session's previous value: a block that is not ours.
+			if changed, err := res.RowsAffected(); err != nil {
+				return 0, err
+			} else if changed == 0 {
+				return 0, sql.ErrNoRows
+			}
+			var v int64
+			err = conn.QueryRowContext(ctx, "SELECT LAST_INSERT_ID()").Scan(&v)
+			return v, err
+		},
+	}
+}
+
+func postgresSegment() segmentSQL {
+	return segmentSQL{
+		create: []string{
+			// Concurrent CREATE TABLE IF NOT EXISTS can fail on pg_type; the lock serializes starters.
+			`SELECT pg_advisory_xact_lock(7270246873298435074)`,
+			`CREATE TABLE IF NOT EXISTS "` + segmentTable + `" ("name" varchar(191) PRIMARY KEY, "v" bigint NOT NULL)`,
+		},
+		transactionalDDL: true,
+		seed:             `INSERT INTO "` + segmentTable + `" ("name", "v") VALUES ($1, 0) ON CONFLICT ("name") DO NOTHING`,
+		reserve:          returningReserve(`UPDATE "` + segmentTable + `" SET "v" = GREATEST("v", $1) + $2 WHERE "name" = $3 RETURNING "v"`),
+	}
+}
+
+func sqliteSegment() segmentSQL {
+	return segmentSQL{
+		create:  []string{`CREATE TABLE IF NOT EXISTS "` + segmentTable + `" ("name" VARCHAR(191) NOT NULL PRIMARY KEY, "v" INTEGER NOT NULL)`},
+		seed:    `INSERT OR IGNORE INTO "` + segmentTable + `" ("name", "v") VALUES (?1, 0)`,
+		reserve: returningReserve(`UPDATE "` + segmentTable + `" SET "v" = MAX("v", ?1) + ?2 WHERE "name" = ?3 RETURNING "v"`),
+	}
+}
+
+// returningReserve runs an UPDATE … RETURNING whose parameters are the
+// floor, the step and the name: one atomic statement, one round trip.
+func returningReserve(query string) func(ctx context.Context, pool *sql.DB, name string, floor, step int64) (int64, error) {
+	return func(ctx context.Context, pool *sql.DB, name string, floor, step int64) (int64, error) {
+		var v int64
+		err := pool.QueryRowContext(ctx, query, floor, step, name).Scan(&v)
+		return v, err
+	}
+}
+
+// createSegmentTable runs the DDL in one transaction where the conn allows
+// it, so two processes starting at once serialize on the dialect's lock.
+func createSegmentTable(ctx context.Context, conn Conn, sqls segmentSQL) error {
+	beginner, ok := conn.(txBeginner)
+	if !ok || !sqls.transactionalDDL {
+		for _, ddl := range sqls.create {
+			if _, err := conn.ExecContext(ctx, ddl); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tx, err := beginner.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	for _, ddl := range sqls.create {
+		if _, err := tx.ExecContext(ctx, ddl); err != nil {
+			_ = tx.Rollback()
+			return err
+		}
+	}
+	return tx.Commit()
+}
