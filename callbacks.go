@@ -3,12 +3,12 @@ package shardid
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
 	"time"
 
+	"github.com/google/uuid"
 	"gorm.io/gorm"
 	"gorm.io/gorm/schema"
 
@@ -89,8 +89,8 @@ func (p *Plugin) assignIDs(db *gorm.DB) {
 func (p *Plugin) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 	stmt := db.Statement
 	physicalOfRow := func(row reflect.Value) int {
-		id, _ := readID(m.pk().field.ReflectValueOf(stmt.Context, row))
-		return p.physicalOf(p.layout.Shard(id))
+		shard, _, _ := p.fieldShard(m.pk().field.ReflectValueOf(stmt.Context, row))
+		return p.physicalOf(shard)
 	}
 	// GORM's CreateInBatches wraps its batches in a transaction on the
 	// plugin's own database, which holds no shard: its batches are written as
@@ -162,29 +162,35 @@ func (p *Plugin) fill(ctx context.Context, db *gorm.DB, m *model, rows []reflect
 	type fieldIDs struct {
 		values []reflect.Value // the zero fields to fill
 		ids    []int64
+		uuids  []uuid.UUID
 	}
 	var madeOnStack [2]fieldIDs
 	made := madeOnStack[:0]
+	write := func() {
+		for _, done := range made {
+			for i, v := range done.values {
+				if done.uuids != nil {
+					writeUUID(v, done.uuids[i])
+				} else {
+					writeID(v, done.ids[i])
+				}
+			}
+		}
+		made = made[:0]
+	}
 	for _, f := range m.fields {
 		if f.colocate != nil && m.tagged(f.colocate) {
-			// This field follows another ID of the same row: that one must be in place.
-			for _, done := range made {
-				writeIDs(done.values, done.ids)
-			}
-			made = made[:0]
+			write() // this field follows another ID of the same row: that one must be in place
 		}
 		values := make([]reflect.Value, 0, len(rows))
 		shards := make([]int, 0, len(rows))
 		for _, row := range rows {
 			value := f.field.ReflectValueOf(ctx, row)
-			id, err := readID(value)
-			if err == nil && id != 0 {
-				err = p.layout.Check(id, now)
-			}
+			zero, err := p.checkPreset(value, now)
 			if err != nil {
 				return &FieldError{Model: m.schema.Name, Field: f.field.Name, Err: ErrInvalidID, Detail: fmt.Sprintf("preset value: %v", err)}
 			}
-			if id != 0 {
+			if !zero {
 				continue
 			}
 			shard, err := p.shardOf(ctx, db, m, f, row)
@@ -201,16 +207,43 @@ func (p *Plugin) fill(ctx context.Context, db *gorm.DB, m *model, rows []reflect
 			// the batch's IDs ascend, which B-tree indexes append cheaply.
 			slices.Sort(shards)
 		}
-		ids, err := p.generate(ctx, db, f, shards)
+		if f.uuidVersion != 0 {
+			uuids := make([]uuid.UUID, len(shards))
+			for i, shard := range shards {
+				var err error
+				if uuids[i], err = p.uuids.New(f.uuidVersion, shard); err != nil {
+					return fmt.Errorf("shardid: %s.%s: %w", m.schema.Name, f.field.Name, err)
+				}
+			}
+			made = append(made, fieldIDs{values: values, uuids: uuids})
+			continue
+		}
+		ids, err := p.generate(ctx, db, m, f, shards)
 		if err != nil {
 			return fmt.Errorf("shardid: %s.%s: %w", m.schema.Name, f.field.Name, err)
 		}
-		made = append(made, fieldIDs{values, ids})
+		made = append(made, fieldIDs{values: values, ids: ids})
 	}
-	for _, done := range made {
-		writeIDs(done.values, done.ids)
-	}
+	write()
 	return nil
+}
+
+// checkPreset reports whether an ID field is unset, and refuses a set value
+// the plugin cannot have made: an int64 that is not positive or is timed too
+// far ahead, text that is not a UUID.
+func (p *Plugin) checkPreset(v reflect.Value, now time.Time) (zero bool, err error) {
+	if isUUIDType(v.Type()) {
+		if v.IsZero() {
+			return true, nil
+		}
+		_, err := uuidOf(v.Interface())
+		return false, err
+	}
+	id, err := readID(v)
+	if err == nil && id != 0 {
+		err = p.layout.Check(id, now)
+	}
+	return id == 0 && err == nil, err
 }
 
 // shardOf picks the logical shard of a new row by the field's tag: the shard
@@ -224,20 +257,19 @@ func (p *Plugin) shardOf(ctx context.Context, db *gorm.DB, m *model, f *idField,
 	switch {
 	case f.colocate != nil:
 		source := f.colocate.ReflectValueOf(ctx, row)
-		id, err := readID(source)
+		shard, zero, err := p.fieldShard(source)
 		if err != nil {
 			return 0, noShard("colocate:%s: %v", f.colocate.Name, err)
 		}
-		if id == 0 && f.parent != nil {
-			if id, err = p.fillParent(ctx, db, f.parent, row); err != nil {
+		if zero && f.parent != nil {
+			if shard, zero, err = p.fillParent(ctx, db, f.parent, row, source); err != nil {
 				return 0, err
 			}
-			writeID(source, id)
 		}
-		if id <= 0 {
-			return 0, noShard("colocate:%s is %d; set %s (or the %s it belongs to) to the ID this row lives beside", f.colocate.Name, id, f.colocate.Name, parentName(f))
+		if zero {
+			return 0, noShard("colocate:%s is not set; set %s (or the %s it belongs to) to the ID this row lives beside", f.colocate.Name, f.colocate.Name, parentName(f))
 		}
-		return p.layout.Shard(id), nil
+		return shard, nil
 	case f.hash != nil:
 		key := f.hash.ReflectValueOf(ctx, row)
 		if (key.Kind() == reflect.String || key.Kind() == reflect.Slice) && key.Len() == 0 {
@@ -262,26 +294,34 @@ func (p *Plugin) shardOf(ctx context.Context, db *gorm.DB, m *model, f *idField,
 }
 
 // fillParent gives the belongs-to parent about to be created in the same call
-// its ID first, so that its child can be colocated with it.
-// It returns 0 when there is no such parent, or its ID is not a shardid field.
-func (p *Plugin) fillParent(ctx context.Context, db *gorm.DB, rel *schema.Relationship, row reflect.Value) (int64, error) {
+// its ID first, so that its child can be colocated with it, and copies that ID
+// into the child's foreign key. It reports zero when there is no such parent,
+// or its ID is not a shardid field.
+func (p *Plugin) fillParent(ctx context.Context, db *gorm.DB, rel *schema.Relationship, row, foreignKey reflect.Value) (shard int, zero bool, err error) {
 	// Only a parent that GORM will create in this call (not one left out with Omit or Select).
 	columns, restricted := db.Statement.SelectAndOmitColumns(true, false)
 	if saved, named := columns[rel.Name]; named && !saved || !named && restricted {
-		return 0, nil
+		return 0, true, nil
 	}
 	parent := reflect.Indirect(rel.Field.ReflectValueOf(ctx, row))
 	if parent.Kind() != reflect.Struct {
-		return 0, nil
+		return 0, true, nil
 	}
 	pm, err := p.model(rel.FieldSchema)
 	if err != nil || pm == nil {
-		return 0, err
+		return 0, true, err
 	}
 	if err := p.fill(ctx, db, pm, []reflect.Value{parent}); err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	return readID(rel.References[0].PrimaryKey.ReflectValueOf(ctx, parent))
+	key := rel.References[0].PrimaryKey.ReflectValueOf(ctx, parent)
+	if shard, zero, err = p.fieldShard(key); err != nil || zero {
+		return shard, zero, err
+	}
+	if key.Type().ConvertibleTo(foreignKey.Type()) {
+		foreignKey.Set(key.Convert(foreignKey.Type()))
+	}
+	return shard, false, nil
 }
 
 func parentName(f *idField) string {
@@ -289,20 +329,6 @@ func parentName(f *idField) string {
 		return f.parent.FieldSchema.Name
 	}
 	return "row"
-}
-
-// readID returns the value of an integer field as an int64.
-func readID(v reflect.Value) (int64, error) {
-	switch v.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return v.Int(), nil
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		if u := v.Uint(); u > math.MaxInt64 {
-			return 0, fmt.Errorf("%d does not fit in 63 bits", u)
-		}
-		return int64(v.Uint()), nil
-	}
-	return 0, fmt.Errorf("a %s is not an integer ID", v.Type())
 }
 
 // inBatchWrapper reports whether the statement's transaction is the one GORM's
@@ -342,12 +368,12 @@ func writeID(v reflect.Value, id int64) {
 // s comes from the physical database holding s (that is where the instagram
 // clock-sequence of s is kept), so the shards are grouped by database: one
 // Generate call, and for instagram one round trip, per database.
-func (p *Plugin) generate(ctx context.Context, db *gorm.DB, f *idField, shards []int) ([]int64, error) {
+func (p *Plugin) generate(ctx context.Context, db *gorm.DB, m *model, f *idField, shards []int) ([]int64, error) {
 	ids := make([]int64, len(shards))
 	shardMap := p.router.Map() // one map for the whole statement, though it be swapped meanwhile
 	first := shardMap.Physical(shards[0])
 	if !slices.ContainsFunc(shards, func(s int) bool { return shardMap.Physical(s) != first }) {
-		return ids, f.generator.Generate(ctx, p.target(db, first), shards, ids)
+		return ids, f.generator.Generate(ctx, p.target(db, m, first), shards, ids)
 	}
 	for k := range p.physical {
 		var at []int
@@ -364,7 +390,7 @@ func (p *Plugin) generate(ctx context.Context, db *gorm.DB, f *idField, shards [
 			group[j] = shards[i]
 		}
 		made := make([]int64, len(at))
-		if err := f.generator.Generate(ctx, p.target(db, k), group, made); err != nil {
+		if err := f.generator.Generate(ctx, p.target(db, m, k), group, made); err != nil {
 			return nil, err
 		}
 		for j, i := range at {
@@ -378,9 +404,12 @@ func (p *Plugin) generate(ctx context.Context, db *gorm.DB, f *idField, shards [
 // the database's pool, outside the statement's transaction, so no lock they
 // take is held until that transaction ends; on SQLite, whose one writer may be
 // that very transaction, they run on the transaction when it is on k.
-func (p *Plugin) target(db *gorm.DB, k int) strategies.Target {
+func (p *Plugin) target(db *gorm.DB, m *model, k int) strategies.Target {
 	ph := p.physical[k]
 	t := strategies.Target{Name: ph.name, Dialect: p.db.Dialector.Name(), Conn: ph.sqlDB, DB: ph.sqlDB}
+	if m != nil {
+		t.Table = m.schema.Table
+	}
 	if t.Dialect == "sqlite" && inTransaction(db.Statement.ConnPool) {
 		if on, ok := p.transactionPhysical(db.Statement); !p.routed() || ok && on == k {
 			t.Conn = db.Statement.ConnPool

@@ -1,6 +1,8 @@
 package shardid
 
 import (
+	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"reflect"
@@ -9,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/google/uuid"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
@@ -315,7 +318,7 @@ func (p *Plugin) keyed(m *model, t reflect.Type) bool {
 
 func (p *Plugin) sortByKey(db *gorm.DB, m *model, rows reflect.Value, desc bool) error {
 	pk := m.pk().field
-	keys := make([]int64, rows.Len())
+	keys := make([]sortKey, rows.Len())
 	for i := range keys {
 		row := reflect.Indirect(rows.Index(i))
 		if row.Kind() == reflect.Map {
@@ -323,10 +326,10 @@ func (p *Plugin) sortByKey(db *gorm.DB, m *model, rows reflect.Value, desc bool)
 			if !key.IsValid() {
 				return fmt.Errorf("%w: %s: rows merged in primary-key order must select %s", ErrCrossShard, m.schema.Name, pk.DBName)
 			}
-			keys[i], _ = int64Of(key.Interface())
+			keys[i] = sortKeyOf(key.Interface(), pk.FieldType)
 			continue
 		}
-		keys[i], _ = readID(pk.ReflectValueOf(db.Statement.Context, row))
+		keys[i] = sortKeyOf(pk.ReflectValueOf(db.Statement.Context, row).Interface(), pk.FieldType)
 	}
 	order := make([]int, rows.Len())
 	for i := range order {
@@ -336,13 +339,7 @@ func (p *Plugin) sortByKey(db *gorm.DB, m *model, rows reflect.Value, desc bool)
 		if desc {
 			a, b = b, a
 		}
-		switch {
-		case keys[a] < keys[b]:
-			return -1
-		case keys[a] > keys[b]:
-			return 1
-		}
-		return 0
+		return keys[a].compare(keys[b])
 	})
 	sorted := reflect.MakeSlice(rows.Type(), rows.Len(), rows.Len())
 	for i, j := range order {
@@ -350,6 +347,29 @@ func (p *Plugin) sortByKey(db *gorm.DB, m *model, rows reflect.Value, desc bool)
 	}
 	reflect.Copy(rows, sorted)
 	return nil
+}
+
+// sortKey is a primary key as the databases order it: an int64 ID by value,
+// a UUID by its bytes (its text, lower-case hex, sorts the same).
+type sortKey struct {
+	id   int64
+	uuid uuid.UUID
+}
+
+func sortKeyOf(v any, t reflect.Type) sortKey {
+	if isUUIDType(t) {
+		u, _ := uuidOf(v)
+		return sortKey{uuid: u}
+	}
+	id, _ := int64Of(v)
+	return sortKey{id: id}
+}
+
+func (k sortKey) compare(o sortKey) int {
+	if c := cmp.Compare(k.id, o.id); c != 0 {
+		return c
+	}
+	return bytes.Compare(k.uuid[:], o.uuid[:])
 }
 
 func isNumber(k reflect.Kind) bool {

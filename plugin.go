@@ -24,14 +24,17 @@ type Config struct {
 	// Layout of the IDs. Default: the zero Layout, 40 bits of milliseconds
 	// since 2025-01-01, 13 bits of logical shard, 10 bits of sequence.
 	Layout Layout
-	// DefaultStrategy is the strategy of a tag that names none: "instagram"
-	// or "snowflake". Default: "instagram", whose uniqueness needs no
+	// DefaultStrategy is the strategy of a tag that names none: "instagram",
+	// "snowflake", "segment" or "ticket" (UUID fields name theirs). Default: "instagram", whose uniqueness needs no
 	// coordination between processes.
 	DefaultStrategy string
 	// Snowflake configures the worker IDs of the snowflake strategy.
 	// Default: leased from each physical database, renewed every 3s and
 	// valid for 10s.
 	Snowflake SnowflakeConfig
+	// Segment configures the segment strategy's blocks. Default: blocks of
+	// 1000 values, doubled while a block lasts under 15 minutes, up to 1e6.
+	Segment strategies.SegmentOptions
 	// Shards lists the physical databases and the logical shards each holds;
 	// together they must map every logical shard exactly once. Default: none,
 	// and every logical shard lives on the plugin's own database, which then
@@ -60,6 +63,7 @@ type Plugin struct {
 	config     Config
 	layout     Layout // normalized
 	generators map[string]strategies.Generator
+	uuids      strategies.UUIDs
 	db         *gorm.DB
 	physical   []*physical // the databases logical shards live on
 	router     *shardrouter.Router
@@ -137,9 +141,21 @@ func (p *Plugin) buildGenerators() error {
 	if err != nil {
 		return fmt.Errorf("%w: Snowflake: %w", ErrInvalidConfig, err)
 	}
+	segmentOptions := p.config.Segment
+	if segmentOptions.Clock == nil {
+		segmentOptions.Clock = p.config.clock
+	}
+	segment, err := strategies.NewSegment(p.layout, segmentOptions)
+	if err != nil {
+		return fmt.Errorf("%w: Segment: %w", ErrInvalidConfig, err)
+	}
+	if p.uuids, err = strategies.NewUUIDs(p.layout); err != nil {
+		return err
+	}
 	p.generators = map[string]strategies.Generator{
 		strategies.NameInstagram: instagram,
 		strategies.NameSnowflake: snowflake,
+		strategies.NameSegment:   segment,
 	}
 	return nil
 }
@@ -160,7 +176,7 @@ func (p *Plugin) prepareStrategies(db *gorm.DB, used map[strategies.Generator]bo
 			continue
 		}
 		for k, ph := range p.physical {
-			if err := prep.Prepare(db.Statement.Context, p.target(db, k)); err != nil {
+			if err := prep.Prepare(db.Statement.Context, p.target(db, nil, k)); err != nil {
 				return fmt.Errorf("shardid: on %s: %w", ph.name, err)
 			}
 		}

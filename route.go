@@ -133,24 +133,17 @@ func (p *Plugin) bind(db *gorm.DB, k int) error {
 // whose shard is not the row's. Where the row's shard is not known from the
 // statement, assigning those columns is refused outright.
 func (p *Plugin) keepsShard(stmt *gorm.Statement, m *model) error {
-	key := m.pk()
 	assigned := assignedValues(stmt, m)
 	if len(assigned) == 0 {
 		return nil
 	}
-	rowID := p.rowID(stmt, m)
+	rowShard, known := p.rowShard(stmt, m)
 	for field, v := range assigned {
-		moves := rowID == 0
+		moves := !known
 		if !moves {
-			switch field {
-			case key.field:
-				id, err := int64Of(v)
-				moves = err != nil || id != rowID
-			default:
-				e := m.evidence[slices.IndexFunc(m.evidence, func(e evidence) bool { return e.matches("", field.DBName) })]
-				s, err := e.shardOf(p, v)
-				moves = err != nil || s != p.layout.Shard(rowID)
-			}
+			e := m.evidence[slices.IndexFunc(m.evidence, func(e evidence) bool { return e.matches("", field.DBName) })]
+			s, err := e.shardOf(p, v)
+			moves = err != nil || s != rowShard
 		}
 		if moves {
 			return fmt.Errorf("%w: %s: the update sets %s to a value that does not place the row on its own shard; copy the row instead", ErrCrossShard, m.schema.Name, field.Name)
@@ -206,22 +199,22 @@ func assignedValues(stmt *gorm.Statement, m *model) map[*schema.Field]any {
 	return assigned
 }
 
-// rowID returns the ID of the one row an update names, by its model or its
-// conditions, or 0.
-func (p *Plugin) rowID(stmt *gorm.Statement, m *model) int64 {
+// rowShard returns the logical shard of the one row an update names, by its
+// model or its conditions.
+func (p *Plugin) rowShard(stmt *gorm.Statement, m *model) (int, bool) {
 	if model := reflect.Indirect(reflect.ValueOf(stmt.Model)); model.Kind() == reflect.Struct && model.Type() == m.schema.ModelType {
-		if id, _ := readID(m.pk().field.ReflectValueOf(stmt.Context, model)); id > 0 {
-			return id
+		if shard, zero, err := p.fieldShard(m.pk().field.ReflectValueOf(stmt.Context, model)); err == nil && !zero {
+			return shard, true
 		}
 	}
 	if where, ok := stmt.Clauses["WHERE"].Expression.(clause.Where); ok {
 		if values, ok := shardrouter.ColumnValues(where.Exprs, m.evidence[0].matches); ok && len(values) == 1 {
-			if id, err := int64Of(values[0]); err == nil {
-				return id
+			if shard, err := m.evidence[0].shardOf(p, values[0]); err == nil {
+				return shard, true
 			}
 		}
 	}
-	return 0
+	return 0, false
 }
 
 // keepUnsharded keeps a statement on an unsharded model on the plugin's own
@@ -415,8 +408,8 @@ func (p *Plugin) modelPhysicals(stmt *gorm.Statement, m *model, kind statementKi
 	var set physicalSet
 	add := func(row reflect.Value) {
 		if row.Type() == m.schema.ModelType {
-			if id, _ := readID(pk.ReflectValueOf(stmt.Context, row)); id > 0 {
-				set = set.with(p.physicalOf(p.layout.Shard(id)))
+			if shard, zero, err := p.fieldShard(pk.ReflectValueOf(stmt.Context, row)); err == nil && !zero {
+				set = set.with(p.physicalOf(shard))
 			}
 		}
 	}
@@ -450,16 +443,12 @@ func (e evidence) matches(table, name string) bool {
 // primary key is the shardid field f: the key itself, then its colocate or
 // hash column.
 func evidenceOf(table string, f *idField) []evidence {
-	idShard := func(p *Plugin, v any) (int, error) {
-		id, err := int64Of(v)
-		if err != nil || id <= 0 {
-			return 0, fmt.Errorf("%w: %v is not an ID", ErrNoShard, v)
-		}
-		return p.layout.Shard(id), nil
+	idShard := func(field *schema.Field) func(p *Plugin, v any) (int, error) {
+		return func(p *Plugin, v any) (int, error) { return p.valueShard(v, field.FieldType) }
 	}
-	list := []evidence{{table: table, names: []string{clause.PrimaryKey, f.field.DBName, f.field.Name}, shardOf: idShard}}
+	list := []evidence{{table: table, names: []string{clause.PrimaryKey, f.field.DBName, f.field.Name}, shardOf: idShard(f.field)}}
 	if f.colocate != nil {
-		list = append(list, evidence{table: table, names: []string{f.colocate.DBName, f.colocate.Name}, shardOf: idShard})
+		list = append(list, evidence{table: table, names: []string{f.colocate.DBName, f.colocate.Name}, shardOf: idShard(f.colocate)})
 	}
 	if f.hash != nil {
 		hashed := f.hash

@@ -24,7 +24,15 @@ const (
 )
 
 // strategyNames are the strategies a tag may name, in the order errors list them.
-var strategyNames = []string{strategies.NameInstagram, strategies.NameSnowflake}
+var strategyNames = []string{strategies.NameInstagram, strategies.NameSnowflake, strategies.NameSegment, strategies.NameTicket}
+
+// uuidVersions are the UUID strategies a tag may name, and their versions.
+var uuidVersions = map[string]int{strategies.NameUUIDv7: 7, strategies.NameUUIDv4: 4}
+
+// allowedStrategies lists every strategy a tag may name, for errors.
+func allowedStrategies() string {
+	return strings.Join(append(slices.Clone(strategyNames), strategies.NameUUIDv7, strategies.NameUUIDv4), ", ")
+}
 
 // fieldTag is the parsed value of one shardid tag.
 type fieldTag struct {
@@ -54,8 +62,8 @@ func parseTag(tag string) (fieldTag, error) {
 		seen[key] = true
 		switch key {
 		case tagStrategy:
-			if !slices.Contains(strategyNames, value) {
-				return t, fmt.Errorf("unknown strategy %q (allowed: %s)", value, strings.Join(strategyNames, ", "))
+			if _, isUUID := uuidVersions[value]; !isUUID && !slices.Contains(strategyNames, value) {
+				return t, fmt.Errorf("unknown strategy %q (allowed: %s)", value, allowedStrategies())
 			}
 			t.strategy = value
 		case tagColocate:
@@ -74,8 +82,9 @@ func parseTag(tag string) (fieldTag, error) {
 
 // idField is one shardid-tagged field of a model, ready to fill.
 type idField struct {
-	field     *schema.Field
-	generator strategies.Generator
+	field       *schema.Field
+	generator   strategies.Generator // nil for a UUID field
+	uuidVersion int                  // 7 or 4 for a UUID field
 	colocate  *schema.Field        // the row's shard is this ID's shard
 	parent    *schema.Relationship // belongs-to whose foreign key is colocate, if any
 	hash      *schema.Field        // the row's shard is the hash of this value
@@ -114,18 +123,23 @@ func (p *Plugin) parseModel(s *schema.Schema) (*model, error) {
 			return nil, bad("%v", err)
 		}
 		idf := &idField{field: f}
-		switch f.FieldType.Kind() {
-		case reflect.Int64, reflect.Uint64:
-		default:
-			return nil, bad("type %s cannot hold an ID (allowed: int64, uint64, shardid.ID)", f.FieldType)
+		if t.strategy == "" {
+			t.strategy = p.config.DefaultStrategy
+		}
+		idf.uuidVersion = uuidVersions[t.strategy]
+		switch kind := f.FieldType.Kind(); {
+		case idf.uuidVersion != 0 && !isUUIDType(f.FieldType):
+			return nil, bad("type %s cannot hold a UUID (allowed for %s: string, [16]byte, uuid.UUID)", f.FieldType, t.strategy)
+		case idf.uuidVersion == 0 && kind != reflect.Int64 && kind != reflect.Uint64:
+			return nil, bad("type %s cannot hold an ID of strategy %s (allowed: int64, uint64, shardid.ID; for a string or [16]byte, uuidv7 or uuidv4)", f.FieldType, t.strategy)
 		}
 		if f.PrimaryKey && f.TagSettings["AUTOINCREMENT"] != "" && f.TagSettings["AUTOINCREMENT"] != "false" {
 			return nil, bad("a shardid field is filled before the insert and cannot be autoIncrement")
 		}
-		if t.strategy == "" {
-			t.strategy = p.config.DefaultStrategy
-		}
 		idf.generator = p.generators[t.strategy]
+		if t.strategy == strategies.NameTicket && idf.generator == nil {
+			return nil, bad("strategy ticket needs ticket servers: set Config.Ticket.Servers")
+		}
 		if t.colocate != "" {
 			src := s.LookUpField(t.colocate)
 			switch {
@@ -133,8 +147,8 @@ func (p *Plugin) parseModel(s *schema.Schema) (*model, error) {
 				return nil, bad("colocate: no field %q in %s", t.colocate, s.Name)
 			case src == f:
 				return nil, bad("colocate: a field cannot follow its own shard")
-			case src.FieldType.Kind() != reflect.Int64 && src.FieldType.Kind() != reflect.Uint64:
-				return nil, bad("colocate: field %s is %s, not an int64/uint64 ID", src.Name, src.FieldType)
+			case src.FieldType.Kind() != reflect.Int64 && src.FieldType.Kind() != reflect.Uint64 && !isUUIDType(src.FieldType):
+				return nil, bad("colocate: field %s is %s, not an ID (int64, uint64, or a UUID)", src.Name, src.FieldType)
 			}
 			idf.colocate = src
 			idf.parent = belongsToBy(s, src)

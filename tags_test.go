@@ -16,7 +16,7 @@ func TestParseTag(t *testing.T) {
 		{tag: "strategy:snowflake", want: fieldTag{strategy: "snowflake"}},
 		{tag: " strategy : instagram ; colocate : UserID ", want: fieldTag{strategy: "instagram", colocate: "UserID"}},
 		{tag: "hash:Email;", want: fieldTag{hash: "Email"}},
-		{tag: "strategy:uuidv9", err: `unknown strategy "uuidv9" (allowed: instagram, snowflake)`},
+		{tag: "strategy:uuidv9", err: `unknown strategy "uuidv9" (allowed: instagram, snowflake, segment, ticket, uuidv7, uuidv4)`},
 		{tag: "shard:3", err: `unknown key "shard" (allowed: strategy, colocate, hash)`},
 		{tag: "colocate", err: "is not key:value"},
 		{tag: "colocate:", err: "is not key:value"},
@@ -68,7 +68,13 @@ type (
 	}
 	badColocateType struct {
 		ID    int64 `shardid:"colocate:Owner"`
-		Owner string
+		Owner float64
+	}
+	badUUIDType struct {
+		ID int64 `shardid:"strategy:uuidv7"`
+	}
+	badTicketWithoutServers struct {
+		ID int64 `shardid:"strategy:ticket"`
 	}
 	badColocateSelf struct {
 		ID int64 `shardid:"colocate:ID"`
@@ -112,7 +118,9 @@ func TestInvalidTags(t *testing.T) {
 		{&badStrategy{}, "ID", "allowed: instagram, snowflake"},
 		{&badKey{}, "ID", "allowed: strategy, colocate, hash"},
 		{&badColocateMissing{}, "ID", `no field "OwnerID"`},
-		{&badColocateType{}, "ID", "not an int64/uint64 ID"},
+		{&badColocateType{}, "ID", "not an ID (int64, uint64, or a UUID)"},
+		{&badUUIDType{}, "ID", "cannot hold a UUID (allowed for uuidv7: string, [16]byte, uuid.UUID)"},
+		{&badTicketWithoutServers{}, "ID", "needs ticket servers"},
 		{&badColocateSelf{}, "ID", "its own shard"},
 		{&badBoth{}, "ID", "use one"},
 		{&badHashMissing{}, "ID", `no field "Email"`},
