@@ -125,6 +125,19 @@ func (s *Snowflake) Prepare(ctx context.Context, target Target) error {
 	return err
 }
 
+// held returns the lease held in database, or nil: the path of every ID,
+// kept to a load and a scan of a few names.
+func (k *leaseKeeper) held(database string) *lease {
+	if list := k.slots.Load(); list != nil {
+		for _, slot := range *list {
+			if slot.name == database {
+				return slot.current.Load()
+			}
+		}
+	}
+	return nil
+}
+
 // slot returns the lease slot of target's database, adding it on first use.
 func (k *leaseKeeper) slot(target Target) (*leaseSlot, error) {
 	if list := k.slots.Load(); list != nil {

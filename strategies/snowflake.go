@@ -133,18 +133,20 @@ func (s *Snowflake) next(shard int, workerBits int64, l *lease) (int64, error) {
 func (s *Snowflake) Generate(ctx context.Context, target Target, shards []int, ids []int64) error {
 	workerBits, l := s.workerBits, (*lease)(nil)
 	if s.leases != nil {
-		var err error
-		if l, err = s.leaseFor(ctx, target); err != nil {
-			return err
+		if l = s.leases.held(target.Name); l == nil {
+			var err error
+			if l, err = s.leaseFor(ctx, target); err != nil {
+				return err
+			}
 		}
 		workerBits = l.workerBits
 	}
 	for i, shard := range shards {
 		id, err := s.next(shard, workerBits, l)
-		if errors.Is(err, ErrLeaseLost) {
-			return fmt.Errorf("%w: worker %d on %s was not renewed in time; no ID is issued for its shards until a lease is held again", err, l.worker, target.Name)
-		}
 		if err != nil {
+			if errors.Is(err, ErrLeaseLost) {
+				return fmt.Errorf("%w: worker %d on %s was not renewed in time; no ID is issued for its shards until a lease is held again", err, l.worker, target.Name)
+			}
 			return err
 		}
 		ids[i] = id
