@@ -353,3 +353,24 @@ func TestAutoMigrateMakesAPlainBigint(t *testing.T) {
 		t.Fatalf("users: %s\nplains: %s\nwant AUTOINCREMENT on plains only", tagged, untagged)
 	}
 }
+
+type segParent struct {
+	ID       int64 `shardid:""`
+	Children []segChild
+}
+type segChild struct {
+	ID          int64 `shardid:"strategy:segment;colocate:SegParentID"`
+	SegParentID int64
+}
+
+// Children are created inside GORM's transaction: on SQLite a segment block
+// reserved on another connection would wait on that transaction's lock.
+func TestSegmentFirstBlockInsideASQLiteTransaction(t *testing.T) {
+	db, _ := testDB(t, Config{})
+	migrate(t, db, &segParent{}, &segChild{})
+	parent := segParent{Children: []segChild{{}, {}}}
+	must(t, db.Create(&parent).Error)
+	if a, b := parent.Children[0].ID, parent.Children[1].ID; a <= 0 || b <= a {
+		t.Fatalf("children got IDs %d and %d", a, b)
+	}
+}

@@ -43,9 +43,9 @@ import (
 //
 // Reservations run on [Target.DB], never in the caller's transaction: a
 // reservation rolled back with the rows would let another process reserve
-// the same block. On SQLite this means a caller holding a write transaction
-// that uses up the cached blocks waits for its own lock, until its context
-// ends. A Segment is safe for concurrent use; call Close to stop its
+// the same block. The one exception is SQLite, whose single writer may be the
+// caller's own transaction: a caller there that finds no value left reserves
+// in it (see reserveIn). A Segment is safe for concurrent use; call Close to stop its
 // background refills.
 type Segment struct {
 	layout     Layout
@@ -220,8 +220,12 @@ func (s *Segment) Generate(ctx context.Context, target Target, shards []int, ids
 	if err != nil {
 		return err
 	}
+	var writer Conn
+	if target.Dialect == "sqlite" && target.Conn != nil && target.Conn != Conn(target.DB) {
+		writer = target.Conn
+	}
 	for filled := 0; filled < len(ids); {
-		first, got, err := q.take(ctx, int64(len(ids)-filled))
+		first, got, err := q.take(ctx, int64(len(ids)-filled), writer)
 		if err != nil {
 			clear(ids)
 			return err
@@ -355,7 +359,10 @@ type segmentRefill struct {
 }
 
 // take returns up to want consecutive counter values, the first and how many.
-func (q *segmentSequence) take(ctx context.Context, want int64) (first, got int64, err error) {
+//
+// writer is the caller's transaction on SQLite, or nil: SQLite's one writer,
+// which a reservation on the pool would wait for.
+func (q *segmentSequence) take(ctx context.Context, want int64, writer Conn) (first, got int64, err error) {
 	for {
 		if b := q.current.Load(); b != nil {
 			first, got, crossed := b.take(want)
@@ -366,7 +373,7 @@ func (q *segmentSequence) take(ctx context.Context, want int64) (first, got int6
 				return first, got, nil
 			}
 		}
-		if err := q.refill(ctx); err != nil {
+		if err := q.refill(ctx, writer); err != nil {
 			return 0, 0, err
 		}
 	}
@@ -405,7 +412,7 @@ func (q *segmentSequence) startLocked(background bool) *segmentRefill {
 // refill returns once the current block has values, or with the reason it
 // cannot get any. It swaps in the prefetched block, or waits for the
 // reservation under way, starting one if there is none.
-func (q *segmentSequence) refill(ctx context.Context) error {
+func (q *segmentSequence) refill(ctx context.Context, writer Conn) error {
 	waited := false
 	for {
 		q.mu.Lock()
@@ -426,6 +433,10 @@ func (q *segmentSequence) refill(ctx context.Context) error {
 		if !waited {
 			waited = true
 			q.seg.refillWaits.Add(1)
+		}
+		if writer != nil {
+			q.mu.Unlock()
+			return q.reserveIn(ctx, writer)
 		}
 		r := q.inflight
 		if r == nil {
@@ -448,6 +459,22 @@ func (q *segmentSequence) refill(ctx context.Context) error {
 	}
 }
 
+// reserveIn reserves a block in the caller's SQLite transaction, whose write
+// lock a reservation on the pool would wait for. Like instagram's IDs there,
+// a block reserved in a transaction that rolls back is never used again by
+// this process, whose floor has moved, but may be by another process writing
+// the same file.
+func (q *segmentSequence) reserveIn(ctx context.Context, writer Conn) error {
+	b, err := q.reserve(ctx, writer)
+	if err != nil {
+		return q.errorf("reserving a block: %w", err)
+	}
+	q.mu.Lock()
+	q.installLocked(b)
+	q.mu.Unlock()
+	return nil
+}
+
 func (q *segmentSequence) errorf(format string, args ...any) error {
 	return fmt.Errorf("strategies: segment %q on %q: "+format, append([]any{q.name, q.database}, args...)...)
 }
@@ -455,26 +482,31 @@ func (q *segmentSequence) errorf(format string, args ...any) error {
 // run makes reservation r and installs the block: as the current one when
 // that is used up, otherwise as the next.
 func (q *segmentSequence) run(ctx context.Context, r *segmentRefill) {
-	b, err := q.reserve(ctx)
+	b, err := q.reserve(ctx, q.pool)
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if err == nil {
-		if cur := q.current.Load(); cur == nil || cur.left() == 0 {
-			q.current.Store(b)
-		} else {
-			q.next = b
-		}
+		q.installLocked(b)
 	}
 	q.inflight = nil
 	r.err = err
 	close(r.done)
 }
 
+// installLocked makes b the current block if that is used up, else the next.
+func (q *segmentSequence) installLocked(b *segmentBlock) {
+	if cur := q.current.Load(); cur == nil || cur.left() == 0 {
+		q.current.Store(b)
+	} else if q.next == nil {
+		q.next = b
+	}
+}
+
 // reserve moves the counter row by an adapted step, above this process's
 // floor, and returns the block.
-func (q *segmentSequence) reserve(ctx context.Context) (*segmentBlock, error) {
+func (q *segmentSequence) reserve(ctx context.Context, conn Conn) (*segmentBlock, error) {
 	s := q.seg
-	if err := s.ensureTable(ctx, q.database, q.sql, q.pool); err != nil {
+	if err := s.ensureTable(ctx, q.database, q.sql, conn); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", segmentTable, err)
 	}
 	now := s.opts.Clock.Now()
@@ -482,11 +514,11 @@ func (q *segmentSequence) reserve(ctx context.Context) (*segmentBlock, error) {
 	step, floor := q.adaptedStep(now), q.floor
 	q.mu.Unlock()
 
-	high, err := q.sql.reserve(ctx, q.pool, q.name, floor, step)
+	high, err := q.sql.reserve(ctx, conn, q.name, floor, step)
 	if errors.Is(err, sql.ErrNoRows) {
 		// First use, or the row was lost: create it; the floor still holds.
-		if _, err = q.pool.ExecContext(ctx, q.sql.seed, q.name); err == nil {
-			high, err = q.sql.reserve(ctx, q.pool, q.name, floor, step)
+		if _, err = conn.ExecContext(ctx, q.sql.seed, q.name); err == nil {
+			high, err = q.sql.reserve(ctx, conn, q.name, floor, step)
 		}
 	}
 	if err != nil {

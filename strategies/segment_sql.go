@@ -19,7 +19,7 @@ type segmentSQL struct {
 	// its new value, or sql.ErrNoRows when the row is missing. It runs on the
 	// pool, never in the caller's transaction: a reservation rolled back with
 	// the caller's rows would let another process reserve the same block.
-	reserve func(ctx context.Context, pool *sql.DB, name string, floor, step int64) (int64, error)
+	reserve func(ctx context.Context, conn Conn, name string, floor, step int64) (int64, error)
 }
 
 func segmentSQLFor(dialect string) (segmentSQL, error) {
@@ -44,12 +44,16 @@ func mysqlSegment() segmentSQL {
 		create: []string{"CREATE TABLE IF NOT EXISTS `" + segmentTable +
 			"` (`name` VARCHAR(191) NOT NULL PRIMARY KEY, `v` BIGINT NOT NULL) ENGINE=InnoDB"},
 		seed: "INSERT IGNORE INTO `" + segmentTable + "` (`name`, `v`) VALUES (?, 0)",
-		reserve: func(ctx context.Context, pool *sql.DB, name string, floor, step int64) (int64, error) {
-			conn, err := pool.Conn(ctx)
-			if err != nil {
-				return 0, err
+		reserve: func(ctx context.Context, on Conn, name string, floor, step int64) (int64, error) {
+			conn := on // a transaction is one connection already
+			if pool, ok := on.(*sql.DB); ok {
+				pinned, err := pool.Conn(ctx)
+				if err != nil {
+					return 0, err
+				}
+				defer pinned.Close()
+				conn = pinned
 			}
-			defer conn.Close()
 			res, err := conn.ExecContext(ctx, update, floor, step, name)
 			if err != nil {
 				return 0, err
@@ -91,10 +95,10 @@ func sqliteSegment() segmentSQL {
 
 // returningReserve runs an UPDATE … RETURNING whose parameters are the
 // floor, the step and the name: one atomic statement, one round trip.
-func returningReserve(query string) func(ctx context.Context, pool *sql.DB, name string, floor, step int64) (int64, error) {
-	return func(ctx context.Context, pool *sql.DB, name string, floor, step int64) (int64, error) {
+func returningReserve(query string) func(ctx context.Context, conn Conn, name string, floor, step int64) (int64, error) {
+	return func(ctx context.Context, conn Conn, name string, floor, step int64) (int64, error) {
 		var v int64
-		err := pool.QueryRowContext(ctx, query, floor, step, name).Scan(&v)
+		err := conn.QueryRowContext(ctx, query, floor, step, name).Scan(&v)
 		return v, err
 	}
 }
