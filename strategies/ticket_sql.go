@@ -1,0 +1,165 @@
+package strategies
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// DefaultTicketTable is the table (MySQL/MariaDB) or sequence (PostgreSQL)
+// that holds a ticket server's counter.
+const DefaultTicketTable = "shardid_tickets"
+
+// ticketConn is what a ticket server's statements run on: a pinned
+// *sql.Conn on MySQL/MariaDB, the pool on PostgreSQL.
+type ticketConn interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// ticketSQL is one dialect's statements for a [Ticket] server.
+type ticketSQL struct {
+	create           []string
+	transactionalDDL bool // run create in a transaction (PostgreSQL: two processes at once)
+	// check fails when the counter was used with another step or offset:
+	// its tickets could then repeat another server's.
+	check func(ctx context.Context, conn ticketConn) error
+	// session, when set, runs once on each pinned connection before its
+	// first ticket; without it tickets are taken from the pool.
+	session string
+	// next appends n new tickets to out.
+	next func(ctx context.Context, conn ticketConn, n int, out []int64) ([]int64, error)
+}
+
+func ticketSQLFor(dialect, table string, step, offset int) (ticketSQL, error) {
+	switch dialect {
+	case "mysql":
+		return mysqlTickets(table, step, offset), nil
+	case "postgres":
+		return postgresTickets(table, step, offset), nil
+	}
+	return ticketSQL{}, fmt.Errorf("%w: %q (ticket supports mysql and postgres)", ErrUnsupportedDialect, dialect)
+}
+
+// mysqlTickets is Flickr's ticket server: one row that REPLACE deletes and
+// inserts again, so each statement takes the next auto-increment value of
+// this connection's series offset, offset+step, offset+2*step, … and the
+// OK packet carries it (LAST_INSERT_ID) in the same round trip. The series
+// is set by session variables, hence the pinned connections.
+func mysqlTickets(table string, step, offset int) ticketSQL {
+	replace := "REPLACE INTO `" + table + "` (`stub`) VALUES ('a')"
+	return ticketSQL{
+		create: []string{"CREATE TABLE IF NOT EXISTS `" + table + "` (" +
+			"`id` BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, `stub` CHAR(1) NOT NULL UNIQUE) ENGINE=InnoDB"},
+		check: func(ctx context.Context, conn ticketConn) error {
+			var last int64
+			if err := conn.QueryRowContext(ctx, "SELECT COALESCE(MAX(`id`), 0) FROM `"+table+"`").Scan(&last); err != nil {
+				return err
+			}
+			if last != 0 && (last-int64(offset))%int64(step) != 0 {
+				return fmt.Errorf("its last ticket %d is not %d modulo %d: the database served another offset or step", last, offset, step)
+			}
+			return nil
+		},
+		// The numbers are written into the text: parameters would prepare the statement first, a second round trip.
+		session: fmt.Sprintf("SET SESSION auto_increment_increment = %d, auto_increment_offset = %d", step, offset),
+		next: func(ctx context.Context, conn ticketConn, n int, out []int64) ([]int64, error) {
+			// One statement per ticket: a multi-row insert's values are
+			// consecutive only under some innodb_autoinc_lock_mode settings.
+			for range n {
+				res, err := conn.ExecContext(ctx, replace)
+				if err != nil {
+					return out, err
+				}
+				id, err := res.LastInsertId()
+				if err != nil {
+					return out, err
+				}
+				out = append(out, id)
+			}
+			return out, nil
+		},
+	}
+}
+
+// postgresTickets keeps the counter in a sequence that steps by step from
+// offset; a batch is one round trip through generate_series.
+func postgresTickets(table string, step, offset int) ticketSQL {
+	return ticketSQL{
+		create: []string{
+			// Concurrent CREATE SEQUENCE IF NOT EXISTS can fail on pg_class; the lock serializes starters.
+			`SELECT pg_advisory_xact_lock(7270246873298435074)`,
+			fmt.Sprintf(`CREATE SEQUENCE IF NOT EXISTS "%s" INCREMENT BY %d START WITH %d MINVALUE 1 NO CYCLE`, table, step, offset),
+		},
+		transactionalDDL: true,
+		check: func(ctx context.Context, conn ticketConn) error {
+			var increment, start int64
+			err := conn.QueryRowContext(ctx, `SELECT increment_by, start_value FROM pg_sequences
+				WHERE schemaname = current_schema() AND sequencename = $1`, table).Scan(&increment, &start)
+			if err != nil {
+				return err
+			}
+			if increment != int64(step) || start != int64(offset) {
+				return fmt.Errorf("sequence %q steps by %d from %d, want %d from %d: the database served another offset or step",
+					table, increment, start, step, offset)
+			}
+			return nil
+		},
+		next: func(ctx context.Context, conn ticketConn, n int, out []int64) ([]int64, error) {
+			rows, err := conn.QueryContext(ctx, `SELECT nextval('"`+table+`"') FROM generate_series(1, $1)`, n)
+			if err != nil {
+				return out, err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var id int64
+				if err := rows.Scan(&id); err != nil {
+					return out, err
+				}
+				out = append(out, id)
+			}
+			if err := rows.Err(); err != nil {
+				return out, err
+			}
+			if len(out) < n {
+				return out, fmt.Errorf("got %d tickets, want %d", len(out), n)
+			}
+			return out, nil
+		},
+	}
+}
+
+// prepareTicketServer creates the counter on s and checks that it serves
+// the offset and step sqls were made for. It is idempotent.
+func prepareTicketServer(ctx context.Context, s TicketServer, sqls ticketSQL) error {
+	if err := runTicketDDL(ctx, s.DB, sqls); err != nil {
+		return fmt.Errorf("strategies: ticket: creating the counter on %q: %w", s.Name, err)
+	}
+	if err := sqls.check(ctx, s.DB); err != nil {
+		return fmt.Errorf("strategies: ticket: checking the counter on %q: %w", s.Name, err)
+	}
+	return nil
+}
+
+func runTicketDDL(ctx context.Context, db *sql.DB, sqls ticketSQL) error {
+	if !sqls.transactionalDDL {
+		for _, ddl := range sqls.create {
+			if _, err := db.ExecContext(ctx, ddl); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	for _, ddl := range sqls.create {
+		if _, err := tx.ExecContext(ctx, ddl); err != nil {
+			_ = tx.Rollback()
+			return err
+		}
+	}
+	return tx.Commit()
+}
