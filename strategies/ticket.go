@@ -59,7 +59,10 @@ type TicketServer struct {
 	Name string
 	// Dialect is "mysql" (MySQL or MariaDB) or "postgres".
 	Dialect string
-	DB      *sql.DB
+	// DB is the server's pool. On MySQL/MariaDB the generator holds
+	// connections out of it, pinned to its session settings (up to 16 idle),
+	// and closes them instead of giving them back.
+	DB *sql.DB
 	// Offset is the server's first ticket and its residue modulo Step:
 	// 1..Step, distinct per server, never reused for another server.
 	Offset int
@@ -76,8 +79,8 @@ type TicketOptions struct {
 	// Backoff is how long a failed server is skipped; it doubles with each
 	// consecutive failure up to MaxBackoff. Defaults 100ms and 5s.
 	Backoff, MaxBackoff time.Duration
-	// Timeout bounds one request to one server, so that a server that stopped
-	// answering fails over instead of holding the caller. Default 2s.
+	// Timeout bounds each statement sent to a server, so that a server that
+	// stopped answering fails over instead of holding the caller. Default 2s.
 	Timeout time.Duration
 
 	// table names the counter; tests set it to run beside other tests.
@@ -482,21 +485,26 @@ func (s *ticketServer) claim(now time.Time, timeout time.Duration) bool {
 
 // failed records a failed request. Only the first failure after the server
 // was up, or a failed probe, lengthens the back-off: requests that were in
-// flight when it went down fail together.
+// flight when it went down fail together. The idle pinned connections go
+// too: they were opened to the same server and would fail the next probes.
 func (s *ticketServer) failed(err error, now time.Time, opts TicketOptions) {
 	s.failures.Add(1)
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	idle := s.idle
+	s.idle = nil
 	s.lastErr = err
-	if s.down && !s.probing {
-		return
+	if !s.down || s.probing {
+		s.strikes++
+		d := opts.Backoff
+		for i := 1; i < s.strikes && d < opts.MaxBackoff; i++ {
+			d *= 2
+		}
+		s.down, s.probing, s.retryAt = true, false, now.Add(min(d, opts.MaxBackoff))
 	}
-	s.strikes++
-	d := opts.Backoff
-	for i := 1; i < s.strikes && d < opts.MaxBackoff; i++ {
-		d *= 2
+	s.mu.Unlock()
+	for _, conn := range idle {
+		discard(conn)
 	}
-	s.down, s.probing, s.retryAt = true, false, now.Add(min(d, opts.MaxBackoff))
 }
 
 func (s *ticketServer) succeeded(n uint64) {
@@ -512,18 +520,16 @@ func (s *ticketServer) stateOf() ServerState {
 	return ServerState{Name: s.Name, Up: !s.down, Issued: s.issued.Load(), Failures: s.failures.Load(), RetryAt: s.retryAt}
 }
 
-// tickets takes n tickets, ascending, within timeout.
+// tickets takes n tickets, ascending; each statement gets timeout.
 func (s *ticketServer) tickets(ctx context.Context, timeout time.Duration, n int) ([]int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	out := make([]int64, 0, n)
 	var err error
 	if s.sql.session == "" {
-		out, err = s.sql.next(ctx, s.DB, n, out)
+		out, err = s.sql.next(ctx, s.DB, n, timeout, out)
 	} else {
 		var conn *sql.Conn
-		if conn, err = s.pinned(ctx); err == nil {
-			out, err = s.sql.next(ctx, conn, n, out)
+		if conn, err = s.pinned(ctx, timeout); err == nil {
+			out, err = s.sql.next(ctx, conn, n, timeout, out)
 			s.release(conn, err)
 		}
 	}
@@ -535,7 +541,7 @@ func (s *ticketServer) tickets(ctx context.Context, timeout time.Duration, n int
 }
 
 // pinned returns an idle pinned connection, or a new one with the session set.
-func (s *ticketServer) pinned(ctx context.Context) (*sql.Conn, error) {
+func (s *ticketServer) pinned(ctx context.Context, timeout time.Duration) (*sql.Conn, error) {
 	s.mu.Lock()
 	if n := len(s.idle); n > 0 {
 		conn := s.idle[n-1]
@@ -544,6 +550,8 @@ func (s *ticketServer) pinned(ctx context.Context) (*sql.Conn, error) {
 		return conn, nil
 	}
 	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	conn, err := s.DB.Conn(ctx)
 	if err != nil {
 		return nil, err

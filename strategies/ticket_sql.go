@@ -3,7 +3,11 @@ package strategies
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 // DefaultTicketTable is the table (MySQL/MariaDB) or sequence (PostgreSQL)
@@ -28,8 +32,8 @@ type ticketSQL struct {
 	// session, when set, runs once on each pinned connection before its
 	// first ticket; without it tickets are taken from the pool.
 	session string
-	// next appends n new tickets to out.
-	next func(ctx context.Context, conn ticketConn, n int, out []int64) ([]int64, error)
+	// next appends n new tickets to out; each statement gets timeout.
+	next func(ctx context.Context, conn ticketConn, n int, timeout time.Duration, out []int64) ([]int64, error)
 }
 
 func ticketSQLFor(dialect, table string, step, offset int) (ticketSQL, error) {
@@ -64,11 +68,17 @@ func mysqlTickets(table string, step, offset int) ticketSQL {
 		},
 		// The numbers are written into the text: parameters would prepare the statement first, a second round trip.
 		session: fmt.Sprintf("SET SESSION auto_increment_increment = %d, auto_increment_offset = %d", step, offset),
-		next: func(ctx context.Context, conn ticketConn, n int, out []int64) ([]int64, error) {
+		next: func(ctx context.Context, conn ticketConn, n int, timeout time.Duration, out []int64) ([]int64, error) {
 			// One statement per ticket: a multi-row insert's values are
 			// consecutive only under some innodb_autoinc_lock_mode settings.
-			for range n {
-				res, err := conn.ExecContext(ctx, replace)
+			for contended := 0; len(out) < n; {
+				res, err := execWithin(ctx, timeout, conn, replace)
+				// Concurrent REPLACEs of the one row deadlock now and then on
+				// InnoDB; the victim is rolled back and the server is fine.
+				if isMySQLContention(err) && contended < maxContentionRetries {
+					contended++
+					continue
+				}
 				if err != nil {
 					return out, err
 				}
@@ -81,6 +91,24 @@ func mysqlTickets(table string, step, offset int) ticketSQL {
 			return out, nil
 		},
 	}
+}
+
+// execWithin runs query with its own timeout: a large batch is many
+// statements, and only one that hangs means the server is gone.
+func execWithin(ctx context.Context, timeout time.Duration, conn ticketConn, query string) (sql.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return conn.ExecContext(ctx, query)
+}
+
+// maxContentionRetries is how many deadlocks or lock wait timeouts in a row
+// one request retries before it counts as the server's failure.
+const maxContentionRetries = 10
+
+// isMySQLContention reports a deadlock (1213) or lock wait timeout (1205).
+func isMySQLContention(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205)
 }
 
 // postgresTickets keeps the counter in a sequence that steps by step from
@@ -106,7 +134,9 @@ func postgresTickets(table string, step, offset int) ticketSQL {
 			}
 			return nil
 		},
-		next: func(ctx context.Context, conn ticketConn, n int, out []int64) ([]int64, error) {
+		next: func(ctx context.Context, conn ticketConn, n int, timeout time.Duration, out []int64) ([]int64, error) {
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
 			rows, err := conn.QueryContext(ctx, `SELECT nextval('"`+table+`"') FROM generate_series(1, $1)`, n)
 			if err != nil {
 				return out, err

@@ -519,3 +519,107 @@ func TestTicketIDLayout(t *testing.T) {
 		}
 	}
 }
+
+// TestTicketMySQLContentionIsNotAFailure: concurrent REPLACEs of the one row
+// deadlock now and then on InnoDB; that must not take the server down.
+func TestTicketMySQLContentionIsNotAFailure(t *testing.T) {
+	d := mysqlTicketDB(t)
+	table := ticketTable(t)
+	g := newTestTicket(t, []TicketServer{d.server(t, table, "only", 0, 1, nil)}, TicketOptions{table: table})
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for range 16 {
+		wg.Go(func() {
+			ids := make([]int64, 2)
+			for range 60 {
+				if err := g.Generate(context.Background(), Target{}, []int{1, 2}, ids); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if s := g.Stats().Servers[0]; !s.Up || s.Failures != 0 || s.Issued != 16*60*2 {
+		t.Fatalf("%+v, want up, no failures, %d issued", s, 16*60*2)
+	}
+}
+
+// TestTicketLargeBatchOutlivesTheTimeout: the timeout is per statement, so a
+// MySQL batch of many statements may take longer than it.
+func TestTicketLargeBatchOutlivesTheTimeout(t *testing.T) {
+	d := mysqlTicketDB(t)
+	table := ticketTable(t)
+	const timeout = 50 * time.Millisecond
+	g := newTestTicket(t, []TicketServer{d.server(t, table, "only", 0, 1, nil)}, TicketOptions{table: table, Timeout: timeout})
+	shards, ids := make([]int, 400), make([]int64, 400)
+	start := time.Now()
+	if err := g.Generate(context.Background(), Target{}, shards, ids); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	t.Logf("400 tickets in %s, timeout %s", took, timeout)
+	for k := 1; k < len(ids); k++ {
+		if ids[k] <= ids[k-1] {
+			t.Fatalf("ids[%d] = %d after %d: one shard's batch must ascend", k, ids[k], ids[k-1])
+		}
+	}
+	if s := g.Stats().Servers[0]; !s.Up || s.Failures != 0 {
+		t.Fatalf("%+v", s)
+	}
+}
+
+// TestTicketRecoversDespiteDeadPinnedConnections: the idle pinned
+// connections of a server that was cut are dead; after it is back, they
+// must not fail its probes one after another.
+func TestTicketRecoversDespiteDeadPinnedConnections(t *testing.T) {
+	d := mysqlTicketDB(t)
+	table := ticketTable(t)
+	proxy := newTCPProxy(t, d.target(d.dsn(0)))
+	servers := []TicketServer{d.server(t, table, "cut", 0, 1, proxy), d.server(t, table, "steady", 1, 2, nil)}
+	opts := TicketOptions{table: table, Backoff: 20 * time.Millisecond, MaxBackoff: 20 * time.Millisecond}
+	g := newTestTicket(t, servers, opts)
+	// Shards of the server behind the proxy.
+	st := g.state.Load()
+	var shards []int
+	for shard := 0; len(shards) < 4; shard++ {
+		if i, _ := st.ring.lookup(uint64(shard), nil); i == 0 {
+			shards = append(shards, shard)
+		}
+	}
+	// Many concurrent calls leave many idle pinned connections.
+	var wg sync.WaitGroup
+	for range 12 {
+		wg.Go(func() {
+			for range 5 {
+				if err := g.Generate(context.Background(), Target{}, shards[:1], make([]int64, 1)); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	st.servers[0].mu.Lock()
+	idle := len(st.servers[0].idle)
+	st.servers[0].mu.Unlock()
+	t.Logf("%d idle pinned connections before the cut", idle)
+	proxy.Cut()
+	proxy.Restore()
+	// The first call meets a dead connection and fails over; the next
+	// probe, after one back-off, must bring the server back.
+	for k := range 3 {
+		if err := g.Generate(context.Background(), Target{}, shards[:1], make([]int64, 1)); err != nil {
+			t.Fatal(err)
+		}
+		if k == 0 {
+			time.Sleep(2 * opts.Backoff)
+		}
+	}
+	if s := g.Stats().Servers[0]; !s.Up || s.Failures > 1 {
+		t.Fatalf("%+v: want up again after at most one failure", s)
+	}
+}
