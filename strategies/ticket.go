@@ -24,7 +24,9 @@ import (
 //
 // Requests are spread over the servers by consistent hashing of the logical
 // shard, with virtual nodes: while its server is up, one shard's IDs come
-// from one counter and ascend. A server that fails is skipped, clockwise on
+// from one counter and ascend. A shard that moves to another server (a
+// failover, a server added) gets that server's tickets: still unique, but
+// not necessarily above the ones it had. A server that fails is skipped, clockwise on
 // the ring, until a back-off has passed (doubling with each consecutive
 // failure, up to MaxBackoff); then one request tries it again.
 //
@@ -59,9 +61,9 @@ type TicketServer struct {
 	Name string
 	// Dialect is "mysql" (MySQL or MariaDB) or "postgres".
 	Dialect string
-	// DB is the server's pool. On MySQL/MariaDB the generator holds
-	// connections out of it, pinned to its session settings (up to 16 idle),
-	// and closes them instead of giving them back.
+	// DB is the server's pool. On MySQL/MariaDB the generator holds one
+	// connection out of it, pinned to its session settings, and closes it
+	// instead of giving it back.
 	DB *sql.DB
 	// Offset is the server's first ticket and its residue modulo Step:
 	// 1..Step, distinct per server, never reused for another server.
@@ -98,10 +100,6 @@ const (
 
 // maxTicketStep is MySQL's largest auto_increment_increment.
 const maxTicketStep = 65535
-
-// pinnedPerServer is how many idle pinned connections a MySQL ticket server
-// keeps; busier moments open more and close them after use.
-const pinnedPerServer = 16
 
 func (o TicketOptions) normalized() (TicketOptions, error) {
 	if o.Step == 0 {
@@ -416,7 +414,7 @@ func (c *ticketCall) fetch(ctx context.Context, server int, shards []int, ids []
 	if err != nil {
 		if ctx.Err() != nil {
 			// The caller gave up; the server may be fine.
-			return nil, fmt.Errorf("strategies: ticket: taking %d tickets from %q: %w", len(group), s.Name, errors.Join(ctx.Err(), err))
+			return nil, fmt.Errorf("%w (%w)", ctx.Err(), err)
 		}
 		s.failed(err, time.Now(), c.t.opts)
 		c.skip[server] = true
@@ -435,7 +433,7 @@ func (c *ticketCall) fetch(ctx context.Context, server int, shards []int, ids []
 	return nil, nil
 }
 
-// ticketServer is one server with its health and pinned connections.
+// ticketServer is one server with its health and pinned connection.
 type ticketServer struct {
 	TicketServer
 	sql ticketSQL
@@ -449,8 +447,12 @@ type ticketServer struct {
 	strikes  int  // consecutive failures
 	retryAt  time.Time
 	lastErr  error
-	idle     []*sql.Conn // pinned connections with the session set
 	isClosed bool
+
+	// pin holds the pinned connection (nil until opened) while no request
+	// uses it. One request at a time: concurrent REPLACEs of the ticket row
+	// deadlock on InnoDB, and one at a time gives more tickets per second.
+	pin chan *sql.Conn
 }
 
 func newTicketServer(s TicketServer, opts TicketOptions) (*ticketServer, error) {
@@ -458,7 +460,9 @@ func newTicketServer(s TicketServer, opts TicketOptions) (*ticketServer, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &ticketServer{TicketServer: s, sql: sqls}, nil
+	ts := &ticketServer{TicketServer: s, sql: sqls, pin: make(chan *sql.Conn, 1)}
+	ts.pin <- nil
+	return ts, nil
 }
 
 func (s *ticketServer) usable(now time.Time) bool {
@@ -485,13 +489,11 @@ func (s *ticketServer) claim(now time.Time, timeout time.Duration) bool {
 
 // failed records a failed request. Only the first failure after the server
 // was up, or a failed probe, lengthens the back-off: requests that were in
-// flight when it went down fail together. The idle pinned connections go
-// too: they were opened to the same server and would fail the next probes.
+// flight when it went down fail together.
 func (s *ticketServer) failed(err error, now time.Time, opts TicketOptions) {
 	s.failures.Add(1)
 	s.mu.Lock()
-	idle := s.idle
-	s.idle = nil
+	defer s.mu.Unlock()
 	s.lastErr = err
 	if !s.down || s.probing {
 		s.strikes++
@@ -500,10 +502,6 @@ func (s *ticketServer) failed(err error, now time.Time, opts TicketOptions) {
 			d *= 2
 		}
 		s.down, s.probing, s.retryAt = true, false, now.Add(min(d, opts.MaxBackoff))
-	}
-	s.mu.Unlock()
-	for _, conn := range idle {
-		discard(conn)
 	}
 }
 
@@ -540,49 +538,58 @@ func (s *ticketServer) tickets(ctx context.Context, timeout time.Duration, n int
 	return out, nil
 }
 
-// pinned returns an idle pinned connection, or a new one with the session set.
+// pinned waits for the pinned connection and opens it, with the session
+// set, if there is none. The caller gives it back with release.
 func (s *ticketServer) pinned(ctx context.Context, timeout time.Duration) (*sql.Conn, error) {
-	s.mu.Lock()
-	if n := len(s.idle); n > 0 {
-		conn := s.idle[n-1]
-		s.idle = s.idle[:n-1]
-		s.mu.Unlock()
+	var conn *sql.Conn
+	select {
+	case conn = <-s.pin:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if conn != nil {
 		return conn, nil
 	}
-	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	conn, err := s.DB.Conn(ctx)
-	if err != nil {
-		return nil, err
+	if err == nil {
+		if _, err = conn.ExecContext(ctx, s.sql.session); err != nil {
+			discard(conn)
+		}
 	}
-	if _, err := conn.ExecContext(ctx, s.sql.session); err != nil {
-		discard(conn)
+	if err != nil {
+		s.pin <- nil
 		return nil, err
 	}
 	return conn, nil
 }
 
-// release keeps conn for the next request, unless it failed (its state is
-// unknown) or enough are idle.
+// release gives conn back, or closes it if it failed (its state is unknown:
+// the server may be gone) or the generator is closed.
 func (s *ticketServer) release(conn *sql.Conn, err error) {
 	s.mu.Lock()
-	if err == nil && !s.isClosed && len(s.idle) < pinnedPerServer {
-		s.idle = append(s.idle, conn)
-		s.mu.Unlock()
-		return
-	}
+	closed := s.isClosed
 	s.mu.Unlock()
-	discard(conn)
+	if err != nil || closed {
+		discard(conn)
+		conn = nil
+	}
+	s.pin <- conn
 }
 
 func (s *ticketServer) closeIdle() {
 	s.mu.Lock()
-	idle := s.idle
-	s.idle, s.isClosed = nil, true
+	s.isClosed = true
 	s.mu.Unlock()
-	for _, conn := range idle {
-		discard(conn)
+	// A request holding the connection closes it in release.
+	select {
+	case conn := <-s.pin:
+		if conn != nil {
+			discard(conn)
+		}
+		s.pin <- nil
+	default:
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -73,10 +74,15 @@ func mysqlTickets(table string, step, offset int) ticketSQL {
 			// consecutive only under some innodb_autoinc_lock_mode settings.
 			for contended := 0; len(out) < n; {
 				res, err := execWithin(ctx, timeout, conn, replace)
-				// Concurrent REPLACEs of the one row deadlock now and then on
-				// InnoDB; the victim is rolled back and the server is fine.
+				// Concurrent REPLACEs of the one row (from other processes: this
+				// one sends one at a time) deadlock now and then on InnoDB; the
+				// victim is rolled back and the server is fine.
 				if isMySQLContention(err) && contended < maxContentionRetries {
 					contended++
+					// Another process's REPLACE won; a random pause keeps the next try from meeting it again.
+					if err := sleepCtx(ctx, rand.N(time.Duration(contended)*time.Millisecond)); err != nil {
+						return out, err
+					}
 					continue
 				}
 				if err != nil {
@@ -99,6 +105,17 @@ func execWithin(ctx context.Context, timeout time.Duration, conn ticketConn, que
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	return conn.ExecContext(ctx, query)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // maxContentionRetries is how many deadlocks or lock wait timeouts in a row
