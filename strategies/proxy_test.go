@@ -5,20 +5,24 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"time"
 )
 
 // tcpProxy forwards 127.0.0.1:<port> to a database so that a test can cut
 // the database off: Cut closes the listener (new connections are refused)
-// and every live connection; Restore listens on the same port again.
+// and every live connection; Stall makes it a black hole (connections are
+// accepted, nothing is forwarded, nothing is closed), as a dead peer
+// behind a lost network is; Restore serves again on the same port.
 type tcpProxy struct {
 	t      testing.TB
 	target string
 	addr   string
 
-	mu    sync.Mutex
-	ln    net.Listener
-	conns map[net.Conn]bool
-	wg    sync.WaitGroup
+	mu      sync.Mutex
+	ln      net.Listener
+	conns   map[net.Conn]bool
+	stalled bool
+	wg      sync.WaitGroup
 }
 
 func newTCPProxy(t testing.TB, target string) *tcpProxy {
@@ -57,6 +61,20 @@ func (p *tcpProxy) serve(ln net.Listener) {
 }
 
 func (p *tcpProxy) forward(client net.Conn) {
+	p.mu.Lock()
+	stalled := p.stalled
+	if stalled {
+		p.conns[client] = true
+	}
+	p.mu.Unlock()
+	if stalled {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			_, _ = io.Copy(io.Discard, client) // until Restore or Cut closes it
+		}()
+		return
+	}
 	server, err := net.Dial("tcp", p.target)
 	if err != nil {
 		_ = client.Close()
@@ -73,7 +91,18 @@ func (p *tcpProxy) forward(client net.Conn) {
 	p.mu.Unlock()
 	pipe := func(dst, src net.Conn) {
 		defer p.wg.Done()
-		_, _ = io.Copy(dst, src)
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := src.Read(buf)
+			if n > 0 && !p.isStalled() {
+				if _, err := dst.Write(buf[:n]); err != nil {
+					break
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
 		// Either side closing ends both: the other side sees the cut at once.
 		_ = dst.Close()
 		_ = src.Close()
@@ -85,6 +114,19 @@ func (p *tcpProxy) forward(client net.Conn) {
 	p.wg.Add(2)
 	go pipe(server, client)
 	go pipe(client, server)
+}
+
+func (p *tcpProxy) isStalled() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stalled
+}
+
+// Stall stops forwarding without closing anything.
+func (p *tcpProxy) Stall() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stalled = true
 }
 
 // Cut refuses new connections and closes the live ones.
@@ -100,9 +142,22 @@ func (p *tcpProxy) Cut() {
 	}
 }
 
-// Restore accepts connections again, on the same port.
+// Restore serves again on the same port; connections that were stalled
+// are closed.
 func (p *tcpProxy) Restore() {
 	p.t.Helper()
+	p.mu.Lock()
+	if p.stalled {
+		p.stalled = false
+		for c := range p.conns {
+			_ = c.Close()
+		}
+	}
+	listening := p.ln != nil
+	p.mu.Unlock()
+	if listening {
+		return
+	}
 	ln, err := net.Listen("tcp", p.addr)
 	if err != nil {
 		p.t.Fatalf("proxy %s: listening again: %v", p.addr, err)
@@ -158,5 +213,20 @@ func TestTCPProxyCutAndRestore(t *testing.T) {
 	defer c3.Close()
 	if err := roundTrip(c3); err != nil {
 		t.Fatalf("after restore: %v", err)
+	}
+
+	p.Stall()
+	_ = c3.SetDeadline(time.Now().Add(50 * time.Millisecond))
+	if err := roundTrip(c3); err == nil {
+		t.Fatal("a stalled proxy answered")
+	}
+	p.Restore()
+	c4, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatalf("after the stall: %v", err)
+	}
+	defer c4.Close()
+	if err := roundTrip(c4); err != nil {
+		t.Fatalf("after the stall: %v", err)
 	}
 }

@@ -260,6 +260,7 @@ func (t *Ticket) Generate(ctx context.Context, _ Target, shards []int, ids []int
 	call := &ticketCall{t: t, state: t.state.Load(), now: time.Now(), resort: -1}
 	call.skip = make([]bool, len(call.state.servers))
 	call.tried = make([]bool, len(call.state.servers))
+	call.probes = make([]bool, len(call.state.servers))
 	pending := make([]int, len(ids))
 	for i := range pending {
 		pending[i] = i
@@ -328,6 +329,9 @@ type ticketCall struct {
 	now   time.Time
 	skip  []bool // failed, or being probed by another caller, in this call
 	tried []bool // asked in this call
+	// probes are the servers this call tries although they are down: a
+	// claimed retry, or the last resort
+	probes []bool
 	// resort is the server tried once when every server was down; -1 before.
 	resort int
 }
@@ -356,8 +360,12 @@ func (c *ticketCall) serverFor(key uint64) (int, error) {
 		if !ok {
 			return c.lastResortServer()
 		}
+		if c.tried[i] {
+			return i, nil
+		}
 		// A down server is probed by one request at a time.
-		if c.tried[i] || servers[i].claim(c.now, c.t.opts.Timeout) {
+		if ok, probe := servers[i].claim(c.now, c.t.opts.Timeout); ok {
+			c.probes[i] = c.probes[i] || probe
 			return i, nil
 		}
 		c.skip[i] = true
@@ -385,7 +393,7 @@ func (c *ticketCall) lastResortServer() (int, error) {
 	if c.resort < 0 {
 		return 0, c.noServer()
 	}
-	c.skip[c.resort] = false
+	c.skip[c.resort], c.probes[c.resort] = false, true
 	return c.resort, nil
 }
 
@@ -410,7 +418,11 @@ func (c *ticketCall) noServer() error {
 func (c *ticketCall) fetch(ctx context.Context, server int, shards []int, ids []int64, group []int) ([]int, error) {
 	s := c.state.servers[server]
 	c.tried[server] = true
-	tickets, err := s.tickets(ctx, c.t.opts.Timeout, len(group))
+	tickets, err := s.tickets(ctx, c.t.opts.Timeout, len(group), c.probes[server])
+	if errors.Is(err, errWentDown) {
+		c.skip[server] = true
+		return group, nil
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			// The caller gave up; the server may be fine.
@@ -432,6 +444,10 @@ func (c *ticketCall) fetch(ctx context.Context, server int, shards []int, ids []
 	}
 	return nil, nil
 }
+
+// errWentDown is returned to a request that queued for a server's pinned
+// connection while the server was found down.
+var errWentDown = errors.New("went down while the request waited")
 
 // ticketServer is one server with its health and pinned connection.
 type ticketServer struct {
@@ -472,19 +488,19 @@ func (s *ticketServer) usable(now time.Time) bool {
 }
 
 // claim reports whether the caller may ask the server now: it is up, or it
-// is due for a retry that no other caller has claimed. The claim keeps
-// others away while the probe runs, at most timeout.
-func (s *ticketServer) claim(now time.Time, timeout time.Duration) bool {
+// is due for a retry that no other caller has claimed (then probe is set).
+// The claim keeps others away while the probe runs, at most timeout.
+func (s *ticketServer) claim(now time.Time, timeout time.Duration) (ok, probe bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.down {
-		return true
+		return true, false
 	}
 	if now.Before(s.retryAt) {
-		return false
+		return false, false
 	}
 	s.retryAt, s.probing = now.Add(timeout), true
-	return true
+	return true, true
 }
 
 // failed records a failed request. Only the first failure after the server
@@ -518,15 +534,16 @@ func (s *ticketServer) stateOf() ServerState {
 	return ServerState{Name: s.Name, Up: !s.down, Issued: s.issued.Load(), Failures: s.failures.Load(), RetryAt: s.retryAt}
 }
 
-// tickets takes n tickets, ascending; each statement gets timeout.
-func (s *ticketServer) tickets(ctx context.Context, timeout time.Duration, n int) ([]int64, error) {
+// tickets takes n tickets, ascending; each statement gets timeout. probe
+// says the caller is to try the server even if it is down.
+func (s *ticketServer) tickets(ctx context.Context, timeout time.Duration, n int, probe bool) ([]int64, error) {
 	out := make([]int64, 0, n)
 	var err error
 	if s.sql.session == "" {
 		out, err = s.sql.next(ctx, s.DB, n, timeout, out)
 	} else {
 		var conn *sql.Conn
-		if conn, err = s.pinned(ctx, timeout); err == nil {
+		if conn, err = s.pinned(ctx, timeout, probe); err == nil {
 			out, err = s.sql.next(ctx, conn, n, timeout, out)
 			s.release(conn, err)
 		}
@@ -540,12 +557,18 @@ func (s *ticketServer) tickets(ctx context.Context, timeout time.Duration, n int
 
 // pinned waits for the pinned connection and opens it, with the session
 // set, if there is none. The caller gives it back with release.
-func (s *ticketServer) pinned(ctx context.Context, timeout time.Duration) (*sql.Conn, error) {
+func (s *ticketServer) pinned(ctx context.Context, timeout time.Duration, probe bool) (*sql.Conn, error) {
 	var conn *sql.Conn
 	select {
 	case conn = <-s.pin:
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	}
+	// The server went down while this request queued: the others queued
+	// behind it should not each wait for it to time out.
+	if !probe && !s.stateOf().Up {
+		s.pin <- conn
+		return nil, errWentDown
 	}
 	if conn != nil {
 		return conn, nil

@@ -10,6 +10,7 @@ import (
 	"math/bits"
 	mrand "math/rand/v2"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -635,4 +636,47 @@ func TestTicketRecoversDespiteDeadPinnedConnections(t *testing.T) {
 	if s := g.Stats().Servers[0]; !s.Up || s.Failures > 1 {
 		t.Fatalf("%+v: want up again after at most one failure", s)
 	}
+}
+
+// TestTicketStalledServerFailsOverWithinTheTimeout: a server that stops
+// answering without closing anything costs the requests that were on it one
+// Timeout, and those queued behind them nothing more.
+func TestTicketStalledServerFailsOverWithinTheTimeout(t *testing.T) {
+	d := mysqlTicketDB(t)
+	table := ticketTable(t)
+	proxy := newTCPProxy(t, d.target(d.dsn(0)))
+	servers := []TicketServer{d.server(t, table, "stalled", 0, 1, proxy), d.server(t, table, "steady", 1, 2, nil)}
+	const timeout = 150 * time.Millisecond
+	g := newTestTicket(t, servers, TicketOptions{table: table, Timeout: timeout, Backoff: 10 * time.Second, MaxBackoff: 10 * time.Second})
+	st := g.state.Load()
+	var shards []int
+	for shard := 0; len(shards) < 6; shard++ {
+		if i, _ := st.ring.lookup(uint64(shard), nil); i == 0 {
+			shards = append(shards, shard)
+		}
+	}
+	if err := g.Generate(context.Background(), Target{}, shards[:1], make([]int64, 1)); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Stall()
+	var wg sync.WaitGroup
+	took := make([]time.Duration, len(shards))
+	for k, shard := range shards {
+		wg.Go(func() {
+			start := time.Now()
+			if err := g.Generate(context.Background(), Target{}, []int{shard}, make([]int64, 1)); err != nil {
+				t.Error(err)
+			}
+			took[k] = time.Since(start)
+		})
+	}
+	wg.Wait()
+	t.Logf("calls took %v (timeout %s)", took, timeout)
+	if slowest := slices.Max(took); slowest > 3*timeout {
+		t.Errorf("the slowest call took %s, want under %s", slowest, 3*timeout)
+	}
+	if s := g.Stats().Servers[0]; s.Up || s.Failures != 1 {
+		t.Errorf("%+v, want down after one failure", s)
+	}
+	proxy.Restore()
 }
