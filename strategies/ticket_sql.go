@@ -51,7 +51,7 @@ func ticketSQLFor(dialect, table string, step, offset int) (ticketSQL, error) {
 // inserts again, so each statement takes the next auto-increment value of
 // this connection's series offset, offset+step, offset+2*step, … and the
 // OK packet carries it (LAST_INSERT_ID) in the same round trip. The series
-// is set by session variables, hence the pinned connections.
+// is set by session variables, hence the pinned connection.
 func mysqlTickets(table string, step, offset int) ticketSQL {
 	replace := "REPLACE INTO `" + table + "` (`stub`) VALUES ('a')"
 	return ticketSQL{
