@@ -1,0 +1,212 @@
+package strategies
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// DefaultTicketTable is the table (MySQL/MariaDB) or sequence (PostgreSQL)
+// that holds a ticket server's counter.
+const DefaultTicketTable = "shardid_tickets"
+
+// ticketConn is what a ticket server's statements run on: a pinned
+// *sql.Conn on MySQL/MariaDB, the pool on PostgreSQL.
+type ticketConn interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// ticketSQL is one dialect's statements for a [Ticket] server.
+type ticketSQL struct {
+	create           []string
+	transactionalDDL bool // run create in a transaction (PostgreSQL: two processes at once)
+	// check fails when the counter was used with another step or offset:
+	// its tickets could then repeat another server's.
+	check func(ctx context.Context, conn ticketConn) error
+	// session, when set, runs once on each pinned connection before its
+	// first ticket; without it tickets are taken from the pool.
+	session string
+	// next appends n new tickets to out; each statement gets timeout.
+	next func(ctx context.Context, conn ticketConn, n int, timeout time.Duration, out []int64) ([]int64, error)
+}
+
+func ticketSQLFor(dialect, table string, step, offset int) (ticketSQL, error) {
+	switch dialect {
+	case "mysql":
+		return mysqlTickets(table, step, offset), nil
+	case "postgres":
+		return postgresTickets(table, step, offset), nil
+	}
+	return ticketSQL{}, fmt.Errorf("%w: %q (ticket supports mysql and postgres)", ErrUnsupportedDialect, dialect)
+}
+
+// mysqlTickets is Flickr's ticket server: one row that REPLACE deletes and
+// inserts again, so each statement takes the next auto-increment value of
+// this connection's series offset, offset+step, offset+2*step, … and the
+// OK packet carries it (LAST_INSERT_ID) in the same round trip. The series
+// is set by session variables, hence the pinned connection.
+func mysqlTickets(table string, step, offset int) ticketSQL {
+	replace := "REPLACE INTO `" + table + "` (`stub`) VALUES ('a')"
+	return ticketSQL{
+		create: []string{"CREATE TABLE IF NOT EXISTS `" + table + "` (" +
+			"`id` BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, `stub` CHAR(1) NOT NULL UNIQUE) ENGINE=InnoDB"},
+		check: func(ctx context.Context, conn ticketConn) error {
+			var last int64
+			if err := conn.QueryRowContext(ctx, "SELECT COALESCE(MAX(`id`), 0) FROM `"+table+"`").Scan(&last); err != nil {
+				return err
+			}
+			if last != 0 && (last-int64(offset))%int64(step) != 0 {
+				return fmt.Errorf("its last ticket %d is not %d modulo %d: the database served another offset or step", last, offset, step)
+			}
+			return nil
+		},
+		// The numbers are written into the text: parameters would prepare the statement first, a second round trip.
+		session: fmt.Sprintf("SET SESSION auto_increment_increment = %d, auto_increment_offset = %d", step, offset),
+		next: func(ctx context.Context, conn ticketConn, n int, timeout time.Duration, out []int64) ([]int64, error) {
+			// One statement per ticket: a multi-row insert's values are
+			// consecutive only under some innodb_autoinc_lock_mode settings.
+			for contended := 0; len(out) < n; {
+				res, err := execWithin(ctx, timeout, conn, replace)
+				// Concurrent REPLACEs of the one row (from other processes: this
+				// one sends one at a time) deadlock now and then on InnoDB; the
+				// victim is rolled back and the server is fine.
+				if isMySQLContention(err) && contended < maxContentionRetries {
+					contended++
+					// Another process's REPLACE won; a random pause keeps the next try from meeting it again.
+					if err := sleepCtx(ctx, rand.N(time.Duration(contended)*time.Millisecond)); err != nil {
+						return out, err
+					}
+					continue
+				}
+				if err != nil {
+					return out, err
+				}
+				id, err := res.LastInsertId()
+				if err != nil {
+					return out, err
+				}
+				out = append(out, id)
+			}
+			return out, nil
+		},
+	}
+}
+
+// execWithin runs query with its own timeout: a large batch is many
+// statements, and only one that hangs means the server is gone.
+func execWithin(ctx context.Context, timeout time.Duration, conn ticketConn, query string) (sql.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return conn.ExecContext(ctx, query)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// maxContentionRetries is how many deadlocks or lock wait timeouts in a row
+// one request retries before it counts as the server's failure.
+const maxContentionRetries = 10
+
+// isMySQLContention reports a deadlock (1213) or lock wait timeout (1205).
+func isMySQLContention(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205)
+}
+
+// postgresTickets keeps the counter in a sequence that steps by step from
+// offset; a batch is one round trip through generate_series.
+func postgresTickets(table string, step, offset int) ticketSQL {
+	return ticketSQL{
+		create: []string{
+			// Concurrent CREATE SEQUENCE IF NOT EXISTS can fail on pg_class; the lock serializes starters.
+			`SELECT pg_advisory_xact_lock(7270246873298435074)`,
+			fmt.Sprintf(`CREATE SEQUENCE IF NOT EXISTS "%s" INCREMENT BY %d START WITH %d MINVALUE 1 NO CYCLE`, table, step, offset),
+		},
+		transactionalDDL: true,
+		check: func(ctx context.Context, conn ticketConn) error {
+			var increment, start int64
+			err := conn.QueryRowContext(ctx, `SELECT increment_by, start_value FROM pg_sequences
+				WHERE schemaname = current_schema() AND sequencename = $1`, table).Scan(&increment, &start)
+			if err != nil {
+				return err
+			}
+			if increment != int64(step) || start != int64(offset) {
+				return fmt.Errorf("sequence %q steps by %d from %d, want %d from %d: the database served another offset or step",
+					table, increment, start, step, offset)
+			}
+			return nil
+		},
+		next: func(ctx context.Context, conn ticketConn, n int, timeout time.Duration, out []int64) ([]int64, error) {
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			rows, err := conn.QueryContext(ctx, `SELECT nextval('"`+table+`"') FROM generate_series(1, $1)`, n)
+			if err != nil {
+				return out, err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var id int64
+				if err := rows.Scan(&id); err != nil {
+					return out, err
+				}
+				out = append(out, id)
+			}
+			if err := rows.Err(); err != nil {
+				return out, err
+			}
+			if len(out) < n {
+				return out, fmt.Errorf("got %d tickets, want %d", len(out), n)
+			}
+			return out, nil
+		},
+	}
+}
+
+// prepareTicketServer creates the counter on s and checks that it serves
+// the offset and step sqls were made for. It is idempotent.
+func prepareTicketServer(ctx context.Context, s TicketServer, sqls ticketSQL) error {
+	if err := runTicketDDL(ctx, s.DB, sqls); err != nil {
+		return fmt.Errorf("strategies: ticket: creating the counter on %q: %w", s.Name, err)
+	}
+	if err := sqls.check(ctx, s.DB); err != nil {
+		return fmt.Errorf("strategies: ticket: checking the counter on %q: %w", s.Name, err)
+	}
+	return nil
+}
+
+func runTicketDDL(ctx context.Context, db *sql.DB, sqls ticketSQL) error {
+	if !sqls.transactionalDDL {
+		for _, ddl := range sqls.create {
+			if _, err := db.ExecContext(ctx, ddl); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	for _, ddl := range sqls.create {
+		if _, err := tx.ExecContext(ctx, ddl); err != nil {
+			_ = tx.Rollback()
+			return err
+		}
+	}
+	return tx.Commit()
+}
