@@ -35,6 +35,9 @@ type Config struct {
 	// Segment configures the segment strategy's blocks. Default: blocks of
 	// 1000 values, doubled while a block lasts under 15 minutes, up to 1e6.
 	Segment strategies.SegmentOptions
+	// Ticket lists the ticket servers of the ticket strategy. Default: none,
+	// and a tag naming ticket is refused.
+	Ticket TicketConfig
 	// Shards lists the physical databases and the logical shards each holds;
 	// together they must map every logical shard exactly once. Default: none,
 	// and every logical shard lives on the plugin's own database, which then
@@ -57,6 +60,26 @@ type SnowflakeConfig struct {
 	WorkerID int
 }
 
+// TicketConfig configures the ticket strategy.
+type TicketConfig struct {
+	// Servers are the ticket servers, MySQL/MariaDB or PostgreSQL databases
+	// of their own. Each has an Offset in 1..Options.Step that no other
+	// server ever had: a server added later takes a new one.
+	Servers []TicketServer
+	// Options: the step (the most servers there will ever be, default 16),
+	// virtual nodes on the ring, back-off and timeout.
+	Options strategies.TicketOptions
+}
+
+// TicketServer is one ticket server: its Name (on the ring and in errors), a
+// Dialector to open or an opened DB, and its Offset.
+type TicketServer struct {
+	Name      string
+	Dialector gorm.Dialector
+	DB        *gorm.DB
+	Offset    int
+}
+
 // Plugin is the GORM plugin. Register it with db.Use(shardid.New(cfg)). It is
 // safe for concurrent use.
 type Plugin struct {
@@ -67,6 +90,7 @@ type Plugin struct {
 	db         *gorm.DB
 	physical   []*physical // the databases logical shards live on
 	router     *shardrouter.Router
+	ticketDBs  []*gorm.DB           // ticket servers the plugin opened, closed by Close
 	txs        txRegistry[int]      // the physical database of each transaction known to be on one
 	savepoints txRegistry[struct{}] // transactions a nested Transaction has set a savepoint in
 
@@ -115,6 +139,9 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 	if err := p.openShards(db); err != nil {
 		return err
 	}
+	if err := p.buildTicket(db); err != nil {
+		return err
+	}
 	if err := p.registerCallbacks(db); err != nil {
 		return err
 	}
@@ -160,6 +187,54 @@ func (p *Plugin) buildGenerators() error {
 	return nil
 }
 
+// buildTicket opens the ticket servers and builds the ticket generator, when
+// there are any.
+func (p *Plugin) buildTicket(db *gorm.DB) error {
+	tc := p.config.Ticket
+	if len(tc.Servers) == 0 {
+		return nil
+	}
+	servers := make([]strategies.TicketServer, len(tc.Servers))
+	for i, s := range tc.Servers {
+		opened := s.DB
+		if opened == nil && s.Dialector != nil {
+			// Its own dialect allowed: ticket SQL is written per dialect, not built by GORM.
+			var err error
+			if opened, err = gorm.Open(s.Dialector, &gorm.Config{Logger: db.Logger, DisableAutomaticPing: true}); err != nil {
+				return fmt.Errorf("shardid: opening ticket server %s: %w", s.Name, err)
+			}
+			p.ticketDBs = append(p.ticketDBs, opened)
+		}
+		if opened == nil || s.Dialector != nil && s.DB != nil {
+			return fmt.Errorf("%w: ticket server %s: give a Dialector or a DB", ErrInvalidConfig, s.Name)
+		}
+		sqlDB, err := opened.DB()
+		if err != nil {
+			return fmt.Errorf("shardid: ticket server %s: %w", s.Name, err)
+		}
+		servers[i] = strategies.TicketServer{Name: s.Name, Dialect: opened.Dialector.Name(), DB: sqlDB, Offset: s.Offset}
+	}
+	ticket, err := strategies.NewTicket(p.layout, servers, tc.Options)
+	if err != nil {
+		return fmt.Errorf("%w: Ticket: %w", ErrInvalidConfig, err)
+	}
+	p.generators[strategies.NameTicket] = ticket
+	return nil
+}
+
+// PrepareTicketServers creates the ticket table (MySQL/MariaDB) or sequence
+// (PostgreSQL) on every ticket server, with the server's offset and the
+// step; AutoMigrate of a model that uses the ticket strategy does it too. It
+// is idempotent, safe from several processes at once, and refuses a counter
+// made for another offset or step.
+func (p *Plugin) PrepareTicketServers(ctx context.Context) error {
+	ticket, ok := p.generators[strategies.NameTicket].(*strategies.Ticket)
+	if !ok {
+		return fmt.Errorf("%w: no ticket servers (Config.Ticket.Servers)", ErrInvalidConfig)
+	}
+	return ticket.PrepareServers(ctx)
+}
+
 // preparer is a strategy that keeps tables in each physical database.
 type preparer interface {
 	Prepare(ctx context.Context, target strategies.Target) error
@@ -169,6 +244,11 @@ type preparer interface {
 // used keep there: the instagram clock-sequence, the snowflake leases, the
 // segment counters.
 func (p *Plugin) prepareStrategies(db *gorm.DB, used map[strategies.Generator]bool) error {
+	if ticket := p.generators[strategies.NameTicket]; ticket != nil && used[ticket] {
+		if err := p.PrepareTicketServers(db.Statement.Context); err != nil {
+			return err
+		}
+	}
 	for _, name := range strategyNames {
 		g := p.generators[name]
 		prep, ok := g.(preparer)

@@ -117,6 +117,11 @@ func (p *Plugin) Close() error {
 			errs = append(errs, c.Close())
 		}
 	}
+	for _, db := range p.ticketDBs {
+		if sqlDB, err := db.DB(); err == nil {
+			errs = append(errs, sqlDB.Close())
+		}
+	}
 	for i, ph := range p.physical {
 		if i >= len(p.config.Shards) || p.config.Shards[i].Dialector == nil {
 			continue

@@ -85,9 +85,9 @@ type idField struct {
 	field       *schema.Field
 	generator   strategies.Generator // nil for a UUID field
 	uuidVersion int                  // 7 or 4 for a UUID field
-	colocate  *schema.Field        // the row's shard is this ID's shard
-	parent    *schema.Relationship // belongs-to whose foreign key is colocate, if any
-	hash      *schema.Field        // the row's shard is the hash of this value
+	colocate    *schema.Field        // the row's shard is this ID's shard
+	parent      *schema.Relationship // belongs-to whose foreign key is colocate, if any
+	hash        *schema.Field        // the row's shard is the hash of this value
 }
 
 // model is what the plugin knows of one schema: its tagged fields, in the

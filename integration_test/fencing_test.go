@@ -72,7 +72,7 @@ func TestLeaseFencingAcrossProcesses(t *testing.T) {
 			var parentIDs []int64
 			var wg sync.WaitGroup
 			stop := make(chan struct{})
-			first := make(chan struct{})
+			first := make(chan int64, 1)
 			wg.Go(func() {
 				ids := make([]int64, 1)
 				for {
@@ -87,12 +87,12 @@ func TestLeaseFencingAcrossProcesses(t *testing.T) {
 					}
 					parentIDs = append(parentIDs, ids[0])
 					if len(parentIDs) == 1 {
-						close(first)
+						first <- ids[0]
 					}
 				}
 			})
-			<-first
-			if w := fencingLayout.Decode(parentIDs[0]).Worker; w != 0 {
+			firstID := <-first
+			if w := fencingLayout.Decode(firstID).Worker; w != 0 {
 				t.Fatalf("this process leased worker %d, want the stopped child's worker 0", w)
 			}
 			must(t, child.Process.Signal(syscall.SIGCONT))

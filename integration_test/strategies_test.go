@@ -1,8 +1,13 @@
 package integration
 
 import (
+	"fmt"
 	"testing"
 
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/shardid/shardid"
 	"github.com/shardid/shardid/strategies"
 )
 
@@ -15,6 +20,10 @@ type (
 	reading struct {
 		ID    int64 `shardid:"strategy:snowflake"`
 		Value int
+	}
+	order struct {
+		ID    int64 `shardid:"strategy:ticket"`
+		Total int
 	}
 )
 
@@ -58,4 +67,50 @@ func TestStrategiesThroughThePlugin(t *testing.T) {
 			t.Fatalf("segment sequences %+v, want one per physical database", seqs)
 		}
 	})
+}
+
+// The ticket strategy through the plugin: AutoMigrate prepares the ticket
+// servers, rows land on their shard's database, and Stats count each server.
+func TestTicketThroughThePlugin(t *testing.T) {
+	for _, b := range backends {
+		if b.name == "sqlite" {
+			continue // ticket servers are MySQL/MariaDB or PostgreSQL
+		}
+		t.Run(b.name, func(t *testing.T) {
+			dir := t.TempDir()
+			main, err := gorm.Open(b.dialector(t, dir), &gorm.Config{Logger: logger.Discard})
+			must(t, err)
+			var servers []shardid.TicketServer
+			for k := range 3 { // physical database k is ticket server k+1, as in the uniqueness test
+				servers = append(servers, shardid.TicketServer{Name: fmt.Sprintf("tickets-%d", k), Dialector: b.physical(t, dir, k), Offset: k + 1})
+			}
+			p := shardid.New(shardid.Config{Shards: shards(t, b, dir), Ticket: shardid.TicketConfig{Servers: servers}})
+			must(t, main.Use(p))
+			t.Cleanup(func() { _ = p.Close() })
+			r := &routing{b: b, db: main, direct: direct(t, b, dir), plugin: p}
+			fresh(t, main, &order{})
+			orders := make([]order, 90)
+			must(t, main.Create(&orders).Error)
+			seen := map[int64]bool{}
+			for _, o := range orders {
+				if seen[o.ID] {
+					t.Fatalf("ticket ID %d twice", o.ID)
+				}
+				seen[o.ID] = true
+				r.mustBeOnItsShard(t, &order{}, o.ID)
+			}
+			var got order
+			must(t, main.First(&got, orders[40].ID).Error)
+			stats := p.Stats()[strategies.NameTicket]
+			served := 0
+			for _, s := range stats.Servers {
+				if s.Issued > 0 {
+					served++
+				}
+			}
+			if stats.Issued != 90 || served < 2 {
+				t.Fatalf("ticket stats %+v: want 90 issued, spread over the servers", stats)
+			}
+		})
+	}
 }

@@ -54,6 +54,7 @@ var uniqueCases = []uniqueCase{
 	{strategy: strategies.NameSnowflake, total: 1_000_000, ordered: true},
 	{strategy: strategies.NameSegment, total: 1_000_000, ordered: true},
 	{strategy: strategies.NameInstagram, total: 100_000, ordered: true},
+	{strategy: strategies.NameTicket, total: 100_000},
 	{strategy: sharedWorker, total: 100_000, ordered: true, duplicates: true},
 }
 
@@ -170,7 +171,7 @@ func TestUniqueChild(t *testing.T) {
 	}
 	b := backends[slices.IndexFunc(backends, func(b backend) bool { return b.name == args.Backend })]
 	targets := uniqueTargets(t, b, args.Name)
-	g, closeGenerator := uniqueGenerator(t, args.Strategy, args.Name)
+	g, closeGenerator := uniqueGenerator(t, b, args.Strategy, args.Name)
 	defer closeGenerator()
 	var wg sync.WaitGroup
 	for gor := range uniqueGoroutines {
@@ -217,7 +218,7 @@ func uniqueTargets(t *testing.T, b backend, table string) []strategies.Target {
 	return targets
 }
 
-func uniqueGenerator(t *testing.T, strategy, name string) (strategies.Generator, func()) {
+func uniqueGenerator(t *testing.T, b backend, strategy, name string) (strategies.Generator, func()) {
 	t.Helper()
 	var g strategies.Generator
 	var err error
@@ -228,6 +229,11 @@ func uniqueGenerator(t *testing.T, strategy, name string) (strategies.Generator,
 		g, err = strategies.NewSegment(uniqueLayout, strategies.SegmentOptions{InitialStep: 500, MinStep: 100, MaxStep: 20_000})
 	case strategies.NameInstagram:
 		g, err = strategies.NewInstagram(uniqueLayout)
+	case strategies.NameTicket:
+		servers := ticketServers(t, b, 3)
+		if err = strategies.PrepareTicketServers(context.Background(), 0, servers); err == nil {
+			g, err = strategies.NewTicket(uniqueLayout, servers, strategies.TicketOptions{})
+		}
 	case sharedWorker:
 		g, err = strategies.NewSnowflake(uniqueLayout, 5)
 	default:
@@ -243,6 +249,19 @@ func uniqueGenerator(t *testing.T, strategy, name string) (strategies.Generator,
 			}
 		}
 	}
+}
+
+// ticketServers are n ticket servers on b: physical database k, with offset
+// k+1 (always the same, as a ticket server's offset must stay).
+func ticketServers(t *testing.T, b backend, n int) []strategies.TicketServer {
+	t.Helper()
+	servers := make([]strategies.TicketServer, n)
+	for k := range servers {
+		db := sqlDB(t, b, k)
+		db.SetMaxIdleConns(8)
+		servers[k] = strategies.TicketServer{Name: fmt.Sprintf("%s-tickets-%d", b.name, k), Dialect: dialectOf(b), DB: db, Offset: k + 1}
+	}
+	return servers
 }
 
 // dropUniqueTables removes the lease table and the segment row a run made.

@@ -219,6 +219,16 @@ func validateTicketServers(step int, servers []TicketServer) error {
 	return nil
 }
 
+// PrepareServers runs [PrepareTicketServers] for t's servers with t's options.
+func (t *Ticket) PrepareServers(ctx context.Context) error {
+	state := t.state.Load()
+	servers := make([]TicketServer, len(state.servers))
+	for i, ts := range state.servers {
+		servers[i] = ts.TicketServer
+	}
+	return prepareTicketServers(ctx, t.opts, servers)
+}
+
 // AddServer prepares s and puts it on the ring, where it takes over about
 // 1/(N+1) of the shards. Its Offset must be one no server ever had.
 func (t *Ticket) AddServer(ctx context.Context, s TicketServer) error {
@@ -418,18 +428,13 @@ func (c *ticketCall) noServer() error {
 func (c *ticketCall) fetch(ctx context.Context, server int, shards []int, ids []int64, group []int) ([]int, error) {
 	s := c.state.servers[server]
 	c.tried[server] = true
-	tickets, err := s.tickets(ctx, c.t.opts.Timeout, len(group), c.probes[server])
-	if errors.Is(err, errWentDown) {
-		c.skip[server] = true
-		return group, nil
-	}
+	tickets, err := s.tickets(ctx, c.t.opts, len(group), c.probes[server])
 	if err != nil {
 		if ctx.Err() != nil {
 			// The caller gave up; the server may be fine.
 			return nil, fmt.Errorf("%w (%w)", ctx.Err(), err)
 		}
-		s.failed(err, time.Now(), c.t.opts)
-		c.skip[server] = true
+		c.skip[server] = true // marked down by tickets, unless it went down meanwhile
 		return group, nil
 	}
 	s.succeeded(uint64(len(tickets)))
@@ -534,19 +539,33 @@ func (s *ticketServer) stateOf() ServerState {
 	return ServerState{Name: s.Name, Up: !s.down, Issued: s.issued.Load(), Failures: s.failures.Load(), RetryAt: s.retryAt}
 }
 
-// tickets takes n tickets, ascending; each statement gets timeout. probe
-// says the caller is to try the server even if it is down.
-func (s *ticketServer) tickets(ctx context.Context, timeout time.Duration, n int, probe bool) ([]int64, error) {
+// tickets takes n tickets, ascending; each statement gets opts.Timeout.
+// probe says the caller is to try the server even if it is down. A failure
+// that is the server's, not the caller's, marks it down, before the pinned
+// connection passes to the next request queued for it.
+func (s *ticketServer) tickets(ctx context.Context, opts TicketOptions, n int, probe bool) ([]int64, error) {
 	out := make([]int64, 0, n)
 	var err error
+	serversFault := func(err error) bool {
+		return err != nil && ctx.Err() == nil && !errors.Is(err, errWentDown)
+	}
 	if s.sql.session == "" {
-		out, err = s.sql.next(ctx, s.DB, n, timeout, out)
+		out, err = s.sql.next(ctx, s.DB, n, opts.Timeout, out)
 	} else {
 		var conn *sql.Conn
-		if conn, err = s.pinned(ctx, timeout, probe); err == nil {
-			out, err = s.sql.next(ctx, conn, n, timeout, out)
+		if conn, err = s.pinned(ctx, opts.Timeout, probe); err == nil {
+			out, err = s.sql.next(ctx, conn, n, opts.Timeout, out)
+			if serversFault(err) {
+				s.failed(err, time.Now(), opts)
+			}
 			s.release(conn, err)
+			if err != nil {
+				return nil, fmt.Errorf("strategies: ticket: server %q: %w", s.Name, err)
+			}
 		}
+	}
+	if serversFault(err) {
+		s.failed(err, time.Now(), opts)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("strategies: ticket: server %q: %w", s.Name, err)
