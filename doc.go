@@ -17,10 +17,12 @@
 //
 // The tag is `shardid:"strategy:NAME;colocate:Field;hash:Field"`, every part
 // optional. The strategies are "instagram" (the default: the sequence and the
-// time come from the database the row is written to) and "snowflake"
-// (in-process, with a worker ID per process); see package
-// [github.com/shardid/shardid/strategies]. A model without the tag is left
-// exactly as GORM makes it.
+// time come from the database the row is written to), "snowflake"
+// (in-process, with a worker ID leased from each database), "segment" (blocks
+// of a counter in each database), "ticket" (ticket servers behind consistent
+// hashing) and, for string or [16]byte fields, "uuidv7" and "uuidv4"; see
+// package [github.com/shardid/shardid/strategies]. [Plugin.Stats] reports
+// their counters. A model without the tag is left exactly as GORM makes it.
 //
 // With [Config].Shards, the logical shards are spread over several physical
 // databases and every statement on a sharded model (one whose primary key is

@@ -9,6 +9,10 @@
 //	layout.Shard(id) // 42
 //
 // The strategies themselves are [Instagram], whose sequence and time come
-// from the database the rows are written to, and [Snowflake], which makes IDs
-// in-process without a round trip.
+// from the database the rows are written to; [Snowflake], which makes IDs
+// in-process without a round trip, under a worker ID leased from each
+// database ([NewLeasedSnowflake]); [Segment], which hands out blocks of a
+// counter kept in each database; and [Ticket], which takes tickets from
+// ticket servers chosen by consistent hashing. [UUIDs] makes version 7 and 4
+// UUIDs that carry the logical shard. Each reports [Stats].
 package strategies
