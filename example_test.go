@@ -57,3 +57,54 @@ func Example() {
 	// photo beside its user: true
 	// read back: b.jpg
 }
+
+type Invoice struct {
+	ID     int64 `shardid:"strategy:segment"` // blocks of a counter kept in the shard's database
+	Amount int
+}
+
+type Document struct {
+	ID    string `gorm:"size:36" shardid:"strategy:uuidv7"` // a UUID that carries its shard
+	Title string
+}
+
+type Reading struct {
+	ID    int64 `shardid:"strategy:snowflake"` // in-process, under a leased worker ID
+	Value int
+}
+
+// Other strategies per model, and their counters.
+func ExamplePlugin_Stats() {
+	db, err := gorm.Open(sqlite.Open("file:strategies?mode=memory&cache=shared"), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		panic(err)
+	}
+	ids := shardid.New(shardid.Config{Layout: shardid.Layout{WorkerBits: 4}}) // 16 snowflake processes
+	if err := db.Use(ids); err != nil {
+		panic(err)
+	}
+	defer ids.Close() // releases the snowflake worker lease
+	if err := db.AutoMigrate(&Invoice{}, &Document{}, &Reading{}); err != nil {
+		panic(err)
+	}
+	for range 3 {
+		db.Create(&Invoice{Amount: 10})
+		db.Create(&Reading{Value: 7})
+	}
+	doc := Document{Title: "plan"}
+	db.Create(&doc)
+	var again Document
+	db.First(&again, "id = ?", doc.ID) // routed by the shard inside the UUID
+	fmt.Println("document read back:", again.Title)
+
+	stats := ids.Stats()
+	fmt.Println("segment issued:", stats["segment"].Issued)
+	fmt.Println("snowflake issued:", stats["snowflake"].Issued)
+	lease := stats["snowflake"].Leases[0]
+	fmt.Println("snowflake lease held:", lease.Held, "worker", lease.Worker)
+	// Output:
+	// document read back: plan
+	// segment issued: 3
+	// snowflake issued: 3
+	// snowflake lease held: true worker 0
+}
