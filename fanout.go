@@ -326,10 +326,16 @@ func (p *Plugin) sortByKey(db *gorm.DB, m *model, rows reflect.Value, desc bool)
 			if !key.IsValid() {
 				return fmt.Errorf("%w: %s: rows merged in primary-key order must select %s", ErrCrossShard, m.schema.Name, pk.DBName)
 			}
-			keys[i] = sortKeyOf(key.Interface(), pk.FieldType)
+			var err error
+			if keys[i], err = sortKeyOf(key.Interface(), pk.FieldType); err != nil {
+				return fmt.Errorf("%w: %s: a row's %s cannot be ordered: %w", ErrCrossShard, m.schema.Name, pk.DBName, err)
+			}
 			continue
 		}
-		keys[i] = sortKeyOf(pk.ReflectValueOf(db.Statement.Context, row).Interface(), pk.FieldType)
+		var err error
+		if keys[i], err = sortKeyOf(pk.ReflectValueOf(db.Statement.Context, row).Interface(), pk.FieldType); err != nil {
+			return fmt.Errorf("%w: %s: a row's %s cannot be ordered: %w", ErrCrossShard, m.schema.Name, pk.DBName, err)
+		}
 	}
 	order := make([]int, rows.Len())
 	for i := range order {
@@ -356,13 +362,13 @@ type sortKey struct {
 	uuid uuid.UUID
 }
 
-func sortKeyOf(v any, t reflect.Type) sortKey {
+func sortKeyOf(v any, t reflect.Type) (sortKey, error) {
 	if isUUIDType(t) {
-		u, _ := uuidOf(v)
-		return sortKey{uuid: u}
+		u, err := uuidOf(v)
+		return sortKey{uuid: u}, err
 	}
-	id, _ := int64Of(v)
-	return sortKey{id: id}
+	id, err := int64Of(v)
+	return sortKey{id: id}, err
 }
 
 func (k sortKey) compare(o sortKey) int {

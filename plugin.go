@@ -2,6 +2,7 @@ package shardid
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -29,8 +30,8 @@ type Config struct {
 	// coordination between processes.
 	DefaultStrategy string
 	// Snowflake configures the worker IDs of the snowflake strategy.
-	// Default: leased from each physical database, renewed every 3s and
-	// valid for 10s.
+	// Default: leased from each physical database, valid for 10s and renewed
+	// every third of that.
 	Snowflake SnowflakeConfig
 	// Segment configures the segment strategy's blocks. Default: blocks of
 	// 1000 values, doubled while a block lasts under 15 minutes, up to 1e6.
@@ -140,7 +141,7 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 		return err
 	}
 	if err := p.buildTicket(db); err != nil {
-		return err
+		return errors.Join(err, p.Close())
 	}
 	if err := p.registerCallbacks(db); err != nil {
 		return err

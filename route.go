@@ -140,6 +140,13 @@ func (p *Plugin) keepsShard(stmt *gorm.Statement, m *model) error {
 	rowShard, known := p.rowShard(stmt, m)
 	for field, v := range assigned {
 		moves := !known
+		if field == m.pk().field {
+			// A new key is refused even on the same shard: it was not made for this row.
+			if !p.sameKey(stmt, m, v) {
+				return fmt.Errorf("%w: %s: the update changes the primary key %s; copy the row instead", ErrCrossShard, m.schema.Name, field.Name)
+			}
+			continue
+		}
 		if !moves {
 			e := m.evidence[slices.IndexFunc(m.evidence, func(e evidence) bool { return e.matches("", field.DBName) })]
 			s, err := e.shardOf(p, v)
@@ -197,6 +204,29 @@ func assignedValues(stmt *gorm.Statement, m *model) map[*schema.Field]any {
 		}
 	}
 	return assigned
+}
+
+// sameKey reports whether v is the primary key of the one row the update
+// names, by its model or its conditions.
+func (p *Plugin) sameKey(stmt *gorm.Statement, m *model, v any) bool {
+	pk := m.pk().field
+	var key any
+	if model := reflect.Indirect(reflect.ValueOf(stmt.Model)); model.Kind() == reflect.Struct && model.Type() == m.schema.ModelType {
+		if value, zero := pk.ValueOf(stmt.Context, model); !zero {
+			key = value
+		}
+	}
+	if where, ok := stmt.Clauses["WHERE"].Expression.(clause.Where); ok && key == nil {
+		if values, ok := shardrouter.ColumnValues(where.Exprs, m.evidence[0].matches); ok && len(values) == 1 {
+			key = values[0]
+		}
+	}
+	if key == nil {
+		return false
+	}
+	a, errA := sortKeyOf(key, pk.FieldType)
+	b, errB := sortKeyOf(v, pk.FieldType)
+	return errA == nil && errB == nil && a == b
 }
 
 // rowShard returns the logical shard of the one row an update names, by its

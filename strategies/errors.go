@@ -21,6 +21,8 @@ var (
 	// a database could not be renewed in time: it issues no ID for that
 	// database's shards until it holds a lease again.
 	ErrLeaseLost = errors.New("strategies: worker lease lost")
+	// ErrInvalidLease is returned for lease options that cannot work.
+	ErrInvalidLease = errors.New("strategies: invalid lease options")
 	// ErrNoWorkerID is returned when every worker ID of a database is leased.
 	ErrNoWorkerID = errors.New("strategies: every worker id is leased")
 	// ErrClockBackwards is returned when the clock is behind time already used

@@ -5,12 +5,15 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"regexp"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 )
 
 // LeaseOptions configures the worker leases of a leased [Snowflake].
@@ -59,7 +62,8 @@ type leaseSlot struct {
 	stop     chan struct{}
 	stopOnce sync.Once
 	done     chan struct{}
-	started  bool
+	started  bool // guarded by acquire, as is halted
+	halted   bool
 
 	renewals, lost atomic.Uint64
 }
@@ -90,20 +94,20 @@ func NewLeasedSnowflake(layout Layout, lo LeaseOptions, opts ...SnowflakeOption)
 		lo.ClockTolerance = DefaultClockTolerance
 	}
 	if lo.TTL < 30*time.Millisecond || lo.ClockTolerance < 0 {
-		return nil, fmt.Errorf("%w: lease TTL %s (at least 30ms) or clock tolerance %s (not negative)", ErrInvalidWorker, lo.TTL, lo.ClockTolerance)
+		return nil, fmt.Errorf("%w: lease TTL %s (at least 30ms) or clock tolerance %s (not negative)", ErrInvalidLease, lo.TTL, lo.ClockTolerance)
 	}
 	if lo.Table == "" {
 		lo.Table = DefaultLeaseTable
 	}
 	if !plainIdentifier.MatchString(lo.Table) {
-		return nil, fmt.Errorf("%w: lease table %q is not a plain SQL identifier", ErrInvalidWorker, lo.Table)
+		return nil, fmt.Errorf("%w: lease table %q is not a plain SQL identifier", ErrInvalidLease, lo.Table)
 	}
 	if lo.Owner == "" {
 		host, _ := os.Hostname()
 		lo.Owner = fmt.Sprintf("%s:%d:%08x", host, os.Getpid(), rand.Uint32())
 	}
-	if len(lo.Owner) > 128 {
-		lo.Owner = lo.Owner[:128]
+	for len(lo.Owner) > 128 || !utf8.ValidString(lo.Owner) {
+		lo.Owner = lo.Owner[:len(lo.Owner)-1] // cut whole characters: the column is text
 	}
 	s, err := NewSnowflake(layout, 0, opts...)
 	if err != nil {
@@ -232,23 +236,49 @@ func (s *Snowflake) takeLease(ctx context.Context, slot *leaseSlot) (*lease, err
 	if l := slot.current.Load(); l != nil {
 		return l, nil
 	}
+	if slot.halted {
+		return nil, fmt.Errorf("%w: the generator is closed", ErrLeaseLost)
+	}
 	if err := slot.prepare(ctx); err != nil {
 		return nil, err
 	}
-	l, floor, err := s.claim(ctx, slot)
-	if err != nil {
-		return nil, err
-	}
-	waited, err := s.waitPast(floor, slot.name, l.worker)
-	if err != nil {
-		_ = s.release(slot, l, floor)
-		return nil, err
-	}
-	if waited {
-		// The wait used part of the lease: start it afresh.
-		if err := s.extend(ctx, slot, l); err != nil {
+	// A worker ID whose time is too far ahead of this clock is passed over
+	// for the next, so that one bad row does not stop every process.
+	var ahead map[int]bool
+	var l *lease
+	for {
+		var floor int64
+		var err error
+		if l, floor, err = s.claim(ctx, slot, ahead); err != nil {
+			if ahead != nil && errors.Is(err, ErrNoWorkerID) {
+				return nil, fmt.Errorf("%w (and the time of workers %v is ahead of this clock by more than the tolerance)", err, slices.Sorted(maps.Keys(ahead)))
+			}
 			return nil, err
 		}
+		waited, err := s.waitPast(floor, slot.name, l.worker)
+		if errors.Is(err, ErrClockBackwards) {
+			_ = s.release(slot, l, floor)
+			if ahead == nil {
+				ahead = map[int]bool{}
+			}
+			if ahead[l.worker] {
+				return nil, err
+			}
+			ahead[l.worker] = true
+			if len(ahead) == 1<<s.workerCountBits {
+				return nil, err
+			}
+			continue
+		}
+		if waited {
+			// The wait used part of the lease: start it afresh.
+			err = s.extend(ctx, slot, l)
+		}
+		if err != nil {
+			_ = s.release(slot, l, floor)
+			return nil, err
+		}
+		break
 	}
 	slot.current.Store(l)
 	if !slot.started {
@@ -261,7 +291,7 @@ func (s *Snowflake) takeLease(ctx context.Context, slot *leaseSlot) (*lease, err
 // claim takes a worker ID row: a row-less ID by insert, or an expired row by
 // compare-and-swap on its generation. It returns the lease and the highest
 // tick the worker ID used before.
-func (s *Snowflake) claim(ctx context.Context, slot *leaseSlot) (*lease, int64, error) {
+func (s *Snowflake) claim(ctx context.Context, slot *leaseSlot, skip map[int]bool) (*lease, int64, error) {
 	ttl := s.leases.opts.TTL
 	workers := 1 << s.workerCountBits
 	for range 16 { // each round loses only to another taker
@@ -289,7 +319,7 @@ func (s *Snowflake) claim(ctx context.Context, slot *leaseSlot) (*lease, int64, 
 		raced := false
 		for worker := range workers {
 			r, taken := rows[worker]
-			if taken && r.expires >= dbNow {
+			if taken && r.expires >= dbNow || skip[worker] {
 				continue
 			}
 			var res sql.Result
@@ -392,7 +422,15 @@ func (s *Snowflake) extend(ctx context.Context, slot *leaseSlot, l *lease) error
 		return fmt.Errorf("strategies: renewing worker %d on %s: %w", l.worker, slot.name, err)
 	}
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return errLeaseTaken
+		// A renewal whose reply was lost moved the generation on: the row is
+		// still ours if it names this process, and the next renewal takes it up.
+		var owner string
+		var current int64
+		if slot.db.QueryRowContext(ctx, slot.sql.owner, l.worker).Scan(&owner, &current) != nil || owner != s.leases.opts.Owner {
+			return errLeaseTaken
+		}
+		l.generation.Store(current)
+		return fmt.Errorf("strategies: renewing worker %d on %s: an earlier renewal's reply was lost; retrying", l.worker, slot.name)
 	}
 	l.generation.Store(generation + 1)
 	l.validUntil.Store(int64(start + ttl - s.leases.margin))
@@ -400,15 +438,17 @@ func (s *Snowflake) extend(ctx context.Context, slot *leaseSlot, l *lease) error
 	return nil
 }
 
-// halt stops the heartbeat, if it runs, and waits for it.
+// halt stops the heartbeat, if it runs, and waits for it; no lease is taken
+// after. The wait is outside the lock, which the heartbeat may be waiting for.
 func (slot *leaseSlot) halt() {
-	slot.acquire.Lock()
-	defer slot.acquire.Unlock()
 	slot.stopOnce.Do(func() { close(slot.stop) })
-	if slot.started {
+	slot.acquire.Lock()
+	started := slot.started
+	slot.started, slot.halted = true, true
+	slot.acquire.Unlock()
+	if started {
 		<-slot.done
 	}
-	slot.started = true // no heartbeat starts after a halt
 }
 
 // release gives the lease back, recording highWater as the last tick used.

@@ -22,6 +22,7 @@ type leaseSQL struct {
 	take             string // takes an expired row: owner, ttl ms, high water, id, generation
 	renew            string // ttl ms, high water, id, generation
 	release          string // high water, id, generation
+	owner            string // owner, generation of a worker ID
 }
 
 func leaseSQLFor(dialect, leaseTable string) (leaseSQL, error) {
@@ -57,9 +58,10 @@ func leaseSQLFor(dialect, leaseTable string) (leaseSQL, error) {
 		"(high_water, ?), generation = generation + 1 WHERE worker_id = ? AND generation = ? AND expires_at < " + nowMs
 	q.renew = "UPDATE " + leaseTable + " SET expires_at = " + nowMs + " + ?, high_water = " + greatest +
 		"(high_water, ?), generation = generation + 1 WHERE worker_id = ? AND generation = ?"
+	q.owner = "SELECT owner, generation FROM " + leaseTable + " WHERE worker_id = ?"
 	q.release = "UPDATE " + leaseTable + " SET owner = '', expires_at = 0, high_water = ?, generation = generation + 1 WHERE worker_id = ? AND generation = ?"
 	if dialect == "postgres" {
-		for _, s := range []*string{&q.insert, &q.take, &q.renew, &q.release} {
+		for _, s := range []*string{&q.insert, &q.take, &q.renew, &q.release, &q.owner} {
 			*s = numberParameters(*s)
 		}
 	}

@@ -218,9 +218,16 @@ func TestLeaseRestartWithClockBehind(t *testing.T) {
 					} else {
 						crash(first)
 					}
-					// A clock that stands still but when waited on: the wait is exactly the step.
-					var clock Clock = newFakeClock(time.Now().Add(-step))
-					if !graceful {
+					var clock Clock
+					if graceful {
+						// A clock that stands still but when waited on, set step behind
+						// the time the released worker ID used: the wait is the step.
+						var highWater int64
+						if err := target.DB.QueryRow("SELECT high_water FROM " + lo.Table + " WHERE worker_id = 0").Scan(&highWater); err != nil {
+							t.Fatal(err)
+						}
+						clock = newFakeClock(DefaultEpoch.Add(time.Duration(highWater+1)*time.Millisecond - step))
+					} else {
 						clock = offsetClock{-step} // real time, to see the crashed lease expire
 					}
 					restarted := leased(t, Layout{}, lo, WithClock(clock))
@@ -318,5 +325,68 @@ func BenchmarkSnowflakeLease(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// A worker ID whose time is far ahead of this clock (its last holder's clock
+// was fast) is passed over; the next one is leased.
+func TestLeaseSkipsAWorkerWhoseTimeIsAhead(t *testing.T) {
+	target := sqliteTarget(t)
+	lo := LeaseOptions{Table: "workers"}
+	first := leased(t, Layout{WorkerBits: 1}, lo)
+	generate(t, first, target, 1)
+	must(t, first.Close())
+	ahead := time.Since(DefaultEpoch).Milliseconds() + time.Hour.Milliseconds()
+	if _, err := target.DB.Exec("UPDATE workers SET high_water = ? WHERE worker_id = 0", ahead); err != nil {
+		t.Fatal(err)
+	}
+	g := leased(t, Layout{WorkerBits: 1}, lo)
+	generate(t, g, target, 1)
+	if w := workerOf(t, g); w != 1 {
+		t.Fatalf("leased worker %d, want 1: worker 0's time is an hour ahead", w)
+	}
+	// With no other worker ID left, the error says why.
+	third := leased(t, Layout{WorkerBits: 1}, lo)
+	err := third.Generate(context.Background(), target, []int{1}, make([]int64, 1))
+	if !errors.Is(err, ErrNoWorkerID) || !strings.Contains(err.Error(), "ahead of this clock") {
+		t.Fatalf("got %v, want ErrNoWorkerID naming the worker whose time is ahead", err)
+	}
+}
+
+func TestLeaseNoIDAfterClose(t *testing.T) {
+	target := sqliteTarget(t)
+	g := leased(t, Layout{}, LeaseOptions{Table: "workers"})
+	generate(t, g, target, 1)
+	must(t, g.Close())
+	if err := g.Generate(context.Background(), target, []int{1}, make([]int64, 1)); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("Generate after Close: %v, want ErrLeaseLost", err)
+	}
+	var owner string
+	if err := target.DB.QueryRow("SELECT owner FROM workers WHERE worker_id = 0").Scan(&owner); err != nil || owner != "" {
+		t.Fatalf("worker 0 is owned by %q after Close (%v), want released", owner, err)
+	}
+}
+
+// A renewal that committed but whose reply was lost moved the generation on:
+// the row still names this process, which keeps its worker ID.
+func TestLeaseRenewalWithALostReplyKeepsTheWorker(t *testing.T) {
+	target := sqliteTarget(t)
+	g := leased(t, Layout{WorkerBits: 1}, LeaseOptions{Table: "workers", TTL: 150 * time.Millisecond})
+	generate(t, g, target, 1)
+	if _, err := target.DB.Exec("UPDATE workers SET generation = generation + 1 WHERE worker_id = 0"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * time.Millisecond)
+	s := g.Stats().Leases[0]
+	if s.Lost != 0 || s.Worker != 0 || !s.Held {
+		t.Fatalf("%+v, want worker 0 kept and never lost", s)
+	}
+	generate(t, g, target, 1)
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -33,20 +33,22 @@ import (
 // Generate fails with [ErrSequenceExhausted].
 //
 // A reserved block is never handed out twice. A restarted process reserves
-// above whatever the row says. The row lives in the same physical database as
-// the rows that carry its IDs, on purpose: replication applies the
-// reservation before any row written with one of its IDs, so a failover to a
-// replica that lost a reservation lost every row numbered from it too. And
-// the process remembers the highest value it ever reserved (its floor) and
-// reserves at max(v, floor) + step, so a counter that went back in a failover
-// cannot give it a block it already used.
+// above whatever the row says. The process remembers the highest value it
+// ever reserved (its floor) and reserves at max(v, floor) + step, so a
+// counter that went back in a failover cannot give it a block it already
+// used. The row lives in the same physical database as the rows that carry
+// its IDs, so a promoted replica has every reservation whose rows it has; but
+// a process still drawing on blocks the promoted replica never saw shares
+// them with a process that reserves from the counter that went back. Like
+// Leaf, segment therefore needs a failover that loses no acknowledged write
+// (semi-synchronous or synchronous replication).
 //
 // Reservations run on [Target.DB], never in the caller's transaction: a
 // reservation rolled back with the rows would let another process reserve
 // the same block. The one exception is SQLite, whose single writer may be the
 // caller's own transaction: a caller there that finds no value left reserves
-// in it (see reserveIn). A Segment is safe for concurrent use; call Close to stop its
-// background refills.
+// just the values it needs in it, for itself alone (see reserveIn). A Segment
+// is safe for concurrent use; call Close to stop its background refills.
 type Segment struct {
 	layout     Layout
 	opts       SegmentOptions // with the defaults filled in
@@ -373,7 +375,10 @@ func (q *segmentSequence) take(ctx context.Context, want int64, writer Conn) (fi
 				return first, got, nil
 			}
 		}
-		if err := q.refill(ctx, writer); err != nil {
+		if writer != nil && !q.ready() {
+			return q.reserveIn(ctx, writer, want)
+		}
+		if err := q.refill(ctx); err != nil {
 			return 0, 0, err
 		}
 	}
@@ -412,7 +417,7 @@ func (q *segmentSequence) startLocked(background bool) *segmentRefill {
 // refill returns once the current block has values, or with the reason it
 // cannot get any. It swaps in the prefetched block, or waits for the
 // reservation under way, starting one if there is none.
-func (q *segmentSequence) refill(ctx context.Context, writer Conn) error {
+func (q *segmentSequence) refill(ctx context.Context) error {
 	waited := false
 	for {
 		q.mu.Lock()
@@ -433,10 +438,6 @@ func (q *segmentSequence) refill(ctx context.Context, writer Conn) error {
 		if !waited {
 			waited = true
 			q.seg.refillWaits.Add(1)
-		}
-		if writer != nil {
-			q.mu.Unlock()
-			return q.reserveIn(ctx, writer)
 		}
 		r := q.inflight
 		if r == nil {
@@ -459,20 +460,25 @@ func (q *segmentSequence) refill(ctx context.Context, writer Conn) error {
 	}
 }
 
-// reserveIn reserves a block in the caller's SQLite transaction, whose write
-// lock a reservation on the pool would wait for. Like instagram's IDs there,
-// a block reserved in a transaction that rolls back is never used again by
-// this process, whose floor has moved, but may be by another process writing
-// the same file.
-func (q *segmentSequence) reserveIn(ctx context.Context, writer Conn) error {
-	b, err := q.reserve(ctx, writer)
-	if err != nil {
-		return q.errorf("reserving a block: %w", err)
-	}
+// ready reports whether a reserved value is at hand without a round trip.
+func (q *segmentSequence) ready() bool {
 	q.mu.Lock()
-	q.installLocked(b)
-	q.mu.Unlock()
-	return nil
+	defer q.mu.Unlock()
+	b := q.current.Load()
+	return b != nil && b.left() > 0 || q.next != nil
+}
+
+// reserveIn reserves exactly want values in the caller's SQLite transaction,
+// whose write lock a reservation on the pool would wait for, and gives them
+// to that caller alone: if the transaction rolls back, the reservation and
+// every row numbered from it go together, and no one else holds the values.
+func (q *segmentSequence) reserveIn(ctx context.Context, writer Conn, want int64) (first, got int64, err error) {
+	b, err := q.reserveSteps(ctx, writer, want)
+	if err != nil {
+		return 0, 0, q.errorf("reserving in the transaction: %w", err)
+	}
+	first, got, _ = b.take(want)
+	return first, got, nil
 }
 
 func (q *segmentSequence) errorf(format string, args ...any) error {
@@ -505,6 +511,12 @@ func (q *segmentSequence) installLocked(b *segmentBlock) {
 // reserve moves the counter row by an adapted step, above this process's
 // floor, and returns the block.
 func (q *segmentSequence) reserve(ctx context.Context, conn Conn) (*segmentBlock, error) {
+	return q.reserveSteps(ctx, conn, 0)
+}
+
+// reserveSteps reserves a block of exactly n values, or with n 0 of the
+// adapted step; only adapted blocks count for the adaptation.
+func (q *segmentSequence) reserveSteps(ctx context.Context, conn Conn, n int64) (*segmentBlock, error) {
 	s := q.seg
 	if err := s.ensureTable(ctx, q.database, q.sql, conn); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", segmentTable, err)
@@ -513,6 +525,9 @@ func (q *segmentSequence) reserve(ctx context.Context, conn Conn) (*segmentBlock
 	q.mu.Lock()
 	step, floor := q.adaptedStep(now), q.floor
 	q.mu.Unlock()
+	if n > 0 {
+		step = n
+	}
 
 	high, err := q.sql.reserve(ctx, conn, q.name, floor, step)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -531,7 +546,9 @@ func (q *segmentSequence) reserve(ctx context.Context, conn Conn) (*segmentBlock
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.floor = max(q.floor, high)
-	q.step, q.reservedAt = step, now
+	if n == 0 {
+		q.step, q.reservedAt = step, now
+	}
 	q.refills++
 	low := high - step // the block is (low, high]
 	if low+1 >= s.limit {

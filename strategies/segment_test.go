@@ -559,3 +559,33 @@ func TestSegmentRejectsBadInput(t *testing.T) {
 		t.Error("after Close: no error")
 	}
 }
+
+// On SQLite a caller inside its write transaction reserves in it; when that
+// transaction rolls back, the values go with it and nobody else holds them:
+// the values handed out afterwards, by this process and another, never meet.
+func TestSegmentSQLiteReservationRolledBackWithItsTransaction(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ids.db")
+	one := withSegmentSequence(t, sqliteTargetAt(t, path))
+	other := sqliteTargetAt(t, path)
+	other.Table = one.Table
+	if _, err := one.DB.Exec("SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	p1, p2 := newTestSegment(t, fixedStep(100)), newTestSegment(t, fixedStep(100))
+	tx, err := one.DB.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	inTx := one
+	inTx.Conn = tx
+	rolledBack := make([]int64, 3)
+	if err := p1.Generate(context.Background(), inTx, []int{1, 1, 1}, rolledBack); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int64]bool{}
+	requireUnique(t, seen, generateN(t, p1, one, 300)...)
+	requireUnique(t, seen, generateN(t, p2, other, 300)...)
+}

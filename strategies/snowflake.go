@@ -89,7 +89,7 @@ func NewSnowflake(layout Layout, worker int, opts ...SnowflakeOption) (*Snowflak
 // the database of the shard: use Generate.
 func (s *Snowflake) Next(shard int) (int64, error) {
 	if s.leases != nil {
-		return 0, fmt.Errorf("%w: a leased generator makes IDs with Generate, for a database", ErrLeaseLost)
+		return 0, errors.New("strategies: a leased snowflake makes IDs with Generate, for the database of the shard")
 	}
 	return s.next(shard, s.workerBits, nil)
 }
@@ -141,12 +141,17 @@ func (s *Snowflake) Generate(ctx context.Context, target Target, shards []int, i
 		}
 		workerBits = l.workerBits
 	}
-	for i, shard := range shards {
-		id, err := s.next(shard, workerBits, l)
-		if err != nil {
-			if errors.Is(err, ErrLeaseLost) {
-				return fmt.Errorf("%w: worker %d on %s was not renewed in time; no ID is issued for its shards until a lease is held again", err, l.worker, target.Name)
+	for i := 0; i < len(shards); i++ {
+		id, err := s.next(shards[i], workerBits, l)
+		if errors.Is(err, ErrLeaseLost) {
+			if renewed := s.leases.held(target.Name); renewed != nil && renewed != l {
+				l, workerBits = renewed, renewed.workerBits // taken again while this call ran
+				i--
+				continue
 			}
+			return fmt.Errorf("%w: worker %d on %s was not renewed in time; no ID is issued for its shards until a lease is held again", err, l.worker, target.Name)
+		}
+		if err != nil {
 			return err
 		}
 		ids[i] = id

@@ -23,8 +23,10 @@ type Waits struct {
 	SequenceFull uint64
 	// ClockBehind: the clock was behind time already used; the caller waited for it.
 	ClockBehind uint64
-	// Refill: no reserved value was left; the caller waited for a block or a ticket server.
+	// Refill: no reserved value was left; the caller waited for a block.
 	Refill uint64
+	// Failover: a ticket server failed the request, which went to the next.
+	Failover uint64
 }
 
 // LeaseState is one snowflake worker lease.
@@ -54,7 +56,7 @@ type ServerState struct {
 // SequenceState is one segment sequence in one physical database.
 type SequenceState struct {
 	Database, Sequence string
-	// Step is the size of the next block to reserve.
+	// Step is the size of the last block reserved.
 	Step int64
 	// Left is how many values the current and the prefetched block still hold.
 	Left int64

@@ -299,10 +299,10 @@ func (t *Ticket) Generate(ctx context.Context, _ Target, shards []int, ids []int
 	return nil
 }
 
-// Stats implements [Reporter]. Waits.Refill counts the requests that found
+// Stats implements [Reporter]. Waits.Failover counts the requests that found
 // their server failing and went to another.
 func (t *Ticket) Stats() Stats {
-	st := Stats{Issued: t.issued.Load(), Waits: Waits{Refill: t.failovers.Load()}}
+	st := Stats{Issued: t.issued.Load(), Waits: Waits{Failover: t.failovers.Load()}}
 	for _, s := range t.state.Load().servers {
 		st.Servers = append(st.Servers, s.stateOf())
 	}

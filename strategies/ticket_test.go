@@ -365,7 +365,7 @@ func testTicketTable2(t *testing.T, d ticketDB) {
 	if g.Stats().Issued != uint64(len(seen)) {
 		t.Errorf("Stats.Issued = %d, want %d", g.Stats().Issued, len(seen))
 	}
-	t.Logf("%d IDs, none twice; %d requests failed over", len(seen), g.Stats().Waits.Refill)
+	t.Logf("%d IDs, none twice; %d requests failed over", len(seen), g.Stats().Waits.Failover)
 }
 
 func TestTicketAllServersDown(t *testing.T) {
