@@ -143,16 +143,16 @@ func (s *Snowflake) Generate(ctx context.Context, target Target, shards []int, i
 	}
 	for i := 0; i < len(shards); i++ {
 		id, err := s.next(shards[i], workerBits, l)
-		if errors.Is(err, ErrLeaseLost) {
+		if err != nil {
+			if !errors.Is(err, ErrLeaseLost) {
+				return err
+			}
 			if renewed := s.leases.held(target.Name); renewed != nil && renewed != l {
 				l, workerBits = renewed, renewed.workerBits // taken again while this call ran
 				i--
 				continue
 			}
 			return fmt.Errorf("%w: worker %d on %s was not renewed in time; no ID is issued for its shards until a lease is held again", err, l.worker, target.Name)
-		}
-		if err != nil {
-			return err
 		}
 		ids[i] = id
 	}
