@@ -348,13 +348,6 @@ func (p *Plugin) inBatchWrapper(stmt *gorm.Statement) bool {
 	return inCreateInBatchesWrapper()
 }
 
-// writeIDs stores ids[i] in values[i].
-func writeIDs(values []reflect.Value, ids []int64) {
-	for i, v := range values {
-		writeID(v, ids[i])
-	}
-}
-
 // writeID stores a positive id in an int64 or uint64 field.
 func writeID(v reflect.Value, id int64) {
 	if v.Kind() == reflect.Uint64 {

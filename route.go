@@ -206,45 +206,41 @@ func assignedValues(stmt *gorm.Statement, m *model) map[*schema.Field]any {
 	return assigned
 }
 
-// sameKey reports whether v is the primary key of the one row the update
-// names, by its model or its conditions.
-func (p *Plugin) sameKey(stmt *gorm.Statement, m *model, v any) bool {
-	pk := m.pk().field
-	var key any
-	if model := reflect.Indirect(reflect.ValueOf(stmt.Model)); model.Kind() == reflect.Struct && model.Type() == m.schema.ModelType {
-		if value, zero := pk.ValueOf(stmt.Context, model); !zero {
-			key = value
-		}
-	}
-	if where, ok := stmt.Clauses["WHERE"].Expression.(clause.Where); ok && key == nil {
-		if values, ok := shardrouter.ColumnValues(where.Exprs, m.evidence[0].matches); ok && len(values) == 1 {
-			key = values[0]
-		}
-	}
-	if key == nil {
-		return false
-	}
-	a, errA := sortKeyOf(key, pk.FieldType)
-	b, errB := sortKeyOf(v, pk.FieldType)
-	return errA == nil && errB == nil && a == b
-}
-
-// rowShard returns the logical shard of the one row an update names, by its
+// rowKey returns the primary key of the one row an update names, by its
 // model or its conditions.
-func (p *Plugin) rowShard(stmt *gorm.Statement, m *model) (int, bool) {
+func (p *Plugin) rowKey(stmt *gorm.Statement, m *model) (any, bool) {
 	if model := reflect.Indirect(reflect.ValueOf(stmt.Model)); model.Kind() == reflect.Struct && model.Type() == m.schema.ModelType {
-		if shard, zero, err := p.fieldShard(m.pk().field.ReflectValueOf(stmt.Context, model)); err == nil && !zero {
-			return shard, true
+		if value, zero := m.pk().field.ValueOf(stmt.Context, model); !zero {
+			return value, true
 		}
 	}
 	if where, ok := stmt.Clauses["WHERE"].Expression.(clause.Where); ok {
 		if values, ok := shardrouter.ColumnValues(where.Exprs, m.evidence[0].matches); ok && len(values) == 1 {
-			if shard, err := m.evidence[0].shardOf(p, values[0]); err == nil {
-				return shard, true
-			}
+			return values[0], true
 		}
 	}
-	return 0, false
+	return nil, false
+}
+
+// sameKey reports whether v is the primary key of the one row the update names.
+func (p *Plugin) sameKey(stmt *gorm.Statement, m *model, v any) bool {
+	key, ok := p.rowKey(stmt, m)
+	if !ok {
+		return false
+	}
+	a, errA := sortKeyOf(key, m.pk().field.FieldType)
+	b, errB := sortKeyOf(v, m.pk().field.FieldType)
+	return errA == nil && errB == nil && a == b
+}
+
+// rowShard returns the logical shard of the one row an update names.
+func (p *Plugin) rowShard(stmt *gorm.Statement, m *model) (int, bool) {
+	key, ok := p.rowKey(stmt, m)
+	if !ok {
+		return 0, false
+	}
+	shard, err := m.evidence[0].shardOf(p, key)
+	return shard, err == nil
 }
 
 // keepUnsharded keeps a statement on an unsharded model on the plugin's own
