@@ -197,23 +197,10 @@ func (p *Plugin) buildTicket(db *gorm.DB) error {
 	}
 	servers := make([]strategies.TicketServer, len(tc.Servers))
 	for i, s := range tc.Servers {
-		opened := s.DB
-		if opened == nil && s.Dialector != nil {
-			// Its own dialect allowed: ticket SQL is written per dialect, not built by GORM.
-			var err error
-			if opened, err = gorm.Open(s.Dialector, &gorm.Config{Logger: db.Logger, DisableAutomaticPing: true}); err != nil {
-				return fmt.Errorf("shardid: opening ticket server %s: %w", s.Name, err)
-			}
-			p.ticketDBs = append(p.ticketDBs, opened)
+		var err error
+		if servers[i], err = p.openTicketServer(db, s); err != nil {
+			return err
 		}
-		if opened == nil || s.Dialector != nil && s.DB != nil {
-			return fmt.Errorf("%w: ticket server %s: give a Dialector or a DB", ErrInvalidConfig, s.Name)
-		}
-		sqlDB, err := opened.DB()
-		if err != nil {
-			return fmt.Errorf("shardid: ticket server %s: %w", s.Name, err)
-		}
-		servers[i] = strategies.TicketServer{Name: s.Name, Dialect: opened.Dialector.Name(), DB: sqlDB, Offset: s.Offset}
 	}
 	ticket, err := strategies.NewTicket(p.layout, servers, tc.Options)
 	if err != nil {
@@ -221,6 +208,43 @@ func (p *Plugin) buildTicket(db *gorm.DB) error {
 	}
 	p.generators[strategies.NameTicket] = ticket
 	return nil
+}
+
+// openTicketServer opens s, which may be of another dialect than the shards:
+// ticket SQL is written per dialect, not built by GORM.
+func (p *Plugin) openTicketServer(db *gorm.DB, s TicketServer) (strategies.TicketServer, error) {
+	if (s.DB == nil) == (s.Dialector == nil) {
+		return strategies.TicketServer{}, fmt.Errorf("%w: ticket server %s: give a Dialector or a DB", ErrInvalidConfig, s.Name)
+	}
+	opened := s.DB
+	if opened == nil {
+		var err error
+		if opened, err = gorm.Open(s.Dialector, &gorm.Config{Logger: db.Logger, DisableAutomaticPing: true}); err != nil {
+			return strategies.TicketServer{}, fmt.Errorf("shardid: opening ticket server %s: %w", s.Name, err)
+		}
+		p.ticketDBs = append(p.ticketDBs, opened)
+	}
+	sqlDB, err := opened.DB()
+	if err != nil {
+		return strategies.TicketServer{}, fmt.Errorf("shardid: ticket server %s: %w", s.Name, err)
+	}
+	return strategies.TicketServer{Name: s.Name, Dialect: opened.Dialector.Name(), DB: sqlDB, Offset: s.Offset}, nil
+}
+
+// AddTicketServer prepares s and puts it on the ticket servers' ring, where
+// it takes over about 1/(N+1) of the logical shards. Its Offset must be one
+// that no server ever had, so that no ticket is issued twice. Add it to
+// Config.Ticket.Servers too, for the next start.
+func (p *Plugin) AddTicketServer(ctx context.Context, s TicketServer) error {
+	ticket, ok := p.generators[strategies.NameTicket].(*strategies.Ticket)
+	if !ok {
+		return fmt.Errorf("%w: no ticket servers (Config.Ticket.Servers)", ErrInvalidConfig)
+	}
+	server, err := p.openTicketServer(p.db, s)
+	if err != nil {
+		return err
+	}
+	return ticket.AddServer(ctx, server)
 }
 
 // PrepareTicketServers creates the ticket table (MySQL/MariaDB) or sequence

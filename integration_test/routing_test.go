@@ -767,7 +767,7 @@ func TestRoutingSecondReview(t *testing.T) {
 			"Updates with another struct type": r.db.Model(&book{}).Where("id = ?", bk.ID).Updates(bookPatch{AuthorID: y.ID}).Error,
 			"Save with a moved colocate value": r.db.Save(&moved).Error,
 			"Updates with another primary key": r.db.Model(&x).Updates(author{ID: y.ID, Name: "moved"}).Error,
-			"a new primary key on its shard":    r.db.Model(&author{}).Where("id = ?", x.ID).Update("id", x.ID+1).Error,
+			"a new primary key on its shard":   r.db.Model(&author{}).Where("id = ?", x.ID).Update("id", x.ID+1).Error,
 			"Update of a column by IN list":    r.db.Model(&book{}).Where("id IN ?", []int64{int64(bk.ID), 1}).Update("author_id", x.ID).Error,
 		} {
 			if !errors.Is(err, shardid.ErrCrossShard) {

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -110,6 +111,20 @@ func TestTicketThroughThePlugin(t *testing.T) {
 			}
 			if stats.Issued != 90 || served < 2 {
 				t.Fatalf("ticket stats %+v: want 90 issued, spread over the servers", stats)
+			}
+
+			// A fourth server joins the ring and takes its share of new rows.
+			must(t, p.AddTicketServer(context.Background(), shardid.TicketServer{Name: "tickets-3", Dialector: b.physical(t, dir, 3), Offset: 4}))
+			more := make([]order, 90)
+			must(t, main.Create(&more).Error)
+			for _, o := range more {
+				if seen[o.ID] {
+					t.Fatalf("ticket ID %d twice after a server was added", o.ID)
+				}
+				seen[o.ID] = true
+			}
+			if s := p.Stats()[strategies.NameTicket].Servers; len(s) != 4 || s[3].Issued == 0 {
+				t.Fatalf("after AddTicketServer: %+v, want the fourth server serving", s)
 			}
 		})
 	}
