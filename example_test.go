@@ -100,11 +100,13 @@ func ExamplePlugin_Stats() {
 	stats := ids.Stats()
 	fmt.Println("segment issued:", stats["segment"].Issued)
 	fmt.Println("snowflake issued:", stats["snowflake"].Issued)
+	fmt.Println("uuidv7 issued:", stats["uuidv7"].Issued)
 	lease := stats["snowflake"].Leases[0]
 	fmt.Println("snowflake lease held:", lease.Held, "worker", lease.Worker)
 	// Output:
 	// document read back: plan
 	// segment issued: 3
 	// snowflake issued: 3
+	// uuidv7 issued: 1
 	// snowflake lease held: true worker 0
 }

@@ -87,7 +87,7 @@ type Plugin struct {
 	config     Config
 	layout     Layout // normalized
 	generators map[string]strategies.Generator
-	uuids      strategies.UUIDs
+	uuids      *strategies.UUIDs
 	db         *gorm.DB
 	physical   []*physical // the databases logical shards live on
 	router     *shardrouter.Router
@@ -296,6 +296,9 @@ func (p *Plugin) Stats() map[string]strategies.Stats {
 		if r, ok := g.(strategies.Reporter); ok {
 			stats[name] = r.Stats()
 		}
+	}
+	for name, version := range uuidVersions {
+		stats[name] = p.uuids.Stats(version)
 	}
 	return stats
 }

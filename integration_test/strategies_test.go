@@ -42,6 +42,7 @@ func TestStrategiesThroughThePlugin(t *testing.T) {
 		for range 3 {
 			must(t, r.db.Create(&invoice{Amount: 1}).Error)
 		}
+		must(t, r.db.Create(&[]author{{Name: "a"}, {Name: "b"}, {Name: "c"}, {Name: "d"}, {Name: "e"}}).Error)
 		for i := range invoices {
 			r.mustBeOnItsShard(t, &invoice{}, invoices[i].ID)
 			r.mustBeOnItsShard(t, &reading{}, readings[i].ID)
@@ -54,6 +55,9 @@ func TestStrategiesThroughThePlugin(t *testing.T) {
 		}
 		if n := stats[strategies.NameSnowflake].Issued; n != 60 {
 			t.Fatalf("snowflake issued %d IDs, want 60", n)
+		}
+		if n := stats[strategies.NameInstagram].Issued; n != 5 {
+			t.Fatalf("instagram issued %d IDs, want 5", n)
 		}
 		leases := stats[strategies.NameSnowflake].Leases
 		if len(leases) != physicalShards {

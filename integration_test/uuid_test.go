@@ -75,6 +75,9 @@ func TestUUIDKeysRouteLikeIDs(t *testing.T) {
 			if len(spread) < 2 {
 				t.Fatal("24 documents all landed on one physical database")
 			}
+			if s := r.plugin.Stats(); s[strategies.NameUUIDv7].Issued != 24 || s[strategies.NameUUIDv4].Issued != 48 {
+				t.Fatalf("UUIDs issued: v7 %d, v4 %d; want 24 and 48", s[strategies.NameUUIDv7].Issued, s[strategies.NameUUIDv4].Issued)
+			}
 
 			var got document
 			must(t, r.db.Preload("Notes").First(&got, "id = ?", docs[5].ID).Error)

@@ -37,6 +37,8 @@ type Instagram struct {
 	// protects the map below; the clocks themselves are safe for concurrent use
 	mu     sync.Mutex
 	clocks map[string]*databaseClock
+
+	issued atomic.Uint64
 }
 
 var _ Generator = (*Instagram)(nil)
@@ -82,8 +84,13 @@ func (g *Instagram) Generate(ctx context.Context, target Target, shards []int, i
 		v := first + int64(i)
 		ids[i] = g.layout.ComposeTicks(v>>seqBits, shard, int(v&(1<<seqBits-1)))
 	}
+	g.issued.Add(uint64(n))
 	return nil
 }
+
+// Stats implements [Reporter]. Instagram never waits: a full tick borrows
+// the next.
+func (g *Instagram) Stats() Stats { return Stats{Issued: g.issued.Load()} }
 
 // Prepare creates the clock-sequence's tables on target, as Generate does on
 // first use; migrations call it so that the first insert does not.
