@@ -44,6 +44,7 @@ type demoOptions struct {
 	dsns                   []string
 	dir                    string
 	keep                   bool
+	strategy               string
 }
 
 func demoCommand() *cobra.Command {
@@ -69,6 +70,7 @@ every row is on the physical database its ID names.`,
 	cmd.Flags().StringArrayVar(&o.dsns, "dsn", nil, "a MySQL/MariaDB or PostgreSQL database to use as a physical shard; repeat for each (the first also holds the plugin's own tables)")
 	cmd.Flags().StringVar(&o.dir, "dir", "", "where the SQLite files go (default: a temporary folder)")
 	cmd.Flags().BoolVar(&o.keep, "keep", false, "keep the SQLite files or the demo tables afterwards")
+	cmd.Flags().StringVar(&o.strategy, "strategy", "instagram", "the strategy of the users' and photos' IDs: instagram, snowflake or segment")
 	return cmd
 }
 
@@ -133,10 +135,12 @@ func openDemo(o demoOptions) (*demoSetup, error) {
 			Logical: []shardid.Range{{From: i * count / len(dialectors), To: (i+1)*count/len(dialectors) - 1}},
 		})
 	}
-	s.plugin = shardid.New(shardid.Config{Shards: shards})
+	s.plugin = shardid.New(shardid.Config{Shards: shards, DefaultStrategy: o.strategy})
 	if err := db.Use(s.plugin); err != nil {
 		return nil, err
 	}
+	// Closing the plugin releases the snowflake worker leases.
+	s.cleanup = func() error { return errors.Join(s.plugin.Close(), cleanup()) }
 	return s, nil
 }
 
@@ -214,7 +218,7 @@ func runDemo(out, progress io.Writer, o demoOptions) (err error) {
 		defer func() { err = errors.Join(err, db.Migrator().DropTable(&DemoPhoto{}, &DemoUser{})) }()
 	}
 	layout := s.plugin.Layout()
-	fmt.Fprintf(out, "shardid demo: %d logical shards on %d physical databases (%s)\n", layout.ShardCount(), len(s.direct), db.Dialector.Name())
+	fmt.Fprintf(out, "shardid demo: %d logical shards on %d physical databases (%s), IDs by %s\n", layout.ShardCount(), len(s.direct), db.Dialector.Name(), o.strategy)
 
 	bar := progressbar.NewOptions(o.users, progressbar.OptionSetWriter(progress), progressbar.OptionSetDescription("creating users"),
 		progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
@@ -270,6 +274,9 @@ func runDemo(out, progress io.Writer, o demoOptions) (err error) {
 		return err
 	}
 	fmt.Fprintf(out, "counted   %d users and %d photos across all shards at once\n", users, photos)
+	st := s.plugin.Stats()[o.strategy]
+	fmt.Fprintf(out, "stats     %s issued %d IDs; callers waited %d times for a full tick, %d for the clock, %d for a block\n",
+		o.strategy, st.Issued, st.Waits.SequenceFull, st.Waits.ClockBehind, st.Waits.Refill)
 
 	fmt.Fprintln(out, "decoded   a user and its first photo:")
 	var sample DemoUser
@@ -278,8 +285,12 @@ func runDemo(out, progress io.Writer, o demoOptions) (err error) {
 	}
 	describe := func(kind string, id int64) {
 		p := layout.Decode(id)
+		made := p.Time.UTC().Format("2006-01-02T15:04:05.000Z")
+		if o.strategy == "segment" {
+			made = "a counter, no time" // split around the shard field instead
+		}
 		fmt.Fprintf(out, "          %-5s %d  %s  logical shard %4d  %s  sequence %d\n", kind, id,
-			p.Time.UTC().Format("2006-01-02T15:04:05.000Z"), p.Shard, shardMap.Name(shardMap.Physical(p.Shard)), p.Sequence)
+			made, p.Shard, shardMap.Name(shardMap.Physical(p.Shard)), p.Sequence)
 	}
 	describe("user", sample.ID)
 	if len(sample.Photos) > 0 {

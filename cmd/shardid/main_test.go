@@ -45,6 +45,30 @@ func TestDemo(t *testing.T) {
 	}
 }
 
+// The demo with each of the other int64 strategies: every row checked in place.
+func TestDemoStrategies(t *testing.T) {
+	for _, strategy := range []string{"snowflake", "segment"} {
+		t.Run(strategy, func(t *testing.T) {
+			out, err := run(t, "demo", "--rows", "100", "--workers", "4", "--strategy", strategy, "--dir", t.TempDir())
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			for _, want := range []string{
+				"IDs by " + strategy,
+				"stats     " + strategy + " issued 10401 IDs",
+				"check     all 401 rows are on the physical database their ID names",
+			} {
+				if !strings.Contains(out, want) {
+					t.Errorf("the report lacks %q:\n%s", want, out)
+				}
+			}
+		})
+	}
+	if out, err := run(t, "demo", "--strategy", "nope", "--dir", t.TempDir()); err == nil || !strings.Contains(err.Error(), "allowed") {
+		t.Fatalf("an unknown strategy: %v\n%s", err, out)
+	}
+}
+
 func TestDecode(t *testing.T) {
 	out, err := run(t, "decode", "506214187877944320", `"506214187877944320"`, "--map", "a=0-4095", "--map", "b=4096-8191")
 	if err != nil {
