@@ -5,11 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"os"
 	"regexp"
-	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,8 +26,9 @@ type LeaseOptions struct {
 	// for its clock to pass the time that worker ID already used, before it
 	// fails with [ErrClockBackwards]. Default: [DefaultClockTolerance].
 	ClockTolerance time.Duration
-	// Owner names the process in the lease rows, for operators. Default:
-	// host:pid and a random suffix.
+	// Owner names the process in the lease rows, for operators; a random
+	// suffix is added to it, which tells generators with the same Owner
+	// apart. Default: host:pid.
 	Owner string
 	// Table is the lease table in each database. Default: [DefaultLeaseTable].
 	Table string
@@ -102,13 +102,18 @@ func NewLeasedSnowflake(layout Layout, lo LeaseOptions, opts ...SnowflakeOption)
 	if !plainIdentifier.MatchString(lo.Table) {
 		return nil, fmt.Errorf("%w: lease table %q is not a plain SQL identifier", ErrInvalidLease, lo.Table)
 	}
-	if lo.Owner == "" {
+	label := strings.ToValidUTF8(lo.Owner, "?") // the column is text
+	if label == "" {
 		host, _ := os.Hostname()
-		lo.Owner = fmt.Sprintf("%s:%d:%08x", host, os.Getpid(), rand.Uint32())
+		label = fmt.Sprintf("%s:%d", host, os.Getpid())
 	}
-	for len(lo.Owner) > 128 || !utf8.ValidString(lo.Owner) {
-		lo.Owner = lo.Owner[:len(lo.Owner)-1] // cut whole characters: the column is text
+	for len(label) > 128-17 {
+		_, last := utf8.DecodeLastRuneInString(label)
+		label = label[:len(label)-last]
 	}
+	// The suffix is what a lease row is recognised by: never '' (a released
+	// row) nor another generator's, whatever label they were given.
+	lo.Owner = fmt.Sprintf("%s#%016x", label, rand.Uint64())
 	s, err := NewSnowflake(layout, 0, opts...)
 	if err != nil {
 		return nil, err
@@ -242,43 +247,18 @@ func (s *Snowflake) takeLease(ctx context.Context, slot *leaseSlot) (*lease, err
 	if err := slot.prepare(ctx); err != nil {
 		return nil, err
 	}
-	// A worker ID whose time is too far ahead of this clock is passed over
-	// for the next, so that one bad row does not stop every process.
-	var ahead map[int]bool
-	var l *lease
-	for {
-		var floor int64
-		var err error
-		if l, floor, err = s.claim(ctx, slot, ahead); err != nil {
-			if ahead != nil && errors.Is(err, ErrNoWorkerID) {
-				return nil, fmt.Errorf("%w (and the time of workers %v is ahead of this clock by more than the tolerance)", err, slices.Sorted(maps.Keys(ahead)))
-			}
-			return nil, err
-		}
-		waited, err := s.waitPast(floor, slot.name, l.worker)
-		if errors.Is(err, ErrClockBackwards) {
-			_ = s.release(slot, l, floor)
-			if ahead == nil {
-				ahead = map[int]bool{}
-			}
-			if ahead[l.worker] {
-				return nil, err
-			}
-			ahead[l.worker] = true
-			if len(ahead) == 1<<s.workerCountBits {
-				return nil, err
-			}
-			continue
-		}
-		if waited {
-			// The wait used part of the lease: start it afresh.
-			err = s.extend(ctx, slot, l)
-		}
-		if err != nil {
-			_ = s.release(slot, l, floor)
-			return nil, err
-		}
-		break
+	l, floor, err := s.claim(ctx, slot)
+	if err != nil {
+		return nil, err
+	}
+	waited, err := s.waitPast(floor, slot.name, l.worker)
+	if waited {
+		// The wait used part of the lease: start it afresh.
+		err = s.extend(ctx, slot, l)
+	}
+	if err != nil {
+		_ = s.release(slot, l, floor)
+		return nil, err
 	}
 	slot.current.Store(l)
 	if !slot.started {
@@ -291,7 +271,10 @@ func (s *Snowflake) takeLease(ctx context.Context, slot *leaseSlot) (*lease, err
 // claim takes a worker ID row: a row-less ID by insert, or an expired row by
 // compare-and-swap on its generation. It returns the lease and the highest
 // tick the worker ID used before.
-func (s *Snowflake) claim(ctx context.Context, slot *leaseSlot, skip map[int]bool) (*lease, int64, error) {
+//
+// A worker ID whose time is ahead of this clock by more than the tolerance is
+// passed over, so that one row a fast clock wrote does not stop every process.
+func (s *Snowflake) claim(ctx context.Context, slot *leaseSlot) (*lease, int64, error) {
 	ttl := s.leases.opts.TTL
 	workers := 1 << s.workerCountBits
 	for range 16 { // each round loses only to another taker
@@ -317,9 +300,14 @@ func (s *Snowflake) claim(ctx context.Context, slot *leaseSlot, skip map[int]boo
 		start := s.clock.Since(s.start)
 		highWater := s.tickAt(start + ttl)
 		raced := false
+		var ahead []int
 		for worker := range workers {
 			r, taken := rows[worker]
-			if taken && r.expires >= dbNow || skip[worker] {
+			if taken && r.expires >= dbNow {
+				continue
+			}
+			if time.Duration(r.highWater+1)*s.unit-(s.startOffset+start) > s.leases.opts.ClockTolerance {
+				ahead = append(ahead, worker)
 				continue
 			}
 			var res sql.Result
@@ -339,6 +327,10 @@ func (s *Snowflake) claim(ctx context.Context, slot *leaseSlot, skip map[int]boo
 			l.generation.Store(r.generation + 1)
 			l.validUntil.Store(int64(start + ttl - s.leases.margin))
 			return l, r.highWater, nil
+		}
+		if !raced && len(ahead) > 0 {
+			return nil, 0, fmt.Errorf("%w: of the %d worker IDs (Layout.WorkerBits %d) of %s, those free have used time ahead of this clock by more than the tolerance %s (workers %v): check this machine's clock",
+				ErrClockBackwards, workers, s.workerCountBits, slot.name, s.leases.opts.ClockTolerance, ahead)
 		}
 		if !raced {
 			return nil, 0, fmt.Errorf("%w: all %d worker IDs (Layout.WorkerBits %d) of %s are held by live processes; give the layout more WorkerBits (each one doubles the processes and halves a shard's IDs per tick) or stop a process",
@@ -426,8 +418,11 @@ func (s *Snowflake) extend(ctx context.Context, slot *leaseSlot, l *lease) error
 		// still ours if it names this process, and the next renewal takes it up.
 		var owner string
 		var current int64
-		if slot.db.QueryRowContext(ctx, slot.sql.owner, l.worker).Scan(&owner, &current) != nil || owner != s.leases.opts.Owner {
+		switch err := slot.db.QueryRowContext(ctx, slot.sql.owner, l.worker).Scan(&owner, &current); {
+		case errors.Is(err, sql.ErrNoRows) || err == nil && owner != s.leases.opts.Owner:
 			return errLeaseTaken
+		case err != nil: // not known yet: the fence holds meanwhile
+			return fmt.Errorf("strategies: renewing worker %d on %s: %w", l.worker, slot.name, err)
 		}
 		l.generation.Store(current)
 		return fmt.Errorf("strategies: renewing worker %d on %s: an earlier renewal's reply was lost; retrying", l.worker, slot.name)

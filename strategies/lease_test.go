@@ -350,8 +350,8 @@ func TestLeaseSkipsAWorkerWhoseTimeIsAhead(t *testing.T) {
 	// With no other worker ID left, the error says why.
 	third := leased(t, Layout{WorkerBits: 1}, lo)
 	err := third.Generate(context.Background(), target, []int{1}, make([]int64, 1))
-	if !errors.Is(err, ErrNoWorkerID) || !strings.Contains(err.Error(), "ahead of this clock") {
-		t.Fatalf("got %v, want ErrNoWorkerID naming the worker whose time is ahead", err)
+	if !errors.Is(err, ErrClockBackwards) || !strings.Contains(err.Error(), "ahead of this clock") || !strings.Contains(err.Error(), "workers [0]") {
+		t.Fatalf("got %v, want ErrClockBackwards naming the worker whose time is ahead", err)
 	}
 }
 
@@ -389,5 +389,38 @@ func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Two generators given the same Owner label are still two holders: one whose
+// lease was taken over by the other does not mistake the row for its own.
+func TestLeaseSameOwnerLabelIsNotTheSameHolder(t *testing.T) {
+	target := sqliteTarget(t)
+	lo := LeaseOptions{Table: "workers", Owner: "svc", TTL: 100 * time.Millisecond}
+	a := leased(t, Layout{WorkerBits: 1}, lo)
+	generate(t, a, target, 1)
+	slot := (*a.leases.slots.Load())[0]
+	slot.halt() // a stalls; its lease expires
+	time.Sleep(150 * time.Millisecond)
+	b := leased(t, Layout{WorkerBits: 1}, lo)
+	generate(t, b, target, 1)
+	if w := workerOf(t, b); w != 0 {
+		t.Fatalf("b leased %d, want the expired worker 0", w)
+	}
+	slot.halted = false // a wakes up and renews as its heartbeat would
+	for range 2 {
+		a.renew(context.Background(), slot)
+	}
+	if s := a.Stats().Leases[0]; s.Worker == 0 {
+		t.Fatalf("a still holds worker 0 after b took it: %+v", s)
+	}
+	seen := map[int64]bool{}
+	for _, g := range []*Snowflake{a, b} {
+		for _, id := range generate(t, g, target, 500) {
+			if seen[id] {
+				t.Fatalf("ID %d made twice", id)
+			}
+			seen[id] = true
+		}
 	}
 }
