@@ -169,14 +169,14 @@ func assignedValues(stmt *gorm.Statement, m *model) map[*schema.Field]any {
 	placing := []*schema.Field{key.field, key.colocate, key.hash}
 	assigned := map[*schema.Field]any{}
 	if values, ok := stmt.Dest.(map[string]any); ok {
-		for _, f := range placing {
-			if f == nil {
-				continue
-			}
-			if v, ok := values[f.DBName]; ok {
-				assigned[f] = v
-			} else if v, ok := values[f.Name]; ok {
-				assigned[f] = v
+		// GORM writes a key it does not know as a raw column, which the
+		// database may resolve to one of these whatever its case or prefix.
+		for k, v := range values {
+			column := k[strings.LastIndexByte(k, '.')+1:]
+			for _, f := range placing {
+				if f != nil && (strings.EqualFold(column, f.DBName) || strings.EqualFold(column, f.Name)) {
+					assigned[f] = v
+				}
 			}
 		}
 		return assigned

@@ -763,12 +763,15 @@ func TestRoutingSecondReview(t *testing.T) {
 		moved := bk
 		moved.AuthorID = y.ID
 		for form, err := range map[string]error{
-			"Update of the colocate column":    r.db.Model(&book{}).Where("id = ?", bk.ID).Update("author_id", y.ID).Error,
-			"Updates with another struct type": r.db.Model(&book{}).Where("id = ?", bk.ID).Updates(bookPatch{AuthorID: y.ID}).Error,
-			"Save with a moved colocate value": r.db.Save(&moved).Error,
-			"Updates with another primary key": r.db.Model(&x).Updates(author{ID: y.ID, Name: "moved"}).Error,
-			"a new primary key on its shard":   r.db.Model(&author{}).Where("id = ?", x.ID).Update("id", x.ID+1).Error,
-			"Update of a column by IN list":    r.db.Model(&book{}).Where("id IN ?", []int64{int64(bk.ID), 1}).Update("author_id", x.ID).Error,
+			"Update of the colocate column":     r.db.Model(&book{}).Where("id = ?", bk.ID).Update("author_id", y.ID).Error,
+			"Updates with another struct type":  r.db.Model(&book{}).Where("id = ?", bk.ID).Updates(bookPatch{AuthorID: y.ID}).Error,
+			"Save with a moved colocate value":  r.db.Save(&moved).Error,
+			"Updates with another primary key":  r.db.Model(&x).Updates(author{ID: y.ID, Name: "moved"}).Error,
+			"a new primary key on its shard":    r.db.Model(&author{}).Where("id = ?", x.ID).Update("id", x.ID+1).Error,
+			"a new primary key in other case":   r.db.Model(&author{}).Where("id = ?", x.ID).Updates(map[string]any{"Id": x.ID + 1000}).Error,
+			"the colocate column in other case": r.db.Model(&book{}).Where("id = ?", bk.ID).Update("Author_id", y.ID).Error,
+			"the colocate column qualified":     r.db.Model(&book{}).Where("id = ?", bk.ID).Update("books.author_id", y.ID).Error,
+			"Update of a column by IN list":     r.db.Model(&book{}).Where("id IN ?", []int64{int64(bk.ID), 1}).Update("author_id", x.ID).Error,
 		} {
 			if !errors.Is(err, shardid.ErrCrossShard) {
 				t.Errorf("%s: got %v, want ErrCrossShard", form, err)
