@@ -375,8 +375,12 @@ func (q *segmentSequence) take(ctx context.Context, want int64, writer Conn) (fi
 				return first, got, nil
 			}
 		}
-		if writer != nil && !q.ready() {
-			return q.reserveIn(ctx, writer, want)
+		if writer != nil {
+			// Never wait on a reservation on the pool: it waits on this writer.
+			if !q.swapIfReady() {
+				return q.reserveIn(ctx, writer, want)
+			}
+			continue
 		}
 		if err := q.refill(ctx); err != nil {
 			return 0, 0, err
@@ -460,12 +464,20 @@ func (q *segmentSequence) refill(ctx context.Context) error {
 	}
 }
 
-// ready reports whether a reserved value is at hand without a round trip.
-func (q *segmentSequence) ready() bool {
+// swapIfReady makes the prefetched block current if the current one is used
+// up, and reports whether a value is at hand without a round trip.
+func (q *segmentSequence) swapIfReady() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	b := q.current.Load()
-	return b != nil && b.left() > 0 || q.next != nil
+	if b := q.current.Load(); b != nil && b.left() > 0 {
+		return true
+	}
+	if q.next != nil {
+		q.current.Store(q.next)
+		q.next = nil
+		return true
+	}
+	return false
 }
 
 // reserveIn reserves exactly want values in the caller's SQLite transaction,
@@ -521,6 +533,20 @@ func (q *segmentSequence) reserveSteps(ctx context.Context, conn Conn, n int64) 
 	if err := s.ensureTable(ctx, q.database, q.sql, conn); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", segmentTable, err)
 	}
+	for {
+		b, overlaps, err := q.reserveOnce(ctx, conn, n)
+		if err != nil || !overlaps {
+			return b, err
+		}
+	}
+}
+
+// reserveOnce makes one reservation. It reports overlaps when another
+// reservation of this process raised the floor past the block's start
+// meanwhile (one made in an SQLite transaction that then rolled back, say):
+// the block may hold values already handed out, and is dropped.
+func (q *segmentSequence) reserveOnce(ctx context.Context, conn Conn, n int64) (b *segmentBlock, overlaps bool, err error) {
+	s := q.seg
 	now := s.opts.Clock.Now()
 	q.mu.Lock()
 	step, floor := q.adaptedStep(now), q.floor
@@ -537,25 +563,29 @@ func (q *segmentSequence) reserveSteps(ctx context.Context, conn Conn, n int64) 
 		}
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if high < floor+step {
-		return nil, fmt.Errorf("the counter moved to %d, below this process's floor %d plus the step %d", high, floor, step)
+		return nil, false, fmt.Errorf("the counter moved to %d, below this process's floor %d plus the step %d", high, floor, step)
 	}
 
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.floor = max(q.floor, high)
+	low := high - step // the block is (low, high]
+	if low < q.floor {
+		q.floor = max(q.floor, high)
+		return nil, true, nil
+	}
+	q.floor = high
 	if n == 0 {
 		q.step, q.reservedAt = step, now
 	}
 	q.refills++
-	low := high - step // the block is (low, high]
 	if low+1 >= s.limit {
 		q.exhausted = true
-		return nil, ErrSequenceExhausted
+		return nil, false, ErrSequenceExhausted
 	}
-	return newSegmentBlock(low+1, min(high, s.limit-1)-low, s.opts.PrefetchAt), nil
+	return newSegmentBlock(low+1, min(high, s.limit-1)-low, s.opts.PrefetchAt), false, nil
 }
 
 // adaptedStep is the size of the block reserved at now: Leaf's rule on how

@@ -622,3 +622,24 @@ func TestSegmentFailoverMidRefill(t *testing.T) {
 		requireUnique(t, seen, generateN(t, s, target, 600)...)
 	})
 }
+
+// A background refill that waited on the caller's own SQLite transaction
+// while that transaction reserved values in it: after the rollback, the
+// refill's block would start below what the transaction took, and is dropped.
+func TestSegmentRefillBehindARolledBackReservationIsDropped(t *testing.T) {
+	target := withSegmentSequence(t, sqliteTarget(t))
+	s := newTestSegment(t, fixedStep(100))
+	generateN(t, s, target, 1) // block (0, 100]
+	tx, err := target.DB.Begin()
+	must(t, err)
+	_, err = tx.Exec("UPDATE shardid_segments SET v = v WHERE name = ?", target.Table) // the write lock
+	must(t, err)
+	inTx := target
+	inTx.Conn = tx
+	generateN(t, s, inTx, 99)              // the rest of the block; the refill starts and waits on the lock
+	rolledBack := generateN(t, s, inTx, 3) // reserved in the transaction: (100, 103]
+	must(t, tx.Rollback())
+	seen := map[int64]bool{}
+	requireUnique(t, seen, rolledBack...)
+	requireUnique(t, seen, generateN(t, s, target, 300)...)
+}
