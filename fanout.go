@@ -328,13 +328,13 @@ func (p *Plugin) sortByKey(db *gorm.DB, m *model, rows reflect.Value, desc bool)
 			}
 			var err error
 			if keys[i], err = sortKeyOf(key.Interface(), pk.FieldType); err != nil {
-				return fmt.Errorf("%w: %s: a row's %s cannot be ordered: %w", ErrCrossShard, m.schema.Name, pk.DBName, err)
+				return fmt.Errorf("shardid: %s: a row's %s cannot be ordered: %w", m.schema.Name, pk.DBName, err)
 			}
 			continue
 		}
 		var err error
 		if keys[i], err = sortKeyOf(pk.ReflectValueOf(db.Statement.Context, row).Interface(), pk.FieldType); err != nil {
-			return fmt.Errorf("%w: %s: a row's %s cannot be ordered: %w", ErrCrossShard, m.schema.Name, pk.DBName, err)
+			return fmt.Errorf("shardid: %s: a row's %s cannot be ordered: %w", m.schema.Name, pk.DBName, err)
 		}
 	}
 	order := make([]int, rows.Len())

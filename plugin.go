@@ -2,6 +2,7 @@ package shardid
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -91,7 +92,8 @@ type Plugin struct {
 	db         *gorm.DB
 	physical   []*physical // the databases logical shards live on
 	router     *shardrouter.Router
-	ticketDBs  []*gorm.DB           // ticket servers the plugin opened, closed by Close
+	ticketMu   sync.Mutex
+	ticketDBs  []*sql.DB            // ticket servers the plugin opened, closed by Close
 	txs        txRegistry[int]      // the physical database of each transaction known to be on one
 	savepoints txRegistry[struct{}] // transactions a nested Transaction has set a savepoint in
 
@@ -144,7 +146,7 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 		return errors.Join(err, p.Close())
 	}
 	if err := p.registerCallbacks(db); err != nil {
-		return err
+		return errors.Join(err, p.Close())
 	}
 	db.Dialector = migratingDialector{Dialector: db.Dialector, plugin: p}
 	p.db = db
@@ -197,10 +199,12 @@ func (p *Plugin) buildTicket(db *gorm.DB) error {
 	}
 	servers := make([]strategies.TicketServer, len(tc.Servers))
 	for i, s := range tc.Servers {
-		var err error
-		if servers[i], err = p.openTicketServer(db, s); err != nil {
+		server, own, err := p.openTicketServer(db, s)
+		if err != nil {
 			return err
 		}
+		servers[i] = server
+		p.keepTicketDB(own)
 	}
 	ticket, err := strategies.NewTicket(p.layout, servers, tc.Options)
 	if err != nil {
@@ -212,23 +216,37 @@ func (p *Plugin) buildTicket(db *gorm.DB) error {
 
 // openTicketServer opens s, which may be of another dialect than the shards:
 // ticket SQL is written per dialect, not built by GORM.
-func (p *Plugin) openTicketServer(db *gorm.DB, s TicketServer) (strategies.TicketServer, error) {
+// It returns the pool the plugin opened, if it opened one, for the caller to
+// keep until Close or to close at once if the server is not used.
+func (p *Plugin) openTicketServer(db *gorm.DB, s TicketServer) (strategies.TicketServer, *sql.DB, error) {
 	if (s.DB == nil) == (s.Dialector == nil) {
-		return strategies.TicketServer{}, fmt.Errorf("%w: ticket server %s: give a Dialector or a DB", ErrInvalidConfig, s.Name)
+		return strategies.TicketServer{}, nil, fmt.Errorf("%w: ticket server %s: give a Dialector or a DB", ErrInvalidConfig, s.Name)
 	}
 	opened := s.DB
 	if opened == nil {
 		var err error
 		if opened, err = gorm.Open(s.Dialector, &gorm.Config{Logger: db.Logger, DisableAutomaticPing: true}); err != nil {
-			return strategies.TicketServer{}, fmt.Errorf("shardid: opening ticket server %s: %w", s.Name, err)
+			return strategies.TicketServer{}, nil, fmt.Errorf("shardid: opening ticket server %s: %w", s.Name, err)
 		}
-		p.ticketDBs = append(p.ticketDBs, opened)
 	}
 	sqlDB, err := opened.DB()
 	if err != nil {
-		return strategies.TicketServer{}, fmt.Errorf("shardid: ticket server %s: %w", s.Name, err)
+		return strategies.TicketServer{}, nil, fmt.Errorf("shardid: ticket server %s: %w", s.Name, err)
 	}
-	return strategies.TicketServer{Name: s.Name, Dialect: opened.Dialector.Name(), DB: sqlDB, Offset: s.Offset}, nil
+	var own *sql.DB
+	if s.DB == nil {
+		own = sqlDB
+	}
+	return strategies.TicketServer{Name: s.Name, Dialect: opened.Dialector.Name(), DB: sqlDB, Offset: s.Offset}, own, nil
+}
+
+// keepTicketDB remembers a pool the plugin opened, for Close.
+func (p *Plugin) keepTicketDB(db *sql.DB) {
+	if db != nil {
+		p.ticketMu.Lock()
+		p.ticketDBs = append(p.ticketDBs, db)
+		p.ticketMu.Unlock()
+	}
 }
 
 // AddTicketServer prepares s and puts it on the ticket servers' ring, where
@@ -240,11 +258,18 @@ func (p *Plugin) AddTicketServer(ctx context.Context, s TicketServer) error {
 	if !ok {
 		return fmt.Errorf("%w: no ticket servers (Config.Ticket.Servers)", ErrInvalidConfig)
 	}
-	server, err := p.openTicketServer(p.db, s)
+	server, own, err := p.openTicketServer(p.db, s)
 	if err != nil {
 		return err
 	}
-	return ticket.AddServer(ctx, server)
+	if err := ticket.AddServer(ctx, server); err != nil {
+		if own != nil {
+			err = errors.Join(err, own.Close())
+		}
+		return err
+	}
+	p.keepTicketDB(own)
+	return nil
 }
 
 // PrepareTicketServers creates the ticket table (MySQL/MariaDB) or sequence
@@ -298,7 +323,9 @@ func (p *Plugin) Stats() map[string]strategies.Stats {
 		}
 	}
 	for name, version := range uuidVersions {
-		stats[name] = p.uuids.Stats(version)
+		if p.uuids != nil { // nil before Initialize
+			stats[name] = p.uuids.Stats(version)
+		}
 	}
 	return stats
 }

@@ -117,11 +117,12 @@ func (p *Plugin) Close() error {
 			errs = append(errs, c.Close())
 		}
 	}
+	p.ticketMu.Lock()
 	for _, db := range p.ticketDBs {
-		if sqlDB, err := db.DB(); err == nil {
-			errs = append(errs, sqlDB.Close())
-		}
+		errs = append(errs, db.Close())
 	}
+	p.ticketDBs = nil
+	p.ticketMu.Unlock()
 	for i, ph := range p.physical {
 		if i >= len(p.config.Shards) || p.config.Shards[i].Dialector == nil {
 			continue

@@ -56,7 +56,8 @@ type ServerState struct {
 // SequenceState is one segment sequence in one physical database.
 type SequenceState struct {
 	Database, Sequence string
-	// Step is the size of the last block reserved.
+	// Step is the size of the last block reserved by the adaptive rule (not
+	// counting exact reservations made in an SQLite transaction).
 	Step int64
 	// Left is how many values the current and the prefetched block still hold.
 	Left int64

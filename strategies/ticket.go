@@ -551,21 +551,18 @@ func (s *ticketServer) tickets(ctx context.Context, opts TicketOptions, n int, p
 	}
 	if s.sql.session == "" {
 		out, err = s.sql.next(ctx, s.DB, n, opts.Timeout, out)
+		if serversFault(err) {
+			s.failed(err, time.Now(), opts)
+		}
 	} else {
 		var conn *sql.Conn
-		if conn, err = s.pinned(ctx, opts.Timeout, probe); err == nil {
+		if conn, err = s.pinned(ctx, opts, probe, serversFault); err == nil {
 			out, err = s.sql.next(ctx, conn, n, opts.Timeout, out)
 			if serversFault(err) {
 				s.failed(err, time.Now(), opts)
 			}
 			s.release(conn, err)
-			if err != nil {
-				return nil, fmt.Errorf("strategies: ticket: server %q: %w", s.Name, err)
-			}
 		}
-	}
-	if serversFault(err) {
-		s.failed(err, time.Now(), opts)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("strategies: ticket: server %q: %w", s.Name, err)
@@ -575,8 +572,9 @@ func (s *ticketServer) tickets(ctx context.Context, opts TicketOptions, n int, p
 }
 
 // pinned waits for the pinned connection and opens it, with the session
-// set, if there is none. The caller gives it back with release.
-func (s *ticketServer) pinned(ctx context.Context, timeout time.Duration, probe bool) (*sql.Conn, error) {
+// set, if there is none; a server that fails to open one is marked down
+// before the next request may try. The caller gives it back with release.
+func (s *ticketServer) pinned(ctx context.Context, opts TicketOptions, probe bool, serversFault func(error) bool) (*sql.Conn, error) {
 	var conn *sql.Conn
 	select {
 	case conn = <-s.pin:
@@ -592,15 +590,18 @@ func (s *ticketServer) pinned(ctx context.Context, timeout time.Duration, probe 
 	if conn != nil {
 		return conn, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	opening, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
-	conn, err := s.DB.Conn(ctx)
+	conn, err := s.DB.Conn(opening)
 	if err == nil {
-		if _, err = conn.ExecContext(ctx, s.sql.session); err != nil {
+		if _, err = conn.ExecContext(opening, s.sql.session); err != nil {
 			discard(conn)
 		}
 	}
 	if err != nil {
+		if serversFault(err) {
+			s.failed(err, time.Now(), opts)
+		}
 		s.pin <- nil
 		return nil, err
 	}

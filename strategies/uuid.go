@@ -45,15 +45,18 @@ func (u *UUIDs) New(version int, shard int) (uuid.UUID, error) {
 	switch version {
 	case 7:
 		id, err = uuid.NewV7()
-		u.v7.Add(1)
 	case 4:
 		id, err = uuid.NewRandom()
-		u.v4.Add(1)
 	default:
 		return id, fmt.Errorf("strategies: UUID version %d (7 or 4)", version)
 	}
 	if err != nil {
 		return id, err
+	}
+	if version == 7 {
+		u.v7.Add(1)
+	} else {
+		u.v4.Add(1)
 	}
 	low := binary.BigEndian.Uint64(id[8:])
 	binary.BigEndian.PutUint64(id[8:], low&^u.shardMask|uint64(shard)&u.shardMask)

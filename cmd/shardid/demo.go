@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -201,6 +202,9 @@ func createUsers(db *gorm.DB, o demoOptions, done func()) ([]int64, error) {
 func runDemo(out, progress io.Writer, o demoOptions) (err error) {
 	if o.users < 1 || o.workers < 1 || o.photos < 0 {
 		return fmt.Errorf("--rows and --workers must be at least 1, --photos at least 0")
+	}
+	if !slices.Contains([]string{"instagram", "snowflake", "segment"}, o.strategy) {
+		return fmt.Errorf("--strategy %q: the demo runs instagram, snowflake or segment", o.strategy)
 	}
 	s, err := openDemo(o)
 	if err != nil {

@@ -64,7 +64,7 @@ func TestDemoStrategies(t *testing.T) {
 			}
 		})
 	}
-	if out, err := run(t, "demo", "--strategy", "nope", "--dir", t.TempDir()); err == nil || !strings.Contains(err.Error(), "allowed") {
+	if out, err := run(t, "demo", "--strategy", "nope", "--dir", t.TempDir()); err == nil || !strings.Contains(err.Error(), "instagram, snowflake or segment") {
 		t.Fatalf("an unknown strategy: %v\n%s", err, out)
 	}
 }
