@@ -24,7 +24,7 @@ import (
 )
 
 const (
-	fencingChildVar = "SHARDID_TEST_FENCING_CHILD" // backend|lease table|ID file
+	fencingChildVar = "SHARDID_TEST_FENCING_CHILD" // backend|lease table|rows table|ID file
 	fencingTTL      = 600 * time.Millisecond
 	fencingShard    = 5
 )
@@ -36,7 +36,9 @@ var fencingLayout = strategies.Layout{WorkerBits: 1}
 // worker 0 past its lease's expiry, lets this process take worker 0 and make
 // IDs in the same shard, and resumes the child while it does: the child must
 // issue no ID with worker 0 after its lease ran out (it takes worker 1), and
-// no ID may be made twice.
+// no ID may be written twice. Both processes write a row for every ID they
+// make, into one table without a key, which the test then searches for a
+// repeated ID.
 func TestLeaseFencingAcrossProcesses(t *testing.T) {
 	for _, b := range backends {
 		if b.name == "sqlite" {
@@ -45,11 +47,17 @@ func TestLeaseFencingAcrossProcesses(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			target := uniqueTargets(t, b, "")[0]
 			table := fmt.Sprintf("fence_%08x", rand.Uint32())
-			t.Cleanup(func() { _, _ = target.DB.Exec("DROP TABLE IF EXISTS " + table) })
+			rows := table + "_rows"
+			t.Cleanup(func() {
+				_, _ = target.DB.Exec("DROP TABLE IF EXISTS " + table)
+				_, _ = target.DB.Exec("DROP TABLE IF EXISTS " + rows)
+			})
+			_, err := target.DB.Exec("CREATE TABLE " + rows + " (id BIGINT NOT NULL, proc INT NOT NULL)")
+			must(t, err)
 			idFile := filepath.Join(t.TempDir(), "child.ids")
 
 			child := exec.Command(os.Args[0], "-test.run=^TestLeaseFencingChild$", "-test.count=1", "-test.v")
-			child.Env = append(os.Environ(), fencingChildVar+"="+b.name+"|"+table+"|"+idFile)
+			child.Env = append(os.Environ(), fencingChildVar+"="+b.name+"|"+table+"|"+rows+"|"+idFile)
 			stdin, _ := child.StdinPipe()
 			stdout, _ := child.StdoutPipe()
 			if err := child.Start(); err != nil {
@@ -82,6 +90,10 @@ func TestLeaseFencingAcrossProcesses(t *testing.T) {
 					default:
 					}
 					if err := parent.Generate(context.Background(), target, []int{fencingShard}, ids); err != nil {
+						t.Error(err)
+						return
+					}
+					if err := writeRow(target, rows, ids[0], 0); err != nil {
 						t.Error(err)
 						return
 					}
@@ -132,6 +144,12 @@ func TestLeaseFencingAcrossProcesses(t *testing.T) {
 					t.Fatalf("ID %d was made by both processes", all[i])
 				}
 			}
+			var written, repeated int64
+			must(t, target.DB.QueryRow("SELECT COUNT(*) FROM "+rows).Scan(&written))
+			must(t, target.DB.QueryRow("SELECT COUNT(*) FROM (SELECT id FROM "+rows+" GROUP BY id HAVING COUNT(*) > 1) repeats").Scan(&repeated))
+			if written != int64(len(all)) || repeated != 0 {
+				t.Fatalf("%d rows written for %d IDs, %d IDs written twice", written, len(all), repeated)
+			}
 			t.Logf("child: %d IDs before the stop, %d with worker 1 after it; this process: %d with worker 0; none twice", stoppedAt, resumed, len(parentIDs))
 		})
 	}
@@ -151,7 +169,7 @@ func TestLeaseFencingChild(t *testing.T) {
 	target := uniqueTargets(t, b, "")[0]
 	g, err := strategies.NewLeasedSnowflake(fencingLayout, strategies.LeaseOptions{Table: parts[1], TTL: fencingTTL})
 	must(t, err)
-	f, err := os.Create(parts[2])
+	f, err := os.Create(parts[3])
 	must(t, err)
 	defer f.Close()
 	done := make(chan struct{})
@@ -178,9 +196,16 @@ func TestLeaseFencingChild(t *testing.T) {
 		if _, err := f.Write(buf); err != nil { // one write per ID: a stop cannot hold back a made ID
 			t.Fatal(err)
 		}
+		must(t, writeRow(target, parts[2], ids[0], 1))
 		if !ready {
 			fmt.Println("fencing: ready")
 			ready = true
 		}
 	}
+}
+
+// writeRow writes the row of one ID made by process proc.
+func writeRow(target strategies.Target, table string, id int64, proc int) error {
+	_, err := target.DB.Exec(fmt.Sprintf("INSERT INTO %s (id, proc) VALUES (%d, %d)", table, id, proc))
+	return err
 }
