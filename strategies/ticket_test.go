@@ -37,6 +37,7 @@ type ticketDB struct {
 }
 
 func mysqlTicketDB(t testing.TB) ticketDB {
+	requireDSN(t, mysqlDSNVar) // here, in the test: the closures below may run in its subtests
 	return ticketDB{
 		dialect: "mysql", driver: "mysql",
 		dsn: func(i int) string { return mysqlDSN(t, i) },
@@ -50,6 +51,7 @@ func mysqlTicketDB(t testing.TB) ticketDB {
 }
 
 func postgresTicketDB(t testing.TB) ticketDB {
+	requireDSN(t, postgresDSNVar)
 	return ticketDB{
 		dialect: "postgres", driver: "pgx",
 		dsn: func(i int) string { return postgresDSN(t, i) },
