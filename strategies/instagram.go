@@ -185,29 +185,9 @@ type txBeginner interface {
 	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
 }
 
-// createTables runs the DDL in one transaction where the conn allows it, so
-// two processes starting at once serialize on the dialect's lock.
+// createTables creates the clock-sequence's tables on conn.
 func (c *databaseClock) createTables(ctx context.Context, conn Conn) error {
-	beginner, ok := conn.(txBeginner)
-	if !ok || !c.sql.transactionalDDL {
-		for _, ddl := range c.sql.create {
-			if _, err := conn.ExecContext(ctx, ddl); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	tx, err := beginner.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	for _, ddl := range c.sql.create {
-		if _, err := tx.ExecContext(ctx, ddl); err != nil {
-			_ = tx.Rollback()
-			return err
-		}
-	}
-	return tx.Commit()
+	return runDDL(ctx, conn, c.sql.create, c.sql.transactionalDDL)
 }
 
 // reserve moves the clock-sequence by n and returns its new value, after

@@ -194,29 +194,6 @@ func (slot *leaseSlot) prepare(ctx context.Context) error {
 	return nil
 }
 
-// runDDL runs statements, in one transaction when transactional.
-func runDDL(ctx context.Context, db *sql.DB, statements []string, transactional bool) error {
-	var conn Conn = db
-	var tx *sql.Tx
-	if transactional {
-		var err error
-		if tx, err = db.BeginTx(ctx, nil); err != nil {
-			return err
-		}
-		defer func() { _ = tx.Rollback() }()
-		conn = tx
-	}
-	for _, statement := range statements {
-		if _, err := conn.ExecContext(ctx, statement); err != nil {
-			return err
-		}
-	}
-	if tx != nil {
-		return tx.Commit()
-	}
-	return nil
-}
-
 // leaseFor returns the lease of target's database, taking one on first use.
 func (s *Snowflake) leaseFor(ctx context.Context, target Target) (*lease, error) {
 	slot, err := s.leases.slot(target)

@@ -103,27 +103,7 @@ func returningReserve(query string) func(ctx context.Context, conn Conn, name st
 	}
 }
 
-// createSegmentTable runs the DDL in one transaction where the conn allows
-// it, so two processes starting at once serialize on the dialect's lock.
+// createSegmentTable creates shardid_segments on conn.
 func createSegmentTable(ctx context.Context, conn Conn, sqls segmentSQL) error {
-	beginner, ok := conn.(txBeginner)
-	if !ok || !sqls.transactionalDDL {
-		for _, ddl := range sqls.create {
-			if _, err := conn.ExecContext(ctx, ddl); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	tx, err := beginner.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	for _, ddl := range sqls.create {
-		if _, err := tx.ExecContext(ctx, ddl); err != nil {
-			_ = tx.Rollback()
-			return err
-		}
-	}
-	return tx.Commit()
+	return runDDL(ctx, conn, sqls.create, sqls.transactionalDDL)
 }

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -65,17 +63,7 @@ func segmentRebind(target Target, query string) string {
 	if target.Dialect != "postgres" {
 		return query
 	}
-	var out strings.Builder
-	n := 0
-	for _, r := range query {
-		if r == '?' {
-			n++
-			out.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		out.WriteRune(r)
-	}
-	return out.String()
+	return numberParameters(query)
 }
 
 func newTestSegment(t *testing.T, opts SegmentOptions) *Segment {

@@ -180,7 +180,7 @@ func postgresTickets(table string, step, offset int) ticketSQL {
 // prepareTicketServer creates the counter on s and checks that it serves
 // the offset and step sqls were made for. It is idempotent.
 func prepareTicketServer(ctx context.Context, s TicketServer, sqls ticketSQL) error {
-	if err := runTicketDDL(ctx, s.DB, sqls); err != nil {
+	if err := runDDL(ctx, s.DB, sqls.create, sqls.transactionalDDL); err != nil {
 		return fmt.Errorf("strategies: ticket: creating the counter on %q: %w", s.Name, err)
 	}
 	if err := sqls.check(ctx, s.DB); err != nil {
@@ -189,24 +189,3 @@ func prepareTicketServer(ctx context.Context, s TicketServer, sqls ticketSQL) er
 	return nil
 }
 
-func runTicketDDL(ctx context.Context, db *sql.DB, sqls ticketSQL) error {
-	if !sqls.transactionalDDL {
-		for _, ddl := range sqls.create {
-			if _, err := db.ExecContext(ctx, ddl); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	for _, ddl := range sqls.create {
-		if _, err := tx.ExecContext(ctx, ddl); err != nil {
-			_ = tx.Rollback()
-			return err
-		}
-	}
-	return tx.Commit()
-}
