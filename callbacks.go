@@ -99,7 +99,11 @@ func (p *Plugin) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 	first := physicalOfRow(rows[0])
 	if !slices.ContainsFunc(rows[1:], func(row reflect.Value) bool { return physicalOfRow(row) != first }) {
 		if detached {
-			stmt.ConnPool = p.physical[first].pool
+			pool, err := p.pool(stmt.Context, first)
+			if db.AddError(err) != nil {
+				return
+			}
+			stmt.ConnPool = pool
 		}
 		db.AddError(p.bind(db, first))
 		return
@@ -123,7 +127,11 @@ func (p *Plugin) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 			subset = reflect.Append(subset, row.Addr())
 		}
 		part := db.Session(&gorm.Session{Context: stmt.Context})
-		part.Statement.ConnPool = p.physical[k].pool
+		pool, err := p.pool(stmt.Context, k)
+		if part.AddError(err) != nil {
+			return part
+		}
+		part.Statement.ConnPool = pool
 		part.Statement.Model = nil
 		return part.Create(subset.Interface())
 	})
@@ -366,7 +374,11 @@ func (p *Plugin) generate(ctx context.Context, db *gorm.DB, m *model, f *idField
 	shardMap := p.router.Map() // one map for the whole statement, though it be swapped meanwhile
 	first := shardMap.Physical(shards[0])
 	if !slices.ContainsFunc(shards, func(s int) bool { return shardMap.Physical(s) != first }) {
-		return ids, f.generator.Generate(ctx, p.target(db, m, first), shards, ids)
+		target, err := p.target(db, m, first)
+		if err != nil {
+			return nil, err
+		}
+		return ids, f.generator.Generate(ctx, target, shards, ids)
 	}
 	for k := range p.physical {
 		var at []int
@@ -383,7 +395,11 @@ func (p *Plugin) generate(ctx context.Context, db *gorm.DB, m *model, f *idField
 			group[j] = shards[i]
 		}
 		made := make([]int64, len(at))
-		if err := f.generator.Generate(ctx, p.target(db, m, k), group, made); err != nil {
+		target, err := p.target(db, m, k)
+		if err != nil {
+			return nil, err
+		}
+		if err := f.generator.Generate(ctx, target, group, made); err != nil {
 			return nil, err
 		}
 		for j, i := range at {
@@ -397,9 +413,12 @@ func (p *Plugin) generate(ctx context.Context, db *gorm.DB, m *model, f *idField
 // the database's pool, outside the statement's transaction, so no lock they
 // take is held until that transaction ends; on SQLite, whose one writer may be
 // that very transaction, they run on the transaction when it is on k.
-func (p *Plugin) target(db *gorm.DB, m *model, k int) strategies.Target {
-	ph := p.physical[k]
-	t := strategies.Target{Name: ph.name, Dialect: p.db.Dialector.Name(), Conn: ph.sqlDB, DB: ph.sqlDB}
+func (p *Plugin) target(db *gorm.DB, m *model, k int) (strategies.Target, error) {
+	ph, err := p.opened(db.Statement.Context, k)
+	if err != nil {
+		return strategies.Target{}, err
+	}
+	t := strategies.Target{Name: p.physical[k].name, Dialect: p.db.Dialector.Name(), Conn: ph.sqlDB, DB: ph.sqlDB}
 	if m != nil {
 		t.Table = m.schema.Table
 	}
@@ -408,5 +427,5 @@ func (p *Plugin) target(db *gorm.DB, m *model, k int) strategies.Target {
 			t.Conn = db.Statement.ConnPool
 		}
 	}
-	return t
+	return t, nil
 }

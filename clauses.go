@@ -77,8 +77,10 @@ func (c Clause) ModifyStatement(stmt *gorm.Statement) {
 	}
 	if s, err := p.hintShard(h); err == nil {
 		k := p.physicalOf(s)
-		stmt.ConnPool = p.physical[k].pool
-		stmt.Settings.Store(txPhysicalKey{}, k)
+		if pool, err := p.pool(stmt.Context, k); err == nil { // else the statement's routing reports it
+			stmt.ConnPool = pool
+			stmt.Settings.Store(txPhysicalKey{}, k)
+		}
 	}
 }
 

@@ -33,7 +33,7 @@ func Example() {
 	if err := db.Use(ids); err != nil {
 		panic(err)
 	}
-	if err := db.AutoMigrate(&User{}, &Photo{}); err != nil {
+	if err := ids.AutoMigrate(db, &User{}, &Photo{}); err != nil {
 		panic(err)
 	}
 
@@ -84,7 +84,7 @@ func ExamplePlugin_Stats() {
 		panic(err)
 	}
 	defer ids.Close() // releases the snowflake worker lease
-	if err := db.AutoMigrate(&Invoice{}, &Document{}, &Reading{}); err != nil {
+	if err := ids.AutoMigrate(db, &Invoice{}, &Document{}, &Reading{}); err != nil {
 		panic(err)
 	}
 	for range 3 {

@@ -51,7 +51,10 @@ func (p *Plugin) part(db *gorm.DB, k int) *gorm.DB {
 			part.Statement.Clauses["WHERE"] = c
 		}
 	}
-	part.Statement.ConnPool = p.physical[k].pool
+	pool, err := p.pool(db.Statement.Context, k)
+	if part.AddError(err) == nil {
+		part.Statement.ConnPool = pool
+	}
 	part.Statement.Settings.Store(pinKey{}, pin{schema: db.Statement.Schema, physical: k})
 	return part
 }

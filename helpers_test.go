@@ -32,7 +32,7 @@ func testDB(t testing.TB, cfg Config) (*gorm.DB, *Plugin) {
 
 func migrate(t testing.TB, db *gorm.DB, models ...any) {
 	t.Helper()
-	if err := db.AutoMigrate(models...); err != nil {
+	if err := db.Config.Plugins[pluginName].(*Plugin).AutoMigrate(db, models...); err != nil {
 		t.Fatal(err)
 	}
 }

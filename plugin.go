@@ -45,6 +45,10 @@ type Config struct {
 	// and every logical shard lives on the plugin's own database, which then
 	// also holds the unsharded models.
 	Shards []Shard
+	// ConnectTimeout bounds how long a statement waits for its physical
+	// database to open (they open in the background, so that db.Use neither
+	// waits for nor fails on one that is down). Default: 5s.
+	ConnectTimeout time.Duration
 
 	clock strategies.Clock // the snowflake clock; tests inject one
 }
@@ -91,6 +95,7 @@ type Plugin struct {
 	uuids      *strategies.UUIDs
 	db         *gorm.DB
 	physical   []*physical // the databases logical shards live on
+	openers    []*opener   // the physical databases the plugin opens, and closes
 	router     *shardrouter.Router
 	ticketMu   sync.Mutex
 	ticketDBs  []*sql.DB            // ticket servers the plugin opened, closed by Close
@@ -148,7 +153,6 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 	if err := p.registerCallbacks(db); err != nil {
 		return errors.Join(err, p.Close())
 	}
-	db.Dialector = migratingDialector{Dialector: db.Dialector, plugin: p}
 	p.db = db
 	return nil
 }
@@ -306,7 +310,11 @@ func (p *Plugin) prepareStrategies(db *gorm.DB, used map[strategies.Generator]bo
 			continue
 		}
 		for k, ph := range p.physical {
-			if err := prep.Prepare(db.Statement.Context, p.target(db, nil, k)); err != nil {
+			target, err := p.target(db, nil, k)
+			if err != nil {
+				return err
+			}
+			if err := prep.Prepare(db.Statement.Context, target); err != nil {
 				return fmt.Errorf("shardid: on %s: %w", ph.name, err)
 			}
 		}

@@ -121,7 +121,11 @@ func (p *Plugin) bind(db *gorm.DB, k int) error {
 		}
 		return nil
 	}
-	stmt.ConnPool = p.physical[k].pool
+	pool, err := p.pool(stmt.Context, k)
+	if err != nil {
+		return err
+	}
+	stmt.ConnPool = pool
 	if stmt.Schema != nil && opensTransactionsInside(stmt.Schema) {
 		stmt.Settings.Store(boundKey{stmt}, k)
 	}
@@ -265,7 +269,7 @@ func (p *Plugin) keepUnsharded(db *gorm.DB) error {
 		return nil // sent to a shard on purpose
 	}
 	for _, ph := range p.physical {
-		if stmt.ConnPool == ph.pool && ph.pool != p.db.ConnPool {
+		if opened := ph.loaded(); opened != nil && stmt.ConnPool == opened.pool && opened.pool != p.db.ConnPool {
 			stmt.ConnPool = p.db.ConnPool
 			break
 		}

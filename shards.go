@@ -1,10 +1,15 @@
 package shardid
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -19,7 +24,8 @@ type Shard struct {
 	// Name identifies the database in errors, logs and the shard map; unique.
 	Name string
 	// Dialector opens the database, with the same GORM config as the plugin's
-	// database. Give Dialector or DB, not both.
+	// database but a connection pool and caches of its own. Give Dialector or
+	// DB, not both.
 	Dialector gorm.Dialector
 	// DB is an already opened database; its connection pool is used.
 	DB *gorm.DB
@@ -27,31 +33,158 @@ type Shard struct {
 	Logical []Range
 }
 
-// physical is one physical database the plugin routes to.
+// ErrShardUnavailable is returned for a statement whose physical database
+// could not be opened (it is down, or did not answer within
+// Config.ConnectTimeout). The error names the database; other databases'
+// statements are not affected.
+var ErrShardUnavailable = errors.New("shardid: physical database unavailable")
+
+// physical is one physical database the plugin routes to. It is opened in
+// the background, so that db.Use neither waits for nor fails on a database
+// that is down; statements that need it wait for it up to the timeout. It is
+// safe for concurrent use.
 type physical struct {
-	name  string
+	name   string
+	ready  *openPhysical // a database given open, or nil
+	opener *opener       // else the one that opens it
+}
+
+// open returns the database, opened.
+func (ph *physical) open(ctx context.Context) (*openPhysical, error) {
+	if ph.ready != nil {
+		return ph.ready, nil
+	}
+	return ph.opener.get(ctx)
+}
+
+// loaded returns the database if it is open, without waiting.
+func (ph *physical) loaded() *openPhysical {
+	if ph.ready != nil {
+		return ph.ready
+	}
+	return ph.opener.opened.Load()
+}
+
+// openPhysical is an opened physical database.
+type openPhysical struct {
 	db    *gorm.DB      // a handle of its own, for migrations
 	pool  gorm.ConnPool // what a routed statement runs on
 	sqlDB *sql.DB       // where strategies run their SQL
 }
 
-func newPhysical(name string, db *gorm.DB) (*physical, error) {
+func newOpenPhysical(name string, db *gorm.DB) (*openPhysical, error) {
 	sqlDB, err := db.DB()
 	if err != nil {
 		return nil, fmt.Errorf("%w: shard %s has no *sql.DB: %w", ErrInvalidConfig, name, err)
 	}
-	return &physical{name: name, db: db, pool: db.ConnPool, sqlDB: sqlDB}, nil
+	return &openPhysical{db: db, pool: db.ConnPool, sqlDB: sqlDB}, nil
+}
+
+// readyPhysical is a database that is open already.
+func readyPhysical(name string, db *gorm.DB) (*physical, error) {
+	opened, err := newOpenPhysical(name, db)
+	if err != nil {
+		return nil, err
+	}
+	return &physical{name: name, ready: opened}, nil
+}
+
+// opener opens one database in the background, one attempt at a time, and
+// lets callers wait for it within a bound.
+type opener struct {
+	name    string
+	timeout time.Duration
+	dial    func() (*gorm.DB, error)
+	opened  atomic.Pointer[openPhysical]
+
+	mu      sync.Mutex    // protects the fields below
+	attempt chan struct{} // closed when the running attempt ends; nil: none runs
+	failure error         // the last attempt's
+	closed  bool
+}
+
+// start begins an attempt unless one runs or the database is open.
+func (o *opener) start() chan struct{} {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.attempt != nil || o.opened.Load() != nil || o.closed {
+		return o.attempt
+	}
+	done := make(chan struct{})
+	o.attempt = done
+	go func() {
+		db, err := o.dial()
+		var opened *openPhysical
+		if err == nil {
+			opened, err = newOpenPhysical(o.name, db)
+		}
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		o.attempt, o.failure = nil, err
+		switch {
+		case err == nil && o.closed:
+			_ = opened.sqlDB.Close()
+		case err == nil:
+			o.opened.Store(opened)
+		}
+		close(done)
+	}()
+	return done
+}
+
+// get returns the open database, waiting for an attempt up to the timeout.
+func (o *opener) get(ctx context.Context) (*openPhysical, error) {
+	if opened := o.opened.Load(); opened != nil {
+		return opened, nil
+	}
+	done := o.start()
+	if done == nil { // opened meanwhile, or closed
+		if opened := o.opened.Load(); opened != nil {
+			return opened, nil
+		}
+		return nil, fmt.Errorf("%w: %s: the plugin is closed", ErrShardUnavailable, o.name)
+	}
+	timer := time.NewTimer(o.timeout)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+		return nil, fmt.Errorf("%w: %s did not answer within %v (Config.ConnectTimeout)", ErrShardUnavailable, o.name, o.timeout)
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: %s: %w", ErrShardUnavailable, o.name, ctx.Err())
+	}
+	if opened := o.opened.Load(); opened != nil {
+		return opened, nil
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return nil, fmt.Errorf("%w: opening %s: %w", ErrShardUnavailable, o.name, o.failure)
+}
+
+// close closes the database if it is open, and any that an attempt still
+// running opens.
+func (o *opener) close() error {
+	o.mu.Lock()
+	o.closed = true
+	o.mu.Unlock()
+	if opened := o.opened.Load(); opened != nil {
+		return opened.sqlDB.Close()
+	}
+	return nil
 }
 
 // defaultPhysicalName names the plugin's own database when Config.Shards is empty.
 const defaultPhysicalName = "default"
 
-// openShards opens the physical databases of the config and validates the
-// map. Opening does not connect: a database that is down fails only the
-// statements that need it.
+// defaultConnectTimeout is how long a statement waits for its physical
+// database to open.
+const defaultConnectTimeout = 5 * time.Second
+
+// openShards validates the map and starts opening the physical databases of
+// the config. A database that is down fails only the statements that need it.
 func (p *Plugin) openShards(db *gorm.DB) error {
 	if len(p.config.Shards) == 0 {
-		own, err := newPhysical(defaultPhysicalName, db)
+		own, err := readyPhysical(defaultPhysicalName, db)
 		if err != nil {
 			return err
 		}
@@ -69,42 +202,110 @@ func (p *Plugin) openShards(db *gorm.DB) error {
 	described := make([]shardrouter.Physical, len(p.config.Shards))
 	for i, s := range p.config.Shards {
 		described[i] = shardrouter.Physical{Name: s.Name, Logical: s.Logical}
+		if err := p.checkShard(db, s); err != nil {
+			return err
+		}
 	}
 	m, err := shardrouter.NewMap(p.layout.ShardCount(), described)
 	if err != nil {
 		return fmt.Errorf("%w: Shards: %w", ErrInvalidConfig, err)
 	}
 	p.router = shardrouter.NewRouter(m)
+	timeout := p.config.ConnectTimeout
+	if timeout <= 0 {
+		timeout = defaultConnectTimeout
+	}
 	for _, s := range p.config.Shards {
-		ph, err := openPhysical(db, s)
-		if err != nil {
-			return errors.Join(err, p.Close())
+		if s.DB != nil {
+			ph, err := readyPhysical(s.Name, s.DB)
+			if err != nil {
+				return err
+			}
+			p.physical = append(p.physical, ph)
+			continue
 		}
-		p.physical = append(p.physical, ph)
+		o := &opener{name: s.Name, timeout: timeout, dial: func() (*gorm.DB, error) { return gorm.Open(s.Dialector, ownConfig(db.Config)) }}
+		o.start()
+		p.physical = append(p.physical, &physical{name: s.Name, opener: o})
+		p.openers = append(p.openers, o)
 	}
 	return nil
 }
 
-func openPhysical(db *gorm.DB, s Shard) (*physical, error) {
+// checkShard refuses a shard that cannot work: none or both of Dialector and
+// DB, another dialect than the plugin's database, or the plugin's database
+// itself (its unsharded tables would mix with a shard's rows).
+func (p *Plugin) checkShard(db *gorm.DB, s Shard) error {
 	switch {
 	case s.DB != nil && s.Dialector != nil:
-		return nil, fmt.Errorf("%w: shard %s: give Dialector or DB, not both", ErrInvalidConfig, s.Name)
-	case s.DB != nil:
-		return newPhysical(s.Name, s.DB)
-	case s.Dialector == nil:
-		return nil, fmt.Errorf("%w: shard %s: no Dialector or DB", ErrInvalidConfig, s.Name)
-	case s.Dialector.Name() != db.Dialector.Name():
-		return nil, fmt.Errorf("%w: shard %s is %s but the plugin's database is %s: GORM builds each statement's SQL for one dialect",
-			ErrInvalidConfig, s.Name, s.Dialector.Name(), db.Dialector.Name())
+		return fmt.Errorf("%w: shard %s: give Dialector or DB, not both", ErrInvalidConfig, s.Name)
+	case s.DB == nil && s.Dialector == nil:
+		return fmt.Errorf("%w: shard %s: no Dialector or DB", ErrInvalidConfig, s.Name)
 	}
-	config := *db.Config // same naming, logger and schema cache as the plugin's database
-	config.DisableAutomaticPing = true
-	config.Plugins = map[string]gorm.Plugin{}
-	opened, err := gorm.Open(s.Dialector, &config)
-	if err != nil {
-		return nil, fmt.Errorf("shardid: opening shard %s: %w", s.Name, err)
+	dialector := s.Dialector
+	if s.DB != nil {
+		dialector = s.DB.Dialector
 	}
-	return newPhysical(s.Name, opened)
+	if dialector == nil || dialector.Name() != db.Dialector.Name() {
+		name := "none"
+		if dialector != nil {
+			name = dialector.Name()
+		}
+		return fmt.Errorf("%w: shard %s is %s but the plugin's database is %s: GORM builds each statement's SQL for one dialect",
+			ErrInvalidConfig, s.Name, name, db.Dialector.Name())
+	}
+	samePlugin := s.DB != nil && (s.DB.Config == db.Config || s.DB.ConnPool == db.ConnPool || s.DB.Config.Plugins[pluginName] == p)
+	if samePlugin || dsnOf(dialector) != "" && dsnOf(dialector) == dsnOf(db.Dialector) {
+		return fmt.Errorf("%w: shard %s is the plugin's own database, which holds the unsharded tables; give each shard a database of its own", ErrInvalidConfig, s.Name)
+	}
+	return nil
+}
+
+// dsnOf returns the DSN of a dialector of GORM's drivers (a field DSN, maybe
+// in an embedded config), or "" when it has none.
+func dsnOf(d gorm.Dialector) string {
+	v := reflect.Indirect(reflect.ValueOf(d))
+	if v.Kind() != reflect.Struct {
+		return ""
+	}
+	field, ok := v.Type().FieldByName("DSN")
+	if !ok || field.Type.Kind() != reflect.String {
+		return ""
+	}
+	dsn, err := v.FieldByIndexErr(field.Index)
+	if err != nil { // a nil embedded config
+		return ""
+	}
+	return dsn.String()
+}
+
+// ownConfig returns the GORM config a shard opened from a Dialector gets: the
+// plugin database's settings, with a schema and prepared-statement cache of
+// its own (a copy of the struct would share them) and no plugins.
+func ownConfig(c *gorm.Config) *gorm.Config {
+	return &gorm.Config{
+		SkipDefaultTransaction:                   c.SkipDefaultTransaction,
+		DefaultTransactionTimeout:                c.DefaultTransactionTimeout,
+		DefaultContextTimeout:                    c.DefaultContextTimeout,
+		NamingStrategy:                           c.NamingStrategy,
+		FullSaveAssociations:                     c.FullSaveAssociations,
+		Logger:                                   c.Logger,
+		NowFunc:                                  c.NowFunc,
+		DryRun:                                   c.DryRun,
+		PrepareStmt:                              c.PrepareStmt,
+		PrepareStmtMaxSize:                       c.PrepareStmtMaxSize,
+		PrepareStmtTTL:                           c.PrepareStmtTTL,
+		DisableAutomaticPing:                     true, // opening must not wait for the server
+		DisableForeignKeyConstraintWhenMigrating: c.DisableForeignKeyConstraintWhenMigrating,
+		IgnoreRelationshipsWhenMigrating:         c.IgnoreRelationshipsWhenMigrating,
+		DisableNestedTransaction:                 c.DisableNestedTransaction,
+		AllowGlobalUpdate:                        c.AllowGlobalUpdate,
+		QueryFields:                              c.QueryFields,
+		CreateBatchSize:                          c.CreateBatchSize,
+		TranslateError:                           c.TranslateError,
+		PropagateUnscoped:                        c.PropagateUnscoped,
+		ClauseBuilders:                           c.ClauseBuilders,
+	}
 }
 
 // Close releases the snowflake worker leases and stops the strategies'
@@ -123,16 +324,28 @@ func (p *Plugin) Close() error {
 	}
 	p.ticketDBs = nil
 	p.ticketMu.Unlock()
-	for i, ph := range p.physical {
-		if i >= len(p.config.Shards) || p.config.Shards[i].Dialector == nil {
-			continue
-		}
-		if sqlDB, err := ph.db.DB(); err == nil {
-			errs = append(errs, sqlDB.Close())
-		}
+	for _, o := range p.openers {
+		errs = append(errs, o.close())
 	}
 	return errors.Join(errs...)
 }
 
 // physicalOf returns the physical database holding logical shard s.
 func (p *Plugin) physicalOf(s int) int { return p.router.Map().Physical(s) }
+
+// opened returns physical database k, opened, or an error naming it.
+func (p *Plugin) opened(ctx context.Context, k int) (*openPhysical, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return p.physical[k].open(ctx)
+}
+
+// pool returns the connection pool of physical database k.
+func (p *Plugin) pool(ctx context.Context, k int) (gorm.ConnPool, error) {
+	opened, err := p.opened(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	return opened.pool, nil
+}

@@ -109,7 +109,7 @@ type (
 )
 
 func TestInvalidTags(t *testing.T) {
-	db, _ := testDB(t, Config{})
+	db, p := testDB(t, Config{})
 	cases := []struct {
 		model  any
 		field  string
@@ -132,13 +132,13 @@ func TestInvalidTags(t *testing.T) {
 	}
 	for _, c := range cases {
 		// AutoMigrate refuses the tag before creating anything ...
-		err := db.AutoMigrate(c.model)
+		err := p.AutoMigrate(db, c.model)
 		var fe *FieldError
 		if !errors.Is(err, ErrInvalidTag) || !errors.As(err, &fe) || fe.Field != c.field || !strings.Contains(err.Error(), c.detail) {
 			t.Errorf("AutoMigrate(%T) = %v; want ErrInvalidTag on field %s mentioning %q", c.model, err, c.field, c.detail)
 			continue
 		}
-		if db.Migrator().HasTable(c.model) {
+		if p.Migrator(db).HasTable(c.model) {
 			t.Errorf("%T: the table was created despite the bad tag", c.model)
 		}
 		// ... and so does every statement on the model.

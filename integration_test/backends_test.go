@@ -154,10 +154,16 @@ func forEachBackend(t *testing.T, test func(t *testing.T, b backend)) {
 // fresh drops and re-creates the tables of models.
 func fresh(t testing.TB, db *gorm.DB, models ...any) {
 	t.Helper()
-	if err := db.Migrator().DropTable(models...); err != nil {
+	if err := migrator(db).DropTable(models...); err != nil {
 		t.Fatalf("drop: %v", err)
 	}
-	if err := db.AutoMigrate(models...); err != nil {
+	if err := migrator(db).AutoMigrate(models...); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
+}
+
+// migrator is the plugin's shard-aware migrator for db, which has the plugin
+// registered.
+func migrator(db *gorm.DB) gorm.Migrator {
+	return db.Config.Plugins[(&shardid.Plugin{}).Name()].(*shardid.Plugin).Migrator(db)
 }

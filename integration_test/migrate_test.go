@@ -92,7 +92,7 @@ type circle struct {
 func TestAssociationsOnEveryDatabase(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		db := open(t, b, t.TempDir(), shardid.Config{})
-		_ = db.Migrator().DropTable("member_circles")
+		_ = migrator(db).DropTable("member_circles")
 		fresh(t, db, &member{}, &card{}, &post{}, &circle{})
 		m := member{Name: "m", Card: &card{}, Posts: []post{{Title: "a"}, {Title: "b"}}, Circles: []circle{{Name: "c"}}}
 		if err := db.Create(&m).Error; err != nil {

@@ -212,14 +212,15 @@ func runDemo(out, progress io.Writer, o demoOptions) (err error) {
 	}
 	defer func() { err = errors.Join(err, s.cleanup()) }()
 	db := s.db
-	if err := db.Migrator().DropTable(&DemoPhoto{}, &DemoUser{}); err != nil {
+	migrator := s.plugin.Migrator(db)
+	if err := migrator.DropTable(&DemoPhoto{}, &DemoUser{}); err != nil {
 		return err
 	}
-	if err := db.AutoMigrate(&DemoUser{}, &DemoPhoto{}); err != nil {
+	if err := migrator.AutoMigrate(&DemoUser{}, &DemoPhoto{}); err != nil {
 		return err
 	}
 	if !o.keep && len(o.dsns) > 0 {
-		defer func() { err = errors.Join(err, db.Migrator().DropTable(&DemoPhoto{}, &DemoUser{})) }()
+		defer func() { err = errors.Join(err, migrator.DropTable(&DemoPhoto{}, &DemoUser{})) }()
 	}
 	layout := s.plugin.Layout()
 	fmt.Fprintf(out, "shardid demo: %d logical shards on %d physical databases (%s), IDs by %s\n", layout.ShardCount(), len(s.direct), db.Dialector.Name(), o.strategy)

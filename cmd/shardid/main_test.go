@@ -124,7 +124,7 @@ func BenchmarkDemoThroughput(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := s.db.AutoMigrate(&DemoUser{}, &DemoPhoto{}); err != nil {
+		if err := s.plugin.AutoMigrate(s.db, &DemoUser{}, &DemoPhoto{}); err != nil {
 			b.Fatal(err)
 		}
 		o.users = b.N

@@ -52,7 +52,7 @@ func main() {
 	if err := db.Use(ids); err != nil {
 		log.Fatal(err)
 	}
-	if err := db.AutoMigrate(&User{}, &Photo{}); err != nil {
+	if err := ids.AutoMigrate(db, &User{}, &Photo{}); err != nil {
 		log.Fatal(err)
 	}
 	layout := ids.Layout()
