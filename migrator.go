@@ -117,12 +117,12 @@ func (m shardMigrator) physicalSession(k int) (*gorm.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	tx := opened.db.Session(&gorm.Session{NewDB: true, Context: m.db.Statement.Context})
+	tx := opened.db.Session(&gorm.Session{Context: m.db.Statement.Context})
 	config := *tx.Config
 	config.DisableForeignKeyConstraintWhenMigrating = true
 	config.IgnoreRelationshipsWhenMigrating = true
 	tx.Config = &config
-	tx.Statement.Table = m.db.Statement.Table
+	tx.Statement.Table, tx.Statement.TableExpr = m.db.Statement.Table, m.db.Statement.TableExpr
 	m.db.Statement.Settings.Range(func(key, value any) bool {
 		tx.Statement.Settings.Store(key, value)
 		return true
@@ -350,9 +350,14 @@ func (m shardMigrator) HasTable(value any) bool {
 	return m.all(value, fmt.Sprintf("table %v exists", tableOf(value)), func(mig gorm.Migrator) bool { return mig.HasTable(value) })
 }
 
-// RenameTable renames the table where it lives.
+// RenameTable renames the table where it lives: on every physical database
+// when either name is a sharded model's.
 func (m shardMigrator) RenameTable(oldName, newName any) error {
-	return m.each(oldName, func(mig gorm.Migrator) error { return mig.RenameTable(oldName, newName) })
+	placed := oldName
+	if sharded, _, err := m.sharded(newName); err == nil && sharded {
+		placed = newName
+	}
+	return m.each(placed, func(mig gorm.Migrator) error { return mig.RenameTable(oldName, newName) })
 }
 
 // GetTables lists the tables of the plugin's database and of every physical

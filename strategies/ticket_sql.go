@@ -188,4 +188,3 @@ func prepareTicketServer(ctx context.Context, s TicketServer, sqls ticketSQL) er
 	}
 	return nil
 }
-
