@@ -22,7 +22,9 @@ func TestUseRefusesBadConfig(t *testing.T) {
 	}{
 		{"layout widths", Config{Layout: Layout{TimeBits: 41, ShardBits: 13, SequenceBits: 10}}, ErrInvalidLayout, "want 63"},
 		{"strategy", Config{DefaultStrategy: "uuidv4"}, ErrInvalidConfig, "allowed: instagram, snowflake"},
-		{"worker", Config{Snowflake: SnowflakeConfig{FixedWorker: true, WorkerID: 1}}, ErrInvalidConfig, "WorkerBits 0"},
+		{"worker", Config{Layout: Layout{WorkerBits: strategies.NoWorkerBits}, Snowflake: SnowflakeConfig{FixedWorker: true, WorkerID: 1}}, ErrInvalidConfig, "WorkerBits 0"},
+		{"default worker bits", Config{Snowflake: SnowflakeConfig{FixedWorker: true, WorkerID: 64}}, ErrInvalidConfig, "0..63"},
+		{"shard bits that would allocate gigabytes", Config{Layout: Layout{ShardBits: 31, SequenceBits: 10}}, ErrInvalidLayout, "at most 16"},
 		{"worker with bits", Config{Layout: Layout{WorkerBits: 2}, Snowflake: SnowflakeConfig{FixedWorker: true, WorkerID: 4}}, ErrInvalidConfig, "0..3"},
 		{"lease table", Config{Snowflake: SnowflakeConfig{Lease: strategies.LeaseOptions{Table: "x; DROP"}}}, ErrInvalidConfig, "plain SQL identifier"},
 	}

@@ -126,6 +126,9 @@ func (r *Router) Map() *Map { return r.current.Load() }
 // open or close databases.
 func (r *Router) Swap(next *Map) error {
 	cur := r.current.Load()
+	if next == nil || next.owner == nil {
+		return fmt.Errorf("%w: no map to swap in (build one with NewMap)", ErrInvalidMap)
+	}
 	if next.ShardCount() != cur.ShardCount() || !slices.Equal(next.names, cur.names) {
 		return fmt.Errorf("%w: a swapped map must keep the %d logical shards and the physical databases %v", ErrInvalidMap, cur.ShardCount(), cur.names)
 	}

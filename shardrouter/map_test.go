@@ -120,3 +120,19 @@ func TestPhysicalDoesNotAllocate(t *testing.T) {
 		t.Fatalf("%v allocations per lookup", n)
 	}
 }
+
+func TestSwapRefusesNoMap(t *testing.T) {
+	m, err := NewMap(4, []Physical{{Name: "a", Logical: []Range{{From: 0, To: 3}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRouter(m)
+	for _, bad := range []*Map{nil, {}} {
+		if err := r.Swap(bad); !errors.Is(err, ErrInvalidMap) {
+			t.Fatalf("Swap(%v) = %v, want ErrInvalidMap", bad, err)
+		}
+	}
+	if r.Map() != m {
+		t.Fatal("a refused swap changed the map")
+	}
+}

@@ -13,6 +13,17 @@ const (
 	DefaultTimeBits     = 40
 	DefaultShardBits    = 13
 	DefaultSequenceBits = 10
+	// DefaultWorkerBits gives snowflake 64 worker IDs per physical database:
+	// 32 processes, each restarted once within a lease's TTL, find one free.
+	DefaultWorkerBits = 6
+	// NoWorkerBits, as Layout.WorkerBits, leaves snowflake one worker ID.
+	NoWorkerBits = -1
+	// MaxShardBits bounds the logical shards at 65,536, and so the per-shard
+	// state a process keeps (about 1 MiB for snowflake, 640 KiB for the map).
+	MaxShardBits = 16
+	// minSequenceLeft is what a default WorkerBits leaves of a narrow
+	// sequence field: 16 IDs per tick.
+	minSequenceLeft = 4
 )
 
 // DefaultEpoch is the epoch of the default layout: 2025-01-01T00:00:00Z.
@@ -38,14 +49,21 @@ type Layout struct {
 	// TimeUnit is the length of one tick of the time field, a positive
 	// multiple of a millisecond. Default: 1ms.
 	TimeUnit time.Duration
-	// TimeBits, ShardBits and SequenceBits are the widths of the three fields.
-	// All zero means 40, 13 and 10; otherwise they must add up to 63, and each
-	// be at least 1.
+	// TimeBits, ShardBits and SequenceBits are the widths of the three fields,
+	// each at least 1, adding up to 63; ShardBits at most [MaxShardBits].
+	// Unset (zero) widths are filled: the last unset of TimeBits, ShardBits,
+	// SequenceBits takes what the others leave of 63, any other unset one
+	// its default (40, 13, 10). So Layout{ShardBits: 12} is 40/12/11.
 	TimeBits, ShardBits, SequenceBits int
 	// WorkerBits is the part of the sequence field that the snowflake strategy
-	// fills with its worker ID. Default: 0. It must leave at least one bit of
+	// fills with its worker ID; other strategies use the whole sequence.
+	// Default (zero): 6, 64 worker IDs, leaving 4 bits (16 IDs per tick per
+	// logical shard per process); on a narrower sequence, what leaves 4 bits.
+	// [NoWorkerBits] gives one worker ID. It must leave at least one bit of
 	// sequence.
 	WorkerBits int
+
+	filled bool // by Normalized, which must not fill twice: a NoWorkerBits layout has WorkerBits 0 then
 }
 
 // Parts are the fields of one ID, as [Layout.Decode] reads them.
@@ -59,14 +77,37 @@ type Parts struct {
 
 // Normalized returns the layout with every zero field set to its default.
 func (l Layout) Normalized() Layout {
+	if l.filled {
+		return l
+	}
+	l.filled = true
 	if l.Epoch.IsZero() {
 		l.Epoch = DefaultEpoch
 	}
 	if l.TimeUnit == 0 {
 		l.TimeUnit = time.Millisecond
 	}
-	if l.TimeBits == 0 && l.ShardBits == 0 && l.SequenceBits == 0 {
-		l.TimeBits, l.ShardBits, l.SequenceBits = DefaultTimeBits, DefaultShardBits, DefaultSequenceBits
+	widths := []*int{&l.TimeBits, &l.ShardBits, &l.SequenceBits}
+	defaults := []int{DefaultTimeBits, DefaultShardBits, DefaultSequenceBits}
+	last := -1
+	for i, w := range widths {
+		if *w == 0 {
+			last = i
+		}
+	}
+	for i, w := range widths {
+		if *w == 0 && i != last {
+			*w = defaults[i]
+		}
+	}
+	if last >= 0 {
+		*widths[last] = 63 - l.TimeBits - l.ShardBits - l.SequenceBits
+	}
+	switch {
+	case l.WorkerBits == NoWorkerBits:
+		l.WorkerBits = 0
+	case l.WorkerBits == 0:
+		l.WorkerBits = max(0, min(DefaultWorkerBits, l.SequenceBits-minSequenceLeft))
 	}
 	return l
 }
@@ -84,8 +125,8 @@ func (l Layout) Validate(now time.Time) error {
 	case l.TimeBits+l.ShardBits+l.SequenceBits != 63:
 		return bad("TimeBits (%d) + ShardBits (%d) + SequenceBits (%d) = %d, want 63 (the sign bit is the 64th)",
 			l.TimeBits, l.ShardBits, l.SequenceBits, l.TimeBits+l.ShardBits+l.SequenceBits)
-	case l.ShardBits > 31:
-		return bad("ShardBits (%d) must be at most 31", l.ShardBits)
+	case l.ShardBits > MaxShardBits:
+		return bad("ShardBits (%d) must be at most %d (%d logical shards): each process keeps state per logical shard", l.ShardBits, MaxShardBits, 1<<MaxShardBits)
 	case l.WorkerBits < 0 || l.WorkerBits >= l.SequenceBits:
 		return bad("WorkerBits (%d) must be between 0 and SequenceBits-1 (%d), leaving at least one bit of sequence", l.WorkerBits, l.SequenceBits-1)
 	case l.TimeUnit < time.Millisecond || l.TimeUnit%time.Millisecond != 0:
@@ -114,7 +155,7 @@ func (l Layout) RunsOut() time.Time {
 func (l Layout) ShardCount() int { return 1 << l.Normalized().ShardBits }
 
 // WorkerCount is the number of snowflake worker IDs, 2^WorkerBits.
-func (l Layout) WorkerCount() int { return 1 << l.WorkerBits }
+func (l Layout) WorkerCount() int { return 1 << l.Normalized().WorkerBits }
 
 // IDsPerTick is how many IDs one logical shard (one worker, for snowflake)
 // can get in one time unit.

@@ -11,8 +11,8 @@ var now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 func TestLayoutDefaults(t *testing.T) {
 	l := Layout{}.Normalized()
-	if l.TimeBits != 40 || l.ShardBits != 13 || l.SequenceBits != 10 || l.WorkerBits != 0 {
-		t.Fatalf("widths %d/%d/%d/%d, want 40/13/10/0", l.TimeBits, l.ShardBits, l.SequenceBits, l.WorkerBits)
+	if l.TimeBits != 40 || l.ShardBits != 13 || l.SequenceBits != 10 || l.WorkerBits != 6 {
+		t.Fatalf("widths %d/%d/%d/%d, want 40/13/10/6", l.TimeBits, l.ShardBits, l.SequenceBits, l.WorkerBits)
 	}
 	if !l.Epoch.Equal(DefaultEpoch) || l.TimeUnit != time.Millisecond {
 		t.Fatalf("epoch %s unit %s", l.Epoch, l.TimeUnit)
@@ -20,7 +20,7 @@ func TestLayoutDefaults(t *testing.T) {
 	if got, want := (Layout{}).RunsOut(), DefaultEpoch.Add(time.Duration(1<<40)*time.Millisecond); !got.Equal(want) {
 		t.Fatalf("RunsOut = %s, want %s (epoch + 2^40 ms)", got, want)
 	}
-	if (Layout{}).ShardCount() != 8192 || (Layout{}).IDsPerTick() != 1024 {
+	if (Layout{}).ShardCount() != 8192 || (Layout{}).IDsPerTick() != 16 || oneWorker.IDsPerTick() != 1024 {
 		t.Fatalf("ShardCount %d IDsPerTick %d", (Layout{}).ShardCount(), (Layout{}).IDsPerTick())
 	}
 	if err := (Layout{}).Validate(now); err != nil {
@@ -41,15 +41,16 @@ func TestLayoutValidate(t *testing.T) {
 		{"zero shard bits", Layout{TimeBits: 53, ShardBits: 0, SequenceBits: 10}, "at least 1"},
 		{"zero sequence bits", Layout{TimeBits: 50, ShardBits: 13}, "at least 1"},
 		{"negative", Layout{TimeBits: 64, ShardBits: -11, SequenceBits: 10}, "at least 1"},
-		{"too many shard bits", Layout{TimeBits: 22, ShardBits: 32, SequenceBits: 9}, "at most 31"},
+		{"too many shard bits", Layout{TimeBits: 22, ShardBits: 32, SequenceBits: 9}, "at most 16"},
+		{"31 shard bits", Layout{TimeBits: 22, ShardBits: 31, SequenceBits: 10}, "at most 16"},
 		{"worker takes all sequence", Layout{WorkerBits: 10}, "WorkerBits"},
-		{"negative worker", Layout{WorkerBits: -1}, "WorkerBits"},
+		{"negative worker", Layout{WorkerBits: -2}, "WorkerBits"},
 		{"sub-millisecond unit", Layout{TimeUnit: time.Microsecond}, "TimeUnit"},
 		{"fractional unit", Layout{TimeUnit: 1500 * time.Microsecond}, "TimeUnit"},
 		{"negative unit", Layout{TimeUnit: -time.Millisecond}, "TimeUnit"},
 		{"future epoch", Layout{Epoch: now.Add(time.Hour)}, "in the future"},
-		{"runs out within a year", Layout{TimeBits: 34, ShardBits: 19, SequenceBits: 10, Epoch: now.Add(-180 * 24 * time.Hour)}, "runs out"},
-		{"already run out", Layout{TimeBits: 30, ShardBits: 23, SequenceBits: 10}, "runs out"},
+		{"runs out within a year", Layout{TimeBits: 34, ShardBits: 16, SequenceBits: 13, Epoch: now.Add(-180 * 24 * time.Hour)}, "runs out"},
+		{"already run out", Layout{TimeBits: 30, ShardBits: 16, SequenceBits: 17}, "runs out"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -68,7 +69,7 @@ func TestLayoutValidate(t *testing.T) {
 }
 
 func TestLayoutComposeDecode(t *testing.T) {
-	l := Layout{}
+	l := oneWorker
 	at := DefaultEpoch.Add(123456789 * time.Millisecond)
 	id := l.Compose(at, 8191, 1023)
 	if want := int64(123456789)<<23 | 8191<<10 | 1023; id != want {
@@ -114,6 +115,7 @@ func FuzzLayoutRoundTrip(f *testing.F) {
 		if l.TimeBits < 1 || l.ShardBits < 1 || l.SequenceBits < 1 {
 			t.Skip()
 		}
+		l = l.Normalized() // a zero WorkerBits is the default
 		ticks &= 1<<l.TimeBits - 1
 		shard &= 1<<l.ShardBits - 1
 		seq &= 1<<l.SequenceBits - 1
@@ -130,4 +132,39 @@ func FuzzLayoutRoundTrip(f *testing.F) {
 			t.Fatal("shard not at its fixed position")
 		}
 	})
+}
+
+// oneWorker is the default layout with no snowflake worker bits: the whole
+// sequence field counts IDs within a tick.
+var oneWorker = Layout{WorkerBits: NoWorkerBits}
+
+// A partly given layout fills the rest as Layout's documentation says, and a
+// layout normalized twice stays the same.
+func TestLayoutFillsWhatIsUnset(t *testing.T) {
+	cases := []struct {
+		given            Layout
+		time, shard, seq int
+		worker           int
+	}{
+		{Layout{}, 40, 13, 10, 6},
+		{Layout{ShardBits: 12}, 40, 12, 11, 6},
+		{Layout{SequenceBits: 12}, 40, 11, 12, 6},
+		{Layout{TimeBits: 41}, 41, 13, 9, 5},
+		{Layout{TimeBits: 41, SequenceBits: 12}, 41, 10, 12, 6},
+		{Layout{ShardBits: 8, SequenceBits: 6}, 49, 8, 6, 2},
+		{Layout{WorkerBits: NoWorkerBits}, 40, 13, 10, 0},
+		{Layout{WorkerBits: 3}, 40, 13, 10, 3},
+	}
+	for _, c := range cases {
+		l := c.given.Normalized()
+		if l.TimeBits != c.time || l.ShardBits != c.shard || l.SequenceBits != c.seq || l.WorkerBits != c.worker {
+			t.Errorf("%+v: %d/%d/%d worker %d, want %d/%d/%d worker %d", c.given, l.TimeBits, l.ShardBits, l.SequenceBits, l.WorkerBits, c.time, c.shard, c.seq, c.worker)
+		}
+		if err := c.given.Validate(now); err != nil {
+			t.Errorf("%+v: %v", c.given, err)
+		}
+		if again := l.Normalized(); again != l {
+			t.Errorf("%+v normalized twice: %+v, then %+v", c.given, l, again)
+		}
+	}
 }

@@ -100,8 +100,9 @@ func TestLeaseHeartbeatRenews(t *testing.T) {
 	for _, target := range allTargets(t) {
 		t.Run(target.Dialect, func(t *testing.T) {
 			t.Parallel()
-			g := leased(t, Layout{}, LeaseOptions{Table: leaseTableFor(t, target), TTL: 600 * time.Millisecond})
-			deadline := time.Now().Add(2400 * time.Millisecond)
+			// A TTL with room for a renewal's round trip on a busy machine.
+			g := leased(t, Layout{}, LeaseOptions{Table: leaseTableFor(t, target), TTL: 2 * time.Second})
+			deadline := time.Now().Add(8 * time.Second)
 			for time.Now().Before(deadline) {
 				generate(t, g, target, 10) // fails with ErrLeaseLost if the lease ran out
 				time.Sleep(5 * time.Millisecond)
@@ -117,8 +118,8 @@ func TestLeaseHeartbeatRenews(t *testing.T) {
 func TestLeaseFencedBeforeAnotherMayTakeIt(t *testing.T) {
 	for _, target := range allTargets(t) {
 		t.Run(target.Dialect, func(t *testing.T) {
-			lo := LeaseOptions{Table: leaseTableFor(t, target), TTL: 300 * time.Millisecond}
-			a := leased(t, Layout{}, lo)
+			lo := LeaseOptions{Table: leaseTableFor(t, target), TTL: time.Second} // a tenth of it is the fence's margin
+			a := leased(t, oneWorker, lo)
 			generate(t, a, target, 1)
 			for _, slot := range *a.leases.slots.Load() { // the heartbeat stops, as in a partition
 				slot.halt()
@@ -135,7 +136,7 @@ func TestLeaseFencedBeforeAnotherMayTakeIt(t *testing.T) {
 					}
 				}
 			}()
-			b := leased(t, Layout{}, lo)
+			b := leased(t, oneWorker, lo)
 			for {
 				err := b.Generate(context.Background(), target, []int{3}, make([]int64, 1))
 				if err == nil {
@@ -174,7 +175,7 @@ func TestLeaseLostByFakeClockStopsIssuing(t *testing.T) {
 
 func TestLeaseTakenAwayIsReplaced(t *testing.T) {
 	target := sqliteTarget(t)
-	lo := LeaseOptions{Table: "workers", TTL: 90 * time.Millisecond}
+	lo := LeaseOptions{Table: "workers", TTL: 600 * time.Millisecond}
 	g := leased(t, Layout{WorkerBits: 1}, lo)
 	generate(t, g, target, 3)
 	// Another process took worker 0 (its generation moved on).
@@ -208,10 +209,10 @@ func (c offsetClock) Sleep(d time.Duration)           { time.Sleep(d) }
 func TestLeaseRestartWithClockBehind(t *testing.T) {
 	for _, target := range allTargets(t) {
 		t.Run(target.Dialect, func(t *testing.T) {
-			lo := LeaseOptions{Table: leaseTableFor(t, target), TTL: 200 * time.Millisecond, ClockTolerance: 2 * time.Second}
+			lo := LeaseOptions{Table: leaseTableFor(t, target), TTL: time.Second, ClockTolerance: 2 * time.Second}
 			for _, step := range []time.Duration{5 * time.Millisecond, time.Second, time.Hour} {
 				for _, graceful := range []bool{true, false} {
-					first := leased(t, Layout{}, lo) // one worker ID: the restart must take the same one
+					first := leased(t, oneWorker, lo) // one worker ID: the restart must take the same one
 					before := generate(t, first, target, 50)
 					if graceful {
 						if err := first.Close(); err != nil {
@@ -232,7 +233,7 @@ func TestLeaseRestartWithClockBehind(t *testing.T) {
 					} else {
 						clock = offsetClock{-step} // real time, to see the crashed lease expire
 					}
-					restarted := leased(t, Layout{}, lo, WithClock(clock))
+					restarted := leased(t, oneWorker, lo, WithClock(clock))
 					var ids []int64
 					var err error
 					for {
@@ -401,7 +402,7 @@ func TestLeaseSameOwnerLabelIsNotTheSameHolder(t *testing.T) {
 	generate(t, a, target, 1)
 	slot := (*a.leases.slots.Load())[0]
 	slot.halt() // a stalls; its lease expires
-	time.Sleep(150 * time.Millisecond)
+	time.Sleep(3 * lo.TTL)
 	b := leased(t, Layout{WorkerBits: 1}, lo)
 	generate(t, b, target, 1)
 	if w := workerOf(t, b); w != 0 {
@@ -422,5 +423,29 @@ func TestLeaseSameOwnerLabelIsNotTheSameHolder(t *testing.T) {
 			}
 			seen[id] = true
 		}
+	}
+}
+
+// The default layout serves 32 processes per physical database at once, and
+// each of them, restarted after a crash while its old lease still runs, gets
+// a worker ID at once.
+func TestLeaseDefaultLayoutServesPodsAndRestarts(t *testing.T) {
+	for _, target := range allTargets(t) {
+		t.Run(target.Dialect, func(t *testing.T) {
+			lo := LeaseOptions{Table: leaseTableFor(t, target), TTL: time.Minute} // no lease expires during the test
+			seen := map[int64]bool{}
+			for round := range 2 { // the pods, then each restarted after a crash
+				for range 32 {
+					g := leased(t, Layout{}, lo)
+					for _, id := range generate(t, g, target, 3) { // fails with ErrNoWorkerID if none is free
+						if seen[id] {
+							t.Fatalf("round %d: ID %d made twice", round, id)
+						}
+						seen[id] = true
+					}
+					crash(g)
+				}
+			}
+		})
 	}
 }

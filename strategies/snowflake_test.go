@@ -28,7 +28,7 @@ func (c *fakeClock) Sleep(d time.Duration) {
 func (c *fakeClock) advance(d time.Duration) { c.elapsed.Add(int64(d)) }
 
 func TestSnowflakeConcurrentUniqueAndIncreasing(t *testing.T) {
-	g, err := NewSnowflake(Layout{}, 0)
+	g, err := NewSnowflake(oneWorker, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestSnowflakeConcurrentUniqueAndIncreasing(t *testing.T) {
 	}
 	wg.Wait()
 	seen := make(map[int64]struct{}, goroutines*perGoroutine)
-	layout := Layout{}
+	layout := oneWorker
 	for w, ids := range results {
 		for i, id := range ids {
 			if _, dup := seen[id]; dup {
@@ -74,12 +74,12 @@ func TestSnowflakeConcurrentUniqueAndIncreasing(t *testing.T) {
 
 func TestSnowflakeOverflowWaitsForNextTick(t *testing.T) {
 	clock := newFakeClock(now)
-	g, err := NewSnowflake(Layout{}, 0, WithClock(clock))
+	g, err := NewSnowflake(oneWorker, 0, WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
 	}
 	clock.advance(300 * time.Microsecond) // 0.3 ms into a tick, frozen there
-	layout := Layout{}
+	layout := oneWorker
 	var first int64
 	for i := range 1024 {
 		id, err := g.Next(7)
@@ -115,7 +115,7 @@ func TestSnowflakeOverflowWaitsForNextTick(t *testing.T) {
 
 func TestSnowflakeIgnoresWallClockSteps(t *testing.T) {
 	clock := newFakeClock(now)
-	g, err := NewSnowflake(Layout{}, 0, WithClock(clock))
+	g, err := NewSnowflake(oneWorker, 0, WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestSnowflakeIgnoresWallClockSteps(t *testing.T) {
 	if after <= before {
 		t.Fatalf("ID %d after a wall-clock step back is not above %d", after, before)
 	}
-	if d := (Layout{}).Decode(after).Time.Sub((Layout{}).Decode(before).Time); d != time.Millisecond {
+	if d := (oneWorker).Decode(after).Time.Sub((oneWorker).Decode(before).Time); d != time.Millisecond {
 		t.Fatalf("IDs are %s apart, want the 1ms the monotonic clock moved", d)
 	}
 }
@@ -168,18 +168,18 @@ func TestSnowflakeWorkers(t *testing.T) {
 
 func TestSnowflakeTimeExhausted(t *testing.T) {
 	clock := newFakeClock(now)
-	g, err := NewSnowflake(Layout{}, 0, WithClock(clock))
+	g, err := NewSnowflake(oneWorker, 0, WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock.advance(Layout{}.RunsOut().Sub(now))
+	clock.advance(oneWorker.RunsOut().Sub(now))
 	if _, err := g.Next(0); !errors.Is(err, ErrTimeExhausted) {
 		t.Fatalf("got %v, want ErrTimeExhausted", err)
 	}
 }
 
 func TestSnowflakeNextDoesNotAllocate(t *testing.T) {
-	g, _ := NewSnowflake(Layout{}, 0)
+	g, _ := NewSnowflake(oneWorker, 0)
 	shard := 0
 	if n := testing.AllocsPerRun(10_000, func() { shard++; _, _ = g.Next(shard) }); n != 0 {
 		t.Fatalf("Next allocates %v times per ID", n)
@@ -191,7 +191,7 @@ func TestSnowflakeNextDoesNotAllocate(t *testing.T) {
 // at 2^SequenceBits IDs per millisecond (ids/s is reported).
 func BenchmarkSnowflake(b *testing.B) {
 	b.Run("spread", func(b *testing.B) {
-		g, _ := NewSnowflake(Layout{}, 0)
+		g, _ := NewSnowflake(oneWorker, 0)
 		b.ReportAllocs()
 		shard := 0
 		for b.Loop() {
@@ -200,7 +200,7 @@ func BenchmarkSnowflake(b *testing.B) {
 		}
 	})
 	b.Run("spread-parallel", func(b *testing.B) {
-		g, _ := NewSnowflake(Layout{}, 0)
+		g, _ := NewSnowflake(oneWorker, 0)
 		var next atomic.Int64
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
@@ -212,7 +212,7 @@ func BenchmarkSnowflake(b *testing.B) {
 		})
 	})
 	b.Run("one-shard", func(b *testing.B) {
-		g, _ := NewSnowflake(Layout{}, 0)
+		g, _ := NewSnowflake(oneWorker, 0)
 		b.ReportAllocs()
 		start := time.Now()
 		for b.Loop() {
