@@ -96,7 +96,7 @@ func TestUnreachableShard(t *testing.T) {
 			if !errors.Is(err, shardid.ErrShardUnavailable) || !strings.Contains(err.Error(), "gone") {
 				t.Fatalf("a read on the unreachable shard: %v; want ErrShardUnavailable naming it", err)
 			}
-			err = db.Clauses(shardid.OnShard(count-1)).Create(&author{Name: "x"}).Error
+			err = db.Clauses(shardid.OnShard(count - 1)).Create(&author{Name: "x"}).Error
 			if !errors.Is(err, shardid.ErrShardUnavailable) || !strings.Contains(err.Error(), "gone") {
 				t.Fatalf("a create on the unreachable shard: %v; want ErrShardUnavailable naming it", err)
 			}
