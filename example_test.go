@@ -79,7 +79,7 @@ func ExamplePlugin_Stats() {
 	if err != nil {
 		panic(err)
 	}
-	ids := shardid.New(shardid.Config{Layout: shardid.Layout{WorkerBits: 4}}) // 16 snowflake processes
+	ids := shardid.New(shardid.Config{}) // 64 snowflake worker IDs per database by default
 	if err := db.Use(ids); err != nil {
 		panic(err)
 	}
