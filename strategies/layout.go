@@ -157,9 +157,13 @@ func (l Layout) ShardCount() int { return 1 << l.Normalized().ShardBits }
 // WorkerCount is the number of snowflake worker IDs, 2^WorkerBits.
 func (l Layout) WorkerCount() int { return 1 << l.Normalized().WorkerBits }
 
-// IDsPerTick is how many IDs one logical shard (one worker, for snowflake)
-// can get in one time unit.
-func (l Layout) IDsPerTick() int {
+// IDsPerTick is how many IDs one logical shard can get in one time unit
+// from the strategies that use the whole sequence field (instagram).
+func (l Layout) IDsPerTick() int { return 1 << l.Normalized().SequenceBits }
+
+// WorkerIDsPerTick is how many IDs one snowflake worker can make in one
+// logical shard in one time unit: the sequence below the worker bits.
+func (l Layout) WorkerIDsPerTick() int {
 	l = l.Normalized()
 	return 1 << (l.SequenceBits - l.WorkerBits)
 }

@@ -20,7 +20,7 @@ func TestLayoutDefaults(t *testing.T) {
 	if got, want := (Layout{}).RunsOut(), DefaultEpoch.Add(time.Duration(1<<40)*time.Millisecond); !got.Equal(want) {
 		t.Fatalf("RunsOut = %s, want %s (epoch + 2^40 ms)", got, want)
 	}
-	if (Layout{}).ShardCount() != 8192 || (Layout{}).IDsPerTick() != 16 || oneWorker.IDsPerTick() != 1024 {
+	if (Layout{}).ShardCount() != 8192 || (Layout{}).IDsPerTick() != 1024 || (Layout{}).WorkerIDsPerTick() != 16 || oneWorker.WorkerIDsPerTick() != 1024 {
 		t.Fatalf("ShardCount %d IDsPerTick %d", (Layout{}).ShardCount(), (Layout{}).IDsPerTick())
 	}
 	if err := (Layout{}).Validate(now); err != nil {

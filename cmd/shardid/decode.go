@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
 	"github.com/shardid/shardid"
@@ -19,12 +21,15 @@ func decodeCommand() *cobra.Command {
 	var maps []string
 	cmd := &cobra.Command{
 		Use:   "decode ID...",
-		Short: "Decode IDs: time (UTC and local), logical shard, physical shard, worker, sequence",
+		Short: "Decode IDs and UUIDs: time (UTC and local), logical shard, physical shard, worker, sequence",
 		Long: `Decode IDs: time (UTC and local), logical shard, the physical shard that holds it
-when --map is given, worker and sequence. An ID may be written as a decimal
-number or as a JSON string ("506214187877944320").`,
+when --map is given, sequence, and worker for snowflake. An ID may be written
+as a decimal number or as a JSON string ("506214187877944320"). A UUID of the
+uuidv7 or uuidv4 strategy gives its logical shard, and for v7 its time.
+Segment and ticket IDs, and v4 UUIDs, carry no time.`,
 		Example: `  shardid decode 506214187877944320
-  shardid decode '"506214187877944320"' --map pg-a=0-4095 --map pg-b=4096-8191`,
+  shardid decode '"506214187877944320"' --map pg-a=0-4095 --map pg-b=4096-8191
+  shardid decode 019ad9a4-3c21-7b44-9a1e-5d2f0c3b8e41`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, err := flags.layout()
@@ -52,22 +57,28 @@ number or as a JSON string ("506214187877944320").`,
 
 // parseID reads a decimal ID or a JSON string holding one.
 func parseID(arg string) (int64, error) {
-	arg = strings.TrimSpace(arg)
-	if strings.HasPrefix(arg, `"`) {
-		var s string
-		if err := json.Unmarshal([]byte(arg), &s); err != nil {
-			return 0, fmt.Errorf("%s is not a JSON string: %w", arg, err)
-		}
-		arg = s
-	}
+	arg = unquote(arg)
 	id, err := strconv.ParseInt(arg, 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a 64-bit ID", arg)
+		return 0, fmt.Errorf("%q is neither a 64-bit ID nor a UUID", arg)
 	}
 	return id, nil
 }
 
+// unquote strips the JSON quotes of an ID written as a JSON string.
+func unquote(arg string) string {
+	arg = strings.TrimSpace(arg)
+	var s string
+	if strings.HasPrefix(arg, `"`) && json.Unmarshal([]byte(arg), &s) == nil {
+		return s
+	}
+	return arg
+}
+
 func decodeOne(w io.Writer, l shardid.Layout, m *shardrouter.Map, arg string) error {
+	if u, err := uuid.Parse(unquote(arg)); err == nil {
+		return decodeUUID(w, l, m, u)
+	}
 	id, err := parseID(arg)
 	if err != nil {
 		return err
@@ -77,15 +88,38 @@ func decodeOne(w io.Writer, l shardid.Layout, m *shardrouter.Map, arg string) er
 	}
 	p := l.Decode(id)
 	fmt.Fprintf(w, "%d\n", id)
-	fmt.Fprintf(w, "  time           %s  (%s local)\n", p.Time.UTC().Format("2006-01-02T15:04:05.000Z"), p.Time.Local().Format("2006-01-02 15:04:05.000 MST"))
+	fmt.Fprintf(w, "  time           %s  (%s local; instagram and snowflake IDs; segment and ticket IDs hold a counter here, not a time)\n",
+		p.Time.UTC().Format("2006-01-02T15:04:05.000Z"), p.Time.Local().Format("2006-01-02 15:04:05.000 MST"))
 	fmt.Fprintf(w, "  logical shard  %d\n", p.Shard)
 	if m != nil {
 		fmt.Fprintf(w, "  physical       %s\n", m.Name(m.Physical(p.Shard)))
 	}
+	fmt.Fprintf(w, "  sequence       %d\n", p.Worker<<(l.SequenceBits-l.WorkerBits)|p.Sequence)
 	if l.WorkerBits > 0 {
-		fmt.Fprintf(w, "  worker         %d\n", p.Worker)
+		fmt.Fprintf(w, "  snowflake      worker %d, sequence %d (if snowflake made it)\n", p.Worker, p.Sequence)
 	}
-	fmt.Fprintf(w, "  sequence       %d\n", p.Sequence)
+	return nil
+}
+
+// decodeUUID reads a UUID of the uuidv7 or uuidv4 strategy: the logical shard
+// in the low ShardBits of its random part, and for v7 its time.
+func decodeUUID(w io.Writer, l shardid.Layout, m *shardrouter.Map, u uuid.UUID) error {
+	if u.Version() != 7 && u.Version() != 4 {
+		return fmt.Errorf("%s is a version %d UUID; shardid makes versions 7 and 4", u, u.Version())
+	}
+	shard := int(binary.BigEndian.Uint64(u[8:]) & uint64(l.ShardCount()-1))
+	fmt.Fprintf(w, "%s\n", u)
+	if u.Version() == 7 {
+		sec, nsec := u.Time().UnixTime()
+		at := time.Unix(sec, nsec)
+		fmt.Fprintf(w, "  time           %s  (%s local; uuidv7)\n", at.UTC().Format("2006-01-02T15:04:05.000Z"), at.Local().Format("2006-01-02 15:04:05.000 MST"))
+	} else {
+		fmt.Fprintf(w, "  time           none (uuidv4 carries no time)\n")
+	}
+	fmt.Fprintf(w, "  logical shard  %d\n", shard)
+	if m != nil {
+		fmt.Fprintf(w, "  physical       %s\n", m.Name(m.Physical(shard)))
+	}
 	return nil
 }
 

@@ -71,17 +71,11 @@ func describeLayout(w io.Writer, l shardid.Layout) {
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "epoch           %s, one tick = %s\n", l.Epoch.UTC().Format(time.RFC3339), l.TimeUnit)
 	fmt.Fprintf(w, "logical shards  %d (the shard is id >> %d & %d)\n", l.ShardCount(), l.SequenceBits, l.ShardCount()-1)
-	fmt.Fprintf(w, "IDs per tick    %d per logical shard%s, %.0f per second\n", perTick, perWorker(l), float64(perTick)*float64(time.Second/l.TimeUnit))
+	fmt.Fprintf(w, "IDs per tick    %d per logical shard, %.0f per second\n", perTick, float64(perTick)*float64(time.Second/l.TimeUnit))
 	if l.WorkerBits > 0 {
-		fmt.Fprintf(w, "workers         %d\n", l.WorkerCount())
+		perWorker := l.WorkerIDsPerTick()
+		fmt.Fprintf(w, "snowflake       %d workers, each %d IDs per tick per logical shard, %.0f per second\n", l.WorkerCount(), perWorker, float64(perWorker)*float64(time.Second/l.TimeUnit))
 	}
 	runsOut := l.RunsOut()
 	fmt.Fprintf(w, "runs out        %s (in %.1f years)\n", runsOut.Format(time.DateOnly), time.Until(runsOut).Hours()/24/365.25)
-}
-
-func perWorker(l shardid.Layout) string {
-	if l.WorkerBits == 0 {
-		return ""
-	}
-	return " and worker"
 }

@@ -8,8 +8,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/glebarez/sqlite"
+	"github.com/google/uuid"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 )
@@ -69,6 +71,26 @@ func TestDemoStrategies(t *testing.T) {
 	}
 }
 
+func TestDecodeUUID(t *testing.T) {
+	u := uuid.Must(uuid.NewV7())
+	u[15] = 0x2a // the low shard bits: shard 42 in the default layout's 13 bits
+	u[14] &^= 0x1f
+	out, err := run(t, "decode", u.String(), `"`+uuid.NewString()+`"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "logical shard  42") || !strings.Contains(out, "uuidv7") || !strings.Contains(out, "uuidv4 carries no time") {
+		t.Fatalf("decode said:\n%s", out)
+	}
+	sec, _ := u.Time().UnixTime()
+	if !strings.Contains(out, time.Unix(sec, 0).UTC().Format("2006-01-02T15:04:05")) {
+		t.Fatalf("the v7 time is not given:\n%s", out)
+	}
+	if _, err := run(t, "decode", uuid.NewMD5(uuid.NameSpaceURL, []byte("x")).String()); err == nil {
+		t.Fatal("a version 3 UUID was decoded")
+	}
+}
+
 func TestDecode(t *testing.T) {
 	out, err := run(t, "decode", "506214187877944320", `"506214187877944320"`, "--map", "a=0-4095", "--map", "b=4096-8191")
 	if err != nil {
@@ -95,7 +117,13 @@ func TestLayout(t *testing.T) {
 	if err != nil || !strings.Contains(out, "logical shards  8192") || !strings.Contains(out, "IDs per tick    1024 per logical shard") || !strings.Contains(out, "runs out        2059-11-04") {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if _, err := run(t, "layout", "--time-bits", "41"); err == nil {
+	if !strings.Contains(out, "snowflake       64 workers, each 16 IDs per tick per logical shard") {
+		t.Fatalf("the worker bits' cost is not said:\n%s", out)
+	}
+	if out, err := run(t, "layout", "--shard-bits", "12"); err != nil || !strings.Contains(out, "40 time | 12 logical shard | 11 sequence") {
+		t.Fatalf("a partly given layout: %v\n%s", err, out)
+	}
+	if _, err := run(t, "layout", "--time-bits", "41", "--shard-bits", "13", "--sequence-bits", "10"); err == nil {
 		t.Fatal("a layout of 64 bits was accepted")
 	}
 }
