@@ -182,7 +182,13 @@ func (m shardMigrator) create(models []any, do func(gorm.Migrator, ...any) error
 		return err
 	}
 	if len(here) > 0 {
+		if err := m.plugin.exactHashColumns(m.db, here); err != nil {
+			return err
+		}
 		if err := do(m.own, here...); err != nil {
+			return err
+		}
+		if err := m.plugin.checkHashColumns(m.db, here, m.ownName()); err != nil {
 			return err
 		}
 	}
@@ -202,8 +208,14 @@ func (m shardMigrator) create(models []any, do func(gorm.Migrator, ...any) error
 		if err := m.plugin.shapeOn(tx, everywhere); err != nil {
 			return err
 		}
+		if err := m.plugin.exactHashColumns(tx, everywhere); err != nil {
+			return fmt.Errorf("shardid: on %s: %w", ph.name, err)
+		}
 		if err := do(tx.Migrator(), everywhere...); err != nil {
 			return fmt.Errorf("shardid: on %s: %w", ph.name, err)
+		}
+		if err := m.plugin.checkHashColumns(tx, everywhere, ph.name); err != nil {
+			return err
 		}
 		if err := m.plugin.indexPlacingColumns(tx, everywhere); err != nil {
 			return fmt.Errorf("shardid: on %s: %w", ph.name, err)

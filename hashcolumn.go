@@ -1,0 +1,166 @@
+package shardid
+
+import (
+	"fmt"
+	"reflect"
+	"regexp"
+	"strings"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/schema"
+)
+
+// A hash:Field key is hashed byte for byte, so its column must compare byte
+// for byte too: under a case-insensitive collation the database finds
+// "dan@x.io" for "Dan@x.io", whose hash names another shard. The migrator
+// makes string hash columns exact where it chooses their type, and refuses
+// a column that is not.
+
+// exactCollations are MySQL/MariaDB collations that compare bytes and do not
+// ignore trailing spaces (a _bin collation with PAD SPACE does), best first.
+var exactCollations = []string{"utf8mb4_nopad_bin", "utf8mb4_0900_bin"}
+
+// hashTextField returns the string hash field of a sharded model, if any.
+func hashTextField(m *model) *schema.Field {
+	if m == nil || !m.sharded() || m.pk().hash == nil || m.pk().hash.FieldType.Kind() != reflect.String {
+		return nil
+	}
+	return m.pk().hash
+}
+
+// exactHashColumns gives, on MySQL/MariaDB, each string hash column whose
+// type the model leaves to GORM an exact collation, in db's schemas.
+func (p *Plugin) exactHashColumns(db *gorm.DB, models []any) error {
+	if db.Dialector.Name() != "mysql" {
+		return nil // PostgreSQL's default collation and SQLite's BINARY are exact
+	}
+	collation := ""
+	for _, value := range models {
+		stmt := &gorm.Statement{DB: db}
+		if stmt.Parse(value) != nil {
+			continue
+		}
+		m, err := p.model(stmt.Schema)
+		if err != nil {
+			return err
+		}
+		f := hashTextField(m)
+		if f == nil || f.TagSettings["TYPE"] != "" {
+			continue
+		}
+		if collation == "" {
+			if collation, err = exactCollation(db); err != nil {
+				return err
+			}
+		}
+		size := f.Size
+		if size == 0 {
+			size = 191 // what GORM gives an indexed string
+		}
+		if collation == "varbinary" {
+			f.DataType = schema.DataType(fmt.Sprintf("varbinary(%d)", size*4))
+		} else {
+			f.DataType = schema.DataType(fmt.Sprintf("varchar(%d) CHARACTER SET utf8mb4 COLLATE %s", size, collation))
+		}
+	}
+	return nil
+}
+
+// exactCollation returns the first of exactCollations the server has, or
+// "varbinary" when it has none.
+func exactCollation(db *gorm.DB) (string, error) {
+	var have []string
+	if err := db.Raw("SELECT COLLATION_NAME FROM information_schema.COLLATIONS WHERE COLLATION_NAME IN ?", exactCollations).Scan(&have).Error; err != nil {
+		return "", err
+	}
+	for _, c := range exactCollations {
+		for _, h := range have {
+			if strings.EqualFold(c, h) {
+				return c, nil
+			}
+		}
+	}
+	return "varbinary", nil
+}
+
+// checkHashColumns refuses, after a migration on db (named where), a string
+// hash column that compares otherwise than byte for byte.
+func (p *Plugin) checkHashColumns(db *gorm.DB, models []any, where string) error {
+	for _, value := range models {
+		stmt := &gorm.Statement{DB: db}
+		if stmt.Parse(value) != nil {
+			continue
+		}
+		m, err := p.model(stmt.Schema)
+		if err != nil {
+			return err
+		}
+		f := hashTextField(m)
+		if f == nil {
+			continue
+		}
+		inexact, err := inexactComparison(db, stmt.Schema.Table, f.DBName)
+		if err != nil {
+			return fmt.Errorf("shardid: on %s: reading the collation of %s.%s: %w", where, stmt.Schema.Table, f.DBName, err)
+		}
+		if inexact != "" {
+			return &FieldError{Model: stmt.Schema.Name, Field: m.pk().field.Name, Err: ErrInvalidTag, Detail: fmt.Sprintf(
+				"hash:%s hashes the key byte for byte, but on %s column %s.%s %s, so a lookup by a key the database finds equal would go to another shard; "+
+					"give the column an exact collation (MariaDB utf8mb4_nopad_bin, MySQL utf8mb4_0900_bin, PostgreSQL the default or C, SQLite BINARY), or leave its type to the plugin",
+				f.Name, where, stmt.Schema.Table, f.DBName, inexact)}
+		}
+	}
+	return nil
+}
+
+// sqliteCollate finds a COLLATE clause in a column's definition.
+var sqliteCollate = regexp.MustCompile(`(?i)\bcollate\s+"?(\w+)`)
+
+// inexactComparison says how the column compares otherwise than byte for
+// byte, or "" when it does not.
+func inexactComparison(db *gorm.DB, table, column string) (string, error) {
+	switch db.Dialector.Name() {
+	case "mysql":
+		var collation *string
+		err := db.Raw("SELECT COLLATION_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ?", table, column).Row().Scan(&collation)
+		if err != nil || collation == nil { // a binary type has no collation
+			return "", err
+		}
+		name := strings.ToLower(*collation)
+		if strings.HasSuffix(name, "_nopad_bin") || strings.HasSuffix(name, "_0900_bin") || name == "binary" {
+			return "", nil
+		}
+		if strings.HasSuffix(name, "_bin") {
+			return "has collation " + *collation + ", which ignores trailing spaces", nil
+		}
+		return "has collation " + *collation + ", which ignores case or accents", nil
+	case "postgres":
+		var typ string
+		var deterministic *bool
+		err := db.Raw(`SELECT format_type(a.atttypid, a.atttypmod), c.collisdeterministic
+			FROM pg_attribute a JOIN pg_class t ON a.attrelid = t.oid LEFT JOIN pg_collation c ON a.attcollation = c.oid
+			WHERE t.relname = ? AND a.attname = ? AND pg_table_is_visible(t.oid)`, table, column).Row().Scan(&typ, &deterministic)
+		switch {
+		case err != nil:
+			return "", err
+		case typ == "citext":
+			return "is citext, which ignores case", nil
+		case deterministic != nil && !*deterministic:
+			return "has a nondeterministic collation", nil
+		}
+		return "", nil
+	case "sqlite":
+		var ddl string
+		if err := db.Raw("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", table).Row().Scan(&ddl); err != nil {
+			return "", err
+		}
+		definition := regexp.MustCompile("(?i)[`\"\\[]?" + regexp.QuoteMeta(column) + "[`\"\\]]?\\s+([^,)]*)").FindStringSubmatch(ddl)
+		if definition == nil {
+			return "", nil
+		}
+		if c := sqliteCollate.FindStringSubmatch(definition[1]); c != nil && !strings.EqualFold(c[1], "binary") {
+			return "has collation " + c[1], nil
+		}
+	}
+	return "", nil
+}

@@ -1,0 +1,72 @@
+package integration
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/shardid/shardid"
+)
+
+type (
+	// hcMember's email column gets its type from the plugin: exact.
+	hcMember struct {
+		ID    int64  `shardid:"hash:Email"`
+		Email string `gorm:"size:120"`
+	}
+	// hcLoose's column is given a type that compares loosely on each backend.
+	hcLoose struct {
+		ID    int64 `shardid:"hash:Email"`
+		Email string
+	}
+)
+
+// TestHashColumnsCompareExactly: a hash key's column compares byte for byte,
+// as the key is hashed, so the database never finds a row under a key that
+// hashes to another shard; a column given a loose collation is refused.
+func TestHashColumnsCompareExactly(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		m := r.plugin.Migrator(r.db)
+		must(t, m.DropTable(&hcMember{}))
+		must(t, r.plugin.AutoMigrate(r.db, &hcMember{}))
+		must(t, r.plugin.AutoMigrate(r.db, &hcMember{})) // again: nothing to change, nothing refused
+		row := hcMember{Email: "dan@x.io"}
+		must(t, r.db.Create(&row).Error)
+		home := r.direct[r.physicalOf(row.ID)]
+		for _, other := range []string{"Dan@x.io", "dan@x.io ", "dän@x.io"} {
+			var n int64
+			must(t, home.Model(&hcMember{}).Where("email = ?", other).Count(&n).Error)
+			if n != 0 {
+				t.Fatalf("%s finds the row of %q on its own database: the column does not compare exactly", other, row.Email)
+			}
+			var found []hcMember
+			must(t, r.db.Where("email = ?", other).Find(&found).Error)
+			if len(found) != 0 {
+				t.Fatalf("the plugin found %v for %q", found, other)
+			}
+		}
+		var found hcMember
+		must(t, r.db.Where("email = ?", "dan@x.io").First(&found).Error)
+
+		loose := map[string]string{
+			"sqlite":   "ALTER TABLE hc_looses ADD COLUMN email text COLLATE NOCASE",
+			"mariadb":  "ALTER TABLE hc_looses ADD COLUMN email varchar(191) COLLATE utf8mb4_general_ci",
+			"postgres": "ALTER TABLE hc_looses ADD COLUMN email text COLLATE shardid_test_ci",
+		}[b.name]
+		if b.name == "postgres" {
+			for _, db := range r.direct {
+				must(t, db.Exec("CREATE COLLATION IF NOT EXISTS shardid_test_ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false)").Error)
+			}
+		}
+		for _, db := range r.direct {
+			must(t, db.Exec("DROP TABLE IF EXISTS hc_looses").Error)
+			must(t, db.Exec("CREATE TABLE hc_looses (id bigint PRIMARY KEY)").Error)
+			must(t, db.Exec(loose).Error)
+		}
+		err := r.plugin.AutoMigrate(r.db, &hcLoose{})
+		if !errors.Is(err, shardid.ErrInvalidTag) || !strings.Contains(err.Error(), "hc_looses.email") {
+			t.Fatalf("a hash column with a loose collation: %v; want ErrInvalidTag naming it", err)
+		}
+	})
+}
