@@ -4,7 +4,9 @@
 //
 // Register it once, and tag the ID fields:
 //
-//	db.Use(shardid.New(shardid.Config{}))
+//	ids := shardid.New(shardid.Config{})
+//	db.Use(ids)
+//	ids.AutoMigrate(db, &User{}, &Photo{}) // sharded tables on every physical database
 //
 //	type User struct {
 //		ID   int64 `shardid:""`                // default strategy, shard picked uniformly
@@ -30,7 +32,9 @@
 // a clause ([OnShard], [ByID], [ByKey], [AllShards]), or, inside a transaction
 // begun with a clause, to that transaction's database. A statement whose shard
 // cannot be known fails with [ErrNoShard]; one that would leave its
-// transaction's database fails with [ErrCrossShard].
+// transaction's database fails with [ErrCrossShard]. [Plugin.Migrator] and
+// [Plugin.AutoMigrate] migrate sharded models on every physical database;
+// db.Dialector, db.Migrator() and db.AutoMigrate stay GORM's own.
 //
 // The logical shard of any ID is [Layout.Shard]: (id >> SequenceBits) &
 // (2^ShardBits - 1). Errors are the sentinels of this package, tested with
