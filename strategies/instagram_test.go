@@ -21,7 +21,7 @@ func TestInstagramBatchBorrowsTicksInsteadOfWrapping(t *testing.T) {
 	if err := g.Generate(context.Background(), target, shards, ids); err != nil {
 		t.Fatal(err)
 	}
-	layout := oneWorker // instagram uses the whole sequence field
+	layout := Layout{}
 	perTick := map[int64]int{}
 	for i, id := range ids {
 		p := layout.Decode(id)

@@ -72,7 +72,10 @@ type Parts struct {
 	Ticks    int64     // the raw time field
 	Shard    int       // logical shard
 	Worker   int       // worker ID (snowflake only; 0 when the layout has no worker bits)
-	Sequence int       // sequence within the time unit (below the worker bits)
+	Sequence int       // the whole sequence field: the count within the time unit (instagram)
+	// WorkerSequence is the sequence below the worker bits: snowflake's count
+	// within the time unit for its worker.
+	WorkerSequence int
 }
 
 // Normalized returns the layout with every zero field set to its default.
@@ -208,11 +211,12 @@ func (l Layout) Decode(id int64) Parts {
 	seqOnly := l.SequenceBits - l.WorkerBits
 	ticks := id >> (l.ShardBits + l.SequenceBits)
 	return Parts{
-		Time:     l.TimeOf(ticks),
-		Ticks:    ticks,
-		Shard:    l.Shard(id),
-		Worker:   int(id >> seqOnly & (1<<l.WorkerBits - 1)),
-		Sequence: int(id & (1<<seqOnly - 1)),
+		Time:           l.TimeOf(ticks),
+		Ticks:          ticks,
+		Shard:          l.Shard(id),
+		Worker:         int(id >> seqOnly & (1<<l.WorkerBits - 1)),
+		Sequence:       int(id & (1<<l.SequenceBits - 1)),
+		WorkerSequence: int(id & (1<<seqOnly - 1)),
 	}
 }
 

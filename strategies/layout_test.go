@@ -84,7 +84,7 @@ func TestLayoutComposeDecode(t *testing.T) {
 	}
 	w := Layout{WorkerBits: 4}
 	p = w.Decode(w.ComposeTicks(5, 3, 9<<6|17))
-	if p.Worker != 9 || p.Sequence != 17 || p.Shard != 3 || p.Ticks != 5 {
+	if p.Worker != 9 || p.WorkerSequence != 17 || p.Sequence != 9<<6|17 || p.Shard != 3 || p.Ticks != 5 {
 		t.Fatalf("worker layout Decode = %+v", p)
 	}
 }
@@ -125,7 +125,7 @@ func FuzzLayoutRoundTrip(f *testing.F) {
 		}
 		p := l.Decode(id)
 		seqOnly := l.SequenceBits - l.WorkerBits
-		if p.Ticks != ticks || p.Shard != shard || p.Worker<<seqOnly|p.Sequence != seq {
+		if p.Ticks != ticks || p.Shard != shard || p.Sequence != seq || p.Worker<<seqOnly|p.WorkerSequence != seq {
 			t.Fatalf("%+v: compose(%d, %d, %d) decodes to %+v", l, ticks, shard, seq, p)
 		}
 		if l.Shard(id) != int(id>>l.SequenceBits&(1<<l.ShardBits-1)) {

@@ -94,9 +94,9 @@ func decodeOne(w io.Writer, l shardid.Layout, m *shardrouter.Map, arg string) er
 	if m != nil {
 		fmt.Fprintf(w, "  physical       %s\n", m.Name(m.Physical(p.Shard)))
 	}
-	fmt.Fprintf(w, "  sequence       %d\n", p.Worker<<(l.SequenceBits-l.WorkerBits)|p.Sequence)
+	fmt.Fprintf(w, "  sequence       %d\n", p.Sequence)
 	if l.WorkerBits > 0 {
-		fmt.Fprintf(w, "  snowflake      worker %d, sequence %d (if snowflake made it)\n", p.Worker, p.Sequence)
+		fmt.Fprintf(w, "  snowflake      worker %d, sequence %d (if snowflake made it)\n", p.Worker, p.WorkerSequence)
 	}
 	return nil
 }
