@@ -101,8 +101,8 @@ func TestLeaseHeartbeatRenews(t *testing.T) {
 		t.Run(target.Dialect, func(t *testing.T) {
 			t.Parallel()
 			// A TTL with room for a renewal's round trip on a busy machine.
-			g := leased(t, Layout{}, LeaseOptions{Table: leaseTableFor(t, target), TTL: 2 * time.Second})
-			deadline := time.Now().Add(8 * time.Second)
+			g := leased(t, Layout{}, LeaseOptions{Table: leaseTableFor(t, target), TTL: 1500 * time.Millisecond})
+			deadline := time.Now().Add(4500 * time.Millisecond)
 			for time.Now().Before(deadline) {
 				generate(t, g, target, 10) // fails with ErrLeaseLost if the lease ran out
 				time.Sleep(5 * time.Millisecond)
@@ -209,6 +209,7 @@ func (c offsetClock) Sleep(d time.Duration)           { time.Sleep(d) }
 func TestLeaseRestartWithClockBehind(t *testing.T) {
 	for _, target := range allTargets(t) {
 		t.Run(target.Dialect, func(t *testing.T) {
+			t.Parallel()
 			lo := LeaseOptions{Table: leaseTableFor(t, target), TTL: time.Second, ClockTolerance: 2 * time.Second}
 			for _, step := range []time.Duration{5 * time.Millisecond, time.Second, time.Hour} {
 				for _, graceful := range []bool{true, false} {

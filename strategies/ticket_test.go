@@ -577,7 +577,7 @@ func TestTicketLargeBatchOutlivesTheTimeout(t *testing.T) {
 	table := ticketTable(t)
 	const timeout = 250 * time.Millisecond // one statement's, with room on a busy machine
 	g := newTestTicket(t, []TicketServer{d.server(t, table, "only", 0, 1, nil)}, TicketOptions{table: table, Timeout: timeout})
-	shards, ids := make([]int, 4000), make([]int64, 4000)
+	shards, ids := make([]int, 2000), make([]int64, 2000)
 	start := time.Now()
 	if err := g.Generate(context.Background(), Target{}, shards, ids); err != nil {
 		t.Fatal(err)
