@@ -72,11 +72,34 @@ func TestRawSQLHidingAShardedTableIsRefused(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		r := newRouting(t, b)
 		all, _, _ := r.spreadAuthors(t, func() author { return author{Name: "kept"} })
+		// A copy of the sharded table on the plugin's database, as a plain
+		// db.AutoMigrate makes: the SQL must not reach it either.
+		main, err := r.db.DB()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := main.Exec("CREATE TABLE authors (id bigint PRIMARY KEY, name varchar(64))"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _, _ = main.Exec("DROP TABLE authors") })
+		if _, err := main.Exec("INSERT INTO authors (id, name) VALUES (1, 'decoy')"); err != nil {
+			t.Fatal(err)
+		}
 		for _, sql := range hiddenSharded(b) {
 			err := r.db.Exec(sql).Error
 			if !errors.Is(err, shardid.ErrNoShard) {
 				t.Errorf("%q: got %v, want ErrNoShard", sql, err)
 			}
+		}
+		var decoys int
+		if err := main.QueryRow("SELECT count(*) FROM authors WHERE name = 'decoy'").Scan(&decoys); err != nil || decoys != 1 {
+			t.Errorf("the plugin's database: %d decoy rows (%v)", decoys, err)
+		}
+		if _, err := main.Exec("SELECT age FROM authors"); err == nil {
+			t.Error("the plugin's database: authors was altered")
+		}
+		if _, err := main.Exec("CREATE INDEX idx_raw_hidden ON authors (name)"); err != nil {
+			t.Errorf("the plugin's database: the index was made: %v", err)
 		}
 		// Nothing changed on any physical database.
 		for _, a := range all {
