@@ -111,9 +111,13 @@ type reader struct {
 	limit  int   // the end of the statement or parenthesized group being read
 	match  []int // for each "(", the index of its ")"
 	ctes   []Table
+	depth  int // of statements and groups being read, against hostile nesting
 	scan   Scan
 	err    error
 }
+
+// maxDepth bounds the nesting of statements and parentheses read.
+const maxDepth = 200
 
 // fail notes the first reason the tables cannot be told.
 func (r *reader) fail(format string, args ...any) {
@@ -201,7 +205,13 @@ func (r *reader) group(read func()) {
 	end, limit := r.match[r.pos], r.limit
 	r.pos++
 	r.limit = end
-	read()
+	if r.depth++; r.depth > maxDepth {
+		r.fail("nested deeper than %d", maxDepth)
+		r.pos = end
+	} else {
+		read()
+	}
+	r.depth--
 	if r.pos != end {
 		r.fail("a parenthesized group not read to its end")
 	}
@@ -233,7 +243,13 @@ func (r *reader) startsStatementAt(i int) bool {
 // statement reads one statement up to r.limit.
 func (r *reader) statement() {
 	scope := len(r.ctes) // CTEs are visible to their own statement only
-	defer func() { r.ctes = r.ctes[:scope] }()
+	r.depth++
+	defer func() { r.ctes, r.depth = r.ctes[:scope], r.depth-1 }()
+	if r.depth > maxDepth {
+		r.fail("nested deeper than %d", maxDepth)
+		r.pos = r.limit
+		return
+	}
 	t := r.peek(0)
 	if t.is("(") {
 		r.group(r.statement)

@@ -226,6 +226,18 @@ func TestRead(t *testing.T) {
 	}
 }
 
+func TestReadRefusesHostileNesting(t *testing.T) {
+	for _, sql := range []string{
+		strings.Repeat("(", 100000) + "SELECT 1" + strings.Repeat(")", 100000),
+		strings.Repeat("WITH a AS (SELECT 1) ", 100000) + "SELECT 1",
+		"SELECT " + strings.Repeat("(SELECT ", 10000) + "1" + strings.Repeat(")", 10000),
+	} {
+		if _, err := Read("postgres", sql); !errors.Is(err, ErrUnsure) {
+			t.Errorf("%.30q...: %v, want ErrUnsure", sql, err)
+		}
+	}
+}
+
 func TestReadKindsAndWords(t *testing.T) {
 	scan, err := Read("postgres", "SAVEPOINT sp1; SELECT 'x y' FROM t")
 	if err != nil || !slices.Equal(scan.Kinds, []string{"SAVEPOINT", "SELECT"}) {

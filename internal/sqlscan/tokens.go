@@ -289,6 +289,13 @@ func (t *tokenizer) word(i int) (int, error) {
 	if t.d.escapeStrings && j == i+1 && (s[i] == 'E' || s[i] == 'e') && j < len(s) && s[j] == '\'' {
 		return t.quoted(j, String, true, false)
 	}
+	if t.d.escapeStrings && j == i+1 && (s[i] == 'U' || s[i] == 'u') && strings.HasPrefix(s[j:], "&\"") {
+		end, err := t.quoted(j+1, Quoted, false, false) // U&"name": its \XXXX escapes spell letters
+		if err == nil && strings.Contains(t.tokens[len(t.tokens)-1].Text, "\\") {
+			return 0, fmt.Errorf("%w: a U&\"...\" identifier with escapes at byte %d", ErrUnsure, i)
+		}
+		return end, err
+	}
 	t.add(Word, s[i:j])
 	return j, nil
 }
