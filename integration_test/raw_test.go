@@ -207,11 +207,44 @@ func must2(ok bool, what string) error {
 	return nil
 }
 
+// rawHooked is a sharded model whose hook writes the unsharded settings
+// table with raw SQL, on the connection of the hook's own statement.
+type rawHooked struct {
+	ID   int64 `shardid:""`
+	Name string
+}
+
+func (h *rawHooked) AfterCreate(tx *gorm.DB) error {
+	return tx.Exec("UPDATE settings SET value = ?", h.Name).Error
+}
+
 func TestRawSQLOnAnUnshardedTableFromAShardIsRefused(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		r := newRouting(t, b)
 		if err := r.db.Create(&setting{Value: "before"}).Error; err != nil {
 			t.Fatal(err)
+		}
+		for _, db := range r.direct { // the sharded table, on each physical database
+			if err := db.Migrator().DropTable(&rawHooked{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.AutoMigrate(&rawHooked{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := r.db.Create(&rawHooked{Name: "hook"}).Error; !errors.Is(err, shardid.ErrCrossShard) {
+			t.Errorf("raw SQL on an unsharded table in a hook: got %v, want ErrCrossShard", err)
+		}
+		for i, db := range r.direct {
+			var n int64
+			if err := db.Model(&rawHooked{}).Count(&n).Error; err != nil || n != 0 {
+				t.Errorf("physical %d: %d rows kept of a refused create (%v)", i, n, err)
+			}
+		}
+		// Without GORM's transaction the hook runs on the shard's pool itself.
+		noTx := r.db.Session(&gorm.Session{SkipDefaultTransaction: true})
+		if err := noTx.Create(&rawHooked{Name: "hook"}).Error; !errors.Is(err, shardid.ErrCrossShard) {
+			t.Errorf("raw SQL on an unsharded table in a hook, without a transaction: got %v, want ErrCrossShard", err)
 		}
 		a := author{Name: "a"}
 		if err := r.db.Create(&a).Error; err != nil {

@@ -27,9 +27,10 @@ type Scan struct {
 	// Kinds is each statement's first keyword, upper case ("SELECT",
 	// "SAVEPOINT"), or "(" for a statement in parentheses.
 	Kinds []string
-	// Words is every identifier of the text and every word inside its
-	// strings (or, for text that cannot be split, every word of it), for a
-	// caller that must refuse SQL it cannot read when a name it knows appears.
+	// Words, when Read returns an error, is every identifier of the text
+	// and every word inside its strings (or, for text that cannot be split,
+	// every word of it), for a caller that must refuse SQL it cannot read
+	// when a name it knows appears.
 	Words []string
 }
 
@@ -90,6 +91,10 @@ func rawWords(text string) []string {
 // readTokens finds the tables of the statements in tokens.
 func readTokens(d *dialect, tokens []Token) (Scan, error) {
 	r := &reader{d: d, tokens: tokens}
+	r.script()
+	if r.err == nil {
+		return r.scan, nil
+	}
 	for _, t := range tokens {
 		switch t.Kind {
 		case Word, Quoted, MaybeQuoted:
@@ -98,7 +103,6 @@ func readTokens(d *dialect, tokens []Token) (Scan, error) {
 			r.scan.Words = append(r.scan.Words, rawWords(t.Text)...)
 		}
 	}
-	r.script()
 	return r.scan, r.err
 }
 
@@ -219,25 +223,22 @@ func (r *reader) group(read func()) {
 }
 
 // startsStatement reports whether the group at the current "(" holds a
-// statement (a subquery) rather than an expression or a list.
+// statement (a subquery, maybe in more parentheses) rather than an
+// expression or a list.
 func (r *reader) startsStatement() bool {
-	if r.pos+1 >= len(r.tokens) {
+	i := r.pos + 1
+	for i < r.limit && r.tokens[i].is("(") {
+		i++
+	}
+	if i >= r.limit {
 		return false
 	}
-	t := r.tokens[r.pos+1]
 	for _, w := range [...]string{"SELECT", "WITH", "VALUES", "TABLE", "INSERT", "UPDATE", "DELETE", "REPLACE"} {
-		if t.keyword(w) {
+		if r.tokens[i].keyword(w) {
 			return true
 		}
 	}
-	return t.is("(") && r.startsStatementAt(r.pos+1)
-}
-
-func (r *reader) startsStatementAt(i int) bool {
-	pos := r.pos
-	r.pos = i
-	defer func() { r.pos = pos }()
-	return r.startsStatement()
+	return false
 }
 
 // statement reads one statement up to r.limit.

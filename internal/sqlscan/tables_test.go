@@ -231,6 +231,7 @@ func TestReadRefusesHostileNesting(t *testing.T) {
 		strings.Repeat("(", 100000) + "SELECT 1" + strings.Repeat(")", 100000),
 		strings.Repeat("WITH a AS (SELECT 1) ", 100000) + "SELECT 1",
 		"SELECT " + strings.Repeat("(SELECT ", 10000) + "1" + strings.Repeat(")", 10000),
+		"SELECT " + strings.Repeat("(", 100000) + "1" + strings.Repeat(")", 100000),
 	} {
 		if _, err := Read("postgres", sql); !errors.Is(err, ErrUnsure) {
 			t.Errorf("%.30q...: %v, want ErrUnsure", sql, err)
@@ -243,8 +244,10 @@ func TestReadKindsAndWords(t *testing.T) {
 	if err != nil || !slices.Equal(scan.Kinds, []string{"SAVEPOINT", "SELECT"}) {
 		t.Fatalf("Kinds = %q, %v", scan.Kinds, err)
 	}
-	if !slices.Equal(scan.Words, []string{"SAVEPOINT", "sp1", "SELECT", "x", "y", "FROM", "t"}) {
-		t.Errorf("Words = %q", scan.Words)
+	// SQL it cannot read gives its identifiers and the words in its strings.
+	scan, err = Read("postgres", `SHOW "x" /* y */; SELECT 'a b' FROM t`)
+	if !errors.Is(err, ErrUnsure) || !slices.Equal(scan.Words, []string{"SHOW", "x", "SELECT", "a", "b", "FROM", "t"}) {
+		t.Errorf("Words = %q, %v", scan.Words, err)
 	}
 	// Text that cannot be split gives every word of it.
 	scan, err = Read("mysql", "SELECT 'x FROM authors")
