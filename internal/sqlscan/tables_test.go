@@ -310,3 +310,15 @@ func FuzzTables(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkRead(b *testing.B) {
+	const sql = "SELECT a.id, a.name FROM `authors` a JOIN books b ON b.author_id = a.id WHERE a.id IN (?, ?, ?) AND b.title <> 'x' ORDER BY a.id LIMIT 10"
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := Read("mysql", sql); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

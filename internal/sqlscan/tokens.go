@@ -83,7 +83,7 @@ type tokenizer struct {
 // tokenize splits sql into tokens, dropping comments. It also reports
 // whether another reading of backslashes could split it otherwise.
 func tokenize(d *dialect, r reading, sql string) ([]Token, bool, error) {
-	t := &tokenizer{d: d, r: r, sql: sql}
+	t := &tokenizer{d: d, r: r, sql: sql, tokens: make([]Token, 0, len(sql)/4+1)}
 	err := t.run()
 	return t.tokens, t.backslash, err
 }
@@ -196,30 +196,40 @@ func (t *tokenizer) comment(i int) (int, error) {
 // character. ambiguous says another reading treats backslashes otherwise.
 func (t *tokenizer) quoted(i int, k Kind, backslash, ambiguous bool) (int, error) {
 	s, q := t.sql, t.sql[i]
-	var text strings.Builder
+	escaped := false
 	for j := i + 1; j < len(s); j++ {
 		switch {
 		case s[j] == '\\' && (backslash || ambiguous):
 			t.backslash = t.backslash || ambiguous
 			if backslash {
-				if j+1 < len(s) {
-					text.WriteByte(s[j+1])
-				}
+				escaped = true
 				j++
-				continue
 			}
-			text.WriteByte('\\')
 		case s[j] == q && j+1 < len(s) && s[j+1] == q:
-			text.WriteByte(q)
+			escaped = true
 			j++
 		case s[j] == q:
-			t.add(k, text.String())
+			text := s[i+1 : j]
+			if escaped {
+				text = unescape(text, q, backslash)
+			}
+			t.add(k, text)
 			return j + 1, nil
-		default:
-			text.WriteByte(s[j])
 		}
 	}
 	return 0, t.unterminated(i)
+}
+
+// unescape makes doubled quotes, and with backslash \x, single characters.
+func unescape(text string, q byte, backslash bool) string {
+	var b strings.Builder
+	for j := 0; j < len(text); j++ {
+		if backslash && text[j] == '\\' && j+1 < len(text) || text[j] == q && j+1 < len(text) && text[j+1] == q {
+			j++
+		}
+		b.WriteByte(text[j])
+	}
+	return b.String()
 }
 
 // dollar reads a PostgreSQL $1 parameter, a $tag$ string, or a lone $.
