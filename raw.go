@@ -22,7 +22,7 @@ func (p *Plugin) routeTable(db *gorm.DB) error {
 	if db.Statement.TableExpr != nil { // Table("authors AS a"): Table is the alias
 		table = db.Statement.TableExpr.SQL
 	}
-	return p.routeWithoutModel(db, "FROM "+table, "a statement on a table without its model")
+	return p.routeWithoutModel(db, "SELECT * FROM "+table, "a statement on a table without its model")
 }
 
 // routeWithoutModel routes a statement the plugin knows only by its SQL,

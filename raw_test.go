@@ -3,6 +3,7 @@ package shardid
 import (
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/glebarez/sqlite"
@@ -94,6 +95,14 @@ func TestRawSQLNamingAShardedTableIsRefused(t *testing.T) {
 		err := db.Exec(sql).Error
 		if !errors.Is(err, ErrNoShard) {
 			t.Errorf("%s: got %v, want ErrNoShard", sql, err)
+		}
+	}
+	// A table without its model is read, not guessed at.
+	for _, table := range []string{"raw_authors", "main.raw_authors", "RAW_AUTHORS", "raw_settings s JOIN raw_authors a ON a.id = s.id"} {
+		err := db.Table(table).Where("1 = 1").Delete(&map[string]any{}).Error
+		var fe *FieldError
+		if !errors.As(err, &fe) || !errors.Is(err, ErrNoShard) || strings.Contains(fe.Detail, "could not be read") {
+			t.Errorf("Table(%q): got %v, want ErrNoShard for a table read", table, err)
 		}
 	}
 	// Nothing changed on the shards: the row, its columns, no new index.
