@@ -105,6 +105,8 @@ type Plugin struct {
 	models        sync.Map // *schema.Schema → *modelEntry
 	shardedTables sync.Map // lower-case table name → model name, for raw SQL
 	joinTables    sync.Map // lower-case join tables of sharded models' many2many
+
+	unshardedTables sync.Map // lower-case table name → model name, for raw SQL on a shard
 }
 
 // pluginName is the plugin's name in gorm.Config.Plugins.
@@ -361,7 +363,9 @@ func (p *Plugin) model(s *schema.Schema) (*model, error) {
 			neverAutoIncrement(m)
 			entry.model = m
 		}
-		if m.sharded() {
+		if !m.sharded() {
+			p.unshardedTables.Store(strings.ToLower(s.Table), s.Name)
+		} else {
 			p.shardedTables.Store(strings.ToLower(s.Table), s.Name)
 			for _, rel := range s.Relationships.Many2Many {
 				if rel.JoinTable != nil {

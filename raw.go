@@ -2,59 +2,13 @@ package shardid
 
 import (
 	"fmt"
-	"regexp"
+	"slices"
 	"strings"
 
 	"gorm.io/gorm"
-)
 
-// sqlToken splits SQL text into words and the punctuation that matters for
-// finding tables; sqlLiteral is a quoted string, which names none.
-var (
-	sqlToken   = regexp.MustCompile(`\w+|[,.()]`)
-	sqlLiteral = regexp.MustCompile(`'(?:[^']|'')*'`)
+	"github.com/shardid/shardid/internal/sqlscan"
 )
-
-// tableKeywords are the words a table name follows; clauseWords end a list of
-// tables (an alias is any other word after a table).
-var (
-	tableKeywords      = map[string]bool{"from": true, "join": true, "update": true, "into": true, "table": true}
-	skippedBeforeTable = map[string]bool{"if": true, "not": true, "exists": true, "only": true, "lateral": true}
-	clauseWords        = map[string]bool{"where": true, "on": true, "using": true, "set": true, "group": true, "order": true,
-		"limit": true, "values": true, "select": true, "having": true, "returning": true, "inner": true, "left": true,
-		"right": true, "full": true, "outer": true, "cross": true, "natural": true, "union": true, "default": true}
-)
-
-// sqlTables returns the words of SQL text that stand where a table does:
-// after FROM, JOIN, UPDATE, INTO or TABLE, and in the comma list after FROM,
-// not in quoted strings, nor aliases and column names.
-func sqlTables(sql string) []string {
-	tokens := sqlToken.FindAllString(sqlLiteral.ReplaceAllString(sql, "''"), -1)
-	var tables []string
-	const (
-		elsewhere = iota
-		expectTable
-		afterTable
-	)
-	state := elsewhere
-	for i, token := range tokens {
-		word := strings.ToLower(token)
-		switch {
-		case tableKeywords[word]:
-			state = expectTable
-		case state == expectTable && token != "," && token != "(" && token != ")" && token != ".":
-			if i+1 < len(tokens) && tokens[i+1] == "." || skippedBeforeTable[word] {
-				continue // a schema, or IF NOT EXISTS, ONLY, LATERAL: the table follows
-			}
-			tables, state = append(tables, token), afterTable
-		case state == afterTable && token == ",":
-			state = expectTable
-		case state == afterTable && (clauseWords[word] || token == "(" || token == ")"):
-			state = elsewhere
-		}
-	}
-	return tables
-}
 
 // routeRaw routes raw SQL (db.Raw, db.Exec).
 func (p *Plugin) routeRaw(db *gorm.DB) error {
@@ -68,28 +22,127 @@ func (p *Plugin) routeTable(db *gorm.DB) error {
 	if db.Statement.TableExpr != nil { // Table("authors AS a"): Table is the alias
 		table = db.Statement.TableExpr.SQL
 	}
-	return p.routeWithoutModel(db, "FROM "+table, "a statement on a table without its model")
+	return p.routeWithoutModel(db, "SELECT * FROM "+table, "a statement on a table without its model")
 }
 
-// routeWithoutModel routes a statement the plugin knows only by its SQL: to
-// the shard its clause names, or else where it already is: the transaction's
-// database, or the plugin's own one. Outside a transaction bound to a shard,
-// SQL that names a sharded table where a table stands is refused without a
-// clause.
+// routeWithoutModel routes a statement the plugin knows only by its SQL,
+// read by the dialect's tokenizer: to the shard its clause names, or else
+// where it already is: the transaction's database, or the plugin's own one.
+// Outside a transaction bound to a shard, SQL that names a sharded table is
+// refused without a clause; on a shard, SQL that names an unsharded model's
+// table is refused, as its rows live on the plugin's database only. SQL the
+// tokenizer cannot read for certain is refused when any of its words names
+// such a table, and otherwise runs as it would without the plugin.
 func (p *Plugin) routeWithoutModel(db *gorm.DB, sql, what string) error {
-	if routed, err := p.routeByHint(db); routed || err != nil {
+	stmt := db.Statement
+	scan, unread := sqlscan.Read(p.db.Dialector.Name(), sql)
+	if slices.Contains(scan.Kinds, "SAVEPOINT") && inTransaction(stmt.ConnPool) {
+		p.savepoints.remember(stmt.ConnPool, struct{}{}) // GORM's dialectors set savepoints with Exec
+	}
+	if !p.routed() {
+		return nil
+	}
+	hinted, err := p.routeByHint(db)
+	if err != nil {
 		return err
 	}
-	if _, bound := p.transactionPhysical(db.Statement); bound && inTransaction(db.Statement.ConnPool) {
-		return nil // a transaction begun on a shard: the SQL is for it
-	}
-	for _, table := range sqlTables(sql) {
-		if model, ok := p.shardedTables.Load(strings.ToLower(table)); ok {
-			return &FieldError{Model: model.(string), Field: "table " + table, Err: ErrNoShard,
-				Detail: what + " on a sharded table needs db.Clauses(shardid.ByID(id)), shardid.OnShard(n) or shardid.ByKey(key), or a transaction begun with one"}
+	k, onShard, bound := p.rawSQLPhysical(stmt)
+	if onShard {
+		if table, model, ok := p.namedTable(scan, unread, p.unshardedModel); ok {
+			return fmt.Errorf("%w: %s names %s, the table of the unsharded model %s, but runs on %s; its rows live on the plugin's database only: run it there, without a shard clause and outside a shard's transaction%s",
+				ErrCrossShard, what, table, model, p.physical[k].name, unreadNote(unread))
 		}
 	}
-	return nil
+	if hinted || bound {
+		return nil // the SQL is for the shard it was sent to
+	}
+	table, model, ok := p.namedTable(scan, unread, p.shardedModel)
+	if !ok {
+		return nil
+	}
+	detail := what + " on a sharded table needs db.Clauses(shardid.ByID(id)), shardid.OnShard(n) or shardid.ByKey(key), or a transaction begun with one"
+	if unread != nil {
+		detail = fmt.Sprintf("%s could not be read for certain (%v) and names a sharded table: give it db.Clauses(shardid.ByID(id)), shardid.OnShard(n) or shardid.ByKey(key), or run it in a transaction begun with one", what, unread)
+	}
+	if slices.ContainsFunc(scan.Kinds, func(k string) bool { return k == "CREATE" || k == "ALTER" || k == "DROP" }) {
+		detail += "; DDL on a sharded table goes to every physical database through the plugin's migrator"
+	}
+	return &FieldError{Model: model, Field: "table " + table, Err: ErrNoShard, Detail: detail}
+}
+
+// rawSQLPhysical returns the physical database other than the plugin's own
+// that the statement runs on, if it does: a shard's transaction (bound) or
+// connection pool (given by a clause, or inherited by SQL a hook issued).
+func (p *Plugin) rawSQLPhysical(stmt *gorm.Statement) (k int, onShard, bound bool) {
+	if inTransaction(stmt.ConnPool) {
+		k, bound = p.transactionPhysical(stmt)
+		return k, bound && p.physical[k].pool != p.db.ConnPool, bound
+	}
+	for k, ph := range p.physical {
+		if stmt.ConnPool == ph.pool && ph.pool != p.db.ConnPool {
+			return k, true, false
+		}
+	}
+	return 0, false, false
+}
+
+// systemSchemas hold the databases' catalogs, which GORM's migrators read:
+// never a model's table, whatever its name.
+var systemSchemas = map[string]bool{"information_schema": true, "pg_catalog": true, "performance_schema": true, "mysql": true, "sys": true}
+
+// namedTable returns the first table of scan that find knows, with any
+// qualifier, compared without case (a superset of PostgreSQL's exact match
+// on quoted names). For SQL that could not be read it looks at every word.
+func (p *Plugin) namedTable(scan sqlscan.Scan, unread error, find func(string) (string, bool)) (table, model string, ok bool) {
+	for _, t := range scan.Tables {
+		schema := t.Qualifier[strings.LastIndexByte(t.Qualifier, '.')+1:]
+		if systemSchemas[strings.ToLower(schema)] {
+			continue
+		}
+		if model, ok := find(t.Name); ok {
+			return t.Name, model, true
+		}
+	}
+	if unread != nil {
+		for _, word := range scan.Words {
+			if model, ok := find(word); ok {
+				return word, model, true
+			}
+		}
+	}
+	return "", "", false
+}
+
+// shardedModel returns the model whose rows a sharded table holds: a
+// sharded model's, or the join table of its many2many.
+func (p *Plugin) shardedModel(table string) (string, bool) {
+	lower := strings.ToLower(table)
+	if model, ok := p.shardedTables.Load(lower); ok {
+		return model.(string), true
+	}
+	if _, ok := p.joinTables.Load(lower); ok {
+		return "many2many", true
+	}
+	return "", false
+}
+
+// unshardedModel returns the unsharded model whose table this is.
+func (p *Plugin) unshardedModel(table string) (string, bool) {
+	if _, sharded := p.shardedModel(table); sharded {
+		return "", false
+	}
+	model, ok := p.unshardedTables.Load(strings.ToLower(table))
+	if !ok {
+		return "", false
+	}
+	return model.(string), true
+}
+
+func unreadNote(unread error) string {
+	if unread == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (the SQL could not be read for certain: %v)", unread)
 }
 
 // routeByHint binds a statement to the shard its clause names, if it has one.

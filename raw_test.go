@@ -1,42 +1,222 @@
 package shardid
 
 import (
-	"slices"
+	"errors"
+	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
 )
 
-func TestSQLTables(t *testing.T) {
-	cases := map[string][]string{
-		"SELECT * FROM authors":                                   {"authors"},
-		"select a.id from `authors` a join books b on a.id = b.x": {"authors", "books"},
-		"SELECT * FROM public.authors, books AS b WHERE 1 = 1":    {"authors", "books"},
-		"UPDATE authors SET name = 'books'":                       {"authors"},
-		"INSERT INTO authors (id, name) VALUES (1, 'x')":          {"authors"},
-		"DELETE FROM authors WHERE id IN (SELECT id FROM books)":  {"authors", "books"},
-		"SELECT value AS books FROM settings":                     {"settings"},
-		"UPDATE settings SET value = 'authors'":                   {"settings"},
-		"SELECT 'FROM authors' AS text":                           nil,
-		"DROP TABLE IF EXISTS authors":                            {"authors"},
+type (
+	rawAuthor struct {
+		ID   int64 `shardid:""`
+		Name string
 	}
-	for sql, want := range cases {
-		if got := sqlTables(sql); !slices.Equal(got, want) {
-			t.Errorf("sqlTables(%q) = %q, want %q", sql, got, want)
+	rawSetting struct { // unsharded: lives on the plugin's database
+		ID    int64
+		Value string `gorm:"index"`
+	}
+	// rawHooked runs SQL on the unsharded table from a hook, on its own shard's connection.
+	rawHooked struct {
+		ID   int64 `shardid:""`
+		Name string
+	}
+)
+
+func (h *rawHooked) AfterCreate(tx *gorm.DB) error {
+	return tx.Exec("UPDATE raw_settings SET value = ?", h.Name).Error
+}
+
+// routedSQLite opens the plugin's database and two physical SQLite
+// databases, each with half of the logical shards, and returns them opened
+// directly too.
+func routedSQLite(t *testing.T) (*gorm.DB, *Plugin, []*gorm.DB) {
+	t.Helper()
+	dir := t.TempDir()
+	dsn := func(name string) string {
+		return "file:" + filepath.Join(dir, name) + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
+	}
+	half := Layout{}.ShardCount() / 2
+	db, err := gorm.Open(sqlite.Open(dsn("main.db")), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := New(Config{Shards: []Shard{
+		{Name: "s0", Dialector: sqlite.Open(dsn("s0.db")), Logical: []Range{{From: 0, To: half - 1}}},
+		{Name: "s1", Dialector: sqlite.Open(dsn("s1.db")), Logical: []Range{{From: half, To: 2*half - 1}}},
+	}})
+	must(t, db.Use(p))
+	var direct []*gorm.DB
+	for _, name := range []string{"s0.db", "s1.db"} {
+		d, err := gorm.Open(sqlite.Open(dsn(name)), &gorm.Config{Logger: logger.Discard})
+		must(t, err)
+		direct = append(direct, d)
+	}
+	t.Cleanup(func() {
+		_ = p.Close()
+		for _, d := range append(direct, db) {
+			if sqlDB, err := d.DB(); err == nil {
+				_ = sqlDB.Close()
+			}
+		}
+	})
+	migrate(t, db, &rawSetting{}) // the sharded tables on each physical database, without the plugin
+	for _, d := range direct {
+		migrate(t, d, &rawAuthor{}, &rawHooked{})
+	}
+	return db, p, direct
+}
+
+func TestRawSQLNamingAShardedTableIsRefused(t *testing.T) {
+	db, _, direct := routedSQLite(t)
+	a := rawAuthor{Name: "kept"}
+	must(t, db.Create(&a).Error)
+	for _, sql := range []string{
+		"DELETE FROM raw_authors",
+		"DELETE FROM /* comment */ raw_authors",
+		"DELETE FROM\n-- comment\nraw_authors",
+		`DELETE FROM "raw_authors"`,
+		"DELETE FROM `raw_authors`",
+		"DELETE FROM [raw_authors]",
+		"DELETE FROM RAW_AUTHORS",
+		`DELETE FROM "main"."raw_authors"`,
+		"DELETE FROM main.raw_authors",
+		"UPDATE raw_settings SET value = 'x'; DELETE FROM raw_authors",
+		"WITH doomed AS (SELECT id FROM raw_authors) DELETE FROM raw_settings WHERE id IN (SELECT id FROM doomed)",
+		"CREATE INDEX idx_raw_authors_name ON raw_authors (name)",
+		"ALTER TABLE raw_authors ADD COLUMN age integer",
+		"DROP TABLE raw_authors",
+		"PRAGMA table_info(raw_authors)", // not read, and names the table
+	} {
+		err := db.Exec(sql).Error
+		if !errors.Is(err, ErrNoShard) {
+			t.Errorf("%s: got %v, want ErrNoShard", sql, err)
+		}
+	}
+	// A table without its model is read, not guessed at.
+	for _, table := range []string{"raw_authors", "main.raw_authors", "RAW_AUTHORS", "raw_settings s JOIN raw_authors a ON a.id = s.id"} {
+		err := db.Table(table).Where("1 = 1").Delete(&map[string]any{}).Error
+		var fe *FieldError
+		if !errors.As(err, &fe) || !errors.Is(err, ErrNoShard) || strings.Contains(fe.Detail, "could not be read") {
+			t.Errorf("Table(%q): got %v, want ErrNoShard for a table read", table, err)
+		}
+	}
+	// Nothing changed on the shards: the row, its columns, no new index.
+	for i, d := range direct {
+		var n int64
+		must(t, d.Model(&rawAuthor{}).Count(&n).Error)
+		if want := int64(len(where(db, a.ID, i))); n != want {
+			t.Errorf("physical %d holds %d authors, want %d", i, n, want)
+		}
+		if d.Migrator().HasColumn(&rawAuthor{}, "age") || d.Migrator().HasIndex(&rawAuthor{}, "idx_raw_authors_name") {
+			t.Errorf("physical %d was altered", i)
 		}
 	}
 }
 
-// FuzzSQLTables: any text is read without a panic, and every table found is
-// a word of the text.
-func FuzzSQLTables(f *testing.F) {
-	for _, seed := range []string{"SELECT * FROM a, b", "UPDATE t SET x = 'FROM u'", "INSERT INTO", "FROM (", "from . , ) table if"} {
-		f.Add(seed)
+// where lists the physical database holding id, as its shard bits say.
+func where(db *gorm.DB, id int64, physical int) []int {
+	p := db.Config.Plugins[pluginName].(*Plugin)
+	if p.physicalOf(p.layout.Shard(id)) == physical {
+		return []int{physical}
 	}
-	f.Fuzz(func(t *testing.T, sql string) {
-		words := sqlToken.FindAllString(sql, -1)
-		for _, table := range sqlTables(sql) {
-			if !slices.Contains(words, table) {
-				t.Fatalf("%q: %q is not a word of the text", sql, table)
-			}
+	return nil
+}
+
+func TestRawSQLThatNamesNoShardedTableRunsAsWithoutThePlugin(t *testing.T) {
+	db, p, _ := routedSQLite(t)
+	must(t, db.Create(&rawSetting{Value: "v"}).Error)
+	for _, sql := range []string{
+		"SELECT 1",
+		"SELECT value AS raw_authors FROM raw_settings WHERE value <> 'raw_authors' /* raw_authors */",
+		"SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'raw_authors'",
+		"PRAGMA foreign_keys",
+		"SELECT * FROM pragma_index_list('raw_settings')",
+	} {
+		var rows []map[string]any
+		if err := db.Raw(sql).Scan(&rows).Error; err != nil {
+			t.Errorf("%s: %v", sql, err)
 		}
+	}
+	// GORM's migrator on an unsharded model, and its savepoints.
+	m := db.Migrator()
+	must(t, m.DropIndex(&rawSetting{}, "Value"))
+	must(t, m.CreateIndex(&rawSetting{}, "Value"))
+	must(t, m.RenameColumn(&rawSetting{}, "value", "text"))
+	must(t, m.RenameColumn(&rawSetting{}, "text", "value"))
+	if !m.HasTable(&rawSetting{}) || !m.HasColumn(&rawSetting{}, "value") {
+		t.Error("the migrator does not see the unsharded table")
+	}
+	err := db.Transaction(func(tx *gorm.DB) error {
+		must(t, tx.Exec("SAVEPOINT by_hand").Error) // as GORM's dialectors set them
+		if _, noted := p.savepoints.lookup(tx.Statement.ConnPool); !noted {
+			t.Error("the savepoint set by Exec is not noted")
+		}
+		return tx.Transaction(func(inner *gorm.DB) error {
+			if _, noted := p.savepoints.lookup(inner.Statement.ConnPool); !noted {
+				t.Error("the savepoint GORM set is not noted")
+			}
+			return inner.Create(&rawSetting{Value: "nested"}).Error
+		})
 	})
+	must(t, err)
+}
+
+func TestRawSQLOnAnUnshardedTableFromAShardIsRefused(t *testing.T) {
+	db, _, direct := routedSQLite(t)
+	must(t, db.Create(&rawSetting{Value: "before"}).Error)
+	a := rawAuthor{Name: "a"}
+	must(t, db.Create(&a).Error)
+	// A hook's SQL runs on its statement's shard connection.
+	err := db.Create(&rawHooked{Name: "after"}).Error
+	if !errors.Is(err, ErrCrossShard) {
+		t.Errorf("raw SQL on an unsharded table in a hook: got %v, want ErrCrossShard", err)
+	}
+	for i, d := range direct {
+		var n int64
+		must(t, d.Model(&rawHooked{}).Count(&n).Error)
+		if n != 0 {
+			t.Errorf("physical %d keeps the refused row", i)
+		}
+	}
+	for name, tx := range map[string]*gorm.DB{
+		"a shard clause":   db.Clauses(ByID(a.ID)).Exec("UPDATE raw_settings SET value = 'x'"),
+		"unreadable SQL":   db.Clauses(ByID(a.ID)).Exec("PRAGMA table_info(raw_settings)"),
+		"schema-qualified": db.Clauses(ByID(a.ID)).Raw(`SELECT * FROM "main"."raw_settings"`).Scan(&[]rawSetting{}),
+	} {
+		if !errors.Is(tx.Error, ErrCrossShard) {
+			t.Errorf("%s: got %v, want ErrCrossShard", name, tx.Error)
+		}
+	}
+	err = db.Clauses(ByID(a.ID)).Transaction(func(tx *gorm.DB) error {
+		return tx.Exec("UPDATE raw_settings SET value = 'x'").Error
+	})
+	if !errors.Is(err, ErrCrossShard) {
+		t.Errorf("in a shard's transaction: got %v, want ErrCrossShard", err)
+	}
+	var s rawSetting
+	must(t, db.First(&s).Error)
+	if s.Value != "before" {
+		t.Errorf("the unsharded row changed to %q", s.Value)
+	}
+	// On its shard, raw SQL on the sharded table runs.
+	var n int64
+	if err := db.Clauses(ByID(a.ID)).Raw("SELECT count(*) FROM raw_authors").Scan(&n).Error; err != nil || n != 1 {
+		t.Errorf("raw SQL with ByID: %v, %d rows", err, n)
+	}
+}
+
+func TestRawSQLUnroutedIsUntouched(t *testing.T) {
+	db, _ := testDB(t, Config{})
+	migrate(t, db, &rawAuthor{})
+	must(t, db.Create(&rawAuthor{Name: "x"}).Error)
+	for _, sql := range []string{"DELETE FROM /* c */ raw_authors", "PRAGMA table_info(raw_authors)"} {
+		if err := db.Exec(sql).Error; err != nil {
+			t.Errorf("%s without Shards: %v", sql, err)
+		}
+	}
 }

@@ -1,0 +1,339 @@
+package sqlscan
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Kind is the kind of a token.
+type Kind uint8
+
+const (
+	Word        Kind = iota // an unquoted identifier or keyword
+	Quoted                  // a quoted identifier: "x", `x`, [x]
+	MaybeQuoted             // MySQL "x": a string, or an identifier under ANSI_QUOTES
+	String                  // a string literal, dollar-quoted ones included
+	Number
+	Param // $1 (PostgreSQL)
+	Punct // any other character
+)
+
+// Token is one token of SQL text. Text is an identifier's name without its
+// quotes (doubled quotes made single), a string's content, or the token as
+// written.
+type Token struct {
+	Kind Kind
+	Text string
+}
+
+// ErrSyntax is wrapped by the errors of text that cannot be split into
+// tokens: an unterminated string, quoted identifier or comment.
+var ErrSyntax = errors.New("sqlscan: unterminated string, identifier or comment")
+
+// dialect is what the tokenizer and the reader need to know of a database.
+type dialect struct {
+	hashComments    bool // MySQL: # starts a comment
+	dashNeedsSpace  bool // MySQL: "--" starts a comment only before whitespace
+	nestedComments  bool // PostgreSQL: /* /* */ */
+	execComments    bool // MySQL: /*! ... */ and /*M! ... */ are run
+	dollarQuotes    bool // PostgreSQL: $$...$$, $tag$...$tag$
+	escapeStrings   bool // PostgreSQL: E'...' with backslash escapes
+	brackets        bool // SQLite: [name]
+	backticks       bool // MySQL, SQLite: `name`
+	digitIdents     bool // MySQL: 1abc is an identifier
+	foldLower       bool // PostgreSQL folds unquoted names to lower case
+	caseInsensitive bool // SQLite compares names without case
+}
+
+var dialects = map[string]*dialect{
+	"mysql":    {hashComments: true, dashNeedsSpace: true, execComments: true, backticks: true, digitIdents: true},
+	"postgres": {nestedComments: true, dollarQuotes: true, escapeStrings: true, foldLower: true},
+	"sqlite":   {brackets: true, backticks: true, caseInsensitive: true},
+}
+
+// reading is one way the server may read backslashes in quoted text: MySQL
+// under NO_BACKSLASH_ESCAPES or ANSI_QUOTES, PostgreSQL with
+// standard_conforming_strings off, read them otherwise than by default.
+type reading struct {
+	backslashInSingle bool // '\'' is one quote
+	backslashInDouble bool // MySQL: "\"" is one quote
+}
+
+// readings returns the ways d's server may read backslashes, the default first.
+func (d *dialect) readings() []reading {
+	switch {
+	case d.execComments: // MySQL: default, NO_BACKSLASH_ESCAPES, ANSI_QUOTES
+		return []reading{{true, true}, {false, false}, {true, false}}
+	case d.escapeStrings: // PostgreSQL: standard_conforming_strings on, then off
+		return []reading{{false, false}, {true, false}}
+	}
+	return []reading{{}}
+}
+
+type tokenizer struct {
+	d         *dialect
+	r         reading
+	sql       string
+	tokens    []Token
+	inExec    bool // inside a MySQL /*! ... */
+	backslash bool // a backslash stood in text whose reading depends on the server's settings
+}
+
+// tokenize splits sql into tokens, dropping comments. It also reports
+// whether another reading of backslashes could split it otherwise.
+func tokenize(d *dialect, r reading, sql string) ([]Token, bool, error) {
+	t := &tokenizer{d: d, r: r, sql: sql, tokens: make([]Token, 0, len(sql)/4+1)}
+	err := t.run()
+	return t.tokens, t.backslash, err
+}
+
+func (t *tokenizer) run() error {
+	s := t.sql
+	for i := 0; i < len(s); {
+		c := s[i]
+		var next byte
+		if i+1 < len(s) {
+			next = s[i+1]
+		}
+		var err error
+		switch {
+		case isSpace(c):
+			i++
+		case c == '-' && next == '-' && (!t.d.dashNeedsSpace || i+2 >= len(s) || isSpace(s[i+2]) || s[i+2] < ' '):
+			i = lineEnd(s, i)
+		case c == '#' && t.d.hashComments:
+			i = lineEnd(s, i)
+		case c == '/' && next == '*':
+			i, err = t.comment(i)
+		case c == '*' && next == '/' && t.inExec:
+			i, t.inExec = i+2, false
+		case c == '\'':
+			i, err = t.quoted(i, String, t.r.backslashInSingle, t.d.execComments || t.d.escapeStrings)
+		case c == '"' && t.d.execComments:
+			i, err = t.quoted(i, MaybeQuoted, t.r.backslashInDouble, true)
+		case c == '"':
+			i, err = t.quoted(i, Quoted, false, false)
+		case c == '`' && t.d.backticks:
+			i, err = t.quoted(i, Quoted, false, false)
+		case c == '[' && t.d.brackets:
+			end := strings.IndexByte(s[i+1:], ']')
+			if end < 0 {
+				return t.unterminated(i)
+			}
+			t.add(Quoted, s[i+1:i+1+end])
+			i += end + 2
+		case c == '$' && t.d.dollarQuotes:
+			i, err = t.dollar(i)
+		case isDigit(c) || c == '.' && isDigit(next) && !t.afterName():
+			i = t.number(i)
+		case isIdentStart(c) || c == '$' && t.d.digitIdents:
+			i, err = t.word(i)
+		default:
+			t.add(Punct, s[i:i+1])
+			i++
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if t.inExec {
+		return fmt.Errorf("%w: /*! comment never closed", ErrSyntax)
+	}
+	return nil
+}
+
+func (t *tokenizer) add(k Kind, text string) { t.tokens = append(t.tokens, Token{k, text}) }
+
+func (t *tokenizer) unterminated(i int) error {
+	return fmt.Errorf("%w: %.20q at byte %d never closed", ErrSyntax, t.sql[i:], i)
+}
+
+// afterName reports whether the last token is a name, so that ".5" after
+// it is a qualifier's dot (MySQL allows db.5t).
+func (t *tokenizer) afterName() bool {
+	if len(t.tokens) == 0 {
+		return false
+	}
+	k := t.tokens[len(t.tokens)-1].Kind
+	return k == Word || k == Quoted || k == MaybeQuoted
+}
+
+// comment skips a /* */ comment at i, or enters a MySQL executable one,
+// whose content is SQL.
+func (t *tokenizer) comment(i int) (int, error) {
+	s := t.sql
+	if t.d.execComments && (strings.HasPrefix(s[i:], "/*!") || strings.HasPrefix(s[i:], "/*M!")) {
+		if t.inExec {
+			return 0, fmt.Errorf("%w: /*! comment inside another at byte %d", ErrUnsure, i)
+		}
+		i += strings.IndexByte(s[i:], '!') + 1
+		for i < len(s) && isDigit(s[i]) { // the server version it needs
+			i++
+		}
+		t.inExec = true
+		return i, nil
+	}
+	depth := 0
+	for j := i; j+1 < len(s); j++ {
+		switch {
+		case s[j] == '/' && s[j+1] == '*' && (depth == 0 || t.d.nestedComments):
+			depth++
+			j++
+		case s[j] == '*' && s[j+1] == '/':
+			depth--
+			j++
+			if depth == 0 {
+				return j + 1, nil
+			}
+		}
+	}
+	return 0, t.unterminated(i)
+}
+
+// quoted reads a string or quoted identifier at i, closed by the character
+// it opens with, written twice inside it; with backslash, \ escapes the next
+// character. ambiguous says another reading treats backslashes otherwise.
+func (t *tokenizer) quoted(i int, k Kind, backslash, ambiguous bool) (int, error) {
+	s, q := t.sql, t.sql[i]
+	escaped := false
+	for j := i + 1; j < len(s); j++ {
+		switch {
+		case s[j] == '\\' && (backslash || ambiguous):
+			t.backslash = t.backslash || ambiguous
+			if backslash {
+				escaped = true
+				j++
+			}
+		case s[j] == q && j+1 < len(s) && s[j+1] == q:
+			escaped = true
+			j++
+		case s[j] == q:
+			text := s[i+1 : j]
+			if escaped {
+				text = unescape(text, q, backslash)
+			}
+			t.add(k, text)
+			return j + 1, nil
+		}
+	}
+	return 0, t.unterminated(i)
+}
+
+// unescape makes doubled quotes, and with backslash \x, single characters.
+func unescape(text string, q byte, backslash bool) string {
+	var b strings.Builder
+	for j := 0; j < len(text); j++ {
+		if backslash && text[j] == '\\' && j+1 < len(text) || text[j] == q && j+1 < len(text) && text[j+1] == q {
+			j++
+		}
+		b.WriteByte(text[j])
+	}
+	return b.String()
+}
+
+// dollar reads a PostgreSQL $1 parameter, a $tag$ string, or a lone $.
+func (t *tokenizer) dollar(i int) (int, error) {
+	s := t.sql
+	j := i + 1
+	if j < len(s) && isDigit(s[j]) {
+		for j < len(s) && isDigit(s[j]) {
+			j++
+		}
+		t.add(Param, s[i:j])
+		return j, nil
+	}
+	if j < len(s) && isIdentStart(s[j]) {
+		for j < len(s) && isIdentChar(s[j]) && s[j] != '$' {
+			j++
+		}
+	}
+	if j >= len(s) || s[j] != '$' {
+		t.add(Punct, "$")
+		return i + 1, nil
+	}
+	tag := s[i : j+1]
+	end := strings.Index(s[j+1:], tag)
+	if end < 0 {
+		return 0, t.unterminated(i)
+	}
+	t.add(String, s[j+1:j+1+end])
+	return j + 1 + end + len(tag), nil
+}
+
+// number reads a numeric literal; in MySQL, digits followed by letters are
+// an identifier.
+func (t *tokenizer) number(i int) int {
+	s := t.sql
+	j := i
+	for j < len(s) && isDigit(s[j]) {
+		j++
+	}
+	if t.d.digitIdents && j > i && j < len(s) && isIdentChar(s[j]) && !isExponent(s, j) {
+		for j < len(s) && isIdentChar(s[j]) {
+			j++
+		}
+		t.add(Word, s[i:j])
+		return j
+	}
+	if j < len(s) && s[j] == '.' {
+		for j++; j < len(s) && isDigit(s[j]); j++ {
+		}
+	}
+	if isExponent(s, j) {
+		for j += 2; j < len(s) && isDigit(s[j]); j++ {
+		}
+	}
+	t.add(Number, s[i:j])
+	return j
+}
+
+// word reads an unquoted identifier or keyword at i, or a PostgreSQL E'...'
+// string, whose backslashes escape.
+func (t *tokenizer) word(i int) (int, error) {
+	s := t.sql
+	j := i + 1
+	for j < len(s) && isIdentChar(s[j]) {
+		j++
+	}
+	if t.d.escapeStrings && j == i+1 && (s[i] == 'E' || s[i] == 'e') && j < len(s) && s[j] == '\'' {
+		return t.quoted(j, String, true, false)
+	}
+	if t.d.escapeStrings && j == i+1 && (s[i] == 'U' || s[i] == 'u') && strings.HasPrefix(s[j:], "&\"") {
+		end, err := t.quoted(j+1, Quoted, false, false) // U&"name": its \XXXX escapes spell letters
+		if err == nil && strings.Contains(t.tokens[len(t.tokens)-1].Text, "\\") {
+			return 0, fmt.Errorf("%w: a U&\"...\" identifier with escapes at byte %d", ErrUnsure, i)
+		}
+		return end, err
+	}
+	t.add(Word, s[i:j])
+	return j, nil
+}
+
+func isExponent(s string, j int) bool {
+	if j+1 >= len(s) || s[j] != 'e' && s[j] != 'E' {
+		return false
+	}
+	if s[j+1] == '+' || s[j+1] == '-' {
+		return j+2 < len(s) && isDigit(s[j+2])
+	}
+	return isDigit(s[j+1])
+}
+
+func lineEnd(s string, i int) int {
+	if end := strings.IndexAny(s[i:], "\n\r"); end >= 0 {
+		return i + end + 1
+	}
+	return len(s)
+}
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
+}
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// isIdentStart: letters, _ and any byte of a multi-byte UTF-8 character.
+func isIdentStart(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '_' || c >= 0x80
+}
+func isIdentChar(c byte) bool { return isIdentStart(c) || isDigit(c) || c == '$' }
