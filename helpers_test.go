@@ -30,9 +30,15 @@ func testDB(t testing.TB, cfg Config) (*gorm.DB, *Plugin) {
 	return db, p
 }
 
+// migrate migrates models through the plugin registered on db, or with
+// plain GORM on a database without it.
 func migrate(t testing.TB, db *gorm.DB, models ...any) {
 	t.Helper()
-	if err := db.Config.Plugins[pluginName].(*Plugin).AutoMigrate(db, models...); err != nil {
+	do := db.AutoMigrate
+	if p, ok := db.Config.Plugins[pluginName].(*Plugin); ok {
+		do = func(models ...any) error { return p.AutoMigrate(db, models...) }
+	}
+	if err := do(models...); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -76,10 +76,10 @@ func (p *Plugin) routeWithoutModel(db *gorm.DB, sql, what string) error {
 func (p *Plugin) rawSQLPhysical(stmt *gorm.Statement) (k int, onShard, bound bool) {
 	if inTransaction(stmt.ConnPool) {
 		k, bound = p.transactionPhysical(stmt)
-		return k, bound && p.physical[k].pool != p.db.ConnPool, bound
+		return k, bound && p.routed(), bound
 	}
 	for k, ph := range p.physical {
-		if stmt.ConnPool == ph.pool && ph.pool != p.db.ConnPool {
+		if opened := ph.loaded(); opened != nil && stmt.ConnPool == opened.pool && opened.pool != p.db.ConnPool {
 			return k, true, false
 		}
 	}
