@@ -1,11 +1,13 @@
 package shardrouter
 
 import (
+	"database/sql/driver"
 	"reflect"
 	"regexp"
 	"slices"
 	"strings"
 
+	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
 
@@ -36,15 +38,15 @@ func ColumnValues(exprs []clause.Expression, isColumn func(table, name string) b
 	for _, e := range exprs {
 		switch c := e.(type) {
 		case clause.Eq:
-			if table, name := columnName(c.Column); isColumn(table, name) {
+			if table, name := columnName(c.Column); isColumn(table, name) && !isNull(c.Value) && known(c.Value) {
 				consider(flatten([]any{c.Value}))
 			}
 		case clause.IN:
-			if table, name := columnName(c.Column); isColumn(table, name) {
+			if table, name := columnName(c.Column); isColumn(table, name) && known(c.Values...) {
 				consider(flatten(c.Values))
 			}
 		case clause.Expr:
-			if m := simpleCondition.FindStringSubmatch(c.SQL); m != nil && len(c.Vars) == 1 && isColumn(m[1], m[2]) {
+			if len(c.Vars) == 1 && known(c.Vars...) && isSimpleCondition(c.SQL, isColumn) {
 				consider(flatten(c.Vars))
 			}
 		case clause.AndConditions:
@@ -58,6 +60,138 @@ func ColumnValues(exprs []clause.Expression, isColumn func(table, name string) b
 		}
 	}
 	return best, found
+}
+
+// isSimpleCondition reports whether sql is `col = ?` or `col IN ?` on a
+// column isColumn accepts.
+func isSimpleCondition(sql string, isColumn func(table, name string) bool) bool {
+	m := simpleCondition.FindStringSubmatch(sql)
+	return m != nil && isColumn(m[1], m[2])
+}
+
+// known reports whether values are values, not SQL that the database
+// computes: a subquery (*gorm.DB) or an expression, which say nothing of a
+// column's values.
+func known(values ...any) bool {
+	for _, v := range values {
+		switch v.(type) {
+		case *gorm.DB, clause.Expression, clause.Column:
+			return false
+		}
+	}
+	return true
+}
+
+// isNull reports whether clause.Eq writes `IS NULL` for v: nil, a nil
+// pointer, or a driver.Valuer whose value is nil.
+func isNull(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	if rv.Kind() == reflect.Pointer && rv.IsNil() {
+		return true
+	}
+	if valuer, ok := v.(driver.Valuer); ok {
+		value, err := valuer.Value()
+		return err == nil && value == nil
+	}
+	return false
+}
+
+// RestrictValues returns a copy of the AND-ed conditions exprs (copied down
+// through their groups, which GORM reorders in place while writing SQL) in
+// which every list of values for the column isColumn accepts, where
+// ColumnValues reads one, keeps only the values keep accepts: the part of a
+// statement sent to one database asks that database only for its own rows.
+// It reports empty when such a condition keeps no value: no row there matches.
+func RestrictValues(exprs []clause.Expression, isColumn func(table, name string) bool, keep func(v any) bool) (out []clause.Expression, empty bool) {
+	restrict := !slices.ContainsFunc(exprs, func(e clause.Expression) bool { _, or := e.(clause.OrConditions); return or })
+	out = make([]clause.Expression, len(exprs))
+	for i, e := range exprs {
+		out[i] = e
+		switch c := e.(type) {
+		case clause.AndConditions:
+			var inner bool
+			c.Exprs, inner = restrictGroup(c.Exprs, restrict, isColumn, keep)
+			out[i], empty = c, empty || inner
+		case clause.Where:
+			var inner bool
+			c.Exprs, inner = restrictGroup(c.Exprs, restrict, isColumn, keep)
+			out[i], empty = c, empty || inner
+		case clause.OrConditions:
+			c.Exprs = copyExprs(c.Exprs)
+			out[i] = c
+		case clause.NotConditions:
+			c.Exprs = copyExprs(c.Exprs)
+			out[i] = c
+		case clause.Eq:
+			if table, name := columnName(c.Column); restrict && isColumn(table, name) && !isNull(c.Value) && known(c.Value) {
+				kept, changed := keepValues([]any{c.Value}, keep)
+				if changed && isList(c.Value) {
+					c.Value = kept
+				}
+				out[i], empty = c, empty || len(kept) == 0
+			}
+		case clause.IN:
+			if table, name := columnName(c.Column); restrict && isColumn(table, name) && known(c.Values...) {
+				kept, changed := keepValues(c.Values, keep)
+				if changed {
+					c.Values = kept
+				}
+				out[i], empty = c, empty || len(kept) == 0
+			}
+		case clause.Expr:
+			if restrict && len(c.Vars) == 1 && known(c.Vars...) && isSimpleCondition(c.SQL, isColumn) {
+				kept, changed := keepValues(c.Vars, keep)
+				if changed && isList(c.Vars[0]) {
+					c.Vars = []any{kept}
+				}
+				out[i], empty = c, empty || len(kept) == 0
+			}
+		}
+	}
+	return out, empty
+}
+
+func restrictGroup(exprs []clause.Expression, restrict bool, isColumn func(table, name string) bool, keep func(v any) bool) ([]clause.Expression, bool) {
+	if !restrict {
+		return copyExprs(exprs), false
+	}
+	return RestrictValues(exprs, isColumn, keep)
+}
+
+// keepValues returns the values (lists flattened) that keep accepts, and
+// whether any was left out.
+func keepValues(values []any, keep func(v any) bool) ([]any, bool) {
+	all := flatten(values)
+	kept := make([]any, 0, len(all))
+	for _, v := range all {
+		if keep(v) {
+			kept = append(kept, v)
+		}
+	}
+	return kept, len(kept) != len(all)
+}
+
+// copyExprs copies conditions down through their AND, OR and NOT groups.
+func copyExprs(exprs []clause.Expression) []clause.Expression {
+	out := make([]clause.Expression, len(exprs))
+	for i, e := range exprs {
+		switch g := e.(type) {
+		case clause.AndConditions:
+			out[i] = clause.AndConditions{Exprs: copyExprs(g.Exprs)}
+		case clause.OrConditions:
+			out[i] = clause.OrConditions{Exprs: copyExprs(g.Exprs)}
+		case clause.NotConditions:
+			out[i] = clause.NotConditions{Exprs: copyExprs(g.Exprs)}
+		case clause.Where:
+			out[i] = clause.Where{Exprs: copyExprs(g.Exprs)}
+		default:
+			out[i] = e
+		}
+	}
+	return out
 }
 
 // columnName returns the table ("" when none is named) and the bare column
