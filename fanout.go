@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"sync"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/callbacks"
@@ -59,7 +58,7 @@ func (p *Plugin) fanOut(db *gorm.DB, kind statementKind, m *model, physicals []i
 // conditions are its own, and their lists of keys keep only k's; it reports
 // false when they leave k no row.
 func (p *Plugin) part(db *gorm.DB, m *model, k int) (*gorm.DB, bool) {
-	part := db.Session(&gorm.Session{Context: db.Statement.Context}).Clauses()
+	part := db.Session(&gorm.Session{Initialized: true}) // one copy of the statement, context and all
 	if c, ok := part.Statement.Clauses["WHERE"]; ok {
 		if where, ok := c.Expression.(clause.Where); ok {
 			exprs := where.Exprs
@@ -308,20 +307,7 @@ func (p *Plugin) fanOutQuery(db *gorm.DB, m *model, physicals []int) {
 			return
 		}
 	}
-	type partRun struct {
-		k    int
-		db   *gorm.DB
-		rows reflect.Value
-		err  error
-		pan  any
-	}
-	runs := make([]partRun, 0, len(physicals))
-	for _, k := range physicals {
-		part, ok := p.part(db, m, k)
-		if !ok {
-			continue
-		}
-		ps := part.Statement
+	prepare := func(ps *gorm.Statement) {
 		ps.RaiseErrorOnNotFound = false
 		ps.SkipHooks = true // AfterFind and preloads run once, on the rows the merge keeps
 		ps.Preloads = nil
@@ -335,30 +321,18 @@ func (p *Plugin) fanOutQuery(db *gorm.DB, m *model, physicals []int) {
 			ps.Clauses["ORDER BY"] = order.partClause(ps.Clauses["ORDER BY"])
 		}
 		rows := reflect.New(partType)
-		ps.Dest = rows.Interface()
-		runs = append(runs, partRun{k: k, db: part, rows: rows})
+		ps.Dest, ps.ReflectValue = rows.Interface(), rows.Elem()
+		ps.BuildClauses = stmt.BuildClauses // the dialect's, as the processor gave them
 	}
-	execute := func(r *partRun) {
-		defer func() { r.pan = recover() }() // raised again in the caller's goroutine
-		if err := db.Callback().Query().Execute(r.db).Error; err != nil {
-			r.err = p.partError(r.k, err)
-		}
+	runs, err := p.queryParts(db, m, physicals, prepare)
+	if err != nil {
+		db.Error = err
+		return
 	}
-	if len(runs) == 1 {
-		execute(&runs[0])
-	} else {
-		var wg sync.WaitGroup
-		for i := range runs {
-			wg.Go(func() { execute(&runs[i]) })
-		}
-		wg.Wait()
-	}
+	p.runQueryParts(db, runs)
 	var errs []error
 	parts := make([]reflect.Value, len(runs))
 	for i, r := range runs {
-		if r.pan != nil {
-			panic(r.pan)
-		}
 		errs = append(errs, r.err)
 		parts[i] = r.rows.Elem()
 	}

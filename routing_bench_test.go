@@ -33,9 +33,10 @@ func openFake(b *testing.B) *gorm.DB {
 }
 
 // BenchmarkRoutingCost measures what the plugin adds to a statement, on
-// connections that answer without I/O: a plain GORM Create with a preset ID
-// and First by ID, against the same on a sharded model routed over four
-// physical databases (IDs from snowflake, so no round trip is involved).
+// connections that answer without I/O: a plain GORM Create with a preset ID,
+// First by ID and Find by an IN list of ten IDs, against the same on a
+// sharded model routed over four physical databases (IDs from snowflake, so
+// no round trip is involved; the ten IDs need all four databases).
 func BenchmarkRoutingCost(b *testing.B) {
 	plain := openFake(b)
 	routed := openFake(b)
@@ -48,6 +49,11 @@ func BenchmarkRoutingCost(b *testing.B) {
 		b.Fatal(err)
 	}
 	id := p.Layout().Compose(p.Layout().Epoch.AddDate(1, 0, 0), 3000, 1)
+	// Ten IDs on the four physical databases (2048 logical shards each).
+	var ids []int64
+	for i := range 10 {
+		ids = append(ids, p.Layout().Compose(p.Layout().Epoch.AddDate(1, 0, 0), i*819, 1))
+	}
 	// Each pair alternates within every iteration, so the drift of a shared
 	// machine hits both alike; allocations are counted by the sub-benchmarks
 	// below.
@@ -61,6 +67,9 @@ func BenchmarkRoutingCost(b *testing.B) {
 		{"first",
 			func() error { var row benchPlain; return plain.First(&row, id).Error },
 			func() error { var row benchSharded; return routed.First(&row, id).Error }},
+		{"find-in-10",
+			func() error { var rows []benchPlain; return plain.Find(&rows, ids).Error },
+			func() error { var rows []benchSharded; return routed.Find(&rows, ids).Error }},
 	}
 	for _, pair := range pairs {
 		b.Run(pair.name, func(b *testing.B) {
@@ -83,6 +92,7 @@ func BenchmarkRoutingCost(b *testing.B) {
 			b.ReportMetric(plainNs, "plain-ns/op")
 			b.ReportMetric(shardedNs, "shardid-ns/op")
 			b.ReportMetric(shardedNs-plainNs, "added-ns/op")
+			b.ReportMetric(shardedNs/plainNs, "shardid/plain")
 		})
 		b.Run(pair.name+"/plain", func(b *testing.B) {
 			b.ReportAllocs()

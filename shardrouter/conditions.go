@@ -106,19 +106,53 @@ func isNull(v any) bool {
 // statement sent to one database asks that database only for its own rows.
 // It reports empty when such a condition keeps no value: no row there matches.
 func RestrictValues(exprs []clause.Expression, isColumn func(table, name string) bool, keep func(v any) bool) (out []clause.Expression, empty bool) {
+	out = MapValues(exprs, isColumn, func(values []any, single bool) ([]any, bool) {
+		kept := make([]any, 0, len(values))
+		for _, v := range values {
+			if keep(v) {
+				kept = append(kept, v)
+			}
+		}
+		empty = empty || len(kept) == 0
+		return kept, !single && len(kept) != len(values)
+	})
+	return out, empty
+}
+
+// ValueLists returns, in the order MapValues visits them, the values of each
+// condition on the column isColumn accepts that ColumnValues reads (lists
+// flattened), and whether each is a single value rather than a list.
+func ValueLists(exprs []clause.Expression, isColumn func(table, name string) bool) (lists [][]any, singles []bool) {
+	MapValues(exprs, isColumn, func(values []any, single bool) ([]any, bool) {
+		lists, singles = append(lists, values), append(singles, single)
+		return nil, false
+	})
+	return lists, singles
+}
+
+// MapValues returns a copy of exprs, as RestrictValues does, in which visit
+// may replace the values of each condition on the column isColumn accepts
+// that ColumnValues reads: it gets them flattened, and whether the condition
+// compares one value (col = ?) rather than a list, and returns the new values
+// and whether to use them. A single value is replaced only by one value.
+func MapValues(exprs []clause.Expression, isColumn func(table, name string) bool, visit func(values []any, single bool) ([]any, bool)) []clause.Expression {
 	restrict := !slices.ContainsFunc(exprs, func(e clause.Expression) bool { _, or := e.(clause.OrConditions); return or })
-	out = make([]clause.Expression, len(exprs))
+	group := func(exprs []clause.Expression) []clause.Expression {
+		if !restrict {
+			return copyExprs(exprs)
+		}
+		return MapValues(exprs, isColumn, visit)
+	}
+	out := make([]clause.Expression, len(exprs))
 	for i, e := range exprs {
 		out[i] = e
 		switch c := e.(type) {
 		case clause.AndConditions:
-			var inner bool
-			c.Exprs, inner = restrictGroup(c.Exprs, restrict, isColumn, keep)
-			out[i], empty = c, empty || inner
+			c.Exprs = group(c.Exprs)
+			out[i] = c
 		case clause.Where:
-			var inner bool
-			c.Exprs, inner = restrictGroup(c.Exprs, restrict, isColumn, keep)
-			out[i], empty = c, empty || inner
+			c.Exprs = group(c.Exprs)
+			out[i] = c
 		case clause.OrConditions:
 			c.Exprs = copyExprs(c.Exprs)
 			out[i] = c
@@ -127,51 +161,38 @@ func RestrictValues(exprs []clause.Expression, isColumn func(table, name string)
 			out[i] = c
 		case clause.Eq:
 			if table, name := columnName(c.Column); restrict && isColumn(table, name) && !isNull(c.Value) && known(c.Value) {
-				kept, changed := keepValues([]any{c.Value}, keep)
-				if changed && isList(c.Value) {
-					c.Value = kept
+				single := !isList(c.Value)
+				if values, replace := visit(flatten([]any{c.Value}), single); replace && (!single || len(values) == 1) {
+					if single {
+						c.Value = values[0]
+					} else {
+						c.Value = values
+					}
+					out[i] = c
 				}
-				out[i], empty = c, empty || len(kept) == 0
 			}
 		case clause.IN:
 			if table, name := columnName(c.Column); restrict && isColumn(table, name) && known(c.Values...) {
-				kept, changed := keepValues(c.Values, keep)
-				if changed {
-					c.Values = kept
+				if values, replace := visit(flatten(c.Values), false); replace {
+					c.Values = values
+					out[i] = c
 				}
-				out[i], empty = c, empty || len(kept) == 0
 			}
 		case clause.Expr:
 			if restrict && len(c.Vars) == 1 && known(c.Vars...) && isSimpleCondition(c.SQL, isColumn) {
-				kept, changed := keepValues(c.Vars, keep)
-				if changed && isList(c.Vars[0]) {
-					c.Vars = []any{kept}
+				single := !isList(c.Vars[0])
+				if values, replace := visit(flatten(c.Vars), single); replace && (!single || len(values) == 1) {
+					if single {
+						c.Vars = values
+					} else {
+						c.Vars = []any{values}
+					}
+					out[i] = c
 				}
-				out[i], empty = c, empty || len(kept) == 0
 			}
 		}
 	}
-	return out, empty
-}
-
-func restrictGroup(exprs []clause.Expression, restrict bool, isColumn func(table, name string) bool, keep func(v any) bool) ([]clause.Expression, bool) {
-	if !restrict {
-		return copyExprs(exprs), false
-	}
-	return RestrictValues(exprs, isColumn, keep)
-}
-
-// keepValues returns the values (lists flattened) that keep accepts, and
-// whether any was left out.
-func keepValues(values []any, keep func(v any) bool) ([]any, bool) {
-	all := flatten(values)
-	kept := make([]any, 0, len(all))
-	for _, v := range all {
-		if keep(v) {
-			kept = append(kept, v)
-		}
-	}
-	return kept, len(kept) != len(all)
+	return out
 }
 
 // copyExprs copies conditions down through their AND, OR and NOT groups.
