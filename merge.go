@@ -21,7 +21,8 @@ import (
 
 // mergeableClauses are the clauses whose rows each database computes alone
 // exactly as one database would.
-var mergeableClauses = map[string]bool{"SELECT": true, "FROM": true, "WHERE": true, "ORDER BY": true, "LIMIT": true, "FOR": true}
+var mergeableClauses = map[string]bool{"SELECT": true, "FROM": true, "WHERE": true, "ORDER BY": true, "LIMIT": true, "FOR": true,
+	"soft_delete_enabled": true} // GORM's mark that the soft-delete condition is in WHERE
 
 // plainColumn is one item of a select list that names a column: `col`,
 // `t.col`, `*`, `t.*`, quoted or not, with an optional `AS alias`.
