@@ -215,6 +215,14 @@ func orderOf(stmt *gorm.Statement, m *model, rowType reflect.Type) (*mergeOrder,
 			}
 		}
 	}
+	for _, c := range o.columns {
+		if !selected(stmt, c.field) {
+			return nil, refuse("%s: the column is not selected, so the merge cannot read it", c.field.DBName)
+		}
+	}
+	if o.tieKey && !selected(stmt, key) {
+		return nil, refuse("%s: the key breaks ties and is not selected", key.DBName)
+	}
 	if rowType.Kind() == reflect.Pointer {
 		rowType = rowType.Elem()
 	}
@@ -222,6 +230,37 @@ func orderOf(stmt *gorm.Statement, m *model, rowType reflect.Type) (*mergeOrder,
 		return nil, refuse("into rows of %s (query into the model or maps)", rowType)
 	}
 	return o, nil
+}
+
+// selectItem reads the column (or alias) a plain select item gives.
+var selectItem = regexp.MustCompile("(?i)(?:^|\\.|\\s)[`\"]?(\\w+|\\*)[`\"]?\\s*$")
+
+// selected reports whether the query's rows carry column f: no select list
+// (every column), `*`, or an item naming it; and f not omitted.
+func selected(stmt *gorm.Statement, f *schema.Field) bool {
+	for _, omitted := range stmt.Omits {
+		if strings.EqualFold(omitted, f.DBName) || omitted == f.Name || omitted == "*" {
+			return false
+		}
+	}
+	var items []string
+	for _, s := range stmt.Selects {
+		items = append(items, strings.Split(s, ",")...)
+	}
+	if sel, ok := stmt.Clauses["SELECT"].Expression.(clause.Select); ok {
+		for _, c := range sel.Columns {
+			items = append(items, strings.Split(c.Name, ",")...)
+		}
+	}
+	if len(items) == 0 {
+		return true
+	}
+	for _, item := range items {
+		if m := selectItem.FindStringSubmatch(item); m != nil && (m[1] == "*" || strings.EqualFold(m[1], f.DBName) || m[1] == f.Name) {
+			return true
+		}
+	}
+	return false
 }
 
 var timeType = reflect.TypeOf(time.Time{})
