@@ -354,7 +354,11 @@ func (p *Plugin) fanOutQuery(db *gorm.DB, m *model, physicals []int) {
 			return
 		}
 	} else {
-		merged = reflect.MakeSlice(partType, 0, 0)
+		total := 0
+		for _, part := range parts {
+			total += part.Len()
+		}
+		merged = reflect.MakeSlice(partType, 0, total)
 		for _, part := range parts {
 			merged = reflect.AppendSlice(merged, part)
 		}

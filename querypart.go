@@ -66,14 +66,15 @@ func (p *Plugin) queryParts(db *gorm.DB, m *model, physicals []int, prepare func
 	}
 	// What of each list each database holds; a database without a value of
 	// some list holds no row of the query.
-	var parts []queryPart
-	var kept [][][][]any // part, evidence, list: the values
+	parts := make([]queryPart, 0, len(physicals))
+	kept := make([][][][]any, 0, len(physicals)) // part, evidence, list: the values
 	for _, k := range physicals {
 		own := make([][][]any, len(lists))
 		empty := false
 		for i := range m.evidence {
+			own[i] = make([][]any, 0, len(lists[i]))
 			for _, l := range lists[i] {
-				var values []any
+				values := make([]any, 0, len(l.values))
 				for n, v := range l.values {
 					if l.physical[n] == k {
 						values = append(values, v)
@@ -106,8 +107,10 @@ func (p *Plugin) queryParts(db *gorm.DB, m *model, physicals []int, prepare func
 				width = max(width, len(own[i][j]))
 			}
 			values := make([]any, width)
+			slab := make([]keyMarker, width) // one allocation for the list's markers
 			for n := range values {
-				values[n] = &keyMarker{list: len(lists)*j + i, index: n}
+				slab[n] = keyMarker{list: len(lists)*j + i, index: n}
+				values[n] = &slab[n]
 			}
 			markers += width
 			return values, true
@@ -172,7 +175,7 @@ func (p *Plugin) runQueryParts(db *gorm.DB, parts []queryPart) {
 		scan.Statement = &gorm.Statement{
 			DB: scan, ConnPool: p.physical[part.k].pool, Context: stmt.Context, Schema: stmt.Schema, Table: stmt.Table,
 			Model: stmt.Model, Dest: part.rows.Interface(), ReflectValue: part.rows.Elem(), Joins: stmt.Joins,
-			ColumnMapping: stmt.ColumnMapping, Clauses: map[string]clause.Clause{},
+			ColumnMapping: stmt.ColumnMapping,
 		}
 		rows, err := scan.Statement.ConnPool.QueryContext(stmt.Context, part.sql, part.vars...)
 		if err == nil {
