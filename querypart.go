@@ -32,7 +32,10 @@ type queryPart struct {
 
 // keyMarker stands, in the SQL built for every part, for the index-th value of
 // the list-th list of key values.
-type keyMarker struct{ list, index int }
+type keyMarker struct {
+	list, index int
+	seen        bool // found in the built statement's values
+}
 
 // keyList is one list of key values in a query's conditions: its values,
 // whether it is a single value (col = ?), and the database of each value.
@@ -128,11 +131,12 @@ func (p *Plugin) queryParts(db *gorm.DB, m *model, physicals []int, prepare func
 	sql, vars := template.Statement.SQL.String(), template.Statement.Vars
 	found := 0
 	for _, v := range vars {
-		if _, ok := v.(*keyMarker); ok {
+		if mk, ok := v.(*keyMarker); ok && !mk.seen {
+			mk.seen = true
 			found++
 		}
 	}
-	if found != markers { // GORM wrote a value twice, or not at all: build each part apart
+	if found != markers { // GORM left a value out of its SQL: build each part apart
 		return p.buildEachPart(db, m, parts, prepare)
 	}
 	for n := range parts {
