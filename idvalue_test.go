@@ -66,6 +66,7 @@ func TestConditionValueReading(t *testing.T) {
 		"a uuid's text":        {u.String(), reflect.TypeOf(uuid.UUID{}), u},
 		"an int for an int":    {namedID(7), reflect.TypeOf(int64(0)), int64(7)},
 		"text for an unsigned": {"7", reflect.TypeOf(uint64(0)), uint64(7)},
+		"text for bytes":       {"ab", reflect.TypeOf([]byte(nil)), []byte("ab")},
 	} {
 		got, err := asKind(c.v, c.t)
 		if err != nil || !reflect.DeepEqual(got.Convert(c.t).Interface(), reflect.ValueOf(c.want).Convert(c.t).Interface()) {

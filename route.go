@@ -559,6 +559,14 @@ func asKind(v any, t reflect.Type) (reflect.Value, error) {
 			return reflect.ValueOf(string(key)), nil
 		}
 		return reflect.Value{}, fmt.Errorf("a %T is compared with text by conversion, which other keys may equal too; give the key as a string", v)
+	case reflect.Slice: // a []byte key, given as its bytes or its text
+		switch key := bound.(type) {
+		case []byte:
+			return reflect.ValueOf(key), nil
+		case string:
+			return reflect.ValueOf([]byte(key)), nil
+		}
+		return reflect.Value{}, fmt.Errorf("a %T is not bytes", v)
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		n, err := int64Of(v)
 		return reflect.ValueOf(n), err
