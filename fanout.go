@@ -106,7 +106,7 @@ func (p *Plugin) fanOutWrite(db *gorm.DB, kind statementKind, m *model, physical
 	given := make([]partRows, len(p.physical))
 	keyed := false // whether the caller's rows name their databases
 	if rows.slice != nil {
-		keyed = rows.split(stmt.Context, p, m, func(k, i int) { given[k].index = append(given[k].index, i) })
+		keyed = rows.split(stmt.Context, p, m, physicals[0], func(k, i int) { given[k].index = append(given[k].index, i) })
 	}
 	first := true
 	p.runParts(db, physicals, func(k int) *gorm.DB {
@@ -180,8 +180,9 @@ func writeRows(stmt *gorm.Statement, kind statementKind) rowSlice {
 func (r rowSlice) value() reflect.Value { return reflect.ValueOf(r.slice).Elem() }
 
 // split tells add which database each row belongs on, by its key; rows
-// without one go with the first. It reports whether any row has a key.
-func (r rowSlice) split(ctx context.Context, p *Plugin, m *model, add func(k, i int)) bool {
+// without one go with the first keyed row's, or firstPart. It reports
+// whether any row has a key.
+func (r rowSlice) split(ctx context.Context, p *Plugin, m *model, firstPart int, add func(k, i int)) bool {
 	rows := r.value()
 	pk := m.pk().field
 	keyed := false
@@ -206,7 +207,7 @@ func (r rowSlice) split(ctx context.Context, p *Plugin, m *model, add func(k, i 
 		add(k, i)
 	}
 	if first < 0 {
-		first = 0
+		first = firstPart
 	}
 	for _, i := range unkeyed {
 		add(first, i)

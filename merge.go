@@ -398,6 +398,9 @@ func (o *mergeOrder) valueOf(stmt *gorm.Statement, row reflect.Value, f *schema.
 // compares as the value does.
 func orderValueOf(v reflect.Value, isUUID bool) (orderValue, error) {
 	const signBit = 1 << 63
+	if !v.IsValid() {
+		return orderValue{}, fmt.Errorf("NULL")
+	}
 	if isUUID {
 		u, err := uuidOf(v.Interface())
 		if err != nil {
@@ -406,8 +409,6 @@ func orderValueOf(v reflect.Value, isUUID bool) (orderValue, error) {
 		return orderValue{hi: int64(binary.BigEndian.Uint64(u[:8]) ^ signBit), lo: binary.BigEndian.Uint64(u[8:])}, nil
 	}
 	switch {
-	case !v.IsValid():
-		return orderValue{}, fmt.Errorf("NULL")
 	case v.CanInt():
 		return orderValue{hi: v.Int()}, nil
 	case v.CanUint():
