@@ -31,14 +31,18 @@ func (p *Plugin) registerCallbacks(db *gorm.DB) error {
 		{cb.Create().After("gorm:begin_transaction").Before("gorm:before_create").Register, "shardid:remember_tx", p.rememberTransaction},
 		{cb.Create().After("gorm:commit_or_rollback_transaction").Register, "shardid:finish", finish},
 		{cb.Update().Before("gorm:begin_transaction").Register, "shardid:route", p.route(kindUpdate)},
+		{cb.Update().After("shardid:route").Before("gorm:begin_transaction").Register, "shardid:subqueries", p.routeSubqueries},
 		{cb.Update().After("gorm:begin_transaction").Before("gorm:setup_reflect_value").Register, "shardid:remember_tx", p.rememberTransaction},
 		{cb.Update().After("gorm:commit_or_rollback_transaction").Register, "shardid:finish", finish},
 		{cb.Delete().Before("gorm:begin_transaction").Register, "shardid:route", p.route(kindDelete)},
+		{cb.Delete().After("shardid:route").Before("gorm:begin_transaction").Register, "shardid:subqueries", p.routeSubqueries},
 		{cb.Delete().After("gorm:begin_transaction").Before("gorm:before_delete").Register, "shardid:remember_tx", p.rememberTransaction},
 		{cb.Delete().After("gorm:commit_or_rollback_transaction").Register, "shardid:finish", finish},
 		{cb.Query().Before("gorm:query").Register, "shardid:route", p.route(kindQuery)},
+		{cb.Query().After("shardid:route").Before("gorm:query").Register, "shardid:subqueries", p.routeSubqueries},
 		{cb.Query().After("gorm:after_query").Register, "shardid:finish", finish},
 		{cb.Row().Before("gorm:row").Register, "shardid:route", p.route(kindRow)},
+		{cb.Row().After("shardid:route").Before("gorm:row").Register, "shardid:subqueries", p.routeSubqueries},
 		{cb.Row().After("gorm:row").Register, "shardid:finish", finish},
 		{cb.Raw().Before("gorm:raw").Register, "shardid:route", p.route(kindRaw)},
 		{cb.Raw().After("gorm:raw").Register, "shardid:finish", finish},
@@ -283,11 +287,11 @@ func (p *Plugin) shardOf(ctx context.Context, db *gorm.DB, m *model, f *idField,
 		if (key.Kind() == reflect.String || key.Kind() == reflect.Slice) && key.Len() == 0 {
 			return 0, noShard("hash:%s is empty; the row's shard is the hash of its value", f.hash.Name)
 		}
-		h, err := hashValue(key)
+		shard, err := p.hashShard(key)
 		if err != nil {
 			return 0, noShard("hash:%s: %v", f.hash.Name, err)
 		}
-		return int(h % uint64(p.layout.ShardCount())), nil
+		return shard, nil
 	}
 	// A shard clause places the row; inside a transaction on one database,
 	// the row goes to one of that database's logical shards.

@@ -1,39 +1,52 @@
 package shardid
 
 import (
-	"bytes"
-	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
-	"regexp"
 	"slices"
-	"strings"
-	"sync"
 
-	"github.com/google/uuid"
 	"gorm.io/gorm"
+	"gorm.io/gorm/callbacks"
 	"gorm.io/gorm/clause"
+
+	"github.com/shardid/shardid/shardrouter"
 )
 
 // fanOut runs a statement whose rows may be on several physical databases on
-// each of them: queries concurrently, with the results merged; updates and
-// deletes one database after another. Inside a transaction, which is on one
-// database, it fails with ErrCrossShard.
+// each of them, each part asking its database only for its own rows: queries
+// concurrently, with the results merged; updates and deletes one database
+// after another. Inside a transaction, which is on one database, it fails
+// with ErrCrossShard.
 func (p *Plugin) fanOut(db *gorm.DB, kind statementKind, m *model, physicals []int) {
-	if inTransaction(db.Statement.ConnPool) {
+	stmt := db.Statement
+	if db.DryRun {
+		// GORM builds a subquery so, to splice its SQL into another statement:
+		// the SQL stays as written, and the statement that uses it is refused.
+		stmt.Settings.Store(fanOutKey{}, physicals)
+		return
+	}
+	names := func() []string {
 		names := make([]string, len(physicals))
 		for i, k := range physicals {
 			names[i] = p.physical[k].name
 		}
-		db.AddError(fmt.Errorf("%w: %s: the statement needs %v, a transaction is on one database", ErrCrossShard, m.schema.Name, names))
+		return names
+	}
+	if inTransaction(stmt.ConnPool) {
+		db.AddError(fmt.Errorf("%w: %s: the statement needs %v, a transaction is on one database", ErrCrossShard, m.schema.Name, names()))
+		return
+	}
+	if len(subqueriesOf(stmt)) > 0 {
+		db.AddError(fmt.Errorf("%w: %s: the statement needs %v, and its subquery runs on one database", ErrCrossShard, m.schema.Name, names()))
 		return
 	}
 	switch kind {
 	case kindQuery:
 		p.fanOutQuery(db, m, physicals)
 	case kindUpdate, kindDelete:
-		p.fanOutWrite(db, kind, physicals)
+		p.fanOutWrite(db, kind, m, physicals)
 	default:
 		db.AddError(fmt.Errorf("%w: %s: Row, Rows and Scan read one database; this statement needs %d (use Find)", ErrCrossShard, m.schema.Name, len(physicals)))
 	}
@@ -42,12 +55,21 @@ func (p *Plugin) fanOut(db *gorm.DB, kind statementKind, m *model, physicals []i
 // part returns a copy of the statement pinned to physical database k, as the
 // statement instance a processor runs on (Clauses() makes it one: GORM keeps
 // per-statement state, such as its own transaction, on that instance). Its
-// conditions are its own: GORM reorders them in place while writing SQL.
-func (p *Plugin) part(db *gorm.DB, k int) *gorm.DB {
-	part := db.Session(&gorm.Session{Context: db.Statement.Context}).Clauses()
+// conditions are its own, and their lists of keys keep only k's; it reports
+// false when they leave k no row.
+func (p *Plugin) part(db *gorm.DB, m *model, k int) (*gorm.DB, bool) {
+	part := db.Session(&gorm.Session{Initialized: true}) // one copy of the statement, context and all
 	if c, ok := part.Statement.Clauses["WHERE"]; ok {
 		if where, ok := c.Expression.(clause.Where); ok {
-			c.Expression = clause.Where{Exprs: copyExprs(where.Exprs)}
+			exprs := where.Exprs
+			for _, e := range m.evidence {
+				onK := func(v any) bool { s, err := e.shardOf(p, v); return err == nil && p.physicalOf(s) == k }
+				var empty bool
+				if exprs, empty = shardrouter.RestrictValues(exprs, e.matches, onK); empty {
+					return nil, false
+				}
+			}
+			c.Expression = clause.Where{Exprs: exprs}
 			part.Statement.Clauses["WHERE"] = c
 		}
 	}
@@ -56,27 +78,7 @@ func (p *Plugin) part(db *gorm.DB, k int) *gorm.DB {
 		part.Statement.ConnPool = pool
 	}
 	part.Statement.Settings.Store(pinKey{}, pin{schema: db.Statement.Schema, physical: k})
-	return part
-}
-
-// copyExprs copies conditions down through their AND, OR and NOT groups.
-func copyExprs(exprs []clause.Expression) []clause.Expression {
-	out := make([]clause.Expression, len(exprs))
-	for i, e := range exprs {
-		switch g := e.(type) {
-		case clause.AndConditions:
-			out[i] = clause.AndConditions{Exprs: copyExprs(g.Exprs)}
-		case clause.OrConditions:
-			out[i] = clause.OrConditions{Exprs: copyExprs(g.Exprs)}
-		case clause.NotConditions:
-			out[i] = clause.NotConditions{Exprs: copyExprs(g.Exprs)}
-		case clause.Where:
-			out[i] = clause.Where{Exprs: copyExprs(g.Exprs)}
-		default:
-			out[i] = e
-		}
-	}
-	return out
+	return part, true
 }
 
 // partError names the physical database a part failed on.
@@ -84,22 +86,186 @@ func (p *Plugin) partError(k int, err error) error {
 	return fmt.Errorf("shardid: on %s: %w", p.physical[k].name, err)
 }
 
-func (p *Plugin) fanOutWrite(db *gorm.DB, kind statementKind, physicals []int) {
+// fanOutWrite runs an update or delete on each database in turn. Rows given
+// as a slice (Delete(&rows), Model(&rows).Updates) are split: each part gets
+// only its database's rows, so each row's hooks run once, and rows RETURNING
+// gives back reach the caller's slice from every part.
+func (p *Plugin) fanOutWrite(db *gorm.DB, kind statementKind, m *model, physicals []int) {
+	stmt := db.Statement
 	processor := db.Callback().Update()
 	if kind == kindDelete {
 		processor = db.Callback().Delete()
 	}
-	p.runParts(db, physicals, func(k int) *gorm.DB { return processor.Execute(p.part(db, k)) })
+	rows := writeRows(stmt, kind)
+	returning, replaced := returningOf(stmt)
+	if returning && rows.slice == nil {
+		db.AddError(fmt.Errorf("%w: %s: RETURNING rows from %d physical databases need a slice to go in", ErrCrossShard, m.schema.Name, len(physicals)))
+		return
+	}
+	type partRows struct {
+		index []int         // the caller's rows the part got, by position
+		slice reflect.Value // the part's own slice (a pointer to it)
+	}
+	given := make([]partRows, len(p.physical))
+	keyed := false // whether the caller's rows name their databases
+	if rows.slice != nil {
+		keyed = rows.split(stmt.Context, p, m, physicals[0], func(k, i int) { given[k].index = append(given[k].index, i) })
+	}
+	first := true
+	p.runParts(db, physicals, func(k int) *gorm.DB {
+		if keyed && len(given[k].index) == 0 {
+			return nil // none of the rows is there: without them GORM would not restrict the part to them
+		}
+		part, ok := p.part(db, m, k)
+		if !ok {
+			return nil
+		}
+		if rows.slice != nil {
+			given[k].slice = rows.subset(given[k].index)
+			rows.give(part.Statement, given[k].slice.Interface())
+		} else if !first {
+			part.Statement.SkipHooks = true // one struct, not rows: its hooks run once
+		}
+		first = false
+		return processor.Execute(part)
+	})
+	if rows.slice == nil {
+		return
+	}
+	// The caller's slice gets back what the parts did to their rows: the
+	// rows RETURNING gave, or its own rows, as the hooks and RETURNING
+	// columns left them.
+	target := rows.value()
+	if replaced {
+		merged := reflect.MakeSlice(reflect.SliceOf(target.Type().Elem()), 0, 0)
+		for _, k := range physicals {
+			if given[k].slice.IsValid() {
+				merged = reflect.AppendSlice(merged, given[k].slice.Elem())
+			}
+		}
+		if target.Kind() == reflect.Slice {
+			target.Set(merged)
+		} else {
+			reflect.Copy(target, merged)
+		}
+		return
+	}
+	for _, k := range physicals {
+		if given[k].slice.IsValid() {
+			for j, i := range given[k].index {
+				target.Index(i).Set(given[k].slice.Elem().Index(j))
+			}
+		}
+	}
+}
+
+// rowSlice is the caller's slice (or array) of rows a write names: the
+// Model of an update, the value of a delete.
+type rowSlice struct {
+	slice     any  // the pointer to it; nil when the rows are not a slice
+	bothSides bool // the statement's Model and Dest are the same pointer
+	isModel   bool // the rows are the Model (an update), not the Dest
+}
+
+func writeRows(stmt *gorm.Statement, kind statementKind) rowSlice {
+	rows := stmt.Dest
+	isModel := kind == kindUpdate
+	if isModel {
+		rows = stmt.Model
+	}
+	rv := reflect.ValueOf(rows)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() || rv.Elem().Kind() != reflect.Slice && rv.Elem().Kind() != reflect.Array {
+		return rowSlice{}
+	}
+	return rowSlice{slice: rows, bothSides: stmt.Model == stmt.Dest, isModel: isModel}
+}
+
+func (r rowSlice) value() reflect.Value { return reflect.ValueOf(r.slice).Elem() }
+
+// split tells add which database each row belongs on, by its key; rows
+// without one go with the first keyed row's, or firstPart. It reports
+// whether any row has a key.
+func (r rowSlice) split(ctx context.Context, p *Plugin, m *model, firstPart int, add func(k, i int)) bool {
+	rows := r.value()
+	pk := m.pk().field
+	keyed := false
+	var unkeyed []int
+	first := -1
+	for i := range rows.Len() {
+		row := reflect.Indirect(rows.Index(i))
+		if row.Kind() != reflect.Struct || row.Type() != m.schema.ModelType {
+			unkeyed = append(unkeyed, i)
+			continue
+		}
+		shard, zero, err := p.fieldShard(pk.ReflectValueOf(ctx, row))
+		if err != nil || zero {
+			unkeyed = append(unkeyed, i)
+			continue
+		}
+		k := p.physicalOf(shard)
+		if first < 0 {
+			first = k
+		}
+		keyed = true
+		add(k, i)
+	}
+	if first < 0 {
+		first = firstPart
+	}
+	for _, i := range unkeyed {
+		add(first, i)
+	}
+	return keyed
+}
+
+// subset returns a pointer to a new slice of the rows at index: a backing
+// array of its own, which GORM may reuse when RETURNING replaces the rows.
+func (r rowSlice) subset(index []int) reflect.Value {
+	rows := r.value()
+	subset := reflect.MakeSlice(reflect.SliceOf(rows.Type().Elem()), 0, len(index))
+	for _, i := range index {
+		subset = reflect.Append(subset, rows.Index(i))
+	}
+	ptr := reflect.New(subset.Type())
+	ptr.Elem().Set(subset)
+	return ptr
+}
+
+// give makes rows (a pointer to a slice) the part's rows.
+func (r rowSlice) give(stmt *gorm.Statement, rows any) {
+	switch {
+	case r.bothSides:
+		stmt.Model, stmt.Dest = rows, rows
+	case r.isModel:
+		stmt.Model = rows
+	default:
+		stmt.Dest = rows
+	}
+}
+
+// returningOf reports whether the write returns rows (a RETURNING clause the
+// dialect writes), and whether they replace the rows given (RETURNING *)
+// rather than fill their columns.
+func returningOf(stmt *gorm.Statement) (returning, replaced bool) {
+	c, ok := stmt.Clauses["RETURNING"]
+	if !ok || !slices.Contains(stmt.BuildClauses, "RETURNING") {
+		return false, false
+	}
+	r, _ := c.Expression.(clause.Returning)
+	return true, len(r.Columns) == 0 || len(r.Columns) == 1 && r.Columns[0].Name == "*"
 }
 
 // runParts runs one part of a statement per physical database, in turn, and
 // makes the statement's outcome theirs: the rows they affected, and the
 // errors of the parts that failed, each naming its database, without undoing
-// the parts that succeeded.
+// the parts that succeeded. A part run returns nil when it had nothing to do.
 func (p *Plugin) runParts(db *gorm.DB, physicals []int, run func(k int) *gorm.DB) {
 	var errs []error
 	for _, k := range physicals {
 		part := run(k)
+		if part == nil {
+			continue
+		}
 		db.RowsAffected += part.RowsAffected
 		if part.Error != nil {
 			errs = append(errs, p.partError(k, part.Error))
@@ -111,8 +277,10 @@ func (p *Plugin) runParts(db *gorm.DB, physicals []int, run func(k int) *gorm.DB
 	}
 }
 
-// fanOutQuery runs the query on every physical database at once and merges
-// the rows into the statement's destination.
+// fanOutQuery runs the query on every physical database that may hold its
+// rows at once, and merges the rows into the statement's destination: a sum
+// for a count, a k-way merge of the parts when ordered, else the parts one
+// after another. Preloads and AfterFind hooks run once, on the merged rows.
 func (p *Plugin) fanOutQuery(db *gorm.DB, m *model, physicals []int) {
 	stmt := db.Statement
 	dest := reflect.ValueOf(stmt.Dest)
@@ -130,87 +298,124 @@ func (p *Plugin) fanOutQuery(db *gorm.DB, m *model, physicals []int) {
 		return
 	}
 	limit, offset, limited := limitOf(stmt)
-	desc, byKey, ordered := orderOf(stmt, m)
 	counting := isNumber(target.Kind())
-	refuse := func(why string) {
+	var order *mergeOrder
+	if why := unmergeable(stmt, counting, limited || offset > 0); why != "" {
 		db.AddError(fmt.Errorf("%w: %s: %s over several physical databases cannot be merged right", ErrCrossShard, m.schema.Name, why))
-	}
-	switch {
-	case counting && (!plainCount(stmt) || limited || offset > 0):
-		refuse("a number other than a plain Count")
-		return
-	case !counting && aggregated(stmt):
-		refuse("GROUP BY, DISTINCT or an aggregate")
-		return
-	case ordered && !byKey:
-		refuse("an order other than the primary key's")
-		return
-	case byKey && !counting && !p.keyed(m, partType.Elem()):
-		refuse(fmt.Sprintf("rows of %s in primary-key order (query into the model)", partType.Elem()))
 		return
 	}
-	parts := make([]reflect.Value, len(physicals))
-	errs := make([]error, len(physicals))
-	panics := make([]any, len(physicals))
-	var wg sync.WaitGroup
-	for i, k := range physicals {
-		part := p.part(db, k)
-		part.Statement.RaiseErrorOnNotFound = false
+	if !counting {
+		var err error
+		if order, err = orderOf(stmt, m, partType.Elem()); err != nil {
+			db.AddError(err)
+			return
+		}
+	}
+	prepare := func(ps *gorm.Statement) {
+		ps.RaiseErrorOnNotFound = false
+		ps.SkipHooks = true // AfterFind and preloads run once, on the rows the merge keeps
+		ps.Preloads = nil
 		if limited {
 			all := limit + offset
-			part.Statement.Clauses["LIMIT"] = clause.Clause{Expression: clause.Limit{Limit: &all}} // a LIMIT clause has no name: Limit writes its own keyword
+			ps.Clauses["LIMIT"] = clause.Clause{Expression: clause.Limit{Limit: &all}} // a LIMIT clause has no name: Limit writes its own keyword
 		} else if offset > 0 {
-			part.Statement.Clauses["LIMIT"] = clause.Clause{Expression: clause.Limit{}}
+			ps.Clauses["LIMIT"] = clause.Clause{Expression: clause.Limit{}}
 		}
-		parts[i] = reflect.New(partType)
-		part.Statement.Dest = parts[i].Interface()
-		wg.Go(func() {
-			defer func() { panics[i] = recover() }() // raised again in the caller's goroutine
-			if err := db.Callback().Query().Execute(part).Error; err != nil {
-				errs[i] = p.partError(k, err)
-			}
-		})
+		if order != nil {
+			ps.Clauses["ORDER BY"] = order.partClause(ps.Clauses["ORDER BY"])
+		}
+		rows := reflect.New(partType)
+		ps.Dest, ps.ReflectValue = rows.Interface(), rows.Elem()
+		ps.BuildClauses = stmt.BuildClauses // the dialect's, as the processor gave them
 	}
-	wg.Wait()
-	for _, v := range panics {
-		if v != nil {
-			panic(v)
-		}
+	runs, err := p.queryParts(db, m, physicals, prepare)
+	if err != nil {
+		db.Error = err
+		return
+	}
+	p.runQueryParts(db, runs)
+	var errs []error
+	parts := make([]reflect.Value, len(runs))
+	for i, r := range runs {
+		errs = append(errs, r.err)
+		parts[i] = r.rows.Elem()
 	}
 	if err := errors.Join(errs...); err != nil {
 		db.Error = err
 		return
 	}
-	db.Error = errRouted
-	switch {
-	case isNumber(target.Kind()):
+	if counting {
 		sumInto(target, parts)
 		db.RowsAffected = 1 // Count reads the sum, not the number of rows
+		db.Error = errRouted
 		return
 	}
-	merged := reflect.MakeSlice(partType, 0, 0)
-	for _, part := range parts {
-		merged = reflect.AppendSlice(merged, part.Elem())
-	}
-	if byKey {
-		if err := p.sortByKey(db, m, merged, desc); err != nil {
+	var merged reflect.Value
+	if order != nil {
+		var err error
+		if merged, err = order.merge(stmt, partType, parts, limit, offset, limited); err != nil {
 			db.Error = err
 			return
 		}
+	} else {
+		total := 0
+		for _, part := range parts {
+			total += part.Len()
+		}
+		merged = reflect.MakeSlice(partType, 0, total)
+		for _, part := range parts {
+			merged = reflect.AppendSlice(merged, part)
+		}
+		merged = window(merged, limit, offset, limited)
 	}
-	merged = window(merged, limit, offset, limited)
 	db.RowsAffected = int64(merged.Len())
 	if target.Kind() == reflect.Slice {
 		target.Set(merged)
+	} else if merged.Len() > 0 {
+		target.Set(merged.Index(0))
+	} else if stmt.RaiseErrorOnNotFound {
+		db.Error = gorm.ErrRecordNotFound
 		return
 	}
-	if merged.Len() == 0 {
-		if stmt.RaiseErrorOnNotFound {
-			db.Error = gorm.ErrRecordNotFound
+	afterMerge(db)
+	if db.Error == nil {
+		db.Error = errRouted
+	}
+}
+
+// afterMerge runs GORM's preloads and the AfterFind hooks on the merged rows
+// in the statement's destination, as gorm:preload and gorm:after_query would
+// have on the rows of one database.
+func afterMerge(db *gorm.DB) {
+	stmt := db.Statement
+	if db.RowsAffected == 0 {
+		return
+	}
+	if len(stmt.Preloads) > 0 {
+		callbacks.Preload(db)
+		if db.Error != nil {
+			return
 		}
+	}
+	if stmt.Schema == nil || !stmt.Schema.AfterFind || stmt.SkipHooks {
 		return
 	}
-	target.Set(merged.Index(0))
+	tx := db.Session(&gorm.Session{NewDB: true})
+	call := func(row reflect.Value) {
+		if row.CanAddr() {
+			if hook, ok := row.Addr().Interface().(callbacks.AfterFindInterface); ok {
+				db.AddError(hook.AfterFind(tx))
+			}
+		}
+	}
+	switch rows := stmt.ReflectValue; rows.Kind() {
+	case reflect.Slice, reflect.Array:
+		for i := range rows.Len() {
+			call(reflect.Indirect(rows.Index(i)))
+		}
+	case reflect.Struct:
+		call(rows)
+	}
 }
 
 // limitOf reads the statement's LIMIT and OFFSET.
@@ -236,151 +441,6 @@ func window(rows reflect.Value, limit, offset int, limited bool) reflect.Value {
 	return rows.Slice(offset, end)
 }
 
-// orderOf reads the query's ORDER BY: whether it has one, whether it is the
-// primary key alone (Order("id"), Order("id desc"), First and Last, or the key
-// named twice, as First after Order("id") does), and whether descending.
-func orderOf(stmt *gorm.Statement, m *model) (desc, byKey, ordered bool) {
-	order, found := stmt.Clauses["ORDER BY"].Expression.(clause.OrderBy)
-	if !found || len(order.Columns) == 0 && order.Expression == nil {
-		return false, false, false
-	}
-	if order.Expression != nil {
-		return false, false, true
-	}
-	for i, c := range order.Columns {
-		columnDesc, isKey := keyColumn(c, m)
-		if !isKey || i > 0 && columnDesc != desc {
-			return false, false, true
-		}
-		desc = columnDesc
-	}
-	return desc, true, true
-}
-
-// keyColumn reads one ORDER BY column: whether it is the primary key, and
-// whether descending.
-func keyColumn(c clause.OrderByColumn, m *model) (desc, isKey bool) {
-	name, desc := c.Column.Name, c.Desc
-	if c.Column.Raw { // Order("id desc") keeps its text
-		words := strings.Fields(name)
-		if len(words) == 0 || len(words) > 2 || len(words) == 2 && !strings.EqualFold(words[1], "desc") && !strings.EqualFold(words[1], "asc") {
-			return false, false
-		}
-		name = words[0]
-		desc = len(words) == 2 && strings.EqualFold(words[1], "desc")
-		if i := strings.LastIndexByte(name, '.'); i >= 0 {
-			name = name[i+1:]
-		}
-		name = strings.Trim(name, "`\"")
-	}
-	return desc, name == clause.PrimaryKey || strings.EqualFold(name, m.pk().field.DBName)
-}
-
-// aggregate finds an aggregate function in a select list.
-var aggregate = regexp.MustCompile(`(?i)\b(count|sum|avg|min|max|group_concat|string_agg|array_agg|json_agg)\s*\(`)
-
-// aggregated reports whether a query groups, deduplicates or aggregates: rows
-// that each database computes over its own part only.
-func aggregated(stmt *gorm.Statement) bool {
-	if _, grouped := stmt.Clauses["GROUP BY"]; grouped || stmt.Distinct {
-		return true
-	}
-	switch sel := stmt.Clauses["SELECT"].Expression.(type) {
-	case clause.Expr:
-		if aggregate.MatchString(sel.SQL) || strings.Contains(strings.ToLower(sel.SQL), "distinct") {
-			return true
-		}
-	case clause.Select: // Pluck("max(id)") names its column here
-		if sel.Distinct || slices.ContainsFunc(sel.Columns, func(c clause.Column) bool { return aggregate.MatchString(c.Name) }) {
-			return true
-		}
-	}
-	return slices.ContainsFunc(stmt.Selects, func(s string) bool {
-		return aggregate.MatchString(s) || strings.Contains(strings.ToLower(s), "distinct")
-	})
-}
-
-// plainCount reports whether a query with a number for destination is a
-// Count that the databases' answers add up to: no GROUP BY, no DISTINCT.
-func plainCount(stmt *gorm.Statement) bool {
-	if _, grouped := stmt.Clauses["GROUP BY"]; grouped || stmt.Distinct {
-		return false
-	}
-	sel, ok := stmt.Clauses["SELECT"].Expression.(clause.Expr)
-	return ok && strings.HasPrefix(strings.ToLower(sel.SQL), "count(") && !strings.Contains(strings.ToLower(sel.SQL), "distinct")
-}
-
-// keyed reports whether the primary key can be read from rows of type t: the
-// model itself (or a pointer to it), or a map by column name.
-func (p *Plugin) keyed(m *model, t reflect.Type) bool {
-	if t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	return t == m.schema.ModelType || t.Kind() == reflect.Map && t.Key().Kind() == reflect.String
-}
-
-func (p *Plugin) sortByKey(db *gorm.DB, m *model, rows reflect.Value, desc bool) error {
-	pk := m.pk().field
-	keys := make([]sortKey, rows.Len())
-	for i := range keys {
-		row := reflect.Indirect(rows.Index(i))
-		if row.Kind() == reflect.Map {
-			key := row.MapIndex(reflect.ValueOf(pk.DBName))
-			if !key.IsValid() {
-				return fmt.Errorf("%w: %s: rows merged in primary-key order must select %s", ErrCrossShard, m.schema.Name, pk.DBName)
-			}
-			var err error
-			if keys[i], err = sortKeyOf(key.Interface(), pk.FieldType); err != nil {
-				return fmt.Errorf("shardid: %s: a row's %s cannot be ordered: %w", m.schema.Name, pk.DBName, err)
-			}
-			continue
-		}
-		var err error
-		if keys[i], err = sortKeyOf(pk.ReflectValueOf(db.Statement.Context, row).Interface(), pk.FieldType); err != nil {
-			return fmt.Errorf("shardid: %s: a row's %s cannot be ordered: %w", m.schema.Name, pk.DBName, err)
-		}
-	}
-	order := make([]int, rows.Len())
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int {
-		if desc {
-			a, b = b, a
-		}
-		return keys[a].compare(keys[b])
-	})
-	sorted := reflect.MakeSlice(rows.Type(), rows.Len(), rows.Len())
-	for i, j := range order {
-		sorted.Index(i).Set(rows.Index(j))
-	}
-	reflect.Copy(rows, sorted)
-	return nil
-}
-
-// sortKey is a primary key as the databases order it: an int64 ID by value,
-// a UUID by its bytes (its text, lower-case hex, sorts the same).
-type sortKey struct {
-	id   int64
-	uuid uuid.UUID
-}
-
-func sortKeyOf(v any, t reflect.Type) (sortKey, error) {
-	if isUUIDType(t) {
-		u, err := uuidOf(v)
-		return sortKey{uuid: u}, err
-	}
-	id, err := int64Of(v)
-	return sortKey{id: id}, err
-}
-
-func (k sortKey) compare(o sortKey) int {
-	if c := cmp.Compare(k.id, o.id); c != 0 {
-		return c
-	}
-	return bytes.Compare(k.uuid[:], o.uuid[:])
-}
-
 func isNumber(k reflect.Kind) bool {
 	return k >= reflect.Int && k <= reflect.Uint64 || k == reflect.Float32 || k == reflect.Float64
 }
@@ -390,19 +450,19 @@ func sumInto(target reflect.Value, parts []reflect.Value) {
 	case target.CanInt():
 		var sum int64
 		for _, part := range parts {
-			sum += part.Elem().Int()
+			sum += part.Int()
 		}
 		target.SetInt(sum)
 	case target.CanUint():
 		var sum uint64
 		for _, part := range parts {
-			sum += part.Elem().Uint()
+			sum += part.Uint()
 		}
 		target.SetUint(sum)
 	default:
 		var sum float64
 		for _, part := range parts {
-			sum += part.Elem().Float()
+			sum += part.Float()
 		}
 		target.SetFloat(sum)
 	}

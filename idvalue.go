@@ -2,11 +2,13 @@ package shardid
 
 import (
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
 
 	"github.com/google/uuid"
+	"gorm.io/gorm"
 )
 
 // An ID field holds an int64 (int64, uint64, shardid.ID) made by an int
@@ -32,20 +34,42 @@ func readID(v reflect.Value) (int64, error) {
 	return 0, fmt.Errorf("a %s is not an integer ID", v.Type())
 }
 
-// uuidOf reads a UUID from its text, its 16 bytes, or a Valuer of either.
+// errNull is a condition's value that binds as NULL: `col = NULL` and
+// `col IN (NULL)` match no row, so it names no database.
+var errNull = errors.New("NULL matches no row")
+
+// boundValue returns v as database/sql hands it to the driver: the value of
+// a driver.Valuer (NULL for a nil pointer whose Value has a value receiver),
+// pointers followed, named types as their underlying kind. A gorm.Valuer
+// writes SQL of its own, whose value the plugin cannot know.
+func boundValue(v any) (value driver.Value, err error) {
+	if _, ok := v.(gorm.Valuer); ok {
+		return nil, fmt.Errorf("a %T writes its own SQL", v)
+	}
+	defer func() { // a Valuer of the application's that panics is an error, not a crash
+		if r := recover(); r != nil {
+			value, err = nil, fmt.Errorf("the Value method of %T panicked: %v", v, r)
+		}
+	}()
+	value, err = driver.DefaultParameterConverter.ConvertValue(v)
+	if err == nil && value == nil {
+		err = errNull
+	}
+	return value, err
+}
+
+// uuidOf reads a UUID from its 16 bytes, or from the text or bytes it binds as.
 func uuidOf(v any) (uuid.UUID, error) {
 	if rv := reflect.ValueOf(v); rv.IsValid() && rv.Kind() == reflect.Array && isUUIDType(rv.Type()) {
 		var u uuid.UUID
 		reflect.Copy(reflect.ValueOf(&u).Elem(), rv)
 		return u, nil
 	}
-	if valuer, ok := v.(driver.Valuer); ok {
-		var err error
-		if v, err = valuer.Value(); err != nil {
-			return uuid.Nil, err
-		}
+	bound, err := boundValue(v)
+	if err != nil {
+		return uuid.Nil, err
 	}
-	switch key := v.(type) {
+	switch key := bound.(type) {
 	case string:
 		return uuid.Parse(key)
 	case []byte:
@@ -81,18 +105,25 @@ func (p *Plugin) fieldShard(v reflect.Value) (shard int, zero bool, err error) {
 }
 
 // valueShard returns the logical shard of an ID given as a condition's value,
-// read as the type t of the field it is compared with.
+// read as the type t of the field it is compared with. A value that binds as
+// NULL fails with errNull.
 func (p *Plugin) valueShard(v any, t reflect.Type) (int, error) {
 	if isUUIDType(t) {
 		u, err := uuidOf(v)
+		if errors.Is(err, errNull) {
+			return 0, err
+		}
 		if err != nil {
-			return 0, fmt.Errorf("%w: %v is not a UUID: %w", ErrNoShard, v, err)
+			return 0, fmt.Errorf("%w: %v (%T) is not a UUID: %w", ErrNoShard, v, v, err)
 		}
 		return p.uuids.Shard(u), nil
 	}
 	id, err := int64Of(v)
+	if errors.Is(err, errNull) {
+		return 0, err
+	}
 	if err != nil || id <= 0 {
-		return 0, fmt.Errorf("%w: %v is not an ID", ErrNoShard, v)
+		return 0, fmt.Errorf("%w: %v (%T) is not an ID", ErrNoShard, v, v)
 	}
 	return p.layout.Shard(id), nil
 }

@@ -1,7 +1,6 @@
 package shardid
 
 import (
-	"database/sql/driver"
 	"errors"
 	"fmt"
 	"math/bits"
@@ -374,6 +373,10 @@ func (p *Plugin) statementPhysicals(db *gorm.DB, m *model, kind statementKind) (
 				if err != nil {
 					return 0, err
 				}
+				if set == 0 { // only NULLs: no row matches
+					none = true
+					continue
+				}
 				named, found = named&set, true
 			}
 		}
@@ -417,6 +420,9 @@ func (p *Plugin) physicalsOf(values []any, e evidence) (physicalSet, error) {
 	var set physicalSet
 	for _, v := range values {
 		s, err := e.shardOf(p, v)
+		if errors.Is(err, errNull) {
+			continue // NULL matches no row, on any database
+		}
 		if err != nil {
 			return 0, err
 		}
@@ -485,41 +491,55 @@ func evidenceOf(table string, f *idField) []evidence {
 		list = append(list, evidence{table: table, names: []string{hashed.DBName, hashed.Name}, shardOf: func(p *Plugin, v any) (int, error) {
 			// The database compares the column's type: hash the value as that type.
 			key, err := asKind(v, hashed.FieldType)
-			if err != nil {
-				return 0, fmt.Errorf("%w: %v cannot be a %s key: %w", ErrNoShard, v, hashed.Name, err)
-			}
-			h, err := hashValue(key)
-			if err != nil {
+			if errors.Is(err, errNull) {
 				return 0, err
 			}
-			return int(h % uint64(p.layout.ShardCount())), nil
+			if err != nil {
+				return 0, fmt.Errorf("%w: %v (%T) cannot be a %s key: %w", ErrNoShard, v, v, hashed.Name, err)
+			}
+			return p.hashShard(key)
 		}})
 	}
 	return list
 }
 
-// asKind converts a condition's value to the kind of a hash field, so that
-// Where("code = ?", 42) on a string column hashes "42".
+// hashShard is the logical shard of a hash key, given as a value of the hash
+// field's type: one function for the rows of a Create and the values of a
+// condition, so that both hash alike.
+func (p *Plugin) hashShard(key reflect.Value) (int, error) {
+	if (key.Kind() == reflect.String || key.Kind() == reflect.Slice) && key.Len() == 0 {
+		return 0, fmt.Errorf("%w: an empty key has no shard", ErrNoShard)
+	}
+	h, err := hashValue(key)
+	if err != nil {
+		return 0, err
+	}
+	return int(h % uint64(p.layout.ShardCount())), nil
+}
+
+// asKind reads a condition's value as the hash field's type t, as the
+// database compares it with the column: a value of the field's own kind (a
+// named type, uuid.UUID for a [16]byte field, through pointers) is the row's
+// value as it was hashed on Create; anything else is read as it binds (a
+// driver.Valuer's value). A value the column would compare otherwise than by
+// equal keys (a number for a text column: MySQL compares '042' = 42) is
+// refused rather than guessed.
 func asKind(v any, t reflect.Type) (reflect.Value, error) {
-	// A value of the field's own kind (uuid.UUID for a [16]byte field) is
-	// hashed as the row's value was, before any Valuer turns it into text.
-	if rv := reflect.ValueOf(v); rv.IsValid() && rv.Kind() == t.Kind() && rv.Type().ConvertibleTo(t) {
+	rv := reflect.ValueOf(v)
+	for rv.Kind() == reflect.Pointer && !rv.IsNil() && rv.Elem().Kind() == t.Kind() {
+		rv = rv.Elem()
+	}
+	if rv.IsValid() && rv.Kind() == t.Kind() && rv.Type().ConvertibleTo(t) {
 		return rv.Convert(t), nil
 	}
-	if valuer, ok := v.(driver.Valuer); ok {
-		var err error
-		if v, err = valuer.Value(); err != nil {
-			return reflect.Value{}, err
-		}
-	}
-	rv := reflect.ValueOf(v)
-	if !rv.IsValid() {
-		return rv, fmt.Errorf("nil")
+	bound, err := boundValue(v)
+	if err != nil {
+		return reflect.Value{}, err
 	}
 	switch t.Kind() {
 	case reflect.Array: // a [16]byte key (uuid.UUID) given as its text or its bytes
 		var b []byte
-		switch key := v.(type) {
+		switch key := bound.(type) {
 		case string:
 			u, err := uuid.Parse(key)
 			if err != nil {
@@ -536,38 +556,60 @@ func asKind(v any, t reflect.Type) (reflect.Value, error) {
 		reflect.Copy(key, reflect.ValueOf(b))
 		return key, nil
 	case reflect.String:
-		if b, ok := v.([]byte); ok {
-			return reflect.ValueOf(string(b)), nil
+		switch key := bound.(type) {
+		case string:
+			return reflect.ValueOf(key), nil
+		case []byte:
+			return reflect.ValueOf(string(key)), nil
 		}
-		return reflect.ValueOf(fmt.Sprint(v)), nil
+		return reflect.Value{}, fmt.Errorf("a %T is compared with text by conversion, which other keys may equal too; give the key as a string", v)
+	case reflect.Slice: // a []byte key, given as its bytes or its text
+		switch key := bound.(type) {
+		case []byte:
+			return reflect.ValueOf(key), nil
+		case string:
+			return reflect.ValueOf([]byte(key)), nil
+		}
+		return reflect.Value{}, fmt.Errorf("a %T is not bytes", v)
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		n, err := int64Of(v)
 		return reflect.ValueOf(n), err
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		if s, ok := v.(string); ok {
-			n, err := strconv.ParseUint(s, 10, 64)
+		switch key := bound.(type) {
+		case int64:
+			if key >= 0 {
+				return reflect.ValueOf(uint64(key)), nil
+			}
+		case string:
+			n, err := strconv.ParseUint(key, 10, 64)
 			return reflect.ValueOf(n), err
 		}
-		n, err := readID(rv)
-		return reflect.ValueOf(uint64(n)), err
+		return reflect.Value{}, fmt.Errorf("a %T is not an unsigned integer", v)
 	}
-	return rv, nil
+	return reflect.Value{}, fmt.Errorf("a %s key cannot be compared", t)
 }
 
-// int64Of converts a condition's value to an ID.
+// int64Of reads a condition's value as an integer ID, as it binds: a
+// driver.Valuer's value, through pointers, a named integer type as its
+// value, a decimal string as its number. NULL fails with errNull.
 func int64Of(v any) (int64, error) {
-	if valuer, ok := v.(driver.Valuer); ok {
-		var err error
-		if v, err = valuer.Value(); err != nil {
-			return 0, err
-		}
+	switch n := v.(type) { // the common cases, without a conversion
+	case int64:
+		return n, nil
+	case int:
+		return int64(n), nil
 	}
-	if s, ok := v.(string); ok {
-		return strconv.ParseInt(s, 10, 64)
+	bound, err := boundValue(v)
+	if err != nil {
+		return 0, err
 	}
-	rv := reflect.ValueOf(v)
-	if !rv.IsValid() {
-		return 0, fmt.Errorf("nil")
+	switch n := bound.(type) {
+	case int64:
+		return n, nil
+	case string:
+		return strconv.ParseInt(n, 10, 64)
+	case []byte:
+		return strconv.ParseInt(string(n), 10, 64)
 	}
-	return readID(rv)
+	return 0, fmt.Errorf("a %T is not an integer ID", v)
 }

@@ -1,7 +1,15 @@
 package shardid
 
 import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
 	"fmt"
+	"io"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,9 +41,10 @@ func openFake(b *testing.B) *gorm.DB {
 }
 
 // BenchmarkRoutingCost measures what the plugin adds to a statement, on
-// connections that answer without I/O: a plain GORM Create with a preset ID
-// and First by ID, against the same on a sharded model routed over four
-// physical databases (IDs from snowflake, so no round trip is involved).
+// connections that answer without I/O: a plain GORM Create with a preset ID,
+// First by ID and Find by an IN list of ten IDs, against the same on a
+// sharded model routed over four physical databases (IDs from snowflake, so
+// no round trip is involved; the ten IDs need all four databases).
 func BenchmarkRoutingCost(b *testing.B) {
 	plain := openFake(b)
 	routed := openFake(b)
@@ -48,6 +57,11 @@ func BenchmarkRoutingCost(b *testing.B) {
 		b.Fatal(err)
 	}
 	id := p.Layout().Compose(p.Layout().Epoch.AddDate(1, 0, 0), 3000, 1)
+	// Ten IDs on the four physical databases (2048 logical shards each).
+	var ids []int64
+	for i := range 10 {
+		ids = append(ids, p.Layout().Compose(p.Layout().Epoch.AddDate(1, 0, 0), i*819, 1))
+	}
 	// Each pair alternates within every iteration, so the drift of a shared
 	// machine hits both alike; allocations are counted by the sub-benchmarks
 	// below.
@@ -61,6 +75,9 @@ func BenchmarkRoutingCost(b *testing.B) {
 		{"first",
 			func() error { var row benchPlain; return plain.First(&row, id).Error },
 			func() error { var row benchSharded; return routed.First(&row, id).Error }},
+		{"find-in-10",
+			func() error { var rows []benchPlain; return plain.Find(&rows, ids).Error },
+			func() error { var rows []benchSharded; return routed.Find(&rows, ids).Error }},
 	}
 	for _, pair := range pairs {
 		b.Run(pair.name, func(b *testing.B) {
@@ -83,6 +100,7 @@ func BenchmarkRoutingCost(b *testing.B) {
 			b.ReportMetric(plainNs, "plain-ns/op")
 			b.ReportMetric(shardedNs, "shardid-ns/op")
 			b.ReportMetric(shardedNs-plainNs, "added-ns/op")
+			b.ReportMetric(shardedNs/plainNs, "shardid/plain")
 		})
 		b.Run(pair.name+"/plain", func(b *testing.B) {
 			b.ReportAllocs()
@@ -99,6 +117,126 @@ func BenchmarkRoutingCost(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+		})
+	}
+}
+
+// orderedConnector is a fake database whose connections answer a query with
+// as many rows (id, name) as its LIMIT asks, keys descending; the four
+// databases' keys interleave. Only the CPU the client spends is measured.
+type orderedConnector struct{ part int64 }
+
+func (c orderedConnector) Connect(context.Context) (driver.Conn, error) { return orderedConn(c), nil }
+func (c orderedConnector) Driver() driver.Driver                        { return orderedDriver(c) }
+
+type orderedDriver orderedConnector
+
+func (d orderedDriver) Open(string) (driver.Conn, error) { return orderedConn(d), nil }
+
+type orderedConn orderedConnector
+
+var limitInSQL = regexp.MustCompile(`LIMIT (\d+)`)
+
+func (orderedConn) Prepare(string) (driver.Stmt, error) { return nil, driver.ErrSkip }
+func (orderedConn) Close() error                        { return nil }
+func (orderedConn) Begin() (driver.Tx, error)           { return fakeTx{}, nil }
+func (c orderedConn) QueryContext(_ context.Context, query string, _ []driver.NamedValue) (driver.Rows, error) {
+	if strings.Contains(query, "sqlite_version") {
+		return &fakeRows{columns: []string{"version"}, row: []driver.Value{"3.45.0"}}, nil
+	}
+	n := 1
+	if m := limitInSQL.FindStringSubmatch(query); m != nil {
+		n, _ = strconv.Atoi(m[1])
+	}
+	return &orderedRows{part: c.part, left: n}, nil
+}
+
+type orderedRows struct {
+	part int64
+	next int64
+	left int
+}
+
+func (*orderedRows) Columns() []string { return []string{"id", "name"} }
+func (*orderedRows) Close() error      { return nil }
+func (r *orderedRows) Next(dest []driver.Value) error {
+	if r.left == 0 {
+		return io.EOF
+	}
+	r.left--
+	dest[0], dest[1] = int64(1<<50)-r.next*4-r.part, "n"
+	r.next++
+	return nil
+}
+
+// BenchmarkFanOutMerge: AllShards().Order("id desc").Offset(n).Limit(20)
+// over four databases: each part fetches n+20 rows, the merge reads them
+// k-way and stops after n+20. Client CPU per fetched row stays the same
+// when n quadruples: linear in the rows fetched.
+func BenchmarkFanOutMerge(b *testing.B) {
+	db := openFake(b)
+	var shards []Shard
+	for i := range 4 {
+		part, err := gorm.Open(sqlite.Dialector{Conn: sql.OpenDB(orderedConnector{part: int64(i)})}, &gorm.Config{Logger: logger.Discard, DisableAutomaticPing: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		shards = append(shards, Shard{Name: fmt.Sprintf("ordered-%d", i), DB: part, Logical: []Range{{From: i * 2048, To: i*2048 + 2047}}})
+	}
+	if err := db.Use(New(Config{Shards: shards, Snowflake: SnowflakeConfig{FixedWorker: true}})); err != nil {
+		b.Fatal(err)
+	}
+	all := db.Clauses(AllShards()).Session(&gorm.Session{})
+	for _, offset := range []int{1000, 4000} {
+		b.Run(fmt.Sprintf("offset-%d", offset), func(b *testing.B) {
+			b.ReportAllocs()
+			fetched := 4 * (offset + 20)
+			for b.Loop() {
+				var rows []benchSharded
+				if err := all.Order("id desc").Offset(offset).Limit(20).Find(&rows).Error; err != nil {
+					b.Fatal(err)
+				}
+				if len(rows) != 20 {
+					b.Fatalf("%d rows", len(rows))
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(fetched), "ns/fetched-row")
+		})
+	}
+}
+
+// BenchmarkMergeOnly measures the k-way merge alone, on parts already
+// fetched: its CPU per row stays the same when the rows quadruple.
+func BenchmarkMergeOnly(b *testing.B) {
+	db, p := testDB(b, Config{})
+	stmt := &gorm.Statement{DB: db}
+	if err := stmt.Parse(&benchSharded{}); err != nil {
+		b.Fatal(err)
+	}
+	m, err := p.model(stmt.Schema)
+	if err != nil {
+		b.Fatal(err)
+	}
+	order := &mergeOrder{columns: []orderColumn{{field: m.pk().field, desc: true}}, key: m.pk().field}
+	rowsType := reflect.TypeOf([]benchSharded{})
+	for _, perPart := range []int{1020, 4020} {
+		parts := make([]reflect.Value, 4)
+		for k := range parts {
+			rows := make([]benchSharded, perPart)
+			for i := range rows {
+				rows[i].ID = int64(1<<50) - int64(i)*4 - int64(k)
+			}
+			parts[k] = reflect.ValueOf(rows)
+		}
+		b.Run(fmt.Sprintf("rows-%d", 4*perPart), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				merged, err := order.merge(stmt, rowsType, parts, 20, perPart-20, true)
+				if err != nil || merged.Len() != 20 {
+					b.Fatal(err, merged.Len())
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(4*perPart), "ns/row")
 		})
 	}
 }

@@ -591,16 +591,13 @@ func TestRoutingTrickyForms(t *testing.T) {
 		})
 		must(t, err)
 
-		// A hash key given as another Go type is hashed as the column's.
-		// (PostgreSQL's driver refuses to send an int for a text column at all.)
-		if b.name == "postgres" {
-			return
-		}
+		// A number for a text hash key is refused: MySQL compares '042' = 42
+		// as numbers, so no one key's hash names the rows it matches.
 		tn := tenant{Code: "42"}
 		must(t, r.db.Create(&tn).Error)
 		var back tenant
-		if err := r.db.Where("code = ?", 42).First(&back).Error; err != nil || back.ID != tn.ID {
-			t.Fatalf(`Where("code = ?", 42) on a string key: %v, %d`, err, back.ID)
+		if err := r.db.Where("code = ?", 42).First(&back).Error; !errors.Is(err, shardid.ErrNoShard) {
+			t.Fatalf(`Where("code = ?", 42) on a string key: got %v, want ErrNoShard`, err)
 		}
 	})
 }

@@ -1,11 +1,13 @@
 package shardrouter
 
 import (
+	"database/sql/driver"
 	"reflect"
 	"regexp"
 	"slices"
 	"strings"
 
+	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
 
@@ -36,15 +38,15 @@ func ColumnValues(exprs []clause.Expression, isColumn func(table, name string) b
 	for _, e := range exprs {
 		switch c := e.(type) {
 		case clause.Eq:
-			if table, name := columnName(c.Column); isColumn(table, name) {
+			if table, name := columnName(c.Column); isColumn(table, name) && !isNull(c.Value) && known(c.Value) {
 				consider(flatten([]any{c.Value}))
 			}
 		case clause.IN:
-			if table, name := columnName(c.Column); isColumn(table, name) {
+			if table, name := columnName(c.Column); isColumn(table, name) && known(c.Values...) {
 				consider(flatten(c.Values))
 			}
 		case clause.Expr:
-			if m := simpleCondition.FindStringSubmatch(c.SQL); m != nil && len(c.Vars) == 1 && isColumn(m[1], m[2]) {
+			if len(c.Vars) == 1 && known(c.Vars...) && isSimpleCondition(c.SQL, isColumn) {
 				consider(flatten(c.Vars))
 			}
 		case clause.AndConditions:
@@ -58,6 +60,159 @@ func ColumnValues(exprs []clause.Expression, isColumn func(table, name string) b
 		}
 	}
 	return best, found
+}
+
+// isSimpleCondition reports whether sql is `col = ?` or `col IN ?` on a
+// column isColumn accepts.
+func isSimpleCondition(sql string, isColumn func(table, name string) bool) bool {
+	m := simpleCondition.FindStringSubmatch(sql)
+	return m != nil && isColumn(m[1], m[2])
+}
+
+// known reports whether values are values, not SQL that the database
+// computes: a subquery (*gorm.DB) or an expression, which say nothing of a
+// column's values.
+func known(values ...any) bool {
+	for _, v := range values {
+		switch v.(type) {
+		case *gorm.DB, clause.Expression, clause.Column:
+			return false
+		}
+	}
+	return true
+}
+
+// isNull reports whether clause.Eq writes `IS NULL` for v: nil, a nil
+// pointer, or a driver.Valuer whose value is nil.
+func isNull(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	if rv.Kind() == reflect.Pointer && rv.IsNil() {
+		return true
+	}
+	if valuer, ok := v.(driver.Valuer); ok {
+		value, err := valuer.Value()
+		return err == nil && value == nil
+	}
+	return false
+}
+
+// RestrictValues returns a copy of the AND-ed conditions exprs (copied down
+// through their groups, which GORM reorders in place while writing SQL) in
+// which every list of values for the column isColumn accepts, where
+// ColumnValues reads one, keeps only the values keep accepts: the part of a
+// statement sent to one database asks that database only for its own rows.
+// It reports empty when such a condition keeps no value: no row there matches.
+func RestrictValues(exprs []clause.Expression, isColumn func(table, name string) bool, keep func(v any) bool) (out []clause.Expression, empty bool) {
+	out = MapValues(exprs, isColumn, func(values []any, single bool) ([]any, bool) {
+		kept := make([]any, 0, len(values))
+		for _, v := range values {
+			if keep(v) {
+				kept = append(kept, v)
+			}
+		}
+		empty = empty || len(kept) == 0
+		return kept, !single && len(kept) != len(values)
+	})
+	return out, empty
+}
+
+// ValueLists returns, in the order MapValues visits them, the values of each
+// condition on the column isColumn accepts that ColumnValues reads (lists
+// flattened), and whether each is a single value rather than a list.
+func ValueLists(exprs []clause.Expression, isColumn func(table, name string) bool) (lists [][]any, singles []bool) {
+	MapValues(exprs, isColumn, func(values []any, single bool) ([]any, bool) {
+		lists, singles = append(lists, values), append(singles, single)
+		return nil, false
+	})
+	return lists, singles
+}
+
+// MapValues returns a copy of exprs, as RestrictValues does, in which visit
+// may replace the values of each condition on the column isColumn accepts
+// that ColumnValues reads: it gets them flattened, and whether the condition
+// compares one value (col = ?) rather than a list, and returns the new values
+// and whether to use them. A single value is replaced only by one value.
+func MapValues(exprs []clause.Expression, isColumn func(table, name string) bool, visit func(values []any, single bool) ([]any, bool)) []clause.Expression {
+	restrict := !slices.ContainsFunc(exprs, func(e clause.Expression) bool { _, or := e.(clause.OrConditions); return or })
+	group := func(exprs []clause.Expression) []clause.Expression {
+		if !restrict {
+			return copyExprs(exprs)
+		}
+		return MapValues(exprs, isColumn, visit)
+	}
+	out := make([]clause.Expression, len(exprs))
+	for i, e := range exprs {
+		out[i] = e
+		switch c := e.(type) {
+		case clause.AndConditions:
+			c.Exprs = group(c.Exprs)
+			out[i] = c
+		case clause.Where:
+			c.Exprs = group(c.Exprs)
+			out[i] = c
+		case clause.OrConditions:
+			c.Exprs = copyExprs(c.Exprs)
+			out[i] = c
+		case clause.NotConditions:
+			c.Exprs = copyExprs(c.Exprs)
+			out[i] = c
+		case clause.Eq:
+			if table, name := columnName(c.Column); restrict && isColumn(table, name) && !isNull(c.Value) && known(c.Value) {
+				single := !isList(c.Value)
+				if values, replace := visit(flatten([]any{c.Value}), single); replace && (!single || len(values) == 1) {
+					if single {
+						c.Value = values[0]
+					} else {
+						c.Value = values
+					}
+					out[i] = c
+				}
+			}
+		case clause.IN:
+			if table, name := columnName(c.Column); restrict && isColumn(table, name) && known(c.Values...) {
+				if values, replace := visit(flatten(c.Values), false); replace {
+					c.Values = values
+					out[i] = c
+				}
+			}
+		case clause.Expr:
+			if restrict && len(c.Vars) == 1 && known(c.Vars...) && isSimpleCondition(c.SQL, isColumn) {
+				single := !isList(c.Vars[0])
+				if values, replace := visit(flatten(c.Vars), single); replace && (!single || len(values) == 1) {
+					if single {
+						c.Vars = values
+					} else {
+						c.Vars = []any{values}
+					}
+					out[i] = c
+				}
+			}
+		}
+	}
+	return out
+}
+
+// copyExprs copies conditions down through their AND, OR and NOT groups.
+func copyExprs(exprs []clause.Expression) []clause.Expression {
+	out := make([]clause.Expression, len(exprs))
+	for i, e := range exprs {
+		switch g := e.(type) {
+		case clause.AndConditions:
+			out[i] = clause.AndConditions{Exprs: copyExprs(g.Exprs)}
+		case clause.OrConditions:
+			out[i] = clause.OrConditions{Exprs: copyExprs(g.Exprs)}
+		case clause.NotConditions:
+			out[i] = clause.NotConditions{Exprs: copyExprs(g.Exprs)}
+		case clause.Where:
+			out[i] = clause.Where{Exprs: copyExprs(g.Exprs)}
+		default:
+			out[i] = e
+		}
+	}
+	return out
 }
 
 // columnName returns the table ("" when none is named) and the bare column

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
 
@@ -53,5 +54,63 @@ func TestColumnValues(t *testing.T) {
 		if found != c.found || !reflect.DeepEqual(got, c.want) && c.found {
 			t.Errorf("%s: got %v, %v; want %v, %v", c.name, got, found, c.want, c.found)
 		}
+	}
+}
+
+func TestColumnValuesSkipsWhatIsNoValue(t *testing.T) {
+	isID := func(table, name string) bool { return name == "id" }
+	var nilPointer *int64
+	for name, exprs := range map[string][]clause.Expression{
+		"IS NULL":              {clause.Eq{Column: "id", Value: nil}},
+		"IS NULL by a pointer": {clause.Eq{Column: "id", Value: nilPointer}},
+		"a subquery":           {clause.Expr{SQL: "id IN (?)", Vars: []any{&gorm.DB{}}}},
+		"an expression":        {clause.Eq{Column: "id", Value: clause.Expr{SQL: "other_id"}}},
+		"a column":             {clause.IN{Column: "id", Values: []any{clause.Column{Name: "x"}}}},
+	} {
+		if values, found := ColumnValues(exprs, isID); found {
+			t.Errorf("%s: read %v as the column's values", name, values)
+		}
+	}
+}
+
+func TestRestrictValues(t *testing.T) {
+	isID := func(table, name string) bool { return name == "id" }
+	even := func(v any) bool { return v.(int)%2 == 0 }
+	where := []clause.Expression{
+		clause.Expr{SQL: "id IN ?", Vars: []any{[]int{1, 2, 3, 4}}},
+		clause.IN{Column: "id", Values: []any{2, 3, 4}},
+		clause.Eq{Column: "id", Value: []int{4, 5}},
+		clause.Eq{Column: "name", Value: "x"},
+		clause.OrConditions{Exprs: []clause.Expression{clause.Eq{Column: "id", Value: 7}}},
+	}
+	// A level with an OR is left as it is, but still copied.
+	out, empty := RestrictValues(where, isID, even)
+	if empty || !reflect.DeepEqual(out, where) {
+		t.Fatalf("a level with OR: %v, %v", out, empty)
+	}
+	out[0] = nil
+	if where[0] == nil {
+		t.Fatal("the copy shares the caller's slice")
+	}
+	and := where[:4]
+	out, empty = RestrictValues(and, isID, even)
+	want := []clause.Expression{
+		clause.Expr{SQL: "id IN ?", Vars: []any{[]any{2, 4}}},
+		clause.IN{Column: "id", Values: []any{2, 4}},
+		clause.Eq{Column: "id", Value: []any{4}},
+		clause.Eq{Column: "name", Value: "x"},
+	}
+	if empty || !reflect.DeepEqual(out, want) {
+		t.Fatalf("restricted: %#v, %v", out, empty)
+	}
+	if _, empty = RestrictValues([]clause.Expression{clause.Eq{Column: "id", Value: 3}}, isID, even); !empty {
+		t.Fatal("a single value the database does not hold leaves it no row")
+	}
+	if _, empty = RestrictValues([]clause.Expression{clause.AndConditions{Exprs: []clause.Expression{clause.IN{Column: "id", Values: []any{1, 3}}}}}, isID, even); !empty {
+		t.Fatal("a list in an AND group that keeps no value leaves no row")
+	}
+	lists, singles := ValueLists(append(and, clause.Expr{SQL: "id = ?", Vars: []any{6}}), isID)
+	if !reflect.DeepEqual(lists, [][]any{{1, 2, 3, 4}, {2, 3, 4}, {4, 5}, {6}}) || !reflect.DeepEqual(singles, []bool{false, false, false, true}) {
+		t.Fatalf("ValueLists: %v %v", lists, singles)
 	}
 }

@@ -1,0 +1,212 @@
+package shardid
+
+import (
+	"reflect"
+	"slices"
+	"sync"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/callbacks"
+	"gorm.io/gorm/clause"
+
+	"github.com/shardid/shardid/shardrouter"
+)
+
+// The parts of a query over several databases differ only in their lists of
+// key values, so its SQL is built once, by GORM, with a marker for each value
+// of those lists (each list as long as the longest part needs, a shorter
+// part repeating its last value: `IN (a, b, b)` asks for a and b); each part
+// runs that SQL with its own values. Building a statement is most of what
+// GORM spends on one, so the parts cost little more than one statement.
+
+// queryPart is the part of a query that runs on physical database k.
+type queryPart struct {
+	k    int
+	sql  string
+	vars []any
+	rows reflect.Value // a pointer to the part's own slice of rows
+	err  error
+	pan  any
+}
+
+// keyMarker stands, in the SQL built for every part, for the index-th value of
+// the list-th list of key values.
+type keyMarker struct {
+	list, index int
+	seen        bool // found in the built statement's values
+}
+
+// keyList is one list of key values in a query's conditions: its values,
+// whether it is a single value (col = ?), and the database of each value.
+type keyList struct {
+	values   []any
+	single   bool
+	physical []int
+}
+
+// queryParts builds the parts of a query on physicals: one part for each
+// database that holds some of the values of every list of key values, each
+// with those values only. prepare makes a copy of the statement one to run.
+func (p *Plugin) queryParts(db *gorm.DB, m *model, physicals []int, prepare func(*gorm.Statement)) ([]queryPart, error) {
+	var exprs []clause.Expression
+	if where, ok := db.Statement.Clauses["WHERE"].Expression.(clause.Where); ok {
+		exprs = where.Exprs
+	}
+	lists := make([][]keyList, len(m.evidence))
+	for i, e := range m.evidence {
+		values, singles := shardrouter.ValueLists(exprs, e.matches)
+		for j := range values {
+			l := keyList{values: values[j], single: singles[j], physical: make([]int, len(values[j]))}
+			for n, v := range l.values {
+				l.physical[n] = -1 // NULL, or what no database holds
+				if s, err := e.shardOf(p, v); err == nil {
+					l.physical[n] = p.physicalOf(s)
+				}
+			}
+			lists[i] = append(lists[i], l)
+		}
+	}
+	// What of each list each database holds; a database without a value of
+	// some list holds no row of the query.
+	parts := make([]queryPart, 0, len(physicals))
+	kept := make([][][][]any, 0, len(physicals)) // part, evidence, list: the values
+	for _, k := range physicals {
+		own := make([][][]any, len(lists))
+		empty := false
+		for i := range m.evidence {
+			own[i] = make([][]any, 0, len(lists[i]))
+			for _, l := range lists[i] {
+				values := make([]any, 0, len(l.values))
+				for n, v := range l.values {
+					if l.physical[n] == k {
+						values = append(values, v)
+					}
+				}
+				own[i] = append(own[i], values)
+				empty = empty || len(values) == 0
+			}
+		}
+		if !empty {
+			parts, kept = append(parts, queryPart{k: k}), append(kept, own)
+		}
+	}
+	if len(parts) == 0 {
+		return nil, nil
+	}
+	// The SQL, built once with markers for the lists' values.
+	template := db.Session(&gorm.Session{Initialized: true})
+	marked := exprs
+	markers := 0
+	for i, e := range m.evidence {
+		j := -1
+		marked = shardrouter.MapValues(marked, e.matches, func([]any, bool) ([]any, bool) {
+			j++
+			if lists[i][j].single {
+				return nil, false
+			}
+			width := 0
+			for _, own := range kept {
+				width = max(width, len(own[i][j]))
+			}
+			values := make([]any, width)
+			slab := make([]keyMarker, width) // one allocation for the list's markers
+			for n := range values {
+				slab[n] = keyMarker{list: len(lists)*j + i, index: n}
+				values[n] = &slab[n]
+			}
+			markers += width
+			return values, true
+		})
+	}
+	if c, ok := template.Statement.Clauses["WHERE"]; ok {
+		c.Expression = clause.Where{Exprs: marked}
+		template.Statement.Clauses["WHERE"] = c
+	}
+	prepare(template.Statement)
+	callbacks.BuildQuerySQL(template)
+	if template.Error != nil {
+		return nil, template.Error
+	}
+	sql, vars := template.Statement.SQL.String(), template.Statement.Vars
+	found := 0
+	for _, v := range vars {
+		if mk, ok := v.(*keyMarker); ok && !mk.seen {
+			mk.seen = true
+			found++
+		}
+	}
+	if found != markers { // GORM left a value out of its SQL: build each part apart
+		return p.buildEachPart(db, m, parts, prepare)
+	}
+	for n := range parts {
+		parts[n].sql, parts[n].vars = sql, slices.Clone(vars)
+		for at, v := range parts[n].vars {
+			if mk, ok := v.(*keyMarker); ok {
+				own := kept[n][mk.list%len(lists)][mk.list/len(lists)]
+				parts[n].vars[at] = own[min(mk.index, len(own)-1)]
+			}
+		}
+		parts[n].rows = reflect.New(reflect.TypeOf(template.Statement.Dest).Elem())
+	}
+	return parts, nil
+}
+
+// buildEachPart builds the SQL of each part on its own copy of the statement.
+func (p *Plugin) buildEachPart(db *gorm.DB, m *model, parts []queryPart, prepare func(*gorm.Statement)) ([]queryPart, error) {
+	for n := range parts {
+		part, _ := p.part(db, m, parts[n].k)
+		prepare(part.Statement)
+		callbacks.BuildQuerySQL(part)
+		if part.Error != nil {
+			return nil, part.Error
+		}
+		parts[n].sql, parts[n].vars = part.Statement.SQL.String(), part.Statement.Vars
+		parts[n].rows = reflect.New(reflect.TypeOf(part.Statement.Dest).Elem())
+	}
+	return parts, nil
+}
+
+// runQueryParts runs the parts at once, each on its database, scanning the
+// rows as GORM does into the part's own slice and logging it as GORM logs a
+// statement.
+func (p *Plugin) runQueryParts(db *gorm.DB, parts []queryPart) {
+	stmt := db.Statement
+	run := func(part *queryPart) {
+		defer func() { part.pan = recover() }() // raised again in the caller's goroutine
+		begin := time.Now()
+		scan := &gorm.DB{Config: db.Config}
+		scan.Statement = &gorm.Statement{
+			DB: scan, ConnPool: p.physical[part.k].pool, Context: stmt.Context, Schema: stmt.Schema, Table: stmt.Table,
+			Model: stmt.Model, Dest: part.rows.Interface(), ReflectValue: part.rows.Elem(), Joins: stmt.Joins,
+			ColumnMapping: stmt.ColumnMapping,
+		}
+		rows, err := scan.Statement.ConnPool.QueryContext(stmt.Context, part.sql, part.vars...)
+		if err == nil {
+			gorm.Scan(rows, scan, 0)
+			scan.AddError(rows.Close())
+		} else {
+			scan.AddError(err)
+		}
+		scan.Logger.Trace(stmt.Context, begin, func() (string, int64) {
+			return scan.Dialector.Explain(part.sql, part.vars...), scan.RowsAffected
+		}, scan.Error)
+		if scan.Error != nil {
+			part.err = p.partError(part.k, scan.Error)
+		}
+	}
+	var wg sync.WaitGroup
+	for i := range parts[min(1, len(parts)):] { // the first part runs in this goroutine
+		wg.Add(1)
+		goPart(func() { defer wg.Done(); run(&parts[i+1]) })
+	}
+	if len(parts) > 0 {
+		run(&parts[0])
+	}
+	wg.Wait()
+	for _, part := range parts {
+		if part.pan != nil {
+			panic(part.pan)
+		}
+	}
+}
