@@ -174,10 +174,15 @@ func (p *Plugin) runQueryParts(db *gorm.DB, parts []queryPart) {
 	stmt := db.Statement
 	run := func(part *queryPart) {
 		defer func() { part.pan = recover() }() // raised again in the caller's goroutine
+		pool, err := p.pool(stmt.Context, part.k)
+		if err != nil {
+			part.err = err // names the database already
+			return
+		}
 		begin := time.Now()
 		scan := &gorm.DB{Config: db.Config}
 		scan.Statement = &gorm.Statement{
-			DB: scan, ConnPool: p.physical[part.k].pool, Context: stmt.Context, Schema: stmt.Schema, Table: stmt.Table,
+			DB: scan, ConnPool: pool, Context: stmt.Context, Schema: stmt.Schema, Table: stmt.Table,
 			Model: stmt.Model, Dest: part.rows.Interface(), ReflectValue: part.rows.Elem(), Joins: stmt.Joins,
 			ColumnMapping: stmt.ColumnMapping,
 		}

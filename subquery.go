@@ -79,7 +79,7 @@ func (p *Plugin) databaseOf(stmt *gorm.Statement) (k int, several bool) {
 		return 0, true
 	}
 	for k, ph := range p.physical {
-		if stmt.ConnPool == ph.pool {
+		if opened := ph.loaded(); opened != nil && stmt.ConnPool == opened.pool {
 			return k, false
 		}
 	}
