@@ -72,19 +72,25 @@ func mysqlTickets(table string, step, offset int) ticketSQL {
 		next: func(ctx context.Context, conn ticketConn, n int, timeout time.Duration, out []int64) ([]int64, error) {
 			// One statement per ticket: a multi-row insert's values are
 			// consecutive only under some innodb_autoinc_lock_mode settings.
+			var contendedSince time.Time
 			for contended := 0; len(out) < n; {
 				res, err := execWithin(ctx, timeout, conn, replace)
 				// Concurrent REPLACEs of the one row (from other processes: this
 				// one sends one at a time) deadlock now and then on InnoDB; the
-				// victim is rolled back and the server is fine.
-				if isMySQLContention(err) && contended < maxContentionRetries {
+				// victim is rolled back and the server is fine. Only contention
+				// that lasts a whole timeout counts as the server's failure.
+				if isMySQLContention(err) && (contended == 0 || time.Since(contendedSince) < timeout) {
+					if contended == 0 {
+						contendedSince = time.Now()
+					}
 					contended++
-					// Another process's REPLACE won; a random pause keeps the next try from meeting it again.
-					if err := sleepCtx(ctx, rand.N(time.Duration(contended)*time.Millisecond)); err != nil {
+					// Another process's REPLACE won; a random pause, growing, keeps the next try from meeting it again.
+					if err := sleepCtx(ctx, rand.N(time.Duration(1<<min(contended, 6))*time.Millisecond)); err != nil {
 						return out, err
 					}
 					continue
 				}
+				contended = 0
 				if err != nil {
 					return out, err
 				}
@@ -117,10 +123,6 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
-
-// maxContentionRetries is how many deadlocks or lock wait timeouts in a row
-// one request retries before it counts as the server's failure.
-const maxContentionRetries = 10
 
 // isMySQLContention reports a deadlock (1213) or lock wait timeout (1205).
 func isMySQLContention(err error) bool {
