@@ -29,19 +29,21 @@ func (p *Plugin) registerCallbacks(db *gorm.DB) error {
 	list := []hook{
 		{cb.Create().Before("gorm:begin_transaction").Register, "shardid:assign_ids", p.assignIDs},
 		{cb.Create().After("gorm:begin_transaction").Before("gorm:before_create").Register, "shardid:remember_tx", p.rememberTransaction},
-		{cb.Create().After("gorm:commit_or_rollback_transaction").Register, "shardid:finish", finish},
+		{cb.Create().After("gorm:save_before_associations").Before("gorm:create").Register, "shardid:check_keys", p.checkCreate},
+		{cb.Create().After("gorm:commit_or_rollback_transaction").Register, "shardid:finish", p.finish},
 		{cb.Update().Before("gorm:begin_transaction").Register, "shardid:route", p.route(kindUpdate)},
 		{cb.Update().After("gorm:begin_transaction").Before("gorm:setup_reflect_value").Register, "shardid:remember_tx", p.rememberTransaction},
-		{cb.Update().After("gorm:commit_or_rollback_transaction").Register, "shardid:finish", finish},
+		{cb.Update().After("gorm:save_before_associations").Before("gorm:update").Register, "shardid:check_keys", p.checkUpdate},
+		{cb.Update().After("gorm:commit_or_rollback_transaction").Register, "shardid:finish", p.finish},
 		{cb.Delete().Before("gorm:begin_transaction").Register, "shardid:route", p.route(kindDelete)},
 		{cb.Delete().After("gorm:begin_transaction").Before("gorm:before_delete").Register, "shardid:remember_tx", p.rememberTransaction},
-		{cb.Delete().After("gorm:commit_or_rollback_transaction").Register, "shardid:finish", finish},
+		{cb.Delete().After("gorm:commit_or_rollback_transaction").Register, "shardid:finish", p.finish},
 		{cb.Query().Before("gorm:query").Register, "shardid:route", p.route(kindQuery)},
-		{cb.Query().After("gorm:after_query").Register, "shardid:finish", finish},
+		{cb.Query().After("gorm:after_query").Register, "shardid:finish", p.finish},
 		{cb.Row().Before("gorm:row").Register, "shardid:route", p.route(kindRow)},
-		{cb.Row().After("gorm:row").Register, "shardid:finish", finish},
+		{cb.Row().After("gorm:row").Register, "shardid:finish", p.finish},
 		{cb.Raw().Before("gorm:raw").Register, "shardid:route", p.route(kindRaw)},
-		{cb.Raw().After("gorm:raw").Register, "shardid:finish", finish},
+		{cb.Raw().After("gorm:raw").Register, "shardid:finish", p.finish},
 	}
 	for _, h := range list {
 		if err := h.register(h.name, h.fn); err != nil {

@@ -86,12 +86,6 @@ func (p *Plugin) route(kind statementKind) func(*gorm.DB) {
 			db.AddError(p.bind(db, v.(pin).physical))
 			return
 		}
-		if kind == kindUpdate {
-			if err := p.keepsShard(stmt, m); err != nil {
-				db.AddError(err)
-				return
-			}
-		}
 		physicals, err := p.statementPhysicals(db, m, kind)
 		if err != nil {
 			db.AddError(err)
@@ -126,84 +120,6 @@ func (p *Plugin) bind(db *gorm.DB, k int) error {
 		stmt.Settings.Store(boundKey{stmt}, k)
 	}
 	return nil
-}
-
-// keepsShard refuses an update that would leave a row on a shard its own
-// columns no longer name: a new primary key, or a colocate or hash value
-// whose shard is not the row's. Where the row's shard is not known from the
-// statement, assigning those columns is refused outright.
-func (p *Plugin) keepsShard(stmt *gorm.Statement, m *model) error {
-	assigned := assignedValues(stmt, m)
-	if len(assigned) == 0 {
-		return nil
-	}
-	rowShard, known := p.rowShard(stmt, m)
-	for field, v := range assigned {
-		moves := !known
-		if field == m.pk().field {
-			// A new key is refused even on the same shard: it was not made for this row.
-			if !p.sameKey(stmt, m, v) {
-				return fmt.Errorf("%w: %s: the update changes the primary key %s; copy the row instead", ErrCrossShard, m.schema.Name, field.Name)
-			}
-			continue
-		}
-		if !moves {
-			e := m.evidence[slices.IndexFunc(m.evidence, func(e evidence) bool { return e.matches("", field.DBName) })]
-			s, err := e.shardOf(p, v)
-			moves = err != nil || s != rowShard
-		}
-		if moves {
-			return fmt.Errorf("%w: %s: the update sets %s to a value that does not place the row on its own shard; copy the row instead", ErrCrossShard, m.schema.Name, field.Name)
-		}
-	}
-	return nil
-}
-
-// assignedValues returns the values an update gives the columns that place a
-// row (its primary key, colocate and hash columns): the keys of the map of
-// Update and Updates(map), the non-zero fields of Updates(&T{...}) or of
-// another struct, and, for Save and Model(&x).Updates(&x), the row's own
-// colocate and hash values.
-func assignedValues(stmt *gorm.Statement, m *model) map[*schema.Field]any {
-	key := m.pk()
-	placing := []*schema.Field{key.field, key.colocate, key.hash}
-	assigned := map[*schema.Field]any{}
-	if values, ok := stmt.Dest.(map[string]any); ok {
-		// GORM writes a key it does not know as a raw column, which the
-		// database may resolve to one of these whatever its case or prefix.
-		for k, v := range values {
-			column := k[strings.LastIndexByte(k, '.')+1:]
-			for _, f := range placing {
-				if f != nil && (strings.EqualFold(column, f.DBName) || strings.EqualFold(column, f.Name)) {
-					assigned[f] = v
-				}
-			}
-		}
-		return assigned
-	}
-	dest := reflect.Indirect(reflect.ValueOf(stmt.Dest))
-	if dest.Kind() != reflect.Struct {
-		return assigned
-	}
-	destSchema := m.schema
-	if dest.Type() != m.schema.ModelType {
-		parsed := &gorm.Statement{DB: stmt.DB}
-		if parsed.Parse(stmt.Dest) != nil {
-			return assigned
-		}
-		destSchema = parsed.Schema
-	}
-	for _, f := range placing {
-		if f == nil || f == key.field && stmt.Dest == stmt.Model { // Save's own key is the row, not a new value
-			continue
-		}
-		if df := destSchema.LookUpField(f.DBName); df != nil {
-			if v, zero := df.ValueOf(stmt.Context, dest); !zero {
-				assigned[f] = v
-			}
-		}
-	}
-	return assigned
 }
 
 // rowKey returns the primary key of the one row an update names, by its
@@ -306,7 +222,7 @@ func (p *Plugin) rememberTransaction(db *gorm.DB) {
 
 // finish runs last: a statement the plugin ran per physical database
 // succeeded if every part did.
-func finish(db *gorm.DB) {
+func (p *Plugin) finish(db *gorm.DB) {
 	if db.Error == errRouted {
 		db.Error = nil
 	}
