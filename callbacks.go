@@ -57,11 +57,13 @@ func (p *Plugin) registerCallbacks(db *gorm.DB) error {
 // validates the preset ones.
 func (p *Plugin) assignIDs(db *gorm.DB) {
 	stmt := db.Statement
+	ownSettings(stmt)
 	if db.Error != nil {
 		return
 	}
 	if stmt.Schema == nil { // db.Table("t").Create(map)
 		if p.routed() && (stmt.Table != "" || stmt.TableExpr != nil) {
+			p.onPluginDatabase(stmt)
 			db.AddError(p.routeTable(db))
 		}
 		return

@@ -56,17 +56,20 @@ func (p *Plugin) routed() bool { return len(p.config.Shards) > 0 }
 func (p *Plugin) route(kind statementKind) func(*gorm.DB) {
 	return func(db *gorm.DB) {
 		stmt := db.Statement
+		ownSettings(stmt)
 		if db.Error != nil {
 			return
 		}
 		if stmt.SQL.Len() > 0 {
 			if p.routed() {
+				p.onPluginDatabase(stmt)
 				db.AddError(p.routeRaw(db))
 			}
 			return
 		}
 		if stmt.Schema == nil {
 			if p.routed() && (stmt.Table != "" || stmt.TableExpr != nil) {
+				p.onPluginDatabase(stmt)
 				db.AddError(p.routeTable(db))
 			}
 			return
@@ -84,6 +87,10 @@ func (p *Plugin) route(kind statementKind) func(*gorm.DB) {
 			// A part of a fan-out: back to its database, whatever a plugin
 			// that runs before this one (dbresolver) chose.
 			db.AddError(p.bind(db, v.(pin).physical))
+			return
+		}
+		if err := p.checkJoins(stmt, m); err != nil {
+			db.AddError(err)
 			return
 		}
 		physicals, err := p.statementPhysicals(db, m, kind)
@@ -170,6 +177,18 @@ func (p *Plugin) keepUnsharded(db *gorm.DB) error {
 	if _, joins := p.joinTables.Load(strings.ToLower(stmt.Schema.Table)); joins {
 		return nil
 	}
+	if table, joins := p.joinsJoinTable(stmt); joins {
+		return fmt.Errorf("%w: %s is not sharded, and the statement joins %s, the join rows of a sharded model, which are on that model's shard: read the join rows and %s apart (Preload does)",
+			ErrCrossShard, stmt.Schema.Name, table, stmt.Schema.Name)
+	}
+	for _, j := range stmt.Joins {
+		if target, ok := p.joinedSchema(stmt, j.Name); ok {
+			if tm, err := p.model(target); err != nil || tm != nil && tm.sharded() {
+				return errors.Join(err, fmt.Errorf("%w: %s is not sharded, and Joins(%q) joins %s, which is: query %s and join %s instead, or load it with Preload",
+					ErrCrossShard, stmt.Schema.Name, j.Name, target.Name, target.Name, stmt.Schema.Name))
+			}
+		}
+	}
 	if inTransaction(stmt.ConnPool) {
 		if k, onShard := p.transactionPhysical(stmt); onShard {
 			return fmt.Errorf("%w: %s is not sharded: its rows live on the plugin's database, not in the transaction on %s; save it apart",
@@ -177,15 +196,7 @@ func (p *Plugin) keepUnsharded(db *gorm.DB) error {
 		}
 		return nil
 	}
-	if _, hinted := stmt.Settings.Load(hintSettingKey{}); hinted {
-		return nil // sent to a shard on purpose
-	}
-	for _, ph := range p.physical {
-		if stmt.ConnPool == ph.pool && ph.pool != p.db.ConnPool {
-			stmt.ConnPool = p.db.ConnPool
-			break
-		}
-	}
+	p.onPluginDatabase(stmt)
 	return nil
 }
 
@@ -223,6 +234,7 @@ func (p *Plugin) rememberTransaction(db *gorm.DB) {
 // finish runs last: a statement the plugin ran per physical database
 // succeeded if every part did.
 func (p *Plugin) finish(db *gorm.DB) {
+	doneRunning(db.Statement)
 	if db.Error == errRouted {
 		db.Error = nil
 	}

@@ -1,0 +1,121 @@
+package shardid
+
+import (
+	"fmt"
+	"strings"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
+)
+
+// Each statement is routed on its own model. GORM copies a statement's
+// Settings, and its connection, into the statements it makes while running it
+// (preloads, association saves, the join rows of many2many); the model's
+// hooks get its connection. A shard clause, a fan-out part's pin and a
+// physical database's connection were given to the statement that runs, not
+// to those: they are dropped from a sub-statement before it is routed.
+
+// runningKey is the Statement.Settings key of the statement that is running:
+// a statement that finds another one there got its Settings from it.
+type runningKey struct{}
+
+// ownSettings runs first on every statement: it drops what a sub-statement
+// inherited from the statement that made it, and marks the statement as
+// running when it may make some (it preloads, or saves associations).
+func ownSettings(stmt *gorm.Statement) {
+	if v, ok := stmt.Settings.Load(runningKey{}); ok && v.(*gorm.Statement) != stmt {
+		parent := v.(*gorm.Statement)
+		stmt.Settings.Delete(hintSettingKey{})
+		// A fan-out part is pinned by the plugin after copying its parent,
+		// which has no pin; a statement made by a part inherits the part's.
+		if mine, ok := stmt.Settings.Load(pinKey{}); ok {
+			if theirs, ok := parent.Settings.Load(pinKey{}); ok && theirs.(pin) == mine.(pin) {
+				stmt.Settings.Delete(pinKey{})
+			}
+		}
+	}
+	if len(stmt.Preloads) > 0 || stmt.Schema != nil && len(stmt.Schema.Relationships.Relations) > 0 {
+		stmt.Settings.Store(runningKey{}, stmt)
+	}
+}
+
+// doneRunning runs last on every statement, so that statements made from it
+// later (a Session of it) are not taken for its sub-statements.
+func doneRunning(stmt *gorm.Statement) {
+	if v, ok := stmt.Settings.Load(runningKey{}); ok && v.(*gorm.Statement) == stmt {
+		stmt.Settings.Delete(runningKey{})
+	}
+}
+
+// onPluginDatabase moves a statement that is not for a shard (an unsharded
+// model, raw SQL, a table without its model) off a physical database's
+// connection that it inherited, back to the plugin's own database; one given a
+// shard clause stays. A transaction is left alone: its callers check it.
+func (p *Plugin) onPluginDatabase(stmt *gorm.Statement) {
+	if inTransaction(stmt.ConnPool) || stmt.ConnPool == p.db.ConnPool {
+		return
+	}
+	if _, hinted := stmt.Settings.Load(hintSettingKey{}); hinted {
+		return
+	}
+	if k, ok := p.physicalOfPool(stmt.ConnPool); ok && p.physical[k].pool != p.db.ConnPool {
+		stmt.ConnPool = p.db.ConnPool
+	}
+}
+
+// checkJoins refuses a query on a sharded model that joins an unsharded one:
+// its rows are on the plugin's database, not on the shard (load it with
+// Preload, which reads it there). A join written as SQL must name sharded
+// tables only.
+func (p *Plugin) checkJoins(stmt *gorm.Statement, m *model) error {
+	for _, j := range stmt.Joins {
+		if target, ok := p.joinedSchema(stmt, j.Name); ok {
+			tm, err := p.model(target)
+			if err != nil {
+				return err
+			}
+			if tm == nil || !tm.sharded() {
+				return fmt.Errorf("%w: %s: Joins(%q): %s is not sharded, its rows are on the plugin's database, not beside %s on its shard; load it with Preload(%q)",
+					ErrCrossShard, m.schema.Name, j.Name, target.Name, m.schema.Name, j.Name)
+			}
+			continue
+		}
+		for _, table := range sqlTables(j.Name) {
+			if _, sharded := p.shardedTables.Load(strings.ToLower(table)); !sharded {
+				return fmt.Errorf("%w: %s: Joins(%q): %s is not a sharded table known to the plugin, so it is not on %s's shard; load it apart",
+					ErrCrossShard, m.schema.Name, j.Name, table, m.schema.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// joinedSchema returns the model a Joins name (a relationship, or a path of
+// them: "Author.Publisher") reaches.
+func (p *Plugin) joinedSchema(stmt *gorm.Statement, name string) (s *schema.Schema, ok bool) {
+	s = stmt.Schema
+	for _, part := range strings.Split(name, ".") {
+		rel, found := s.Relationships.Relations[part]
+		if !found {
+			return nil, false
+		}
+		s = rel.FieldSchema
+	}
+	return s, true
+}
+
+// joinsJoinTable reports whether a query reads a sharded model's many2many
+// join table beside its own, as Association(...).Find and Count do.
+func (p *Plugin) joinsJoinTable(stmt *gorm.Statement) (string, bool) {
+	from, ok := stmt.Clauses["FROM"].Expression.(clause.From)
+	if !ok {
+		return "", false
+	}
+	for _, j := range from.Joins {
+		if _, joins := p.joinTables.Load(strings.ToLower(j.Table.Name)); joins {
+			return j.Table.Name, true
+		}
+	}
+	return "", false
+}
