@@ -26,7 +26,9 @@ type runningKey struct{}
 func ownSettings(stmt *gorm.Statement) {
 	if v, ok := stmt.Settings.Load(runningKey{}); ok && v.(*gorm.Statement) != stmt {
 		parent := v.(*gorm.Statement)
-		stmt.Settings.Delete(hintSettingKey{})
+		if owner, _ := stmt.Settings.Load(hintOwnerKey{}); owner != stmt { // not given to it, as in a Preload's own conditions
+			stmt.Settings.Delete(hintSettingKey{})
+		}
 		// A fan-out part is pinned by the plugin after copying its parent,
 		// which has no pin; a statement made by a part inherits the part's.
 		if mine, ok := stmt.Settings.Load(pinKey{}); ok {
