@@ -103,7 +103,7 @@ func (p *Plugin) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 	first := physicalOfRow(rows[0])
 	if !slices.ContainsFunc(rows[1:], func(row reflect.Value) bool { return physicalOfRow(row) != first }) {
 		if detached {
-			stmt.ConnPool = p.physical[first].pool
+			stmt.ConnPool = p.poolOf(first, stmt.ConnPool)
 		}
 		db.AddError(p.bind(db, first))
 		return
@@ -127,7 +127,8 @@ func (p *Plugin) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 			subset = reflect.Append(subset, row.Addr())
 		}
 		part := db.Session(&gorm.Session{Context: stmt.Context})
-		part.Statement.ConnPool = p.physical[k].pool
+		part.Statement.ConnPool = p.poolOf(k, stmt.ConnPool)
+		part.Statement.Settings.Store(pinKey{}, pin{schema: m.schema, physical: k}) // its errors are named by runParts
 		part.Statement.Model = nil
 		return part.Create(subset.Interface())
 	})

@@ -82,7 +82,7 @@ func (c Clause) ModifyStatement(stmt *gorm.Statement) {
 	}
 	if s, err := p.hintShard(h); err == nil {
 		k := p.physicalOf(s)
-		stmt.ConnPool = p.physical[k].pool
+		stmt.ConnPool = p.poolOf(k, stmt.ConnPool)
 		stmt.Settings.Store(txPhysicalKey{}, k)
 	}
 }

@@ -100,6 +100,7 @@ type Plugin struct {
 	models        sync.Map // *schema.Schema → *modelEntry
 	shardedTables sync.Map // lower-case table name → model name, for raw SQL
 	joinTables    sync.Map // lower-case join tables of sharded models' many2many
+	prepared      sync.Map // physical index (-1: the plugin's own) → *gorm.PreparedStmtDB, for prepared sessions
 }
 
 // pluginName is the plugin's name in gorm.Config.Plugins.

@@ -44,7 +44,7 @@ type pin struct {
 
 // boundKey is the Statement.Settings key of the physical database a
 // statement was routed to, so that the transaction GORM begins for it is
-// remembered.
+// remembered, and its errors name that database.
 type boundKey struct{ stmt *gorm.Statement }
 
 // routed reports whether the plugin routes statements at all: with no
@@ -122,10 +122,8 @@ func (p *Plugin) bind(db *gorm.DB, k int) error {
 		}
 		return nil
 	}
-	stmt.ConnPool = p.physical[k].pool
-	if stmt.Schema != nil && opensTransactionsInside(stmt.Schema) {
-		stmt.Settings.Store(boundKey{stmt}, k)
-	}
+	stmt.ConnPool = p.poolOf(k, stmt.ConnPool)
+	stmt.Settings.Store(boundKey{stmt}, k)
 	return nil
 }
 
@@ -216,7 +214,7 @@ func (p *Plugin) transactionPhysical(stmt *gorm.Statement) (int, bool) {
 	if k, ok := p.txs.lookup(stmt.ConnPool); ok {
 		return k, true
 	}
-	if v, ok := stmt.Settings.Load(txPhysicalKey{}); ok {
+	if v, ok := stmt.Settings.Load(txPhysicalKey{}); ok && p.preparedOn(stmt.ConnPool, v.(int)) {
 		p.txs.remember(stmt.ConnPool, v.(int))
 		return v.(int), true
 	}
@@ -226,18 +224,42 @@ func (p *Plugin) transactionPhysical(stmt *gorm.Statement) (int, bool) {
 // rememberTransaction runs after gorm:begin_transaction: the transaction GORM
 // began for a routed statement is on that statement's physical database.
 func (p *Plugin) rememberTransaction(db *gorm.DB) {
-	if v, ok := db.Statement.Settings.Load(boundKey{db.Statement}); ok && inTransaction(db.Statement.ConnPool) {
+	stmt := db.Statement
+	if stmt.Schema == nil || !opensTransactionsInside(stmt.Schema) {
+		return // nothing else runs in this transaction
+	}
+	if v, ok := stmt.Settings.Load(boundKey{stmt}); ok && inTransaction(stmt.ConnPool) {
 		p.txs.remember(db.Statement.ConnPool, v.(int))
 	}
 }
 
 // finish runs last: a statement the plugin ran per physical database
-// succeeded if every part did.
+// succeeded if every part did; the error of a statement routed to one names
+// that database.
 func (p *Plugin) finish(db *gorm.DB) {
-	doneRunning(db.Statement)
+	stmt := db.Statement
+	doneRunning(stmt)
 	if db.Error == errRouted {
 		db.Error = nil
 	}
+	v, bound := stmt.Settings.LoadAndDelete(boundKey{stmt})
+	if db.Error == nil || !bound || !p.routed() {
+		return
+	}
+	if pinned, ok := stmt.Settings.Load(pinKey{}); ok && pinned.(pin).schema == stmt.Schema {
+		return // a part of a statement over several databases, which names it
+	}
+	db.Error = p.onDatabase(v.(int), db.Error)
+}
+
+// onDatabase names the physical database an error of a statement came from.
+// gorm.ErrRecordNotFound is left as it is, for callers that compare it with
+// ==, and so are the plugin's own refusals, which no database made.
+func (p *Plugin) onDatabase(k int, err error) error {
+	if err == gorm.ErrRecordNotFound || errors.Is(err, ErrNoShard) || errors.Is(err, ErrCrossShard) || errors.Is(err, ErrInvalidID) {
+		return err
+	}
+	return fmt.Errorf("shardid: on %s: %w", p.physical[k].name, err)
 }
 
 // physicalSet is a set of physical databases, one bit each (at most

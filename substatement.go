@@ -55,14 +55,14 @@ func doneRunning(stmt *gorm.Statement) {
 // connection that it inherited, back to the plugin's own database; one given a
 // shard clause stays. A transaction is left alone: its callers check it.
 func (p *Plugin) onPluginDatabase(stmt *gorm.Statement) {
-	if inTransaction(stmt.ConnPool) || stmt.ConnPool == p.db.ConnPool {
+	if inTransaction(stmt.ConnPool) || stmt.ConnPool == p.db.ConnPool || stmt.ConnPool == p.ownPool(stmt.ConnPool) {
 		return
 	}
 	if _, hinted := stmt.Settings.Load(hintSettingKey{}); hinted {
 		return
 	}
 	if k, ok := p.physicalOfPool(stmt.ConnPool); ok && p.physical[k].pool != p.db.ConnPool {
-		stmt.ConnPool = p.db.ConnPool
+		stmt.ConnPool = p.ownPool(stmt.ConnPool)
 	}
 }
 
