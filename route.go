@@ -120,6 +120,7 @@ func (p *Plugin) bind(db *gorm.DB, k int) error {
 		case on != k:
 			return fmt.Errorf("%w: the transaction is on %s, the statement belongs on %s", ErrCrossShard, p.physical[on].name, p.physical[k].name)
 		}
+		stmt.Settings.Store(boundKey{stmt}, k)
 		return nil
 	}
 	stmt.ConnPool = p.poolOf(k, stmt.ConnPool)
@@ -173,7 +174,7 @@ func (p *Plugin) rowShard(stmt *gorm.Statement, m *model) (int, bool) {
 func (p *Plugin) keepUnsharded(db *gorm.DB) error {
 	stmt := db.Statement
 	if _, joins := p.joinTables.Load(strings.ToLower(stmt.Schema.Table)); joins {
-		return nil
+		return p.routeJoinRows(db)
 	}
 	if table, joins := p.joinsJoinTable(stmt); joins {
 		return fmt.Errorf("%w: %s is not sharded, and the statement joins %s, the join rows of a sharded model, which are on that model's shard: read the join rows and %s apart (Preload does)",

@@ -7,6 +7,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
+
+	"github.com/shardid/shardid/shardrouter"
 )
 
 // Each statement is routed on its own model. GORM copies a statement's
@@ -120,4 +122,48 @@ func (p *Plugin) joinsJoinTable(stmt *gorm.Statement) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// routeJoinRows sends a statement on a sharded model's many2many join table
+// (Association Delete, Clear, Replace) to the physical database of the owners
+// its conditions name: the join rows live beside their sharded owner. Inside
+// a transaction (an association save) its caller has checked it; with no
+// condition on an owner it stays where it is (a preload's, on its parent's).
+func (p *Plugin) routeJoinRows(db *gorm.DB) error {
+	stmt := db.Statement
+	where, ok := stmt.Clauses["WHERE"].Expression.(clause.Where)
+	if !ok || inTransaction(stmt.ConnPool) || !p.routed() {
+		return nil
+	}
+	var set physicalSet
+	found := false
+	for _, rel := range stmt.Schema.Relationships.Relations {
+		owner, err := p.model(rel.FieldSchema)
+		if err != nil || owner == nil || !owner.sharded() || len(rel.References) != 1 {
+			continue
+		}
+		fk := rel.References[0].ForeignKey.DBName
+		values, ok := shardrouter.ColumnValues(where.Exprs, func(table, name string) bool {
+			return (table == "" || strings.EqualFold(table, stmt.Schema.Table)) && strings.EqualFold(name, fk)
+		})
+		if !ok {
+			continue
+		}
+		found = true
+		for _, v := range values {
+			s, err := p.valueShard(v, owner.pk().field.FieldType)
+			if err != nil {
+				return fmt.Errorf("%w: %s.%s: %w", ErrNoShard, stmt.Schema.Table, fk, err)
+			}
+			set = set.with(p.physicalOf(s))
+		}
+	}
+	if !found {
+		return nil
+	}
+	k, one := set.only()
+	if !one {
+		return fmt.Errorf("%w: %s: the join rows of owners on %d physical databases; change them one owner's database at a time", ErrCrossShard, stmt.Schema.Table, len(set.list()))
+	}
+	return p.bind(db, k)
 }

@@ -117,6 +117,13 @@ func TestErrorsNameTheirDatabase(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), "shardid: on "+name+": ") {
 			t.Fatalf("raw SQL on %s: %v", name, err)
 		}
+		// In a transaction begun on the shard too.
+		err = r.db.Clauses(shardid.ByID(a.ID)).Transaction(func(tx *gorm.DB) error {
+			return tx.Create(&author{ID: a.ID, Name: "in tx"}).Error
+		})
+		if err == nil || !strings.HasPrefix(err.Error(), "shardid: on "+name+": ") {
+			t.Fatalf("a duplicate key in a transaction on %s: %v", name, err)
+		}
 		// Not found stays gorm.ErrRecordNotFound itself, for callers that compare it with ==.
 		var none author
 		if err := r.db.First(&none, r.idOfShardOf(a.ID)).Error; err != gorm.ErrRecordNotFound {
