@@ -80,7 +80,7 @@ func (p *Plugin) route(kind statementKind) func(*gorm.DB) {
 			return
 		}
 		if m == nil || !m.sharded() {
-			db.AddError(p.keepUnsharded(db))
+			db.AddError(p.keepUnsharded(db, false))
 			return
 		}
 		if v, ok := stmt.Settings.Load(pinKey{}); ok && v.(pin).schema == stmt.Schema {
@@ -171,10 +171,10 @@ func (p *Plugin) rowShard(stmt *gorm.Statement, m *model) (int, bool) {
 // transaction on a shard it fails with ErrCrossShard. The join rows of a
 // sharded model's many2many stay on the shard, and outside a transaction so
 // does a statement given a shard clause.
-func (p *Plugin) keepUnsharded(db *gorm.DB) error {
+func (p *Plugin) keepUnsharded(db *gorm.DB, creating bool) error {
 	stmt := db.Statement
 	if _, joins := p.joinTables.Load(strings.ToLower(stmt.Schema.Table)); joins {
-		return p.routeJoinRows(db)
+		return p.routeJoinRows(db, creating)
 	}
 	if table, joins := p.joinsJoinTable(stmt); joins {
 		return fmt.Errorf("%w: %s is not sharded, and the statement joins %s, the join rows of a sharded model, which are on that model's shard: read the join rows and %s apart (Preload does)",
@@ -257,11 +257,22 @@ func (p *Plugin) finish(db *gorm.DB) {
 // gorm.ErrRecordNotFound is left as it is, for callers that compare it with
 // ==, and so are the plugin's own refusals, which no database made.
 func (p *Plugin) onDatabase(k int, err error) error {
-	if err == gorm.ErrRecordNotFound || errors.Is(err, ErrNoShard) || errors.Is(err, ErrCrossShard) || errors.Is(err, ErrInvalidID) {
+	var named *onError
+	if err == gorm.ErrRecordNotFound || errors.Is(err, ErrNoShard) || errors.Is(err, ErrCrossShard) || errors.Is(err, ErrInvalidID) ||
+		errors.As(err, &named) && named.name == p.physical[k].name { // a sub-statement's, named already
 		return err
 	}
-	return fmt.Errorf("shardid: on %s: %w", p.physical[k].name, err)
+	return &onError{name: p.physical[k].name, err: err}
 }
+
+// onError is an error of a statement on one physical database.
+type onError struct {
+	name string
+	err  error
+}
+
+func (e *onError) Error() string { return "shardid: on " + e.name + ": " + e.err.Error() }
+func (e *onError) Unwrap() error { return e.err }
 
 // physicalSet is a set of physical databases, one bit each (at most
 // maxPhysical), so that routing a statement allocates nothing for it.

@@ -2,6 +2,7 @@ package shardid
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 
 	"gorm.io/gorm"
@@ -125,45 +126,65 @@ func (p *Plugin) joinsJoinTable(stmt *gorm.Statement) (string, bool) {
 }
 
 // routeJoinRows sends a statement on a sharded model's many2many join table
-// (Association Delete, Clear, Replace) to the physical database of the owners
-// its conditions name: the join rows live beside their sharded owner. Inside
-// a transaction (an association save) its caller has checked it; with no
-// condition on an owner it stays where it is (a preload's, on its parent's).
-func (p *Plugin) routeJoinRows(db *gorm.DB) error {
+// to the physical database of the owners it names, by its conditions
+// (Association Delete, Clear, Replace) or by the rows it creates (association
+// saves): join rows live beside their sharded owner. Naming none, it stays
+// where it is (a preload's join rows are read on their parents' database).
+func (p *Plugin) routeJoinRows(db *gorm.DB, creating bool) error {
 	stmt := db.Statement
-	where, ok := stmt.Clauses["WHERE"].Expression.(clause.Where)
-	if !ok || inTransaction(stmt.ConnPool) || !p.routed() {
+	if !p.routed() {
 		return nil
 	}
+	where, _ := stmt.Clauses["WHERE"].Expression.(clause.Where)
 	var set physicalSet
-	found := false
 	for _, rel := range stmt.Schema.Relationships.Relations {
 		owner, err := p.model(rel.FieldSchema)
 		if err != nil || owner == nil || !owner.sharded() || len(rel.References) != 1 {
 			continue
 		}
-		fk := rel.References[0].ForeignKey.DBName
-		values, ok := shardrouter.ColumnValues(where.Exprs, func(table, name string) bool {
-			return (table == "" || strings.EqualFold(table, stmt.Schema.Table)) && strings.EqualFold(name, fk)
+		fk := rel.References[0].ForeignKey
+		values, _ := shardrouter.ColumnValues(where.Exprs, func(table, name string) bool {
+			return (table == "" || strings.EqualFold(table, stmt.Schema.Table)) && strings.EqualFold(name, fk.DBName)
 		})
-		if !ok {
-			continue
+		if creating {
+			values = append(values, createdValues(stmt, fk)...)
 		}
-		found = true
 		for _, v := range values {
 			s, err := p.valueShard(v, owner.pk().field.FieldType)
 			if err != nil {
-				return fmt.Errorf("%w: %s.%s: %w", ErrNoShard, stmt.Schema.Table, fk, err)
+				return fmt.Errorf("%w: %s.%s: %w", ErrNoShard, stmt.Schema.Table, fk.DBName, err)
 			}
 			set = set.with(p.physicalOf(s))
 		}
 	}
-	if !found {
+	if set == 0 {
 		return nil
 	}
 	k, one := set.only()
 	if !one {
-		return fmt.Errorf("%w: %s: the join rows of owners on %d physical databases; change them one owner's database at a time", ErrCrossShard, stmt.Schema.Table, len(set.list()))
+		return fmt.Errorf("%w: %s: join rows of owners on %d physical databases; change them one owner's database at a time", ErrCrossShard, stmt.Schema.Table, len(set.list()))
 	}
 	return p.bind(db, k)
+}
+
+// createdValues returns the values of field in the rows a Create writes.
+func createdValues(stmt *gorm.Statement, field *schema.Field) []any {
+	rv := reflect.Indirect(stmt.ReflectValue)
+	var values []any
+	add := func(row reflect.Value) {
+		if row = reflect.Indirect(row); row.Kind() == reflect.Struct {
+			if v, zero := field.ValueOf(stmt.Context, row); !zero {
+				values = append(values, v)
+			}
+		}
+	}
+	switch rv.Kind() {
+	case reflect.Struct:
+		add(rv)
+	case reflect.Slice, reflect.Array:
+		for i := range rv.Len() {
+			add(rv.Index(i))
+		}
+	}
+	return values
 }

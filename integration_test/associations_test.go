@@ -2,6 +2,7 @@ package integration
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/shardid/shardid"
@@ -50,6 +51,103 @@ func TestAssociationsOfAShardedOwner(t *testing.T) {
 		}
 		if err := k.db.Model(&owner).Association("Books").Append(&other); err == nil || !errors.Is(err, shardid.ErrCrossShard) {
 			t.Fatalf("Append across shards: %v", err)
+		}
+	})
+}
+
+// Models of the many2many suite: a sharded reader has unsharded tags; the
+// join rows live beside the reader, the tags on the plugin's database.
+type (
+	tag struct {
+		ID   int64
+		Name string
+	}
+	reader struct {
+		ID   int64 `shardid:""`
+		Name string
+		Tags []tag `gorm:"many2many:reader_tags"`
+	}
+)
+
+func TestManyToManyOfAShardedOwner(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		k := newKeys(t, b)
+		for _, d := range k.direct {
+			must(t, d.Migrator().DropTable("reader_tags"))
+		}
+		fresh(t, k.db, &tag{}, &reader{})
+		tags := []tag{{Name: "go"}, {Name: "sql"}, {Name: "db"}}
+		must(t, k.db.Create(&tags).Error)
+		readers := make([]reader, 12)
+		must(t, k.db.Create(&readers).Error)
+		x := readers[0]
+		y := readers[slices.IndexFunc(readers, func(r reader) bool { return k.physicalOf(r.ID) != k.physicalOf(x.ID) })]
+		joinRows := func() []int64 { // per physical database
+			t.Helper()
+			counts := make([]int64, len(k.direct))
+			for i, d := range k.direct {
+				must(t, d.Table("reader_tags").Count(&counts[i]).Error)
+			}
+			return counts
+		}
+		onlyOn := func(what string, physical int, want int64) {
+			t.Helper()
+			for i, n := range joinRows() {
+				if i == physical && n != want || i != physical && n != 0 {
+					t.Fatalf("%s: %v join rows per database, want %d on %d only", what, joinRows(), want, physical)
+				}
+			}
+		}
+		// Existing tags are linked with Omit("Tags.*"): the join rows go beside the reader.
+		must(t, k.db.Model(&x).Omit("Tags.*").Association("Tags").Append(&tags[0], &tags[1]))
+		onlyOn("Append", k.physicalOf(x.ID), 2)
+		var back reader
+		must(t, k.db.Preload("Tags").First(&back, x.ID).Error)
+		if len(back.Tags) != 2 {
+			t.Fatalf("Preload of the tags: %+v", back.Tags)
+		}
+		var all []reader
+		must(t, k.db.Clauses(shardid.AllShards()).Preload("Tags").Find(&all).Error)
+		if i := slices.IndexFunc(all, func(r reader) bool { return r.ID == x.ID }); i < 0 || len(all[i].Tags) != 2 {
+			t.Fatalf("Preload of the tags from a fan-out")
+		}
+		must(t, k.db.Model(&x).Association("Tags").Delete(&tags[0]))
+		onlyOn("Delete", k.physicalOf(x.ID), 1)
+		must(t, k.db.Model(&x).Omit("Tags.*").Association("Tags").Replace(&tags[2]))
+		onlyOn("Replace", k.physicalOf(x.ID), 1)
+		back = reader{}
+		must(t, k.db.Preload("Tags").First(&back, x.ID).Error)
+		if len(back.Tags) != 1 || back.Tags[0].Name != "db" {
+			t.Fatalf("after Replace: %+v", back.Tags)
+		}
+		// Reading the tags through the join table would join across databases: refused.
+		association := k.db.Model(&x).Association("Tags")
+		var found []tag
+		if err := association.Find(&found); !errors.Is(err, shardid.ErrCrossShard) {
+			t.Errorf("Association Find: got %v, want ErrCrossShard", err)
+		}
+		if n := association.Count(); n != 0 || !errors.Is(association.Error, shardid.ErrCrossShard) {
+			t.Errorf("Association Count: %d, %v; want ErrCrossShard", n, association.Error)
+		}
+		// New tags saved with a sharded reader would be written in the reader's
+		// transaction, on its shard: refused, and nothing written.
+		k.refused(t, shardid.ErrCrossShard, []any{&tag{}, &reader{}}, map[string]func() error{
+			"Append of a new tag":          func() error { return k.db.Model(&y).Association("Tags").Append(&tag{Name: "new"}) },
+			"Create of a reader with tags": func() error { return k.db.Create(&reader{Tags: []tag{{Name: "new"}}}).Error },
+		})
+		onlyOn("after the refusals", k.physicalOf(x.ID), 1)
+		// A reader created with existing tags gets its join rows on its shard.
+		z := reader{Name: "z", Tags: []tag{tags[0]}}
+		must(t, k.db.Omit("Tags.*").Create(&z).Error)
+		var n int64
+		must(t, k.direct[k.physicalOf(z.ID)].Table("reader_tags").Where("reader_id = ?", z.ID).Count(&n).Error)
+		if n != 1 {
+			t.Fatalf("the new reader's join row is not on its shard")
+		}
+		must(t, k.db.Model(&x).Association("Tags").Clear())
+		must(t, k.direct[k.physicalOf(x.ID)].Table("reader_tags").Where("reader_id = ?", x.ID).Count(&n).Error)
+		if n != 0 {
+			t.Fatalf("Clear left %d join rows", n)
 		}
 	})
 }
