@@ -196,22 +196,29 @@ func (p *Plugin) checkCreate(db *gorm.DB) {
 	if err != nil || m == nil {
 		return
 	}
-	rows, err := structRows(m, stmt.ReflectValue)
-	if err != nil {
-		return // assignIDs has refused it
-	}
 	on, bound := p.boundPhysical(stmt)
 	bound = bound && p.routed() && m.sharded()
-	for _, row := range rows {
+	check := func(row reflect.Value) error {
 		for _, f := range m.fields {
 			shard, err := p.agreeingShard(stmt, m, f, row)
 			if err != nil {
-				db.AddError(err)
-				return
+				return err
 			}
 			if bound && f == m.pk() && p.physicalOf(shard) != on {
-				db.AddError(fmt.Errorf("%w: %s: a row of %s is created on %s (a hook changed what places it after it was routed)",
-					ErrCrossShard, m.schema.Name, p.physical[p.physicalOf(shard)].name, p.physical[on].name))
+				return fmt.Errorf("%w: %s: a row of %s is created on %s (a hook changed what places it after it was routed)",
+					ErrCrossShard, m.schema.Name, p.physical[p.physicalOf(shard)].name, p.physical[on].name)
+			}
+		}
+		return nil
+	}
+	switch rv := reflect.Indirect(stmt.ReflectValue); rv.Kind() {
+	case reflect.Struct:
+		if db.AddError(check(rv)) != nil {
+			return
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range rv.Len() {
+			if row := reflect.Indirect(rv.Index(i)); row.Kind() == reflect.Struct && db.AddError(check(row)) != nil {
 				return
 			}
 		}

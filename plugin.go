@@ -342,7 +342,10 @@ type modelEntry struct {
 // tagged primary key a plain column on first use. It returns nil for a model
 // without shardid tags.
 func (p *Plugin) model(s *schema.Schema) (*model, error) {
-	v, _ := p.models.LoadOrStore(s, &modelEntry{})
+	v, ok := p.models.Load(s)
+	if !ok {
+		v, _ = p.models.LoadOrStore(s, &modelEntry{})
+	}
 	entry := v.(*modelEntry)
 	entry.once.Do(func() {
 		m, err := p.parseModel(s)

@@ -31,6 +31,7 @@ const (
 	kindDelete
 	kindRow
 	kindRaw
+	kindCreate
 )
 
 // pinKey is the Statement.Settings key of a statement that the plugin has
@@ -44,7 +45,7 @@ type pin struct {
 
 // boundKey is the Statement.Settings key of the physical database a
 // statement was routed to, so that the transaction GORM begins for it is
-// remembered, and its errors name that database.
+// remembered.
 type boundKey struct{ stmt *gorm.Statement }
 
 // routed reports whether the plugin routes statements at all: with no
@@ -120,11 +121,12 @@ func (p *Plugin) bind(db *gorm.DB, k int) error {
 		case on != k:
 			return fmt.Errorf("%w: the transaction is on %s, the statement belongs on %s", ErrCrossShard, p.physical[on].name, p.physical[k].name)
 		}
-		stmt.Settings.Store(boundKey{stmt}, k)
 		return nil
 	}
 	stmt.ConnPool = p.poolOf(k, stmt.ConnPool)
-	stmt.Settings.Store(boundKey{stmt}, k)
+	if stmt.Schema != nil && opensTransactionsInside(stmt.Schema) {
+		stmt.Settings.Store(boundKey{stmt}, k)
+	}
 	return nil
 }
 
@@ -226,9 +228,6 @@ func (p *Plugin) transactionPhysical(stmt *gorm.Statement) (int, bool) {
 // began for a routed statement is on that statement's physical database.
 func (p *Plugin) rememberTransaction(db *gorm.DB) {
 	stmt := db.Statement
-	if stmt.Schema == nil || !opensTransactionsInside(stmt.Schema) {
-		return // nothing else runs in this transaction
-	}
 	if v, ok := stmt.Settings.Load(boundKey{stmt}); ok && inTransaction(stmt.ConnPool) {
 		p.txs.remember(db.Statement.ConnPool, v.(int))
 	}
@@ -237,32 +236,78 @@ func (p *Plugin) rememberTransaction(db *gorm.DB) {
 // finish runs last: a statement the plugin ran per physical database
 // succeeded if every part did; the error of a statement routed to one names
 // that database.
-func (p *Plugin) finish(db *gorm.DB) {
-	stmt := db.Statement
-	doneRunning(stmt)
-	if db.Error == errRouted {
-		db.Error = nil
+func (p *Plugin) finish(kind statementKind) func(*gorm.DB) {
+	return func(db *gorm.DB) {
+		doneRunning(db.Statement)
+		if db.Error == errRouted {
+			db.Error = nil
+		}
+		if db.Error != nil && p.routed() {
+			db.Error = p.nameDatabase(db, kind)
+		}
 	}
-	v, bound := stmt.Settings.LoadAndDelete(boundKey{stmt})
-	if db.Error == nil || !bound || !p.routed() {
-		return
-	}
-	if pinned, ok := stmt.Settings.Load(pinKey{}); ok && pinned.(pin).schema == stmt.Schema {
-		return // a part of a statement over several databases, which names it
-	}
-	db.Error = p.onDatabase(v.(int), db.Error)
 }
 
-// onDatabase names the physical database an error of a statement came from.
-// gorm.ErrRecordNotFound is left as it is, for callers that compare it with
-// ==, and so are the plugin's own refusals, which no database made.
-func (p *Plugin) onDatabase(k int, err error) error {
-	var named *onError
-	if err == gorm.ErrRecordNotFound || errors.Is(err, ErrNoShard) || errors.Is(err, ErrCrossShard) || errors.Is(err, ErrInvalidID) ||
-		errors.As(err, &named) && named.name == p.physical[k].name { // a sub-statement's, named already
+// nameDatabase names the physical database a failed statement ran on. Found
+// only now, on the error path: by its connection, its transaction, or, once
+// GORM has ended the transaction it began, by its rows and conditions again.
+func (p *Plugin) nameDatabase(db *gorm.DB, kind statementKind) error {
+	stmt, err := db.Statement, db.Error
+	if pinned, ok := stmt.Settings.Load(pinKey{}); ok && pinned.(pin).schema == stmt.Schema {
+		return err // a part of a statement over several databases, which names it
+	}
+	if !fromDatabase(err) {
+		return err
+	}
+	k, ok := p.boundPhysical(stmt)
+	if !ok && stmt.Schema != nil && !inTransaction(stmt.ConnPool) {
+		k, ok = p.routedAgain(db, kind)
+	}
+	if !ok {
 		return err
 	}
 	return &onError{name: p.physical[k].name, err: err}
+}
+
+// routedAgain returns the one physical database a write on a sharded model
+// was routed to.
+func (p *Plugin) routedAgain(db *gorm.DB, kind statementKind) (int, bool) {
+	m, err := p.model(db.Statement.Schema)
+	if err != nil || m == nil || !m.sharded() {
+		return 0, false
+	}
+	switch kind {
+	case kindCreate:
+		rows, err := structRows(m, db.Statement.ReflectValue)
+		var set physicalSet
+		for _, row := range rows {
+			shard, zero, err := p.fieldShard(m.pk().field.ReflectValueOf(db.Statement.Context, row))
+			if err != nil || zero {
+				return 0, false
+			}
+			set = set.with(p.physicalOf(shard))
+		}
+		if err != nil {
+			return 0, false
+		}
+		return set.only() // not a Create split over several databases, whose parts name theirs
+	case kindUpdate, kindDelete:
+		set, err := p.statementPhysicals(db, m, kind)
+		if err != nil {
+			return 0, false
+		}
+		return set.only()
+	}
+	return 0, false
+}
+
+// fromDatabase reports whether an error is one a database may have returned:
+// not gorm.ErrRecordNotFound, left as it is for callers that compare it with
+// ==, nor the plugin's own refusals, nor one named already (a sub-statement's).
+func fromDatabase(err error) bool {
+	var named *onError
+	return err != gorm.ErrRecordNotFound && !errors.Is(err, ErrNoShard) && !errors.Is(err, ErrCrossShard) &&
+		!errors.Is(err, ErrInvalidID) && !errors.As(err, &named)
 }
 
 // onError is an error of a statement on one physical database.
