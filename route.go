@@ -168,11 +168,11 @@ func (p *Plugin) rowShard(stmt *gorm.Statement, m *model) (int, bool) {
 }
 
 // keepUnsharded keeps a statement on an unsharded model on the plugin's own
-// database, where its rows live, when it has inherited a shard's connection
-// from the statement it was started by (GORM saves associations so). Inside a
-// transaction on a shard it fails with ErrCrossShard. The join rows of a
-// sharded model's many2many stay on the shard, and outside a transaction so
-// does a statement given a shard clause.
+// database, where its rows live, whatever shard connection it inherited from
+// the statement it was started by (GORM saves associations so) or a shard
+// clause chose. Inside a transaction on a shard, or joined with rows that
+// live on shards, it fails with ErrCrossShard. The join rows of a sharded
+// model's many2many go to their owner's shard.
 func (p *Plugin) keepUnsharded(db *gorm.DB, creating bool) error {
 	stmt := db.Statement
 	if _, joins := p.joinTables.Load(strings.ToLower(stmt.Schema.Table)); joins {

@@ -55,13 +55,11 @@ func doneRunning(stmt *gorm.Statement) {
 
 // onPluginDatabase moves a statement that is not for a shard (an unsharded
 // model, raw SQL, a table without its model) off a physical database's
-// connection that it inherited, back to the plugin's own database; one given a
-// shard clause stays. A transaction is left alone: its callers check it.
+// connection, which it inherited or a shard clause chose, back to the plugin's
+// own database (raw SQL given a clause is then bound to its shard). A
+// transaction is left alone: its callers check it.
 func (p *Plugin) onPluginDatabase(stmt *gorm.Statement) {
 	if inTransaction(stmt.ConnPool) || stmt.ConnPool == p.db.ConnPool || stmt.ConnPool == p.ownPool(stmt.ConnPool) {
-		return
-	}
-	if _, hinted := stmt.Settings.Load(hintSettingKey{}); hinted {
 		return
 	}
 	if k, ok := p.physicalOfPool(stmt.ConnPool); ok && p.physical[k].pool != p.db.ConnPool {

@@ -77,6 +77,19 @@ func TestSubStatementsRouteOnTheirOwnModel(t *testing.T) {
 		if got.Lookup == nil || got.Lookup.Name != "main" {
 			t.Fatalf("Preload of an unsharded model under a shard clause: %+v", got.Lookup)
 		}
+		// Given to an unsharded statement itself, it does not move it off the plugin's database.
+		var lookups []lookup
+		must(t, k.db.Clauses(shardid.ByID(far.ID)).Find(&lookups).Error)
+		if len(lookups) != 1 {
+			t.Fatalf("an unsharded query under a shard clause read %d rows", len(lookups))
+		}
+		// Nested preloads, and preloads with conditions, are routed on their own too.
+		got = staffer{}
+		must(t, k.db.Clauses(shardid.ByID(boss.ID)).Preload("Reports", "name = ?", "s", func(tx *gorm.DB) *gorm.DB { return tx.Clauses(shardid.AllShards()) }).
+			Preload("Reports.Lookup").Preload("Lookup").First(&got, boss.ID).Error)
+		if len(got.Reports) != len(staff)-1 || got.Lookup == nil || slices.ContainsFunc(got.Reports, func(s staffer) bool { return s.Lookup == nil }) {
+			t.Fatalf("nested preloads: %d reports, want %d, each with its lookup", len(got.Reports), len(staff)-1)
+		}
 		// Nor is a fan-out part's pin.
 		var all []staffer
 		must(t, k.db.Clauses(shardid.AllShards()).Preload("Lookup").Find(&all).Error)
