@@ -143,7 +143,20 @@ func TestKeySafetyUpdates(t *testing.T) {
 		mb := movingBook{AuthorID: x.ID, Title: "m"}
 		must(t, k.db.Create(&bk).Error)
 		must(t, k.db.Create(&mb).Error)
-		models := []any{&author{}, &book{}, &movingBook{}}
+		ofY := book{AuthorID: y.ID, Title: "of y"}
+		must(t, k.db.Create(&ofY).Error)
+		tn := tenant{Code: "tenant"}
+		must(t, k.db.Create(&tn).Error)
+		count := k.plugin.Layout().ShardCount()
+		newCode := ""
+		for i := 0; newCode == ""; i++ { // a key of another shard than the tenant's
+			h, err := shardid.HashKey(fmt.Sprintf("moved-%d", i))
+			must(t, err)
+			if int(h%uint64(count)) != k.plugin.Layout().Shard(tn.ID) {
+				newCode = fmt.Sprintf("moved-%d", i)
+			}
+		}
+		models := []any{&author{}, &book{}, &movingBook{}, &tenant{}}
 		copyOf := func(a author) *author { return &a }
 		k.refused(t, shardid.ErrCrossShard, models, map[string]func() error{
 			"Updates(&map) of the key": func() error {
@@ -174,6 +187,22 @@ func TestKeySafetyUpdates(t *testing.T) {
 				moved := bk
 				moved.AuthorID = y.ID
 				return k.db.Save(&moved).Error
+			},
+			"Save with a new hash key": func() error {
+				moved := tn
+				moved.Code = newCode
+				return k.db.Save(&moved).Error
+			},
+			"Update of the hash column": func() error { return k.db.Model(&tenant{ID: tn.ID}).Update("code", newCode).Error },
+			"Session(SkipHooks).Save of a moved row": func() error {
+				moved := bk
+				moved.AuthorID = y.ID
+				return k.db.Session(&gorm.Session{SkipHooks: true}).Save(&moved).Error
+			},
+			"Session(FullSaveAssociations) of an author given a book of another shard": func() error {
+				owner := x
+				owner.Books = []book{ofY}
+				return k.db.Session(&gorm.Session{FullSaveAssociations: true}).Save(&owner).Error
 			},
 			"a BeforeUpdate hook that moves the row (Save)": func() error {
 				moved := mb
