@@ -151,3 +151,74 @@ func TestManyToManyOfAShardedOwner(t *testing.T) {
 		}
 	})
 }
+
+// Models of the has-one suite: a badgeCard colocated with its holder.
+type (
+	holder struct {
+		ID   int64 `shardid:""`
+		Card *badgeCard
+	}
+	badgeCard struct {
+		ID       int64 `shardid:"colocate:HolderID"`
+		HolderID int64
+		Number   string
+	}
+)
+
+func TestHasOneAndBelongsToOfAShardedModel(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		k := newKeys(t, b)
+		fresh(t, k.db, &holder{}, &badgeCard{}, &imprint{}, &pseudonym{})
+		holders := make([]holder, 12)
+		must(t, k.db.Create(&holders).Error)
+		h := holders[0]
+		far := holders[slices.IndexFunc(holders, func(o holder) bool { return k.physicalOf(o.ID) != k.physicalOf(h.ID) })]
+		// has-one: Append is Replace; the replaced badgeCard keeps its row, orphaned (NULL names no shard).
+		must(t, k.db.Model(&h).Association("Card").Append(&badgeCard{Number: "1"}))
+		must(t, k.db.Model(&h).Association("Card").Replace(&badgeCard{Number: "2"}))
+		if n := k.db.Model(&h).Association("Card").Count(); n != 1 {
+			t.Fatalf("has-one Count: %d", n)
+		}
+		var c badgeCard
+		must(t, k.db.Model(&h).Association("Card").Find(&c))
+		if c.Number != "2" || k.physicalOf(c.ID) != k.physicalOf(h.ID) {
+			t.Fatalf("has-one Find: %+v", c)
+		}
+		var cards int64
+		must(t, k.direct[k.physicalOf(h.ID)].Model(&badgeCard{}).Count(&cards).Error)
+		if cards != 2 {
+			t.Fatalf("the holder's database has %d cards, want 2 (one orphaned)", cards)
+		}
+		farCard := badgeCard{HolderID: far.ID, Number: "far"}
+		must(t, k.db.Create(&farCard).Error)
+		k.refused(t, shardid.ErrCrossShard, []any{&holder{}, &badgeCard{}}, map[string]func() error{
+			"has-one Replace with a badgeCard of another shard": func() error { return k.db.Model(&h).Association("Card").Replace(&farCard) },
+		})
+		must(t, k.db.Model(&h).Association("Card").Delete(&c))
+		must(t, k.db.Model(&h).Association("Card").Clear())
+		if n := k.db.Model(&h).Association("Card").Count(); n != 0 {
+			t.Fatalf("has-one Count after Clear: %d", n)
+		}
+
+		// belongs-to an unsharded model: read on the plugin's database; a new
+		// parent saved through the sharded child would be written in the child's
+		// transaction on its shard: refused, and nothing written.
+		im := imprint{Name: "first"}
+		must(t, k.db.Create(&im).Error)
+		ps := pseudonym{Name: "p", ImprintID: im.ID}
+		must(t, k.db.Create(&ps).Error)
+		var got imprint
+		must(t, k.db.Model(&ps).Association("Imprint").Find(&got))
+		if got.Name != "first" {
+			t.Fatalf("belongs-to Find: %+v", got)
+		}
+		if n := k.db.Model(&ps).Association("Imprint").Count(); n != 1 {
+			t.Fatalf("belongs-to Count: %d", n)
+		}
+		k.refused(t, shardid.ErrCrossShard, []any{&imprint{}, &pseudonym{}}, map[string]func() error{
+			"belongs-to Replace with a new unsharded parent": func() error {
+				return k.db.Model(&ps).Association("Imprint").Replace(&imprint{Name: "new"})
+			},
+		})
+	})
+}
