@@ -57,7 +57,7 @@ func (p *Plugin) routed() bool { return len(p.config.Shards) > 0 }
 func (p *Plugin) route(kind statementKind) func(*gorm.DB) {
 	return func(db *gorm.DB) {
 		stmt := db.Statement
-		ownSettings(stmt)
+		sub := ownSettings(stmt)
 		if db.Error != nil {
 			return
 		}
@@ -95,6 +95,9 @@ func (p *Plugin) route(kind statementKind) func(*gorm.DB) {
 			return
 		}
 		physicals, err := p.statementPhysicals(db, m, kind)
+		if err != nil && sub && errors.Is(err, ErrNoShard) {
+			err = fmt.Errorf("%w (a statement GORM made for a Preload or an association save; a clause of the statement that made it does not apply to it: give it its own, as in Preload(\"X\", func(tx *gorm.DB) *gorm.DB { return tx.Clauses(shardid.AllShards()) }))", err)
+		}
 		if err != nil {
 			db.AddError(err)
 			return
@@ -183,10 +186,11 @@ func (p *Plugin) keepUnsharded(db *gorm.DB, creating bool) error {
 			ErrCrossShard, stmt.Schema.Name, table, stmt.Schema.Name)
 	}
 	for _, j := range stmt.Joins {
-		if target, ok := p.joinedSchema(stmt, j.Name); ok {
-			if tm, err := p.model(target); err != nil || tm != nil && tm.sharded() {
+		path, _ := relationPath(stmt.Schema, j.Name)
+		for _, rel := range path {
+			if tm, err := p.model(rel.FieldSchema); err != nil || tm != nil && tm.sharded() {
 				return errors.Join(err, fmt.Errorf("%w: %s is not sharded, and Joins(%q) joins %s, which is: query %s and join %s instead, or load it with Preload",
-					ErrCrossShard, stmt.Schema.Name, j.Name, target.Name, target.Name, stmt.Schema.Name))
+					ErrCrossShard, stmt.Schema.Name, j.Name, rel.FieldSchema.Name, rel.FieldSchema.Name, stmt.Schema.Name))
 			}
 		}
 	}

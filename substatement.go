@@ -26,8 +26,9 @@ type runningKey struct{}
 // ownSettings runs first on every statement: it drops what a sub-statement
 // inherited from the statement that made it, and marks the statement as
 // running when it may make some (it preloads, or saves associations).
-func ownSettings(stmt *gorm.Statement) {
+func ownSettings(stmt *gorm.Statement) (sub bool) {
 	if v, ok := stmt.Settings.Load(runningKey{}); ok && v.(*gorm.Statement) != stmt {
+		sub = true
 		parent := v.(*gorm.Statement)
 		if owner, _ := stmt.Settings.Load(hintOwnerKey{}); owner != stmt { // not given to it, as in a Preload's own conditions
 			stmt.Settings.Delete(hintSettingKey{})
@@ -43,6 +44,7 @@ func ownSettings(stmt *gorm.Statement) {
 	if len(stmt.Preloads) > 0 || stmt.Schema != nil && len(stmt.Schema.Relationships.Relations) > 0 {
 		stmt.Settings.Store(runningKey{}, stmt)
 	}
+	return sub
 }
 
 // doneRunning runs last on every statement, so that statements made from it
@@ -67,45 +69,74 @@ func (p *Plugin) onPluginDatabase(stmt *gorm.Statement) {
 	}
 }
 
-// checkJoins refuses a query on a sharded model that joins an unsharded one:
-// its rows are on the plugin's database, not on the shard (load it with
-// Preload, which reads it there). A join written as SQL must name sharded
-// tables only.
+// checkJoins refuses a query on a sharded model that joins a model whose rows
+// may be on another database: an unsharded one (its rows are on the plugin's
+// database; load it with Preload, which reads it there), or a sharded one not
+// colocated along the join. A join written as SQL must name sharded tables only.
 func (p *Plugin) checkJoins(stmt *gorm.Statement, m *model) error {
 	for _, j := range stmt.Joins {
-		if target, ok := p.joinedSchema(stmt, j.Name); ok {
-			tm, err := p.model(target)
-			if err != nil {
-				return err
-			}
-			if tm == nil || !tm.sharded() {
-				return fmt.Errorf("%w: %s: Joins(%q): %s is not sharded, its rows are on the plugin's database, not beside %s on its shard; load it with Preload(%q)",
-					ErrCrossShard, m.schema.Name, j.Name, target.Name, m.schema.Name, j.Name)
+		path, ok := relationPath(stmt.Schema, j.Name)
+		if !ok {
+			for _, table := range sqlTables(j.Name) {
+				if _, sharded := p.shardedTables.Load(strings.ToLower(table)); !sharded {
+					return fmt.Errorf("%w: %s: Joins(%q): %s is not a sharded table known to the plugin, so it is not on %s's shard; load it apart",
+						ErrCrossShard, m.schema.Name, j.Name, table, m.schema.Name)
+				}
 			}
 			continue
 		}
-		for _, table := range sqlTables(j.Name) {
-			if _, sharded := p.shardedTables.Load(strings.ToLower(table)); !sharded {
-				return fmt.Errorf("%w: %s: Joins(%q): %s is not a sharded table known to the plugin, so it is not on %s's shard; load it apart",
-					ErrCrossShard, m.schema.Name, j.Name, table, m.schema.Name)
+		for _, rel := range path {
+			target, err := p.model(rel.FieldSchema)
+			if err != nil {
+				return err
+			}
+			if target == nil || !target.sharded() {
+				return fmt.Errorf("%w: %s: Joins(%q): %s is not sharded, its rows are on the plugin's database, not beside %s on its shard; load it with Preload(%q)",
+					ErrCrossShard, m.schema.Name, j.Name, rel.FieldSchema.Name, m.schema.Name, j.Name)
+			}
+			from, err := p.model(rel.Schema)
+			if err != nil {
+				return err
+			}
+			if !colocatedAlong(rel, from, target) {
+				return fmt.Errorf("%w: %s: Joins(%q): %s is not colocated with %s by the join's key, so the joined row may be on another database; load it with Preload(%q)",
+					ErrCrossShard, m.schema.Name, j.Name, rel.FieldSchema.Name, rel.Schema.Name, j.Name)
 			}
 		}
 	}
 	return nil
 }
 
-// joinedSchema returns the model a Joins name (a relationship, or a path of
-// them: "Author.Publisher") reaches.
-func (p *Plugin) joinedSchema(stmt *gorm.Statement, name string) (s *schema.Schema, ok bool) {
-	s = stmt.Schema
+// colocatedAlong reports whether the rows a relationship joins are on one
+// shard: the foreign key is the colocate column of the model holding it, and
+// references the other's primary key.
+func colocatedAlong(rel *schema.Relationship, from, to *model) bool {
+	if from == nil || !from.sharded() || len(rel.References) != 1 {
+		return false
+	}
+	ref := rel.References[0]
+	switch rel.Type {
+	case schema.BelongsTo:
+		return ref.ForeignKey == from.pk().colocate && ref.PrimaryKey == to.pk().field
+	case schema.HasOne, schema.HasMany:
+		return ref.ForeignKey == to.pk().colocate && ref.PrimaryKey == from.pk().field
+	}
+	return false
+}
+
+// relationPath returns the relationships a Joins name walks ("Author",
+// "Author.Publisher"), if it names relationships.
+func relationPath(s *schema.Schema, name string) ([]*schema.Relationship, bool) {
+	var path []*schema.Relationship
 	for _, part := range strings.Split(name, ".") {
 		rel, found := s.Relationships.Relations[part]
 		if !found {
 			return nil, false
 		}
+		path = append(path, rel)
 		s = rel.FieldSchema
 	}
-	return s, true
+	return path, true
 }
 
 // joinsJoinTable reports whether a query reads a sharded model's many2many

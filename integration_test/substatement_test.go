@@ -22,7 +22,15 @@ type (
 		LookupID int64
 		Lookup   *lookup
 		BossID   *int64
+		Boss     *staffer  `gorm:"foreignKey:BossID"`
 		Reports  []staffer `gorm:"foreignKey:BossID"`
+	}
+	// chapter is colocated with its author: a join of the two is on one database.
+	chapter struct {
+		ID       int64 `shardid:"colocate:AuthorID"`
+		AuthorID int64
+		Author   *author
+		Title    string
 	}
 	// watcher opens statements in its hooks: raw SQL and a query on an
 	// unsharded model after it is read, an unsharded row after it is created.
@@ -57,7 +65,7 @@ func (w *watcher) AfterCreate(tx *gorm.DB) error {
 func TestSubStatementsRouteOnTheirOwnModel(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		k := newKeys(t, b)
-		fresh(t, k.db, &lookup{}, &staffer{}, &watcher{})
+		fresh(t, k.db, &lookup{}, &staffer{}, &watcher{}, &chapter{})
 		lk := lookup{Name: "main"}
 		must(t, k.db.Create(&lk).Error)
 		staff := make([]staffer, 24)
@@ -128,6 +136,20 @@ func TestSubStatementsRouteOnTheirOwnModel(t *testing.T) {
 		}
 		if err := k.db.Joins("JOIN lookups ON lookups.id = staffers.lookup_id").First(&got, far.ID).Error; !errors.Is(err, shardid.ErrCrossShard) {
 			t.Errorf("Joins of an unsharded table in SQL: got %v, want ErrCrossShard", err)
+		}
+		// Nor a join of a sharded model that is not colocated along the join.
+		if err := k.db.Joins("Boss").First(&got, far.ID).Error; !errors.Is(err, shardid.ErrCrossShard) {
+			t.Errorf("Joins of a sharded model not colocated: got %v, want ErrCrossShard", err)
+		}
+		// A colocated one is on the same database: it runs.
+		writer := author{Name: "writer"}
+		must(t, k.db.Create(&writer).Error)
+		ch := chapter{AuthorID: writer.ID, Title: "one"}
+		must(t, k.db.Create(&ch).Error)
+		var joined chapter
+		must(t, k.db.Joins("Author").First(&joined, ch.ID).Error)
+		if joined.Author == nil || joined.Author.Name != "writer" {
+			t.Fatalf("Joins of a colocated model: %+v", joined.Author)
 		}
 
 		// Statements a hook opens are routed on their own: raw SQL and an
