@@ -198,6 +198,10 @@ func (p *Plugin) fill(ctx context.Context, db *gorm.DB, m *model, rows []reflect
 			if !zero {
 				continue
 			}
+			if !value.CanSet() { // Create(T{}): the new ID could not reach the caller's row
+				return &FieldError{Model: m.schema.Name, Field: f.field.Name, Err: gorm.ErrInvalidValue,
+					Detail: "create from a pointer (Create(&row)): the plugin writes the new ID into the row"}
+			}
 			shard, err := p.shardOf(ctx, db, m, f, row)
 			if err != nil {
 				return err
