@@ -23,10 +23,10 @@ import (
 // for a refused statement.
 func (p *Plugin) checkUpdate(db *gorm.DB) {
 	stmt := db.Statement
-	if db.Error != nil || stmt.Schema == nil || stmt.SQL.Len() > 0 {
+	if db.Error != nil || stmt.SQL.Len() > 0 {
 		return
 	}
-	m, err := p.model(stmt.Schema)
+	m, err := p.statementModel(stmt)
 	if err != nil || m == nil || !m.sharded() {
 		return
 	}
@@ -189,15 +189,24 @@ func (p *Plugin) stillBound(stmt *gorm.Statement, m *model, what string) error {
 // database the statement runs on, and an upsert rewrites no placing column.
 func (p *Plugin) checkCreate(db *gorm.DB) {
 	stmt := db.Statement
-	if db.Error != nil || stmt.Schema == nil || stmt.SQL.Len() > 0 {
+	if db.Error != nil || stmt.SQL.Len() > 0 {
 		return
 	}
-	m, err := p.model(stmt.Schema)
+	m, err := p.statementModel(stmt)
 	if err != nil || m == nil {
 		return
 	}
 	on, bound := p.boundPhysical(stmt)
 	bound = bound && p.routed() && m.sharded()
+	if stmt.Schema == nil {
+		db.AddError(p.checkCreatedMaps(stmt, m, on, bound))
+		return
+	}
+	if m.sharded() && !insertsColumn(stmt, m.pk().field) {
+		db.AddError(&FieldError{Model: m.schema.Name, Field: m.pk().field.Name, Err: ErrNoShard,
+			Detail: "the INSERT leaves out the ID (Select or Omit): the database would give the row a key that names no shard"})
+		return
+	}
 	check := func(row reflect.Value) error {
 		for _, f := range m.fields {
 			shard, err := p.agreeingShard(stmt, m, f, row)
@@ -331,4 +340,87 @@ func (p *Plugin) physicalOfPool(pool gorm.ConnPool) (int, bool) {
 		return p.physicalOfPool(prepared.ConnPool)
 	}
 	return 0, false
+}
+
+// statementModel returns the plugin's model of a statement: by its schema, or
+// for db.Table("t") without a model, the sharded model whose table t is.
+func (p *Plugin) statementModel(stmt *gorm.Statement) (*model, error) {
+	if stmt.Schema != nil {
+		return p.model(stmt.Schema)
+	}
+	table := stmt.Table
+	if stmt.TableExpr != nil { // Table("authors AS a")
+		if words := strings.Fields(stmt.TableExpr.SQL); len(words) > 0 {
+			table = words[0]
+		}
+	}
+	table = strings.Trim(table[strings.LastIndexByte(table, '.')+1:], "`\"")
+	if table == "" {
+		return nil, nil
+	}
+	var found *model
+	p.models.Range(func(k, _ any) bool {
+		if m, err := p.model(k.(*schema.Schema)); err == nil && m != nil && m.sharded() && strings.EqualFold(m.schema.Table, table) {
+			found = m
+		}
+		return found == nil
+	})
+	return found, nil
+}
+
+// insertsColumn reports whether a Create's INSERT writes f, as
+// callbacks.ConvertToCreateValues chooses its columns.
+func insertsColumn(stmt *gorm.Statement, f *schema.Field) bool {
+	selected, restricted := stmt.SelectAndOmitColumns(true, false)
+	v, named := selected[f.DBName]
+	return named && v || !named && !restricted
+}
+
+// checkCreatedMaps checks the rows of db.Table("t").Create(map) on a sharded
+// table: each gives its ID, which agrees with its colocate or hash value and
+// names the physical database the statement runs on.
+func (p *Plugin) checkCreatedMaps(stmt *gorm.Statement, m *model, on int, bound bool) error {
+	var rows []map[string]any
+	switch v := stmt.Dest.(type) {
+	case map[string]any:
+		rows = []map[string]any{v}
+	case *map[string]any:
+		rows = []map[string]any{*v}
+	case []map[string]any:
+		rows = v
+	case *[]map[string]any:
+		rows = *v
+	}
+	key := m.pk()
+	for _, row := range rows {
+		values := map[string]any{}
+		for column, v := range row {
+			if pl, ok := placingColumn(m, clause.Column{Name: column}); ok {
+				values[pl.role] = v
+			}
+		}
+		id, given := values["key"]
+		if !given || isNull(id) || unreadable(id) {
+			return &FieldError{Model: m.schema.Name, Field: key.field.Name, Err: ErrNoShard,
+				Detail: "a row created from a map into a sharded table must give its ID (the plugin cannot write one into a map)"}
+		}
+		shard, err := placing{"key", key.field}.shardOf(p, m, id)
+		if err != nil {
+			return err
+		}
+		for _, pl := range []placing{{"colocate", key.colocate}, {"hash", key.hash}} {
+			v, given := values[pl.role]
+			if pl.field == nil || !given || isNull(v) {
+				continue
+			}
+			if s, err := pl.shardOf(p, m, v); unreadable(v) || err != nil || s != shard {
+				return &FieldError{Model: m.schema.Name, Field: key.field.Name, Err: ErrCrossShard,
+					Detail: fmt.Sprintf("the ID is of shard %d, its %s column %s does not name that shard", shard, pl.role, pl.field.DBName)}
+			}
+		}
+		if bound && p.physicalOf(shard) != on {
+			return fmt.Errorf("%w: %s: a row of %s is created on %s", ErrCrossShard, m.schema.Name, p.physical[p.physicalOf(shard)].name, p.physical[on].name)
+		}
+	}
+	return nil
 }

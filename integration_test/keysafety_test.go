@@ -296,6 +296,25 @@ func TestKeySafetyCreates(t *testing.T) {
 					Create(&seat{AuthorID: y.ID, Code: "s1"}).Error
 			},
 		})
+		k.refused(t, shardid.ErrCrossShard, models, map[string]func() error{
+			"Table().Create(map) of an ID of another database": func() error {
+				return k.db.Clauses(shardid.ByID(x.ID)).Table("authors").Create(map[string]any{"id": k.idOfShardOf(y.ID), "name": "m"}).Error
+			},
+			"Table().Create(map) whose colocate value disagrees": func() error {
+				return k.db.Clauses(shardid.ByID(x.ID)).Table("books").Create(map[string]any{"id": k.idOfShardOf(x.ID), "author_id": y.ID}).Error
+			},
+			"Table().Update of the key": func() error {
+				return k.db.Clauses(shardid.ByID(x.ID)).Table("authors").Where("id = ?", x.ID).Update("id", y.ID).Error
+			},
+		})
+		k.refused(t, shardid.ErrNoShard, models, map[string]func() error{
+			"Omit of the ID":                   func() error { return k.db.Omit("id").Create(&author{Name: "o"}).Error },
+			"Select without the ID":            func() error { return k.db.Select("name").Create(&author{Name: "s"}).Error },
+			"Table().Create(map) without an ID": func() error { return k.db.Clauses(shardid.ByID(x.ID)).Table("authors").Create(map[string]any{"name": "m"}).Error },
+		})
+		mapped := k.idOfShardOf(x.ID)
+		must(t, k.db.Clauses(shardid.ByID(x.ID)).Table("authors").Create(map[string]any{"id": mapped, "name": "mapped"}).Error)
+		k.mustBeOnItsShard(t, &author{}, mapped)
 		// A preset ID that agrees, and an upsert on the key alone, run.
 		ok := book{ID: shardid.ID(k.idOfShardOf(x.ID)), AuthorID: x.ID, Title: "preset"}
 		must(t, k.db.Create(&ok).Error)
