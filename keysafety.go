@@ -102,33 +102,31 @@ func (pl placing) shardOf(p *Plugin, m *model, v any) (int, error) {
 // Association Replace, Delete and Clear orphan children so). Where the row is
 // not known from the statement, assigning a placing column is refused.
 func (p *Plugin) keepsShard(stmt *gorm.Statement, m *model, set []clause.Assignment) error {
-	refuse := func(column, why string) error {
-		return fmt.Errorf("%w: %s: the statement %s %s; copy the row instead", ErrCrossShard, m.schema.Name, why, column)
+	refuse := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s: the statement %s; copy the row instead", ErrCrossShard, m.schema.Name, fmt.Sprintf(format, args...))
 	}
 	for _, a := range set {
 		pl, ok := placingColumn(m, a.Column)
-		if !ok {
+		switch {
+		case !ok:
 			continue
-		}
-		if unreadable(a.Value) {
-			return refuse(a.Column.Name, "sets to an expression, which cannot be checked, the "+pl.role+" column")
-		}
-		if pl.role == "key" {
+		case unreadable(a.Value):
+			return refuse("sets the %s column %s to an expression, which cannot be checked", pl.role, a.Column.Name)
+		case pl.role == "key":
 			// A new key is refused even on the same shard: it was not made for this row.
 			if !p.sameKey(stmt, m, a.Value) {
-				return refuse(a.Column.Name, "changes the primary key")
+				return refuse("changes the primary key %s", a.Column.Name)
 			}
 			continue
-		}
-		if isNull(a.Value) {
+		case isNull(a.Value):
 			continue
 		}
 		rowShard, known := p.rowShard(stmt, m)
 		if !known {
-			return refuse(a.Column.Name, "names no one row, and sets the "+pl.role+" column")
+			return refuse("sets the %s column %s and does not name the one row it updates", pl.role, a.Column.Name)
 		}
 		if s, err := pl.shardOf(p, m, a.Value); err != nil || s != rowShard {
-			return refuse(a.Column.Name, "sets to a value that does not place the row on its own shard the "+pl.role+" column")
+			return refuse("sets the %s column %s to a value that does not place the row on its own shard", pl.role, a.Column.Name)
 		}
 	}
 	return nil

@@ -61,7 +61,7 @@ func doneRunning(stmt *gorm.Statement) {
 // own database (raw SQL given a clause is then bound to its shard). A
 // transaction is left alone: its callers check it.
 func (p *Plugin) onPluginDatabase(stmt *gorm.Statement) {
-	if inTransaction(stmt.ConnPool) || stmt.ConnPool == p.db.ConnPool || stmt.ConnPool == p.ownPool(stmt.ConnPool) {
+	if inTransaction(stmt.ConnPool) {
 		return
 	}
 	if k, ok := p.physicalOfPool(stmt.ConnPool); ok && p.physical[k].pool != p.db.ConnPool {
