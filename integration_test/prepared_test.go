@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	mysqldriver "github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -130,4 +131,37 @@ func TestErrorsNameTheirDatabase(t *testing.T) {
 			t.Fatalf("First of a missing row: %v, want gorm.ErrRecordNotFound itself", err)
 		}
 	})
+}
+
+// TestErrorsNameADatabaseThatIsDown: statements on a database that is down
+// fail naming it: a query, and writes in GORM's own transaction. (Begin is
+// not a statement: its error is GORM's own.)
+func TestErrorsNameADatabaseThatIsDown(t *testing.T) {
+	dir := t.TempDir()
+	b := backends[0]
+	list := shards(t, b, dir)
+	third, err := gorm.Open(list[2].Dialector, &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	list[2].Dialector, list[2].DB = nil, third
+	db, err := gorm.Open(b.dialector(t, dir), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	p := shardid.New(shardid.Config{Shards: list})
+	must(t, db.Use(p))
+	defer p.Close()
+	must(t, db.AutoMigrate(&author{}))
+	thirdPool, _ := third.DB()
+	must(t, thirdPool.Close())
+	l := p.Layout()
+	down := l.Compose(time.Now(), l.ShardCount()/2+1, 1)
+	var back author
+	for form, err := range map[string]error{
+		"First":       db.First(&back, down).Error,
+		"Create":      db.Create(&author{ID: down, Name: "down"}).Error,
+		"Update":      db.Model(&author{ID: down}).Update("name", "x").Error,
+		"Delete":      db.Delete(&author{ID: down}).Error,
+	} {
+		if err == nil || !strings.HasPrefix(err.Error(), "shardid: on sqlite-2: ") {
+			t.Errorf("%s on the database that is down: %v", form, err)
+		}
+	}
 }
