@@ -73,7 +73,7 @@ func (p *Plugin) assignIDs(db *gorm.DB) {
 		db.AddError(err)
 		return
 	}
-	if p.routed() && (m == nil || !m.sharded()) && db.AddError(p.keepUnsharded(db, true)) != nil || m == nil {
+	if p.routed() && (m == nil || !m.sharded()) && db.AddError(p.keepUnsharded(db, kindCreate)) != nil || m == nil {
 		return
 	}
 	rows, err := structRows(m, stmt.ReflectValue)

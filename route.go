@@ -81,7 +81,7 @@ func (p *Plugin) route(kind statementKind) func(*gorm.DB) {
 			return
 		}
 		if m == nil || !m.sharded() {
-			db.AddError(p.keepUnsharded(db, false))
+			db.AddError(p.keepUnsharded(db, kind))
 			return
 		}
 		if v, ok := stmt.Settings.Load(pinKey{}); ok && v.(pin).schema == stmt.Schema {
@@ -173,13 +173,14 @@ func (p *Plugin) rowShard(stmt *gorm.Statement, m *model) (int, bool) {
 // keepUnsharded keeps a statement on an unsharded model on the plugin's own
 // database, where its rows live, whatever shard connection it inherited from
 // the statement it was started by (GORM saves associations so) or a shard
-// clause chose. Inside a transaction on a shard, or joined with rows that
-// live on shards, it fails with ErrCrossShard. The join rows of a sharded
+// clause chose. Inside a transaction on a shard it is read outside the
+// transaction, and written never (ErrCrossShard); joined with rows that live
+// on shards, it fails with ErrCrossShard. The join rows of a sharded
 // model's many2many go to their owner's shard.
-func (p *Plugin) keepUnsharded(db *gorm.DB, creating bool) error {
+func (p *Plugin) keepUnsharded(db *gorm.DB, kind statementKind) error {
 	stmt := db.Statement
 	if _, joins := p.joinTables.Load(strings.ToLower(stmt.Schema.Table)); joins {
-		return p.routeJoinRows(db, creating)
+		return p.routeJoinRows(db, kind == kindCreate)
 	}
 	if table, joins := p.joinsJoinTable(stmt); joins {
 		return fmt.Errorf("%w: %s is not sharded, and the statement joins %s, the join rows of a sharded model, which are on that model's shard: read the join rows and %s apart (Preload does)",
@@ -196,6 +197,10 @@ func (p *Plugin) keepUnsharded(db *gorm.DB, creating bool) error {
 	}
 	if inTransaction(stmt.ConnPool) {
 		if k, onShard := p.transactionPhysical(stmt); onShard {
+			if kind == kindQuery || kind == kindRow {
+				stmt.ConnPool = p.db.ConnPool // read where its rows are, outside the shard's transaction
+				return nil
+			}
 			return fmt.Errorf("%w: %s is not sharded: its rows live on the plugin's database, not in the transaction on %s; save it apart",
 				ErrCrossShard, stmt.Schema.Name, p.physical[k].name)
 		}

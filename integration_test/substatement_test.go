@@ -59,6 +59,12 @@ func (w *watcher) AfterCreate(tx *gorm.DB) error {
 	if w.Astray {
 		return tx.Create(&lookup{Name: "astray"}).Error
 	}
+	// An unsharded read in the shard's transaction is made where its rows are.
+	var l lookup
+	if err := tx.First(&l, w.LookupID).Error; err != nil {
+		return err
+	}
+	w.found = l.Name
 	return nil
 }
 
@@ -156,6 +162,9 @@ func TestSubStatementsRouteOnTheirOwnModel(t *testing.T) {
 		// unsharded query read the plugin's database, not the row's shard.
 		w := watcher{LookupID: lk.ID}
 		must(t, k.db.Create(&w).Error)
+		if w.found != "main" {
+			t.Fatalf("an unsharded read in AfterCreate found %q", w.found)
+		}
 		var back watcher
 		must(t, k.db.First(&back, w.ID).Error)
 		if back.lookups != 1 || back.found != "main" {
