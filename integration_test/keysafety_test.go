@@ -308,9 +308,11 @@ func TestKeySafetyCreates(t *testing.T) {
 			},
 		})
 		k.refused(t, shardid.ErrNoShard, models, map[string]func() error{
-			"Omit of the ID":                   func() error { return k.db.Omit("id").Create(&author{Name: "o"}).Error },
-			"Select without the ID":            func() error { return k.db.Select("name").Create(&author{Name: "s"}).Error },
-			"Table().Create(map) without an ID": func() error { return k.db.Clauses(shardid.ByID(x.ID)).Table("authors").Create(map[string]any{"name": "m"}).Error },
+			"Omit of the ID":        func() error { return k.db.Omit("id").Create(&author{Name: "o"}).Error },
+			"Select without the ID": func() error { return k.db.Select("name").Create(&author{Name: "s"}).Error },
+			"Table().Create(map) without an ID": func() error {
+				return k.db.Clauses(shardid.ByID(x.ID)).Table("authors").Create(map[string]any{"name": "m"}).Error
+			},
 		})
 		mapped := k.idOfShardOf(x.ID)
 		must(t, k.db.Clauses(shardid.ByID(x.ID)).Table("authors").Create(map[string]any{"id": mapped, "name": "mapped"}).Error)

@@ -155,10 +155,10 @@ func TestErrorsNameADatabaseThatIsDown(t *testing.T) {
 	down := l.Compose(time.Now(), l.ShardCount()/2+1, 1)
 	var back author
 	for form, err := range map[string]error{
-		"First":       db.First(&back, down).Error,
-		"Create":      db.Create(&author{ID: down, Name: "down"}).Error,
-		"Update":      db.Model(&author{ID: down}).Update("name", "x").Error,
-		"Delete":      db.Delete(&author{ID: down}).Error,
+		"First":  db.First(&back, down).Error,
+		"Create": db.Create(&author{ID: down, Name: "down"}).Error,
+		"Update": db.Model(&author{ID: down}).Update("name", "x").Error,
+		"Delete": db.Delete(&author{ID: down}).Error,
 	} {
 		if err == nil || !strings.HasPrefix(err.Error(), "shardid: on sqlite-2: ") {
 			t.Errorf("%s on the database that is down: %v", form, err)
