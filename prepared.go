@@ -31,16 +31,3 @@ func (p *Plugin) preparedFor(key int, pool, current gorm.ConnPool) gorm.ConnPool
 	store, _ := p.prepared.LoadOrStore(key, gorm.NewPreparedStmtDB(pool, p.db.PrepareStmtMaxSize, p.db.PrepareStmtTTL))
 	return store.(*gorm.PreparedStmtDB)
 }
-
-// preparedOn reports, for a prepared transaction, whether its store is
-// physical database k's: GORM's Session(PrepareStmt) replaces the connection
-// a shard clause chose with the plugin's own database's, so a transaction
-// begun from it is not on k although the clause named k.
-func (p *Plugin) preparedOn(pool gorm.ConnPool, k int) bool {
-	tx, ok := pool.(*gorm.PreparedStmtTX)
-	if !ok {
-		return true
-	}
-	on, known := p.physicalOfPool(tx.PreparedStmtDB)
-	return known && on == k
-}

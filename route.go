@@ -226,7 +226,7 @@ func (p *Plugin) transactionPhysical(stmt *gorm.Statement) (int, bool) {
 	if k, ok := p.txs.lookup(stmt.ConnPool); ok {
 		return k, true
 	}
-	if v, ok := stmt.Settings.Load(txPhysicalKey{}); ok && p.preparedOn(stmt.ConnPool, v.(int)) {
+	if v, ok := stmt.Settings.Load(txPhysicalKey{}); ok && p.txOn(stmt.ConnPool, v.(int)) {
 		p.txs.remember(stmt.ConnPool, v.(int))
 		return v.(int), true
 	}
