@@ -57,7 +57,7 @@ func (p *Plugin) registerCallbacks(db *gorm.DB) error {
 // validates the preset ones.
 func (p *Plugin) assignIDs(db *gorm.DB) {
 	stmt := db.Statement
-	_ = ownSettings(stmt)
+	ownSettings(stmt)
 	if db.Error != nil {
 		return
 	}

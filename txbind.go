@@ -30,10 +30,10 @@ func sqlTx(pool gorm.ConnPool) *sql.Tx {
 }
 
 // txOn reports whether a transaction a shard clause's Settings say is on
-// physical database k really is: GORM's Session(PrepareStmt) and Connection
-// swap the connection the clause chose for the plugin's database's, and a
-// transaction begun from them is not on k. The database behind a *sql.Tx is
-// read as GORM's DB() reads it.
+// physical database k really is: GORM's Session(PrepareStmt) swaps the
+// connection the clause chose for the plugin's database's, and a transaction
+// begun from it is not on k. The database behind a *sql.Tx is read as GORM's
+// DB() reads it.
 func (p *Plugin) txOn(pool gorm.ConnPool, k int) bool {
 	tx := sqlTx(pool)
 	if tx == nil {
