@@ -312,11 +312,12 @@ func (p *Plugin) routedAgain(db *gorm.DB, kind statementKind) (int, bool) {
 
 // fromDatabase reports whether an error is one a database may have returned:
 // not gorm.ErrRecordNotFound, left as it is for callers that compare it with
-// ==, nor the plugin's own refusals, nor one named already (a sub-statement's).
+// ==, nor the plugin's own refusals, nor one named already (a sub-statement's,
+// or the parts' of a statement over several databases).
 func fromDatabase(err error) bool {
 	var named *onError
 	return err != gorm.ErrRecordNotFound && !errors.Is(err, ErrNoShard) && !errors.Is(err, ErrCrossShard) &&
-		!errors.Is(err, ErrInvalidID) && !errors.As(err, &named)
+		!errors.Is(err, ErrInvalidID) && !errors.As(err, &named) && !strings.HasPrefix(err.Error(), "shardid: on ")
 }
 
 // onError is an error of a statement on one physical database.
