@@ -97,6 +97,15 @@ func TestSubStatementsRouteOnTheirOwnModel(t *testing.T) {
 		if len(lookups) != 1 {
 			t.Fatalf("an unsharded query under a shard clause read %d rows", len(lookups))
 		}
+		// Nor does the connection a clause chose, carried by Session(NewDB), move raw SQL or unsharded reads.
+		fresh := k.db.Clauses(shardid.ByID(far.ID)).Session(&gorm.Session{NewDB: true})
+		lookups = nil
+		must(t, fresh.Find(&lookups).Error)
+		var n int64
+		must(t, fresh.Raw("SELECT count(*) FROM lookups").Scan(&n).Error)
+		if len(lookups) != 1 || n != 1 {
+			t.Fatalf("a NewDB session of a shard clause read %d lookups, counted %d", len(lookups), n)
+		}
 		// Nested preloads, and preloads with conditions, are routed on their own too.
 		got = staffer{}
 		must(t, k.db.Clauses(shardid.ByID(boss.ID)).Preload("Reports", "name = ?", "s", func(tx *gorm.DB) *gorm.DB { return tx.Clauses(shardid.AllShards()) }).
