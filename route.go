@@ -187,7 +187,11 @@ func (p *Plugin) keepUnsharded(db *gorm.DB, kind statementKind) error {
 			ErrCrossShard, stmt.Schema.Name, table, stmt.Schema.Name)
 	}
 	for _, j := range stmt.Joins {
-		path, _ := relationPath(stmt.Schema, j.Name)
+		path, named := relationPath(stmt.Schema, j.Name)
+		if !named && p.namesShardedRows(j.Name) {
+			return fmt.Errorf("%w: %s is not sharded, and Joins(%q) joins rows that live on shards: query them apart",
+				ErrCrossShard, stmt.Schema.Name, j.Name)
+		}
 		for _, rel := range path {
 			if tm, err := p.model(rel.FieldSchema); err != nil || tm != nil && tm.sharded() {
 				return errors.Join(err, fmt.Errorf("%w: %s is not sharded, and Joins(%q) joins %s, which is: query %s and join %s instead, or load it with Preload",

@@ -72,14 +72,15 @@ func (p *Plugin) onPluginDatabase(stmt *gorm.Statement) {
 // checkJoins refuses a query on a sharded model that joins a model whose rows
 // may be on another database: an unsharded one (its rows are on the plugin's
 // database; load it with Preload, which reads it there), or a sharded one not
-// colocated along the join. A join written as SQL must name sharded tables only.
+// colocated along the join. A join written as SQL must name sharded tables,
+// or join tables of sharded models, only.
 func (p *Plugin) checkJoins(stmt *gorm.Statement, m *model) error {
 	for _, j := range stmt.Joins {
 		path, ok := relationPath(stmt.Schema, j.Name)
 		if !ok {
 			for _, table := range sqlTables(j.Name) {
-				if _, sharded := p.shardedTables.Load(strings.ToLower(table)); !sharded {
-					return fmt.Errorf("%w: %s: Joins(%q): %s is not a sharded table known to the plugin, so it is not on %s's shard; load it apart",
+				if !p.namesShardedRows("FROM " + table) {
+					return fmt.Errorf("%w: %s: Joins(%q): %s is not a sharded table known to the plugin (nor a join table of one), so it is not on %s's shard; load it apart",
 						ErrCrossShard, m.schema.Name, j.Name, table, m.schema.Name)
 				}
 			}
@@ -137,6 +138,20 @@ func relationPath(s *schema.Schema, name string) ([]*schema.Relationship, bool) 
 		s = rel.FieldSchema
 	}
 	return path, true
+}
+
+// namesShardedRows reports whether SQL names, where a table stands, a sharded
+// table or the join table of a sharded model's many2many.
+func (p *Plugin) namesShardedRows(sql string) bool {
+	for _, table := range sqlTables(sql) {
+		if _, sharded := p.shardedTables.Load(strings.ToLower(table)); sharded {
+			return true
+		}
+		if _, joins := p.joinTables.Load(strings.ToLower(table)); joins {
+			return true
+		}
+	}
+	return false
 }
 
 // joinsJoinTable reports whether a query reads a sharded model's many2many

@@ -129,6 +129,15 @@ func TestManyToManyOfAShardedOwner(t *testing.T) {
 		if n := association.Count(); n != 0 || !errors.Is(association.Error, shardid.ErrCrossShard) {
 			t.Errorf("Association Count: %d, %v; want ErrCrossShard", n, association.Error)
 		}
+		if err := k.db.Joins("JOIN reader_tags ON reader_tags.tag_id = tags.id").Find(&found).Error; !errors.Is(err, shardid.ErrCrossShard) {
+			t.Errorf("an unsharded query joining the join rows in SQL: got %v, want ErrCrossShard", err)
+		}
+		// The owner's own join rows are beside it: a join of them runs there.
+		var linked []reader
+		must(t, k.db.Joins("JOIN reader_tags ON reader_tags.reader_id = readers.id").Where("readers.id = ?", x.ID).Find(&linked).Error)
+		if len(linked) != 1 {
+			t.Fatalf("a join of the owner's join rows: %d rows, want 1", len(linked))
+		}
 		// New tags saved with a sharded reader would be written in the reader's
 		// transaction, on its shard: refused, and nothing written.
 		k.refused(t, shardid.ErrCrossShard, []any{&tag{}, &reader{}}, map[string]func() error{
