@@ -29,23 +29,25 @@ func (p *Plugin) registerCallbacks(db *gorm.DB) error {
 	list := []hook{
 		{cb.Create().Before("gorm:begin_transaction").Register, "shardid:assign_ids", p.assignIDs},
 		{cb.Create().After("gorm:begin_transaction").Before("gorm:before_create").Register, "shardid:remember_tx", p.rememberTransaction},
-		{cb.Create().After("gorm:commit_or_rollback_transaction").Register, "shardid:finish", finish},
+		{cb.Create().After("gorm:save_before_associations").Before("gorm:create").Register, "shardid:check_keys", p.checkCreate},
+		{cb.Create().After("gorm:commit_or_rollback_transaction").Register, "shardid:finish", p.finish(kindCreate)},
 		{cb.Update().Before("gorm:begin_transaction").Register, "shardid:route", p.route(kindUpdate)},
 		{cb.Update().After("shardid:route").Before("gorm:begin_transaction").Register, "shardid:subqueries", p.routeSubqueries},
 		{cb.Update().After("gorm:begin_transaction").Before("gorm:setup_reflect_value").Register, "shardid:remember_tx", p.rememberTransaction},
-		{cb.Update().After("gorm:commit_or_rollback_transaction").Register, "shardid:finish", finish},
+		{cb.Update().After("gorm:save_before_associations").Before("gorm:update").Register, "shardid:check_keys", p.checkUpdate},
+		{cb.Update().After("gorm:commit_or_rollback_transaction").Register, "shardid:finish", p.finish(kindUpdate)},
 		{cb.Delete().Before("gorm:begin_transaction").Register, "shardid:route", p.route(kindDelete)},
 		{cb.Delete().After("shardid:route").Before("gorm:begin_transaction").Register, "shardid:subqueries", p.routeSubqueries},
 		{cb.Delete().After("gorm:begin_transaction").Before("gorm:before_delete").Register, "shardid:remember_tx", p.rememberTransaction},
-		{cb.Delete().After("gorm:commit_or_rollback_transaction").Register, "shardid:finish", finish},
+		{cb.Delete().After("gorm:commit_or_rollback_transaction").Register, "shardid:finish", p.finish(kindDelete)},
 		{cb.Query().Before("gorm:query").Register, "shardid:route", p.route(kindQuery)},
 		{cb.Query().After("shardid:route").Before("gorm:query").Register, "shardid:subqueries", p.routeSubqueries},
-		{cb.Query().After("gorm:after_query").Register, "shardid:finish", finish},
+		{cb.Query().After("gorm:after_query").Register, "shardid:finish", p.finish(kindQuery)},
 		{cb.Row().Before("gorm:row").Register, "shardid:route", p.route(kindRow)},
 		{cb.Row().After("shardid:route").Before("gorm:row").Register, "shardid:subqueries", p.routeSubqueries},
-		{cb.Row().After("gorm:row").Register, "shardid:finish", finish},
+		{cb.Row().After("gorm:row").Register, "shardid:finish", p.finish(kindRow)},
 		{cb.Raw().Before("gorm:raw").Register, "shardid:route", p.route(kindRaw)},
-		{cb.Raw().After("gorm:raw").Register, "shardid:finish", finish},
+		{cb.Raw().After("gorm:raw").Register, "shardid:finish", p.finish(kindRaw)},
 	}
 	for _, h := range list {
 		if err := h.register(h.name, h.fn); err != nil {
@@ -59,11 +61,13 @@ func (p *Plugin) registerCallbacks(db *gorm.DB) error {
 // validates the preset ones.
 func (p *Plugin) assignIDs(db *gorm.DB) {
 	stmt := db.Statement
+	ownSettings(stmt)
 	if db.Error != nil {
 		return
 	}
 	if stmt.Schema == nil { // db.Table("t").Create(map)
 		if p.routed() && (stmt.Table != "" || stmt.TableExpr != nil) {
+			p.onPluginDatabase(stmt)
 			db.AddError(p.routeTable(db))
 		}
 		return
@@ -73,7 +77,7 @@ func (p *Plugin) assignIDs(db *gorm.DB) {
 		db.AddError(err)
 		return
 	}
-	if p.routed() && (m == nil || !m.sharded()) && db.AddError(p.keepUnsharded(db)) != nil || m == nil {
+	if p.routed() && (m == nil || !m.sharded()) && db.AddError(p.keepUnsharded(db, kindCreate)) != nil || m == nil {
 		return
 	}
 	rows, err := structRows(m, stmt.ReflectValue)
@@ -103,7 +107,7 @@ func (p *Plugin) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 	first := physicalOfRow(rows[0])
 	if !slices.ContainsFunc(rows[1:], func(row reflect.Value) bool { return physicalOfRow(row) != first }) {
 		if detached {
-			pool, err := p.pool(stmt.Context, first)
+			pool, err := p.poolOf(stmt.Context, first, stmt.ConnPool)
 			if db.AddError(err) != nil {
 				return
 			}
@@ -131,11 +135,12 @@ func (p *Plugin) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 			subset = reflect.Append(subset, row.Addr())
 		}
 		part := db.Session(&gorm.Session{Context: stmt.Context})
-		pool, err := p.pool(stmt.Context, k)
+		pool, err := p.poolOf(stmt.Context, k, stmt.ConnPool)
 		if part.AddError(err) != nil {
 			return part
 		}
 		part.Statement.ConnPool = pool
+		part.Statement.Settings.Store(pinKey{}, pin{schema: m.schema, physical: k}) // its errors are named by runParts
 		part.Statement.Model = nil
 		return part.Create(subset.Interface())
 	})
@@ -204,6 +209,10 @@ func (p *Plugin) fill(ctx context.Context, db *gorm.DB, m *model, rows []reflect
 			}
 			if !zero {
 				continue
+			}
+			if !value.CanSet() { // Create(T{}): the new ID could not reach the caller's row
+				return &FieldError{Model: m.schema.Name, Field: f.field.Name, Err: gorm.ErrInvalidValue,
+					Detail: "create from a pointer (Create(&row)): the plugin writes the new ID into the row"}
 			}
 			shard, err := p.shardOf(ctx, db, m, f, row)
 			if err != nil {

@@ -39,6 +39,10 @@ type shardHint struct {
 // hintSettingKey is the Statement.Settings key of the statement's shardHint.
 type hintSettingKey struct{}
 
+// hintOwnerKey is the Statement.Settings key of the statement a Clause was
+// given to; a sub-statement that inherited the clause drops it (ownSettings).
+type hintOwnerKey struct{}
+
 // txPhysicalKey is the Statement.Settings key of the physical database that a
 // transaction begun from this statement is on.
 type txPhysicalKey struct{}
@@ -71,13 +75,14 @@ func AllShards() Clause { return Clause{shardHint{kind: hintAll}} }
 func (c Clause) ModifyStatement(stmt *gorm.Statement) {
 	h := c.hint
 	stmt.Settings.Store(hintSettingKey{}, h)
+	stmt.Settings.Store(hintOwnerKey{}, stmt)
 	p, ok := stmt.DB.Config.Plugins[pluginName].(*Plugin)
 	if !ok || h.kind == hintAll || inTransaction(stmt.ConnPool) {
 		return
 	}
 	if s, err := p.hintShard(h); err == nil {
 		k := p.physicalOf(s)
-		if pool, err := p.pool(stmt.Context, k); err == nil { // else the statement's routing reports it
+		if pool, err := p.poolOf(stmt.Context, k, stmt.ConnPool); err == nil { // else the statement's routing reports it
 			stmt.ConnPool = pool
 			stmt.Settings.Store(txPhysicalKey{}, k)
 		}

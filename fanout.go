@@ -377,7 +377,7 @@ func (p *Plugin) fanOutQuery(db *gorm.DB, m *model, physicals []int) {
 		db.Error = gorm.ErrRecordNotFound
 		return
 	}
-	afterMerge(db)
+	p.afterMerge(db, m)
 	if db.Error == nil {
 		db.Error = errRouted
 	}
@@ -386,13 +386,13 @@ func (p *Plugin) fanOutQuery(db *gorm.DB, m *model, physicals []int) {
 // afterMerge runs GORM's preloads and the AfterFind hooks on the merged rows
 // in the statement's destination, as gorm:preload and gorm:after_query would
 // have on the rows of one database.
-func afterMerge(db *gorm.DB) {
+func (p *Plugin) afterMerge(db *gorm.DB, m *model) {
 	stmt := db.Statement
 	if db.RowsAffected == 0 {
 		return
 	}
 	if len(stmt.Preloads) > 0 {
-		callbacks.Preload(db)
+		p.preloadEach(db, m)
 		if db.Error != nil {
 			return
 		}
@@ -465,5 +465,52 @@ func sumInto(target reflect.Value, parts []reflect.Value) {
 			sum += part.Float()
 		}
 		target.SetFloat(sum)
+	}
+}
+
+// preloadEach runs GORM's preloads on the merged rows one physical database's
+// rows at a time, from that database: the join rows of a many2many live beside
+// their owner there, and each preload carries that database's keys only.
+func (p *Plugin) preloadEach(db *gorm.DB, m *model) {
+	stmt := db.Statement
+	rows := reflect.Indirect(stmt.ReflectValue)
+	if rows.Kind() == reflect.Struct && rows.CanAddr() { // one row: First, Last
+		rows = reflect.Append(reflect.MakeSlice(reflect.SliceOf(rows.Addr().Type()), 0, 1), rows.Addr())
+	}
+	if rows.Kind() != reflect.Slice && rows.Kind() != reflect.Array {
+		callbacks.Preload(db)
+		return
+	}
+	var order []int
+	groups := map[int]reflect.Value{}
+	for i := range rows.Len() {
+		row := reflect.Indirect(rows.Index(i))
+		shard, zero, err := p.fieldShard(m.pk().field.ReflectValueOf(stmt.Context, row))
+		if err != nil || zero || !row.CanAddr() {
+			callbacks.Preload(db) // rows without a key, as selected: GORM's own preload, from where the statement is
+			return
+		}
+		k := p.physicalOf(shard)
+		group, seen := groups[k]
+		if !seen {
+			order = append(order, k)
+			group = reflect.MakeSlice(reflect.SliceOf(row.Addr().Type()), 0, rows.Len())
+		}
+		groups[k] = reflect.Append(group, row.Addr())
+	}
+	for _, k := range order {
+		part := db.Session(&gorm.Session{Context: stmt.Context}).Clauses() // a statement of its own
+		pool, err := p.poolOf(stmt.Context, k, stmt.ConnPool)
+		if db.AddError(err) != nil {
+			return
+		}
+		rowsOnK := reflect.New(groups[k].Type())
+		rowsOnK.Elem().Set(groups[k])
+		part.Statement.ConnPool, part.Statement.Dest, part.Statement.ReflectValue = pool, rowsOnK.Interface(), rowsOnK.Elem()
+		callbacks.Preload(part)
+		if part.Error != nil {
+			db.AddError(p.partError(k, part.Error))
+			return
+		}
 	}
 }

@@ -105,6 +105,7 @@ type Plugin struct {
 	models        sync.Map // *schema.Schema → *modelEntry
 	shardedTables sync.Map // lower-case table name → model name, for raw SQL
 	joinTables    sync.Map // lower-case join tables of sharded models' many2many
+	prepared      sync.Map // physical index (-1: the plugin's own) → *gorm.PreparedStmtDB, for prepared sessions
 
 	unshardedTables sync.Map // lower-case table name → model name, for raw SQL on a shard
 }
@@ -351,7 +352,10 @@ type modelEntry struct {
 // tagged primary key a plain column on first use. It returns nil for a model
 // without shardid tags.
 func (p *Plugin) model(s *schema.Schema) (*model, error) {
-	v, _ := p.models.LoadOrStore(s, &modelEntry{})
+	v, ok := p.models.Load(s)
+	if !ok {
+		v, _ = p.models.LoadOrStore(s, &modelEntry{})
+	}
 	entry := v.(*modelEntry)
 	entry.once.Do(func() {
 		m, err := p.parseModel(s)

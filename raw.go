@@ -161,3 +161,32 @@ func (p *Plugin) routeByHint(db *gorm.DB) (bool, error) {
 	}
 	return true, p.bind(db, p.physicalOf(s))
 }
+
+// joinProbe stands for the statement's own table before a join written as
+// SQL, so that the fragment reads as a statement.
+const joinProbe = "shardid_join_probe"
+
+// sqlTables returns the tables a fragment of SQL (a statement, a FROM list or
+// a join) names, read by the dialect's tokenizer; of a fragment it cannot read
+// for certain, every word, so that callers looking for unknown tables fail
+// closed.
+func (p *Plugin) sqlTables(fragment string) []string {
+	sql := fragment
+	switch word, _, _ := strings.Cut(strings.TrimSpace(strings.ToUpper(fragment)), " "); word {
+	case "FROM":
+		sql = "SELECT * " + fragment
+	case "JOIN", "LEFT", "RIGHT", "INNER", "OUTER", "FULL", "CROSS", "NATURAL", "STRAIGHT_JOIN":
+		sql = "SELECT * FROM " + joinProbe + " " + fragment
+	}
+	scan, unread := sqlscan.Read(p.db.Dialector.Name(), sql)
+	if unread != nil {
+		return scan.Words
+	}
+	tables := make([]string, 0, len(scan.Tables))
+	for _, t := range scan.Tables {
+		if t.Name != joinProbe {
+			tables = append(tables, t.Name)
+		}
+	}
+	return tables
+}

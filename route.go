@@ -30,6 +30,7 @@ const (
 	kindDelete
 	kindRow
 	kindRaw
+	kindCreate
 )
 
 // pinKey is the Statement.Settings key of a statement that the plugin has
@@ -55,17 +56,20 @@ func (p *Plugin) routed() bool { return len(p.config.Shards) > 0 }
 func (p *Plugin) route(kind statementKind) func(*gorm.DB) {
 	return func(db *gorm.DB) {
 		stmt := db.Statement
+		sub := ownSettings(stmt)
 		if db.Error != nil {
 			return
 		}
 		if stmt.SQL.Len() > 0 {
 			if p.routed() {
+				p.onPluginDatabase(stmt)
 				db.AddError(p.routeRaw(db))
 			}
 			return
 		}
 		if stmt.Schema == nil {
 			if p.routed() && (stmt.Table != "" || stmt.TableExpr != nil) {
+				p.onPluginDatabase(stmt)
 				db.AddError(p.routeTable(db))
 			}
 			return
@@ -76,7 +80,7 @@ func (p *Plugin) route(kind statementKind) func(*gorm.DB) {
 			return
 		}
 		if m == nil || !m.sharded() {
-			db.AddError(p.keepUnsharded(db))
+			db.AddError(p.keepUnsharded(db, kind))
 			return
 		}
 		if v, ok := stmt.Settings.Load(pinKey{}); ok && v.(pin).schema == stmt.Schema {
@@ -85,13 +89,14 @@ func (p *Plugin) route(kind statementKind) func(*gorm.DB) {
 			db.AddError(p.bind(db, v.(pin).physical))
 			return
 		}
-		if kind == kindUpdate {
-			if err := p.keepsShard(stmt, m); err != nil {
-				db.AddError(err)
-				return
-			}
+		if err := p.checkJoins(stmt, m); err != nil {
+			db.AddError(err)
+			return
 		}
 		physicals, err := p.statementPhysicals(db, m, kind)
+		if err != nil && sub && errors.Is(err, ErrNoShard) {
+			err = fmt.Errorf("%w (a statement GORM made for a Preload or an association save; a clause of the statement that made it does not apply to it: give it its own, as in Preload(\"X\", func(tx *gorm.DB) *gorm.DB { return tx.Clauses(shardid.AllShards()) }))", err)
+		}
 		if err != nil {
 			db.AddError(err)
 			return
@@ -120,7 +125,7 @@ func (p *Plugin) bind(db *gorm.DB, k int) error {
 		}
 		return nil
 	}
-	pool, err := p.pool(stmt.Context, k)
+	pool, err := p.poolOf(stmt.Context, k, stmt.ConnPool)
 	if err != nil {
 		return err
 	}
@@ -129,84 +134,6 @@ func (p *Plugin) bind(db *gorm.DB, k int) error {
 		stmt.Settings.Store(boundKey{stmt}, k)
 	}
 	return nil
-}
-
-// keepsShard refuses an update that would leave a row on a shard its own
-// columns no longer name: a new primary key, or a colocate or hash value
-// whose shard is not the row's. Where the row's shard is not known from the
-// statement, assigning those columns is refused outright.
-func (p *Plugin) keepsShard(stmt *gorm.Statement, m *model) error {
-	assigned := assignedValues(stmt, m)
-	if len(assigned) == 0 {
-		return nil
-	}
-	rowShard, known := p.rowShard(stmt, m)
-	for field, v := range assigned {
-		moves := !known
-		if field == m.pk().field {
-			// A new key is refused even on the same shard: it was not made for this row.
-			if !p.sameKey(stmt, m, v) {
-				return fmt.Errorf("%w: %s: the update changes the primary key %s; copy the row instead", ErrCrossShard, m.schema.Name, field.Name)
-			}
-			continue
-		}
-		if !moves {
-			e := m.evidence[slices.IndexFunc(m.evidence, func(e evidence) bool { return e.matches("", field.DBName) })]
-			s, err := e.shardOf(p, v)
-			moves = err != nil || s != rowShard
-		}
-		if moves {
-			return fmt.Errorf("%w: %s: the update sets %s to a value that does not place the row on its own shard; copy the row instead", ErrCrossShard, m.schema.Name, field.Name)
-		}
-	}
-	return nil
-}
-
-// assignedValues returns the values an update gives the columns that place a
-// row (its primary key, colocate and hash columns): the keys of the map of
-// Update and Updates(map), the non-zero fields of Updates(&T{...}) or of
-// another struct, and, for Save and Model(&x).Updates(&x), the row's own
-// colocate and hash values.
-func assignedValues(stmt *gorm.Statement, m *model) map[*schema.Field]any {
-	key := m.pk()
-	placing := []*schema.Field{key.field, key.colocate, key.hash}
-	assigned := map[*schema.Field]any{}
-	if values, ok := stmt.Dest.(map[string]any); ok {
-		// GORM writes a key it does not know as a raw column, which the
-		// database may resolve to one of these whatever its case or prefix.
-		for k, v := range values {
-			column := k[strings.LastIndexByte(k, '.')+1:]
-			for _, f := range placing {
-				if f != nil && (strings.EqualFold(column, f.DBName) || strings.EqualFold(column, f.Name)) {
-					assigned[f] = v
-				}
-			}
-		}
-		return assigned
-	}
-	dest := reflect.Indirect(reflect.ValueOf(stmt.Dest))
-	if dest.Kind() != reflect.Struct {
-		return assigned
-	}
-	destSchema := m.schema
-	if dest.Type() != m.schema.ModelType {
-		parsed := &gorm.Statement{DB: stmt.DB}
-		if parsed.Parse(stmt.Dest) != nil {
-			return assigned
-		}
-		destSchema = parsed.Schema
-	}
-	for _, f := range placing {
-		if f == nil || f == key.field && stmt.Dest == stmt.Model { // Save's own key is the row, not a new value
-			continue
-		}
-		if df := destSchema.LookUpField(f.DBName); df != nil {
-			if v, zero := df.ValueOf(stmt.Context, dest); !zero {
-				assigned[f] = v
-			}
-		}
-	}
-	return assigned
 }
 
 // rowKey returns the primary key of the one row an update names, by its
@@ -247,32 +174,46 @@ func (p *Plugin) rowShard(stmt *gorm.Statement, m *model) (int, bool) {
 }
 
 // keepUnsharded keeps a statement on an unsharded model on the plugin's own
-// database, where its rows live, when it has inherited a shard's connection
-// from the statement it was started by (GORM saves associations so). Inside a
-// transaction on a shard it fails with ErrCrossShard. The join rows of a
-// sharded model's many2many stay on the shard, and outside a transaction so
-// does a statement given a shard clause.
-func (p *Plugin) keepUnsharded(db *gorm.DB) error {
+// database, where its rows live, whatever shard connection it inherited from
+// the statement it was started by (GORM saves associations so) or a shard
+// clause chose. Inside a transaction on a shard it is read outside the
+// transaction, and written never (ErrCrossShard); joined with rows that live
+// on shards, it fails with ErrCrossShard. The join rows of a sharded
+// model's many2many go to their owner's shard.
+func (p *Plugin) keepUnsharded(db *gorm.DB, kind statementKind) error {
 	stmt := db.Statement
 	if _, joins := p.joinTables.Load(strings.ToLower(stmt.Schema.Table)); joins {
-		return nil
+		return p.routeJoinRows(db, kind == kindCreate)
+	}
+	if table, joins := p.joinsJoinTable(stmt); joins {
+		return fmt.Errorf("%w: %s is not sharded, and the statement joins %s, the join rows of a sharded model, which are on that model's shard: read the join rows and %s apart (Preload does)",
+			ErrCrossShard, stmt.Schema.Name, table, stmt.Schema.Name)
+	}
+	for _, j := range stmt.Joins {
+		path, named := relationPath(stmt.Schema, j.Name)
+		if !named && p.namesShardedRows(j.Name) {
+			return fmt.Errorf("%w: %s is not sharded, and Joins(%q) joins rows that live on shards: query them apart",
+				ErrCrossShard, stmt.Schema.Name, j.Name)
+		}
+		for _, rel := range path {
+			if tm, err := p.model(rel.FieldSchema); err != nil || tm != nil && tm.sharded() {
+				return errors.Join(err, fmt.Errorf("%w: %s is not sharded, and Joins(%q) joins %s, which is: query %s and join %s instead, or load it with Preload",
+					ErrCrossShard, stmt.Schema.Name, j.Name, rel.FieldSchema.Name, rel.FieldSchema.Name, stmt.Schema.Name))
+			}
+		}
 	}
 	if inTransaction(stmt.ConnPool) {
 		if k, onShard := p.transactionPhysical(stmt); onShard {
+			if kind == kindQuery || kind == kindRow {
+				stmt.ConnPool = p.db.ConnPool // read where its rows are, outside the shard's transaction
+				return nil
+			}
 			return fmt.Errorf("%w: %s is not sharded: its rows live on the plugin's database, not in the transaction on %s; save it apart",
 				ErrCrossShard, stmt.Schema.Name, p.physical[k].name)
 		}
 		return nil
 	}
-	if _, hinted := stmt.Settings.Load(hintSettingKey{}); hinted {
-		return nil // sent to a shard on purpose
-	}
-	for _, ph := range p.physical {
-		if opened := ph.loaded(); opened != nil && stmt.ConnPool == opened.pool && opened.pool != p.db.ConnPool {
-			stmt.ConnPool = p.db.ConnPool
-			break
-		}
-	}
+	p.onPluginDatabase(stmt)
 	return nil
 }
 
@@ -292,7 +233,7 @@ func (p *Plugin) transactionPhysical(stmt *gorm.Statement) (int, bool) {
 	if k, ok := p.txs.lookup(stmt.ConnPool); ok {
 		return k, true
 	}
-	if v, ok := stmt.Settings.Load(txPhysicalKey{}); ok {
+	if v, ok := stmt.Settings.Load(txPhysicalKey{}); ok && p.txOn(stmt.ConnPool, v.(int)) {
 		p.txs.remember(stmt.ConnPool, v.(int))
 		return v.(int), true
 	}
@@ -302,18 +243,98 @@ func (p *Plugin) transactionPhysical(stmt *gorm.Statement) (int, bool) {
 // rememberTransaction runs after gorm:begin_transaction: the transaction GORM
 // began for a routed statement is on that statement's physical database.
 func (p *Plugin) rememberTransaction(db *gorm.DB) {
-	if v, ok := db.Statement.Settings.Load(boundKey{db.Statement}); ok && inTransaction(db.Statement.ConnPool) {
+	stmt := db.Statement
+	if v, ok := stmt.Settings.Load(boundKey{stmt}); ok && inTransaction(stmt.ConnPool) {
 		p.txs.remember(db.Statement.ConnPool, v.(int))
 	}
 }
 
 // finish runs last: a statement the plugin ran per physical database
-// succeeded if every part did.
-func finish(db *gorm.DB) {
-	if db.Error == errRouted {
-		db.Error = nil
+// succeeded if every part did; the error of a statement routed to one names
+// that database.
+func (p *Plugin) finish(kind statementKind) func(*gorm.DB) {
+	return func(db *gorm.DB) {
+		doneRunning(db.Statement)
+		if db.Error == errRouted {
+			db.Error = nil
+		}
+		if db.Error != nil && p.routed() {
+			db.Error = p.nameDatabase(db, kind)
+		}
 	}
 }
+
+// nameDatabase names the physical database a failed statement ran on. Found
+// only now, on the error path: by its connection, its transaction, or, once
+// GORM has ended the transaction it began, by its rows and conditions again.
+func (p *Plugin) nameDatabase(db *gorm.DB, kind statementKind) error {
+	stmt, err := db.Statement, db.Error
+	if pinned, ok := stmt.Settings.Load(pinKey{}); ok && pinned.(pin).schema == stmt.Schema {
+		return err // a part of a statement over several databases, which names it
+	}
+	if !fromDatabase(err) {
+		return err
+	}
+	k, ok := p.boundPhysical(stmt)
+	if !ok && stmt.Schema != nil && !inTransaction(stmt.ConnPool) {
+		k, ok = p.routedAgain(db, kind)
+	}
+	if !ok {
+		return err
+	}
+	return &onError{name: p.physical[k].name, err: err}
+}
+
+// routedAgain returns the one physical database a write on a sharded model
+// was routed to.
+func (p *Plugin) routedAgain(db *gorm.DB, kind statementKind) (int, bool) {
+	m, err := p.model(db.Statement.Schema)
+	if err != nil || m == nil || !m.sharded() {
+		return 0, false
+	}
+	switch kind {
+	case kindCreate:
+		rows, err := structRows(m, db.Statement.ReflectValue)
+		var set physicalSet
+		for _, row := range rows {
+			shard, zero, err := p.fieldShard(m.pk().field.ReflectValueOf(db.Statement.Context, row))
+			if err != nil || zero {
+				return 0, false
+			}
+			set = set.with(p.physicalOf(shard))
+		}
+		if err != nil {
+			return 0, false
+		}
+		return set.only() // not a Create split over several databases, whose parts name theirs
+	case kindUpdate, kindDelete:
+		set, err := p.statementPhysicals(db, m, kind)
+		if err != nil {
+			return 0, false
+		}
+		return set.only()
+	}
+	return 0, false
+}
+
+// fromDatabase reports whether an error is one a database may have returned:
+// not gorm.ErrRecordNotFound, left as it is for callers that compare it with
+// ==, nor the plugin's own refusals, nor one named already (a sub-statement's,
+// or the parts' of a statement over several databases).
+func fromDatabase(err error) bool {
+	var named *onError
+	return err != gorm.ErrRecordNotFound && !errors.Is(err, ErrNoShard) && !errors.Is(err, ErrCrossShard) &&
+		!errors.Is(err, ErrInvalidID) && !errors.As(err, &named) && !strings.HasPrefix(err.Error(), "shardid: on ")
+}
+
+// onError is an error of a statement on one physical database.
+type onError struct {
+	name string
+	err  error
+}
+
+func (e *onError) Error() string { return "shardid: on " + e.name + ": " + e.err.Error() }
+func (e *onError) Unwrap() error { return e.err }
 
 // physicalSet is a set of physical databases, one bit each (at most
 // maxPhysical), so that routing a statement allocates nothing for it.

@@ -23,12 +23,25 @@ func sqlTx(pool gorm.ConnPool) *sql.Tx {
 	switch tx := pool.(type) {
 	case *sql.Tx:
 		return tx
-	case *gorm.PreparedStmtTX:
-		if inner, ok := tx.Tx.(*sql.Tx); ok {
-			return inner
-		}
+	case *gorm.PreparedStmtTX: // around a *sql.Tx, or another prepared one (a prepared session of a prepared database)
+		return sqlTx(tx.Tx)
 	}
 	return nil
+}
+
+// txOn reports whether a transaction a shard clause's Settings say is on
+// physical database k really is: GORM's Session(PrepareStmt) swaps the
+// connection the clause chose for the plugin's database's, and a transaction
+// begun from it is not on k. The database behind a *sql.Tx is read as GORM's
+// DB() reads it.
+func (p *Plugin) txOn(pool gorm.ConnPool, k int) bool {
+	tx := sqlTx(pool)
+	if tx == nil {
+		return true // a transaction of another kind (another plugin's): as the clause says
+	}
+	behind, err := (&gorm.DB{Config: &gorm.Config{}, Statement: &gorm.Statement{ConnPool: tx}}).DB()
+	opened := p.physical[k].loaded()
+	return err == nil && opened != nil && behind == opened.sqlDB
 }
 
 func (r *txRegistry[V]) remember(pool gorm.ConnPool, v V) {

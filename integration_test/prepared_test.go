@@ -1,0 +1,167 @@
+package integration
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	mysqldriver "github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgconn"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/shardid/shardid"
+)
+
+// TestPreparedStatementsPerDatabase runs the same SQL on every physical
+// database through prepared statements: each database prepares its own.
+func TestPreparedStatementsPerDatabase(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		for _, form := range []string{"Session", "Config"} {
+			t.Run(form, func(t *testing.T) {
+				dir := t.TempDir()
+				mainDB, err := gorm.Open(b.dialector(t, dir), &gorm.Config{Logger: logger.Discard, PrepareStmt: form == "Config"})
+				must(t, err)
+				p := shardid.New(shardid.Config{Shards: shards(t, b, dir)})
+				must(t, mainDB.Use(p))
+				t.Cleanup(func() { _ = p.Close() })
+				r := &routing{b: b, db: mainDB, direct: direct(t, b, dir), plugin: p}
+				fresh(t, mainDB, &author{}, &book{})
+				db := mainDB
+				if form == "Session" {
+					db = mainDB.Session(&gorm.Session{PrepareStmt: true})
+				}
+				authors := make([]author, 24)
+				for i := range authors {
+					authors[i].Name = "prepared"
+					must(t, db.Create(&authors[i]).Error) // one INSERT text, on every database
+				}
+				for _, a := range authors {
+					r.mustBeOnItsShard(t, &author{}, a.ID)
+					var got author
+					must(t, db.First(&got, a.ID).Error)
+					if got.ID != a.ID {
+						t.Fatalf("First(%d) read %d", a.ID, got.ID)
+					}
+					must(t, db.Model(&author{ID: a.ID}).Update("name", "again").Error)
+					must(t, db.Clauses(shardid.ByID(a.ID)).Transaction(func(tx *gorm.DB) error {
+						return tx.Create(&book{AuthorID: a.ID, Title: "in tx"}).Error
+					}))
+					// A prepared session made before the clause begins its transaction on the shard;
+					// made after it, GORM swaps the shard's connection for the plugin's database's: refused.
+					must(t, mainDB.Session(&gorm.Session{PrepareStmt: true}).Clauses(shardid.ByID(a.ID)).Transaction(func(tx *gorm.DB) error {
+						return tx.Create(&book{AuthorID: a.ID, Title: "in tx"}).Error
+					}))
+					err := mainDB.Clauses(shardid.ByID(a.ID)).Session(&gorm.Session{PrepareStmt: true}).Transaction(func(tx *gorm.DB) error {
+						return tx.Create(&book{AuthorID: a.ID, Title: "astray"}).Error
+					})
+					if !errors.Is(err, shardid.ErrCrossShard) {
+						t.Fatalf("a transaction a prepared session moved off the shard: got %v, want ErrCrossShard", err)
+					}
+				}
+				for i, d := range r.direct {
+					var n int64
+					must(t, d.Model(&author{}).Where("name = ?", "again").Count(&n).Error)
+					want := int64(0)
+					for _, a := range authors {
+						if r.physicalOf(a.ID) == i {
+							want++
+						}
+					}
+					if n != want {
+						t.Fatalf("physical %d has %d updated authors, want %d", i, n, want)
+					}
+					must(t, d.Model(&book{}).Where("title = ?", "in tx").Count(&n).Error)
+					if n != 2*want {
+						t.Fatalf("physical %d has %d books, want %d", i, n, 2*want)
+					}
+					must(t, d.Model(&book{}).Where("title = ?", "astray").Count(&n).Error)
+					if n != 0 {
+						t.Fatalf("physical %d has %d books of a refused transaction", i, n)
+					}
+				}
+			})
+		}
+	})
+}
+
+// TestErrorsNameTheirDatabase: a statement that fails on one physical
+// database says which, and its error is still the database's.
+func TestErrorsNameTheirDatabase(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		a := author{Name: "dup"}
+		must(t, r.db.Create(&a).Error)
+		name := r.plugin.ShardMap().Name(r.plugin.ShardMap().Physical(r.plugin.Layout().Shard(a.ID)))
+		err := r.db.Create(&author{ID: a.ID, Name: "again"}).Error
+		if err == nil || !strings.HasPrefix(err.Error(), "shardid: on "+name+": ") {
+			t.Fatalf("a duplicate key on %s: %v", name, err)
+		}
+		var mysqlErr *mysqldriver.MySQLError
+		var pgErr *pgconn.PgError
+		switch b.name {
+		case "mariadb":
+			if !errors.As(err, &mysqlErr) || mysqlErr.Number != 1062 {
+				t.Fatalf("the named error is not the MySQL error: %v", err)
+			}
+		case "postgres":
+			if !errors.As(err, &pgErr) || pgErr.Code != "23505" {
+				t.Fatalf("the named error is not the PostgreSQL error: %v", err)
+			}
+		}
+		err = r.db.Exec("UPDATE no_such_table SET x = 1").Error // raw SQL on the plugin's database is not named
+		if err == nil || strings.HasPrefix(err.Error(), "shardid: on") {
+			t.Fatalf("raw SQL on the plugin's database: %v", err)
+		}
+		err = r.db.Clauses(shardid.ByID(a.ID)).Exec("UPDATE no_such_table SET x = 1").Error
+		if err == nil || !strings.HasPrefix(err.Error(), "shardid: on "+name+": ") {
+			t.Fatalf("raw SQL on %s: %v", name, err)
+		}
+		// In a transaction begun on the shard too.
+		err = r.db.Clauses(shardid.ByID(a.ID)).Transaction(func(tx *gorm.DB) error {
+			return tx.Create(&author{ID: a.ID, Name: "in tx"}).Error
+		})
+		if err == nil || !strings.HasPrefix(err.Error(), "shardid: on "+name+": ") {
+			t.Fatalf("a duplicate key in a transaction on %s: %v", name, err)
+		}
+		// Not found stays gorm.ErrRecordNotFound itself, for callers that compare it with ==.
+		var none author
+		if err := r.db.First(&none, r.idOfShardOf(a.ID)).Error; err != gorm.ErrRecordNotFound {
+			t.Fatalf("First of a missing row: %v, want gorm.ErrRecordNotFound itself", err)
+		}
+	})
+}
+
+// TestErrorsNameADatabaseThatIsDown: statements on a database that is down
+// fail naming it: a query, and writes in GORM's own transaction. (Begin is
+// not a statement: its error is GORM's own.)
+func TestErrorsNameADatabaseThatIsDown(t *testing.T) {
+	dir := t.TempDir()
+	b := backends[0]
+	list := shards(t, b, dir)
+	third, err := gorm.Open(list[2].Dialector, &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	list[2].Dialector, list[2].DB = nil, third
+	db, err := gorm.Open(b.dialector(t, dir), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	p := shardid.New(shardid.Config{Shards: list})
+	must(t, db.Use(p))
+	defer p.Close()
+	must(t, db.AutoMigrate(&author{}))
+	thirdPool, _ := third.DB()
+	must(t, thirdPool.Close())
+	l := p.Layout()
+	down := l.Compose(time.Now(), l.ShardCount()/2+1, 1)
+	var back author
+	for form, err := range map[string]error{
+		"First":  db.First(&back, down).Error,
+		"Create": db.Create(&author{ID: down, Name: "down"}).Error,
+		"Update": db.Model(&author{ID: down}).Update("name", "x").Error,
+		"Delete": db.Delete(&author{ID: down}).Error,
+	} {
+		if err == nil || !strings.HasPrefix(err.Error(), "shardid: on sqlite-2: ") {
+			t.Errorf("%s on the database that is down: %v", form, err)
+		}
+	}
+}

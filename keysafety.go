@@ -1,0 +1,424 @@
+package shardid
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/callbacks"
+	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
+)
+
+// Key safety is checked on what GORM will execute, after the model's Before
+// hooks and association saves, right before the INSERT or UPDATE, inside the
+// statement's transaction: a refused statement writes nothing.
+
+// checkUpdate runs right before gorm:update, and checks the SET clause GORM
+// is about to write: the one the statement was given, or the one
+// callbacks.ConvertToAssignments builds, here on a copy of the statement so
+// that the caller's model is not assigned (nor conditions added) twice, nor
+// for a refused statement.
+func (p *Plugin) checkUpdate(db *gorm.DB) {
+	stmt := db.Statement
+	if db.Error != nil || stmt.SQL.Len() > 0 {
+		return
+	}
+	m, err := p.statementModel(stmt)
+	if err != nil || m == nil || !m.sharded() {
+		return
+	}
+	var set clause.Set
+	if c, given := stmt.Clauses["SET"]; given {
+		set, _ = c.Expression.(clause.Set)
+	} else {
+		set = callbacks.ConvertToAssignments(scratch(stmt))
+		if db.Error != nil {
+			return
+		}
+	}
+	if err := p.keepsShard(stmt, m, set); err != nil {
+		db.AddError(err)
+		return
+	}
+	db.AddError(p.stillBound(stmt, m, "update"))
+}
+
+// scratch returns a copy of an update statement for building its SET: its
+// own clauses, and its rows not addressable, so that nothing is assigned.
+func scratch(stmt *gorm.Statement) *gorm.Statement {
+	s := &gorm.Statement{
+		DB: stmt.DB, Schema: stmt.Schema, Model: stmt.Model, Dest: stmt.Dest, Table: stmt.Table,
+		Selects: stmt.Selects, Omits: stmt.Omits, Context: stmt.Context, SkipHooks: stmt.SkipHooks,
+		Clauses: make(map[string]clause.Clause, len(stmt.Clauses)),
+	}
+	for k, c := range stmt.Clauses {
+		s.Clauses[k] = c
+	}
+	if stmt.ReflectValue.IsValid() {
+		s.ReflectValue = reflect.ValueOf(stmt.ReflectValue.Interface())
+	}
+	return s
+}
+
+// placing is a column that places a row: its primary key, or the key's
+// colocate or hash column.
+type placing struct {
+	role  string // "key", "colocate" or "hash"
+	field *schema.Field
+}
+
+// placingColumn returns what an assignment's column places, whatever its
+// quotes, case or table prefix (the database resolves a raw column so).
+func placingColumn(m *model, c clause.Column) (placing, bool) {
+	key := m.pk()
+	if c.Name == clause.PrimaryKey {
+		return placing{"key", key.field}, true
+	}
+	name := strings.Trim(c.Name[strings.LastIndexByte(c.Name, '.')+1:], "`\"[] ")
+	for _, pl := range []placing{{"key", key.field}, {"colocate", key.colocate}, {"hash", key.hash}} {
+		if pl.field != nil && (strings.EqualFold(name, pl.field.DBName) || strings.EqualFold(name, pl.field.Name)) {
+			return pl, true
+		}
+	}
+	return placing{}, false
+}
+
+// shardOf returns the logical shard a value of a colocate or hash column names.
+func (pl placing) shardOf(p *Plugin, m *model, v any) (int, error) {
+	i := slices.IndexFunc(m.evidence, func(e evidence) bool { return e.matches("", pl.field.DBName) })
+	if i < 0 {
+		return 0, fmt.Errorf("%w: %s is not a column that places %s", ErrNoShard, pl.field.Name, m.schema.Name)
+	}
+	return m.evidence[i].shardOf(p, v)
+}
+
+// keepsShard refuses assignments that would leave a row on a shard its own
+// columns no longer name: a new primary key, an expression for a placing
+// column (it cannot be checked), or a colocate or hash value of another shard.
+// NULL names no shard, and may be written to a colocate or hash column (GORM's
+// Association Replace, Delete and Clear orphan children so). Where the row is
+// not known from the statement, assigning a placing column is refused.
+func (p *Plugin) keepsShard(stmt *gorm.Statement, m *model, set []clause.Assignment) error {
+	refuse := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s: the statement %s; copy the row instead", ErrCrossShard, m.schema.Name, fmt.Sprintf(format, args...))
+	}
+	for _, a := range set {
+		pl, ok := placingColumn(m, a.Column)
+		switch {
+		case !ok:
+			continue
+		case unreadable(a.Value):
+			return refuse("sets the %s column %s to an expression, which cannot be checked", pl.role, a.Column.Name)
+		case pl.role == "key":
+			// A new key is refused even on the same shard: it was not made for this row.
+			if !p.sameKey(stmt, m, a.Value) {
+				return refuse("changes the primary key %s", a.Column.Name)
+			}
+			continue
+		case isNull(a.Value):
+			continue
+		}
+		rowShard, known := p.rowShard(stmt, m)
+		if !known {
+			return refuse("sets the %s column %s and does not name the one row it updates", pl.role, a.Column.Name)
+		}
+		if s, err := pl.shardOf(p, m, a.Value); err != nil || s != rowShard {
+			return refuse("sets the %s column %s to a value that does not place the row on its own shard", pl.role, a.Column.Name)
+		}
+	}
+	return nil
+}
+
+// unreadable reports whether an assigned value is SQL the database computes
+// (gorm.Expr, a column, a subquery), which no check can read.
+func unreadable(v any) bool {
+	switch v := v.(type) {
+	case clause.Expression, clause.Column, *gorm.DB:
+		return true
+	case []any:
+		for _, x := range v {
+			if unreadable(x) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// isNull reports whether v is written as NULL.
+func isNull(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
+}
+
+// boundPhysical returns the physical database a statement runs on: the one
+// its pool is, or its transaction was begun on.
+func (p *Plugin) boundPhysical(stmt *gorm.Statement) (int, bool) {
+	if inTransaction(stmt.ConnPool) {
+		return p.transactionPhysical(stmt)
+	}
+	return p.physicalOfPool(stmt.ConnPool)
+}
+
+// stillBound refuses a statement whose one row, after the hooks, belongs on
+// another physical database than the one the statement was routed to.
+func (p *Plugin) stillBound(stmt *gorm.Statement, m *model, what string) error {
+	if !p.routed() {
+		return nil
+	}
+	on, bound := p.boundPhysical(stmt)
+	shard, known := p.rowShard(stmt, m)
+	if !bound || !known || p.physicalOf(shard) == on {
+		return nil
+	}
+	return fmt.Errorf("%w: %s: after the hooks the %s names a row of %s, the statement runs on %s",
+		ErrCrossShard, m.schema.Name, what, p.physical[p.physicalOf(shard)].name, p.physical[on].name)
+}
+
+// checkCreate runs right before gorm:create, after the model's Before hooks
+// and the saves of belongs-to associations: every tagged ID of every row
+// agrees with its colocate or hash value, every row belongs on the physical
+// database the statement runs on, and an upsert rewrites no placing column.
+func (p *Plugin) checkCreate(db *gorm.DB) {
+	stmt := db.Statement
+	if db.Error != nil || stmt.SQL.Len() > 0 {
+		return
+	}
+	m, err := p.statementModel(stmt)
+	if err != nil || m == nil {
+		return
+	}
+	on, bound := p.boundPhysical(stmt)
+	bound = bound && p.routed() && m.sharded()
+	if stmt.Schema == nil {
+		db.AddError(p.checkCreatedMaps(stmt, m, on, bound))
+		return
+	}
+	if m.sharded() && !insertsColumn(stmt, m.pk().field) {
+		db.AddError(&FieldError{Model: m.schema.Name, Field: m.pk().field.Name, Err: ErrNoShard,
+			Detail: "the INSERT leaves out the ID (Select or Omit): the database would give the row a key that names no shard"})
+		return
+	}
+	check := func(row reflect.Value) error {
+		for _, f := range m.fields {
+			shard, err := p.agreeingShard(stmt, m, f, row)
+			if err != nil {
+				return err
+			}
+			if bound && f == m.pk() && p.physicalOf(shard) != on {
+				return fmt.Errorf("%w: %s: a row of %s is created on %s (a hook changed what places it after it was routed)",
+					ErrCrossShard, m.schema.Name, p.physical[p.physicalOf(shard)].name, p.physical[on].name)
+			}
+		}
+		return nil
+	}
+	switch rv := reflect.Indirect(stmt.ReflectValue); rv.Kind() {
+	case reflect.Struct:
+		if db.AddError(check(rv)) != nil {
+			return
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range rv.Len() {
+			if row := reflect.Indirect(rv.Index(i)); row.Kind() == reflect.Struct && db.AddError(check(row)) != nil {
+				return
+			}
+		}
+	}
+	if m.sharded() {
+		db.AddError(p.checkUpsert(stmt, m))
+	}
+}
+
+// agreeingShard returns the shard of a row's ID field f, refusing an ID that
+// is unset or disagrees with its colocate or hash value.
+func (p *Plugin) agreeingShard(stmt *gorm.Statement, m *model, f *idField, row reflect.Value) (int, error) {
+	wrong := func(format string, args ...any) error {
+		return &FieldError{Model: m.schema.Name, Field: f.field.Name, Err: ErrCrossShard, Detail: fmt.Sprintf(format, args...)}
+	}
+	shard, zero, err := p.fieldShard(f.field.ReflectValueOf(stmt.Context, row))
+	switch {
+	case err != nil:
+		return 0, wrong("%v", err)
+	case zero:
+		return 0, wrong("the ID was cleared after it was assigned (by a hook?)")
+	}
+	switch {
+	case f.colocate != nil:
+		other, zero, err := p.fieldShard(f.colocate.ReflectValueOf(stmt.Context, row))
+		if err != nil || !zero && other != shard {
+			return 0, wrong("the ID is of shard %d, its colocate:%s names shard %d; the row could not be found by %s", shard, f.colocate.Name, other, f.colocate.Name)
+		}
+	case f.hash != nil:
+		h, err := hashValue(f.hash.ReflectValueOf(stmt.Context, row))
+		if err != nil {
+			return 0, wrong("hash:%s: %v", f.hash.Name, err)
+		}
+		if other := int(h % uint64(p.layout.ShardCount())); other != shard {
+			return 0, wrong("the ID is of shard %d, the hash of %s names shard %d; the row could not be found by %s (normalise the key before Create, not in a hook)", shard, f.hash.Name, other, f.hash.Name)
+		}
+	}
+	return shard, nil
+}
+
+// checkUpsert refuses an ON CONFLICT update of a placing column, unless it
+// writes the inserted row's own value (excluded.col, as UpdateAll and Save
+// do) over a row that can only conflict on the primary key: that row has the
+// same key, so the same shard, and the inserted value agrees with it.
+func (p *Plugin) checkUpsert(stmt *gorm.Statement, m *model) error {
+	c, ok := stmt.Clauses["ON CONFLICT"]
+	if !ok {
+		return nil
+	}
+	oc, _ := c.Expression.(clause.OnConflict)
+	set := oc.DoUpdates
+	if oc.UpdateAll { // GORM expands it to every inserted column but the key
+		for _, f := range []*schema.Field{m.pk().colocate, m.pk().hash} {
+			if f != nil {
+				set = append(set, clause.Assignment{Column: clause.Column{Name: f.DBName}, Value: clause.Column{Table: "excluded", Name: f.DBName}})
+			}
+		}
+	}
+	for _, a := range set {
+		pl, ok := placingColumn(m, a.Column)
+		if !ok {
+			continue
+		}
+		own, isColumn := a.Value.(clause.Column)
+		if isColumn && strings.EqualFold(own.Table, "excluded") && strings.EqualFold(own.Name, pl.field.DBName) && p.conflictsOnKeyOnly(stmt, m, oc) {
+			continue
+		}
+		return fmt.Errorf("%w: %s: the upsert may rewrite the %s column %s of a row on another shard; update it apart, or conflict on the primary key only",
+			ErrCrossShard, m.schema.Name, pl.role, a.Column.Name)
+	}
+	return nil
+}
+
+// conflictsOnKeyOnly reports whether an ON CONFLICT can only fire on the
+// primary key: it names the key as its target (MySQL's ON DUPLICATE KEY fires
+// on any unique key whatever the target), or the table has no other unique key.
+func (p *Plugin) conflictsOnKeyOnly(stmt *gorm.Statement, m *model, oc clause.OnConflict) bool {
+	if oc.OnConstraint != "" {
+		return false
+	}
+	targeted := len(oc.Columns) == 1 && strings.EqualFold(oc.Columns[0].Name, m.pk().field.DBName)
+	if len(oc.Columns) > 0 && !targeted {
+		return false
+	}
+	if targeted && stmt.DB.Dialector.Name() != "mysql" {
+		return true
+	}
+	// No target, or MySQL: any unique key of the table may conflict.
+	for _, f := range m.schema.Fields {
+		if f.Unique && !f.PrimaryKey {
+			return false
+		}
+	}
+	for _, idx := range m.schema.ParseIndexes() {
+		if strings.EqualFold(idx.Class, "UNIQUE") {
+			return false
+		}
+	}
+	return true
+}
+
+// physicalOfPool returns the physical database whose connection pool pool is.
+func (p *Plugin) physicalOfPool(pool gorm.ConnPool) (int, bool) {
+	for k, ph := range p.physical {
+		if opened := ph.loaded(); opened != nil && opened.pool == pool {
+			return k, true
+		}
+	}
+	if prepared, ok := pool.(*gorm.PreparedStmtDB); ok {
+		return p.physicalOfPool(prepared.ConnPool)
+	}
+	return 0, false
+}
+
+// statementModel returns the plugin's model of a statement: by its schema, or
+// for db.Table("t") without a model, the sharded model whose table t is.
+func (p *Plugin) statementModel(stmt *gorm.Statement) (*model, error) {
+	if stmt.Schema != nil {
+		return p.model(stmt.Schema)
+	}
+	table := stmt.Table
+	if stmt.TableExpr != nil { // Table("authors AS a")
+		if words := strings.Fields(stmt.TableExpr.SQL); len(words) > 0 {
+			table = words[0]
+		}
+	}
+	table = strings.Trim(table[strings.LastIndexByte(table, '.')+1:], "`\"")
+	if table == "" {
+		return nil, nil
+	}
+	var found *model
+	p.models.Range(func(k, _ any) bool {
+		if m, err := p.model(k.(*schema.Schema)); err == nil && m != nil && m.sharded() && strings.EqualFold(m.schema.Table, table) {
+			found = m
+		}
+		return found == nil
+	})
+	return found, nil
+}
+
+// insertsColumn reports whether a Create's INSERT writes f, as
+// callbacks.ConvertToCreateValues chooses its columns.
+func insertsColumn(stmt *gorm.Statement, f *schema.Field) bool {
+	selected, restricted := stmt.SelectAndOmitColumns(true, false)
+	v, named := selected[f.DBName]
+	return named && v || !named && !restricted
+}
+
+// checkCreatedMaps checks the rows of db.Table("t").Create(map) on a sharded
+// table: each gives its ID, which agrees with its colocate or hash value and
+// names the physical database the statement runs on.
+func (p *Plugin) checkCreatedMaps(stmt *gorm.Statement, m *model, on int, bound bool) error {
+	var rows []map[string]any
+	switch v := stmt.Dest.(type) {
+	case map[string]any:
+		rows = []map[string]any{v}
+	case *map[string]any:
+		rows = []map[string]any{*v}
+	case []map[string]any:
+		rows = v
+	case *[]map[string]any:
+		rows = *v
+	}
+	key := m.pk()
+	for _, row := range rows {
+		values := map[string]any{}
+		for column, v := range row {
+			if pl, ok := placingColumn(m, clause.Column{Name: column}); ok {
+				values[pl.role] = v
+			}
+		}
+		id, given := values["key"]
+		if !given || isNull(id) || unreadable(id) {
+			return &FieldError{Model: m.schema.Name, Field: key.field.Name, Err: ErrNoShard,
+				Detail: "a row created from a map into a sharded table must give its ID (the plugin cannot write one into a map)"}
+		}
+		shard, err := placing{"key", key.field}.shardOf(p, m, id)
+		if err != nil {
+			return err
+		}
+		for _, pl := range []placing{{"colocate", key.colocate}, {"hash", key.hash}} {
+			v, given := values[pl.role]
+			if pl.field == nil || !given || isNull(v) {
+				continue
+			}
+			if s, err := pl.shardOf(p, m, v); unreadable(v) || err != nil || s != shard {
+				return &FieldError{Model: m.schema.Name, Field: key.field.Name, Err: ErrCrossShard,
+					Detail: fmt.Sprintf("the ID is of shard %d, its %s column %s does not name that shard", shard, pl.role, pl.field.DBName)}
+			}
+		}
+		if bound && p.physicalOf(shard) != on {
+			return fmt.Errorf("%w: %s: a row of %s is created on %s", ErrCrossShard, m.schema.Name, p.physical[p.physicalOf(shard)].name, p.physical[on].name)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,234 @@
+package shardid
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
+
+	"github.com/shardid/shardid/shardrouter"
+)
+
+// Each statement is routed on its own model. GORM copies a statement's
+// Settings, and its connection, into the statements it makes while running it
+// (preloads, association saves, the join rows of many2many); the model's
+// hooks get its connection. A shard clause, a fan-out part's pin and a
+// physical database's connection were given to the statement that runs, not
+// to those: they are dropped from a sub-statement before it is routed.
+
+// runningKey is the Statement.Settings key of the statement that is running:
+// a statement that finds another one there got its Settings from it.
+type runningKey struct{}
+
+// ownSettings runs first on every statement: it drops what a sub-statement
+// inherited from the statement that made it, and marks the statement as
+// running when it may make some (it preloads, or saves associations).
+func ownSettings(stmt *gorm.Statement) (sub bool) {
+	if v, ok := stmt.Settings.Load(runningKey{}); ok && v.(*gorm.Statement) != stmt {
+		sub = true
+		parent := v.(*gorm.Statement)
+		if owner, _ := stmt.Settings.Load(hintOwnerKey{}); owner != stmt { // not given to it, as in a Preload's own conditions
+			stmt.Settings.Delete(hintSettingKey{})
+		}
+		// A fan-out part is pinned by the plugin after copying its parent,
+		// which has no pin; a statement made by a part inherits the part's.
+		if mine, ok := stmt.Settings.Load(pinKey{}); ok {
+			if theirs, ok := parent.Settings.Load(pinKey{}); ok && theirs.(pin) == mine.(pin) {
+				stmt.Settings.Delete(pinKey{})
+			}
+		}
+	}
+	if len(stmt.Preloads) > 0 || stmt.Schema != nil && len(stmt.Schema.Relationships.Relations) > 0 {
+		stmt.Settings.Store(runningKey{}, stmt)
+	}
+	return sub
+}
+
+// doneRunning runs last on every statement, so that statements made from it
+// later (a Session of it) are not taken for its sub-statements.
+func doneRunning(stmt *gorm.Statement) {
+	if v, ok := stmt.Settings.Load(runningKey{}); ok && v.(*gorm.Statement) == stmt {
+		stmt.Settings.Delete(runningKey{})
+	}
+}
+
+// onPluginDatabase moves a statement that is not for a shard (an unsharded
+// model, raw SQL, a table without its model) off a physical database's
+// connection, which it inherited or a shard clause chose, back to the plugin's
+// own database (raw SQL given a clause is then bound to its shard). A
+// transaction is left alone: its callers check it.
+func (p *Plugin) onPluginDatabase(stmt *gorm.Statement) {
+	if inTransaction(stmt.ConnPool) {
+		return
+	}
+	if _, ok := p.physicalOfPool(stmt.ConnPool); ok && p.routed() {
+		stmt.ConnPool = p.ownPool(stmt.ConnPool)
+	}
+}
+
+// checkJoins refuses a query on a sharded model that joins a model whose rows
+// may be on another database: an unsharded one (its rows are on the plugin's
+// database; load it with Preload, which reads it there), or a sharded one not
+// colocated along the join. A join written as SQL must name sharded tables,
+// or join tables of sharded models, only.
+func (p *Plugin) checkJoins(stmt *gorm.Statement, m *model) error {
+	for _, j := range stmt.Joins {
+		path, ok := relationPath(stmt.Schema, j.Name)
+		if !ok {
+			for _, table := range p.sqlTables(j.Name) {
+				if !p.namesShardedRows("FROM " + table) {
+					return fmt.Errorf("%w: %s: Joins(%q): %s is not a sharded table known to the plugin (nor a join table of one), so it is not on %s's shard; load it apart",
+						ErrCrossShard, m.schema.Name, j.Name, table, m.schema.Name)
+				}
+			}
+			continue
+		}
+		for _, rel := range path {
+			target, err := p.model(rel.FieldSchema)
+			if err != nil {
+				return err
+			}
+			if target == nil || !target.sharded() {
+				return fmt.Errorf("%w: %s: Joins(%q): %s is not sharded, its rows are on the plugin's database, not beside %s on its shard; load it with Preload(%q)",
+					ErrCrossShard, m.schema.Name, j.Name, rel.FieldSchema.Name, m.schema.Name, j.Name)
+			}
+			from, err := p.model(rel.Schema)
+			if err != nil {
+				return err
+			}
+			if !colocatedAlong(rel, from, target) {
+				return fmt.Errorf("%w: %s: Joins(%q): %s is not colocated with %s by the join's key, so the joined row may be on another database; load it with Preload(%q)",
+					ErrCrossShard, m.schema.Name, j.Name, rel.FieldSchema.Name, rel.Schema.Name, j.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// colocatedAlong reports whether the rows a relationship joins are on one
+// shard: the foreign key is the colocate column of the model holding it, and
+// references the other's primary key.
+func colocatedAlong(rel *schema.Relationship, from, to *model) bool {
+	if from == nil || !from.sharded() || len(rel.References) != 1 {
+		return false
+	}
+	ref := rel.References[0]
+	switch rel.Type {
+	case schema.BelongsTo:
+		return ref.ForeignKey == from.pk().colocate && ref.PrimaryKey == to.pk().field
+	case schema.HasOne, schema.HasMany:
+		return ref.ForeignKey == to.pk().colocate && ref.PrimaryKey == from.pk().field
+	}
+	return false
+}
+
+// relationPath returns the relationships a Joins name walks ("Author",
+// "Author.Publisher"), if it names relationships.
+func relationPath(s *schema.Schema, name string) ([]*schema.Relationship, bool) {
+	var path []*schema.Relationship
+	for _, part := range strings.Split(name, ".") {
+		rel, found := s.Relationships.Relations[part]
+		if !found {
+			return nil, false
+		}
+		path = append(path, rel)
+		s = rel.FieldSchema
+	}
+	return path, true
+}
+
+// namesShardedRows reports whether SQL names, where a table stands, a sharded
+// table or the join table of a sharded model's many2many.
+func (p *Plugin) namesShardedRows(sql string) bool {
+	for _, table := range p.sqlTables(sql) {
+		if _, sharded := p.shardedTables.Load(strings.ToLower(table)); sharded {
+			return true
+		}
+		if _, joins := p.joinTables.Load(strings.ToLower(table)); joins {
+			return true
+		}
+	}
+	return false
+}
+
+// joinsJoinTable reports whether a query reads a sharded model's many2many
+// join table beside its own, as Association(...).Find and Count do.
+func (p *Plugin) joinsJoinTable(stmt *gorm.Statement) (string, bool) {
+	from, ok := stmt.Clauses["FROM"].Expression.(clause.From)
+	if !ok {
+		return "", false
+	}
+	for _, j := range from.Joins {
+		if _, joins := p.joinTables.Load(strings.ToLower(j.Table.Name)); joins {
+			return j.Table.Name, true
+		}
+	}
+	return "", false
+}
+
+// routeJoinRows sends a statement on a sharded model's many2many join table
+// to the physical database of the owners it names, by its conditions
+// (Association Delete, Clear, Replace) or by the rows it creates (association
+// saves): join rows live beside their sharded owner. Naming none, it stays
+// where it is (a preload's join rows are read on their parents' database).
+func (p *Plugin) routeJoinRows(db *gorm.DB, creating bool) error {
+	stmt := db.Statement
+	if !p.routed() {
+		return nil
+	}
+	where, _ := stmt.Clauses["WHERE"].Expression.(clause.Where)
+	var set physicalSet
+	for _, rel := range stmt.Schema.Relationships.Relations {
+		owner, err := p.model(rel.FieldSchema)
+		if err != nil || owner == nil || !owner.sharded() || len(rel.References) != 1 {
+			continue
+		}
+		fk := rel.References[0].ForeignKey
+		values, _ := shardrouter.ColumnValues(where.Exprs, func(table, name string) bool {
+			return (table == "" || strings.EqualFold(table, stmt.Schema.Table)) && strings.EqualFold(name, fk.DBName)
+		})
+		if creating {
+			values = append(values, createdValues(stmt, fk)...)
+		}
+		for _, v := range values {
+			s, err := p.valueShard(v, owner.pk().field.FieldType)
+			if err != nil {
+				return fmt.Errorf("%w: %s.%s: %w", ErrNoShard, stmt.Schema.Table, fk.DBName, err)
+			}
+			set = set.with(p.physicalOf(s))
+		}
+	}
+	if set == 0 {
+		return nil
+	}
+	k, one := set.only()
+	if !one {
+		return fmt.Errorf("%w: %s: join rows of owners on %d physical databases; change them one owner's database at a time", ErrCrossShard, stmt.Schema.Table, len(set.list()))
+	}
+	return p.bind(db, k)
+}
+
+// createdValues returns the values of field in the rows a Create writes.
+func createdValues(stmt *gorm.Statement, field *schema.Field) []any {
+	rv := reflect.Indirect(stmt.ReflectValue)
+	var values []any
+	add := func(row reflect.Value) {
+		if row = reflect.Indirect(row); row.Kind() == reflect.Struct {
+			if v, zero := field.ValueOf(stmt.Context, row); !zero {
+				values = append(values, v)
+			}
+		}
+	}
+	switch rv.Kind() {
+	case reflect.Struct:
+		add(rv)
+	case reflect.Slice, reflect.Array:
+		for i := range rv.Len() {
+			add(rv.Index(i))
+		}
+	}
+	return values
+}
