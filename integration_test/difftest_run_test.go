@@ -34,13 +34,13 @@ import (
 var (
 	difftestSeed       = flag.Uint64("difftest.seed", 1, "seed of the differential test's programs")
 	difftestStatements = flag.Int("difftest.statements", 1500, "statements the differential test runs per backend")
+	difftestReport     = flag.Int("difftest.report", 25, "mismatches the differential test prints in full per backend")
 )
 
 const (
 	strictVar       = "SHARDID_DIFFTEST_STRICT"
 	dtPhysical      = 3   // physical databases of the plugin's run
 	dtProgramLength = 100 // statements before the databases are emptied and a new program starts
-	dtMaxReported   = 25  // mismatches logged in full per backend
 )
 
 // dtRig is one backend's databases: the plugin's run on main and three
@@ -207,10 +207,35 @@ func (r *dtRig) misplaced(s snapshot) string {
 				if want != i {
 					fmt.Fprintf(&b, "    %s on side %d, belongs on side %d: %s\n", table.name, i, want, row)
 				}
+				if why := r.disagrees(table, row); why != "" {
+					fmt.Fprintf(&b, "    %s: %s: %s\n", table.name, why, row)
+				}
 			}
 		}
 	}
 	return b.String()
+}
+
+// disagrees says how a row's ID disagrees with its colocate or hash column,
+// or "": such a row can never be found by that column.
+func (r *dtRig) disagrees(table dtTable, row string) string {
+	id := mustInt(field(row, "id"))
+	if id <= 0 {
+		return ""
+	}
+	shard := r.p.Layout().Shard(id)
+	if table.colocate != "" {
+		if owner := mustInt(field(row, table.colocate)); owner > 0 && r.p.Layout().Shard(owner) != shard {
+			return fmt.Sprintf("shard %d, but %s %d is on shard %d", shard, table.colocate, owner, r.p.Layout().Shard(owner))
+		}
+	}
+	if table.hash != "" {
+		key := field(row, table.hash)
+		if h, err := shardid.HashKey(key); err == nil && int(h%uint64(r.p.Layout().ShardCount())) != shard {
+			return fmt.Sprintf("shard %d, but %s %q hashes to shard %d", shard, table.hash, key, h%uint64(r.p.Layout().ShardCount()))
+		}
+	}
+	return ""
 }
 
 // sideOf is the side (1..dtPhysical) whose physical database holds the shard
@@ -348,121 +373,147 @@ type dtMismatch struct {
 }
 
 func TestDifferential(t *testing.T) {
-	strict := os.Getenv(strictVar) != ""
 	forEachBackend(t, func(t *testing.T, b backend) {
-		r := newRig(t, b)
 		seed := *difftestSeed
 		t.Logf("seed %d (replay: -difftest.seed=%d -difftest.statements=%d)", seed, seed, *difftestStatements)
+		run := newRun(t, newRig(t, b))
 		g := newGen(rand.New(rand.NewPCG(seed, 0x5eed)), b.name)
-		var (
-			mismatches []dtMismatch
-			program    []string
-			refused    = map[string]int{}
-			byOp       = map[string]int{}
-			ran        int
-			start      = time.Now()
-		)
-		before, err := r.snapshot()
-		if err != nil {
-			t.Fatal(err)
+		for run.ran < *difftestStatements {
+			if len(run.program) >= dtProgramLength {
+				run.restart()
+			}
+			g.learn(run.before)
+			run.step(g.next())
 		}
-		restart := func() {
-			if err := r.empty(); err != nil {
-				t.Fatal(err)
-			}
-			program = nil
-			if before, err = r.snapshot(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for ran < *difftestStatements {
-			if len(program) >= dtProgramLength {
-				restart()
-			}
-			g.learn(before)
-			s := g.next()
-			ran++
-			var ids []any
-			got := runSafe(s, &env{db: r.db, ids: &ids})
-			after, err := r.snapshot()
-			if err != nil {
-				t.Fatal(err)
-			}
-			program = append(program, fmt.Sprintf("%3d  %s\n       // plugin: %s", len(program)+1, s.text, short(got.String())))
-			fail := func(kind, detail string) {
-				mismatches = append(mismatches, dtMismatch{op: s.op, kind: kind, detail: detail, program: slices.Clone(program)})
-				byOp[s.op+": "+kind]++
-				restart()
-			}
-			if kind := refusal(got.err); kind != "" {
-				refused[kind]++
-				if !before.equal(after) {
-					var d strings.Builder
-					for j, table := range dtTables {
-						if diff := diffRows(after.union(j), before.union(j)); diff != "" {
-							d.WriteString("  " + table.name + " (+ after, - before):\n" + diff)
-						}
-					}
-					if d.Len() == 0 {
-						d.WriteString("  rows moved between databases\n")
-					}
-					fail("refused but changed", d.String())
-					continue
-				}
-				before = after
-				continue
-			}
-			want := runSafe(s, &env{db: r.ref, ref: true, ids: &ids})
-			refRows, err := r.reference()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var d strings.Builder
-			if !got.same(want) {
-				fmt.Fprintf(&d, "  result:\n    plugin:    %s\n    reference: %s\n", got, want)
-			}
-			for j, table := range dtTables {
-				if diff := diffRows(after.union(j), refRows[j].rows); diff != "" {
-					d.WriteString("  " + table.name + ":\n" + diff)
-				}
-			}
-			if m := r.misplaced(after); m != "" {
-				d.WriteString("  misplaced rows:\n" + m)
-			}
-			if d.Len() > 0 {
-				kind := "rows differ"
-				switch {
-				case got.err != nil && want.err == nil:
-					kind = "plugin error"
-				case !got.same(want):
-					kind = "result differs"
-				case strings.Contains(d.String(), "misplaced"):
-					kind = "misplaced"
-				}
-				fail(kind, d.String())
-				continue
-			}
-			before = after
-		}
-		report := t.Logf
-		if strict {
-			report = t.Errorf
-		}
-		for i, m := range mismatches {
-			if i >= dtMaxReported {
-				report("... and %d more mismatches", len(mismatches)-i)
-				break
-			}
-			report("MISMATCH %d (%s, %s), seed %d, program:\n%s\n%s", i+1, m.op, m.kind, seed, strings.Join(m.program, "\n"), m.detail)
-		}
-		classes := make([]string, 0, len(byOp))
-		for k, n := range byOp {
-			classes = append(classes, fmt.Sprintf("%4d  %s", n, k))
-		}
-		slices.Sort(classes)
-		t.Logf("%s: %d statements in %v, refused %v, %d mismatches (strict=%v)\n%s",
-			b.name, ran, time.Since(start).Round(time.Millisecond), refused, len(mismatches), strict, strings.Join(classes, "\n"))
+		run.report(fmt.Sprintf("seed %d", seed))
 	})
+}
+
+// dtRun runs statements on a rig and keeps the tally.
+type dtRun struct {
+	t          *testing.T
+	r          *dtRig
+	before     snapshot // the plugin's run before the next statement
+	program    []string // the statements since the databases were last emptied
+	mismatches []dtMismatch
+	refused    map[string]int
+	byOp       map[string]int
+	ran        int
+	start      time.Time
+}
+
+func newRun(t *testing.T, r *dtRig) *dtRun {
+	run := &dtRun{t: t, r: r, refused: map[string]int{}, byOp: map[string]int{}, start: time.Now()}
+	var err error
+	if run.before, err = r.snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	return run
+}
+
+// restart empties the databases; the next statement begins a new program.
+func (run *dtRun) restart() {
+	if err := run.r.empty(); err != nil {
+		run.t.Fatal(err)
+	}
+	run.program = nil
+	var err error
+	if run.before, err = run.r.snapshot(); err != nil {
+		run.t.Fatal(err)
+	}
+}
+
+// step runs s with the plugin, then, unless the plugin refused it, on the
+// reference, and compares. It reports whether the runs agree.
+func (run *dtRun) step(s dtStmt) bool {
+	t, r := run.t, run.r
+	run.ran++
+	var ids []any
+	got := runSafe(s, &env{db: r.db, ids: &ids})
+	after, err := r.snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run.program = append(run.program, fmt.Sprintf("%3d  %s\n       // plugin: %s", len(run.program)+1, s.text, short(got.String())))
+	fail := func(kind, detail string) bool {
+		run.mismatches = append(run.mismatches, dtMismatch{op: s.op, kind: kind, detail: detail, program: slices.Clone(run.program)})
+		run.byOp[s.op+": "+kind]++
+		run.restart()
+		return false
+	}
+	if kind := refusal(got.err); kind != "" {
+		run.refused[kind]++
+		if !run.before.equal(after) {
+			var d strings.Builder
+			for j, table := range dtTables {
+				if diff := diffRows(after.union(j), run.before.union(j)); diff != "" {
+					d.WriteString("  " + table.name + " (+ after, - before):\n" + diff)
+				}
+			}
+			if d.Len() == 0 {
+				d.WriteString("  rows moved between databases\n")
+			}
+			return fail("refused but changed", d.String())
+		}
+		run.before = after
+		return true
+	}
+	want := runSafe(s, &env{db: r.ref, ref: true, ids: &ids})
+	refRows, err := r.reference()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d strings.Builder
+	if !got.same(want) {
+		fmt.Fprintf(&d, "  result:\n    plugin:    %s\n    reference: %s\n", got, want)
+	}
+	for j, table := range dtTables {
+		if diff := diffRows(after.union(j), refRows[j].rows); diff != "" {
+			d.WriteString("  " + table.name + ":\n" + diff)
+		}
+	}
+	if m := r.misplaced(after); m != "" {
+		d.WriteString("  misplaced rows:\n" + m)
+	}
+	if d.Len() > 0 {
+		kind := "rows differ"
+		switch {
+		case got.err != nil && want.err == nil:
+			kind = "plugin error"
+		case !got.same(want):
+			kind = "result differs"
+		case strings.Contains(d.String(), "misplaced"):
+			kind = "misplaced"
+		}
+		return fail(kind, d.String())
+	}
+	run.before = after
+	return true
+}
+
+// report logs the mismatches and the tally; with SHARDID_DIFFTEST_STRICT
+// set, mismatches fail the test.
+func (run *dtRun) report(replay string) {
+	t := run.t
+	strict := os.Getenv(strictVar) != ""
+	report := t.Logf
+	if strict {
+		report = t.Errorf
+	}
+	for i, m := range run.mismatches {
+		if i >= *difftestReport {
+			report("... and %d more mismatches", len(run.mismatches)-i)
+			break
+		}
+		report("MISMATCH %d (%s, %s), %s, program:\n%s\n%s", i+1, m.op, m.kind, replay, strings.Join(m.program, "\n"), m.detail)
+	}
+	classes := make([]string, 0, len(run.byOp))
+	for k, n := range run.byOp {
+		classes = append(classes, fmt.Sprintf("%4d  %s", n, k))
+	}
+	slices.Sort(classes)
+	t.Logf("%s: %d statements in %v, refused %v, %d mismatches (strict=%v)\n%s",
+		run.r.b.name, run.ran, time.Since(run.start).Round(time.Millisecond), run.refused, len(run.mismatches), strict, strings.Join(classes, "\n"))
 }
 
 // short cuts a long line for the program listing.
