@@ -35,6 +35,7 @@ type dtGen struct {
 	backend string
 	ops     []dtOp
 	total   int
+	skip    []string // prefixes of kinds not to draw
 }
 
 type dtOp struct {
@@ -42,8 +43,15 @@ type dtOp struct {
 	make   func(g *dtGen) dtStmt
 }
 
-func newGen(r *rand.Rand, backend string) *dtGen {
+// newGen draws from dtOps; skip lists prefixes of the kinds (dtStmt.op) to
+// leave out, comma-separated.
+func newGen(r *rand.Rand, backend, skip string) *dtGen {
 	g := &dtGen{r: r, backend: backend, ops: dtOps}
+	for p := range strings.SplitSeq(skip, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			g.skip = append(g.skip, p)
+		}
+	}
 	for _, op := range g.ops {
 		g.total += op.weight
 	}
@@ -99,7 +107,17 @@ func (g *dtGen) learn(s snapshot) {
 
 func mustInt(s string) int64 { n, _ := strconv.ParseInt(s, 10, 64); return n }
 
+// next draws a statement of a kind not skipped.
 func (g *dtGen) next() dtStmt {
+	for {
+		s := g.draw()
+		if !slices.ContainsFunc(g.skip, func(p string) bool { return strings.HasPrefix(s.op, p) }) {
+			return s
+		}
+	}
+}
+
+func (g *dtGen) draw() dtStmt {
 	n := g.r.IntN(g.total)
 	for _, op := range g.ops {
 		if n < op.weight {
@@ -345,7 +363,7 @@ var dtOps = []dtOp{
 		id := g.user()
 		form := g.r.IntN(4)
 		texts := []string{`db.Where("id = ?", %d).Find(&us)`, `db.Where(&dtUser{ID: %d}).Find(&us)`, `db.Where(map[string]any{"id": %d}).Find(&us)`, `db.Find(&us, "id = ?", %d)`}
-		return dtStmt{"Where(id) forms", fmt.Sprintf(texts[form], id), find(false, func(db *gorm.DB, us *[]dtUser) *gorm.DB {
+		return dtStmt{fmt.Sprintf("Where(id) forms #%d", form), fmt.Sprintf(texts[form], id), find(false, func(db *gorm.DB, us *[]dtUser) *gorm.DB {
 			switch form {
 			case 0:
 				return db.Where("id = ?", id).Find(us)
@@ -508,7 +526,7 @@ var dtOps = []dtOp{
 		email := g.email()
 		form := g.r.IntN(3)
 		texts := []string{`db.Where("email = ?", %q).First(&a)`, `db.Where(&dtAccount{Email: %q}).First(&a)`, `db.Clauses(shardid.ByKey(%[1]q)).Where("email = ?", %[1]q).Where("balance >= 0").Find(&as)`}
-		return dtStmt{"account by email", fmt.Sprintf(texts[form], email), find(false, func(db *gorm.DB, as *[]dtAccount) *gorm.DB {
+		return dtStmt{fmt.Sprintf("account by email #%d", form), fmt.Sprintf(texts[form], email), find(false, func(db *gorm.DB, as *[]dtAccount) *gorm.DB {
 			switch form {
 			case 0:
 				return db.Where("email = ?", email).Limit(1).Find(as)
@@ -550,6 +568,91 @@ var dtOps = []dtOp{
 		})}
 	}},
 
+	{2, func(g *dtGen) dtStmt {
+		how := g.r.IntN(5)
+		texts := []string{`db.Clauses(shardid.AllShards()).Model(&dtUser{}).Select("max(age)").Scan(&n)`,
+			`db.Clauses(shardid.AllShards()).Model(&dtUser{}).Select("name, count(*) AS n").Group("name").Scan(&rows)`,
+			`db.Clauses(shardid.AllShards()).Model(&dtUser{}).Distinct("name").Pluck("name", &names)`,
+			`db.Clauses(shardid.AllShards()).Order("age desc, id").Limit(3).Find(&us)`,
+			`db.Clauses(shardid.AllShards()).Model(&dtPhoto{}).Select("sum(likes)").Scan(&n)`}
+		type group struct {
+			Name string
+			N    int64
+		}
+		return dtStmt{fmt.Sprintf("AllShards aggregate #%d", how), texts[how], func(e *env) outcome {
+			db := e.db.Clauses(shardid.AllShards())
+			switch how {
+			case 0:
+				var n *int64
+				return res(db.Model(&dtUser{}).Select("max(age)").Scan(&n), n, true)
+			case 1:
+				var rows []group
+				return res(db.Model(&dtUser{}).Select("name, count(*) AS n").Group("name").Scan(&rows), &rows, false)
+			case 2:
+				var names []string
+				return res(db.Model(&dtUser{}).Distinct("name").Pluck("name", &names), &names, false)
+			case 3:
+				var us []dtUser
+				return res(db.Order("age desc, id").Limit(3).Find(&us), &us, true)
+			}
+			var n *int64
+			return res(db.Model(&dtPhoto{}).Select("sum(likes)").Scan(&n), n, true)
+		}}
+	}},
+	{2, func(g *dtGen) dtStmt {
+		how := g.r.IntN(4)
+		texts := []string{`db.Clauses(shardid.AllShards()).First(&u)`, `db.Clauses(shardid.AllShards()).Last(&u)`,
+			`db.Clauses(shardid.AllShards()).Joins("Profile").Order("dt_users.id").Find(&us)`, `db.Clauses(shardid.AllShards()).Preload("Labels").Find(&us)`}
+		return dtStmt{fmt.Sprintf("AllShards First/Last/Joins/Preload #%d", how), texts[how], find(how < 3, func(db *gorm.DB, us *[]dtUser) *gorm.DB {
+			db = db.Clauses(shardid.AllShards())
+			switch how {
+			case 0:
+				return db.Limit(1).Order("id").Find(us)
+			case 1:
+				return db.Limit(1).Order("id desc").Find(us)
+			case 2:
+				return db.Joins("Profile").Order("dt_users.id").Find(us)
+			}
+			return db.Preload("Labels").Find(us)
+		})}
+	}},
+	{3, func(g *dtGen) dtStmt {
+		id := g.user()
+		how := g.r.IntN(5)
+		texts := []string{`db.Where("id = ?", &id).Find(&us) // id = %d`, `db.Where("id = ?", shardid.ID(%d)).Find(&us)`,
+			`db.Session(&gorm.Session{PrepareStmt: true}).First(&u, %d)`, `db.Raw("SELECT id, name FROM /* c */ dt_users WHERE id = ?", %d).Scan(&us)`,
+			`db.Clauses(shardid.ByID(%d)).Model(&dtPhoto{}).Where("user_id = ?", id).Pluck("id", &ids)`}
+		return dtStmt{fmt.Sprintf("condition value forms #%d", how), fmt.Sprintf(texts[how], id), func(e *env) outcome {
+			switch how {
+			case 0:
+				var us []dtUser
+				x := id
+				return res(e.db.Where("id = ?", &x).Find(&us), &us, false)
+			case 1:
+				var us []dtUser
+				return res(e.db.Where("id = ?", shardid.ID(id)).Find(&us), &us, false)
+			case 2:
+				var u dtUser
+				return res(e.db.Session(&gorm.Session{PrepareStmt: true}).First(&u, id), &u, true)
+			case 3:
+				var us []dtUser
+				return res(e.db.Raw("SELECT id, name FROM /* c */ dt_users WHERE id = ?", id).Scan(&us), &us, false)
+			}
+			var list []int64
+			return res(e.db.Clauses(shardid.ByID(id)).Model(&dtPhoto{}).Where("user_id = ?", id).Pluck("id", &list), &list, false)
+		}}
+	}},
+	{2, func(g *dtGen) dtStmt {
+		uid := g.user()
+		return dtStmt{"ByID.FindInBatches", fmt.Sprintf("db.Clauses(shardid.ByID(%d)).Where(\"user_id = ?\", %d).FindInBatches(&batch, 2, collect)", uid, uid), func(e *env) outcome {
+			var batch, all []dtPhoto
+			tx := e.db.Clauses(shardid.ByID(uid)).Where("user_id = ?", uid).FindInBatches(&batch, 2, func(*gorm.DB, int) error {
+				all = append(all, batch...)
+				return nil
+			})
+			return res(tx, &all, true)
+		}}
+	}},
 	// ---- updates and deletes ----
 	{4, func(g *dtGen) dtStmt {
 		id, name, age := g.user(), g.name(), g.age()
@@ -558,7 +661,7 @@ var dtOps = []dtOp{
 			fmt.Sprintf(`db.Model(&dtUser{ID: %d}).Updates(dtUser{Name: %q, Age: %d})`, id, name, age),
 			fmt.Sprintf(`db.Model(&dtUser{ID: %d}).Updates(map[string]any{"name": %q, "age": %d})`, id, name, age),
 			fmt.Sprintf(`db.Model(&dtUser{ID: %d}).UpdateColumn("age", gorm.Expr("age + ?", 1))`, id)}
-		return dtStmt{"Update forms", texts[form], execOnly(func(db *gorm.DB) *gorm.DB {
+		return dtStmt{fmt.Sprintf("Update forms #%d", form), texts[form], execOnly(func(db *gorm.DB) *gorm.DB {
 			m := db.Model(&dtUser{ID: id})
 			switch form {
 			case 0:
@@ -614,7 +717,7 @@ var dtOps = []dtOp{
 		id := g.user()
 		form := g.r.IntN(3)
 		texts := []string{`db.Where("id = ?", %d).Delete(&dtUser{})`, `db.Delete(&dtUser{ID: %d})`, `db.Delete(&dtUser{}, %d)`}
-		return dtStmt{"Delete(user) soft", fmt.Sprintf(texts[form], id), execOnly(func(db *gorm.DB) *gorm.DB {
+		return dtStmt{fmt.Sprintf("Delete(user) soft #%d", form), fmt.Sprintf(texts[form], id), execOnly(func(db *gorm.DB) *gorm.DB {
 			switch form {
 			case 0:
 				return db.Where("id = ?", id).Delete(&dtUser{})
@@ -688,6 +791,54 @@ var dtOps = []dtOp{
 		})}
 	}},
 
+	{3, func(g *dtGen) dtStmt {
+		how := g.r.IntN(4)
+		id, other, pid := g.user(), g.user(), g.photo()
+		email := g.email()
+		var aid int64
+		if len(g.s.accounts) > 0 {
+			aid = g.s.accounts[g.r.IntN(len(g.s.accounts))]
+		}
+		texts := []string{fmt.Sprintf(`db.Model(&dtUser{ID: %d}).Updates(map[string]any{"id": %d})`, id, other),
+			fmt.Sprintf(`db.Model(&dtPhoto{ID: %d}).Update("user_id", %d)`, pid, other),
+			fmt.Sprintf(`db.Model(&dtAccount{ID: %d}).Update("email", %q)`, aid, email),
+			fmt.Sprintf(`db.Model(&dtUser{ID: %d}).Update("id", %d)`, id, id)}
+		return dtStmt{fmt.Sprintf("key updates #%d", how), texts[how], execOnly(func(db *gorm.DB) *gorm.DB {
+			switch how {
+			case 0:
+				return db.Model(&dtUser{ID: id}).Updates(map[string]any{"id": other})
+			case 1:
+				return db.Model(&dtPhoto{ID: pid}).Update("user_id", other)
+			case 2:
+				return db.Model(&dtAccount{ID: aid}).Update("email", email)
+			}
+			return db.Model(&dtUser{ID: id}).Update("id", id)
+		})}
+	}},
+	{2, func(g *dtGen) dtStmt {
+		// A preset ID: a neighbour of a user's ID (that user's shard), for a photo of another user.
+		base, owner := g.user(), g.user()
+		preset := base + 4
+		return dtStmt{"Create(photo, preset ID)", fmt.Sprintf("db.Create(&dtPhoto{ID: %d, UserID: %d})", preset, owner), func(e *env) outcome {
+			p := dtPhoto{ID: preset, UserID: owner, URL: "preset.jpg"}
+			return e.write(&p, func(db *gorm.DB) *gorm.DB { return db.Create(&p) })
+		}}
+	}},
+	{2, func(g *dtGen) dtStmt {
+		email := g.email()
+		del := g.r.IntN(2) == 0
+		text := fmt.Sprintf("db.Model(&dtAccount{}).Where(\"email = ?\", %q).Count(&n)", email)
+		if del {
+			text = fmt.Sprintf("db.Where(\"email = ?\", %q).Delete(&dtAccount{})", email)
+		}
+		return dtStmt{"account count/delete by email", text, func(e *env) outcome {
+			if del {
+				return res(e.db.Where("email = ?", email).Delete(&dtAccount{}), nil, true)
+			}
+			var n int64
+			return res(e.db.Model(&dtAccount{}).Where("email = ?", email).Count(&n), n, true)
+		}}
+	}},
 	// ---- associations ----
 	{3, func(g *dtGen) dtStmt {
 		uid := g.user()

@@ -33,7 +33,8 @@ import (
 // lead flips CI to strict once the fixes are in.
 var (
 	difftestSeed       = flag.Uint64("difftest.seed", 1, "seed of the differential test's programs")
-	difftestStatements = flag.Int("difftest.statements", 1500, "statements the differential test runs per backend")
+	difftestStatements = flag.Int("difftest.statements", 5000, "statements the differential test runs per backend")
+	difftestSkip       = flag.String("difftest.skip", "", "comma-separated prefixes of statement kinds the differential test leaves out (to look past a known class)")
 	difftestReport     = flag.Int("difftest.report", 25, "mismatches the differential test prints in full per backend")
 )
 
@@ -377,7 +378,7 @@ func TestDifferential(t *testing.T) {
 		seed := *difftestSeed
 		t.Logf("seed %d (replay: -difftest.seed=%d -difftest.statements=%d)", seed, seed, *difftestStatements)
 		run := newRun(t, newRig(t, b))
-		g := newGen(rand.New(rand.NewPCG(seed, 0x5eed)), b.name)
+		g := newGen(rand.New(rand.NewPCG(seed, 0x5eed)), b.name, *difftestSkip)
 		for run.ran < *difftestStatements {
 			if len(run.program) >= dtProgramLength {
 				run.restart()
@@ -396,14 +397,16 @@ type dtRun struct {
 	before     snapshot // the plugin's run before the next statement
 	program    []string // the statements since the databases were last emptied
 	mismatches []dtMismatch
-	refused    map[string]int
-	byOp       map[string]int
+	refused    map[string]int    // by error kind
+	refusedBy  map[string]int    // by statement kind and error kind
+	example    map[string]string // a refused statement and its error, by statement kind and error kind
+	byOp       map[string]int    // mismatches by statement kind and mismatch kind
 	ran        int
 	start      time.Time
 }
 
 func newRun(t *testing.T, r *dtRig) *dtRun {
-	run := &dtRun{t: t, r: r, refused: map[string]int{}, byOp: map[string]int{}, start: time.Now()}
+	run := &dtRun{t: t, r: r, refused: map[string]int{}, refusedBy: map[string]int{}, example: map[string]string{}, byOp: map[string]int{}, start: time.Now()}
 	var err error
 	if run.before, err = r.snapshot(); err != nil {
 		t.Fatal(err)
@@ -443,6 +446,10 @@ func (run *dtRun) step(s dtStmt) bool {
 	}
 	if kind := refusal(got.err); kind != "" {
 		run.refused[kind]++
+		run.refusedBy[s.op+": "+kind]++
+		if _, seen := run.example[s.op+": "+kind]; !seen {
+			run.example[s.op+": "+kind] = s.text + "\n          → " + got.err.Error()
+		}
 		if !run.before.equal(after) {
 			var d strings.Builder
 			for j, table := range dtTables {
@@ -512,8 +519,14 @@ func (run *dtRun) report(replay string) {
 		classes = append(classes, fmt.Sprintf("%4d  %s", n, k))
 	}
 	slices.Sort(classes)
-	t.Logf("%s: %d statements in %v, refused %v, %d mismatches (strict=%v)\n%s",
-		run.r.b.name, run.ran, time.Since(run.start).Round(time.Millisecond), run.refused, len(run.mismatches), strict, strings.Join(classes, "\n"))
+	refusals := make([]string, 0, len(run.refusedBy))
+	for k, n := range run.refusedBy {
+		refusals = append(refusals, fmt.Sprintf("%4d  %s\n        e.g. %s", n, k, run.example[k]))
+	}
+	slices.Sort(refusals)
+	t.Logf("%s: %d statements in %v, refused %v, %d mismatches (strict=%v)\nmismatches by kind:\n%s\nrefusals by kind:\n%s",
+		run.r.b.name, run.ran, time.Since(run.start).Round(time.Millisecond), run.refused, len(run.mismatches), strict,
+		strings.Join(classes, "\n"), strings.Join(refusals, "\n"))
 }
 
 // short cuts a long line for the program listing.
