@@ -34,6 +34,13 @@ func createUsers(n int, into *[]dtUser) dtStmt {
 	}}
 }
 
+// physicalIndex is the physical database of an ID under the default layout,
+// as newRig maps the logical shards.
+func physicalIndex(id int64) int {
+	layout := shardid.Layout{}.Normalized()
+	return layout.Shard(id) * dtPhysical / layout.ShardCount()
+}
+
 var dtRepros = []dtRepro{
 	{class: "has-many Replace refused after writing the new photo", steps: func() []dtStmt {
 		var us []dtUser
@@ -126,6 +133,25 @@ var dtRepros = []dtRepro{
 			})})
 		}
 		return steps
+	}},
+	{class: "a preset ID whose shard disagrees with its colocate value is accepted", steps: func() []dtStmt {
+		var us []dtUser
+		return []dtStmt{createUsers(9, &us), {"Create(photo, preset ID)", `db.Create(&dtPhoto{ID: users[0].ID + 4, UserID: users[i].ID}) // users[i] on another database than users[0]`, func(e *env) outcome {
+			owner := us[0]
+			for _, u := range us {
+				if physicalIndex(u.ID) != physicalIndex(us[0].ID) {
+					owner = u
+				}
+			}
+			p := dtPhoto{ID: us[0].ID + 4, UserID: owner.ID, URL: "preset.jpg"}
+			return e.write(&p, func(db *gorm.DB) *gorm.DB { return db.Create(&p) })
+		}}}
+	}},
+	{class: "raw SQL with a comment before the sharded table's name runs on the plugin's database", steps: func() []dtStmt {
+		var us []dtUser
+		return []dtStmt{createUsers(1, &us), {"Raw(comment)", `db.Raw("SELECT id, name FROM /* c */ dt_users WHERE id = ?", users[0].ID).Scan(&rows)`, find(false, func(db *gorm.DB, rows *[]dtUser) *gorm.DB {
+			return db.Raw("SELECT id, name FROM /* c */ dt_users WHERE id = ?", us[0].ID).Scan(rows)
+		})}}
 	}},
 	{class: "a shard clause on a transaction with a statement for another database (control: must be refused, no mismatch)", steps: func() []dtStmt {
 		var us []dtUser
