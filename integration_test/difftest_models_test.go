@@ -1,8 +1,11 @@
 package integration
 
 import (
+	"fmt"
 	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -58,8 +61,57 @@ type (
 
 // BeforeCreate folds the email, as applications normalise a hash key.
 func (a *dtAccount) BeforeCreate(*gorm.DB) error {
+	dtHooks.count("dtAccount.BeforeCreate")
 	a.Email = strings.ToLower(a.Email)
 	return nil
+}
+
+// dtHooks counts the model hooks a statement ran: each must run once per row,
+// as without the plugin, however many databases the statement spans.
+var dtHooks = &hookCounter{n: map[string]int{}}
+
+type hookCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (h *hookCounter) count(name string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.n[name]++
+}
+
+// take returns the counts since the last take, as text, and resets them.
+func (h *hookCounter) take() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	names := make([]string, 0, len(h.n))
+	for name, n := range h.n {
+		names = append(names, fmt.Sprintf("%s=%d", name, n))
+	}
+	slices.Sort(names)
+	clear(h.n)
+	return strings.Join(names, " ")
+}
+
+func (*dtUser) BeforeCreate(*gorm.DB) error { dtHooks.count("dtUser.BeforeCreate"); return nil }
+func (*dtUser) AfterCreate(*gorm.DB) error  { dtHooks.count("dtUser.AfterCreate"); return nil }
+func (*dtUser) BeforeUpdate(*gorm.DB) error { dtHooks.count("dtUser.BeforeUpdate"); return nil }
+func (*dtUser) AfterUpdate(*gorm.DB) error  { dtHooks.count("dtUser.AfterUpdate"); return nil }
+func (*dtUser) BeforeDelete(*gorm.DB) error { dtHooks.count("dtUser.BeforeDelete"); return nil }
+func (*dtUser) AfterDelete(*gorm.DB) error  { dtHooks.count("dtUser.AfterDelete"); return nil }
+func (*dtUser) AfterFind(*gorm.DB) error    { dtHooks.count("dtUser.AfterFind"); return nil }
+func (*dtPhoto) AfterFind(*gorm.DB) error   { dtHooks.count("dtPhoto.AfterFind"); return nil }
+func (*dtPhoto) AfterCreate(*gorm.DB) error { dtHooks.count("dtPhoto.AfterCreate"); return nil }
+
+// AfterCreate of a profile whose Bio is "audit" writes an unsharded row from
+// inside the shard's statement, as audit hooks do: that statement must go to
+// the plugin's database (or be refused), never to the shard.
+func (p *dtProfile) AfterCreate(tx *gorm.DB) error {
+	if p.Bio != "audit" {
+		return nil
+	}
+	return tx.Create(&dtLabel{ID: p.ID % 1000000, Name: "audit"}).Error
 }
 
 // dtModels are the models in migration order.

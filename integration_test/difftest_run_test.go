@@ -358,10 +358,15 @@ func refusal(err error) string {
 }
 
 // runSafe runs a statement, turning a panic into an error outcome.
+// The hooks the statement ran are part of its outcome.
 func runSafe(s dtStmt, e *env) (o outcome) {
+	dtHooks.take()
 	defer func() {
 		if p := recover(); p != nil {
 			o = outcome{err: fmt.Errorf("panic: %v", p), out: "panic"}
+		}
+		if hooks := dtHooks.take(); hooks != "" {
+			o.out += " hooks{" + hooks + "}"
 		}
 	}()
 	return s.run(e)
