@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"database/sql"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -665,6 +666,62 @@ var dtOps = []dtOp{
 			return res(tx, &all, true)
 		}}
 	}},
+	{3, func(g *dtGen) dtStmt {
+		id, uid := g.user(), g.user()
+		name := g.name()
+		how := g.r.IntN(9)
+		texts := []string{
+			fmt.Sprintf(`db.Table("dt_users").Where("id = ?", %d).Find(&[]map[string]any{})`, id),
+			fmt.Sprintf(`db.Where("id = @id", sql.Named("id", %d)).Find(&us)`, id),
+			fmt.Sprintf(`db.Where("id IN ?", []shardid.ID{%d, %d}).Find(&us)`, id, uid),
+			fmt.Sprintf(`db.Where("id = ?", uint64(%d)).Find(&us)`, id),
+			fmt.Sprintf(`db.Where("id BETWEEN ? AND ?", %d, %d).Find(&us)`, id, id),
+			fmt.Sprintf(`db.Where("name = ? AND id = ?", %q, %d).Find(&us)`, name, id),
+			fmt.Sprintf(`db.Not(map[string]any{"id": []int64{%d}}).Where("id IN ?", []int64{%d, %d}).Find(&us)`, id, id, uid),
+			fmt.Sprintf(`db.Preload("Photos", "likes >= ?", 0).Preload("Profile").Find(&us, %d)`, id),
+			fmt.Sprintf(`db.Model(&[]dtUser{{ID: %d}, {ID: %d}}).Association("Photos").Count()`, id, uid),
+		}
+		return dtStmt{fmt.Sprintf("query forms #%d", how), texts[how], func(e *env) outcome {
+			var us []dtUser
+			db := e.db
+			switch how {
+			case 0:
+				var rows []map[string]any
+				return res(db.Table("dt_users").Select("id", "name", "age").Where("id = ?", id).Find(&rows), &rows, false)
+			case 1:
+				return res(db.Where("id = @id", sql.Named("id", id)).Find(&us), &us, false)
+			case 2:
+				return res(db.Where("id IN ?", []shardid.ID{shardid.ID(id), shardid.ID(uid)}).Find(&us), &us, false)
+			case 3:
+				return res(db.Where("id = ?", uint64(id)).Find(&us), &us, false)
+			case 4:
+				return res(db.Where("id BETWEEN ? AND ?", id, id).Find(&us), &us, false)
+			case 5:
+				return res(db.Where("name = ? AND id = ?", name, id).Find(&us), &us, false)
+			case 6:
+				return res(db.Not(map[string]any{"id": []int64{id}}).Where("id IN ?", []int64{id, uid}).Find(&us), &us, false)
+			case 7:
+				return res(db.Preload("Photos", "likes >= ?", 0).Preload("Profile").Find(&us, id), &us, false)
+			}
+			n := db.Model(&[]dtUser{{ID: id}, {ID: uid}}).Association("Photos").Count()
+			return outcome{out: fmt.Sprint(n)}
+		}}
+	}},
+	{2, func(g *dtGen) dtStmt {
+		name, age := g.name(), g.age()
+		return dtStmt{"Create(map)", fmt.Sprintf(`db.Model(&dtUser{}).Create(map[string]any{"Name": %q, "Age": %d})`, name, age), func(e *env) outcome {
+			m := map[string]any{"Name": name, "Age": age}
+			if e.ref && e.pos < len(*e.ids) {
+				m["ID"] = (*e.ids)[e.pos]
+				e.pos++
+			}
+			tx := e.db.Model(&dtUser{}).Create(m)
+			if !e.ref {
+				*e.ids = append(*e.ids, m["ID"])
+			}
+			return res(tx, m, true)
+		}}
+	}},
 	// ---- updates and deletes ----
 	{4, func(g *dtGen) dtStmt {
 		id, name, age := g.user(), g.name(), g.age()
@@ -849,6 +906,81 @@ var dtOps = []dtOp{
 			}
 			var n int64
 			return res(e.db.Model(&dtAccount{}).Where("email = ?", email).Count(&n), n, true)
+		}}
+	}},
+	{3, func(g *dtGen) dtStmt {
+		id, name, age := g.user(), g.name(), g.age()
+		how := g.r.IntN(6)
+		texts := []string{
+			fmt.Sprintf(`db.Model(&dtUser{ID: %d}).Select("name").Updates(dtUser{Name: %q, Age: %d})`, id, name, age),
+			fmt.Sprintf(`db.Model(&dtUser{ID: %d}).Omit("name").Updates(map[string]any{"name": %q, "age": %d})`, id, name, age),
+			fmt.Sprintf(`db.Session(&gorm.Session{SkipHooks: true}).Model(&dtUser{ID: %d}).Update("age", %d)`, id, age),
+			fmt.Sprintf(`db.Unscoped().Model(&dtUser{ID: %d}).Update("deleted_at", nil)`, id),
+			fmt.Sprintf(`db.Session(&gorm.Session{FullSaveAssociations: true}).Save(&dtUser{ID: %d, Name: %q, Photos: []dtPhoto{{URL: "fs.jpg"}}})`, id, name),
+			fmt.Sprintf(`db.Model(&dtUser{}).Where("id = ?", %d).Updates(&dtUser{Name: %q})`, id, name),
+		}
+		return dtStmt{fmt.Sprintf("update forms #%d", how), texts[how], func(e *env) outcome {
+			db := e.db
+			switch how {
+			case 0:
+				return res(db.Model(&dtUser{ID: id}).Select("name").Updates(dtUser{Name: name, Age: age}), nil, true)
+			case 1:
+				return res(db.Model(&dtUser{ID: id}).Omit("name").Updates(map[string]any{"name": name, "age": age}), nil, true)
+			case 2:
+				return res(db.Session(&gorm.Session{SkipHooks: true}).Model(&dtUser{ID: id}).Update("age", age), nil, true)
+			case 3:
+				return res(db.Unscoped().Model(&dtUser{ID: id}).Update("deleted_at", nil), nil, true)
+			case 4:
+				u := dtUser{ID: id, Name: name, Photos: []dtPhoto{{URL: "fs.jpg"}}}
+				return e.write(&u, func(db *gorm.DB) *gorm.DB { return db.Session(&gorm.Session{FullSaveAssociations: true}).Save(&u) })
+			}
+			return res(db.Model(&dtUser{}).Where("id = ?", id).Updates(&dtUser{Name: name}), nil, true)
+		}}
+	}},
+	{2, func(g *dtGen) dtStmt {
+		uid := g.user()
+		how := g.r.IntN(3)
+		texts := []string{
+			fmt.Sprintf(`db.Clauses(shardid.ByID(%d)).Exec("INSERT INTO dt_photos (id, user_id, url, likes) VALUES (?, ?, 'raw.jpg', 0)", %d+8, %d)`, uid, uid, uid),
+			fmt.Sprintf(`db.Clauses(shardid.ByID(%d)).Model(&dtPhoto{}).Where("user_id = ?", %d).Group("url").Count(&n)`, uid, uid),
+			fmt.Sprintf(`db.Clauses(shardid.ByID(%d)).Model(&dtPhoto{}).Where("user_id = ?", %d).Distinct("url").Pluck("url", &urls)`, uid, uid),
+		}
+		return dtStmt{fmt.Sprintf("single-shard forms #%d", how), texts[how], func(e *env) outcome {
+			db := e.db.Clauses(shardid.ByID(uid))
+			switch how {
+			case 0:
+				return res(db.Exec("INSERT INTO dt_photos (id, user_id, url, likes) VALUES (?, ?, 'raw.jpg', 0)", uid+8, uid), nil, true)
+			case 1:
+				var n int64
+				return res(db.Model(&dtPhoto{}).Where("user_id = ?", uid).Group("url").Count(&n), n, true)
+			}
+			var urls []string
+			return res(db.Model(&dtPhoto{}).Where("user_id = ?", uid).Distinct("url").Pluck("url", &urls), &urls, false)
+		}}
+	}},
+	{2, func(g *dtGen) dtStmt {
+		uid := g.user()
+		return dtStmt{"SavePoint", fmt.Sprintf(`db.Clauses(shardid.ByID(%d)).Transaction(func(tx) { tx.Create(&dtPhoto{UserID: %d}); tx.SavePoint("sp"); tx.Create(&dtPhoto{UserID: %d}); tx.RollbackTo("sp") })`, uid, uid, uid), func(e *env) outcome {
+			p1, p2 := dtPhoto{UserID: uid, URL: "sp1.jpg"}, dtPhoto{UserID: uid, URL: "sp2.jpg"}
+			err := e.db.Clauses(shardid.ByID(uid)).Transaction(func(tx *gorm.DB) error {
+				e.pre(&p1)
+				err := tx.Create(&p1).Error
+				e.post(&p1)
+				if err != nil {
+					return err
+				}
+				if err := tx.SavePoint("sp").Error; err != nil {
+					return err
+				}
+				e.pre(&p2)
+				err = tx.Create(&p2).Error
+				e.post(&p2)
+				if err != nil {
+					return err
+				}
+				return tx.RollbackTo("sp").Error
+			})
+			return outcome{err: err, out: canon([]dtPhoto{p1, p2}, true)}
 		}}
 	}},
 	// ---- associations ----
