@@ -153,6 +153,22 @@ var dtRepros = []dtRepro{
 			return db.Raw("SELECT id, name FROM /* c */ dt_users WHERE id = ?", us[0].ID).Scan(rows)
 		})}}
 	}},
+	{class: "a write over several databases runs the model's hooks once per database", steps: func() []dtStmt {
+		var us []dtUser
+		return []dtStmt{createUsers(9, &us), {"Update(IN)", `db.Model(&dtUser{}).Where("id IN ?", ids of users).Update("age", 66) // BeforeUpdate/AfterUpdate once each without the plugin`, execOnly(func(db *gorm.DB) *gorm.DB {
+			list := make([]int64, len(us))
+			for i, u := range us {
+				list[i] = u.ID
+			}
+			return db.Model(&dtUser{}).Where("id IN ?", list).Update("age", 66)
+		})}}
+	}},
+	{class: "AllShards with Limit runs AfterFind for rows the merge drops", steps: func() []dtStmt {
+		var us []dtUser
+		return []dtStmt{createUsers(9, &us), {"AllShards.Order.Limit", `db.Clauses(shardid.AllShards()).Order("id").Limit(1).Find(&us) // AfterFind once without the plugin`, find(true, func(db *gorm.DB, got *[]dtUser) *gorm.DB {
+			return db.Clauses(shardid.AllShards()).Order("id").Limit(1).Find(got)
+		})}}
+	}},
 	{class: "a shard clause on a transaction with a statement for another database (control: must be refused, no mismatch)", steps: func() []dtStmt {
 		var us []dtUser
 		return []dtStmt{createUsers(9, &us), {"Transaction(two users)", `db.Clauses(shardid.ByID(users[0].ID)).Transaction(func(tx) { update users[0]; update every other user })`, func(e *env) outcome {
