@@ -209,3 +209,49 @@ func TestDifferentialRepros(t *testing.T) {
 		run.report("fixed program")
 	})
 }
+
+// TestDifferentialCatches shows the comparison is not vacuous: a statement
+// that does something else with the plugin than without, or is refused
+// after writing, is a mismatch; one refused having written nothing is not.
+func TestDifferentialCatches(t *testing.T) {
+	run := newRun(t, newRig(t, backends[0]))
+	var us []dtUser
+	if !run.step(createUsers(3, &us)) {
+		t.Fatalf("creating users mismatched: %v", run.mismatches)
+	}
+	cases := []struct {
+		name  string
+		stmt  dtStmt
+		agree bool
+	}{
+		{"another row count", dtStmt{"fake", "age 1 with the plugin, 2 without", execOnly(func(db *gorm.DB) *gorm.DB {
+			age := 1
+			if db.Config.Plugins[shardid.New(shardid.Config{}).Name()] == nil {
+				age = 2
+			}
+			return db.Model(&dtUser{ID: us[0].ID}).Update("age", age)
+		})}, false},
+		{"another result", dtStmt{"fake", "a result only with the plugin", func(e *env) outcome {
+			return outcome{out: fmt.Sprint(e.ref)}
+		}}, false},
+		{"refused after writing", dtStmt{"fake", "writes, then says ErrNoShard", func(e *env) outcome {
+			err := e.db.Model(&dtUser{ID: us[1].ID}).Update("age", 9).Error
+			return outcome{err: fmt.Errorf("%w: on purpose (%v)", shardid.ErrNoShard, err)}
+		}}, false},
+		{"refused, nothing written", dtStmt{"fake", "says ErrCrossShard", func(*env) outcome {
+			return outcome{err: fmt.Errorf("%w: on purpose", shardid.ErrCrossShard)}
+		}}, true},
+		{"same on both", dtStmt{"fake", "the same update", execOnly(func(db *gorm.DB) *gorm.DB {
+			return db.Model(&dtUser{ID: us[2].ID}).Update("age", 3)
+		})}, true},
+	}
+	for _, c := range cases {
+		run.restart()
+		if !run.step(createUsers(3, &us)) {
+			t.Fatalf("%s: creating users mismatched", c.name)
+		}
+		if got := run.step(c.stmt); got != c.agree {
+			t.Errorf("%s: agreed = %v, want %v", c.name, got, c.agree)
+		}
+	}
+}
