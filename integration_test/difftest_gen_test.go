@@ -24,9 +24,9 @@ type dtStmt struct {
 
 // dtState is what the generator knows of the rows, from the plugin's run.
 type dtState struct {
-	users, photos, profiles, accounts, labels []int64
-	photoOwner                                map[int64]int64
-	emails, docs                              []string
+	users, photos, profiles, accounts, labels, tags []int64
+	photoOwner, tagOwner                            map[int64]int64
+	emails, docs                                    []string
 }
 
 // dtGen draws statements.
@@ -81,7 +81,7 @@ func ids(rows []string) []int64 {
 
 // learn takes the IDs and keys of the rows the plugin's run holds.
 func (g *dtGen) learn(s snapshot) {
-	g.s = dtState{photoOwner: map[int64]int64{}}
+	g.s = dtState{photoOwner: map[int64]int64{}, tagOwner: map[int64]int64{}}
 	g.s.users = ids(s.union(0))
 	for _, row := range s.union(1) {
 		id, _ := strconv.ParseInt(field(row, "id"), 10, 64)
@@ -98,8 +98,13 @@ func (g *dtGen) learn(s snapshot) {
 		g.s.docs = append(g.s.docs, field(row, "id"))
 	}
 	g.s.labels = ids(s.union(5))
+	for _, row := range s.union(7) {
+		id := mustInt(field(row, "id"))
+		g.s.tags = append(g.s.tags, id)
+		g.s.tagOwner[id] = mustInt(field(row, "owner_id"))
+	}
 	// Creation order (IDs are time-ordered), so that a seed replays alike.
-	for _, list := range [][]int64{g.s.users, g.s.photos, g.s.profiles, g.s.labels} {
+	for _, list := range [][]int64{g.s.users, g.s.photos, g.s.profiles, g.s.labels, g.s.tags} {
 		slices.Sort(list)
 	}
 	slices.Sort(g.s.docs)
@@ -1066,6 +1071,123 @@ var dtOps = []dtOp{
 		}}
 	}},
 
+	{4, func(g *dtGen) dtStmt {
+		uid, tid := g.user(), g.pick(g.s.tags)
+		if owner, ok := g.s.tagOwner[tid]; ok && g.r.IntN(3) > 0 {
+			uid = owner // mostly the tag's owner: a link that can hold
+		}
+		tagOwner := g.s.tagOwner[tid]
+		how := g.r.IntN(7)
+		texts := []string{
+			fmt.Sprintf(`db.Model(&dtUser{ID: %d}).Association("Tags").Append(&dtTag{OwnerID: %d, Name: "t"})`, uid, uid),
+			fmt.Sprintf(`db.Model(&dtUser{ID: %d}).Association("Tags").Append(&dtTag{ID: %d, OwnerID: %d})`, uid, tid, tagOwner),
+			fmt.Sprintf(`db.Model(&dtUser{ID: %d}).Association("Tags").Delete(&dtTag{ID: %d})`, uid, tid),
+			fmt.Sprintf(`db.Model(&dtUser{ID: %d}).Association("Tags").Count()`, uid),
+			fmt.Sprintf(`db.Preload("Tags").First(&u, %d)`, uid),
+			`db.Create(&dtUser{Name: "t", Tags: []dtTag{{Name: "new"}}})`,
+			fmt.Sprintf(`db.Model(&dtUser{ID: %d}).Association("Tags").Clear()`, uid),
+		}
+		return dtStmt{fmt.Sprintf("many2many sharded #%d", how), texts[how], func(e *env) outcome {
+			a := e.db.Model(&dtUser{ID: uid}).Association("Tags")
+			switch how {
+			case 0:
+				tag := dtTag{OwnerID: uid, Name: "t"}
+				e.pre(&tag)
+				err := a.Append(&tag)
+				e.post(&tag)
+				return outcome{err: err, out: canon(&tag, true)}
+			case 1:
+				return outcome{err: a.Append(&dtTag{ID: tid, OwnerID: tagOwner, Name: "t"})}
+			case 2:
+				return outcome{err: a.Delete(&dtTag{ID: tid})}
+			case 3:
+				return outcome{out: fmt.Sprint(a.Count()), err: a.Error}
+			case 4:
+				var u dtUser
+				return res(e.db.Preload("Tags").First(&u, uid), &u, true)
+			case 5:
+				u := dtUser{Name: "t", Tags: []dtTag{{Name: "new"}}}
+				return e.write(&u, func(db *gorm.DB) *gorm.DB { return db.Create(&u) })
+			}
+			return outcome{err: a.Clear()}
+		}}
+	}},
+	{3, func(g *dtGen) dtStmt {
+		id, other := g.user(), g.user()
+		how := g.r.IntN(9)
+		layout := shardid.Layout{}.Normalized()
+		texts := []string{
+			fmt.Sprintf(`db.Select(clause.Associations).Delete(&dtUser{ID: %d})`, id),
+			fmt.Sprintf(`db.Model(&dtUser{ID: %d}).Association("Profile").Delete(&profile) // the user's profile, read first`, id),
+			fmt.Sprintf(`db.Model(&dtUser{ID: %d}).Association("Photos").Unscoped().Clear()`, id),
+			fmt.Sprintf(`db.First(&dtUser{ID: %d})`, id),
+			fmt.Sprintf(`db.Delete(&[]dtUser{{ID: %d}, {ID: %d}})`, id, other),
+			fmt.Sprintf(`db.Save(&[]dtUser{{ID: %d, Name: "s1"}, {ID: %d, Name: "s2"}})`, id, other),
+			fmt.Sprintf(`db.Model(&[]dtUser{{ID: %d}, {ID: %d}}).Update("age", 44)`, id, other),
+			fmt.Sprintf(`db.Clauses(shardid.OnShard(%d)).Where("user_id = ?", %d).Find(&ps)`, layout.Shard(id), id),
+			fmt.Sprintf(`tx := db.Clauses(shardid.ByID(%d)).Begin(); tx.Model(&dtUser{ID: %d}).Update("name", "tx"); tx.Commit()`, id, id),
+		}
+		return dtStmt{fmt.Sprintf("more forms #%d", how), texts[how], func(e *env) outcome {
+			db := e.db
+			switch how {
+			case 0:
+				return res(db.Select(clause.Associations).Delete(&dtUser{ID: id}), nil, true)
+			case 1:
+				var p dtProfile
+				if err := db.Clauses(shardid.ByID(id)).Where("user_id = ?", id).Limit(1).Find(&p).Error; err != nil {
+					return outcome{err: err}
+				}
+				return outcome{err: db.Model(&dtUser{ID: id}).Association("Profile").Delete(&p)}
+			case 2:
+				return outcome{err: db.Model(&dtUser{ID: id}).Association("Photos").Unscoped().Clear()}
+			case 3:
+				u := dtUser{ID: id}
+				return res(db.First(&u), &u, true)
+			case 4:
+				return res(db.Delete(&[]dtUser{{ID: id}, {ID: other}}), nil, true)
+			case 5:
+				us := []dtUser{{ID: id, Name: "s1"}, {ID: other, Name: "s2"}}
+				if id == other {
+					us = us[:1]
+				}
+				return e.write(&us, func(db *gorm.DB) *gorm.DB { return db.Save(&us) })
+			case 6:
+				return res(db.Model(&[]dtUser{{ID: id}, {ID: other}}).Update("age", 44), nil, true)
+			case 7:
+				var ps []dtPhoto
+				return res(db.Clauses(shardid.OnShard(layout.Shard(id))).Where("user_id = ?", id).Find(&ps), &ps, false)
+			}
+			tx := db.Clauses(shardid.ByID(id)).Begin()
+			if tx.Error != nil {
+				return outcome{err: tx.Error}
+			}
+			u := tx.Model(&dtUser{ID: id}).Update("name", "tx")
+			if u.Error != nil {
+				tx.Rollback()
+				return outcome{err: u.Error}
+			}
+			return outcome{err: tx.Commit().Error, rows: u.RowsAffected}
+		}}
+	}},
+	{2, func(g *dtGen) dtStmt {
+		id := g.user()
+		quote := `"`
+		if g.backend == "mariadb" {
+			quote = "`"
+		}
+		withClause := g.r.IntN(2) == 0
+		query := fmt.Sprintf("UPDATE %sdt_users%s SET age = age + 1 WHERE id = ?", quote, quote)
+		text := fmt.Sprintf("db.Exec(%q, %d)", query, id)
+		if withClause {
+			text = fmt.Sprintf("db.Clauses(shardid.ByID(%d)).Exec(%q, %d)", id, query, id)
+		}
+		return dtStmt{"Exec(quoted table)", text, execOnly(func(db *gorm.DB) *gorm.DB {
+			if withClause {
+				db = db.Clauses(shardid.ByID(id))
+			}
+			return db.Exec(query, id)
+		})}
+	}},
 	// ---- transactions ----
 	{4, func(g *dtGen) dtStmt {
 		uid, age := g.user(), g.age()

@@ -25,6 +25,7 @@ type (
 		Photos    []dtPhoto      `gorm:"foreignKey:UserID"`        // has-many, colocated
 		Profile   *dtProfile     `gorm:"foreignKey:UserID"`        // has-one, colocated
 		Labels    []dtLabel      `gorm:"many2many:dt_user_labels"` // sharded owner, unsharded target
+		Tags      []dtTag        `gorm:"many2many:dt_user_tags"`   // both sharded: valid only on one shard
 	}
 	// dtPhoto lives beside its user.
 	dtPhoto struct {
@@ -51,6 +52,13 @@ type (
 		ID    string `gorm:"primaryKey;size:36" shardid:"strategy:uuidv7"`
 		Title string `gorm:"size:40"`
 		Pages int
+	}
+	// dtTag is a user's own tag, beside its owner; users link to tags
+	// many-to-many, which can only hold on one shard.
+	dtTag struct {
+		ID      int64  `shardid:"colocate:OwnerID"`
+		OwnerID int64  `gorm:"index"`
+		Name    string `gorm:"size:40"`
 	}
 	// dtLabel is unsharded: plain GORM auto-increment on the plugin's database.
 	dtLabel struct {
@@ -115,7 +123,7 @@ func (p *dtProfile) AfterCreate(tx *gorm.DB) error {
 }
 
 // dtModels are the models in migration order.
-var dtModels = []any{&dtUser{}, &dtPhoto{}, &dtProfile{}, &dtAccount{}, &dtDoc{}, &dtLabel{}}
+var dtModels = []any{&dtUser{}, &dtPhoto{}, &dtProfile{}, &dtAccount{}, &dtDoc{}, &dtLabel{}, &dtTag{}}
 
 // dtTable is one table the test compares, and where its rows belong.
 type dtTable struct {
@@ -139,6 +147,9 @@ var dtTables = []dtTable{
 	{name: "dt_labels"},
 	// Join rows of a sharded owner belong on the owner's shard (issue 8).
 	{name: "dt_user_labels", shardColumn: "dt_user_id"},
+	{name: "dt_tags", shardColumn: "id", colocate: "owner_id"},
+	// A join row of two sharded models is on both ends' shard.
+	{name: "dt_user_tags", shardColumn: "dt_user_id", colocate: "dt_tag_id"},
 }
 
 // dtModelTypes are the struct types whose ID fields the test carries from the
@@ -146,4 +157,5 @@ var dtTables = []dtTable{
 var dtModelTypes = map[reflect.Type]bool{
 	reflect.TypeFor[dtUser](): true, reflect.TypeFor[dtPhoto](): true, reflect.TypeFor[dtProfile](): true,
 	reflect.TypeFor[dtAccount](): true, reflect.TypeFor[dtDoc](): true, reflect.TypeFor[dtLabel](): true,
+	reflect.TypeFor[dtTag](): true,
 }

@@ -82,7 +82,7 @@ func newRig(t *testing.T, b backend) *dtRig {
 	}
 	r.ref = openDirect(b.physical(t, dir, dtPhysical))
 	// Start clean: drop what an earlier run left, everywhere.
-	tables := []any{"dt_user_labels"}
+	tables := []any{"dt_user_labels", "dt_user_tags"}
 	tables = append(tables, dtModels...)
 	for _, db := range append(slices.Clone(r.sides), r.ref) {
 		if err := db.Migrator().DropTable(tables...); err != nil {
@@ -220,7 +220,7 @@ func (r *dtRig) misplaced(s snapshot) string {
 // disagrees says how a row's ID disagrees with its colocate or hash column,
 // or "": such a row can never be found by that column.
 func (r *dtRig) disagrees(table dtTable, row string) string {
-	id := mustInt(field(row, "id"))
+	id := mustInt(field(row, table.shardColumn))
 	if id <= 0 {
 		return ""
 	}
