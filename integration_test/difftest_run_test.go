@@ -33,7 +33,7 @@ import (
 // lead flips CI to strict once the fixes are in.
 var (
 	difftestSeed       = flag.Uint64("difftest.seed", 1, "seed of the differential test's programs")
-	difftestStatements = flag.Int("difftest.statements", 5000, "statements the differential test runs per backend")
+	difftestStatements = flag.Int("difftest.statements", 4000, "statements the differential test runs per backend")
 	difftestSkip       = flag.String("difftest.skip", "", "comma-separated prefixes of statement kinds the differential test leaves out (to look past a known class)")
 	difftestReport     = flag.Int("difftest.report", 25, "mismatches the differential test prints in full per backend")
 )
