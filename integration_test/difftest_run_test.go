@@ -18,19 +18,32 @@ import (
 	"github.com/shardid/shardid"
 )
 
-// The differential test of issue 8: random but valid GORM programs run on
-// three physical databases with the plugin and on one database without it;
-// after every statement the results and the rows (read directly) must be
-// equal, or the plugin must have refused with ErrNoShard/ErrCrossShard and
-// changed nothing.
+// The differential test of issue 8: random but valid GORM programs
+// (difftest_gen_test.go, over the models of difftest_models_test.go) run on
+// three physical databases with the plugin and on one database without it.
+// Each statement runs with the plugin first; the IDs it assigned are preset
+// in the reference run, where shardid clauses do nothing. After every
+// statement its outcome (error or not, RowsAffected, the values returned, the
+// model hooks run) and the rows of every table, read directly from the
+// databases, must equal the reference's, and every row must be on the
+// database its shard names; or the plugin must have refused it with
+// ErrNoShard/ErrCrossShard and changed nothing, in which case the reference
+// does not run it. A mismatch prints the program since the databases were
+// last emptied, the difference and the seed; the databases are then emptied
+// and a new program starts.
 //
-// CI runs a fixed seed and a small budget; by hand:
+// CI runs a fixed seed and a budget of a few thousand statements; by hand:
 //
-//	go test ./integration_test -run TestDifferential -difftest.seed=7 -difftest.statements=20000
+//	go test ./integration_test -run 'TestDifferential$' -v -difftest.seed=7 -difftest.statements=20000
 //
-// Until the router fixes of issue 8 land, mismatches are logged and the test
-// passes; with SHARDID_DIFFTEST_STRICT set (to anything) they fail it. The
-// lead flips CI to strict once the fixes are in.
+// (-difftest.skip='Upsert,Association(Photos).Replace' leaves known classes out,
+// -difftest.report=N prints more mismatches in full.) IDs come from the clock,
+// so a seed replays the same kinds of statements, not the same IDs.
+//
+// GATE: until the router fixes of issue 8 land, mismatches are only logged
+// (t.Log) and the test passes; with SHARDID_DIFFTEST_STRICT set (to anything)
+// they fail it. The lead turns CI strict once the fixes are in. Refusals are
+// never mismatches.
 var (
 	difftestSeed       = flag.Uint64("difftest.seed", 1, "seed of the differential test's programs")
 	difftestStatements = flag.Int("difftest.statements", 4000, "statements the differential test runs per backend")
