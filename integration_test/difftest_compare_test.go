@@ -1,0 +1,231 @@
+package integration
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// outcome is what one statement returned: error or not, RowsAffected and the
+// values it gave back, canonicalised.
+type outcome struct {
+	err  error
+	rows int64
+	out  string
+}
+
+func (o outcome) String() string {
+	e := "nil"
+	if o.err != nil {
+		e = o.err.Error()
+	}
+	return fmt.Sprintf("err=%s rows=%d out=%s", e, o.rows, o.out)
+}
+
+// same compares outcomes: both failed or neither, and equal values.
+func (o outcome) same(ref outcome) bool {
+	if (o.err == nil) != (ref.err == nil) {
+		return false
+	}
+	if o.err != nil {
+		return true // both failed; the messages name different databases
+	}
+	return o.rows == ref.rows && o.out == ref.out
+}
+
+// canon writes v as text that two runs can compare: time stamps left out,
+// soft-delete stamps as set/null, every slice below the top sorted (GORM gives
+// preloads in no defined order), the top one sorted unless ordered.
+func canon(v any, ordered bool) string {
+	var b strings.Builder
+	canonValue(&b, reflect.ValueOf(v), !ordered)
+	return b.String()
+}
+
+var (
+	timeType      = reflect.TypeFor[time.Time]()
+	deletedAtType = reflect.TypeFor[gorm.DeletedAt]()
+)
+
+func canonValue(b *strings.Builder, v reflect.Value, sortSlice bool) {
+	if !v.IsValid() {
+		b.WriteString("nil")
+		return
+	}
+	switch v.Type() {
+	case timeType:
+		b.WriteString("T")
+		return
+	case deletedAtType:
+		if v.Interface().(gorm.DeletedAt).Valid {
+			b.WriteString("deleted")
+		} else {
+			b.WriteString("null")
+		}
+		return
+	}
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			b.WriteString("nil")
+			return
+		}
+		canonValue(b, v.Elem(), sortSlice)
+	case reflect.Struct:
+		b.WriteString("{")
+		for i := range v.NumField() {
+			f := v.Type().Field(i)
+			if !f.IsExported() || f.Type == timeType {
+				continue
+			}
+			b.WriteString(f.Name + ":")
+			canonValue(b, v.Field(i), true)
+			b.WriteString(" ")
+		}
+		b.WriteString("}")
+	case reflect.Slice, reflect.Array:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			fmt.Fprintf(b, "%q", v.Bytes())
+			return
+		}
+		parts := make([]string, v.Len())
+		for i := range parts {
+			var e strings.Builder
+			canonValue(&e, v.Index(i), true)
+			parts[i] = e.String()
+		}
+		if sortSlice {
+			slices.Sort(parts)
+		}
+		b.WriteString("[" + strings.Join(parts, ", ") + "]")
+	case reflect.Map:
+		keys := v.MapKeys()
+		names := make([]string, 0, len(keys))
+		byName := map[string]reflect.Value{}
+		for _, k := range keys {
+			name := fmt.Sprint(k.Interface())
+			names = append(names, name)
+			byName[name] = v.MapIndex(k)
+		}
+		slices.Sort(names)
+		b.WriteString("map{")
+		for _, name := range names {
+			b.WriteString(name + ":" + cell(name, byName[name].Interface()) + " ")
+		}
+		b.WriteString("}")
+	default:
+		fmt.Fprintf(b, "%v", v.Interface())
+	}
+}
+
+// cell writes one column's value as read from a database: creation and
+// update stamps left out, a deleted_at as set/null.
+func cell(column string, v any) string {
+	switch column {
+	case "created_at", "updated_at":
+		return "T"
+	case "deleted_at":
+		if v == nil {
+			return "null"
+		}
+		return "set"
+	}
+	switch x := v.(type) {
+	case nil:
+		return "NULL"
+	case []byte:
+		return string(x)
+	case time.Time:
+		return "T"
+	case int32:
+		return fmt.Sprint(int64(x))
+	case int:
+		return fmt.Sprint(int64(x))
+	}
+	return fmt.Sprint(v)
+}
+
+// tableRows is a table's rows, each canonicalised, sorted, with the value of
+// the column that places it.
+type tableRows struct {
+	rows   []string
+	placed []string // the shard column's value of each row, same order
+}
+
+// readTable reads every row of table on db, straight from the database.
+func readTable(db *gorm.DB, table dtTable) (tableRows, error) {
+	rows, err := db.Raw("SELECT * FROM " + table.name).Rows()
+	if err != nil {
+		return tableRows{}, err
+	}
+	defer rows.Close()
+	columns, err := rows.Columns()
+	if err != nil {
+		return tableRows{}, err
+	}
+	type row struct{ text, placed string }
+	var all []row
+	for rows.Next() {
+		values := make([]any, len(columns))
+		pointers := make([]any, len(columns))
+		for i := range values {
+			pointers[i] = &values[i]
+		}
+		if err := rows.Scan(pointers...); err != nil {
+			return tableRows{}, err
+		}
+		order := slices.Clone(columns)
+		slices.Sort(order)
+		var r row
+		parts := make([]string, 0, len(columns))
+		for _, c := range order {
+			i := slices.Index(columns, c)
+			text := cell(c, values[i])
+			parts = append(parts, c+"="+text)
+			if c == table.shardColumn {
+				r.placed = text
+			}
+		}
+		r.text = strings.Join(parts, " ")
+		all = append(all, r)
+	}
+	if err := rows.Err(); err != nil {
+		return tableRows{}, err
+	}
+	slices.SortFunc(all, func(a, b row) int { return strings.Compare(a.text, b.text) })
+	var t tableRows
+	for _, r := range all {
+		t.rows = append(t.rows, r.text)
+		t.placed = append(t.placed, r.placed)
+	}
+	return t, nil
+}
+
+// diffRows lists the rows only in got and only in want.
+func diffRows(got, want []string) string {
+	count := map[string]int{}
+	for _, r := range got {
+		count[r]++
+	}
+	for _, r := range want {
+		count[r]--
+	}
+	var b strings.Builder
+	for _, r := range got {
+		if count[r] > 0 {
+			b.WriteString("    + plugin only:    " + r + "\n")
+			count[r]--
+		}
+	}
+	for _, r := range want {
+		if count[r] < 0 {
+			b.WriteString("    - reference only: " + r + "\n")
+			count[r]++
+		}
+	}
+	return b.String()
+}
