@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
 
 	"github.com/shardid/shardid/strategies"
@@ -85,10 +86,28 @@ func (p *Plugin) assignIDs(db *gorm.DB) {
 		db.AddError(err)
 		return
 	}
-	if db.AddError(p.fill(stmt.Context, db, m, rows)) != nil || !p.routed() || !m.sharded() || len(rows) == 0 {
+	if db.AddError(p.fill(stmt.Context, db, m, rows)) != nil || !m.sharded() || len(rows) == 0 {
 		return
 	}
-	p.routeCreate(db, m, rows)
+	returnStoredKey(stmt, m)
+	if p.routed() {
+		p.routeCreate(db, m, rows)
+	}
+}
+
+// returnStoredKey makes an upsert that may update read back the key of the
+// row it wrote, where the dialect can (RETURNING): over a conflict on another
+// unique column the stored row keeps its own ID, not the one the plugin made,
+// as GORM reads back a key the database makes. It also makes the rows
+// affected those written, not MySQL's 2 for an update.
+func returnStoredKey(stmt *gorm.Statement, m *model) {
+	c, upsert := stmt.Clauses["ON CONFLICT"]
+	onConflict, _ := c.Expression.(clause.OnConflict)
+	_, returning := stmt.Clauses["RETURNING"]
+	if !upsert || onConflict.DoNothing || returning || !slices.Contains(stmt.BuildClauses, "RETURNING") {
+		return
+	}
+	stmt.AddClause(clause.Returning{Columns: []clause.Column{{Name: m.pk().field.DBName}}})
 }
 
 // routeCreate sends the rows to the physical databases of their shards: the

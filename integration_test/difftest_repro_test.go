@@ -12,8 +12,8 @@ import (
 
 // dtRepro is a fixed program: the smallest one found for a class of
 // mismatches the differential test reported on main (issue 8). Each runs
-// through the same comparison as the random programs; like them, it fails
-// only under SHARDID_DIFFTEST_STRICT until the router fixes land.
+// through the same comparison as the random programs, and like them fails
+// the test on a mismatch.
 type dtRepro struct {
 	class string
 	only  string // a backend the class needs, or ""
@@ -186,8 +186,7 @@ var dtRepros = []dtRepro{
 }
 
 // TestDifferentialRepros runs the fixed programs; a class whose program
-// still mismatches is reported (and fails the test under
-// SHARDID_DIFFTEST_STRICT).
+// mismatches again fails the test.
 func TestDifferentialRepros(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		run := newRun(t, newRig(t, b))
