@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -304,7 +305,7 @@ func ownConfig(c *gorm.Config) *gorm.Config {
 		CreateBatchSize:                          c.CreateBatchSize,
 		TranslateError:                           c.TranslateError,
 		PropagateUnscoped:                        c.PropagateUnscoped,
-		ClauseBuilders:                           c.ClauseBuilders,
+		ClauseBuilders:                           maps.Clone(c.ClauseBuilders), // the dialector writes its own into it while opening
 	}
 }
 
