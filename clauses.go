@@ -2,6 +2,8 @@ package shardid
 
 import (
 	"fmt"
+	"math"
+	"reflect"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -13,6 +15,7 @@ type hintKind uint8
 const (
 	hintShard hintKind = iota + 1 // a logical shard
 	hintID                        // the shard bits of an ID
+	hintUUID                      // the shard bits of a UUID
 	hintKey                       // the hash of a key, as the tag option hash: does
 	hintAll                       // every physical database
 )
@@ -52,10 +55,21 @@ type txPhysicalKey struct{}
 func OnShard(n int) Clause { return Clause{shardHint{kind: hintShard, shard: n}} }
 
 // ByID routes the statement to the physical database holding the logical
-// shard in id's shard bits. With Begin or Transaction, the transaction
-// begins there.
-func ByID[T ~int | ~int64 | ~uint64](id T) Clause {
-	return Clause{shardHint{kind: hintID, id: int64(id)}}
+// shard in id's shard bits: of an int64 ID, or of a UUID of the uuidv7 or
+// uuidv4 strategy (a uuid.UUID, a [16]byte, or its text). With Begin or
+// Transaction, the transaction begins there.
+func ByID[T ~int | ~int64 | ~uint64 | ~string | ~[16]byte](id T) Clause {
+	switch v := reflect.ValueOf(id); v.Kind() {
+	case reflect.String, reflect.Array:
+		return Clause{shardHint{kind: hintUUID, key: id}}
+	case reflect.Uint64:
+		if v.Uint() > math.MaxInt64 {
+			return Clause{shardHint{kind: hintID, id: -1}} // no ID: refused as one
+		}
+		return Clause{shardHint{kind: hintID, id: int64(v.Uint())}}
+	default:
+		return Clause{shardHint{kind: hintID, id: v.Int()}}
+	}
 }
 
 // ByKey routes the statement to the physical database holding the logical
@@ -63,10 +77,12 @@ func ByID[T ~int | ~int64 | ~uint64](id T) Clause {
 func ByKey(key any) Clause { return Clause{shardHint{kind: hintKey, key: key}} }
 
 // AllShards runs a query on every physical database, concurrently, and merges
-// the results: counts are summed; rows ordered by the primary key alone are
-// merged in that order, with LIMIT and OFFSET applied to the whole; rows in any
-// other order come one database after another. Updates and deletes run on
-// every physical database, one after another.
+// the results: counts are summed; rows ordered by the key, or by the model's
+// NOT NULL integer or time columns, are merged k-way, with LIMIT and OFFSET
+// applied to the whole; without an order they come one database after
+// another. Anything else that cannot be merged right is refused with
+// [ErrCrossShard]. Updates and deletes run on every physical database, one
+// after another.
 func AllShards() Clause { return Clause{shardHint{kind: hintAll}} }
 
 // ModifyStatement implements gorm.StatementModifier. Outside a transaction it
@@ -106,6 +122,12 @@ func (p *Plugin) hintShard(h shardHint) (int, error) {
 			return 0, fmt.Errorf("%w: ByID(%d): an ID is positive", ErrNoShard, h.id)
 		}
 		return p.layout.Shard(h.id), nil
+	case hintUUID:
+		u, err := uuidOf(h.key)
+		if err != nil {
+			return 0, fmt.Errorf("%w: ByID(%v): %w", ErrNoShard, h.key, err)
+		}
+		return p.uuids.Shard(u), nil
 	case hintKey:
 		hash, err := HashKey(h.key)
 		if err != nil {

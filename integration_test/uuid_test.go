@@ -127,3 +127,37 @@ func TestUUIDKeysRouteLikeIDs(t *testing.T) {
 		})
 	}
 }
+
+// ByID takes a UUID, as text, as uuid.UUID or as [16]byte, and names its
+// shard: a transaction begun with it is on the row's database.
+func TestByIDTakesAUUID(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		fresh(t, r.db, &document{}, &note{})
+		docs := make([]document, 12)
+		for i := range docs {
+			docs[i].Title = "d"
+		}
+		must(t, r.db.Create(&docs).Error)
+		for _, d := range docs {
+			id := uuid.MustParse(d.ID)
+			for _, clause := range []shardid.Clause{shardid.ByID(d.ID), shardid.ByID(id), shardid.ByID([16]byte(id))} {
+				err := r.db.Clauses(clause).Transaction(func(tx *gorm.DB) error {
+					n := note{DocumentID: d.ID, Text: "in the document's transaction"}
+					if err := tx.Create(&n).Error; err != nil {
+						return err
+					}
+					var got []document
+					if err := tx.Raw("SELECT id, title FROM documents WHERE id = ?", d.ID).Scan(&got).Error; err != nil || len(got) != 1 {
+						return errors.Join(err, errors.New("the document is not in the transaction's database"))
+					}
+					return nil
+				})
+				must(t, err)
+			}
+		}
+		if err := r.db.Clauses(shardid.ByID("not a uuid")).First(&document{}).Error; !errors.Is(err, shardid.ErrNoShard) {
+			t.Fatalf("ByID of text that is no UUID: %v, want ErrNoShard", err)
+		}
+	})
+}
