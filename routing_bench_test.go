@@ -62,6 +62,26 @@ func BenchmarkRoutingCost(b *testing.B) {
 	for i := range 10 {
 		ids = append(ids, p.Layout().Compose(p.Layout().Epoch.AddDate(1, 0, 0), i*819, 1))
 	}
+	// The floor of any fan-out that sends one GORM query per database: four
+	// plain Finds, each of one database's IDs, on four databases.
+	floorDBs := make([]*gorm.DB, 4)
+	idsOn := make([][]int64, 4)
+	for k := range floorDBs {
+		floorDBs[k] = openFake(b)
+	}
+	for _, id := range ids {
+		k := p.Layout().Shard(id) / 2048
+		idsOn[k] = append(idsOn[k], id)
+	}
+	floor := func() error {
+		for k, db := range floorDBs {
+			var rows []benchPlain
+			if err := db.Find(&rows, idsOn[k]).Error; err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	// Each pair alternates within every iteration, so the drift of a shared
 	// machine hits both alike; allocations are counted by the sub-benchmarks
 	// below.
@@ -77,6 +97,8 @@ func BenchmarkRoutingCost(b *testing.B) {
 			func() error { var row benchSharded; return routed.First(&row, id).Error }},
 		{"find-in-10",
 			func() error { var rows []benchPlain; return plain.Find(&rows, ids).Error },
+			func() error { var rows []benchSharded; return routed.Find(&rows, ids).Error }},
+		{"find-in-10-vs-four-plain-finds", floor, // the "plain" side is the floor here
 			func() error { var rows []benchSharded; return routed.Find(&rows, ids).Error }},
 	}
 	for _, pair := range pairs {
