@@ -35,19 +35,11 @@ func (p *Plugin) exactHashColumns(db *gorm.DB, models []any) error {
 		return nil // PostgreSQL's default collation and SQLite's BINARY are exact
 	}
 	collation := ""
-	for _, value := range models {
-		stmt := &gorm.Statement{DB: db}
-		if stmt.Parse(value) != nil {
-			continue
+	return p.eachHashTextField(db, models, func(_ *gorm.Statement, _ *model, f *schema.Field) error {
+		if f.TagSettings["TYPE"] != "" {
+			return nil
 		}
-		m, err := p.model(stmt.Schema)
-		if err != nil {
-			return err
-		}
-		f := hashTextField(m)
-		if f == nil || f.TagSettings["TYPE"] != "" {
-			continue
-		}
+		var err error
 		if collation == "" {
 			if collation, err = exactCollation(db); err != nil {
 				return err
@@ -61,6 +53,27 @@ func (p *Plugin) exactHashColumns(db *gorm.DB, models []any) error {
 			f.DataType = schema.DataType(fmt.Sprintf("varbinary(%d)", size*4))
 		} else {
 			f.DataType = schema.DataType(fmt.Sprintf("varchar(%d) CHARACTER SET utf8mb4 COLLATE %s", size, collation))
+		}
+		return nil
+	})
+}
+
+// eachHashTextField calls do for the string hash field of each sharded model
+// among models, parsed on db.
+func (p *Plugin) eachHashTextField(db *gorm.DB, models []any, do func(stmt *gorm.Statement, m *model, f *schema.Field) error) error {
+	for _, value := range models {
+		stmt := &gorm.Statement{DB: db}
+		if stmt.Parse(value) != nil {
+			continue
+		}
+		m, err := p.model(stmt.Schema)
+		if err != nil {
+			return err
+		}
+		if f := hashTextField(m); f != nil {
+			if err := do(stmt, m, f); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -86,19 +99,7 @@ func exactCollation(db *gorm.DB) (string, error) {
 // checkHashColumns refuses, after a migration on db (named where), a string
 // hash column that compares otherwise than byte for byte.
 func (p *Plugin) checkHashColumns(db *gorm.DB, models []any, where string) error {
-	for _, value := range models {
-		stmt := &gorm.Statement{DB: db}
-		if stmt.Parse(value) != nil {
-			continue
-		}
-		m, err := p.model(stmt.Schema)
-		if err != nil {
-			return err
-		}
-		f := hashTextField(m)
-		if f == nil {
-			continue
-		}
+	return p.eachHashTextField(db, models, func(stmt *gorm.Statement, m *model, f *schema.Field) error {
 		inexact, err := inexactComparison(db, stmt.Schema.Table, f.DBName)
 		if err != nil {
 			return fmt.Errorf("shardid: on %s: reading the collation of %s.%s: %w", where, stmt.Schema.Table, f.DBName, err)
@@ -109,8 +110,8 @@ func (p *Plugin) checkHashColumns(db *gorm.DB, models []any, where string) error
 					"give the column an exact collation (MariaDB utf8mb4_nopad_bin, MySQL utf8mb4_0900_bin, PostgreSQL the default or C, SQLite BINARY), or leave its type to the plugin",
 				f.Name, where, stmt.Schema.Table, f.DBName, inexact)}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // sqliteCollate finds a COLLATE clause in a column's definition.
