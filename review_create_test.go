@@ -22,7 +22,7 @@ func TestReviewRefusedSplitCreateWritesNothing(t *testing.T) {
 	db, p, direct := revRouted(t, &revUser{}, &revPhoto{})
 	users := revOnBoth(t, db, p, func() *revUser { return &revUser{Name: "u"} }, func(u *revUser) int64 { return u.ID })
 	photos := []revPhoto{
-		{UserID: users[0].ID, URL: "fine.jpg"},                  // on database 0
+		{UserID: users[0].ID, URL: "fine.jpg"},                 // on database 0
 		{ID: users[1].ID, UserID: users[0].ID, URL: "bad.jpg"}, // its ID says database 1, its user database 0
 	}
 	err := db.Create(&photos).Error

@@ -36,7 +36,6 @@ func TestReviewRawSQLInAHookRunsOnTheParentsShard(t *testing.T) {
 	}
 }
 
-
 // The same without a shard clause: a plain Create, whose row the plugin placed.
 func TestReviewRawSQLInAHookOfAPlainCreate(t *testing.T) {
 	db, p, direct := revRouted(t, &revHooked{}, &revPlain{})

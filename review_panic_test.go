@@ -15,26 +15,41 @@ func TestReviewOddInputsDoNotPanic(t *testing.T) {
 	var nilUser *revUser
 	var nilID *ID
 	cases := map[string]func() error{
-		"create nil elem":      func() error { return db.Create(&[]*revUser{nil}).Error },
-		"create nil ptr":       func() error { return db.Create(nilUser).Error },
-		"create empty array":   func() error { return db.Create(&[0]revUser{}).Error },
-		"in nested":            func() error { var u []revUser; return db.Where("id IN ?", [][]int64{{users[0].ID}}).Find(&u).Error },
-		"in nil any":           func() error { var u []revUser; return db.Where("id IN ?", []any{nil, users[0].ID}).Find(&u).Error },
-		"eq struct":            func() error { var u []revUser; return db.Where("id = ?", struct{}{}).Find(&u).Error },
-		"eq nullint":           func() error { var u []revUser; return db.Where("id = ?", sql.NullInt64{}).Find(&u).Error },
-		"eq nil *ID":           func() error { var u []revUser; return db.Where("id = ?", nilID).Find(&u).Error },
-		"in nil *ID":           func() error { var u []revUser; return db.Where("id IN ?", []*ID{nilID}).Find(&u).Error },
-		"clause IN nil":        func() error { var u []revUser; return db.Where(clause.IN{Column: "id", Values: nil}).Find(&u).Error },
-		"clause eq col":        func() error { var u []revUser; return db.Where(clause.Eq{Column: clause.PrimaryColumn, Value: users[0].ID}).Find(&u).Error },
-		"photo colocate nil":   func() error { return db.Create(&revPhoto{}).Error },
-		"bykey func":           func() error { var u []revUser; return db.Clauses(ByKey(func() {})).Find(&u).Error },
-		"byid str":             func() error { var u []revUser; return db.Clauses(ByID("zz")).Find(&u).Error },
-		"map dest fanout":      func() error { var m map[string]any; return db.Model(&revUser{}).Clauses(AllShards()).Find(&m).Error },
-		"maps with nil order":  func() error { var m []map[string]any; return db.Model(&revUser{}).Clauses(AllShards()).Order("id").Find(&m).Error },
-		"array dest fanout":    func() error { var a [1]revUser; return db.Clauses(AllShards()).Find(&a).Error },
-		"ptr slice fanout":     func() error { var a []*revUser; return db.Clauses(AllShards()).Order("id desc").Limit(1).Find(&a).Error },
-		"int slice fanout":     func() error { var a []int64; return db.Model(&revUser{}).Clauses(AllShards()).Order("id").Pluck("id", &a).Error },
-		"first int":            func() error { var a int64; return db.Model(&revUser{}).Clauses(AllShards()).Select("id").Order("id").First(&a).Error },
+		"create nil elem":    func() error { return db.Create(&[]*revUser{nil}).Error },
+		"create nil ptr":     func() error { return db.Create(nilUser).Error },
+		"create empty array": func() error { return db.Create(&[0]revUser{}).Error },
+		"in nested":          func() error { var u []revUser; return db.Where("id IN ?", [][]int64{{users[0].ID}}).Find(&u).Error },
+		"in nil any":         func() error { var u []revUser; return db.Where("id IN ?", []any{nil, users[0].ID}).Find(&u).Error },
+		"eq struct":          func() error { var u []revUser; return db.Where("id = ?", struct{}{}).Find(&u).Error },
+		"eq nullint":         func() error { var u []revUser; return db.Where("id = ?", sql.NullInt64{}).Find(&u).Error },
+		"eq nil *ID":         func() error { var u []revUser; return db.Where("id = ?", nilID).Find(&u).Error },
+		"in nil *ID":         func() error { var u []revUser; return db.Where("id IN ?", []*ID{nilID}).Find(&u).Error },
+		"clause IN nil":      func() error { var u []revUser; return db.Where(clause.IN{Column: "id", Values: nil}).Find(&u).Error },
+		"clause eq col": func() error {
+			var u []revUser
+			return db.Where(clause.Eq{Column: clause.PrimaryColumn, Value: users[0].ID}).Find(&u).Error
+		},
+		"photo colocate nil": func() error { return db.Create(&revPhoto{}).Error },
+		"bykey func":         func() error { var u []revUser; return db.Clauses(ByKey(func() {})).Find(&u).Error },
+		"byid str":           func() error { var u []revUser; return db.Clauses(ByID("zz")).Find(&u).Error },
+		"map dest fanout":    func() error { var m map[string]any; return db.Model(&revUser{}).Clauses(AllShards()).Find(&m).Error },
+		"maps with nil order": func() error {
+			var m []map[string]any
+			return db.Model(&revUser{}).Clauses(AllShards()).Order("id").Find(&m).Error
+		},
+		"array dest fanout": func() error { var a [1]revUser; return db.Clauses(AllShards()).Find(&a).Error },
+		"ptr slice fanout": func() error {
+			var a []*revUser
+			return db.Clauses(AllShards()).Order("id desc").Limit(1).Find(&a).Error
+		},
+		"int slice fanout": func() error {
+			var a []int64
+			return db.Model(&revUser{}).Clauses(AllShards()).Order("id").Pluck("id", &a).Error
+		},
+		"first int": func() error {
+			var a int64
+			return db.Model(&revUser{}).Clauses(AllShards()).Select("id").Order("id").First(&a).Error
+		},
 		"updates nil map":      func() error { return db.Model(users[0]).Updates(map[string]any(nil)).Error },
 		"updates ptr nil map":  func() error { var m *map[string]any; return db.Model(users[0]).Updates(m).Error },
 		"update id nil":        func() error { return db.Model(users[0]).Update("id", nil).Error },
