@@ -37,3 +37,24 @@ func TestReviewRefusedSplitCreateWritesNothing(t *testing.T) {
 		}
 	}
 }
+
+// An update over two databases whose second part the key check refuses
+// reports ErrCrossShard after the first part was committed.
+func TestReviewRefusedFanOutUpdateWritesNothing(t *testing.T) {
+	db, p, direct := revRouted(t, &revUser{}, &revPhoto{})
+	users := revOnBoth(t, db, p, func() *revUser { return &revUser{Name: "u"} }, func(u *revUser) int64 { return u.ID })
+	p0 := revPhoto{UserID: users[0].ID, URL: "a"} // on database 0
+	p1 := revPhoto{UserID: users[1].ID, URL: "b"} // on database 1
+	must(t, db.Create(&p0).Error)
+	must(t, db.Create(&p1).Error)
+	// p0 may take users[0] (its own user), p1 may not: the key check refuses p1's part.
+	err := db.Model(&revPhoto{}).Where("id IN ?", []int64{p0.ID, p1.ID}).Updates(map[string]any{"user_id": users[0].ID, "url": "moved"}).Error
+	if err == nil {
+		t.Fatalf("moving p1 to a user of another database was not refused")
+	}
+	var got revPhoto
+	must(t, direct[0].First(&got, p0.ID).Error)
+	if got.URL == "moved" {
+		t.Errorf("refused update (%v) changed p0 on database 0: %+v", err, got)
+	}
+}
