@@ -38,3 +38,27 @@ func TestReviewPostgresCharHashColumnComparesLoosely(t *testing.T) {
 		t.Errorf("Where(code = 'ab '): %d rows, no error; the column finds 'ab' equal (one database returns it)", len(got))
 	}
 }
+
+type revMailed struct {
+	ID    int64  `shardid:"hash:Email"`
+	Email string `gorm:"type:varchar(100)"`
+}
+
+// A hash column whose type the model gives is checked after the migration
+// made it: the refusal leaves the table, with its loose collation, on every
+// shard.
+func TestReviewRefusedHashColumnMigrationLeavesTheTable(t *testing.T) {
+	b := backends[1] // mariadb
+	dir := t.TempDir()
+	db := open(t, b, dir, shardid.Config{Shards: shards(t, b, dir)})
+	_ = migrator(db).DropTable(&revMailed{})
+	err := migrator(db).AutoMigrate(&revMailed{})
+	if !errors.Is(err, shardid.ErrInvalidTag) {
+		t.Fatalf("AutoMigrate of a loose hash column: %v, want ErrInvalidTag", err)
+	}
+	for i, d := range direct(t, b, dir) {
+		if d.Migrator().HasTable("rev_maileds") {
+			t.Errorf("refused AutoMigrate (%v) left rev_maileds on physical %d", err, i)
+		}
+	}
+}
