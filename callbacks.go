@@ -148,6 +148,9 @@ func (p *Plugin) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 		db.AddError(fmt.Errorf("%w: %s: the rows belong on %d physical databases, a transaction is on one", ErrCrossShard, m.schema.Name, len(order)))
 		return
 	}
+	if db.AddError(p.checkAllRows(stmt, m, rows)) != nil {
+		return
+	}
 	p.runParts(db, order, func(k int) *gorm.DB {
 		subset := reflect.MakeSlice(reflect.SliceOf(reflect.PointerTo(m.schema.ModelType)), 0, len(groups[k]))
 		for _, row := range groups[k] {

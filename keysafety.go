@@ -235,6 +235,21 @@ func (p *Plugin) checkCreate(db *gorm.DB) {
 	}
 }
 
+// checkAllRows refuses a Create split over several databases when any row's
+// ID disagrees with its colocate or hash value, before any part runs: a part
+// refused after another committed would leave the statement half written.
+// Each part checks its rows again after its hooks (checkCreate).
+func (p *Plugin) checkAllRows(stmt *gorm.Statement, m *model, rows []reflect.Value) error {
+	for _, row := range rows {
+		for _, f := range m.fields {
+			if _, err := p.agreeingShard(stmt, m, f, row); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // agreeingShard returns the shard of a row's ID field f, refusing an ID that
 // is unset or disagrees with its colocate or hash value.
 func (p *Plugin) agreeingShard(stmt *gorm.Statement, m *model, f *idField, row reflect.Value) (int, error) {
