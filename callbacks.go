@@ -121,7 +121,10 @@ func (p *Plugin) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 	}
 	// GORM's CreateInBatches wraps its batches in a transaction on the
 	// plugin's own database, which holds no shard: its batches are written as
-	// if outside it, each part in a transaction of its own database.
+	// if outside it, each part in a transaction of its own database. Each
+	// batch sees only its own rows (the rest of the caller's slice is not
+	// told apart from spare capacity), so a later batch refused leaves the
+	// batches before it written.
 	detached := inTransaction(stmt.ConnPool) && p.inBatchWrapper(stmt)
 	first := physicalOfRow(rows[0])
 	if !slices.ContainsFunc(rows[1:], func(row reflect.Value) bool { return physicalOfRow(row) != first }) {
