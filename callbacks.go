@@ -121,7 +121,10 @@ func (p *Plugin) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 	}
 	// GORM's CreateInBatches wraps its batches in a transaction on the
 	// plugin's own database, which holds no shard: its batches are written as
-	// if outside it, each part in a transaction of its own database.
+	// if outside it, each part in a transaction of its own database. Each
+	// batch sees only its own rows (the rest of the caller's slice is not
+	// told apart from spare capacity), so a later batch refused leaves the
+	// batches before it written.
 	detached := inTransaction(stmt.ConnPool) && p.inBatchWrapper(stmt)
 	first := physicalOfRow(rows[0])
 	if !slices.ContainsFunc(rows[1:], func(row reflect.Value) bool { return physicalOfRow(row) != first }) {
@@ -146,6 +149,9 @@ func (p *Plugin) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 	}
 	if inTransaction(stmt.ConnPool) && !detached {
 		db.AddError(fmt.Errorf("%w: %s: the rows belong on %d physical databases, a transaction is on one", ErrCrossShard, m.schema.Name, len(order)))
+		return
+	}
+	if db.AddError(p.checkAllRows(stmt, m, rows)) != nil {
 		return
 	}
 	p.runParts(db, order, func(k int) *gorm.DB {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/callbacks"
@@ -111,22 +112,56 @@ func (p *Plugin) fanOutWrite(db *gorm.DB, kind statementKind, m *model, physical
 	if rows.slice != nil {
 		keyed = rows.split(stmt.Context, p, m, physicals[0], func(k, i int) { given[k].index = append(given[k].index, i) })
 	}
-	first := true
-	p.runParts(db, physicals, func(k int) *gorm.DB {
+	// Every part is made, and an update's SET checked against each part's
+	// rows, before any part runs: a part refused after another had committed
+	// would leave the statement half written. Each part checks again after
+	// its hooks.
+	parts := make([]*gorm.DB, len(p.physical))
+	var run []int
+	now := db.NowFunc() // one statement, one time, on every database
+	for _, k := range physicals {
 		if keyed && len(given[k].index) == 0 {
-			return nil // none of the rows is there: without them GORM would not restrict the part to them
+			continue // none of the rows is there: without them GORM would not restrict the part to them
 		}
 		part, ok := p.part(db, m, k)
 		if !ok {
-			return nil
+			continue
 		}
+		part.Config.NowFunc = func() time.Time { return now }
 		if rows.slice != nil {
 			given[k].slice = rows.subset(given[k].index)
 			rows.give(part.Statement, given[k].slice.Interface())
-		} else if !first {
-			part.Statement.SkipHooks = true // one struct, not rows: its hooks run once
 		}
-		first = false
+		if kind == kindUpdate && part.Error == nil {
+			if err := p.checkPlannedUpdate(part.Statement, m); err != nil {
+				db.AddError(p.partError(k, err))
+				return
+			}
+		}
+		parts[k], run = part, append(run, k)
+	}
+	// One value, not rows: its hooks run once, in the first part, and the
+	// other parts write the SET that part wrote after them (a hook's
+	// SetColumn, the UpdatedAt time that SkipHooks would leave out).
+	var planned *plannedSet
+	if rows.slice == nil && len(run) > 1 {
+		for _, k := range run[1:] {
+			parts[k].Statement.SkipHooks = true
+		}
+		if kind == kindUpdate {
+			planned = &plannedSet{}
+			first := parts[run[0]].Statement
+			first.Settings.Store(plannedSetKey{first}, planned)
+		}
+	}
+	p.runParts(db, run, func(k int) *gorm.DB {
+		part := parts[k]
+		if planned != nil && k != run[0] {
+			if !planned.made || len(planned.set) == 0 {
+				return nil // the first part stopped before its write, or had nothing to write
+			}
+			part.Statement.AddClause(planned.set)
+		}
 		return processor.Execute(part)
 	})
 	if rows.slice == nil {

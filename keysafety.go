@@ -17,10 +17,8 @@ import (
 // statement's transaction: a refused statement writes nothing.
 
 // checkUpdate runs right before gorm:update, and checks the SET clause GORM
-// is about to write: the one the statement was given, or the one
-// callbacks.ConvertToAssignments builds, here on a copy of the statement so
-// that the caller's model is not assigned (nor conditions added) twice, nor
-// for a refused statement.
+// is about to write. The first part of a fan-out update of one value leaves
+// that SET for the other parts, which run without the hooks (fanOutWrite).
 func (p *Plugin) checkUpdate(db *gorm.DB) {
 	stmt := db.Statement
 	if db.Error != nil || stmt.SQL.Len() > 0 {
@@ -30,25 +28,53 @@ func (p *Plugin) checkUpdate(db *gorm.DB) {
 	if err != nil || m == nil || !m.sharded() {
 		return
 	}
-	var set clause.Set
-	if c, given := stmt.Clauses["SET"]; given {
-		set, _ = c.Expression.(clause.Set)
-	} else {
-		set = callbacks.ConvertToAssignments(scratch(stmt))
-		if db.Error != nil {
-			return
-		}
+	set := assignments(stmt, stmt.ReflectValue)
+	if db.Error != nil {
+		return
 	}
 	if err := p.keepsShard(stmt, m, set); err != nil {
 		db.AddError(err)
 		return
 	}
-	db.AddError(p.stillBound(stmt, m, "update"))
+	if db.AddError(p.stillBound(stmt, m, "update")) != nil {
+		return
+	}
+	if v, ok := stmt.Settings.Load(plannedSetKey{stmt}); ok {
+		v.(*plannedSet).set, v.(*plannedSet).made = set, true
+	}
+}
+
+// plannedSetKey is the Settings key, on the first part of a fan-out update
+// of one value (not rows), of the SET that part writes after its hooks.
+type plannedSetKey struct{ stmt *gorm.Statement }
+
+type plannedSet struct {
+	set  clause.Set
+	made bool // the part got as far as its write
+}
+
+// checkPlannedUpdate checks, before an update runs, the SET it was given
+// against its rows as checkUpdate will after the hooks, with its model as
+// the rows (gorm:setup_reflect_value makes it so).
+func (p *Plugin) checkPlannedUpdate(stmt *gorm.Statement, m *model) error {
+	return p.keepsShard(stmt, m, assignments(stmt, reflect.Indirect(reflect.ValueOf(stmt.Model))))
+}
+
+// assignments returns the SET an update writes: the one the statement was
+// given, or the one callbacks.ConvertToAssignments builds for rows, here on a
+// copy of the statement so that the caller's model is not assigned (nor
+// conditions added) twice, nor for a refused statement.
+func assignments(stmt *gorm.Statement, rows reflect.Value) clause.Set {
+	if c, given := stmt.Clauses["SET"]; given {
+		set, _ := c.Expression.(clause.Set)
+		return set
+	}
+	return callbacks.ConvertToAssignments(scratch(stmt, rows))
 }
 
 // scratch returns a copy of an update statement for building its SET: its
 // own clauses, and its rows not addressable, so that nothing is assigned.
-func scratch(stmt *gorm.Statement) *gorm.Statement {
+func scratch(stmt *gorm.Statement, rows reflect.Value) *gorm.Statement {
 	s := &gorm.Statement{
 		DB: stmt.DB, Schema: stmt.Schema, Model: stmt.Model, Dest: stmt.Dest, Table: stmt.Table,
 		Selects: stmt.Selects, Omits: stmt.Omits, Context: stmt.Context, SkipHooks: stmt.SkipHooks,
@@ -57,8 +83,8 @@ func scratch(stmt *gorm.Statement) *gorm.Statement {
 	for k, c := range stmt.Clauses {
 		s.Clauses[k] = c
 	}
-	if stmt.ReflectValue.IsValid() {
-		s.ReflectValue = reflect.ValueOf(stmt.ReflectValue.Interface())
+	if rows.IsValid() {
+		s.ReflectValue = reflect.ValueOf(rows.Interface())
 	}
 	return s
 }
@@ -233,6 +259,21 @@ func (p *Plugin) checkCreate(db *gorm.DB) {
 	if m.sharded() {
 		db.AddError(p.checkUpsert(stmt, m))
 	}
+}
+
+// checkAllRows refuses a Create split over several databases when any row's
+// ID disagrees with its colocate or hash value, before any part runs: a part
+// refused after another committed would leave the statement half written.
+// Each part checks its rows again after its hooks (checkCreate).
+func (p *Plugin) checkAllRows(stmt *gorm.Statement, m *model, rows []reflect.Value) error {
+	for _, row := range rows {
+		for _, f := range m.fields {
+			if _, err := p.agreeingShard(stmt, m, f, row); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // agreeingShard returns the shard of a row's ID field f, refusing an ID that

@@ -101,6 +101,7 @@ type Plugin struct {
 	ticketDBs  []*sql.DB            // ticket servers the plugin opened, closed by Close
 	txs        txRegistry[int]      // the physical database of each transaction known to be on one
 	savepoints txRegistry[struct{}] // transactions a nested Transaction has set a savepoint in
+	implicit   txRegistry[struct{}] // transactions GORM began for one routed statement, not the application
 
 	models        sync.Map // *schema.Schema → *modelEntry
 	shardedTables sync.Map // lower-case table name → model name, for raw SQL

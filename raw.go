@@ -28,8 +28,9 @@ func (p *Plugin) routeTable(db *gorm.DB) error {
 // routeWithoutModel routes a statement the plugin knows only by its SQL,
 // read by the dialect's tokenizer: to the shard its clause names, or else
 // where it already is: the transaction's database, or the plugin's own one.
-// Outside a transaction bound to a shard, SQL that names a sharded table is
-// refused without a clause; on a shard, SQL that names an unsharded model's
+// Outside a transaction the application began on a shard, SQL that names a
+// sharded table is refused without a clause (also in the transaction GORM
+// began for a statement, where a hook's SQL would inherit its shard); on a shard, SQL that names an unsharded model's
 // table is refused, as its rows live on the plugin's database only. SQL the
 // tokenizer cannot read for certain is refused when any of its words names
 // such a table, and otherwise runs as it would without the plugin.
@@ -53,7 +54,10 @@ func (p *Plugin) routeWithoutModel(db *gorm.DB, sql, what string) error {
 				ErrCrossShard, what, table, model, p.physical[k].name, unreadNote(unread))
 		}
 	}
-	if hinted || bound {
+	// A transaction the application began with a shard clause is for that
+	// shard; GORM's own transaction of a routed statement is not: SQL a hook
+	// issues in it is a statement of its own, and needs its own clause.
+	if _, gorms := p.implicit.lookup(stmt.ConnPool); hinted || bound && !gorms {
 		return nil // the SQL is for the shard it was sent to
 	}
 	table, model, ok := p.namedTable(scan, unread, p.shardedModel)
@@ -61,6 +65,9 @@ func (p *Plugin) routeWithoutModel(db *gorm.DB, sql, what string) error {
 		return nil
 	}
 	detail := what + " on a sharded table needs db.Clauses(shardid.ByID(id)), shardid.OnShard(n) or shardid.ByKey(key), or a transaction begun with one"
+	if bound {
+		detail = what + " in GORM's transaction of another statement (issued by a model's hook) is a statement of its own and may name rows of another shard: give it db.Clauses(shardid.ByID(id)), shardid.OnShard(n) or shardid.ByKey(key) (it then runs in that transaction if that is its shard)"
+	}
 	if unread != nil {
 		detail = fmt.Sprintf("%s could not be read for certain (%v) and names a sharded table: give it db.Clauses(shardid.ByID(id)), shardid.OnShard(n) or shardid.ByKey(key), or run it in a transaction begun with one", what, unread)
 	}

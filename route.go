@@ -241,11 +241,14 @@ func (p *Plugin) transactionPhysical(stmt *gorm.Statement) (int, bool) {
 }
 
 // rememberTransaction runs after gorm:begin_transaction: the transaction GORM
-// began for a routed statement is on that statement's physical database.
+// began for a routed statement is on that statement's physical database. It
+// is noted as GORM's own (bind binds a statement outside a transaction only),
+// so that SQL its hooks issue is not taken for SQL meant for that database.
 func (p *Plugin) rememberTransaction(db *gorm.DB) {
 	stmt := db.Statement
 	if v, ok := stmt.Settings.Load(boundKey{stmt}); ok && inTransaction(stmt.ConnPool) {
-		p.txs.remember(db.Statement.ConnPool, v.(int))
+		p.txs.remember(stmt.ConnPool, v.(int))
+		p.implicit.remember(stmt.ConnPool, struct{}{})
 	}
 }
 

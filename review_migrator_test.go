@@ -1,0 +1,55 @@
+package shardid
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+)
+
+// openIn opens the plugin's database and two shards in dir with a fresh plugin.
+func openIn(t *testing.T, dir string) (*gorm.DB, *Plugin) {
+	t.Helper()
+	dsn := func(name string) string {
+		return "file:" + filepath.Join(dir, name) + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
+	}
+	half := Layout{}.ShardCount() / 2
+	db, err := gorm.Open(sqlite.Open(dsn("main.db")), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	p := New(Config{Shards: []Shard{
+		{Name: "s0", Dialector: sqlite.Open(dsn("s0.db")), Logical: []Range{{From: 0, To: half - 1}}},
+		{Name: "s1", Dialector: sqlite.Open(dsn("s1.db")), Logical: []Range{{From: half, To: 2*half - 1}}},
+	}})
+	must(t, db.Use(p))
+	t.Cleanup(func() {
+		_ = p.Close()
+		if sqlDB, err := db.DB(); err == nil {
+			_ = sqlDB.Close()
+		}
+	})
+	return db, p
+}
+
+// The shard-aware migrator knows a table by name only once the process has
+// seen its model: after a restart, HasTable("rev_plains") says false and
+// DropTable("rev_plains") drops nothing, silently, while every shard has it.
+func TestReviewMigratorByTableNameAfterARestart(t *testing.T) {
+	dir := t.TempDir()
+	db, p := openIn(t, dir)
+	must(t, p.AutoMigrate(db, &revPlain{}))
+	must(t, db.Create(&revPlain{Name: "kept"}).Error)
+	if !p.Migrator(db).HasTable("rev_plains") {
+		t.Fatal("HasTable by name, in the process that migrated: false")
+	}
+
+	db2, p2 := openIn(t, dir) // the next process
+	if !p2.Migrator(db2).HasTable("rev_plains") {
+		t.Errorf("HasTable(\"rev_plains\") after a restart: false, though every shard has the table")
+	}
+	err := p2.Migrator(db2).DropTable("rev_plains")
+	if err == nil && p2.Migrator(db2).HasTable(&revPlain{}) {
+		t.Errorf("DropTable(\"rev_plains\") after a restart returned nil and the shards still have the table")
+	}
+}
