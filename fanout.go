@@ -60,11 +60,12 @@ func (p *Plugin) fanOut(db *gorm.DB, kind statementKind, m *model, physicals []i
 // false when they leave k no row.
 func (p *Plugin) part(db *gorm.DB, m *model, k int) (*gorm.DB, bool) {
 	part := db.Session(&gorm.Session{Initialized: true}) // one copy of the statement, context and all
+	shardMap := p.mapOf(db.Statement)
 	if c, ok := part.Statement.Clauses["WHERE"]; ok {
 		if where, ok := c.Expression.(clause.Where); ok {
 			exprs := where.Exprs
 			for _, e := range m.evidence {
-				onK := func(v any) bool { s, err := e.shardOf(p, v); return err == nil && p.physicalOf(s) == k }
+				onK := func(v any) bool { s, err := e.shardOf(p, v); return err == nil && shardMap.Physical(s) == k }
 				var empty bool
 				if exprs, empty = shardrouter.RestrictValues(exprs, e.matches, onK); empty {
 					return nil, false
@@ -525,7 +526,7 @@ func (p *Plugin) preloadEach(db *gorm.DB, m *model) {
 			callbacks.Preload(db) // rows without a key, as selected: GORM's own preload, from where the statement is
 			return
 		}
-		k := p.physicalOf(shard)
+		k := p.mapOf(stmt).Physical(shard)
 		group, seen := groups[k]
 		if !seen {
 			order = append(order, k)

@@ -397,6 +397,12 @@ func (p *Plugin) statementModel(stmt *gorm.Statement) (*model, error) {
 	if table == "" {
 		return nil, nil
 	}
+	return p.shardedModelOf(table), nil
+}
+
+// shardedModelOf returns the sharded model whose table is table, of those the
+// plugin has seen.
+func (p *Plugin) shardedModelOf(table string) *model {
 	var found *model
 	p.models.Range(func(k, _ any) bool {
 		if m, err := p.model(k.(*schema.Schema)); err == nil && m != nil && m.sharded() && strings.EqualFold(m.schema.Table, table) {
@@ -404,7 +410,7 @@ func (p *Plugin) statementModel(stmt *gorm.Statement) (*model, error) {
 		}
 		return found == nil
 	})
-	return found, nil
+	return found
 }
 
 // insertsColumn reports whether a Create's INSERT writes f, as

@@ -53,6 +53,7 @@ func (p *Plugin) queryParts(db *gorm.DB, m *model, physicals []int, prepare func
 	if where, ok := db.Statement.Clauses["WHERE"].Expression.(clause.Where); ok {
 		exprs = where.Exprs
 	}
+	shardMap := p.mapOf(db.Statement)
 	lists := make([][]keyList, len(m.evidence))
 	for i, e := range m.evidence {
 		values, singles := shardrouter.ValueLists(exprs, e.matches)
@@ -61,7 +62,7 @@ func (p *Plugin) queryParts(db *gorm.DB, m *model, physicals []int, prepare func
 			for n, v := range l.values {
 				l.physical[n] = -1 // NULL, or what no database holds
 				if s, err := e.shardOf(p, v); err == nil {
-					l.physical[n] = p.physicalOf(s)
+					l.physical[n] = shardMap.Physical(s)
 				}
 			}
 			lists[i] = append(lists[i], l)

@@ -1,6 +1,7 @@
 package shardid
 
 import (
+	"errors"
 	"testing"
 )
 
@@ -27,5 +28,30 @@ func TestReviewSQLJoinOfAnotherShardedTableMissesRows(t *testing.T) {
 	err = db.Model(&revPhoto{}).Where("user_id = ?", users[0].ID).Where("EXISTS (SELECT 1 FROM rev_users u WHERE u.name = rev_photos.url)").Count(&n).Error
 	if err == nil && n != 1 {
 		t.Errorf("EXISTS in SQL: count %d and no error, one database counts 1", n)
+	}
+}
+
+// A join written as SQL along the colocate column reads rows that are all on
+// the statement's database: it runs. Named in SQL but not so joined, or in a
+// subquery, another sharded table is refused rather than read from one
+// database.
+func TestSQLJoinsAlongTheColocateColumnRun(t *testing.T) {
+	db, p, _ := revRouted(t, &revUser{}, &revPhoto{})
+	users := revOnBoth(t, db, p, func() *revUser { return &revUser{Name: "u"} }, func(u *revUser) int64 { return u.ID })
+	for _, u := range users {
+		must(t, db.Create(&revPhoto{UserID: u.ID, URL: "x"}).Error)
+		var ps []revPhoto
+		must(t, db.Where("user_id = ?", u.ID).Joins("JOIN rev_users ON rev_users.id = rev_photos.user_id").Find(&ps).Error)
+		if len(ps) != 1 {
+			t.Fatalf("a colocated SQL join found %d photos, want 1", len(ps))
+		}
+	}
+	err := db.Where("user_id = ?", users[0].ID).Where("url IN (SELECT name FROM rev_users)").Find(&[]revPhoto{}).Error
+	if !errors.Is(err, ErrCrossShard) {
+		t.Fatalf("a subquery on another sharded table: %v, want ErrCrossShard", err)
+	}
+	err = db.Clauses(ByID(users[0].ID)).Where("url IN (SELECT name FROM rev_users)").Find(&[]revPhoto{}).Error
+	if err != nil {
+		t.Fatalf("the same under a shard clause, which says to read that shard: %v", err)
 	}
 }

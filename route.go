@@ -93,7 +93,12 @@ func (p *Plugin) route(kind statementKind) func(*gorm.DB) {
 			db.AddError(err)
 			return
 		}
-		physicals, err := p.statementPhysicals(db, m, kind)
+		if err := p.checkConditionSQL(stmt, m); err != nil {
+			db.AddError(err)
+			return
+		}
+		shardMap := p.router.Map() // one map for the whole statement, though it be swapped meanwhile
+		physicals, err := p.statementPhysicals(db, m, kind, shardMap)
 		if err != nil && sub && errors.Is(err, ErrNoShard) {
 			err = fmt.Errorf("%w (a statement GORM made for a Preload or an association save; a clause of the statement that made it does not apply to it: give it its own, as in Preload(\"X\", func(tx *gorm.DB) *gorm.DB { return tx.Clauses(shardid.AllShards()) }))", err)
 		}
@@ -105,8 +110,21 @@ func (p *Plugin) route(kind statementKind) func(*gorm.DB) {
 			db.AddError(p.bind(db, k))
 			return
 		}
+		stmt.Settings.Store(mapKey{}, shardMap) // its parts split their values by it
 		p.fanOut(db, kind, m, physicals.list())
 	}
+}
+
+// mapKey is the Statement.Settings key of the shard map a statement that
+// runs on several physical databases was routed by.
+type mapKey struct{}
+
+// mapOf returns the shard map the statement was routed by, or the current one.
+func (p *Plugin) mapOf(stmt *gorm.Statement) *shardrouter.Map {
+	if v, ok := stmt.Settings.Load(mapKey{}); ok {
+		return v.(*shardrouter.Map)
+	}
+	return p.router.Map()
 }
 
 // bind sends the statement to physical database k: it sets the statement's
@@ -311,7 +329,7 @@ func (p *Plugin) routedAgain(db *gorm.DB, kind statementKind) (int, bool) {
 		}
 		return set.only() // not a Create split over several databases, whose parts name theirs
 	case kindUpdate, kindDelete:
-		set, err := p.statementPhysicals(db, m, kind)
+		set, err := p.statementPhysicals(db, m, kind, p.mapOf(db.Statement))
 		if err != nil {
 			return 0, false
 		}
@@ -369,7 +387,7 @@ const maxPhysical = 64
 // statementPhysicals returns the physical databases that can hold the rows a
 // statement names: the intersection of what its shard clause, its conditions
 // on the primary key, colocate or hash column, and its model's IDs say.
-func (p *Plugin) statementPhysicals(db *gorm.DB, m *model, kind statementKind) (physicalSet, error) {
+func (p *Plugin) statementPhysicals(db *gorm.DB, m *model, kind statementKind, shardMap *shardrouter.Map) (physicalSet, error) {
 	stmt := db.Statement
 	var hinted physicalSet // what a shard clause allows; 0: no clause
 	if v, ok := stmt.Settings.Load(hintSettingKey{}); ok {
@@ -381,7 +399,7 @@ func (p *Plugin) statementPhysicals(db *gorm.DB, m *model, kind statementKind) (
 			if err != nil {
 				return 0, err
 			}
-			hinted = physicalSet(0).with(p.physicalOf(s))
+			hinted = physicalSet(0).with(shardMap.Physical(s))
 		}
 	}
 	// Each condition, and the model's IDs, bound the rows; all of them hold.
@@ -393,7 +411,7 @@ func (p *Plugin) statementPhysicals(db *gorm.DB, m *model, kind statementKind) (
 					none = true
 					continue
 				}
-				set, err := p.physicalsOf(values, e)
+				set, err := p.physicalsOf(values, e, shardMap)
 				if err != nil {
 					return 0, err
 				}
@@ -405,7 +423,7 @@ func (p *Plugin) statementPhysicals(db *gorm.DB, m *model, kind statementKind) (
 			}
 		}
 	}
-	if set := p.modelPhysicals(stmt, m, kind); set != 0 {
+	if set := p.modelPhysicals(stmt, m, kind, shardMap); set != 0 {
 		named, found = named&set, true
 	}
 	switch {
@@ -440,7 +458,7 @@ func (p *Plugin) noShard(m *model) error {
 
 // physicalsOf maps the values a condition allows to the physical databases
 // holding their shards.
-func (p *Plugin) physicalsOf(values []any, e evidence) (physicalSet, error) {
+func (p *Plugin) physicalsOf(values []any, e evidence, shardMap *shardrouter.Map) (physicalSet, error) {
 	var set physicalSet
 	for _, v := range values {
 		s, err := e.shardOf(p, v)
@@ -450,7 +468,7 @@ func (p *Plugin) physicalsOf(values []any, e evidence) (physicalSet, error) {
 		if err != nil {
 			return 0, err
 		}
-		set = set.with(p.physicalOf(s))
+		set = set.with(shardMap.Physical(s))
 	}
 	return set, nil
 }
@@ -459,7 +477,7 @@ func (p *Plugin) physicalsOf(values []any, e evidence) (physicalSet, error) {
 // values, as GORM adds them to its conditions: the destination struct of
 // First(&T{ID: id}), the struct or slice of Delete, and the model of Save and
 // Model(&x).Updates. It returns the empty set when they name none.
-func (p *Plugin) modelPhysicals(stmt *gorm.Statement, m *model, kind statementKind) physicalSet {
+func (p *Plugin) modelPhysicals(stmt *gorm.Statement, m *model, kind statementKind, shardMap *shardrouter.Map) physicalSet {
 	rv := reflect.Indirect(stmt.ReflectValue)
 	if kind == kindUpdate {
 		rv = reflect.Indirect(reflect.ValueOf(stmt.Model))
@@ -469,7 +487,7 @@ func (p *Plugin) modelPhysicals(stmt *gorm.Statement, m *model, kind statementKi
 	add := func(row reflect.Value) {
 		if row.Type() == m.schema.ModelType {
 			if shard, zero, err := p.fieldShard(pk.ReflectValueOf(stmt.Context, row)); err == nil && !zero {
-				set = set.with(p.physicalOf(shard))
+				set = set.with(shardMap.Physical(shard))
 			}
 		}
 	}

@@ -1,8 +1,10 @@
 package shardid
 
 import (
+	"cmp"
 	"fmt"
 	"reflect"
+	"regexp"
 	"strings"
 
 	"gorm.io/gorm"
@@ -72,17 +74,19 @@ func (p *Plugin) onPluginDatabase(stmt *gorm.Statement) {
 // checkJoins refuses a query on a sharded model that joins a model whose rows
 // may be on another database: an unsharded one (its rows are on the plugin's
 // database; load it with Preload, which reads it there), or a sharded one not
-// colocated along the join. A join written as SQL must name sharded tables,
-// or join tables of sharded models, only.
+// colocated along the join. SQL the statement carries (a join, a condition
+// with a subquery) may name the model's own join tables; another sharded
+// table only under a shard clause, which says to read that shard's rows.
 func (p *Plugin) checkJoins(stmt *gorm.Statement, m *model) error {
+	clauseGiven := oneShardClause(stmt)
 	for _, j := range stmt.Joins {
 		path, ok := relationPath(stmt.Schema, j.Name)
 		if !ok {
-			for _, table := range p.sqlTables(j.Name) {
-				if !p.namesShardedRows("FROM " + table) {
-					return fmt.Errorf("%w: %s: Joins(%q): %s is not a sharded table known to the plugin (nor a join table of one), so it is not on %s's shard; load it apart",
-						ErrCrossShard, m.schema.Name, j.Name, table, m.schema.Name)
-				}
+			if p.colocatedSQLJoin(m, j.Name) {
+				continue
+			}
+			if err := p.checkSQLTables(m, fmt.Sprintf("Joins(%q)", j.Name), p.sqlTables(j.Name), clauseGiven); err != nil {
+				return err
 			}
 			continue
 		}
@@ -106,6 +110,132 @@ func (p *Plugin) checkJoins(stmt *gorm.Statement, m *model) error {
 		}
 	}
 	return nil
+}
+
+// checkConditionSQL applies checkJoins' rule for SQL to the text of the
+// statement's conditions (WHERE, HAVING): a subquery in them reads the one
+// database the statement runs on.
+func (p *Plugin) checkConditionSQL(stmt *gorm.Statement, m *model) error {
+	clauseGiven := oneShardClause(stmt)
+	for _, name := range []string{"WHERE", "HAVING"} {
+		var exprs []clause.Expression
+		switch c := stmt.Clauses[name].Expression.(type) {
+		case clause.Where:
+			exprs = c.Exprs
+		case clause.GroupBy:
+			exprs = c.Having
+		}
+		for _, text := range conditionTexts(exprs) {
+			tables := p.sqlTables("SELECT * FROM " + joinProbe + " WHERE " + text)
+			if err := p.checkSQLTables(m, fmt.Sprintf("the condition %q", text), tables, clauseGiven); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// conditionTexts returns the SQL text of conditions that may hold a subquery.
+func conditionTexts(exprs []clause.Expression) []string {
+	var texts []string
+	for _, e := range exprs {
+		switch c := e.(type) {
+		case clause.Expr:
+			if strings.Contains(strings.ToUpper(c.SQL), "SELECT") {
+				texts = append(texts, c.SQL)
+			}
+		case clause.NamedExpr:
+			if strings.Contains(strings.ToUpper(c.SQL), "SELECT") {
+				texts = append(texts, c.SQL)
+			}
+		case clause.AndConditions:
+			texts = append(texts, conditionTexts(c.Exprs)...)
+		case clause.OrConditions:
+			texts = append(texts, conditionTexts(c.Exprs)...)
+		case clause.NotConditions:
+			texts = append(texts, conditionTexts(c.Exprs)...)
+		case clause.Where:
+			texts = append(texts, conditionTexts(c.Exprs)...)
+		}
+	}
+	return texts
+}
+
+// checkSQLTables refuses, in SQL a statement on m carries, a table whose rows
+// are not all on the statement's database: an unsharded table, or a sharded
+// one other than m's own join tables without a shard clause.
+func (p *Plugin) checkSQLTables(m *model, where string, tables []string, clauseGiven bool) error {
+	for _, table := range tables {
+		if p.ownJoinTable(m, table) {
+			continue
+		}
+		if !p.namesShardedRows("FROM " + table) {
+			return fmt.Errorf("%w: %s: %s names %s, which is not a sharded table known to the plugin (nor a join table of one), so it is not on %s's shard; load it apart",
+				ErrCrossShard, m.schema.Name, where, table, m.schema.Name)
+		}
+		if !clauseGiven {
+			return fmt.Errorf("%w: %s: %s names the sharded table %s, whose rows are on every physical database, but runs on one; load them apart, or give a shard clause (OnShard, ByID, ByKey) to read that shard's rows only",
+				ErrCrossShard, m.schema.Name, where, table)
+		}
+	}
+	return nil
+}
+
+// simpleJoin reads a join written as SQL of one table on one equality:
+// JOIN t [AS a] ON x.c = y.d.
+var simpleJoin = regexp.MustCompile("(?i)^\\s*(?:(?:inner|left|right)\\s+(?:outer\\s+)?)?join\\s+[`\"]?(\\w+)[`\"]?(?:\\s+(?:as\\s+)?[`\"]?(\\w+)[`\"]?)?\\s+on\\s+[`\"]?(\\w+)[`\"]?\\.[`\"]?(\\w+)[`\"]?\\s*=\\s*[`\"]?(\\w+)[`\"]?\\.[`\"]?(\\w+)[`\"]?\\s*$")
+
+// colocatedSQLJoin reports whether a join written as SQL joins, on one
+// equality, a sharded model colocated with m by it: the joined table's
+// colocate column with m's key (a photo of a user), or m's colocate column
+// with the joined table's key (the user of a photo).
+func (p *Plugin) colocatedSQLJoin(m *model, sql string) bool {
+	match := simpleJoin.FindStringSubmatch(sql)
+	if match == nil {
+		return false
+	}
+	joined := p.shardedModelOf(match[1])
+	if joined == nil {
+		return false
+	}
+	alias := cmp.Or(match[2], match[1])
+	side := func(table, column string) (*model, string, bool) {
+		switch {
+		case strings.EqualFold(table, alias):
+			return joined, column, true
+		case strings.EqualFold(table, m.schema.Table):
+			return m, column, true
+		}
+		return nil, "", false
+	}
+	a, ca, okA := side(match[3], match[4])
+	b, cb, okB := side(match[5], match[6])
+	if !okA || !okB || a == b {
+		return false
+	}
+	follows := func(child *model, column string, parent *model, key string) bool {
+		c := child.pk().colocate
+		return c != nil && strings.EqualFold(c.DBName, column) && strings.EqualFold(parent.pk().field.DBName, key)
+	}
+	return follows(a, ca, b, cb) || follows(b, cb, a, ca)
+}
+
+// oneShardClause reports whether the statement was given a clause naming one
+// shard (AllShards names them all: each part would read its own database's
+// rows of the other table).
+func oneShardClause(stmt *gorm.Statement) bool {
+	v, ok := stmt.Settings.Load(hintSettingKey{})
+	return ok && v.(shardHint).kind != hintAll
+}
+
+// ownJoinTable reports whether table is the join table of one of m's many2many.
+func (p *Plugin) ownJoinTable(m *model, table string) bool {
+	for _, rel := range m.schema.Relationships.Many2Many {
+		if rel.JoinTable != nil && strings.EqualFold(rel.JoinTable.Table, table) {
+			return true
+		}
+	}
+	return false
 }
 
 // colocatedAlong reports whether the rows a relationship joins are on one
