@@ -367,9 +367,9 @@ func TestSegmentFailedBackgroundRefillIsRetriedByTheCaller(t *testing.T) {
 	forEachSegmentTarget(t, func(t *testing.T, target Target) {
 		target = impatientTarget(t, target)
 		s := newTestSegment(t, fixedStep(100))
-		s.refillTimeout = 100 * time.Millisecond
 		seen := map[int64]bool{}
-		requireUnique(t, seen, generateN(t, s, target, 1)...)
+		requireUnique(t, seen, generateN(t, s, target, 1)...) // creates the table, however long that takes here
+		s.refillTimeout = 100 * time.Millisecond
 		release := lockCounterRow(t, target)
 		requireUnique(t, seen, generateN(t, s, target, 20)...) // starts the background refill
 		eventually(t, "the background refill fails", func() bool { return !refillPending(s) })
