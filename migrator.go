@@ -176,15 +176,23 @@ func (m shardMigrator) CreateTable(models ...any) error {
 	return m.create(models, gorm.Migrator.CreateTable)
 }
 
-func (m shardMigrator) create(models []any, do func(gorm.Migrator, ...any) error) error {
+func (m shardMigrator) create(models []any, do func(gorm.Migrator, ...any) error) (err error) {
 	here, everywhere, used, err := m.split(models)
 	if err != nil {
 		return err
 	}
+	var made []target // each database reached, with the tables the migration created there
+	var madeModels [][]any
+	defer func() { // a refused or failed migration leaves none of the tables it created
+		if err != nil {
+			err = undoCreated(err, made, madeModels)
+		}
+	}()
 	if len(here) > 0 {
 		if err := m.plugin.exactHashColumns(m.db, here); err != nil {
 			return err
 		}
+		made, madeModels = append(made, target{m.ownName(), m.own}), append(madeModels, missingTables(m.own, here))
 		if err := do(m.own, here...); err != nil {
 			return err
 		}
@@ -211,6 +219,7 @@ func (m shardMigrator) create(models []any, do func(gorm.Migrator, ...any) error
 		if err := m.plugin.exactHashColumns(tx, everywhere); err != nil {
 			return fmt.Errorf("shardid: on %s: %w", ph.name, err)
 		}
+		made, madeModels = append(made, target{ph.name, tx.Migrator()}), append(madeModels, missingTables(tx.Migrator(), everywhere))
 		if err := do(tx.Migrator(), everywhere...); err != nil {
 			return fmt.Errorf("shardid: on %s: %w", ph.name, err)
 		}
@@ -222,6 +231,37 @@ func (m shardMigrator) create(models []any, do func(gorm.Migrator, ...any) error
 		}
 	}
 	return nil
+}
+
+// missingTables returns the models whose tables mig's database does not have.
+func missingTables(mig gorm.Migrator, models []any) []any {
+	var missing []any
+	for _, value := range models {
+		if !mig.HasTable(value) {
+			missing = append(missing, value)
+		}
+	}
+	return missing
+}
+
+// undoCreated drops, after err, the tables a migration created on each
+// database it reached; a table that was there before stays.
+func undoCreated(err error, made []target, models [][]any) error {
+	for i, t := range made {
+		var created []any // those still missing the migration did not create
+		for _, value := range models[i] {
+			if t.migrator.HasTable(value) {
+				created = append(created, value)
+			}
+		}
+		if len(created) == 0 {
+			continue
+		}
+		if dropErr := t.migrator.DropTable(created...); dropErr != nil { // in GORM's order: children first
+			err = errors.Join(err, fmt.Errorf("shardid: on %s: dropping the tables the failed migration created: %w", t.name, dropErr))
+		}
+	}
+	return err
 }
 
 // shapeOn gives the schemas a physical database's handle parsed (a database
