@@ -16,7 +16,8 @@ import (
 
 // ErrShardsDisagree is returned by the shard-aware migrator when the physical
 // databases answer a question about a sharded table differently; the error
-// names them.
+// names them. The yes/no questions (HasTable, ...) cannot return it: they
+// answer false and log it as a warning.
 var ErrShardsDisagree = errors.New("shardid: physical databases disagree")
 
 var _ gorm.Migrator = shardMigrator{}
@@ -55,7 +56,11 @@ type target struct {
 // model's tags first, so that a bad one fails before anything changes.
 func (m shardMigrator) sharded(value any) (bool, *model, error) {
 	if table, isTable := value.(string); isTable {
-		return m.plugin.shardedTable(table), nil, nil
+		if m.plugin.shardedTable(table) {
+			return true, nil, nil
+		}
+		where, err := m.locate(table)
+		return where != onOwn, nil, err
 	}
 	stmt := &gorm.Statement{DB: m.db}
 	if stmt.Parse(value) != nil {
@@ -73,14 +78,34 @@ func (m shardMigrator) sharded(value any) (bool, *model, error) {
 
 // targets returns where value's table lives: every physical database for a
 // sharded model of a plugin that routes, else db.
+// A table name of no model the process has seen is placed by looking (see
+// locate); one found on both sides is acted on, and asked about, on both.
 func (m shardMigrator) targets(value any) ([]target, error) {
+	own := []target{{name: m.ownName(), migrator: m.own}}
+	if table, isTable := value.(string); isTable && !m.plugin.shardedTable(table) {
+		where, err := m.locate(table)
+		switch {
+		case err != nil:
+			return nil, err
+		case where == onOwn:
+			return own, nil
+		case where == onBoth:
+			list, err := m.physicalTargets()
+			return append(own, list...), err
+		}
+		return m.physicalTargets()
+	}
 	sharded, _, err := m.sharded(value)
 	if err != nil {
 		return nil, err
 	}
 	if !sharded || !m.plugin.routed() {
-		return []target{{name: m.ownName(), migrator: m.own}}, nil
+		return own, nil
 	}
+	return m.physicalTargets()
+}
+
+func (m shardMigrator) physicalTargets() ([]target, error) {
 	list := make([]target, len(m.plugin.physical))
 	for k := range m.plugin.physical {
 		mig, err := m.physicalMigrator(k)
@@ -90,6 +115,35 @@ func (m shardMigrator) targets(value any) ([]target, error) {
 		list[k] = target{name: m.plugin.physical[k].name, migrator: mig}
 	}
 	return list, nil
+}
+
+// placement is where locate found a table.
+type placement int
+
+const (
+	onOwn      placement = iota // on the plugin's database, or nowhere
+	onPhysical                  // on a physical database only: a sharded table
+	onBoth                      // on both, as plain db.AutoMigrate leaves a copy
+)
+
+// locate finds where a table name the plugin knows of no model lives, as a
+// new process that has not used the model yet must: the plugin's database
+// holds unsharded tables only, the physical databases sharded ones.
+func (m shardMigrator) locate(table string) (placement, error) {
+	if !m.plugin.routed() {
+		return onOwn, nil
+	}
+	physical, err := m.physicalTargets()
+	if err != nil { // a shard it cannot reach might hold the table
+		return onOwn, fmt.Errorf("shardid: looking for table %s: %w", table, err)
+	}
+	if !slices.ContainsFunc(physical, func(t target) bool { return t.migrator.HasTable(table) }) {
+		return onOwn, nil
+	}
+	if m.own.HasTable(table) {
+		return onBoth, nil
+	}
+	return onPhysical, nil
 }
 
 func (m shardMigrator) ownName() string {
@@ -356,6 +410,7 @@ func (m shardMigrator) each(value any, do func(gorm.Migrator) error) error {
 func (m shardMigrator) all(value any, question string, ask func(gorm.Migrator) bool) bool {
 	targets, err := m.targets(value)
 	if err != nil {
+		m.db.Logger.Warn(m.db.Statement.Context, "shardid: %s: cannot ask: %v", question, err)
 		return false
 	}
 	var yes, no []string
