@@ -359,7 +359,7 @@ func (p *Plugin) indexPlacingColumns(db *gorm.DB, models []any) error {
 			continue
 		}
 		indexed := clause.Expr{SQL: "?", Vars: []any{clause.Column{Name: column.DBName}}}
-		if db.Dialector.Name() == "mysql" && column.FieldType.Kind() == reflect.String && column.Size == 0 {
+		if db.Dialector.Name() == "mysql" && isTextType(mig.FullDataTypeOf(column).SQL) {
 			indexed = clause.Expr{SQL: "?(191)", Vars: []any{clause.Column{Name: column.DBName}}} // a TEXT column takes a prefix index
 		}
 		if err := db.Exec("CREATE INDEX ? ON ? (?)", clause.Column{Name: name}, clause.Table{Name: stmt.Schema.Table}, indexed).Error; err != nil {
@@ -367,6 +367,13 @@ func (p *Plugin) indexPlacingColumns(db *gorm.DB, models []any) error {
 		}
 	}
 	return nil
+}
+
+// isTextType reports whether a MySQL column type is a TEXT or BLOB, which an
+// index can cover only by a prefix (a shorter column refuses one).
+func isTextType(sqlType string) bool {
+	first, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(sqlType)), " ")
+	return strings.HasSuffix(first, "text") || strings.HasSuffix(first, "blob")
 }
 
 // leadsAnIndex reports whether an index declared on the model starts with f.

@@ -88,3 +88,23 @@ func TestHashColumnsCompareExactly(t *testing.T) {
 		}
 	})
 }
+
+// hcTyped's hash column has an exact type the model gives, shorter than an
+// index prefix of TEXT.
+type hcTyped struct {
+	ID   int64  `shardid:"hash:Code"`
+	Code string `gorm:"type:varchar(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin"`
+}
+
+// TestHashColumnOfAGivenExactTypeIsIndexed: the routing index of a hash
+// column the model types as a short varchar covers the whole column.
+func TestHashColumnOfAGivenExactTypeIsIndexed(t *testing.T) {
+	b := backends[1] // mariadb: the type is MySQL's
+	r := newRouting(t, b)
+	m := r.plugin.Migrator(r.db)
+	must(t, m.DropTable(&hcTyped{}))
+	must(t, r.plugin.AutoMigrate(r.db, &hcTyped{}))
+	if !m.HasIndex(&hcTyped{}, "idx_shardid_hc_typeds_code") {
+		t.Fatal("no routing index on hc_typeds.code")
+	}
+}
