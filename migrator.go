@@ -246,9 +246,20 @@ func (m shardMigrator) create(models []any, do func(gorm.Migrator, ...any) error
 		if err := m.plugin.exactHashColumns(m.db, here); err != nil {
 			return err
 		}
-		made, madeModels = append(made, target{m.ownName(), m.own}), append(madeModels, missingTables(m.own, here))
-		if err := do(m.own, here...); err != nil {
-			return err
+		plain, crossing := here, []any(nil)
+		if m.plugin.routed() { // else every table lives on the plugin's database
+			plain, crossing = m.crossingSharded(here)
+		}
+		made, madeModels = append(made, target{m.ownName(), m.own}), append(madeModels, missingTables(m.own, append(plain, crossing...)))
+		if len(plain) > 0 {
+			if err := do(m.own, plain...); err != nil {
+				return err
+			}
+		}
+		if len(crossing) > 0 {
+			if err := do(m.ownWithoutRelations(), crossing...); err != nil {
+				return err
+			}
 		}
 		if err := m.plugin.checkHashColumns(m.db, here, m.ownName()); err != nil {
 			return err
@@ -285,6 +296,61 @@ func (m shardMigrator) create(models []any, do func(gorm.Migrator, ...any) error
 		}
 	}
 	return nil
+}
+
+// crossingSharded splits unsharded models into those GORM's migrator may
+// migrate with their relations on the plugin's database, and those related,
+// maybe through other models, to a sharded model: following their relations
+// it would make the sharded table, or the join table beside it, there. The
+// latter come with the join tables of their other many2many relations.
+func (m shardMigrator) crossingSharded(models []any) (plain, crossing []any) {
+	for _, value := range models {
+		stmt := &gorm.Statement{DB: m.db}
+		if stmt.Parse(value) != nil || !m.reachesSharded(stmt.Schema, map[*schema.Schema]bool{}) {
+			plain = append(plain, value)
+			continue
+		}
+		crossing = append(crossing, value)
+		for _, rel := range stmt.Schema.Relationships.Many2Many {
+			if rel.JoinTable != nil && !rel.Field.IgnoreMigration && !m.plugin.shardedTable(rel.JoinTable.Table) {
+				crossing = append(crossing, reflect.New(rel.JoinTable.ModelType).Interface())
+			}
+		}
+	}
+	return plain, crossing
+}
+
+// reachesSharded reports whether a relation of s, or of a model it relates
+// to, names a sharded model or a sharded table's join table. A related
+// model whose tag is bad counts as sharded.
+func (m shardMigrator) reachesSharded(s *schema.Schema, seen map[*schema.Schema]bool) bool {
+	if seen[s] {
+		return false
+	}
+	seen[s] = true
+	for _, rel := range s.Relationships.Relations {
+		if rel.Field.IgnoreMigration || rel.FieldSchema == nil {
+			continue
+		}
+		related, err := m.plugin.model(rel.FieldSchema)
+		if err != nil || related != nil && related.sharded() || rel.JoinTable != nil && m.plugin.shardedTable(rel.JoinTable.Table) {
+			return true
+		}
+		if m.reachesSharded(rel.FieldSchema, seen) {
+			return true
+		}
+	}
+	return false
+}
+
+// ownWithoutRelations is the migrator of the plugin's database that neither
+// follows relations nor makes foreign keys.
+func (m shardMigrator) ownWithoutRelations() gorm.Migrator {
+	tx := m.db.Session(&gorm.Session{})
+	config := *tx.Config
+	config.IgnoreRelationshipsWhenMigrating = true
+	tx.Config = &config
+	return tx.Migrator()
 }
 
 // missingTables returns the models whose tables mig's database does not have.

@@ -82,3 +82,27 @@ func TestMigratorByTableNameOnBothSides(t *testing.T) {
 		t.Error("DropTable(\"rev_plains\") left the table on the shards")
 	}
 }
+
+// An unsharded model related to a sharded one is migrated on the plugin's
+// database without following that relation: the sharded table and the join
+// table beside it are on the shards only.
+func TestMigratorKeepsShardedRelationsOffThePluginsDatabase(t *testing.T) {
+	dir := t.TempDir()
+	db, p := openIn(t, dir)
+	must(t, p.AutoMigrate(db, &revTag{}, &revOwner{}))
+	shard, err := gorm.Open(sqlite.Open("file:"+filepath.Join(dir, "s0.db")), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	t.Cleanup(func() {
+		if sqlDB, err := shard.DB(); err == nil {
+			_ = sqlDB.Close()
+		}
+	})
+	for table, onOwn := range map[string]bool{"rev_tags": true, "rev_owners": false, "rev_owner_tags": false} {
+		if got := db.Migrator().HasTable(table); got != onOwn {
+			t.Errorf("%s on the plugin's database: %v, want %v", table, got, onOwn)
+		}
+		if got := shard.Migrator().HasTable(table); got == onOwn {
+			t.Errorf("%s on a shard: %v, want %v", table, got, !onOwn)
+		}
+	}
+}
