@@ -123,9 +123,13 @@ func inexactComparison(db *gorm.DB, table, column string) (string, error) {
 	switch db.Dialector.Name() {
 	case "mysql":
 		var collation *string
-		err := db.Raw("SELECT COLLATION_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ?", table, column).Row().Scan(&collation)
+		var dataType string
+		err := db.Raw("SELECT COLLATION_NAME, DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ?", table, column).Row().Scan(&collation, &dataType)
 		if err != nil || collation == nil { // a binary type has no collation
 			return "", err
+		}
+		if strings.EqualFold(dataType, "char") { // stored padded, read back stripped, whatever the collation
+			return "is char(n), which drops trailing spaces", nil
 		}
 		name := strings.ToLower(*collation)
 		if strings.HasSuffix(name, "_nopad_bin") || strings.HasSuffix(name, "_0900_bin") || name == "binary" {
@@ -136,16 +140,20 @@ func inexactComparison(db *gorm.DB, table, column string) (string, error) {
 		}
 		return "has collation " + *collation + ", which ignores case or accents", nil
 	case "postgres":
-		var typ string
+		var typ string // the column's type, or a domain's base type
 		var deterministic *bool
-		err := db.Raw(`SELECT format_type(a.atttypid, a.atttypmod), c.collisdeterministic
-			FROM pg_attribute a JOIN pg_class t ON a.attrelid = t.oid LEFT JOIN pg_collation c ON a.attcollation = c.oid
+		err := db.Raw(`SELECT b.typname, c.collisdeterministic
+			FROM pg_attribute a JOIN pg_class t ON a.attrelid = t.oid JOIN pg_type ty ON a.atttypid = ty.oid
+			JOIN pg_type b ON b.oid = CASE WHEN ty.typtype = 'd' THEN ty.typbasetype ELSE ty.oid END
+			LEFT JOIN pg_collation c ON a.attcollation = c.oid
 			WHERE t.relname = ? AND a.attname = ? AND pg_table_is_visible(t.oid)`, table, column).Row().Scan(&typ, &deterministic)
 		switch {
 		case err != nil:
 			return "", err
 		case typ == "citext":
 			return "is citext, which ignores case", nil
+		case typ == "bpchar":
+			return "is char(n), which ignores trailing spaces", nil
 		case deterministic != nil && !*deterministic:
 			return "has a nondeterministic collation", nil
 		}

@@ -16,7 +16,8 @@ import (
 
 // ErrShardsDisagree is returned by the shard-aware migrator when the physical
 // databases answer a question about a sharded table differently; the error
-// names them.
+// names them. The yes/no questions (HasTable, ...) cannot return it: they
+// answer false and log it as a warning.
 var ErrShardsDisagree = errors.New("shardid: physical databases disagree")
 
 var _ gorm.Migrator = shardMigrator{}
@@ -55,7 +56,11 @@ type target struct {
 // model's tags first, so that a bad one fails before anything changes.
 func (m shardMigrator) sharded(value any) (bool, *model, error) {
 	if table, isTable := value.(string); isTable {
-		return m.plugin.shardedTable(table), nil, nil
+		if m.plugin.shardedTable(table) {
+			return true, nil, nil
+		}
+		where, err := m.locate(table)
+		return where != onOwn, nil, err
 	}
 	stmt := &gorm.Statement{DB: m.db}
 	if stmt.Parse(value) != nil {
@@ -73,14 +78,34 @@ func (m shardMigrator) sharded(value any) (bool, *model, error) {
 
 // targets returns where value's table lives: every physical database for a
 // sharded model of a plugin that routes, else db.
+// A table name of no model the process has seen is placed by looking (see
+// locate); one found on both sides is acted on, and asked about, on both.
 func (m shardMigrator) targets(value any) ([]target, error) {
+	own := []target{{name: m.ownName(), migrator: m.own}}
+	if table, isTable := value.(string); isTable && !m.plugin.shardedTable(table) {
+		where, err := m.locate(table)
+		switch {
+		case err != nil:
+			return nil, err
+		case where == onOwn:
+			return own, nil
+		case where == onBoth:
+			list, err := m.physicalTargets()
+			return append(own, list...), err
+		}
+		return m.physicalTargets()
+	}
 	sharded, _, err := m.sharded(value)
 	if err != nil {
 		return nil, err
 	}
 	if !sharded || !m.plugin.routed() {
-		return []target{{name: m.ownName(), migrator: m.own}}, nil
+		return own, nil
 	}
+	return m.physicalTargets()
+}
+
+func (m shardMigrator) physicalTargets() ([]target, error) {
 	list := make([]target, len(m.plugin.physical))
 	for k := range m.plugin.physical {
 		mig, err := m.physicalMigrator(k)
@@ -90,6 +115,35 @@ func (m shardMigrator) targets(value any) ([]target, error) {
 		list[k] = target{name: m.plugin.physical[k].name, migrator: mig}
 	}
 	return list, nil
+}
+
+// placement is where locate found a table.
+type placement int
+
+const (
+	onOwn      placement = iota // on the plugin's database, or nowhere
+	onPhysical                  // on a physical database only: a sharded table
+	onBoth                      // on both, as plain db.AutoMigrate leaves a copy
+)
+
+// locate finds where a table name the plugin knows of no model lives, as a
+// new process that has not used the model yet must: the plugin's database
+// holds unsharded tables only, the physical databases sharded ones.
+func (m shardMigrator) locate(table string) (placement, error) {
+	if !m.plugin.routed() {
+		return onOwn, nil
+	}
+	physical, err := m.physicalTargets()
+	if err != nil { // a shard it cannot reach might hold the table
+		return onOwn, fmt.Errorf("shardid: looking for table %s: %w", table, err)
+	}
+	if !slices.ContainsFunc(physical, func(t target) bool { return t.migrator.HasTable(table) }) {
+		return onOwn, nil
+	}
+	if m.own.HasTable(table) {
+		return onBoth, nil
+	}
+	return onPhysical, nil
 }
 
 func (m shardMigrator) ownName() string {
@@ -176,17 +230,36 @@ func (m shardMigrator) CreateTable(models ...any) error {
 	return m.create(models, gorm.Migrator.CreateTable)
 }
 
-func (m shardMigrator) create(models []any, do func(gorm.Migrator, ...any) error) error {
+func (m shardMigrator) create(models []any, do func(gorm.Migrator, ...any) error) (err error) {
 	here, everywhere, used, err := m.split(models)
 	if err != nil {
 		return err
 	}
+	var made []target // each database reached, with the tables the migration created there
+	var madeModels [][]any
+	defer func() { // a refused or failed migration leaves none of the tables it created
+		if err != nil {
+			err = undoCreated(err, made, madeModels)
+		}
+	}()
 	if len(here) > 0 {
 		if err := m.plugin.exactHashColumns(m.db, here); err != nil {
 			return err
 		}
-		if err := do(m.own, here...); err != nil {
-			return err
+		plain, crossing := here, []any(nil)
+		if m.plugin.routed() { // else every table lives on the plugin's database
+			plain, crossing = m.crossingSharded(here)
+		}
+		made, madeModels = append(made, target{m.ownName(), m.own}), append(madeModels, missingTables(m.own, append(plain, crossing...)))
+		if len(plain) > 0 {
+			if err := do(m.own, plain...); err != nil {
+				return err
+			}
+		}
+		if len(crossing) > 0 {
+			if err := do(m.ownWithoutRelations(), crossing...); err != nil {
+				return err
+			}
 		}
 		if err := m.plugin.checkHashColumns(m.db, here, m.ownName()); err != nil {
 			return err
@@ -211,6 +284,7 @@ func (m shardMigrator) create(models []any, do func(gorm.Migrator, ...any) error
 		if err := m.plugin.exactHashColumns(tx, everywhere); err != nil {
 			return fmt.Errorf("shardid: on %s: %w", ph.name, err)
 		}
+		made, madeModels = append(made, target{ph.name, tx.Migrator()}), append(madeModels, missingTables(tx.Migrator(), everywhere))
 		if err := do(tx.Migrator(), everywhere...); err != nil {
 			return fmt.Errorf("shardid: on %s: %w", ph.name, err)
 		}
@@ -222,6 +296,92 @@ func (m shardMigrator) create(models []any, do func(gorm.Migrator, ...any) error
 		}
 	}
 	return nil
+}
+
+// crossingSharded splits unsharded models into those GORM's migrator may
+// migrate with their relations on the plugin's database, and those related,
+// maybe through other models, to a sharded model: following their relations
+// it would make the sharded table, or the join table beside it, there. The
+// latter come with the join tables of their other many2many relations.
+func (m shardMigrator) crossingSharded(models []any) (plain, crossing []any) {
+	for _, value := range models {
+		stmt := &gorm.Statement{DB: m.db}
+		if stmt.Parse(value) != nil || !m.reachesSharded(stmt.Schema, map[*schema.Schema]bool{}) {
+			plain = append(plain, value)
+			continue
+		}
+		crossing = append(crossing, value)
+		for _, rel := range stmt.Schema.Relationships.Many2Many {
+			if rel.JoinTable != nil && !rel.Field.IgnoreMigration && !m.plugin.shardedTable(rel.JoinTable.Table) {
+				crossing = append(crossing, reflect.New(rel.JoinTable.ModelType).Interface())
+			}
+		}
+	}
+	return plain, crossing
+}
+
+// reachesSharded reports whether a relation of s, or of a model it relates
+// to, names a sharded model or a sharded table's join table. A related
+// model whose tag is bad counts as sharded.
+func (m shardMigrator) reachesSharded(s *schema.Schema, seen map[*schema.Schema]bool) bool {
+	if seen[s] {
+		return false
+	}
+	seen[s] = true
+	for _, rel := range s.Relationships.Relations {
+		if rel.Field.IgnoreMigration || rel.FieldSchema == nil {
+			continue
+		}
+		related, err := m.plugin.model(rel.FieldSchema)
+		if err != nil || related != nil && related.sharded() || rel.JoinTable != nil && m.plugin.shardedTable(rel.JoinTable.Table) {
+			return true
+		}
+		if m.reachesSharded(rel.FieldSchema, seen) {
+			return true
+		}
+	}
+	return false
+}
+
+// ownWithoutRelations is the migrator of the plugin's database that neither
+// follows relations nor makes foreign keys.
+func (m shardMigrator) ownWithoutRelations() gorm.Migrator {
+	tx := m.db.Session(&gorm.Session{})
+	config := *tx.Config
+	config.IgnoreRelationshipsWhenMigrating = true
+	tx.Config = &config
+	return tx.Migrator()
+}
+
+// missingTables returns the models whose tables mig's database does not have.
+func missingTables(mig gorm.Migrator, models []any) []any {
+	var missing []any
+	for _, value := range models {
+		if !mig.HasTable(value) {
+			missing = append(missing, value)
+		}
+	}
+	return missing
+}
+
+// undoCreated drops, after err, the tables a migration created on each
+// database it reached; a table that was there before stays.
+func undoCreated(err error, made []target, models [][]any) error {
+	for i, t := range made {
+		var created []any // those still missing the migration did not create
+		for _, value := range models[i] {
+			if t.migrator.HasTable(value) {
+				created = append(created, value)
+			}
+		}
+		if len(created) == 0 {
+			continue
+		}
+		if dropErr := t.migrator.DropTable(created...); dropErr != nil { // in GORM's order: children first
+			err = errors.Join(err, fmt.Errorf("shardid: on %s: dropping the tables the failed migration created: %w", t.name, dropErr))
+		}
+	}
+	return err
 }
 
 // shapeOn gives the schemas a physical database's handle parsed (a database
@@ -265,7 +425,7 @@ func (p *Plugin) indexPlacingColumns(db *gorm.DB, models []any) error {
 			continue
 		}
 		indexed := clause.Expr{SQL: "?", Vars: []any{clause.Column{Name: column.DBName}}}
-		if db.Dialector.Name() == "mysql" && column.FieldType.Kind() == reflect.String && column.Size == 0 {
+		if db.Dialector.Name() == "mysql" && isTextType(mig.FullDataTypeOf(column).SQL) {
 			indexed = clause.Expr{SQL: "?(191)", Vars: []any{clause.Column{Name: column.DBName}}} // a TEXT column takes a prefix index
 		}
 		if err := db.Exec("CREATE INDEX ? ON ? (?)", clause.Column{Name: name}, clause.Table{Name: stmt.Schema.Table}, indexed).Error; err != nil {
@@ -273,6 +433,13 @@ func (p *Plugin) indexPlacingColumns(db *gorm.DB, models []any) error {
 		}
 	}
 	return nil
+}
+
+// isTextType reports whether a MySQL column type is a TEXT or BLOB, which an
+// index can cover only by a prefix (a shorter column refuses one).
+func isTextType(sqlType string) bool {
+	first, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(sqlType)), " ")
+	return strings.HasSuffix(first, "text") || strings.HasSuffix(first, "blob")
 }
 
 // leadsAnIndex reports whether an index declared on the model starts with f.
@@ -316,6 +483,7 @@ func (m shardMigrator) each(value any, do func(gorm.Migrator) error) error {
 func (m shardMigrator) all(value any, question string, ask func(gorm.Migrator) bool) bool {
 	targets, err := m.targets(value)
 	if err != nil {
+		m.db.Logger.Warn(m.db.Statement.Context, "shardid: %s: cannot ask: %v", question, err)
 		return false
 	}
 	var yes, no []string

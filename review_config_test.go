@@ -3,6 +3,7 @@ package shardid
 import (
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/glebarez/sqlite"
@@ -32,5 +33,47 @@ func TestReviewTwoShardsOnOneDatabase(t *testing.T) {
 	must(t, db.Model(&revPlain{}).Clauses(AllShards()).Count(&n).Error)
 	if n != 1 {
 		t.Errorf("one row created, AllShards counts %d: two shards on one database were accepted", n)
+	}
+}
+
+// Two shards given one opened database, or sessions sharing its pool, are
+// refused by name; so is a shard whose DSN is another's.
+func TestShardsOfOneDatabaseAreRefusedByName(t *testing.T) {
+	dir := t.TempDir()
+	dsn := func(name string) string { return "file:" + filepath.Join(dir, name) + "?_pragma=busy_timeout(10000)" }
+	half := Layout{}.ShardCount() / 2
+	shared, err := gorm.Open(sqlite.Open(dsn("shared.db")), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	t.Cleanup(func() {
+		if sqlDB, err := shared.DB(); err == nil {
+			_ = sqlDB.Close()
+		}
+	})
+	for name, pair := range map[string][2]Shard{
+		"one *gorm.DB":    {{DB: shared}, {DB: shared}},
+		"one pool":        {{DB: shared}, {DB: shared.Session(&gorm.Session{NewDB: true})}},
+		"a DSN and a DB":  {{DB: shared}, {Dialector: sqlite.Open(dsn("shared.db"))}},
+		"one DSN, twice":  {{Dialector: sqlite.Open(dsn("x.db"))}, {Dialector: sqlite.Open(dsn("x.db"))}},
+		"distinct (kept)": {{Dialector: sqlite.Open(dsn("y0.db"))}, {Dialector: sqlite.Open(dsn("y1.db"))}},
+	} {
+		pair[0].Name, pair[0].Logical = "first", []Range{{From: 0, To: half - 1}}
+		pair[1].Name, pair[1].Logical = "second", []Range{{From: half, To: 2*half - 1}}
+		db, err := gorm.Open(sqlite.Open(dsn("main.db")), &gorm.Config{Logger: logger.Discard})
+		must(t, err)
+		p := New(Config{Shards: pair[:]})
+		err = db.Use(p)
+		_ = p.Close()
+		if sqlDB, dbErr := db.DB(); dbErr == nil {
+			_ = sqlDB.Close()
+		}
+		if name == "distinct (kept)" {
+			if err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+			continue
+		}
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "first") || !strings.Contains(err.Error(), "second") {
+			t.Errorf("%s: %v; want ErrInvalidConfig naming both shards", name, err)
+		}
 	}
 }

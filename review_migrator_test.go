@@ -53,3 +53,56 @@ func TestReviewMigratorByTableNameAfterARestart(t *testing.T) {
 		t.Errorf("DropTable(\"rev_plains\") after a restart returned nil and the shards still have the table")
 	}
 }
+
+// A table name found both on the plugin's database (a copy plain
+// db.AutoMigrate left) and on the shards is acted on everywhere: DropTable
+// leaves no copy behind.
+func TestMigratorByTableNameOnBothSides(t *testing.T) {
+	dir := t.TempDir()
+	db, p := openIn(t, dir)
+	must(t, p.AutoMigrate(db, &revPlain{}))
+	own, err := gorm.Open(sqlite.Open("file:"+filepath.Join(dir, "main.db")), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	t.Cleanup(func() {
+		if sqlDB, err := own.DB(); err == nil {
+			_ = sqlDB.Close()
+		}
+	})
+	must(t, own.Exec("CREATE TABLE rev_plains (id integer)").Error)
+
+	db2, p2 := openIn(t, dir) // a process that has not seen the model
+	if !p2.Migrator(db2).HasTable("rev_plains") {
+		t.Fatal("HasTable(\"rev_plains\") with the table everywhere: false")
+	}
+	must(t, p2.Migrator(db2).DropTable("rev_plains"))
+	if own.Migrator().HasTable("rev_plains") {
+		t.Error("DropTable(\"rev_plains\") left the copy on the plugin's database")
+	}
+	if p2.Migrator(db2).HasTable(&revPlain{}) {
+		t.Error("DropTable(\"rev_plains\") left the table on the shards")
+	}
+}
+
+// An unsharded model related to a sharded one is migrated on the plugin's
+// database without following that relation: the sharded table and the join
+// table beside it are on the shards only.
+func TestMigratorKeepsShardedRelationsOffThePluginsDatabase(t *testing.T) {
+	dir := t.TempDir()
+	db, p := openIn(t, dir)
+	must(t, p.AutoMigrate(db, &revTag{}, &revOwner{}))
+	shard, err := gorm.Open(sqlite.Open("file:"+filepath.Join(dir, "s0.db")), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	t.Cleanup(func() {
+		if sqlDB, err := shard.DB(); err == nil {
+			_ = sqlDB.Close()
+		}
+	})
+	for table, onOwn := range map[string]bool{"rev_tags": true, "rev_owners": false, "rev_owner_tags": false} {
+		if got := db.Migrator().HasTable(table); got != onOwn {
+			t.Errorf("%s on the plugin's database: %v, want %v", table, got, onOwn)
+		}
+		if got := shard.Migrator().HasTable(table); got == onOwn {
+			t.Errorf("%s on a shard: %v, want %v", table, got, !onOwn)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -201,10 +202,18 @@ func (p *Plugin) openShards(db *gorm.DB) error {
 		return fmt.Errorf("%w: %d Shards, at most %d physical databases", ErrInvalidConfig, len(p.config.Shards), maxPhysical)
 	}
 	described := make([]shardrouter.Physical, len(p.config.Shards))
+	seen := map[any]string{} // what identifies each shard's database, to the shard's name
 	for i, s := range p.config.Shards {
 		described[i] = shardrouter.Physical{Name: s.Name, Logical: s.Logical}
 		if err := p.checkShard(db, s); err != nil {
 			return err
+		}
+		for _, key := range identities(s.DB, s.Dialector) {
+			if other, dup := seen[key]; dup && other != s.Name {
+				return fmt.Errorf("%w: shards %s and %s are the same database (%s): a fan-out would read each row twice; give each shard a database of its own",
+					ErrInvalidConfig, other, s.Name, describeIdentity(key))
+			}
+			seen[key] = s.Name
 		}
 	}
 	m, err := shardrouter.NewMap(p.layout.ShardCount(), described)
@@ -255,29 +264,83 @@ func (p *Plugin) checkShard(db *gorm.DB, s Shard) error {
 		return fmt.Errorf("%w: shard %s is %s but the plugin's database is %s: GORM builds each statement's SQL for one dialect",
 			ErrInvalidConfig, s.Name, name, db.Dialector.Name())
 	}
-	samePlugin := s.DB != nil && (s.DB.Config == db.Config || s.DB.ConnPool == db.ConnPool || s.DB.Config.Plugins[pluginName] == p)
-	if samePlugin || dsnOf(dialector) != "" && dsnOf(dialector) == dsnOf(db.Dialector) {
+	samePlugin := s.DB != nil && s.DB.Config.Plugins[pluginName] == p
+	own := identities(db, nil)
+	if samePlugin || slices.ContainsFunc(identities(s.DB, s.Dialector), func(key any) bool { return slices.Contains(own, key) }) {
 		return fmt.Errorf("%w: shard %s is the plugin's own database, which holds the unsharded tables; give each shard a database of its own", ErrInvalidConfig, s.Name)
 	}
 	return nil
 }
 
+// dsnKey is a DSN among a database's identities.
+type dsnKey string
+
+// identities returns what makes a configured database the same as another:
+// its handle, config, connection pool and *sql.DB, its DSN, and a connection
+// its dialector was given. Two databases sharing any of them are one.
+func identities(db *gorm.DB, dialector gorm.Dialector) []any {
+	var keys []any
+	pointer := func(v any) { // only pointers: comparable, and the same only when shared
+		if v != nil && reflect.ValueOf(v).Kind() == reflect.Pointer && !reflect.ValueOf(v).IsNil() {
+			keys = append(keys, v)
+		}
+	}
+	if db != nil {
+		pointer(db)
+		pointer(db.Config)
+		pointer(db.ConnPool)
+		if sqlDB, err := db.DB(); err == nil {
+			pointer(sqlDB)
+		}
+		if dialector == nil {
+			dialector = db.Dialector
+		}
+	}
+	if dialector != nil {
+		if dsn := dsnOf(dialector); dsn != "" {
+			keys = append(keys, dsnKey(dsn))
+		}
+		pointer(fieldOf(dialector, "Conn"))
+	}
+	return keys
+}
+
+// describeIdentity says what two shards share.
+func describeIdentity(key any) string {
+	switch k := key.(type) {
+	case dsnKey:
+		return fmt.Sprintf("DSN %q", string(k))
+	case *gorm.DB:
+		return "the same *gorm.DB"
+	case *gorm.Config:
+		return "the same GORM session"
+	}
+	return "the same connection pool"
+}
+
 // dsnOf returns the DSN of a dialector of GORM's drivers (a field DSN, maybe
 // in an embedded config), or "" when it has none.
 func dsnOf(d gorm.Dialector) string {
+	dsn, _ := fieldOf(d, "DSN").(string)
+	return dsn
+}
+
+// fieldOf returns the exported field name of a dialector of GORM's drivers
+// (maybe in an embedded config), or nil when it has none.
+func fieldOf(d gorm.Dialector, name string) any {
 	v := reflect.Indirect(reflect.ValueOf(d))
 	if v.Kind() != reflect.Struct {
-		return ""
+		return nil
 	}
-	field, ok := v.Type().FieldByName("DSN")
-	if !ok || field.Type.Kind() != reflect.String {
-		return ""
+	field, ok := v.Type().FieldByName(name)
+	if !ok || !field.IsExported() {
+		return nil
 	}
-	dsn, err := v.FieldByIndexErr(field.Index)
+	value, err := v.FieldByIndexErr(field.Index)
 	if err != nil { // a nil embedded config
-		return ""
+		return nil
 	}
-	return dsn.String()
+	return value.Interface()
 }
 
 // ownConfig returns the GORM config a shard opened from a Dialector gets: the

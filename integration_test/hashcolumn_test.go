@@ -19,6 +19,11 @@ type (
 		ID    int64 `shardid:"hash:Email"`
 		Email string
 	}
+	// hcPadded's char(n) column ignores trailing spaces on MariaDB and PostgreSQL, whatever its collation.
+	hcPadded struct {
+		ID   int64  `shardid:"hash:Code"`
+		Code string `gorm:"type:char(8)"`
+	}
 )
 
 // TestHashColumnsCompareExactly: a hash key's column compares byte for byte,
@@ -68,5 +73,38 @@ func TestHashColumnsCompareExactly(t *testing.T) {
 		if !errors.Is(err, shardid.ErrInvalidTag) || !strings.Contains(err.Error(), "hc_looses.email") {
 			t.Fatalf("a hash column with a loose collation: %v; want ErrInvalidTag naming it", err)
 		}
+
+		must(t, m.DropTable(&hcPadded{}))
+		if b.name == "mariadb" { // char(n) drops trailing spaces even with a NO PAD binary collation
+			for _, db := range r.direct {
+				must(t, db.Exec("CREATE TABLE hc_paddeds (id bigint PRIMARY KEY, code char(8) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin)").Error)
+			}
+		}
+		err = r.plugin.AutoMigrate(r.db, &hcPadded{})
+		if b.name == "sqlite" {
+			must(t, err) // SQLite's char(8) is text, compared byte for byte
+		} else if !errors.Is(err, shardid.ErrInvalidTag) || !strings.Contains(err.Error(), "char(n)") {
+			t.Fatalf("a char(8) hash column: %v; want ErrInvalidTag naming char(n)", err)
+		}
 	})
+}
+
+// hcTyped's hash column has an exact type the model gives, shorter than an
+// index prefix of TEXT.
+type hcTyped struct {
+	ID   int64  `shardid:"hash:Code"`
+	Code string `gorm:"type:varchar(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin"`
+}
+
+// TestHashColumnOfAGivenExactTypeIsIndexed: the routing index of a hash
+// column the model types as a short varchar covers the whole column.
+func TestHashColumnOfAGivenExactTypeIsIndexed(t *testing.T) {
+	b := backends[1] // mariadb: the type is MySQL's
+	r := newRouting(t, b)
+	m := r.plugin.Migrator(r.db)
+	must(t, m.DropTable(&hcTyped{}))
+	must(t, r.plugin.AutoMigrate(r.db, &hcTyped{}))
+	if !m.HasIndex(&hcTyped{}, "idx_shardid_hc_typeds_code") {
+		t.Fatal("no routing index on hc_typeds.code")
+	}
 }

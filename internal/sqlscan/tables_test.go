@@ -124,6 +124,10 @@ var byDialect = map[string]map[string]string{
 		"SELECT * FROM authors /*! WHERE 1":                                     unsure,
 		"SELECT * FROM 1a":                                                      "1a",
 		"SELECT * FROM db.1a":                                                   "db.1a",
+		"SELECT .1FROM authors":                                                 "authors", // .1 then FROM, as MySQL reads it
+		"SELECT x .1FROM authors":                                               "authors",
+		"SELECT `x`.1FROM authors":                                              "authors",
+		"SELECT 1/**/.1FROM authors":                                            "authors",
 		"ALTER TABLE a EXCHANGE PARTITION p WITH TABLE b":                       "a b",
 		"SELECT 1 FROM settings WHERE a = 1--1":                                 "settings",
 		"SELECT 'FROM authors' 'more' FROM settings":                            "settings",

@@ -78,6 +78,7 @@ type tokenizer struct {
 	tokens    []Token
 	inExec    bool // inside a MySQL /*! ... */
 	backslash bool // a backslash stood in text whose reading depends on the server's settings
+	lastEnd   int  // the byte just past the last token
 }
 
 // tokenize splits sql into tokens, dropping comments. It also reports
@@ -97,6 +98,7 @@ func (t *tokenizer) run() error {
 			next = s[i+1]
 		}
 		var err error
+		count := len(t.tokens)
 		switch {
 		case isSpace(c):
 			i++
@@ -125,7 +127,7 @@ func (t *tokenizer) run() error {
 			i += end + 2
 		case c == '$' && t.d.dollarQuotes:
 			i, err = t.dollar(i)
-		case isDigit(c) || c == '.' && isDigit(next) && !t.afterName():
+		case isDigit(c) || c == '.' && isDigit(next) && !t.qualifierDot(i):
 			i = t.number(i)
 		case isIdentStart(c) || c == '$' && t.d.digitIdents:
 			i, err = t.word(i)
@@ -135,6 +137,9 @@ func (t *tokenizer) run() error {
 		}
 		if err != nil {
 			return err
+		}
+		if len(t.tokens) > count {
+			t.lastEnd = i
 		}
 	}
 	if t.inExec {
@@ -149,14 +154,17 @@ func (t *tokenizer) unterminated(i int) error {
 	return fmt.Errorf("%w: %.20q at byte %d never closed", ErrSyntax, t.sql[i:], i)
 }
 
-// afterName reports whether the last token is a name, so that ".5" after
-// it is a qualifier's dot (MySQL allows db.5t).
-func (t *tokenizer) afterName() bool {
-	if len(t.tokens) == 0 {
+// qualifierDot reports whether the "." at i, before a digit, is a
+// qualifier's (MySQL's db.5t) rather than a number's start (.5). MySQL's
+// lexer takes it for a qualifier's only straight after an unquoted word,
+// keywords included (SELECT.1 is a name); after a space, a comment or a
+// quoted name (`db`.5t, SELECT .1FROM t) it reads a number. PostgreSQL and
+// SQLite always read a number.
+func (t *tokenizer) qualifierDot(i int) bool {
+	if !t.d.digitIdents || len(t.tokens) == 0 || t.lastEnd != i {
 		return false
 	}
-	k := t.tokens[len(t.tokens)-1].Kind
-	return k == Word || k == Quoted || k == MaybeQuoted
+	return t.tokens[len(t.tokens)-1].Kind == Word
 }
 
 // comment skips a /* */ comment at i, or enters a MySQL executable one,

@@ -25,6 +25,10 @@ func TestTokenize(t *testing.T) {
 		{"postgres", `"A""b" E'x\'y' 'p\q' $1 $$ z $$ $t$ $$ $t$ a$b`, `q:A"b s:x'y s:p\q p:$1 s: z  s: $$  w:a$b`},
 		{"postgres", "/* a /* b */ c */ d # e", "w:d .:# w:e"},
 		{"sqlite", "[a b] `c` \"d\" 'e\\' -- f", `q:a b q:c q:d s:e\`},
+		// MySQL reads ".5" as a qualifier's dot straight after an unquoted word only.
+		{"mysql", "db.5t SELECT .1FROM t `q`.2x \"m\".3y a/**/.4 b .5", "w:db .:. w:5t w:SELECT n:.1 w:FROM w:t q:q n:.2 w:x m:m n:.3 w:y w:a n:.4 w:b n:.5"},
+		{"postgres", "a.5 .1FROM", "w:a n:.5 n:.1 w:FROM"},
+		{"sqlite", "a.5 .1FROM", "w:a n:.5 n:.1 w:FROM"},
 	}
 	for _, c := range cases {
 		tokens, _, err := tokenize(dialects[c.dialect], dialects[c.dialect].readings()[0], c.sql)
