@@ -192,6 +192,23 @@ func (p *Plugin) boundPhysical(stmt *gorm.Statement) (int, bool) {
 	return p.physicalOfPool(stmt.ConnPool)
 }
 
+// createdOn returns the physical database a Create runs on, where its rows
+// may have changed since it was routed: a model without hooks or relations
+// writes the rows the routing read (its check would find nothing), and is
+// spared the look-up of the transaction.
+func (p *Plugin) createdOn(stmt *gorm.Statement, m *model) (int, bool) {
+	if !p.routed() || !m.sharded() {
+		return 0, false
+	}
+	if v, ok := stmt.Settings.Load(boundKey{stmt}); ok {
+		return v.(int), true
+	}
+	if stmt.Schema != nil && !opensTransactionsInside(stmt.Schema) {
+		return 0, false
+	}
+	return p.boundPhysical(stmt)
+}
+
 // stillBound refuses a statement whose one row, after the hooks, belongs on
 // another physical database than the one the statement was routed to.
 func (p *Plugin) stillBound(stmt *gorm.Statement, m *model, what string) error {
@@ -220,8 +237,7 @@ func (p *Plugin) checkCreate(db *gorm.DB) {
 	if err != nil || m == nil {
 		return
 	}
-	on, bound := p.boundPhysical(stmt)
-	bound = bound && p.routed() && m.sharded()
+	on, bound := p.createdOn(stmt, m)
 	if stmt.Schema == nil {
 		db.AddError(p.checkCreatedMaps(stmt, m, on, bound))
 		return
@@ -416,6 +432,9 @@ func (p *Plugin) shardedModelOf(table string) *model {
 // insertsColumn reports whether a Create's INSERT writes f, as
 // callbacks.ConvertToCreateValues chooses its columns.
 func insertsColumn(stmt *gorm.Statement, f *schema.Field) bool {
+	if len(stmt.Selects) == 0 && len(stmt.Omits) == 0 {
+		return true // every column, without building the maps
+	}
 	selected, restricted := stmt.SelectAndOmitColumns(true, false)
 	v, named := selected[f.DBName]
 	return named && v || !named && !restricted
