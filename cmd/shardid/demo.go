@@ -43,6 +43,7 @@ func (DemoPhoto) TableName() string { return "shardid_demo_photos" }
 type demoOptions struct {
 	users, photos, workers int
 	dsns                   []string
+	main                   string // the plugin's own database, with dsns
 	dir                    string
 	keep                   bool
 	strategy               string
@@ -60,15 +61,16 @@ shard at once, runs a transaction pinned to one user's shard, and checks that
 every row is on the physical database its ID names.`,
 		Example: `  shardid demo
   shardid demo --rows 20000 --workers 16
-  shardid demo --dsn 'root@tcp(127.0.0.1:3306)/shard_a' --dsn 'root@tcp(127.0.0.1:3306)/shard_b'
-  shardid demo --dsn postgres://postgres@127.0.0.1/shard_a --dsn postgres://postgres@127.0.0.1/shard_b`,
+  shardid demo --main 'root@tcp(127.0.0.1:3306)/app' --dsn 'root@tcp(127.0.0.1:3306)/shard_a' --dsn 'root@tcp(127.0.0.1:3306)/shard_b'
+  shardid demo --main postgres://postgres@127.0.0.1/app --dsn postgres://postgres@127.0.0.1/shard_a --dsn postgres://postgres@127.0.0.1/shard_b`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDemo(cmd.OutOrStdout(), cmd.ErrOrStderr(), o) },
 	}
 	cmd.Flags().IntVar(&o.users, "rows", 2000, "users to create, each with --photos photos")
 	cmd.Flags().IntVar(&o.photos, "photos", 3, "photos per user, created with it")
 	cmd.Flags().IntVar(&o.workers, "workers", 8, "goroutines creating users")
-	cmd.Flags().StringArrayVar(&o.dsns, "dsn", nil, "a MySQL/MariaDB or PostgreSQL database to use as a physical shard; repeat for each (the first also holds the plugin's own tables)")
+	cmd.Flags().StringArrayVar(&o.dsns, "dsn", nil, "a MySQL/MariaDB or PostgreSQL database to use as a physical shard; repeat for each")
+	cmd.Flags().StringVar(&o.main, "main", "", "with --dsn: the plugin's own database, of the same server kind and none of the shards")
 	cmd.Flags().StringVar(&o.dir, "dir", "", "where the SQLite files go (default: a temporary folder)")
 	cmd.Flags().BoolVar(&o.keep, "keep", false, "keep the SQLite files or the demo tables afterwards")
 	cmd.Flags().StringVar(&o.strategy, "strategy", "instagram", "the strategy of the users' and photos' IDs: instagram, snowflake or segment")
@@ -114,7 +116,13 @@ func openDemo(o demoOptions) (*demoSetup, error) {
 			}
 			dialectors = append(dialectors, d)
 		}
-		main, _ = dialectorFor(o.dsns[0])
+		if o.main == "" {
+			return nil, fmt.Errorf("--main: with --dsn, give the plugin's own database too (it holds the unsharded tables, and cannot also be a shard)")
+		}
+		var err error
+		if main, err = dialectorFor(o.main); err != nil {
+			return nil, fmt.Errorf("--main: %w", err)
+		}
 	}
 	config := &gorm.Config{Logger: logger.Discard}
 	db, err := gorm.Open(main, config)

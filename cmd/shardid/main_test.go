@@ -191,3 +191,11 @@ func BenchmarkDemoThroughput(b *testing.B) {
 		b.ReportMetric(float64(b.N*4)/b.Elapsed().Seconds(), "rows/s")
 	})
 }
+
+// TestDemoNeedsItsOwnMainDatabase: on servers, the demo is told the plugin's
+// own database, which may not be one of the shards.
+func TestDemoNeedsItsOwnMainDatabase(t *testing.T) {
+	if _, err := run(t, "demo", "--dsn", "root@tcp(127.0.0.1:3306)/a", "--dsn", "root@tcp(127.0.0.1:3306)/b"); err == nil || !strings.Contains(err.Error(), "--main") {
+		t.Fatalf("--dsn without --main: %v, want an error naming --main", err)
+	}
+}
