@@ -36,34 +36,7 @@ func (h *rawHooked) AfterCreate(tx *gorm.DB) error {
 // directly too.
 func routedSQLite(t *testing.T) (*gorm.DB, *Plugin, []*gorm.DB) {
 	t.Helper()
-	dir := t.TempDir()
-	dsn := func(name string) string {
-		return "file:" + filepath.Join(dir, name) + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
-	}
-	half := Layout{}.ShardCount() / 2
-	db, err := gorm.Open(sqlite.Open(dsn("main.db")), &gorm.Config{Logger: logger.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := New(Config{Shards: []Shard{
-		{Name: "s0", Dialector: sqlite.Open(dsn("s0.db")), Logical: []Range{{From: 0, To: half - 1}}},
-		{Name: "s1", Dialector: sqlite.Open(dsn("s1.db")), Logical: []Range{{From: half, To: 2*half - 1}}},
-	}})
-	must(t, db.Use(p))
-	var direct []*gorm.DB
-	for _, name := range []string{"s0.db", "s1.db"} {
-		d, err := gorm.Open(sqlite.Open(dsn(name)), &gorm.Config{Logger: logger.Discard})
-		must(t, err)
-		direct = append(direct, d)
-	}
-	t.Cleanup(func() {
-		_ = p.Close()
-		for _, d := range append(direct, db) {
-			if sqlDB, err := d.DB(); err == nil {
-				_ = sqlDB.Close()
-			}
-		}
-	})
+	db, p, direct := twoSQLiteShards(t)
 	migrate(t, db, &rawSetting{}) // the sharded tables on each physical database, without the plugin
 	for _, d := range direct {
 		migrate(t, d, &rawAuthor{}, &rawHooked{})
@@ -219,4 +192,39 @@ func TestRawSQLUnroutedIsUntouched(t *testing.T) {
 			t.Errorf("%s without Shards: %v", sql, err)
 		}
 	}
+}
+
+// twoSQLiteShards opens the plugin's SQLite database and two physical ones,
+// with the plugin registered, and the physical ones directly too.
+func twoSQLiteShards(t *testing.T) (*gorm.DB, *Plugin, []*gorm.DB) {
+	t.Helper()
+	dir := t.TempDir()
+	dsn := func(name string) string {
+		return "file:" + filepath.Join(dir, name) + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
+	}
+	half := Layout{}.ShardCount() / 2
+	db, err := gorm.Open(sqlite.Open(dsn("main.db")), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := New(Config{Shards: []Shard{
+		{Name: "s0", Dialector: sqlite.Open(dsn("s0.db")), Logical: []Range{{From: 0, To: half - 1}}},
+		{Name: "s1", Dialector: sqlite.Open(dsn("s1.db")), Logical: []Range{{From: half, To: 2*half - 1}}},
+	}})
+	must(t, db.Use(p))
+	var direct []*gorm.DB
+	for _, name := range []string{"s0.db", "s1.db"} {
+		d, err := gorm.Open(sqlite.Open(dsn(name)), &gorm.Config{Logger: logger.Discard})
+		must(t, err)
+		direct = append(direct, d)
+	}
+	t.Cleanup(func() {
+		_ = p.Close()
+		for _, d := range append(direct, db) {
+			if sqlDB, err := d.DB(); err == nil {
+				_ = sqlDB.Close()
+			}
+		}
+	})
+	return db, p, direct
 }

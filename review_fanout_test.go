@@ -1,12 +1,9 @@
 package shardid
 
 import (
-	"path/filepath"
 	"testing"
 
-	"github.com/glebarez/sqlite"
 	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
 )
 
 type revAudited struct {
@@ -31,33 +28,8 @@ type revPlain struct {
 // revRouted is routedSQLite with the review's models on both shards.
 func revRouted(t *testing.T, models ...any) (*gorm.DB, *Plugin, []*gorm.DB) {
 	t.Helper()
-	dir := t.TempDir()
-	dsn := func(name string) string {
-		return "file:" + filepath.Join(dir, name) + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
-	}
-	half := Layout{}.ShardCount() / 2
-	db, err := gorm.Open(sqlite.Open(dsn("main.db")), &gorm.Config{Logger: logger.Discard})
-	must(t, err)
-	p := New(Config{Shards: []Shard{
-		{Name: "s0", Dialector: sqlite.Open(dsn("s0.db")), Logical: []Range{{From: 0, To: half - 1}}},
-		{Name: "s1", Dialector: sqlite.Open(dsn("s1.db")), Logical: []Range{{From: half, To: 2*half - 1}}},
-	}})
-	must(t, db.Use(p))
+	db, p, direct := twoSQLiteShards(t)
 	must(t, p.AutoMigrate(db, models...))
-	var direct []*gorm.DB
-	for _, name := range []string{"s0.db", "s1.db"} {
-		d, err := gorm.Open(sqlite.Open(dsn(name)), &gorm.Config{Logger: logger.Discard})
-		must(t, err)
-		direct = append(direct, d)
-	}
-	t.Cleanup(func() {
-		_ = p.Close()
-		for _, d := range append(direct, db) {
-			if sqlDB, err := d.DB(); err == nil {
-				_ = sqlDB.Close()
-			}
-		}
-	})
 	return db, p, direct
 }
 
