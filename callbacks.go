@@ -31,15 +31,18 @@ func (p *Plugin) registerCallbacks(db *gorm.DB) error {
 		{cb.Create().Before("gorm:begin_transaction").Register, "shardid:assign_ids", p.assignIDs},
 		{cb.Create().After("gorm:begin_transaction").Before("gorm:before_create").Register, "shardid:remember_tx", p.rememberTransaction},
 		{cb.Create().After("gorm:save_before_associations").Before("gorm:create").Register, "shardid:check_keys", p.checkCreate},
+		{cb.Create().After("gorm:create").Before("gorm:save_after_associations").Register, "shardid:moved", p.retryMoved(kindCreate, "gorm:create")},
 		{cb.Create().After("gorm:commit_or_rollback_transaction").Register, "shardid:finish", p.finish(kindCreate)},
 		{cb.Update().Before("gorm:begin_transaction").Register, "shardid:route", p.route(kindUpdate)},
 		{cb.Update().After("shardid:route").Before("gorm:begin_transaction").Register, "shardid:subqueries", p.routeSubqueries},
 		{cb.Update().After("gorm:begin_transaction").Before("gorm:setup_reflect_value").Register, "shardid:remember_tx", p.rememberTransaction},
 		{cb.Update().After("gorm:save_before_associations").Before("gorm:update").Register, "shardid:check_keys", p.checkUpdate},
+		{cb.Update().After("gorm:update").Before("gorm:save_after_associations").Register, "shardid:moved", p.retryMoved(kindUpdate, "gorm:update")},
 		{cb.Update().After("gorm:commit_or_rollback_transaction").Register, "shardid:finish", p.finish(kindUpdate)},
 		{cb.Delete().Before("gorm:begin_transaction").Register, "shardid:route", p.route(kindDelete)},
 		{cb.Delete().After("shardid:route").Before("gorm:begin_transaction").Register, "shardid:subqueries", p.routeSubqueries},
 		{cb.Delete().After("gorm:begin_transaction").Before("gorm:before_delete").Register, "shardid:remember_tx", p.rememberTransaction},
+		{cb.Delete().After("gorm:delete").Before("gorm:after_delete").Register, "shardid:moved", p.retryMoved(kindDelete, "gorm:delete")},
 		{cb.Delete().After("gorm:commit_or_rollback_transaction").Register, "shardid:finish", p.finish(kindDelete)},
 		{cb.Query().Before("gorm:query").Register, "shardid:route", p.route(kindQuery)},
 		{cb.Query().After("shardid:route").Before("gorm:query").Register, "shardid:subqueries", p.routeSubqueries},
@@ -86,8 +89,15 @@ func (p *Plugin) assignIDs(db *gorm.DB) {
 		db.AddError(err)
 		return
 	}
-	if db.AddError(p.fill(stmt.Context, db, m, rows)) != nil || !m.sharded() || len(rows) == 0 {
+	if p.routed() && m.sharded() {
+		stmt.Settings.Store(mapKey{}, p.router.Map()) // the IDs come from, and go to, the databases of one map
+	}
+	filled, err := p.fill(stmt.Context, db, m, rows)
+	if db.AddError(err) != nil || !m.sharded() || len(rows) == 0 {
 		return
+	}
+	if len(filled) > 0 && p.routed() {
+		stmt.Settings.Store(filledKey{}, filled)
 	}
 	returnStoredKey(stmt, m)
 	if p.routed() {
@@ -117,7 +127,7 @@ func (p *Plugin) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 	stmt := db.Statement
 	physicalOfRow := func(row reflect.Value) int {
 		shard, _, _ := p.fieldShard(m.pk().field.ReflectValueOf(stmt.Context, row))
-		return p.physicalOf(shard)
+		return p.mapOf(stmt).Physical(shard)
 	}
 	// GORM's CreateInBatches wraps its batches in a transaction on the
 	// plugin's own database, which holds no shard: its batches are written as
@@ -199,9 +209,10 @@ func structRows(m *model, rv reflect.Value) ([]reflect.Value, error) {
 // one Generate call (for instagram, one round trip) per field. The IDs go
 // into the rows once every field's are made, so a failure leaves them zero
 // (a field colocated on another tagged field needs that one in place first).
-func (p *Plugin) fill(ctx context.Context, db *gorm.DB, m *model, rows []reflect.Value) error {
+func (p *Plugin) fill(ctx context.Context, db *gorm.DB, m *model, rows []reflect.Value) (filled []filledID, err error) {
 	now := time.Now()
 	type fieldIDs struct {
+		field  *idField
 		values []reflect.Value // the zero fields to fill
 		ids    []int64
 		uuids  []uuid.UUID
@@ -216,6 +227,7 @@ func (p *Plugin) fill(ctx context.Context, db *gorm.DB, m *model, rows []reflect
 				} else {
 					writeID(v, done.ids[i])
 				}
+				filled = append(filled, filledID{field: done.field, value: v})
 			}
 		}
 		made = made[:0]
@@ -230,18 +242,18 @@ func (p *Plugin) fill(ctx context.Context, db *gorm.DB, m *model, rows []reflect
 			value := f.field.ReflectValueOf(ctx, row)
 			zero, err := p.checkPreset(value, now)
 			if err != nil {
-				return &FieldError{Model: m.schema.Name, Field: f.field.Name, Err: ErrInvalidID, Detail: fmt.Sprintf("preset value: %v", err)}
+				return nil, &FieldError{Model: m.schema.Name, Field: f.field.Name, Err: ErrInvalidID, Detail: fmt.Sprintf("preset value: %v", err)}
 			}
 			if !zero {
 				continue
 			}
 			if !value.CanSet() { // Create(T{}): the new ID could not reach the caller's row
-				return &FieldError{Model: m.schema.Name, Field: f.field.Name, Err: gorm.ErrInvalidValue,
+				return nil, &FieldError{Model: m.schema.Name, Field: f.field.Name, Err: gorm.ErrInvalidValue,
 					Detail: "create from a pointer (Create(&row)): the plugin writes the new ID into the row"}
 			}
 			shard, err := p.shardOf(ctx, db, m, f, row)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			values, shards = append(values, value), append(shards, shard)
 		}
@@ -258,20 +270,20 @@ func (p *Plugin) fill(ctx context.Context, db *gorm.DB, m *model, rows []reflect
 			for i, shard := range shards {
 				var err error
 				if uuids[i], err = p.uuids.New(f.uuidVersion, shard); err != nil {
-					return fmt.Errorf("shardid: %s.%s: %w", m.schema.Name, f.field.Name, err)
+					return nil, fmt.Errorf("shardid: %s.%s: %w", m.schema.Name, f.field.Name, err)
 				}
 			}
-			made = append(made, fieldIDs{values: values, uuids: uuids})
+			made = append(made, fieldIDs{field: f, values: values, uuids: uuids})
 			continue
 		}
 		ids, err := p.generate(ctx, db, m, f, shards)
 		if err != nil {
-			return fmt.Errorf("shardid: %s.%s: %w", m.schema.Name, f.field.Name, err)
+			return nil, fmt.Errorf("shardid: %s.%s: %w", m.schema.Name, f.field.Name, err)
 		}
-		made = append(made, fieldIDs{values: values, ids: ids})
+		made = append(made, fieldIDs{field: f, values: values, ids: ids})
 	}
 	write()
-	return nil
+	return filled, nil
 }
 
 // checkPreset reports whether an ID field is unset, and refuses a set value
@@ -333,7 +345,10 @@ func (p *Plugin) shardOf(ctx context.Context, db *gorm.DB, m *model, f *idField,
 		return p.hintShard(v.(shardHint))
 	}
 	if k, ok := p.transactionPhysical(db.Statement); ok && p.routed() && inTransaction(db.Statement.ConnPool) {
-		held := p.router.Map().Logical(k)
+		held := p.mapOf(db.Statement).Logical(k)
+		if len(held) == 0 {
+			return 0, noShard("the transaction is on %s, which holds no logical shards now (a move's target before it, or its source after it); begin it with a shard clause", p.physical[k].name)
+		}
 		return held[rand.IntN(len(held))], nil
 	}
 	return rand.IntN(p.layout.ShardCount()), nil
@@ -357,7 +372,7 @@ func (p *Plugin) fillParent(ctx context.Context, db *gorm.DB, rel *schema.Relati
 	if err != nil || pm == nil {
 		return 0, true, err
 	}
-	if err := p.fill(ctx, db, pm, []reflect.Value{parent}); err != nil {
+	if _, err := p.fill(ctx, db, pm, []reflect.Value{parent}); err != nil {
 		return 0, false, err
 	}
 	key := rel.References[0].PrimaryKey.ReflectValueOf(ctx, parent)
@@ -409,7 +424,7 @@ func writeID(v reflect.Value, id int64) {
 // Generate call, and for instagram one round trip, per database.
 func (p *Plugin) generate(ctx context.Context, db *gorm.DB, m *model, f *idField, shards []int) ([]int64, error) {
 	ids := make([]int64, len(shards))
-	shardMap := p.router.Map() // one map for the whole statement, though it be swapped meanwhile
+	shardMap := p.mapOf(db.Statement) // the statement's map, by which its rows are routed too
 	first := shardMap.Physical(shards[0])
 	if !slices.ContainsFunc(shards, func(s int) bool { return shardMap.Physical(s) != first }) {
 		target, err := p.target(db, m, first)

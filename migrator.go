@@ -295,7 +295,7 @@ func (m shardMigrator) create(models []any, do func(gorm.Migrator, ...any) error
 			return fmt.Errorf("shardid: on %s: %w", ph.name, err)
 		}
 	}
-	return nil
+	return m.plugin.registerTables(m.db, everywhere)
 }
 
 // crossingSharded splits unsharded models into those GORM's migrator may

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"gorm.io/gorm"
@@ -49,6 +50,14 @@ type Config struct {
 	// database to open (they open in the background, so that db.Use neither
 	// waits for nor fails on one that is down). Default: 5s.
 	ConnectTimeout time.Duration
+	// MapRefresh is how often the process reads the shared map of logical
+	// shards (a table in the plugin's database that moves change); a write
+	// refused as moved reads it at once. Negative: only then. Default: 1s.
+	MapRefresh time.Duration
+	// MoveWait bounds how long a write outside a transaction, refused because
+	// its logical shard has just moved, is held for the new map and retried
+	// on the new database before it fails with ErrShardMoved. Default: 5s.
+	MoveWait time.Duration
 
 	clock strategies.Clock // the snowflake clock; tests inject one
 }
@@ -109,6 +118,10 @@ type Plugin struct {
 	prepared      sync.Map // physical index (-1: the plugin's own) → *gorm.PreparedStmtDB, for prepared sessions
 
 	unshardedTables sync.Map // lower-case table name → model name, for raw SQL on a shard
+
+	maps       *mapStore    // the shared map; nil without Config.Shards
+	mapVersion atomic.Int64 // the version of it routed by
+	movedStats movedCounters
 }
 
 // pluginName is the plugin's name in gorm.Config.Plugins.
@@ -158,6 +171,11 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 		return errors.Join(err, p.Close())
 	}
 	p.db = db
+	if p.routed() {
+		if err := p.startMapStore(context.Background()); err != nil {
+			return errors.Join(err, p.Close())
+		}
+	}
 	return nil
 }
 

@@ -276,6 +276,10 @@ func (p *Plugin) rememberTransaction(db *gorm.DB) {
 func (p *Plugin) finish(kind statementKind) func(*gorm.DB) {
 	return func(db *gorm.DB) {
 		doneRunning(db.Statement)
+		if kind == kindCreate {
+			db.Statement.Settings.Delete(filledKey{})
+			db.Statement.Settings.Delete(mapKey{})
+		}
 		if db.Error == errRouted {
 			db.Error = nil
 		}

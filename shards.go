@@ -376,7 +376,7 @@ func ownConfig(c *gorm.Config) *gorm.Config {
 // background work, then closes the physical databases the plugin opened from
 // a Dialector; those given as a DB, and the plugin's own database, stay open.
 func (p *Plugin) Close() error {
-	var errs []error
+	errs := []error{p.stopMapStore()}
 	for _, name := range strategyNames {
 		if c, ok := p.generators[name].(io.Closer); ok {
 			errs = append(errs, c.Close())

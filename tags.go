@@ -83,6 +83,7 @@ func parseTag(tag string) (fieldTag, error) {
 // idField is one shardid-tagged field of a model, ready to fill.
 type idField struct {
 	field       *schema.Field
+	strategy    string               // the tag's, or the default
 	generator   strategies.Generator // nil for a UUID field
 	uuidVersion int                  // 7 or 4 for a UUID field
 	colocate    *schema.Field        // the row's shard is this ID's shard
@@ -126,7 +127,7 @@ func (p *Plugin) parseModel(s *schema.Schema) (*model, error) {
 		if t.strategy == "" {
 			t.strategy = p.config.DefaultStrategy
 		}
-		idf.uuidVersion = uuidVersions[t.strategy]
+		idf.uuidVersion, idf.strategy = uuidVersions[t.strategy], t.strategy
 		switch kind := f.FieldType.Kind(); {
 		case idf.uuidVersion != 0 && !isUUIDType(f.FieldType):
 			return nil, bad("type %s cannot hold a UUID (allowed for %s: string, [16]byte, uuid.UUID)", f.FieldType, t.strategy)

@@ -126,6 +126,16 @@ func requireDSN(t testing.TB, variable string) string {
 	return dsn
 }
 
+// firstStart drops the shared map from the plugin's database, so that the
+// plugin about to be registered seeds it from its own Config.Shards, as on a
+// first start, whatever map an earlier test left.
+func firstStart(t testing.TB, db *gorm.DB) {
+	t.Helper()
+	if err := db.Exec("DROP TABLE IF EXISTS shardid_shard_map").Error; err != nil {
+		t.Fatalf("dropping the shared map: %v", err)
+	}
+}
+
 // open connects to the backend with the plugin registered.
 func open(t testing.TB, b backend, dir string, cfg shardid.Config) *gorm.DB {
 	t.Helper()
@@ -133,6 +143,7 @@ func open(t testing.TB, b backend, dir string, cfg shardid.Config) *gorm.DB {
 	if err != nil {
 		t.Fatalf("open %s: %v", b.name, err)
 	}
+	firstStart(t, db)
 	if err := db.Use(shardid.New(cfg)); err != nil {
 		t.Fatalf("db.Use: %v", err)
 	}

@@ -99,6 +99,7 @@ func newRig(t *testing.T, b backend) *dtRig {
 	}
 	r.p = shardid.New(shardid.Config{Shards: list})
 	r.db = openDirect(b.dialector(t, dir))
+	firstStart(t, r.db)
 	if err := r.db.Use(r.p); err != nil {
 		t.Fatalf("db.Use: %v", err)
 	}

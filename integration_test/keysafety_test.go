@@ -69,6 +69,7 @@ func newKeys(t *testing.T, b backend) *keys {
 		t.Fatal(err)
 	}
 	p := shardid.New(shardid.Config{Shards: shards(t, b, dir)})
+	firstStart(t, mainDB)
 	if err := mainDB.Use(p); err != nil {
 		t.Fatal(err)
 	}

@@ -247,6 +247,7 @@ func TestShardChecks(t *testing.T) {
 		{"both", shardid.Shard{Name: "a", DB: pgShard, Dialector: b.physical(t, dir, 0), Logical: half}, "not both"},
 		{"neither", shardid.Shard{Name: "a", Logical: half}, "no Dialector or DB"},
 	} {
+		firstStart(t, db)
 		err := db.Use(shardid.New(shardid.Config{Shards: []shardid.Shard{c.shard, other}}))
 		if !errors.Is(err, shardid.ErrInvalidConfig) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: db.Use = %v; want ErrInvalidConfig saying %q", c.name, err, c.want)

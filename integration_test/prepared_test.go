@@ -24,6 +24,7 @@ func TestPreparedStatementsPerDatabase(t *testing.T) {
 				mainDB, err := gorm.Open(b.dialector(t, dir), &gorm.Config{Logger: logger.Discard, PrepareStmt: form == "Config"})
 				must(t, err)
 				p := shardid.New(shardid.Config{Shards: shards(t, b, dir)})
+				firstStart(t, mainDB)
 				must(t, mainDB.Use(p))
 				t.Cleanup(func() { _ = p.Close() })
 				r := &routing{b: b, db: mainDB, direct: direct(t, b, dir), plugin: p}
@@ -146,6 +147,7 @@ func TestErrorsNameADatabaseThatIsDown(t *testing.T) {
 	db, err := gorm.Open(b.dialector(t, dir), &gorm.Config{Logger: logger.Discard})
 	must(t, err)
 	p := shardid.New(shardid.Config{Shards: list})
+	firstStart(t, db)
 	must(t, db.Use(p))
 	defer p.Close()
 	must(t, db.AutoMigrate(&author{}))

@@ -53,6 +53,7 @@ func newRouting(t *testing.T, b backend) *routing {
 		t.Fatal(err)
 	}
 	p := shardid.New(shardid.Config{Shards: shards(t, b, dir)})
+	firstStart(t, main)
 	if err := main.Use(p); err != nil {
 		t.Fatal(err)
 	}
@@ -503,6 +504,7 @@ func TestRoutingWithADatabaseDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := shardid.New(shardid.Config{Shards: list})
+	firstStart(t, db)
 	if err := db.Use(p); err != nil {
 		t.Fatal(err)
 	}

@@ -90,6 +90,7 @@ func TestTicketThroughThePlugin(t *testing.T) {
 				servers = append(servers, shardid.TicketServer{Name: fmt.Sprintf("tickets-%d", k), Dialector: b.physical(t, dir, k), Offset: k + 1})
 			}
 			p := shardid.New(shardid.Config{Shards: shards(t, b, dir), Ticket: shardid.TicketConfig{Servers: servers}})
+			firstStart(t, main)
 			must(t, main.Use(p))
 			t.Cleanup(func() { _ = p.Close() })
 			r := &routing{b: b, db: main, direct: direct(t, b, dir), plugin: p}

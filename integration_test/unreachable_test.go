@@ -75,6 +75,7 @@ func TestUnreachableShard(t *testing.T) {
 			must(t, err)
 			p := shardid.New(shardid.Config{Shards: list, ConnectTimeout: 300 * time.Millisecond})
 			used := make(chan error, 1)
+			firstStart(t, db)
 			go func() { used <- db.Use(p) }()
 			select {
 			case err := <-used:

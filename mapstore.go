@@ -1,0 +1,421 @@
+package shardid
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/shardid/shardid/shardrouter"
+	"github.com/shardid/shardid/strategies"
+)
+
+// The tables of the shared map, in the plugin's own database.
+const (
+	mapTable       = "shardid_shard_map"
+	processesTable = "shardid_processes"
+)
+
+// defaultMapRefresh is how often a process reads the shared map.
+const defaultMapRefresh = time.Second
+
+// storedMap is one version of the shared map, as the map table keeps it.
+type storedMap struct {
+	Version  int64
+	Physical []storedPhysical `json:"physical"`
+	// Floors are the time ticks the snowflake IDs of moved shards must pass
+	// on their new database: a move writes them with the map it makes.
+	Floors []shardFloor `json:"floors,omitempty"`
+}
+
+type storedPhysical struct {
+	Name    string  `json:"name"`
+	Logical []Range `json:"logical"`
+}
+
+type shardFloor struct {
+	Logical Range `json:"logical"`
+	Tick    int64 `json:"tick"`
+}
+
+// mapStore reads and writes the shared map and notes which version each
+// process follows, so that a move's cleanup knows when no process still
+// routes by the map before it.
+type mapStore struct {
+	db      *sql.DB
+	dialect string
+	owner   string // this process, in the processes table
+
+	mu       sync.Mutex // one refresh at a time; the ones waiting share its result
+	version  int64      // the version this process follows; 0: the config's map
+	stop     chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
+}
+
+// storeSQL rewrites ? placeholders as $n for PostgreSQL.
+func storeSQL(dialect, query string) string {
+	if dialect != "postgres" {
+		return query
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range query {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func (s *mapStore) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return s.db.ExecContext(ctx, storeSQL(s.dialect, query), args...)
+}
+
+// prepare creates the map and processes tables if they are missing.
+func (s *mapStore) prepare(ctx context.Context) error {
+	text := "TEXT"
+	for _, ddl := range []string{
+		"CREATE TABLE IF NOT EXISTS " + mapTable + " (version BIGINT NOT NULL PRIMARY KEY, map " + text + " NOT NULL, created_ms BIGINT NOT NULL)",
+		"CREATE TABLE IF NOT EXISTS " + processesTable + " (owner VARCHAR(191) NOT NULL PRIMARY KEY, map_version BIGINT NOT NULL, seen_ms BIGINT NOT NULL)",
+	} {
+		if _, err := s.exec(ctx, ddl); err != nil && !alreadyExists(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// alreadyExists reports the error of a CREATE … IF NOT EXISTS that raced
+// another process's (PostgreSQL's catalog can refuse the second).
+func alreadyExists(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "duplicate key") || strings.Contains(msg, "already exists")
+}
+
+// latest returns the newest version of the map, or nil if there is none.
+func (s *mapStore) latest(ctx context.Context) (*storedMap, error) {
+	var version int64
+	var body string
+	err := s.db.QueryRowContext(ctx, "SELECT version, map FROM "+mapTable+" ORDER BY version DESC LIMIT 1").Scan(&version, &body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	stored := &storedMap{Version: version}
+	if err := json.Unmarshal([]byte(body), stored); err != nil {
+		return nil, fmt.Errorf("shardid: map version %d in %s: %w", version, mapTable, err)
+	}
+	return stored, nil
+}
+
+// write stores m as version m.Version. It fails, changing nothing, if that
+// version exists: another writer was first.
+func (s *mapStore) write(ctx context.Context, m *storedMap) error {
+	body, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	_, err = s.exec(ctx, "INSERT INTO "+mapTable+" (version, map, created_ms) VALUES (?, ?, ?)", m.Version, string(body), time.Now().UnixMilli())
+	return err
+}
+
+// seen notes that this process follows version.
+func (s *mapStore) seen(ctx context.Context, version int64) error {
+	now := time.Now().UnixMilli()
+	if _, err := s.exec(ctx, "UPDATE "+processesTable+" SET map_version = ?, seen_ms = ? WHERE owner = ?", version, now, s.owner); err != nil {
+		return err
+	}
+	_, err := s.exec(ctx, "INSERT INTO "+processesTable+" (owner, map_version, seen_ms) SELECT ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM "+processesTable+" WHERE owner = ?)",
+		s.owner, version, now, s.owner)
+	return err
+}
+
+// forget removes this process from the processes table, at Close.
+func (s *mapStore) forget(ctx context.Context) error {
+	_, err := s.exec(ctx, "DELETE FROM "+processesTable+" WHERE owner = ?", s.owner)
+	return err
+}
+
+// behind lists the processes seen since the given time that follow a
+// version older than version.
+func (s *mapStore) behind(ctx context.Context, version int64, since time.Time) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, storeSQL(s.dialect, "SELECT owner, map_version FROM "+processesTable+" WHERE seen_ms >= ? AND map_version < ? ORDER BY owner"), since.UnixMilli(), version)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var owners []string
+	for rows.Next() {
+		var owner string
+		var v int64
+		if err := rows.Scan(&owner, &v); err != nil {
+			return nil, err
+		}
+		owners = append(owners, fmt.Sprintf("%s (version %d)", owner, v))
+	}
+	return owners, rows.Err()
+}
+
+// storedOf describes m for the map table.
+func storedOf(m *shardrouter.Map, version int64) *storedMap {
+	stored := &storedMap{Version: version}
+	for k := range m.Len() {
+		stored.Physical = append(stored.Physical, storedPhysical{Name: m.Name(k), Logical: rangesOf(m.Logical(k))})
+	}
+	return stored
+}
+
+// rangesOf folds ascending logical shards into ranges.
+func rangesOf(shards []int) []Range {
+	var ranges []Range
+	for _, s := range shards {
+		if n := len(ranges); n > 0 && ranges[n-1].To == s-1 {
+			ranges[n-1].To = s
+			continue
+		}
+		ranges = append(ranges, Range{From: s, To: s})
+	}
+	return ranges
+}
+
+// mapOfStored builds the router's map from a stored version: the physical
+// databases in the order of Config.Shards, each with the ranges the table
+// gives it (none if it names it not). A name the config lacks is an error:
+// this process cannot reach that database.
+func (p *Plugin) mapOfStored(stored *storedMap) (*shardrouter.Map, error) {
+	names := make([]string, len(p.physical))
+	for k, ph := range p.physical {
+		names[k] = ph.name
+	}
+	physical := make([]shardrouter.Physical, len(names))
+	for k, name := range names {
+		physical[k].Name = name
+	}
+	for _, sp := range stored.Physical {
+		k := slices.Index(names, sp.Name)
+		if k < 0 {
+			if len(sp.Logical) == 0 {
+				continue
+			}
+			return nil, fmt.Errorf("%w: map version %d in %s maps logical shards to %s, which Config.Shards does not list (it lists %s)",
+				ErrInvalidConfig, stored.Version, mapTable, sp.Name, strings.Join(names, ", "))
+		}
+		physical[k].Logical = sp.Logical
+	}
+	m, err := shardrouter.NewMap(p.layout.ShardCount(), physical)
+	if err != nil {
+		return nil, fmt.Errorf("shardid: map version %d in %s: %w", stored.Version, mapTable, err)
+	}
+	return m, nil
+}
+
+// startMapStore loads the shared map, seeding it from the config on the
+// first start, and starts refreshing it. A table it cannot read leaves the
+// config's map in force, and is tried again at each refresh: the source's
+// fence refuses any write that map would send to the wrong database.
+func (p *Plugin) startMapStore(ctx context.Context) error {
+	sqlDB, err := p.db.DB()
+	if err != nil {
+		return err
+	}
+	host, _ := os.Hostname()
+	s := &mapStore{db: sqlDB, dialect: p.db.Dialector.Name(), owner: fmt.Sprintf("%s:%d:%08x", host, os.Getpid(), randomSuffix())}
+	p.maps = s
+	err = s.prepare(ctx)
+	if err == nil {
+		err = p.seedMap(ctx)
+	}
+	if err == nil {
+		_, err = p.refreshMap(ctx)
+	}
+	var invalid error
+	if errors.Is(err, ErrInvalidConfig) {
+		invalid = err
+	} else if err != nil {
+		p.db.Logger.Warn(ctx, "shardid: reading the shared map in %s: %v; routing by Config.Shards until it can be read", mapTable, err)
+	}
+	if invalid != nil {
+		return invalid
+	}
+	if p.mapRefresh() > 0 {
+		s.stop, s.done = make(chan struct{}), make(chan struct{})
+		go p.refreshLoop(s)
+	}
+	return nil
+}
+
+// seedMap writes the config's map as version 1 if the table has none; of
+// processes starting at once one wins, and the others read its map.
+func (p *Plugin) seedMap(ctx context.Context) error {
+	latest, err := p.maps.latest(ctx)
+	if err != nil || latest != nil {
+		return err
+	}
+	if err := p.maps.write(ctx, storedOf(p.router.Map(), 1)); err != nil {
+		if latest, again := p.maps.latest(ctx); again == nil && latest != nil {
+			return nil
+		}
+		return err
+	}
+	return nil
+}
+
+// mapRefresh is Config.MapRefresh with its default.
+func (p *Plugin) mapRefresh() time.Duration {
+	switch {
+	case p.config.MapRefresh == 0:
+		return defaultMapRefresh
+	case p.config.MapRefresh < 0:
+		return 0
+	}
+	return p.config.MapRefresh
+}
+
+func (p *Plugin) refreshLoop(s *mapStore) {
+	defer close(s.done)
+	ticker := time.NewTicker(p.mapRefresh())
+	defer ticker.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-ticker.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), p.mapRefresh()*4)
+		_, err := p.refreshMap(ctx)
+		cancel()
+		if errors.Is(err, sql.ErrConnDone) || err != nil && strings.Contains(err.Error(), "database is closed") {
+			return // the application closed the plugin's database without Close
+		}
+		if err != nil {
+			p.db.Logger.Warn(context.Background(), "shardid: refreshing the shared map: %v; keeping version %d", err, p.MapVersion())
+		}
+	}
+}
+
+// refreshMap reads the newest map and, if it is newer than the one followed,
+// routes by it from now on. It returns the version followed afterwards.
+func (p *Plugin) refreshMap(ctx context.Context) (int64, error) {
+	s := p.maps
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	stored, err := s.latest(ctx)
+	if err != nil {
+		return s.version, err
+	}
+	if stored != nil && stored.Version > s.version {
+		next, err := p.mapOfStored(stored)
+		if err != nil {
+			return s.version, err
+		}
+		if s.version == 0 {
+			p.reportConfigDifference(ctx, next, stored.Version)
+		}
+		p.prepareGenerators(p.router.Map(), next, stored)
+		if err := p.router.Swap(next); err != nil {
+			return s.version, err
+		}
+		s.version = stored.Version
+		p.mapVersion.Store(stored.Version)
+	}
+	return s.version, s.seen(ctx, s.version)
+}
+
+// reportConfigDifference logs where the shared map differs from Config.Shards:
+// the table wins.
+func (p *Plugin) reportConfigDifference(ctx context.Context, table *shardrouter.Map, version int64) {
+	config := p.router.Map()
+	var differ []string
+	for k := range config.Len() {
+		if !slices.Equal(config.Logical(k), table.Logical(k)) {
+			differ = append(differ, fmt.Sprintf("%s holds %s (Config.Shards: %s)", table.Name(k), describeRanges(rangesOf(table.Logical(k))), describeRanges(rangesOf(config.Logical(k)))))
+		}
+	}
+	if len(differ) > 0 {
+		p.db.Logger.Warn(ctx, "shardid: the shared map (version %d in %s) differs from Config.Shards, and is followed: %s", version, mapTable, strings.Join(differ, "; "))
+	}
+}
+
+// describeRanges writes ranges as 0-99,200-299, or "no logical shards".
+func describeRanges(ranges []Range) string {
+	if len(ranges) == 0 {
+		return "no logical shards"
+	}
+	parts := make([]string, len(ranges))
+	for i, r := range ranges {
+		parts[i] = strconv.Itoa(r.From)
+		if r.To != r.From {
+			parts[i] += "-" + strconv.Itoa(r.To)
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// MapVersion returns the version of the shared map this process routes by;
+// 0 while it routes by Config.Shards (no shards configured, or the table not
+// read yet).
+func (p *Plugin) MapVersion() int64 { return p.mapVersion.Load() }
+
+// RefreshMap reads the shared map now and routes by it if it is newer; it
+// returns the version followed.
+func (p *Plugin) RefreshMap(ctx context.Context) (int64, error) {
+	if p.maps == nil {
+		return 0, fmt.Errorf("%w: no Config.Shards, so no shared map", ErrInvalidConfig)
+	}
+	return p.refreshMap(ctx)
+}
+
+// stopMapStore stops the refresh and takes this process off the list.
+func (p *Plugin) stopMapStore() error {
+	s := p.maps
+	if s == nil {
+		return nil
+	}
+	var err error
+	s.stopOnce.Do(func() {
+		if s.stop != nil {
+			close(s.stop)
+			<-s.done
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		err = s.forget(ctx)
+	})
+	return err
+}
+
+// prepareGenerators readies the ID sources for a map in which databases gain
+// logical shards, before any statement routes by it: segment blocks of those
+// databases, reserved before the move advanced their counters, are dropped,
+// and snowflake IDs of the moved shards pass the time the old database used.
+func (p *Plugin) prepareGenerators(current, next *shardrouter.Map, stored *storedMap) {
+	if segment, ok := p.generators[strategies.NameSegment].(*strategies.Segment); ok {
+		for k := range next.Len() {
+			if slices.ContainsFunc(next.Logical(k), func(s int) bool { return current.Physical(s) != k }) {
+				segment.Forget(next.Name(k))
+			}
+		}
+	}
+	if snowflake, ok := p.generators[strategies.NameSnowflake].(*strategies.Snowflake); ok {
+		for _, f := range stored.Floors {
+			snowflake.SetFloor(f.Logical.From, f.Logical.To, f.Tick)
+		}
+	}
+}
+
+// randomSuffix tells apart processes of one host and pid (containers).
+func randomSuffix() uint32 { return rand.Uint32() }

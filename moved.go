@@ -1,0 +1,349 @@
+package shardid
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync/atomic"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/shardid/shardid/internal/fence"
+	"github.com/shardid/shardid/shardrouter"
+)
+
+// ErrShardMoved is returned for a write that the source database of a move
+// refused because its logical shard has moved: inside a transaction (retry
+// the transaction, which then runs on the new database), or outside one once
+// Config.MoveWait has passed without the new map.
+var ErrShardMoved = errors.New("shardid: logical shard moved")
+
+// MovedError is an [ErrShardMoved]: the shard, the database it moved to, and
+// the database's own refusal.
+type MovedError struct {
+	Shard int    // -1 where the database's message does not carry it (SQLite)
+	To    string // the database the shard moved to
+	Why   string // why the plugin did not retry the write itself
+	Err   error
+}
+
+func (e *MovedError) Error() string {
+	shard := "a logical shard"
+	if e.Shard >= 0 {
+		shard = fmt.Sprintf("logical shard %d", e.Shard)
+	}
+	return fmt.Sprintf("%v: %s moved to %s: %s", ErrShardMoved, shard, e.To, e.Why)
+}
+
+func (e *MovedError) Is(target error) bool { return target == ErrShardMoved }
+func (e *MovedError) Unwrap() error        { return e.Err }
+
+// defaultMoveWait bounds how long a refused write outside a transaction is
+// held for the new map.
+const defaultMoveWait = 5 * time.Second
+
+// MovedStats counts the writes the plugin held because their shard was moving.
+type MovedStats struct {
+	Held    uint64        // writes refused by a moving shard's fence and held
+	Retried uint64        // of them, written on the new database
+	Failed  uint64        // refused with ErrShardMoved
+	Longest time.Duration // the longest a write was held
+}
+
+type movedCounters struct {
+	held, retried, failed atomic.Uint64
+	longest               atomic.Int64
+}
+
+// MovedWrites returns the counts of writes held at a move's cutover.
+func (p *Plugin) MovedWrites() MovedStats {
+	c := &p.movedStats
+	return MovedStats{Held: c.held.Load(), Retried: c.retried.Load(), Failed: c.failed.Load(), Longest: time.Duration(c.longest.Load())}
+}
+
+// filledKey is the Statement.Settings key of the IDs the plugin made for a
+// Create, so that a retry on another database makes them anew there.
+type filledKey struct{}
+
+type filledID struct {
+	field *idField
+	value reflect.Value
+}
+
+// retryMoved runs right after GORM executes a write. A write the source of a
+// move refused is, outside a transaction of the application's, held until
+// this process has the map that sends it elsewhere and run there, within
+// Config.MoveWait; otherwise it fails with ErrShardMoved.
+func (p *Plugin) retryMoved(kind statementKind, executor string) func(*gorm.DB) {
+	return func(db *gorm.DB) {
+		if db.Error == nil || !p.routed() {
+			return
+		}
+		shard, to, moved := fence.MovedShard(db.Error)
+		if !moved {
+			return
+		}
+		refused := &MovedError{Shard: shard, To: to, Err: db.Error}
+		if why := p.whyNotRetried(db, kind); why != "" {
+			refused.Why = why
+			p.movedStats.failed.Add(1)
+			db.Error = refused
+			return
+		}
+		p.movedStats.held.Add(1)
+		start := time.Now()
+		err := p.holdAndRetry(db, kind, executorOf(db, kind, executor), start.Add(p.moveWait()))
+		waited := time.Since(start)
+		for {
+			longest := p.movedStats.longest.Load()
+			if int64(waited) <= longest || p.movedStats.longest.CompareAndSwap(longest, int64(waited)) {
+				break
+			}
+		}
+		switch {
+		case err == nil && db.Error == nil:
+			p.movedStats.retried.Add(1)
+		case err != nil:
+			refused.Why, refused.Err = err.Error(), errors.Join(refused.Err, db.Error)
+			p.movedStats.failed.Add(1)
+			db.Error = refused
+		}
+	}
+}
+
+// executorOf returns GORM's callback that executes the statement, as it is
+// registered now.
+func executorOf(db *gorm.DB, kind statementKind, name string) func(*gorm.DB) {
+	switch kind {
+	case kindCreate:
+		return db.Callback().Create().Get(name)
+	case kindUpdate:
+		return db.Callback().Update().Get(name)
+	}
+	return db.Callback().Delete().Get(name)
+}
+
+// whyNotRetried says why a refused write cannot be run again on the new
+// database, or "" if it can: the transaction around it holds only it.
+func (p *Plugin) whyNotRetried(db *gorm.DB, kind statementKind) string {
+	stmt := db.Statement
+	if pinned, ok := stmt.Settings.Load(pinKey{}); ok && pinned.(pin).schema == stmt.Schema {
+		return "a part of a statement over several databases; run it again"
+	}
+	if _, gorms := db.InstanceGet("gorm:started_transaction"); inTransaction(stmt.ConnPool) && !gorms {
+		return "inside a transaction; retry the transaction"
+	}
+	s := stmt.Schema
+	if s == nil {
+		return "not a statement on a model"
+	}
+	before := s.BeforeSave
+	switch kind {
+	case kindCreate:
+		before = before || s.BeforeCreate
+	case kindUpdate:
+		before = before || s.BeforeUpdate
+	case kindDelete:
+		before = s.BeforeDelete
+	}
+	// What ran before it in GORM's transaction would be rolled back with it.
+	switch {
+	case before:
+		return "the model's Before hooks ran in the transaction; run the statement again"
+	case kind != kindDelete && len(s.Relationships.BelongsTo) > 0:
+		return "the associations saved before it ran in the transaction; run the statement again"
+	}
+	return ""
+}
+
+// moveWait is Config.MoveWait with its default.
+func (p *Plugin) moveWait() time.Duration {
+	if p.config.MoveWait > 0 {
+		return p.config.MoveWait
+	}
+	return defaultMoveWait
+}
+
+// holdAndRetry refreshes the map until it sends the statement to another
+// database, then runs it there; a refusal there (the shard moved on) starts
+// over. It gives up at the deadline.
+func (p *Plugin) holdAndRetry(db *gorm.DB, kind statementKind, execute func(*gorm.DB), deadline time.Time) error {
+	stmt := db.Statement
+	m, err := p.model(stmt.Schema)
+	if err != nil || m == nil || !m.sharded() {
+		return fmt.Errorf("not a sharded model")
+	}
+	from, known := p.ranOn(stmt)
+	if !known {
+		return fmt.Errorf("the database it ran on is not known")
+	}
+	pause := 5 * time.Millisecond
+	for {
+		ctx, cancel := context.WithDeadline(stmt.Context, deadline)
+		_, refreshErr := p.refreshMap(ctx)
+		cancel()
+		shardMap := p.router.Map()
+		if refreshErr == nil {
+			k, err := p.retryPhysical(db, m, kind, shardMap)
+			if err != nil {
+				return err
+			}
+			if k != from {
+				if err := p.moveStatement(db, k); err != nil {
+					return err
+				}
+				db.Error = nil
+				stmt.SQL.Reset()
+				stmt.Vars = nil
+				execute(db)
+				if _, _, again := fence.MovedShard(db.Error); !again {
+					return nil // done, or failed on its own account
+				}
+				from = k
+			}
+		}
+		if time.Now().Add(pause).After(deadline) {
+			if refreshErr != nil {
+				return fmt.Errorf("the new map could not be read within Config.MoveWait %s: %w", p.moveWait(), refreshErr)
+			}
+			return fmt.Errorf("no new map within Config.MoveWait %s; run the statement again", p.moveWait())
+		}
+		time.Sleep(pause)
+		pause = min(pause*2, 100*time.Millisecond)
+	}
+}
+
+// retryPhysical is the one database the statement goes to by shardMap; a
+// Create's IDs are made anew there, keeping their shards, for an ID is
+// written only on the database whose ID source made it.
+func (p *Plugin) retryPhysical(db *gorm.DB, m *model, kind statementKind, shardMap *shardrouter.Map) (int, error) {
+	stmt := db.Statement
+	if kind != kindCreate {
+		set, err := p.statementPhysicals(db, m, kind, shardMap)
+		if err != nil {
+			return 0, err
+		}
+		k, ok := set.only()
+		if !ok {
+			return 0, fmt.Errorf("its rows are now on %d databases; run it again", len(set.list()))
+		}
+		return k, nil
+	}
+	rows, err := structRows(m, stmt.ReflectValue)
+	if err != nil {
+		return 0, err
+	}
+	var set physicalSet
+	for _, row := range rows {
+		shard, _, err := p.fieldShard(m.pk().field.ReflectValueOf(stmt.Context, row))
+		if err != nil {
+			return 0, err
+		}
+		set = set.with(shardMap.Physical(shard))
+	}
+	k, ok := set.only()
+	if !ok {
+		return 0, fmt.Errorf("its rows are now on %d databases; run it again", len(set.list()))
+	}
+	stmt.Settings.Store(mapKey{}, shardMap)
+	if v, ok := stmt.Settings.Load(filledKey{}); ok {
+		if err := p.remake(db, m, v.([]filledID)); err != nil {
+			return 0, err
+		}
+	}
+	return k, nil
+}
+
+// remake gives the IDs the plugin made for a Create new values in the same
+// shards, from the sources of the databases the map now names.
+func (p *Plugin) remake(db *gorm.DB, m *model, filled []filledID) error {
+	for _, f := range m.fields {
+		if f.uuidVersion != 0 {
+			continue // random: no source to keep apart
+		}
+		var values []reflect.Value
+		var shards []int
+		for _, made := range filled {
+			if made.field != f {
+				continue
+			}
+			shard, _, err := p.fieldShard(made.value)
+			if err != nil {
+				return err
+			}
+			values, shards = append(values, made.value), append(shards, shard)
+		}
+		if len(values) == 0 {
+			continue
+		}
+		ids, err := p.generate(db.Statement.Context, db, m, f, shards)
+		if err != nil {
+			return err
+		}
+		for i, v := range values {
+			writeID(v, ids[i])
+		}
+	}
+	return nil
+}
+
+// moveStatement sends the statement to physical database k: GORM's own
+// transaction, which holds only this statement, is rolled back and begun
+// again there.
+func (p *Plugin) moveStatement(db *gorm.DB, k int) error {
+	stmt := db.Statement
+	pool, err := p.poolOf(stmt.Context, k, db.ConnPool)
+	if err != nil {
+		return err
+	}
+	if !inTransaction(stmt.ConnPool) {
+		stmt.ConnPool = pool
+		stmt.Settings.Store(boundKey{stmt}, k)
+		return nil
+	}
+	if tx, ok := stmt.ConnPool.(gorm.TxCommitter); ok {
+		if err := tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
+			return err
+		}
+	}
+	var tx gorm.ConnPool
+	switch beginner := pool.(type) {
+	case gorm.TxBeginner:
+		tx, err = beginner.BeginTx(stmt.Context, nil)
+	case gorm.ConnPoolBeginner:
+		tx, err = beginner.BeginTx(stmt.Context, nil)
+	default:
+		err = gorm.ErrInvalidTransaction
+	}
+	if err != nil {
+		return err
+	}
+	stmt.ConnPool = tx
+	stmt.Settings.Store(boundKey{stmt}, k)
+	p.txs.remember(tx, k)
+	p.implicit.remember(tx, struct{}{})
+	return nil
+}
+
+// ranOn returns the physical database a refused statement ran on, by its
+// connection or its transaction's; found only on this rare path.
+func (p *Plugin) ranOn(stmt *gorm.Statement) (int, bool) {
+	if !inTransaction(stmt.ConnPool) {
+		return p.physicalOfPool(stmt.ConnPool)
+	}
+	if k, ok := p.transactionPhysical(stmt); ok {
+		return k, true
+	}
+	if sqlTx(stmt.ConnPool) == nil {
+		return 0, false
+	}
+	for k := range p.physical {
+		if p.txOn(stmt.ConnPool, k) {
+			return k, true
+		}
+	}
+	return 0, false
+}

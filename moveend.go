@@ -1,0 +1,199 @@
+package shardid
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// deleteChunk is how many rows a cancel or a cleanup deletes at a time.
+const deleteChunk = 1000
+
+// CancelMove stops the move of r before its cutover: the source serves the
+// range as before, without triggers, and the target's copies are deleted.
+// After the cutover it fails: the target serves the range (move it back, or
+// CleanupMove). models are the move's, as given to Move (nil: as there).
+func (p *Plugin) CancelMove(ctx context.Context, r Range, models ...any) error {
+	mv, err := p.endingMover(ctx, r, models)
+	if err != nil {
+		return err
+	}
+	if mv.servedByTarget() || phaseIndex(mv.st.Phase) >= phaseIndex(PhaseServing) {
+		return fmt.Errorf("%w: logical shards %d-%d are served by %s since map version %d: it is too late to cancel; CleanupMove, or move them back",
+			ErrMoveInvalid, r.From, r.To, mv.st.To, mv.st.MapVersion)
+	}
+	if err := mv.unfence(ctx); err != nil {
+		return err
+	}
+	for _, t := range mv.tables {
+		if err := deleteRange(ctx, t, mv.target, r); err != nil {
+			return fmt.Errorf("shardid: deleting the copies of %s on %s: %w", t.name, mv.st.To, err)
+		}
+	}
+	mv.st.Phase = PhaseCancelled
+	return p.maps.saveMove(ctx, mv.st)
+}
+
+// CleanupMove ends a move after its cutover: once every live process routes
+// by the new map (a process counts as live if it read the map within three
+// refresh periods), it deletes the source's copies of the range in chunks
+// and drops the source's triggers. It waits for lagging processes until ctx
+// ends, and then fails naming them.
+func (p *Plugin) CleanupMove(ctx context.Context, r Range, models ...any) error {
+	mv, err := p.endingMover(ctx, r, models)
+	if err != nil {
+		return err
+	}
+	if mv.st.Phase != PhaseServing {
+		return fmt.Errorf("%w: the move of %d-%d is in phase %s; only a move that reached %s can be cleaned up", ErrMoveInvalid, r.From, r.To, mv.st.Phase, PhaseServing)
+	}
+	if err := p.waitForProcesses(ctx, mv.st.MapVersion); err != nil {
+		return err
+	}
+	conn, err := mv.source.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if err := mv.fence.Bypass(ctx, conn); err != nil {
+		return err
+	}
+	for _, t := range mv.tables {
+		if err := deleteRange(ctx, t, conn, r); err != nil {
+			return fmt.Errorf("shardid: deleting the copies of %s on %s: %w", t.name, mv.st.From, err)
+		}
+	}
+	if err := mv.unfence(ctx); err != nil {
+		return err
+	}
+	mv.st.Phase = PhaseCleaned
+	return p.maps.saveMove(ctx, mv.st)
+}
+
+// endingMover loads a move that is to be cancelled or cleaned up.
+func (p *Plugin) endingMover(ctx context.Context, r Range, models []any) (*mover, error) {
+	if p.maps == nil {
+		return nil, fmt.Errorf("%w: no Config.Shards", ErrMoveInvalid)
+	}
+	if err := p.maps.prepareMoves(ctx); err != nil {
+		return nil, err
+	}
+	st, err := p.maps.loadMove(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	if st == nil || st.Phase == PhaseCancelled || st.Phase == PhaseCleaned {
+		return nil, fmt.Errorf("%w: no move of logical shards %d-%d under way", ErrMoveInvalid, r.From, r.To)
+	}
+	mv, err := p.newMover(ctx, Move{Logical: r, To: st.To, Models: models})
+	if err != nil {
+		return nil, err
+	}
+	return mv, nil
+}
+
+// unfence removes the range's fence row and the triggers and change log it
+// needed: one move at a time runs off a source, so nothing else needs them.
+func (mv *mover) unfence(ctx context.Context) error {
+	if err := mv.fence.Close(ctx, mv.source, mv.fr); err != nil {
+		return err
+	}
+	for _, t := range mv.tables {
+		if err := mv.fence.Uninstall(ctx, mv.source, t.fenced); err != nil {
+			return err
+		}
+	}
+	for {
+		changes, err := mv.fence.Changes(ctx, mv.source, 1000)
+		if err != nil || len(changes) == 0 {
+			return err
+		}
+		seqs := make([]int64, len(changes))
+		for i, c := range changes {
+			seqs[i] = c.Seq
+		}
+		if err := mv.fence.Forget(ctx, mv.source, seqs); err != nil {
+			return err
+		}
+	}
+}
+
+// execQuerier is a pool or one connection of it.
+type execQuerier interface {
+	rangeQuerier
+	deleter
+}
+
+// deleteRange deletes a table's rows of the range, a chunk at a time, so
+// that no one statement holds locks on all of them.
+func deleteRange(ctx context.Context, t *movedTable, db execQuerier, r Range) error {
+	for {
+		keys, err := t.rangeKeys(ctx, db, r, deleteChunk)
+		if err != nil {
+			return err
+		}
+		if err := t.deleteKeys(ctx, db, keys); err != nil {
+			return err
+		}
+		if len(keys) < deleteChunk {
+			return nil
+		}
+	}
+}
+
+// waitForProcesses waits until no live process routes by a map older than
+// version.
+func (p *Plugin) waitForProcesses(ctx context.Context, version int64) error {
+	refresh := p.mapRefresh()
+	if refresh <= 0 {
+		refresh = defaultMapRefresh
+	}
+	for {
+		behind, err := p.maps.behind(ctx, version, time.Now().Add(-3*refresh))
+		if err != nil {
+			return err
+		}
+		if len(behind) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: processes still route by a map before version %d: %s: %w", ErrMoveInvalid, version, strings.Join(behind, ", "), ctx.Err())
+		case <-time.After(refresh / 2):
+		}
+	}
+}
+
+// MoveStatus is a move as the plugin's database records it.
+type MoveStatus struct {
+	Logical    Range
+	From, To   string
+	Phase      string
+	Rows       map[string]int64
+	Changes    int64
+	Frozen     time.Duration
+	MapVersion int64
+	Started    time.Time
+	CutoverAt  time.Time
+}
+
+// Moves lists the moves the plugin's database records, ended ones too.
+func (p *Plugin) Moves(ctx context.Context) ([]MoveStatus, error) {
+	if p.maps == nil {
+		return nil, nil
+	}
+	if err := p.maps.prepareMoves(ctx); err != nil {
+		return nil, err
+	}
+	list, err := p.maps.moves(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]MoveStatus, len(list))
+	for i, st := range list {
+		out[i] = MoveStatus{Logical: st.Logical, From: st.From, To: st.To, Phase: st.Phase, Rows: st.Copied, Changes: st.Changes,
+			Frozen: st.Frozen, MapVersion: st.MapVersion, Started: st.Started, CutoverAt: st.CutoverAt}
+	}
+	return out, nil
+}

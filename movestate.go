@@ -1,0 +1,124 @@
+package shardid
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// movesTable keeps, in the plugin's own database, the state of each move, so
+// that running a move again resumes it where it stopped.
+const movesTable = "shardid_moves"
+
+// Phases of a move, in order.
+const (
+	PhasePrepare   = "prepare"   // target tables, triggers on the source, ID sources advanced
+	PhaseCopy      = "copy"      // rows of the range copied in key order
+	PhaseCatchUp   = "catch-up"  // the change log replayed
+	PhaseCutover   = "cutover"   // frozen on the source, log drained, verified, new map written
+	PhaseServing   = "serving"   // the target serves the range; the source keeps a frozen copy
+	PhaseCancelled = "cancelled" // cancelled before cutover
+	PhaseCleaned   = "cleaned"   // the source's copies deleted, its triggers dropped
+)
+
+// moveState is one move's row in the moves table.
+type moveState struct {
+	Logical    Range
+	From, To   string
+	Phase      string
+	Tables     []string          `json:"tables"`
+	Cursors    map[string]any    `json:"cursors,omitempty"` // the last key copied, per table; absent: not started
+	Copied     map[string]int64  `json:"copied,omitempty"`
+	Done       map[string]bool   `json:"done,omitempty"` // tables copied completely
+	Changes    int64             `json:"changes"`
+	MaxKeys    map[string]int64  `json:"max_keys,omitempty"` // the highest int64 key seen per table, deleted rows too
+	Frozen     time.Duration     `json:"frozen"`
+	MapVersion int64             `json:"map_version"`
+	CutoverAt  time.Time         `json:"cutover_at"`
+	Started    time.Time         `json:"started"`
+	Notes      map[string]string `json:"notes,omitempty"`
+}
+
+func (s *mapStore) prepareMoves(ctx context.Context) error {
+	_, err := s.exec(ctx, "CREATE TABLE IF NOT EXISTS "+movesTable+" (from_shard INT NOT NULL, to_shard INT NOT NULL, phase VARCHAR(32) NOT NULL, state TEXT NOT NULL, updated_ms BIGINT NOT NULL, PRIMARY KEY (from_shard, to_shard))")
+	if err != nil && !alreadyExists(err) {
+		return err
+	}
+	return nil
+}
+
+// loadMove returns the state of the move of r, or nil.
+func (s *mapStore) loadMove(ctx context.Context, r Range) (*moveState, error) {
+	var body string
+	err := s.db.QueryRowContext(ctx, storeSQL(s.dialect, "SELECT state FROM "+movesTable+" WHERE from_shard = ? AND to_shard = ?"), r.From, r.To).Scan(&body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	st := &moveState{}
+	if err := json.Unmarshal([]byte(body), st); err != nil {
+		return nil, fmt.Errorf("shardid: the state of the move of %d-%d in %s: %w", r.From, r.To, movesTable, err)
+	}
+	return st, nil
+}
+
+// moves returns every move's state, for operators.
+func (s *mapStore) moves(ctx context.Context) ([]*moveState, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT state FROM "+movesTable+" ORDER BY from_shard")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var list []*moveState
+	for rows.Next() {
+		var body string
+		if err := rows.Scan(&body); err != nil {
+			return nil, err
+		}
+		st := &moveState{}
+		if err := json.Unmarshal([]byte(body), st); err != nil {
+			return nil, err
+		}
+		list = append(list, st)
+	}
+	return list, rows.Err()
+}
+
+// saveMove writes the state of a move.
+func (s *mapStore) saveMove(ctx context.Context, st *moveState) error {
+	body, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	now := time.Now().UnixMilli()
+	res, err := s.exec(ctx, "UPDATE "+movesTable+" SET phase = ?, state = ?, updated_ms = ? WHERE from_shard = ? AND to_shard = ?", st.Phase, string(body), now, st.Logical.From, st.Logical.To)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err == nil && n > 0 {
+		return nil
+	}
+	_, err = s.exec(ctx, "INSERT INTO "+movesTable+" (from_shard, to_shard, phase, state, updated_ms) VALUES (?, ?, ?, ?, ?)", st.Logical.From, st.Logical.To, st.Phase, string(body), now)
+	if err != nil && duplicateKey(err) {
+		return nil // MySQL counts an UPDATE that changed nothing as no row
+	}
+	return err
+}
+
+// duplicateKey reports a primary key conflict, in any of the dialects' words.
+func duplicateKey(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "Duplicate entry") || strings.Contains(msg, "duplicate key") || strings.Contains(msg, "UNIQUE constraint failed")
+}
+
+// deleteMove forgets a move that ended, so that the range may move again.
+func (s *mapStore) deleteMove(ctx context.Context, r Range) error {
+	_, err := s.exec(ctx, "DELETE FROM "+movesTable+" WHERE from_shard = ? AND to_shard = ?", r.From, r.To)
+	return err
+}
