@@ -92,14 +92,7 @@ func TestInstagramAdvanceIssuesAboveTheSource(t *testing.T) {
 	forEachMovePair(t, func(t *testing.T, source, target Target) {
 		ctx := context.Background()
 		layout := Layout{}.Normalized()
-		newProcess := func() *Instagram {
-			g, err := NewInstagram(Layout{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return g
-		}
-		onSource, onTarget, mover := newProcess(), newProcess(), newProcess()
+		onSource, onTarget, mover := testInstagram(t), testInstagram(t), testInstagram(t)
 		instagramIDs(t, onSource, source, 7)
 		instagramIDs(t, onTarget, target, 7)
 		// The source's clock runs ten seconds ahead of the target's.
@@ -153,7 +146,7 @@ func TestInstagramAdvanceIssuesAboveTheSource(t *testing.T) {
 			if err := mover.Advance(ctx, source, fresh, 0); err != nil {
 				t.Fatal(err)
 			}
-			requireAbove(t, "on a fresh target", instagramIDs(t, newProcess(), fresh, shards...), highest)
+			requireAbove(t, "on a fresh target", instagramIDs(t, testInstagram(t), fresh, shards...), highest)
 			return
 		}
 		// The durable mark moved too: a restart that loses the clock row resumes above.
@@ -167,7 +160,7 @@ func TestInstagramAdvanceIssuesAboveTheSource(t *testing.T) {
 		if _, err := target.DB.Exec("DELETE FROM shardid_clock"); err != nil {
 			t.Fatal(err)
 		}
-		requireEachAbove(t, "after the clock row was lost", instagramIDs(t, newProcess(), target, shards...), latest)
+		requireEachAbove(t, "after the clock row was lost", instagramIDs(t, testInstagram(t), target, shards...), latest)
 	})
 }
 
@@ -237,9 +230,11 @@ func TestSegmentAdvanceAndForget(t *testing.T) {
 		highest := slices.Max(fromSource)
 
 		mover := newTestSegment(t, fixedStep(100))
+		generateN(t, mover, target, 1) // the mover holds a block of the target too
 		if err := mover.Advance(ctx, source, target, 0); err != nil {
 			t.Fatal(err)
 		}
+		requireAbove(t, "the mover, which Advance made forget", generateN(t, mover, target, 150), highest)
 		if got, want := counterRow(t, target), counterRow(t, source); got < want {
 			t.Fatalf("the target's counter is %d, below the source's %d", got, want)
 		}
@@ -317,8 +312,6 @@ func TestSegmentAdvanceCreatesTheCounter(t *testing.T) {
 			t.Fatalf("the new counter is %d, below the ID's 5000", row)
 		}
 		requireAbove(t, "a new process", segmentIDs(t, newTestSegment(t, fixedStep(100)), target, 0, 3, 7), atLeast)
-		// The mover's own blocks were dropped too: its IDs come from above.
-		requireAbove(t, "the mover", segmentIDs(t, mover, target, 0, 3, 7), atLeast)
 	})
 }
 
@@ -397,4 +390,59 @@ func TestLeasedSnowflakeFloorUsesTheLeaseTolerance(t *testing.T) {
 	if !errors.Is(err, ErrClockBackwards) {
 		t.Fatalf("a floor 200ms ahead with a 50ms tolerance: got %v, want ErrClockBackwards", err)
 	}
+}
+
+func TestSegmentAdvanceCountsWhatThisProcessReservedOnTheSource(t *testing.T) {
+	t.Parallel()
+	forEachMovePair(t, func(t *testing.T, source, target Target) {
+		source, target = withMoveSequence(t, source, target)
+		// Past the first 2^SequenceBits values, which Advance skips anyway.
+		mover := newTestSegment(t, fixedStep(1000))
+		issued := generateN(t, mover, source, 1500)
+		eventually(t, "the third block is reserved", func() bool { return sequenceState(t, mover).Refills == 3 })
+		setCounterRow(t, source, 0) // the source's counter went back, in a failover say
+		if err := mover.Advance(context.Background(), source, target, 0); err != nil {
+			t.Fatal(err)
+		}
+		requireAbove(t, "above the mover's own source blocks", generateN(t, newTestSegment(t, fixedStep(100)), target, 5), slices.Max(issued))
+	})
+}
+
+func TestInstagramAdvanceWhenTheSourceClockWentBack(t *testing.T) {
+	forEachMovePair(t, func(t *testing.T, source, target Target) {
+		layout := Layout{}.Normalized()
+		onSource, mover := testInstagram(t), testInstagram(t)
+		issuer := onSource
+		if source.Dialect == "sqlite" {
+			issuer = mover // SQLite's clock row can go back with a rolled-back transaction: the mover's own IDs still count
+		}
+		instagramIDs(t, issuer, source, 1)
+		instagramIDs(t, mover, target, 1)
+		row := clockRow(t, source)
+		ahead := max(row, clockRow(t, target)) + int64(10*time.Second/time.Millisecond)<<layout.SequenceBits
+		if _, err := source.DB.Exec(segmentRebind(source, "UPDATE shardid_clock SET v = ? WHERE id = 1"), ahead); err != nil {
+			t.Fatal(err)
+		}
+		issued := instagramIDs(t, issuer, source, 1, 2, 3)
+		if source.Dialect == "sqlite" {
+			if _, err := source.DB.Exec("UPDATE shardid_clock SET v = ? WHERE id = 1", row); err != nil {
+				t.Fatal(err)
+			}
+		} else if _, err := source.DB.Exec("DELETE FROM shardid_clock"); err != nil { // a restart lost the row: the mark remains
+			t.Fatal(err)
+		}
+		if err := mover.Advance(context.Background(), source, target, 0); err != nil {
+			t.Fatal(err)
+		}
+		requireAbove(t, "after the source's clock went back", instagramIDs(t, testInstagram(t), target, 0, 1, 2, 3), slices.Max(issued))
+	})
+}
+
+func testInstagram(t *testing.T) *Instagram {
+	t.Helper()
+	g, err := NewInstagram(Layout{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }
