@@ -15,6 +15,7 @@ type clockSQL struct {
 	create           []string
 	transactionalDDL bool   // run create in a transaction (PostgreSQL: two processes at once)
 	seed             string // creates the clock row, below the durable mark, if it is missing
+	read             string // returns the clock row's value, or no row
 	readMark         string // returns the durable mark; empty where the clock itself is durable
 	advanceMark      string // takes the new mark; empty where the clock itself is durable
 	// advance moves the clock row by n, to at least atLeast, and returns its
@@ -55,6 +56,7 @@ func mysqlClock(floor string) clockSQL {
 		},
 		seed: "INSERT IGNORE INTO `" + clockTable + "` (`id`, `v`) SELECT 1, GREATEST(" + floor +
 			", COALESCE(MAX(`v`), 0)) - 1 FROM `" + markTable + "`",
+		read:        "SELECT `v` FROM `" + clockTable + "` WHERE `id` = 1",
 		readMark:    "SELECT COALESCE(MAX(`v`), 0) FROM `" + markTable + "`",
 		advanceMark: "INSERT INTO `" + markTable + "` (`id`, `v`) VALUES (1, ?) ON DUPLICATE KEY UPDATE `v` = GREATEST(`v`, VALUES(`v`))",
 		advance: func(ctx context.Context, conn Conn, n int, atLeast int64) (int64, error) {
@@ -85,6 +87,7 @@ func postgresClock(floor string) clockSQL {
 		transactionalDDL: true,
 		seed: `INSERT INTO "` + clockTable + `" ("id", "v") SELECT 1, GREATEST(` + floor +
 			`, COALESCE(max("v"), 0)) - 1 FROM "` + markTable + `" ON CONFLICT ("id") DO NOTHING`,
+		read:        `SELECT "v" FROM "` + clockTable + `" WHERE "id" = 1`,
 		readMark:    `SELECT COALESCE(max("v"), 0) FROM "` + markTable + `"`,
 		advanceMark: `INSERT INTO "` + markTable + `" AS m ("id", "v") VALUES (1, $1) ON CONFLICT ("id") DO UPDATE SET "v" = GREATEST(m."v", EXCLUDED."v")`,
 		advance:     queryAdvance(`UPDATE "` + clockTable + `" SET "v" = GREATEST("v" + $1, ` + floor + ` + $1 - 1, $2) WHERE "id" = 1 RETURNING "v"`),
@@ -97,6 +100,7 @@ func sqliteClock(floor string) clockSQL {
 	return clockSQL{
 		create: []string{`CREATE TABLE IF NOT EXISTS "` + clockTable + `" ("id" INTEGER PRIMARY KEY, "v" INTEGER NOT NULL)`},
 		seed:   `INSERT OR IGNORE INTO "` + clockTable + `" ("id", "v") VALUES (1, ` + floor + ` - 1)`,
+		read:   `SELECT "v" FROM "` + clockTable + `" WHERE "id" = 1`,
 		advance: queryAdvance(`UPDATE "` + clockTable + `" SET "v" = MAX("v" + ?1, ` + strings.ReplaceAll(floor, "?", "") +
 			` + ?1 - 1, ?2) WHERE "id" = 1 RETURNING "v"`),
 	}

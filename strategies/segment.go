@@ -351,6 +351,9 @@ type segmentSequence struct {
 	floor      int64          // highest counter value this process reserved
 	reservedAt time.Time      // when the last block was reserved; zero before the first
 	refills    uint64
+	// epoch counts the Forget calls: a reservation started before one
+	// installs no block, which may lie below a counter advanced meanwhile
+	epoch uint64
 }
 
 // segmentRefill is one reservation under way; done is closed when it ends.
@@ -358,6 +361,7 @@ type segmentRefill struct {
 	done       chan struct{}
 	err        error
 	background bool
+	epoch      uint64 // the sequence's epoch when it started
 }
 
 // take returns up to want consecutive counter values, the first and how many.
@@ -408,7 +412,7 @@ func (q *segmentSequence) startLocked(background bool) *segmentRefill {
 	if !ok {
 		return nil
 	}
-	r := &segmentRefill{done: make(chan struct{}), background: background}
+	r := &segmentRefill{done: make(chan struct{}), background: background, epoch: q.epoch}
 	q.inflight = r
 	go func() {
 		defer q.seg.background.Done()
@@ -498,12 +502,14 @@ func (q *segmentSequence) errorf(format string, args ...any) error {
 }
 
 // run makes reservation r and installs the block: as the current one when
-// that is used up, otherwise as the next.
+// that is used up, otherwise as the next; not at all when the sequence was
+// forgotten meanwhile (the floor still counts the block, so it is never
+// reserved again).
 func (q *segmentSequence) run(ctx context.Context, r *segmentRefill) {
 	b, err := q.reserve(ctx, q.pool)
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if err == nil {
+	if err == nil && r.epoch == q.epoch {
 		q.installLocked(b)
 	}
 	q.inflight = nil
@@ -643,3 +649,7 @@ func (b *segmentBlock) take(want int64) (first, got int64, crossed bool) {
 }
 
 func (b *segmentBlock) left() int64 { return max(b.size-b.taken.Load(), 0) }
+
+// retire leaves b no value for the claims that come after: a caller that
+// loaded b before it was dropped gets nothing from it.
+func (b *segmentBlock) retire() { b.taken.Add(b.size) }

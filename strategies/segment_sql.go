@@ -15,6 +15,8 @@ type segmentSQL struct {
 	create           []string
 	transactionalDDL bool   // run create in a transaction (PostgreSQL: two processes at once)
 	seed             string // creates the counter row of name ($1) at 0 if it is missing
+	read             string // returns the counter of name ($1), or no row
+	raise            string // moves the counter of name ($2) up to at least $1, never down
 	// reserve moves the counter of name to max(v, floor) + step and returns
 	// its new value, or sql.ErrNoRows when the row is missing. It runs on the
 	// pool, never in the caller's transaction: a reservation rolled back with
@@ -43,7 +45,9 @@ func mysqlSegment() segmentSQL {
 	return segmentSQL{
 		create: []string{"CREATE TABLE IF NOT EXISTS `" + segmentTable +
 			"` (`name` VARCHAR(191) NOT NULL PRIMARY KEY, `v` BIGINT NOT NULL) ENGINE=InnoDB"},
-		seed: "INSERT IGNORE INTO `" + segmentTable + "` (`name`, `v`) VALUES (?, 0)",
+		seed:  "INSERT IGNORE INTO `" + segmentTable + "` (`name`, `v`) VALUES (?, 0)",
+		read:  "SELECT `v` FROM `" + segmentTable + "` WHERE `name` = ?",
+		raise: "UPDATE `" + segmentTable + "` SET `v` = GREATEST(`v`, ?) WHERE `name` = ?",
 		reserve: func(ctx context.Context, on Conn, name string, floor, step int64) (int64, error) {
 			conn := on // a transaction is one connection already
 			if pool, ok := on.(*sql.DB); ok {
@@ -81,6 +85,8 @@ func postgresSegment() segmentSQL {
 		},
 		transactionalDDL: true,
 		seed:             `INSERT INTO "` + segmentTable + `" ("name", "v") VALUES ($1, 0) ON CONFLICT ("name") DO NOTHING`,
+		read:             `SELECT "v" FROM "` + segmentTable + `" WHERE "name" = $1`,
+		raise:            `UPDATE "` + segmentTable + `" SET "v" = GREATEST("v", $1) WHERE "name" = $2`,
 		reserve:          returningReserve(`UPDATE "` + segmentTable + `" SET "v" = GREATEST("v", $1) + $2 WHERE "name" = $3 RETURNING "v"`),
 	}
 }
@@ -89,6 +95,8 @@ func sqliteSegment() segmentSQL {
 	return segmentSQL{
 		create:  []string{`CREATE TABLE IF NOT EXISTS "` + segmentTable + `" ("name" VARCHAR(191) NOT NULL PRIMARY KEY, "v" INTEGER NOT NULL)`},
 		seed:    `INSERT OR IGNORE INTO "` + segmentTable + `" ("name", "v") VALUES (?1, 0)`,
+		read:    `SELECT "v" FROM "` + segmentTable + `" WHERE "name" = ?1`,
+		raise:   `UPDATE "` + segmentTable + `" SET "v" = MAX("v", ?1) WHERE "name" = ?2`,
 		reserve: returningReserve(`UPDATE "` + segmentTable + `" SET "v" = MAX("v", ?1) + ?2 WHERE "name" = ?3 RETURNING "v"`),
 	}
 }

@@ -112,8 +112,13 @@ func (s *Snowflake) next(shard int, workerBits int64, l *lease) (int64, error) {
 		if now <= lastTick {
 			if lastSeq == s.seqMask {
 				// Full for this tick: wait for the next one rather than wrap.
-				s.overflowWaits.Add(1)
-				s.clock.Sleep(time.Duration(lastTick+1)*s.unit - elapsed)
+				wait := time.Duration(lastTick+1)*s.unit - elapsed
+				if wait <= s.unit {
+					s.overflowWaits.Add(1)
+				} else if err := s.floorAhead(shard, lastTick, wait); err != nil {
+					return 0, err
+				}
+				s.clock.Sleep(wait)
 				continue
 			}
 			tick, seq = lastTick, lastSeq+1
@@ -156,6 +161,17 @@ func (s *Snowflake) Generate(ctx context.Context, target Target, shards []int, i
 		}
 		ids[i] = id
 	}
+	return nil
+}
+
+// floorAhead accounts for a wait longer than a tick, which only a floor
+// (SetFloor) ahead of the clock makes, or fails when it is beyond the tolerance.
+func (s *Snowflake) floorAhead(shard int, floor int64, wait time.Duration) error {
+	if tolerance := s.clockTolerance(); wait > tolerance {
+		return fmt.Errorf("%w: logical shard %d has a floor at %s, %s ahead of this clock (tolerance %s)",
+			ErrClockBackwards, shard, s.epoch.Add(time.Duration(floor)*s.unit).UTC().Format(time.RFC3339Nano), wait, tolerance)
+	}
+	s.clockWaits.Add(1)
 	return nil
 }
 
