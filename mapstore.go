@@ -412,7 +412,11 @@ func (p *Plugin) prepareGenerators(current, next *shardrouter.Map, stored *store
 	}
 	if snowflake, ok := p.generators[strategies.NameSnowflake].(*strategies.Snowflake); ok {
 		for _, f := range stored.Floors {
-			snowflake.SetFloor(f.Logical.From, f.Logical.To, f.Tick)
+			shards := make([]int, 0, f.Logical.To-f.Logical.From+1)
+			for s := f.Logical.From; s <= f.Logical.To; s++ {
+				shards = append(shards, s)
+			}
+			snowflake.SetFloor(shards, f.Tick)
 		}
 	}
 }
