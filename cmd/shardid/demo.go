@@ -112,7 +112,7 @@ func openDemo(o demoOptions) (*demoSetup, error) {
 		for _, dsn := range o.dsns {
 			d, err := dialectorFor(dsn)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("--dsn %w", err)
 			}
 			dialectors = append(dialectors, d)
 		}
@@ -176,8 +176,10 @@ func dialectorFor(dsn string) (gorm.Dialector, error) {
 		return postgres.Open(dsn), nil
 	case strings.Contains(dsn, "@tcp(") || strings.Contains(dsn, "@unix("):
 		return mysql.Open(dsn), nil
+	case strings.HasPrefix(dsn, "file:"):
+		return sqlite.Open(dsn), nil
 	}
-	return nil, fmt.Errorf("--dsn %q: write a MySQL DSN (user@tcp(host:port)/db) or a PostgreSQL URL (postgres://...)", dsn)
+	return nil, fmt.Errorf("%q: write a MySQL DSN (user@tcp(host:port)/db), a PostgreSQL URL (postgres://...) or an SQLite file (file:path.db)", dsn)
 }
 
 // createUsers creates o.users users with o.photos photos each from

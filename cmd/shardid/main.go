@@ -1,8 +1,21 @@
-// Command shardid runs the shardid demo and decodes IDs.
+// Command shardid runs the shardid demo, decodes IDs, and moves logical
+// shards between physical databases.
 //
-//	shardid demo              users and photos on four embedded SQLite shards
-//	shardid decode ID...      what an ID says: time, logical and physical shard, sequence
-//	shardid layout            what a layout holds: shards, IDs per tick, run-out date
+//	shardid demo                          users and photos on four embedded SQLite shards
+//	shardid decode ID...                  what an ID says: time, logical and physical shard, sequence
+//	shardid layout                        what a layout holds: shards, IDs per tick, run-out date
+//	shardid move --config F --shards FROM-TO --to NAME [--dry-run]
+//	                                      move a range of logical shards online, with a report
+//	shardid move status --config F        the moves recorded: range, from, to, phase, rows, frozen, map version
+//	shardid move cancel --config F --shards FROM-TO
+//	                                      stop a move before its cutover and delete the target's copies
+//	shardid move cleanup --config F --shards FROM-TO [--wait D]
+//	                                      after the cutover, delete the source's frozen copy
+//	shardid verify --config F             rows on a database their logical shard does not map to
+//	shardid map --config F                the shared map: version and the ranges of each database
+//
+// The config file F (JSON) names the plugin's database and the physical
+// databases; see "shardid move --help".
 package main
 
 import (
@@ -26,6 +39,6 @@ func rootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(demoCommand(), decodeCommand(), layoutCommand())
+	root.AddCommand(demoCommand(), decodeCommand(), layoutCommand(), moveCommand(), verifyCommand(), mapCommand())
 	return root
 }

@@ -1,0 +1,292 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/shardid/shardid"
+)
+
+// configHelp is what the operators' commands say about --config.
+const configHelp = `The config file (JSON) names the plugin's own database and the physical
+databases, with the same layout the application uses:
+
+  {
+    "main": "root@tcp(127.0.0.1:3306)/app",
+    "shards": [
+      {"name": "a", "dsn": "root@tcp(127.0.0.1:3306)/shard_a", "logical": "0-4095"},
+      {"name": "b", "dsn": "root@tcp(127.0.0.1:3306)/shard_b", "logical": "4096-8191"},
+      {"name": "c", "dsn": "root@tcp(127.0.0.1:3306)/shard_c"}
+    ],
+    "layout": {"shard_bits": 13},
+    "map_refresh": "1s"
+  }
+
+A DSN is a MySQL/MariaDB DSN (user@tcp(host:port)/db), a PostgreSQL URL
+(postgres://...) or an SQLite file (file:path.db). A shard without "logical"
+holds no logical shards: a move's target. "layout" takes time_bits,
+shard_bits, sequence_bits, worker_bits, epoch (RFC 3339) and unit (a
+duration); omitted fields take the defaults. The file's ranges only seed the
+shared map: once the plugin's database holds the map (the table
+shardid_shard_map), the table wins, and a file that disagrees is reported.`
+
+// fileConfig is the config file of the operators' commands.
+type fileConfig struct {
+	Main       string      `json:"main"`
+	Shards     []fileShard `json:"shards"`
+	Layout     *fileLayout `json:"layout"`
+	MapRefresh string      `json:"map_refresh"`
+	path       string      // the file it was read from, for errors
+}
+
+type fileShard struct {
+	Name    string `json:"name"`
+	DSN     string `json:"dsn"`
+	Logical string `json:"logical"`
+}
+
+// fileLayout holds the same fields as the layout flags.
+type fileLayout struct {
+	TimeBits     int    `json:"time_bits"`
+	ShardBits    int    `json:"shard_bits"`
+	SequenceBits int    `json:"sequence_bits"`
+	WorkerBits   int    `json:"worker_bits"`
+	Epoch        string `json:"epoch"`
+	Unit         string `json:"unit"`
+}
+
+// readConfig reads and checks the config file at path; every error names the
+// file, and the field where there is one.
+func readConfig(path string) (*fileConfig, error) {
+	if path == "" {
+		return nil, errors.New("--config: give the config file (JSON) naming the plugin's database and the physical databases; see --help")
+	}
+	body, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--config: %w", err)
+	}
+	c := &fileConfig{path: path}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(c); err != nil {
+		var syntax *json.SyntaxError
+		if errors.As(err, &syntax) {
+			line := 1 + bytes.Count(body[:syntax.Offset], []byte("\n"))
+			return nil, fmt.Errorf("%s: line %d: %w", path, line, err)
+		}
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%s: more than one JSON value", path)
+	}
+	return c, c.check()
+}
+
+// fieldError names the file and the field of a bad value.
+func (c *fileConfig) fieldError(field string, format string, args ...any) error {
+	return fmt.Errorf("%s: %s: %s", c.path, field, fmt.Sprintf(format, args...))
+}
+
+func (c *fileConfig) check() error {
+	if c.Main == "" {
+		return c.fieldError("main", "missing: give the plugin's own database, which holds the shared map")
+	}
+	if _, err := dialectorFor(c.Main); err != nil {
+		return c.fieldError("main", "%v", err)
+	}
+	if len(c.Shards) == 0 {
+		return c.fieldError("shards", "missing: list the physical databases")
+	}
+	seen := map[string]bool{}
+	for i, s := range c.Shards {
+		field := fmt.Sprintf("shards[%d]", i)
+		switch {
+		case s.Name == "":
+			return c.fieldError(field+".name", "missing")
+		case seen[s.Name]:
+			return c.fieldError(field+".name", "%q is listed twice", s.Name)
+		case s.DSN == "":
+			return c.fieldError(field+".dsn", "missing")
+		case s.DSN == c.Main:
+			return c.fieldError(field+".dsn", "the same database as main; the plugin's database cannot also be a shard")
+		}
+		seen[s.Name] = true
+		if _, err := dialectorFor(s.DSN); err != nil {
+			return c.fieldError(field+".dsn", "%v", err)
+		}
+		if _, err := parseRanges(s.Logical); err != nil {
+			return c.fieldError(field+".logical", "%v", err)
+		}
+	}
+	if _, err := c.layout(); err != nil {
+		return err
+	}
+	_, err := c.mapRefresh()
+	return err
+}
+
+func (c *fileConfig) layout() (shardid.Layout, error) {
+	if c.Layout == nil {
+		return shardid.Layout{}, nil
+	}
+	f := c.Layout
+	l := shardid.Layout{TimeBits: f.TimeBits, ShardBits: f.ShardBits, SequenceBits: f.SequenceBits, WorkerBits: f.WorkerBits}
+	if f.Epoch != "" {
+		epoch, err := time.Parse(time.RFC3339, f.Epoch)
+		if err != nil {
+			return l, c.fieldError("layout.epoch", "%v", err)
+		}
+		l.Epoch = epoch
+	}
+	if f.Unit != "" {
+		unit, err := time.ParseDuration(f.Unit)
+		if err != nil {
+			return l, c.fieldError("layout.unit", "%v", err)
+		}
+		l.TimeUnit = unit
+	}
+	if err := l.Validate(time.Now()); err != nil {
+		return l, c.fieldError("layout", "%v", err)
+	}
+	return l, nil
+}
+
+func (c *fileConfig) mapRefresh() (time.Duration, error) {
+	if c.MapRefresh == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(c.MapRefresh)
+	if err != nil {
+		return 0, c.fieldError("map_refresh", "%v", err)
+	}
+	return d, nil
+}
+
+// parseRanges reads FROM-TO[,FROM-TO...] (a single N is N-N); "" is none.
+func parseRanges(text string) ([]shardid.Range, error) {
+	var ranges []shardid.Range
+	if strings.TrimSpace(text) == "" {
+		return nil, nil
+	}
+	for part := range strings.SplitSeq(text, ",") {
+		r, err := parseRange(part)
+		if err != nil {
+			return nil, err
+		}
+		ranges = append(ranges, r)
+	}
+	return ranges, nil
+}
+
+// parseRange reads FROM-TO, or N for N-N.
+func parseRange(text string) (shardid.Range, error) {
+	from, to, found := strings.Cut(strings.TrimSpace(text), "-")
+	if !found {
+		to = from
+	}
+	a, errA := strconv.Atoi(strings.TrimSpace(from))
+	b, errB := strconv.Atoi(strings.TrimSpace(to))
+	switch {
+	case errA != nil || errB != nil:
+		return shardid.Range{}, fmt.Errorf("%q is not FROM-TO (logical shard numbers, such as 0-4095)", text)
+	case a < 0 || a > b:
+		return shardid.Range{}, fmt.Errorf("%q: want 0 <= FROM <= TO", text)
+	}
+	return shardid.Range{From: a, To: b}, nil
+}
+
+// opsSetup is the plugin the operators' commands drive, on the databases of
+// a config file.
+type opsSetup struct {
+	db     *gorm.DB
+	plugin *shardid.Plugin
+	config *fileConfig
+}
+
+// openConfig opens the plugin's database with the plugin registered; warnings
+// of the plugin (such as a file that disagrees with the shared map) go to
+// warnings.
+func openConfig(c *fileConfig, warnings io.Writer) (*opsSetup, error) {
+	layout, err := c.layout()
+	if err != nil {
+		return nil, err
+	}
+	refresh, err := c.mapRefresh()
+	if err != nil {
+		return nil, err
+	}
+	main, err := dialectorFor(c.Main)
+	if err != nil {
+		return nil, c.fieldError("main", "%v", err)
+	}
+	cfg := shardid.Config{Layout: layout, MapRefresh: refresh}
+	for _, s := range c.Shards {
+		d, err := dialectorFor(s.DSN)
+		if err != nil {
+			return nil, err
+		}
+		ranges, err := parseRanges(s.Logical)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Shards = append(cfg.Shards, shardid.Shard{Name: s.Name, Dialector: d, Logical: ranges})
+	}
+	db, err := gorm.Open(main, &gorm.Config{Logger: warnLogger{log.New(warnings, "warning: ", 0)}})
+	if err != nil {
+		return nil, fmt.Errorf("%s: main: %w", c.path, err)
+	}
+	plugin := shardid.New(cfg)
+	if err := db.Use(plugin); err != nil {
+		return nil, errors.Join(fmt.Errorf("%s: %w", c.path, err), closeDB(db))
+	}
+	return &opsSetup{db: db, plugin: plugin, config: c}, nil
+}
+
+// close releases the plugin (its process entry in the shared map's tables
+// too) and the plugin's database.
+func (s *opsSetup) close() error { return errors.Join(s.plugin.Close(), closeDB(s.db)) }
+
+func closeDB(db *gorm.DB) error {
+	sqlDB, err := db.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.Close()
+}
+
+// withConfig runs fn with the plugin of the --config file, and closes it.
+func withConfig(cmd *cobra.Command, path string, fn func(*opsSetup) error) (err error) {
+	c, err := readConfig(path)
+	if err != nil {
+		return err
+	}
+	s, err := openConfig(c, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, s.close()) }()
+	return fn(s)
+}
+
+// warnLogger prints the plugin's warnings and drops GORM's statement log:
+// the commands report failed statements as their errors.
+type warnLogger struct{ out *log.Logger }
+
+func (l warnLogger) LogMode(logger.LogLevel) logger.Interface                        { return l }
+func (l warnLogger) Info(context.Context, string, ...any)                            {}
+func (l warnLogger) Warn(_ context.Context, msg string, args ...any)                 { l.out.Printf(msg, args...) }
+func (l warnLogger) Error(context.Context, string, ...any)                           {}
+func (l warnLogger) Trace(context.Context, time.Time, func() (string, int64), error) {}

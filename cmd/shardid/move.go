@@ -1,0 +1,284 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/shardid/shardid"
+)
+
+type moveOptions struct {
+	config, shards, to string
+	dryRun             bool
+	chunk              int
+	throttle           time.Duration
+}
+
+func moveCommand() *cobra.Command {
+	var o moveOptions
+	cmd := &cobra.Command{
+		Use:   "move --config FILE --shards FROM-TO --to NAME",
+		Short: "Move a range of logical shards to another physical database, online; status, cancel and cleanup of moves",
+		Long: `Move copies the rows of a range of logical shards, of every sharded table the
+application migrated with the plugin, to another physical database while the
+application keeps reading and writing: prepare (the target's tables, triggers
+on the source, the target's ID sources advanced), copy (in key order, in
+chunks), catch-up (the changes made meanwhile replayed), cutover (the range
+frozen on the source, the last changes replayed, counts and checksums
+compared, the new map written). A move that stopped, or was killed, resumes
+when run again. Afterwards the source keeps a frozen copy of the range until
+"shardid move cleanup".
+
+` + configHelp,
+		Example: `  shardid move --config shards.json --shards 4096-8191 --to c --dry-run
+  shardid move --config shards.json --shards 4096-8191 --to c --chunk 5000 --throttle 10ms
+  shardid move status --config shards.json
+  shardid move cleanup --config shards.json --shards 4096-8191`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runMove(cmd, o) },
+	}
+	cmd.PersistentFlags().StringVar(&o.config, "config", "", "the config file (JSON) naming the plugin's database and the physical databases")
+	cmd.Flags().StringVar(&o.shards, "shards", "", "the logical shards to move, FROM-TO; all on one physical database now")
+	cmd.Flags().StringVar(&o.to, "to", "", "the physical database (a name in the config file) that receives them")
+	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "print the plan (tables and rows to copy, from and to) and change nothing")
+	cmd.Flags().IntVar(&o.chunk, "chunk", 0, "rows read and written at a time (default 1000)")
+	cmd.Flags().DurationVar(&o.throttle, "throttle", 0, "a pause after each chunk, to spare a busy source")
+	cmd.AddCommand(moveStatusCommand(&o), moveCancelCommand(&o), moveCleanupCommand(&o))
+	return cmd
+}
+
+// shardsFlag reads --shards.
+func shardsFlag(text string) (shardid.Range, error) {
+	if text == "" {
+		return shardid.Range{}, fmt.Errorf("--shards: give the range of logical shards, FROM-TO")
+	}
+	r, err := parseRange(text)
+	if err != nil {
+		return r, fmt.Errorf("--shards %w", err)
+	}
+	return r, nil
+}
+
+// interruptible is the command's context, ended by Ctrl-C: a move stopped so
+// keeps its state and resumes when run again.
+func interruptible(cmd *cobra.Command) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(cmd.Context(), os.Interrupt)
+}
+
+func runMove(cmd *cobra.Command, o moveOptions) error {
+	r, err := shardsFlag(o.shards)
+	if err != nil {
+		return err
+	}
+	if o.to == "" {
+		return fmt.Errorf("--to: name the physical database that receives the logical shards")
+	}
+	if o.chunk < 0 || o.throttle < 0 {
+		return fmt.Errorf("--chunk and --throttle cannot be negative")
+	}
+	return withConfig(cmd, o.config, func(s *opsSetup) error {
+		if !slices.ContainsFunc(s.config.Shards, func(sh fileShard) bool { return sh.Name == o.to }) {
+			return fmt.Errorf("--to %q: %s names no such shard (it lists %s)", o.to, s.config.path, shardNames(s.config))
+		}
+		ctx, stop := interruptible(cmd)
+		defer stop()
+		req := shardid.Move{Logical: r, To: o.to, ChunkSize: o.chunk, Throttle: o.throttle, DryRun: o.dryRun}
+		var progress *moveProgress
+		if !o.dryRun {
+			progress = newMoveProgress(cmd.ErrOrStderr())
+			req.Progress = progress.update
+		}
+		report, err := s.plugin.Move(ctx, req)
+		if progress != nil {
+			progress.finish()
+		}
+		if err != nil {
+			if report != nil && report.Phase != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "the move stopped in phase %s; run the same command again to resume it, or cancel it (shardid move cancel)\n", report.Phase)
+			}
+			return err
+		}
+		if o.dryRun {
+			printPlan(cmd.OutOrStdout(), report)
+		} else {
+			printReport(cmd.OutOrStdout(), report, o.config)
+		}
+		return nil
+	})
+}
+
+func shardNames(c *fileConfig) string {
+	names := make([]string, len(c.Shards))
+	for i, s := range c.Shards {
+		names[i] = s.Name
+	}
+	return joinList(names)
+}
+
+func printPlan(w io.Writer, report *shardid.MoveReport) {
+	fmt.Fprintf(w, "plan: move logical shards %s from %s to %s (dry run: nothing changed)\n", rangeText(report.Logical), report.From, report.To)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, table := range report.Tables {
+		fmt.Fprintf(tw, "  %s\t%d rows to copy\n", table, report.Rows[table])
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(w, "then: catch up with the changes made meanwhile, freeze the range on %s, verify, and write the map that sends it to %s\n", report.From, report.To)
+	if report.Resumed {
+		fmt.Fprintln(w, "note: this move has begun before; running it resumes where it stopped")
+	}
+}
+
+func printReport(w io.Writer, report *shardid.MoveReport, config string) {
+	verb := "moved"
+	if report.Resumed {
+		verb = "moved (resumed)"
+	}
+	fmt.Fprintf(w, "%s logical shards %s from %s to %s\n", verb, rangeText(report.Logical), report.From, report.To)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, table := range report.Tables {
+		fmt.Fprintf(tw, "  %s\t%d rows copied\n", table, report.Rows[table])
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(w, "changes replayed  %d\n", report.Changes)
+	fmt.Fprintf(w, "frozen            %s (writes of the range refused on %s, and retried on %s by the plugin)\n", report.Frozen.Round(time.Microsecond), report.From, report.To)
+	fmt.Fprintf(w, "map version       %d\n", report.MapVersion)
+	fmt.Fprintf(w, "next              %s keeps a frozen copy: shardid move cleanup --config %s --shards %s\n", report.From, config, rangeText(report.Logical))
+}
+
+func moveStatusCommand(o *moveOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status --config FILE",
+		Short: "List the moves the plugin's database records, ended ones too",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withConfig(cmd, o.config, func(s *opsSetup) error {
+				moves, err := s.plugin.Moves(cmd.Context())
+				if err != nil {
+					return err
+				}
+				printMoves(cmd.OutOrStdout(), moves)
+				return nil
+			})
+		},
+	}
+}
+
+func printMoves(w io.Writer, moves []shardid.MoveStatus) {
+	if len(moves) == 0 {
+		fmt.Fprintln(w, "no moves recorded")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "RANGE\tFROM\tTO\tPHASE\tROWS\tCHANGES\tFROZEN\tMAP VERSION\tSTARTED")
+	for _, m := range moves {
+		var rows int64
+		for _, n := range m.Rows {
+			rows += n
+		}
+		frozen, version := "-", "-"
+		if m.Frozen > 0 {
+			frozen = m.Frozen.Round(time.Microsecond).String()
+		}
+		if m.MapVersion > 0 {
+			version = fmt.Sprint(m.MapVersion)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", rangeText(m.Logical), m.From, m.To, m.Phase, rows, m.Changes,
+			frozen, version, m.Started.UTC().Format(time.RFC3339))
+	}
+	_ = tw.Flush()
+}
+
+func moveCancelCommand(o *moveOptions) *cobra.Command {
+	var shards string
+	cmd := &cobra.Command{
+		Use:   "cancel --config FILE --shards FROM-TO",
+		Short: "Cancel a move before its cutover: the source serves the range as before, the target's copies are deleted",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			r, err := shardsFlag(shards)
+			if err != nil {
+				return err
+			}
+			return withConfig(cmd, o.config, func(s *opsSetup) error {
+				ctx, stop := interruptible(cmd)
+				defer stop()
+				m, err := recordedMove(ctx, s, r)
+				if err != nil {
+					return err
+				}
+				if err := s.plugin.CancelMove(ctx, r); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "cancelled the move of logical shards %s to %s: %s serves them as before; the copies on %s are deleted\n",
+					rangeText(r), m.To, m.From, m.To)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&shards, "shards", "", "the range of the move, FROM-TO, as it was given")
+	return cmd
+}
+
+func moveCleanupCommand(o *moveOptions) *cobra.Command {
+	var shards string
+	var wait time.Duration
+	cmd := &cobra.Command{
+		Use:   "cleanup --config FILE --shards FROM-TO [--wait D]",
+		Short: "End a move after its cutover: delete the source's frozen copy of the range and drop its triggers",
+		Long: `Cleanup waits until every live process routes by the map the move wrote (a
+process is live if it read the map within three refresh periods), up to
+--wait, then deletes the source's copy of the range in chunks and drops the
+triggers. If processes still lag after --wait it fails, naming them.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			r, err := shardsFlag(shards)
+			if err != nil {
+				return err
+			}
+			if wait <= 0 {
+				return fmt.Errorf("--wait must be positive")
+			}
+			return withConfig(cmd, o.config, func(s *opsSetup) error {
+				ctx, stop := interruptible(cmd)
+				defer stop()
+				m, err := recordedMove(ctx, s, r)
+				if err != nil {
+					return err
+				}
+				waitCtx, cancel := context.WithTimeout(ctx, wait)
+				defer cancel()
+				if err := s.plugin.CleanupMove(waitCtx, r); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "cleaned up the move of logical shards %s: their copies on %s are deleted and its triggers dropped; %s serves them\n",
+					rangeText(r), m.From, m.To)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&shards, "shards", "", "the range of the move, FROM-TO, as it was given")
+	cmd.Flags().DurationVar(&wait, "wait", time.Minute, "how long to wait for processes that still route by an older map")
+	return cmd
+}
+
+// recordedMove finds the latest record of the move of r.
+func recordedMove(ctx context.Context, s *opsSetup, r shardid.Range) (shardid.MoveStatus, error) {
+	moves, err := s.plugin.Moves(ctx)
+	if err != nil {
+		return shardid.MoveStatus{}, err
+	}
+	for _, m := range moves {
+		if m.Logical == r {
+			return m, nil
+		}
+	}
+	return shardid.MoveStatus{}, fmt.Errorf("--shards %s: no move of these logical shards is recorded (shardid move status lists them)", rangeText(r))
+}
