@@ -296,7 +296,10 @@ func (p *Plugin) refreshLoop(s *mapStore) {
 		case <-ticker.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), p.mapRefresh()*4)
-		_, err := p.refreshMap(ctx)
+		version, err := p.refreshMap(ctx)
+		if err == nil {
+			err = s.seen(ctx, version) // the process is live, at this version
+		}
 		cancel()
 		if errors.Is(err, sql.ErrConnDone) || err != nil && strings.Contains(err.Error(), "database is closed") {
 			return // the application closed the plugin's database without Close
@@ -331,8 +334,9 @@ func (p *Plugin) refreshMap(ctx context.Context) (int64, error) {
 		}
 		s.version = stored.Version
 		p.mapVersion.Store(stored.Version)
+		return s.version, s.seen(ctx, s.version)
 	}
-	return s.version, s.seen(ctx, s.version)
+	return s.version, nil
 }
 
 // reportConfigDifference logs where the shared map differs from Config.Shards:

@@ -48,6 +48,7 @@ type Move struct {
 // MoveProgress is where a move is.
 type MoveProgress struct {
 	Phase   string
+	Step    string // within the phase: "triggers", "chunk", "round", "frozen", "verified", "map written"
 	Table   string
 	Copied  int64 // rows of the table copied so far
 	Total   int64 // rows of the table in the range when the copy began
@@ -380,6 +381,7 @@ func (mv *mover) prepare(ctx context.Context) error {
 		if err := mv.fence.Install(ctx, mv.source, t.fenced); err != nil {
 			return fmt.Errorf("triggers on %s.%s: %w", mv.st.From, t.name, err)
 		}
+		mv.progress(MoveProgress{Phase: PhasePrepare, Step: "triggers", Table: t.name})
 	}
 	if err := mv.fence.Open(ctx, mv.source, mv.fr, mv.st.To); err != nil {
 		return err
@@ -444,9 +446,7 @@ func (mv *mover) copyTable(ctx context.Context, t *movedTable) error {
 		if err := mv.p.maps.saveMove(ctx, mv.st); err != nil {
 			return err
 		}
-		if mv.req.Progress != nil {
-			mv.req.Progress(MoveProgress{Phase: PhaseCopy, Table: t.name, Copied: mv.st.Copied[t.name], Total: total})
-		}
+		mv.progress(MoveProgress{Phase: PhaseCopy, Step: "chunk", Table: t.name, Copied: mv.st.Copied[t.name], Total: total})
 		if mv.st.Done[t.name] {
 			return nil
 		}
@@ -457,6 +457,12 @@ func (mv *mover) copyTable(ctx context.Context, t *movedTable) error {
 			case <-time.After(mv.req.Throttle):
 			}
 		}
+	}
+}
+
+func (mv *mover) progress(pr MoveProgress) {
+	if mv.req.Progress != nil {
+		mv.req.Progress(pr)
 	}
 }
 
@@ -487,9 +493,7 @@ func (mv *mover) catchUp(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if mv.req.Progress != nil {
-			mv.req.Progress(MoveProgress{Phase: PhaseCatchUp, Backlog: backlog})
-		}
+		mv.progress(MoveProgress{Phase: PhaseCatchUp, Step: "round", Backlog: backlog})
 		if backlog < below {
 			return nil
 		}
@@ -556,12 +560,14 @@ func (mv *mover) replay(ctx context.Context) (int, error) {
 func (mv *mover) cutover(ctx context.Context) error {
 	p := mv.p
 	if mv.servedByTarget() {
-		return nil // the map was written by a run that stopped before saving its state
+		mv.st.MapVersion = p.MapVersion() // written by a run that stopped before saving its state
+		return nil
 	}
 	frozenAt := time.Now()
 	if err := mv.fence.Freeze(ctx, mv.source, mv.fr); err != nil {
 		return err
 	}
+	mv.progress(MoveProgress{Phase: PhaseCutover, Step: "frozen"})
 	for {
 		n, err := mv.replay(ctx)
 		if err != nil {
@@ -585,6 +591,7 @@ func (mv *mover) cutover(ctx context.Context) error {
 				ErrMoveVerify, t.name, src.Rows, src.Sum, mv.st.From, dst.Rows, dst.Sum, mv.st.To), mv.fence.Thaw(ctx, mv.source, mv.fr))
 		}
 	}
+	mv.progress(MoveProgress{Phase: PhaseCutover, Step: "verified"})
 	if err := mv.advance(ctx); err != nil {
 		return errors.Join(err, mv.fence.Thaw(ctx, mv.source, mv.fr))
 	}
@@ -592,6 +599,7 @@ func (mv *mover) cutover(ctx context.Context) error {
 	if err != nil {
 		return errors.Join(err, mv.fence.Thaw(ctx, mv.source, mv.fr))
 	}
+	mv.progress(MoveProgress{Phase: PhaseCutover, Step: "map written"})
 	mv.st.Frozen = time.Since(frozenAt)
 	mv.st.MapVersion = version
 	mv.st.CutoverAt = time.Now().UTC()

@@ -1,0 +1,85 @@
+package fence
+
+import (
+	"fmt"
+	"hash/fnv"
+	"strings"
+)
+
+// ShardSQL returns the SQL expression of a row's logical shard read from t's
+// key column, qualified by qualifier ("" for none, "NEW", "OLD", an alias),
+// for the WHERE clauses of the copy and for the triggers.
+func (f Fence) ShardSQL(t Table, qualifier string) (string, error) {
+	if _, err := f.dialect(); err != nil {
+		return "", err
+	}
+	if err := checkTable(t); err != nil {
+		return "", err
+	}
+	column := quoteIdent(f.Dialect, t.Key)
+	if qualifier != "" {
+		column = qualifier + "." + column
+	}
+	mask := 1<<f.ShardBits - 1
+	if t.Kind == KeyInt64 {
+		return fmt.Sprintf("((%s >> %d) & %d)", column, f.SequenceBits, mask), nil
+	}
+	// ShardBits <= 16, so the last four hex digits of the text hold the shard.
+	switch f.Dialect {
+	case "mysql":
+		return fmt.Sprintf("(CAST(CONV(RIGHT(%s, 4), 16, 10) AS UNSIGNED) & %d)", column, mask), nil
+	case "postgres":
+		return fmt.Sprintf("((('x' || right(%s::text, 4))::bit(16)::int) & %d)", column, mask), nil
+	}
+	// SQLite has no hex conversion: each digit is its place in the hex alphabet.
+	digits := (f.ShardBits + 3) / 4
+	parts := make([]string, digits)
+	for i := range digits {
+		parts[i] = fmt.Sprintf("((instr('0123456789abcdef', lower(substr(%s, %d, 1))) - 1) << %d)", column, -1-i, 4*i)
+	}
+	return fmt.Sprintf("((%s) & %d)", strings.Join(parts, " | "), mask), nil
+}
+
+// quoteIdent quotes name as an identifier of dialect.
+func quoteIdent(dialect, name string) string {
+	if dialect == "mysql" {
+		return "`" + strings.ReplaceAll(name, "`", "``") + "`"
+	}
+	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
+}
+
+// quoteString quotes s as a string literal; MySQL also reads backslashes.
+func quoteString(dialect, s string) string {
+	s = strings.ReplaceAll(s, "'", "''")
+	if dialect == "mysql" {
+		s = strings.ReplaceAll(s, `\`, `\\`)
+	}
+	return "'" + s + "'"
+}
+
+// triggerName is shardid_fence_<table>_<op>, the table part cut and hashed
+// when the whole exceeds the dialect's identifier limit.
+func triggerName(dialect, table, op string) string {
+	name := "shardid_fence_" + table + "_" + op
+	limit := map[string]int{"mysql": 64, "postgres": 63}[dialect]
+	if limit == 0 || len(name) <= limit {
+		return name
+	}
+	h := fnv.New32a()
+	h.Write([]byte(table))
+	suffix := fmt.Sprintf("_%08x_%s", h.Sum32(), op)
+	keep := limit - len("shardid_fence_") - len(suffix)
+	cut := table
+	for len(cut) > keep { // cut whole runes: the name must stay valid UTF-8
+		r := []rune(cut)
+		cut = string(r[:len(r)-1])
+	}
+	return "shardid_fence_" + cut + suffix
+}
+
+// ops are the three triggers of a table, with the row images each checks.
+var ops = []struct{ name, event string }{
+	{"ins", "INSERT"},
+	{"upd", "UPDATE"},
+	{"del", "DELETE"},
+}
