@@ -2,9 +2,12 @@ package shardid
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/shardid/shardid/internal/fence"
 )
 
 // deleteChunk is how many rows a cancel or a cleanup deletes at a time.
@@ -56,16 +59,25 @@ func (p *Plugin) CleanupMove(ctx context.Context, r Range, models ...any) error 
 		return err
 	}
 	defer conn.Close()
-	if err := mv.fence.Bypass(ctx, conn); err != nil {
-		return err
+	bypass := mv.fence.Bypass(ctx, conn)
+	if errors.Is(bypass, fence.ErrBypassUnsupported) {
+		// SQLite's triggers cannot let one connection through: drop them
+		// first, as every live process routes by the new map by now.
+		if err := mv.unfence(ctx); err != nil {
+			return err
+		}
+	} else if bypass != nil {
+		return bypass
 	}
 	for _, t := range mv.tables {
 		if err := deleteRange(ctx, t, conn, r); err != nil {
 			return fmt.Errorf("shardid: deleting the copies of %s on %s: %w", t.name, mv.st.From, err)
 		}
 	}
-	if err := mv.unfence(ctx); err != nil {
-		return err
+	if bypass == nil {
+		if err := mv.unfence(ctx); err != nil {
+			return err
+		}
 	}
 	mv.st.Phase = PhaseCleaned
 	return p.maps.saveMove(ctx, mv.st)

@@ -224,6 +224,7 @@ func testOperatorsCommands(t *testing.T, e opsEnv) {
 		t.Fatalf("the dry run copied %v to c", got)
 	}
 	wantIn(t, mustRun(t, "map", "--config", e.config), "map version 1:", "c  no logical shards")
+	wantIn(t, mustRun(t, "move", "status", "--config", e.config), "no moves recorded")
 
 	// The move: a report, the rows on c, the new map.
 	out = mustRun(t, append(args, "--chunk", "2")...)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -13,13 +14,14 @@ import (
 )
 
 // moveProgress shows a move's progress: on a terminal a bar per table, else
-// a plain line at most every second (logs stay short). It is not safe for
-// concurrent use; a move reports from one goroutine.
+// a plain line for each new phase or table and at most one a second within
+// it (logs stay short). It is not safe for concurrent use; a move reports
+// from one goroutine.
 type moveProgress struct {
 	w        io.Writer
 	terminal bool
 	bar      *progressbar.ProgressBar
-	barOf    string // the table, or phase, of bar
+	current  string // the phase and table of the last report
 	lastLine time.Time
 }
 
@@ -29,22 +31,19 @@ func newMoveProgress(w io.Writer) *moveProgress {
 }
 
 func (p *moveProgress) update(m shardid.MoveProgress) {
+	key := m.Phase + " " + m.Table
+	changed := key != p.current
+	p.current = key
 	if !p.terminal {
-		if time.Since(p.lastLine) < time.Second {
+		if !changed && time.Since(p.lastLine) < time.Second {
 			return
 		}
 		p.lastLine = time.Now()
-		if m.Phase == shardid.PhaseCopy {
-			fmt.Fprintf(p.w, "move: copy %s: %d of %d rows\n", m.Table, m.Copied, m.Total)
-		} else {
-			fmt.Fprintf(p.w, "move: %s: %d changes behind\n", m.Phase, m.Backlog)
-		}
+		fmt.Fprintln(p.w, "move: "+describeProgress(m))
 		return
 	}
-	key := m.Phase + " " + m.Table
-	if p.bar == nil || p.barOf != key {
+	if changed || p.bar == nil {
 		p.finish()
-		p.barOf = key
 		if m.Phase == shardid.PhaseCopy {
 			p.bar = progressbar.NewOptions64(max(m.Total, m.Copied, 1), progressbar.OptionSetWriter(p.w), progressbar.OptionSetDescription("copy "+m.Table),
 				progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionSetPredictTime(true))
@@ -59,8 +58,23 @@ func (p *moveProgress) update(m shardid.MoveProgress) {
 		_ = p.bar.Set64(m.Copied)
 		return
 	}
-	p.bar.Describe(fmt.Sprintf("%s: %d changes behind", m.Phase, m.Backlog))
+	p.bar.Describe(describeProgress(m))
 	_ = p.bar.Add(1)
+}
+
+// describeProgress writes a report of the move in one line.
+func describeProgress(m shardid.MoveProgress) string {
+	if m.Phase == shardid.PhaseCopy {
+		return fmt.Sprintf("copy %s: %d of %d rows", m.Table, m.Copied, m.Total)
+	}
+	parts := []string{m.Phase}
+	if m.Step != "" {
+		parts = append(parts, m.Step)
+	}
+	if m.Table != "" {
+		parts = append(parts, m.Table)
+	}
+	return fmt.Sprintf("%s: %d changes behind", strings.Join(parts, " "), m.Backlog)
 }
 
 // finish ends the current bar, leaving it on its own line.
