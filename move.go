@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -468,8 +469,14 @@ func (mv *mover) progress(pr MoveProgress) {
 
 // jsonKey turns a key read back from the state's JSON into the key's type.
 func jsonKey(k any) any {
-	if f, ok := k.(float64); ok {
-		return int64(f)
+	switch v := k.(type) {
+	case json.Number: // decodeMove reads numbers so, exactly
+		if n, err := v.Int64(); err == nil {
+			return n
+		}
+		return v.String()
+	case float64:
+		return int64(v)
 	}
 	return k
 }

@@ -61,11 +61,41 @@ func (s *mapStore) loadMove(ctx context.Context, r Range) (*moveState, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &moveState{}
-	if err := json.Unmarshal([]byte(body), st); err != nil {
+	st, err := decodeMove(body)
+	if err != nil {
 		return nil, fmt.Errorf("shardid: the state of the move of %d-%d in %s: %w", r.From, r.To, movesTable, err)
 	}
 	return st, nil
+}
+
+// decodeMove reads a move's state, its cursors as json.Number: an int64 key
+// above 2^53 does not survive a float64.
+func decodeMove(body string) (*moveState, error) {
+	st := &moveState{}
+	dec := json.NewDecoder(strings.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(st); err != nil {
+		return nil, err
+	}
+	st.makeMaps()
+	return st, nil
+}
+
+// makeMaps gives a loaded state the maps its JSON omitted for being empty,
+// which the mover writes to.
+func (st *moveState) makeMaps() {
+	if st.Cursors == nil {
+		st.Cursors = map[string]any{}
+	}
+	if st.Copied == nil {
+		st.Copied = map[string]int64{}
+	}
+	if st.Done == nil {
+		st.Done = map[string]bool{}
+	}
+	if st.MaxKeys == nil {
+		st.MaxKeys = map[string]int64{}
+	}
 }
 
 // moves returns every move's state, for operators.
@@ -81,8 +111,8 @@ func (s *mapStore) moves(ctx context.Context) ([]*moveState, error) {
 		if err := rows.Scan(&body); err != nil {
 			return nil, err
 		}
-		st := &moveState{}
-		if err := json.Unmarshal([]byte(body), st); err != nil {
+		st, err := decodeMove(body)
+		if err != nil {
 			return nil, err
 		}
 		list = append(list, st)

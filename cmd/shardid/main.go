@@ -21,13 +21,18 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
 
 func main() {
 	if err := rootCommand().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "shardid:", err)
+		msg := err.Error()
+		if !strings.HasPrefix(msg, "shardid: ") { // the library's errors carry it already
+			msg = "shardid: " + msg
+		}
+		fmt.Fprintln(os.Stderr, msg)
 		os.Exit(1)
 	}
 }

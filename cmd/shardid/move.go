@@ -101,8 +101,8 @@ func runMove(cmd *cobra.Command, o moveOptions) error {
 			progress.finish()
 		}
 		if err != nil {
-			if report != nil && report.Phase != "" {
-				fmt.Fprintf(cmd.OutOrStdout(), "the move stopped in phase %s; run the same command again to resume it, or cancel it (shardid move cancel)\n", report.Phase)
+			if m, recorded := recordedMove(context.WithoutCancel(ctx), s, r); recorded == nil && !o.dryRun && underWay(m.Phase) {
+				fmt.Fprintf(cmd.OutOrStdout(), "the move stopped in phase %s; run the same command again to resume it, or cancel it (shardid move cancel)\n", m.Phase)
 			}
 			return err
 		}
@@ -113,6 +113,11 @@ func runMove(cmd *cobra.Command, o moveOptions) error {
 		}
 		return nil
 	})
+}
+
+// underWay reports whether a move in phase has yet to reach its cutover.
+func underWay(phase string) bool {
+	return slices.Contains([]string{shardid.PhasePrepare, shardid.PhaseCopy, shardid.PhaseCatchUp, shardid.PhaseCutover}, phase)
 }
 
 func shardNames(c *fileConfig) string {
@@ -127,7 +132,7 @@ func printPlan(w io.Writer, report *shardid.MoveReport) {
 	fmt.Fprintf(w, "plan: move logical shards %s from %s to %s (dry run: nothing changed)\n", rangeText(report.Logical), report.From, report.To)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, table := range report.Tables {
-		fmt.Fprintf(tw, "  %s\t%d rows to copy\n", table, report.Rows[table])
+		fmt.Fprintf(tw, "  %s\t%s to copy\n", table, plural(report.Rows[table], "row"))
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(w, "then: catch up with the changes made meanwhile, freeze the range on %s, verify, and write the map that sends it to %s\n", report.From, report.To)
@@ -144,7 +149,7 @@ func printReport(w io.Writer, report *shardid.MoveReport, config string) {
 	fmt.Fprintf(w, "%s logical shards %s from %s to %s\n", verb, rangeText(report.Logical), report.From, report.To)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, table := range report.Tables {
-		fmt.Fprintf(tw, "  %s\t%d rows copied\n", table, report.Rows[table])
+		fmt.Fprintf(tw, "  %s\t%s copied\n", table, plural(report.Rows[table], "row"))
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(w, "changes replayed  %d\n", report.Changes)

@@ -228,7 +228,7 @@ func testOperatorsCommands(t *testing.T, e opsEnv) {
 
 	// The move: a report, the rows on c, the new map.
 	out = mustRun(t, append(args, "--chunk", "2")...)
-	wantIn(t, out, "moved logical shards 0-1023 from a to c", "4 rows copied", "changes replayed  0", "frozen  ", "map version       2",
+	wantIn(t, out, "moved logical shards 0-1023 from a to c", "shardid_cmd_items  4 rows copied", "changes replayed  0", "frozen  ", "map version       2",
 		"move: copy shardid_cmd_items") // the plain progress line, stderr not being a terminal
 	if got := idsIn(t, c, layout, moving); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("c holds %v of the range after the move, want %v", got, want)
@@ -297,6 +297,25 @@ func testOperatorsCommands(t *testing.T, e opsEnv) {
 	}
 	wantIn(t, mustRun(t, "move", "status", "--config", e.config), "4096-5000  b     c   cancelled")
 	wantIn(t, mustRun(t, "verify", "--config", e.config), "all rows are on the database their shard maps to")
+
+	// A move stopped during its copy is resumed by the command.
+	resumed := shardid.Range{From: 6000, To: 6100}
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	_, err = app.plugin.Move(ctx, shardid.Move{Logical: resumed, To: "c", ChunkSize: 1, Throttle: time.Millisecond,
+		Progress: func(p shardid.MoveProgress) {
+			if p.Phase == shardid.PhaseCopy && p.Copied > 0 {
+				cancel()
+			}
+		}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("the move stopped during its copy returned %v", err)
+	}
+	out = mustRun(t, "move", "--config", e.config, "--shards", "6000-6100", "--to", "c")
+	wantIn(t, out, "moved (resumed) logical shards 6000-6100 from b to c", "shardid_cmd_items  1 row copied", "map version       3")
+	if got := idsIn(t, c, layout, resumed); len(got) != 1 {
+		t.Fatalf("c holds %v of the resumed range, want its row", got)
+	}
 }
 
 // Bad input fails with an error naming what is wrong, and no panic.

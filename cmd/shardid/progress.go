@@ -74,7 +74,10 @@ func describeProgress(m shardid.MoveProgress) string {
 	if m.Table != "" {
 		parts = append(parts, m.Table)
 	}
-	return fmt.Sprintf("%s: %d changes behind", strings.Join(parts, " "), m.Backlog)
+	if m.Phase == shardid.PhaseCatchUp || m.Phase == shardid.PhaseCutover {
+		return fmt.Sprintf("%s: %d changes behind", strings.Join(parts, " "), m.Backlog)
+	}
+	return strings.Join(parts, " ")
 }
 
 // finish ends the current bar, leaving it on its own line.
