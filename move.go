@@ -377,14 +377,18 @@ func (mv *mover) prepare(ctx context.Context) error {
 	if err := mv.fence.Prepare(ctx, mv.source); err != nil {
 		return err
 	}
+	// The fence row first: creating a trigger waits for every transaction
+	// that wrote the table before (MySQL's metadata lock, PostgreSQL's SHARE
+	// ROW EXCLUSIVE), and each write after it reads the row, so none of the
+	// range goes unlogged once the copy starts.
+	if err := mv.fence.Open(ctx, mv.source, mv.fr, mv.st.To); err != nil {
+		return err
+	}
 	for _, t := range mv.tables {
 		if err := mv.fence.Install(ctx, mv.source, t.fenced); err != nil {
 			return fmt.Errorf("triggers on %s.%s: %w", mv.st.From, t.name, err)
 		}
 		mv.progress(MoveProgress{Phase: PhasePrepare, Step: "triggers", Table: t.name})
-	}
-	if err := mv.fence.Open(ctx, mv.source, mv.fr, mv.st.To); err != nil {
-		return err
 	}
 	return mv.advance(ctx)
 }

@@ -51,21 +51,32 @@ func (p *Plugin) CleanupMove(ctx context.Context, r Range, models ...any) error 
 	if err := p.waitForProcesses(ctx, mv.st.MapVersion); err != nil {
 		return err
 	}
+	if mv.fence.Dialect == "sqlite" {
+		// No session state for the triggers to read: the fence goes first.
+		// SQLite has one writing process, which routes by the new map.
+		if err := mv.unfence(ctx); err != nil {
+			return err
+		}
+	}
 	conn, err := mv.source.Conn(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	if err := mv.fence.Bypass(ctx, conn); err != nil {
-		return err
+	if mv.fence.Dialect != "sqlite" {
+		if err := mv.fence.Bypass(ctx, conn); err != nil {
+			return err
+		}
 	}
 	for _, t := range mv.tables {
 		if err := deleteRange(ctx, t, conn, r); err != nil {
 			return fmt.Errorf("shardid: deleting the copies of %s on %s: %w", t.name, mv.st.From, err)
 		}
 	}
-	if err := mv.unfence(ctx); err != nil {
-		return err
+	if mv.fence.Dialect != "sqlite" {
+		if err := mv.unfence(ctx); err != nil {
+			return err
+		}
 	}
 	mv.st.Phase = PhaseCleaned
 	return p.maps.saveMove(ctx, mv.st)
