@@ -87,6 +87,7 @@ type mover struct {
 	fence          fence.Fence
 	tables         []*movedTable
 	fr             fence.Range
+	resumed        bool // the move was recorded before this run
 }
 
 // Move moves a range of logical shards to another physical database while
@@ -103,7 +104,12 @@ func (p *Plugin) Move(ctx context.Context, req Move) (*MoveReport, error) {
 	if req.DryRun {
 		return mv.plan(ctx)
 	}
-	resumed := mv.st.Phase != PhasePrepare || len(mv.st.Cursors) > 0
+	resumed := mv.resumed
+	if !resumed { // recorded before any change, so that a run that dies is resumed
+		if err := p.maps.saveMove(ctx, mv.st); err != nil {
+			return nil, err
+		}
+	}
 	steps := []struct {
 		phase string
 		run   func(context.Context) error
@@ -208,6 +214,7 @@ func (p *Plugin) newMover(ctx context.Context, req Move) (*mover, error) {
 	if mv.tables, err = p.movedTables(ctx, req.Models, st, mv.source); err != nil {
 		return nil, err
 	}
+	mv.resumed = st != nil
 	if st == nil {
 		st = &moveState{Logical: r, From: p.physical[from].name, To: req.To, Phase: PhasePrepare, Started: time.Now().UTC(),
 			Cursors: map[string]any{}, Copied: map[string]int64{}, Done: map[string]bool{}, MaxKeys: map[string]int64{}}

@@ -82,6 +82,10 @@ func (p *Plugin) retryMoved(kind statementKind, executor string) func(*gorm.DB) 
 		if db.Error == nil || !p.routed() {
 			return
 		}
+		if fence.RacedInstall(db.Error) {
+			p.runAgain(db, kind, executorOf(db, kind, executor))
+			return
+		}
 		shard, to, moved := fence.MovedShard(db.Error)
 		if !moved {
 			return
@@ -110,6 +114,37 @@ func (p *Plugin) retryMoved(kind statementKind, executor string) func(*gorm.DB) 
 			refused.Why, refused.Err = err.Error(), errors.Join(refused.Err, db.Error)
 			p.movedStats.failed.Add(1)
 			db.Error = refused
+		}
+	}
+}
+
+// runAgain runs a statement again on its database, where it raced the
+// creation of a move's triggers, when GORM's transaction around it holds
+// only it; otherwise its error stands.
+func (p *Plugin) runAgain(db *gorm.DB, kind statementKind, execute func(*gorm.DB)) {
+	stmt := db.Statement
+	if p.whyNotRetried(db, kind) != "" {
+		return
+	}
+	k, known := p.ranOn(stmt)
+	if !known {
+		return
+	}
+	for range 3 {
+		released, err := p.release(stmt)
+		if err == nil {
+			err = p.moveStatement(db, k, released)
+		}
+		if err != nil {
+			db.Error = errors.Join(db.Error, err)
+			return
+		}
+		db.Error = nil
+		stmt.SQL.Reset()
+		stmt.Vars = nil
+		execute(db)
+		if !fence.RacedInstall(db.Error) {
+			return
 		}
 	}
 }
