@@ -12,10 +12,10 @@ import (
 	"strings"
 	"testing"
 
+	_ "github.com/glebarez/go-sqlite"
 	"github.com/go-sql-driver/mysql"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
-	_ "github.com/glebarez/go-sqlite"
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/shardid/shardid/strategies"
@@ -351,7 +351,7 @@ func TestFreezeRefusesTheRangeThawAndCloseLetThrough(t *testing.T) {
 			refused(t, dialect, fx.exec("UPDATE fence_ints SET note = 'b' WHERE id = "+p1, in5), 5, "pg-c")
 			refused(t, dialect, fx.exec("UPDATE fence_uuids SET note = 'b' WHERE id = "+p1, uIn), 6, "pg-c")
 			refused(t, dialect, fx.exec("DELETE FROM fence_ints WHERE id = "+p1, in6), 6, "pg-c")
-			refused(t, dialect, fx.exec("UPDATE fence_ints SET id = "+p1+" WHERE id = "+p2, intID(9), in5), 5, "pg-c") // the old key's shard
+			refused(t, dialect, fx.exec("UPDATE fence_ints SET id = "+p1+" WHERE id = "+p2, intID(9), in5), 5, "pg-c")  // the old key's shard
 			refused(t, dialect, fx.exec("UPDATE fence_ints SET id = "+p1+" WHERE id = "+p2, intID(5), out9), 5, "pg-c") // the new key's shard
 			for _, q := range []string{"INSERT INTO fence_ints (id, note) VALUES (" + p1 + ", 'a')", "UPDATE fence_ints SET note = 'c' WHERE id = " + p1} {
 				key := intID(10)

@@ -178,29 +178,46 @@ func (mysqlDialect) locked(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx) 
 	return tx.Commit()
 }
 
-// waitOlder polls InnoDB's running transactions; trx_started has whole
-// seconds, so those of the current second are waited for too.
+// waitOlder polls InnoDB's list of transactions for those begun before a
+// marker transaction begun after the fence row. The list is a cache renewed
+// only after 100 ms without readers, so it counts only once the marker shows;
+// trx_started has whole seconds, so the marker's second is waited for too.
 func (mysqlDialect) waitOlder(ctx context.Context, db *sql.DB) error {
-	var now string // as text: the DSN may not parse times
-	if err := db.QueryRowContext(ctx, "SELECT CAST(NOW() AS CHAR)").Scan(&now); err != nil {
+	marker, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer marker.Close()
+	if _, err := marker.ExecContext(ctx, "START TRANSACTION WITH CONSISTENT SNAPSHOT"); err != nil {
+		return err
+	}
+	defer marker.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+	var id int64
+	if err := marker.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id); err != nil {
 		return err
 	}
 	for {
-		var older int
-		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.INNODB_TRX
-			WHERE trx_started <= ? AND trx_mysql_thread_id <> CONNECTION_ID()`, now).Scan(&older); err != nil {
+		var seen, older int
+		if err := db.QueryRowContext(ctx, `SELECT
+			(SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id = ?),
+			(SELECT COUNT(*) FROM information_schema.INNODB_TRX
+				WHERE trx_started <= (SELECT MIN(trx_started) FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id = ?)
+				AND trx_mysql_thread_id NOT IN (?, CONNECTION_ID()))`, id, id, id).Scan(&seen, &older); err != nil {
 			return err
 		}
-		if older == 0 {
+		if seen > 0 && older == 0 {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(pollEvery):
+		case <-time.After(mysqlPollEvery):
 		}
 	}
 }
+
+// mysqlPollEvery leaves InnoDB's list of transactions idle long enough to renew.
+var mysqlPollEvery = 150 * time.Millisecond
 
 func (mysqlDialect) frozenChanged(context.Context, *sql.Tx, Fence) error { return nil }
 
