@@ -510,3 +510,31 @@ func TestValidation(t *testing.T) {
 		}
 	}
 }
+
+func TestLongTableNamesGetShortTriggerNames(t *testing.T) {
+	ctx := context.Background()
+	for _, dialect := range dialects {
+		t.Run(dialect, func(t *testing.T) {
+			fx := newFixture(t, dialect)
+			long := Table{Name: "fence_" + strings.Repeat("long", 13), Key: "id", Kind: KeyInt64} // 58 characters
+			mustExec(t, fx.db, "DROP TABLE IF EXISTS "+long.Name)
+			mustExec(t, fx.db, "CREATE TABLE "+long.Name+" (id BIGINT PRIMARY KEY, note VARCHAR(20))")
+			if err := fx.f.Install(ctx, fx.db, long); err != nil {
+				t.Fatal(err)
+			}
+			if err := fx.f.Open(ctx, fx.db, moveRange, "pg-c"); err != nil {
+				t.Fatal(err)
+			}
+			if err := fx.f.Freeze(ctx, fx.db, moveRange); err != nil {
+				t.Fatal(err)
+			}
+			refused(t, dialect, fx.insert(long.Name, intID(5)), 5, "pg-c")
+			if err := fx.f.Uninstall(ctx, fx.db, long); err != nil {
+				t.Fatal(err)
+			}
+			if err := fx.insert(long.Name, intID(5)); err != nil {
+				t.Fatalf("after Uninstall: %v", err)
+			}
+		})
+	}
+}
