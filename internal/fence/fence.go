@@ -120,8 +120,9 @@ func checkTable(t Table) error {
 	return nil
 }
 
-// Prepare creates the fence and change-log tables if they are missing. It is
-// idempotent and safe from several processes at once.
+// Prepare creates the fence and change-log tables (on SQLite also the list
+// of installed tables) if they are missing. It is idempotent and safe from
+// several processes at once; Install and Open need it first.
 func (f Fence) Prepare(ctx context.Context, db *sql.DB) error {
 	d, err := f.dialect()
 	if err != nil {
@@ -223,8 +224,12 @@ func (f Fence) Open(ctx context.Context, db *sql.DB, r Range, target string) err
 // Freeze makes every insert, update and delete of a row of r on a fenced
 // table fail. Its update of the fence row waits for the writers that read it
 // before, so when it returns, each write of r that committed is in the log
-// and no transaction can commit one any more. It returns ErrNotOpen for a
-// range Open has not recorded.
+// and no transaction can commit one any more. A PostgreSQL REPEATABLE READ
+// transaction begun before Freeze fails its next write of r with a
+// serialization error (SQLSTATE 40001) rather than the refusal. On MySQL
+// under REPEATABLE READ the triggers' reads lock the fence rows they pass,
+// so Freeze also waits for writers of shards above r. It returns ErrNotOpen
+// for a range Open has not recorded.
 func (f Fence) Freeze(ctx context.Context, db *sql.DB, r Range) error {
 	return f.setFrozen(ctx, db, r, true)
 }
