@@ -222,6 +222,17 @@ func (p *Plugin) newMover(ctx context.Context, req Move) (*mover, error) {
 			st.Tables = append(st.Tables, t.name)
 		}
 	}
+	for _, m := range []*map[string]int64{&st.Copied, &st.MaxKeys} {
+		if *m == nil { // a state read back without them
+			*m = map[string]int64{}
+		}
+	}
+	if st.Cursors == nil {
+		st.Cursors = map[string]any{}
+	}
+	if st.Done == nil {
+		st.Done = map[string]bool{}
+	}
 	mv.st = st
 	return mv, nil
 }
