@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -600,11 +601,7 @@ func (mv *mover) cutover(ctx context.Context) error {
 		}
 	}
 	for _, t := range mv.tables {
-		src, err := t.summarize(ctx, mv.source, mv.st.Logical)
-		if err != nil {
-			return err
-		}
-		dst, err := t.summarize(ctx, mv.target, mv.st.Logical)
+		src, dst, err := mv.summarizeBoth(ctx, t)
 		if err != nil {
 			return err
 		}
@@ -629,6 +626,17 @@ func (mv *mover) cutover(ctx context.Context) error {
 		p.db.Logger.Warn(ctx, "shardid: reading the map the move wrote: %v", err)
 	}
 	return nil
+}
+
+// summarizeBoth summarizes a table's rows of the range on both sides at
+// once: the range is frozen meanwhile.
+func (mv *mover) summarizeBoth(ctx context.Context, t *movedTable) (src, dst summary, err error) {
+	var wg sync.WaitGroup
+	var dstErr error
+	wg.Go(func() { dst, dstErr = t.summarize(ctx, mv.target, mv.st.Logical) })
+	src, err = t.summarize(ctx, mv.source, mv.st.Logical)
+	wg.Wait()
+	return src, dst, errors.Join(err, dstErr)
 }
 
 // servedByTarget reports whether the shared map already sends the range to
