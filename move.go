@@ -590,6 +590,7 @@ func (mv *mover) cutover(ctx context.Context) error {
 	if err := mv.fence.Freeze(ctx, mv.source, mv.fr); err != nil {
 		return err
 	}
+	mv.st.FrozenAt = frozenAt.UTC()
 	mv.progress(MoveProgress{Phase: PhaseCutover, Step: "frozen"})
 	for {
 		n, err := mv.replay(ctx)
@@ -696,12 +697,17 @@ func (mv *mover) writeMap(ctx context.Context) (int64, error) {
 	return 0, errors.New("other processes kept writing the shared map first")
 }
 
-// snowflakeFloor is the highest time tick of the snowflake IDs of the range
-// the move saw.
+// snowflakeFloor is the time tick the snowflake IDs of the moved shards must
+// pass on the target: the highest of the range the move saw, and the freeze.
 func (mv *mover) snowflakeFloor() int64 {
 	var tick int64
 	for _, t := range mv.tables {
-		if t.strategy == strategies.NameSnowflake && mv.st.MaxKeys[t.name] > 0 {
+		if t.strategy != strategies.NameSnowflake {
+			continue
+		}
+		// The freeze's own time too: IDs of rows deleted before the move.
+		tick = max(tick, mv.p.layout.Ticks(mv.st.FrozenAt))
+		if mv.st.MaxKeys[t.name] > 0 {
 			tick = max(tick, mv.p.layout.Decode(mv.st.MaxKeys[t.name]).Ticks)
 		}
 	}

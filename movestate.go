@@ -37,6 +37,7 @@ type moveState struct {
 	Changes    int64             `json:"changes"`
 	MaxKeys    map[string]int64  `json:"max_keys,omitempty"` // the highest int64 key seen per table, deleted rows too
 	Frozen     time.Duration     `json:"frozen"`
+	FrozenAt   time.Time         `json:"frozen_at"`
 	MapVersion int64             `json:"map_version"`
 	CutoverAt  time.Time         `json:"cutover_at"`
 	Started    time.Time         `json:"started"`
