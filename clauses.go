@@ -97,10 +97,12 @@ func (c Clause) ModifyStatement(stmt *gorm.Statement) {
 		return
 	}
 	if s, err := p.hintShard(h); err == nil {
-		k := p.physicalOf(s)
+		shardMap := p.router.Map()
+		k := shardMap.Physical(s)
 		if pool, err := p.poolOf(stmt.Context, k, stmt.ConnPool); err == nil { // else the statement's routing reports it
 			stmt.ConnPool = pool
 			stmt.Settings.Store(txPhysicalKey{}, k)
+			stmt.Settings.Store(txMapKey{}, shardMap)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -88,6 +89,7 @@ type mover struct {
 	fence          fence.Fence
 	tables         []*movedTable
 	fr             fence.Range
+	resumed        bool // the move was recorded before this run
 }
 
 // Move moves a range of logical shards to another physical database while
@@ -104,7 +106,12 @@ func (p *Plugin) Move(ctx context.Context, req Move) (*MoveReport, error) {
 	if req.DryRun {
 		return mv.plan(ctx)
 	}
-	resumed := mv.st.Phase != PhasePrepare || len(mv.st.Cursors) > 0
+	resumed := mv.resumed
+	if !resumed { // recorded before any change, so that a run that dies is resumed
+		if err := p.maps.saveMove(ctx, mv.st); err != nil {
+			return nil, err
+		}
+	}
 	steps := []struct {
 		phase string
 		run   func(context.Context) error
@@ -209,12 +216,24 @@ func (p *Plugin) newMover(ctx context.Context, req Move) (*mover, error) {
 	if mv.tables, err = p.movedTables(ctx, req.Models, st, mv.source); err != nil {
 		return nil, err
 	}
+	mv.resumed = st != nil
 	if st == nil {
 		st = &moveState{Logical: r, From: p.physical[from].name, To: req.To, Phase: PhasePrepare, Started: time.Now().UTC(),
 			Cursors: map[string]any{}, Copied: map[string]int64{}, Done: map[string]bool{}, MaxKeys: map[string]int64{}}
 		for _, t := range mv.tables {
 			st.Tables = append(st.Tables, t.name)
 		}
+	}
+	for _, m := range []*map[string]int64{&st.Copied, &st.MaxKeys} {
+		if *m == nil { // a state read back without them
+			*m = map[string]int64{}
+		}
+	}
+	if st.Cursors == nil {
+		st.Cursors = map[string]any{}
+	}
+	if st.Done == nil {
+		st.Done = map[string]bool{}
 	}
 	mv.st = st
 	return mv, nil
@@ -378,14 +397,18 @@ func (mv *mover) prepare(ctx context.Context) error {
 	if err := mv.fence.Prepare(ctx, mv.source); err != nil {
 		return err
 	}
+	// The fence row first: creating a trigger waits for every transaction
+	// that wrote the table before (MySQL's metadata lock, PostgreSQL's SHARE
+	// ROW EXCLUSIVE), and each write after it reads the row, so none of the
+	// range goes unlogged once the copy starts.
+	if err := mv.fence.Open(ctx, mv.source, mv.fr, mv.st.To); err != nil {
+		return err
+	}
 	for _, t := range mv.tables {
 		if err := mv.fence.Install(ctx, mv.source, t.fenced); err != nil {
 			return fmt.Errorf("triggers on %s.%s: %w", mv.st.From, t.name, err)
 		}
 		mv.progress(MoveProgress{Phase: PhasePrepare, Step: "triggers", Table: t.name})
-	}
-	if err := mv.fence.Open(ctx, mv.source, mv.fr, mv.st.To); err != nil {
-		return err
 	}
 	return mv.advance(ctx)
 }
@@ -574,6 +597,7 @@ func (mv *mover) cutover(ctx context.Context) error {
 	if err := mv.fence.Freeze(ctx, mv.source, mv.fr); err != nil {
 		return err
 	}
+	mv.st.FrozenAt = frozenAt.UTC()
 	mv.progress(MoveProgress{Phase: PhaseCutover, Step: "frozen"})
 	for {
 		n, err := mv.replay(ctx)
@@ -585,11 +609,7 @@ func (mv *mover) cutover(ctx context.Context) error {
 		}
 	}
 	for _, t := range mv.tables {
-		src, err := t.summarize(ctx, mv.source, mv.st.Logical)
-		if err != nil {
-			return err
-		}
-		dst, err := t.summarize(ctx, mv.target, mv.st.Logical)
+		src, dst, err := mv.summarizeBoth(ctx, t)
 		if err != nil {
 			return err
 		}
@@ -614,6 +634,17 @@ func (mv *mover) cutover(ctx context.Context) error {
 		p.db.Logger.Warn(ctx, "shardid: reading the map the move wrote: %v", err)
 	}
 	return nil
+}
+
+// summarizeBoth summarizes a table's rows of the range on both sides at
+// once: the range is frozen meanwhile.
+func (mv *mover) summarizeBoth(ctx context.Context, t *movedTable) (src, dst summary, err error) {
+	var wg sync.WaitGroup
+	var dstErr error
+	wg.Go(func() { dst, dstErr = t.summarize(ctx, mv.target, mv.st.Logical) })
+	src, err = t.summarize(ctx, mv.source, mv.st.Logical)
+	wg.Wait()
+	return src, dst, errors.Join(err, dstErr)
 }
 
 // servedByTarget reports whether the shared map already sends the range to
@@ -673,12 +704,17 @@ func (mv *mover) writeMap(ctx context.Context) (int64, error) {
 	return 0, errors.New("other processes kept writing the shared map first")
 }
 
-// snowflakeFloor is the highest time tick of the snowflake IDs of the range
-// the move saw.
+// snowflakeFloor is the time tick the snowflake IDs of the moved shards must
+// pass on the target: the highest of the range the move saw, and the freeze.
 func (mv *mover) snowflakeFloor() int64 {
 	var tick int64
 	for _, t := range mv.tables {
-		if t.strategy == strategies.NameSnowflake && mv.st.MaxKeys[t.name] > 0 {
+		if t.strategy != strategies.NameSnowflake {
+			continue
+		}
+		// The freeze's own time too: IDs of rows deleted before the move.
+		tick = max(tick, mv.p.layout.Ticks(mv.st.FrozenAt))
+		if mv.st.MaxKeys[t.name] > 0 {
 			tick = max(tick, mv.p.layout.Decode(mv.st.MaxKeys[t.name]).Ticks)
 		}
 	}

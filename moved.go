@@ -82,6 +82,10 @@ func (p *Plugin) retryMoved(kind statementKind, executor string) func(*gorm.DB) 
 		if db.Error == nil || !p.routed() {
 			return
 		}
+		if fence.RacedInstall(db.Error) {
+			p.runAgain(db, kind, executorOf(db, kind, executor))
+			return
+		}
 		shard, to, moved := fence.MovedShard(db.Error)
 		if !moved {
 			return
@@ -110,6 +114,37 @@ func (p *Plugin) retryMoved(kind statementKind, executor string) func(*gorm.DB) 
 			refused.Why, refused.Err = err.Error(), errors.Join(refused.Err, db.Error)
 			p.movedStats.failed.Add(1)
 			db.Error = refused
+		}
+	}
+}
+
+// runAgain runs a statement again on its database, where it raced the
+// creation of a move's triggers, when GORM's transaction around it holds
+// only it; otherwise its error stands.
+func (p *Plugin) runAgain(db *gorm.DB, kind statementKind, execute func(*gorm.DB)) {
+	stmt := db.Statement
+	if p.whyNotRetried(db, kind) != "" {
+		return
+	}
+	k, known := p.ranOn(stmt)
+	if !known {
+		return
+	}
+	for range 3 {
+		released, err := p.release(stmt)
+		if err == nil {
+			err = p.moveStatement(db, k, released)
+		}
+		if err != nil {
+			db.Error = errors.Join(db.Error, err)
+			return
+		}
+		db.Error = nil
+		stmt.SQL.Reset()
+		stmt.Vars = nil
+		execute(db)
+		if !fence.RacedInstall(db.Error) {
+			return
 		}
 	}
 }
@@ -180,6 +215,12 @@ func (p *Plugin) holdAndRetry(db *gorm.DB, kind statementKind, execute func(*gor
 	if !known {
 		return fmt.Errorf("the database it ran on is not known")
 	}
+	// GORM's transaction holds only the refused statement: it ends now, so
+	// that no lock of it is held while waiting (SQLite's one writer).
+	released, err := p.release(stmt)
+	if err != nil {
+		return err
+	}
 	pause := 5 * time.Millisecond
 	for {
 		ctx, cancel := context.WithDeadline(stmt.Context, deadline)
@@ -189,11 +230,11 @@ func (p *Plugin) holdAndRetry(db *gorm.DB, kind statementKind, execute func(*gor
 		if refreshErr == nil {
 			k, err := p.retryPhysical(db, m, kind, shardMap)
 			if err != nil {
-				return err
+				return errors.Join(err, p.rebegin(db, from, released))
 			}
 			if k != from {
-				if err := p.moveStatement(db, k); err != nil {
-					return err
+				if err := p.moveStatement(db, k, released); err != nil {
+					return errors.Join(err, p.rebegin(db, from, released))
 				}
 				db.Error = nil
 				stmt.SQL.Reset()
@@ -203,17 +244,45 @@ func (p *Plugin) holdAndRetry(db *gorm.DB, kind statementKind, execute func(*gor
 					return nil // done, or failed on its own account
 				}
 				from = k
+				if released, err = p.release(stmt); err != nil {
+					return err
+				}
 			}
 		}
 		if time.Now().Add(pause).After(deadline) {
 			if refreshErr != nil {
-				return fmt.Errorf("the new map could not be read within Config.MoveWait %s: %w", p.moveWait(), refreshErr)
+				refreshErr = fmt.Errorf("the new map could not be read within Config.MoveWait %s: %w", p.moveWait(), refreshErr)
+			} else {
+				refreshErr = fmt.Errorf("no new map within Config.MoveWait %s; run the statement again", p.moveWait())
 			}
-			return fmt.Errorf("no new map within Config.MoveWait %s; run the statement again", p.moveWait())
+			return errors.Join(refreshErr, p.rebegin(db, from, released))
 		}
 		time.Sleep(pause)
 		pause = min(pause*2, 100*time.Millisecond)
 	}
+}
+
+// release rolls back GORM's own transaction around a refused statement; it
+// reports whether there was one.
+func (p *Plugin) release(stmt *gorm.Statement) (bool, error) {
+	if !inTransaction(stmt.ConnPool) {
+		return false, nil
+	}
+	if tx, ok := stmt.ConnPool.(gorm.TxCommitter); ok {
+		if err := tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
+			return true, err
+		}
+	}
+	return true, nil
+}
+
+// rebegin gives a statement that is given up a transaction again on the
+// database it ran on, for GORM's own rollback to end.
+func (p *Plugin) rebegin(db *gorm.DB, k int, released bool) error {
+	if !released {
+		return nil
+	}
+	return p.moveStatement(db, k, true)
 }
 
 // retryPhysical is the one database the statement goes to by shardMap; a
@@ -290,24 +359,18 @@ func (p *Plugin) remake(db *gorm.DB, m *model, filled []filledID) error {
 	return nil
 }
 
-// moveStatement sends the statement to physical database k: GORM's own
-// transaction, which holds only this statement, is rolled back and begun
-// again there.
-func (p *Plugin) moveStatement(db *gorm.DB, k int) error {
+// moveStatement sends the statement to physical database k, in a
+// transaction of its own there if GORM's was released.
+func (p *Plugin) moveStatement(db *gorm.DB, k int, inTx bool) error {
 	stmt := db.Statement
 	pool, err := p.poolOf(stmt.Context, k, db.ConnPool)
 	if err != nil {
 		return err
 	}
-	if !inTransaction(stmt.ConnPool) {
+	stmt.Settings.Store(boundKey{stmt}, k)
+	if !inTx {
 		stmt.ConnPool = pool
-		stmt.Settings.Store(boundKey{stmt}, k)
 		return nil
-	}
-	if tx, ok := stmt.ConnPool.(gorm.TxCommitter); ok {
-		if err := tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
-			return err
-		}
 	}
 	var tx gorm.ConnPool
 	switch beginner := pool.(type) {
@@ -322,7 +385,6 @@ func (p *Plugin) moveStatement(db *gorm.DB, k int) error {
 		return err
 	}
 	stmt.ConnPool = tx
-	stmt.Settings.Store(boundKey{stmt}, k)
 	p.txs.remember(tx, k)
 	p.implicit.remember(tx, struct{}{})
 	return nil

@@ -2,12 +2,9 @@ package shardid
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/shardid/shardid/internal/fence"
 )
 
 // deleteChunk is how many rows a cancel or a cleanup deletes at a time.
@@ -54,27 +51,29 @@ func (p *Plugin) CleanupMove(ctx context.Context, r Range, models ...any) error 
 	if err := p.waitForProcesses(ctx, mv.st.MapVersion); err != nil {
 		return err
 	}
+	if mv.fence.Dialect == "sqlite" {
+		// No session state for the triggers to read: the fence goes first.
+		// SQLite has one writing process, which routes by the new map.
+		if err := mv.unfence(ctx); err != nil {
+			return err
+		}
+	}
 	conn, err := mv.source.Conn(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	bypass := mv.fence.Bypass(ctx, conn)
-	if errors.Is(bypass, fence.ErrBypassUnsupported) {
-		// SQLite's triggers cannot let one connection through: drop them
-		// first, as every live process routes by the new map by now.
-		if err := mv.unfence(ctx); err != nil {
+	if mv.fence.Dialect != "sqlite" {
+		if err := mv.fence.Bypass(ctx, conn); err != nil {
 			return err
 		}
-	} else if bypass != nil {
-		return bypass
 	}
 	for _, t := range mv.tables {
 		if err := deleteRange(ctx, t, conn, r); err != nil {
 			return fmt.Errorf("shardid: deleting the copies of %s on %s: %w", t.name, mv.st.From, err)
 		}
 	}
-	if bypass == nil {
+	if mv.fence.Dialect != "sqlite" {
 		if err := mv.unfence(ctx); err != nil {
 			return err
 		}

@@ -37,6 +37,7 @@ type moveState struct {
 	Changes    int64             `json:"changes"`
 	MaxKeys    map[string]int64  `json:"max_keys,omitempty"` // the highest int64 key seen per table, deleted rows too
 	Frozen     time.Duration     `json:"frozen"`
+	FrozenAt   time.Time         `json:"frozen_at"`
 	MapVersion int64             `json:"map_version"`
 	CutoverAt  time.Time         `json:"cutover_at"`
 	Started    time.Time         `json:"started"`
@@ -77,25 +78,7 @@ func decodeMove(body string) (*moveState, error) {
 	if err := dec.Decode(st); err != nil {
 		return nil, err
 	}
-	st.makeMaps()
 	return st, nil
-}
-
-// makeMaps gives a loaded state the maps its JSON omitted for being empty,
-// which the mover writes to.
-func (st *moveState) makeMaps() {
-	if st.Cursors == nil {
-		st.Cursors = map[string]any{}
-	}
-	if st.Copied == nil {
-		st.Copied = map[string]int64{}
-	}
-	if st.Done == nil {
-		st.Done = map[string]bool{}
-	}
-	if st.MaxKeys == nil {
-		st.MaxKeys = map[string]int64{}
-	}
 }
 
 // moves returns every move's state, for operators.

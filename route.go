@@ -138,6 +138,8 @@ func (p *Plugin) bind(db *gorm.DB, k int) error {
 		case !ok:
 			return fmt.Errorf("%w: the statement belongs on %s, and its transaction is not one begun there: begin it with db.Clauses(shardid.ByID(id)), shardid.OnShard(n) or shardid.ByKey(key) (a transaction on the plugin's own database holds no logical shard)",
 				ErrCrossShard, p.physical[k].name)
+		case on != k && p.movedAway(stmt, on):
+			return &MovedError{Shard: -1, To: p.physical[k].name, Why: fmt.Sprintf("the transaction on %s began before the move; retry the transaction", p.physical[on].name)}
 		case on != k:
 			return fmt.Errorf("%w: the transaction is on %s, the statement belongs on %s", ErrCrossShard, p.physical[on].name, p.physical[k].name)
 		}
@@ -253,9 +255,26 @@ func (p *Plugin) transactionPhysical(stmt *gorm.Statement) (int, bool) {
 	}
 	if v, ok := stmt.Settings.Load(txPhysicalKey{}); ok && p.txOn(stmt.ConnPool, v.(int)) {
 		p.txs.remember(stmt.ConnPool, v.(int))
+		if m, ok := stmt.Settings.Load(txMapKey{}); ok {
+			p.txMaps.remember(stmt.ConnPool, m.(*shardrouter.Map))
+		}
 		return v.(int), true
 	}
 	return 0, false
+}
+
+// txMapKey is the Statement.Settings key of the shard map a shard clause
+// chose its transaction's database by.
+type txMapKey struct{}
+
+// movedAway reports whether physical database k, which a transaction is on,
+// has lost logical shards to a move since the transaction began: a
+// statement of it that belongs elsewhere now is to be retried with the
+// transaction, not refused as crossing shards.
+func (p *Plugin) movedAway(stmt *gorm.Statement, k int) bool {
+	began, ok := p.txMaps.lookup(stmt.ConnPool)
+	now := p.router.Map()
+	return ok && began != now && slices.ContainsFunc(began.Logical(k), func(s int) bool { return now.Physical(s) != k })
 }
 
 // rememberTransaction runs after gorm:begin_transaction: the transaction GORM

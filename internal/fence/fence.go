@@ -85,8 +85,6 @@ type dialect interface {
 	uninstall(ctx context.Context, db *sql.DB, t Table) error
 	// locked runs fn in a transaction that no other fence change runs beside.
 	locked(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx) error) error
-	// waitOlder waits until every transaction that began before the call has ended.
-	waitOlder(ctx context.Context, db *sql.DB) error
 	// frozenChanged lets a dialect whose triggers bake in the fence state renew them.
 	frozenChanged(ctx context.Context, tx *sql.Tx, f Fence) error
 	bypass(ctx context.Context, conn *sql.Conn) error
@@ -122,8 +120,9 @@ func checkTable(t Table) error {
 	return nil
 }
 
-// Prepare creates the fence and change-log tables if they are missing. It is
-// idempotent and safe from several processes at once.
+// Prepare creates the fence and change-log tables (on SQLite also the list
+// of installed tables) if they are missing. It is idempotent and safe from
+// several processes at once; Install and Open need it first.
 func (f Fence) Prepare(ctx context.Context, db *sql.DB) error {
 	d, err := f.dialect()
 	if err != nil {
@@ -168,9 +167,10 @@ func (f Fence) Uninstall(ctx context.Context, db *sql.DB, t Table) error {
 }
 
 // Open records r as capturing towards target: writes of it go on and are
-// logged. It returns once every transaction older than the fence has ended,
-// so that a copy started after it misses no write (it may wait for
-// unrelated long transactions; on MySQL those of the whole server). It
+// logged by the triggers Install creates after it. Creating a trigger waits
+// for the transactions that wrote the table before (MySQL's metadata lock,
+// PostgreSQL's table lock), and every write after it reads the fence row, so
+// a copy started once the triggers exist misses no write of the range. It
 // returns ErrOverlap for a range overlapping another fenced range or fenced
 // towards another target; opening the same range again is a no-op.
 func (f Fence) Open(ctx context.Context, db *sql.DB, r Range, target string) error {
@@ -218,17 +218,18 @@ func (f Fence) Open(ctx context.Context, db *sql.DB, r Range, target string) err
 	if err != nil {
 		return fmt.Errorf("fence: open %d-%d: %w", r.From, r.To, err)
 	}
-	if err := d.waitOlder(ctx, db); err != nil {
-		return fmt.Errorf("fence: open %d-%d: wait for older transactions: %w", r.From, r.To, err)
-	}
 	return nil
 }
 
 // Freeze makes every insert, update and delete of a row of r on a fenced
 // table fail. Its update of the fence row waits for the writers that read it
 // before, so when it returns, each write of r that committed is in the log
-// and no transaction can commit one any more. It returns ErrNotOpen for a
-// range Open has not recorded.
+// and no transaction can commit one any more. A PostgreSQL REPEATABLE READ
+// transaction begun before Freeze fails its next write of r with a
+// serialization error (SQLSTATE 40001) rather than the refusal. On MySQL
+// under REPEATABLE READ the triggers' reads lock the fence rows they pass,
+// so Freeze also waits for writers of shards above r. It returns ErrNotOpen
+// for a range Open has not recorded.
 func (f Fence) Freeze(ctx context.Context, db *sql.DB, r Range) error {
 	return f.setFrozen(ctx, db, r, true)
 }

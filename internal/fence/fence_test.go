@@ -12,10 +12,10 @@ import (
 	"strings"
 	"testing"
 
+	_ "github.com/glebarez/go-sqlite"
 	"github.com/go-sql-driver/mysql"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
-	_ "github.com/glebarez/go-sqlite"
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/shardid/shardid/strategies"
@@ -351,7 +351,7 @@ func TestFreezeRefusesTheRangeThawAndCloseLetThrough(t *testing.T) {
 			refused(t, dialect, fx.exec("UPDATE fence_ints SET note = 'b' WHERE id = "+p1, in5), 5, "pg-c")
 			refused(t, dialect, fx.exec("UPDATE fence_uuids SET note = 'b' WHERE id = "+p1, uIn), 6, "pg-c")
 			refused(t, dialect, fx.exec("DELETE FROM fence_ints WHERE id = "+p1, in6), 6, "pg-c")
-			refused(t, dialect, fx.exec("UPDATE fence_ints SET id = "+p1+" WHERE id = "+p2, intID(9), in5), 5, "pg-c") // the old key's shard
+			refused(t, dialect, fx.exec("UPDATE fence_ints SET id = "+p1+" WHERE id = "+p2, intID(9), in5), 5, "pg-c")  // the old key's shard
 			refused(t, dialect, fx.exec("UPDATE fence_ints SET id = "+p1+" WHERE id = "+p2, intID(5), out9), 5, "pg-c") // the new key's shard
 			for _, q := range []string{"INSERT INTO fence_ints (id, note) VALUES (" + p1 + ", 'a')", "UPDATE fence_ints SET note = 'c' WHERE id = " + p1} {
 				key := intID(10)
@@ -508,5 +508,33 @@ func TestValidation(t *testing.T) {
 		if len(a) > limit || a == b || !strings.HasPrefix(a, "shardid_fence_a_very") || !strings.HasSuffix(a, "_ins") {
 			t.Errorf("%s: trigger names %q, %q", d, a, b)
 		}
+	}
+}
+
+func TestLongTableNamesGetShortTriggerNames(t *testing.T) {
+	ctx := context.Background()
+	for _, dialect := range dialects {
+		t.Run(dialect, func(t *testing.T) {
+			fx := newFixture(t, dialect)
+			long := Table{Name: "fence_" + strings.Repeat("long", 13), Key: "id", Kind: KeyInt64} // 58 characters
+			mustExec(t, fx.db, "DROP TABLE IF EXISTS "+long.Name)
+			mustExec(t, fx.db, "CREATE TABLE "+long.Name+" (id BIGINT PRIMARY KEY, note VARCHAR(20))")
+			if err := fx.f.Install(ctx, fx.db, long); err != nil {
+				t.Fatal(err)
+			}
+			if err := fx.f.Open(ctx, fx.db, moveRange, "pg-c"); err != nil {
+				t.Fatal(err)
+			}
+			if err := fx.f.Freeze(ctx, fx.db, moveRange); err != nil {
+				t.Fatal(err)
+			}
+			refused(t, dialect, fx.insert(long.Name, intID(5)), 5, "pg-c")
+			if err := fx.f.Uninstall(ctx, fx.db, long); err != nil {
+				t.Fatal(err)
+			}
+			if err := fx.insert(long.Name, intID(5)); err != nil {
+				t.Fatalf("after Uninstall: %v", err)
+			}
+		})
 	}
 }

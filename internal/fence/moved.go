@@ -4,6 +4,7 @@ import (
 	"errors"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -40,4 +41,14 @@ func MovedShard(err error) (shard int, target string, ok bool) {
 		return 0, "", false
 	}
 	return shard, m[2], true
+}
+
+// RacedInstall recognises MySQL's and MariaDB's refusal of a statement that
+// opened its table while a trigger was being created on it: the statement
+// had not locked the fence's tables, which the new trigger reads. It wrote
+// nothing; run again, it sees the trigger and its tables.
+func RacedInstall(err error) bool {
+	var myErr *mysql.MySQLError
+	return errors.As(err, &myErr) && myErr.Number == 1146 &&
+		(strings.Contains(myErr.Message, fenceTable) || strings.Contains(myErr.Message, changesTable))
 }

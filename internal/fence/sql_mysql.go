@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
-	"time"
 )
 
 type mysqlDialect struct{}
@@ -176,30 +175,6 @@ func (mysqlDialect) locked(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx) 
 		return err
 	}
 	return tx.Commit()
-}
-
-// waitOlder polls InnoDB's running transactions; trx_started has whole
-// seconds, so those of the current second are waited for too.
-func (mysqlDialect) waitOlder(ctx context.Context, db *sql.DB) error {
-	var now string // as text: the DSN may not parse times
-	if err := db.QueryRowContext(ctx, "SELECT CAST(NOW() AS CHAR)").Scan(&now); err != nil {
-		return err
-	}
-	for {
-		var older int
-		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.INNODB_TRX
-			WHERE trx_started <= ? AND trx_mysql_thread_id <> CONNECTION_ID()`, now).Scan(&older); err != nil {
-			return err
-		}
-		if older == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(pollEvery):
-		}
-	}
 }
 
 func (mysqlDialect) frozenChanged(context.Context, *sql.Tx, Fence) error { return nil }

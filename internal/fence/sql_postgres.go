@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
-	"time"
 )
 
 type postgresDialect struct{}
@@ -184,32 +183,6 @@ func (postgresDialect) locked(ctx context.Context, db *sql.DB, fn func(tx *sql.T
 		return err
 	}
 	return tx.Commit()
-}
-
-// waitOlder waits for the sessions of this database whose transaction began
-// before the call and holds a snapshot or has written: a session idle between
-// READ COMMITTED statements will see the fence in its next one.
-func (postgresDialect) waitOlder(ctx context.Context, db *sql.DB) error {
-	var now time.Time
-	if err := db.QueryRowContext(ctx, "SELECT clock_timestamp()").Scan(&now); err != nil {
-		return err
-	}
-	for {
-		var older int
-		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
-			AND xact_start < $1 AND (backend_xid IS NOT NULL OR backend_xmin IS NOT NULL)`, now).Scan(&older); err != nil {
-			return err
-		}
-		if older == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(pollEvery):
-		}
-	}
 }
 
 func (postgresDialect) frozenChanged(context.Context, *sql.Tx, Fence) error { return nil }

@@ -179,10 +179,6 @@ func (sqliteDialect) locked(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx)
 	return tx.Commit()
 }
 
-// waitOlder has nothing to wait for: SQLite's writers take turns, and a
-// reader that later writes must first see the newest data.
-func (sqliteDialect) waitOlder(context.Context, *sql.DB) error { return nil }
-
 func (sqliteDialect) frozenChanged(ctx context.Context, tx *sql.Tx, f Fence) error {
 	rows, err := tx.QueryContext(ctx, "SELECT name, key_column, kind FROM "+tablesTable+" ORDER BY name")
 	if err != nil {

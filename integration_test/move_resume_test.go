@@ -1,0 +1,215 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/shardid/shardid"
+)
+
+// The mover process of the crash tests: the test binary run again with this
+// variable set to "backend,dir,phase,step", killing itself with SIGKILL at
+// that point of the move.
+const moverVar = "SHARDID_MOVE_MOVER"
+
+// TestMoveMoverProcess is the mover of TestMoveCrashAndResume; run alone it
+// does nothing.
+func TestMoveMoverProcess(t *testing.T) {
+	spec := os.Getenv(moverVar)
+	if spec == "" {
+		t.Skip("a child process of TestMoveCrashAndResume")
+	}
+	parts := strings.Split(spec, ",")
+	i := slices.IndexFunc(backends, func(b backend) bool { return b.name == parts[0] })
+	r := &moveRig{b: backends[i], dir: parts[1]}
+	_, r.p = r.open(t, shardid.Config{})
+	phase, step := parts[2], parts[3]
+	chunks := 0
+	r.move(t, shardid.Move{ChunkSize: 100, Progress: func(pr shardid.MoveProgress) {
+		if pr.Phase == phase && pr.Step == step {
+			if chunks++; pr.Step != "chunk" || chunks == 5 {
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			}
+		}
+	}})
+	t.Fatal("the mover was to die before the move ended")
+}
+
+// crashPoints are where the mover dies: in each phase, and between writing
+// the new map and recording that it did.
+var crashPoints = []struct{ phase, step string }{
+	{shardid.PhasePrepare, "triggers"},
+	{shardid.PhaseCopy, "chunk"},
+	{shardid.PhaseCatchUp, "round"},
+	{shardid.PhaseCutover, "frozen"},
+	{shardid.PhaseCutover, "verified"},
+	{shardid.PhaseCutover, "map written"},
+}
+
+// killedMover runs the mover process until it kills itself at a crash point.
+func killedMover(t *testing.T, r *moveRig, phase, step string) {
+	t.Helper()
+	exe, err := os.Executable()
+	must(t, err)
+	cmd := exec.Command(exe, "-test.run=^TestMoveMoverProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%s,%s,%s", moverVar, r.b.name, r.dir, phase, step))
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("the mover was to be killed at %s/%s, it ended with %v:\n%s", phase, step, err, out)
+	}
+}
+
+// rangeWriter keeps updating and creating users of the moving range from
+// the test's own plugin, as an application would during the crash and the
+// resumed move, and remembers each acknowledged write.
+type rangeWriter struct {
+	db    *gorm.DB
+	stop  chan struct{}
+	done  sync.WaitGroup
+	mu    sync.Mutex
+	last  map[int64]string
+	fails []error
+}
+
+func startRangeWriter(db *gorm.DB, users []int64) *rangeWriter {
+	w := &rangeWriter{db: db, stop: make(chan struct{}), last: map[int64]string{}}
+	w.done.Go(func() {
+		for n := 0; ; n++ {
+			select {
+			case <-w.stop:
+				return
+			default:
+			}
+			value := "w" + strconv.Itoa(n)
+			id := users[n%len(users)]
+			err := db.Model(&MvUser{ID: id}).Update("name", value).Error
+			if n%3 == 0 {
+				u := MvUser{Name: value}
+				w.note(id, value, err)
+				err = db.Clauses(shardid.OnShard(movingRange.From + n%100)).Create(&u).Error
+				id = u.ID
+			}
+			w.note(id, value, err)
+			time.Sleep(2 * time.Millisecond)
+		}
+	})
+	return w
+}
+
+// note remembers an acknowledged write, or the error of a refused one.
+func (w *rangeWriter) note(id int64, value string, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err != nil {
+		w.fails = append(w.fails, fmt.Errorf("%s: %w", time.Now().Format("15:04:05.000"), err))
+	} else {
+		w.last[id] = value
+	}
+}
+
+func (w *rangeWriter) halt() { close(w.stop); w.done.Wait() }
+
+// TestMoveCrashAndResume kills the mover with SIGKILL in each phase and runs
+// the move again: it completes, with every acknowledged write on the target
+// and none of the range readable on the source after the cleanup.
+func TestMoveCrashAndResume(t *testing.T) {
+	for _, b := range backends {
+		if b.name == "sqlite" {
+			continue // the mover is another process
+		}
+		for _, at := range crashPoints {
+			t.Run(b.name+"/"+at.phase+"/"+strings.ReplaceAll(at.step, " ", "_"), func(t *testing.T) {
+				dir := t.TempDir()
+				r := newMoveRig(t, b, dir)
+				db, p := r.open(t, shardid.Config{MoveWait: time.Minute})
+				users := r.seedUsers(t, 3000)
+				w := startRangeWriter(db, users[:50])
+				t.Log("mover start", time.Now().Format("15:04:05.000"))
+				killedMover(t, r, at.phase, at.step)
+				t.Log("mover killed", time.Now().Format("15:04:05.000"))
+				report := r.move(t, shardid.Move{})
+				if !report.Resumed {
+					t.Errorf("the second run did not resume the move: %+v", report)
+				}
+				time.Sleep(300 * time.Millisecond)
+				w.halt()
+				if len(w.fails) > 0 {
+					t.Fatalf("%d writes failed, e.g. %v", len(w.fails), w.fails[0])
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				must(t, p.CleanupMove(ctx, movingRange, moveModels...))
+				onSource, onTarget := readColumn(t, r.source, "mv_users", "name"), readColumn(t, r.target, "mv_users", "name")
+				for id, want := range w.last {
+					key := strconv.FormatInt(id, 10)
+					if got, ok := onTarget[key]; !ok || got != want {
+						t.Errorf("user %d: %q on the target, last written %q", id, got, want)
+					}
+				}
+				for _, id := range users {
+					if _, ok := onTarget[strconv.FormatInt(id, 10)]; !ok {
+						t.Fatalf("seeded user %d is not on the target", id)
+					}
+				}
+				if len(onSource) != 0 {
+					t.Errorf("%d users left on the source after the cleanup", len(onSource))
+				}
+				t.Logf("resumed: %s", describeReport(report))
+			})
+		}
+	}
+}
+
+// TestMoveCancel cancels a move the mover died in, before its cutover: the
+// source serves the range as before, without the fence, and the target
+// holds none of it.
+func TestMoveCancel(t *testing.T) {
+	for _, b := range backends {
+		if b.name == "sqlite" {
+			continue
+		}
+		t.Run(b.name, func(t *testing.T) {
+			r := newMoveRig(t, b, t.TempDir())
+			users := r.seedUsers(t, 3000)
+			killedMover(t, r, shardid.PhaseCopy, "chunk")
+			if n := countIn(t, r.target, "mv_users", true, r.p.Layout()); n == 0 {
+				t.Fatal("the killed mover copied nothing: the cancel would have nothing to undo")
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			must(t, r.p.CancelMove(ctx, movingRange, moveModels...))
+			if n := countIn(t, r.target, "mv_users", true, r.p.Layout()); n != 0 {
+				t.Errorf("the target holds %d users of the range after the cancel", n)
+			}
+			must(t, r.db.Model(&MvUser{ID: users[0]}).Update("name", "after cancel").Error)
+			var got MvUser
+			must(t, r.source.First(&got, users[0]).Error)
+			if got.Name != "after cancel" {
+				t.Errorf("the source did not take the write after the cancel: %q", got.Name)
+			}
+			var changes int64
+			must(t, r.source.Table("shardid_move_changes").Count(&changes).Error)
+			if changes != 0 {
+				t.Errorf("the source still logs changes after the cancel: %d", changes)
+			}
+			moves, err := r.p.Moves(ctx)
+			must(t, err)
+			if len(moves) != 1 || moves[0].Phase != shardid.PhaseCancelled {
+				t.Errorf("moves after the cancel: %+v", moves)
+			}
+		})
+	}
+}

@@ -1,0 +1,203 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/shardid/shardid"
+)
+
+// The models of the move tests: users and their colocated photos, and one
+// model for each of the other strategies.
+type MvUser struct {
+	ID        int64 `shardid:"strategy:instagram"`
+	Name      string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+type MvPhoto struct {
+	ID      int64 `shardid:"strategy:snowflake;colocate:UserID"`
+	UserID  int64 `gorm:"index"`
+	Caption string
+}
+
+type MvLedger struct {
+	ID     int64 `shardid:"strategy:segment"`
+	Amount int64
+}
+
+type MvDoc struct {
+	ID   string `gorm:"size:36" shardid:"strategy:uuidv7"`
+	Body string
+}
+
+var moveModels = []any{&MvUser{}, &MvPhoto{}, &MvLedger{}, &MvDoc{}}
+
+// The moving range of the move tests: the top quarter of the default layout's
+// 8192 logical shards.
+var movingRange = shardid.Range{From: 6144, To: 8191}
+
+// Physical databases of the move tests: the source holds every logical shard
+// at first, the target none.
+const (
+	moveSource = 2
+	moveTarget = 3
+)
+
+// moveShards is the move tests' Config.Shards on b.
+func moveShards(t testing.TB, b backend, dir string) []shardid.Shard {
+	count := shardid.Layout{}.ShardCount()
+	return []shardid.Shard{
+		{Name: b.name + "-source", Dialector: b.physical(t, dir, moveSource), Logical: []shardid.Range{{From: 0, To: count - 1}}},
+		{Name: b.name + "-target", Dialector: b.physical(t, dir, moveTarget)},
+	}
+}
+
+// moveRig is a plugin on the move tests' databases, and those databases
+// opened directly.
+type moveRig struct {
+	b              backend
+	dir            string
+	db             *gorm.DB
+	p              *shardid.Plugin
+	source, target *gorm.DB
+}
+
+// newMoveRig starts from nothing: no map, no move, no triggers, empty tables.
+func newMoveRig(t testing.TB, b backend, dir string) *moveRig {
+	t.Helper()
+	phys := direct(t, b, dir)
+	r := &moveRig{b: b, dir: dir, source: phys[moveSource], target: phys[moveTarget]}
+	main, err := gorm.Open(b.dialector(t, dir), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	for _, table := range []string{"shardid_shard_map", "shardid_moves", "shardid_tables", "shardid_processes"} {
+		must(t, main.Exec("DROP TABLE IF EXISTS "+table).Error)
+	}
+	for _, db := range []*gorm.DB{r.source, r.target} {
+		must(t, db.Migrator().DropTable(append(moveModels, "shardid_move_fence", "shardid_move_changes")...))
+	}
+	must(t, dropFenceTriggers(r.source, b.name))
+	sqlDB, err := main.DB()
+	must(t, err)
+	must(t, sqlDB.Close())
+	r.db, r.p = r.open(t, shardid.Config{})
+	must(t, r.p.AutoMigrate(r.db, moveModels...))
+	return r
+}
+
+// open registers a plugin with the move tests' shards on a new connection
+// to the main database.
+func (r *moveRig) open(t testing.TB, cfg shardid.Config) (*gorm.DB, *shardid.Plugin) {
+	t.Helper()
+	db, err := gorm.Open(r.b.dialector(t, r.dir), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Shards = moveShards(t, r.b, r.dir)
+	p := shardid.New(cfg)
+	if err := db.Use(p); err != nil {
+		t.Fatalf("db.Use: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = p.Close()
+		if sqlDB, err := db.DB(); err == nil {
+			_ = sqlDB.Close()
+		}
+	})
+	return db, p
+}
+
+// dropFenceTriggers removes triggers an earlier, failed run left on the
+// move tables.
+func dropFenceTriggers(db *gorm.DB, backend string) error {
+	var names []string
+	switch backend {
+	case "mariadb":
+		if err := db.Raw("SELECT trigger_name FROM information_schema.triggers WHERE trigger_schema = DATABASE() AND trigger_name LIKE 'shardid_fence_%'").Scan(&names).Error; err != nil {
+			return err
+		}
+		for _, n := range names {
+			if err := db.Exec("DROP TRIGGER IF EXISTS `" + n + "`").Error; err != nil {
+				return err
+			}
+		}
+	case "postgres":
+		if err := db.Raw("SELECT proname FROM pg_proc WHERE proname LIKE 'shardid_fence_%'").Scan(&names).Error; err != nil {
+			return err
+		}
+		for _, n := range names {
+			if err := db.Exec(`DROP FUNCTION IF EXISTS "` + n + `" CASCADE`).Error; err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// seedUsers writes n users of the moving range with IDs made an hour ago,
+// as rows written before the move began.
+func (r *moveRig) seedUsers(t testing.TB, n int) []int64 {
+	t.Helper()
+	layout := r.p.Layout()
+	at := time.Now().Add(-time.Hour)
+	width := movingRange.To - movingRange.From + 1
+	users := make([]MvUser, n)
+	ids := make([]int64, n)
+	for i := range users {
+		ids[i] = layout.Compose(at, movingRange.From+i%width, i/width)
+		users[i] = MvUser{ID: ids[i], Name: "seed"}
+	}
+	if err := r.db.CreateInBatches(users, 2000).Error; err != nil {
+		t.Fatalf("seeding: %v", err)
+	}
+	return ids
+}
+
+// count is how many rows of model a physical database holds, in the moving
+// range or out of it.
+func countIn(t testing.TB, db *gorm.DB, table string, inRange bool, layout shardid.Layout) int64 {
+	t.Helper()
+	var ids []int64
+	if err := db.Table(table).Pluck("id", &ids).Error; err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, id := range ids {
+		s := layout.Shard(id)
+		if (s >= movingRange.From && s <= movingRange.To) == inRange {
+			n++
+		}
+	}
+	return n
+}
+
+// move runs the move of the moving range with a deadline.
+func (r *moveRig) move(t testing.TB, mv shardid.Move) *shardid.MoveReport {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if mv.Logical == (shardid.Range{}) {
+		mv.Logical = movingRange
+	}
+	if mv.To == "" {
+		mv.To = r.b.name + "-target"
+	}
+	if mv.Models == nil {
+		mv.Models = moveModels
+	}
+	report, err := r.p.Move(ctx, mv)
+	if err != nil {
+		t.Fatalf("move: %v", err)
+	}
+	return report
+}
+
+func describeReport(rep *shardid.MoveReport) string {
+	return fmt.Sprintf("rows %v, %d changes replayed, frozen %s, map version %d", rep.Rows, rep.Changes, rep.Frozen, rep.MapVersion)
+}

@@ -1,0 +1,166 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	mysqldriver "github.com/go-sql-driver/mysql"
+	"gorm.io/driver/mysql"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/shardid/shardid"
+)
+
+// tcpProxy forwards connections to a server until it is cut: then it drops
+// the connections it carries and every new one, as a network partition would.
+type tcpProxy struct {
+	listener net.Listener
+	upstream string
+	mu       sync.Mutex
+	cut      bool
+	conns    []net.Conn
+}
+
+func newTCPProxy(t *testing.T, upstream string) *tcpProxy {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	p := &tcpProxy{listener: l, upstream: upstream}
+	t.Cleanup(func() { _ = l.Close(); p.setCut(true) })
+	go p.serve()
+	return p
+}
+
+func (p *tcpProxy) addr() string { return p.listener.Addr().String() }
+
+func (p *tcpProxy) serve() {
+	for {
+		client, err := p.listener.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.cut {
+			p.mu.Unlock()
+			_ = client.Close()
+			continue
+		}
+		server, err := net.Dial("tcp", p.upstream)
+		if err != nil {
+			p.mu.Unlock()
+			_ = client.Close()
+			continue
+		}
+		p.conns = append(p.conns, client, server)
+		p.mu.Unlock()
+		go func() { _, _ = io.Copy(server, client); _ = server.Close() }()
+		go func() { _, _ = io.Copy(client, server); _ = client.Close() }()
+	}
+}
+
+// setCut cuts the proxy, or mends it.
+func (p *tcpProxy) setCut(cut bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = cut
+	if cut {
+		for _, c := range p.conns {
+			_ = c.Close()
+		}
+		p.conns = nil
+	}
+}
+
+// viaProxy opens b's main database through a proxy.
+func viaProxy(t *testing.T, b backend) (gorm.Dialector, *tcpProxy) {
+	t.Helper()
+	switch b.name {
+	case "mariadb":
+		cfg, err := mysqldriver.ParseDSN(requireDSN(t, mysqlDSNVar))
+		must(t, err)
+		proxy := newTCPProxy(t, cfg.Addr)
+		cfg.Addr = proxy.addr()
+		cfg.Timeout = time.Second
+		return mysql.Open(cfg.FormatDSN()), proxy
+	default:
+		u, err := url.Parse(requireDSN(t, postgresDSNVar))
+		must(t, err)
+		proxy := newTCPProxy(t, u.Host)
+		u.Host = proxy.addr()
+		q := u.Query()
+		q.Set("connect_timeout", "1")
+		u.RawQuery = q.Encode()
+		return postgres.Open(u.String()), proxy
+	}
+}
+
+// TestMoveStaleProcess: a process that cannot read the shared map keeps
+// writing the moved range after the cutover. The source's fence refuses
+// every such write (none lands there); the process fails them with
+// ErrShardMoved once MoveWait passes, and once it can read the map again its
+// writes land on the target.
+func TestMoveStaleProcess(t *testing.T) {
+	for _, b := range backends {
+		if b.name == "sqlite" {
+			continue // the map is read over a network
+		}
+		t.Run(b.name, func(t *testing.T) {
+			r := newMoveRig(t, b, t.TempDir())
+			users := r.seedUsers(t, 500)
+			dialector, proxy := viaProxy(t, b)
+			staleDB, err := gorm.Open(dialector, &gorm.Config{Logger: logger.Discard})
+			must(t, err)
+			stale := shardid.New(shardid.Config{Shards: moveShards(t, b, r.dir), MapRefresh: 50 * time.Millisecond, MoveWait: 500 * time.Millisecond})
+			must(t, staleDB.Use(stale))
+			t.Cleanup(func() { _ = stale.Close() })
+			must(t, staleDB.Model(&MvUser{ID: users[0]}).Update("name", "before").Error)
+
+			proxy.setCut(true)
+			report := r.move(t, shardid.Move{})
+			if stale.MapVersion() >= report.MapVersion {
+				t.Fatalf("the stale process has map version %d, the move wrote %d: it is not stale", stale.MapVersion(), report.MapVersion)
+			}
+			refused := 0
+			for i, id := range users[:5] {
+				err := staleDB.Model(&MvUser{ID: id}).Update("name", "stale").Error
+				if !errors.Is(err, shardid.ErrShardMoved) {
+					t.Fatalf("write %d of the stale process after the cutover: %v, want ErrShardMoved", i, err)
+				}
+				refused++
+			}
+			if s := stale.MovedWrites(); s.Held != uint64(refused) || s.Failed != uint64(refused) || s.Retried != 0 {
+				t.Errorf("the stale process counted %+v, want %d refused by the fence and failed", s, refused)
+			}
+			var onSource []MvUser
+			must(t, r.source.Where("name = ?", "stale").Find(&onSource).Error)
+			if len(onSource) != 0 {
+				t.Errorf("%d writes of the stale process landed on the source", len(onSource))
+			}
+
+			proxy.setCut(false)
+			must(t, staleDB.Model(&MvUser{ID: users[1]}).Update("name", "after").Error)
+			var got MvUser
+			must(t, r.target.First(&got, users[1]).Error)
+			if got.Name != "after" {
+				t.Errorf("the write after the map came back is %q on the target", got.Name)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if v, err := stale.RefreshMap(ctx); err != nil || v != report.MapVersion {
+				t.Errorf("the process follows version %d (%v), want %d", v, err, report.MapVersion)
+			}
+			must(t, r.source.First(&got, users[1]).Error)
+			if got.Name == "after" {
+				t.Error("the write after the map came back landed on the source too")
+			}
+		})
+	}
+}
