@@ -14,6 +14,7 @@ import (
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
 
+	"github.com/shardid/shardid/internal/fence"
 	"github.com/shardid/shardid/shardrouter"
 )
 
@@ -304,6 +305,10 @@ func (p *Plugin) finish(kind statementKind) func(*gorm.DB) {
 		}
 		if db.Error != nil && p.routed() {
 			db.Error = p.nameDatabase(db, kind)
+			if shard, to, moved := fence.MovedShard(db.Error); moved && !errors.Is(db.Error, ErrShardMoved) {
+				// Raw SQL, a part over several databases: refused, not retried.
+				db.Error = &MovedError{Shard: shard, To: to, Why: "run the statement again", Err: db.Error}
+			}
 		}
 	}
 }
