@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/shardid/shardid/shardrouter"
@@ -59,7 +60,11 @@ type mapStore struct {
 	stop     chan struct{}
 	done     chan struct{}
 	stopOnce sync.Once
+	read     atomic.Int64 // when the map was last read, in Unix nanoseconds
 }
+
+// readAt is when the map was last read.
+func (s *mapStore) readAt() time.Time { return time.Unix(0, s.read.Load()) }
 
 // storeSQL rewrites ? placeholders as $n for PostgreSQL.
 func storeSQL(dialect, query string) string {
@@ -320,6 +325,7 @@ func (p *Plugin) refreshMap(ctx context.Context) (int64, error) {
 	if err != nil {
 		return s.version, err
 	}
+	s.read.Store(time.Now().UnixNano())
 	if stored != nil && stored.Version > s.version {
 		next, err := p.mapOfStored(stored)
 		if err != nil {

@@ -79,7 +79,13 @@ type filledID struct {
 // Config.MoveWait; otherwise it fails with ErrShardMoved.
 func (p *Plugin) retryMoved(kind statementKind, executor string) func(*gorm.DB) {
 	return func(db *gorm.DB) {
-		if db.Error == nil || !p.routed() {
+		if !p.routed() {
+			return
+		}
+		if db.Error == nil {
+			if kind != kindCreate && db.RowsAffected == 0 {
+				p.missedOnStaleMap(db, kind, executorOf(db, kind, executor))
+			}
 			return
 		}
 		if fence.RacedInstall(db.Error) {
@@ -116,6 +122,50 @@ func (p *Plugin) retryMoved(kind statementKind, executor string) func(*gorm.DB) 
 			db.Error = refused
 		}
 	}
+}
+
+// staleAfter is how old the map may be before an update or delete that
+// found no row reads it again.
+const staleAfter = 50 * time.Millisecond
+
+// missedOnStaleMap looks again at an update or delete that found no row: by
+// a map older than a move's, the row may have been created on the new
+// database after the cutover, where no trigger of the old one sees it. With
+// the new map the statement runs there, or, in a transaction, fails with
+// ErrShardMoved.
+func (p *Plugin) missedOnStaleMap(db *gorm.DB, kind statementKind, execute func(*gorm.DB)) {
+	stmt := db.Statement
+	if stmt.Schema == nil || time.Since(p.maps.readAt()) < staleAfter {
+		return
+	}
+	if pinned, ok := stmt.Settings.Load(pinKey{}); ok && pinned.(pin).schema == stmt.Schema {
+		return
+	}
+	m, err := p.model(stmt.Schema)
+	if err != nil || m == nil || !m.sharded() {
+		return
+	}
+	before := p.router.Map()
+	if _, err := p.refreshMap(stmt.Context); err != nil || p.router.Map() == before {
+		return
+	}
+	from, known := p.ranOn(stmt)
+	set, err := p.statementPhysicals(db, m, kind, p.router.Map())
+	k, one := set.only()
+	if !known || err != nil || !one || k == from {
+		return
+	}
+	if why := p.whyNotRetried(db, kind); why != "" {
+		db.AddError(&MovedError{Shard: -1, To: p.physical[k].name, Why: why})
+		return
+	}
+	p.movedStats.held.Add(1)
+	if err := p.holdAndRetry(db, kind, execute, time.Now().Add(p.moveWait())); err != nil {
+		db.AddError(&MovedError{Shard: -1, To: p.physical[k].name, Why: err.Error()})
+		p.movedStats.failed.Add(1)
+		return
+	}
+	p.movedStats.retried.Add(1)
 }
 
 // runAgain runs a statement again on its database, where it raced the
@@ -236,6 +286,14 @@ func (p *Plugin) holdAndRetry(db *gorm.DB, kind statementKind, execute func(*gor
 				if err := p.moveStatement(db, k, released); err != nil {
 					return errors.Join(err, p.rebegin(db, from, released))
 				}
+				if kind == kindCreate { // after the move: on SQLite the IDs are made in its transaction
+					stmt.Settings.Store(mapKey{}, shardMap)
+					if v, ok := stmt.Settings.Load(filledKey{}); ok {
+						if err := p.remake(db, m, v.([]filledID)); err != nil {
+							return err
+						}
+					}
+				}
 				db.Error = nil
 				stmt.SQL.Reset()
 				stmt.Vars = nil
@@ -285,8 +343,8 @@ func (p *Plugin) rebegin(db *gorm.DB, k int, released bool) error {
 	return p.moveStatement(db, k, true)
 }
 
-// retryPhysical is the one database the statement goes to by shardMap; a
-// Create's IDs are made anew there, keeping their shards, for an ID is
+// retryPhysical is the one database the statement goes to by shardMap. A
+// Create's IDs are then made anew there, keeping their shards, for an ID is
 // written only on the database whose ID source made it.
 func (p *Plugin) retryPhysical(db *gorm.DB, m *model, kind statementKind, shardMap *shardrouter.Map) (int, error) {
 	stmt := db.Statement
@@ -316,12 +374,6 @@ func (p *Plugin) retryPhysical(db *gorm.DB, m *model, kind statementKind, shardM
 	k, ok := set.only()
 	if !ok {
 		return 0, fmt.Errorf("its rows are now on %d databases; run it again", len(set.list()))
-	}
-	stmt.Settings.Store(mapKey{}, shardMap)
-	if v, ok := stmt.Settings.Load(filledKey{}); ok {
-		if err := p.remake(db, m, v.([]filledID)); err != nil {
-			return 0, err
-		}
 	}
 	return k, nil
 }

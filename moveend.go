@@ -2,6 +2,8 @@ package shardid
 
 import (
 	"context"
+	"database/sql/driver"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -58,20 +60,8 @@ func (p *Plugin) CleanupMove(ctx context.Context, r Range, models ...any) error 
 			return err
 		}
 	}
-	conn, err := mv.source.Conn(ctx)
-	if err != nil {
+	if err := mv.deleteCopies(ctx); err != nil {
 		return err
-	}
-	defer conn.Close()
-	if mv.fence.Dialect != "sqlite" {
-		if err := mv.fence.Bypass(ctx, conn); err != nil {
-			return err
-		}
-	}
-	for _, t := range mv.tables {
-		if err := deleteRange(ctx, t, conn, r); err != nil {
-			return fmt.Errorf("shardid: deleting the copies of %s on %s: %w", t.name, mv.st.From, err)
-		}
 	}
 	if mv.fence.Dialect != "sqlite" {
 		if err := mv.unfence(ctx); err != nil {
@@ -80,6 +70,33 @@ func (p *Plugin) CleanupMove(ctx context.Context, r Range, models ...any) error 
 	}
 	mv.st.Phase = PhaseCleaned
 	return p.maps.saveMove(ctx, mv.st)
+}
+
+// deleteCopies deletes the source's copies of the range on a connection of
+// its own that passes the fence, and that is then closed, not handed back to
+// the pool with the bypass set.
+func (mv *mover) deleteCopies(ctx context.Context) (err error) {
+	conn, err := mv.source.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// Raw with ErrBadConn closes the connection; Close then has nothing left to do.
+		if discard := conn.Raw(func(any) error { return driver.ErrBadConn }); !errors.Is(discard, driver.ErrBadConn) {
+			err = errors.Join(err, discard, conn.Close())
+		}
+	}()
+	if mv.fence.Dialect != "sqlite" {
+		if err := mv.fence.Bypass(ctx, conn); err != nil {
+			return err
+		}
+	}
+	for _, t := range mv.tables {
+		if err := deleteRange(ctx, t, conn, mv.st.Logical); err != nil {
+			return fmt.Errorf("shardid: deleting the copies of %s on %s: %w", t.name, mv.st.From, err)
+		}
+	}
+	return nil
 }
 
 // endingMover loads a move that is to be cancelled or cleaned up.

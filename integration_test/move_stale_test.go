@@ -164,3 +164,36 @@ func TestMoveStaleProcess(t *testing.T) {
 		})
 	}
 }
+
+// TestMoveStaleUpdateOfNewRow: a process that has not read the new map yet
+// updates and deletes rows created on the target after the cutover. On the
+// source nothing matches, so no trigger refuses them; the plugin reads the
+// map again and runs them on the target.
+func TestMoveStaleUpdateOfNewRow(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newMoveRig(t, b, t.TempDir())
+		r.seedUsers(t, 100)
+		staleDB, stale := r.open(t, shardid.Config{MapRefresh: time.Hour})
+		report := r.move(t, shardid.Move{})
+		fresh := []MvUser{{Name: "new"}, {Name: "new"}}
+		must(t, r.db.Clauses(shardid.OnShard(movingRange.From)).Create(&fresh).Error)
+		if stale.MapVersion() >= report.MapVersion {
+			t.Fatalf("the stale process follows version %d already", stale.MapVersion())
+		}
+		res := staleDB.Model(&MvUser{ID: fresh[0].ID}).Update("name", "by the stale process")
+		if res.Error != nil || res.RowsAffected != 1 {
+			t.Fatalf("the stale process's update: %v, %d rows", res.Error, res.RowsAffected)
+		}
+		var got MvUser
+		must(t, r.target.First(&got, fresh[0].ID).Error)
+		if got.Name != "by the stale process" {
+			t.Errorf("the update is %q on the target", got.Name)
+		}
+		if res := staleDB.Delete(&MvUser{}, fresh[1].ID); res.Error != nil || res.RowsAffected != 1 {
+			t.Fatalf("the stale process's delete: %v, %d rows", res.Error, res.RowsAffected)
+		}
+		if n := r.target.Find(&[]MvUser{}, fresh[1].ID).RowsAffected; n != 0 {
+			t.Errorf("the deleted row is still on the target")
+		}
+	})
+}
