@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm/callbacks"
 	"gorm.io/gorm/clause"
 
+	"github.com/shardid/shardid/internal/fence"
 	"github.com/shardid/shardid/shardrouter"
 )
 
@@ -75,12 +76,41 @@ func (p *Plugin) part(db *gorm.DB, m *model, k int) (*gorm.DB, bool) {
 			part.Statement.Clauses["WHERE"] = c
 		}
 	}
+	if skip := p.skipCopies(m, db.Statement.Table, k, shardMap); skip != nil {
+		part.Statement.AddClause(clause.Where{Exprs: []clause.Expression{skip}})
+	}
 	pool, err := p.pool(db.Statement.Context, k)
 	if part.AddError(err) == nil {
 		part.Statement.ConnPool = pool
 	}
 	part.Statement.Settings.Store(pinKey{}, pin{schema: db.Statement.Schema, physical: k})
 	return part, true
+}
+
+// skipCopies is the condition that keeps a part on physical database k off
+// the frozen copy a move left there, whose rows the map sends elsewhere; nil
+// when k keeps none.
+func (p *Plugin) skipCopies(m *model, table string, k int, shardMap *shardrouter.Map) clause.Expression {
+	copies := p.copies.Load()
+	if copies == nil || len((*copies)[k]) == 0 {
+		return nil
+	}
+	var foreign []Range
+	for _, r := range (*copies)[k] {
+		if !slices.ContainsFunc(shardMap.Logical(k), func(s int) bool { return s >= r.From && s <= r.To }) {
+			foreign = append(foreign, r)
+		}
+	}
+	if len(foreign) == 0 {
+		return nil
+	}
+	t := shardedTableOf(m)
+	f := fence.Fence{Dialect: p.db.Dialector.Name(), ShardBits: p.layout.ShardBits, SequenceBits: p.layout.SequenceBits}
+	shard, err := f.ShardSQL(fence.Table{Name: t.Name, Key: t.Key, Kind: t.Kind}, quote(f.Dialect, table))
+	if err != nil {
+		return nil
+	}
+	return clause.Expr{SQL: "NOT (" + inRanges(shard, foreign) + ")"}
 }
 
 // partError names the physical database a part failed on.

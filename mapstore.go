@@ -35,6 +35,9 @@ type storedMap struct {
 	// Floors are the time ticks the snowflake IDs of moved shards must pass
 	// on their new database: a move writes them with the map it makes.
 	Floors []shardFloor `json:"floors,omitempty"`
+	// Copies are the frozen copies moves left on their sources until their
+	// cleanup: a statement over several databases reads past them.
+	Copies []storedPhysical `json:"copies,omitempty"`
 }
 
 type storedPhysical struct {
@@ -335,6 +338,7 @@ func (p *Plugin) refreshMap(ctx context.Context) (int64, error) {
 			p.reportConfigDifference(ctx, next, stored.Version)
 		}
 		p.prepareGenerators(p.router.Map(), next, stored)
+		p.copies.Store(p.copiesOf(stored))
 		if err := p.router.Swap(next); err != nil {
 			return s.version, err
 		}
@@ -430,6 +434,21 @@ func (p *Plugin) prepareGenerators(current, next *shardrouter.Map, stored *store
 		}
 	}
 }
+
+// copiesOf returns the frozen copies of a stored map by physical database.
+func (p *Plugin) copiesOf(stored *storedMap) *frozenCopies {
+	copies := frozenCopies{}
+	for _, c := range stored.Copies {
+		if k := slices.IndexFunc(p.physical, func(ph *physical) bool { return ph.name == c.Name }); k >= 0 {
+			copies[k] = append(copies[k], c.Logical...)
+		}
+	}
+	return &copies
+}
+
+// frozenCopies are, per physical database, the ranges of which it keeps a
+// move's frozen copy.
+type frozenCopies map[int][]Range
 
 // randomSuffix tells apart processes of one host and pid (containers).
 func randomSuffix() uint32 { return rand.Uint32() }

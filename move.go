@@ -695,6 +695,7 @@ func (mv *mover) writeMap(ctx context.Context) (int64, error) {
 		if tick := mv.snowflakeFloor(); tick > 0 {
 			stored.Floors = []shardFloor{{Logical: mv.st.Logical, Tick: tick}}
 		}
+		stored.Copies = append(slices.Clone(latest.Copies), storedPhysical{Name: mv.st.From, Logical: []Range{mv.st.Logical}})
 		if err := s.write(ctx, stored); err == nil {
 			return stored.Version, nil
 		} else if !duplicateKey(err) {

@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -63,6 +64,9 @@ func (p *Plugin) CleanupMove(ctx context.Context, r Range, models ...any) error 
 	if err := mv.deleteCopies(ctx); err != nil {
 		return err
 	}
+	if err := p.forgetCopy(ctx, mv.st.From, r); err != nil {
+		return err
+	}
 	if mv.fence.Dialect != "sqlite" {
 		if err := mv.unfence(ctx); err != nil {
 			return err
@@ -70,6 +74,32 @@ func (p *Plugin) CleanupMove(ctx context.Context, r Range, models ...any) error 
 	}
 	mv.st.Phase = PhaseCleaned
 	return p.maps.saveMove(ctx, mv.st)
+}
+
+// forgetCopy writes the next map version without the frozen copy of r on
+// source, which is gone.
+func (p *Plugin) forgetCopy(ctx context.Context, source string, r Range) error {
+	for range 8 { // each round loses only to another writer of the map
+		latest, err := p.maps.latest(ctx)
+		if err != nil || latest == nil {
+			return err
+		}
+		next := *latest
+		next.Version, next.Floors = latest.Version+1, nil
+		next.Copies = slices.DeleteFunc(slices.Clone(latest.Copies), func(c storedPhysical) bool {
+			return c.Name == source && slices.Equal(c.Logical, []Range{r})
+		})
+		if len(next.Copies) == len(latest.Copies) {
+			return nil
+		}
+		if err := p.maps.write(ctx, &next); err == nil || !duplicateKey(err) {
+			if err == nil {
+				_, err = p.refreshMap(ctx)
+			}
+			return err
+		}
+	}
+	return errors.New("shardid: other processes kept writing the shared map first")
 }
 
 // deleteCopies deletes the source's copies of the range on a connection of

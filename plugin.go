@@ -120,7 +120,8 @@ type Plugin struct {
 
 	unshardedTables sync.Map // lower-case table name → model name, for raw SQL on a shard
 
-	maps       *mapStore    // the shared map; nil without Config.Shards
+	maps       *mapStore // the shared map; nil without Config.Shards
+	copies     atomic.Pointer[frozenCopies]
 	mapVersion atomic.Int64 // the version of it routed by
 	movedStats movedCounters
 }

@@ -95,6 +95,9 @@ func (p *Plugin) queryParts(db *gorm.DB, m *model, physicals []int, prepare func
 	if len(parts) == 0 {
 		return nil, nil
 	}
+	if slices.ContainsFunc(parts, func(q queryPart) bool { return p.skipCopies(m, db.Statement.Table, q.k, shardMap) != nil }) {
+		return p.buildEachPart(db, m, parts, prepare) // a part reads past a move's frozen copy
+	}
 	// The SQL, built once with markers for the lists' values.
 	template := db.Session(&gorm.Session{Initialized: true})
 	marked := exprs

@@ -34,6 +34,19 @@ func TestMoveAndAudit(t *testing.T) {
 		if len(found) != 1 || found[0].Table != "mv_users" || found[0].Database != b.name+"-source" || !found[0].LeftByMove || found[0].Rows < int64(len(users)) {
 			t.Errorf("before the cleanup the audit found %+v, want the source's frozen copy of the users", found)
 		}
+		// Over every database, the source's frozen copy is not read twice,
+		// nor written (its triggers would refuse it).
+		var onTarget, counted int64
+		must(t, r.target.Model(&MvUser{}).Count(&onTarget).Error)
+		must(t, r.db.Model(&MvUser{}).Clauses(shardid.AllShards()).Count(&counted).Error)
+		var all []MvUser
+		must(t, r.db.Clauses(shardid.AllShards()).Find(&all).Error)
+		if counted != onTarget || int64(len(all)) != onTarget {
+			t.Errorf("over all shards: Count %d, Find %d rows; the target holds %d", counted, len(all), onTarget)
+		}
+		if err := r.db.Model(&MvUser{}).Clauses(shardid.AllShards()).Where("name = ?", "seed").Update("name", "seed, updated").Error; err != nil {
+			t.Errorf("an update over all shards before the cleanup: %v", err)
+		}
 		must(t, r.p.CleanupMove(ctx, movingRange, moveModels...))
 		if found, err := r.p.Audit(ctx); err != nil || len(found) != 0 {
 			t.Fatalf("after the cleanup the audit found %+v (%v), want nothing", found, err)
