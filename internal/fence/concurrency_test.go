@@ -195,3 +195,42 @@ func TestPrepareFromTwoProcessesAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// On PostgreSQL a REPEATABLE READ snapshot taken before Open cannot see the
+// fence row, so its writes would go unlogged and, once frozen, unrefused:
+// Open waits for such transactions to end.
+func TestOpenWaitsForOlderSnapshotsOnPostgres(t *testing.T) {
+	ctx := context.Background()
+	fx := newFixture(t, "postgres")
+	mustExec(t, fx.db, "DELETE FROM "+fenceTable)
+	tx, err := fx.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := tx.QueryRow("SELECT COUNT(*) FROM fence_ints").Scan(&n); err != nil { // the snapshot
+		t.Fatal(err)
+	}
+	var mu sync.Mutex // protects ended
+	ended := false
+	done := make(chan error, 1)
+	go func() {
+		err := fx.f.Open(ctx, fx.db, moveRange, "pg-c")
+		mu.Lock()
+		defer mu.Unlock()
+		if err == nil && !ended {
+			err = errors.New("Open returned while an older snapshot was held")
+		}
+		done <- err
+	}()
+	waitUntil(t, fx.db, "SELECT COUNT(*) FROM "+fenceTable, done)
+	mu.Lock()
+	ended = true
+	mu.Unlock()
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -84,6 +84,9 @@ type dialect interface {
 	install(ctx context.Context, db *sql.DB, f Fence, t Table) error
 	uninstall(ctx context.Context, db *sql.DB, t Table) error
 	// locked runs fn in a transaction that no other fence change runs beside.
+	// waitSnapshots waits for the transactions whose snapshot is older than
+	// the call, where a snapshot could miss the fence row.
+	waitSnapshots(ctx context.Context, db *sql.DB) error
 	locked(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx) error) error
 	// frozenChanged lets a dialect whose triggers bake in the fence state renew them.
 	frozenChanged(ctx context.Context, tx *sql.Tx, f Fence) error
@@ -170,7 +173,9 @@ func (f Fence) Uninstall(ctx context.Context, db *sql.DB, t Table) error {
 // logged by the triggers Install creates after it. Creating a trigger waits
 // for the transactions that wrote the table before (MySQL's metadata lock,
 // PostgreSQL's table lock), and every write after it reads the fence row, so
-// a copy started once the triggers exist misses no write of the range. It
+// a copy started once the triggers exist misses no write of the range; on
+// PostgreSQL Open also waits for the transactions of the database holding an
+// older snapshot, which could not see the row. It
 // returns ErrOverlap for a range overlapping another fenced range or fenced
 // towards another target; opening the same range again is a no-op.
 func (f Fence) Open(ctx context.Context, db *sql.DB, r Range, target string) error {
@@ -217,6 +222,9 @@ func (f Fence) Open(ctx context.Context, db *sql.DB, r Range, target string) err
 	})
 	if err != nil {
 		return fmt.Errorf("fence: open %d-%d: %w", r.From, r.To, err)
+	}
+	if err := d.waitSnapshots(ctx, db); err != nil {
+		return fmt.Errorf("fence: open %d-%d: waiting for older snapshots: %w", r.From, r.To, err)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"time"
 )
 
 type postgresDialect struct{}
@@ -190,4 +191,32 @@ func (postgresDialect) frozenChanged(context.Context, *sql.Tx, Fence) error { re
 func (postgresDialect) bypass(ctx context.Context, conn *sql.Conn) error {
 	_, err := conn.ExecContext(ctx, "SELECT set_config('shardid.fence_bypass', 'on', false)")
 	return err
+}
+
+// waitSnapshots waits for the sessions of this database whose transaction
+// began before the call and holds a snapshot or has written: under
+// REPEATABLE READ such a snapshot cannot see the new fence row, so its
+// writes would go unlogged. A session idle between READ COMMITTED statements
+// sees the fence in its next one.
+func (postgresDialect) waitSnapshots(ctx context.Context, db *sql.DB) error {
+	var now time.Time
+	if err := db.QueryRowContext(ctx, "SELECT clock_timestamp()").Scan(&now); err != nil {
+		return err
+	}
+	for {
+		var older int
+		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
+			AND xact_start < $1 AND (backend_xid IS NOT NULL OR backend_xmin IS NOT NULL)`, now).Scan(&older); err != nil {
+			return err
+		}
+		if older == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pollEvery):
+		}
+	}
 }

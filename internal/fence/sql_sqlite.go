@@ -205,3 +205,6 @@ func (sqliteDialect) frozenChanged(ctx context.Context, tx *sql.Tx, f Fence) err
 }
 
 func (sqliteDialect) bypass(context.Context, *sql.Conn) error { return ErrBypassUnsupported }
+
+// waitSnapshots has nothing to wait for: its writers take turns, and each sees the newest data.
+func (sqliteDialect) waitSnapshots(context.Context, *sql.DB) error { return nil }
