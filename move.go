@@ -99,6 +99,14 @@ type mover struct {
 // crash resumes it. Afterwards the source keeps a frozen copy until
 // CleanupMove.
 func (p *Plugin) Move(ctx context.Context, req Move) (*MoveReport, error) {
+	if p.maps == nil {
+		return nil, fmt.Errorf("%w: no Config.Shards: every logical shard is on the plugin's database", ErrMoveInvalid)
+	}
+	unlock, err := p.maps.lockMove(ctx, req.Logical)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	mv, err := p.newMover(ctx, req)
 	if err != nil {
 		return nil, err
@@ -309,6 +317,13 @@ func (p *Plugin) movedTables(ctx context.Context, models []any, st *moveState, s
 		for _, name := range st.Tables {
 			if !slices.ContainsFunc(tables, func(m *movedTable) bool { return m.name == name }) {
 				return nil, fmt.Errorf("%w: the move began with table %s; give its model again", ErrMoveInvalid, name)
+			}
+		}
+		// A table the move did not begin with has no triggers and no copy.
+		for _, t := range tables {
+			if !slices.Contains(st.Tables, t.name) {
+				return nil, fmt.Errorf("%w: the move of %d-%d began with the tables %v; %s cannot join it midway: finish or cancel it, then move again",
+					ErrMoveInvalid, st.Logical.From, st.Logical.To, st.Tables, t.name)
 			}
 		}
 	}

@@ -3,6 +3,8 @@ package shardid
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math/big"
@@ -204,6 +206,41 @@ func normalizeKey(k any) any {
 	return k
 }
 
+type rowQuerier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// inUTC runs fn where times are written in UTC, so that the text a checksum
+// hashes does not depend on a database's or session's time zone: in a
+// transaction of its own on PostgreSQL (SET LOCAL), on a connection that is
+// then discarded on MySQL.
+func inUTC(ctx context.Context, db *sql.DB, dialect string, fn func(rowQuerier) error) (err error) {
+	if dialect == "postgres" {
+		tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, tx.Rollback()) }()
+		if _, err := tx.ExecContext(ctx, "SET LOCAL TimeZone = 'UTC'"); err != nil {
+			return err
+		}
+		return fn(tx)
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if discard := conn.Raw(func(any) error { return driver.ErrBadConn }); !errors.Is(discard, driver.ErrBadConn) {
+			err = errors.Join(err, discard, conn.Close())
+		}
+	}()
+	if _, err := conn.ExecContext(ctx, "SET time_zone = '+00:00'"); err != nil {
+		return err
+	}
+	return fn(conn)
+}
+
 // summary is a table's rows of a range: how many, and a checksum that does
 // not depend on their order.
 type summary struct {
@@ -222,11 +259,11 @@ func (t *movedTable) summarize(ctx context.Context, db *sql.DB, r Range) (summar
 			cols[i] = "IFNULL(" + quote(t.dialect, c) + ", '\\0')"
 		}
 		q := "SELECT COUNT(*), CAST(COALESCE(SUM(CRC32(CONCAT_WS('|', " + strings.Join(cols, ", ") + "))), 0) AS CHAR) FROM " + quote(t.dialect, t.name) + " WHERE " + t.inRange
-		err := db.QueryRowContext(ctx, q, r.From, r.To).Scan(&s.Rows, &s.Sum)
+		err := inUTC(ctx, db, t.dialect, func(q2 rowQuerier) error { return q2.QueryRowContext(ctx, q, r.From, r.To).Scan(&s.Rows, &s.Sum) })
 		return s, err
 	case "postgres":
 		q := "SELECT count(*), COALESCE(sum(hashtextextended(ROW(" + t.quotedColumns() + ")::text, 0)), 0)::text FROM " + quote(t.dialect, t.name) + " WHERE " + t.inRange
-		err := db.QueryRowContext(ctx, q, r.From, r.To).Scan(&s.Rows, &s.Sum)
+		err := inUTC(ctx, db, t.dialect, func(q2 rowQuerier) error { return q2.QueryRowContext(ctx, q, r.From, r.To).Scan(&s.Rows, &s.Sum) })
 		return s, err
 	}
 	rows, err := db.QueryContext(ctx, "SELECT "+t.quotedColumns()+" FROM "+quote(t.dialect, t.name)+" WHERE "+t.inRange, r.From, r.To)

@@ -18,10 +18,11 @@ const deleteChunk = 1000
 // After the cutover it fails: the target serves the range (move it back, or
 // CleanupMove). models are the move's, as given to Move (nil: as there).
 func (p *Plugin) CancelMove(ctx context.Context, r Range, models ...any) error {
-	mv, err := p.endingMover(ctx, r, models)
+	mv, unlock, err := p.endingMover(ctx, r, models)
 	if err != nil {
 		return err
 	}
+	defer unlock()
 	if mv.servedByTarget() || phaseIndex(mv.st.Phase) >= phaseIndex(PhaseServing) {
 		return fmt.Errorf("%w: logical shards %d-%d are served by %s since map version %d: it is too late to cancel; CleanupMove, or move them back",
 			ErrMoveInvalid, r.From, r.To, mv.st.To, mv.st.MapVersion)
@@ -44,10 +45,11 @@ func (p *Plugin) CancelMove(ctx context.Context, r Range, models ...any) error {
 // and drops the source's triggers. It waits for lagging processes until ctx
 // ends, and then fails naming them.
 func (p *Plugin) CleanupMove(ctx context.Context, r Range, models ...any) error {
-	mv, err := p.endingMover(ctx, r, models)
+	mv, unlock, err := p.endingMover(ctx, r, models)
 	if err != nil {
 		return err
 	}
+	defer unlock()
 	if mv.st.Phase != PhaseServing {
 		return fmt.Errorf("%w: the move of %d-%d is in phase %s; only a move that reached %s can be cleaned up", ErrMoveInvalid, r.From, r.To, mv.st.Phase, PhaseServing)
 	}
@@ -130,10 +132,24 @@ func (mv *mover) deleteCopies(ctx context.Context) (err error) {
 }
 
 // endingMover loads a move that is to be cancelled or cleaned up.
-func (p *Plugin) endingMover(ctx context.Context, r Range, models []any) (*mover, error) {
+func (p *Plugin) endingMover(ctx context.Context, r Range, models []any) (*mover, func(), error) {
 	if p.maps == nil {
-		return nil, fmt.Errorf("%w: no Config.Shards", ErrMoveInvalid)
+		return nil, nil, fmt.Errorf("%w: no Config.Shards", ErrMoveInvalid)
 	}
+	unlock, err := p.maps.lockMove(ctx, r)
+	if err != nil {
+		return nil, nil, err
+	}
+	mv, err := p.loadEnding(ctx, r, models)
+	if err != nil {
+		unlock()
+		return nil, nil, err
+	}
+	return mv, unlock, nil
+}
+
+// loadEnding loads a move that is to be cancelled or cleaned up.
+func (p *Plugin) loadEnding(ctx context.Context, r Range, models []any) (*mover, error) {
 	if err := p.maps.prepareMoves(ctx); err != nil {
 		return nil, err
 	}

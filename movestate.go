@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -134,4 +135,54 @@ func duplicateKey(err error) bool {
 func (s *mapStore) deleteMove(ctx context.Context, r Range) error {
 	_, err := s.exec(ctx, "DELETE FROM "+movesTable+" WHERE from_shard = ? AND to_shard = ?", r.From, r.To)
 	return err
+}
+
+// lockPatience is how long a run waits for the move's lock.
+const lockPatience = 3 * time.Second
+
+// sqliteMoveLocks stand in for the servers' named locks: SQLite has one
+// writing process.
+var sqliteMoveLocks sync.Map // lock name → struct{}
+
+// lockMove takes the lock of the move of r, which one run at a time holds,
+// be it a mover, a cancel or a cleanup; it fails at once if another has it.
+// The returned function releases it. The servers drop it with the
+// connection of a run that dies.
+func (s *mapStore) lockMove(ctx context.Context, r Range) (func(), error) {
+	name := fmt.Sprintf("shardid_move_%d_%d", r.From, r.To)
+	busy := fmt.Errorf("%w: another run holds the move of %d-%d (a mover, a cancel or a cleanup); wait for it to end", ErrMoveInvalid, r.From, r.To)
+	if s.dialect == "sqlite" {
+		if _, taken := sqliteMoveLocks.LoadOrStore(name, struct{}{}); taken {
+			return nil, busy
+		}
+		return func() { sqliteMoveLocks.Delete(name) }, nil
+	}
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	take, release := "SELECT COALESCE(GET_LOCK(?, 0), 0) = 1", "SELECT RELEASE_LOCK(?)"
+	if s.dialect == "postgres" {
+		take, release = "SELECT pg_try_advisory_lock(hashtext($1))", "SELECT pg_advisory_unlock(hashtext($1))"
+	}
+	// A run killed a moment ago holds it until its server sees the connection gone.
+	for deadline := time.Now().Add(lockPatience); ; {
+		var got bool
+		if err := conn.QueryRowContext(ctx, take, name).Scan(&got); err != nil {
+			_ = conn.Close()
+			return nil, err
+		}
+		if got {
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = conn.Close()
+			return nil, busy
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return func() {
+		_, _ = conn.ExecContext(context.WithoutCancel(ctx), release, name)
+		_ = conn.Close()
+	}, nil
 }
