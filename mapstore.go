@@ -22,7 +22,7 @@ import (
 // The tables of the shared map, in the plugin's own database.
 const (
 	mapTable       = "shardid_shard_map"
-	processesTable = "shardid_processes"
+	processesTable = "shardid_process_maps"
 )
 
 // defaultMapRefresh is how often a process reads the shared map.
@@ -58,13 +58,17 @@ type mapStore struct {
 	dialect string
 	owner   string // this process, in the processes table
 
-	mu       sync.Mutex // one refresh at a time; the ones waiting share its result
-	version  int64      // the version this process follows; 0: the config's map
-	stop     chan struct{}
-	done     chan struct{}
-	stopOnce sync.Once
-	read     atomic.Int64 // when the map was last read, in Unix nanoseconds
+	mu        sync.Mutex // one refresh at a time; the ones waiting share its result
+	version   int64      // the version this process follows; 0: the config's map
+	stop      chan struct{}
+	done      chan struct{}
+	stopOnce  sync.Once
+	read      atomic.Int64  // when the map was last read, in Unix nanoseconds
+	heartbeat time.Duration // how often this process notes itself live
 }
+
+// liveMargin allows for clocks and pauses in telling a live process.
+const liveMargin = 5 * time.Second
 
 // readAt is when the map was last read.
 func (s *mapStore) readAt() time.Time { return time.Unix(0, s.read.Load()) }
@@ -96,7 +100,7 @@ func (s *mapStore) prepare(ctx context.Context) error {
 	text := "TEXT"
 	for _, ddl := range []string{
 		"CREATE TABLE IF NOT EXISTS " + mapTable + " (version BIGINT NOT NULL PRIMARY KEY, map " + text + " NOT NULL, created_ms BIGINT NOT NULL)",
-		"CREATE TABLE IF NOT EXISTS " + processesTable + " (owner VARCHAR(191) NOT NULL PRIMARY KEY, map_version BIGINT NOT NULL, seen_ms BIGINT NOT NULL)",
+		"CREATE TABLE IF NOT EXISTS " + processesTable + " (owner VARCHAR(191) NOT NULL PRIMARY KEY, map_version BIGINT NOT NULL, seen_ms BIGINT NOT NULL, refresh_ms BIGINT NOT NULL)",
 	} {
 		if _, err := s.exec(ctx, ddl); err != nil && !alreadyExists(err) {
 			return err
@@ -147,8 +151,8 @@ func (s *mapStore) seen(ctx context.Context, version int64) error {
 	if _, err := s.exec(ctx, "UPDATE "+processesTable+" SET map_version = ?, seen_ms = ? WHERE owner = ?", version, now, s.owner); err != nil {
 		return err
 	}
-	_, err := s.exec(ctx, "INSERT INTO "+processesTable+" (owner, map_version, seen_ms) SELECT ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM "+processesTable+" WHERE owner = ?)",
-		s.owner, version, now, s.owner)
+	_, err := s.exec(ctx, "INSERT INTO "+processesTable+" (owner, map_version, seen_ms, refresh_ms) SELECT ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM "+processesTable+" WHERE owner = ?)",
+		s.owner, version, now, s.heartbeat.Milliseconds(), s.owner)
 	return err
 }
 
@@ -158,10 +162,12 @@ func (s *mapStore) forget(ctx context.Context) error {
 	return err
 }
 
-// behind lists the processes seen since the given time that follow a
-// version older than version.
-func (s *mapStore) behind(ctx context.Context, version int64, since time.Time) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, storeSQL(s.dialect, "SELECT owner, map_version FROM "+processesTable+" WHERE seen_ms >= ? AND map_version < ? ORDER BY owner"), since.UnixMilli(), version)
+// behind lists the live processes that follow a version older than version:
+// those seen within three of their own heartbeats and a margin for clocks.
+func (s *mapStore) behind(ctx context.Context, version int64) ([]string, error) {
+	now := time.Now().UnixMilli()
+	rows, err := s.db.QueryContext(ctx, storeSQL(s.dialect, "SELECT owner, map_version FROM "+processesTable+
+		" WHERE seen_ms + 3 * refresh_ms + ? >= ? AND map_version < ? ORDER BY owner"), liveMargin.Milliseconds(), now, version)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +247,10 @@ func (p *Plugin) startMapStore(ctx context.Context) error {
 		return err
 	}
 	host, _ := os.Hostname()
-	s := &mapStore{db: sqlDB, dialect: p.db.Dialector.Name(), owner: fmt.Sprintf("%s:%d:%08x", host, os.Getpid(), randomSuffix())}
+	s := &mapStore{db: sqlDB, dialect: p.db.Dialector.Name(), owner: fmt.Sprintf("%s:%d:%08x", host, os.Getpid(), randomSuffix()), heartbeat: p.mapRefresh()}
+	if s.heartbeat <= 0 {
+		s.heartbeat = defaultMapRefresh
+	}
 	p.maps = s
 	err = s.prepare(ctx)
 	if err == nil {
@@ -259,10 +268,8 @@ func (p *Plugin) startMapStore(ctx context.Context) error {
 	if invalid != nil {
 		return invalid
 	}
-	if p.mapRefresh() > 0 {
-		s.stop, s.done = make(chan struct{}), make(chan struct{})
-		go p.refreshLoop(s)
-	}
+	s.stop, s.done = make(chan struct{}), make(chan struct{})
+	go p.refreshLoop(s)
 	return nil
 }
 
@@ -295,7 +302,7 @@ func (p *Plugin) mapRefresh() time.Duration {
 
 func (p *Plugin) refreshLoop(s *mapStore) {
 	defer close(s.done)
-	ticker := time.NewTicker(p.mapRefresh())
+	ticker := time.NewTicker(s.heartbeat)
 	defer ticker.Stop()
 	for {
 		select {
@@ -303,8 +310,11 @@ func (p *Plugin) refreshLoop(s *mapStore) {
 			return
 		case <-ticker.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), p.mapRefresh()*4)
-		version, err := p.refreshMap(ctx)
+		ctx, cancel := context.WithTimeout(context.Background(), s.heartbeat*4)
+		version, err := p.MapVersion(), error(nil)
+		if p.mapRefresh() > 0 { // else only a refused write reads the map; the process still says it lives
+			version, err = p.refreshMap(ctx)
+		}
 		if err == nil {
 			err = s.seen(ctx, version) // the process is live, at this version
 		}

@@ -40,8 +40,8 @@ func (p *Plugin) CancelMove(ctx context.Context, r Range, models ...any) error {
 }
 
 // CleanupMove ends a move after its cutover: once every live process routes
-// by the new map (a process counts as live if it read the map within three
-// refresh periods), it deletes the source's copies of the range in chunks
+// by the new map (a process counts as live if it noted itself within three
+// of its own refresh periods and a few seconds), it deletes the source's copies of the range in chunks
 // and drops the source's triggers. It waits for lagging processes until ctx
 // ends, and then fails naming them.
 func (p *Plugin) CleanupMove(ctx context.Context, r Range, models ...any) error {
@@ -219,12 +219,8 @@ func deleteRange(ctx context.Context, t *movedTable, db execQuerier, r Range) er
 // waitForProcesses waits until no live process routes by a map older than
 // version.
 func (p *Plugin) waitForProcesses(ctx context.Context, version int64) error {
-	refresh := p.mapRefresh()
-	if refresh <= 0 {
-		refresh = defaultMapRefresh
-	}
 	for {
-		behind, err := p.maps.behind(ctx, version, time.Now().Add(-3*refresh))
+		behind, err := p.maps.behind(ctx, version)
 		if err != nil {
 			return err
 		}
@@ -234,7 +230,7 @@ func (p *Plugin) waitForProcesses(ctx context.Context, version int64) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%w: processes still route by a map before version %d: %s: %w", ErrMoveInvalid, version, strings.Join(behind, ", "), ctx.Err())
-		case <-time.After(refresh / 2):
+		case <-time.After(p.maps.heartbeat / 2):
 		}
 	}
 }

@@ -308,6 +308,8 @@ func (p *Plugin) finish(kind statementKind) func(*gorm.DB) {
 			if shard, to, moved := fence.MovedShard(db.Error); moved && !errors.Is(db.Error, ErrShardMoved) {
 				// Raw SQL, a part over several databases: refused, not retried.
 				db.Error = &MovedError{Shard: shard, To: to, Why: "run the statement again", Err: db.Error}
+			} else if fence.RacedInstall(db.Error) {
+				db.Error = &MovedError{Shard: -1, To: "(a move being prepared)", Why: "it raced the creation of the move's triggers; retry the transaction", Err: db.Error}
 			}
 		}
 	}

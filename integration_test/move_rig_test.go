@@ -76,7 +76,7 @@ func newMoveRig(t testing.TB, b backend, dir string) *moveRig {
 	r := &moveRig{b: b, dir: dir, source: phys[moveSource], target: phys[moveTarget]}
 	main, err := gorm.Open(b.dialector(t, dir), &gorm.Config{Logger: logger.Discard})
 	must(t, err)
-	for _, table := range []string{"shardid_shard_map", "shardid_moves", "shardid_tables", "shardid_processes"} {
+	for _, table := range []string{"shardid_shard_map", "shardid_moves", "shardid_tables", "shardid_process_maps"} {
 		must(t, main.Exec("DROP TABLE IF EXISTS "+table).Error)
 	}
 	for _, db := range []*gorm.DB{r.source, r.target} {

@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"regexp"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 var (
@@ -148,10 +151,31 @@ func (f Fence) Install(ctx context.Context, db *sql.DB, t Table) error {
 	if err := checkTable(t); err != nil {
 		return err
 	}
-	if err := d.install(ctx, db, f, t); err != nil {
-		return fmt.Errorf("fence: install triggers on %s: %w", t.Name, err)
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+		err := d.install(ctx, db, f, t)
+		if err == nil {
+			return nil
+		}
+		if !lockTimedOut(err) {
+			return fmt.Errorf("fence: install triggers on %s: %w", t.Name, err)
+		}
+		select { // a long transaction holds the table: let the queue behind us run, then try again
+		case <-ctx.Done():
+			return fmt.Errorf("fence: install triggers on %s: a transaction kept the table locked: %w", t.Name, errors.Join(err, ctx.Err()))
+		case <-time.After(wait):
+		}
 	}
-	return nil
+}
+
+// installLockWait is how long, in seconds, one attempt to create a trigger
+// waits for its table.
+const installLockWait = "1"
+
+// lockTimedOut reports a lock wait that ran out: MySQL's 1205, PostgreSQL's 55P03.
+func lockTimedOut(err error) bool {
+	var myErr *mysql.MySQLError
+	var pgErr *pgconn.PgError
+	return errors.As(err, &myErr) && myErr.Number == 1205 || errors.As(err, &pgErr) && pgErr.Code == "55P03"
 }
 
 // Uninstall drops t's triggers; those missing already are no error.

@@ -54,6 +54,17 @@ func (mysqlDialect) install(ctx context.Context, db *sql.DB, f Fence, t Table) e
 	}
 	// MariaDB replaces a trigger atomically; MySQL has to drop it first.
 	mariaDB := strings.Contains(strings.ToLower(version), "mariadb")
+	// Statements on the table queue behind a trigger waiting for its metadata
+	// lock: wait briefly, on a connection of its own, then again.
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "SET SESSION lock_wait_timeout = "+installLockWait); err != nil {
+		return err
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), "SET SESSION lock_wait_timeout = DEFAULT")
 	for _, op := range ops {
 		body, err := mysqlTrigger(f, t, op.name, op.event)
 		if err != nil {
@@ -61,9 +72,9 @@ func (mysqlDialect) install(ctx context.Context, db *sql.DB, f Fence, t Table) e
 		}
 		name := quoteIdent("mysql", triggerName("mysql", t.Name, op.name))
 		if mariaDB {
-			_, err = db.ExecContext(ctx, "CREATE OR REPLACE TRIGGER "+name+body)
-		} else if _, err = db.ExecContext(ctx, "DROP TRIGGER IF EXISTS "+name); err == nil {
-			_, err = db.ExecContext(ctx, "CREATE TRIGGER "+name+body)
+			_, err = conn.ExecContext(ctx, "CREATE OR REPLACE TRIGGER "+name+body)
+		} else if _, err = conn.ExecContext(ctx, "DROP TRIGGER IF EXISTS "+name); err == nil {
+			_, err = conn.ExecContext(ctx, "CREATE TRIGGER "+name+body)
 		}
 		if err != nil {
 			return err

@@ -42,6 +42,10 @@ func (d postgresDialect) prepare(ctx context.Context, db *sql.DB) error {
 
 func (d postgresDialect) install(ctx context.Context, db *sql.DB, f Fence, t Table) error {
 	return d.locked(ctx, db, func(tx *sql.Tx) error {
+		// Writers queue behind a trigger waiting for the table: wait briefly, then again.
+		if _, err := tx.ExecContext(ctx, "SET LOCAL lock_timeout = '"+installLockWait+"'"); err != nil {
+			return err
+		}
 		var schema, dataType string
 		err := tx.QueryRowContext(ctx, `SELECT current_schema(), data_type FROM information_schema.columns
 			WHERE table_schema = current_schema() AND table_name = $1 AND column_name = $2`, t.Name, t.Key).Scan(&schema, &dataType)
