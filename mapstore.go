@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,8 +22,8 @@ import (
 
 // The tables of the shared map, in the plugin's own database.
 const (
-	mapTable       = "shardid_shard_map"
-	processesTable = "shardid_process_maps"
+	defaultMapTable = "shardid_shard_map"
+	processesTable  = "shardid_process_maps"
 )
 
 // defaultMapRefresh is how often a process reads the shared map.
@@ -65,6 +66,7 @@ type mapStore struct {
 	stopOnce  sync.Once
 	read      atomic.Int64  // when the map was last read, in Unix nanoseconds
 	heartbeat time.Duration // how often this process notes itself live
+	table     string        // Config.MapTable
 }
 
 // liveMargin allows for clocks and pauses in telling a live process.
@@ -99,7 +101,7 @@ func (s *mapStore) exec(ctx context.Context, query string, args ...any) (sql.Res
 func (s *mapStore) prepare(ctx context.Context) error {
 	text := "TEXT"
 	for _, ddl := range []string{
-		"CREATE TABLE IF NOT EXISTS " + mapTable + " (version BIGINT NOT NULL PRIMARY KEY, map " + text + " NOT NULL, created_ms BIGINT NOT NULL)",
+		"CREATE TABLE IF NOT EXISTS " + s.table + " (version BIGINT NOT NULL PRIMARY KEY, map " + text + " NOT NULL, created_ms BIGINT NOT NULL)",
 		"CREATE TABLE IF NOT EXISTS " + processesTable + " (owner VARCHAR(191) NOT NULL PRIMARY KEY, map_version BIGINT NOT NULL, seen_ms BIGINT NOT NULL, refresh_ms BIGINT NOT NULL)",
 	} {
 		if _, err := s.exec(ctx, ddl); err != nil && !alreadyExists(err) {
@@ -120,7 +122,7 @@ func alreadyExists(err error) bool {
 func (s *mapStore) latest(ctx context.Context) (*storedMap, error) {
 	var version int64
 	var body string
-	err := s.db.QueryRowContext(ctx, "SELECT version, map FROM "+mapTable+" ORDER BY version DESC LIMIT 1").Scan(&version, &body)
+	err := s.db.QueryRowContext(ctx, "SELECT version, map FROM "+s.table+" ORDER BY version DESC LIMIT 1").Scan(&version, &body)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -129,7 +131,7 @@ func (s *mapStore) latest(ctx context.Context) (*storedMap, error) {
 	}
 	stored := &storedMap{Version: version}
 	if err := json.Unmarshal([]byte(body), stored); err != nil {
-		return nil, fmt.Errorf("shardid: map version %d in %s: %w", version, mapTable, err)
+		return nil, fmt.Errorf("shardid: map version %d in %s: %w", version, s.table, err)
 	}
 	return stored, nil
 }
@@ -141,7 +143,7 @@ func (s *mapStore) write(ctx context.Context, m *storedMap) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.exec(ctx, "INSERT INTO "+mapTable+" (version, map, created_ms) VALUES (?, ?, ?)", m.Version, string(body), time.Now().UnixMilli())
+	_, err = s.exec(ctx, "INSERT INTO "+s.table+" (version, map, created_ms) VALUES (?, ?, ?)", m.Version, string(body), time.Now().UnixMilli())
 	return err
 }
 
@@ -226,13 +228,13 @@ func (p *Plugin) mapOfStored(stored *storedMap) (*shardrouter.Map, error) {
 				continue
 			}
 			return nil, fmt.Errorf("%w: map version %d in %s maps logical shards to %s, which Config.Shards does not list (it lists %s)",
-				ErrInvalidConfig, stored.Version, mapTable, sp.Name, strings.Join(names, ", "))
+				ErrInvalidConfig, stored.Version, p.maps.table, sp.Name, strings.Join(names, ", "))
 		}
 		physical[k].Logical = sp.Logical
 	}
 	m, err := shardrouter.NewMap(p.layout.ShardCount(), physical)
 	if err != nil {
-		return nil, fmt.Errorf("shardid: map version %d in %s: %w", stored.Version, mapTable, err)
+		return nil, fmt.Errorf("shardid: map version %d in %s: %w", stored.Version, p.maps.table, err)
 	}
 	return m, nil
 }
@@ -247,7 +249,7 @@ func (p *Plugin) startMapStore(ctx context.Context) error {
 		return err
 	}
 	host, _ := os.Hostname()
-	s := &mapStore{db: sqlDB, dialect: p.db.Dialector.Name(), owner: fmt.Sprintf("%s:%d:%08x", host, os.Getpid(), randomSuffix()), heartbeat: p.mapRefresh()}
+	s := &mapStore{db: sqlDB, dialect: p.db.Dialector.Name(), owner: fmt.Sprintf("%s:%d:%08x", host, os.Getpid(), randomSuffix()), heartbeat: p.mapRefresh(), table: p.mapTable()}
 	if s.heartbeat <= 0 {
 		s.heartbeat = defaultMapRefresh
 	}
@@ -263,7 +265,7 @@ func (p *Plugin) startMapStore(ctx context.Context) error {
 	if errors.Is(err, ErrInvalidConfig) {
 		invalid = err
 	} else if err != nil {
-		p.db.Logger.Warn(ctx, "shardid: reading the shared map in %s: %v; routing by Config.Shards until it can be read", mapTable, err)
+		p.db.Logger.Warn(ctx, "shardid: reading the shared map in %s: %v; routing by Config.Shards until it can be read", s.table, err)
 	}
 	if invalid != nil {
 		return invalid
@@ -288,6 +290,17 @@ func (p *Plugin) seedMap(ctx context.Context) error {
 	}
 	return nil
 }
+
+// mapTable is Config.MapTable with its default.
+func (p *Plugin) mapTable() string {
+	if p.config.MapTable != "" {
+		return p.config.MapTable
+	}
+	return defaultMapTable
+}
+
+// plainTable is a table name that needs no quoting in any dialect.
+var plainTable = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
 
 // mapRefresh is Config.MapRefresh with its default.
 func (p *Plugin) mapRefresh() time.Duration {
@@ -370,7 +383,7 @@ func (p *Plugin) reportConfigDifference(ctx context.Context, table *shardrouter.
 		}
 	}
 	if len(differ) > 0 {
-		p.db.Logger.Warn(ctx, "shardid: the shared map (version %d in %s) differs from Config.Shards, and is followed: %s", version, mapTable, strings.Join(differ, "; "))
+		p.db.Logger.Warn(ctx, "shardid: the shared map (version %d in %s) differs from Config.Shards, and is followed: %s", version, p.maps.table, strings.Join(differ, "; "))
 	}
 }
 

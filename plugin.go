@@ -58,6 +58,10 @@ type Config struct {
 	// its logical shard has just moved, is held for the new map and retried
 	// on the new database before it fails with ErrShardMoved. Default: 5s.
 	MoveWait time.Duration
+	// MapTable names the shared map's table in the plugin's database, for
+	// several sets of shards that share that database. Default:
+	// shardid_shard_map.
+	MapTable string
 
 	clock strategies.Clock // the snowflake clock; tests inject one
 }
@@ -156,6 +160,9 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 	p.layout = p.config.Layout.Normalized()
 	if p.config.DefaultStrategy == "" {
 		p.config.DefaultStrategy = strategies.NameInstagram
+	}
+	if p.config.MapTable != "" && !plainTable.MatchString(p.config.MapTable) {
+		return fmt.Errorf("%w: MapTable %q (letters, digits and _, at most 63, not starting with a digit)", ErrInvalidConfig, p.config.MapTable)
 	}
 	if !slices.Contains(strategyNames, p.config.DefaultStrategy) {
 		return fmt.Errorf("%w: DefaultStrategy %q (allowed: %s)", ErrInvalidConfig, p.config.DefaultStrategy, strings.Join(strategyNames, ", "))

@@ -27,6 +27,7 @@ func TestUseRefusesBadConfig(t *testing.T) {
 		{"shard bits that would allocate gigabytes", Config{Layout: Layout{ShardBits: 31, SequenceBits: 10}}, ErrInvalidLayout, "at most 16"},
 		{"worker with bits", Config{Layout: Layout{WorkerBits: 2}, Snowflake: SnowflakeConfig{FixedWorker: true, WorkerID: 4}}, ErrInvalidConfig, "0..3"},
 		{"lease table", Config{Snowflake: SnowflakeConfig{Lease: strategies.LeaseOptions{Table: "x; DROP"}}}, ErrInvalidConfig, "plain SQL identifier"},
+		{"map table", Config{MapTable: "map; DROP TABLE users"}, ErrInvalidConfig, "MapTable"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

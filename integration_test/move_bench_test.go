@@ -212,8 +212,11 @@ func BenchmarkMoveCutoverHold(b *testing.B) {
 }
 
 // BenchmarkMoveOutsideRange measures a write outside the moving range with
-// no move, and while moves of the range run back and forth (triggers on
-// the source, the copy reading and writing both databases).
+// no move; while moves of the range run back and forth (triggers on the
+// source, the copy reading and writing both databases), at full speed and
+// throttled; while the plain driver loop copies the same rows over and over
+// (the floor: what any copy of them costs the server); and with the fence's
+// triggers alone.
 func BenchmarkMoveOutsideRange(b *testing.B) {
 	bb := benchBackend(b)
 	r := newMoveRig(b, bb, b.TempDir())
@@ -236,6 +239,43 @@ func BenchmarkMoveOutsideRange(b *testing.B) {
 	b.Run("during-move", func(b *testing.B) { writeDuringMoves(b, s, shardid.Move{ChunkSize: 1000}, write) })
 	b.Run("during-move-throttled", func(b *testing.B) {
 		writeDuringMoves(b, s, shardid.Move{ChunkSize: 1000, Throttle: 20 * time.Millisecond}, write)
+	})
+	b.Run("during-driver-copy", func(b *testing.B) {
+		// The floor: the same rows copied by the plain loop, over and over.
+		source, err := r.source.DB()
+		must(b, err)
+		target, err := r.target.DB()
+		must(b, err)
+		from, to := source, target
+		if s.here != bb.name+"-source" {
+			from, to = target, source
+		}
+		_, err = to.Exec("CREATE TABLE IF NOT EXISTS mv_users_copy LIKE mv_users")
+		must(b, err)
+		stop := make(chan struct{})
+		done := make(chan error, 1)
+		go func() {
+			for {
+				select {
+				case <-stop:
+					done <- nil
+					return
+				default:
+				}
+				if _, err := to.Exec("DELETE FROM mv_users_copy"); err != nil {
+					done <- err
+					return
+				}
+				if err := driverCopy(from, to, 1000); err != nil {
+					done <- err
+					return
+				}
+			}
+		}()
+		time.Sleep(200 * time.Millisecond)
+		write(b, r.db)
+		close(stop)
+		must(b, <-done)
 	})
 	b.Run("fenced-only", func(b *testing.B) {
 		// The triggers and the fence in place, the copy paused after a chunk.

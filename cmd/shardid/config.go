@@ -41,7 +41,8 @@ holds no logical shards: a move's target. "layout" takes time_bits,
 shard_bits, sequence_bits, worker_bits, epoch (RFC 3339) and unit (a
 duration); omitted fields take the defaults. The file's ranges only seed the
 shared map: once the plugin's database holds the map (the table
-shardid_shard_map), the table wins, and a file that disagrees is reported.`
+shardid_shard_map, or "map_table" as the application's Config.MapTable),
+the table wins, and a file that disagrees is reported.`
 
 // fileConfig is the config file of the operators' commands.
 type fileConfig struct {
@@ -49,6 +50,7 @@ type fileConfig struct {
 	Shards     []fileShard `json:"shards"`
 	Layout     *fileLayout `json:"layout"`
 	MapRefresh string      `json:"map_refresh"`
+	MapTable   string      `json:"map_table"`
 	path       string      // the file it was read from, for errors
 }
 
@@ -232,7 +234,7 @@ func openConfig(c *fileConfig, warnings io.Writer) (*opsSetup, error) {
 	if err != nil {
 		return nil, c.fieldError("main", "%v", err)
 	}
-	cfg := shardid.Config{Layout: layout, MapRefresh: refresh}
+	cfg := shardid.Config{Layout: layout, MapRefresh: refresh, MapTable: c.MapTable}
 	for _, s := range c.Shards {
 		d, err := dialectorFor(s.DSN)
 		if err != nil {

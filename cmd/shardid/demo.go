@@ -144,7 +144,8 @@ func openDemo(o demoOptions) (*demoSetup, error) {
 			Logical: []shardid.Range{{From: i * count / len(dialectors), To: (i+1)*count/len(dialectors) - 1}},
 		})
 	}
-	s.plugin = shardid.New(shardid.Config{Shards: shards, DefaultStrategy: o.strategy})
+	// The demo's own map: the main database may hold an application's.
+	s.plugin = shardid.New(shardid.Config{Shards: shards, DefaultStrategy: o.strategy, MapTable: "shardid_demo_shard_map"})
 	if err := db.Use(s.plugin); err != nil {
 		return nil, err
 	}
