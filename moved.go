@@ -83,7 +83,7 @@ func (p *Plugin) retryMoved(kind statementKind, executor string) func(*gorm.DB) 
 			return
 		}
 		if db.Error == nil {
-			if kind != kindCreate && db.RowsAffected == 0 {
+			if kind != kindCreate && db.RowsAffected == 0 && !db.DryRun {
 				p.missedOnStaleMap(db, kind, executorOf(db, kind, executor))
 			}
 			return

@@ -114,7 +114,7 @@ func (w *rangeWriter) note(id int64, value string, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err != nil {
-		w.fails = append(w.fails, fmt.Errorf("%s: %w", time.Now().Format("15:04:05.000"), err))
+		w.fails = append(w.fails, fmt.Errorf("at %s: %w", time.Now().Format("15:04:05.000"), err))
 	} else {
 		w.last[id] = value
 	}
@@ -137,9 +137,7 @@ func TestMoveCrashAndResume(t *testing.T) {
 				db, p := r.open(t, shardid.Config{MoveWait: time.Minute})
 				users := r.seedUsers(t, 3000)
 				w := startRangeWriter(db, users[:50])
-				t.Log("mover start", time.Now().Format("15:04:05.000"))
 				killedMover(t, r, at.phase, at.step)
-				t.Log("mover killed", time.Now().Format("15:04:05.000"))
 				report := r.move(t, shardid.Move{})
 				if !report.Resumed {
 					t.Errorf("the second run did not resume the move: %+v", report)
