@@ -150,10 +150,14 @@ func (s *mapStore) write(ctx context.Context, m *storedMap) error {
 // seen notes that this process follows version.
 func (s *mapStore) seen(ctx context.Context, version int64) error {
 	now := time.Now().UnixMilli()
-	if _, err := s.exec(ctx, "UPDATE "+processesTable+" SET map_version = ?, seen_ms = ? WHERE owner = ?", version, now, s.owner); err != nil {
+	res, err := s.exec(ctx, "UPDATE "+processesTable+" SET map_version = ?, seen_ms = ? WHERE owner = ?", version, now, s.owner)
+	if err != nil {
 		return err
 	}
-	_, err := s.exec(ctx, "INSERT INTO "+processesTable+" (owner, map_version, seen_ms, refresh_ms) SELECT ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM "+processesTable+" WHERE owner = ?)",
+	if n, err := res.RowsAffected(); err == nil && n > 0 {
+		return nil
+	}
+	_, err = s.exec(ctx, "INSERT INTO "+processesTable+" (owner, map_version, seen_ms, refresh_ms) SELECT ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM "+processesTable+" WHERE owner = ?)",
 		s.owner, version, now, s.heartbeat.Milliseconds(), s.owner)
 	return err
 }

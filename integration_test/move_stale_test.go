@@ -120,7 +120,12 @@ func TestMoveStaleProcess(t *testing.T) {
 			must(t, err)
 			stale := shardid.New(shardid.Config{Shards: moveShards(t, b, r.dir), MapRefresh: 50 * time.Millisecond, MoveWait: 500 * time.Millisecond})
 			must(t, staleDB.Use(stale))
-			t.Cleanup(func() { _ = stale.Close() })
+			t.Cleanup(func() {
+				_ = stale.Close()
+				if sqlDB, err := staleDB.DB(); err == nil {
+					_ = sqlDB.Close()
+				}
+			})
 			must(t, staleDB.Model(&MvUser{ID: users[0]}).Update("name", "before").Error)
 
 			proxy.setCut(true)
