@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shardid/shardid/internal/sqlscan"
 	"github.com/shardid/shardid/shardrouter"
 	"github.com/shardid/shardid/strategies"
 )
@@ -75,22 +76,12 @@ const liveMargin = 5 * time.Second
 // readAt is when the map was last read.
 func (s *mapStore) readAt() time.Time { return time.Unix(0, s.read.Load()) }
 
-// storeSQL rewrites ? placeholders as $n for PostgreSQL.
+// storeSQL writes ? placeholders as $n for PostgreSQL.
 func storeSQL(dialect, query string) string {
 	if dialect != "postgres" {
 		return query
 	}
-	var b strings.Builder
-	n := 0
-	for _, r := range query {
-		if r == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+	return sqlscan.NumberParameters(query)
 }
 
 func (s *mapStore) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {

@@ -374,11 +374,11 @@ func (mv *mover) plan(ctx context.Context) (*MoveReport, error) {
 	report := mv.report(false)
 	report.Rows = map[string]int64{}
 	for _, t := range mv.tables {
-		s, err := t.summarize(ctx, mv.source, mv.st.Logical)
+		n, err := t.count(ctx, mv.source, mv.st.Logical)
 		if err != nil {
 			return nil, fmt.Errorf("shardid: counting %s on %s: %w", t.name, mv.st.From, err)
 		}
-		report.Rows[t.name] = s.Rows
+		report.Rows[t.name] = n
 	}
 	return report, nil
 }
@@ -453,11 +453,10 @@ func (mv *mover) chunkSize(t *movedTable) int {
 func (mv *mover) copyTable(ctx context.Context, t *movedTable) error {
 	var total int64
 	if mv.req.Progress != nil {
-		s, err := t.summarize(ctx, mv.source, mv.st.Logical)
-		if err != nil {
+		var err error
+		if total, err = t.count(ctx, mv.source, mv.st.Logical); err != nil {
 			return err
 		}
-		total = s.Rows
 	}
 	limit, keyAt := mv.chunkSize(t), t.keyIndex()
 	for {

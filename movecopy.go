@@ -241,6 +241,13 @@ func inUTC(ctx context.Context, db *sql.DB, dialect string, fn func(rowQuerier) 
 	return fn(conn)
 }
 
+// count is how many rows of the range a table holds on db.
+func (t *movedTable) count(ctx context.Context, db *sql.DB, r Range) (int64, error) {
+	var n int64
+	err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+quote(t.dialect, t.name)+" WHERE "+t.inRange, r.From, r.To).Scan(&n)
+	return n, err
+}
+
 // summary is a table's rows of a range: how many, and a checksum that does
 // not depend on their order.
 type summary struct {

@@ -2,8 +2,8 @@ package strategies
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
+
+	"github.com/shardid/shardid/internal/sqlscan"
 )
 
 // DefaultLeaseTable holds one row per worker ID of a physical database: who holds it,
@@ -62,23 +62,8 @@ func leaseSQLFor(dialect, leaseTable string) (leaseSQL, error) {
 	q.release = "UPDATE " + leaseTable + " SET owner = '', expires_at = 0, high_water = ?, generation = generation + 1 WHERE worker_id = ? AND generation = ?"
 	if dialect == "postgres" {
 		for _, s := range []*string{&q.insert, &q.take, &q.renew, &q.release, &q.owner} {
-			*s = numberParameters(*s)
+			*s = sqlscan.NumberParameters(*s)
 		}
 	}
 	return q, nil
-}
-
-// numberParameters turns the ? placeholders of query into PostgreSQL's $1, $2….
-func numberParameters(query string) string {
-	var b strings.Builder
-	n := 0
-	for _, r := range query {
-		if r == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }

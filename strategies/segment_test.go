@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/shardid/shardid/internal/sqlscan"
 )
 
 // segmentClock is a Clock that moves only when told.
@@ -63,7 +65,7 @@ func segmentRebind(target Target, query string) string {
 	if target.Dialect != "postgres" {
 		return query
 	}
-	return numberParameters(query)
+	return sqlscan.NumberParameters(query)
 }
 
 func newTestSegment(t *testing.T, opts SegmentOptions) *Segment {
