@@ -37,7 +37,8 @@ type Move struct {
 	// Throttle is a pause after each chunk, to spare a busy source. Default: none.
 	Throttle time.Duration
 	// CatchUpBelow is the backlog of changes below which the range is frozen
-	// for the cutover. Default: 200.
+	// for the cutover. Default: 200. A backlog that stops shrinking is frozen
+	// once it is no more than one round of the replay (1000 changes).
 	CatchUpBelow int
 	// Progress, if set, is called after each chunk and each round of the
 	// catch-up.
@@ -526,32 +527,40 @@ func (mv *mover) noteKey(t *movedTable, key any) {
 	}
 }
 
-// catchUp replays the change log until its backlog is small.
+// catchUp replays the change log until its backlog is small: below
+// CatchUpBelow, or no more than one batch once it stops shrinking, since
+// writers that keep pace with the replay hold it there and the freeze then
+// drains it in one round.
 func (mv *mover) catchUp(ctx context.Context) error {
 	below := int64(mv.req.CatchUpBelow)
 	if below <= 0 {
 		below = 200
 	}
+	last := int64(-1)
 	for {
 		backlog, err := mv.fence.Backlog(ctx, mv.source)
 		if err != nil {
 			return err
 		}
 		mv.progress(MoveProgress{Phase: PhaseCatchUp, Step: "round", Backlog: backlog})
-		if backlog < below {
+		if backlog < below || (backlog <= replayBatch && last >= 0 && backlog >= last) {
 			return nil
 		}
+		last = backlog
 		if _, err := mv.replay(ctx); err != nil {
 			return err
 		}
 	}
 }
 
+// replayBatch is how many changes one round of the replay applies.
+const replayBatch = 1000
+
 // replay applies one batch of the change log to the target: each changed key
 // is read again on the source and written, or deleted, on the target. It
 // returns how many changes it applied.
 func (mv *mover) replay(ctx context.Context) (int, error) {
-	changes, err := mv.fence.Changes(ctx, mv.source, 1000)
+	changes, err := mv.fence.Changes(ctx, mv.source, replayBatch)
 	if err != nil || len(changes) == 0 {
 		return 0, err
 	}

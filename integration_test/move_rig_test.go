@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -191,11 +193,41 @@ func (r *moveRig) move(t testing.TB, mv shardid.Move) *shardid.MoveReport {
 	if mv.Models == nil {
 		mv.Models = moveModels
 	}
+	trail := &progressTrail{start: time.Now()}
+	if mv.Progress == nil {
+		mv.Progress = trail.note
+	}
 	report, err := r.p.Move(ctx, mv)
 	if err != nil {
-		t.Fatalf("move: %v", err)
+		t.Fatalf("move: %v\nits last steps:\n%s", err, trail)
 	}
 	return report
+}
+
+// progressTrail keeps a move's last steps other than chunks, to show where a
+// failed move was.
+type progressTrail struct {
+	mu    sync.Mutex
+	start time.Time
+	steps []string
+}
+
+func (p *progressTrail) note(m shardid.MoveProgress) {
+	if m.Step == "chunk" {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.steps = append(p.steps, fmt.Sprintf("%7.1fs %s %s %s backlog %d", time.Since(p.start).Seconds(), m.Phase, m.Step, m.Table, m.Backlog))
+	if len(p.steps) > 40 {
+		p.steps = p.steps[1:]
+	}
+}
+
+func (p *progressTrail) String() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Join(p.steps, "\n")
 }
 
 func describeReport(rep *shardid.MoveReport) string {

@@ -1,0 +1,79 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shardid/shardid"
+)
+
+// TestMoveCatchUpConverges keeps two writers updating rows of the moving
+// range on the source, twenty a statement, through the whole move, with
+// CatchUpBelow at 1: the backlog never falls to zero, so the catch-up must
+// end because the backlog stopped shrinking. The writers stop at the freeze,
+// refused by the fence, and every update acknowledged before it is on the
+// target.
+func TestMoveCatchUpConverges(t *testing.T) {
+	for _, b := range backends {
+		if b.name == "sqlite" {
+			continue // one writer at a time per file
+		}
+		t.Run(b.name, func(t *testing.T) {
+			r := newMoveRig(t, b, t.TempDir())
+			users := r.seedUsers(t, 2000)
+			var stop atomic.Bool
+			var wg sync.WaitGroup
+			last := make([]map[int64]string, 2)
+			refused := make([]error, 2)
+			for w := range last {
+				last[w] = map[int64]string{}
+				wg.Go(func() {
+					mine := users[w*1000 : (w+1)*1000]
+					for n := 0; !stop.Load(); n++ {
+						batch := mine[(n*20)%1000 : (n*20)%1000+20]
+						value := fmt.Sprintf("w%d-%d", w, n)
+						if err := r.source.Table("mv_users").Where("id IN ?", batch).Update("name", value).Error; err != nil {
+							refused[w] = err
+							return
+						}
+						for _, id := range batch {
+							last[w][id] = value
+						}
+						time.Sleep(time.Millisecond)
+					}
+				})
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			trail := &progressTrail{start: time.Now()}
+			report, err := r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", Models: moveModels, CatchUpBelow: 1, Progress: trail.note})
+			stop.Store(true)
+			wg.Wait()
+			if err != nil {
+				t.Fatalf("the move under steady writes: %v\nits last steps:\n%s", err, trail)
+			}
+			for w, err := range refused {
+				if err == nil || !strings.Contains(err.Error(), "moved") {
+					t.Errorf("writer %d on the source was not refused by the fence: %v", w, err)
+				}
+			}
+			if report.Changes == 0 {
+				t.Error("no change was replayed: the writers did not write during the move")
+			}
+			for _, values := range last {
+				for id, want := range values {
+					var got MvUser
+					must(t, r.target.First(&got, id).Error)
+					if got.Name != want {
+						t.Fatalf("user %d on the target is %q, its last acknowledged update %q", id, got.Name, want)
+					}
+				}
+			}
+		})
+	}
+}
