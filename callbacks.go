@@ -66,6 +66,7 @@ func (p *Plugin) registerCallbacks(db *gorm.DB) error {
 func (p *Plugin) assignIDs(db *gorm.DB) {
 	stmt := db.Statement
 	ownSettings(stmt)
+	p.startClock(stmt)
 	if db.Error != nil {
 		return
 	}
@@ -164,6 +165,7 @@ func (p *Plugin) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 	if db.AddError(p.checkAllRows(stmt, m, rows)) != nil {
 		return
 	}
+	p.countFanOut(kindCreate)
 	p.runParts(db, order, func(k int) *gorm.DB {
 		subset := reflect.MakeSlice(reflect.SliceOf(reflect.PointerTo(m.schema.ModelType)), 0, len(groups[k]))
 		for _, row := range groups[k] {

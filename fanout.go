@@ -44,6 +44,7 @@ func (p *Plugin) fanOut(db *gorm.DB, kind statementKind, m *model, physicals []i
 		db.AddError(fmt.Errorf("%w: %s: the statement needs %v, and its subquery runs on one database", ErrCrossShard, m.schema.Name, names()))
 		return
 	}
+	p.countFanOut(kind)
 	switch kind {
 	case kindQuery:
 		p.fanOutQuery(db, m, physicals)

@@ -360,6 +360,9 @@ func (p *Plugin) refreshMap(ctx context.Context) (int64, error) {
 		if err := p.router.Swap(next); err != nil {
 			return s.version, err
 		}
+		if s.version != 0 {
+			p.config.Log.Info("shardid: map version changed", "from", s.version, "to", stored.Version)
+		}
 		s.version = stored.Version
 		p.mapVersion.Store(stored.Version)
 		return s.version, s.seen(ctx, s.version)

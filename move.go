@@ -91,6 +91,7 @@ type mover struct {
 	tables         []*movedTable
 	fr             fence.Range
 	resumed        bool // the move was recorded before this run
+	live           *liveMove
 }
 
 // Move moves a range of logical shards to another physical database while
@@ -115,6 +116,7 @@ func (p *Plugin) Move(ctx context.Context, req Move) (*MoveReport, error) {
 	if req.DryRun {
 		return mv.plan(ctx)
 	}
+	defer mv.track()()
 	resumed := mv.resumed
 	if !resumed { // recorded before any change, so that a run that dies is resumed
 		if err := p.maps.saveMove(ctx, mv.st); err != nil {
@@ -134,7 +136,9 @@ func (p *Plugin) Move(ctx context.Context, req Move) (*MoveReport, error) {
 		if phaseIndex(mv.st.Phase) > phaseIndex(step.phase) {
 			continue
 		}
+		p.config.Log.Info("shardid: move phase", "from", req.Logical.From, "through", req.Logical.To, "to", req.To, "phase", step.phase)
 		if err := step.run(ctx); err != nil {
+			p.config.Log.Warn("shardid: move phase failed", "from", req.Logical.From, "through", req.Logical.To, "to", req.To, "phase", step.phase, "error", err)
 			return mv.report(resumed), fmt.Errorf("shardid: move of %d-%d to %s, %s: %w", req.Logical.From, req.Logical.To, req.To, step.phase, err)
 		}
 		next := PhaseServing
@@ -146,6 +150,7 @@ func (p *Plugin) Move(ctx context.Context, req Move) (*MoveReport, error) {
 			return mv.report(resumed), err
 		}
 	}
+	p.config.Log.Info("shardid: move phase", "from", req.Logical.From, "through", req.Logical.To, "to", req.To, "phase", PhaseServing, "map_version", mv.st.MapVersion)
 	return mv.report(resumed), nil
 }
 
@@ -500,6 +505,7 @@ func (mv *mover) copyTable(ctx context.Context, t *movedTable) error {
 }
 
 func (mv *mover) progress(pr MoveProgress) {
+	mv.live.note(pr)
 	if mv.req.Progress != nil {
 		mv.req.Progress(pr)
 	}
@@ -527,10 +533,7 @@ func (mv *mover) noteKey(t *movedTable, key any) {
 	}
 }
 
-// catchUp replays the change log until its backlog is small: below
-// CatchUpBelow, or no more than one batch once it stops shrinking, since
-// writers that keep pace with the replay hold it there and the freeze then
-// drains it in one round.
+// catchUp replays the change log until its backlog is small.
 func (mv *mover) catchUp(ctx context.Context) error {
 	below := int64(mv.req.CatchUpBelow)
 	if below <= 0 {
@@ -543,7 +546,7 @@ func (mv *mover) catchUp(ctx context.Context) error {
 			return err
 		}
 		mv.progress(MoveProgress{Phase: PhaseCatchUp, Step: "round", Backlog: backlog})
-		if backlog < below || (backlog <= replayBatch && last >= 0 && backlog >= last) {
+		if caughtUp(backlog, last, below) {
 			return nil
 		}
 		last = backlog
@@ -551,6 +554,14 @@ func (mv *mover) catchUp(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// caughtUp reports whether a catch-up whose backlog was previous (-1: none
+// yet) and now is backlog may freeze the range: the backlog is below below,
+// or it stopped shrinking within one batch, as it does when writers keep
+// pace with the replay; the freeze then drains it in about one round.
+func caughtUp(backlog, previous, below int64) bool {
+	return backlog < below || previous >= 0 && backlog <= replayBatch && backlog >= previous
 }
 
 // replayBatch is how many changes one round of the replay applies.

@@ -420,6 +420,7 @@ func (p *Plugin) moveStatement(db *gorm.DB, k int, inTx bool) error {
 		return err
 	}
 	stmt.Settings.Store(boundKey{stmt}, k)
+	p.boundTo(stmt, k)
 	if !inTx {
 		stmt.ConnPool = pool
 		return nil

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -62,6 +63,10 @@ type Config struct {
 	// several sets of shards that share that database. Default:
 	// shardid_shard_map.
 	MapTable string
+	// Log gets the plugin's own events: a snowflake worker lease taken or
+	// lost, a ticket server down or back, a new map version, a move's
+	// phases. Default: slog.Default().
+	Log *slog.Logger
 
 	clock strategies.Clock // the snowflake clock; tests inject one
 }
@@ -128,6 +133,8 @@ type Plugin struct {
 	copies     atomic.Pointer[frozenCopies]
 	mapVersion atomic.Int64 // the version of it routed by
 	movedStats movedCounters
+	metrics    atomic.Pointer[statementMetrics] // nil until CountStatements
+	liveMoves  sync.Map                         // *mover → *liveMove, the moves this process runs
 }
 
 // pluginName is the plugin's name in gorm.Config.Plugins.
@@ -158,6 +165,15 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 		return err
 	}
 	p.layout = p.config.Layout.Normalized()
+	if p.config.Log == nil {
+		p.config.Log = slog.Default()
+	}
+	if p.config.Snowflake.Lease.Log == nil {
+		p.config.Snowflake.Lease.Log = p.config.Log
+	}
+	if p.config.Ticket.Options.Log == nil {
+		p.config.Ticket.Options.Log = p.config.Log
+	}
 	if p.config.DefaultStrategy == "" {
 		p.config.DefaultStrategy = strategies.NameInstagram
 	}

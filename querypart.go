@@ -200,6 +200,7 @@ func (p *Plugin) runQueryParts(db *gorm.DB, parts []queryPart) {
 		scan.Logger.Trace(stmt.Context, begin, func() (string, int64) {
 			return scan.Dialector.Explain(part.sql, part.vars...), scan.RowsAffected
 		}, scan.Error)
+		p.countPart(part.k, begin, scan.Error)
 		if scan.Error != nil {
 			part.err = p.partError(part.k, scan.Error)
 		}

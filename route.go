@@ -58,6 +58,7 @@ func (p *Plugin) route(kind statementKind) func(*gorm.DB) {
 	return func(db *gorm.DB) {
 		stmt := db.Statement
 		sub := ownSettings(stmt)
+		p.startClock(stmt)
 		if db.Error != nil {
 			return
 		}
@@ -144,6 +145,7 @@ func (p *Plugin) bind(db *gorm.DB, k int) error {
 		case on != k:
 			return fmt.Errorf("%w: the transaction is on %s, the statement belongs on %s", ErrCrossShard, p.physical[on].name, p.physical[k].name)
 		}
+		p.boundTo(stmt, k)
 		return nil
 	}
 	pool, err := p.poolOf(stmt.Context, k, stmt.ConnPool)
@@ -151,6 +153,7 @@ func (p *Plugin) bind(db *gorm.DB, k int) error {
 		return err
 	}
 	stmt.ConnPool = pool
+	p.boundTo(stmt, k)
 	if stmt.Schema != nil && opensTransactionsInside(stmt.Schema) {
 		stmt.Settings.Store(boundKey{stmt}, k)
 	}
@@ -295,6 +298,7 @@ func (p *Plugin) rememberTransaction(db *gorm.DB) {
 // that database.
 func (p *Plugin) finish(kind statementKind) func(*gorm.DB) {
 	return func(db *gorm.DB) {
+		defer p.stopClock(db, kind)
 		doneRunning(db.Statement)
 		if kind == kindCreate {
 			db.Statement.Settings.Delete(filledKey{})

@@ -14,10 +14,10 @@ import (
 
 // TestMoveCatchUpConverges keeps two writers updating rows of the moving
 // range on the source, twenty a statement, through the whole move, with
-// CatchUpBelow at 1: the backlog never falls to zero, so the catch-up must
-// end because the backlog stopped shrinking. The writers stop at the freeze,
-// refused by the fence, and every update acknowledged before it is on the
-// target.
+// CatchUpBelow at 1, which writers that never pause rarely let the backlog
+// reach (the rule that ends such a catch-up is TestCaughtUp's). The writers
+// stop at the freeze, refused by the fence, and every update acknowledged
+// before it is on the target.
 func TestMoveCatchUpConverges(t *testing.T) {
 	for _, b := range backends {
 		if b.name == "sqlite" {
@@ -37,14 +37,17 @@ func TestMoveCatchUpConverges(t *testing.T) {
 					for n := 0; !stop.Load(); n++ {
 						batch := mine[(n*20)%1000 : (n*20)%1000+20]
 						value := fmt.Sprintf("w%d-%d", w, n)
-						if err := r.source.Table("mv_users").Where("id IN ?", batch).Update("name", value).Error; err != nil {
+						err := r.source.Table("mv_users").Where("id IN ?", batch).Update("name", value).Error
+						if racedTriggers(err) {
+							continue // it wrote nothing; the plugin runs such a statement again
+						}
+						if err != nil {
 							refused[w] = err
 							return
 						}
 						for _, id := range batch {
 							last[w][id] = value
 						}
-						time.Sleep(time.Millisecond)
 					}
 				})
 			}
@@ -76,4 +79,10 @@ func TestMoveCatchUpConverges(t *testing.T) {
 			}
 		})
 	}
+}
+
+// racedTriggers recognises MariaDB's refusal of a statement that opened its
+// table while the move's triggers were being created on it.
+func racedTriggers(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "1146") && strings.Contains(err.Error(), "shardid_move_")
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"regexp"
@@ -32,6 +33,9 @@ type LeaseOptions struct {
 	Owner string
 	// Table is the lease table in each database. Default: [DefaultLeaseTable].
 	Table string
+	// Log gets an event when a lease is taken and when one is lost.
+	// Default: slog.Default().
+	Log *slog.Logger
 }
 
 // plainIdentifier is a table name that needs no quoting in any dialect.
@@ -98,6 +102,9 @@ func NewLeasedSnowflake(layout Layout, lo LeaseOptions, opts ...SnowflakeOption)
 	}
 	if lo.Table == "" {
 		lo.Table = DefaultLeaseTable
+	}
+	if lo.Log == nil {
+		lo.Log = slog.Default()
 	}
 	if !plainIdentifier.MatchString(lo.Table) {
 		return nil, fmt.Errorf("%w: lease table %q is not a plain SQL identifier", ErrInvalidLease, lo.Table)
@@ -238,6 +245,7 @@ func (s *Snowflake) takeLease(ctx context.Context, slot *leaseSlot) (*lease, err
 		return nil, err
 	}
 	slot.current.Store(l)
+	s.leases.opts.Log.Info("shardid: snowflake worker lease taken", "database", slot.name, "worker", l.worker, "owner", s.leases.opts.Owner)
 	if !slot.started {
 		slot.started = true
 		go s.heartbeat(slot)
@@ -374,6 +382,7 @@ func (s *Snowflake) renew(ctx context.Context, slot *leaseSlot) bool {
 	l.validUntil.Store(0)
 	slot.current.CompareAndSwap(l, nil)
 	slot.lost.Add(1)
+	s.leases.opts.Log.Warn("shardid: snowflake worker lease lost to another process; taking another", "database", slot.name, "worker", l.worker)
 	_, err = s.takeLease(ctx, slot)
 	return err == nil
 }

@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -84,6 +85,9 @@ type TicketOptions struct {
 	// Timeout bounds each statement sent to a server, so that a server that
 	// stopped answering fails over instead of holding the caller. Default 2s.
 	Timeout time.Duration
+	// Log gets an event when a server goes down and when it is back.
+	// Default: slog.Default().
+	Log *slog.Logger
 
 	// table names the counter; tests set it to run beside other tests.
 	table string
@@ -119,6 +123,9 @@ func (o TicketOptions) normalized() (TicketOptions, error) {
 	}
 	if o.table == "" {
 		o.table = DefaultTicketTable
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
 	}
 	switch {
 	case o.Step < 1 || o.Step > maxTicketStep:
@@ -437,7 +444,9 @@ func (c *ticketCall) fetch(ctx context.Context, server int, shards []int, ids []
 		c.skip[server] = true // marked down by tickets, unless it went down meanwhile
 		return group, nil
 	}
-	s.succeeded(uint64(len(tickets)))
+	if s.succeeded(uint64(len(tickets))) {
+		c.t.opts.Log.Info("shardid: ticket server is back", "server", s.Name)
+	}
 	l := c.t.layout
 	for k, i := range group {
 		ticket := tickets[k]
@@ -516,6 +525,9 @@ func (s *ticketServer) failed(err error, now time.Time, opts TicketOptions) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lastErr = err
+	if !s.down {
+		opts.Log.Warn("shardid: ticket server is down; its shards fail over to the next servers", "server", s.Name, "error", err)
+	}
 	if !s.down || s.probing {
 		s.strikes++
 		d := opts.Backoff
@@ -526,11 +538,14 @@ func (s *ticketServer) failed(err error, now time.Time, opts TicketOptions) {
 	}
 }
 
-func (s *ticketServer) succeeded(n uint64) {
+// succeeded records a served request; it reports whether the server was down.
+func (s *ticketServer) succeeded(n uint64) (wasDown bool) {
 	s.issued.Add(n)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	wasDown = s.down
 	s.down, s.probing, s.strikes, s.retryAt = false, false, 0, time.Time{}
+	return wasDown
 }
 
 func (s *ticketServer) stateOf() ServerState {

@@ -1,0 +1,113 @@
+package shardid
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+)
+
+type eventUser struct {
+	ID   int64 `shardid:"strategy:snowflake"`
+	Name string
+}
+
+// lockedBuffer is a log destination several goroutines write to.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// events returns the messages logged, each with its attributes.
+func (b *lockedBuffer) events(t *testing.T) []map[string]any {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var events []map[string]any
+	dec := json.NewDecoder(bytes.NewReader(b.buf.Bytes()))
+	for dec.More() {
+		var e map[string]any
+		must(t, dec.Decode(&e))
+		events = append(events, e)
+	}
+	return events
+}
+
+// TestEventsLogged moves a range between two SQLite databases with a
+// snowflake model and finds, in Config.Log, the lease taken on each
+// database, every phase of the move and the new map version; MoveStats
+// shows the move while it runs.
+func TestEventsLogged(t *testing.T) {
+	dir := t.TempDir()
+	open := func(name string) gorm.Dialector { return sqlite.Open(filepath.Join(dir, name)) }
+	db, err := gorm.Open(open("main.db"), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	var out lockedBuffer
+	p := New(Config{Log: slog.New(slog.NewJSONHandler(&out, nil)), Shards: []Shard{
+		{Name: "a", Dialector: open("a.db"), Logical: []Range{{From: 0, To: 8191}}},
+		{Name: "b", Dialector: open("b.db")},
+	}})
+	must(t, db.Use(p))
+	t.Cleanup(func() { _ = p.Close() })
+	must(t, p.AutoMigrate(db, &eventUser{}))
+	must(t, db.Clauses(OnShard(7000)).Create(&eventUser{Name: "ada"}).Error)
+	var during []MoveStats
+	sample := func(pr MoveProgress) {
+		if pr.Step == "verified" {
+			during = p.MoveStats()
+		}
+	}
+	_, err = p.Move(context.Background(), Move{Logical: Range{From: 6144, To: 8191}, To: "b", Models: []any{&eventUser{}}, Progress: sample})
+	must(t, err)
+	if len(during) != 1 || during[0].To != "b" || during[0].Copied["event_users"] != 1 || during[0].Frozen <= 0 || during[0].Phase != PhaseCutover {
+		t.Errorf("MoveStats while frozen: %+v", during)
+	}
+	if after := p.MoveStats(); len(after) != 0 {
+		t.Errorf("MoveStats after the move: %+v", after)
+	}
+	must(t, db.Clauses(OnShard(7000)).Create(&eventUser{Name: "bob"}).Error) // takes a lease on b
+
+	leases := map[string]bool{}
+	var phases []string
+	versions := 0
+	for _, e := range out.events(t) {
+		switch e["msg"] {
+		case "shardid: snowflake worker lease taken":
+			leases[e["database"].(string)] = true
+		case "shardid: move phase":
+			phases = append(phases, e["phase"].(string))
+		case "shardid: map version changed":
+			if e["from"].(float64) == 1 && e["to"].(float64) == 2 {
+				versions++
+			}
+		}
+	}
+	if !leases["a"] || !leases["b"] {
+		t.Errorf("leases logged on %v, want a and b", leases)
+	}
+	want := []string{PhasePrepare, PhaseCopy, PhaseCatchUp, PhaseCutover, PhaseServing}
+	if len(phases) != len(want) {
+		t.Errorf("phases logged: %v, want %v", phases, want)
+	}
+	for i := range min(len(phases), len(want)) {
+		if phases[i] != want[i] {
+			t.Errorf("phases logged: %v, want %v", phases, want)
+			break
+		}
+	}
+	if versions != 1 {
+		t.Errorf("the change from map version 1 to 2 logged %d times", versions)
+	}
+}

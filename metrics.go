@@ -1,0 +1,228 @@
+package shardid
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// Statement metrics: what exporters (the shardidprom module) read. Counting
+// starts with CountStatements; until then a statement pays one atomic load.
+
+// StatementBounds are the upper bounds, in seconds, of the buckets of
+// StatementStats.Buckets.
+var StatementBounds = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+
+// StatementKinds are the kinds of statement, as GORM's processors run them:
+// Create, Find/First/..., Update(s), Delete, Row/Rows/Scan, Exec/Raw.
+var StatementKinds = []string{kindCreate: "create", kindQuery: "query", kindUpdate: "update", kindDelete: "delete", kindRow: "row", kindRaw: "raw"}
+
+// StatementStats counts the statements of one kind that ran on one physical
+// database: a fan-out's parts and a split create's inserts each count on
+// their own database.
+type StatementStats struct {
+	Physical string
+	Kind     string
+	Count    uint64   // statements
+	Errors   uint64   // of them failed (a record not found is no failure)
+	Buckets  []uint64 // statements that took at most StatementBounds[i]; the last, longer
+	Seconds  float64  // their time in all, from the plugin's first callback to its last
+}
+
+// statementCounter is one physical database's statements of one kind.
+type statementCounter struct {
+	buckets [15]atomic.Uint64 // len(StatementBounds)+1
+	nanos   atomic.Uint64
+	errors  atomic.Uint64
+}
+
+// statementMetrics are the counters of a plugin that counts.
+type statementMetrics struct {
+	physical [][6]statementCounter // by physical database, by kind
+	fanOuts  [6]atomic.Uint64      // statements sent to more than one database, by kind
+	bounds   [14]time.Duration
+}
+
+// statementClock is the context of a statement being counted: when it
+// began and the physical database it was bound to (-1: none yet).
+type statementClock struct {
+	context.Context
+	stmt     *gorm.Statement
+	start    time.Time
+	physical int
+}
+
+type clockKey struct{}
+
+func (c *statementClock) Value(key any) any {
+	if key == (clockKey{}) {
+		return c
+	}
+	return c.Context.Value(key)
+}
+
+// CountStatements makes the plugin count the statements it routes, by
+// physical database and kind, with their durations, for StatementStats,
+// FanOutStats; exporters call it. It costs each statement one allocation and
+// two atomic adds. Call it after db.Use.
+func (p *Plugin) CountStatements() {
+	if p.metrics.Load() != nil || p.db == nil {
+		return
+	}
+	m := &statementMetrics{physical: make([][6]statementCounter, len(p.physical))}
+	for i, b := range StatementBounds {
+		m.bounds[i] = time.Duration(b * float64(time.Second))
+	}
+	p.metrics.CompareAndSwap(nil, m)
+}
+
+// startClock runs first on each statement: it notes when the statement began.
+func (p *Plugin) startClock(stmt *gorm.Statement) {
+	if p.metrics.Load() == nil || stmt.Context == nil {
+		return
+	}
+	if c := clockOf(stmt); c != nil {
+		return // the same statement, run again by the plugin
+	}
+	stmt.Context = &statementClock{Context: stmt.Context, stmt: stmt, start: time.Now(), physical: -1}
+}
+
+// clockOf returns the clock of a statement being counted; a statement made
+// from it (a fan-out's part, a preload) has its own.
+func clockOf(stmt *gorm.Statement) *statementClock {
+	c, ok := stmt.Context.(*statementClock)
+	if !ok && stmt.Context != nil {
+		c, _ = stmt.Context.Value(clockKey{}).(*statementClock)
+	}
+	if c == nil || c.stmt != stmt {
+		return nil
+	}
+	return c
+}
+
+// boundTo notes the physical database k the statement runs on.
+func (p *Plugin) boundTo(stmt *gorm.Statement, k int) {
+	if p.metrics.Load() == nil {
+		return
+	}
+	if c := clockOf(stmt); c != nil {
+		c.physical = k
+	}
+}
+
+// countFanOut counts a statement sent to several databases.
+func (p *Plugin) countFanOut(kind statementKind) {
+	if m := p.metrics.Load(); m != nil {
+		m.fanOuts[kind].Add(1)
+	}
+}
+
+// stopClock runs last on each statement: it counts it on its physical
+// database, if it was bound to one, and gives the statement back the context
+// it came with.
+func (p *Plugin) stopClock(db *gorm.DB, kind statementKind) {
+	m := p.metrics.Load()
+	if m == nil {
+		return
+	}
+	stmt := db.Statement
+	c := clockOf(stmt)
+	if c == nil {
+		return
+	}
+	if stmt.Context == c {
+		stmt.Context = c.Context
+	}
+	if c.physical >= 0 && !db.DryRun {
+		m.count(c.physical, kind, c.start, db.Error)
+	}
+}
+
+// countPart counts a part of a query over several databases, which the
+// plugin runs on the pool itself.
+func (p *Plugin) countPart(k int, start time.Time, err error) {
+	if m := p.metrics.Load(); m != nil {
+		m.count(k, kindQuery, start, err)
+	}
+}
+
+func (m *statementMetrics) count(k int, kind statementKind, start time.Time, err error) {
+	if k >= len(m.physical) {
+		return
+	}
+	counter := &m.physical[k][kind]
+	took := time.Since(start)
+	i := 0
+	for i < len(m.bounds) && took > m.bounds[i] {
+		i++
+	}
+	counter.buckets[i].Add(1)
+	counter.nanos.Add(uint64(took))
+	if err != nil && err != errRouted && !errors.Is(err, gorm.ErrRecordNotFound) {
+		counter.errors.Add(1)
+	}
+}
+
+// StatementStats returns the counts of the statements routed since
+// CountStatements, one entry per physical database and kind, in the order of
+// Config.Shards and StatementKinds; nil if the plugin does not count.
+func (p *Plugin) StatementStats() []StatementStats {
+	m := p.metrics.Load()
+	if m == nil {
+		return nil
+	}
+	var stats []StatementStats
+	for k := range m.physical {
+		for kind, name := range StatementKinds {
+			c := &m.physical[k][kind]
+			s := StatementStats{Physical: p.physical[k].name, Kind: name, Buckets: make([]uint64, len(c.buckets)), Errors: c.errors.Load()}
+			for i := range c.buckets {
+				s.Buckets[i] = c.buckets[i].Load()
+				s.Count += s.Buckets[i]
+			}
+			s.Seconds = time.Duration(c.nanos.Load()).Seconds()
+			stats = append(stats, s)
+		}
+	}
+	return stats
+}
+
+// FanOutStats returns, by kind, how many statements were sent to more than
+// one physical database since CountStatements.
+func (p *Plugin) FanOutStats() map[string]uint64 {
+	m := p.metrics.Load()
+	if m == nil {
+		return nil
+	}
+	stats := map[string]uint64{}
+	for kind, name := range StatementKinds {
+		stats[name] = m.fanOuts[kind].Load()
+	}
+	return stats
+}
+
+// PoolStats returns the connection pool statistics of each physical database
+// that is open, by name.
+func (p *Plugin) PoolStats() map[string]sql.DBStats {
+	stats := map[string]sql.DBStats{}
+	for k, ph := range p.physical {
+		if opened := p.openedNow(k); opened != nil {
+			stats[ph.name] = opened.sqlDB.Stats()
+		}
+	}
+	return stats
+}
+
+// Physicals returns the names of the physical databases, in the order of
+// Config.Shards.
+func (p *Plugin) Physicals() []string {
+	names := make([]string, len(p.physical))
+	for k, ph := range p.physical {
+		names[k] = ph.name
+	}
+	return names
+}

@@ -1,0 +1,105 @@
+package shardid
+
+import (
+	"errors"
+	"testing"
+
+	"gorm.io/gorm"
+)
+
+type metricUser struct {
+	ID   int64 `shardid:""`
+	Name string
+}
+
+type metricNote struct { // unsharded: on the plugin's database, not counted
+	ID   int64
+	Text string
+}
+
+// TestStatementStats runs a known mix of statements over three physical
+// databases and finds each one counted on the database it ran on, by kind,
+// with the failed ones and the fan-outs.
+func TestStatementStats(t *testing.T) {
+	db, p, _, _ := revRoutedN(t, 3, &metricUser{}, &metricNote{})
+	if p.StatementStats() != nil {
+		t.Fatal("statements counted before CountStatements")
+	}
+	p.CountStatements()
+	onShard := []int{10, 20, 3000, 6000} // s0, s0, s1, s2
+	users := make([]metricUser, len(onShard))
+	for i, s := range onShard {
+		users[i].Name = "u"
+		must(t, db.Clauses(OnShard(s)).Create(&users[i]).Error)
+	}
+	must(t, db.Create(&metricNote{Text: "unsharded"}).Error)
+	var got metricUser
+	must(t, db.First(&got, users[2].ID).Error) // query s1
+	var missing metricUser
+	if err := db.First(&missing, p.Layout().Compose(p.Layout().Epoch, 30, 0)).Error; !errors.Is(err, gorm.ErrRecordNotFound) { // query s0, not found
+		t.Fatalf("a missing row: %v", err)
+	}
+	var all []metricUser
+	must(t, db.Clauses(AllShards()).Find(&all).Error)                         // query s0, s1, s2: one fan-out
+	must(t, db.Model(&metricUser{ID: users[3].ID}).Update("name", "v").Error) // update s2
+	must(t, db.Delete(&metricUser{ID: users[0].ID}).Error)                    // delete s0
+	var n int64
+	must(t, db.Model(&metricUser{}).Clauses(OnShard(3000)).Select("count(*)").Row().Scan(&n))                        // row s1
+	must(t, db.Clauses(OnShard(6000)).Exec("UPDATE metric_users SET name = ? WHERE id = ?", "w", users[3].ID).Error) // raw s2
+	if err := db.Clauses(OnShard(3000)).Exec("UPDATE no_such_table SET x = 1").Error; err == nil {                   // raw s1, failed
+		t.Fatal("an update of a missing table succeeded")
+	}
+
+	type key struct{ physical, kind string }
+	want := map[key][2]uint64{ // count, errors
+		{"s0", "create"}: {2, 0}, {"s1", "create"}: {1, 0}, {"s2", "create"}: {1, 0},
+		{"s0", "query"}: {2, 0}, {"s1", "query"}: {2, 0}, {"s2", "query"}: {1, 0},
+		{"s2", "update"}: {1, 0}, {"s0", "delete"}: {1, 0},
+		{"s1", "row"}: {1, 0}, {"s2", "raw"}: {1, 0}, {"s1", "raw"}: {1, 1},
+	}
+	stats := p.StatementStats()
+	if len(stats) != 3*len(StatementKinds) {
+		t.Fatalf("%d entries, want one per database and kind (%d)", len(stats), 3*len(StatementKinds))
+	}
+	for _, s := range stats {
+		w := want[key{s.Physical, s.Kind}]
+		if s.Count != w[0] || s.Errors != w[1] {
+			t.Errorf("%s %s: %d statements, %d failed; want %d, %d", s.Physical, s.Kind, s.Count, s.Errors, w[0], w[1])
+		}
+		var inBuckets uint64
+		for _, b := range s.Buckets {
+			inBuckets += b
+		}
+		if len(s.Buckets) != len(StatementBounds)+1 || inBuckets != s.Count || (s.Count > 0) != (s.Seconds > 0) {
+			t.Errorf("%s %s: buckets %v (%d statements), %v seconds", s.Physical, s.Kind, s.Buckets, s.Count, s.Seconds)
+		}
+	}
+	if fanOuts := p.FanOutStats(); fanOuts["query"] != 1 || fanOuts["create"] != 0 || fanOuts["update"] != 0 {
+		t.Errorf("fan-outs: %v, want one query", fanOuts)
+	}
+	pools := p.PoolStats()
+	for _, name := range p.Physicals() {
+		if _, ok := pools[name]; !ok {
+			t.Errorf("no pool statistics of %s: %v", name, pools)
+		}
+	}
+}
+
+// TestStatementClockGivesContextBack checks that a counted statement leaves
+// the statement's context as it found it, so that a chain run twice does not
+// nest clocks.
+func TestStatementClockGivesContextBack(t *testing.T) {
+	db, p, _, _ := revRoutedN(t, 2, &metricUser{})
+	p.CountStatements()
+	u := metricUser{Name: "a"}
+	must(t, db.Create(&u).Error)
+	chain := db.Where("id = ?", u.ID)
+	before := chain.Statement.Context
+	for range 3 {
+		var got []metricUser
+		must(t, chain.Find(&got).Error)
+	}
+	if chain.Statement.Context != before {
+		t.Errorf("the chain's context changed: %T", chain.Statement.Context)
+	}
+}
