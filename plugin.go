@@ -135,6 +135,7 @@ type Plugin struct {
 	movedStats movedCounters
 	metrics    atomic.Pointer[statementMetrics] // nil until CountStatements
 	liveMoves  sync.Map                         // *mover → *liveMove, the moves this process runs
+	closed     atomic.Bool                      // set by Close
 }
 
 // pluginName is the plugin's name in gorm.Config.Plugins.
