@@ -35,19 +35,20 @@ func Example() {
 	check(err)
 	ids := shardid.New(shardid.Config{})
 	check(db.Use(ids))
-	check(ids.AutoMigrate(db, &User{}, &Photo{})) // id is a plain BIGINT: no AUTO_INCREMENT
+	check(ids.AutoMigrate(db, &User{}, &Photo{})) // id is a plain BIGINT: no AUTO_INCREMENT, serial or identity
 	user := User{Name: "ada", Photos: []Photo{{URL: "a.jpg"}}}
 	check(db.Create(&user).Error)        // user.ID and the photo's ID are set before the INSERT
 	shard := ids.Layout().Shard(user.ID) // the logical shard, from the ID alone
 	var photo Photo
 	check(db.First(&photo, user.Photos[0].ID).Error) // routed by the shard inside the ID
 
-	fmt.Println("user has an ID:", user.ID > 0)
 	fmt.Println("photo beside its user:", ids.Layout().Shard(int64(photo.ID)) == shard)
+
+	fmt.Println("user has an ID:", user.ID > 0)
 	fmt.Println("read back:", photo.URL)
 	// Output:
-	// user has an ID: true
 	// photo beside its user: true
+	// user has an ID: true
 	// read back: a.jpg
 }
 
