@@ -29,7 +29,7 @@ type Move struct {
 	// To names the physical database of Config.Shards that receives them.
 	To string
 	// Models are the sharded models whose rows move. Default: every sharded
-	// model the plugin has seen in this process.
+	// table the plugin has migrated, in any process (the table shardid_tables).
 	Models []any
 	// ChunkSize is how many rows the copy reads and writes at a time.
 	// Default: 1000.
