@@ -159,6 +159,7 @@ func (p *Plugin) fanOutWrite(db *gorm.DB, kind statementKind, m *model, physical
 		if !ok {
 			continue
 		}
+		p.logPartTo(stmt, part, k)
 		part.Config.NowFunc = func() time.Time { return now }
 		if rows.slice != nil {
 			given[k].slice = rows.subset(given[k].index)
@@ -574,6 +575,7 @@ func (p *Plugin) preloadEach(db *gorm.DB, m *model) {
 		rowsOnK := reflect.New(groups[k].Type())
 		rowsOnK.Elem().Set(groups[k])
 		part.Statement.ConnPool, part.Statement.Dest, part.Statement.ReflectValue = pool, rowsOnK.Interface(), rowsOnK.Elem()
+		p.logPartTo(stmt, part, k)
 		callbacks.Preload(part)
 		if part.Error != nil {
 			db.AddError(p.partError(k, part.Error))

@@ -80,9 +80,13 @@ func (p *Plugin) CountStatements() {
 	p.metrics.CompareAndSwap(nil, m)
 }
 
+// noting reports whether statements are followed from start to end: to
+// count them, or to log the database each ran on.
+func (p *Plugin) noting() bool { return p.config.LogPhysical || p.metrics.Load() != nil }
+
 // startClock runs first on each statement: it notes when the statement began.
 func (p *Plugin) startClock(stmt *gorm.Statement) {
-	if p.metrics.Load() == nil || stmt.Context == nil {
+	if !p.noting() || stmt.Context == nil {
 		return
 	}
 	if c := clockOf(stmt); c != nil {
@@ -106,7 +110,7 @@ func clockOf(stmt *gorm.Statement) *statementClock {
 
 // boundTo notes the physical database k the statement runs on.
 func (p *Plugin) boundTo(stmt *gorm.Statement, k int) {
-	if p.metrics.Load() == nil {
+	if !p.noting() {
 		return
 	}
 	if c := clockOf(stmt); c != nil {
@@ -121,24 +125,22 @@ func (p *Plugin) countFanOut(kind statementKind) {
 	}
 }
 
-// stopClock runs last on each statement: it counts it on its physical
-// database, if it was bound to one, and gives the statement back the context
-// it came with.
+// stopClock runs last on each statement: it gives the statement back the
+// context it came with, makes the line GORM logs for it, and counts it on
+// its physical database, if it was bound to one.
 func (p *Plugin) stopClock(db *gorm.DB, kind statementKind) {
-	m := p.metrics.Load()
-	if m == nil {
-		return
-	}
 	stmt := db.Statement
+	physical := -1
 	c := clockOf(stmt)
-	if c == nil {
-		return
+	if c != nil {
+		if stmt.Context == c {
+			stmt.Context = c.Context
+		}
+		physical = c.physical
 	}
-	if stmt.Context == c {
-		stmt.Context = c.Context
-	}
-	if c.physical >= 0 && !db.DryRun {
-		m.count(c.physical, kind, c.start, db.Error)
+	p.logLine(db, physical)
+	if m := p.metrics.Load(); m != nil && c != nil && physical >= 0 && !db.DryRun {
+		m.count(physical, kind, c.start, db.Error)
 	}
 }
 

@@ -172,10 +172,11 @@ func (p *Plugin) buildEachPart(db *gorm.DB, m *model, parts []queryPart, prepare
 }
 
 // runQueryParts runs the parts at once, each on its database, scanning the
-// rows as GORM does into the part's own slice and logging it as GORM logs a
-// statement.
+// rows as GORM does into the part's own slice, its line kept for the
+// statement's (logs.go).
 func (p *Plugin) runQueryParts(db *gorm.DB, parts []queryPart) {
 	stmt := db.Statement
+	log := fanLogOf(stmt)
 	run := func(part *queryPart) {
 		defer func() { part.pan = recover() }() // raised again in the caller's goroutine
 		pool, err := p.pool(stmt.Context, part.k)
@@ -197,9 +198,7 @@ func (p *Plugin) runQueryParts(db *gorm.DB, parts []queryPart) {
 		} else {
 			scan.AddError(err)
 		}
-		scan.Logger.Trace(stmt.Context, begin, func() (string, int64) {
-			return scan.Dialector.Explain(part.sql, part.vars...), scan.RowsAffected
-		}, scan.Error)
+		log.add(p.physical[part.k].name, scan.Dialector.Explain(part.sql, part.vars...))
 		p.countPart(part.k, begin, scan.Error)
 		if scan.Error != nil {
 			part.err = p.partError(part.k, scan.Error)

@@ -1,0 +1,106 @@
+package shardid
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+)
+
+// GORM's logger prints the file and line of the first caller outside GORM.
+// A part of a statement over several databases runs from the plugin's code,
+// so its own line would point there: the parts' lines are kept instead, each
+// named by its database, and printed as the statement's one line, which GORM
+// logs from where the application called it.
+
+// fanLogKey is the Statement.Settings key of the parts' lines of a statement
+// over several databases.
+type fanLogKey struct{ stmt *gorm.Statement }
+
+// fanLog is the lines of a statement's parts, some written at once.
+type fanLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *fanLog) add(name, sql string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, "["+name+"] "+sql)
+}
+
+// fanLogOf returns the log of the statement's parts, made on first use.
+func fanLogOf(stmt *gorm.Statement) *fanLog {
+	v, _ := stmt.Settings.LoadOrStore(fanLogKey{stmt}, &fanLog{})
+	return v.(*fanLog)
+}
+
+// partLogger is the logger of a part: its statement's line goes to the log
+// of the statement it is a part of; the rest to the application's logger.
+type partLogger struct {
+	logger.Interface
+	log  *fanLog
+	name string
+}
+
+func (l partLogger) LogMode(level logger.LogLevel) logger.Interface {
+	l.Interface = l.Interface.LogMode(level)
+	return l
+}
+
+func (l partLogger) Trace(_ context.Context, _ time.Time, fc func() (string, int64), _ error) {
+	sql, _ := fc()
+	l.log.add(l.name, sql)
+}
+
+// ParamsFilter keeps the application logger's filter of the values it logs.
+func (l partLogger) ParamsFilter(ctx context.Context, sql string, params ...any) (string, []any) {
+	if f, ok := l.Interface.(gorm.ParamsFilter); ok {
+		return f.ParamsFilter(ctx, sql, params...)
+	}
+	return sql, params
+}
+
+// logPartTo makes part, a statement of its own run on physical database k
+// for the statement parent, log into parent's line.
+func (p *Plugin) logPartTo(parent *gorm.Statement, part *gorm.DB, k int) {
+	inner := part.Config.Logger
+	if pl, ok := inner.(partLogger); ok {
+		inner = pl.Interface
+	}
+	part.Config.Logger = partLogger{Interface: inner, log: fanLogOf(parent), name: p.physical[k].name}
+}
+
+// logLine makes the statement's SQL what GORM logs for it, after it ran: its
+// parts' lines for a statement over several databases, or, with
+// Config.LogPhysical, the SQL after the name of the database it ran on.
+func (p *Plugin) logLine(db *gorm.DB, physical int) {
+	stmt := db.Statement
+	if db.DryRun {
+		return
+	}
+	if v, ok := stmt.Settings.LoadAndDelete(fanLogKey{stmt}); ok {
+		l := v.(*fanLog)
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if len(l.lines) > 0 {
+			stmt.SQL.Reset()
+			stmt.SQL.WriteString(strings.Join(l.lines, "; "))
+			stmt.Vars = nil
+		}
+		return
+	}
+	if _, part := db.Logger.(partLogger); part {
+		return // the part's line is named where it is kept
+	}
+	if p.config.LogPhysical && physical >= 0 && stmt.SQL.Len() > 0 {
+		sql := stmt.SQL.String()
+		stmt.SQL.Reset()
+		stmt.SQL.Grow(len(sql) + len(p.physical[physical].name) + 3)
+		stmt.SQL.WriteString("[" + p.physical[physical].name + "] ")
+		stmt.SQL.WriteString(sql)
+	}
+}
