@@ -128,6 +128,7 @@ type Plugin struct {
 	copies     atomic.Pointer[frozenCopies]
 	mapVersion atomic.Int64 // the version of it routed by
 	movedStats movedCounters
+	closed     atomic.Bool // set by Close
 }
 
 // pluginName is the plugin's name in gorm.Config.Plugins.

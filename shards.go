@@ -182,6 +182,14 @@ const defaultPhysicalName = "default"
 // database to open.
 const defaultConnectTimeout = 5 * time.Second
 
+// connectTimeout is Config.ConnectTimeout, its default filled in.
+func (c Config) connectTimeout() time.Duration {
+	if c.ConnectTimeout <= 0 {
+		return defaultConnectTimeout
+	}
+	return c.ConnectTimeout
+}
+
 // openShards validates the map and starts opening the physical databases of
 // the config. A database that is down fails only the statements that need it.
 func (p *Plugin) openShards(db *gorm.DB) error {
@@ -221,10 +229,7 @@ func (p *Plugin) openShards(db *gorm.DB) error {
 		return fmt.Errorf("%w: Shards: %w", ErrInvalidConfig, err)
 	}
 	p.router = shardrouter.NewRouter(m)
-	timeout := p.config.ConnectTimeout
-	if timeout <= 0 {
-		timeout = defaultConnectTimeout
-	}
+	timeout := p.config.connectTimeout()
 	for _, s := range p.config.Shards {
 		if s.DB != nil {
 			ph, err := readyPhysical(s.Name, s.DB)
@@ -376,6 +381,7 @@ func ownConfig(c *gorm.Config) *gorm.Config {
 // background work, then closes the physical databases the plugin opened from
 // a Dialector; those given as a DB, and the plugin's own database, stay open.
 func (p *Plugin) Close() error {
+	p.closed.Store(true)
 	errs := []error{p.stopMapStore()}
 	for _, name := range strategyNames {
 		if c, ok := p.generators[name].(io.Closer); ok {

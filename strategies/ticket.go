@@ -221,12 +221,7 @@ func validateTicketServers(step int, servers []TicketServer) error {
 
 // PrepareServers runs [PrepareTicketServers] for t's servers with t's options.
 func (t *Ticket) PrepareServers(ctx context.Context) error {
-	state := t.state.Load()
-	servers := make([]TicketServer, len(state.servers))
-	for i, ts := range state.servers {
-		servers[i] = ts.TicketServer
-	}
-	return prepareTicketServers(ctx, t.opts, servers)
+	return prepareTicketServers(ctx, t.opts, t.Servers())
 }
 
 // AddServer prepares s and puts it on the ring, where it takes over about
@@ -307,6 +302,17 @@ func (t *Ticket) Stats() Stats {
 		st.Servers = append(st.Servers, s.stateOf())
 	}
 	return st
+}
+
+// Servers returns the servers on the ring, in the order they were given to
+// [NewTicket] and then added, for a caller that checks on them.
+func (t *Ticket) Servers() []TicketServer {
+	state := t.state.Load()
+	servers := make([]TicketServer, len(state.servers))
+	for i, ts := range state.servers {
+		servers[i] = ts.TicketServer
+	}
+	return servers
 }
 
 // Close releases the pinned connections. Generate fails afterwards.

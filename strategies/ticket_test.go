@@ -683,3 +683,20 @@ func TestTicketStalledServerFailsOverWithinTheTimeout(t *testing.T) {
 	}
 	proxy.Restore()
 }
+
+// Servers lists the ring's servers in the order given, then added.
+func TestTicketServersInOrder(t *testing.T) {
+	db, err := sql.Open("mysql", "root@tcp(127.0.0.1:1)/none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	g, err := NewTicket(Layout{}, []TicketServer{{Name: "b", Dialect: "mysql", DB: db, Offset: 2}, {Name: "a", Dialect: "postgres", DB: db, Offset: 1}}, TicketOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers := g.Servers()
+	if len(servers) != 2 || servers[0].Name != "b" || servers[1].Name != "a" || servers[1].Dialect != "postgres" || servers[0].DB != db {
+		t.Fatalf("Servers() = %+v, want b then a, as given", servers)
+	}
+}
