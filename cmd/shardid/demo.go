@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -82,12 +85,63 @@ type demoSetup struct {
 	db      *gorm.DB // with the plugin
 	plugin  *shardid.Plugin
 	direct  []*gorm.DB // each physical database, without the plugin
+	dsns    []string   // the --dsn of each, if given
+	dir     string     // else the folder of the SQLite files
 	cleanup func() error
 }
 
+// demoShardName names the demo's physical database i.
+func demoShardName(i int) string { return fmt.Sprintf("physical-%d", i) }
+
+// demoShardNames finds the demo's physical databases in an error.
+var demoShardNames = regexp.MustCompile(`\bphysical-(\d+)\b`)
+
+// namingDSNs adds to an error that names the demo's physical databases the
+// --dsn each was given as, password hidden.
+func (s *demoSetup) namingDSNs(err error) error {
+	if err == nil || len(s.dsns) == 0 {
+		return err
+	}
+	var notes []string
+	for _, found := range demoShardNames.FindAllStringSubmatch(err.Error(), -1) {
+		if k, _ := strconv.Atoi(found[1]); k < len(s.dsns) && !slices.Contains(notes, found[0]) {
+			notes = append(notes, fmt.Sprintf("%s is --dsn %s", found[0], redactDSN(s.dsns[k])))
+		}
+	}
+	if len(notes) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w (%s)", err, strings.Join(notes, "; "))
+}
+
+// checkDir refuses a --dir the demo cannot put its files in, rather than
+// letting SQLite fail on the first file or creating folders.
+func checkDir(o demoOptions) error {
+	if o.dir == "" {
+		return nil
+	}
+	if len(o.dsns) > 0 {
+		return errors.New("--dir is where the SQLite files go; with --dsn there are none")
+	}
+	info, err := os.Stat(o.dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("--dir %s: no such directory; create it, or leave --dir out for a temporary one", o.dir)
+	case err != nil:
+		return fmt.Errorf("--dir: %w", err)
+	case !info.IsDir():
+		return fmt.Errorf("--dir %s is not a directory", o.dir)
+	}
+	return nil
+}
+
 func openDemo(o demoOptions) (*demoSetup, error) {
+	if err := checkDir(o); err != nil {
+		return nil, err
+	}
 	var dialectors []gorm.Dialector
 	var main gorm.Dialector
+	s := &demoSetup{dsns: o.dsns}
 	cleanup := func() error { return nil }
 	if len(o.dsns) == 0 {
 		dir := o.dir
@@ -108,6 +162,7 @@ func openDemo(o demoOptions) (*demoSetup, error) {
 		for i := range 4 {
 			dialectors = append(dialectors, file(fmt.Sprintf("shard-%d.db", i)))
 		}
+		s.dir = dir
 	} else {
 		for _, dsn := range o.dsns {
 			d, err := dialectorFor(dsn)
@@ -126,20 +181,23 @@ func openDemo(o demoOptions) (*demoSetup, error) {
 	}
 	config := &gorm.Config{Logger: logger.Discard}
 	db, err := gorm.Open(main, config)
+	if err != nil && len(o.dsns) > 0 {
+		return nil, dsnError("--main", o.main, err)
+	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("opening the plugin's database: %w", err)
 	}
 	count := shardid.Layout{}.ShardCount()
-	s := &demoSetup{db: db, cleanup: cleanup}
+	s.db, s.cleanup = db, cleanup
 	var shards []shardid.Shard
 	for i, d := range dialectors {
 		direct, err := gorm.Open(d, &gorm.Config{Logger: logger.Discard})
 		if err != nil {
-			return nil, err
+			return nil, s.namingDSNs(fmt.Errorf("opening %s: %w", demoShardName(i), err))
 		}
 		s.direct = append(s.direct, direct)
 		shards = append(shards, shardid.Shard{
-			Name:    fmt.Sprintf("physical-%d", i),
+			Name:    demoShardName(i),
 			DB:      direct,
 			Logical: []shardid.Range{{From: i * count / len(dialectors), To: (i+1)*count/len(dialectors) - 1}},
 		})
@@ -147,7 +205,7 @@ func openDemo(o demoOptions) (*demoSetup, error) {
 	// The demo's own map: the main database may hold an application's.
 	s.plugin = shardid.New(shardid.Config{Shards: shards, DefaultStrategy: o.strategy, MapTable: "shardid_demo_shard_map"})
 	if err := db.Use(s.plugin); err != nil {
-		return nil, err
+		return nil, s.namingDSNs(err)
 	}
 	// Closing the plugin releases the snowflake worker leases.
 	s.cleanup = func() error { return errors.Join(s.plugin.Close(), cleanup()) }
@@ -180,7 +238,7 @@ func dialectorFor(dsn string) (gorm.Dialector, error) {
 	case strings.HasPrefix(dsn, "file:"):
 		return sqlite.Open(dsn), nil
 	}
-	return nil, fmt.Errorf("%q: write a MySQL DSN (user@tcp(host:port)/db), a PostgreSQL URL (postgres://...) or an SQLite file (file:path.db)", dsn)
+	return nil, fmt.Errorf("%q: write a MySQL DSN (user@tcp(host:port)/db), a PostgreSQL URL (postgres://...) or an SQLite file (file:path.db)", redactDSN(dsn))
 }
 
 // createUsers creates o.users users with o.photos photos each from
@@ -221,7 +279,7 @@ func runDemo(out, progress io.Writer, o demoOptions) (err error) {
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, s.cleanup()) }()
+	defer func() { err = errors.Join(s.namingDSNs(err), s.cleanup()) }()
 	db := s.db
 	migrator := s.plugin.Migrator(db)
 	if err := migrator.DropTable(&DemoPhoto{}, &DemoUser{}); err != nil {
@@ -234,10 +292,12 @@ func runDemo(out, progress io.Writer, o demoOptions) (err error) {
 		defer func() { err = errors.Join(err, migrator.DropTable(&DemoPhoto{}, &DemoUser{})) }()
 	}
 	layout := s.plugin.Layout()
-	fmt.Fprintf(out, "shardid demo: %d logical shards on %d physical databases (%s), IDs by %s\n", layout.ShardCount(), len(s.direct), db.Dialector.Name(), o.strategy)
+	fmt.Fprintf(out, "shardid demo: %s on %s (%s), IDs by %s\n", plural(int64(layout.ShardCount()), "logical shard"), plural(int64(len(s.direct)), "physical database"),
+		db.Dialector.Name(), o.strategy)
 
 	bar := progressbar.NewOptions(o.users, progressbar.OptionSetWriter(progress), progressbar.OptionSetDescription("creating users"),
-		progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+		progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish(),
+		progressbar.OptionSetVisibility(isTerminal(progress))) // frames in a log are noise
 	start := time.Now()
 	ids, err := createUsers(db, o, func() { _ = bar.Add(1) })
 	elapsed := time.Since(start)
@@ -246,8 +306,9 @@ func runDemo(out, progress io.Writer, o demoOptions) (err error) {
 		return err
 	}
 	rows := o.users * (1 + o.photos)
-	fmt.Fprintf(out, "created   %d users and %d photos (%d rows, each with a new ID) from %d goroutines in %s: %.0f rows/s\n",
-		o.users, o.users*o.photos, rows, o.workers, elapsed.Round(time.Millisecond), float64(rows)/elapsed.Seconds())
+	fmt.Fprintf(out, "created   %s and %s (%s, each with a new ID) from %s in %s: %.0f rows/s\n",
+		plural(int64(o.users), "user"), plural(int64(o.users*o.photos), "photo"), plural(int64(rows), "row"), plural(int64(o.workers), "goroutine"),
+		elapsed.Round(time.Millisecond), float64(rows)/elapsed.Seconds())
 	made, idTime, err := measureIDs(db)
 	if err != nil {
 		return err
@@ -289,10 +350,10 @@ func runDemo(out, progress io.Writer, o demoOptions) (err error) {
 	if err := db.Model(&DemoPhoto{}).Clauses(shardid.AllShards()).Count(&photos).Error; err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "counted   %d users and %d photos across all shards at once\n", users, photos)
+	fmt.Fprintf(out, "counted   %s and %s across all shards at once\n", plural(users, "user"), plural(photos, "photo"))
 	st := s.plugin.Stats()[o.strategy]
-	fmt.Fprintf(out, "stats     %s issued %d IDs; callers waited %d times for a full tick, %d for the clock, %d for a block\n",
-		o.strategy, st.Issued, st.Waits.SequenceFull, st.Waits.ClockBehind, st.Waits.Refill)
+	fmt.Fprintf(out, "stats     %s issued %s; callers waited %s for a full tick, %d for the clock, %d for a block\n",
+		o.strategy, plural(int64(st.Issued), "ID"), plural(int64(st.Waits.SequenceFull), "time"), st.Waits.ClockBehind, st.Waits.Refill)
 
 	fmt.Fprintln(out, "decoded   a user and its first photo:")
 	var sample DemoUser
@@ -312,7 +373,13 @@ func runDemo(out, progress io.Writer, o demoOptions) (err error) {
 	if len(sample.Photos) > 0 {
 		describe("photo", int64(sample.Photos[0].ID))
 	}
-	return checkPlacement(out, s, users, photos)
+	if err := checkPlacement(out, s, users, photos); err != nil {
+		return err
+	}
+	if o.keep && s.dir != "" {
+		fmt.Fprintf(out, "kept      the SQLite files in %s\n", s.dir)
+	}
+	return nil
 }
 
 // checkPlacement reads every physical database directly and checks that each
@@ -324,10 +391,10 @@ func checkPlacement(out io.Writer, s *demoSetup, users, photos int64) error {
 	for k, db := range s.direct {
 		var userIDs, photoIDs []int64
 		if err := db.Model(&DemoUser{}).Pluck("id", &userIDs).Error; err != nil {
-			return err
+			return fmt.Errorf("reading %s directly: %w", shardMap.Name(k), err)
 		}
 		if err := db.Model(&DemoPhoto{}).Pluck("id", &photoIDs).Error; err != nil {
-			return err
+			return fmt.Errorf("reading %s directly: %w", shardMap.Name(k), err)
 		}
 		for _, id := range append(userIDs, photoIDs...) {
 			checked++
@@ -335,11 +402,11 @@ func checkPlacement(out io.Writer, s *demoSetup, users, photos int64) error {
 				misplaced++
 			}
 		}
-		fmt.Fprintf(out, "          %s: %d users, %d photos\n", shardMap.Name(k), len(userIDs), len(photoIDs))
+		fmt.Fprintf(out, "          %s: %s, %s\n", shardMap.Name(k), plural(int64(len(userIDs)), "user"), plural(int64(len(photoIDs)), "photo"))
 	}
 	if misplaced > 0 || checked != users+photos {
 		return fmt.Errorf("check failed: %d of %d rows are away from the database their ID names (%d counted through the plugin)", misplaced, checked, users+photos)
 	}
-	fmt.Fprintf(out, "check     all %d rows are on the physical database their ID names\n", checked)
+	fmt.Fprintf(out, "check     all %d rows are on the physical database their ID names\n", checked) // never one: a user and the pinned photo
 	return nil
 }

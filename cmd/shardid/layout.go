@@ -45,37 +45,81 @@ func (f *layoutFlags) layout() (shardid.Layout, error) {
 
 func layoutCommand() *cobra.Command {
 	var flags layoutFlags
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "layout",
 		Short: "Show what a layout holds: logical shards, IDs per tick, the date its time field runs out",
-		Args:  cobra.NoArgs,
+		Long: `Layout shows what a layout holds: its bits, epoch and tick, the logical
+shards, the IDs per tick, the workers of snowflake, and the date its time
+field runs out.
+
+With --json it prints one object: "time_bits", "shard_bits",
+"sequence_bits", "worker_bits", "epoch" (RFC 3339), "unit" (a Go duration,
+such as "1ms"), "logical_shards", "ids_per_tick" and "ids_per_second" (per
+logical shard), "workers", "worker_ids_per_tick" and
+"worker_ids_per_second" (with worker bits), and "runs_out" (RFC 3339); the
+first six are the names of the config file's "layout".`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			l, err := flags.layout()
 			if err != nil {
 				return err
 			}
-			describeLayout(cmd.OutOrStdout(), l)
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), layoutInfoOf(l))
+			}
+			describeLayout(cmd.OutOrStdout(), layoutInfoOf(l))
 			return nil
 		},
 	}
 	flags.register(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, jsonFlagHelp)
 	return cmd
 }
 
-func describeLayout(w io.Writer, l shardid.Layout) {
-	perTick := l.IDsPerTick()
+// layoutInfo is what a layout holds; its JSON is layout --json's.
+type layoutInfo struct {
+	TimeBits         int       `json:"time_bits"`
+	ShardBits        int       `json:"shard_bits"`
+	SequenceBits     int       `json:"sequence_bits"`
+	WorkerBits       int       `json:"worker_bits"`
+	Epoch            time.Time `json:"epoch"`
+	Unit             string    `json:"unit"`
+	LogicalShards    int       `json:"logical_shards"`
+	IDsPerTick       int       `json:"ids_per_tick"`
+	IDsPerSecond     float64   `json:"ids_per_second"`
+	Workers          int       `json:"workers,omitempty"`
+	WorkerIDsPerTick int       `json:"worker_ids_per_tick,omitempty"`
+	WorkerIDsPerSec  float64   `json:"worker_ids_per_second,omitempty"`
+	RunsOut          time.Time `json:"runs_out"`
+}
+
+// layoutInfoOf describes a normalized layout.
+func layoutInfoOf(l shardid.Layout) layoutInfo {
+	info := layoutInfo{TimeBits: l.TimeBits, ShardBits: l.ShardBits, SequenceBits: l.SequenceBits, WorkerBits: l.WorkerBits,
+		Epoch: l.Epoch.UTC(), Unit: l.TimeUnit.String(), LogicalShards: l.ShardCount(), IDsPerTick: l.IDsPerTick(),
+		RunsOut: l.RunsOut().UTC()}
+	ticksPerSecond := float64(time.Second / l.TimeUnit)
+	info.IDsPerSecond = float64(info.IDsPerTick) * ticksPerSecond
+	if l.WorkerBits > 0 {
+		info.Workers, info.WorkerIDsPerTick = l.WorkerCount(), l.WorkerIDsPerTick()
+		info.WorkerIDsPerSec = float64(info.WorkerIDsPerTick) * ticksPerSecond
+	}
+	return info
+}
+
+func describeLayout(w io.Writer, l layoutInfo) {
 	fmt.Fprintf(w, "bits            1 sign | %d time | %d logical shard | %d sequence", l.TimeBits, l.ShardBits, l.SequenceBits)
 	if l.WorkerBits > 0 {
 		fmt.Fprintf(w, " (%d of them worker)", l.WorkerBits)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "epoch           %s, one tick = %s\n", l.Epoch.UTC().Format(time.RFC3339), l.TimeUnit)
-	fmt.Fprintf(w, "logical shards  %d (the shard is id >> %d & %d)\n", l.ShardCount(), l.SequenceBits, l.ShardCount()-1)
-	fmt.Fprintf(w, "IDs per tick    %d per logical shard, %.0f per second\n", perTick, float64(perTick)*float64(time.Second/l.TimeUnit))
+	fmt.Fprintf(w, "epoch           %s, one tick = %s\n", l.Epoch.Format(time.RFC3339), l.Unit)
+	fmt.Fprintf(w, "logical shards  %d (the shard is id >> %d & %d)\n", l.LogicalShards, l.SequenceBits, l.LogicalShards-1)
+	fmt.Fprintf(w, "IDs per tick    %d per logical shard, %.0f per second\n", l.IDsPerTick, l.IDsPerSecond)
 	if l.WorkerBits > 0 {
-		perWorker := l.WorkerIDsPerTick()
-		fmt.Fprintf(w, "snowflake       %d workers, each %d IDs per tick per logical shard, %.0f per second\n", l.WorkerCount(), perWorker, float64(perWorker)*float64(time.Second/l.TimeUnit))
+		fmt.Fprintf(w, "snowflake       %s, each %d IDs per tick per logical shard, %.0f per second\n", plural(int64(l.Workers), "worker"),
+			l.WorkerIDsPerTick, l.WorkerIDsPerSec)
 	}
-	runsOut := l.RunsOut()
-	fmt.Fprintf(w, "runs out        %s (in %.1f years)\n", runsOut.Format(time.DateOnly), time.Until(runsOut).Hours()/24/365.25)
+	fmt.Fprintf(w, "runs out        %s (in %.1f years)\n", l.RunsOut.Format(time.DateOnly), time.Until(l.RunsOut).Hours()/24/365.25)
 }

@@ -13,9 +13,12 @@
 //	                                      after the cutover, delete the source's frozen copy
 //	shardid verify --config F             rows on a database their logical shard does not map to
 //	shardid map --config F                the shared map: version and the ranges of each database
+//	shardid health --config F             each physical database up or down, with its round trip
+//	shardid --version                     the command's version
 //
 // The config file F (JSON) names the plugin's database and the physical
-// databases; see "shardid move --help".
+// databases; see "shardid move --help". decode, layout, map, verify and
+// health print JSON with --json; their --help lists the fields.
 package main
 
 import (
@@ -41,9 +44,10 @@ func rootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "shardid",
 		Short:         "Shard-aware 64-bit IDs and routing for GORM: demo and tools",
+		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(demoCommand(), decodeCommand(), layoutCommand(), moveCommand(), verifyCommand(), mapCommand())
+	root.AddCommand(demoCommand(), decodeCommand(), layoutCommand(), moveCommand(), verifyCommand(), mapCommand(), healthCommand())
 	return root
 }

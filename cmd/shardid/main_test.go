@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,12 +21,24 @@ import (
 func run(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	var out bytes.Buffer
-	cmd := rootCommand()
-	cmd.SetOut(&out)
-	cmd.SetErr(&out)
-	cmd.SetArgs(args)
-	err := cmd.Execute()
+	err := execute(&out, &out, args...)
 	return out.String(), err
+}
+
+// runApart runs the command with stdout and stderr apart.
+func runApart(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err = execute(&out, &errOut, args...)
+	return out.String(), errOut.String(), err
+}
+
+func execute(out, errOut io.Writer, args ...string) error {
+	cmd := rootCommand()
+	cmd.SetOut(out)
+	cmd.SetErr(errOut)
+	cmd.SetArgs(args)
+	return cmd.Execute()
 }
 
 func TestDemo(t *testing.T) {
@@ -197,5 +211,46 @@ func BenchmarkDemoThroughput(b *testing.B) {
 func TestDemoNeedsItsOwnMainDatabase(t *testing.T) {
 	if _, err := run(t, "demo", "--dsn", "root@tcp(127.0.0.1:3306)/a", "--dsn", "root@tcp(127.0.0.1:3306)/b"); err == nil || !strings.Contains(err.Error(), "--main") {
 		t.Fatalf("--dsn without --main: %v, want an error naming --main", err)
+	}
+}
+
+// A --dir the demo cannot use is refused by name; no folder is made for it.
+func TestDemoDir(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(t.TempDir(), "missing")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--dir", missing}, "--dir " + missing + ": no such directory"},
+		{[]string{"--dir", file}, "--dir " + file + " is not a directory"},
+		{[]string{"--dir", t.TempDir(), "--main", "file:m.db", "--dsn", "file:a.db"}, "with --dsn there are none"},
+	} {
+		out, err := run(t, append([]string{"demo", "--rows", "1"}, c.args...)...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("demo %v: %v, want an error saying %q\n%s", c.args, err, c.want, out)
+		}
+	}
+	if _, err := os.Stat(missing); err == nil {
+		t.Errorf("the demo made the missing --dir %s", missing)
+	}
+	dir := t.TempDir()
+	wantIn(t, mustRun(t, "demo", "--rows", "1", "--dir", dir, "--keep"), "kept      the SQLite files in "+dir)
+	if _, err := os.Stat(filepath.Join(dir, "main.db")); err != nil {
+		t.Errorf("--keep kept no files: %v", err)
+	}
+}
+
+// Counts of one take the singular.
+func TestDemoCountsOne(t *testing.T) {
+	dir := t.TempDir()
+	out := mustRun(t, "demo", "--rows", "1", "--photos", "1", "--workers", "1", "--main", "file:"+filepath.Join(dir, "main.db"), "--dsn", "file:"+filepath.Join(dir, "a.db"))
+	wantIn(t, out, "on 1 physical database (sqlite)", "created   1 user and 1 photo (2 rows, each with a new ID) from 1 goroutine in",
+		"counted   1 user and 2 photos", "physical-0: 1 user, 2 photos")
+	if strings.Contains(out, "1 physical databases") || strings.Contains(out, " 1 users") {
+		t.Fatalf("a plural for one:\n%s", out)
 	}
 }

@@ -14,12 +14,19 @@ import (
 
 func mapCommand() *cobra.Command {
 	var config string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "map --config FILE",
 		Short: "Print the current shared map: its version and the logical shards of each physical database",
 		Long: `Map reads the shared map from the plugin's database and prints its version,
 each physical database with its ranges of logical shards, and the moves under
 way.
+
+With --json it prints one object: "version", "logical_shards" (how many),
+"physical", one object per database with "name", "ranges" (of logical
+shards, objects {"from": N, "to": N}, inclusive) and "logical_shards" (how
+many), and "moves", the moves under way or awaiting cleanup, each with
+"logical" (a range), "from", "to" and "phase".
 
 ` + configHelp,
 		Args: cobra.NoArgs,
@@ -33,48 +40,101 @@ way.
 				if err != nil {
 					return err
 				}
-				printMap(cmd.OutOrStdout(), version, s.plugin.ShardMap(), moves)
+				info := mapInfoOf(version, s.plugin.ShardMap(), moves)
+				if asJSON {
+					return printJSON(cmd.OutOrStdout(), info)
+				}
+				printMap(cmd.OutOrStdout(), info)
 				return nil
 			})
 		},
 	}
 	cmd.Flags().StringVar(&config, "config", "", "the config file (JSON) naming the plugin's database and the physical databases")
+	cmd.Flags().BoolVar(&asJSON, "json", false, jsonFlagHelp)
 	return cmd
 }
 
-func printMap(w io.Writer, version int64, m *shardrouter.Map, moves []shardid.MoveStatus) {
-	fmt.Fprintf(w, "map version %d: %s on %s\n", version, plural(int64(m.ShardCount()), "logical shard"), plural(int64(m.Len()), "physical database"))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+// mapInfo is the shared map and the moves under way; its JSON is map --json's.
+type mapInfo struct {
+	Version       int64         `json:"version"`
+	LogicalShards int           `json:"logical_shards"`
+	Physical      []mapPhysical `json:"physical"`
+	Moves         []mapMove     `json:"moves"`
+}
+
+type mapPhysical struct {
+	Name          string       `json:"name"`
+	Ranges        []shardRange `json:"ranges"`
+	LogicalShards int          `json:"logical_shards"`
+}
+
+type mapMove struct {
+	Logical shardRange `json:"logical"`
+	From    string     `json:"from"`
+	To      string     `json:"to"`
+	Phase   string     `json:"phase"`
+}
+
+// shardRange is an inclusive range of logical shards, in JSON.
+type shardRange struct {
+	From int `json:"from"`
+	To   int `json:"to"`
+}
+
+func mapInfoOf(version int64, m *shardrouter.Map, moves []shardid.MoveStatus) mapInfo {
+	info := mapInfo{Version: version, LogicalShards: m.ShardCount(), Physical: make([]mapPhysical, m.Len()), Moves: []mapMove{}}
 	for k := range m.Len() {
 		shards := m.Logical(k)
-		if len(shards) == 0 {
-			fmt.Fprintf(tw, "  %s\tno logical shards\n", m.Name(k))
+		info.Physical[k] = mapPhysical{Name: m.Name(k), Ranges: rangesOf(shards), LogicalShards: len(shards)}
+	}
+	for _, mv := range moves {
+		if mv.Phase != shardid.PhaseCancelled && mv.Phase != shardid.PhaseCleaned {
+			info.Moves = append(info.Moves, mapMove{Logical: shardRange(mv.Logical), From: mv.From, To: mv.To, Phase: mv.Phase})
+		}
+	}
+	return info
+}
+
+func printMap(w io.Writer, info mapInfo) {
+	fmt.Fprintf(w, "map version %d: %s on %s\n", info.Version, plural(int64(info.LogicalShards), "logical shard"), plural(int64(len(info.Physical)), "physical database"))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, ph := range info.Physical {
+		if len(ph.Ranges) == 0 {
+			fmt.Fprintf(tw, "  %s\tno logical shards\n", ph.Name)
 			continue
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", m.Name(k), rangesText(shards), plural(int64(len(shards)), "logical shard"))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", ph.Name, rangesText(ph.Ranges), plural(int64(ph.LogicalShards), "logical shard"))
 	}
 	_ = tw.Flush()
-	for _, mv := range moves {
-		switch mv.Phase {
-		case shardid.PhaseCancelled, shardid.PhaseCleaned:
-		case shardid.PhaseServing:
-			fmt.Fprintf(w, "moved logical shards %s from %s to %s: %s keeps a frozen copy until shardid move cleanup\n", rangeText(mv.Logical), mv.From, mv.To, mv.From)
-		default:
-			fmt.Fprintf(w, "moving logical shards %s from %s to %s: phase %s\n", rangeText(mv.Logical), mv.From, mv.To, mv.Phase)
+	for _, mv := range info.Moves {
+		logical := rangeText(shardrouter.Range(mv.Logical))
+		if mv.Phase == shardid.PhaseServing {
+			fmt.Fprintf(w, "moved logical shards %s from %s to %s: %s keeps a frozen copy until shardid move cleanup\n", logical, mv.From, mv.To, mv.From)
+		} else {
+			fmt.Fprintf(w, "moving logical shards %s from %s to %s: phase %s\n", logical, mv.From, mv.To, mv.Phase)
 		}
 	}
 }
 
-// rangesText writes sorted logical shards as ranges: 0-99,200-299.
-func rangesText(shards []int) string {
-	var parts []string
+// rangesOf groups sorted logical shards into ranges.
+func rangesOf(shards []int) []shardRange {
+	ranges := []shardRange{}
 	for i := 0; i < len(shards); {
 		j := i
 		for j+1 < len(shards) && shards[j+1] == shards[j]+1 {
 			j++
 		}
-		parts = append(parts, rangeText(shardrouter.Range{From: shards[i], To: shards[j]}))
+		ranges = append(ranges, shardRange{From: shards[i], To: shards[j]})
 		i = j + 1
+	}
+	return ranges
+}
+
+// rangesText writes ranges as 0-99,200-299.
+func rangesText(ranges []shardRange) string {
+	parts := make([]string, len(ranges))
+	for i, r := range ranges {
+		parts[i] = rangeText(shardrouter.Range(r))
 	}
 	return strings.Join(parts, ",")
 }

@@ -26,8 +26,14 @@ type moveProgress struct {
 }
 
 func newMoveProgress(w io.Writer) *moveProgress {
+	return &moveProgress{w: w, terminal: isTerminal(w)}
+}
+
+// isTerminal reports whether w is a terminal, where a progress bar's frames
+// redraw one line; elsewhere (a log, a pipe) each frame would stay.
+func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	return &moveProgress{w: w, terminal: ok && term.IsTerminal(int(f.Fd()))}
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 func (p *moveProgress) update(m shardid.MoveProgress) {
@@ -65,7 +71,7 @@ func (p *moveProgress) update(m shardid.MoveProgress) {
 // describeProgress writes a report of the move in one line.
 func describeProgress(m shardid.MoveProgress) string {
 	if m.Phase == shardid.PhaseCopy {
-		return fmt.Sprintf("copy %s: %d of %d rows", m.Table, m.Copied, m.Total)
+		return fmt.Sprintf("copy %s: %d of %s", m.Table, m.Copied, plural(m.Total, "row"))
 	}
 	parts := []string{m.Phase}
 	if m.Step != "" {
@@ -75,7 +81,7 @@ func describeProgress(m shardid.MoveProgress) string {
 		parts = append(parts, m.Table)
 	}
 	if m.Phase == shardid.PhaseCatchUp || m.Phase == shardid.PhaseCutover {
-		return fmt.Sprintf("%s: %d changes behind", strings.Join(parts, " "), m.Backlog)
+		return fmt.Sprintf("%s: %s behind", strings.Join(parts, " "), plural(m.Backlog, "change"))
 	}
 	return strings.Join(parts, " ")
 }

@@ -15,6 +15,7 @@ import (
 
 func verifyCommand() *cobra.Command {
 	var config string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "verify --config FILE",
 		Short: "Read every physical database and report rows that sit on a database their logical shard does not map to",
@@ -28,6 +29,12 @@ and marked, but are not counted as misplaced: the source's triggers refuse
 their writes and the plugin no longer reads them there. The exit status is
 non-zero only when other rows are misplaced.
 
+With --json it prints one object: "map_version", "misplaced_rows",
+"left_by_moves_rows", and "tables", one object per table and database with
+misplaced rows: "table", "database", "rows", "left_by_move" and "keys" (up
+to ten, each with "key" as a string and, for an ID or UUID key,
+"logical_shard" and "belongs_on").
+
 ` + configHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -36,31 +43,81 @@ non-zero only when other rows are misplaced.
 				if err != nil {
 					return err
 				}
-				return reportMisplaced(cmd.OutOrStdout(), s.plugin, found)
+				report := verifyReportOf(s.plugin, found)
+				if asJSON {
+					if err := printJSON(cmd.OutOrStdout(), report); err != nil {
+						return err
+					}
+				} else {
+					printVerify(cmd.OutOrStdout(), report)
+				}
+				if report.Misplaced > 0 {
+					return fmt.Errorf("%s on a database their logical shard does not map to (map version %d)", plural(report.Misplaced, "row"), report.MapVersion)
+				}
+				return nil
 			})
 		},
 	}
 	cmd.Flags().StringVar(&config, "config", "", "the config file (JSON) naming the plugin's database and the physical databases")
+	cmd.Flags().BoolVar(&asJSON, "json", false, jsonFlagHelp)
 	return cmd
 }
 
-func reportMisplaced(w io.Writer, plugin *shardid.Plugin, found []shardid.Misplaced) error {
+// verifyReport is what verify found; its JSON is verify --json's.
+type verifyReport struct {
+	MapVersion  int64         `json:"map_version"`
+	Misplaced   int64         `json:"misplaced_rows"`
+	LeftByMoves int64         `json:"left_by_moves_rows"`
+	Tables      []verifyTable `json:"tables"`
+}
+
+type verifyTable struct {
+	Table      string      `json:"table"`
+	Database   string      `json:"database"`
+	Rows       int64       `json:"rows"`
+	LeftByMove bool        `json:"left_by_move"`
+	Keys       []verifyKey `json:"keys"`
+}
+
+type verifyKey struct {
+	Key          string `json:"key"`
+	LogicalShard *int   `json:"logical_shard,omitempty"`
+	BelongsOn    string `json:"belongs_on,omitempty"`
+}
+
+func verifyReportOf(plugin *shardid.Plugin, found []shardid.Misplaced) verifyReport {
 	layout, shardMap := plugin.Layout(), plugin.ShardMap()
-	var misplaced, left int64
+	report := verifyReport{MapVersion: plugin.MapVersion(), Tables: []verifyTable{}}
 	for _, m := range found {
+		if m.LeftByMove {
+			report.LeftByMoves += m.Rows
+		} else {
+			report.Misplaced += m.Rows
+		}
+		table := verifyTable{Table: m.Table, Database: m.Database, Rows: m.Rows, LeftByMove: m.LeftByMove, Keys: make([]verifyKey, len(m.Keys))}
+		for i, k := range m.Keys {
+			table.Keys[i].Key = fmt.Sprint(k)
+			if shard, ok := shardOfKey(layout, k); ok {
+				table.Keys[i].LogicalShard, table.Keys[i].BelongsOn = &shard, shardMap.Name(shardMap.Physical(shard))
+			}
+		}
+		report.Tables = append(report.Tables, table)
+	}
+	return report
+}
+
+func printVerify(w io.Writer, report verifyReport) {
+	for _, m := range report.Tables {
 		note := ""
 		if m.LeftByMove {
 			note = " (left by a move awaiting cleanup: shardid move cleanup deletes them)"
-			left += m.Rows
-		} else {
-			misplaced += m.Rows
 		}
 		fmt.Fprintf(w, "%s on %s: %s whose logical shard maps elsewhere%s\n", m.Table, m.Database, plural(m.Rows, "row"), note)
 		keys := make([]string, len(m.Keys))
 		for i, k := range m.Keys {
-			keys[i] = fmt.Sprint(k)
-			if shard, ok := shardOfKey(layout, k); ok {
-				keys[i] += fmt.Sprintf(" (logical shard %d, on %s)", shard, shardMap.Name(shardMap.Physical(shard)))
+			keys[i] = k.Key
+			if k.LogicalShard != nil {
+				keys[i] += fmt.Sprintf(" (logical shard %d, on %s)", *k.LogicalShard, k.BelongsOn)
 			}
 		}
 		if len(keys) > 0 {
@@ -68,14 +125,12 @@ func reportMisplaced(w io.Writer, plugin *shardid.Plugin, found []shardid.Mispla
 		}
 	}
 	switch {
-	case misplaced > 0:
-		return fmt.Errorf("%s on a database their logical shard does not map to (map version %d)", plural(misplaced, "row"), plugin.MapVersion())
-	case left > 0:
-		fmt.Fprintf(w, "all other rows are on the database their shard maps to (map version %d)\n", plugin.MapVersion())
+	case report.Misplaced > 0:
+	case report.LeftByMoves > 0:
+		fmt.Fprintf(w, "all other rows are on the database their shard maps to (map version %d)\n", report.MapVersion)
 	default:
-		fmt.Fprintf(w, "all rows are on the database their shard maps to (map version %d)\n", plugin.MapVersion())
+		fmt.Fprintf(w, "all rows are on the database their shard maps to (map version %d)\n", report.MapVersion)
 	}
-	return nil
 }
 
 // shardOfKey is the logical shard of an int64 key, or of a UUID key of the
@@ -92,14 +147,6 @@ func shardOfKey(l shardid.Layout, key any) (int, bool) {
 		return int(binary.BigEndian.Uint64(u[8:]) & uint64(l.ShardCount()-1)), true
 	}
 	return 0, false
-}
-
-// plural writes n with its noun, singular for one.
-func plural(n int64, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // rangeText writes a range as FROM-TO, or N for one shard.

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// jsonOf runs the command and reads its output as JSON into v.
+func jsonOf(t *testing.T, v any, args ...string) {
+	t.Helper()
+	out, errOut, err := runApart(t, args...)
+	if err != nil {
+		t.Fatalf("shardid %s: %v\n%s", strings.Join(args, " "), err, errOut)
+	}
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		t.Fatalf("shardid %s printed no JSON: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+func TestDecodeJSON(t *testing.T) {
+	v4 := uuid.NewString()
+	var got []map[string]any
+	jsonOf(t, &got, "decode", "506214187877944320", v4, "--map", "a=0-4095", "--map", "b=4096-8191", "--worker-bits", "4", "--json")
+	if len(got) != 2 {
+		t.Fatalf("decode --json of 2 arguments: %v", got)
+	}
+	id := got[0]
+	for field, want := range map[string]any{"id": "506214187877944320", "kind": "id", "time": "2026-11-30T10:37:13.697Z", "logical_shard": 3731.0,
+		"physical": "a", "sequence": 0.0, "worker": 0.0, "worker_sequence": 0.0} {
+		if id[field] != want {
+			t.Errorf("decode --json: %q is %v, want %v (%v)", field, id[field], want, id)
+		}
+	}
+	if u := got[1]; u["id"] != v4 || u["kind"] != "uuidv4" || u["time"] != nil || u["sequence"] != nil || u["physical"] == nil {
+		t.Errorf("decode --json of a v4 UUID: %v", u)
+	}
+}
+
+func TestLayoutJSON(t *testing.T) {
+	var got map[string]any
+	jsonOf(t, &got, "layout", "--json")
+	for field, want := range map[string]any{"time_bits": 40.0, "shard_bits": 13.0, "sequence_bits": 10.0, "worker_bits": 6.0, "epoch": "2025-01-01T00:00:00Z",
+		"unit": "1ms", "logical_shards": 8192.0, "ids_per_tick": 1024.0, "ids_per_second": 1024000.0, "workers": 64.0, "worker_ids_per_tick": 16.0,
+		"worker_ids_per_second": 16000.0} {
+		if got[field] != want {
+			t.Errorf("layout --json: %q is %v, want %v", field, got[field], want)
+		}
+	}
+	if runsOut, _ := got["runs_out"].(string); !strings.HasPrefix(runsOut, "2059-11-04T") {
+		t.Errorf("layout --json: runs_out is %v", got["runs_out"])
+	}
+	jsonOf(t, &got, "layout", "--shard-bits", "12", "--json")
+	if got["shard_bits"] != 12.0 || got["sequence_bits"] != 11.0 || got["ids_per_tick"] != 2048.0 {
+		t.Errorf("layout --json of a partly given layout: %v", got)
+	}
+}
+
+func TestMapJSON(t *testing.T) {
+	e := sqliteEnv(t)
+	var got mapInfo
+	jsonOf(t, &got, "map", "--config", e.config, "--json")
+	want := mapInfo{Version: 1, LogicalShards: 8192, Moves: []mapMove{}, Physical: []mapPhysical{
+		{Name: "a", Ranges: []shardRange{{0, 4095}}, LogicalShards: 4096},
+		{Name: "b", Ranges: []shardRange{{4096, 8191}}, LogicalShards: 4096},
+		{Name: "c", Ranges: []shardRange{}, LogicalShards: 0},
+	}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("map --json:\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+func TestVerifyJSON(t *testing.T) {
+	e := sqliteEnv(t)
+	app := e.application(t)
+	if err := app.plugin.AutoMigrate(app.db, &cmdItem{}); err != nil {
+		t.Fatal(err)
+	}
+	var clean verifyReport
+	jsonOf(t, &clean, "verify", "--config", e.config, "--json")
+	if clean.MapVersion != 1 || clean.Misplaced != 0 || len(clean.Tables) != 0 {
+		t.Fatalf("verify --json with every row in place: %+v", clean)
+	}
+
+	stray := app.plugin.Layout().Compose(time.Now(), 5, 1) // shard 5 is on a
+	if err := direct(t, e.dsns["b"]).Exec("INSERT INTO shardid_cmd_items (id, name) VALUES (?, ?)", stray, "stray").Error; err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := runApart(t, "verify", "--config", e.config, "--json")
+	if err == nil || !strings.Contains(err.Error(), "1 row on a database") {
+		t.Fatalf("verify --json with a stray row: %v", err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("verify --json: %v\n%s", err, out)
+	}
+	tables, _ := got["tables"].([]any)
+	if got["misplaced_rows"] != 1.0 || got["left_by_moves_rows"] != 0.0 || len(tables) != 1 {
+		t.Fatalf("verify --json: %v", got)
+	}
+	table := tables[0].(map[string]any)
+	keys, _ := table["keys"].([]any)
+	if table["table"] != "shardid_cmd_items" || table["database"] != "b" || table["rows"] != 1.0 || table["left_by_move"] != false || len(keys) != 1 {
+		t.Fatalf("verify --json, the table: %v", table)
+	}
+	if key := keys[0].(map[string]any); key["key"] != fmt.Sprint(stray) || key["logical_shard"] != 5.0 || key["belongs_on"] != "a" {
+		t.Errorf("verify --json, the key: %v", key)
+	}
+}
