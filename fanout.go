@@ -45,6 +45,7 @@ func (p *Plugin) fanOut(db *gorm.DB, kind statementKind, m *model, physicals []i
 		return
 	}
 	p.countFanOut(kind)
+	p.fannedOut(stmt, physicals)
 	switch kind {
 	case kindQuery:
 		p.fanOutQuery(db, m, physicals)
@@ -330,7 +331,16 @@ func returningOf(stmt *gorm.Statement) (returning, replaced bool) {
 func (p *Plugin) runParts(db *gorm.DB, physicals []int, run func(k int) *gorm.DB) {
 	var errs []error
 	for _, k := range physicals {
-		part := run(k)
+		var part *gorm.DB
+		callerCtx := db.Statement.Context
+		p.traced(callerCtx, k, func(ctx context.Context) error {
+			db.Statement.Context = ctx // the part, made from the statement, runs in its span
+			defer func() { db.Statement.Context = callerCtx }()
+			if part = run(k); part != nil {
+				return part.Error
+			}
+			return nil
+		})
 		if part == nil {
 			continue
 		}
@@ -567,19 +577,34 @@ func (p *Plugin) preloadEach(db *gorm.DB, m *model) {
 		groups[k] = reflect.Append(group, row.Addr())
 	}
 	for _, k := range order {
-		part := db.Session(&gorm.Session{Context: stmt.Context}).Clauses() // a statement of its own
-		pool, err := p.poolOf(stmt.Context, k, stmt.ConnPool)
-		if db.AddError(err) != nil {
-			return
-		}
-		rowsOnK := reflect.New(groups[k].Type())
-		rowsOnK.Elem().Set(groups[k])
-		part.Statement.ConnPool, part.Statement.Dest, part.Statement.ReflectValue = pool, rowsOnK.Interface(), rowsOnK.Elem()
-		p.logPartTo(stmt, part, k)
-		callbacks.Preload(part)
-		if part.Error != nil {
-			db.AddError(p.partError(k, part.Error))
+		var failed bool
+		p.traced(stmt.Context, k, func(ctx context.Context) error {
+			failed = !p.preloadOn(ctx, db, k, groups[k])
+			return db.Error
+		})
+		if failed {
 			return
 		}
 	}
+}
+
+// preloadOn runs the statement's preloads of rows, all on physical database
+// k, from k; it reports false when they failed.
+func (p *Plugin) preloadOn(ctx context.Context, db *gorm.DB, k int, rows reflect.Value) bool {
+	stmt := db.Statement
+	part := db.Session(&gorm.Session{Context: ctx}).Clauses() // a statement of its own
+	pool, err := p.poolOf(ctx, k, stmt.ConnPool)
+	if db.AddError(err) != nil {
+		return false
+	}
+	rowsOnK := reflect.New(rows.Type())
+	rowsOnK.Elem().Set(rows)
+	part.Statement.ConnPool, part.Statement.Dest, part.Statement.ReflectValue = pool, rowsOnK.Interface(), rowsOnK.Elem()
+	p.logPartTo(stmt, part, k)
+	callbacks.Preload(part)
+	if part.Error != nil {
+		db.AddError(p.partError(k, part.Error))
+		return false
+	}
+	return true
 }

@@ -54,6 +54,8 @@ type statementClock struct {
 	stmt     *gorm.Statement
 	start    time.Time
 	physical int
+	fanOut   []int // the databases of its parts, if it has any
+	kind     statementKind
 }
 
 type clockKey struct{}
@@ -82,17 +84,19 @@ func (p *Plugin) CountStatements() {
 
 // noting reports whether statements are followed from start to end: to
 // count them, or to log the database each ran on.
-func (p *Plugin) noting() bool { return p.config.LogPhysical || p.metrics.Load() != nil }
+func (p *Plugin) noting() bool {
+	return p.config.LogPhysical || p.metrics.Load() != nil || p.tracer.Load() != nil
+}
 
 // startClock runs first on each statement: it notes when the statement began.
-func (p *Plugin) startClock(stmt *gorm.Statement) {
+func (p *Plugin) startClock(stmt *gorm.Statement, kind statementKind) {
 	if !p.noting() || stmt.Context == nil {
 		return
 	}
 	if c := clockOf(stmt); c != nil {
 		return // the same statement, run again by the plugin
 	}
-	stmt.Context = &statementClock{Context: stmt.Context, stmt: stmt, start: time.Now(), physical: -1}
+	stmt.Context = &statementClock{Context: stmt.Context, stmt: stmt, start: time.Now(), physical: -1, kind: kind}
 }
 
 // clockOf returns the clock of a statement being counted; a statement made

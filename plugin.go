@@ -140,6 +140,7 @@ type Plugin struct {
 	movedStats movedCounters
 	metrics    atomic.Pointer[statementMetrics] // nil until CountStatements
 	liveMoves  sync.Map                         // *mover → *liveMove, the moves this process runs
+	tracer     atomic.Pointer[PartTracer]       // nil until TraceParts
 	closed     atomic.Bool                      // set by Close
 }
 

@@ -1,6 +1,7 @@
 package shardid
 
 import (
+	"context"
 	"reflect"
 	"slices"
 	"sync"
@@ -171,6 +172,35 @@ func (p *Plugin) buildEachPart(db *gorm.DB, m *model, parts []queryPart, prepare
 	return parts, nil
 }
 
+// runQueryPart runs one part on its database in ctx.
+func (p *Plugin) runQueryPart(ctx context.Context, db *gorm.DB, part *queryPart, log *fanLog) error {
+	stmt := db.Statement
+	pool, err := p.pool(ctx, part.k)
+	if err != nil {
+		return err // names the database already
+	}
+	begin := time.Now()
+	scan := &gorm.DB{Config: db.Config}
+	scan.Statement = &gorm.Statement{
+		DB: scan, ConnPool: pool, Context: ctx, Schema: stmt.Schema, Table: stmt.Table,
+		Model: stmt.Model, Dest: part.rows.Interface(), ReflectValue: part.rows.Elem(), Joins: stmt.Joins,
+		ColumnMapping: stmt.ColumnMapping,
+	}
+	rows, err := pool.QueryContext(ctx, part.sql, part.vars...)
+	if err == nil {
+		gorm.Scan(rows, scan, 0)
+		scan.AddError(rows.Close())
+	} else {
+		scan.AddError(err)
+	}
+	log.add(p.physical[part.k].name, scan.Dialector.Explain(part.sql, part.vars...))
+	p.countPart(part.k, begin, scan.Error)
+	if scan.Error != nil {
+		return p.partError(part.k, scan.Error)
+	}
+	return nil
+}
+
 // runQueryParts runs the parts at once, each on its database, scanning the
 // rows as GORM does into the part's own slice, its line kept for the
 // statement's (logs.go).
@@ -179,30 +209,10 @@ func (p *Plugin) runQueryParts(db *gorm.DB, parts []queryPart) {
 	log := fanLogOf(stmt)
 	run := func(part *queryPart) {
 		defer func() { part.pan = recover() }() // raised again in the caller's goroutine
-		pool, err := p.pool(stmt.Context, part.k)
-		if err != nil {
-			part.err = err // names the database already
-			return
-		}
-		begin := time.Now()
-		scan := &gorm.DB{Config: db.Config}
-		scan.Statement = &gorm.Statement{
-			DB: scan, ConnPool: pool, Context: stmt.Context, Schema: stmt.Schema, Table: stmt.Table,
-			Model: stmt.Model, Dest: part.rows.Interface(), ReflectValue: part.rows.Elem(), Joins: stmt.Joins,
-			ColumnMapping: stmt.ColumnMapping,
-		}
-		rows, err := scan.Statement.ConnPool.QueryContext(stmt.Context, part.sql, part.vars...)
-		if err == nil {
-			gorm.Scan(rows, scan, 0)
-			scan.AddError(rows.Close())
-		} else {
-			scan.AddError(err)
-		}
-		log.add(p.physical[part.k].name, scan.Dialector.Explain(part.sql, part.vars...))
-		p.countPart(part.k, begin, scan.Error)
-		if scan.Error != nil {
-			part.err = p.partError(part.k, scan.Error)
-		}
+		p.traced(stmt.Context, part.k, func(ctx context.Context) error {
+			part.err = p.runQueryPart(ctx, db, part, log)
+			return part.err
+		})
 	}
 	var wg sync.WaitGroup
 	for i := range parts[min(1, len(parts)):] { // the first part runs in this goroutine

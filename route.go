@@ -58,7 +58,7 @@ func (p *Plugin) route(kind statementKind) func(*gorm.DB) {
 	return func(db *gorm.DB) {
 		stmt := db.Statement
 		sub := ownSettings(stmt)
-		p.startClock(stmt)
+		p.startClock(stmt, kind)
 		if db.Error != nil {
 			return
 		}

@@ -1,0 +1,125 @@
+// Package shardidotel puts shardid's routing on OpenTelemetry spans: the
+// span a statement runs in (opened by gorm.io/plugin/opentelemetry, or by
+// the application) gets db.shardid.physical and db.shardid.logical, and
+// each part of a statement over several physical databases gets a child
+// span of its own. It is a module of its own, so that the library does not
+// depend on OpenTelemetry.
+//
+//	db.Use(tracing.NewPlugin())        // gorm.io/plugin/opentelemetry, first
+//	db.Use(ids)                        // shardid
+//	db.Use(shardidotel.New(ids))
+package shardidotel
+
+import (
+	"context"
+	"fmt"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	"gorm.io/gorm"
+
+	"github.com/shardid/shardid"
+)
+
+// The attributes.
+const (
+	PhysicalKey = attribute.Key("db.shardid.physical") // a string, or the list for a statement over several databases
+	LogicalKey  = attribute.Key("db.shardid.logical")  // an int, or the list
+)
+
+// Option configures the plugin.
+type Option func(*Plugin)
+
+// WithTracerProvider sets where the parts' spans come from. Default: the
+// global provider.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(p *Plugin) { p.provider = tp }
+}
+
+// Plugin is the GORM plugin; register it after shardid's.
+type Plugin struct {
+	ids      *shardid.Plugin
+	provider trace.TracerProvider
+	tracer   trace.Tracer
+}
+
+// New returns the plugin that traces ids' routing.
+func New(ids *shardid.Plugin, opts ...Option) *Plugin {
+	p := &Plugin{ids: ids}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+// Name implements gorm.Plugin.
+func (p *Plugin) Name() string { return "shardidotel" }
+
+// Initialize implements gorm.Plugin.
+func (p *Plugin) Initialize(db *gorm.DB) error {
+	if p.provider == nil {
+		p.provider = otel.GetTracerProvider()
+	}
+	p.tracer = p.provider.Tracer("github.com/shardid/shardid/shardidotel")
+	p.ids.TraceParts(p.part)
+	cb := db.Callback()
+	type hook struct {
+		register func(name string, fn func(*gorm.DB)) error
+		name     string
+	}
+	// Once shardid has routed the statement (and run the parts of one over
+	// several databases), in the span gorm.io/plugin/opentelemetry opened
+	// before shardid's routing.
+	for _, h := range []hook{
+		{cb.Create().After("shardid:assign_ids").Before("gorm:begin_transaction").Register, "create"},
+		{cb.Query().After("shardid:subqueries").Before("gorm:query").Register, "query"},
+		{cb.Update().After("shardid:subqueries").Before("gorm:begin_transaction").Register, "update"},
+		{cb.Delete().After("shardid:subqueries").Before("gorm:begin_transaction").Register, "delete"},
+		{cb.Row().After("shardid:subqueries").Before("gorm:row").Register, "row"},
+		{cb.Raw().After("shardid:route").Before("gorm:raw").Register, "raw"},
+	} {
+		if err := h.register("shardidotel:"+h.name, p.annotate); err != nil {
+			return fmt.Errorf("shardidotel: registering %s: %w", h.name, err)
+		}
+	}
+	return nil
+}
+
+// annotate puts the statement's route on the span it runs in.
+func (p *Plugin) annotate(db *gorm.DB) {
+	span := trace.SpanFromContext(db.Statement.Context)
+	if !span.IsRecording() {
+		return
+	}
+	r, ok := p.ids.RouteOf(db)
+	if !ok {
+		return
+	}
+	if len(r.Physical) == 1 {
+		span.SetAttributes(PhysicalKey.String(r.Physical[0]))
+	} else {
+		span.SetAttributes(PhysicalKey.StringSlice(r.Physical))
+	}
+	switch len(r.Logical) {
+	case 0:
+	case 1:
+		span.SetAttributes(LogicalKey.Int(r.Logical[0]))
+	default:
+		span.SetAttributes(LogicalKey.IntSlice(r.Logical))
+	}
+}
+
+// part opens the span of a part on one physical database.
+func (p *Plugin) part(ctx context.Context, physical string) (context.Context, func(error)) {
+	ctx, span := p.tracer.Start(ctx, "shardid part "+physical, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(PhysicalKey.String(physical)))
+	return ctx, func(err error) {
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
+	}
+}

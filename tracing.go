@@ -1,0 +1,131 @@
+package shardid
+
+import (
+	"context"
+	"slices"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/shardid/shardid/shardrouter"
+)
+
+// What tracers (the shardidotel module) read of a statement: where it ran,
+// and a span per part of a statement over several databases.
+
+// Route is where a statement runs: its physical databases, and the logical
+// shards its rows, conditions or shard clause name (nil when they name none,
+// as for AllShards).
+type Route struct {
+	Physical []string
+	Logical  []int
+}
+
+// PartTracer is told of each part of a statement over several physical
+// databases before it runs; the context it returns is the part's, and end
+// is called with the part's error when it is done.
+type PartTracer func(ctx context.Context, physical string) (partCtx context.Context, end func(error))
+
+// TraceParts makes the plugin tell t of the parts of statements over several
+// databases, and follow each statement for RouteOf. Call it after db.Use.
+func (p *Plugin) TraceParts(t PartTracer) {
+	p.tracer.Store(&t)
+}
+
+// partTracer returns the tracer, or nil.
+func (p *Plugin) partTracer() PartTracer {
+	if t := p.tracer.Load(); t != nil {
+		return *t
+	}
+	return nil
+}
+
+// traced runs run in the context of a span of the part on k, if a tracer
+// is set.
+func (p *Plugin) traced(ctx context.Context, k int, run func(context.Context) error) {
+	t := p.partTracer()
+	if t == nil {
+		_ = run(ctx)
+		return
+	}
+	partCtx, end := t(ctx, p.physical[k].name)
+	end(run(partCtx))
+}
+
+// fannedOut notes the databases a statement's parts run on.
+func (p *Plugin) fannedOut(stmt *gorm.Statement, physicals []int) {
+	if c := clockOf(stmt); c != nil {
+		c.fanOut = physicals
+	}
+}
+
+// RouteOf returns where the statement db runs, from the plugin's routing
+// callback to its last: for tracers, which TraceParts makes it follow.
+// It reports false for a statement the plugin did not send to a physical
+// database (an unsharded model's, raw SQL without a shard clause).
+func (p *Plugin) RouteOf(db *gorm.DB) (Route, bool) {
+	stmt := db.Statement
+	c := clockOf(stmt)
+	if c == nil {
+		return Route{}, false
+	}
+	var r Route
+	switch {
+	case c.physical >= 0:
+		r.Physical = []string{p.physical[c.physical].name}
+	case len(c.fanOut) > 0:
+		for _, k := range c.fanOut {
+			r.Physical = append(r.Physical, p.physical[k].name)
+		}
+	default:
+		return Route{}, false
+	}
+	r.Logical = p.logicalOf(stmt, c.kind)
+	return r, true
+}
+
+// logicalOf returns the logical shards the statement's shard clause, rows
+// or conditions name, sorted.
+func (p *Plugin) logicalOf(stmt *gorm.Statement, kind statementKind) []int {
+	var shards []int
+	if v, ok := stmt.Settings.Load(hintSettingKey{}); ok {
+		if h := v.(shardHint); h.kind != hintAll {
+			if s, err := p.hintShard(h); err == nil {
+				shards = append(shards, s)
+			}
+		}
+	}
+	if stmt.Schema == nil {
+		return shards
+	}
+	m, err := p.model(stmt.Schema)
+	if err != nil || m == nil || !m.sharded() {
+		return shards
+	}
+	switch kind {
+	case kindCreate: // a query's rows are its results
+		if rows, err := structRows(m, stmt.ReflectValue); err == nil && stmt.ReflectValue.IsValid() {
+			for _, row := range rows {
+				if s, zero, err := p.fieldShard(m.pk().field.ReflectValueOf(stmt.Context, row)); err == nil && !zero {
+					shards = append(shards, s)
+				}
+			}
+		}
+	case kindUpdate, kindDelete:
+		if s, ok := p.rowShard(stmt, m); ok {
+			shards = append(shards, s)
+		}
+	}
+	if where, ok := stmt.Clauses["WHERE"].Expression.(clause.Where); ok {
+		for _, e := range m.evidence {
+			values, _ := shardrouter.ColumnValues(where.Exprs, e.matches)
+			for _, v := range values {
+				if s, err := e.shardOf(p, v); err == nil {
+					shards = append(shards, s)
+				}
+			}
+		}
+	}
+	slices.Sort(shards)
+	return slices.Compact(shards)
+}
