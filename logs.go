@@ -2,7 +2,8 @@ package shardid
 
 import (
 	"context"
-	"strings"
+	"regexp"
+	"strconv"
 	"sync"
 	"time"
 
@@ -20,16 +21,63 @@ import (
 // over several databases.
 type fanLogKey struct{ stmt *gorm.Statement }
 
-// fanLog is the lines of a statement's parts, some written at once.
+// fanLog is the lines of a statement's parts, some written at once: query
+// parts' SQL with its values, explained only if the line is printed; the
+// lines of parts run as GORM statements, explained already.
 type fanLog struct {
-	mu    sync.Mutex
-	lines []string
+	mu      sync.Mutex
+	queries []loggedQuery
+	lines   []string
+}
+
+type loggedQuery struct {
+	name, sql string
+	vars      []any
 }
 
 func (l *fanLog) add(name, sql string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.lines = append(l.lines, "["+name+"] "+sql)
+}
+
+func (l *fanLog) addQuery(name, sql string, vars []any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.queries = append(l.queries, loggedQuery{name, sql, vars})
+}
+
+// numbered is a PostgreSQL placeholder, renumbered when parts are joined.
+var numbered = regexp.MustCompile(`\$(\d+)`)
+
+// write puts the parts' lines in stmt as its SQL and values: the queries'
+// placeholders stay, numbered on where the dialect numbers them.
+func (l *fanLog) write(stmt *gorm.Statement) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	stmt.SQL.Reset()
+	stmt.Vars = nil
+	numbers := stmt.Dialector.Name() == "postgres"
+	for _, q := range l.queries {
+		if stmt.SQL.Len() > 0 {
+			stmt.SQL.WriteString("; ")
+		}
+		sql, offset := q.sql, len(stmt.Vars)
+		if numbers && offset > 0 {
+			sql = numbered.ReplaceAllStringFunc(sql, func(m string) string {
+				n, _ := strconv.Atoi(m[1:])
+				return "$" + strconv.Itoa(n+offset)
+			})
+		}
+		stmt.SQL.WriteString("[" + q.name + "] " + sql)
+		stmt.Vars = append(stmt.Vars, q.vars...)
+	}
+	for _, line := range l.lines {
+		if stmt.SQL.Len() > 0 {
+			stmt.SQL.WriteString("; ")
+		}
+		stmt.SQL.WriteString(line)
+	}
 }
 
 // fanLogOf returns the log of the statement's parts, made on first use.
@@ -83,14 +131,7 @@ func (p *Plugin) logLine(db *gorm.DB, physical int) {
 		return
 	}
 	if v, ok := stmt.Settings.LoadAndDelete(fanLogKey{stmt}); ok {
-		l := v.(*fanLog)
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		if len(l.lines) > 0 {
-			stmt.SQL.Reset()
-			stmt.SQL.WriteString(strings.Join(l.lines, "; "))
-			stmt.Vars = nil
-		}
+		v.(*fanLog).write(stmt)
 		return
 	}
 	if _, part := db.Logger.(partLogger); part {

@@ -193,7 +193,7 @@ func (p *Plugin) runQueryPart(ctx context.Context, db *gorm.DB, part *queryPart,
 	} else {
 		scan.AddError(err)
 	}
-	log.add(p.physical[part.k].name, scan.Dialector.Explain(part.sql, part.vars...))
+	log.addQuery(p.physical[part.k].name, part.sql, part.vars)
 	p.countPart(part.k, begin, scan.Error)
 	if scan.Error != nil {
 		return p.partError(part.k, scan.Error)
@@ -207,12 +207,17 @@ func (p *Plugin) runQueryPart(ctx context.Context, db *gorm.DB, part *queryPart,
 func (p *Plugin) runQueryParts(db *gorm.DB, parts []queryPart) {
 	stmt := db.Statement
 	log := fanLogOf(stmt)
+	log.queries = make([]loggedQuery, 0, len(parts))
+	tracer := p.partTracer()
 	run := func(part *queryPart) {
 		defer func() { part.pan = recover() }() // raised again in the caller's goroutine
-		p.traced(stmt.Context, part.k, func(ctx context.Context) error {
-			part.err = p.runQueryPart(ctx, db, part, log)
-			return part.err
-		})
+		if tracer == nil {
+			part.err = p.runQueryPart(stmt.Context, db, part, log)
+			return
+		}
+		ctx, end := tracer(stmt.Context, p.physical[part.k].name)
+		part.err = p.runQueryPart(ctx, db, part, log)
+		end(part.err)
 	}
 	var wg sync.WaitGroup
 	for i := range parts[min(1, len(parts)):] { // the first part runs in this goroutine
