@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -25,6 +26,10 @@ import (
 
 	"github.com/shardid/shardid"
 )
+
+// warnings is the demo's log of the plugin's events: its leases taken would
+// crowd the report.
+var warnings = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
 // DemoUser and DemoPhoto are the demo's models: a photo lives in its user's
 // logical shard.
@@ -203,7 +208,7 @@ func openDemo(o demoOptions) (*demoSetup, error) {
 		})
 	}
 	// The demo's own map: the main database may hold an application's.
-	s.plugin = shardid.New(shardid.Config{Shards: shards, DefaultStrategy: o.strategy, MapTable: "shardid_demo_shard_map"})
+	s.plugin = shardid.New(shardid.Config{Shards: shards, DefaultStrategy: o.strategy, MapTable: "shardid_demo_shard_map", Log: warnings})
 	if err := db.Use(s.plugin); err != nil {
 		return nil, s.namingDSNs(err)
 	}
