@@ -114,7 +114,8 @@ func (r *routing) spanning(t *testing.T, all []diary, n int) []int64 {
 }
 
 // statements records the IDs in the SQL of the statements on a table that
-// reach a database (each part of a fan-out is one), as GORM logs them.
+// reach a database, as GORM logs them: a fan-out's line holds each part's,
+// after the part's database in brackets.
 type statements struct {
 	table string
 	mu    sync.Mutex // protects ids
@@ -124,23 +125,28 @@ type statements struct {
 // idInSQL is an ID as the logged SQL shows it.
 var idInSQL = regexp.MustCompile(`\b\d{15,19}\b`)
 
+// partInLine begins a fan-out part's SQL in its statement's logged line.
+var partInLine = regexp.MustCompile(`(?:^|; )\[[^\]]+\] `)
+
 func (s *statements) LogMode(logger.LogLevel) logger.Interface { return s }
 func (s *statements) Info(context.Context, string, ...any)     {}
 func (s *statements) Warn(context.Context, string, ...any)     {}
 func (s *statements) Error(context.Context, string, ...any)    {}
 func (s *statements) Trace(_ context.Context, _ time.Time, fc func() (string, int64), _ error) {
-	sql, _ := fc()
-	if !strings.Contains(sql, s.table) || strings.HasPrefix(strings.ToUpper(strings.TrimSpace(sql)), "INSERT") {
-		return
+	line, _ := fc()
+	for _, sql := range partInLine.Split(line, -1) {
+		if !strings.Contains(sql, s.table) || strings.HasPrefix(strings.ToUpper(strings.TrimSpace(sql)), "INSERT") {
+			continue
+		}
+		var ids []int64
+		for _, text := range idInSQL.FindAllString(sql, -1) {
+			id, _ := strconv.ParseInt(text, 10, 64)
+			ids = append(ids, id)
+		}
+		s.mu.Lock()
+		s.ids = append(s.ids, ids)
+		s.mu.Unlock()
 	}
-	var ids []int64
-	for _, text := range idInSQL.FindAllString(sql, -1) {
-		id, _ := strconv.ParseInt(text, 10, 64)
-		ids = append(ids, id)
-	}
-	s.mu.Lock()
-	s.ids = append(s.ids, ids)
-	s.mu.Unlock()
 }
 
 // record returns the routing's database logging to a recorder of the
