@@ -8,10 +8,6 @@ require (
 	github.com/sony/sonyflake v1.2.0
 )
 
-require (
-	filippo.io/edwards25519 v1.1.0 // indirect
-	github.com/go-sql-driver/mysql v1.8.1 // indirect
-	github.com/google/uuid v1.6.0 // indirect
-)
+require github.com/google/uuid v1.6.0 // indirect
 
 replace github.com/shardid/shardid => ../
