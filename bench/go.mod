@@ -2,6 +2,8 @@ module github.com/shardid/shardid/bench
 
 go 1.26.8
 
+toolchain go1.26.11
+
 require (
 	github.com/bwmarrin/snowflake v0.3.0
 	github.com/shardid/shardid v0.0.0

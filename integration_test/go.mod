@@ -2,6 +2,8 @@ module github.com/shardid/shardid/integration_test
 
 go 1.26.8
 
+toolchain go1.26.11
+
 require (
 	github.com/glebarez/go-sqlite v1.21.2
 	github.com/glebarez/sqlite v1.11.0

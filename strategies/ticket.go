@@ -88,7 +88,6 @@ type TicketOptions struct {
 	// Log gets an event when a server goes down and when it is back.
 	// Default: slog.Default().
 	Log *slog.Logger
-
 	// Table is the counter on each server: a table on MySQL/MariaDB, a
 	// sequence on PostgreSQL; a plain SQL identifier. Default
 	// [DefaultTicketTable]. Generators of other layouts or steps on the same
