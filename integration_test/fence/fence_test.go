@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/shardid/shardid/integration_test/internal/testdb"
 	"github.com/shardid/shardid/internal/fence"
 	"github.com/shardid/shardid/strategies"
 )
@@ -39,19 +39,6 @@ func newFence(dialect string) fence.Fence {
 	return fence.Fence{Dialect: dialect, ShardBits: layout.ShardBits, SequenceBits: layout.SequenceBits}
 }
 
-// requireDSN returns the DSN in variable; without it the test skips, or in CI fails.
-func requireDSN(t testing.TB, variable string) string {
-	t.Helper()
-	dsn := os.Getenv(variable)
-	if dsn == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is not set; CI requires the database tests", variable)
-		}
-		t.Skipf("set %s to run this test against a real database", variable)
-	}
-	return dsn
-}
-
 // openDB opens the dialect's test database with no fence tables left from an
 // earlier test.
 func openDB(t *testing.T, dialect string) *sql.DB {
@@ -60,9 +47,9 @@ func openDB(t *testing.T, dialect string) *sql.DB {
 	var err error
 	switch dialect {
 	case "mysql":
-		db, err = sql.Open("mysql", requireDSN(t, "SHARDID_TEST_MYSQL_DSN"))
+		db, err = sql.Open("mysql", testdb.Require(t, testdb.MySQLVar))
 	case "postgres":
-		db, err = sql.Open("pgx", requireDSN(t, "SHARDID_TEST_POSTGRES_DSN"))
+		db, err = sql.Open("pgx", testdb.Require(t, testdb.PostgresVar))
 	default:
 		db, err = sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "fence.db")+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
 	}

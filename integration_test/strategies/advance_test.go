@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/shardid/shardid/integration_test/internal/testdb"
 	. "github.com/shardid/shardid/strategies"
 )
 
@@ -25,17 +25,11 @@ func forEachMovePair(t *testing.T, test func(t *testing.T, source, target Target
 	source, target := sqliteTargetAt(t, filepath.Join(dir, "source.db")), sqliteTargetAt(t, filepath.Join(dir, "target.db"))
 	source.Name, target.Name = "sqlite-source", "sqlite-target"
 	pairs := [][2]Target{{source, target}}
-	for _, v := range []string{mysqlDSNVar, postgresDSNVar} {
-		switch {
-		case os.Getenv(v) == "" && os.Getenv("CI") != "":
-			t.Fatalf("%s is not set; CI requires the database tests", v)
-		case os.Getenv(v) == "":
-			t.Logf("set %s to run this test against a real database too", v)
-		case v == mysqlDSNVar:
-			pairs = append(pairs, [2]Target{mysqlTarget(t, -1), mysqlTarget(t, 0)})
-		default:
-			pairs = append(pairs, [2]Target{postgresTarget(t, 0), postgresTarget(t, 1)})
-		}
+	if testdb.Set(t, mysqlDSNVar) {
+		pairs = append(pairs, [2]Target{mysqlTarget(t, -1), mysqlTarget(t, 0)})
+	}
+	if testdb.Set(t, postgresDSNVar) {
+		pairs = append(pairs, [2]Target{postgresTarget(t, 0), postgresTarget(t, 1)})
 	}
 	for _, pair := range pairs {
 		t.Run(pair[0].Dialect, func(t *testing.T) {

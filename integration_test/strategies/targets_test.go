@@ -8,7 +8,6 @@ import (
 	"database/sql"
 	"fmt"
 	"net/url"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -16,29 +15,15 @@ import (
 	"github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/shardid/shardid/integration_test/internal/testdb"
 	. "github.com/shardid/shardid/strategies"
 )
 
-// Environment variables naming the test databases; .ci/run sets them and
-// creates <database>_0 .. _3 beside each.
+// The test databases' variables (testdb's), as the tests here name them.
 const (
-	mysqlDSNVar    = "SHARDID_TEST_MYSQL_DSN"
-	postgresDSNVar = "SHARDID_TEST_POSTGRES_DSN"
+	mysqlDSNVar    = testdb.MySQLVar
+	postgresDSNVar = testdb.PostgresVar
 )
-
-// requireDSN returns the DSN in variable; without it the test skips, or in
-// CI fails.
-func requireDSN(t testing.TB, variable string) string {
-	t.Helper()
-	dsn := os.Getenv(variable)
-	if dsn == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is not set; CI requires the database tests", variable)
-		}
-		t.Skipf("set %s to run this test against a real database", variable)
-	}
-	return dsn
-}
 
 func sqliteTarget(t testing.TB) Target {
 	t.Helper()
@@ -60,7 +45,7 @@ func sqliteTargetAt(t testing.TB, path string) Target {
 // database (<database>_i).
 func mysqlDSN(t testing.TB, i int) string {
 	t.Helper()
-	cfg, err := mysql.ParseDSN(requireDSN(t, mysqlDSNVar))
+	cfg, err := mysql.ParseDSN(testdb.Require(t, mysqlDSNVar))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +59,7 @@ func mysqlDSN(t testing.TB, i int) string {
 // database.
 func postgresDSN(t testing.TB, i int) string {
 	t.Helper()
-	u, err := url.Parse(requireDSN(t, postgresDSNVar))
+	u, err := url.Parse(testdb.Require(t, postgresDSNVar))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,17 +96,11 @@ func postgresTarget(t testing.TB, i int) Target {
 func allTargets(t testing.TB) []Target {
 	t.Helper()
 	targets := []Target{sqliteTarget(t)}
-	for _, v := range []string{mysqlDSNVar, postgresDSNVar} {
-		switch {
-		case os.Getenv(v) == "" && os.Getenv("CI") != "":
-			t.Fatalf("%s is not set; CI requires the database tests", v)
-		case os.Getenv(v) == "":
-			t.Logf("set %s to run this test against a real database too", v)
-		case v == mysqlDSNVar:
-			targets = append(targets, mysqlTarget(t, -1))
-		default:
-			targets = append(targets, postgresTarget(t, -1))
-		}
+	if testdb.Set(t, mysqlDSNVar) {
+		targets = append(targets, mysqlTarget(t, -1))
+	}
+	if testdb.Set(t, postgresDSNVar) {
+		targets = append(targets, postgresTarget(t, -1))
 	}
 	return targets
 }

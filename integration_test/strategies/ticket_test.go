@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/shardid/shardid/integration_test/internal/testdb"
 	. "github.com/shardid/shardid/strategies"
 )
 
@@ -38,7 +39,7 @@ type ticketDB struct {
 }
 
 func mysqlTicketDB(t testing.TB) ticketDB {
-	requireDSN(t, mysqlDSNVar) // here, in the test: the closures below may run in its subtests
+	testdb.Require(t, mysqlDSNVar) // here, in the test: the closures below may run in its subtests
 	return ticketDB{
 		dialect: "mysql", driver: "mysql",
 		dsn: func(i int) string { return mysqlDSN(t, i) },
@@ -52,7 +53,7 @@ func mysqlTicketDB(t testing.TB) ticketDB {
 }
 
 func postgresTicketDB(t testing.TB) ticketDB {
-	requireDSN(t, postgresDSNVar)
+	testdb.Require(t, postgresDSNVar)
 	return ticketDB{
 		dialect: "postgres", driver: "pgx",
 		dsn: func(i int) string { return postgresDSN(t, i) },
