@@ -3,7 +3,6 @@ package integration
 import (
 	"fmt"
 	"net/url"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -15,12 +14,13 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/shardid/shardid"
+	"github.com/shardid/shardid/integration_test/internal/testdb"
 )
 
 // Environment variables naming the test databases.
 const (
-	mysqlDSNVar    = "SHARDID_TEST_MYSQL_DSN"
-	postgresDSNVar = "SHARDID_TEST_POSTGRES_DSN"
+	mysqlDSNVar    = testdb.MySQLVar
+	postgresDSNVar = testdb.PostgresVar
 )
 
 // backend is one kind of database the suite runs against.
@@ -116,14 +116,7 @@ func sqliteDSN(path string) string {
 // (failing it under CI, where the databases are required).
 func requireDSN(t testing.TB, variable string) string {
 	t.Helper()
-	dsn := os.Getenv(variable)
-	if dsn == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is not set; CI requires the database tests", variable)
-		}
-		t.Skipf("set %s to run this test against a real database", variable)
-	}
-	return dsn
+	return testdb.Require(t, variable)
 }
 
 // firstStart drops the shared map from the plugin's database, so that the

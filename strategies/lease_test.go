@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -43,13 +42,8 @@ func generate(t *testing.T, g *Snowflake, target Target, n int) []int64 {
 	return ids
 }
 
-// crash stops g's heartbeats without releasing its leases, as a killed process would.
-func crash(g *Snowflake) {
-	for _, slot := range *g.leases.slots.Load() {
-		slot.halt()
-	}
-	g.leases.slots.Store(&[]*leaseSlot{})
-}
+// The leases' tests on SQLite, MariaDB and PostgreSQL are in the integration
+// module's strategies package; these run on SQLite, some inside the package.
 
 func workerOf(t *testing.T, g *Snowflake) int {
 	t.Helper()
@@ -58,104 +52,6 @@ func workerOf(t *testing.T, g *Snowflake) int {
 		t.Fatalf("leases %+v, want one held", leases)
 	}
 	return leases[0].Worker
-}
-
-func TestLeaseDistinctWorkersAndAClearErrorWhenAllAreTaken(t *testing.T) {
-	for _, target := range allTargets(t) {
-		t.Run(target.Dialect, func(t *testing.T) {
-			lo := LeaseOptions{Table: leaseTableFor(t, target)}
-			layout := Layout{WorkerBits: 2}
-			var holders []*Snowflake
-			seen := map[int64]bool{}
-			for i := range 4 {
-				g := leased(t, layout, lo)
-				for _, id := range generate(t, g, target, 200) {
-					if seen[id] {
-						t.Fatalf("generator %d made %d again", i, id)
-					}
-					seen[id] = true
-				}
-				if w := workerOf(t, g); w != i {
-					t.Fatalf("generator %d leased worker %d, want the lowest free one, %d", i, w, i)
-				}
-				holders = append(holders, g)
-			}
-			fifth := leased(t, layout, lo)
-			err := fifth.Generate(context.Background(), target, []int{1}, make([]int64, 1))
-			if !errors.Is(err, ErrNoWorkerID) || !strings.Contains(err.Error(), "all 4 worker IDs") || !strings.Contains(err.Error(), "WorkerBits 2") {
-				t.Fatalf("fifth generator: %v, want ErrNoWorkerID saying how many exist and how to widen the field", err)
-			}
-			if err := holders[2].Close(); err != nil {
-				t.Fatal(err)
-			}
-			generate(t, fifth, target, 10)
-			if w := workerOf(t, fifth); w != 2 {
-				t.Fatalf("after worker 2 was released the fifth generator leased %d", w)
-			}
-		})
-	}
-}
-
-func TestLeaseHeartbeatRenews(t *testing.T) {
-	for _, target := range allTargets(t) {
-		t.Run(target.Dialect, func(t *testing.T) {
-			t.Parallel()
-			// A TTL with room for a renewal's round trip on a busy machine.
-			g := leased(t, Layout{}, LeaseOptions{Table: leaseTableFor(t, target), TTL: 1500 * time.Millisecond})
-			deadline := time.Now().Add(4500 * time.Millisecond)
-			for time.Now().Before(deadline) {
-				generate(t, g, target, 10) // fails with ErrLeaseLost if the lease ran out
-				time.Sleep(5 * time.Millisecond)
-			}
-			if s := g.Stats().Leases[0]; s.Renewals < 3 || s.Lost != 0 {
-				t.Fatalf("after 4 TTLs: %+v, want at least 3 renewals and no loss", s)
-			}
-		})
-	}
-}
-
-// A generator that cannot renew stops issuing before another may take the worker ID.
-func TestLeaseFencedBeforeAnotherMayTakeIt(t *testing.T) {
-	for _, target := range allTargets(t) {
-		t.Run(target.Dialect, func(t *testing.T) {
-			lo := LeaseOptions{Table: leaseTableFor(t, target), TTL: time.Second} // a tenth of it is the fence's margin
-			a := leased(t, oneWorker, lo)
-			generate(t, a, target, 1)
-			for _, slot := range *a.leases.slots.Load() { // the heartbeat stops, as in a partition
-				slot.halt()
-			}
-			var fencedAt atomic.Int64
-			go func() {
-				for {
-					if err := a.Generate(context.Background(), target, []int{3}, make([]int64, 1)); err != nil {
-						if !errors.Is(err, ErrLeaseLost) {
-							t.Errorf("a: %v, want ErrLeaseLost", err)
-						}
-						fencedAt.Store(time.Now().UnixNano())
-						return
-					}
-				}
-			}()
-			b := leased(t, oneWorker, lo)
-			for {
-				err := b.Generate(context.Background(), target, []int{3}, make([]int64, 1))
-				if err == nil {
-					break
-				}
-				if !errors.Is(err, ErrNoWorkerID) {
-					t.Fatal(err)
-				}
-				time.Sleep(2 * time.Millisecond)
-			}
-			takenAt := time.Now().UnixNano()
-			if f := fencedAt.Load(); f == 0 || f > takenAt {
-				t.Fatalf("b took worker 0 before a stopped issuing (fenced %d, taken %d)", f, takenAt)
-			}
-			if w := workerOf(t, b); w != 0 {
-				t.Fatalf("b leased %d, want the expired worker 0", w)
-			}
-		})
-	}
 }
 
 func TestLeaseLostByFakeClockStopsIssuing(t *testing.T) {
@@ -193,80 +89,6 @@ func TestLeaseTakenAwayIsReplaced(t *testing.T) {
 		if w := (Layout{WorkerBits: 1}).Decode(id).Worker; w != 1 {
 			t.Fatalf("ID %d has worker %d after worker 0 was taken away", id, w)
 		}
-	}
-}
-
-// offsetClock is the system clock with its wall time moved by offset: another
-// machine's clock, or this one's after a step. Its monotonic time is real.
-type offsetClock struct{ offset time.Duration }
-
-func (c offsetClock) Now() time.Time                  { return time.Now().Add(c.offset) }
-func (c offsetClock) Since(t time.Time) time.Duration { return time.Since(t.Add(-c.offset)) } // Add moved t's monotonic reading too
-func (c offsetClock) Sleep(d time.Duration)           { time.Sleep(d) }
-
-// A restarted generator whose clock is behind the time its worker ID already
-// used waits up to the tolerance, or fails; it never reuses that time.
-func TestLeaseRestartWithClockBehind(t *testing.T) {
-	for _, target := range allTargets(t) {
-		t.Run(target.Dialect, func(t *testing.T) {
-			t.Parallel()
-			lo := LeaseOptions{Table: leaseTableFor(t, target), TTL: time.Second, ClockTolerance: 2 * time.Second}
-			for _, step := range []time.Duration{5 * time.Millisecond, time.Second, time.Hour} {
-				for _, graceful := range []bool{true, false} {
-					first := leased(t, oneWorker, lo) // one worker ID: the restart must take the same one
-					before := generate(t, first, target, 50)
-					if graceful {
-						if err := first.Close(); err != nil {
-							t.Fatal(err)
-						}
-					} else {
-						crash(first)
-					}
-					var clock Clock
-					if graceful {
-						// A clock that stands still but when waited on, set step behind
-						// the time the released worker ID used: the wait is the step.
-						var highWater int64
-						if err := target.DB.QueryRow("SELECT high_water FROM " + lo.Table + " WHERE worker_id = 0").Scan(&highWater); err != nil {
-							t.Fatal(err)
-						}
-						clock = newFakeClock(DefaultEpoch.Add(time.Duration(highWater+1)*time.Millisecond - step))
-					} else {
-						clock = offsetClock{-step} // real time, to see the crashed lease expire
-					}
-					restarted := leased(t, oneWorker, lo, WithClock(clock))
-					var ids []int64
-					var err error
-					for {
-						ids = make([]int64, 50)
-						err = restarted.Generate(context.Background(), target, make([]int, 50), ids)
-						if !errors.Is(err, ErrNoWorkerID) {
-							break // a crashed holder's lease has expired
-						}
-						time.Sleep(10 * time.Millisecond)
-					}
-					name := fmt.Sprintf("step %s graceful %v", step, graceful)
-					if step > lo.ClockTolerance {
-						if !errors.Is(err, ErrClockBackwards) {
-							t.Fatalf("%s: got %v, want ErrClockBackwards", name, err)
-						}
-						continue
-					}
-					if err != nil {
-						t.Fatalf("%s: %v", name, err)
-					}
-					if ids[0] <= slices.Max(before) {
-						t.Fatalf("%s: the restarted generator made %d, not above %d", name, ids[0], slices.Max(before))
-					}
-					if graceful && restarted.Stats().Waits.ClockBehind != 1 {
-						t.Fatalf("%s: waits %+v, want one wait for the clock", name, restarted.Stats().Waits)
-					}
-					if err := restarted.Close(); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
-		})
 	}
 }
 
@@ -387,6 +209,16 @@ func TestLeaseRenewalWithALostReplyKeepsTheWorker(t *testing.T) {
 	}
 }
 
+// eventually polls cond for up to 10 seconds.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+	}
+}
+
 func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
@@ -424,29 +256,5 @@ func TestLeaseSameOwnerLabelIsNotTheSameHolder(t *testing.T) {
 			}
 			seen[id] = true
 		}
-	}
-}
-
-// The default layout serves 32 processes per physical database at once, and
-// each of them, restarted after a crash while its old lease still runs, gets
-// a worker ID at once.
-func TestLeaseDefaultLayoutServesPodsAndRestarts(t *testing.T) {
-	for _, target := range allTargets(t) {
-		t.Run(target.Dialect, func(t *testing.T) {
-			lo := LeaseOptions{Table: leaseTableFor(t, target), TTL: time.Minute} // no lease expires during the test
-			seen := map[int64]bool{}
-			for round := range 2 { // the pods, then each restarted after a crash
-				for range 32 {
-					g := leased(t, Layout{}, lo)
-					for _, id := range generate(t, g, target, 3) { // fails with ErrNoWorkerID if none is free
-						if seen[id] {
-							t.Fatalf("round %d: ID %d made twice", round, id)
-						}
-						seen[id] = true
-					}
-					crash(g)
-				}
-			}
-		})
 	}
 }

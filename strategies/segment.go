@@ -621,7 +621,7 @@ func (q *segmentSequence) state() SequenceState {
 	if q.next != nil {
 		left += q.next.left()
 	}
-	return SequenceState{Database: q.database, Sequence: q.name, Step: q.step, Left: left, Refills: q.refills}
+	return SequenceState{Database: q.database, Sequence: q.name, Step: q.step, Left: left, Refills: q.refills, Refilling: q.inflight != nil}
 }
 
 // segmentBlock is a reserved run of counter values, handed out lock-free.

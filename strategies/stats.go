@@ -63,6 +63,9 @@ type SequenceState struct {
 	Left int64
 	// Refills counts the blocks reserved.
 	Refills uint64
+	// Refilling reports a reservation under way: one that lasts points at a
+	// database slow to answer or a counter row held locked.
+	Refilling bool
 }
 
 // Reporter is a strategy that reports [Stats]; every strategy of this

@@ -88,9 +88,11 @@ type TicketOptions struct {
 	// Log gets an event when a server goes down and when it is back.
 	// Default: slog.Default().
 	Log *slog.Logger
-
-	// table names the counter; tests set it to run beside other tests.
-	table string
+	// Table is the counter on each server: a table on MySQL/MariaDB, a
+	// sequence on PostgreSQL; a plain SQL identifier. Default
+	// [DefaultTicketTable]. Generators of other layouts or steps on the same
+	// servers need counters of their own.
+	Table string
 }
 
 // Defaults of [TicketOptions].
@@ -121,8 +123,8 @@ func (o TicketOptions) normalized() (TicketOptions, error) {
 	if o.Timeout == 0 {
 		o.Timeout = DefaultTicketTimeout
 	}
-	if o.table == "" {
-		o.table = DefaultTicketTable
+	if o.Table == "" {
+		o.Table = DefaultTicketTable
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
@@ -136,6 +138,8 @@ func (o TicketOptions) normalized() (TicketOptions, error) {
 		return o, fmt.Errorf("strategies: ticket: Backoff %s and MaxBackoff %s must satisfy 0 < Backoff <= MaxBackoff", o.Backoff, o.MaxBackoff)
 	case o.Timeout < 0:
 		return o, fmt.Errorf("strategies: ticket: Timeout %s must be positive", o.Timeout)
+	case !plainIdentifier.MatchString(o.Table):
+		return o, fmt.Errorf("strategies: ticket: Table %q is not a plain SQL identifier", o.Table)
 	}
 	return o, nil
 }
@@ -169,7 +173,8 @@ func NewTicket(layout Layout, servers []TicketServer, opts TicketOptions) (*Tick
 }
 
 // PrepareTicketServers creates the ticket counter on each server, the table
-// or sequence [DefaultTicketTable], and checks that a counter already there
+// or sequence [DefaultTicketTable] ([Ticket.PrepareServers] for another
+// [TicketOptions.Table]), and checks that a counter already there
 // was made for the server's Offset and this step (0 means the default). It is
 // idempotent and safe to run from several processes at once; run it from
 // migrations, before the first [Ticket.Generate].
@@ -186,7 +191,7 @@ func prepareTicketServers(ctx context.Context, opts TicketOptions, servers []Tic
 		return err
 	}
 	for _, s := range servers {
-		sqls, err := ticketSQLFor(s.Dialect, opts.table, opts.Step, s.Offset)
+		sqls, err := ticketSQLFor(s.Dialect, opts.Table, opts.Step, s.Offset)
 		if err != nil {
 			return err
 		}
@@ -492,7 +497,7 @@ type ticketServer struct {
 }
 
 func newTicketServer(s TicketServer, opts TicketOptions) (*ticketServer, error) {
-	sqls, err := ticketSQLFor(s.Dialect, opts.table, opts.Step, s.Offset)
+	sqls, err := ticketSQLFor(s.Dialect, opts.Table, opts.Step, s.Offset)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,6 @@
 package strategies
 
 import (
-	"context"
 	"fmt"
 	"math"
 	mrand "math/rand/v2"
@@ -49,50 +48,5 @@ func BenchmarkTicketRingShare(b *testing.B) {
 				b.Logf("%d servers, %s, %d requests: %s", n, method, requests, strings.Join(shares, " "))
 			})
 		}
-	}
-}
-
-// BenchmarkTicketThroughput takes one ID per op from 1, 2 and 3 MariaDB
-// ticket servers, from 4 goroutines per CPU.
-func BenchmarkTicketThroughput(b *testing.B) {
-	benchmarkTicketThroughput(b, mysqlTicketDB(b))
-}
-
-// BenchmarkTicketThroughputPostgres is the same on PostgreSQL sequences.
-func BenchmarkTicketThroughputPostgres(b *testing.B) {
-	benchmarkTicketThroughput(b, postgresTicketDB(b))
-}
-
-func benchmarkTicketThroughput(b *testing.B, d ticketDB) {
-	for _, n := range []int{1, 2, 3} {
-		b.Run(fmt.Sprintf("servers=%d", n), func(b *testing.B) {
-			table := ticketTable(b)
-			var servers []TicketServer
-			for i := range n {
-				servers = append(servers, d.server(b, table, fmt.Sprintf("ticket-%d", i+1), i, i+1, nil))
-				// The default 2 idle connections would make PostgreSQL fork a backend for most requests.
-				servers[i].DB.SetMaxIdleConns(8)
-			}
-			g := newTestTicket(b, servers, TicketOptions{table: table})
-			shardCount := Layout{}.ShardCount()
-			b.SetParallelism(4)
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				rng := mrand.New(mrand.NewPCG(mrand.Uint64(), 0))
-				ids := make([]int64, 1)
-				for pb.Next() {
-					if err := g.Generate(context.Background(), Target{}, []int{rng.IntN(shardCount)}, ids); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
-			b.StopTimer()
-			var shares []string
-			for _, s := range g.Stats().Servers {
-				shares = append(shares, fmt.Sprintf("%s %d (%d failed)", s.Name, s.Issued, s.Failures))
-			}
-			b.Logf("%d ops: %s", b.N, strings.Join(shares, ", "))
-		})
 	}
 }

@@ -3,12 +3,11 @@ package strategies
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
+	"github.com/shardid/shardid/internal/sqlerr"
 )
 
 // DefaultTicketTable is the table (MySQL/MariaDB) or sequence (PostgreSQL)
@@ -126,8 +125,8 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // isMySQLContention reports a deadlock (1213) or lock wait timeout (1205).
 func isMySQLContention(err error) bool {
-	var me *mysql.MySQLError
-	return errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205)
+	number, _, ok := sqlerr.MySQL(err)
+	return ok && (number == 1213 || number == 1205)
 }
 
 // postgresTickets keeps the counter in a sequence that steps by step from

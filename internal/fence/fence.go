@@ -8,8 +8,7 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/shardid/shardid/internal/sqlerr"
 )
 
 var (
@@ -173,9 +172,9 @@ const installLockWait = "1"
 
 // lockTimedOut reports a lock wait that ran out: MySQL's 1205, PostgreSQL's 55P03.
 func lockTimedOut(err error) bool {
-	var myErr *mysql.MySQLError
-	var pgErr *pgconn.PgError
-	return errors.As(err, &myErr) && myErr.Number == 1205 || errors.As(err, &pgErr) && pgErr.Code == "55P03"
+	number, _, isMySQL := sqlerr.MySQL(err)
+	code, _, isPostgres := sqlerr.Postgres(err)
+	return isMySQL && number == 1205 || isPostgres && code == "55P03"
 }
 
 // Uninstall drops t's triggers; those missing already are no error.

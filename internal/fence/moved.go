@@ -1,13 +1,11 @@
 package fence
 
 import (
-	"errors"
 	"regexp"
 	"strconv"
 	"strings"
 
-	"github.com/go-sql-driver/mysql"
-	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/shardid/shardid/internal/sqlerr"
 )
 
 // moved matches the triggers' refusal; SQLite's literal message has no shard.
@@ -21,13 +19,10 @@ func MovedShard(err error) (shard int, target string, ok bool) {
 		return 0, "", false
 	}
 	text := err.Error()
-	var myErr *mysql.MySQLError
-	var pgErr *pgconn.PgError
-	switch {
-	case errors.As(err, &myErr):
-		text = myErr.Message
-	case errors.As(err, &pgErr):
-		text = pgErr.Message
+	if _, message, ok := sqlerr.MySQL(err); ok {
+		text = message
+	} else if _, message, ok := sqlerr.Postgres(err); ok {
+		text = message
 	}
 	m := moved.FindStringSubmatch(text)
 	if m == nil {
@@ -48,7 +43,6 @@ func MovedShard(err error) (shard int, target string, ok bool) {
 // had not locked the fence's tables, which the new trigger reads. It wrote
 // nothing; run again, it sees the trigger and its tables.
 func RacedInstall(err error) bool {
-	var myErr *mysql.MySQLError
-	return errors.As(err, &myErr) && myErr.Number == 1146 &&
-		(strings.Contains(myErr.Message, fenceTable) || strings.Contains(myErr.Message, changesTable))
+	number, message, ok := sqlerr.MySQL(err)
+	return ok && number == 1146 && (strings.Contains(message, fenceTable) || strings.Contains(message, changesTable))
 }

@@ -1,4 +1,4 @@
-package strategies
+package strategies_test
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	. "github.com/shardid/shardid/strategies"
 )
 
 // BenchmarkSegmentNext measures the latency of one ID while small blocks make

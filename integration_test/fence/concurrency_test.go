@@ -1,4 +1,4 @@
-package fence
+package fence_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package strategies
+package strategies_test
 
 import (
 	"io"

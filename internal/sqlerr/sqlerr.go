@@ -1,0 +1,83 @@
+package sqlerr
+
+import (
+	"errors"
+	"reflect"
+)
+
+// The package and type name of go-sql-driver/mysql's server error; both are
+// part of the driver's v1 API.
+const (
+	mysqlPackage   = "github.com/go-sql-driver/mysql"
+	mysqlErrorType = "MySQLError"
+)
+
+// MySQL returns the error number and message of the first MySQL or MariaDB
+// server error in err's tree.
+func MySQL(err error) (number int, message string, ok bool) {
+	found := first(err, isMySQLError)
+	if found == nil {
+		return 0, "", false
+	}
+	fields := reflect.ValueOf(found).Elem()
+	n, m := fields.FieldByName("Number"), fields.FieldByName("Message")
+	if !n.IsValid() || !n.CanUint() || !m.IsValid() || m.Kind() != reflect.String {
+		return 0, "", false // not the shape of the driver's v1 type
+	}
+	return int(n.Uint()), m.String(), true
+}
+
+// Postgres returns the SQLSTATE and message of the first PostgreSQL server
+// error in err's tree; the message is the error's Message field, or its text
+// for a type without one.
+func Postgres(err error) (code, message string, ok bool) {
+	var withState interface {
+		error
+		SQLState() string
+	}
+	if !errors.As(err, &withState) {
+		return "", "", false
+	}
+	v := reflect.ValueOf(withState)
+	if v.Kind() == reflect.Pointer && v.IsNil() {
+		return "", "", false // its methods could not run
+	}
+	message = withState.Error()
+	if v.Kind() == reflect.Pointer && v.Elem().Kind() == reflect.Struct {
+		if m := v.Elem().FieldByName("Message"); m.IsValid() && m.Kind() == reflect.String {
+			message = m.String()
+		}
+	}
+	return withState.SQLState(), message, true
+}
+
+func isMySQLError(err error) bool {
+	v := reflect.ValueOf(err)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return false
+	}
+	t := v.Type().Elem()
+	return t.Kind() == reflect.Struct && t.PkgPath() == mysqlPackage && t.Name() == mysqlErrorType
+}
+
+// first returns the first error of err's tree that match accepts, in the
+// order errors.As searches it.
+func first(err error, match func(error) bool) error {
+	if err == nil {
+		return nil
+	}
+	if match(err) {
+		return err
+	}
+	switch wrapper := err.(type) {
+	case interface{ Unwrap() error }:
+		return first(wrapper.Unwrap(), match)
+	case interface{ Unwrap() []error }:
+		for _, inner := range wrapper.Unwrap() {
+			if found := first(inner, match); found != nil {
+				return found
+			}
+		}
+	}
+	return nil
+}
