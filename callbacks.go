@@ -16,11 +16,6 @@ import (
 	"github.com/shardid/shardid/strategies"
 )
 
-// otelBefore begins the names of gorm.io/plugin/opentelemetry's callbacks
-// that open a statement's span: the plugin routes after them, whichever
-// plugin is registered first, so that the span covers the statement's parts.
-const otelBefore = "otel:before:"
-
 // registerCallbacks adds the plugin's hooks. IDs are assigned, and every
 // statement on a sharded model is routed, before gorm:begin_transaction (or
 // before the query runs): the model's BeforeCreate sees the ID, and GORM's
@@ -33,29 +28,29 @@ func (p *Plugin) registerCallbacks(db *gorm.DB) error {
 		fn       func(*gorm.DB)
 	}
 	list := []hook{
-		{cb.Create().Before("gorm:begin_transaction").After(otelBefore + "create").Register, "shardid:assign_ids", p.assignIDs},
+		{cb.Create().Before("gorm:begin_transaction").Register, "shardid:assign_ids", p.assignIDs},
 		{cb.Create().After("gorm:begin_transaction").Before("gorm:before_create").Register, "shardid:remember_tx", p.rememberTransaction},
 		{cb.Create().After("gorm:save_before_associations").Before("gorm:create").Register, "shardid:check_keys", p.checkCreate},
 		{cb.Create().After("gorm:create").Before("gorm:save_after_associations").Register, "shardid:moved", p.retryMoved(kindCreate, "gorm:create")},
 		{cb.Create().After("gorm:commit_or_rollback_transaction").Register, "shardid:finish", p.finish(kindCreate)},
-		{cb.Update().Before("gorm:begin_transaction").After(otelBefore + "update").Register, "shardid:route", p.route(kindUpdate)},
+		{cb.Update().Before("gorm:begin_transaction").Register, "shardid:route", p.route(kindUpdate)},
 		{cb.Update().After("shardid:route").Before("gorm:begin_transaction").Register, "shardid:subqueries", p.routeSubqueries},
 		{cb.Update().After("gorm:begin_transaction").Before("gorm:setup_reflect_value").Register, "shardid:remember_tx", p.rememberTransaction},
 		{cb.Update().After("gorm:save_before_associations").Before("gorm:update").Register, "shardid:check_keys", p.checkUpdate},
 		{cb.Update().After("gorm:update").Before("gorm:save_after_associations").Register, "shardid:moved", p.retryMoved(kindUpdate, "gorm:update")},
 		{cb.Update().After("gorm:commit_or_rollback_transaction").Register, "shardid:finish", p.finish(kindUpdate)},
-		{cb.Delete().Before("gorm:begin_transaction").After(otelBefore + "delete").Register, "shardid:route", p.route(kindDelete)},
+		{cb.Delete().Before("gorm:begin_transaction").Register, "shardid:route", p.route(kindDelete)},
 		{cb.Delete().After("shardid:route").Before("gorm:begin_transaction").Register, "shardid:subqueries", p.routeSubqueries},
 		{cb.Delete().After("gorm:begin_transaction").Before("gorm:before_delete").Register, "shardid:remember_tx", p.rememberTransaction},
 		{cb.Delete().After("gorm:delete").Before("gorm:after_delete").Register, "shardid:moved", p.retryMoved(kindDelete, "gorm:delete")},
 		{cb.Delete().After("gorm:commit_or_rollback_transaction").Register, "shardid:finish", p.finish(kindDelete)},
-		{cb.Query().Before("gorm:query").After(otelBefore + "select").Register, "shardid:route", p.route(kindQuery)},
+		{cb.Query().Before("gorm:query").Register, "shardid:route", p.route(kindQuery)},
 		{cb.Query().After("shardid:route").Before("gorm:query").Register, "shardid:subqueries", p.routeSubqueries},
 		{cb.Query().After("gorm:after_query").Register, "shardid:finish", p.finish(kindQuery)},
-		{cb.Row().Before("gorm:row").After(otelBefore + "row").Register, "shardid:route", p.route(kindRow)},
+		{cb.Row().Before("gorm:row").Register, "shardid:route", p.route(kindRow)},
 		{cb.Row().After("shardid:route").Before("gorm:row").Register, "shardid:subqueries", p.routeSubqueries},
 		{cb.Row().After("gorm:row").Register, "shardid:finish", p.finish(kindRow)},
-		{cb.Raw().Before("gorm:raw").After(otelBefore + "raw").Register, "shardid:route", p.route(kindRaw)},
+		{cb.Raw().Before("gorm:raw").Register, "shardid:route", p.route(kindRaw)},
 		{cb.Raw().After("gorm:raw").Register, "shardid:finish", p.finish(kindRaw)},
 	}
 	for _, h := range list {

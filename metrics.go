@@ -141,6 +141,9 @@ func (p *Plugin) stopClock(db *gorm.DB, kind statementKind) {
 			stmt.Context = c.Context
 		}
 		physical = c.physical
+		if p.tracer.Load() != nil {
+			stmt.Settings.Store(routeKey{stmt}, c)
+		}
 	}
 	p.logLine(db, physical)
 	if m := p.metrics.Load(); m != nil && c != nil && physical >= 0 && !db.DryRun {

@@ -59,15 +59,24 @@ func (p *Plugin) fannedOut(stmt *gorm.Statement, physicals []int) {
 	}
 }
 
-// RouteOf returns where the statement db runs, from the plugin's routing
-// callback to its last: for tracers, which TraceParts makes it follow.
+// routeKey is the Statement.Settings key of a traced statement's clock once
+// the statement ran, for the callbacks of other plugins that run after the
+// plugin's last.
+type routeKey struct{ stmt *gorm.Statement }
+
+// RouteOf returns where the statement db runs or ran, from the plugin's
+// routing callback on: for tracers, which TraceParts makes it follow.
 // It reports false for a statement the plugin did not send to a physical
 // database (an unsharded model's, raw SQL without a shard clause).
 func (p *Plugin) RouteOf(db *gorm.DB) (Route, bool) {
 	stmt := db.Statement
 	c := clockOf(stmt)
 	if c == nil {
-		return Route{}, false
+		v, ok := stmt.Settings.Load(routeKey{stmt})
+		if !ok {
+			return Route{}, false
+		}
+		c = v.(*statementClock)
 	}
 	var r Route
 	switch {

@@ -5,8 +5,8 @@
 // span of its own. It is a module of its own, so that the library does not
 // depend on OpenTelemetry.
 //
-//	db.Use(tracing.NewPlugin())        // gorm.io/plugin/opentelemetry, first
-//	db.Use(ids)                        // shardid
+//	db.Use(tracing.NewPlugin())  // gorm.io/plugin/opentelemetry, first: its span then covers the parts of a query
+//	db.Use(ids)                  // shardid
 //	db.Use(shardidotel.New(ids))
 package shardidotel
 
@@ -69,16 +69,15 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 		register func(name string, fn func(*gorm.DB)) error
 		name     string
 	}
-	// Once shardid has routed the statement (and run the parts of one over
-	// several databases), in the span gorm.io/plugin/opentelemetry opened
-	// before shardid's routing.
+	// Before gorm.io/plugin/opentelemetry ends the statement's span (with
+	// only a Before: GORM refuses orders it cannot satisfy both ways round).
 	for _, h := range []hook{
-		{cb.Create().After("shardid:assign_ids").Before("gorm:begin_transaction").Register, "create"},
-		{cb.Query().After("shardid:subqueries").Before("gorm:query").Register, "query"},
-		{cb.Update().After("shardid:subqueries").Before("gorm:begin_transaction").Register, "update"},
-		{cb.Delete().After("shardid:subqueries").Before("gorm:begin_transaction").Register, "delete"},
-		{cb.Row().After("shardid:subqueries").Before("gorm:row").Register, "row"},
-		{cb.Raw().After("shardid:route").Before("gorm:raw").Register, "raw"},
+		{cb.Create().Before("otel:after:create").Register, "create"},
+		{cb.Query().Before("otel:after:select").Register, "query"},
+		{cb.Update().Before("otel:after:update").Register, "update"},
+		{cb.Delete().Before("otel:after:delete").Register, "delete"},
+		{cb.Row().Before("otel:after:row").Register, "row"},
+		{cb.Raw().Before("otel:after:raw").Register, "raw"},
 	} {
 		if err := h.register("shardidotel:"+h.name, p.annotate); err != nil {
 			return fmt.Errorf("shardidotel: registering %s: %w", h.name, err)
