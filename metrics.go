@@ -93,7 +93,7 @@ func (p *Plugin) startClock(stmt *gorm.Statement, kind statementKind) {
 	if !p.noting() || stmt.Context == nil {
 		return
 	}
-	if c := clockOf(stmt); c != nil {
+	if c, ok := stmt.Context.(*statementClock); ok && c.stmt == stmt {
 		return // the same statement, run again by the plugin
 	}
 	stmt.Context = &statementClock{Context: stmt.Context, stmt: stmt, start: time.Now(), physical: -1, kind: kind}
