@@ -44,22 +44,8 @@ func BenchmarkStatementCounting(b *testing.B) {
 			b.ReportMetric(countedNs, "counted-ns/op")
 			b.ReportMetric(countedNs/withoutNs, "counted/uncounted")
 		})
-		b.Run(pair.name+"/uncounted", func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if err := pair.without(); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		b.Run(pair.name+"/counted", func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if err := pair.counted(); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+		b.Run(pair.name+"/uncounted", allocations(pair.without))
+		b.Run(pair.name+"/counted", allocations(pair.counted))
 	}
 	if n := counting.StatementStats(); len(n) == 0 || n[0].Count+n[1*len(StatementKinds)].Count == 0 {
 		b.Fatal("the counting plugin counted nothing")
