@@ -53,6 +53,22 @@ func (p *Plugin) registerCallbacks(db *gorm.DB) error {
 		{cb.Raw().Before("gorm:raw").Register, "shardid:route", p.route(kindRaw)},
 		{cb.Raw().After("gorm:raw").Register, "shardid:finish", p.finish(kindRaw)},
 	}
+	// The clock of a statement starts before, and stops after, every other
+	// callback: other plugins wrap the statement's context inside it, and
+	// unwrap theirs before it stops (logs.go, metrics.go).
+	list = append(list,
+		hook{cb.Create().Before("*").Register, "shardid:start_clock", p.startClock(kindCreate)},
+		hook{cb.Create().After("*").Register, "shardid:stop_clock", p.stopClock(kindCreate)},
+		hook{cb.Query().Before("*").Register, "shardid:start_clock", p.startClock(kindQuery)},
+		hook{cb.Query().After("*").Register, "shardid:stop_clock", p.stopClock(kindQuery)},
+		hook{cb.Update().Before("*").Register, "shardid:start_clock", p.startClock(kindUpdate)},
+		hook{cb.Update().After("*").Register, "shardid:stop_clock", p.stopClock(kindUpdate)},
+		hook{cb.Delete().Before("*").Register, "shardid:start_clock", p.startClock(kindDelete)},
+		hook{cb.Delete().After("*").Register, "shardid:stop_clock", p.stopClock(kindDelete)},
+		hook{cb.Row().Before("*").Register, "shardid:start_clock", p.startClock(kindRow)},
+		hook{cb.Row().After("*").Register, "shardid:stop_clock", p.stopClock(kindRow)},
+		hook{cb.Raw().Before("*").Register, "shardid:start_clock", p.startClock(kindRaw)},
+		hook{cb.Raw().After("*").Register, "shardid:stop_clock", p.stopClock(kindRaw)})
 	for _, h := range list {
 		if err := h.register(h.name, h.fn); err != nil {
 			return fmt.Errorf("shardid: registering %s: %w", h.name, err)
@@ -66,7 +82,6 @@ func (p *Plugin) registerCallbacks(db *gorm.DB) error {
 func (p *Plugin) assignIDs(db *gorm.DB) {
 	stmt := db.Statement
 	ownSettings(stmt)
-	p.startClock(stmt, kindCreate)
 	if db.Error != nil {
 		return
 	}
@@ -165,8 +180,7 @@ func (p *Plugin) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 	if db.AddError(p.checkAllRows(stmt, m, rows)) != nil {
 		return
 	}
-	p.countFanOut(kindCreate)
-	p.fannedOut(stmt, order)
+	p.fannedOut(db, kindCreate, order)
 	p.runParts(db, order, func(k int) *gorm.DB {
 		subset := reflect.MakeSlice(reflect.SliceOf(reflect.PointerTo(m.schema.ModelType)), 0, len(groups[k]))
 		for _, row := range groups[k] {

@@ -44,8 +44,6 @@ func (p *Plugin) fanOut(db *gorm.DB, kind statementKind, m *model, physicals []i
 		db.AddError(fmt.Errorf("%w: %s: the statement needs %v, and its subquery runs on one database", ErrCrossShard, m.schema.Name, names()))
 		return
 	}
-	p.countFanOut(kind)
-	p.fannedOut(stmt, physicals)
 	switch kind {
 	case kindQuery:
 		p.fanOutQuery(db, m, physicals)
@@ -188,8 +186,10 @@ func (p *Plugin) fanOutWrite(db *gorm.DB, kind statementKind, m *model, physical
 			first.Settings.Store(plannedSetKey{first}, planned)
 		}
 	}
+	p.fannedOut(db, kind, run)
 	p.runParts(db, run, func(k int) *gorm.DB {
 		part := parts[k]
+		part.Statement.Context = db.Statement.Context // made before runParts gave the part its span
 		if planned != nil && k != run[0] {
 			if !planned.made || len(planned.set) == 0 {
 				return nil // the first part stopped before its write, or had nothing to write
@@ -411,6 +411,11 @@ func (p *Plugin) fanOutQuery(db *gorm.DB, m *model, physicals []int) {
 		db.Error = err
 		return
 	}
+	on := make([]int, len(runs))
+	for i, r := range runs {
+		on[i] = r.k
+	}
+	p.fannedOut(db, kindQuery, on)
 	p.runQueryParts(db, runs)
 	var errs []error
 	parts := make([]reflect.Value, len(runs))

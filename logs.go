@@ -21,24 +21,16 @@ import (
 // over several databases.
 type fanLogKey struct{ stmt *gorm.Statement }
 
-// fanLog is the lines of a statement's parts, some written at once: query
-// parts' SQL with its values, explained only if the line is printed; the
-// lines of parts run as GORM statements, explained already.
+// fanLog is the SQL and values of a statement's parts, some written at
+// once, explained only if the statement's line is printed.
 type fanLog struct {
 	mu      sync.Mutex
 	queries []loggedQuery
-	lines   []string
 }
 
 type loggedQuery struct {
 	name, sql string
 	vars      []any
-}
-
-func (l *fanLog) add(name, sql string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, "["+name+"] "+sql)
 }
 
 func (l *fanLog) addQuery(name, sql string, vars []any) {
@@ -50,7 +42,7 @@ func (l *fanLog) addQuery(name, sql string, vars []any) {
 // numbered is a PostgreSQL placeholder, renumbered when parts are joined.
 var numbered = regexp.MustCompile(`\$(\d+)`)
 
-// write puts the parts' lines in stmt as its SQL and values: the queries'
+// write puts the parts' lines in stmt as its SQL and values: their
 // placeholders stay, numbered on where the dialect numbers them.
 func (l *fanLog) write(stmt *gorm.Statement) {
 	l.mu.Lock()
@@ -69,14 +61,11 @@ func (l *fanLog) write(stmt *gorm.Statement) {
 				return "$" + strconv.Itoa(n+offset)
 			})
 		}
-		stmt.SQL.WriteString("[" + q.name + "] " + sql)
+		stmt.SQL.WriteString("[")
+		stmt.SQL.WriteString(q.name)
+		stmt.SQL.WriteString("] ")
+		stmt.SQL.WriteString(sql)
 		stmt.Vars = append(stmt.Vars, q.vars...)
-	}
-	for _, line := range l.lines {
-		if stmt.SQL.Len() > 0 {
-			stmt.SQL.WriteString("; ")
-		}
-		stmt.SQL.WriteString(line)
 	}
 }
 
@@ -86,8 +75,9 @@ func fanLogOf(stmt *gorm.Statement) *fanLog {
 	return v.(*fanLog)
 }
 
-// partLogger is the logger of a part: its statement's line goes to the log
-// of the statement it is a part of; the rest to the application's logger.
+// partLogger is the logger of a part: the plugin's last callback keeps the
+// SQL of its statements for the line of the statement it is a part of, and
+// GORM's line of each is dropped; the rest goes to the application's logger.
 type partLogger struct {
 	logger.Interface
 	log  *fanLog
@@ -99,10 +89,7 @@ func (l partLogger) LogMode(level logger.LogLevel) logger.Interface {
 	return l
 }
 
-func (l partLogger) Trace(_ context.Context, _ time.Time, fc func() (string, int64), _ error) {
-	sql, _ := fc()
-	l.log.add(l.name, sql)
-}
+func (l partLogger) Trace(context.Context, time.Time, func() (string, int64), error) {}
 
 // ParamsFilter keeps the application logger's filter of the values it logs.
 func (l partLogger) ParamsFilter(ctx context.Context, sql string, params ...any) (string, []any) {
@@ -134,14 +121,19 @@ func (p *Plugin) logLine(db *gorm.DB, physical int) {
 		v.(*fanLog).write(stmt)
 		return
 	}
-	if _, part := db.Logger.(partLogger); part {
-		return // the part's line is named where it is kept
+	if pl, part := db.Logger.(partLogger); part {
+		if stmt.SQL.Len() > 0 {
+			pl.log.addQuery(pl.name, stmt.SQL.String(), stmt.Vars)
+		}
+		return
 	}
 	if p.config.LogPhysical && physical >= 0 && stmt.SQL.Len() > 0 {
-		sql := stmt.SQL.String()
+		sql, name := stmt.SQL.String(), p.physical[physical].name
 		stmt.SQL.Reset()
-		stmt.SQL.Grow(len(sql) + len(p.physical[physical].name) + 3)
-		stmt.SQL.WriteString("[" + p.physical[physical].name + "] ")
+		stmt.SQL.Grow(len(sql) + len(name) + 3)
+		stmt.SQL.WriteString("[")
+		stmt.SQL.WriteString(name)
+		stmt.SQL.WriteString("] ")
 		stmt.SQL.WriteString(sql)
 	}
 }

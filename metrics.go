@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -13,13 +14,19 @@ import (
 // Statement metrics: what exporters (the shardidprom module) read. Counting
 // starts with CountStatements; until then a statement pays one atomic load.
 
-// StatementBounds are the upper bounds, in seconds, of the buckets of
-// StatementStats.Buckets.
-var StatementBounds = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+var (
+	statementBounds = [...]float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+	statementKinds  = [...]string{kindCreate: "create", kindQuery: "query", kindUpdate: "update", kindDelete: "delete", kindRow: "row", kindRaw: "raw"}
+)
 
-// StatementKinds are the kinds of statement, as GORM's processors run them:
-// Create, Find/First/..., Update(s), Delete, Row/Rows/Scan, Exec/Raw.
-var StatementKinds = []string{kindCreate: "create", kindQuery: "query", kindUpdate: "update", kindDelete: "delete", kindRow: "row", kindRaw: "raw"}
+// StatementBounds returns the upper bounds, in seconds, of the buckets of
+// StatementStats.Buckets.
+func StatementBounds() []float64 { return slices.Clone(statementBounds[:]) }
+
+// StatementKinds returns the kinds of statement, as GORM's processors run
+// them: Create; Find, First and the like (Raw(...).Find too); Update(s);
+// Delete; Row, Rows and Scan (Raw(...).Scan too); Exec.
+func StatementKinds() []string { return slices.Clone(statementKinds[:]) }
 
 // StatementStats counts the statements of one kind that ran on one physical
 // database: a fan-out's parts and a split create's inserts each count on
@@ -35,16 +42,16 @@ type StatementStats struct {
 
 // statementCounter is one physical database's statements of one kind.
 type statementCounter struct {
-	buckets [15]atomic.Uint64 // len(StatementBounds)+1
+	buckets [len(statementBounds) + 1]atomic.Uint64
 	nanos   atomic.Uint64
 	errors  atomic.Uint64
 }
 
 // statementMetrics are the counters of a plugin that counts.
 type statementMetrics struct {
-	physical [][6]statementCounter // by physical database, by kind
-	fanOuts  [6]atomic.Uint64      // statements sent to more than one database, by kind
-	bounds   [14]time.Duration
+	physical [][len(statementKinds)]statementCounter // by physical database, by kind
+	fanOuts  [len(statementKinds)]atomic.Uint64      // statements sent to more than one database, by kind
+	bounds   [len(statementBounds)]time.Duration
 }
 
 // statementClock is the context of a statement being counted: when it
@@ -56,6 +63,7 @@ type statementClock struct {
 	physical int
 	fanOut   []int // the databases of its parts, if it has any
 	kind     statementKind
+	stopped  bool
 }
 
 type clockKey struct{}
@@ -69,14 +77,15 @@ func (c *statementClock) Value(key any) any {
 
 // CountStatements makes the plugin count the statements it routes, by
 // physical database and kind, with their durations, for StatementStats,
-// FanOutStats; exporters call it. It costs each statement one allocation and
-// two atomic adds. Call it after db.Use.
+// FanOutStats; exporters call it, before or after db.Use. It costs each
+// statement one allocation and two atomic adds.
 func (p *Plugin) CountStatements() {
+	p.countWanted.Store(true)
 	if p.metrics.Load() != nil || p.db == nil {
-		return
+		return // Initialize starts the counting
 	}
-	m := &statementMetrics{physical: make([][6]statementCounter, len(p.physical))}
-	for i, b := range StatementBounds {
+	m := &statementMetrics{physical: make([][len(statementKinds)]statementCounter, len(p.physical))}
+	for i, b := range statementBounds {
 		m.bounds[i] = time.Duration(b * float64(time.Second))
 	}
 	p.metrics.CompareAndSwap(nil, m)
@@ -88,15 +97,16 @@ func (p *Plugin) noting() bool {
 	return p.config.LogPhysical || p.metrics.Load() != nil || p.tracer.Load() != nil
 }
 
-// startClock runs first on each statement: it notes when the statement began.
-func (p *Plugin) startClock(stmt *gorm.Statement, kind statementKind) {
-	if !p.noting() || stmt.Context == nil {
-		return
+// startClock is the first callback of every statement: it notes when the
+// statement began.
+func (p *Plugin) startClock(kind statementKind) func(*gorm.DB) {
+	return func(db *gorm.DB) {
+		stmt := db.Statement
+		if !p.noting() || stmt.Context == nil {
+			return
+		}
+		stmt.Context = &statementClock{Context: stmt.Context, stmt: stmt, start: time.Now(), physical: -1, kind: kind}
 	}
-	if c, ok := stmt.Context.(*statementClock); ok && c.stmt == stmt {
-		return // the same statement, run again by the plugin
-	}
-	stmt.Context = &statementClock{Context: stmt.Context, stmt: stmt, start: time.Now(), physical: -1, kind: kind}
 }
 
 // clockOf returns the clock of a statement being counted; a statement made
@@ -106,7 +116,7 @@ func clockOf(stmt *gorm.Statement) *statementClock {
 	if !ok && stmt.Context != nil {
 		c, _ = stmt.Context.Value(clockKey{}).(*statementClock)
 	}
-	if c == nil || c.stmt != stmt {
+	if c == nil || c.stmt != stmt || c.stopped {
 		return nil
 	}
 	return c
@@ -129,25 +139,29 @@ func (p *Plugin) countFanOut(kind statementKind) {
 	}
 }
 
-// stopClock runs last on each statement: it gives the statement back the
-// context it came with, makes the line GORM logs for it, and counts it on
-// its physical database, if it was bound to one.
-func (p *Plugin) stopClock(db *gorm.DB, kind statementKind) {
-	stmt := db.Statement
-	physical := -1
-	c := clockOf(stmt)
-	if c != nil {
-		if stmt.Context == c {
-			stmt.Context = c.Context
+// stopClock is the last callback of every statement: it makes the line GORM
+// logs for it, counts it on its physical database, if it was bound to one,
+// and gives the statement back the context it came with. A clock that a
+// plugin's context still wraps is left there stopped, for nothing to find.
+func (p *Plugin) stopClock(kind statementKind) func(*gorm.DB) {
+	return func(db *gorm.DB) {
+		stmt := db.Statement
+		physical := -1
+		c := clockOf(stmt)
+		if c != nil {
+			c.stopped = true
+			if stmt.Context == c {
+				stmt.Context = c.Context
+			}
+			physical = c.physical
+			if p.tracer.Load() != nil {
+				stmt.Settings.Store(routeKey{stmt}, c)
+			}
 		}
-		physical = c.physical
-		if p.tracer.Load() != nil {
-			stmt.Settings.Store(routeKey{stmt}, c)
+		p.logLine(db, physical)
+		if m := p.metrics.Load(); m != nil && c != nil && physical >= 0 && !db.DryRun {
+			m.count(physical, kind, c.start, db.Error)
 		}
-	}
-	p.logLine(db, physical)
-	if m := p.metrics.Load(); m != nil && c != nil && physical >= 0 && !db.DryRun {
-		m.count(physical, kind, c.start, db.Error)
 	}
 }
 
@@ -186,7 +200,7 @@ func (p *Plugin) StatementStats() []StatementStats {
 	}
 	var stats []StatementStats
 	for k := range m.physical {
-		for kind, name := range StatementKinds {
+		for kind, name := range statementKinds {
 			c := &m.physical[k][kind]
 			s := StatementStats{Physical: p.physical[k].name, Kind: name, Buckets: make([]uint64, len(c.buckets)), Errors: c.errors.Load()}
 			for i := range c.buckets {
@@ -208,7 +222,7 @@ func (p *Plugin) FanOutStats() map[string]uint64 {
 		return nil
 	}
 	stats := map[string]uint64{}
-	for kind, name := range StatementKinds {
+	for kind, name := range statementKinds {
 		stats[name] = m.fanOuts[kind].Load()
 	}
 	return stats

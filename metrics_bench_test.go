@@ -47,7 +47,7 @@ func BenchmarkStatementCounting(b *testing.B) {
 		b.Run(pair.name+"/uncounted", allocations(pair.without))
 		b.Run(pair.name+"/counted", allocations(pair.counted))
 	}
-	if n := counting.StatementStats(); len(n) == 0 || n[0].Count+n[1*len(StatementKinds)].Count == 0 {
+	if n := counting.StatementStats(); len(n) == 0 || n[0].Count+n[1*len(StatementKinds())].Count == 0 {
 		b.Fatal("the counting plugin counted nothing")
 	}
 }

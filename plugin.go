@@ -134,14 +134,15 @@ type Plugin struct {
 
 	unshardedTables sync.Map // lower-case table name → model name, for raw SQL on a shard
 
-	maps       *mapStore // the shared map; nil without Config.Shards
-	copies     atomic.Pointer[frozenCopies]
-	mapVersion atomic.Int64 // the version of it routed by
-	movedStats movedCounters
-	metrics    atomic.Pointer[statementMetrics] // nil until CountStatements
-	liveMoves  sync.Map                         // *mover → *liveMove, the moves this process runs
-	tracer     atomic.Pointer[PartTracer]       // nil until TraceParts
-	closed     atomic.Bool                      // set by Close
+	maps        *mapStore // the shared map; nil without Config.Shards
+	copies      atomic.Pointer[frozenCopies]
+	mapVersion  atomic.Int64 // the version of it routed by
+	movedStats  movedCounters
+	metrics     atomic.Pointer[statementMetrics] // nil until CountStatements
+	liveMoves   sync.Map                         // *mover → *liveMove, the moves this process runs
+	tracer      atomic.Pointer[PartTracer]       // nil until TraceParts
+	countWanted atomic.Bool                      // CountStatements was called, maybe before Initialize
+	closed      atomic.Bool                      // set by Close
 }
 
 // pluginName is the plugin's name in gorm.Config.Plugins.
@@ -203,6 +204,9 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 		return errors.Join(err, p.Close())
 	}
 	p.db = db
+	if p.countWanted.Load() {
+		p.CountStatements()
+	}
 	if p.routed() {
 		if err := p.startMapStore(context.Background()); err != nil {
 			return errors.Join(err, p.Close())

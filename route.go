@@ -58,7 +58,6 @@ func (p *Plugin) route(kind statementKind) func(*gorm.DB) {
 	return func(db *gorm.DB) {
 		stmt := db.Statement
 		sub := ownSettings(stmt)
-		p.startClock(stmt, kind)
 		if db.Error != nil {
 			return
 		}
@@ -298,7 +297,6 @@ func (p *Plugin) rememberTransaction(db *gorm.DB) {
 // that database.
 func (p *Plugin) finish(kind statementKind) func(*gorm.DB) {
 	return func(db *gorm.DB) {
-		defer p.stopClock(db, kind)
 		doneRunning(db.Statement)
 		if kind == kindCreate {
 			db.Statement.Settings.Delete(filledKey{})

@@ -49,12 +49,18 @@ func (p *Plugin) traced(ctx context.Context, k int, run func(context.Context) er
 		return
 	}
 	partCtx, end := t(ctx, p.physical[k].name)
-	end(run(partCtx))
+	var err error
+	defer func() { end(err) }() // a part that panics ends its span too
+	err = run(partCtx)
 }
 
-// fannedOut notes the databases a statement's parts run on.
-func (p *Plugin) fannedOut(stmt *gorm.Statement, physicals []int) {
-	if c := clockOf(stmt); c != nil {
+// fannedOut counts a statement whose parts are about to run, and notes the
+// databases they run on.
+func (p *Plugin) fannedOut(db *gorm.DB, kind statementKind, physicals []int) {
+	if len(physicals) > 1 {
+		p.countFanOut(kind)
+	}
+	if c := clockOf(db.Statement); c != nil {
 		c.fanOut = physicals
 	}
 }
@@ -72,7 +78,7 @@ func (p *Plugin) RouteOf(db *gorm.DB) (Route, bool) {
 	stmt := db.Statement
 	c := clockOf(stmt)
 	if c == nil {
-		v, ok := stmt.Settings.Load(routeKey{stmt})
+		v, ok := stmt.Settings.Load(routeKey{stmt}) // stopped, for a callback that runs after the last
 		if !ok {
 			return Route{}, false
 		}

@@ -65,9 +65,9 @@ func TestPrometheusCollector(t *testing.T) {
 			t.Fatalf("a missing row: %v", err) // query on 0, no failure
 		}
 		var all []ObsUser
-		must(t, db.Clauses(shardid.AllShards()).Find(&all).Error)                     // query on 0, 1, 2: a fan-out
-		must(t, db.Model(&ObsUser{ID: users[3].ID}).Update("name", "v").Error)        // update on 2
-		must(t, db.Delete(&ObsUser{ID: users[0].ID}).Error)                           // delete on 0
+		must(t, db.Clauses(shardid.AllShards()).Find(&all).Error)              // query on 0, 1, 2: a fan-out
+		must(t, db.Model(&ObsUser{ID: users[3].ID}).Update("name", "v").Error) // update on 2
+		must(t, db.Delete(&ObsUser{ID: users[0].ID}).Error)                    // delete on 0
 		if err := db.Clauses(shardid.OnShard(third + 10)).Exec("UPDATE no_such_table SET x = 1").Error; err == nil {
 			t.Fatal("an update of a missing table succeeded") // raw on 1, failed
 		}
@@ -104,7 +104,7 @@ func TestPrometheusCollector(t *testing.T) {
 			{2, "update"}: {1, 0}, {0, "delete"}: {1, 0}, {1, "raw"}: {1, 1},
 		}
 		for i := range 3 {
-			for _, kind := range shardid.StatementKinds {
+			for _, kind := range shardid.StatementKinds() {
 				labels := map[string]string{"physical": name(i), "kind": kind}
 				w := want[key{i, kind}]
 				n, ok := value("shardid_statements_total", labels)

@@ -12,6 +12,7 @@ package shardidotel
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"go.opentelemetry.io/otel"
@@ -59,6 +60,9 @@ func (p *Plugin) Name() string { return "shardidotel" }
 
 // Initialize implements gorm.Plugin.
 func (p *Plugin) Initialize(db *gorm.DB) error {
+	if p.ids == nil {
+		return errors.New("shardidotel: New was given a nil shardid plugin")
+	}
 	if p.provider == nil {
 		p.provider = otel.GetTracerProvider()
 	}

@@ -28,13 +28,21 @@ type Collector struct {
 type Option func(*Collector)
 
 // WithPingTimeout bounds how long a scrape waits for each physical database
-// to answer for shardid_physical_up. Default: 1s.
-func WithPingTimeout(d time.Duration) Option { return func(c *Collector) { c.pingTimeout = d } }
+// to answer for shardid_physical_up. Default (and for d <= 0): 1s.
+func WithPingTimeout(d time.Duration) Option {
+	return func(c *Collector) {
+		if d > 0 {
+			c.pingTimeout = d
+		}
+	}
+}
 
-// New returns the collector of p, which must be registered (db.Use); it
-// makes p count its statements.
+// New returns the collector of p; it makes p count its statements. A nil p
+// collects nothing.
 func New(p *shardid.Plugin, opts ...Option) *Collector {
-	p.CountStatements()
+	if p != nil {
+		p.CountStatements()
+	}
 	c := &Collector{p: p, pingTimeout: time.Second}
 	for _, o := range opts {
 		o(c)
@@ -79,6 +87,9 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	if c.p == nil {
+		return
+	}
 	c.collectStatements(ch)
 	c.collectIDs(ch)
 	c.collectHealth(ch)
@@ -103,9 +114,9 @@ func (c *Collector) collectStatements(ch chan<- prometheus.Metric) {
 	for _, s := range c.p.StatementStats() {
 		ch <- prometheus.MustNewConstMetric(statements, prometheus.CounterValue, float64(s.Count), s.Physical, s.Kind)
 		ch <- prometheus.MustNewConstMetric(statementErrors, prometheus.CounterValue, float64(s.Errors), s.Physical, s.Kind)
-		buckets := make(map[float64]uint64, len(shardid.StatementBounds))
+		buckets := make(map[float64]uint64, len(shardid.StatementBounds()))
 		var cumulative uint64
-		for i, bound := range shardid.StatementBounds {
+		for i, bound := range shardid.StatementBounds() {
 			cumulative += s.Buckets[i]
 			buckets[bound] = cumulative
 		}
@@ -138,8 +149,10 @@ func (c *Collector) collectHealth(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.pingTimeout)
 	defer cancel()
 	results, err := c.p.Ping(ctx)
-	if err != nil { // a closed plugin
-		ch <- prometheus.NewInvalidMetric(up, err)
+	if err != nil { // a closed plugin serves no database; an invalid metric would fail the whole scrape
+		for _, name := range c.p.Physicals() {
+			ch <- prometheus.MustNewConstMetric(up, prometheus.GaugeValue, 0, name)
+		}
 		return
 	}
 	for _, r := range results {
