@@ -193,7 +193,7 @@ func (p *Plugin) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 		}
 		part.Statement.ConnPool = pool
 		part.Statement.Settings.Store(pinKey{}, pin{schema: m.schema, physical: k}) // its errors are named by runParts
-		p.logPartTo(stmt, part, k)
+		p.logPartTo(stmt, part)
 		part.Statement.Model = nil
 		return part.Create(subset.Interface())
 	})

@@ -158,7 +158,7 @@ func (p *Plugin) fanOutWrite(db *gorm.DB, kind statementKind, m *model, physical
 		if !ok {
 			continue
 		}
-		p.logPartTo(stmt, part, k)
+		p.logPartTo(stmt, part)
 		part.Config.NowFunc = func() time.Time { return now }
 		if rows.slice != nil {
 			given[k].slice = rows.subset(given[k].index)
@@ -605,7 +605,7 @@ func (p *Plugin) preloadOn(ctx context.Context, db *gorm.DB, k int, rows reflect
 	rowsOnK := reflect.New(rows.Type())
 	rowsOnK.Elem().Set(rows)
 	part.Statement.ConnPool, part.Statement.Dest, part.Statement.ReflectValue = pool, rowsOnK.Interface(), rowsOnK.Elem()
-	p.logPartTo(stmt, part, k)
+	p.logPartTo(stmt, part)
 	callbacks.Preload(part)
 	if part.Error != nil {
 		db.AddError(p.partError(k, part.Error))

@@ -80,8 +80,7 @@ func fanLogOf(stmt *gorm.Statement) *fanLog {
 // GORM's line of each is dropped; the rest goes to the application's logger.
 type partLogger struct {
 	logger.Interface
-	log  *fanLog
-	name string
+	log *fanLog
 }
 
 func (l partLogger) LogMode(level logger.LogLevel) logger.Interface {
@@ -99,14 +98,17 @@ func (l partLogger) ParamsFilter(ctx context.Context, sql string, params ...any)
 	return sql, params
 }
 
-// logPartTo makes part, a statement of its own run on physical database k
-// for the statement parent, log into parent's line.
-func (p *Plugin) logPartTo(parent *gorm.Statement, part *gorm.DB, k int) {
+// mainDatabase names the plugin's own database in a fan-out's line.
+const mainDatabase = "main database"
+
+// logPartTo makes part, a statement of its own run for the statement parent
+// on one of its databases, log into parent's line.
+func (p *Plugin) logPartTo(parent *gorm.Statement, part *gorm.DB) {
 	inner := part.Config.Logger
 	if pl, ok := inner.(partLogger); ok {
 		inner = pl.Interface
 	}
-	part.Config.Logger = partLogger{Interface: inner, log: fanLogOf(parent), name: p.physical[k].name}
+	part.Config.Logger = partLogger{Interface: inner, log: fanLogOf(parent)}
 }
 
 // logLine makes the statement's SQL what GORM logs for it, after it ran: its
@@ -122,8 +124,12 @@ func (p *Plugin) logLine(db *gorm.DB, physical int) {
 		return
 	}
 	if pl, part := db.Logger.(partLogger); part {
+		name := mainDatabase // a hook's statement on an unsharded model
+		if physical >= 0 {
+			name = p.physical[physical].name
+		}
 		if stmt.SQL.Len() > 0 {
-			pl.log.addQuery(pl.name, stmt.SQL.String(), stmt.Vars)
+			pl.log.addQuery(name, stmt.SQL.String(), stmt.Vars)
 		}
 		return
 	}

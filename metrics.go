@@ -102,8 +102,8 @@ func (p *Plugin) noting() bool {
 func (p *Plugin) startClock(kind statementKind) func(*gorm.DB) {
 	return func(db *gorm.DB) {
 		stmt := db.Statement
-		if !p.noting() || stmt.Context == nil {
-			return
+		if _, part := db.Logger.(partLogger); !part && !p.noting() || stmt.Context == nil {
+			return // a part's statements, and theirs, are followed to name their database in its line
 		}
 		stmt.Context = &statementClock{Context: stmt.Context, stmt: stmt, start: time.Now(), physical: -1, kind: kind}
 	}
@@ -124,9 +124,6 @@ func clockOf(stmt *gorm.Statement) *statementClock {
 
 // boundTo notes the physical database k the statement runs on.
 func (p *Plugin) boundTo(stmt *gorm.Statement, k int) {
-	if !p.noting() {
-		return
-	}
 	if c := clockOf(stmt); c != nil {
 		c.physical = k
 	}
@@ -232,8 +229,8 @@ func (p *Plugin) FanOutStats() map[string]uint64 {
 // that is open, by name.
 func (p *Plugin) PoolStats() map[string]sql.DBStats {
 	stats := map[string]sql.DBStats{}
-	for k, ph := range p.physical {
-		if opened := p.openedNow(k); opened != nil {
+	for _, ph := range p.physical {
+		if opened := ph.loaded(); opened != nil {
 			stats[ph.name] = opened.sqlDB.Stats()
 		}
 	}

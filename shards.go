@@ -411,14 +411,6 @@ func (p *Plugin) opened(ctx context.Context, k int) (*openPhysical, error) {
 	return p.physical[k].open(ctx)
 }
 
-// openedNow returns physical database k if it is open, without waiting.
-func (p *Plugin) openedNow(k int) *openPhysical {
-	if ph := p.physical[k]; ph.ready != nil {
-		return ph.ready
-	}
-	return p.physical[k].opener.opened.Load()
-}
-
 // pool returns the connection pool of physical database k.
 func (p *Plugin) pool(ctx context.Context, k int) (gorm.ConnPool, error) {
 	opened, err := p.opened(ctx, k)

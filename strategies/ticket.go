@@ -533,12 +533,17 @@ func (s *ticketServer) claim(now time.Time, timeout time.Duration) (ok, probe bo
 // flight when it went down fail together.
 func (s *ticketServer) failed(err error, now time.Time, opts TicketOptions) {
 	s.failures.Add(1)
+	if s.markFailed(err, now, opts) {
+		opts.Log.Warn("shardid: ticket server is down; its shards fail over to the next servers", "server", s.Name, "error", err)
+	}
+}
+
+// markFailed records the failure; it reports whether the server was up.
+func (s *ticketServer) markFailed(err error, now time.Time, opts TicketOptions) (wasUp bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lastErr = err
-	if !s.down {
-		opts.Log.Warn("shardid: ticket server is down; its shards fail over to the next servers", "server", s.Name, "error", err)
-	}
+	wasUp = !s.down
 	if !s.down || s.probing {
 		s.strikes++
 		d := opts.Backoff
@@ -547,6 +552,7 @@ func (s *ticketServer) failed(err error, now time.Time, opts TicketOptions) {
 		}
 		s.down, s.probing, s.retryAt = true, false, now.Add(min(d, opts.MaxBackoff))
 	}
+	return wasUp
 }
 
 // succeeded records a served request; it reports whether the server was down.
