@@ -78,4 +78,3 @@ func TestReviewPartHookLineNamesWrongDatabase(t *testing.T) {
 		t.Errorf("a plain create's hook count is named after a shard:\n%s", out.String())
 	}
 }
-
