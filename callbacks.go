@@ -54,8 +54,9 @@ func (p *Plugin) registerCallbacks(db *gorm.DB) error {
 		{cb.Raw().After("gorm:raw").Register, "shardid:finish", p.finish(kindRaw)},
 	}
 	// The clock of a statement starts before, and stops after, every other
-	// callback: other plugins wrap the statement's context inside it, and
-	// unwrap theirs before it stops (logs.go, metrics.go).
+	// callback but another plugin's own Before("*") or After("*") registered
+	// later: other plugins wrap the statement's context inside it, and unwrap
+	// theirs before it stops (logs.go, metrics.go).
 	list = append(list,
 		hook{cb.Create().Before("*").Register, "shardid:start_clock", p.startClock(kindCreate)},
 		hook{cb.Create().After("*").Register, "shardid:stop_clock", p.stopClock(kindCreate)},

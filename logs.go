@@ -22,21 +22,56 @@ import (
 type fanLogKey struct{ stmt *gorm.Statement }
 
 // fanLog is the SQL and values of a statement's parts, some written at
-// once, explained only if the statement's line is printed.
+// once, explained only if the statement's line is printed. Once that line is
+// made it is closed: a session a part's hook kept logs on its own.
 type fanLog struct {
 	mu      sync.Mutex
 	queries []loggedQuery
+	kept    int // statements kept whose GORM line is still to come, and dropped
+	closed  bool
 }
 
 type loggedQuery struct {
-	name, sql string
+	name, sql string // no name: a statement over several databases, which names its parts
 	vars      []any
 }
 
-func (l *fanLog) addQuery(name, sql string, vars []any) {
+// addQuery keeps a part's statement; false once the log is closed.
+func (l *fanLog) addQuery(name, sql string, vars []any) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.closed {
+		return false
+	}
 	l.queries = append(l.queries, loggedQuery{name, sql, vars})
+	return true
+}
+
+// keep keeps the statement a part ran, its GORM line to be dropped.
+func (l *fanLog) keep(name, sql string, vars []any) {
+	if l.addQuery(name, sql, vars) {
+		l.mu.Lock()
+		l.kept++
+		l.mu.Unlock()
+	}
+}
+
+// traced takes a GORM line of a part's statement: dropped if the statement
+// was kept, kept if it was not (Scan logs a statement it ran with a logger
+// of its own), and false once the log is closed.
+func (l *fanLog) traced(fc func() (string, int64)) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.closed:
+		return false
+	case l.kept > 0:
+		l.kept--
+	default:
+		sql, _ := fc()
+		l.queries = append(l.queries, loggedQuery{sql: sql})
+	}
+	return true
 }
 
 // numbered is a PostgreSQL placeholder, renumbered when parts are joined.
@@ -47,6 +82,7 @@ var numbered = regexp.MustCompile(`\$(\d+)`)
 func (l *fanLog) write(stmt *gorm.Statement) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.closed = true
 	stmt.SQL.Reset()
 	stmt.Vars = nil
 	numbers := stmt.Dialector.Name() == "postgres"
@@ -61,9 +97,11 @@ func (l *fanLog) write(stmt *gorm.Statement) {
 				return "$" + strconv.Itoa(n+offset)
 			})
 		}
-		stmt.SQL.WriteString("[")
-		stmt.SQL.WriteString(q.name)
-		stmt.SQL.WriteString("] ")
+		if q.name != "" {
+			stmt.SQL.WriteString("[")
+			stmt.SQL.WriteString(q.name)
+			stmt.SQL.WriteString("] ")
+		}
 		stmt.SQL.WriteString(sql)
 		stmt.Vars = append(stmt.Vars, q.vars...)
 	}
@@ -88,7 +126,11 @@ func (l partLogger) LogMode(level logger.LogLevel) logger.Interface {
 	return l
 }
 
-func (l partLogger) Trace(context.Context, time.Time, func() (string, int64), error) {}
+func (l partLogger) Trace(ctx context.Context, begin time.Time, fc func() (string, int64), err error) {
+	if !l.log.traced(fc) {
+		l.Interface.Trace(ctx, begin, fc, err)
+	}
+}
 
 // ParamsFilter keeps the application logger's filter of the values it logs.
 func (l partLogger) ParamsFilter(ctx context.Context, sql string, params ...any) (string, []any) {
@@ -119,21 +161,24 @@ func (p *Plugin) logLine(db *gorm.DB, physical int) {
 	if db.DryRun {
 		return
 	}
-	if v, ok := stmt.Settings.LoadAndDelete(fanLogKey{stmt}); ok {
+	v, fannedOut := stmt.Settings.LoadAndDelete(fanLogKey{stmt})
+	if fannedOut {
 		v.(*fanLog).write(stmt)
-		return
 	}
 	if pl, part := db.Logger.(partLogger); part {
 		name := mainDatabase // a hook's statement on an unsharded model
-		if physical >= 0 {
+		switch {
+		case fannedOut:
+			name = "" // its parts are named
+		case physical >= 0:
 			name = p.physical[physical].name
 		}
 		if stmt.SQL.Len() > 0 {
-			pl.log.addQuery(name, stmt.SQL.String(), stmt.Vars)
+			pl.log.keep(name, stmt.SQL.String(), stmt.Vars)
 		}
 		return
 	}
-	if p.config.LogPhysical && physical >= 0 && stmt.SQL.Len() > 0 {
+	if p.config.LogPhysical && physical >= 0 && stmt.SQL.Len() > 0 && !fannedOut {
 		sql, name := stmt.SQL.String(), p.physical[physical].name
 		stmt.SQL.Reset()
 		stmt.SQL.Grow(len(sql) + len(name) + 3)

@@ -207,7 +207,6 @@ func (p *Plugin) runQueryPart(ctx context.Context, db *gorm.DB, part *queryPart,
 func (p *Plugin) runQueryParts(db *gorm.DB, parts []queryPart) {
 	stmt := db.Statement
 	log := fanLogOf(stmt)
-	log.queries = make([]loggedQuery, 0, len(parts))
 	tracer := p.partTracer()
 	run := func(part *queryPart) {
 		defer func() { part.pan = recover() }() // raised again in the caller's goroutine
