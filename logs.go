@@ -109,6 +109,9 @@ func (l *fanLog) write(stmt *gorm.Statement) {
 
 // fanLogOf returns the log of the statement's parts, made on first use.
 func fanLogOf(stmt *gorm.Statement) *fanLog {
+	if v, ok := stmt.Settings.Load(fanLogKey{stmt}); ok {
+		return v.(*fanLog)
+	}
 	v, _ := stmt.Settings.LoadOrStore(fanLogKey{stmt}, &fanLog{})
 	return v.(*fanLog)
 }
