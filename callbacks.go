@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
 
+	"github.com/shardid/shardid/shardrouter"
 	"github.com/shardid/shardid/strategies"
 )
 
@@ -142,9 +143,11 @@ func returnStoredKey(stmt *gorm.Statement, m *model) {
 // its own transaction (not atomic across databases).
 func (p *Plugin) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 	stmt := db.Statement
-	physicalOfRow := func(row reflect.Value) int {
+	var shardsOnStack [8]int
+	shards := shardsOnStack[:0]
+	for _, row := range rows {
 		shard, _, _ := p.fieldShard(m.pk().field.ReflectValueOf(stmt.Context, row))
-		return p.mapOf(stmt).Physical(shard)
+		shards = append(shards, shard)
 	}
 	// GORM's CreateInBatches wraps its batches in a transaction on the
 	// plugin's own database, which holds no shard: its batches are written as
@@ -153,8 +156,8 @@ func (p *Plugin) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 	// told apart from spare capacity), so a later batch refused leaves the
 	// batches before it written.
 	detached := inTransaction(stmt.ConnPool) && p.inBatchWrapper(stmt)
-	first := physicalOfRow(rows[0])
-	if !slices.ContainsFunc(rows[1:], func(row reflect.Value) bool { return physicalOfRow(row) != first }) {
+	shardMap := p.mapOf(stmt)
+	if first, one := shardrouter.OneDatabase(shards, shardMap); one {
 		if detached {
 			pool, err := p.poolOf(stmt.Context, first, stmt.ConnPool)
 			if db.AddError(err) != nil {
@@ -165,14 +168,14 @@ func (p *Plugin) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 		db.AddError(p.bind(db, first))
 		return
 	}
-	var order []int
-	groups := map[int][]reflect.Value{}
-	for _, row := range rows {
-		k := physicalOfRow(row)
-		if _, seen := groups[k]; !seen {
-			order = append(order, k)
+	parts := shardrouter.PlanRows(shards, shardMap)
+	order := make([]int, len(parts))
+	groups := make(map[int][]reflect.Value, len(parts))
+	for i, part := range parts {
+		order[i] = part.Database
+		for _, r := range part.Rows {
+			groups[part.Database] = append(groups[part.Database], rows[r])
 		}
-		groups[k] = append(groups[k], row)
 	}
 	if inTransaction(stmt.ConnPool) && !detached {
 		db.AddError(fmt.Errorf("%w: %s: the rows belong on %d physical databases, a transaction is on one", ErrCrossShard, m.schema.Name, len(order)))
@@ -444,37 +447,27 @@ func writeID(v reflect.Value, id int64) {
 func (p *Plugin) generate(ctx context.Context, db *gorm.DB, m *model, f *idField, shards []int) ([]int64, error) {
 	ids := make([]int64, len(shards))
 	shardMap := p.mapOf(db.Statement) // the statement's map, by which its rows are routed too
-	first := shardMap.Physical(shards[0])
-	if !slices.ContainsFunc(shards, func(s int) bool { return shardMap.Physical(s) != first }) {
+	if first, one := shardrouter.OneDatabase(shards, shardMap); one {
 		target, err := p.target(db, m, first)
 		if err != nil {
 			return nil, err
 		}
 		return ids, f.generator.Generate(ctx, target, shards, ids)
 	}
-	for k := range p.physical {
-		var at []int
-		for i, s := range shards {
-			if shardMap.Physical(s) == k {
-				at = append(at, i)
-			}
-		}
-		if len(at) == 0 {
-			continue
-		}
-		group := make([]int, len(at))
-		for j, i := range at {
+	for _, part := range shardrouter.PlanRows(shards, shardMap) {
+		group := make([]int, len(part.Rows))
+		for j, i := range part.Rows {
 			group[j] = shards[i]
 		}
-		made := make([]int64, len(at))
-		target, err := p.target(db, m, k)
+		made := make([]int64, len(group))
+		target, err := p.target(db, m, part.Database)
 		if err != nil {
 			return nil, err
 		}
 		if err := f.generator.Generate(ctx, target, group, made); err != nil {
 			return nil, err
 		}
-		for j, i := range at {
+		for j, i := range part.Rows {
 			ids[i] = made[j]
 		}
 	}

@@ -138,16 +138,23 @@ func (p *Plugin) fanOutWrite(db *gorm.DB, kind statementKind, m *model, physical
 		index []int         // the caller's rows the part got, by position
 		slice reflect.Value // the part's own slice (a pointer to it)
 	}
-	given := make([]partRows, len(p.physical))
+	given := make(map[int]*partRows, len(physicals)) // by database: state of the statement's databases only
+	for _, k := range physicals {
+		given[k] = &partRows{}
+	}
 	keyed := false // whether the caller's rows name their databases
 	if rows.slice != nil {
-		keyed = rows.split(stmt.Context, p, m, physicals[0], func(k, i int) { given[k].index = append(given[k].index, i) })
+		keyed = rows.split(stmt.Context, p, m, physicals[0], func(k, i int) {
+			if g, ok := given[k]; ok {
+				g.index = append(g.index, i)
+			}
+		})
 	}
 	// Every part is made, and an update's SET checked against each part's
 	// rows, before any part runs: a part refused after another had committed
 	// would leave the statement half written. Each part checks again after
 	// its hooks.
-	parts := make([]*gorm.DB, len(p.physical))
+	parts := make(map[int]*gorm.DB, len(physicals))
 	var run []int
 	now := db.NowFunc() // one statement, one time, on every database
 	for _, k := range physicals {

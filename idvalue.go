@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
+
+	"github.com/shardid/shardid/shardrouter"
 )
 
 // An ID field holds an int64 (int64, uint64, shardid.ID) made by an int
@@ -36,7 +38,7 @@ func readID(v reflect.Value) (int64, error) {
 
 // errNull is a condition's value that binds as NULL: `col = NULL` and
 // `col IN (NULL)` match no row, so it names no database.
-var errNull = errors.New("NULL matches no row")
+var errNull = shardrouter.ErrNull
 
 // boundValue returns v as database/sql hands it to the driver: the value of
 // a driver.Valuer (NULL for a nil pointer whose Value has a value receiver),

@@ -384,19 +384,6 @@ func (p *Plugin) conflictsOnKeyOnly(stmt *gorm.Statement, m *model, oc clause.On
 	return true
 }
 
-// physicalOfPool returns the physical database whose connection pool pool is.
-func (p *Plugin) physicalOfPool(pool gorm.ConnPool) (int, bool) {
-	for k, ph := range p.physical {
-		if opened := ph.loaded(); opened != nil && opened.pool == pool {
-			return k, true
-		}
-	}
-	if prepared, ok := pool.(*gorm.PreparedStmtDB); ok {
-		return p.physicalOfPool(prepared.ConnPool)
-	}
-	return 0, false
-}
-
 // statementModel returns the plugin's model of a statement: by its schema, or
 // for db.Table("t") without a model, the sharded model whose table t is.
 func (p *Plugin) statementModel(stmt *gorm.Statement) (*model, error) {

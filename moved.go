@@ -151,7 +151,7 @@ func (p *Plugin) missedOnStaleMap(db *gorm.DB, kind statementKind, execute func(
 	}
 	from, known := p.ranOn(stmt)
 	set, err := p.statementPhysicals(db, m, kind, p.router.Map())
-	k, one := set.only()
+	k, one := set.Single()
 	if !known || err != nil || !one || k == from {
 		return
 	}
@@ -353,9 +353,9 @@ func (p *Plugin) retryPhysical(db *gorm.DB, m *model, kind statementKind, shardM
 		if err != nil {
 			return 0, err
 		}
-		k, ok := set.only()
+		k, ok := set.Single()
 		if !ok {
-			return 0, fmt.Errorf("its rows are now on %d databases; run it again", len(set.list()))
+			return 0, fmt.Errorf("its rows are now on %d databases; run it again", set.Len())
 		}
 		return k, nil
 	}
@@ -363,17 +363,17 @@ func (p *Plugin) retryPhysical(db *gorm.DB, m *model, kind statementKind, shardM
 	if err != nil {
 		return 0, err
 	}
-	var set physicalSet
+	var set shardrouter.Set
 	for _, row := range rows {
 		shard, _, err := p.fieldShard(m.pk().field.ReflectValueOf(stmt.Context, row))
 		if err != nil {
 			return 0, err
 		}
-		set = set.with(shardMap.Physical(shard))
+		set = set.With(shardMap.Physical(shard))
 	}
-	k, ok := set.only()
+	k, ok := set.Single()
 	if !ok {
-		return 0, fmt.Errorf("its rows are now on %d databases; run it again", len(set.list()))
+		return 0, fmt.Errorf("its rows are now on %d databases; run it again", set.Len())
 	}
 	return k, nil
 }

@@ -55,6 +55,13 @@ type Config struct {
 	// shards (a table in the plugin's database that moves change); a write
 	// refused as moved reads it at once. Negative: only then. Default: 1s.
 	MapRefresh time.Duration
+	// PoolIdleTimeout closes a connection of a physical database the plugin
+	// opened from a Dialector once it has been idle this long
+	// (sql.DB.SetConnMaxIdleTime), so that a plugin over thousands of
+	// databases holds connections only to those in use; the pool reconnects
+	// on the next statement. Default: 0, database/sql's default (idle
+	// connections are kept, up to its MaxIdleConns).
+	PoolIdleTimeout time.Duration
 	// MoveWait bounds how long a write outside a transaction, refused because
 	// its logical shard has just moved, is held for the new map and retried
 	// on the new database before it fails with ErrShardMoved. Default: 5s.
@@ -131,6 +138,7 @@ type Plugin struct {
 	shardedTables sync.Map // lower-case table name → model name, for raw SQL
 	joinTables    sync.Map // lower-case join tables of sharded models' many2many
 	prepared      sync.Map // physical index (-1: the plugin's own) → *gorm.PreparedStmtDB, for prepared sessions
+	poolOwners    sync.Map // gorm.ConnPool → the index of the physical database it is the pool of
 
 	unshardedTables sync.Map // lower-case table name → model name, for raw SQL on a shard
 

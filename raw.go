@@ -85,10 +85,8 @@ func (p *Plugin) rawSQLPhysical(stmt *gorm.Statement) (k int, onShard, bound boo
 		k, bound = p.transactionPhysical(stmt)
 		return k, bound && p.routed(), bound
 	}
-	for k, ph := range p.physical {
-		if opened := ph.loaded(); opened != nil && stmt.ConnPool == opened.pool && opened.pool != p.db.ConnPool {
-			return k, true, false
-		}
+	if k, ok := p.poolOwners.Load(stmt.ConnPool); ok && stmt.ConnPool != p.db.ConnPool {
+		return k.(int), true, false
 	}
 	return 0, false, false
 }

@@ -3,7 +3,6 @@ package shardid
 import (
 	"errors"
 	"fmt"
-	"math/bits"
 	"reflect"
 	"slices"
 	"strconv"
@@ -107,12 +106,12 @@ func (p *Plugin) route(kind statementKind) func(*gorm.DB) {
 			db.AddError(err)
 			return
 		}
-		if k, ok := physicals.only(); ok {
+		if k, ok := physicals.Single(); ok {
 			db.AddError(p.bind(db, k))
 			return
 		}
 		stmt.Settings.Store(mapKey{}, shardMap) // its parts split their values by it
-		p.fanOut(db, kind, m, physicals.list())
+		p.fanOut(db, kind, m, physicals.List())
 	}
 }
 
@@ -348,24 +347,24 @@ func (p *Plugin) routedAgain(db *gorm.DB, kind statementKind) (int, bool) {
 	switch kind {
 	case kindCreate:
 		rows, err := structRows(m, db.Statement.ReflectValue)
-		var set physicalSet
+		var set shardrouter.Set
 		for _, row := range rows {
 			shard, zero, err := p.fieldShard(m.pk().field.ReflectValueOf(db.Statement.Context, row))
 			if err != nil || zero {
 				return 0, false
 			}
-			set = set.with(p.physicalOf(shard))
+			set = set.With(p.physicalOf(shard))
 		}
 		if err != nil {
 			return 0, false
 		}
-		return set.only() // not a Create split over several databases, whose parts name theirs
+		return set.Single() // not a Create split over several databases, whose parts name theirs
 	case kindUpdate, kindDelete:
 		set, err := p.statementPhysicals(db, m, kind, p.mapOf(db.Statement))
 		if err != nil {
 			return 0, false
 		}
-		return set.only()
+		return set.Single()
 	}
 	return 0, false
 }
@@ -389,90 +388,39 @@ type onError struct {
 func (e *onError) Error() string { return "shardid: on " + e.name + ": " + e.err.Error() }
 func (e *onError) Unwrap() error { return e.err }
 
-// physicalSet is a set of physical databases, one bit each (at most
-// maxPhysical), so that routing a statement allocates nothing for it.
-type physicalSet uint64
-
-func (s physicalSet) with(k int) physicalSet { return s | 1<<k }
-
-// only returns the one database of a set of one.
-func (s physicalSet) only() (int, bool) {
-	if s == 0 || s&(s-1) != 0 {
-		return 0, false
-	}
-	return bits.TrailingZeros64(uint64(s)), true
-}
-
-func (s physicalSet) list() []int {
-	var list []int
-	for k := range 64 {
-		if s&(1<<k) != 0 {
-			list = append(list, k)
-		}
-	}
-	return list
-}
-
-// maxPhysical is how many physical databases the plugin routes over.
-const maxPhysical = 64
-
 // statementPhysicals returns the physical databases that can hold the rows a
-// statement names: the intersection of what its shard clause, its conditions
-// on the primary key, colocate or hash column, and its model's IDs say.
-func (p *Plugin) statementPhysicals(db *gorm.DB, m *model, kind statementKind, shardMap *shardrouter.Map) (physicalSet, error) {
+// statement names, as the planner decides from its shard clause, its
+// conditions on the key columns and its model's IDs.
+func (p *Plugin) statementPhysicals(db *gorm.DB, m *model, kind statementKind, shardMap *shardrouter.Map) (shardrouter.Set, error) {
 	stmt := db.Statement
-	var hinted physicalSet // what a shard clause allows; 0: no clause
+	planned := shardrouter.Statement{Keys: m.keys}
 	if v, ok := stmt.Settings.Load(hintSettingKey{}); ok {
 		h := v.(shardHint)
 		if h.kind == hintAll {
-			hinted = physicalSet(1<<len(p.physical) - 1)
+			planned.Clause = shardrouter.Every(len(p.physical))
 		} else {
 			s, err := p.hintShard(h)
 			if err != nil {
-				return 0, err
+				return shardrouter.Set{}, err
 			}
-			hinted = physicalSet(0).with(shardMap.Physical(s))
+			planned.Clause = shardrouter.Only(shardMap.Physical(s))
 		}
 	}
-	// Each condition, and the model's IDs, bound the rows; all of them hold.
-	named, found, none := physicalSet(1<<len(p.physical)-1), false, false
 	if where, ok := stmt.Clauses["WHERE"].Expression.(clause.Where); ok {
-		for _, e := range m.evidence {
-			if values, ok := shardrouter.ColumnValues(where.Exprs, e.matches); ok {
-				if len(values) == 0 { // IN (): no row matches, on any database
-					none = true
-					continue
-				}
-				set, err := p.physicalsOf(values, e, shardMap)
-				if err != nil {
-					return 0, err
-				}
-				if set == 0 { // only NULLs: no row matches
-					none = true
-					continue
-				}
-				named, found = named&set, true
-			}
-		}
+		planned.Where = where.Exprs
 	}
-	if set := p.modelPhysicals(stmt, m, kind, shardMap); set != 0 {
-		named, found = named&set, true
+	var rowsOnStack [1]int
+	planned.Rows = p.modelShards(stmt, m, kind, rowsOnStack[:0])
+	route := shardrouter.PlanRoute(planned, shardMap)
+	switch route.Refusal {
+	case shardrouter.OutsideClause:
+		return route.Databases, fmt.Errorf("%w: %s: the statement's conditions name rows outside the shard its clause names", ErrCrossShard, m.schema.Name)
+	case shardrouter.Disjoint:
+		return route.Databases, fmt.Errorf("%w: %s: the statement's conditions name rows on different physical databases that no row can satisfy at once", ErrCrossShard, m.schema.Name)
+	case shardrouter.NoShard:
+		return route.Databases, p.noShard(m)
 	}
-	switch {
-	case found && hinted != 0 && named&^hinted != 0:
-		return 0, fmt.Errorf("%w: %s: the statement's conditions name rows outside the shard its clause names", ErrCrossShard, m.schema.Name)
-	case found && named == 0:
-		return 0, fmt.Errorf("%w: %s: the statement's conditions name rows on different physical databases that no row can satisfy at once", ErrCrossShard, m.schema.Name)
-	case found:
-		return named, nil
-	case hinted != 0:
-		return hinted, nil
-	case none:
-		return 1, nil // any one database answers "no rows"
-	case len(p.physical) == 1:
-		return 1, nil
-	}
-	return 0, p.noShard(m)
+	return route.Databases, route.Err
 }
 
 func (p *Plugin) noShard(m *model) error {
@@ -488,52 +436,45 @@ func (p *Plugin) noShard(m *model) error {
 	return &FieldError{Model: m.schema.Name, Field: e.field.Name, Err: ErrNoShard, Detail: detail}
 }
 
-// physicalsOf maps the values a condition allows to the physical databases
-// holding their shards.
-func (p *Plugin) physicalsOf(values []any, e evidence, shardMap *shardrouter.Map) (physicalSet, error) {
-	var set physicalSet
-	for _, v := range values {
-		s, err := e.shardOf(p, v)
-		if errors.Is(err, errNull) {
-			continue // NULL matches no row, on any database
-		}
-		if err != nil {
-			return 0, err
-		}
-		set = set.with(shardMap.Physical(s))
+// keyColumns gives the planner the model's key columns, made once per model.
+func (p *Plugin) keyColumns(list []evidence) []shardrouter.KeyColumn {
+	keys := make([]shardrouter.KeyColumn, len(list))
+	for i, e := range list {
+		keys[i] = shardrouter.KeyColumn{Matches: e.matches, ShardOf: func(v any) (int, error) { return e.shardOf(p, v) }}
 	}
-	return set, nil
+	return keys
 }
 
-// modelPhysicals reads the IDs of the rows a statement names through its
-// values, as GORM adds them to its conditions: the destination struct of
-// First(&T{ID: id}), the struct or slice of Delete, and the model of Save and
-// Model(&x).Updates. It returns the empty set when they name none.
-func (p *Plugin) modelPhysicals(stmt *gorm.Statement, m *model, kind statementKind, shardMap *shardrouter.Map) physicalSet {
+// modelShards appends to shards the logical shards of the rows a statement
+// names through its values, as GORM adds them to its conditions: the
+// destination struct of First(&T{ID: id}), the struct or slice of Delete, and
+// the model of Save and Model(&x).Updates.
+func (p *Plugin) modelShards(stmt *gorm.Statement, m *model, kind statementKind, shards []int) []int {
 	rv := reflect.Indirect(stmt.ReflectValue)
 	if kind == kindUpdate {
 		rv = reflect.Indirect(reflect.ValueOf(stmt.Model))
 	}
 	pk := m.pk().field
-	var set physicalSet
-	add := func(row reflect.Value) {
-		if row.Type() == m.schema.ModelType {
-			if shard, zero, err := p.fieldShard(pk.ReflectValueOf(stmt.Context, row)); err == nil && !zero {
-				set = set.with(shardMap.Physical(shard))
-			}
+	shardOfRow := func(row reflect.Value) (int, bool) {
+		if row.Kind() != reflect.Struct || row.Type() != m.schema.ModelType {
+			return 0, false
 		}
+		shard, zero, err := p.fieldShard(pk.ReflectValueOf(stmt.Context, row))
+		return shard, err == nil && !zero
 	}
 	switch {
 	case rv.Kind() == reflect.Struct:
-		add(rv)
+		if shard, ok := shardOfRow(rv); ok {
+			shards = append(shards, shard)
+		}
 	case kind != kindQuery && (rv.Kind() == reflect.Slice || rv.Kind() == reflect.Array):
 		for i := range rv.Len() {
-			if row := reflect.Indirect(rv.Index(i)); row.Kind() == reflect.Struct {
-				add(row)
+			if shard, ok := shardOfRow(reflect.Indirect(rv.Index(i))); ok {
+				shards = append(shards, shard)
 			}
 		}
 	}
-	return set
+	return shards
 }
 
 // evidence is a column whose values name a row's logical shard.

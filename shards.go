@@ -97,6 +97,7 @@ type opener struct {
 	name    string
 	timeout time.Duration
 	dial    func() (*gorm.DB, error)
+	ready   func(*openPhysical) // told of the database once it is open
 	opened  atomic.Pointer[openPhysical]
 
 	mu      sync.Mutex    // protects the fields below
@@ -127,6 +128,7 @@ func (o *opener) start() chan struct{} {
 		case err == nil && o.closed:
 			_ = opened.sqlDB.Close()
 		case err == nil:
+			o.ready(opened)
 			o.opened.Store(opened)
 		}
 		close(done)
@@ -190,8 +192,9 @@ func (c Config) connectTimeout() time.Duration {
 	return c.ConnectTimeout
 }
 
-// openShards validates the map and starts opening the physical databases of
-// the config. A database that is down fails only the statements that need it.
+// openShards validates the map and makes the physical databases of the
+// config, each opened by the first statement that needs it. A database that
+// is down fails only the statements that need it.
 func (p *Plugin) openShards(db *gorm.DB) error {
 	if len(p.config.Shards) == 0 {
 		own, err := readyPhysical(defaultPhysicalName, db)
@@ -199,15 +202,13 @@ func (p *Plugin) openShards(db *gorm.DB) error {
 			return err
 		}
 		p.physical = []*physical{own}
+		p.poolOwners.Store(own.ready.pool, 0)
 		m, err := shardrouter.NewMap(p.layout.ShardCount(), []shardrouter.Physical{{Name: defaultPhysicalName, Logical: []Range{{From: 0, To: p.layout.ShardCount() - 1}}}})
 		if err != nil {
 			return err
 		}
 		p.router = shardrouter.NewRouter(m)
 		return nil
-	}
-	if len(p.config.Shards) > maxPhysical {
-		return fmt.Errorf("%w: %d Shards, at most %d physical databases", ErrInvalidConfig, len(p.config.Shards), maxPhysical)
 	}
 	described := make([]shardrouter.Physical, len(p.config.Shards))
 	seen := map[any]string{} // what identifies each shard's database, to the shard's name
@@ -230,21 +231,39 @@ func (p *Plugin) openShards(db *gorm.DB) error {
 	}
 	p.router = shardrouter.NewRouter(m)
 	timeout := p.config.connectTimeout()
-	for _, s := range p.config.Shards {
+	for k, s := range p.config.Shards {
 		if s.DB != nil {
 			ph, err := readyPhysical(s.Name, s.DB)
 			if err != nil {
 				return err
 			}
 			p.physical = append(p.physical, ph)
+			p.poolOwners.Store(ph.ready.pool, k)
 			continue
 		}
 		o := &opener{name: s.Name, timeout: timeout, dial: func() (*gorm.DB, error) { return gorm.Open(s.Dialector, ownConfig(db.Config)) }}
-		o.start()
+		o.ready = func(opened *openPhysical) {
+			if idle := p.config.PoolIdleTimeout; idle > 0 {
+				opened.sqlDB.SetConnMaxIdleTime(idle)
+			}
+			p.poolOwners.Store(opened.pool, k)
+		}
 		p.physical = append(p.physical, &physical{name: s.Name, opener: o})
 		p.openers = append(p.openers, o)
 	}
 	return nil
+}
+
+// physicalOfPool returns the physical database whose connection pool pool
+// is, without a look at every database.
+func (p *Plugin) physicalOfPool(pool gorm.ConnPool) (int, bool) {
+	if k, ok := p.poolOwners.Load(pool); ok {
+		return k.(int), true
+	}
+	if prepared, ok := pool.(*gorm.PreparedStmtDB); ok {
+		return p.physicalOfPool(prepared.ConnPool)
+	}
+	return 0, false
 }
 
 // checkShard refuses a shard that cannot work: none or both of Dialector and

@@ -78,10 +78,8 @@ func (p *Plugin) databaseOf(stmt *gorm.Statement) (k int, several bool) {
 	if _, ok := stmt.Settings.Load(fanOutKey{}); ok {
 		return 0, true
 	}
-	for k, ph := range p.physical {
-		if opened := ph.loaded(); opened != nil && stmt.ConnPool == opened.pool {
-			return k, false
-		}
+	if k, ok := p.poolOwners.Load(stmt.ConnPool); ok {
+		return k.(int), false
 	}
 	if inTransaction(stmt.ConnPool) {
 		if k, ok := p.transactionPhysical(stmt); ok {

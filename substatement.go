@@ -310,7 +310,7 @@ func (p *Plugin) routeJoinRows(db *gorm.DB, creating bool) error {
 		return nil
 	}
 	where, _ := stmt.Clauses["WHERE"].Expression.(clause.Where)
-	var set physicalSet
+	var set shardrouter.Set
 	for _, rel := range stmt.Schema.Relationships.Relations {
 		owner, err := p.model(rel.FieldSchema)
 		if err != nil || owner == nil || !owner.sharded() || len(rel.References) != 1 {
@@ -328,15 +328,15 @@ func (p *Plugin) routeJoinRows(db *gorm.DB, creating bool) error {
 			if err != nil {
 				return fmt.Errorf("%w: %s.%s: %w", ErrNoShard, stmt.Schema.Table, fk.DBName, err)
 			}
-			set = set.with(p.physicalOf(s))
+			set = set.With(p.physicalOf(s))
 		}
 	}
-	if set == 0 {
+	if set.Empty() {
 		return nil
 	}
-	k, one := set.only()
+	k, one := set.Single()
 	if !one {
-		return fmt.Errorf("%w: %s: join rows of owners on %d physical databases; change them one owner's database at a time", ErrCrossShard, stmt.Schema.Table, len(set.list()))
+		return fmt.Errorf("%w: %s: join rows of owners on %d physical databases; change them one owner's database at a time", ErrCrossShard, stmt.Schema.Table, set.Len())
 	}
 	return p.bind(db, k)
 }

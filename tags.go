@@ -8,6 +8,7 @@ import (
 
 	"gorm.io/gorm/schema"
 
+	"github.com/shardid/shardid/shardrouter"
 	"github.com/shardid/shardid/strategies"
 )
 
@@ -96,8 +97,9 @@ type idField struct {
 type model struct {
 	schema   *schema.Schema
 	fields   []*idField
-	key      *idField   // the tagged primary key: the model is sharded by it
-	evidence []evidence // columns whose values name a row's shard, the key first
+	key      *idField                // the tagged primary key: the model is sharded by it
+	evidence []evidence              // columns whose values name a row's shard, the key first
+	keys     []shardrouter.KeyColumn // the evidence, as the planner reads it
 }
 
 // sharded reports whether the model's rows are spread over logical shards:
@@ -172,6 +174,7 @@ func (p *Plugin) parseModel(s *schema.Schema) (*model, error) {
 	for _, f := range m.fields {
 		if f.field.PrimaryKey && len(s.PrimaryFields) == 1 {
 			m.key, m.evidence = f, evidenceOf(s.Table, f)
+			m.keys = p.keyColumns(m.evidence)
 		}
 	}
 	return m, nil

@@ -1,0 +1,171 @@
+package shardrouter
+
+import (
+	"errors"
+	"slices"
+
+	"gorm.io/gorm/clause"
+)
+
+// ErrNull is what a [KeyColumn]'s ShardOf returns for a NULL value, which
+// matches no row on any database.
+var ErrNull = errors.New("NULL matches no row")
+
+// KeyColumn is a column whose values name a row's logical shard: the primary
+// key, a colocate column (its values are IDs of the same shard) or a hash
+// column (its values hash to the shard).
+type KeyColumn struct {
+	// Matches accepts the column as a condition names it: its table ("" when
+	// unqualified) and its name.
+	Matches func(table, name string) bool
+	// ShardOf is the logical shard of a value of the column as a condition
+	// binds it; [ErrNull] for NULL, another error for a value that cannot
+	// name a shard (the statement is refused with it).
+	ShardOf func(v any) (int, error)
+}
+
+// Statement is what the planner reads of a statement on a sharded model: its
+// shard clause, its conditions as GORM binds them, and the rows its values
+// name, all as plain data.
+type Statement struct {
+	// Clause is what a shard clause allows: [Every] database for AllShards,
+	// [Only] one for a clause naming a shard; the empty Set for no clause.
+	Clause Set
+	// Where holds the statement's AND-ed conditions (its WHERE clause's).
+	Where []clause.Expression
+	// Keys are the model's key columns, the primary key first.
+	Keys []KeyColumn
+	// Rows are the logical shards of the rows the statement's values name:
+	// the destination struct of First(&T{ID: id}), the struct or slice of a
+	// Delete, the model of Save and Model(&x).Updates.
+	Rows []int
+}
+
+// Refusal says why a statement cannot be routed.
+type Refusal uint8
+
+const (
+	// Routed: not refused.
+	Routed Refusal = iota
+	// OutsideClause: the conditions name rows outside the shard the clause names.
+	OutsideClause
+	// Disjoint: the conditions name rows on different databases that no row
+	// can satisfy at once.
+	Disjoint
+	// NoShard: nothing names the statement's shard.
+	NoShard
+)
+
+// Route is where a statement runs: the physical databases that can hold the
+// rows it names, or why it is refused.
+type Route struct {
+	Databases Set
+	Refusal   Refusal
+	// Err is a key column's error for a value that cannot name a shard.
+	Err error
+}
+
+// PlanRoute returns the physical databases of m that can hold the rows a
+// statement names: the intersection of what its shard clause, each of its
+// conditions on a key column, and its rows say. Conditions that match no row
+// (IN (), only NULLs) leave any one database to answer "no rows". Nothing
+// naming a shard, it is refused with NoShard, unless m has one database.
+func PlanRoute(s Statement, m *Map) Route {
+	named, found, none := Every(m.Len()), false, false
+	for _, key := range s.Keys {
+		values, ok := ColumnValues(s.Where, key.Matches)
+		if !ok {
+			continue
+		}
+		set := Set{}
+		for _, v := range values {
+			shard, err := key.ShardOf(v)
+			if errors.Is(err, ErrNull) {
+				continue // NULL matches no row, on any database
+			}
+			if err != nil {
+				return Route{Err: err}
+			}
+			set = set.With(m.Physical(shard))
+		}
+		if set.Empty() { // IN (), or only NULLs
+			none = true
+			continue
+		}
+		named, found = named.Intersect(set), true
+	}
+	if len(s.Rows) > 0 {
+		set := Set{}
+		for _, shard := range s.Rows {
+			set = set.With(m.Physical(shard))
+		}
+		named, found = named.Intersect(set), true
+	}
+	switch {
+	case found && !s.Clause.Empty() && !named.SubsetOf(s.Clause):
+		return Route{Refusal: OutsideClause}
+	case found && named.Empty():
+		return Route{Refusal: Disjoint}
+	case found:
+		return Route{Databases: named}
+	case !s.Clause.Empty():
+		return Route{Databases: s.Clause}
+	case none, m.Len() == 1:
+		return Route{Databases: Only(0)}
+	}
+	return Route{Refusal: NoShard}
+}
+
+// Part is the rows of a statement that one physical database gets.
+type Part struct {
+	Database int
+	Rows     []int // indexes into the statement's rows, in their order
+}
+
+// OneDatabase returns the database of m that holds all of shards, when one
+// does: the common case of a statement's rows, decided without allocating.
+func OneDatabase(shards []int, m *Map) (int, bool) {
+	if len(shards) == 0 {
+		return 0, false
+	}
+	first := m.Physical(shards[0])
+	for _, shard := range shards[1:] {
+		if m.Physical(shard) != first {
+			return 0, false
+		}
+	}
+	return first, true
+}
+
+// PlanRows splits rows, given by their logical shards, by the physical
+// databases of m that hold them: one part per database, in the order each
+// database first appears. Its cost grows with the rows, not the databases.
+func PlanRows(shards []int, m *Map) []Part {
+	var parts []Part
+	var index map[int]int // database → its part, once there are many parts
+	for i, shard := range shards {
+		k := m.Physical(shard)
+		at := -1
+		if index != nil {
+			if j, ok := index[k]; ok {
+				at = j
+			}
+		} else if j := slices.IndexFunc(parts, func(p Part) bool { return p.Database == k }); j >= 0 {
+			at = j
+		}
+		if at < 0 {
+			at = len(parts)
+			parts = append(parts, Part{Database: k})
+			if index != nil {
+				index[k] = at
+			} else if len(parts) > 8 {
+				index = make(map[int]int, 2*len(parts))
+				for j, p := range parts {
+					index[p.Database] = j
+				}
+			}
+		}
+		parts[at].Rows = append(parts[at].Rows, i)
+	}
+	return parts
+}
