@@ -102,20 +102,25 @@ func (p *Plugin) assignIDs(db *gorm.DB) {
 	if p.routed() && (m == nil || !m.sharded()) && db.AddError(p.keepUnsharded(db, kindCreate)) != nil || m == nil {
 		return
 	}
-	rows, err := structRows(m, stmt.ReflectValue)
+	var rowsOnStack [1]reflect.Value
+	rows, err := structRows(m, stmt.ReflectValue, rowsOnStack[:0])
 	if err != nil {
 		db.AddError(err)
 		return
 	}
+	var state *routeState
+	var filledInto []filledID
 	if p.routed() && m.sharded() {
-		stmt.Settings.Store(mapKey{}, p.router.Map()) // the IDs come from, and go to, the databases of one map
+		state = &routeState{shardMap: p.router.Map()} // the IDs come from, and go to, the databases of one map
+		filledInto = state.filledOnStruct[:0]
+		stmt.Settings.Store(routingKey{}, state)
 	}
-	filled, err := p.fill(stmt.Context, db, m, rows)
+	filled, err := p.fill(stmt.Context, db, m, rows, filledInto)
 	if db.AddError(err) != nil || !m.sharded() || len(rows) == 0 {
 		return
 	}
-	if len(filled) > 0 && p.routed() {
-		stmt.Settings.Store(filledKey{}, filled)
+	if state != nil {
+		state.filled = filled
 	}
 	returnStoredKey(stmt, m)
 	if p.routed() {
@@ -203,15 +208,16 @@ func (p *Plugin) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 	})
 }
 
-// structRows returns the addressable structs behind a Create's value: one
-// struct, or the elements of a slice or array of structs or pointers.
-func structRows(m *model, rv reflect.Value) ([]reflect.Value, error) {
+// structRows appends to rows the addressable structs behind a Create's
+// value: one struct, or the elements of a slice or array of structs or
+// pointers.
+func structRows(m *model, rv reflect.Value, rows []reflect.Value) ([]reflect.Value, error) {
 	rv = reflect.Indirect(rv)
 	switch rv.Kind() {
 	case reflect.Struct:
-		return []reflect.Value{rv}, nil
+		return append(rows, rv), nil
 	case reflect.Slice, reflect.Array:
-		rows := make([]reflect.Value, 0, rv.Len())
+		rows = slices.Grow(rows, rv.Len())
 		for i := range rv.Len() {
 			switch row := reflect.Indirect(rv.Index(i)); row.Kind() {
 			case reflect.Struct:
@@ -231,7 +237,7 @@ func structRows(m *model, rv reflect.Value) ([]reflect.Value, error) {
 // one Generate call (for instagram, one round trip) per field. The IDs go
 // into the rows once every field's are made, so a failure leaves them zero
 // (a field colocated on another tagged field needs that one in place first).
-func (p *Plugin) fill(ctx context.Context, db *gorm.DB, m *model, rows []reflect.Value) (filled []filledID, err error) {
+func (p *Plugin) fill(ctx context.Context, db *gorm.DB, m *model, rows []reflect.Value, filled []filledID) ([]filledID, error) {
 	now := time.Now()
 	type fieldIDs struct {
 		field  *idField
@@ -394,7 +400,7 @@ func (p *Plugin) fillParent(ctx context.Context, db *gorm.DB, rel *schema.Relati
 	if err != nil || pm == nil {
 		return 0, true, err
 	}
-	if _, err := p.fill(ctx, db, pm, []reflect.Value{parent}); err != nil {
+	if _, err := p.fill(ctx, db, pm, []reflect.Value{parent}, nil); err != nil {
 		return 0, false, err
 	}
 	key := rel.References[0].PrimaryKey.ReflectValueOf(ctx, parent)

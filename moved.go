@@ -64,10 +64,8 @@ func (p *Plugin) MovedWrites() MovedStats {
 	return MovedStats{Held: c.held.Load(), Retried: c.retried.Load(), Failed: c.failed.Load(), Longest: time.Duration(c.longest.Load())}
 }
 
-// filledKey is the Statement.Settings key of the IDs the plugin made for a
-// Create, so that a retry on another database makes them anew there.
-type filledKey struct{}
-
+// filledID is an ID the plugin made for a Create: its field and the value it
+// went into.
 type filledID struct {
 	field *idField
 	value reflect.Value
@@ -287,11 +285,13 @@ func (p *Plugin) holdAndRetry(db *gorm.DB, kind statementKind, execute func(*gor
 					return errors.Join(err, p.rebegin(db, from, released))
 				}
 				if kind == kindCreate { // after the move: on SQLite the IDs are made in its transaction
-					stmt.Settings.Store(mapKey{}, shardMap)
-					if v, ok := stmt.Settings.Load(filledKey{}); ok {
-						if err := p.remake(db, m, v.([]filledID)); err != nil {
-							return err
-						}
+					var filled []filledID
+					if v, ok := stmt.Settings.Load(routingKey{}); ok {
+						filled = v.(*routeState).filled
+					}
+					stmt.Settings.Store(routingKey{}, &routeState{shardMap: shardMap, filled: filled})
+					if err := p.remake(db, m, filled); err != nil {
+						return err
 					}
 				}
 				db.Error = nil
@@ -359,7 +359,7 @@ func (p *Plugin) retryPhysical(db *gorm.DB, m *model, kind statementKind, shardM
 		}
 		return k, nil
 	}
-	rows, err := structRows(m, stmt.ReflectValue)
+	rows, err := structRows(m, stmt.ReflectValue, nil)
 	if err != nil {
 		return 0, err
 	}

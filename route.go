@@ -110,19 +110,29 @@ func (p *Plugin) route(kind statementKind) func(*gorm.DB) {
 			db.AddError(p.bind(db, k))
 			return
 		}
-		stmt.Settings.Store(mapKey{}, shardMap) // its parts split their values by it
+		stmt.Settings.Store(routingKey{}, &routeState{shardMap: shardMap}) // its parts split their values by it
 		p.fanOut(db, kind, m, physicals.List())
 	}
 }
 
-// mapKey is the Statement.Settings key of the shard map a statement that
-// runs on several physical databases was routed by.
-type mapKey struct{}
+// routingKey is the Statement.Settings key of what routing keeps for later
+// callbacks of a Create or of a statement over several databases: one
+// setting, as each costs the statement allocations (GORM copies them).
+type routingKey struct{}
+
+// routeState is what routing keeps of a statement.
+type routeState struct {
+	shardMap *shardrouter.Map // the map it was routed by
+	// filled are the IDs the plugin made for a Create, so that a retry on
+	// another database makes them anew there.
+	filled         []filledID
+	filledOnStruct [2]filledID // room for the filled IDs of one row
+}
 
 // mapOf returns the shard map the statement was routed by, or the current one.
 func (p *Plugin) mapOf(stmt *gorm.Statement) *shardrouter.Map {
-	if v, ok := stmt.Settings.Load(mapKey{}); ok {
-		return v.(*shardrouter.Map)
+	if v, ok := stmt.Settings.Load(routingKey{}); ok {
+		return v.(*routeState).shardMap
 	}
 	return p.router.Map()
 }
@@ -298,8 +308,7 @@ func (p *Plugin) finish(kind statementKind) func(*gorm.DB) {
 	return func(db *gorm.DB) {
 		doneRunning(db.Statement)
 		if kind == kindCreate {
-			db.Statement.Settings.Delete(filledKey{})
-			db.Statement.Settings.Delete(mapKey{})
+			db.Statement.Settings.Delete(routingKey{})
 		}
 		if db.Error == errRouted {
 			db.Error = nil
@@ -346,7 +355,7 @@ func (p *Plugin) routedAgain(db *gorm.DB, kind statementKind) (int, bool) {
 	}
 	switch kind {
 	case kindCreate:
-		rows, err := structRows(m, db.Statement.ReflectValue)
+		rows, err := structRows(m, db.Statement.ReflectValue, nil)
 		var set shardrouter.Set
 		for _, row := range rows {
 			shard, zero, err := p.fieldShard(m.pk().field.ReflectValueOf(db.Statement.Context, row))

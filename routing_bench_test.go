@@ -266,3 +266,50 @@ func BenchmarkMergeOnly(b *testing.B) {
 		})
 	}
 }
+
+// routedOver returns a database whose sharded statements are routed over n
+// fake physical databases, the logical shards spread evenly.
+func routedOver(b *testing.B, n int) (*gorm.DB, *Plugin) {
+	db := openFake(b)
+	shards := make([]Shard, n)
+	per := 8192 / n
+	for k := range shards {
+		shards[k] = Shard{Name: fmt.Sprintf("fake-%d", k), DB: openFake(b), Logical: []Range{{From: k * per, To: k*per + per - 1}}}
+	}
+	p := New(Config{Shards: shards, Snowflake: SnowflakeConfig{FixedWorker: true}, MapRefresh: -1})
+	if err := db.Use(p); err != nil {
+		b.Fatal(err)
+	}
+	return db, p
+}
+
+// BenchmarkRoutingCostByDatabases: a one-shard Create and First routed over
+// 1,024 physical databases against the same over 4, interleaved. The
+// routing of a one-shard statement does not depend on how many there are.
+func BenchmarkRoutingCostByDatabases(b *testing.B) {
+	few, fewPlugin := routedOver(b, 4)
+	many, manyPlugin := routedOver(b, 1024)
+	at := fewPlugin.Layout().Epoch.AddDate(1, 0, 0)
+	fewID, manyID := fewPlugin.Layout().Compose(at, 7000, 1), manyPlugin.Layout().Compose(at, 7000, 1)
+	pairs := []struct {
+		name      string
+		few, many func() error
+	}{
+		{"create",
+			func() error { return few.Create(&benchSharded{Name: "n"}).Error },
+			func() error { return many.Create(&benchSharded{Name: "n"}).Error }},
+		{"first",
+			func() error { var row benchSharded; return few.First(&row, fewID).Error },
+			func() error { var row benchSharded; return many.First(&row, manyID).Error }},
+	}
+	for _, pair := range pairs {
+		b.Run(pair.name, func(b *testing.B) {
+			fewNs, manyNs := interleaved(b, pair.few, pair.many)
+			b.ReportMetric(fewNs, "4-ns/op")
+			b.ReportMetric(manyNs, "1024-ns/op")
+			b.ReportMetric(manyNs/fewNs, "1024/4")
+		})
+		b.Run(pair.name+"/4", allocations(pair.few))
+		b.Run(pair.name+"/1024", allocations(pair.many))
+	}
+}

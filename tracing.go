@@ -119,7 +119,7 @@ func (p *Plugin) logicalOf(stmt *gorm.Statement, kind statementKind) []int {
 	}
 	switch kind {
 	case kindCreate: // a query's rows are its results
-		if rows, err := structRows(m, stmt.ReflectValue); err == nil && stmt.ReflectValue.IsValid() {
+		if rows, err := structRows(m, stmt.ReflectValue, nil); err == nil && stmt.ReflectValue.IsValid() {
 			for _, row := range rows {
 				if s, zero, err := p.fieldShard(m.pk().field.ReflectValueOf(stmt.Context, row)); err == nil && !zero {
 					shards = append(shards, s)

@@ -1,0 +1,138 @@
+package shardid_test
+
+import (
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/shardid/shardid"
+)
+
+// manyUser lives on one of 1,024 physical databases.
+type manyUser struct {
+	ID   int64 `shardid:"strategy:snowflake"`
+	Name string
+}
+
+// manyShards returns n SQLite files as physical databases of the default
+// layout's 8,192 logical shards, the same number of logical shards each.
+func manyShards(dir string, n int) []shardid.Shard {
+	shards := make([]shardid.Shard, n)
+	per := 8192 / n
+	for k := range shards {
+		shards[k] = shardid.Shard{
+			Name:      fmt.Sprintf("p%04d", k),
+			Dialector: sqlite.Open(filepath.Join(dir, fmt.Sprintf("p%04d.db", k))),
+			Logical:   []shardid.Range{{From: k * per, To: k*per + per - 1}},
+		}
+	}
+	return shards
+}
+
+// TestThousandPhysicalDatabases routes over 1,024 SQLite files: a batch split
+// over all of them, every row where its shard's database is (read from the
+// files directly), an AllShards count over all of them, a one-shard First,
+// and idle connections closed after Config.PoolIdleTimeout.
+func TestThousandPhysicalDatabases(t *testing.T) {
+	const databases, rows = 1024, 3000
+	dir := t.TempDir()
+	db, err := gorm.Open(sqlite.Open(filepath.Join(dir, "main.db")), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := shardid.New(shardid.Config{
+		Shards:          manyShards(dir, databases),
+		Snowflake:       shardid.SnowflakeConfig{FixedWorker: true},
+		PoolIdleTimeout: time.Millisecond,
+		MapRefresh:      -1,
+	})
+	if err := db.Use(ids); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ids.Close() })
+	if err := ids.AutoMigrate(db, &manyUser{}); err != nil {
+		t.Fatal(err)
+	}
+	users := make([]manyUser, rows)
+	for i := range users {
+		users[i].Name = fmt.Sprint("u", i)
+	}
+	if err := db.Create(&users).Error; err != nil {
+		t.Fatal(err)
+	}
+
+	var count int64
+	if err := db.Clauses(shardid.AllShards()).Model(&manyUser{}).Count(&count).Error; err != nil || count != rows {
+		t.Fatalf("AllShards count: %d, %v; want %d", count, err, rows)
+	}
+	var found manyUser
+	last := users[len(users)-1]
+	if err := db.First(&found, last.ID).Error; err != nil || found.Name != last.Name {
+		t.Fatalf("First(%d): %+v, %v", last.ID, found, err)
+	}
+
+	// Where every row is, read from each file without the plugin.
+	want := map[int64]string{}
+	for _, u := range users {
+		want[u.ID] = ids.ShardMap().Name(ids.ShardMap().Physical(ids.Layout().Shard(u.ID)))
+	}
+	seen, used := 0, 0
+	for k := range databases {
+		name := fmt.Sprintf("p%04d", k)
+		file, err := sql.Open("sqlite", filepath.Join(dir, name+".db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		onFile, err := file.Query("SELECT id FROM many_users")
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := seen
+		for onFile.Next() {
+			var id int64
+			if err := onFile.Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			if want[id] != name {
+				t.Fatalf("row %d is on %s, its shard's database is %q", id, name, want[id])
+			}
+			seen++
+		}
+		if seen > before {
+			used++
+		}
+		_ = onFile.Close()
+		_ = file.Close()
+	}
+	if seen != rows {
+		t.Fatalf("%d rows on the files, want %d", seen, rows)
+	}
+	if used < databases/2 {
+		t.Fatalf("the rows are on %d databases only; the batch should spread over most of %d", used, databases)
+	}
+
+	// database/sql closes idle connections once a second at the most: give it room.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		open := 0
+		for _, stats := range ids.PoolStats() {
+			open += stats.OpenConnections
+		}
+		if open == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections still open 30s after their statements, with PoolIdleTimeout 1ms", open)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if len(ids.PoolStats()) != databases {
+		t.Fatalf("%d pools open, want all %d (each was used)", len(ids.PoolStats()), databases)
+	}
+}
