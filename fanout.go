@@ -44,39 +44,56 @@ func (p *Plugin) fanOut(db *gorm.DB, kind statementKind, m *model, physicals []i
 		db.AddError(fmt.Errorf("%w: %s: the statement needs %v, and its subquery runs on one database", ErrCrossShard, m.schema.Name, names()))
 		return
 	}
+	plan := p.planParts(stmt, m, physicals)
 	switch kind {
 	case kindQuery:
-		p.fanOutQuery(db, m, physicals)
+		p.fanOutQuery(db, m, plan)
 	case kindUpdate, kindDelete:
-		p.fanOutWrite(db, kind, m, physicals)
+		p.fanOutWrite(db, kind, m, plan, physicals)
 	default:
 		db.AddError(fmt.Errorf("%w: %s: Row, Rows and Scan read one database; this statement needs %d (use Find)", ErrCrossShard, m.schema.Name, len(physicals)))
 	}
 }
 
-// part returns a copy of the statement pinned to physical database k, as the
-// statement instance a processor runs on (Clauses() makes it one: GORM keeps
-// per-statement state, such as its own transaction, on that instance). Its
-// conditions are its own, and their lists of keys keep only k's; it reports
-// false when they leave k no row.
-func (p *Plugin) part(db *gorm.DB, m *model, k int) (*gorm.DB, bool) {
+// planParts asks the planner what each database of a statement over
+// several is asked.
+func (p *Plugin) planParts(stmt *gorm.Statement, m *model, physicals []int) shardrouter.Parts {
+	var where []clause.Expression
+	if w, ok := stmt.Clauses["WHERE"].Expression.(clause.Where); ok {
+		where = w.Exprs
+	}
+	var copies map[int][]Range
+	if c := p.copies.Load(); c != nil {
+		copies = *c
+	}
+	return shardrouter.PlanParts(where, m.keys, physicals, p.mapOf(stmt), copies)
+}
+
+// part returns a copy of the statement pinned to the database of planned,
+// as the statement instance a processor runs on (Clauses() makes it one:
+// GORM keeps per-statement state, such as its own transaction, on that
+// instance). Its conditions are its own: their lists of keys keep only the
+// values planned gives them.
+func (p *Plugin) part(db *gorm.DB, m *model, planned shardrouter.Part) *gorm.DB {
 	part := db.Session(&gorm.Session{Initialized: true}) // one copy of the statement, context and all
-	shardMap := p.mapOf(db.Statement)
+	k := planned.Database
 	if c, ok := part.Statement.Clauses["WHERE"]; ok {
 		if where, ok := c.Expression.(clause.Where); ok {
 			exprs := where.Exprs
-			for _, e := range m.evidence {
-				onK := func(v any) bool { s, err := e.shardOf(p, v); return err == nil && shardMap.Physical(s) == k }
-				var empty bool
-				if exprs, empty = shardrouter.RestrictValues(exprs, e.matches, onK); empty {
-					return nil, false
-				}
+			for i, e := range m.evidence {
+				lists, j := planned.Values[i], -1
+				exprs = shardrouter.MapValues(exprs, e.matches, func(values []any, single bool) ([]any, bool) {
+					if j++; j >= len(lists) {
+						return nil, false
+					}
+					return lists[j], !single && len(lists[j]) != len(values)
+				})
 			}
 			c.Expression = clause.Where{Exprs: exprs}
 			part.Statement.Clauses["WHERE"] = c
 		}
 	}
-	if skip := p.skipCopies(m, db.Statement.Table, k, shardMap); skip != nil {
+	if skip := p.skipCopies(m, db.Statement.Table, planned.Foreign); skip != nil {
 		part.Statement.AddClause(clause.Where{Exprs: []clause.Expression{skip}})
 	}
 	pool, err := p.pool(db.Statement.Context, k)
@@ -84,23 +101,13 @@ func (p *Plugin) part(db *gorm.DB, m *model, k int) (*gorm.DB, bool) {
 		part.Statement.ConnPool = pool
 	}
 	part.Statement.Settings.Store(pinKey{}, pin{schema: db.Statement.Schema, physical: k})
-	return part, true
+	return part
 }
 
-// skipCopies is the condition that keeps a part on physical database k off
-// the frozen copy a move left there, whose rows the map sends elsewhere; nil
-// when k keeps none.
-func (p *Plugin) skipCopies(m *model, table string, k int, shardMap *shardrouter.Map) clause.Expression {
-	copies := p.copies.Load()
-	if copies == nil || len((*copies)[k]) == 0 {
-		return nil
-	}
-	var foreign []Range
-	for _, r := range (*copies)[k] {
-		if !slices.ContainsFunc(shardMap.Logical(k), func(s int) bool { return s >= r.From && s <= r.To }) {
-			foreign = append(foreign, r)
-		}
-	}
+// skipCopies is the condition that keeps a part off the rows of foreign, the
+// ranges of a move's frozen copy on its database that the map sends
+// elsewhere; nil when there are none.
+func (p *Plugin) skipCopies(m *model, table string, foreign []Range) clause.Expression {
 	if len(foreign) == 0 {
 		return nil
 	}
@@ -122,7 +129,7 @@ func (p *Plugin) partError(k int, err error) error {
 // as a slice (Delete(&rows), Model(&rows).Updates) are split: each part gets
 // only its database's rows, so each row's hooks run once, and rows RETURNING
 // gives back reach the caller's slice from every part.
-func (p *Plugin) fanOutWrite(db *gorm.DB, kind statementKind, m *model, physicals []int) {
+func (p *Plugin) fanOutWrite(db *gorm.DB, kind statementKind, m *model, plan shardrouter.Parts, physicals []int) {
 	stmt := db.Statement
 	processor := db.Callback().Update()
 	if kind == kindDelete {
@@ -157,14 +164,12 @@ func (p *Plugin) fanOutWrite(db *gorm.DB, kind statementKind, m *model, physical
 	parts := make(map[int]*gorm.DB, len(physicals))
 	var run []int
 	now := db.NowFunc() // one statement, one time, on every database
-	for _, k := range physicals {
+	for _, planned := range plan.Parts {
+		k := planned.Database
 		if keyed && len(given[k].index) == 0 {
 			continue // none of the rows is there: without them GORM would not restrict the part to them
 		}
-		part, ok := p.part(db, m, k)
-		if !ok {
-			continue
-		}
+		part := p.part(db, m, planned)
 		p.logPartTo(stmt, part)
 		part.Config.NowFunc = func() time.Time { return now }
 		if rows.slice != nil {
@@ -366,7 +371,7 @@ func (p *Plugin) runParts(db *gorm.DB, physicals []int, run func(k int) *gorm.DB
 // rows at once, and merges the rows into the statement's destination: a sum
 // for a count, a k-way merge of the parts when ordered, else the parts one
 // after another. Preloads and AfterFind hooks run once, on the merged rows.
-func (p *Plugin) fanOutQuery(db *gorm.DB, m *model, physicals []int) {
+func (p *Plugin) fanOutQuery(db *gorm.DB, m *model, plan shardrouter.Parts) {
 	stmt := db.Statement
 	dest := reflect.ValueOf(stmt.Dest)
 	if dest.Kind() != reflect.Pointer || dest.IsNil() {
@@ -413,7 +418,7 @@ func (p *Plugin) fanOutQuery(db *gorm.DB, m *model, physicals []int) {
 		ps.Dest, ps.ReflectValue = rows.Interface(), rows.Elem()
 		ps.BuildClauses = stmt.BuildClauses // the dialect's, as the processor gave them
 	}
-	runs, err := p.queryParts(db, m, physicals, prepare)
+	runs, err := p.queryParts(db, m, plan, prepare)
 	if err != nil {
 		db.Error = err
 		return

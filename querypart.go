@@ -38,86 +38,42 @@ type keyMarker struct {
 	seen        bool // found in the built statement's values
 }
 
-// keyList is one list of key values in a query's conditions: its values,
-// whether it is a single value (col = ?), and the database of each value.
-type keyList struct {
-	values   []any
-	single   bool
-	physical []int
-}
-
-// queryParts builds the parts of a query on physicals: one part for each
-// database that holds some of the values of every list of key values, each
-// with those values only. prepare makes a copy of the statement one to run.
-func (p *Plugin) queryParts(db *gorm.DB, m *model, physicals []int, prepare func(*gorm.Statement)) ([]queryPart, error) {
+// queryParts builds the parts of a query the planner planned, each with its
+// database's values only. prepare makes a copy of the statement one to run.
+func (p *Plugin) queryParts(db *gorm.DB, m *model, plan shardrouter.Parts, prepare func(*gorm.Statement)) ([]queryPart, error) {
 	var exprs []clause.Expression
 	if where, ok := db.Statement.Clauses["WHERE"].Expression.(clause.Where); ok {
 		exprs = where.Exprs
 	}
-	shardMap := p.mapOf(db.Statement)
-	lists := make([][]keyList, len(m.evidence))
-	for i, e := range m.evidence {
-		values, singles := shardrouter.ValueLists(exprs, e.matches)
-		for j := range values {
-			l := keyList{values: values[j], single: singles[j], physical: make([]int, len(values[j]))}
-			for n, v := range l.values {
-				l.physical[n] = -1 // NULL, or what no database holds
-				if s, err := e.shardOf(p, v); err == nil {
-					l.physical[n] = shardMap.Physical(s)
-				}
-			}
-			lists[i] = append(lists[i], l)
-		}
-	}
-	// What of each list each database holds; a database without a value of
-	// some list holds no row of the query.
-	parts := make([]queryPart, 0, len(physicals))
-	kept := make([][][][]any, 0, len(physicals)) // part, evidence, list: the values
-	for _, k := range physicals {
-		own := make([][][]any, len(lists))
-		empty := false
-		for i := range m.evidence {
-			own[i] = make([][]any, 0, len(lists[i]))
-			for _, l := range lists[i] {
-				values := make([]any, 0, len(l.values))
-				for n, v := range l.values {
-					if l.physical[n] == k {
-						values = append(values, v)
-					}
-				}
-				own[i] = append(own[i], values)
-				empty = empty || len(values) == 0
-			}
-		}
-		if !empty {
-			parts, kept = append(parts, queryPart{k: k}), append(kept, own)
-		}
-	}
-	if len(parts) == 0 {
+	if len(plan.Parts) == 0 {
 		return nil, nil
 	}
-	if slices.ContainsFunc(parts, func(q queryPart) bool { return p.skipCopies(m, db.Statement.Table, q.k, shardMap) != nil }) {
-		return p.buildEachPart(db, m, parts, prepare) // a part reads past a move's frozen copy
+	parts := make([]queryPart, len(plan.Parts))
+	for n, planned := range plan.Parts {
+		parts[n].k = planned.Database
+	}
+	if slices.ContainsFunc(plan.Parts, func(planned shardrouter.Part) bool { return len(planned.Foreign) > 0 }) {
+		return p.buildEachPart(db, m, plan, parts, prepare) // a part reads past a move's frozen copy
 	}
 	// The SQL, built once with markers for the lists' values.
 	template := db.Session(&gorm.Session{Initialized: true})
 	marked := exprs
 	markers := 0
+	keys := len(m.evidence)
 	for i, e := range m.evidence {
 		j := -1
 		marked = shardrouter.MapValues(marked, e.matches, func([]any, bool) ([]any, bool) {
-			j++
-			if lists[i][j].single {
+			if j++; j >= len(plan.Singles[i]) || plan.Singles[i][j] {
 				return nil, false
 			}
 			width := 0
-			for _, own := range kept {
-				width = max(width, len(own[i][j]))
+			for _, planned := range plan.Parts {
+				width = max(width, len(planned.Values[i][j]))
 			}
 			values := make([]any, width)
 			slab := make([]keyMarker, width) // one allocation for the list's markers
 			for n := range values {
-				slab[n] = keyMarker{list: len(lists)*j + i, index: n}
+				slab[n] = keyMarker{list: keys*j + i, index: n}
 				values[n] = &slab[n]
 			}
 			markers += width
@@ -142,13 +98,13 @@ func (p *Plugin) queryParts(db *gorm.DB, m *model, physicals []int, prepare func
 		}
 	}
 	if found != markers { // GORM left a value out of its SQL: build each part apart
-		return p.buildEachPart(db, m, parts, prepare)
+		return p.buildEachPart(db, m, plan, parts, prepare)
 	}
 	for n := range parts {
 		parts[n].sql, parts[n].vars = sql, slices.Clone(vars)
 		for at, v := range parts[n].vars {
 			if mk, ok := v.(*keyMarker); ok {
-				own := kept[n][mk.list%len(lists)][mk.list/len(lists)]
+				own := plan.Parts[n].Values[mk.list%keys][mk.list/keys]
 				parts[n].vars[at] = own[min(mk.index, len(own)-1)]
 			}
 		}
@@ -158,9 +114,9 @@ func (p *Plugin) queryParts(db *gorm.DB, m *model, physicals []int, prepare func
 }
 
 // buildEachPart builds the SQL of each part on its own copy of the statement.
-func (p *Plugin) buildEachPart(db *gorm.DB, m *model, parts []queryPart, prepare func(*gorm.Statement)) ([]queryPart, error) {
+func (p *Plugin) buildEachPart(db *gorm.DB, m *model, plan shardrouter.Parts, parts []queryPart, prepare func(*gorm.Statement)) ([]queryPart, error) {
 	for n := range parts {
-		part, _ := p.part(db, m, parts[n].k)
+		part := p.part(db, m, plan.Parts[n])
 		prepare(part.Statement)
 		callbacks.BuildQuerySQL(part)
 		if part.Error != nil {

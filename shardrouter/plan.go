@@ -116,12 +116,6 @@ func PlanRoute(s Statement, m *Map) Route {
 	return Route{Refusal: NoShard}
 }
 
-// Part is the rows of a statement that one physical database gets.
-type Part struct {
-	Database int
-	Rows     []int // indexes into the statement's rows, in their order
-}
-
 // OneDatabase returns the database of m that holds all of shards, when one
 // does: the common case of a statement's rows, decided without allocating.
 func OneDatabase(shards []int, m *Map) (int, bool) {

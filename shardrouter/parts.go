@@ -1,0 +1,94 @@
+package shardrouter
+
+import (
+	"slices"
+
+	"gorm.io/gorm/clause"
+)
+
+// Parts is the plan of a statement over several databases: what each of
+// them is asked.
+type Parts struct {
+	// Singles tells, for each key column and each of its conditions that
+	// [ValueLists] reads, whether the condition compares one value (col = ?)
+	// rather than a list.
+	Singles [][]bool
+	// Parts are the databases that can hold rows the conditions allow, in
+	// the order they were given.
+	Parts []Part
+}
+
+// Part is what one database of a statement over several is asked: its own
+// rows of a batch, or its own values of the conditions' lists.
+type Part struct {
+	Database int
+	// Rows are indexes into the statement's rows, in their order ([PlanRows]).
+	Rows []int
+	// Values holds, for each key column and each of its conditions, the
+	// values of that condition whose rows the database holds, in their order.
+	Values [][][]any
+	// Foreign are the ranges of a move's frozen copy on the database that
+	// the map sends elsewhere: the part must skip their rows.
+	Foreign []Range
+}
+
+// PlanParts plans a statement on databases whose conditions are where: each
+// database that holds a value of every condition on a key column gets a part
+// with those values only (a database without a value of some condition
+// holds none of its rows), and the ranges of copies (the ranges of frozen
+// copies each database keeps) that the map gives other databases.
+func PlanParts(where []clause.Expression, keys []KeyColumn, databases []int, m *Map, copies map[int][]Range) Parts {
+	type list struct {
+		values   []any
+		database []int // of each value; -1 for NULL, or a value no database holds
+	}
+	plan := Parts{Singles: make([][]bool, len(keys))}
+	lists := make([][]list, len(keys))
+	for i, key := range keys {
+		values, singles := ValueLists(where, key.Matches)
+		plan.Singles[i] = singles
+		for _, vs := range values {
+			l := list{values: vs, database: make([]int, len(vs))}
+			for n, v := range vs {
+				l.database[n] = -1
+				if s, err := key.ShardOf(v); err == nil {
+					l.database[n] = m.Physical(s)
+				}
+			}
+			lists[i] = append(lists[i], l)
+		}
+	}
+	for _, k := range databases {
+		part := Part{Database: k, Values: make([][][]any, len(keys)), Foreign: foreignCopies(copies[k], m.Logical(k))}
+		empty := false
+		for i := range keys {
+			part.Values[i] = make([][]any, 0, len(lists[i]))
+			for _, l := range lists[i] {
+				own := make([]any, 0, len(l.values))
+				for n, v := range l.values {
+					if l.database[n] == k {
+						own = append(own, v)
+					}
+				}
+				part.Values[i] = append(part.Values[i], own)
+				empty = empty || len(own) == 0
+			}
+		}
+		if !empty {
+			plan.Parts = append(plan.Parts, part)
+		}
+	}
+	return plan
+}
+
+// foreignCopies returns the ranges of copies of which held, a database's
+// logical shards, holds none.
+func foreignCopies(copies []Range, held []int) []Range {
+	var foreign []Range
+	for _, r := range copies {
+		if !slices.ContainsFunc(held, func(s int) bool { return s >= r.From && s <= r.To }) {
+			foreign = append(foreign, r)
+		}
+	}
+	return foreign
+}
