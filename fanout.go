@@ -373,34 +373,20 @@ func (p *Plugin) runParts(db *gorm.DB, physicals []int, run func(k int) *gorm.DB
 // after another. Preloads and AfterFind hooks run once, on the merged rows.
 func (p *Plugin) fanOutQuery(db *gorm.DB, m *model, plan shardrouter.Parts) {
 	stmt := db.Statement
+	query := shardrouter.Query{Schema: stmt.Schema, Key: m.pk().field, Clauses: stmt.Clauses, Distinct: stmt.Distinct,
+		Selects: stmt.Selects, Omits: stmt.Omits, TableExpr: stmt.TableExpr}
 	dest := reflect.ValueOf(stmt.Dest)
-	if dest.Kind() != reflect.Pointer || dest.IsNil() {
-		db.AddError(fmt.Errorf("%w: %s: a query on several physical databases needs a pointer destination", ErrCrossShard, m.schema.Name))
+	if dest.Kind() == reflect.Pointer && !dest.IsNil() {
+		query.Dest = dest.Type().Elem()
+	}
+	merge := shardrouter.PlanMerge(query)
+	if merge.Refused != "" {
+		db.AddError(fmt.Errorf("%w: %s: %s", ErrCrossShard, m.schema.Name, merge.Refused))
 		return
 	}
 	target := dest.Elem()
-	partType := target.Type() // a slice, or a number (counts)
-	switch {
-	case target.Kind() == reflect.Struct:
-		partType = reflect.SliceOf(target.Type())
-	case target.Kind() != reflect.Slice && !isNumber(target.Kind()):
-		db.AddError(fmt.Errorf("%w: %s: results from several physical databases cannot be merged into a %s", ErrCrossShard, m.schema.Name, target.Type()))
-		return
-	}
-	limit, offset, limited := limitOf(stmt)
-	counting := isNumber(target.Kind())
-	var order *mergeOrder
-	if why := unmergeable(stmt, counting, limited || offset > 0); why != "" {
-		db.AddError(fmt.Errorf("%w: %s: %s over several physical databases cannot be merged right", ErrCrossShard, m.schema.Name, why))
-		return
-	}
-	if !counting {
-		var err error
-		if order, err = orderOf(stmt, m, partType.Elem()); err != nil {
-			db.AddError(err)
-			return
-		}
-	}
+	partType, order, counting := merge.PartType, merge.Order, merge.Count
+	limit, offset, limited := merge.Limit, merge.Offset, merge.Limited
 	prepare := func(ps *gorm.Statement) {
 		ps.RaiseErrorOnNotFound = false
 		ps.SkipHooks = true // AfterFind and preloads run once, on the rows the merge keeps
@@ -412,7 +398,7 @@ func (p *Plugin) fanOutQuery(db *gorm.DB, m *model, plan shardrouter.Parts) {
 			ps.Clauses["LIMIT"] = clause.Clause{Expression: clause.Limit{}}
 		}
 		if order != nil {
-			ps.Clauses["ORDER BY"] = order.partClause(ps.Clauses["ORDER BY"])
+			ps.Clauses["ORDER BY"] = order.PartClause(ps.Clauses["ORDER BY"])
 		}
 		rows := reflect.New(partType)
 		ps.Dest, ps.ReflectValue = rows.Interface(), rows.Elem()
@@ -448,7 +434,7 @@ func (p *Plugin) fanOutQuery(db *gorm.DB, m *model, plan shardrouter.Parts) {
 	var merged reflect.Value
 	if order != nil {
 		var err error
-		if merged, err = order.merge(stmt, partType, parts, limit, offset, limited); err != nil {
+		if merged, err = mergeOrdered(stmt, order, partType, parts, limit, offset, limited); err != nil {
 			db.Error = err
 			return
 		}
@@ -513,19 +499,6 @@ func (p *Plugin) afterMerge(db *gorm.DB, m *model) {
 	}
 }
 
-// limitOf reads the statement's LIMIT and OFFSET.
-func limitOf(stmt *gorm.Statement) (limit, offset int, limited bool) {
-	l, ok := stmt.Clauses["LIMIT"].Expression.(clause.Limit)
-	if !ok {
-		return 0, 0, false
-	}
-	offset = max(l.Offset, 0)
-	if l.Limit != nil && *l.Limit >= 0 { // Limit(-1) cancels a limit
-		return *l.Limit, offset, true
-	}
-	return 0, offset, false
-}
-
 // window applies OFFSET and LIMIT to the merged rows.
 func window(rows reflect.Value, limit, offset int, limited bool) reflect.Value {
 	offset = min(offset, rows.Len())
@@ -534,10 +507,6 @@ func window(rows reflect.Value, limit, offset int, limited bool) reflect.Value {
 		end = min(end, offset+limit)
 	}
 	return rows.Slice(offset, end)
-}
-
-func isNumber(k reflect.Kind) bool {
-	return k >= reflect.Int && k <= reflect.Uint64 || k == reflect.Float32 || k == reflect.Float64
 }
 
 func sumInto(target reflect.Value, parts []reflect.Value) {

@@ -16,6 +16,8 @@ import (
 	"github.com/glebarez/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
+
+	"github.com/shardid/shardid/shardrouter"
 )
 
 // benchPlain is the baseline model: no shardid tag, a preset ID.
@@ -243,7 +245,7 @@ func BenchmarkMergeOnly(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	order := &mergeOrder{columns: []orderColumn{{field: m.pk().field, desc: true}}, key: m.pk().field}
+	order := &shardrouter.Order{Columns: []shardrouter.OrderColumn{{Field: m.pk().field, Desc: true}}, Key: m.pk().field}
 	rowsType := reflect.TypeOf([]benchSharded{})
 	for _, perPart := range []int{1020, 4020} {
 		parts := make([]reflect.Value, 4)
@@ -257,7 +259,7 @@ func BenchmarkMergeOnly(b *testing.B) {
 		b.Run(fmt.Sprintf("rows-%d", 4*perPart), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				merged, err := order.merge(stmt, rowsType, parts, 20, perPart-20, true)
+				merged, err := mergeOrdered(stmt, order, rowsType, parts, 20, perPart-20, true)
 				if err != nil || merged.Len() != 20 {
 					b.Fatal(err, merged.Len())
 				}

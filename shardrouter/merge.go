@@ -1,0 +1,366 @@
+package shardrouter
+
+import (
+	"fmt"
+	"reflect"
+	"regexp"
+	"strings"
+	"time"
+
+	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
+)
+
+// Query is what the planner reads of a query over several databases to
+// decide how their results merge: its clauses as GORM holds them, its model
+// and its destination.
+type Query struct {
+	Schema    *schema.Schema
+	Key       *schema.Field // the model's primary key
+	Clauses   map[string]clause.Clause
+	Distinct  bool
+	Selects   []string
+	Omits     []string
+	TableExpr *clause.Expr
+	// Dest is the type the destination points to; nil when it is no pointer.
+	Dest reflect.Type
+}
+
+// Merge is how the results of a query's parts become the query's.
+type Merge struct {
+	// PartType is what each part scans into: a slice, or a number.
+	PartType reflect.Type
+	// Count: the parts' numbers are summed.
+	Count bool
+	// Order: the parts' rows are merged k-way in it; nil: one part after another.
+	Order *Order
+	// Limit and Offset apply to the merged rows; each part fetches Offset+Limit.
+	Limit, Offset int
+	Limited       bool
+	// Refused says why the results cannot be merged right; "" when they can.
+	Refused string
+}
+
+// PlanMerge decides how the parts of q merge, or why they cannot: what may
+// be merged is an allowlist.
+func PlanMerge(q Query) Merge {
+	if q.Dest == nil {
+		return Merge{Refused: "a query on several physical databases needs a pointer destination"}
+	}
+	merge := Merge{PartType: q.Dest} // a slice, or a number (counts)
+	switch {
+	case q.Dest.Kind() == reflect.Struct:
+		merge.PartType = reflect.SliceOf(q.Dest)
+	case q.Dest.Kind() != reflect.Slice && !IsNumber(q.Dest.Kind()):
+		return Merge{Refused: fmt.Sprintf("results from several physical databases cannot be merged into a %s", q.Dest)}
+	}
+	merge.Limit, merge.Offset, merge.Limited = limitOf(q)
+	merge.Count = IsNumber(q.Dest.Kind())
+	if why := unmergeable(q, merge.Count, merge.Limited || merge.Offset > 0); why != "" {
+		return Merge{Refused: why + " over several physical databases cannot be merged right"}
+	}
+	if !merge.Count {
+		merge.Order, merge.Refused = orderOf(q, merge.PartType.Elem())
+	}
+	return merge
+}
+
+// IsNumber reports whether a destination of kind k is a number (a Count's).
+func IsNumber(k reflect.Kind) bool {
+	return k >= reflect.Int && k <= reflect.Uint64 || k == reflect.Float32 || k == reflect.Float64
+}
+
+// What a query over several physical databases may merge is an allowlist:
+// plain columns, a plain Count, ORDER BY columns of the model whose values
+// the plugin compares as the databases do, LIMIT and OFFSET. Anything else
+// is computed by each database over its own rows only, and is refused.
+
+// mergeableClauses are the clauses whose rows each database computes alone
+// exactly as one database would.
+var mergeableClauses = map[string]bool{"SELECT": true, "FROM": true, "WHERE": true, "ORDER BY": true, "LIMIT": true, "FOR": true,
+	"soft_delete_enabled": true} // GORM's mark that the soft-delete condition is in WHERE
+
+// plainColumn is one item of a select list that names a column: `col`,
+// `t.col`, `*`, `t.*`, quoted or not, with an optional `AS alias`.
+var plainColumn = regexp.MustCompile("(?i)^\\s*(?:[`\"]?\\w+[`\"]?\\s*\\.\\s*)?(?:[`\"]?\\w+[`\"]?|\\*)(?:\\s+as\\s+[`\"]?\\w+[`\"]?)?\\s*$")
+
+// selectWord finds a subquery written in a condition's SQL text.
+var selectWord = regexp.MustCompile(`(?i)\bselect\b`)
+
+// unmergeable names what in a query over several databases cannot be
+// merged, or returns "" when all of it can.
+func unmergeable(q Query, counting, windowed bool) string {
+	for name := range q.Clauses {
+		if !mergeableClauses[name] {
+			return name
+		}
+	}
+	if q.Distinct {
+		return "DISTINCT"
+	}
+	if counting {
+		switch {
+		case windowed:
+			return "LIMIT or OFFSET on a count"
+		case !plainCount(q):
+			return "a number other than a plain Count"
+		}
+		return ""
+	}
+	for _, s := range q.Selects {
+		if !plainColumns(s) {
+			return fmt.Sprintf("Select(%q)", s)
+		}
+	}
+	switch sel := q.Clauses["SELECT"].Expression.(type) {
+	case nil:
+	case clause.Select:
+		if sel.Distinct {
+			return "DISTINCT"
+		}
+		if sel.Expression != nil {
+			return "a select expression"
+		}
+		for _, c := range sel.Columns {
+			if c.Raw && !plainColumns(c.Name) {
+				return fmt.Sprintf("the column %q", c.Name)
+			}
+		}
+	default:
+		return "a select expression"
+	}
+	if where, ok := q.Clauses["WHERE"].Expression.(clause.Where); ok && selectsInSQL(where.Exprs) {
+		return "a subquery in a condition's SQL"
+	}
+	if q.TableExpr != nil && strings.Contains(q.TableExpr.SQL, "(") {
+		return "a table expression"
+	}
+	return ""
+}
+
+// plainColumns reports whether every item of a select list is a plain column.
+func plainColumns(list string) bool {
+	for item := range strings.SplitSeq(list, ",") {
+		if !plainColumn.MatchString(item) {
+			return false
+		}
+	}
+	return true
+}
+
+func selectsInSQL(exprs []clause.Expression) bool {
+	for _, e := range exprs {
+		switch c := e.(type) {
+		case clause.Expr:
+			if selectWord.MatchString(c.SQL) {
+				return true
+			}
+		case clause.NamedExpr:
+			if selectWord.MatchString(c.SQL) {
+				return true
+			}
+		case clause.AndConditions:
+			if selectsInSQL(c.Exprs) {
+				return true
+			}
+		case clause.OrConditions:
+			if selectsInSQL(c.Exprs) {
+				return true
+			}
+		case clause.NotConditions:
+			if selectsInSQL(c.Exprs) {
+				return true
+			}
+		case clause.Where:
+			if selectsInSQL(c.Exprs) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// plainCount reports whether a query with a number for destination is a
+// Count that the databases' answers add up to: count(*) or count(column).
+func plainCount(q Query) bool {
+	sel, ok := q.Clauses["SELECT"].Expression.(clause.Expr)
+	if !ok {
+		return false
+	}
+	if strings.EqualFold(sel.SQL, "count(*)") && len(sel.Vars) == 0 {
+		return true
+	}
+	if strings.EqualFold(sel.SQL, "count(?)") && len(sel.Vars) == 1 {
+		_, column := sel.Vars[0].(clause.Column)
+		return column
+	}
+	return false
+}
+
+// orderItem is one ORDER BY item written as text: `col`, `t.col`, quoted or
+// not, with ASC or DESC.
+var orderItem = regexp.MustCompile("(?i)^\\s*(?:[`\"]?(\\w+)[`\"]?\\s*\\.\\s*)?[`\"]?(\\w+)[`\"]?(?:\\s+(asc|desc))?\\s*$")
+
+// Order is the ORDER BY of a query over several databases, as the merge
+// compares rows: its columns, then the primary key to break ties (which
+// each part is asked to order by too).
+type Order struct {
+	Columns []OrderColumn
+	Key     *schema.Field
+	TieKey  bool // the key is not among the query's own columns: each part orders by it last
+}
+
+// OrderColumn is one column of an [Order].
+type OrderColumn struct {
+	Field *schema.Field
+	Desc  bool
+}
+
+// orderOf reads the query's ORDER BY; nil when it has none. An order the
+// merge cannot compare as the databases do is refused: a column of another
+// table, an expression, text (compared by the database's collation), a
+// column that may be NULL (its place differs per database).
+func orderOf(q Query, rowType reflect.Type) (*Order, string) {
+	order, ok := q.Clauses["ORDER BY"].Expression.(clause.OrderBy)
+	if !ok || len(order.Columns) == 0 && order.Expression == nil {
+		return nil, ""
+	}
+	refuse := func(format string, args ...any) error {
+		return fmt.Errorf("ORDER BY %s over several physical databases cannot be merged right", fmt.Sprintf(format, args...))
+	}
+	if order.Expression != nil {
+		return nil, refuse("an expression").Error()
+	}
+	key := q.Key
+	o := &Order{Key: key, TieKey: true}
+	add := func(table, name string, desc bool) error {
+		if table != "" && table != clause.CurrentTable && !strings.EqualFold(table, q.Schema.Table) {
+			return refuse("%s.%s: a column of another table", table, name)
+		}
+		field := key
+		if name != clause.PrimaryKey {
+			if field = q.Schema.LookUpField(name); field == nil {
+				return refuse("%s: not a column of %s", name, q.Schema.Table)
+			}
+		}
+		for _, c := range o.Columns {
+			if c.Field == field {
+				return nil // named again (First after Order): the first one orders
+			}
+		}
+		if field != key && !comparable(field) {
+			return refuse("%s: only the key, and integer or time columns that are NOT NULL, compare in Go as in every database (text follows the database's collation)", name)
+		}
+		o.Columns = append(o.Columns, OrderColumn{Field: field, Desc: desc})
+		o.TieKey = o.TieKey && field != key
+		return nil
+	}
+	for _, c := range order.Columns {
+		if !c.Column.Raw {
+			if err := add(c.Column.Table, c.Column.Name, c.Desc); err != nil {
+				return nil, err.Error()
+			}
+			continue
+		}
+		items := strings.Split(c.Column.Name, ",") // Order("id desc, created_at")
+		for i, item := range items {
+			parts := orderItem.FindStringSubmatch(item)
+			if parts == nil {
+				return nil, refuse("%q", strings.TrimSpace(item)).Error()
+			}
+			desc := strings.EqualFold(parts[3], "desc")
+			if c.Desc && i == len(items)-1 { // GORM writes DESC after the raw text: it orders the last item
+				if parts[3] != "" {
+					return nil, refuse("%q DESC", strings.TrimSpace(item)).Error()
+				}
+				desc = true
+			}
+			if err := add(parts[1], parts[2], desc); err != nil {
+				return nil, err.Error()
+			}
+		}
+	}
+	for _, c := range o.Columns {
+		if !selected(q, c.Field) {
+			return nil, refuse("%s: the column is not selected, so the merge cannot read it", c.Field.DBName).Error()
+		}
+	}
+	if o.TieKey && !selected(q, key) {
+		return nil, refuse("%s: the key breaks ties and is not selected", key.DBName).Error()
+	}
+	if rowType.Kind() == reflect.Pointer {
+		rowType = rowType.Elem()
+	}
+	if rowType != q.Schema.ModelType && !(rowType.Kind() == reflect.Map && rowType.Key().Kind() == reflect.String) {
+		return nil, refuse("into rows of %s (query into the model or maps)", rowType).Error()
+	}
+	return o, ""
+}
+
+// selectItem reads the column (or alias) a plain select item gives.
+var selectItem = regexp.MustCompile("(?i)(?:^|\\.|\\s)[`\"]?(\\w+|\\*)[`\"]?\\s*$")
+
+// selected reports whether the query's rows carry column f: no select list
+// (every column), `*`, or an item naming it; and f not omitted.
+func selected(q Query, f *schema.Field) bool {
+	for _, omitted := range q.Omits {
+		if strings.EqualFold(omitted, f.DBName) || omitted == f.Name || omitted == "*" {
+			return false
+		}
+	}
+	var items []string
+	for _, s := range q.Selects {
+		items = append(items, strings.Split(s, ",")...)
+	}
+	if sel, ok := q.Clauses["SELECT"].Expression.(clause.Select); ok {
+		for _, c := range sel.Columns {
+			items = append(items, strings.Split(c.Name, ",")...)
+		}
+	}
+	if len(items) == 0 {
+		return true
+	}
+	for _, item := range items {
+		if m := selectItem.FindStringSubmatch(item); m != nil && (m[1] == "*" || strings.EqualFold(m[1], f.DBName) || m[1] == f.Name) {
+			return true
+		}
+	}
+	return false
+}
+
+var timeType = reflect.TypeOf(time.Time{})
+
+// comparable reports whether a column's values compare in Go as in every
+// database: integers and times, never NULL.
+func comparable(f *schema.Field) bool {
+	if !f.NotNull && !f.PrimaryKey {
+		return false
+	}
+	t := f.FieldType
+	return t == timeType || t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64 && t.Kind() != reflect.Uintptr
+}
+
+// PartClause is the ORDER BY a part runs with: the query's, with the key
+// last to break ties, so that every part is in the order the merge reads.
+func (o *Order) PartClause(c clause.Clause) clause.Clause {
+	if !o.TieKey {
+		return c
+	}
+	order, _ := c.Expression.(clause.OrderBy)
+	columns := append(order.Columns[:len(order.Columns):len(order.Columns)], clause.OrderByColumn{Column: clause.Column{Table: clause.CurrentTable, Name: o.Key.DBName}})
+	c.Expression = clause.OrderBy{Columns: columns}
+	return c
+}
+
+// limitOf reads the query's LIMIT and OFFSET.
+func limitOf(q Query) (limit, offset int, limited bool) {
+	l, ok := q.Clauses["LIMIT"].Expression.(clause.Limit)
+	if !ok {
+		return 0, 0, false
+	}
+	offset = max(l.Offset, 0)
+	if l.Limit != nil && *l.Limit >= 0 { // Limit(-1) cancels a limit
+		return *l.Limit, offset, true
+	}
+	return 0, offset, false
+}

@@ -1,0 +1,126 @@
+package shardrouter
+
+import (
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
+)
+
+type mergedPhoto struct {
+	ID      int64
+	Likes   int       `gorm:"not null"`
+	Taken   time.Time `gorm:"not null"`
+	Views   int       // may be NULL
+	Caption string    `gorm:"not null"`
+}
+
+func photoSchema(t *testing.T) *schema.Schema {
+	t.Helper()
+	s, err := schema.Parse(&mergedPhoto{}, &sync.Map{}, schema.NamingStrategy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func orderBy(columns ...clause.OrderByColumn) map[string]clause.Clause {
+	return map[string]clause.Clause{"ORDER BY": {Expression: clause.OrderBy{Columns: columns}}}
+}
+
+func byName(name string, desc bool) clause.OrderByColumn {
+	return clause.OrderByColumn{Column: clause.Column{Name: name, Raw: true}, Desc: desc}
+}
+
+// TestPlanMerge has a row per merge rule of "Every shard at once" in
+// docs/routing.md: what is merged, how, and what is refused.
+func TestPlanMerge(t *testing.T) {
+	s := photoSchema(t)
+	rows, one := reflect.TypeOf([]mergedPhoto{}), reflect.TypeOf(mergedPhoto{})
+	count := map[string]clause.Clause{"SELECT": {Expression: clause.Expr{SQL: "count(*)"}}}
+	limit := 10
+	for name, c := range map[string]struct {
+		q       Query
+		order   string // the merge's order: columns, "desc" marks, "+key" for the tie-breaking key; "" none
+		count   bool
+		refused string // a part of the refusal; "" when merged
+	}{
+		"plain columns, one database after another": {q: Query{Dest: rows, Selects: []string{"id, likes AS n, photos.caption"}}},
+		"a struct destination reads the first row":  {q: Query{Dest: one}},
+		"a plain Count is summed":                   {q: Query{Dest: reflect.TypeOf(int64(0)), Clauses: count}, count: true},
+		"count(column) is summed": {q: Query{Dest: reflect.TypeOf(int64(0)), Clauses: map[string]clause.Clause{
+			"SELECT": {Expression: clause.Expr{SQL: "count(?)", Vars: []any{clause.Column{Name: "id"}}}}}}, count: true},
+		"a count with LIMIT": {q: Query{Dest: reflect.TypeOf(int64(0)), Clauses: map[string]clause.Clause{
+			"SELECT": count["SELECT"], "LIMIT": {Expression: clause.Limit{Limit: &limit}}}}, refused: "LIMIT or OFFSET on a count"},
+		"another number than a count": {q: Query{Dest: reflect.TypeOf(0.0), Clauses: map[string]clause.Clause{
+			"SELECT": {Expression: clause.Expr{SQL: "sum(likes)"}}}}, refused: "a number other than a plain Count"},
+		"ORDER BY the key": {q: Query{Dest: rows, Clauses: orderBy(byName("id", true))}, order: "id desc"},
+		"ORDER BY a NOT NULL integer, the key breaks ties":        {q: Query{Dest: rows, Clauses: orderBy(byName("likes", false))}, order: "likes +key"},
+		"ORDER BY a NOT NULL time and the key":                    {q: Query{Dest: rows, Clauses: orderBy(byName("taken desc, id", false))}, order: "taken desc, id"},
+		"ORDER BY the key as a column":                            {q: Query{Dest: rows, Clauses: orderBy(clause.OrderByColumn{Column: clause.Column{Name: "id"}, Desc: true})}, order: "id desc"},
+		"ORDER BY raw text, DESC after it":                        {q: Query{Dest: rows, Clauses: orderBy(byName("likes, taken", true))}, order: "likes, taken desc +key"},
+		"ORDER BY raw text with its own direction, DESC after it": {q: Query{Dest: rows, Clauses: orderBy(byName("id asc", true))}, refused: `"id asc" DESC`},
+		"ORDER BY into maps":                                      {q: Query{Dest: reflect.TypeOf([]map[string]any{}), Clauses: orderBy(byName("id", false))}, order: "id"},
+		"ORDER BY a nullable column":                              {q: Query{Dest: rows, Clauses: orderBy(byName("views", false))}, refused: "views: only the key"},
+		"ORDER BY text":                                           {q: Query{Dest: rows, Clauses: orderBy(byName("caption", false))}, refused: "caption: only the key"},
+		"ORDER BY an expression":                                  {q: Query{Dest: rows, Clauses: orderBy(byName("likes * 2", false))}, refused: `ORDER BY "likes * 2"`},
+		"ORDER BY another table's column":                         {q: Query{Dest: rows, Clauses: orderBy(byName("users.id", false))}, refused: "users.id: a column of another table"},
+		"ORDER BY a column not selected":                          {q: Query{Dest: rows, Selects: []string{"id"}, Clauses: orderBy(byName("likes", false))}, refused: "likes: the column is not selected"},
+		"ORDER BY into rows of another type":                      {q: Query{Dest: reflect.TypeOf([]struct{ ID int64 }{}), Clauses: orderBy(byName("id", false))}, refused: "into rows of"},
+		"DISTINCT":                                                {q: Query{Dest: rows, Distinct: true}, refused: "DISTINCT"},
+		"GROUP BY":                                                {q: Query{Dest: rows, Clauses: map[string]clause.Clause{"GROUP BY": {}}}, refused: "GROUP BY"},
+		"a function in the select list":                           {q: Query{Dest: rows, Selects: []string{"max(likes)"}}, refused: `Select("max(likes)")`},
+		"a subquery in a condition's SQL": {q: Query{Dest: rows, Clauses: map[string]clause.Clause{"WHERE": {Expression: clause.Where{Exprs: []clause.Expression{
+			clause.Expr{SQL: "id IN (SELECT photo_id FROM likes)"}}}}}}, refused: "a subquery in a condition's SQL"},
+		"a table expression":                  {q: Query{Dest: rows, TableExpr: &clause.Expr{SQL: "(SELECT * FROM photos) p"}}, refused: "a table expression"},
+		"a destination that is not a pointer": {q: Query{}, refused: "needs a pointer destination"},
+		"a destination that cannot be merged": {q: Query{Dest: reflect.TypeOf("")}, refused: "cannot be merged into a string"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c.q.Schema, c.q.Key = s, s.PrioritizedPrimaryField
+			merge := PlanMerge(c.q)
+			if c.refused != "" {
+				if !strings.Contains(merge.Refused, c.refused) {
+					t.Fatalf("refused %q, want it to say %q", merge.Refused, c.refused)
+				}
+				return
+			}
+			if merge.Refused != "" {
+				t.Fatalf("refused: %s", merge.Refused)
+			}
+			if merge.Count != c.count {
+				t.Fatalf("count %v, want %v", merge.Count, c.count)
+			}
+			var order []string
+			if merge.Order != nil {
+				for _, col := range merge.Order.Columns {
+					item := col.Field.DBName
+					if col.Desc {
+						item += " desc"
+					}
+					order = append(order, item)
+				}
+				if merge.Order.TieKey {
+					order[len(order)-1] += " +key"
+				}
+			}
+			if got := strings.Join(order, ", "); got != c.order {
+				t.Fatalf("order %q, want %q", got, c.order)
+			}
+		})
+	}
+}
+
+func TestPlanMergeWindowsTheMergedRows(t *testing.T) {
+	s := photoSchema(t)
+	limit := 20
+	merge := PlanMerge(Query{Schema: s, Key: s.PrioritizedPrimaryField, Dest: reflect.TypeOf([]mergedPhoto{}),
+		Clauses: map[string]clause.Clause{"LIMIT": {Expression: clause.Limit{Limit: &limit, Offset: 40}}}})
+	if merge.Refused != "" || !merge.Limited || merge.Limit != 20 || merge.Offset != 40 {
+		t.Fatalf("merge %+v", merge)
+	}
+}
