@@ -8,6 +8,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shardid/shardid/internal/sqlscan"
+	"github.com/shardid/shardid/shardrouter"
 )
 
 // routeRaw routes raw SQL (db.Raw, db.Exec).
@@ -48,21 +49,23 @@ func (p *Plugin) routeWithoutModel(db *gorm.DB, sql, what string) error {
 		return err
 	}
 	k, onShard, bound := p.rawSQLPhysical(stmt)
-	if onShard {
-		if table, model, ok := p.namedTable(scan, unread, p.unshardedModel); ok {
-			return fmt.Errorf("%w: %s names %s, the table of the unsharded model %s, but runs on %s; its rows live on the plugin's database only: run it there, without a shard clause and outside a shard's transaction%s",
-				ErrCrossShard, what, table, model, p.physical[k].name, unreadNote(unread))
-		}
+	raw := shardrouter.RawSQL{Words: scan.Words, Unread: unread != nil, OnShard: onShard}
+	for _, t := range scan.Tables {
+		raw.Tables = append(raw.Tables, shardrouter.Table{Qualifier: t.Qualifier, Name: t.Name})
 	}
 	// A transaction the application began with a shard clause is for that
 	// shard; GORM's own transaction of a routed statement is not: SQL a hook
 	// issues in it is a statement of its own, and needs its own clause.
-	if _, gorms := p.implicit.lookup(stmt.ConnPool); hinted || bound && !gorms {
-		return nil // the SQL is for the shard it was sent to
-	}
-	table, model, ok := p.namedTable(scan, unread, p.shardedModel)
-	if !ok {
+	_, gorms := p.implicit.lookup(stmt.ConnPool)
+	raw.ForShard = hinted || bound && !gorms
+	route := shardrouter.PlanRaw(raw, p.shardedModel, p.unshardedModel)
+	table, model := route.Table, route.Model
+	switch route.Refusal {
+	case shardrouter.RawRuns:
 		return nil
+	case shardrouter.UnshardedOnShard:
+		return fmt.Errorf("%w: %s names %s, the table of the unsharded model %s, but runs on %s; its rows live on the plugin's database only: run it there, without a shard clause and outside a shard's transaction%s",
+			ErrCrossShard, what, table, model, p.physical[k].name, unreadNote(unread))
 	}
 	detail := what + " on a sharded table needs db.Clauses(shardid.ByID(id)), shardid.OnShard(n) or shardid.ByKey(key), or a transaction begun with one"
 	if bound {
@@ -89,33 +92,6 @@ func (p *Plugin) rawSQLPhysical(stmt *gorm.Statement) (k int, onShard, bound boo
 		return k.(int), true, false
 	}
 	return 0, false, false
-}
-
-// systemSchemas hold the databases' catalogs, which GORM's migrators read:
-// never a model's table, whatever its name.
-var systemSchemas = map[string]bool{"information_schema": true, "pg_catalog": true, "performance_schema": true, "mysql": true, "sys": true}
-
-// namedTable returns the first table of scan that find knows, with any
-// qualifier, compared without case (a superset of PostgreSQL's exact match
-// on quoted names). For SQL that could not be read it looks at every word.
-func (p *Plugin) namedTable(scan sqlscan.Scan, unread error, find func(string) (string, bool)) (table, model string, ok bool) {
-	for _, t := range scan.Tables {
-		schema := t.Qualifier[strings.LastIndexByte(t.Qualifier, '.')+1:]
-		if systemSchemas[strings.ToLower(schema)] {
-			continue
-		}
-		if model, ok := find(t.Name); ok {
-			return t.Name, model, true
-		}
-	}
-	if unread != nil {
-		for _, word := range scan.Words {
-			if model, ok := find(word); ok {
-				return word, model, true
-			}
-		}
-	}
-	return "", "", false
 }
 
 // shardedModel returns the model whose rows a sharded table holds: a
