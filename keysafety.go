@@ -3,13 +3,14 @@ package shardid
 import (
 	"fmt"
 	"reflect"
-	"slices"
 	"strings"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/callbacks"
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
+
+	"github.com/shardid/shardid/shardrouter"
 )
 
 // Key safety is checked on what GORM will execute, after the model's Before
@@ -89,98 +90,34 @@ func scratch(stmt *gorm.Statement, rows reflect.Value) *gorm.Statement {
 	return s
 }
 
-// placing is a column that places a row: its primary key, or the key's
-// colocate or hash column.
-type placing struct {
-	role  string // "key", "colocate" or "hash"
-	field *schema.Field
-}
-
-// placingColumn returns what an assignment's column places, whatever its
-// quotes, case or table prefix (the database resolves a raw column so).
-func placingColumn(m *model, c clause.Column) (placing, bool) {
-	key := m.pk()
-	if c.Name == clause.PrimaryKey {
-		return placing{"key", key.field}, true
-	}
-	name := strings.Trim(c.Name[strings.LastIndexByte(c.Name, '.')+1:], "`\"[] ")
-	for _, pl := range []placing{{"key", key.field}, {"colocate", key.colocate}, {"hash", key.hash}} {
-		if pl.field != nil && (strings.EqualFold(name, pl.field.DBName) || strings.EqualFold(name, pl.field.Name)) {
-			return pl, true
-		}
-	}
-	return placing{}, false
-}
-
-// shardOf returns the logical shard a value of a colocate or hash column names.
-func (pl placing) shardOf(p *Plugin, m *model, v any) (int, error) {
-	i := slices.IndexFunc(m.evidence, func(e evidence) bool { return e.matches("", pl.field.DBName) })
-	if i < 0 {
-		return 0, fmt.Errorf("%w: %s is not a column that places %s", ErrNoShard, pl.field.Name, m.schema.Name)
-	}
-	return m.evidence[i].shardOf(p, v)
-}
-
 // keepsShard refuses assignments that would leave a row on a shard its own
-// columns no longer name: a new primary key, an expression for a placing
-// column (it cannot be checked), or a colocate or hash value of another shard.
-// NULL names no shard, and may be written to a colocate or hash column (GORM's
-// Association Replace, Delete and Clear orphan children so). Where the row is
-// not known from the statement, assigning a placing column is refused.
+// columns no longer name, as the planner decides (CheckAssignments).
 func (p *Plugin) keepsShard(stmt *gorm.Statement, m *model, set []clause.Assignment) error {
-	refuse := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s: the statement %s; copy the row instead", ErrCrossShard, m.schema.Name, fmt.Sprintf(format, args...))
+	row := shardrouter.UpdatedRow{
+		Shard:  func() (int, bool) { return p.rowShard(stmt, m) },
+		HasKey: func(v any) bool { return p.sameKey(stmt, m, v) },
 	}
-	for _, a := range set {
-		pl, ok := placingColumn(m, a.Column)
-		switch {
-		case !ok:
-			continue
-		case unreadable(a.Value):
-			return refuse("sets the %s column %s to an expression, which cannot be checked", pl.role, a.Column.Name)
-		case pl.role == "key":
-			// A new key is refused even on the same shard: it was not made for this row.
-			if !p.sameKey(stmt, m, a.Value) {
-				return refuse("changes the primary key %s", a.Column.Name)
-			}
-			continue
-		case isNull(a.Value):
-			continue
-		}
-		rowShard, known := p.rowShard(stmt, m)
-		if !known {
-			return refuse("sets the %s column %s and does not name the one row it updates", pl.role, a.Column.Name)
-		}
-		if s, err := pl.shardOf(p, m, a.Value); err != nil || s != rowShard {
-			return refuse("sets the %s column %s to a value that does not place the row on its own shard", pl.role, a.Column.Name)
-		}
+	if wrong := shardrouter.CheckAssignments(set, m.placings, row); wrong != "" {
+		return fmt.Errorf("%w: %s: the statement %s; copy the row instead", ErrCrossShard, m.schema.Name, wrong)
 	}
 	return nil
 }
 
-// unreadable reports whether an assigned value is SQL the database computes
-// (gorm.Expr, a column, a subquery), which no check can read.
-func unreadable(v any) bool {
-	switch v := v.(type) {
-	case clause.Expression, clause.Column, *gorm.DB:
-		return true
-	case []any:
-		for _, x := range v {
-			if unreadable(x) {
-				return true
-			}
-		}
+// placingsOf lists the columns that place a row of a model keyed by the
+// shardid field key, made once per model: the key, then its colocate or hash
+// column.
+func (p *Plugin) placingsOf(key *idField, keys []shardrouter.KeyColumn) []shardrouter.Placing {
+	list := []shardrouter.Placing{{Role: "key", DBName: key.field.DBName, Name: key.field.Name}}
+	if key.colocate != nil {
+		list = append(list, shardrouter.Placing{Role: "colocate", DBName: key.colocate.DBName, Name: key.colocate.Name})
 	}
-	return false
-}
-
-// isNull reports whether v is written as NULL.
-func isNull(v any) bool {
-	if v == nil {
-		return true
+	if key.hash != nil {
+		list = append(list, shardrouter.Placing{Role: "hash", DBName: key.hash.DBName, Name: key.hash.Name})
 	}
-	rv := reflect.ValueOf(v)
-	return rv.Kind() == reflect.Pointer && rv.IsNil()
+	for i := range list {
+		list[i].ShardOf = keys[i].ShardOf // evidenceOf lists the same columns in the same order
+	}
+	return list
 }
 
 // boundPhysical returns the physical database a statement runs on: the one
@@ -341,17 +278,10 @@ func (p *Plugin) checkUpsert(stmt *gorm.Statement, m *model) error {
 			}
 		}
 	}
-	for _, a := range set {
-		pl, ok := placingColumn(m, a.Column)
-		if !ok {
-			continue
-		}
-		own, isColumn := a.Value.(clause.Column)
-		if isColumn && strings.EqualFold(own.Table, "excluded") && strings.EqualFold(own.Name, pl.field.DBName) && p.conflictsOnKeyOnly(stmt, m, oc) {
-			continue
-		}
+	keyOnly := func() bool { return p.conflictsOnKeyOnly(stmt, m, oc) }
+	if pl, column, refused := shardrouter.CheckUpsert(set, m.placings, keyOnly); refused {
 		return fmt.Errorf("%w: %s: the upsert may rewrite the %s column %s of a row on another shard; update it apart, or conflict on the primary key only",
-			ErrCrossShard, m.schema.Name, pl.role, a.Column.Name)
+			ErrCrossShard, m.schema.Name, pl.Role, column)
 	}
 	return nil
 }
@@ -446,27 +376,27 @@ func (p *Plugin) checkCreatedMaps(stmt *gorm.Statement, m *model, on int, bound 
 	for _, row := range rows {
 		values := map[string]any{}
 		for column, v := range row {
-			if pl, ok := placingColumn(m, clause.Column{Name: column}); ok {
-				values[pl.role] = v
+			if pl, ok := shardrouter.PlacingOf(m.placings, clause.Column{Name: column}); ok {
+				values[pl.Role] = v
 			}
 		}
 		id, given := values["key"]
-		if !given || isNull(id) || unreadable(id) {
+		if !given || shardrouter.WrittenNull(id) || shardrouter.Unreadable(id) {
 			return &FieldError{Model: m.schema.Name, Field: key.field.Name, Err: ErrNoShard,
 				Detail: "a row created from a map into a sharded table must give its ID (the plugin cannot write one into a map)"}
 		}
-		shard, err := placing{"key", key.field}.shardOf(p, m, id)
+		shard, err := m.placings[0].ShardOf(id)
 		if err != nil {
 			return err
 		}
-		for _, pl := range []placing{{"colocate", key.colocate}, {"hash", key.hash}} {
-			v, given := values[pl.role]
-			if pl.field == nil || !given || isNull(v) {
+		for _, pl := range m.placings[1:] {
+			v, given := values[pl.Role]
+			if !given || shardrouter.WrittenNull(v) {
 				continue
 			}
-			if s, err := pl.shardOf(p, m, v); unreadable(v) || err != nil || s != shard {
+			if s, err := pl.ShardOf(v); shardrouter.Unreadable(v) || err != nil || s != shard {
 				return &FieldError{Model: m.schema.Name, Field: key.field.Name, Err: ErrCrossShard,
-					Detail: fmt.Sprintf("the ID is of shard %d, its %s column %s does not name that shard", shard, pl.role, pl.field.DBName)}
+					Detail: fmt.Sprintf("the ID is of shard %d, its %s column %s does not name that shard", shard, pl.Role, pl.DBName)}
 			}
 		}
 		if bound && p.physicalOf(shard) != on {

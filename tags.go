@@ -100,6 +100,7 @@ type model struct {
 	key      *idField                // the tagged primary key: the model is sharded by it
 	evidence []evidence              // columns whose values name a row's shard, the key first
 	keys     []shardrouter.KeyColumn // the evidence, as the planner reads it
+	placings []shardrouter.Placing   // the columns whose values place a row, the key first
 }
 
 // sharded reports whether the model's rows are spread over logical shards:
@@ -175,6 +176,7 @@ func (p *Plugin) parseModel(s *schema.Schema) (*model, error) {
 		if f.field.PrimaryKey && len(s.PrimaryFields) == 1 {
 			m.key, m.evidence = f, evidenceOf(s.Table, f)
 			m.keys = p.keyColumns(m.evidence)
+			m.placings = p.placingsOf(f, m.keys)
 		}
 	}
 	return m, nil

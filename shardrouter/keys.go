@@ -1,0 +1,125 @@
+package shardrouter
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// Placing is a column whose value places a row on its logical shard: the
+// primary key, or its colocate or hash column.
+type Placing struct {
+	Role         string // "key", "colocate" or "hash"
+	DBName, Name string // the column's and the field's name
+	// ShardOf is the logical shard a value of the column names.
+	ShardOf func(v any) (int, error)
+}
+
+// PlacingOf returns the column of placings that c names, whatever its quotes,
+// case or table prefix (the database resolves a raw column so).
+func PlacingOf(placings []Placing, c clause.Column) (Placing, bool) {
+	if c.Name == clause.PrimaryKey && len(placings) > 0 {
+		return placings[0], true
+	}
+	name := strings.Trim(c.Name[strings.LastIndexByte(c.Name, '.')+1:], "`\"[] ")
+	for _, pl := range placings {
+		if strings.EqualFold(name, pl.DBName) || strings.EqualFold(name, pl.Name) {
+			return pl, true
+		}
+	}
+	return Placing{}, false
+}
+
+// UpdatedRow is the one row an update names, as far as the statement says;
+// each is asked only when an assignment needs it.
+type UpdatedRow struct {
+	// Shard is the row's logical shard, when the statement names one row.
+	Shard func() (int, bool)
+	// HasKey reports whether v is the row's own primary key.
+	HasKey func(v any) bool
+}
+
+// CheckAssignments refuses assignments (an update's SET, as GORM will write
+// it) that would leave a row on a shard its own columns no longer name: a
+// new primary key, an expression for a placing column (it cannot be
+// checked), or a colocate or hash value of another shard. NULL names no
+// shard, and may be written to a colocate or hash column (GORM's Association
+// Replace, Delete and Clear orphan children so). Where the row is not known
+// from the statement, assigning a placing column is refused. It returns what
+// the statement does wrong, or "".
+func CheckAssignments(set []clause.Assignment, placings []Placing, row UpdatedRow) string {
+	for _, a := range set {
+		pl, ok := PlacingOf(placings, a.Column)
+		switch {
+		case !ok:
+			continue
+		case Unreadable(a.Value):
+			return fmt.Sprintf("sets the %s column %s to an expression, which cannot be checked", pl.Role, a.Column.Name)
+		case pl.Role == "key":
+			// A new key is refused even on the same shard: it was not made for this row.
+			if !row.HasKey(a.Value) {
+				return "changes the primary key " + a.Column.Name
+			}
+			continue
+		case WrittenNull(a.Value):
+			continue
+		}
+		rowShard, known := row.Shard()
+		if !known {
+			return fmt.Sprintf("sets the %s column %s and does not name the one row it updates", pl.Role, a.Column.Name)
+		}
+		if s, err := pl.ShardOf(a.Value); err != nil || s != rowShard {
+			return fmt.Sprintf("sets the %s column %s to a value that does not place the row on its own shard", pl.Role, a.Column.Name)
+		}
+	}
+	return ""
+}
+
+// CheckUpsert refuses an ON CONFLICT update (its assignments set) of a
+// placing column, unless it writes the inserted row's own value
+// (excluded.col, as UpdateAll and Save do) over a row that can only
+// conflict on the primary key (keyOnly, asked only then): that row has the
+// same key, so the same shard, and the inserted value agrees with it. It
+// returns the placing column refused, if one is.
+func CheckUpsert(set []clause.Assignment, placings []Placing, keyOnly func() bool) (Placing, string, bool) {
+	for _, a := range set {
+		pl, ok := PlacingOf(placings, a.Column)
+		if !ok {
+			continue
+		}
+		own, isColumn := a.Value.(clause.Column)
+		if isColumn && strings.EqualFold(own.Table, "excluded") && strings.EqualFold(own.Name, pl.DBName) && keyOnly() {
+			continue
+		}
+		return pl, a.Column.Name, true
+	}
+	return Placing{}, "", false
+}
+
+// Unreadable reports whether an assigned value is SQL the database computes
+// (gorm.Expr, a column, a subquery), which no check can read.
+func Unreadable(v any) bool {
+	switch v := v.(type) {
+	case clause.Expression, clause.Column, *gorm.DB:
+		return true
+	case []any:
+		for _, x := range v {
+			if Unreadable(x) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// WrittenNull reports whether an assigned value is written as NULL.
+func WrittenNull(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
+}
