@@ -222,7 +222,7 @@ func (p *Plugin) keepUnsharded(db *gorm.DB, kind statementKind) error {
 			ErrCrossShard, stmt.Schema.Name, table, stmt.Schema.Name)
 	}
 	for _, j := range stmt.Joins {
-		path, named := relationPath(stmt.Schema, j.Name)
+		path, named := shardrouter.RelationPath(stmt.Schema, j.Name)
 		if !named && p.namesShardedRows(j.Name) {
 			return fmt.Errorf("%w: %s is not sharded, and Joins(%q) joins rows that live on shards: query them apart",
 				ErrCrossShard, stmt.Schema.Name, j.Name)

@@ -1,10 +1,8 @@
 package shardid
 
 import (
-	"cmp"
 	"fmt"
 	"reflect"
-	"regexp"
 	"strings"
 
 	"gorm.io/gorm"
@@ -80,9 +78,9 @@ func (p *Plugin) onPluginDatabase(stmt *gorm.Statement) {
 func (p *Plugin) checkJoins(stmt *gorm.Statement, m *model) error {
 	clauseGiven := oneShardClause(stmt)
 	for _, j := range stmt.Joins {
-		path, ok := relationPath(stmt.Schema, j.Name)
+		path, ok := shardrouter.RelationPath(stmt.Schema, j.Name)
 		if !ok {
-			if p.colocatedSQLJoin(m, j.Name) {
+			if shardrouter.ColocatedJoin(keyedOf(m), j.Name, p.keyedOf) {
 				continue
 			}
 			if err := p.checkSQLTables(m, fmt.Sprintf("Joins(%q)", j.Name), p.sqlTables(j.Name), clauseGiven); err != nil {
@@ -125,7 +123,7 @@ func (p *Plugin) checkConditionSQL(stmt *gorm.Statement, m *model) error {
 		case clause.GroupBy:
 			exprs = c.Having
 		}
-		for _, text := range conditionTexts(exprs) {
+		for _, text := range shardrouter.ConditionSQL(exprs) {
 			tables := p.sqlTables("SELECT * FROM " + joinProbe + " WHERE " + text)
 			if err := p.checkSQLTables(m, fmt.Sprintf("the condition %q", text), tables, clauseGiven); err != nil {
 				return err
@@ -135,89 +133,39 @@ func (p *Plugin) checkConditionSQL(stmt *gorm.Statement, m *model) error {
 	return nil
 }
 
-// conditionTexts returns the SQL text of conditions that may hold a subquery.
-func conditionTexts(exprs []clause.Expression) []string {
-	var texts []string
-	for _, e := range exprs {
-		switch c := e.(type) {
-		case clause.Expr:
-			if strings.Contains(strings.ToUpper(c.SQL), "SELECT") {
-				texts = append(texts, c.SQL)
-			}
-		case clause.NamedExpr:
-			if strings.Contains(strings.ToUpper(c.SQL), "SELECT") {
-				texts = append(texts, c.SQL)
-			}
-		case clause.AndConditions:
-			texts = append(texts, conditionTexts(c.Exprs)...)
-		case clause.OrConditions:
-			texts = append(texts, conditionTexts(c.Exprs)...)
-		case clause.NotConditions:
-			texts = append(texts, conditionTexts(c.Exprs)...)
-		case clause.Where:
-			texts = append(texts, conditionTexts(c.Exprs)...)
-		}
-	}
-	return texts
-}
-
 // checkSQLTables refuses, in SQL a statement on m carries, a table whose rows
 // are not all on the statement's database: an unsharded table, or a sharded
 // one other than m's own join tables without a shard clause.
 func (p *Plugin) checkSQLTables(m *model, where string, tables []string, clauseGiven bool) error {
-	for _, table := range tables {
-		if p.ownJoinTable(m, table) {
-			continue
-		}
-		if !p.namesShardedRows("FROM " + table) {
-			return fmt.Errorf("%w: %s: %s names %s, which is not a sharded table known to the plugin (nor a join table of one), so it is not on %s's shard; load it apart",
-				ErrCrossShard, m.schema.Name, where, table, m.schema.Name)
-		}
-		if !clauseGiven {
-			return fmt.Errorf("%w: %s: %s names the sharded table %s, whose rows are on every physical database, but runs on one; load them apart, or give a shard clause (OnShard, ByID, ByKey) to read that shard's rows only",
-				ErrCrossShard, m.schema.Name, where, table)
-		}
+	ownJoinTable := func(table string) bool { return p.ownJoinTable(m, table) }
+	shardedRows := func(table string) bool { return p.namesShardedRows("FROM " + table) }
+	switch table, refusal := shardrouter.CheckSQLTables(tables, ownJoinTable, shardedRows, clauseGiven); refusal {
+	case shardrouter.NotSharded:
+		return fmt.Errorf("%w: %s: %s names %s, which is not a sharded table known to the plugin (nor a join table of one), so it is not on %s's shard; load it apart",
+			ErrCrossShard, m.schema.Name, where, table, m.schema.Name)
+	case shardrouter.ShardedWithoutClause:
+		return fmt.Errorf("%w: %s: %s names the sharded table %s, whose rows are on every physical database, but runs on one; load them apart, or give a shard clause (OnShard, ByID, ByKey) to read that shard's rows only",
+			ErrCrossShard, m.schema.Name, where, table)
 	}
 	return nil
 }
 
-// simpleJoin reads a join written as SQL of one table on one equality:
-// JOIN t [AS a] ON x.c = y.d.
-var simpleJoin = regexp.MustCompile("(?i)^\\s*(?:(?:inner|left|right)\\s+(?:outer\\s+)?)?join\\s+[`\"]?(\\w+)[`\"]?(?:\\s+(?:as\\s+)?[`\"]?(\\w+)[`\"]?)?\\s+on\\s+[`\"]?(\\w+)[`\"]?\\.[`\"]?(\\w+)[`\"]?\\s*=\\s*[`\"]?(\\w+)[`\"]?\\.[`\"]?(\\w+)[`\"]?\\s*$")
+// keyedOf is what the planner knows of a sharded model for a join.
+func keyedOf(m *model) shardrouter.Keyed {
+	k := shardrouter.Keyed{Table: m.schema.Table, Key: m.pk().field.DBName}
+	if c := m.pk().colocate; c != nil {
+		k.Colocate = c.DBName
+	}
+	return k
+}
 
-// colocatedSQLJoin reports whether a join written as SQL joins, on one
-// equality, a sharded model colocated with m by it: the joined table's
-// colocate column with m's key (a photo of a user), or m's colocate column
-// with the joined table's key (the user of a photo).
-func (p *Plugin) colocatedSQLJoin(m *model, sql string) bool {
-	match := simpleJoin.FindStringSubmatch(sql)
-	if match == nil {
-		return false
+// keyedOf finds a sharded model the plugin has seen by its table.
+func (p *Plugin) keyedOf(table string) (shardrouter.Keyed, bool) {
+	m := p.shardedModelOf(table)
+	if m == nil {
+		return shardrouter.Keyed{}, false
 	}
-	joined := p.shardedModelOf(match[1])
-	if joined == nil {
-		return false
-	}
-	alias := cmp.Or(match[2], match[1])
-	side := func(table, column string) (*model, string, bool) {
-		switch {
-		case strings.EqualFold(table, alias):
-			return joined, column, true
-		case strings.EqualFold(table, m.schema.Table):
-			return m, column, true
-		}
-		return nil, "", false
-	}
-	a, ca, okA := side(match[3], match[4])
-	b, cb, okB := side(match[5], match[6])
-	if !okA || !okB || a == b {
-		return false
-	}
-	follows := func(child *model, column string, parent *model, key string) bool {
-		c := child.pk().colocate
-		return c != nil && strings.EqualFold(c.DBName, column) && strings.EqualFold(parent.pk().field.DBName, key)
-	}
-	return follows(a, ca, b, cb) || follows(b, cb, a, ca)
+	return keyedOf(m), true
 }
 
 // oneShardClause reports whether the statement was given a clause naming one
@@ -239,35 +187,12 @@ func (p *Plugin) ownJoinTable(m *model, table string) bool {
 }
 
 // colocatedAlong reports whether the rows a relationship joins are on one
-// shard: the foreign key is the colocate column of the model holding it, and
-// references the other's primary key.
+// shard, as the planner decides (ColocatedAlong).
 func colocatedAlong(rel *schema.Relationship, from, to *model) bool {
-	if from == nil || !from.sharded() || len(rel.References) != 1 {
+	if from == nil || !from.sharded() {
 		return false
 	}
-	ref := rel.References[0]
-	switch rel.Type {
-	case schema.BelongsTo:
-		return ref.ForeignKey == from.pk().colocate && ref.PrimaryKey == to.pk().field
-	case schema.HasOne, schema.HasMany:
-		return ref.ForeignKey == to.pk().colocate && ref.PrimaryKey == from.pk().field
-	}
-	return false
-}
-
-// relationPath returns the relationships a Joins name walks ("Author",
-// "Author.Publisher"), if it names relationships.
-func relationPath(s *schema.Schema, name string) ([]*schema.Relationship, bool) {
-	var path []*schema.Relationship
-	for _, part := range strings.Split(name, ".") {
-		rel, found := s.Relationships.Relations[part]
-		if !found {
-			return nil, false
-		}
-		path = append(path, rel)
-		s = rel.FieldSchema
-	}
-	return path, true
+	return shardrouter.ColocatedAlong(rel, from.pk().field, from.pk().colocate, to.pk().field, to.pk().colocate)
 }
 
 // namesShardedRows reports whether SQL names, where a table stands, a sharded

@@ -1,0 +1,146 @@
+package shardrouter
+
+import (
+	"cmp"
+	"regexp"
+	"strings"
+
+	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
+)
+
+// Keyed is what the planner knows of a sharded model for a join: its table,
+// its primary key's column and its colocate column ("" when it has none).
+type Keyed struct {
+	Table, Key, Colocate string
+}
+
+// simpleJoin reads a join written as SQL of one table on one equality:
+// JOIN t [AS a] ON x.c = y.d.
+var simpleJoin = regexp.MustCompile("(?i)^\\s*(?:(?:inner|left|right)\\s+(?:outer\\s+)?)?join\\s+[`\"]?(\\w+)[`\"]?(?:\\s+(?:as\\s+)?[`\"]?(\\w+)[`\"]?)?\\s+on\\s+[`\"]?(\\w+)[`\"]?\\.[`\"]?(\\w+)[`\"]?\\s*=\\s*[`\"]?(\\w+)[`\"]?\\.[`\"]?(\\w+)[`\"]?\\s*$")
+
+// ColocatedJoin reports whether a join written as SQL joins, on one
+// equality, a sharded model (found by its table) colocated with m by it: the
+// joined table's colocate column with m's key (a photo of a user), or m's
+// colocate column with the joined table's key (the user of a photo).
+func ColocatedJoin(m Keyed, sql string, sharded func(table string) (Keyed, bool)) bool {
+	match := simpleJoin.FindStringSubmatch(sql)
+	if match == nil {
+		return false
+	}
+	joined, ok := sharded(match[1])
+	if !ok || strings.EqualFold(joined.Table, m.Table) { // a self join pairs two rows of any shards
+		return false
+	}
+	alias := cmp.Or(match[2], match[1])
+	side := func(table string) (Keyed, int, bool) {
+		switch {
+		case strings.EqualFold(table, alias):
+			return joined, 1, true
+		case strings.EqualFold(table, m.Table):
+			return m, 0, true
+		}
+		return Keyed{}, 0, false
+	}
+	a, sideA, okA := side(match[3])
+	b, sideB, okB := side(match[5])
+	if !okA || !okB || sideA == sideB {
+		return false
+	}
+	ca, cb := match[4], match[6]
+	follows := func(child Keyed, column string, parent Keyed, key string) bool {
+		return child.Colocate != "" && strings.EqualFold(child.Colocate, column) && strings.EqualFold(parent.Key, key)
+	}
+	return follows(a, ca, b, cb) || follows(b, cb, a, ca)
+}
+
+// SQLTableRefusal says why SQL a statement carries names a table whose rows
+// are not all on the statement's database.
+type SQLTableRefusal uint8
+
+const (
+	// SQLTableOK: every table is on the statement's database.
+	SQLTableOK SQLTableRefusal = iota
+	// NotSharded: a table the plugin does not know as sharded.
+	NotSharded
+	// ShardedWithoutClause: a sharded table, read on one database without a
+	// clause saying that shard's rows are the ones meant.
+	ShardedWithoutClause
+)
+
+// CheckSQLTables decides the tables that SQL of a statement names (a join, a
+// subquery in a condition): a join table of the model's own (ownJoinTable)
+// is beside its rows; any other table must hold sharded rows (shardedRows),
+// and then only a clause naming one shard says its rows are the ones meant.
+func CheckSQLTables(tables []string, ownJoinTable, shardedRows func(table string) bool, oneShardClause bool) (string, SQLTableRefusal) {
+	for _, table := range tables {
+		switch {
+		case ownJoinTable(table):
+		case !shardedRows(table):
+			return table, NotSharded
+		case !oneShardClause:
+			return table, ShardedWithoutClause
+		}
+	}
+	return "", SQLTableOK
+}
+
+// ConditionSQL returns the SQL text of conditions that may hold a subquery.
+func ConditionSQL(exprs []clause.Expression) []string {
+	var texts []string
+	for _, e := range exprs {
+		switch c := e.(type) {
+		case clause.Expr:
+			if strings.Contains(strings.ToUpper(c.SQL), "SELECT") {
+				texts = append(texts, c.SQL)
+			}
+		case clause.NamedExpr:
+			if strings.Contains(strings.ToUpper(c.SQL), "SELECT") {
+				texts = append(texts, c.SQL)
+			}
+		case clause.AndConditions:
+			texts = append(texts, ConditionSQL(c.Exprs)...)
+		case clause.OrConditions:
+			texts = append(texts, ConditionSQL(c.Exprs)...)
+		case clause.NotConditions:
+			texts = append(texts, ConditionSQL(c.Exprs)...)
+		case clause.Where:
+			texts = append(texts, ConditionSQL(c.Exprs)...)
+		}
+	}
+	return texts
+}
+
+// ColocatedAlong reports whether the rows a relationship joins are on one
+// shard: its foreign key is the colocate column of the model holding it,
+// and references the other's primary key. from and to are the primary keys
+// and colocate columns of the relationship's two models (nil when a model
+// has no colocate column; from nil when its model is not sharded).
+func ColocatedAlong(rel *schema.Relationship, fromKey, fromColocate, toKey, toColocate *schema.Field) bool {
+	if fromKey == nil || len(rel.References) != 1 {
+		return false
+	}
+	ref := rel.References[0]
+	switch rel.Type {
+	case schema.BelongsTo:
+		return fromColocate != nil && ref.ForeignKey == fromColocate && ref.PrimaryKey == toKey
+	case schema.HasOne, schema.HasMany:
+		return toColocate != nil && ref.ForeignKey == toColocate && ref.PrimaryKey == fromKey
+	}
+	return false
+}
+
+// RelationPath returns the relationships a Joins name walks ("Author",
+// "Author.Publisher"), if it names relationships.
+func RelationPath(s *schema.Schema, name string) ([]*schema.Relationship, bool) {
+	var path []*schema.Relationship
+	for _, part := range strings.Split(name, ".") {
+		rel, found := s.Relationships.Relations[part]
+		if !found {
+			return nil, false
+		}
+		path = append(path, rel)
+		s = rel.FieldSchema
+	}
+	return path, true
+}
