@@ -257,6 +257,9 @@ func (p *Plugin) routeJoinRows(db *gorm.DB, creating bool) error {
 		}
 	}
 	if set.Empty() {
+		if k, ok := p.boundPhysical(stmt); ok {
+			p.boundTo(stmt, k) // counted, logged and traced on the database it inherited
+		}
 		return nil
 	}
 	k, one := set.Single()
