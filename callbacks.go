@@ -190,7 +190,7 @@ func (p *Plugin) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 		return
 	}
 	p.fannedOut(db, kindCreate, order)
-	p.runParts(db, order, func(k int) *gorm.DB {
+	p.runParts(db, kindCreate, order, func(k int) *gorm.DB {
 		subset := reflect.MakeSlice(reflect.SliceOf(reflect.PointerTo(m.schema.ModelType)), 0, len(groups[k]))
 		for _, row := range groups[k] {
 			subset = reflect.Append(subset, row.Addr())

@@ -199,7 +199,7 @@ func (p *Plugin) fanOutWrite(db *gorm.DB, kind statementKind, m *model, plan sha
 		}
 	}
 	p.fannedOut(db, kind, run)
-	p.runParts(db, run, func(k int) *gorm.DB {
+	p.runParts(db, kind, run, func(k int) *gorm.DB {
 		part := parts[k]
 		part.Statement.Context = db.Statement.Context // made before runParts gave the part its span
 		if planned != nil && k != run[0] {
@@ -340,18 +340,18 @@ func returningOf(stmt *gorm.Statement) (returning, replaced bool) {
 // makes the statement's outcome theirs: the rows they affected, and the
 // errors of the parts that failed, each naming its database, without undoing
 // the parts that succeeded. A part run returns nil when it had nothing to do.
-func (p *Plugin) runParts(db *gorm.DB, physicals []int, run func(k int) *gorm.DB) {
+func (p *Plugin) runParts(db *gorm.DB, kind statementKind, physicals []int, run func(k int) *gorm.DB) {
 	var errs []error
 	for _, k := range physicals {
 		var part *gorm.DB
 		callerCtx := db.Statement.Context
-		p.traced(callerCtx, k, func(ctx context.Context) error {
+		p.traced(callerCtx, k, operations[kind], db.Statement.Table, func(ctx context.Context) (string, error) {
 			db.Statement.Context = ctx // the part, made from the statement, runs in its span
 			defer func() { db.Statement.Context = callerCtx }()
 			if part = run(k); part != nil {
-				return part.Error
+				return part.Statement.SQL.String(), part.Error
 			}
-			return nil
+			return "", nil
 		})
 		if part == nil {
 			continue
@@ -564,9 +564,9 @@ func (p *Plugin) preloadEach(db *gorm.DB, m *model) {
 	}
 	for _, k := range order {
 		var failed bool
-		p.traced(stmt.Context, k, func(ctx context.Context) error {
+		p.traced(stmt.Context, k, "preload", stmt.Table, func(ctx context.Context) (string, error) {
 			failed = !p.preloadOn(ctx, db, k, groups[k])
-			return db.Error
+			return "", db.Error
 		})
 		if failed {
 			return

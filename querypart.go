@@ -170,9 +170,9 @@ func (p *Plugin) runQueryParts(db *gorm.DB, parts []queryPart) {
 			part.err = p.runQueryPart(stmt.Context, db, part, log)
 			return
 		}
-		ctx, end := tracer(stmt.Context, p.physical[part.k].name)
+		ctx, end := tracer(stmt.Context, TracedPart{Physical: p.physical[part.k].name, Operation: "select", Table: stmt.Table})
 		part.err = p.runQueryPart(ctx, db, part, log)
-		end(part.err)
+		end(part.sql, part.err)
 	}
 	var wg sync.WaitGroup
 	for i := range parts[min(1, len(parts)):] { // the first part runs in this goroutine

@@ -21,10 +21,19 @@ type Route struct {
 	Logical  []int
 }
 
+// TracedPart is a part of a statement over several physical databases, as
+// a tracer is told of it.
+type TracedPart struct {
+	Physical  string // the database it runs on
+	Operation string // "select", "insert", "update", "delete", or "preload" for the preloads of its rows
+	Table     string
+}
+
 // PartTracer is told of each part of a statement over several physical
 // databases before it runs; the context it returns is the part's, and end
-// is called with the part's error when it is done.
-type PartTracer func(ctx context.Context, physical string) (partCtx context.Context, end func(error))
+// is called when the part is done with the SQL it ran ("" when it ran
+// several statements, or none) and its error.
+type PartTracer func(ctx context.Context, part TracedPart) (partCtx context.Context, end func(sql string, err error))
 
 // TraceParts makes the plugin tell t of the parts of statements over several
 // databases, and follow each statement for RouteOf. Call it after db.Use.
@@ -40,19 +49,24 @@ func (p *Plugin) partTracer() PartTracer {
 	return nil
 }
 
-// traced runs run in the context of a span of the part on k, if a tracer
-// is set.
-func (p *Plugin) traced(ctx context.Context, k int, run func(context.Context) error) {
+// traced runs run, which returns the SQL it ran and its error, in the
+// context of a span of the part on k of a statement of kind on table, if a
+// tracer is set.
+func (p *Plugin) traced(ctx context.Context, k int, operation, table string, run func(context.Context) (string, error)) {
 	t := p.partTracer()
 	if t == nil {
-		_ = run(ctx)
+		_, _ = run(ctx)
 		return
 	}
-	partCtx, end := t(ctx, p.physical[k].name)
+	partCtx, end := t(ctx, TracedPart{Physical: p.physical[k].name, Operation: operation, Table: table})
+	var sql string
 	var err error
-	defer func() { end(err) }() // a part that panics ends its span too
-	err = run(partCtx)
+	defer func() { end(sql, err) }() // a part that panics ends its span too
+	sql, err = run(partCtx)
 }
+
+// operations name the statements of each kind in a part's span.
+var operations = [...]string{kindQuery: "select", kindUpdate: "update", kindDelete: "delete", kindRow: "select", kindRaw: "raw", kindCreate: "insert"}
 
 // fannedOut counts a statement whose parts are about to run, and notes the
 // databases they run on.

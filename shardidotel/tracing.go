@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.30.0"
 	"go.opentelemetry.io/otel/trace"
 	"gorm.io/gorm"
 
@@ -34,7 +35,8 @@ const (
 type Option func(*Plugin)
 
 // WithTracerProvider sets where the parts' spans come from. Default: the
-// global provider.
+// global provider (otel.GetTracerProvider), also when it is set after
+// db.Use, as for gorm.io/plugin/opentelemetry.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(p *Plugin) { p.provider = tp }
 }
@@ -114,11 +116,21 @@ func (p *Plugin) annotate(db *gorm.DB) {
 	}
 }
 
-// part opens the span of a part on one physical database.
-func (p *Plugin) part(ctx context.Context, physical string) (context.Context, func(error)) {
-	ctx, span := p.tracer.Start(ctx, "shardid part "+physical, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(PhysicalKey.String(physical)))
-	return ctx, func(err error) {
+// part opens the span of a part on one physical database, named as
+// gorm.io/plugin/opentelemetry names a statement's: by its operation and
+// table (db.query.summary), with its SQL once it ran.
+func (p *Plugin) part(ctx context.Context, part shardid.TracedPart) (context.Context, func(string, error)) {
+	summary := part.Operation
+	if part.Table != "" {
+		summary += " " + part.Table
+	}
+	ctx, span := p.tracer.Start(ctx, summary, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(PhysicalKey.String(part.Physical), semconv.DBOperationName(part.Operation),
+			semconv.DBCollectionName(part.Table), semconv.DBQuerySummary(summary)))
+	return ctx, func(sql string, err error) {
+		if sql != "" {
+			span.SetAttributes(semconv.DBQueryText(sql))
+		}
 		if err != nil {
 			span.RecordError(err)
 			span.SetStatus(codes.Error, err.Error())
