@@ -48,8 +48,8 @@ type Config struct {
 	// also holds the unsharded models.
 	Shards []Shard
 	// ConnectTimeout bounds how long a statement waits for its physical
-	// database to open (they open in the background, so that db.Use neither
-	// waits for nor fails on one that is down). Default: 5s.
+	// database to open (each opens when a statement first needs it, so that
+	// db.Use neither waits for nor fails on one that is down). Default: 5s.
 	ConnectTimeout time.Duration
 	// MapRefresh is how often the process reads the shared map of logical
 	// shards (a table in the plugin's database that moves change); a write
