@@ -41,10 +41,10 @@ type Shard struct {
 // statements are not affected.
 var ErrShardUnavailable = errors.New("shardid: physical database unavailable")
 
-// physical is one physical database the plugin routes to. It is opened in
-// the background, so that db.Use neither waits for nor fails on a database
-// that is down; statements that need it wait for it up to the timeout. It is
-// safe for concurrent use.
+// physical is one physical database the plugin routes to. The first
+// statement that needs it opens it, so that db.Use neither waits for nor
+// fails on a database that is down; statements that need it wait for it up
+// to the timeout. It is safe for concurrent use.
 type physical struct {
 	name   string
 	ready  *openPhysical // a database given open, or nil
