@@ -111,9 +111,8 @@ func (p *Plugin) assignIDs(db *gorm.DB) {
 	var state *routeState
 	var filledInto []filledID
 	if p.routed() && m.sharded() {
-		state = &routeState{shardMap: p.router.Map()} // the IDs come from, and go to, the databases of one map
+		state = keepCreateState(stmt, p.router.Map()) // the IDs come from, and go to, the databases of one map
 		filledInto = state.filledOnStruct[:0]
-		stmt.Settings.Store(routingKey{}, state)
 	}
 	filled, err := p.fill(stmt.Context, db, m, rows, filledInto)
 	if db.AddError(err) != nil || !m.sharded() || len(rows) == 0 {
@@ -240,22 +239,26 @@ func structRows(m *model, rv reflect.Value, rows []reflect.Value) ([]reflect.Val
 func (p *Plugin) fill(ctx context.Context, db *gorm.DB, m *model, rows []reflect.Value, filled []filledID) ([]filledID, error) {
 	now := time.Now()
 	type fieldIDs struct {
-		field  *idField
-		values []reflect.Value // the zero fields to fill
-		ids    []int64
-		uuids  []uuid.UUID
+		field *idField
+		ids   []int64 // for the rows whose field is zero, in their order
+		uuids []uuid.UUID
 	}
 	var madeOnStack [2]fieldIDs
 	made := madeOnStack[:0]
 	write := func() {
 		for _, done := range made {
-			for i, v := range done.values {
-				if done.uuids != nil {
-					writeUUID(v, done.uuids[i])
-				} else {
-					writeID(v, done.ids[i])
+			i := 0
+			for _, row := range rows {
+				// The rows still zero are those the IDs were made for: nothing else writes the field meanwhile.
+				if v := done.field.field.ReflectValueOf(ctx, row); v.IsZero() {
+					if done.uuids != nil {
+						writeUUID(v, done.uuids[i])
+					} else {
+						writeID(v, done.ids[i])
+					}
+					filled = append(filled, filledID{field: done.field, value: v})
+					i++
 				}
-				filled = append(filled, filledID{field: done.field, value: v})
 			}
 		}
 		made = made[:0]
@@ -264,7 +267,6 @@ func (p *Plugin) fill(ctx context.Context, db *gorm.DB, m *model, rows []reflect
 		if f.colocate != nil && m.tagged(f.colocate) {
 			write() // this field follows another ID of the same row: that one must be in place
 		}
-		values := make([]reflect.Value, 0, len(rows))
 		shards := make([]int, 0, len(rows))
 		for _, row := range rows {
 			value := f.field.ReflectValueOf(ctx, row)
@@ -283,7 +285,7 @@ func (p *Plugin) fill(ctx context.Context, db *gorm.DB, m *model, rows []reflect
 			if err != nil {
 				return nil, err
 			}
-			values, shards = append(values, value), append(shards, shard)
+			shards = append(shards, shard)
 		}
 		if len(shards) == 0 {
 			continue
@@ -301,14 +303,14 @@ func (p *Plugin) fill(ctx context.Context, db *gorm.DB, m *model, rows []reflect
 					return nil, fmt.Errorf("shardid: %s.%s: %w", m.schema.Name, f.field.Name, err)
 				}
 			}
-			made = append(made, fieldIDs{field: f, values: values, uuids: uuids})
+			made = append(made, fieldIDs{field: f, uuids: uuids})
 			continue
 		}
 		ids, err := p.generate(ctx, db, m, f, shards)
 		if err != nil {
 			return nil, fmt.Errorf("shardid: %s.%s: %w", m.schema.Name, f.field.Name, err)
 		}
-		made = append(made, fieldIDs{field: f, values: values, ids: ids})
+		made = append(made, fieldIDs{field: f, ids: ids})
 	}
 	write()
 	return filled, nil

@@ -285,12 +285,12 @@ func (p *Plugin) holdAndRetry(db *gorm.DB, kind statementKind, execute func(*gor
 					return errors.Join(err, p.rebegin(db, from, released))
 				}
 				if kind == kindCreate { // after the move: on SQLite the IDs are made in its transaction
-					var filled []filledID
-					if v, ok := stmt.Settings.Load(routingKey{}); ok {
-						filled = v.(*routeState).filled
+					state := routeStateOf(stmt)
+					if state == nil {
+						state = keepCreateState(stmt, shardMap)
 					}
-					stmt.Settings.Store(routingKey{}, &routeState{shardMap: shardMap, filled: filled})
-					if err := p.remake(db, m, filled); err != nil {
+					state.shardMap = shardMap
+					if err := p.remake(db, m, state.filled); err != nil {
 						return err
 					}
 				}

@@ -1,6 +1,7 @@
 package shardid
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
@@ -115,9 +116,9 @@ func (p *Plugin) route(kind statementKind) func(*gorm.DB) {
 	}
 }
 
-// routingKey is the Statement.Settings key of what routing keeps for later
-// callbacks of a Create or of a statement over several databases: one
-// setting, as each costs the statement allocations (GORM copies them).
+// routingKey is the key of what routing keeps for the later callbacks of a
+// statement over several databases (in its Settings) or of a Create (in its
+// context).
 type routingKey struct{}
 
 // routeState is what routing keeps of a statement.
@@ -129,10 +130,59 @@ type routeState struct {
 	filledOnStruct [2]filledID // room for the filled IDs of one row
 }
 
+// createContext carries a Create's routeState in the statement's context: a
+// setting would cost every Create three allocations more, as GORM copies
+// the settings when it begins the transaction.
+type createContext struct {
+	context.Context
+	stmt *gorm.Statement // the Create it is of; statements it starts see it and ignore it
+	routeState
+}
+
+func (c *createContext) Value(key any) any {
+	if key == (routingKey{}) {
+		return c
+	}
+	return c.Context.Value(key)
+}
+
+// keepCreateState gives a Create the state of its routing, by shardMap.
+func keepCreateState(stmt *gorm.Statement, shardMap *shardrouter.Map) *routeState {
+	parent := stmt.Context
+	if parent == nil {
+		parent = context.Background()
+	}
+	c := &createContext{Context: parent, stmt: stmt, routeState: routeState{shardMap: shardMap}}
+	stmt.Context = c
+	return &c.routeState
+}
+
+// dropCreateState gives a Create back the context it came with, unless
+// another plugin has wrapped it since (the state is then left, for nothing
+// to find).
+func dropCreateState(stmt *gorm.Statement) {
+	if c, ok := stmt.Context.(*createContext); ok && c.stmt == stmt {
+		stmt.Context = c.Context
+	}
+}
+
+// routeStateOf returns what routing kept of the statement, or nil.
+func routeStateOf(stmt *gorm.Statement) *routeState {
+	if stmt.Context != nil {
+		if c, ok := stmt.Context.Value(routingKey{}).(*createContext); ok && c.stmt == stmt {
+			return &c.routeState
+		}
+	}
+	if v, ok := stmt.Settings.Load(routingKey{}); ok {
+		return v.(*routeState)
+	}
+	return nil
+}
+
 // mapOf returns the shard map the statement was routed by, or the current one.
 func (p *Plugin) mapOf(stmt *gorm.Statement) *shardrouter.Map {
-	if v, ok := stmt.Settings.Load(routingKey{}); ok {
-		return v.(*routeState).shardMap
+	if state := routeStateOf(stmt); state != nil {
+		return state.shardMap
 	}
 	return p.router.Map()
 }
@@ -308,7 +358,7 @@ func (p *Plugin) finish(kind statementKind) func(*gorm.DB) {
 	return func(db *gorm.DB) {
 		doneRunning(db.Statement)
 		if kind == kindCreate {
-			db.Statement.Settings.Delete(routingKey{})
+			dropCreateState(db.Statement)
 		}
 		if db.Error == errRouted {
 			db.Error = nil
