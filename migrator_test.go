@@ -32,10 +32,10 @@ func openIn(t *testing.T, dir string) (*gorm.DB, *Plugin) {
 	return db, p
 }
 
-// The shard-aware migrator knows a table by name only once the process has
-// seen its model: after a restart, HasTable("rev_plains") says false and
-// DropTable("rev_plains") drops nothing, silently, while every shard has it.
-func TestReviewMigratorByTableNameAfterARestart(t *testing.T) {
+// A process that has not seen a sharded model yet, as after a restart, finds
+// its table by name on the shards: HasTable("rev_plains") says true and
+// DropTable("rev_plains") drops it there.
+func TestMigratorFindsATableByNameAfterARestart(t *testing.T) {
 	dir := t.TempDir()
 	db, p := openIn(t, dir)
 	must(t, p.AutoMigrate(db, &revPlain{}))
