@@ -15,4 +15,19 @@
 //
 // A question the databases answer differently fails with
 // [ErrShardsDisagree], or, for a yes/no one, answers false and logs it.
+//
+// # Why most files end in .gen.go
+//
+// GORM's logger names the file and line of the first caller outside GORM
+// and outside files named *.gen.go (gorm.io/gorm/utils.FileWithLineNum, so
+// that code go-gorm/gen writes between the application and GORM is passed
+// over). Every function of this package that runs while GORM logs, whether a
+// statement or a warning, is in such a file, and so is the root package's
+// Plugin.AutoMigrate: a migration's log lines then name the application's
+// call, as those of db.AutoMigrate do, with GORM's loggers (and any that
+// find the place as they do) and no wrapper. GORM looks 13 frames up: the
+// few statements its migrator nests deepest (such as PostgreSQL's indexes
+// inside CreateTable inside AutoMigrate) are logged with no place. The files
+// are written by hand; plugin.go, errors.go and the tests hold nothing that
+// runs then.
 package shardmigrator

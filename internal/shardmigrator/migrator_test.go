@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -120,11 +121,14 @@ func TestPhysicalDatabasesThatDisagree(t *testing.T) {
 		t.Errorf("ColumnTypes = %v; want ErrShardsDisagree between s0 and s1", err)
 	}
 	out.Reset()
-	if m.HasColumn(&fakeUser{}, "Name") {
+	if m.HasColumn(&fakeUser{}, "Name") { // logs a warning
 		t.Error("HasColumn: true though s1 has no such column")
 	}
 	if want := "column shardmigrator.fakeUser.Name exists on s0, not on s1"; !strings.Contains(out.String(), ErrShardsDisagree.Error()) || !strings.Contains(out.String(), want) {
 		t.Errorf("the warning %q does not say %q", out.String(), want)
+	}
+	if !strings.HasPrefix(out.String(), self()) { // GORM's logger writes the place first
+		t.Errorf("the warning %q is not logged from this file", out.String())
 	}
 }
 
@@ -140,4 +144,10 @@ func TestAFailedMigrationDropsWhatItCreated(t *testing.T) {
 	if db.Migrator().HasTable(&fakeCountry{}) {
 		t.Error("fake_countries is left on the plugin's database")
 	}
+}
+
+// self is this file's path.
+func self() string {
+	_, file, _, _ := runtime.Caller(0)
+	return file
 }

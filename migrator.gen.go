@@ -11,6 +11,9 @@ import (
 	"github.com/shardid/shardid/strategies"
 )
 
+// The file ends in .gen.go so that GORM's log lines of a migration name the
+// caller of AutoMigrate, not this file (see internal/shardmigrator).
+
 // ErrShardsDisagree is returned by the shard-aware migrator when the physical
 // databases answer a question about a sharded table differently; the error
 // names them. The yes/no questions (HasTable, ...) cannot return it: they
