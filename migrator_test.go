@@ -1,7 +1,11 @@
 package shardid
 
 import (
+	"bytes"
+	"log"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/glebarez/sqlite"
@@ -12,11 +16,17 @@ import (
 // openIn opens the plugin's database and two shards in dir with a fresh plugin.
 func openIn(t *testing.T, dir string) (*gorm.DB, *Plugin) {
 	t.Helper()
+	return openLogged(t, dir, logger.Discard)
+}
+
+// openLogged is openIn with GORM's logger log, which the shards get too.
+func openLogged(t *testing.T, dir string, log logger.Interface) (*gorm.DB, *Plugin) {
+	t.Helper()
 	dsn := func(name string) string {
 		return "file:" + filepath.Join(dir, name) + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
 	}
 	half := Layout{}.ShardCount() / 2
-	db, err := gorm.Open(sqlite.Open(dsn("main.db")), &gorm.Config{Logger: logger.Discard})
+	db, err := gorm.Open(sqlite.Open(dsn("main.db")), &gorm.Config{Logger: log})
 	must(t, err)
 	p := New(Config{Shards: []Shard{
 		{Name: "s0", Dialector: sqlite.Open(dsn("s0.db")), Logical: []Range{{From: 0, To: half - 1}}},
@@ -32,10 +42,10 @@ func openIn(t *testing.T, dir string) (*gorm.DB, *Plugin) {
 	return db, p
 }
 
-// The shard-aware migrator knows a table by name only once the process has
-// seen its model: after a restart, HasTable("rev_plains") says false and
-// DropTable("rev_plains") drops nothing, silently, while every shard has it.
-func TestReviewMigratorByTableNameAfterARestart(t *testing.T) {
+// A process that has not seen a sharded model yet, as after a restart, finds
+// its table by name on the shards: HasTable("rev_plains") says true and
+// DropTable("rev_plains") drops it there.
+func TestMigratorFindsATableByNameAfterARestart(t *testing.T) {
 	dir := t.TempDir()
 	db, p := openIn(t, dir)
 	must(t, p.AutoMigrate(db, &revPlain{}))
@@ -103,6 +113,63 @@ func TestMigratorKeepsShardedRelationsOffThePluginsDatabase(t *testing.T) {
 		}
 		if got := shard.Migrator().HasTable(table); got == onOwn {
 			t.Errorf("%s on a shard: %v, want %v", table, got, !onOwn)
+		}
+	}
+}
+
+type migLogAccount struct {
+	ID    int64 `shardid:"hash:Login"` // its hash column gets an index
+	Login string
+}
+
+type migLogCountry struct { // unsharded
+	ID   int64
+	Name string
+}
+
+// TestMigratorLogLinesNameTheCaller: GORM's log line of each statement the
+// shard-aware migrator runs names the caller's file and line, as those of
+// GORM's own migrator do, never a file of the plugin. (The SQLite driver's
+// own queries name the driver, whoever migrates.)
+func TestMigratorLogLinesNameTheCaller(t *testing.T) {
+	var out bytes.Buffer
+	db, p := openLogged(t, t.TempDir(), logger.New(log.New(&out, "", 0), logger.Config{LogLevel: logger.Info}))
+	_, self, _, _ := runtime.Caller(0)
+	source := filepath.Dir(self) + string(filepath.Separator) // the plugin's files, tests aside
+	for _, c := range []struct {
+		what string
+		run  func() string
+	}{
+		{"ids.AutoMigrate", func() string {
+			err, where := p.AutoMigrate(db, &migLogAccount{}, &migLogCountry{}), here()
+			must(t, err)
+			return where
+		}},
+		{"ids.Migrator(db).CreateTable", func() string {
+			must(t, p.Migrator(db).DropTable(&migLogAccount{}, &migLogCountry{}))
+			out.Reset()
+			err, where := p.Migrator(db).CreateTable(&migLogAccount{}, &migLogCountry{}), here()
+			must(t, err)
+			return where
+		}},
+	} {
+		out.Reset()
+		where := c.run()
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		creates := 0
+		for i, line := range lines {
+			if strings.HasPrefix(line, source) && !strings.Contains(line, "_test.go:") {
+				t.Errorf("%s: a line names the plugin's %s", c.what, strings.TrimPrefix(line, source))
+			}
+			if i > 0 && strings.Contains(line, "] CREATE ") { // the default logger writes the place, then the SQL
+				creates++
+				if !strings.HasSuffix(lines[i-1], where) {
+					t.Errorf("%s: %q is logged from %q, not from %s", c.what, line, lines[i-1], where)
+				}
+			}
+		}
+		if creates < 5 { // two tables on each shard, one index each, one table on the plugin's database
+			t.Errorf("%s: %d CREATE statements logged, want 5 or more:\n%s", c.what, creates, out.String())
 		}
 	}
 }

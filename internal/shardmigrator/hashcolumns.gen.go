@@ -1,4 +1,4 @@
-package shardid
+package shardmigrator
 
 import (
 	"fmt"
@@ -21,21 +21,21 @@ import (
 var exactCollations = []string{"utf8mb4_nopad_bin", "utf8mb4_0900_bin"}
 
 // hashTextField returns the string hash field of a sharded model, if any.
-func hashTextField(m *model) *schema.Field {
-	if m == nil || !m.sharded() || m.pk().hash == nil || m.pk().hash.FieldType.Kind() != reflect.String {
+func hashTextField(model *Model) *schema.Field {
+	if model == nil || !model.Sharded || model.Hash == nil || model.Hash.FieldType.Kind() != reflect.String {
 		return nil
 	}
-	return m.pk().hash
+	return model.Hash
 }
 
 // exactHashColumns gives, on MySQL/MariaDB, each string hash column whose
 // type the model leaves to GORM an exact collation, in db's schemas.
-func (p *Plugin) exactHashColumns(db *gorm.DB, models []any) error {
+func (m Migrator) exactHashColumns(db *gorm.DB, models []any) error {
 	if db.Dialector.Name() != "mysql" {
 		return nil // PostgreSQL's default collation and SQLite's BINARY are exact
 	}
 	collation := ""
-	return p.eachHashTextField(db, models, func(_ *gorm.Statement, _ *model, f *schema.Field) error {
+	return m.eachHashTextField(db, models, func(_ *gorm.Statement, _ *Model, f *schema.Field) error {
 		if f.TagSettings["TYPE"] != "" {
 			return nil
 		}
@@ -60,18 +60,18 @@ func (p *Plugin) exactHashColumns(db *gorm.DB, models []any) error {
 
 // eachHashTextField calls do for the string hash field of each sharded model
 // among models, parsed on db.
-func (p *Plugin) eachHashTextField(db *gorm.DB, models []any, do func(stmt *gorm.Statement, m *model, f *schema.Field) error) error {
+func (m Migrator) eachHashTextField(db *gorm.DB, models []any, do func(stmt *gorm.Statement, model *Model, f *schema.Field) error) error {
 	for _, value := range models {
 		stmt := &gorm.Statement{DB: db}
 		if stmt.Parse(value) != nil {
 			continue
 		}
-		m, err := p.model(stmt.Schema)
+		model, err := m.plugin.Model(stmt.Schema)
 		if err != nil {
 			return err
 		}
-		if f := hashTextField(m); f != nil {
-			if err := do(stmt, m, f); err != nil {
+		if f := hashTextField(model); f != nil {
+			if err := do(stmt, model, f); err != nil {
 				return err
 			}
 		}
@@ -98,17 +98,17 @@ func exactCollation(db *gorm.DB) (string, error) {
 
 // checkHashColumns refuses, after a migration on db (named where), a string
 // hash column that compares otherwise than byte for byte.
-func (p *Plugin) checkHashColumns(db *gorm.DB, models []any, where string) error {
-	return p.eachHashTextField(db, models, func(stmt *gorm.Statement, m *model, f *schema.Field) error {
+func (m Migrator) checkHashColumns(db *gorm.DB, models []any, where string) error {
+	return m.eachHashTextField(db, models, func(stmt *gorm.Statement, model *Model, f *schema.Field) error {
 		inexact, err := inexactComparison(db, stmt.Schema.Table, f.DBName)
 		if err != nil {
 			return fmt.Errorf("shardid: on %s: reading the collation of %s.%s: %w", where, stmt.Schema.Table, f.DBName, err)
 		}
 		if inexact != "" {
-			return &FieldError{Model: stmt.Schema.Name, Field: m.pk().field.Name, Err: ErrInvalidTag, Detail: fmt.Sprintf(
+			return m.plugin.TagError(stmt.Schema.Name, model.Key, fmt.Sprintf(
 				"hash:%s hashes the key byte for byte, but on %s column %s.%s %s, so a lookup by a key the database finds equal would go to another shard; "+
 					"give the column an exact collation (MariaDB utf8mb4_nopad_bin, MySQL utf8mb4_0900_bin, PostgreSQL the default or C, SQLite BINARY), or leave its type to the plugin",
-				f.Name, where, stmt.Schema.Table, f.DBName, inexact)}
+				f.Name, where, stmt.Schema.Table, f.DBName, inexact))
 		}
 		return nil
 	})

@@ -1,0 +1,217 @@
+package shardmigrator
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/schema"
+
+	"github.com/shardid/shardid/strategies"
+)
+
+// AutoMigrate migrates unsharded models on the plugin's database and sharded
+// ones on every physical database, with an index on each colocate and hash
+// column, and creates what the strategies keep in each physical database.
+func (m Migrator) AutoMigrate(models ...any) error {
+	return m.create(models, gorm.Migrator.AutoMigrate)
+}
+
+// CreateTable is AutoMigrate's placement for CREATE TABLE.
+func (m Migrator) CreateTable(models ...any) error {
+	return m.create(models, gorm.Migrator.CreateTable)
+}
+
+// split parses every model, then groups them by where their tables live. It
+// also collects the many2many join tables of sharded models, which live
+// beside their owner, and the strategies the models use.
+func (m Migrator) split(models []any) (here, everywhere []any, used map[strategies.Generator]bool, err error) {
+	used = map[strategies.Generator]bool{}
+	joinTables := map[string]bool{}
+	for _, value := range models {
+		sharded, model, s, err := m.sharded(value)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if model != nil {
+			for _, g := range model.Generators {
+				used[g] = true
+			}
+		}
+		if !sharded || !m.plugin.Routed() {
+			here = append(here, value)
+			continue
+		}
+		everywhere = append(everywhere, value)
+		if model == nil {
+			continue
+		}
+		for _, rel := range s.Relationships.Many2Many {
+			if rel.JoinTable != nil && !rel.Field.IgnoreMigration && !joinTables[rel.JoinTable.Table] {
+				joinTables[rel.JoinTable.Table] = true
+				everywhere = append(everywhere, reflect.New(rel.JoinTable.ModelType).Interface())
+			}
+		}
+	}
+	return here, everywhere, used, nil
+}
+
+func (m Migrator) create(models []any, do func(gorm.Migrator, ...any) error) (err error) {
+	here, everywhere, used, err := m.split(models)
+	if err != nil {
+		return err
+	}
+	var made []target // each database reached, with the tables the migration created there
+	var madeModels [][]any
+	defer func() { // a refused or failed migration leaves none of the tables it created
+		if err != nil {
+			err = undoCreated(err, made, madeModels)
+		}
+	}()
+	if len(here) > 0 {
+		if err := m.exactHashColumns(m.db, here); err != nil {
+			return err
+		}
+		plain, crossing := here, []any(nil)
+		if m.plugin.Routed() { // else every table lives on the plugin's database
+			plain, crossing = m.crossingSharded(here)
+		}
+		made, madeModels = append(made, target{m.ownName(), m.own}), append(madeModels, missingTables(m.own, append(plain, crossing...)))
+		if len(plain) > 0 {
+			if err := do(m.own, plain...); err != nil {
+				return err
+			}
+		}
+		if len(crossing) > 0 {
+			if err := do(m.ownWithoutRelations(), crossing...); err != nil {
+				return err
+			}
+		}
+		if err := m.checkHashColumns(m.db, here, m.ownName()); err != nil {
+			return err
+		}
+	}
+	if len(used) > 0 {
+		if err := m.plugin.PrepareStrategies(m.db, used); err != nil {
+			return err
+		}
+	}
+	if len(everywhere) == 0 {
+		return nil
+	}
+	for k, name := range m.plugin.Physical() {
+		tx, err := m.physicalSession(k)
+		if err != nil {
+			return err
+		}
+		if err := m.shapeOn(tx, everywhere); err != nil {
+			return err
+		}
+		if err := m.exactHashColumns(tx, everywhere); err != nil {
+			return fmt.Errorf("shardid: on %s: %w", name, err)
+		}
+		made, madeModels = append(made, target{name, tx.Migrator()}), append(madeModels, missingTables(tx.Migrator(), everywhere))
+		if err := do(tx.Migrator(), everywhere...); err != nil {
+			return fmt.Errorf("shardid: on %s: %w", name, err)
+		}
+		if err := m.checkHashColumns(tx, everywhere, name); err != nil {
+			return err
+		}
+		if err := m.indexPlacingColumns(tx, everywhere); err != nil {
+			return fmt.Errorf("shardid: on %s: %w", name, err)
+		}
+	}
+	return m.plugin.RegisterTables(m.db, everywhere)
+}
+
+// crossingSharded splits unsharded models into those GORM's migrator may
+// migrate with their relations on the plugin's database, and those related,
+// maybe through other models, to a sharded model: following their relations
+// it would make the sharded table, or the join table beside it, there. The
+// latter come with the join tables of their other many2many relations.
+func (m Migrator) crossingSharded(models []any) (plain, crossing []any) {
+	for _, value := range models {
+		stmt := &gorm.Statement{DB: m.db}
+		if stmt.Parse(value) != nil || !m.reachesSharded(stmt.Schema, map[*schema.Schema]bool{}) {
+			plain = append(plain, value)
+			continue
+		}
+		crossing = append(crossing, value)
+		for _, rel := range stmt.Schema.Relationships.Many2Many {
+			if rel.JoinTable != nil && !rel.Field.IgnoreMigration && !m.plugin.ShardedTable(rel.JoinTable.Table) {
+				crossing = append(crossing, reflect.New(rel.JoinTable.ModelType).Interface())
+			}
+		}
+	}
+	return plain, crossing
+}
+
+// reachesSharded reports whether a relation of s, or of a model it relates
+// to, names a sharded model or a sharded table's join table. A related
+// model whose tag is bad counts as sharded.
+func (m Migrator) reachesSharded(s *schema.Schema, seen map[*schema.Schema]bool) bool {
+	if seen[s] {
+		return false
+	}
+	seen[s] = true
+	for _, rel := range s.Relationships.Relations {
+		if rel.Field.IgnoreMigration || rel.FieldSchema == nil {
+			continue
+		}
+		related, err := m.plugin.Model(rel.FieldSchema)
+		if err != nil || related != nil && related.Sharded || rel.JoinTable != nil && m.plugin.ShardedTable(rel.JoinTable.Table) {
+			return true
+		}
+		if m.reachesSharded(rel.FieldSchema, seen) {
+			return true
+		}
+	}
+	return false
+}
+
+// shapeOn gives the schemas a physical database's handle parsed (a database
+// given as Shard.DB has a cache of its own) the plugin's view: a tagged
+// primary key is a plain BIGINT.
+func (m Migrator) shapeOn(db *gorm.DB, models []any) error {
+	for _, value := range models {
+		stmt := &gorm.Statement{DB: db}
+		if stmt.Parse(value) == nil {
+			if _, err := m.plugin.Model(stmt.Schema); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// missingTables returns the models whose tables mig's database does not have.
+func missingTables(mig gorm.Migrator, models []any) []any {
+	var missing []any
+	for _, value := range models {
+		if !mig.HasTable(value) {
+			missing = append(missing, value)
+		}
+	}
+	return missing
+}
+
+// undoCreated drops, after err, the tables a migration created on each
+// database it reached; a table that was there before stays.
+func undoCreated(err error, made []target, models [][]any) error {
+	for i, t := range made {
+		var created []any // those still missing the migration did not create
+		for _, value := range models[i] {
+			if t.migrator.HasTable(value) {
+				created = append(created, value)
+			}
+		}
+		if len(created) == 0 {
+			continue
+		}
+		if dropErr := t.migrator.DropTable(created...); dropErr != nil { // in GORM's order: children first
+			err = errors.Join(err, fmt.Errorf("shardid: on %s: dropping the tables the failed migration created: %w", t.name, dropErr))
+		}
+	}
+	return err
+}

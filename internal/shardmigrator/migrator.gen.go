@@ -1,0 +1,295 @@
+package shardmigrator
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
+)
+
+// Migrator is the shard-aware migrator: every gorm.Migrator method, run on
+// every physical database for a sharded model and on the plugin's database
+// for any other. It is safe for concurrent use as far as the migrators it
+// wraps are.
+type Migrator struct {
+	plugin Plugin
+	db     *gorm.DB
+	own    gorm.Migrator // db's migrator: unsharded models, and the shards when the plugin does not route
+}
+
+var _ gorm.Migrator = Migrator{}
+
+// New returns the migrator of db, the plugin's database or a session of it,
+// for plugin.
+func New(plugin Plugin, db *gorm.DB) Migrator {
+	return Migrator{plugin: plugin, db: db, own: db.Migrator()}
+}
+
+// DropTable drops the tables of unsharded models on the plugin's database and
+// of sharded ones on every physical database.
+func (m Migrator) DropTable(models ...any) error {
+	for _, value := range models {
+		if err := m.each(value, func(mig gorm.Migrator) error { return mig.DropTable(value) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// each runs do on every database value's table lives on, naming the
+// database that failed.
+func (m Migrator) each(value any, do func(gorm.Migrator) error) error {
+	targets, err := m.targets(value)
+	if err != nil {
+		return err
+	}
+	for _, t := range targets {
+		if err := do(t.migrator); err != nil {
+			if len(targets) == 1 {
+				return err
+			}
+			return fmt.Errorf("shardid: on %s: %w", t.name, err)
+		}
+	}
+	return nil
+}
+
+// all asks every database value's table lives on; the answer is true only if
+// it is true on each. Where they disagree, the logger says which.
+func (m Migrator) all(value any, question string, ask func(gorm.Migrator) bool) bool {
+	targets, err := m.targets(value)
+	if err != nil {
+		m.db.Logger.Warn(m.db.Statement.Context, "shardid: %s: cannot ask: %v", question, err)
+		return false
+	}
+	var yes, no []string
+	for _, t := range targets {
+		if ask(t.migrator) {
+			yes = append(yes, t.name)
+		} else {
+			no = append(no, t.name)
+		}
+	}
+	if len(yes) > 0 && len(no) > 0 {
+		m.db.Logger.Warn(m.db.Statement.Context, "shardid: %v: %s on %s, not on %s", ErrShardsDisagree, question, strings.Join(yes, ", "), strings.Join(no, ", "))
+	}
+	return len(no) == 0
+}
+
+// agree returns the answer of the first database value's table lives on,
+// once every other has given the same, as same judges it.
+func agree[T any](m Migrator, value any, question string, ask func(gorm.Migrator, any) (T, error), same func(a, b T) bool) (T, error) {
+	var first T
+	targets, err := m.targets(value)
+	if err != nil {
+		return first, err
+	}
+	for i, t := range targets {
+		answer, err := ask(t.migrator, value)
+		if err != nil {
+			if len(targets) == 1 {
+				return first, err
+			}
+			return first, fmt.Errorf("shardid: on %s: %w", t.name, err)
+		}
+		if i == 0 {
+			first = answer
+		} else if !same(first, answer) {
+			return first, fmt.Errorf("%w: %s differ between %s and %s", ErrShardsDisagree, question, targets[0].name, t.name)
+		}
+	}
+	return first, nil
+}
+
+// HasTable reports whether the table exists on every database it belongs on.
+func (m Migrator) HasTable(value any) bool {
+	return m.all(value, fmt.Sprintf("table %v exists", tableOf(value)), func(mig gorm.Migrator) bool { return mig.HasTable(value) })
+}
+
+// RenameTable renames the table where it lives: on every physical database
+// when either name is a sharded model's.
+func (m Migrator) RenameTable(oldName, newName any) error {
+	placed := oldName
+	if sharded, _, _, err := m.sharded(newName); err == nil && sharded {
+		placed = newName
+	}
+	return m.each(placed, func(mig gorm.Migrator) error { return mig.RenameTable(oldName, newName) })
+}
+
+// GetTables lists the tables of the plugin's database and of every physical
+// database, each name once.
+func (m Migrator) GetTables() ([]string, error) {
+	tables, err := m.own.GetTables()
+	if err != nil || !m.plugin.Routed() {
+		return tables, err
+	}
+	for k, name := range m.plugin.Physical() {
+		mig, err := m.physicalMigrator(k)
+		if err != nil {
+			return nil, err
+		}
+		more, err := mig.GetTables()
+		if err != nil {
+			return nil, fmt.Errorf("shardid: on %s: %w", name, err)
+		}
+		tables = append(tables, more...)
+	}
+	slices.Sort(tables)
+	return slices.Compact(tables), nil
+}
+
+// TableType returns the table's type, once every database agrees on it.
+func (m Migrator) TableType(value any) (gorm.TableType, error) {
+	return agree(m, value, "table types", gorm.Migrator.TableType, func(a, b gorm.TableType) bool {
+		return a.Type() == b.Type() && a.Name() == b.Name()
+	})
+}
+
+// AddColumn adds the column where the table lives.
+func (m Migrator) AddColumn(value any, field string) error {
+	return m.each(value, func(mig gorm.Migrator) error { return mig.AddColumn(value, field) })
+}
+
+// DropColumn drops the column where the table lives.
+func (m Migrator) DropColumn(value any, name string) error {
+	return m.each(value, func(mig gorm.Migrator) error { return mig.DropColumn(value, name) })
+}
+
+// AlterColumn alters the column where the table lives.
+func (m Migrator) AlterColumn(value any, field string) error {
+	return m.each(value, func(mig gorm.Migrator) error { return mig.AlterColumn(value, field) })
+}
+
+// MigrateColumn migrates the column where the table lives.
+func (m Migrator) MigrateColumn(value any, field *schema.Field, columnType gorm.ColumnType) error {
+	return m.each(value, func(mig gorm.Migrator) error { return mig.MigrateColumn(value, field, columnType) })
+}
+
+// MigrateColumnUnique migrates the column's UNIQUE constraint where the table lives.
+func (m Migrator) MigrateColumnUnique(value any, field *schema.Field, columnType gorm.ColumnType) error {
+	return m.each(value, func(mig gorm.Migrator) error { return mig.MigrateColumnUnique(value, field, columnType) })
+}
+
+// HasColumn reports whether the column exists on every database the table belongs on.
+func (m Migrator) HasColumn(value any, field string) bool {
+	return m.all(value, fmt.Sprintf("column %v.%s exists", tableOf(value), field), func(mig gorm.Migrator) bool { return mig.HasColumn(value, field) })
+}
+
+// RenameColumn renames the column where the table lives.
+func (m Migrator) RenameColumn(value any, oldName, field string) error {
+	return m.each(value, func(mig gorm.Migrator) error { return mig.RenameColumn(value, oldName, field) })
+}
+
+// ColumnTypes returns the table's columns, once every database has the same
+// names and types.
+func (m Migrator) ColumnTypes(value any) ([]gorm.ColumnType, error) {
+	return agree(m, value, "column types", gorm.Migrator.ColumnTypes, func(a, b []gorm.ColumnType) bool {
+		return slices.EqualFunc(a, b, func(x, y gorm.ColumnType) bool {
+			return x.Name() == y.Name() && strings.EqualFold(x.DatabaseTypeName(), y.DatabaseTypeName())
+		})
+	})
+}
+
+// CreateView creates the view beside the tables its query reads: on every
+// physical database for a query on a sharded model.
+func (m Migrator) CreateView(name string, option gorm.ViewOption) error {
+	if option.Query == nil || option.Query.Statement.Model == nil {
+		return m.own.CreateView(name, option)
+	}
+	return m.each(option.Query.Statement.Model, func(mig gorm.Migrator) error { return mig.CreateView(name, option) })
+}
+
+// DropView drops the view wherever it is (DROP VIEW IF EXISTS).
+func (m Migrator) DropView(name string) error {
+	if err := m.own.DropView(name); err != nil || !m.plugin.Routed() {
+		return err
+	}
+	for k, physical := range m.plugin.Physical() {
+		mig, err := m.physicalMigrator(k)
+		if err != nil {
+			return err
+		}
+		if err := mig.DropView(name); err != nil {
+			return fmt.Errorf("shardid: on %s: %w", physical, err)
+		}
+	}
+	return nil
+}
+
+// CreateConstraint creates the constraint where the table lives.
+func (m Migrator) CreateConstraint(value any, name string) error {
+	return m.each(value, func(mig gorm.Migrator) error { return mig.CreateConstraint(value, name) })
+}
+
+// DropConstraint drops the constraint where the table lives.
+func (m Migrator) DropConstraint(value any, name string) error {
+	return m.each(value, func(mig gorm.Migrator) error { return mig.DropConstraint(value, name) })
+}
+
+// HasConstraint reports whether the constraint exists on every database the table belongs on.
+func (m Migrator) HasConstraint(value any, name string) bool {
+	return m.all(value, fmt.Sprintf("constraint %s on %v exists", name, tableOf(value)), func(mig gorm.Migrator) bool { return mig.HasConstraint(value, name) })
+}
+
+// CreateIndex creates the index where the table lives.
+func (m Migrator) CreateIndex(value any, name string) error {
+	return m.each(value, func(mig gorm.Migrator) error { return mig.CreateIndex(value, name) })
+}
+
+// DropIndex drops the index where the table lives.
+func (m Migrator) DropIndex(value any, name string) error {
+	return m.each(value, func(mig gorm.Migrator) error { return mig.DropIndex(value, name) })
+}
+
+// HasIndex reports whether the index exists on every database the table belongs on.
+func (m Migrator) HasIndex(value any, name string) bool {
+	return m.all(value, fmt.Sprintf("index %s on %v exists", name, tableOf(value)), func(mig gorm.Migrator) bool { return mig.HasIndex(value, name) })
+}
+
+// RenameIndex renames the index where the table lives.
+func (m Migrator) RenameIndex(value any, oldName, newName string) error {
+	return m.each(value, func(mig gorm.Migrator) error { return mig.RenameIndex(value, oldName, newName) })
+}
+
+// GetIndexes returns the table's indexes, once every database has the same
+// names and columns.
+func (m Migrator) GetIndexes(value any) ([]gorm.Index, error) {
+	return agree(m, value, "indexes", gorm.Migrator.GetIndexes, func(a, b []gorm.Index) bool {
+		key := func(idx gorm.Index) string { return idx.Name() + "(" + strings.Join(idx.Columns(), ",") + ")" }
+		ka, kb := make([]string, len(a)), make([]string, len(b))
+		for i := range a {
+			ka[i] = key(a[i])
+		}
+		for i := range b {
+			kb[i] = key(b[i])
+		}
+		slices.Sort(ka)
+		slices.Sort(kb)
+		return slices.Equal(ka, kb)
+	})
+}
+
+// CurrentDatabase names the plugin's database.
+func (m Migrator) CurrentDatabase() string { return m.own.CurrentDatabase() }
+
+// FullDataTypeOf is the dialect's: every physical database has the plugin's.
+func (m Migrator) FullDataTypeOf(field *schema.Field) clause.Expr {
+	return m.own.FullDataTypeOf(field)
+}
+
+// GetTypeAliases is the dialect's.
+func (m Migrator) GetTypeAliases(databaseTypeName string) []string {
+	return m.own.GetTypeAliases(databaseTypeName)
+}
+
+// tableOf names value's table for messages.
+func tableOf(value any) any {
+	if table, ok := value.(string); ok {
+		return table
+	}
+	return reflect.Indirect(reflect.ValueOf(value)).Type()
+}

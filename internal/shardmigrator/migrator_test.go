@@ -1,0 +1,153 @@
+package shardmigrator
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+	"gorm.io/gorm/schema"
+
+	"github.com/shardid/shardid/strategies"
+)
+
+// fakePlugin shards the tables it names over two SQLite files.
+type fakePlugin struct {
+	physical []*gorm.DB
+	sharded  map[string]bool // table names
+	prepare  error           // what PrepareStrategies returns
+}
+
+func (f *fakePlugin) Routed() bool       { return true }
+func (f *fakePlugin) Physical() []string { return []string{"s0", "s1"} }
+func (f *fakePlugin) OpenPhysical(_ context.Context, k int) (*gorm.DB, error) {
+	return f.physical[k], nil
+}
+
+func (f *fakePlugin) Model(s *schema.Schema) (*Model, error) {
+	if !f.sharded[s.Table] {
+		return nil, nil
+	}
+	return &Model{Sharded: true, Key: "ID", Generators: []strategies.Generator{nil}}, nil
+}
+func (f *fakePlugin) ShardedTable(table string) bool { return f.sharded[table] }
+func (f *fakePlugin) PrepareStrategies(*gorm.DB, map[strategies.Generator]bool) error {
+	return f.prepare
+}
+func (f *fakePlugin) RegisterTables(*gorm.DB, []any) error { return nil }
+func (f *fakePlugin) TagError(model, field, detail string) error {
+	return errors.New(model + "." + field + ": " + detail)
+}
+
+type fakeUser struct {
+	ID   int64
+	Name string
+}
+
+type fakeCountry struct {
+	ID   int64
+	Name string
+}
+
+// open returns the plugin's database, with its log in out, and a plugin
+// that shards fake_users over two more.
+func open(t *testing.T, out *bytes.Buffer) (*gorm.DB, *fakePlugin) {
+	t.Helper()
+	dir := t.TempDir()
+	config := func() *gorm.Config {
+		return &gorm.Config{Logger: logger.New(log.New(out, "", 0), logger.Config{LogLevel: logger.Warn})}
+	}
+	dbs := make([]*gorm.DB, 3)
+	for i, name := range []string{"main", "s0", "s1"} {
+		db, err := gorm.Open(sqlite.Open("file:"+filepath.Join(dir, name+".db")), config())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if sqlDB, err := db.DB(); err == nil {
+				_ = sqlDB.Close()
+			}
+		})
+		dbs[i] = db
+	}
+	return dbs[0], &fakePlugin{physical: dbs[1:], sharded: map[string]bool{"fake_users": true}}
+}
+
+// TestTablesGoWhereThePluginSays: a sharded model's table on every physical
+// database and nowhere else, an unsharded one's on the plugin's database.
+func TestTablesGoWhereThePluginSays(t *testing.T) {
+	db, plugin := open(t, &bytes.Buffer{})
+	m := New(plugin, db)
+	if err := m.AutoMigrate(&fakeUser{}, &fakeCountry{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		where string
+		db    *gorm.DB
+		users bool
+	}{{"the plugin's database", db, false}, {"s0", plugin.physical[0], true}, {"s1", plugin.physical[1], true}} {
+		if got := c.db.Migrator().HasTable("fake_users"); got != c.users {
+			t.Errorf("fake_users on %s: %v, want %v", c.where, got, c.users)
+		}
+		if got := c.db.Migrator().HasTable("fake_countries"); got == c.users {
+			t.Errorf("fake_countries on %s: %v, want %v", c.where, got, !c.users)
+		}
+	}
+	if !m.HasTable(&fakeUser{}) || !m.HasTable(&fakeCountry{}) {
+		t.Error("HasTable: false for a table every database it belongs on has")
+	}
+}
+
+// TestPhysicalDatabasesThatDisagree: ColumnTypes fails with
+// ErrShardsDisagree naming both databases; HasColumn says false and warns.
+func TestPhysicalDatabasesThatDisagree(t *testing.T) {
+	var out bytes.Buffer
+	db, plugin := open(t, &out)
+	m := New(plugin, db)
+	if err := m.AutoMigrate(&fakeUser{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := plugin.physical[1].Migrator().DropColumn(&fakeUser{}, "Name"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.ColumnTypes(&fakeUser{}); !errors.Is(err, ErrShardsDisagree) || !strings.Contains(err.Error(), "s0 and s1") {
+		t.Errorf("ColumnTypes = %v; want ErrShardsDisagree between s0 and s1", err)
+	}
+	out.Reset()
+	if m.HasColumn(&fakeUser{}, "Name") { // logs a warning
+		t.Error("HasColumn: true though s1 has no such column")
+	}
+	if want := "column shardmigrator.fakeUser.Name exists on s0, not on s1"; !strings.Contains(out.String(), ErrShardsDisagree.Error()) || !strings.Contains(out.String(), want) {
+		t.Errorf("the warning %q does not say %q", out.String(), want)
+	}
+	if !strings.HasPrefix(out.String(), self()) { // GORM's logger writes the place first
+		t.Errorf("the warning %q is not logged from this file", out.String())
+	}
+}
+
+// TestAFailedMigrationDropsWhatItCreated: a strategy that cannot be prepared
+// leaves no table the migration created.
+func TestAFailedMigrationDropsWhatItCreated(t *testing.T) {
+	db, plugin := open(t, &bytes.Buffer{})
+	plugin.prepare = errors.New("no clock table")
+	m := New(plugin, db)
+	if err := m.AutoMigrate(&fakeCountry{}, &fakeUser{}); !errors.Is(err, plugin.prepare) {
+		t.Fatalf("AutoMigrate = %v; want the strategy's error", err)
+	}
+	if db.Migrator().HasTable(&fakeCountry{}) {
+		t.Error("fake_countries is left on the plugin's database")
+	}
+}
+
+// self is this file's path.
+func self() string {
+	_, file, _, _ := runtime.Caller(0)
+	return file
+}

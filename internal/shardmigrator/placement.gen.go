@@ -1,0 +1,164 @@
+package shardmigrator
+
+import (
+	"fmt"
+	"slices"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/schema"
+)
+
+// target is one database a migration step runs on.
+type target struct {
+	name     string
+	migrator gorm.Migrator
+}
+
+// sharded reports whether value (a model or a table name) is the table of a
+// sharded model, whose rows live on the physical databases, with the model's
+// tags and schema when it is a model. It parses the model's tags first, so
+// that a bad one fails before anything changes.
+func (m Migrator) sharded(value any) (bool, *Model, *schema.Schema, error) {
+	if table, isTable := value.(string); isTable {
+		if m.plugin.ShardedTable(table) {
+			return true, nil, nil, nil
+		}
+		where, err := m.locate(table)
+		return where != onOwn, nil, nil, err
+	}
+	stmt := &gorm.Statement{DB: m.db}
+	if stmt.Parse(value) != nil {
+		return false, nil, nil, nil // GORM's migrator says what it makes of it
+	}
+	model, err := m.plugin.Model(stmt.Schema)
+	if err != nil {
+		return false, nil, nil, err
+	}
+	if model == nil || !model.Sharded {
+		return m.plugin.ShardedTable(stmt.Schema.Table), model, stmt.Schema, nil // a join table beside a sharded owner
+	}
+	return true, model, stmt.Schema, nil
+}
+
+// targets returns where value's table lives: every physical database for a
+// sharded model of a plugin that routes, else db.
+// A table name of no model the process has seen is placed by looking (see
+// locate); one found on both sides is acted on, and asked about, on both.
+func (m Migrator) targets(value any) ([]target, error) {
+	own := []target{{name: m.ownName(), migrator: m.own}}
+	if table, isTable := value.(string); isTable && !m.plugin.ShardedTable(table) {
+		where, err := m.locate(table)
+		switch {
+		case err != nil:
+			return nil, err
+		case where == onOwn:
+			return own, nil
+		case where == onBoth:
+			list, err := m.physicalTargets()
+			return append(own, list...), err
+		}
+		return m.physicalTargets()
+	}
+	sharded, _, _, err := m.sharded(value)
+	if err != nil {
+		return nil, err
+	}
+	if !sharded || !m.plugin.Routed() {
+		return own, nil
+	}
+	return m.physicalTargets()
+}
+
+func (m Migrator) physicalTargets() ([]target, error) {
+	names := m.plugin.Physical()
+	list := make([]target, len(names))
+	for k, name := range names {
+		mig, err := m.physicalMigrator(k)
+		if err != nil {
+			return nil, err
+		}
+		list[k] = target{name: name, migrator: mig}
+	}
+	return list, nil
+}
+
+// placement is where locate found a table.
+type placement int
+
+const (
+	onOwn      placement = iota // on the plugin's database, or nowhere
+	onPhysical                  // on a physical database only: a sharded table
+	onBoth                      // on both, as plain db.AutoMigrate leaves a copy
+)
+
+// locate finds where a table name the plugin knows of no model lives, as a
+// new process that has not used the model yet must: the plugin's database
+// holds unsharded tables only, the physical databases sharded ones.
+func (m Migrator) locate(table string) (placement, error) {
+	if !m.plugin.Routed() {
+		return onOwn, nil
+	}
+	physical, err := m.physicalTargets()
+	if err != nil { // a shard it cannot reach might hold the table
+		return onOwn, fmt.Errorf("shardid: looking for table %s: %w", table, err)
+	}
+	if !slices.ContainsFunc(physical, func(t target) bool { return t.migrator.HasTable(table) }) {
+		return onOwn, nil
+	}
+	if m.own.HasTable(table) {
+		return onBoth, nil
+	}
+	return onPhysical, nil
+}
+
+// ownName names the plugin's database in errors and warnings: without
+// Config.Shards it is the one physical database, and has that name.
+func (m Migrator) ownName() string {
+	if !m.plugin.Routed() {
+		if names := m.plugin.Physical(); len(names) == 1 {
+			return names[0]
+		}
+	}
+	return "the plugin's database"
+}
+
+// physicalMigrator is GORM's migrator of physical database k, for sharded
+// tables: no foreign keys (a sharded row's parent may be on another database)
+// and no tables of related models (an unsharded model lives on the plugin's
+// database only; join tables are migrated apart). The settings and table of
+// the caller's session come along (gorm:table_options, Table("x")).
+func (m Migrator) physicalMigrator(k int) (gorm.Migrator, error) {
+	tx, err := m.physicalSession(k)
+	if err != nil {
+		return nil, err
+	}
+	return tx.Migrator(), nil
+}
+
+func (m Migrator) physicalSession(k int) (*gorm.DB, error) {
+	opened, err := m.plugin.OpenPhysical(m.db.Statement.Context, k)
+	if err != nil {
+		return nil, err
+	}
+	tx := opened.Session(&gorm.Session{Context: m.db.Statement.Context})
+	config := *tx.Config
+	config.DisableForeignKeyConstraintWhenMigrating = true
+	config.IgnoreRelationshipsWhenMigrating = true
+	tx.Config = &config
+	tx.Statement.Table, tx.Statement.TableExpr = m.db.Statement.Table, m.db.Statement.TableExpr
+	m.db.Statement.Settings.Range(func(key, value any) bool {
+		tx.Statement.Settings.Store(key, value)
+		return true
+	})
+	return tx, nil
+}
+
+// ownWithoutRelations is the migrator of the plugin's database that neither
+// follows relations nor makes foreign keys.
+func (m Migrator) ownWithoutRelations() gorm.Migrator {
+	tx := m.db.Session(&gorm.Session{})
+	config := *tx.Config
+	config.IgnoreRelationshipsWhenMigrating = true
+	tx.Config = &config
+	return tx.Migrator()
+}

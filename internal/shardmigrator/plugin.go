@@ -1,0 +1,58 @@
+package shardmigrator
+
+import (
+	"context"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/schema"
+
+	"github.com/shardid/shardid/strategies"
+)
+
+// Plugin is what the migrator asks of the shardid plugin: what its tags say
+// of a model, where the physical databases are, and the work it keeps for
+// itself. Implementations must be safe for concurrent use.
+type Plugin interface {
+	// Routed reports whether sharded tables live on physical databases of
+	// their own (Config.Shards); if not, every table lives on the plugin's
+	// database.
+	Routed() bool
+	// Physical names the physical databases, in the order OpenPhysical takes
+	// them. When Routed is false there is one: the plugin's database.
+	Physical() []string
+	// OpenPhysical returns the handle of physical database k, opened, or an
+	// error naming it; the migrator makes sessions of it.
+	OpenPhysical(ctx context.Context, k int) (*gorm.DB, error)
+	// Model returns what the tags of s say, or nil for a schema with none. It
+	// makes the tagged primary key of s a plain column on first use, and
+	// fails for a tag that cannot be used, before anything is migrated.
+	Model(s *schema.Schema) (*Model, error)
+	// ShardedTable reports whether table holds the rows of a sharded model
+	// the process has seen, or the join rows of its many2many relations.
+	ShardedTable(table string) bool
+	// PrepareStrategies creates, in every physical database, what the ID
+	// sources used keep there.
+	PrepareStrategies(db *gorm.DB, used map[strategies.Generator]bool) error
+	// RegisterTables records the sharded tables among models, once migrated,
+	// where a move or an audit without Go models finds them.
+	RegisterTables(db *gorm.DB, models []any) error
+	// TagError is the plugin's error for a field of a model whose tag cannot
+	// be used as it is; detail says why and how to fix it.
+	TagError(model, field, detail string) error
+}
+
+// Model is what the shardid tags of one model say, as far as migrating it
+// needs. It is a value: safe for concurrent use once made.
+type Model struct {
+	// Sharded: the primary key is a shardid field, so the rows are spread
+	// over logical shards and the table lives on every physical database.
+	Sharded bool
+	// Key is the Go name of the tagged primary key of a sharded model.
+	Key string
+	// Colocate and Hash are the columns that choose a sharded row's shard,
+	// if its tag names one; each routes reads, so each gets an index.
+	Colocate, Hash *schema.Field
+	// Generators are the ID sources of the tagged fields, nil for a UUID
+	// field; their tables are prepared with the model's.
+	Generators []strategies.Generator
+}
