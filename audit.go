@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/shardid/shardid/internal/sqlscan"
 )
 
 // Misplaced is a count of rows of one table on one physical database whose
@@ -54,14 +56,14 @@ func (p *Plugin) Audit(ctx context.Context) ([]Misplaced, error) {
 			}
 			where := "NOT (" + inRanges(mt.shard, rangesOf(shardMap.Logical(k))) + ")"
 			var n int64
-			table := quote(mt.dialect, t.Name)
+			table := sqlscan.Quote(mt.dialect, t.Name)
 			if err := opened.sqlDB.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+table+" WHERE "+where).Scan(&n); err != nil {
 				return nil, fmt.Errorf("shardid: on %s: %w", ph.name, err)
 			}
 			if n == 0 {
 				continue
 			}
-			keys, err := readRows(ctx, opened.sqlDB, 1, "SELECT "+quote(mt.dialect, t.Key)+" FROM "+table+" WHERE "+where+" ORDER BY 1 LIMIT 10")
+			keys, err := readRows(ctx, opened.sqlDB, 1, "SELECT "+sqlscan.Quote(mt.dialect, t.Key)+" FROM "+table+" WHERE "+where+" ORDER BY 1 LIMIT 10")
 			if err != nil {
 				return nil, err
 			}
@@ -98,6 +100,6 @@ func (p *Plugin) leftByMove(ctx context.Context, mt *movedTable, opened *openPhy
 		}
 	}
 	var n int64
-	err := opened.sqlDB.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+quote(mt.dialect, mt.name)+" WHERE NOT ("+inRanges(mt.shard, allowed)+")").Scan(&n)
+	err := opened.sqlDB.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+sqlscan.Quote(mt.dialect, mt.name)+" WHERE NOT ("+inRanges(mt.shard, allowed)+")").Scan(&n)
 	return err == nil && n == 0 && len(allowed) > len(rangesOf(own))
 }

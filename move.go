@@ -16,6 +16,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shardid/shardid/internal/fence"
+	"github.com/shardid/shardid/internal/sqlscan"
 	"github.com/shardid/shardid/shardrouter"
 	"github.com/shardid/shardid/strategies"
 )
@@ -365,7 +366,7 @@ func (p *Plugin) movedTable(ctx context.Context, t shardedTable, source *sql.DB)
 
 // columnsOf returns a table's columns on db.
 func columnsOf(ctx context.Context, db *sql.DB, dialect, table string) ([]string, error) {
-	rows, err := db.QueryContext(ctx, "SELECT * FROM "+quote(dialect, table)+" WHERE 1 = 0")
+	rows, err := db.QueryContext(ctx, "SELECT * FROM "+sqlscan.Quote(dialect, table)+" WHERE 1 = 0")
 	if err != nil {
 		return nil, err
 	}
@@ -795,7 +796,7 @@ func (mv *mover) highestKey(ctx context.Context, t *movedTable) error {
 		return nil
 	}
 	var highest sql.NullInt64
-	q := "SELECT MAX(" + quote(t.dialect, t.key) + ") FROM " + quote(t.dialect, t.name) + " WHERE " + t.inRange
+	q := "SELECT MAX(" + sqlscan.Quote(t.dialect, t.key) + ") FROM " + sqlscan.Quote(t.dialect, t.name) + " WHERE " + t.inRange
 	if err := mv.source.QueryRowContext(ctx, q, mv.st.Logical.From, mv.st.Logical.To).Scan(&highest); err != nil {
 		return err
 	}

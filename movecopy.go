@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/shardid/shardid/internal/fence"
+	"github.com/shardid/shardid/internal/sqlscan"
 )
 
 // movedTable is one sharded table of a move and the SQL that copies it.
@@ -26,14 +27,6 @@ type movedTable struct {
 	dialect   string
 	shard     string // SQL: the row's logical shard, from its key
 	inRange   string // WHERE condition: the row's shard is within ? and ?
-}
-
-// quote quotes an identifier for the dialect.
-func quote(dialect, name string) string {
-	if dialect == "mysql" {
-		return "`" + strings.ReplaceAll(name, "`", "``") + "`"
-	}
-	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
 }
 
 // placeholders returns n placeholders from the (first+1)th on.
@@ -52,18 +45,18 @@ func placeholders(dialect string, first, n int) string {
 func (t *movedTable) quotedColumns() string {
 	cols := make([]string, len(t.columns))
 	for i, c := range t.columns {
-		cols[i] = quote(t.dialect, c)
+		cols[i] = sqlscan.Quote(t.dialect, c)
 	}
 	return strings.Join(cols, ", ")
 }
 
 // chunkQuery reads the next rows of the range after a key, in key order.
 func (t *movedTable) chunkQuery(after bool, limit int) string {
-	q := "SELECT " + t.quotedColumns() + " FROM " + quote(t.dialect, t.name) + " WHERE " + t.inRange
+	q := "SELECT " + t.quotedColumns() + " FROM " + sqlscan.Quote(t.dialect, t.name) + " WHERE " + t.inRange
 	if after {
-		q += " AND " + quote(t.dialect, t.key) + " > " + placeholders(t.dialect, 2, 1)
+		q += " AND " + sqlscan.Quote(t.dialect, t.key) + " > " + placeholders(t.dialect, 2, 1)
 	}
-	return q + " ORDER BY " + quote(t.dialect, t.key) + " LIMIT " + strconv.Itoa(limit)
+	return q + " ORDER BY " + sqlscan.Quote(t.dialect, t.key) + " LIMIT " + strconv.Itoa(limit)
 }
 
 // readRows runs a query and returns its rows as values the drivers take back.
@@ -116,7 +109,7 @@ func (t *movedTable) upsert(ctx context.Context, db *sql.DB, rows [][]any) error
 
 func (t *movedTable) upsertSome(ctx context.Context, db *sql.DB, rows [][]any) error {
 	var b strings.Builder
-	b.WriteString("INSERT INTO " + quote(t.dialect, t.name) + " (" + t.quotedColumns() + ") VALUES ")
+	b.WriteString("INSERT INTO " + sqlscan.Quote(t.dialect, t.name) + " (" + t.quotedColumns() + ") VALUES ")
 	args := make([]any, 0, len(rows)*len(t.columns))
 	for i, row := range rows {
 		if i > 0 {
@@ -130,7 +123,7 @@ func (t *movedTable) upsertSome(ctx context.Context, db *sql.DB, rows [][]any) e
 		if c == t.key {
 			continue
 		}
-		q := quote(t.dialect, c)
+		q := sqlscan.Quote(t.dialect, c)
 		if t.dialect == "mysql" {
 			sets = append(sets, q+" = VALUES("+q+")")
 		} else {
@@ -139,13 +132,13 @@ func (t *movedTable) upsertSome(ctx context.Context, db *sql.DB, rows [][]any) e
 	}
 	switch {
 	case t.dialect == "mysql" && len(sets) == 0:
-		b.WriteString(" ON DUPLICATE KEY UPDATE " + quote(t.dialect, t.key) + " = " + quote(t.dialect, t.key))
+		b.WriteString(" ON DUPLICATE KEY UPDATE " + sqlscan.Quote(t.dialect, t.key) + " = " + sqlscan.Quote(t.dialect, t.key))
 	case t.dialect == "mysql":
 		b.WriteString(" ON DUPLICATE KEY UPDATE " + strings.Join(sets, ", "))
 	case len(sets) == 0:
-		b.WriteString(" ON CONFLICT (" + quote(t.dialect, t.key) + ") DO NOTHING")
+		b.WriteString(" ON CONFLICT (" + sqlscan.Quote(t.dialect, t.key) + ") DO NOTHING")
 	default:
-		b.WriteString(" ON CONFLICT (" + quote(t.dialect, t.key) + ") DO UPDATE SET " + strings.Join(sets, ", "))
+		b.WriteString(" ON CONFLICT (" + sqlscan.Quote(t.dialect, t.key) + ") DO UPDATE SET " + strings.Join(sets, ", "))
 	}
 	_, err := db.ExecContext(ctx, b.String(), args...)
 	return err
@@ -163,7 +156,7 @@ type (
 
 // byKeys reads the rows with the given keys.
 func (t *movedTable) byKeys(ctx context.Context, db *sql.DB, keys []any) ([][]any, error) {
-	q := "SELECT " + t.quotedColumns() + " FROM " + quote(t.dialect, t.name) + " WHERE " + quote(t.dialect, t.key) + " IN (" + placeholders(t.dialect, 0, len(keys)) + ")"
+	q := "SELECT " + t.quotedColumns() + " FROM " + sqlscan.Quote(t.dialect, t.name) + " WHERE " + sqlscan.Quote(t.dialect, t.key) + " IN (" + placeholders(t.dialect, 0, len(keys)) + ")"
 	return readRows(ctx, db, len(t.columns), q, keys...)
 }
 
@@ -172,13 +165,13 @@ func (t *movedTable) deleteKeys(ctx context.Context, db deleter, keys []any) err
 	if len(keys) == 0 {
 		return nil
 	}
-	_, err := db.ExecContext(ctx, "DELETE FROM "+quote(t.dialect, t.name)+" WHERE "+quote(t.dialect, t.key)+" IN ("+placeholders(t.dialect, 0, len(keys))+")", keys...)
+	_, err := db.ExecContext(ctx, "DELETE FROM "+sqlscan.Quote(t.dialect, t.name)+" WHERE "+sqlscan.Quote(t.dialect, t.key)+" IN ("+placeholders(t.dialect, 0, len(keys))+")", keys...)
 	return err
 }
 
 // rangeKeys returns up to limit keys of the range's rows.
 func (t *movedTable) rangeKeys(ctx context.Context, db rangeQuerier, r Range, limit int) ([]any, error) {
-	rows, err := db.QueryContext(ctx, "SELECT "+quote(t.dialect, t.key)+" FROM "+quote(t.dialect, t.name)+" WHERE "+t.inRange+" LIMIT "+strconv.Itoa(limit), r.From, r.To)
+	rows, err := db.QueryContext(ctx, "SELECT "+sqlscan.Quote(t.dialect, t.key)+" FROM "+sqlscan.Quote(t.dialect, t.name)+" WHERE "+t.inRange+" LIMIT "+strconv.Itoa(limit), r.From, r.To)
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +237,7 @@ func inUTC(ctx context.Context, db *sql.DB, dialect string, fn func(rowQuerier) 
 // count is how many rows of the range a table holds on db.
 func (t *movedTable) count(ctx context.Context, db *sql.DB, r Range) (int64, error) {
 	var n int64
-	err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+quote(t.dialect, t.name)+" WHERE "+t.inRange, r.From, r.To).Scan(&n)
+	err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+sqlscan.Quote(t.dialect, t.name)+" WHERE "+t.inRange, r.From, r.To).Scan(&n)
 	return n, err
 }
 
@@ -263,17 +256,17 @@ func (t *movedTable) summarize(ctx context.Context, db *sql.DB, r Range) (summar
 	case "mysql":
 		cols := make([]string, len(t.columns))
 		for i, c := range t.columns {
-			cols[i] = "IFNULL(" + quote(t.dialect, c) + ", '\\0')"
+			cols[i] = "IFNULL(" + sqlscan.Quote(t.dialect, c) + ", '\\0')"
 		}
-		q := "SELECT COUNT(*), CAST(COALESCE(SUM(CRC32(CONCAT_WS('|', " + strings.Join(cols, ", ") + "))), 0) AS CHAR) FROM " + quote(t.dialect, t.name) + " WHERE " + t.inRange
+		q := "SELECT COUNT(*), CAST(COALESCE(SUM(CRC32(CONCAT_WS('|', " + strings.Join(cols, ", ") + "))), 0) AS CHAR) FROM " + sqlscan.Quote(t.dialect, t.name) + " WHERE " + t.inRange
 		err := inUTC(ctx, db, t.dialect, func(q2 rowQuerier) error { return q2.QueryRowContext(ctx, q, r.From, r.To).Scan(&s.Rows, &s.Sum) })
 		return s, err
 	case "postgres":
-		q := "SELECT count(*), COALESCE(sum(hashtextextended(ROW(" + t.quotedColumns() + ")::text, 0)), 0)::text FROM " + quote(t.dialect, t.name) + " WHERE " + t.inRange
+		q := "SELECT count(*), COALESCE(sum(hashtextextended(ROW(" + t.quotedColumns() + ")::text, 0)), 0)::text FROM " + sqlscan.Quote(t.dialect, t.name) + " WHERE " + t.inRange
 		err := inUTC(ctx, db, t.dialect, func(q2 rowQuerier) error { return q2.QueryRowContext(ctx, q, r.From, r.To).Scan(&s.Rows, &s.Sum) })
 		return s, err
 	}
-	rows, err := db.QueryContext(ctx, "SELECT "+t.quotedColumns()+" FROM "+quote(t.dialect, t.name)+" WHERE "+t.inRange, r.From, r.To)
+	rows, err := db.QueryContext(ctx, "SELECT "+t.quotedColumns()+" FROM "+sqlscan.Quote(t.dialect, t.name)+" WHERE "+t.inRange, r.From, r.To)
 	if err != nil {
 		return s, err
 	}
