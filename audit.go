@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/shardid/shardid/internal/mapstore"
 	"github.com/shardid/shardid/internal/sqlscan"
 )
 
@@ -54,7 +55,7 @@ func (p *Plugin) Audit(ctx context.Context) ([]Misplaced, error) {
 			if err != nil {
 				return nil, fmt.Errorf("shardid: on %s: %w", ph.name, err)
 			}
-			where := "NOT (" + inRanges(mt.shard, rangesOf(shardMap.Logical(k))) + ")"
+			where := "NOT (" + inRanges(mt.shard, mapstore.Ranges(shardMap.Logical(k))) + ")"
 			var n int64
 			table := sqlscan.Quote(mt.dialect, t.Name)
 			if err := opened.sqlDB.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+table+" WHERE "+where).Scan(&n); err != nil {
@@ -93,7 +94,7 @@ func inRanges(shard string, ranges []Range) string {
 // leftByMove reports whether every misplaced row of a table on a database is
 // in a range a move took off it and has not cleaned up yet.
 func (p *Plugin) leftByMove(ctx context.Context, mt *movedTable, opened *openPhysical, name string, moves []MoveStatus, own []int) bool {
-	allowed := rangesOf(own)
+	allowed := mapstore.Ranges(own)
 	for _, mv := range moves {
 		if mv.From == name && mv.Phase == PhaseServing {
 			allowed = append(allowed, mv.Logical)
@@ -101,5 +102,5 @@ func (p *Plugin) leftByMove(ctx context.Context, mt *movedTable, opened *openPhy
 	}
 	var n int64
 	err := opened.sqlDB.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+sqlscan.Quote(mt.dialect, mt.name)+" WHERE NOT ("+inRanges(mt.shard, allowed)+")").Scan(&n)
-	return err == nil && n == 0 && len(allowed) > len(rangesOf(own))
+	return err == nil && n == 0 && len(allowed) > len(mapstore.Ranges(own))
 }

@@ -16,6 +16,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shardid/shardid/internal/fence"
+	"github.com/shardid/shardid/internal/mapstore"
 	"github.com/shardid/shardid/internal/sqlscan"
 	"github.com/shardid/shardid/shardrouter"
 	"github.com/shardid/shardid/strategies"
@@ -85,7 +86,7 @@ var (
 type mover struct {
 	p              *Plugin
 	req            Move
-	st             *moveState
+	st             *mapstore.MoveState
 	from, to       int
 	source, target *sql.DB
 	fence          fence.Fence
@@ -105,7 +106,7 @@ func (p *Plugin) Move(ctx context.Context, req Move) (*MoveReport, error) {
 	if p.maps == nil {
 		return nil, fmt.Errorf("%w: no Config.Shards: every logical shard is on the plugin's database", ErrMoveInvalid)
 	}
-	unlock, err := p.maps.lockMove(ctx, req.Logical)
+	unlock, err := p.lockMove(ctx, req.Logical)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +121,7 @@ func (p *Plugin) Move(ctx context.Context, req Move) (*MoveReport, error) {
 	defer mv.track()()
 	resumed := mv.resumed
 	if !resumed { // recorded before any change, so that a run that dies is resumed
-		if err := p.maps.saveMove(ctx, mv.st); err != nil {
+		if err := p.maps.SaveMove(ctx, mv.st); err != nil {
 			return nil, err
 		}
 	}
@@ -147,12 +148,22 @@ func (p *Plugin) Move(ctx context.Context, req Move) (*MoveReport, error) {
 			next = steps[i+1].phase
 		}
 		mv.st.Phase = next
-		if err := p.maps.saveMove(ctx, mv.st); err != nil {
+		if err := p.maps.SaveMove(ctx, mv.st); err != nil {
 			return mv.report(resumed), err
 		}
 	}
 	p.config.Log.Info("shardid: move phase", "from", req.Logical.From, "through", req.Logical.To, "to", req.To, "phase", PhaseServing, "map_version", mv.st.MapVersion)
 	return mv.report(resumed), nil
+}
+
+// lockMove takes the lock of the move of r, which one run at a time holds,
+// be it a mover, a cancel or a cleanup; it fails at once if another has it.
+func (p *Plugin) lockMove(ctx context.Context, r Range) (func(), error) {
+	unlock, err := p.maps.LockMove(ctx, r)
+	if errors.Is(err, mapstore.ErrLocked) {
+		return nil, fmt.Errorf("%w: another run holds the move of %d-%d (a mover, a cancel or a cleanup); wait for it to end", ErrMoveInvalid, r.From, r.To)
+	}
+	return unlock, err
 }
 
 func phaseIndex(phase string) int {
@@ -174,7 +185,7 @@ func (p *Plugin) newMover(ctx context.Context, req Move) (*mover, error) {
 	if p.maps == nil {
 		return nil, bad("no Config.Shards: every logical shard is on the plugin's database")
 	}
-	if err := p.maps.prepareMoves(ctx); err != nil {
+	if err := p.maps.PrepareMoves(ctx); err != nil {
 		return nil, err
 	}
 	if _, err := p.refreshMap(ctx); err != nil {
@@ -188,7 +199,7 @@ func (p *Plugin) newMover(ctx context.Context, req Move) (*mover, error) {
 	if to < 0 {
 		return nil, bad("%q is not a physical database of Config.Shards", req.To)
 	}
-	st, err := p.maps.loadMove(ctx, r)
+	st, err := p.maps.LoadMove(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +244,7 @@ func (p *Plugin) newMover(ctx context.Context, req Move) (*mover, error) {
 	}
 	mv.resumed = st != nil
 	if st == nil {
-		st = &moveState{Logical: r, From: p.physical[from].name, To: req.To, Phase: PhasePrepare, Started: time.Now().UTC(),
+		st = &mapstore.MoveState{Logical: r, From: p.physical[from].name, To: req.To, Phase: PhasePrepare, Started: time.Now().UTC(),
 			Cursors: map[string]any{}, Copied: map[string]int64{}, Done: map[string]bool{}, MaxKeys: map[string]int64{}}
 		for _, t := range mv.tables {
 			st.Tables = append(st.Tables, t.name)
@@ -257,7 +268,7 @@ func (p *Plugin) newMover(ctx context.Context, req Move) (*mover, error) {
 // oneMoveAt refuses a second move off the same source while one runs: the
 // source's change log is the move's.
 func (p *Plugin) oneMoveAt(ctx context.Context, source string) error {
-	list, err := p.maps.moves(ctx)
+	list, err := p.maps.Moves(ctx)
 	if err != nil {
 		return err
 	}
@@ -273,7 +284,7 @@ func (p *Plugin) oneMoveAt(ctx context.Context, source string) error {
 // movedTables resolves the models of a move, or else the sharded tables the
 // plugin has migrated, to the tables and columns to copy; a resumed move
 // must carry the tables it began with.
-func (p *Plugin) movedTables(ctx context.Context, models []any, st *moveState, source *sql.DB) ([]*movedTable, error) {
+func (p *Plugin) movedTables(ctx context.Context, models []any, st *mapstore.MoveState, source *sql.DB) ([]*movedTable, error) {
 	var list []shardedTable
 	types := map[string]reflect.Type{}
 	for _, value := range models {
@@ -488,7 +499,7 @@ func (mv *mover) copyTable(ctx context.Context, t *movedTable) error {
 		if len(rows) < limit {
 			mv.st.Done[t.name] = true
 		}
-		if err := mv.p.maps.saveMove(ctx, mv.st); err != nil {
+		if err := mv.p.maps.SaveMove(ctx, mv.st); err != nil {
 			return err
 		}
 		mv.progress(MoveProgress{Phase: PhaseCopy, Step: "chunk", Table: t.name, Copied: mv.st.Copied[t.name], Total: total})
@@ -699,7 +710,7 @@ func (mv *mover) servedByTarget() bool {
 func (mv *mover) writeMap(ctx context.Context) (int64, error) {
 	s := mv.p.maps
 	for range 8 { // each round loses only to another writer of the map
-		latest, err := s.latest(ctx)
+		latest, err := s.Latest(ctx)
 		if err != nil {
 			return 0, err
 		}
@@ -726,14 +737,14 @@ func (mv *mover) writeMap(ctx context.Context) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		stored := storedOf(next, latest.Version+1)
+		stored := mapstore.MapOf(next, latest.Version+1)
 		if tick := mv.snowflakeFloor(); tick > 0 {
-			stored.Floors = []shardFloor{{Logical: mv.st.Logical, Tick: tick}}
+			stored.Floors = []mapstore.Floor{{Logical: mv.st.Logical, Tick: tick}}
 		}
-		stored.Copies = append(slices.Clone(latest.Copies), storedPhysical{Name: mv.st.From, Logical: []Range{mv.st.Logical}})
-		if err := s.write(ctx, stored); err == nil {
+		stored.Copies = append(slices.Clone(latest.Copies), mapstore.Physical{Name: mv.st.From, Logical: []Range{mv.st.Logical}})
+		if err := s.Write(ctx, stored); err == nil {
 			return stored.Version, nil
-		} else if !duplicateKey(err) {
+		} else if !mapstore.DuplicateKey(err) {
 			return 0, err
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/shardid/shardid/internal/mapstore"
 )
 
 // deleteChunk is how many rows a cancel or a cleanup deletes at a time.
@@ -36,7 +38,7 @@ func (p *Plugin) CancelMove(ctx context.Context, r Range, models ...any) error {
 		}
 	}
 	mv.st.Phase = PhaseCancelled
-	return p.maps.saveMove(ctx, mv.st)
+	return p.maps.SaveMove(ctx, mv.st)
 }
 
 // CleanupMove ends a move after its cutover: once every live process routes
@@ -75,26 +77,26 @@ func (p *Plugin) CleanupMove(ctx context.Context, r Range, models ...any) error 
 		}
 	}
 	mv.st.Phase = PhaseCleaned
-	return p.maps.saveMove(ctx, mv.st)
+	return p.maps.SaveMove(ctx, mv.st)
 }
 
 // forgetCopy writes the next map version without the frozen copy of r on
 // source, which is gone.
 func (p *Plugin) forgetCopy(ctx context.Context, source string, r Range) error {
 	for range 8 { // each round loses only to another writer of the map
-		latest, err := p.maps.latest(ctx)
+		latest, err := p.maps.Latest(ctx)
 		if err != nil || latest == nil {
 			return err
 		}
 		next := *latest
 		next.Version, next.Floors = latest.Version+1, nil
-		next.Copies = slices.DeleteFunc(slices.Clone(latest.Copies), func(c storedPhysical) bool {
+		next.Copies = slices.DeleteFunc(slices.Clone(latest.Copies), func(c mapstore.Physical) bool {
 			return c.Name == source && slices.Equal(c.Logical, []Range{r})
 		})
 		if len(next.Copies) == len(latest.Copies) {
 			return nil
 		}
-		if err := p.maps.write(ctx, &next); err == nil || !duplicateKey(err) {
+		if err := p.maps.Write(ctx, &next); err == nil || !mapstore.DuplicateKey(err) {
 			if err == nil {
 				_, err = p.refreshMap(ctx)
 			}
@@ -136,7 +138,7 @@ func (p *Plugin) endingMover(ctx context.Context, r Range, models []any) (*mover
 	if p.maps == nil {
 		return nil, nil, fmt.Errorf("%w: no Config.Shards", ErrMoveInvalid)
 	}
-	unlock, err := p.maps.lockMove(ctx, r)
+	unlock, err := p.lockMove(ctx, r)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -150,10 +152,10 @@ func (p *Plugin) endingMover(ctx context.Context, r Range, models []any) (*mover
 
 // loadEnding loads a move that is to be cancelled or cleaned up.
 func (p *Plugin) loadEnding(ctx context.Context, r Range, models []any) (*mover, error) {
-	if err := p.maps.prepareMoves(ctx); err != nil {
+	if err := p.maps.PrepareMoves(ctx); err != nil {
 		return nil, err
 	}
-	st, err := p.maps.loadMove(ctx, r)
+	st, err := p.maps.LoadMove(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +222,7 @@ func deleteRange(ctx context.Context, t *movedTable, db execQuerier, r Range) er
 // version.
 func (p *Plugin) waitForProcesses(ctx context.Context, version int64) error {
 	for {
-		behind, err := p.maps.behind(ctx, version)
+		behind, err := p.maps.Behind(ctx, version)
 		if err != nil {
 			return err
 		}
@@ -230,7 +232,7 @@ func (p *Plugin) waitForProcesses(ctx context.Context, version int64) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%w: processes still route by a map before version %d: %s: %w", ErrMoveInvalid, version, strings.Join(behind, ", "), ctx.Err())
-		case <-time.After(p.maps.heartbeat / 2):
+		case <-time.After(p.maps.Heartbeat() / 2):
 		}
 	}
 }
@@ -253,10 +255,10 @@ func (p *Plugin) Moves(ctx context.Context) ([]MoveStatus, error) {
 	if p.maps == nil {
 		return nil, nil
 	}
-	if err := p.maps.prepareMoves(ctx); err != nil {
+	if err := p.maps.PrepareMoves(ctx); err != nil {
 		return nil, err
 	}
-	list, err := p.maps.moves(ctx)
+	list, err := p.maps.Moves(ctx)
 	if err != nil {
 		return nil, err
 	}
