@@ -1,33 +1,13 @@
-package shardid
+package mover
 
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
-	"errors"
-	"fmt"
-	"hash/fnv"
-	"math/big"
-	"reflect"
 	"strconv"
 	"strings"
 
-	"github.com/shardid/shardid/internal/fence"
 	"github.com/shardid/shardid/internal/sqlscan"
 )
-
-// movedTable is one sharded table of a move and the SQL that copies it.
-type movedTable struct {
-	name      string
-	strategy  string       // the key's strategy
-	modelType reflect.Type // the model, when the move was given it
-	key       string       // the primary key column, which carries the shard
-	columns   []string     // every column of the source's table
-	fenced    fence.Table
-	dialect   string
-	shard     string // SQL: the row's logical shard, from its key
-	inRange   string // WHERE condition: the row's shard is within ? and ?
-}
 
 // placeholders returns n placeholders from the (first+1)th on.
 func placeholders(dialect string, first, n int) string {
@@ -79,16 +59,6 @@ func readRows(ctx context.Context, db *sql.DB, width int, query string, args ...
 		out = append(out, values)
 	}
 	return out, rows.Err()
-}
-
-// keyIndex is where the key is among the columns.
-func (t *movedTable) keyIndex() int {
-	for i, c := range t.columns {
-		if c == t.key {
-			return i
-		}
-	}
-	return 0
 }
 
 // maxParameters keeps a statement within every driver's limit (SQLite's 32766).
@@ -199,95 +169,9 @@ func normalizeKey(k any) any {
 	return k
 }
 
-type rowQuerier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-// inUTC runs fn where times are written in UTC, so that the text a checksum
-// hashes does not depend on a database's or session's time zone: in a
-// transaction of its own on PostgreSQL (SET LOCAL), on a connection that is
-// then discarded on MySQL.
-func inUTC(ctx context.Context, db *sql.DB, dialect string, fn func(rowQuerier) error) (err error) {
-	if dialect == "postgres" {
-		tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-		if err != nil {
-			return err
-		}
-		defer func() { err = errors.Join(err, tx.Rollback()) }()
-		if _, err := tx.ExecContext(ctx, "SET LOCAL TimeZone = 'UTC'"); err != nil {
-			return err
-		}
-		return fn(tx)
-	}
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if discard := conn.Raw(func(any) error { return driver.ErrBadConn }); !errors.Is(discard, driver.ErrBadConn) {
-			err = errors.Join(err, discard, conn.Close())
-		}
-	}()
-	if _, err := conn.ExecContext(ctx, "SET time_zone = '+00:00'"); err != nil {
-		return err
-	}
-	return fn(conn)
-}
-
 // count is how many rows of the range a table holds on db.
 func (t *movedTable) count(ctx context.Context, db *sql.DB, r Range) (int64, error) {
 	var n int64
 	err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+sqlscan.Quote(t.dialect, t.name)+" WHERE "+t.inRange, r.From, r.To).Scan(&n)
 	return n, err
-}
-
-// summary is a table's rows of a range: how many, and a checksum that does
-// not depend on their order.
-type summary struct {
-	Rows int64
-	Sum  string
-}
-
-// summarize counts and checksums the rows of the range on db: in SQL on
-// MySQL and PostgreSQL, in Go on SQLite, which has no hash function.
-func (t *movedTable) summarize(ctx context.Context, db *sql.DB, r Range) (summary, error) {
-	var s summary
-	switch t.dialect {
-	case "mysql":
-		cols := make([]string, len(t.columns))
-		for i, c := range t.columns {
-			cols[i] = "IFNULL(" + sqlscan.Quote(t.dialect, c) + ", '\\0')"
-		}
-		q := "SELECT COUNT(*), CAST(COALESCE(SUM(CRC32(CONCAT_WS('|', " + strings.Join(cols, ", ") + "))), 0) AS CHAR) FROM " + sqlscan.Quote(t.dialect, t.name) + " WHERE " + t.inRange
-		err := inUTC(ctx, db, t.dialect, func(q2 rowQuerier) error { return q2.QueryRowContext(ctx, q, r.From, r.To).Scan(&s.Rows, &s.Sum) })
-		return s, err
-	case "postgres":
-		q := "SELECT count(*), COALESCE(sum(hashtextextended(ROW(" + t.quotedColumns() + ")::text, 0)), 0)::text FROM " + sqlscan.Quote(t.dialect, t.name) + " WHERE " + t.inRange
-		err := inUTC(ctx, db, t.dialect, func(q2 rowQuerier) error { return q2.QueryRowContext(ctx, q, r.From, r.To).Scan(&s.Rows, &s.Sum) })
-		return s, err
-	}
-	rows, err := db.QueryContext(ctx, "SELECT "+t.quotedColumns()+" FROM "+sqlscan.Quote(t.dialect, t.name)+" WHERE "+t.inRange, r.From, r.To)
-	if err != nil {
-		return s, err
-	}
-	defer rows.Close()
-	total := new(big.Int)
-	values := make([]any, len(t.columns))
-	ptrs := make([]any, len(values))
-	for i := range values {
-		ptrs[i] = &values[i]
-	}
-	for rows.Next() {
-		if err := rows.Scan(ptrs...); err != nil {
-			return s, err
-		}
-		h := fnv.New64a()
-		for _, v := range values {
-			fmt.Fprintf(h, "%v|", v)
-		}
-		total.Add(total, new(big.Int).SetUint64(h.Sum64()))
-		s.Rows++
-	}
-	s.Sum = total.String()
-	return s, rows.Err()
 }
