@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/shardid/shardid/internal/fence"
+	"github.com/shardid/shardid/internal/sqlscan"
 	"github.com/shardid/shardid/shardrouter"
 )
 
@@ -113,7 +114,7 @@ func (p *Plugin) skipCopies(m *model, table string, foreign []Range) clause.Expr
 	}
 	t := shardedTableOf(m)
 	f := fence.Fence{Dialect: p.db.Dialector.Name(), ShardBits: p.layout.ShardBits, SequenceBits: p.layout.SequenceBits}
-	shard, err := f.ShardSQL(fence.Table{Name: t.Name, Key: t.Key, Kind: t.Kind}, quote(f.Dialect, table))
+	shard, err := f.ShardSQL(fence.Table{Name: t.Name, Key: t.Key, Kind: t.Kind}, sqlscan.Quote(f.Dialect, table))
 	if err != nil {
 		return nil
 	}

@@ -1,27 +1,25 @@
 package shardid
 
-import "testing"
+import (
+	"testing"
 
-// TestCaughtUp: the catch-up ends below CatchUpBelow, or once the backlog
-// stops shrinking within one round of replay; a backlog that shrinks, or
-// that is larger than a round, is replayed on.
-func TestCaughtUp(t *testing.T) {
-	for _, c := range []struct {
-		backlog, previous, below int64
-		want                     bool
-	}{
-		{150, -1, 200, true},          // small from the start
-		{500, -1, 200, false},         // the first round: not known to be steady
-		{500, 600, 200, false},        // shrinking
-		{500, 480, 200, true},         // writers keep pace: freeze
-		{500, 500, 200, true},         // steady
-		{1500, 1400, 200, false},      // more than one round: the freeze would be long
-		{replayBatch, 900, 200, true}, // exactly one round
-		{0, 5, 1, true},
-		{3, 5, 1, false},
+	"github.com/shardid/shardid/internal/mover"
+)
+
+// TestPhasesAreTheMovers: the phases Moves and MoveStats report are the
+// words the mover records, each under its documented name.
+func TestPhasesAreTheMovers(t *testing.T) {
+	for _, c := range []struct{ plugin, mover string }{
+		{PhasePrepare, mover.PhasePrepare},
+		{PhaseCopy, mover.PhaseCopy},
+		{PhaseCatchUp, mover.PhaseCatchUp},
+		{PhaseCutover, mover.PhaseCutover},
+		{PhaseServing, mover.PhaseServing},
+		{PhaseCancelled, mover.PhaseCancelled},
+		{PhaseCleaned, mover.PhaseCleaned},
 	} {
-		if got := caughtUp(c.backlog, c.previous, c.below); got != c.want {
-			t.Errorf("caughtUp(%d, %d, %d) = %v, want %v", c.backlog, c.previous, c.below, got, c.want)
+		if c.plugin != c.mover {
+			t.Errorf("phase %q is %q in the mover", c.plugin, c.mover)
 		}
 	}
 }

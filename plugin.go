@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/schema"
 
+	"github.com/shardid/shardid/internal/mover"
 	"github.com/shardid/shardid/shardrouter"
 	"github.com/shardid/shardid/strategies"
 )
@@ -147,7 +148,7 @@ type Plugin struct {
 	mapVersion  atomic.Int64 // the version of it routed by
 	movedStats  movedCounters
 	metrics     atomic.Pointer[statementMetrics] // nil until CountStatements
-	liveMoves   sync.Map                         // *mover → *liveMove, the moves this process runs
+	moves       mover.Mover                      // the moves this process runs
 	tracer      atomic.Pointer[PartTracer]       // nil until TraceParts
 	countWanted atomic.Bool                      // CountStatements was called, maybe before Initialize
 	closed      atomic.Bool                      // set by Close

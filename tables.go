@@ -8,6 +8,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/shardid/shardid/internal/fence"
+	"github.com/shardid/shardid/internal/mapstore"
 )
 
 // tablesTable lists, in the plugin's own database, the sharded tables the
@@ -24,8 +25,8 @@ type shardedTable struct {
 }
 
 func (s *mapStore) prepareTables(ctx context.Context) error {
-	_, err := s.exec(ctx, "CREATE TABLE IF NOT EXISTS "+tablesTable+" (name VARCHAR(191) NOT NULL PRIMARY KEY, key_column VARCHAR(191) NOT NULL, key_kind INT NOT NULL, strategy VARCHAR(32) NOT NULL)")
-	if err != nil && !alreadyExists(err) {
+	_, err := s.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+tablesTable+" (name VARCHAR(191) NOT NULL PRIMARY KEY, key_column VARCHAR(191) NOT NULL, key_kind INT NOT NULL, strategy VARCHAR(32) NOT NULL)")
+	if err != nil && !mapstore.AlreadyExists(err) {
 		return err
 	}
 	return nil
@@ -56,10 +57,10 @@ func (p *Plugin) registerTables(db *gorm.DB, models []any) error {
 			}
 		}
 		for _, t := range list {
-			if _, err := p.maps.exec(ctx, "DELETE FROM "+tablesTable+" WHERE name = ?", t.Name); err != nil {
+			if _, err := p.maps.Exec(ctx, "DELETE FROM "+tablesTable+" WHERE name = ?", t.Name); err != nil {
 				return err
 			}
-			if _, err := p.maps.exec(ctx, "INSERT INTO "+tablesTable+" (name, key_column, key_kind, strategy) VALUES (?, ?, ?, ?)", t.Name, t.Key, int(t.Kind), t.Strategy); err != nil && !duplicateKey(err) {
+			if _, err := p.maps.Exec(ctx, "INSERT INTO "+tablesTable+" (name, key_column, key_kind, strategy) VALUES (?, ?, ?, ?)", t.Name, t.Key, int(t.Kind), t.Strategy); err != nil && !mapstore.DuplicateKey(err) {
 				return err
 			}
 		}
@@ -86,7 +87,7 @@ func (p *Plugin) registeredTables(ctx context.Context) ([]shardedTable, error) {
 	if err := p.maps.prepareTables(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := p.maps.db.QueryContext(ctx, "SELECT name, key_column, key_kind, strategy FROM "+tablesTable+" ORDER BY name")
+	rows, err := p.maps.DB().QueryContext(ctx, "SELECT name, key_column, key_kind, strategy FROM "+tablesTable+" ORDER BY name")
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,9 @@
 //	scan, err := sqlscan.Read("postgres", `SELECT * FROM "public"."users" -- FROM orders`)
 //	// scan.Tables: [{Qualifier: "public", Name: "users", Quoted: true}], err == nil
 //
+// [Quote] writes a name as an identifier of a dialect, for SQL the library
+// builds itself.
+//
 // What it does not follow: views, functions, procedures, triggers and
 // prepared statements that the SQL runs but does not spell out.
 package sqlscan

@@ -1,4 +1,4 @@
-package shardid
+package mover
 
 import (
 	"context"
@@ -8,24 +8,26 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/shardid/shardid/internal/mapstore"
 )
 
 // deleteChunk is how many rows a cancel or a cleanup deletes at a time.
 const deleteChunk = 1000
 
-// CancelMove stops the move of r before its cutover: the source serves the
+// Cancel stops the move of r before its cutover: the source serves the
 // range as before, without triggers, and the target's copies are deleted.
-// After the cutover it fails: the target serves the range (move it back, or
-// CleanupMove). models are the move's, as given to Move (nil: as there).
-func (p *Plugin) CancelMove(ctx context.Context, r Range, models ...any) error {
-	mv, unlock, err := p.endingMover(ctx, r, models)
+// After the cutover it fails: the target serves the range. models are the
+// move's, as given to Move (nil: as there).
+func (m *Mover) Cancel(ctx context.Context, d Driver, r Range, models []any) error {
+	mv, unlock, err := endingRun(ctx, d, r, models)
 	if err != nil {
 		return err
 	}
 	defer unlock()
 	if mv.servedByTarget() || phaseIndex(mv.st.Phase) >= phaseIndex(PhaseServing) {
 		return fmt.Errorf("%w: logical shards %d-%d are served by %s since map version %d: it is too late to cancel; CleanupMove, or move them back",
-			ErrMoveInvalid, r.From, r.To, mv.st.To, mv.st.MapVersion)
+			ErrInvalid, r.From, r.To, mv.st.To, mv.st.MapVersion)
 	}
 	if err := mv.unfence(ctx); err != nil {
 		return err
@@ -36,24 +38,23 @@ func (p *Plugin) CancelMove(ctx context.Context, r Range, models ...any) error {
 		}
 	}
 	mv.st.Phase = PhaseCancelled
-	return p.maps.saveMove(ctx, mv.st)
+	return d.Store().SaveMove(ctx, mv.st)
 }
 
-// CleanupMove ends a move after its cutover: once every live process routes
-// by the new map (a process counts as live if it noted itself within three
-// of its own refresh periods and a few seconds), it deletes the source's copies of the range in chunks
-// and drops the source's triggers. It waits for lagging processes until ctx
+// Cleanup ends a move after its cutover: once every live process routes by
+// the new map, it deletes the source's copies of the range in chunks and
+// drops the source's triggers. It waits for lagging processes until ctx
 // ends, and then fails naming them.
-func (p *Plugin) CleanupMove(ctx context.Context, r Range, models ...any) error {
-	mv, unlock, err := p.endingMover(ctx, r, models)
+func (m *Mover) Cleanup(ctx context.Context, d Driver, r Range, models []any) error {
+	mv, unlock, err := endingRun(ctx, d, r, models)
 	if err != nil {
 		return err
 	}
 	defer unlock()
 	if mv.st.Phase != PhaseServing {
-		return fmt.Errorf("%w: the move of %d-%d is in phase %s; only a move that reached %s can be cleaned up", ErrMoveInvalid, r.From, r.To, mv.st.Phase, PhaseServing)
+		return fmt.Errorf("%w: the move of %d-%d is in phase %s; only a move that reached %s can be cleaned up", ErrInvalid, r.From, r.To, mv.st.Phase, PhaseServing)
 	}
-	if err := p.waitForProcesses(ctx, mv.st.MapVersion); err != nil {
+	if err := waitForProcesses(ctx, d.Store(), mv.st.MapVersion); err != nil {
 		return err
 	}
 	if mv.fence.Dialect == "sqlite" {
@@ -66,7 +67,7 @@ func (p *Plugin) CleanupMove(ctx context.Context, r Range, models ...any) error 
 	if err := mv.deleteCopies(ctx); err != nil {
 		return err
 	}
-	if err := p.forgetCopy(ctx, mv.st.From, r); err != nil {
+	if err := forgetCopy(ctx, d, mv.st.From, r); err != nil {
 		return err
 	}
 	if mv.fence.Dialect != "sqlite" {
@@ -75,28 +76,29 @@ func (p *Plugin) CleanupMove(ctx context.Context, r Range, models ...any) error 
 		}
 	}
 	mv.st.Phase = PhaseCleaned
-	return p.maps.saveMove(ctx, mv.st)
+	return d.Store().SaveMove(ctx, mv.st)
 }
 
 // forgetCopy writes the next map version without the frozen copy of r on
 // source, which is gone.
-func (p *Plugin) forgetCopy(ctx context.Context, source string, r Range) error {
+func forgetCopy(ctx context.Context, d Driver, source string, r Range) error {
+	s := d.Store()
 	for range 8 { // each round loses only to another writer of the map
-		latest, err := p.maps.latest(ctx)
+		latest, err := s.Latest(ctx)
 		if err != nil || latest == nil {
 			return err
 		}
 		next := *latest
 		next.Version, next.Floors = latest.Version+1, nil
-		next.Copies = slices.DeleteFunc(slices.Clone(latest.Copies), func(c storedPhysical) bool {
+		next.Copies = slices.DeleteFunc(slices.Clone(latest.Copies), func(c mapstore.Physical) bool {
 			return c.Name == source && slices.Equal(c.Logical, []Range{r})
 		})
 		if len(next.Copies) == len(latest.Copies) {
 			return nil
 		}
-		if err := p.maps.write(ctx, &next); err == nil || !duplicateKey(err) {
+		if err := s.Write(ctx, &next); err == nil || !mapstore.DuplicateKey(err) {
 			if err == nil {
-				_, err = p.refreshMap(ctx)
+				_, err = d.RefreshMap(ctx)
 			}
 			return err
 		}
@@ -107,7 +109,7 @@ func (p *Plugin) forgetCopy(ctx context.Context, source string, r Range) error {
 // deleteCopies deletes the source's copies of the range on a connection of
 // its own that passes the fence, and that is then closed, not handed back to
 // the pool with the bypass set.
-func (mv *mover) deleteCopies(ctx context.Context) (err error) {
+func (mv *run) deleteCopies(ctx context.Context) (err error) {
 	conn, err := mv.source.Conn(ctx)
 	if err != nil {
 		return err
@@ -131,16 +133,13 @@ func (mv *mover) deleteCopies(ctx context.Context) (err error) {
 	return nil
 }
 
-// endingMover loads a move that is to be cancelled or cleaned up.
-func (p *Plugin) endingMover(ctx context.Context, r Range, models []any) (*mover, func(), error) {
-	if p.maps == nil {
-		return nil, nil, fmt.Errorf("%w: no Config.Shards", ErrMoveInvalid)
-	}
-	unlock, err := p.maps.lockMove(ctx, r)
+// endingRun locks and loads a move that is to be cancelled or cleaned up.
+func endingRun(ctx context.Context, d Driver, r Range, models []any) (*run, func(), error) {
+	unlock, err := lockMove(ctx, d.Store(), r)
 	if err != nil {
 		return nil, nil, err
 	}
-	mv, err := p.loadEnding(ctx, r, models)
+	mv, err := loadEnding(ctx, d, r, models)
 	if err != nil {
 		unlock()
 		return nil, nil, err
@@ -149,27 +148,23 @@ func (p *Plugin) endingMover(ctx context.Context, r Range, models []any) (*mover
 }
 
 // loadEnding loads a move that is to be cancelled or cleaned up.
-func (p *Plugin) loadEnding(ctx context.Context, r Range, models []any) (*mover, error) {
-	if err := p.maps.prepareMoves(ctx); err != nil {
+func loadEnding(ctx context.Context, d Driver, r Range, models []any) (*run, error) {
+	if err := d.Store().PrepareMoves(ctx); err != nil {
 		return nil, err
 	}
-	st, err := p.maps.loadMove(ctx, r)
+	st, err := d.Store().LoadMove(ctx, r)
 	if err != nil {
 		return nil, err
 	}
 	if st == nil || st.Phase == PhaseCancelled || st.Phase == PhaseCleaned {
-		return nil, fmt.Errorf("%w: no move of logical shards %d-%d under way", ErrMoveInvalid, r.From, r.To)
+		return nil, fmt.Errorf("%w: no move of logical shards %d-%d under way", ErrInvalid, r.From, r.To)
 	}
-	mv, err := p.newMover(ctx, Move{Logical: r, To: st.To, Models: models})
-	if err != nil {
-		return nil, err
-	}
-	return mv, nil
+	return newRun(ctx, d, Request{Logical: r, To: st.To, Models: models})
 }
 
 // unfence removes the range's fence row and the triggers and change log it
 // needed: one move at a time runs off a source, so nothing else needs them.
-func (mv *mover) unfence(ctx context.Context) error {
+func (mv *run) unfence(ctx context.Context) error {
 	if err := mv.fence.Close(ctx, mv.source, mv.fr); err != nil {
 		return err
 	}
@@ -218,9 +213,9 @@ func deleteRange(ctx context.Context, t *movedTable, db execQuerier, r Range) er
 
 // waitForProcesses waits until no live process routes by a map older than
 // version.
-func (p *Plugin) waitForProcesses(ctx context.Context, version int64) error {
+func waitForProcesses(ctx context.Context, s *mapstore.Store, version int64) error {
 	for {
-		behind, err := p.maps.behind(ctx, version)
+		behind, err := s.Behind(ctx, version)
 		if err != nil {
 			return err
 		}
@@ -229,41 +224,8 @@ func (p *Plugin) waitForProcesses(ctx context.Context, version int64) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w: processes still route by a map before version %d: %s: %w", ErrMoveInvalid, version, strings.Join(behind, ", "), ctx.Err())
-		case <-time.After(p.maps.heartbeat / 2):
+			return fmt.Errorf("%w: processes still route by a map before version %d: %s: %w", ErrInvalid, version, strings.Join(behind, ", "), ctx.Err())
+		case <-time.After(s.Heartbeat() / 2):
 		}
 	}
-}
-
-// MoveStatus is a move as the plugin's database records it.
-type MoveStatus struct {
-	Logical    Range
-	From, To   string
-	Phase      string
-	Rows       map[string]int64
-	Changes    int64
-	Frozen     time.Duration
-	MapVersion int64
-	Started    time.Time
-	CutoverAt  time.Time
-}
-
-// Moves lists the moves the plugin's database records, ended ones too.
-func (p *Plugin) Moves(ctx context.Context) ([]MoveStatus, error) {
-	if p.maps == nil {
-		return nil, nil
-	}
-	if err := p.maps.prepareMoves(ctx); err != nil {
-		return nil, err
-	}
-	list, err := p.maps.moves(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]MoveStatus, len(list))
-	for i, st := range list {
-		out[i] = MoveStatus{Logical: st.Logical, From: st.From, To: st.To, Phase: st.Phase, Rows: st.Copied, Changes: st.Changes,
-			Frozen: st.Frozen, MapVersion: st.MapVersion, Started: st.Started, CutoverAt: st.CutoverAt}
-	}
-	return out, nil
 }

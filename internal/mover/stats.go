@@ -1,4 +1,4 @@
-package shardid
+package mover
 
 import (
 	"maps"
@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// MoveStats is where a move that this process runs is, for exporters.
-type MoveStats struct {
+// Stats is where a move that this process runs is, for exporters. It is
+// plain data, safe for concurrent reads.
+type Stats struct {
 	Logical  Range
 	From, To string
 	Phase    string
@@ -16,41 +17,42 @@ type MoveStats struct {
 	Frozen   time.Duration    // how long writes of the range have been refused
 }
 
-// liveMove is a running move's stats, updated by its mover.
+// liveMove is a running move's stats, updated by its run. It is safe for
+// concurrent use.
 type liveMove struct {
-	mu       sync.Mutex
-	stats    MoveStats
+	mu       sync.Mutex // protects the fields below
+	stats    Stats
 	frozenAt time.Time // zero until the freeze
 }
 
-// MoveStats returns the moves this process is running.
-func (p *Plugin) MoveStats() []MoveStats {
-	var all []MoveStats
-	p.liveMoves.Range(func(_, v any) bool {
-		m := v.(*liveMove)
-		m.mu.Lock()
-		s := m.stats
+// Stats returns the moves this process is running.
+func (m *Mover) Stats() []Stats {
+	var all []Stats
+	m.live.Range(func(_, v any) bool {
+		lm := v.(*liveMove)
+		lm.mu.Lock()
+		s := lm.stats
 		s.Copied = maps.Clone(s.Copied)
-		if !m.frozenAt.IsZero() {
-			s.Frozen = time.Since(m.frozenAt)
+		if !lm.frozenAt.IsZero() {
+			s.Frozen = time.Since(lm.frozenAt)
 		}
-		m.mu.Unlock()
+		lm.mu.Unlock()
 		all = append(all, s)
 		return true
 	})
 	return all
 }
 
-// track makes the move visible in MoveStats until the returned func runs.
-func (mv *mover) track() func() {
+// track makes the run visible in Stats until the returned func runs.
+func (m *Mover) track(mv *run) func() {
 	st := mv.st
-	mv.live = &liveMove{stats: MoveStats{Logical: st.Logical, From: st.From, To: st.To, Phase: st.Phase, Copied: maps.Clone(st.Copied)}}
-	mv.p.liveMoves.Store(mv, mv.live)
-	return func() { mv.p.liveMoves.Delete(mv) }
+	mv.live = &liveMove{stats: Stats{Logical: st.Logical, From: st.From, To: st.To, Phase: st.Phase, Copied: maps.Clone(st.Copied)}}
+	m.live.Store(mv, mv.live)
+	return func() { m.live.Delete(mv) }
 }
 
 // note records a step of the move in its live stats.
-func (m *liveMove) note(pr MoveProgress) {
+func (m *liveMove) note(pr Progress) {
 	if m == nil {
 		return
 	}

@@ -1,0 +1,63 @@
+package mapstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/shardid/shardid/shardrouter"
+)
+
+// ErrLocked is returned by [Store.LockMove] when another run holds the lock.
+var ErrLocked = errors.New("mapstore: the move's lock is held")
+
+// lockPatience is how long a run waits for the move's lock.
+const lockPatience = 3 * time.Second
+
+// sqliteMoveLocks stand in for the servers' named locks: SQLite has one
+// writing process.
+var sqliteMoveLocks sync.Map // lock name → struct{}
+
+// LockMove takes the lock of the move of r, which one run at a time holds,
+// be it a mover, a cancel or a cleanup; it fails with [ErrLocked] if another
+// keeps it for a few seconds. The returned function releases it. The servers
+// drop it with the connection of a run that dies.
+func (s *Store) LockMove(ctx context.Context, r shardrouter.Range) (func(), error) {
+	name := fmt.Sprintf("shardid_move_%d_%d", r.From, r.To)
+	if s.dialect == "sqlite" {
+		if _, taken := sqliteMoveLocks.LoadOrStore(name, struct{}{}); taken {
+			return nil, ErrLocked
+		}
+		return func() { sqliteMoveLocks.Delete(name) }, nil
+	}
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	take, release := "SELECT COALESCE(GET_LOCK(?, 0), 0) = 1", "SELECT RELEASE_LOCK(?)"
+	if s.dialect == "postgres" {
+		take, release = "SELECT pg_try_advisory_lock(hashtext($1))", "SELECT pg_advisory_unlock(hashtext($1))"
+	}
+	// A run killed a moment ago holds it until its server sees the connection gone.
+	for deadline := time.Now().Add(lockPatience); ; {
+		var got bool
+		if err := conn.QueryRowContext(ctx, take, name).Scan(&got); err != nil {
+			_ = conn.Close()
+			return nil, err
+		}
+		if got {
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = conn.Close()
+			return nil, ErrLocked
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return func() {
+		_, _ = conn.ExecContext(context.WithoutCancel(ctx), release, name)
+		_ = conn.Close()
+	}, nil
+}

@@ -1,0 +1,124 @@
+package mapstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/shardid/shardid/shardrouter"
+)
+
+// movesTable keeps the state of each move, so that running a move again
+// resumes it where it stopped.
+const movesTable = "shardid_moves"
+
+// MoveState is one move's row in the moves table. A value is not safe for
+// concurrent use: one run of the move owns it.
+type MoveState struct {
+	Logical    shardrouter.Range
+	From, To   string
+	Phase      string
+	Tables     []string          `json:"tables"`
+	Cursors    map[string]any    `json:"cursors,omitempty"` // the last key copied, per table; absent: not started
+	Copied     map[string]int64  `json:"copied,omitempty"`
+	Done       map[string]bool   `json:"done,omitempty"` // tables copied completely
+	Changes    int64             `json:"changes"`
+	MaxKeys    map[string]int64  `json:"max_keys,omitempty"` // the highest int64 key seen per table, deleted rows too
+	Frozen     time.Duration     `json:"frozen"`
+	FrozenAt   time.Time         `json:"frozen_at"`
+	MapVersion int64             `json:"map_version"`
+	CutoverAt  time.Time         `json:"cutover_at"`
+	Started    time.Time         `json:"started"`
+	Notes      map[string]string `json:"notes,omitempty"`
+}
+
+// PrepareMoves creates the moves table if it is missing.
+func (s *Store) PrepareMoves(ctx context.Context) error {
+	_, err := s.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+movesTable+" (from_shard INT NOT NULL, to_shard INT NOT NULL, phase VARCHAR(32) NOT NULL, state TEXT NOT NULL, updated_ms BIGINT NOT NULL, PRIMARY KEY (from_shard, to_shard))")
+	if err != nil && !AlreadyExists(err) {
+		return err
+	}
+	return nil
+}
+
+// LoadMove returns the state of the move of r, or nil.
+func (s *Store) LoadMove(ctx context.Context, r shardrouter.Range) (*MoveState, error) {
+	var body string
+	err := s.db.QueryRowContext(ctx, storeSQL(s.dialect, "SELECT state FROM "+movesTable+" WHERE from_shard = ? AND to_shard = ?"), r.From, r.To).Scan(&body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	st, err := decodeMove(body)
+	if err != nil {
+		return nil, fmt.Errorf("shardid: the state of the move of %d-%d in %s: %w", r.From, r.To, movesTable, err)
+	}
+	return st, nil
+}
+
+// decodeMove reads a move's state, its cursors as json.Number: an int64 key
+// above 2^53 does not survive a float64.
+func decodeMove(body string) (*MoveState, error) {
+	st := &MoveState{}
+	dec := json.NewDecoder(strings.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(st); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// Moves returns every move's state, ended ones too, for operators.
+func (s *Store) Moves(ctx context.Context) ([]*MoveState, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT state FROM "+movesTable+" ORDER BY from_shard")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var list []*MoveState
+	for rows.Next() {
+		var body string
+		if err := rows.Scan(&body); err != nil {
+			return nil, err
+		}
+		st, err := decodeMove(body)
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, st)
+	}
+	return list, rows.Err()
+}
+
+// SaveMove writes the state of a move.
+func (s *Store) SaveMove(ctx context.Context, st *MoveState) error {
+	body, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	now := time.Now().UnixMilli()
+	res, err := s.Exec(ctx, "UPDATE "+movesTable+" SET phase = ?, state = ?, updated_ms = ? WHERE from_shard = ? AND to_shard = ?", st.Phase, string(body), now, st.Logical.From, st.Logical.To)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err == nil && n > 0 {
+		return nil
+	}
+	_, err = s.Exec(ctx, "INSERT INTO "+movesTable+" (from_shard, to_shard, phase, state, updated_ms) VALUES (?, ?, ?, ?, ?)", st.Logical.From, st.Logical.To, st.Phase, string(body), now)
+	if err != nil && DuplicateKey(err) {
+		return nil // MySQL counts an UPDATE that changed nothing as no row
+	}
+	return err
+}
+
+// DeleteMove forgets a move that ended, so that the range may move again.
+func (s *Store) DeleteMove(ctx context.Context, r shardrouter.Range) error {
+	_, err := s.Exec(ctx, "DELETE FROM "+movesTable+" WHERE from_shard = ? AND to_shard = ?", r.From, r.To)
+	return err
+}

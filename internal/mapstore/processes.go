@@ -1,0 +1,53 @@
+package mapstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// liveMargin allows for clocks and pauses in telling a live process.
+const liveMargin = 5 * time.Second
+
+// Seen notes that this process follows version.
+func (s *Store) Seen(ctx context.Context, version int64) error {
+	now := time.Now().UnixMilli()
+	res, err := s.Exec(ctx, "UPDATE "+processesTable+" SET map_version = ?, seen_ms = ? WHERE owner = ?", version, now, s.owner)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err == nil && n > 0 {
+		return nil
+	}
+	_, err = s.Exec(ctx, "INSERT INTO "+processesTable+" (owner, map_version, seen_ms, refresh_ms) SELECT ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM "+processesTable+" WHERE owner = ?)",
+		s.owner, version, now, s.heartbeat.Milliseconds(), s.owner)
+	return err
+}
+
+// Forget removes this process from the processes table, when it stops.
+func (s *Store) Forget(ctx context.Context) error {
+	_, err := s.Exec(ctx, "DELETE FROM "+processesTable+" WHERE owner = ?", s.owner)
+	return err
+}
+
+// Behind lists the live processes that follow a version older than version:
+// those seen within three of their own heartbeats and a margin for clocks.
+func (s *Store) Behind(ctx context.Context, version int64) ([]string, error) {
+	now := time.Now().UnixMilli()
+	rows, err := s.db.QueryContext(ctx, storeSQL(s.dialect, "SELECT owner, map_version FROM "+processesTable+
+		" WHERE seen_ms + 3 * refresh_ms + ? >= ? AND map_version < ? ORDER BY owner"), liveMargin.Milliseconds(), now, version)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var owners []string
+	for rows.Next() {
+		var owner string
+		var v int64
+		if err := rows.Scan(&owner, &v); err != nil {
+			return nil, err
+		}
+		owners = append(owners, fmt.Sprintf("%s (version %d)", owner, v))
+	}
+	return owners, rows.Err()
+}

@@ -1,0 +1,90 @@
+package mapstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/shardid/shardid/shardrouter"
+)
+
+// Map is one version of the shared map, as the map table keeps it. It is
+// safe for concurrent reads, not for changes.
+type Map struct {
+	Version  int64
+	Physical []Physical `json:"physical"`
+	// Floors are the time ticks the snowflake IDs of moved shards must pass
+	// on their new database: a move writes them with the map it makes.
+	Floors []Floor `json:"floors,omitempty"`
+	// Copies are the frozen copies moves left on their sources until their
+	// cleanup: a statement over several databases reads past them.
+	Copies []Physical `json:"copies,omitempty"`
+}
+
+// Physical is a physical database of a stored map and the logical shards it
+// holds. Like [Map], it is safe for concurrent reads, not for changes.
+type Physical struct {
+	Name    string              `json:"name"`
+	Logical []shardrouter.Range `json:"logical"`
+}
+
+// Floor is the time tick the snowflake IDs of a moved range must pass. Like
+// [Map], it is safe for concurrent reads, not for changes.
+type Floor struct {
+	Logical shardrouter.Range `json:"logical"`
+	Tick    int64             `json:"tick"`
+}
+
+// MapOf describes m for the map table, as the given version.
+func MapOf(m *shardrouter.Map, version int64) *Map {
+	stored := &Map{Version: version}
+	for k := range m.Len() {
+		stored.Physical = append(stored.Physical, Physical{Name: m.Name(k), Logical: Ranges(m.Logical(k))})
+	}
+	return stored
+}
+
+// Ranges folds ascending logical shards into ranges.
+func Ranges(shards []int) []shardrouter.Range {
+	var ranges []shardrouter.Range
+	for _, s := range shards {
+		if n := len(ranges); n > 0 && ranges[n-1].To == s-1 {
+			ranges[n-1].To = s
+			continue
+		}
+		ranges = append(ranges, shardrouter.Range{From: s, To: s})
+	}
+	return ranges
+}
+
+// Latest returns the newest version of the map, or nil if there is none.
+func (s *Store) Latest(ctx context.Context) (*Map, error) {
+	var version int64
+	var body string
+	err := s.db.QueryRowContext(ctx, "SELECT version, map FROM "+s.table+" ORDER BY version DESC LIMIT 1").Scan(&version, &body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	stored := &Map{Version: version}
+	if err := json.Unmarshal([]byte(body), stored); err != nil {
+		return nil, fmt.Errorf("shardid: map version %d in %s: %w", version, s.table, err)
+	}
+	return stored, nil
+}
+
+// Write stores m as version m.Version. It fails, changing nothing, if that
+// version exists: another writer was first ([DuplicateKey] tells).
+func (s *Store) Write(ctx context.Context, m *Map) error {
+	body, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	_, err = s.Exec(ctx, "INSERT INTO "+s.table+" (version, map, created_ms) VALUES (?, ?, ?)", m.Version, string(body), time.Now().UnixMilli())
+	return err
+}

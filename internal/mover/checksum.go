@@ -1,0 +1,101 @@
+package mover
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/big"
+	"strings"
+
+	"github.com/shardid/shardid/internal/sqlscan"
+)
+
+// rowQuerier is a transaction or one connection of a pool.
+type rowQuerier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// inUTC runs fn where times are written in UTC, so that the text a checksum
+// hashes does not depend on a database's or session's time zone: in a
+// transaction of its own on PostgreSQL (SET LOCAL), on a connection that is
+// then discarded on MySQL.
+func inUTC(ctx context.Context, db *sql.DB, dialect string, fn func(rowQuerier) error) (err error) {
+	if dialect == "postgres" {
+		tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, tx.Rollback()) }()
+		if _, err := tx.ExecContext(ctx, "SET LOCAL TimeZone = 'UTC'"); err != nil {
+			return err
+		}
+		return fn(tx)
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if discard := conn.Raw(func(any) error { return driver.ErrBadConn }); !errors.Is(discard, driver.ErrBadConn) {
+			err = errors.Join(err, discard, conn.Close())
+		}
+	}()
+	if _, err := conn.ExecContext(ctx, "SET time_zone = '+00:00'"); err != nil {
+		return err
+	}
+	return fn(conn)
+}
+
+// summary is a table's rows of a range: how many, and a checksum that does
+// not depend on their order.
+type summary struct {
+	Rows int64
+	Sum  string
+}
+
+// summarize counts and checksums the rows of the range on db: in SQL on
+// MySQL and PostgreSQL, in Go on SQLite, which has no hash function.
+func (t *movedTable) summarize(ctx context.Context, db *sql.DB, r Range) (summary, error) {
+	var s summary
+	switch t.dialect {
+	case "mysql":
+		cols := make([]string, len(t.columns))
+		for i, c := range t.columns {
+			cols[i] = "IFNULL(" + sqlscan.Quote(t.dialect, c) + ", '\\0')"
+		}
+		q := "SELECT COUNT(*), CAST(COALESCE(SUM(CRC32(CONCAT_WS('|', " + strings.Join(cols, ", ") + "))), 0) AS CHAR) FROM " + sqlscan.Quote(t.dialect, t.name) + " WHERE " + t.inRange
+		err := inUTC(ctx, db, t.dialect, func(q2 rowQuerier) error { return q2.QueryRowContext(ctx, q, r.From, r.To).Scan(&s.Rows, &s.Sum) })
+		return s, err
+	case "postgres":
+		q := "SELECT count(*), COALESCE(sum(hashtextextended(ROW(" + t.quotedColumns() + ")::text, 0)), 0)::text FROM " + sqlscan.Quote(t.dialect, t.name) + " WHERE " + t.inRange
+		err := inUTC(ctx, db, t.dialect, func(q2 rowQuerier) error { return q2.QueryRowContext(ctx, q, r.From, r.To).Scan(&s.Rows, &s.Sum) })
+		return s, err
+	}
+	rows, err := db.QueryContext(ctx, "SELECT "+t.quotedColumns()+" FROM "+sqlscan.Quote(t.dialect, t.name)+" WHERE "+t.inRange, r.From, r.To)
+	if err != nil {
+		return s, err
+	}
+	defer rows.Close()
+	total := new(big.Int)
+	values := make([]any, len(t.columns))
+	ptrs := make([]any, len(values))
+	for i := range values {
+		ptrs[i] = &values[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return s, err
+		}
+		h := fnv.New64a()
+		for _, v := range values {
+			fmt.Fprintf(h, "%v|", v)
+		}
+		total.Add(total, new(big.Int).SetUint64(h.Sum64()))
+		s.Rows++
+	}
+	s.Sum = total.String()
+	return s, rows.Err()
+}

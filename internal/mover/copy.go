@@ -1,0 +1,100 @@
+package mover
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// copyAll copies each table's rows of the range, in key order, from where a
+// run before stopped.
+func (mv *run) copyAll(ctx context.Context) error {
+	for _, t := range mv.tables {
+		if mv.st.Done[t.name] {
+			continue
+		}
+		if err := mv.copyTable(ctx, t); err != nil {
+			return fmt.Errorf("copying %s: %w", t.name, err)
+		}
+	}
+	return nil
+}
+
+func (mv *run) chunkSize(t *movedTable) int {
+	n := mv.req.ChunkSize
+	if n <= 0 {
+		n = 1000
+	}
+	return min(n, max(1, maxParameters/len(t.columns)))
+}
+
+func (mv *run) copyTable(ctx context.Context, t *movedTable) error {
+	var total int64
+	if mv.req.Progress != nil {
+		var err error
+		if total, err = t.count(ctx, mv.source, mv.st.Logical); err != nil {
+			return err
+		}
+	}
+	limit, keyAt := mv.chunkSize(t), t.keyIndex()
+	for {
+		args := []any{mv.st.Logical.From, mv.st.Logical.To}
+		cursor, started := mv.st.Cursors[t.name]
+		if started {
+			args = append(args, jsonKey(cursor))
+		}
+		rows, err := readRows(ctx, mv.source, len(t.columns), t.chunkQuery(started, limit), args...)
+		if err != nil {
+			return err
+		}
+		if len(rows) > 0 {
+			if err := t.upsert(ctx, mv.target, rows); err != nil {
+				return err
+			}
+			last := normalizeKey(rows[len(rows)-1][keyAt])
+			mv.st.Cursors[t.name] = last
+			mv.st.Copied[t.name] += int64(len(rows))
+			mv.noteKey(t, last)
+		}
+		if len(rows) < limit {
+			mv.st.Done[t.name] = true
+		}
+		if err := mv.d.Store().SaveMove(ctx, mv.st); err != nil {
+			return err
+		}
+		mv.progress(Progress{Phase: PhaseCopy, Step: "chunk", Table: t.name, Copied: mv.st.Copied[t.name], Total: total})
+		if mv.st.Done[t.name] {
+			return nil
+		}
+		if mv.req.Throttle > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(mv.req.Throttle):
+			}
+		}
+	}
+}
+
+// jsonKey turns a key read back from the state's JSON into the key's type.
+func jsonKey(k any) any {
+	switch v := k.(type) {
+	case json.Number: // the store reads numbers so, exactly
+		if n, err := v.Int64(); err == nil {
+			return n
+		}
+		return v.String()
+	case float64:
+		return int64(v)
+	}
+	return k
+}
+
+// noteKey remembers the highest int64 key of the range seen, deleted rows'
+// too, for advancing the target's ID sources past it.
+func (mv *run) noteKey(t *movedTable, key any) {
+	if n, ok := jsonKey(key).(int64); ok && n > mv.st.MaxKeys[t.name] {
+		mv.st.MaxKeys[t.name] = n
+	}
+}

@@ -1,0 +1,152 @@
+package mover
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/shardid/shardid/internal/mapstore"
+	"github.com/shardid/shardid/shardrouter"
+	"github.com/shardid/shardid/strategies"
+)
+
+// cutover freezes the range on the source, drains the log, compares the two
+// sides, advances the target's ID sources and writes the map that sends the
+// range to the target. A difference thaws the range and fails the move.
+func (mv *run) cutover(ctx context.Context) error {
+	if mv.servedByTarget() {
+		mv.st.MapVersion = mv.d.MapVersion() // written by a run that stopped before saving its state
+		return nil
+	}
+	frozenAt := time.Now()
+	if err := mv.fence.Freeze(ctx, mv.source, mv.fr); err != nil {
+		return err
+	}
+	mv.st.FrozenAt = frozenAt.UTC()
+	mv.progress(Progress{Phase: PhaseCutover, Step: "frozen"})
+	for {
+		n, err := mv.replay(ctx)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			break
+		}
+	}
+	for _, t := range mv.tables {
+		src, dst, err := mv.summarizeBoth(ctx, t)
+		if err != nil {
+			return err
+		}
+		if src != dst {
+			return errors.Join(fmt.Errorf("%w: %s: %d rows (checksum %s) on %s, %d (checksum %s) on %s",
+				ErrVerify, t.name, src.Rows, src.Sum, mv.st.From, dst.Rows, dst.Sum, mv.st.To), mv.fence.Thaw(ctx, mv.source, mv.fr))
+		}
+	}
+	mv.progress(Progress{Phase: PhaseCutover, Step: "verified"})
+	if err := mv.advance(ctx); err != nil {
+		return errors.Join(err, mv.fence.Thaw(ctx, mv.source, mv.fr))
+	}
+	version, err := mv.writeMap(ctx)
+	if err != nil {
+		return errors.Join(err, mv.fence.Thaw(ctx, mv.source, mv.fr))
+	}
+	mv.progress(Progress{Phase: PhaseCutover, Step: "map written"})
+	mv.st.Frozen = time.Since(frozenAt)
+	mv.st.MapVersion = version
+	mv.st.CutoverAt = time.Now().UTC()
+	if _, err := mv.d.RefreshMap(ctx); err != nil {
+		mv.d.Logger().Warn(ctx, "shardid: reading the map the move wrote: %v", err)
+	}
+	return nil
+}
+
+// summarizeBoth summarizes a table's rows of the range on both sides at
+// once: the range is frozen meanwhile.
+func (mv *run) summarizeBoth(ctx context.Context, t *movedTable) (src, dst summary, err error) {
+	var wg sync.WaitGroup
+	var dstErr error
+	wg.Go(func() { dst, dstErr = t.summarize(ctx, mv.target, mv.st.Logical) })
+	src, err = t.summarize(ctx, mv.source, mv.st.Logical)
+	wg.Wait()
+	return src, dst, errors.Join(err, dstErr)
+}
+
+// servedByTarget reports whether the shared map already sends the range to
+// the target.
+func (mv *run) servedByTarget() bool {
+	m := mv.d.ShardMap()
+	for s := mv.st.Logical.From; s <= mv.st.Logical.To; s++ {
+		if m.Physical(s) != mv.to {
+			return false
+		}
+	}
+	return true
+}
+
+// writeMap writes the next map version, with the range on the target and
+// the snowflake floor of the moved shards.
+func (mv *run) writeMap(ctx context.Context) (int64, error) {
+	s := mv.d.Store()
+	for range 8 { // each round loses only to another writer of the map
+		latest, err := s.Latest(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if latest == nil {
+			return 0, errors.New("the shared map table is empty")
+		}
+		current, err := mv.d.MapOf(latest)
+		if err != nil {
+			return 0, err
+		}
+		physical := make([]shardrouter.Physical, current.Len())
+		for k := range physical {
+			physical[k].Name = current.Name(k)
+			for _, sh := range current.Logical(k) {
+				if sh < mv.st.Logical.From || sh > mv.st.Logical.To {
+					physical[k].Logical = append(physical[k].Logical, Range{From: sh, To: sh})
+				}
+			}
+			if k == mv.to {
+				physical[k].Logical = append(physical[k].Logical, mv.st.Logical)
+			}
+		}
+		next, err := shardrouter.NewMap(current.ShardCount(), physical)
+		if err != nil {
+			return 0, err
+		}
+		stored := mapstore.MapOf(next, latest.Version+1)
+		if tick := mv.snowflakeFloor(); tick > 0 {
+			stored.Floors = []mapstore.Floor{{Logical: mv.st.Logical, Tick: tick}}
+		}
+		stored.Copies = append(slices.Clone(latest.Copies), mapstore.Physical{Name: mv.st.From, Logical: []Range{mv.st.Logical}})
+		if err := s.Write(ctx, stored); err == nil {
+			return stored.Version, nil
+		} else if !mapstore.DuplicateKey(err) {
+			return 0, err
+		}
+	}
+	return 0, errors.New("other processes kept writing the shared map first")
+}
+
+// snowflakeFloor is the time tick the snowflake IDs of the moved shards must
+// pass on the target: the highest of the range the move saw, and the freeze.
+func (mv *run) snowflakeFloor() int64 {
+	layout := mv.d.Layout()
+	var tick int64
+	for _, t := range mv.tables {
+		if t.strategy != strategies.NameSnowflake {
+			continue
+		}
+		// The freeze's own time too: IDs of rows deleted before the move.
+		tick = max(tick, layout.Ticks(mv.st.FrozenAt))
+		if mv.st.MaxKeys[t.name] > 0 {
+			tick = max(tick, layout.Decode(mv.st.MaxKeys[t.name]).Ticks)
+		}
+	}
+	return tick
+}

@@ -1,0 +1,68 @@
+package mover
+
+import (
+	"context"
+	"database/sql"
+	"log/slog"
+	"reflect"
+
+	"gorm.io/gorm/logger"
+
+	"github.com/shardid/shardid/internal/fence"
+	"github.com/shardid/shardid/internal/mapstore"
+	"github.com/shardid/shardid/shardrouter"
+	"github.com/shardid/shardid/strategies"
+)
+
+// Driver is what a move needs of the plugin that drives it. Physical
+// databases are numbered as in [Driver.Databases]. An implementation must be
+// safe for concurrent use: moves of different ranges run at once.
+type Driver interface {
+	// Layout is the layout of the IDs, defaults filled in.
+	Layout() strategies.Layout
+	// Fence is the fence of the plugin's dialect and layout; every physical
+	// database is of that dialect.
+	Fence() fence.Fence
+	// Databases are the names of the physical databases, in their order.
+	Databases() []string
+	// Open returns the pool of physical database k, opened.
+	Open(ctx context.Context, k int) (*sql.DB, error)
+	// Store is the shared map's store in the plugin's own database.
+	Store() *mapstore.Store
+	// ShardMap is the map statements are routed by now.
+	ShardMap() *shardrouter.Map
+	// MapVersion is the version of the shared map routed by; 0 for the
+	// configured one.
+	MapVersion() int64
+	// RefreshMap reads the shared map and routes by it if it is newer; it
+	// returns the version followed.
+	RefreshMap(ctx context.Context) (int64, error)
+	// MapOf builds the router's map of a stored version.
+	MapOf(stored *mapstore.Map) (*shardrouter.Map, error)
+	// Tables returns the sharded tables of models, with their many2many join
+	// tables; for no models, every sharded table the plugin has migrated.
+	// Its errors for models that cannot move wrap [ErrInvalid].
+	Tables(ctx context.Context, models []any) ([]Table, error)
+	// Migrate creates or completes the models' tables on every physical
+	// database, the move's target among them.
+	Migrate(ctx context.Context, models []any) error
+	// AdvanceIDs makes the ID source of strategy for table on database to
+	// issue only IDs above those database from issued and above atLeast.
+	// Its error names the table and the database.
+	AdvanceIDs(ctx context.Context, table, strategy string, from, to int, atLeast int64) error
+	// Events gets the plugin's own events: a move's phases.
+	Events() *slog.Logger
+	// Logger is GORM's logger of the plugin's database.
+	Logger() logger.Interface
+}
+
+// Table is a sharded table as the plugin knows it. It is plain data, safe
+// for concurrent reads.
+type Table struct {
+	Name     string
+	Key      string        // the primary key column, which carries the shard
+	Kind     fence.KeyKind // how the key carries it
+	Strategy string        // the key's strategy, whose ID source a move advances
+	Join     bool          // a many2many join table beside a sharded model: its rows carry no key of their own
+	Model    reflect.Type  // the model, when the move was given it: to create the target's table
+}

@@ -1,0 +1,179 @@
+package mover
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/shardid/shardid/internal/fence"
+	"github.com/shardid/shardid/internal/mapstore"
+	"github.com/shardid/shardid/shardrouter"
+)
+
+// Range is an inclusive range of logical shards.
+type Range = shardrouter.Range
+
+var (
+	// ErrInvalid is returned for a move that cannot be made as asked.
+	ErrInvalid = errors.New("shardid: invalid move")
+	// ErrVerify is returned when the copy of a table differs from the source
+	// at the cutover; the range is thawed and stays on the source, and
+	// running the move again replays and checks again.
+	ErrVerify = errors.New("shardid: the copy differs from the source")
+)
+
+// Phases of a move, in order.
+const (
+	PhasePrepare   = "prepare"   // target tables, triggers on the source, ID sources advanced
+	PhaseCopy      = "copy"      // rows of the range copied in key order
+	PhaseCatchUp   = "catch-up"  // the change log replayed
+	PhaseCutover   = "cutover"   // frozen on the source, log drained, verified, new map written
+	PhaseServing   = "serving"   // the target serves the range; the source keeps a frozen copy
+	PhaseCancelled = "cancelled" // cancelled before cutover
+	PhaseCleaned   = "cleaned"   // the source's copies deleted, its triggers dropped
+)
+
+// Request asks for a range of logical shards to move, online, to another
+// physical database. Its fields are those of the plugin's Move, documented
+// there; it is plain data, safe for concurrent reads.
+type Request struct {
+	Logical      Range
+	To           string
+	Models       []any
+	ChunkSize    int
+	Throttle     time.Duration
+	CatchUpBelow int
+	Progress     func(Progress)
+	DryRun       bool
+}
+
+// Progress is where a move is. It is plain data, safe for concurrent reads.
+type Progress struct {
+	Phase   string
+	Step    string // within the phase: "triggers", "chunk", "round", "frozen", "verified", "map written"
+	Table   string
+	Copied  int64 // rows of the table copied so far
+	Total   int64 // rows of the table in the range when the copy began
+	Backlog int64 // changes not yet replayed
+}
+
+// Report is what a move did. It is plain data, safe for concurrent reads.
+type Report struct {
+	Logical    Range
+	From, To   string
+	Phase      string
+	Tables     []string
+	Rows       map[string]int64 // rows copied per table (for a dry run: to copy)
+	Changes    int64            // changes replayed from the source's log
+	Frozen     time.Duration    // how long writes of the range were refused
+	MapVersion int64            // the map version that sends the range to To
+	Resumed    bool             // the move had begun before
+}
+
+// Mover runs the moves of one plugin and keeps the live stats of those it
+// runs. Its zero value is ready to use; it is safe for concurrent use.
+type Mover struct {
+	live sync.Map // *run → *liveMove, the moves this process runs
+}
+
+// run is one run of a move, or of its cancel or cleanup. It is not safe for
+// concurrent use.
+type run struct {
+	d              Driver
+	req            Request
+	st             *mapstore.MoveState
+	from, to       int
+	source, target *sql.DB
+	fence          fence.Fence
+	tables         []*movedTable
+	fr             fence.Range
+	resumed        bool // the move was recorded before this run
+	live           *liveMove
+}
+
+// Move moves a range of logical shards to another physical database while
+// the application keeps reading and writing: prepare, copy, catch-up,
+// cutover. Its state is kept in the store: running the same move again
+// after a failure or a crash resumes it.
+func (m *Mover) Move(ctx context.Context, d Driver, req Request) (*Report, error) {
+	unlock, err := lockMove(ctx, d.Store(), req.Logical)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	mv, err := newRun(ctx, d, req)
+	if err != nil {
+		return nil, err
+	}
+	if req.DryRun {
+		return mv.plan(ctx)
+	}
+	defer m.track(mv)()
+	resumed := mv.resumed
+	if !resumed { // recorded before any change, so that a run that dies is resumed
+		if err := d.Store().SaveMove(ctx, mv.st); err != nil {
+			return nil, err
+		}
+	}
+	steps := []struct {
+		phase string
+		run   func(context.Context) error
+	}{
+		{PhasePrepare, mv.prepare},
+		{PhaseCopy, mv.copyAll},
+		{PhaseCatchUp, mv.catchUp},
+		{PhaseCutover, mv.cutover},
+	}
+	log := d.Events()
+	for i, step := range steps {
+		if phaseIndex(mv.st.Phase) > phaseIndex(step.phase) {
+			continue
+		}
+		log.Info("shardid: move phase", "from", req.Logical.From, "through", req.Logical.To, "to", req.To, "phase", step.phase)
+		if err := step.run(ctx); err != nil {
+			log.Warn("shardid: move phase failed", "from", req.Logical.From, "through", req.Logical.To, "to", req.To, "phase", step.phase, "error", err)
+			return mv.report(resumed), fmt.Errorf("shardid: move of %d-%d to %s, %s: %w", req.Logical.From, req.Logical.To, req.To, step.phase, err)
+		}
+		next := PhaseServing
+		if i+1 < len(steps) {
+			next = steps[i+1].phase
+		}
+		mv.st.Phase = next
+		if err := d.Store().SaveMove(ctx, mv.st); err != nil {
+			return mv.report(resumed), err
+		}
+	}
+	log.Info("shardid: move phase", "from", req.Logical.From, "through", req.Logical.To, "to", req.To, "phase", PhaseServing, "map_version", mv.st.MapVersion)
+	return mv.report(resumed), nil
+}
+
+// lockMove takes the lock of the move of r, which one run at a time holds,
+// be it a mover, a cancel or a cleanup; it fails at once if another has it.
+func lockMove(ctx context.Context, s *mapstore.Store, r Range) (func(), error) {
+	unlock, err := s.LockMove(ctx, r)
+	if errors.Is(err, mapstore.ErrLocked) {
+		return nil, fmt.Errorf("%w: another run holds the move of %d-%d (a mover, a cancel or a cleanup); wait for it to end", ErrInvalid, r.From, r.To)
+	}
+	return unlock, err
+}
+
+func phaseIndex(phase string) int {
+	return slices.Index([]string{PhasePrepare, PhaseCopy, PhaseCatchUp, PhaseCutover, PhaseServing, PhaseCleaned}, phase)
+}
+
+func (mv *run) report(resumed bool) *Report {
+	st := mv.st
+	return &Report{Logical: st.Logical, From: st.From, To: st.To, Phase: st.Phase, Tables: st.Tables, Rows: st.Copied,
+		Changes: st.Changes, Frozen: st.Frozen, MapVersion: st.MapVersion, Resumed: resumed}
+}
+
+func (mv *run) progress(pr Progress) {
+	mv.live.note(pr)
+	if mv.req.Progress != nil {
+		mv.req.Progress(pr)
+	}
+}

@@ -1,0 +1,88 @@
+package mover
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"reflect"
+	"slices"
+
+	"github.com/shardid/shardid/internal/fence"
+	"github.com/shardid/shardid/internal/sqlscan"
+)
+
+// prepare makes the target's tables, the source's triggers and fence, and
+// advances the target's ID sources.
+func (mv *run) prepare(ctx context.Context) error {
+	var models []any
+	for _, t := range mv.tables {
+		if t.modelType != nil {
+			models = append(models, reflect.New(t.modelType).Interface())
+		}
+	}
+	if len(models) > 0 {
+		if err := mv.d.Migrate(ctx, models); err != nil {
+			return err
+		}
+	}
+	for _, t := range mv.tables {
+		columns, err := columnsOf(ctx, mv.target, t.dialect, t.name)
+		if err != nil {
+			return fmt.Errorf("table %s on %s: %w (migrate the models with %s in Config.Shards)", t.name, mv.st.To, err, mv.st.To)
+		}
+		for _, c := range t.columns {
+			if !slices.Contains(columns, c) {
+				return fmt.Errorf("%w: table %s on %s has no column %s, which the source has: migrate it first", ErrInvalid, t.name, mv.st.To, c)
+			}
+		}
+	}
+	if err := mv.fence.Prepare(ctx, mv.source); err != nil {
+		return err
+	}
+	// The fence row first: creating a trigger waits for every transaction
+	// that wrote the table before (MySQL's metadata lock, PostgreSQL's SHARE
+	// ROW EXCLUSIVE), and each write after it reads the row, so none of the
+	// range goes unlogged once the copy starts.
+	if err := mv.fence.Open(ctx, mv.source, mv.fr, mv.st.To); err != nil {
+		return err
+	}
+	for _, t := range mv.tables {
+		if err := mv.fence.Install(ctx, mv.source, t.fenced); err != nil {
+			return fmt.Errorf("triggers on %s.%s: %w", mv.st.From, t.name, err)
+		}
+		mv.progress(Progress{Phase: PhasePrepare, Step: "triggers", Table: t.name})
+	}
+	return mv.advance(ctx)
+}
+
+// advance makes the target's ID sources issue, for the moved shards, only IDs
+// above those the source issued: the instagram clock-sequence and the
+// segment counters of each table move past the source's and past the
+// highest key seen.
+func (mv *run) advance(ctx context.Context) error {
+	for _, t := range mv.tables {
+		if err := mv.highestKey(ctx, t); err != nil {
+			return err
+		}
+		if err := mv.d.AdvanceIDs(ctx, t.name, t.strategy, mv.from, mv.to, mv.st.MaxKeys[t.name]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// highestKey notes the highest int64 key of the range on the source.
+func (mv *run) highestKey(ctx context.Context, t *movedTable) error {
+	if t.fenced.Kind != fence.KeyInt64 {
+		return nil
+	}
+	var highest sql.NullInt64
+	q := "SELECT MAX(" + sqlscan.Quote(t.dialect, t.key) + ") FROM " + sqlscan.Quote(t.dialect, t.name) + " WHERE " + t.inRange
+	if err := mv.source.QueryRowContext(ctx, q, mv.st.Logical.From, mv.st.Logical.To).Scan(&highest); err != nil {
+		return err
+	}
+	if highest.Valid {
+		mv.noteKey(t, highest.Int64)
+	}
+	return nil
+}

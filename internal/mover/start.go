@@ -1,0 +1,129 @@
+package mover
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/shardid/shardid/internal/fence"
+	"github.com/shardid/shardid/internal/mapstore"
+)
+
+// newRun checks the request against the current map and loads or starts
+// the move's state.
+func newRun(ctx context.Context, d Driver, req Request) (*run, error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
+	}
+	store := d.Store()
+	if err := store.PrepareMoves(ctx); err != nil {
+		return nil, err
+	}
+	if _, err := d.RefreshMap(ctx); err != nil {
+		return nil, fmt.Errorf("shardid: reading the shared map: %w", err)
+	}
+	layout, names := d.Layout(), d.Databases()
+	r := req.Logical
+	if r.From < 0 || r.From > r.To || r.To >= layout.ShardCount() {
+		return nil, bad("logical shards %d-%d are not within 0-%d", r.From, r.To, layout.ShardCount()-1)
+	}
+	to := slices.Index(names, req.To)
+	if to < 0 {
+		return nil, bad("%q is not a physical database of Config.Shards", req.To)
+	}
+	st, err := store.LoadMove(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	if st != nil && (st.Phase == PhaseCancelled || st.Phase == PhaseCleaned) {
+		st = nil // ended: the range may move again
+	}
+	if st != nil && st.To != req.To {
+		return nil, bad("logical shards %d-%d are moving to %s; cancel that move first (CancelMove)", r.From, r.To, st.To)
+	}
+	shardMap := d.ShardMap()
+	from := shardMap.Physical(r.From)
+	if st != nil {
+		from = slices.Index(names, st.From)
+	} else {
+		for s := r.From; s <= r.To; s++ {
+			if k := shardMap.Physical(s); k != from {
+				return nil, bad("logical shards %d-%d are on more than one database (%d on %s, %d on %s); move each part on its own",
+					r.From, r.To, r.From, names[from], s, names[k])
+			}
+		}
+		if from == to {
+			return nil, bad("logical shards %d-%d are on %s already", r.From, r.To, req.To)
+		}
+		if err := oneMoveAt(ctx, store, names[from]); err != nil {
+			return nil, err
+		}
+	}
+	if from < 0 {
+		return nil, bad("the move's source %s is not in Config.Shards", st.From)
+	}
+	mv := &run{d: d, req: req, from: from, to: to, fr: fence.Range{From: r.From, To: r.To}, fence: d.Fence()}
+	for k, db := range map[int]**sql.DB{from: &mv.source, to: &mv.target} {
+		opened, err := d.Open(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		*db = opened
+	}
+	if mv.tables, err = movedTables(ctx, d, req.Models, st, mv.source); err != nil {
+		return nil, err
+	}
+	mv.resumed = st != nil
+	if st == nil {
+		st = &mapstore.MoveState{Logical: r, From: names[from], To: req.To, Phase: PhasePrepare, Started: time.Now().UTC(),
+			Cursors: map[string]any{}, Copied: map[string]int64{}, Done: map[string]bool{}, MaxKeys: map[string]int64{}}
+		for _, t := range mv.tables {
+			st.Tables = append(st.Tables, t.name)
+		}
+	}
+	for _, m := range []*map[string]int64{&st.Copied, &st.MaxKeys} {
+		if *m == nil { // a state read back without them
+			*m = map[string]int64{}
+		}
+	}
+	if st.Cursors == nil {
+		st.Cursors = map[string]any{}
+	}
+	if st.Done == nil {
+		st.Done = map[string]bool{}
+	}
+	mv.st = st
+	return mv, nil
+}
+
+// oneMoveAt refuses a second move off the same source while one runs: the
+// source's change log is the move's.
+func oneMoveAt(ctx context.Context, store *mapstore.Store, source string) error {
+	list, err := store.Moves(ctx)
+	if err != nil {
+		return err
+	}
+	for _, st := range list {
+		if st.From == source && phaseIndex(st.Phase) >= 0 && phaseIndex(st.Phase) < phaseIndex(PhaseCleaned) {
+			return fmt.Errorf("%w: logical shards %d-%d are moving off %s (phase %s); finish or cancel that move first",
+				ErrInvalid, st.Logical.From, st.Logical.To, source, st.Phase)
+		}
+	}
+	return nil
+}
+
+// plan reports what the move would copy.
+func (mv *run) plan(ctx context.Context) (*Report, error) {
+	report := mv.report(false)
+	report.Rows = map[string]int64{}
+	for _, t := range mv.tables {
+		n, err := t.count(ctx, mv.source, mv.st.Logical)
+		if err != nil {
+			return nil, fmt.Errorf("shardid: counting %s on %s: %w", t.name, mv.st.From, err)
+		}
+		report.Rows[t.name] = n
+	}
+	return report, nil
+}

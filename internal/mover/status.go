@@ -1,0 +1,38 @@
+package mover
+
+import (
+	"context"
+	"time"
+)
+
+// Status is a move as the store records it. It is plain data, safe for
+// concurrent reads.
+type Status struct {
+	Logical    Range
+	From, To   string
+	Phase      string
+	Rows       map[string]int64
+	Changes    int64
+	Frozen     time.Duration
+	MapVersion int64
+	Started    time.Time
+	CutoverAt  time.Time
+}
+
+// Moves lists the moves the store records, ended ones too.
+func (m *Mover) Moves(ctx context.Context, d Driver) ([]Status, error) {
+	s := d.Store()
+	if err := s.PrepareMoves(ctx); err != nil {
+		return nil, err
+	}
+	list, err := s.Moves(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Status, len(list))
+	for i, st := range list {
+		out[i] = Status{Logical: st.Logical, From: st.From, To: st.To, Phase: st.Phase, Rows: st.Copied, Changes: st.Changes,
+			Frozen: st.Frozen, MapVersion: st.MapVersion, Started: st.Started, CutoverAt: st.CutoverAt}
+	}
+	return out, nil
+}

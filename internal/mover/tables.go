@@ -1,0 +1,112 @@
+package mover
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"reflect"
+	"slices"
+	"sort"
+
+	"github.com/shardid/shardid/internal/fence"
+	"github.com/shardid/shardid/internal/mapstore"
+	"github.com/shardid/shardid/internal/sqlscan"
+)
+
+// movedTable is one sharded table of a move and the SQL that copies it.
+type movedTable struct {
+	name      string
+	strategy  string       // the key's strategy
+	modelType reflect.Type // the model, when the move was given it
+	key       string       // the primary key column, which carries the shard
+	columns   []string     // every column of the source's table
+	fenced    fence.Table
+	dialect   string
+	shard     string // SQL: the row's logical shard, from its key
+	inRange   string // WHERE condition: the row's shard is within ? and ?
+}
+
+// movedTables resolves the models of a move, or else the sharded tables the
+// plugin has migrated, to the tables and columns to copy; a resumed move
+// must carry the tables it began with.
+func movedTables(ctx context.Context, d Driver, models []any, st *mapstore.MoveState, source *sql.DB) ([]*movedTable, error) {
+	list, err := d.Tables(ctx, models)
+	if err != nil {
+		return nil, err
+	}
+	var tables []*movedTable
+	for _, t := range list {
+		if t.Join {
+			return nil, fmt.Errorf("%w: the many2many join table %s beside a sharded model: a move does not carry its rows yet", ErrInvalid, t.Name)
+		}
+		if slices.ContainsFunc(tables, func(m *movedTable) bool { return m.name == t.Name }) {
+			continue
+		}
+		mt, err := newMovedTable(ctx, d.Fence(), t, source)
+		if err != nil {
+			return nil, err
+		}
+		tables = append(tables, mt)
+	}
+	if st != nil {
+		for _, name := range st.Tables {
+			if !slices.ContainsFunc(tables, func(m *movedTable) bool { return m.name == name }) {
+				return nil, fmt.Errorf("%w: the move began with table %s; give its model again", ErrInvalid, name)
+			}
+		}
+		// A table the move did not begin with has no triggers and no copy.
+		for _, t := range tables {
+			if !slices.Contains(st.Tables, t.name) {
+				return nil, fmt.Errorf("%w: the move of %d-%d began with the tables %v; %s cannot join it midway: finish or cancel it, then move again",
+					ErrInvalid, st.Logical.From, st.Logical.To, st.Tables, t.name)
+			}
+		}
+	}
+	if len(tables) == 0 {
+		return nil, fmt.Errorf("%w: no sharded tables to move", ErrInvalid)
+	}
+	sort.Slice(tables, func(i, j int) bool { return tables[i].name < tables[j].name })
+	return tables, nil
+}
+
+// newMovedTable describes one sharded table for the copy: its columns are
+// the source's, every one of them.
+func newMovedTable(ctx context.Context, f fence.Fence, t Table, source *sql.DB) (*movedTable, error) {
+	mt := &movedTable{name: t.Name, key: t.Key, strategy: t.Strategy, modelType: t.Model, dialect: f.Dialect,
+		fenced: fence.Table{Name: t.Name, Key: t.Key, Kind: t.Kind}}
+	columns, err := columnsOf(ctx, source, mt.dialect, t.Name)
+	if err != nil {
+		return nil, fmt.Errorf("shardid: reading the columns of %s: %w", t.Name, err)
+	}
+	if !slices.Contains(columns, t.Key) {
+		return nil, fmt.Errorf("%w: table %s has no column %s", ErrInvalid, t.Name, t.Key)
+	}
+	mt.columns = columns
+	shard, err := f.ShardSQL(mt.fenced, "")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrInvalid, t.Name, err)
+	}
+	mt.shard = shard
+	mt.inRange = shard + " BETWEEN " + placeholders(mt.dialect, 0, 1) + " AND " + placeholders(mt.dialect, 1, 1)
+	return mt, nil
+}
+
+// columnsOf returns a table's columns on db.
+func columnsOf(ctx context.Context, db *sql.DB, dialect, table string) ([]string, error) {
+	rows, err := db.QueryContext(ctx, "SELECT * FROM "+sqlscan.Quote(dialect, table)+" WHERE 1 = 0")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	return rows.Columns()
+}
+
+// keyIndex is where the key is among the columns.
+func (t *movedTable) keyIndex() int {
+	for i, c := range t.columns {
+		if c == t.key {
+			return i
+		}
+	}
+	return 0
+}
