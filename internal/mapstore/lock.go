@@ -23,10 +23,13 @@ var sqliteMoveLocks sync.Map // lock name → struct{}
 // LockMove takes the lock of the move of r, which one run at a time holds,
 // be it a mover, a cancel or a cleanup; it fails with [ErrLocked] if another
 // keeps it for a few seconds. The returned function releases it. The servers
-// drop it with the connection of a run that dies.
+// drop it with the connection of a run that dies. The lock is the move's of
+// this store's map table in this database: moves of other sets of shards
+// sharing the server (MySQL's named locks are the server's) do not wait for it.
 func (s *Store) LockMove(ctx context.Context, r shardrouter.Range) (func(), error) {
-	name := fmt.Sprintf("shardid_move_%d_%d", r.From, r.To)
+	name := fmt.Sprintf("shardid_move_%s_%d_%d", s.table, r.From, r.To)
 	if s.dialect == "sqlite" {
+		name = fmt.Sprintf("%p %s", s.db, name) // SQLite's stand-ins live in this process: one per database handle
 		if _, taken := sqliteMoveLocks.LoadOrStore(name, struct{}{}); taken {
 			return nil, ErrLocked
 		}
@@ -36,7 +39,8 @@ func (s *Store) LockMove(ctx context.Context, r shardrouter.Range) (func(), erro
 	if err != nil {
 		return nil, err
 	}
-	take, release := "SELECT COALESCE(GET_LOCK(?, 0), 0) = 1", "SELECT RELEASE_LOCK(?)"
+	// A name of 40 characters whatever the database's, within MySQL's 64.
+	take, release := "SELECT COALESCE(GET_LOCK(SHA1(CONCAT(DATABASE(), '.', ?)), 0), 0) = 1", "SELECT RELEASE_LOCK(SHA1(CONCAT(DATABASE(), '.', ?)))"
 	if s.dialect == "postgres" {
 		take, release = "SELECT pg_try_advisory_lock(hashtext($1))", "SELECT pg_advisory_unlock(hashtext($1))"
 	}

@@ -61,3 +61,26 @@ func TestLockMove(t *testing.T) {
 	}
 	again()
 }
+
+// TestLockMoveIsTheStoresOwn: the stores of two sets of shards (another map
+// table, another database) lock a move of the same range at once.
+func TestLockMoveIsTheStoresOwn(t *testing.T) {
+	s, other, ctx := openStore(t), openStore(t), context.Background()
+	r := shardrouter.Range{From: 0, To: 99}
+	unlock, err := s.LockMove(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	unlockOther, err := other.LockMove(ctx, r)
+	if err != nil {
+		t.Fatalf("another database's LockMove of the same range: %v", err)
+	}
+	unlockOther()
+	otherTable := New(s.DB(), "sqlite", "other_shard_map", s.Heartbeat())
+	unlockTable, err := otherTable.LockMove(ctx, r)
+	if err != nil {
+		t.Fatalf("another map table's LockMove of the same range: %v", err)
+	}
+	unlockTable()
+}
