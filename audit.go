@@ -3,8 +3,6 @@ package shardid
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 )
 
 // Misplaced is a count of rows of one table on one physical database whose
@@ -35,16 +33,4 @@ func (p *Plugin) Audit(ctx context.Context) ([]Misplaced, error) {
 		all = append(all, Misplaced(m))
 	}
 	return all, nil
-}
-
-// inRanges is an SQL condition: the shard expression is within one of ranges.
-func inRanges(shard string, ranges []Range) string {
-	if len(ranges) == 0 {
-		return "1 = 0"
-	}
-	parts := make([]string, len(ranges))
-	for i, r := range ranges {
-		parts[i] = shard + " BETWEEN " + strconv.Itoa(r.From) + " AND " + strconv.Itoa(r.To)
-	}
-	return strings.Join(parts, " OR ")
 }

@@ -118,7 +118,7 @@ func (p *Plugin) skipCopies(m *model, table string, foreign []Range) clause.Expr
 	if err != nil {
 		return nil
 	}
-	return clause.Expr{SQL: "NOT (" + inRanges(shard, foreign) + ")"}
+	return clause.Expr{SQL: "NOT (" + fence.InRanges(shard, foreign) + ")"}
 }
 
 // partError names the physical database a part failed on.

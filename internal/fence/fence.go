@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/shardid/shardid/internal/sqlerr"
+
+	"github.com/shardid/shardid/shardrouter"
 )
 
 var (
@@ -58,7 +60,7 @@ type Fence struct {
 }
 
 // Range is a range of logical shards, both ends included.
-type Range struct{ From, To int }
+type Range = shardrouter.Range
 
 // Change is one logged write: the table and key of a row to copy again.
 type Change struct {
@@ -227,7 +229,7 @@ func (f Fence) Open(ctx context.Context, db *sql.DB, r Range, target string) err
 				_ = rows.Close()
 				return err
 			}
-			if (Range{from, to}) != r || t != target {
+			if (Range{From: from, To: to}) != r || t != target {
 				_ = rows.Close()
 				return fmt.Errorf("%w: %d-%d to %s overlaps %d-%d to %s", ErrOverlap, r.From, r.To, target, from, to, t)
 			}

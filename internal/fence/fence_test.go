@@ -40,3 +40,18 @@ func TestValidation(t *testing.T) {
 		}
 	}
 }
+
+func TestInRanges(t *testing.T) {
+	for _, c := range []struct {
+		ranges []Range
+		want   string
+	}{
+		{nil, "1 = 0"},
+		{[]Range{{From: 0, To: 9}}, "s BETWEEN 0 AND 9"},
+		{[]Range{{From: 0, To: 9}, {From: 20, To: 20}}, "s BETWEEN 0 AND 9 OR s BETWEEN 20 AND 20"},
+	} {
+		if got := InRanges("s", c.ranges); got != c.want {
+			t.Errorf("InRanges(%v) = %q, want %q", c.ranges, got, c.want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package fence
 import (
 	"fmt"
 	"hash/fnv"
+	"strconv"
 	"strings"
 )
 
@@ -82,4 +83,17 @@ var ops = []struct{ name, event string }{
 	{"ins", "INSERT"},
 	{"upd", "UPDATE"},
 	{"del", "DELETE"},
+}
+
+// InRanges is an SQL condition: the shard expression shard (of ShardSQL) is
+// within one of ranges; false for none.
+func InRanges(shard string, ranges []Range) string {
+	if len(ranges) == 0 {
+		return "1 = 0"
+	}
+	parts := make([]string, len(ranges))
+	for i, r := range ranges {
+		parts[i] = shard + " BETWEEN " + strconv.Itoa(r.From) + " AND " + strconv.Itoa(r.To)
+	}
+	return strings.Join(parts, " OR ")
 }

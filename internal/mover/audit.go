@@ -4,9 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strconv"
-	"strings"
 
+	"github.com/shardid/shardid/internal/fence"
 	"github.com/shardid/shardid/internal/mapstore"
 	"github.com/shardid/shardid/internal/sqlscan"
 )
@@ -54,7 +53,7 @@ func (m *Mover) Audit(ctx context.Context, d Driver) ([]Misplaced, error) {
 			if err != nil {
 				return nil, fmt.Errorf("shardid: on %s: %w", name, err)
 			}
-			where := "NOT (" + inRanges(mt.shard, mapstore.Ranges(shardMap.Logical(k))) + ")"
+			where := "NOT (" + fence.InRanges(mt.shard, mapstore.Ranges(shardMap.Logical(k))) + ")"
 			var n int64
 			table := sqlscan.Quote(mt.dialect, t.Name)
 			if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+table+" WHERE "+where).Scan(&n); err != nil {
@@ -78,18 +77,6 @@ func (m *Mover) Audit(ctx context.Context, d Driver) ([]Misplaced, error) {
 	return found, nil
 }
 
-// inRanges is an SQL condition: the shard expression is within one of ranges.
-func inRanges(shard string, ranges []Range) string {
-	if len(ranges) == 0 {
-		return "1 = 0"
-	}
-	parts := make([]string, len(ranges))
-	for i, r := range ranges {
-		parts[i] = shard + " BETWEEN " + strconv.Itoa(r.From) + " AND " + strconv.Itoa(r.To)
-	}
-	return strings.Join(parts, " OR ")
-}
-
 // leftByMove reports whether every misplaced row of a table on a database is
 // in a range a move took off it and has not cleaned up yet.
 func leftByMove(ctx context.Context, mt *movedTable, db *sql.DB, name string, moves []Status, own []int) bool {
@@ -100,6 +87,6 @@ func leftByMove(ctx context.Context, mt *movedTable, db *sql.DB, name string, mo
 		}
 	}
 	var n int64
-	err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+sqlscan.Quote(mt.dialect, mt.name)+" WHERE NOT ("+inRanges(mt.shard, allowed)+")").Scan(&n)
+	err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+sqlscan.Quote(mt.dialect, mt.name)+" WHERE NOT ("+fence.InRanges(mt.shard, allowed)+")").Scan(&n)
 	return err == nil && n == 0 && len(allowed) > len(mapstore.Ranges(own))
 }
