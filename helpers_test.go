@@ -1,12 +1,15 @@
 package shardid
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 
 	"github.com/glebarez/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
+
+	"github.com/shardid/shardid/shardrouter"
 )
 
 // testDB opens a fresh SQLite file with the plugin registered.
@@ -41,4 +44,86 @@ func migrate(t testing.TB, db *gorm.DB, models ...any) {
 	if err := do(models...); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// The models below are shared by the tests of several files.
+
+type revPlain struct {
+	ID   int64 `shardid:""`
+	Name string
+	Rank int64 `gorm:"not null"`
+}
+
+type revUser struct {
+	ID   int64 `shardid:""`
+	Name string
+}
+
+type revPhoto struct {
+	ID     int64 `shardid:"colocate:UserID"`
+	UserID int64
+	URL    string
+}
+
+// revRouted is twoSQLiteShards with models migrated on both shards.
+func revRouted(t *testing.T, models ...any) (*gorm.DB, *Plugin, []*gorm.DB) {
+	t.Helper()
+	db, p, direct := twoSQLiteShards(t)
+	must(t, p.AutoMigrate(db, models...))
+	return db, p, direct
+}
+
+// revOnBoth creates rows until each physical database holds one.
+func revOnBoth[T any](t *testing.T, db *gorm.DB, p *Plugin, mk func() *T, id func(*T) int64) []*T {
+	t.Helper()
+	var seen [2]*T
+	for i := 0; i < 200 && (seen[0] == nil || seen[1] == nil); i++ {
+		r := mk()
+		must(t, db.Create(r).Error)
+		k := p.physicalOf(p.layout.Shard(id(r)))
+		if seen[k] == nil {
+			seen[k] = r
+		}
+	}
+	if seen[0] == nil || seen[1] == nil {
+		t.Fatal("could not place rows on both databases")
+	}
+	return seen[:]
+}
+
+// revRoutedN spreads the logical shards over n SQLite databases.
+func revRoutedN(t *testing.T, n int, models ...any) (*gorm.DB, *Plugin, []*gorm.DB, []shardrouter.Physical) {
+	t.Helper()
+	dir := t.TempDir()
+	dsn := func(name string) string {
+		return "file:" + filepath.Join(dir, name) + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
+	}
+	count := Layout{}.ShardCount()
+	db, err := gorm.Open(sqlite.Open(dsn("main.db")), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	var list []Shard
+	var phys []shardrouter.Physical
+	for i := range n {
+		r := []Range{{From: i * count / n, To: (i+1)*count/n - 1}}
+		list = append(list, Shard{Name: fmt.Sprintf("s%d", i), Dialector: sqlite.Open(dsn(fmt.Sprintf("s%d.db", i))), Logical: r})
+		phys = append(phys, shardrouter.Physical{Name: fmt.Sprintf("s%d", i), Logical: r})
+	}
+	p := New(Config{Shards: list})
+	must(t, db.Use(p))
+	must(t, p.AutoMigrate(db, models...))
+	var direct []*gorm.DB
+	for i := range n {
+		d, err := gorm.Open(sqlite.Open(dsn(fmt.Sprintf("s%d.db", i))), &gorm.Config{Logger: logger.Discard})
+		must(t, err)
+		direct = append(direct, d)
+	}
+	t.Cleanup(func() {
+		_ = p.Close()
+		for _, d := range append(direct, db) {
+			if sqlDB, err := d.DB(); err == nil {
+				_ = sqlDB.Close()
+			}
+		}
+	})
+	return db, p, direct, phys
 }

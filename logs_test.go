@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 )
 
@@ -105,5 +106,139 @@ func TestLogLines(t *testing.T) {
 				t.Errorf("%s: a line points at the plugin's %s:\n%s", c.what, own, out.String())
 			}
 		}
+	}
+}
+
+var rev2KeptTx *gorm.DB
+
+type rev2Keeper struct {
+	ID int64 `shardid:""`
+}
+
+// AfterCreate keeps the session it is given, as a model that loads lazily does.
+func (k *rev2Keeper) AfterCreate(tx *gorm.DB) error {
+	rev2KeptTx = tx.Session(&gorm.Session{NewDB: true})
+	return nil
+}
+
+// TestKeptPartSessionLogsItsStatements: a session a part's hook kept, used
+// after the statement, logs its statements as the application's logger
+// would; the part's logger must not swallow them into a line already printed.
+func TestKeptPartSessionLogsItsStatements(t *testing.T) {
+	db, p, _, _ := revRoutedN(t, 3, &rev2Keeper{})
+	var out bytes.Buffer
+	db.Logger = logger.New(log.New(&out, "", 0), logger.Config{LogLevel: logger.Info})
+	at := p.Layout().Epoch.AddDate(1, 0, 0)
+	rows := []rev2Keeper{{ID: p.Layout().Compose(at, 11, 0)}, {ID: p.Layout().Compose(at, 6002, 0)}}
+	must(t, db.Create(&rows).Error)
+	out.Reset()
+	var n int64
+	must(t, rev2KeptTx.Model(&rev2Keeper{}).Clauses(ByID(rows[0].ID)).Count(&n).Error)
+	if !strings.Contains(out.String(), "SELECT count(*)") {
+		t.Errorf("a later statement on the kept session is not logged: %q", out.String())
+	}
+}
+
+type rev2Owner struct {
+	ID   int64     `shardid:""`
+	Tags []rev2Tag `gorm:"foreignKey:OwnerID"`
+}
+
+type rev2Tag struct { // sharded on its own: an owner's tags lie on any database
+	ID      int64 `shardid:""`
+	OwnerID int64
+}
+
+// TestNestedFanOutPartsAreInTheStatementsLine: a preload run from a fan-out's
+// part that itself runs over several databases (tags are not colocated with
+// their owner) has its parts' SQL kept in the statement's one line, as it was
+// before the part's lines were kept by the last callback.
+func TestNestedFanOutPartsAreInTheStatementsLine(t *testing.T) {
+	db, _, _, _ := revRoutedN(t, 3, &rev2Owner{}, &rev2Tag{})
+	owners := []rev2Owner{{}, {}}
+	must(t, db.Clauses(OnShard(10)).Create(&owners[0]).Error)
+	must(t, db.Clauses(OnShard(6000)).Create(&owners[1]).Error)
+	for i, s := range []int{20, 3000, 6001} {
+		must(t, db.Clauses(OnShard(s)).Create(&rev2Tag{OwnerID: owners[i%2].ID}).Error)
+	}
+	var out bytes.Buffer
+	db.Logger = logger.New(log.New(&out, "", 0), logger.Config{LogLevel: logger.Info})
+	var all []rev2Owner
+	must(t, db.Clauses(AllShards()).Preload("Tags", func(tx *gorm.DB) *gorm.DB { return tx.Clauses(AllShards()) }).Find(&all).Error)
+	tags := 0
+	for _, o := range all {
+		tags += len(o.Tags)
+	}
+	if len(all) != 2 || tags != 3 {
+		t.Fatalf("%d owners, %d tags; want 2 and 3", len(all), tags)
+	}
+	if !strings.Contains(out.String(), "`rev2_tags`") {
+		t.Errorf("the preload of tags, itself over several databases, is missing from the log:\n%s", out.String())
+	}
+}
+
+type rev2Hooked struct {
+	ID int64 `shardid:""`
+}
+
+// AfterCreate counts with Raw(...).Scan, which GORM runs under a logger of
+// its own (logger.Recorder), then traces on the part's logger.
+func (h *rev2Hooked) AfterCreate(tx *gorm.DB) error {
+	var n int64
+	return tx.Clauses(ByID(h.ID)).Raw("SELECT count(*) FROM rev2_hookeds").Scan(&n).Error
+}
+
+// TestPartHookScanIsInTheStatementsLine: a split create's part runs its
+// hook's Raw(...).Scan; the statement's one line must keep that SQL, as it
+// did when the part's logger kept what GORM traced.
+func TestPartHookScanIsInTheStatementsLine(t *testing.T) {
+	db, p, _, _ := revRoutedN(t, 3, &rev2Hooked{})
+	var out bytes.Buffer
+	db.Logger = logger.New(log.New(&out, "", 0), logger.Config{LogLevel: logger.Info})
+	at := p.Layout().Epoch.AddDate(1, 0, 0)
+	rows := []rev2Hooked{{ID: p.Layout().Compose(at, 11, 0)}, {ID: p.Layout().Compose(at, 6002, 0)}}
+	must(t, db.Create(&rows).Error)
+	if got := strings.Count(out.String(), "SELECT count(*) FROM rev2_hookeds"); got != 2 {
+		t.Errorf("the hooks' Raw(...).Scan appear %d time(s) in the log, want 2 (one per part):\n%s", got, out.String())
+	}
+}
+
+type revObsNote struct { // unsharded: on the plugin's own database
+	ID   int64
+	Text string
+}
+
+type revObsHooked struct {
+	ID int64 `shardid:""`
+}
+
+// AfterCreate reads an unsharded table: the plugin reads it on its own
+// database, outside the part's transaction.
+func (h *revObsHooked) AfterCreate(tx *gorm.DB) error {
+	var n int64
+	return tx.Model(&revObsNote{}).Count(&n).Error
+}
+
+// TestPartHookLineNamesThePluginsDatabase: the statement a split create's
+// part runs from its AfterCreate hook runs on the plugin's own database, and
+// the statement's one line must not name it after the part's database.
+func TestPartHookLineNamesThePluginsDatabase(t *testing.T) {
+	db, p, _, _ := revRoutedN(t, 3, &revObsHooked{}, &revObsNote{})
+	p.config.LogPhysical = true
+	var out bytes.Buffer
+	db.Logger = logger.New(log.New(&out, "", 0), logger.Config{LogLevel: logger.Info})
+	at := p.Layout().Epoch.AddDate(1, 0, 0)
+	rows := []revObsHooked{{ID: p.Layout().Compose(at, 11, 0)}, {ID: p.Layout().Compose(at, 6002, 0)}}
+	must(t, db.Create(&rows).Error)
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.Contains(line, "s0] SELECT count(*) FROM `rev_obs_notes`") || strings.Contains(line, "s2] SELECT count(*) FROM `rev_obs_notes`") {
+			t.Errorf("the hook's count, which ran on the plugin's own database, is named after a shard: %s", line)
+		}
+	}
+	out.Reset()
+	one := revObsHooked{}
+	must(t, db.Create(&one).Error)
+	if strings.Contains(out.String(), "s0] SELECT count(*) FROM `rev_obs_notes`") || strings.Contains(out.String(), "s1] SELECT count(*) FROM `rev_obs_notes`") || strings.Contains(out.String(), "s2] SELECT count(*) FROM `rev_obs_notes`") {
+		t.Errorf("a plain create's hook count is named after a shard:\n%s", out.String())
 	}
 }

@@ -103,3 +103,31 @@ func TestStatementClockGivesContextBack(t *testing.T) {
 		t.Errorf("the chain's context changed: %T", chain.Statement.Context)
 	}
 }
+
+type revObsUser struct {
+	ID   int64 `shardid:""`
+	Name string
+}
+
+// TestRefusedFanOutIsNotCounted: Row over several databases is refused
+// before it is sent anywhere, so FanOutStats does not count it as a statement
+// sent to more than one database.
+func TestRefusedFanOutIsNotCounted(t *testing.T) {
+	db, p, _, _ := revRoutedN(t, 3, &revObsUser{})
+	p.CountStatements()
+	_, err := db.Model(&revObsUser{}).Clauses(AllShards()).Select("count(*)").Rows()
+	if !errors.Is(err, ErrCrossShard) {
+		t.Fatalf("Row over three databases: %v, want ErrCrossShard", err)
+	}
+	if got := p.FanOutStats()["row"]; got != 0 {
+		t.Errorf("FanOutStats counts %d row statement(s) sent to several databases; the one refused went nowhere", got)
+	}
+	var all revObsUser // a struct destination, refused too before any part runs
+	err = db.Clauses(AllShards()).Find(all).Error
+	if err == nil {
+		t.Fatal("a non-pointer destination over three databases was accepted")
+	}
+	if got := p.FanOutStats()["query"]; got != 0 {
+		t.Errorf("FanOutStats counts %d refused query(ies): %v", got, err)
+	}
+}

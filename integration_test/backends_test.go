@@ -34,7 +34,7 @@ type backend struct {
 }
 
 // physicalShards is how many physical databases the routing tests spread
-// the logical shards over; .ci/run creates them as <test database>_0 .. _3.
+// the logical shards over; testdb creates them as <package database>_0 .. _3.
 const physicalShards = 4
 
 var backends = []backend{

@@ -122,7 +122,7 @@ func (s silenced) Write(b []byte) (int, error) {
 // pingServer is a server kind the ping test runs on.
 type pingServer struct {
 	name string
-	// dsn names the database <test database><suffix>, created if missing.
+	// dsn names the database <package database><suffix>, created if missing.
 	dsn       func(t *testing.T, suffix string) string
 	target    func(dsn string) string       // host:port
 	viaProxy  func(dsn, addr string) string // the DSN, through addr
@@ -192,7 +192,7 @@ var pingServers = []pingServer{
 // TestPingThroughACutProxy: of three physical databases, the one behind a
 // proxy is reported down within Config.ConnectTimeout once the proxy is cut,
 // and the others and the ticket server up with a round trip. It uses the
-// databases <test database>_main, _0, _1 and _2, creating them if missing.
+// databases <package database>_main, _0, _1 and _2, creating them if missing.
 func TestPingThroughACutProxy(t *testing.T) {
 	for _, server := range pingServers {
 		t.Run(server.name, func(t *testing.T) { testPingThroughACutProxy(t, server) })

@@ -679,12 +679,12 @@ type (
 	}
 )
 
-// TestRoutingSecondReview covers what a second review found: unsharded rows
-// must not follow a sharded parent onto its shard, merges that cannot be right
-// are refused, uuid hash keys route as on Create, Table() aliases and
-// Table().Create are checked, an update cannot move a row off its shard, and
-// IDs handed out in a rolled-back SQLite transaction are not handed out again.
-func TestRoutingSecondReview(t *testing.T) {
+// TestRoutingCornerCases: unsharded rows must not follow a sharded parent
+// onto its shard, merges that cannot be right are refused, uuid hash keys
+// route as on Create, Table() aliases and Table().Create are checked, an
+// update cannot move a row off its shard, and IDs handed out in a rolled-back
+// SQLite transaction are not handed out again.
+func TestRoutingCornerCases(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		r := newRouting(t, b)
 		fresh(t, r.db, &imprint{}, &pseudonym{}, &badge{})

@@ -5,9 +5,9 @@ import (
 	"testing"
 )
 
-// A join or subquery written in SQL on another sharded table runs on the
-// statement's one database and misses the rows of the others.
-func TestReviewSQLJoinOfAnotherShardedTableMissesRows(t *testing.T) {
+// A join or subquery written in SQL on another sharded table would run on the
+// statement's one database and miss the rows of the others: it is refused.
+func TestSQLJoinOfAnotherShardedTableMissesNoRowsSilently(t *testing.T) {
 	db, p, _ := revRouted(t, &revUser{}, &revPhoto{})
 	users := revOnBoth(t, db, p, func() *revUser { return &revUser{Name: "u"} }, func(u *revUser) int64 { return u.ID })
 	must(t, db.Model(users[1]).Update("name", "bob").Error)

@@ -5,20 +5,9 @@ import (
 	"testing"
 )
 
-type revUser struct {
-	ID   int64 `shardid:""`
-	Name string
-}
-
-type revPhoto struct {
-	ID     int64 `shardid:"colocate:UserID"`
-	UserID int64
-	URL    string
-}
-
 // A Create of a slice split over two databases, whose second part the key
-// check refuses, reports ErrCrossShard after its first part was committed.
-func TestReviewRefusedSplitCreateWritesNothing(t *testing.T) {
+// check refuses, is refused before any part is written.
+func TestRefusedSplitCreateWritesNothing(t *testing.T) {
 	db, p, direct := revRouted(t, &revUser{}, &revPhoto{})
 	users := revOnBoth(t, db, p, func() *revUser { return &revUser{Name: "u"} }, func(u *revUser) int64 { return u.ID })
 	photos := []revPhoto{
@@ -38,9 +27,9 @@ func TestReviewRefusedSplitCreateWritesNothing(t *testing.T) {
 	}
 }
 
-// An update over two databases whose second part the key check refuses
-// reports ErrCrossShard after the first part was committed.
-func TestReviewRefusedFanOutUpdateWritesNothing(t *testing.T) {
+// An update over two databases whose second part the key check refuses is
+// refused before the first part is written.
+func TestRefusedFanOutUpdateWritesNothing(t *testing.T) {
 	db, p, direct := revRouted(t, &revUser{}, &revPhoto{})
 	users := revOnBoth(t, db, p, func() *revUser { return &revUser{Name: "u"} }, func(u *revUser) int64 { return u.ID })
 	p0 := revPhoto{UserID: users[0].ID, URL: "a"} // on database 0

@@ -1,11 +1,14 @@
 package shardid
 
 import (
-	"gorm.io/gorm"
 	"testing"
+
+	"gorm.io/gorm"
 )
 
-func TestReviewOrderedMergeWithoutTheKeySelected(t *testing.T) {
+// An ordered merge over several databases whose destination lacks the key
+// column, in each form a query can take, is logged for a reader to judge.
+func TestOrderedMergeWithoutTheKeySelected(t *testing.T) {
 	db, p, _ := revRouted(t, &revPlain{})
 	var all []*revPlain
 	for range 6 {

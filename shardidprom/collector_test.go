@@ -14,9 +14,9 @@ import (
 	"github.com/shardid/shardid/shardidprom"
 )
 
-// TestReviewNilPlugin: a nil plugin is bad input, to be refused with an
-// error, not a panic.
-func TestReviewNilPlugin(t *testing.T) {
+// TestNilPluginDoesNotPanic: a nil plugin is bad input, to be refused with
+// an error, not a panic.
+func TestNilPluginDoesNotPanic(t *testing.T) {
 	defer func() {
 		if r := recover(); r != nil {
 			t.Errorf("shardidprom.New(nil) panicked: %v", r)
@@ -27,10 +27,10 @@ func TestReviewNilPlugin(t *testing.T) {
 	_, _ = registry.Gather()
 }
 
-// TestReviewClosedPluginFailsTheWholeScrape: once the plugin is closed, the
-// collector's invalid metric makes Gather fail for every collector of the
-// registry (promhttp answers 500 by default), not just shardid's.
-func TestReviewClosedPluginFailsTheWholeScrape(t *testing.T) {
+// TestClosedPluginDoesNotFailTheWholeScrape: once the plugin is closed, an
+// invalid metric of the collector would make Gather fail for every collector
+// of the registry (promhttp answers 500 by default), not just shardid's.
+func TestClosedPluginDoesNotFailTheWholeScrape(t *testing.T) {
 	dir := t.TempDir()
 	open := func(name string) gorm.Dialector { return sqlite.Open(filepath.Join(dir, name)) }
 	db, err := gorm.Open(open("main.db"), &gorm.Config{Logger: logger.Discard})

@@ -11,9 +11,9 @@ import (
 	"gorm.io/gorm/logger"
 )
 
-// Two shards given the same database are accepted: a fan-out then reads
-// each row twice.
-func TestReviewTwoShardsOnOneDatabase(t *testing.T) {
+// Two shards given the same database are refused, or else a fan-out would
+// read each row twice.
+func TestTwoShardsOnOneDatabaseAreNotReadTwice(t *testing.T) {
 	dir := t.TempDir()
 	dsn := func(name string) string { return "file:" + filepath.Join(dir, name) + "?_pragma=busy_timeout(10000)" }
 	half := Layout{}.ShardCount() / 2
