@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"log"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -109,5 +111,44 @@ func TestEventsLogged(t *testing.T) {
 	}
 	if versions != 1 {
 		t.Errorf("the change from map version 1 to 2 logged %d times", versions)
+	}
+}
+
+// TestMapDifferenceIsAnEvent: a process whose Config.Shards disagrees with
+// the shared map says so in Config.Log, and nothing of it in GORM's log,
+// which is the statements'.
+func TestMapDifferenceIsAnEvent(t *testing.T) {
+	dir := t.TempDir()
+	open := func(name string) gorm.Dialector { return sqlite.Open(filepath.Join(dir, name)) }
+	shards := func(split int) []Shard {
+		return []Shard{
+			{Name: "a", Dialector: open("a.db"), Logical: []Range{{From: 0, To: split - 1}}},
+			{Name: "b", Dialector: open("b.db"), Logical: []Range{{From: split, To: 8191}}},
+		}
+	}
+	first, err := gorm.Open(open("main.db"), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	seeding := New(Config{Shards: shards(4096)})
+	must(t, first.Use(seeding)) // seeds the shared map from its Config.Shards
+	must(t, seeding.Close())
+
+	var events lockedBuffer
+	var statements bytes.Buffer
+	db, err := gorm.Open(open("main.db"), &gorm.Config{Logger: logger.New(log.New(&statements, "", 0), logger.Config{LogLevel: logger.Info})})
+	must(t, err)
+	p := New(Config{Shards: shards(2048), Log: slog.New(slog.NewJSONHandler(&events, nil))})
+	must(t, db.Use(p))
+	t.Cleanup(func() { _ = p.Close() })
+	found := false
+	for _, e := range events.events(t) {
+		if e["msg"] == "shardid: the shared map differs from Config.Shards, and is followed" && e["level"] == "WARN" {
+			found = e["version"].(float64) == 1 && strings.Contains(e["differences"].(string), "a holds 0-4095 (Config.Shards: 0-2047)")
+		}
+	}
+	if !found {
+		t.Errorf("no warning of the difference in Config.Log: %s", events.buf.String())
+	}
+	if strings.Contains(statements.String(), "differs") {
+		t.Errorf("the difference is in GORM's log: %s", statements.String())
 	}
 }

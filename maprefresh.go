@@ -97,7 +97,7 @@ func (p *Plugin) startMapStore(ctx context.Context) error {
 	if errors.Is(err, ErrInvalidConfig) {
 		invalid = err
 	} else if err != nil {
-		p.db.Logger.Warn(ctx, "shardid: reading the shared map in %s: %v; routing by Config.Shards until it can be read", s.Table(), err)
+		p.config.Log.Warn("shardid: the shared map cannot be read; routing by Config.Shards until it can", "table", s.Table(), "error", err)
 	}
 	if invalid != nil {
 		return invalid
@@ -168,7 +168,7 @@ func (p *Plugin) refreshLoop(s *mapStore) {
 			return // the application closed the plugin's database without Close
 		}
 		if err != nil {
-			p.db.Logger.Warn(context.Background(), "shardid: refreshing the shared map: %v; keeping version %d", err, p.MapVersion())
+			p.config.Log.Warn("shardid: the shared map cannot be refreshed; keeping the version routed by", "version", p.MapVersion(), "error", err)
 		}
 	}
 }
@@ -218,7 +218,7 @@ func (p *Plugin) reportConfigDifference(ctx context.Context, table *shardrouter.
 		}
 	}
 	if len(differ) > 0 {
-		p.db.Logger.Warn(ctx, "shardid: the shared map (version %d in %s) differs from Config.Shards, and is followed: %s", version, p.maps.Table(), strings.Join(differ, "; "))
+		p.config.Log.Warn("shardid: the shared map differs from Config.Shards, and is followed", "version", version, "table", p.maps.Table(), "differences", strings.Join(differ, "; "))
 	}
 }
 

@@ -2,6 +2,7 @@ package shardid
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 
 	"gorm.io/gorm"
@@ -42,6 +43,8 @@ type migratorPlugin struct{ p *Plugin }
 var _ shardmigrator.Plugin = migratorPlugin{}
 
 func (m migratorPlugin) Routed() bool { return m.p.routed() }
+
+func (m migratorPlugin) Events() *slog.Logger { return m.p.config.Log }
 
 func (m migratorPlugin) Physical() []string {
 	names := make([]string, len(m.p.physical))

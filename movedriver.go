@@ -9,7 +9,6 @@ import (
 	"reflect"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
 
 	"github.com/shardid/shardid/internal/fence"
 	"github.com/shardid/shardid/internal/mapstore"
@@ -63,8 +62,6 @@ func (d moverDriver) Migrate(ctx context.Context, models []any) error {
 }
 
 func (d moverDriver) Events() *slog.Logger { return d.p.config.Log }
-
-func (d moverDriver) Logger() logger.Interface { return d.p.db.Logger }
 
 // Tables resolves the models of a move, or else the sharded tables the
 // plugin has migrated, to their tables; a model is parsed as GORM does.

@@ -182,7 +182,7 @@ func TestOpenTelemetrySpans(t *testing.T) {
 
 		var statements []tracetest.SpanStub
 		for _, s := range exporter.GetSpans() {
-			if !strings.HasPrefix(s.Name, "shardid part") {
+			if !isPartSpan(s) {
 				statements = append(statements, s)
 			}
 		}
@@ -211,6 +211,10 @@ func TestOpenTelemetrySpans(t *testing.T) {
 			if s.Parent.SpanID() == fan.SpanContext.SpanID() {
 				v, _ := spanAttr(s, shardidotel.PhysicalKey)
 				parts = append(parts, v.AsString())
+				// Named as the OpenTelemetry plugin names a statement's span, with the SQL the part ran.
+				if query, _ := spanAttr(s, "db.query.text"); s.Name != "select obs_users" || !strings.Contains(strings.ToUpper(query.AsString()), "SELECT") {
+					t.Errorf("a part's span is %q with db.query.text %q, want \"select obs_users\" and its SELECT", s.Name, query.AsString())
+				}
 			}
 		}
 		slices.Sort(parts)
@@ -218,6 +222,12 @@ func TestOpenTelemetrySpans(t *testing.T) {
 			t.Errorf("child spans of the fan-out on %v, want %v", parts, names)
 		}
 	})
+}
+
+// isPartSpan reports whether s is the span shardidotel opens for a part of a
+// statement over several databases.
+func isPartSpan(s tracetest.SpanStub) bool {
+	return s.InstrumentationScope.Name == shardidotel.TracerName
 }
 
 func spanAttr(s tracetest.SpanStub, key attribute.Key) (attribute.Value, bool) {
@@ -306,7 +316,8 @@ func TestOtelChainRunTwiceSpansAreSiblings(t *testing.T) {
 // TestOtelFanOutWritePartsInTheirSpans: each part of an update or
 // delete over three databases runs as a GORM statement; PartTracer says the
 // context the tracer returns is the part's, so the OpenTelemetry plugin's
-// span of each part must be a child of its "shardid part" span.
+// span of each part must be a child of its part span, named by the
+// operation and table, with the SQL the part ran.
 func TestOtelFanOutWritePartsInTheirSpans(t *testing.T) {
 	db, exporter := otelFirst(t, "shardidotel")
 	third := shardid.Layout{}.ShardCount() / 3
@@ -329,8 +340,12 @@ func TestOtelFanOutWritePartsInTheirSpans(t *testing.T) {
 		spans := exporter.GetSpans()
 		partSpans := map[string]bool{}
 		for _, s := range spans {
-			if strings.HasPrefix(s.Name, "shardid part") {
+			if isPartSpan(s) {
 				partSpans[s.SpanContext.SpanID().String()] = true
+				query, _ := spanAttr(s, "db.query.text")
+				if s.Name != c.what+" obs_users" || !strings.HasPrefix(strings.ToUpper(query.AsString()), strings.ToUpper(c.what)) {
+					t.Errorf("%s: a part's span is %q with db.query.text %q", c.what, s.Name, query.AsString())
+				}
 			}
 		}
 		if len(partSpans) != 3 {

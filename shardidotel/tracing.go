@@ -25,6 +25,9 @@ import (
 	"github.com/shardid/shardid"
 )
 
+// TracerName is the instrumentation scope of the parts' spans.
+const TracerName = "github.com/shardid/shardid/shardidotel"
+
 // The attributes.
 const (
 	PhysicalKey = attribute.Key("db.shardid.physical") // a string, or the list for a statement over several databases
@@ -68,7 +71,7 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 	if p.provider == nil {
 		p.provider = otel.GetTracerProvider()
 	}
-	p.tracer = p.provider.Tracer("github.com/shardid/shardid/shardidotel")
+	p.tracer = p.provider.Tracer(TracerName)
 	p.ids.TraceParts(p.part)
 	cb := db.Callback()
 	type hook struct {

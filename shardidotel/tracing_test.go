@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/glebarez/sqlite"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -27,6 +29,16 @@ type User struct {
 // with an in-memory exporter.
 func open(t *testing.T) (*gorm.DB, *shardid.Plugin, *sdktrace.TracerProvider, *tracetest.InMemoryExporter) {
 	t.Helper()
+	exporter := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exporter))
+	db, ids := openWith(t, shardidotel.WithTracerProvider(tp))
+	return db, ids, tp, exporter
+}
+
+// openWith registers shardid over three SQLite databases and the tracing
+// plugin with opts.
+func openWith(t *testing.T, opts ...shardidotel.Option) (*gorm.DB, *shardid.Plugin) {
+	t.Helper()
 	dir := t.TempDir()
 	dial := func(name string) gorm.Dialector { return sqlite.Open(filepath.Join(dir, name)) }
 	db, err := gorm.Open(dial("main.db"), &gorm.Config{Logger: logger.Discard})
@@ -42,15 +54,13 @@ func open(t *testing.T) (*gorm.DB, *shardid.Plugin, *sdktrace.TracerProvider, *t
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ids.Close() })
-	exporter := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exporter))
-	if err := db.Use(shardidotel.New(ids, shardidotel.WithTracerProvider(tp))); err != nil {
+	if err := db.Use(shardidotel.New(ids, opts...)); err != nil {
 		t.Fatal(err)
 	}
 	if err := ids.AutoMigrate(db, &User{}); err != nil {
 		t.Fatal(err)
 	}
-	return db, ids, tp, exporter
+	return db, ids
 }
 
 func attr(s tracetest.SpanStub, key attribute.Key) (attribute.Value, bool) {
@@ -110,6 +120,9 @@ func TestSpanAttributes(t *testing.T) {
 		if s.Parent.SpanID() == fan.SpanContext.SpanID() {
 			v, _ := attr(s, shardidotel.PhysicalKey)
 			parts = append(parts, v.AsString())
+			if query, _ := attr(s, "db.query.text"); s.Name != "select users" || !strings.HasPrefix(query.AsString(), "SELECT") {
+				t.Errorf("a part of read all is the span %q with db.query.text %q, want \"select users\" and its SELECT", s.Name, query.AsString())
+			}
 		}
 	}
 	slices.Sort(parts)
@@ -120,6 +133,30 @@ func TestSpanAttributes(t *testing.T) {
 		if s.Parent.SpanID() == one.SpanContext.SpanID() {
 			t.Errorf("read one, on one database, has a child span %s", s.Name)
 		}
+	}
+}
+
+// TestGlobalTracerProvider: without WithTracerProvider the parts' spans come
+// from the global provider, also one set after db.Use.
+func TestGlobalTracerProvider(t *testing.T) {
+	db, _ := openWith(t)
+	exporter := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exporter))
+	before := otel.GetTracerProvider()
+	otel.SetTracerProvider(tp)
+	t.Cleanup(func() { otel.SetTracerProvider(before) })
+	var all []User
+	if err := db.Clauses(shardid.AllShards()).Find(&all).Error; err != nil {
+		t.Fatal(err)
+	}
+	parts := 0
+	for _, s := range exporter.GetSpans() {
+		if s.InstrumentationScope.Name == shardidotel.TracerName {
+			parts++
+		}
+	}
+	if parts != 3 {
+		t.Fatalf("%d part spans from the global provider, want 3", parts)
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -234,7 +234,7 @@ func openConfig(c *fileConfig, warnings io.Writer) (*opsSetup, error) {
 	if err != nil {
 		return nil, c.fieldError("main", "%v", err)
 	}
-	cfg := shardid.Config{Layout: layout, MapRefresh: refresh, MapTable: c.MapTable}
+	cfg := shardid.Config{Layout: layout, MapRefresh: refresh, MapTable: c.MapTable, Log: slog.New(warnHandler{warnings})}
 	for _, s := range c.Shards {
 		d, err := dialectorFor(s.DSN)
 		if err != nil {
@@ -246,7 +246,7 @@ func openConfig(c *fileConfig, warnings io.Writer) (*opsSetup, error) {
 		}
 		cfg.Shards = append(cfg.Shards, shardid.Shard{Name: s.Name, Dialector: d, Logical: ranges})
 	}
-	db, err := gorm.Open(main, &gorm.Config{Logger: warnLogger{log.New(warnings, "warning: ", 0)}})
+	db, err := gorm.Open(main, &gorm.Config{Logger: logger.Discard}) // the commands report failed statements as their errors
 	if err != nil {
 		return nil, fmt.Errorf("%s: main: %w", c.path, err)
 	}
@@ -283,12 +283,25 @@ func withConfig(cmd *cobra.Command, path string, fn func(*opsSetup) error) (err 
 	return fn(s)
 }
 
-// warnLogger prints the plugin's warnings and drops GORM's statement log:
-// the commands report failed statements as their errors.
-type warnLogger struct{ out *log.Logger }
+// warnHandler prints the plugin's warnings, "warning: message key=value
+// ...", and gives its other events (leases, map versions, a move's phases) to
+// the default logger.
+type warnHandler struct{ out io.Writer }
 
-func (l warnLogger) LogMode(logger.LogLevel) logger.Interface                        { return l }
-func (l warnLogger) Info(context.Context, string, ...any)                            {}
-func (l warnLogger) Warn(_ context.Context, msg string, args ...any)                 { l.out.Printf(msg, args...) }
-func (l warnLogger) Error(context.Context, string, ...any)                           {}
-func (l warnLogger) Trace(context.Context, time.Time, func() (string, int64), error) {}
+func (h warnHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h warnHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level < slog.LevelWarn {
+		return slog.Default().Handler().Handle(ctx, r)
+	}
+	line := "warning: " + r.Message
+	r.Attrs(func(a slog.Attr) bool {
+		line += " " + a.String()
+		return true
+	})
+	_, err := fmt.Fprintln(h.out, line)
+	return err
+}
+
+func (h warnHandler) WithAttrs([]slog.Attr) slog.Handler { return h } // the plugin gives every event its attributes
+func (h warnHandler) WithGroup(string) slog.Handler      { return h }

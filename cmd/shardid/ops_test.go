@@ -404,5 +404,5 @@ func TestMapFollowsTheTable(t *testing.T) {
 	}
 	out = mustRun(t, "map", "--config", e.config)
 	wantIn(t, out, "map version 2:", "b  4096-8190  4095 logical shards", "c  8191       1 logical shard\n",
-		"warning: shardid: the shared map (version 2 in shardid_shard_map) differs from Config.Shards")
+		"warning: shardid: the shared map differs from Config.Shards, and is followed version=2 table=shardid_shard_map")
 }

@@ -59,7 +59,7 @@ func (mv *run) cutover(ctx context.Context) error {
 	mv.st.MapVersion = version
 	mv.st.CutoverAt = time.Now().UTC()
 	if _, err := mv.d.RefreshMap(ctx); err != nil {
-		mv.d.Logger().Warn(ctx, "shardid: reading the map the move wrote: %v", err)
+		mv.d.Events().Warn("shardid: the map the move wrote cannot be read yet; it is read at the next refresh", "error", err)
 	}
 	return nil
 }

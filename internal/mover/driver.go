@@ -6,8 +6,6 @@ import (
 	"log/slog"
 	"reflect"
 
-	"gorm.io/gorm/logger"
-
 	"github.com/shardid/shardid/internal/fence"
 	"github.com/shardid/shardid/internal/mapstore"
 	"github.com/shardid/shardid/shardrouter"
@@ -50,10 +48,8 @@ type Driver interface {
 	// issue only IDs above those database from issued and above atLeast.
 	// Its error names the table and the database.
 	AdvanceIDs(ctx context.Context, table, strategy string, from, to int, atLeast int64) error
-	// Events gets the plugin's own events: a move's phases.
+	// Events gets the plugin's own events: a move's phases and warnings.
 	Events() *slog.Logger
-	// Logger is GORM's logger of the plugin's database.
-	Logger() logger.Interface
 }
 
 // Table is a sharded table as the plugin knows it. It is plain data, safe

@@ -63,7 +63,7 @@ func (m Migrator) each(value any, do func(gorm.Migrator) error) error {
 func (m Migrator) all(value any, question string, ask func(gorm.Migrator) bool) bool {
 	targets, err := m.targets(value)
 	if err != nil {
-		m.db.Logger.Warn(m.db.Statement.Context, "shardid: %s: cannot ask: %v", question, err)
+		m.plugin.Events().Warn("shardid: the migrator cannot ask the physical databases", "question", question, "error", err)
 		return false
 	}
 	var yes, no []string
@@ -75,7 +75,7 @@ func (m Migrator) all(value any, question string, ask func(gorm.Migrator) bool) 
 		}
 	}
 	if len(yes) > 0 && len(no) > 0 {
-		m.db.Logger.Warn(m.db.Statement.Context, "shardid: %v: %s on %s, not on %s", ErrShardsDisagree, question, strings.Join(yes, ", "), strings.Join(no, ", "))
+		m.plugin.Events().Warn(ErrShardsDisagree.Error(), "question", question, "yes", strings.Join(yes, ", "), "no", strings.Join(no, ", "))
 	}
 	return len(no) == 0
 }

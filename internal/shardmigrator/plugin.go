@@ -2,6 +2,7 @@ package shardmigrator
 
 import (
 	"context"
+	"log/slog"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/schema"
@@ -39,6 +40,9 @@ type Plugin interface {
 	// TagError is the plugin's error for a field of a model whose tag cannot
 	// be used as it is; detail says why and how to fix it.
 	TagError(model, field, detail string) error
+	// Events gets the migrator's own warnings (databases that disagree),
+	// as every event of the plugin's: not GORM's logger, which logs statements.
+	Events() *slog.Logger
 }
 
 // Model is what the shardid tags of one model say, as far as migrating it
