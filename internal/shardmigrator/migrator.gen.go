@@ -291,5 +291,9 @@ func tableOf(value any) any {
 	if table, ok := value.(string); ok {
 		return table
 	}
-	return reflect.Indirect(reflect.ValueOf(value)).Type()
+	v := reflect.Indirect(reflect.ValueOf(value))
+	if !v.IsValid() {
+		return value // nil, or a nil pointer: named as it is, never a panic
+	}
+	return v.Type()
 }

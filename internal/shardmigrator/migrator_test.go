@@ -152,3 +152,22 @@ func TestAFailedMigrationDropsWhatItCreated(t *testing.T) {
 		t.Error("fake_countries is left on the plugin's database")
 	}
 }
+
+// TestQuestionsOfNoModel: a yes/no question of nil, or of a nil pointer, is
+// answered, not a panic.
+func TestQuestionsOfNoModel(t *testing.T) {
+	db, plugin := open(t, &bytes.Buffer{})
+	m := New(plugin, db)
+	for _, value := range []any{nil, (*fakeUser)(nil)} {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("HasTable(%#v) panicked: %v", value, r)
+				}
+			}()
+			_ = m.HasTable(value)
+			_ = m.HasColumn(value, "Name")
+			_ = m.HasIndex(value, "idx")
+		}()
+	}
+}
