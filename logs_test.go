@@ -242,3 +242,48 @@ func TestPartHookLineNamesThePluginsDatabase(t *testing.T) {
 		t.Errorf("a plain create's hook count is named after a shard:\n%s", out.String())
 	}
 }
+
+type m2mUser struct {
+	ID     int64 `shardid:""`
+	Name   string
+	Groups []m2mGroup `gorm:"many2many:m2m_user_groups"`
+}
+
+type m2mGroup struct {
+	ID   int64
+	Name string
+}
+
+// TestJoinTableStatementsAreNoted: the statements on a sharded model's
+// many2many join table, also a preload's that names no owner in its
+// conditions, are logged with their database and counted on it.
+func TestJoinTableStatementsAreNoted(t *testing.T) {
+	db, p, _, _ := revRoutedN(t, 2, &m2mUser{}, &m2mGroup{})
+	p.config.LogPhysical = true
+	p.CountStatements()
+	var out bytes.Buffer
+	db.Logger = logger.New(log.New(&out, "", 0), logger.Config{LogLevel: logger.Info, Colorful: false})
+	g := m2mGroup{Name: "g"}
+	must(t, db.Create(&g).Error)
+	u := m2mUser{Name: "a", Groups: []m2mGroup{g}}
+	must(t, db.Omit("Groups.*").Create(&u).Error)
+	name := p.ShardMap().Name(p.ShardMap().Physical(p.Layout().Shard(u.ID)))
+	var got m2mUser
+	must(t, db.Preload("Groups").First(&got, u.ID).Error)
+	must(t, db.Model(&got).Association("Groups").Clear())
+	for _, want := range []string{"[" + name + "] INSERT INTO `m2m_user_groups`", "[" + name + "] SELECT * FROM `m2m_user_groups`", "[" + name + "] DELETE FROM `m2m_user_groups`"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no line %q in:\n%s", want, out.String())
+		}
+	}
+	counted := map[string]uint64{}
+	for _, s := range p.StatementStats() {
+		if s.Physical == name {
+			counted[s.Kind] = s.Count
+		}
+	}
+	// The user's INSERT and its join row's; the user's SELECT and the preload's join rows'; the Clear.
+	if counted["create"] != 2 || counted["query"] != 2 || counted["delete"] != 1 {
+		t.Errorf("counted on %s: %v, want 2 creates, 2 queries and a delete", name, counted)
+	}
+}
