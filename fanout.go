@@ -337,37 +337,6 @@ func returningOf(stmt *gorm.Statement) (returning, replaced bool) {
 	return true, len(r.Columns) == 0 || len(r.Columns) == 1 && r.Columns[0].Name == "*"
 }
 
-// runParts runs one part of a statement per physical database, in turn, and
-// makes the statement's outcome theirs: the rows they affected, and the
-// errors of the parts that failed, each naming its database, without undoing
-// the parts that succeeded. A part run returns nil when it had nothing to do.
-func (p *Plugin) runParts(db *gorm.DB, kind statementKind, physicals []int, run func(k int) *gorm.DB) {
-	var errs []error
-	for _, k := range physicals {
-		var part *gorm.DB
-		callerCtx := db.Statement.Context
-		p.traced(callerCtx, k, operations[kind], db.Statement.Table, func(ctx context.Context) (string, error) {
-			db.Statement.Context = ctx // the part, made from the statement, runs in its span
-			defer func() { db.Statement.Context = callerCtx }()
-			if part = run(k); part != nil {
-				return part.Statement.SQL.String(), part.Error
-			}
-			return "", nil
-		})
-		if part == nil {
-			continue
-		}
-		db.RowsAffected += part.RowsAffected
-		if part.Error != nil {
-			errs = append(errs, p.partError(k, part.Error))
-		}
-	}
-	db.Error = errors.Join(errs...)
-	if db.Error == nil {
-		db.Error = errRouted
-	}
-}
-
 // fanOutQuery runs the query on every physical database that may hold its
 // rows at once, and merges the rows into the statement's destination: a sum
 // for a count, a k-way merge of the parts when ordered, else the parts one
