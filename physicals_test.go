@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -135,5 +136,42 @@ func TestThousandPhysicalDatabases(t *testing.T) {
 	}
 	if len(ids.PoolStats()) != databases {
 		t.Fatalf("%d pools open, want all %d (each was used)", len(ids.PoolStats()), databases)
+	}
+}
+
+// BenchmarkIdlePhysicalMemory reports what a physical database costs the
+// process once used and idle (its connections closed by PoolIdleTimeout):
+// the heap held per database, over 256 SQLite files. Run it with
+// -benchtime 1x: each iteration opens its own databases.
+func BenchmarkIdlePhysicalMemory(b *testing.B) {
+	const databases = 256
+	for b.Loop() {
+		dir := b.TempDir()
+		db, err := gorm.Open(sqlite.Open(filepath.Join(dir, "main.db")), &gorm.Config{Logger: logger.Discard})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		ids := shardid.New(shardid.Config{Shards: manyShards(dir, databases), Snowflake: shardid.SnowflakeConfig{FixedWorker: true},
+			PoolIdleTimeout: time.Millisecond, MapRefresh: -1})
+		if err := db.Use(ids); err != nil {
+			b.Fatal(err)
+		}
+		if err := ids.AutoMigrate(db, &manyUser{}); err != nil {
+			b.Fatal(err)
+		}
+		for open := -1; open != 0; {
+			time.Sleep(200 * time.Millisecond) // database/sql closes idle connections once a second
+			open = 0
+			for _, stats := range ids.PoolStats() {
+				open += stats.OpenConnections
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapInuse-before.HeapInuse)/databases, "heap-bytes/idle-database")
+		_ = ids.Close()
 	}
 }
