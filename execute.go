@@ -28,7 +28,7 @@ func (p *Plugin) runParts(db *gorm.DB, kind statementKind, physicals []int, run 
 			db.Statement.Context = ctx // the part, made from the statement, runs in its span
 			defer func() { db.Statement.Context = callerCtx }()
 			if part = run(k); part != nil {
-				return part.Statement.SQL.String(), part.Error
+				return ranSQL(part.Statement), part.Error
 			}
 			return "", nil
 		})
@@ -44,4 +44,12 @@ func (p *Plugin) runParts(db *gorm.DB, kind statementKind, physicals []int, run 
 	if db.Error == nil {
 		db.Error = errRouted
 	}
+}
+
+// ranSQL is the SQL a statement ran, as its clock kept it for tracers.
+func ranSQL(stmt *gorm.Statement) string {
+	if v, ok := stmt.Settings.Load(routeKey{stmt}); ok {
+		return v.(*statementClock).sql
+	}
+	return ""
 }

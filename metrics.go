@@ -66,6 +66,7 @@ type statementClock struct {
 	fanOut   []int // the databases of its parts, if it has any
 	kind     statementKind
 	stopped  bool
+	sql      string // what it ran, kept for a tracer's part span (GORM resets it after the last callback)
 }
 
 type clockKey struct{}
@@ -154,6 +155,7 @@ func (p *Plugin) stopClock(kind statementKind) func(*gorm.DB) {
 			}
 			physical = c.physical
 			if p.tracer.Load() != nil {
+				c.sql = stmt.SQL.String()
 				stmt.Settings.Store(routeKey{stmt}, c)
 			}
 		}
