@@ -5,9 +5,14 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"io"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 )
+
+// quiet is Config.Log for plugins on fake databases, whose made-up answers
+// to the shared map's queries would be warned about.
+var quiet = slog.New(slog.DiscardHandler)
 
 // fakeConnector is a database/sql connector whose connections answer every
 // statement at once, without I/O: an INSERT or UPDATE affects one row, and a

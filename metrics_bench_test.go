@@ -16,7 +16,7 @@ func BenchmarkStatementCounting(b *testing.B) {
 		for i := range 4 {
 			shards = append(shards, Shard{Name: fmt.Sprintf("fake-%d", i), DB: openFake(b), Logical: []Range{{From: i * 2048, To: i*2048 + 2047}}})
 		}
-		p := New(Config{Shards: shards, Snowflake: SnowflakeConfig{FixedWorker: true}})
+		p := New(Config{Shards: shards, Snowflake: SnowflakeConfig{FixedWorker: true}, MapRefresh: -1, Log: quiet})
 		if err := routed.Use(p); err != nil {
 			b.Fatal(err)
 		}

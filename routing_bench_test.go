@@ -54,7 +54,7 @@ func BenchmarkRoutingCost(b *testing.B) {
 	for i := range 4 {
 		shards = append(shards, Shard{Name: fmt.Sprintf("fake-%d", i), DB: openFake(b), Logical: []Range{{From: i * 2048, To: i*2048 + 2047}}})
 	}
-	p := New(Config{Shards: shards, Snowflake: SnowflakeConfig{FixedWorker: true}})
+	p := New(Config{Shards: shards, Snowflake: SnowflakeConfig{FixedWorker: true}, MapRefresh: -1, Log: quiet})
 	if err := routed.Use(p); err != nil {
 		b.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func BenchmarkFanOutMerge(b *testing.B) {
 		}
 		shards = append(shards, Shard{Name: fmt.Sprintf("ordered-%d", i), DB: part, Logical: []Range{{From: i * 2048, To: i*2048 + 2047}}})
 	}
-	if err := db.Use(New(Config{Shards: shards, Snowflake: SnowflakeConfig{FixedWorker: true}})); err != nil {
+	if err := db.Use(New(Config{Shards: shards, Snowflake: SnowflakeConfig{FixedWorker: true}, MapRefresh: -1, Log: quiet})); err != nil {
 		b.Fatal(err)
 	}
 	all := db.Clauses(AllShards()).Session(&gorm.Session{})
@@ -278,7 +278,7 @@ func routedOver(b *testing.B, n int) (*gorm.DB, *Plugin) {
 	for k := range shards {
 		shards[k] = Shard{Name: fmt.Sprintf("fake-%d", k), DB: openFake(b), Logical: []Range{{From: k * per, To: k*per + per - 1}}}
 	}
-	p := New(Config{Shards: shards, Snowflake: SnowflakeConfig{FixedWorker: true}, MapRefresh: -1})
+	p := New(Config{Shards: shards, Snowflake: SnowflakeConfig{FixedWorker: true}, MapRefresh: -1, Log: quiet})
 	if err := db.Use(p); err != nil {
 		b.Fatal(err)
 	}
