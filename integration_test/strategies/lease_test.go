@@ -135,7 +135,9 @@ func TestLeaseHeartbeatRenews(t *testing.T) {
 func TestLeaseFencedBeforeAnotherMayTakeIt(t *testing.T) {
 	for _, target := range allTargets(t) {
 		t.Run(target.Dialect, func(t *testing.T) {
-			lo := LeaseOptions{Table: leaseTableFor(t, target), TTL: time.Second} // a tenth of it is the fence's margin
+			// A tenth of the TTL is the fence's margin: room for the goroutine
+			// watching a to be scheduled on a busy machine before b may take over.
+			lo := LeaseOptions{Table: leaseTableFor(t, target), TTL: 5 * time.Second}
 			a := leased(t, oneWorker, lo)
 			partitioned := ownPool(t, target)
 			generate(t, a, partitioned, 1)
