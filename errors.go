@@ -1,9 +1,9 @@
 package shardid
 
 import (
-	"errors"
-	"fmt"
-
+	"github.com/shardid/shardid/internal/engine"
+	"github.com/shardid/shardid/internal/mover"
+	"github.com/shardid/shardid/internal/shardmigrator"
 	"github.com/shardid/shardid/strategies"
 )
 
@@ -11,37 +11,55 @@ var (
 	// ErrInvalidTag is returned, at the first statement on a model, for a
 	// shardid struct tag that cannot be used. The error names the model, the
 	// field and the allowed values.
-	ErrInvalidTag = errors.New("shardid: invalid shardid tag")
+	ErrInvalidTag = engine.ErrInvalidTag
 	// ErrNoShard is returned for a row or statement whose logical shard cannot
 	// be determined.
-	ErrNoShard = errors.New("shardid: no shard")
+	ErrNoShard = engine.ErrNoShard
+	// ErrCrossShard is returned for a statement that needs a physical database
+	// other than the one its transaction is on, or whose conditions name shards
+	// on different physical databases in a way that cannot be merged.
+	ErrCrossShard = engine.ErrCrossShard
 	// ErrInvalidConfig is returned by Initialize (db.Use) for a Config that
 	// cannot work.
-	ErrInvalidConfig = errors.New("shardid: invalid config")
+	ErrInvalidConfig = engine.ErrInvalidConfig
 	// ErrInvalidLayout is returned by Initialize for a bad [Layout].
-	ErrInvalidLayout = strategies.ErrInvalidLayout
+	ErrInvalidLayout = engine.ErrInvalidLayout
 	// ErrInvalidID is returned for a preset ID the layout cannot have made.
-	ErrInvalidID = strategies.ErrInvalidID
+	ErrInvalidID = engine.ErrInvalidID
 	// ErrTimeExhausted is returned once the layout's time field has run out.
 	ErrTimeExhausted = strategies.ErrTimeExhausted
+	// ErrShardUnavailable is returned for a statement whose physical database
+	// could not be opened (it is down, or did not answer within
+	// Config.ConnectTimeout). The error names the database; other databases'
+	// statements are not affected.
+	ErrShardUnavailable = engine.ErrShardUnavailable
+	// ErrShardMoved is returned for a write that the source database of a move
+	// refused because its logical shard has moved: inside a transaction (retry
+	// the transaction, which then runs on the new database), or outside one once
+	// Config.MoveWait has passed without the new map.
+	ErrShardMoved = engine.ErrShardMoved
+	// ErrPluginNotOpen is returned by [Plugin.Ping] for a nil plugin, one never
+	// registered with db.Use, or one closed.
+	ErrPluginNotOpen = engine.ErrPluginNotOpen
+	// ErrShardsDisagree is returned by the shard-aware migrator when the physical
+	// databases answer a question about a sharded table differently; the error
+	// names them. The yes/no questions (HasTable, ...) cannot return it: they
+	// answer false and log it as a warning.
+	ErrShardsDisagree = shardmigrator.ErrShardsDisagree
+	// ErrMoveInvalid is returned for a move that cannot be made as asked.
+	ErrMoveInvalid = mover.ErrInvalid
+	// ErrMoveVerify is returned when the copy of a table differs from the
+	// source at the cutover; the range is thawed and stays on the source, and
+	// running the move again replays and checks again.
+	ErrMoveVerify = mover.ErrVerify
 )
 
-// FieldError is an error about one field of one model; it unwraps to one of
-// the sentinels above.
-type FieldError struct {
-	Model  string // Go type name of the model
-	Field  string // Go name of the field
-	Err    error  // the sentinel: ErrInvalidTag, ErrNoShard, ErrInvalidID, ...
-	Detail string // what is wrong and how to fix it
-}
+// FieldError is an error about one field of one model: the model's and the
+// field's Go names, the sentinel it unwraps to (ErrInvalidTag, ErrNoShard,
+// ErrInvalidID, ...) and what is wrong and how to fix it.
+type FieldError = engine.FieldError
 
-func (e *FieldError) Error() string {
-	return fmt.Sprintf("%v: %s.%s: %s", e.Err, e.Model, e.Field, e.Detail)
-}
-
-func (e *FieldError) Unwrap() error { return e.Err }
-
-// ErrCrossShard is returned for a statement that needs a physical database
-// other than the one its transaction is on, or whose conditions name shards
-// on different physical databases in a way that cannot be merged.
-var ErrCrossShard = errors.New("shardid: cross-shard statement")
+// MovedError is an [ErrShardMoved]: the shard (-1 where the database's
+// message does not carry it), the database it moved to, why the plugin did
+// not retry the write itself, and the database's own refusal.
+type MovedError = engine.MovedError

@@ -80,7 +80,7 @@ func revOnBoth[T any](t *testing.T, db *gorm.DB, p *Plugin, mk func() *T, id fun
 	for i := 0; i < 200 && (seen[0] == nil || seen[1] == nil); i++ {
 		r := mk()
 		must(t, db.Create(r).Error)
-		k := p.physicalOf(p.layout.Shard(id(r)))
+		k := p.ShardMap().Physical(p.Layout().Shard(id(r)))
 		if seen[k] == nil {
 			seen[k] = r
 		}
@@ -93,6 +93,12 @@ func revOnBoth[T any](t *testing.T, db *gorm.DB, p *Plugin, mk func() *T, id fun
 
 // revRoutedN spreads the logical shards over n SQLite databases.
 func revRoutedN(t *testing.T, n int, models ...any) (*gorm.DB, *Plugin, []*gorm.DB, []shardrouter.Physical) {
+	t.Helper()
+	return routedOverN(t, n, Config{}, models...)
+}
+
+// routedOverN spreads the logical shards over n SQLite databases, with cfg.
+func routedOverN(t *testing.T, n int, cfg Config, models ...any) (*gorm.DB, *Plugin, []*gorm.DB, []shardrouter.Physical) {
 	t.Helper()
 	dir := t.TempDir()
 	dsn := func(name string) string {
@@ -108,7 +114,8 @@ func revRoutedN(t *testing.T, n int, models ...any) (*gorm.DB, *Plugin, []*gorm.
 		list = append(list, Shard{Name: fmt.Sprintf("s%d", i), Dialector: sqlite.Open(dsn(fmt.Sprintf("s%d.db", i))), Logical: r})
 		phys = append(phys, shardrouter.Physical{Name: fmt.Sprintf("s%d", i), Logical: r})
 	}
-	p := New(Config{Shards: list})
+	cfg.Shards = list
+	p := New(cfg)
 	must(t, db.Use(p))
 	must(t, p.AutoMigrate(db, models...))
 	var direct []*gorm.DB

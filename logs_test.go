@@ -35,8 +35,7 @@ func here() string {
 // databases names each part's, and every line points at the caller's file
 // and line, not at the plugin's.
 func TestLogLines(t *testing.T) {
-	db, p, _, _ := revRoutedN(t, 3, &logUser{}, &logPhoto{})
-	p.config.LogPhysical = true
+	db, p, _, _ := routedOverN(t, 3, Config{LogPhysical: true}, &logUser{}, &logPhoto{})
 	var out bytes.Buffer
 	db.Logger = logger.New(log.New(&out, "", 0), logger.Config{LogLevel: logger.Info, Colorful: false})
 	lineOf := func(run func() string) string {
@@ -223,8 +222,7 @@ func (h *revObsHooked) AfterCreate(tx *gorm.DB) error {
 // part runs from its AfterCreate hook runs on the plugin's own database, and
 // the statement's one line must not name it after the part's database.
 func TestPartHookLineNamesThePluginsDatabase(t *testing.T) {
-	db, p, _, _ := revRoutedN(t, 3, &revObsHooked{}, &revObsNote{})
-	p.config.LogPhysical = true
+	db, p, _, _ := routedOverN(t, 3, Config{LogPhysical: true}, &revObsHooked{}, &revObsNote{})
 	var out bytes.Buffer
 	db.Logger = logger.New(log.New(&out, "", 0), logger.Config{LogLevel: logger.Info})
 	at := p.Layout().Epoch.AddDate(1, 0, 0)
@@ -258,8 +256,7 @@ type m2mGroup struct {
 // many2many join table, also a preload's that names no owner in its
 // conditions, are logged with their database and counted on it.
 func TestJoinTableStatementsAreNoted(t *testing.T) {
-	db, p, _, _ := revRoutedN(t, 2, &m2mUser{}, &m2mGroup{})
-	p.config.LogPhysical = true
+	db, p, _, _ := routedOverN(t, 2, Config{LogPhysical: true}, &m2mUser{}, &m2mGroup{})
 	p.CountStatements()
 	var out bytes.Buffer
 	db.Logger = logger.New(log.New(&out, "", 0), logger.Config{LogLevel: logger.Info, Colorful: false})

@@ -2,9 +2,9 @@ package shardid
 
 import (
 	"context"
-	"fmt"
 	"time"
 
+	"github.com/shardid/shardid/internal/engine"
 	"github.com/shardid/shardid/internal/mover"
 )
 
@@ -59,15 +59,6 @@ type MoveReport struct {
 	Resumed    bool             // the move had begun before
 }
 
-var (
-	// ErrMoveInvalid is returned for a move that cannot be made as asked.
-	ErrMoveInvalid = mover.ErrInvalid
-	// ErrMoveVerify is returned when the copy of a table differs from the
-	// source at the cutover; the range is thawed and stays on the source, and
-	// running the move again replays and checks again.
-	ErrMoveVerify = mover.ErrVerify
-)
-
 // Phases of a move, in order.
 const (
 	PhasePrepare   = "prepare"   // target tables, triggers on the source, ID sources advanced
@@ -109,14 +100,11 @@ type MoveStats struct {
 // crash resumes it. Afterwards the source keeps a frozen copy until
 // CleanupMove.
 func (p *Plugin) Move(ctx context.Context, req Move) (*MoveReport, error) {
-	if p.maps == nil {
-		return nil, fmt.Errorf("%w: no Config.Shards: every logical shard is on the plugin's database", ErrMoveInvalid)
-	}
 	var progress func(mover.Progress)
 	if req.Progress != nil {
 		progress = func(pr mover.Progress) { req.Progress(MoveProgress(pr)) }
 	}
-	report, err := p.moves.Move(ctx, moverDriver{p}, mover.Request{Logical: req.Logical, To: req.To, Models: req.Models, ChunkSize: req.ChunkSize,
+	report, err := p.engine().Move(ctx, mover.Request{Logical: req.Logical, To: req.To, Models: req.Models, ChunkSize: req.ChunkSize,
 		Throttle: req.Throttle, CatchUpBelow: req.CatchUpBelow, Progress: progress, DryRun: req.DryRun})
 	return (*MoveReport)(report), err
 }
@@ -126,10 +114,7 @@ func (p *Plugin) Move(ctx context.Context, req Move) (*MoveReport, error) {
 // After the cutover it fails: the target serves the range (move it back, or
 // CleanupMove). models are the move's, as given to Move (nil: as there).
 func (p *Plugin) CancelMove(ctx context.Context, r Range, models ...any) error {
-	if p.maps == nil {
-		return fmt.Errorf("%w: no Config.Shards", ErrMoveInvalid)
-	}
-	return p.moves.Cancel(ctx, moverDriver{p}, r, models)
+	return p.engine().CancelMove(ctx, r, models)
 }
 
 // CleanupMove ends a move after its cutover: once every live process routes
@@ -138,18 +123,12 @@ func (p *Plugin) CancelMove(ctx context.Context, r Range, models ...any) error {
 // and drops the source's triggers. It waits for lagging processes until ctx
 // ends, and then fails naming them.
 func (p *Plugin) CleanupMove(ctx context.Context, r Range, models ...any) error {
-	if p.maps == nil {
-		return fmt.Errorf("%w: no Config.Shards", ErrMoveInvalid)
-	}
-	return p.moves.Cleanup(ctx, moverDriver{p}, r, models)
+	return p.engine().CleanupMove(ctx, r, models)
 }
 
 // Moves lists the moves the plugin's database records, ended ones too.
 func (p *Plugin) Moves(ctx context.Context) ([]MoveStatus, error) {
-	if p.maps == nil {
-		return nil, nil
-	}
-	list, err := p.moves.Moves(ctx, moverDriver{p})
+	list, err := p.engine().Moves(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -163,8 +142,28 @@ func (p *Plugin) Moves(ctx context.Context) ([]MoveStatus, error) {
 // MoveStats returns the moves this process is running.
 func (p *Plugin) MoveStats() []MoveStats {
 	var all []MoveStats
-	for _, s := range p.moves.Stats() {
+	for _, s := range p.engine().MoveStats() {
 		all = append(all, MoveStats(s))
 	}
 	return all
 }
+
+// Misplaced is a count of rows of one table on one physical database whose
+// logical shards the map sends elsewhere: the Table, the Database, the
+// Rows, up to ten of their Keys, and LeftByMove when the rows are the
+// frozen copy a move left on its source, which CleanupMove deletes.
+type Misplaced = engine.Misplaced
+
+// Audit reads every physical database and reports the rows of the sharded
+// tables the plugin has migrated that sit on a database their logical shard
+// does not map to. Nothing is misplaced after a move is cleaned up.
+func (p *Plugin) Audit(ctx context.Context) ([]Misplaced, error) { return p.engine().Audit(ctx) }
+
+// MapVersion returns the version of the shared map this process routes by;
+// 0 while it routes by Config.Shards (no shards configured, or the table not
+// read yet).
+func (p *Plugin) MapVersion() int64 { return p.engine().MapVersion() }
+
+// RefreshMap reads the shared map now and routes by it if it is newer; it
+// returns the version followed.
+func (p *Plugin) RefreshMap(ctx context.Context) (int64, error) { return p.engine().RefreshMap(ctx) }

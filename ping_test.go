@@ -71,7 +71,7 @@ func TestPingAllUp(t *testing.T) {
 	}
 
 	_, own := testDB(t, Config{})
-	if results := pingOf(t, own, context.Background()); len(results) != 1 || results[0].Name != defaultPhysicalName || results[0].Err != nil {
+	if results := pingOf(t, own, context.Background()); len(results) != 1 || results[0].Name != "default" || results[0].Err != nil {
 		t.Errorf("without Config.Shards, Ping gave %+v, want the plugin's own database up", results)
 	}
 }

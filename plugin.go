@@ -2,20 +2,13 @@ package shardid
 
 import (
 	"context"
-	"database/sql"
-	"errors"
-	"fmt"
 	"log/slog"
-	"slices"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/schema"
 
-	"github.com/shardid/shardid/internal/mover"
+	"github.com/shardid/shardid/internal/engine"
 	"github.com/shardid/shardid/shardrouter"
 	"github.com/shardid/shardid/strategies"
 )
@@ -117,41 +110,29 @@ type TicketServer struct {
 	Offset    int
 }
 
+// Range is an inclusive range of logical shards.
+type Range = shardrouter.Range
+
+// Shard is one physical database and the logical shards it holds.
+type Shard struct {
+	// Name identifies the database in errors, logs and the shard map; unique.
+	Name string
+	// Dialector opens the database, with the same GORM config as the plugin's
+	// database but a connection pool and caches of its own. Give Dialector or
+	// DB, not both.
+	Dialector gorm.Dialector
+	// DB is an already opened database; its connection pool is used.
+	DB *gorm.DB
+	// Logical lists the logical shards the database holds.
+	Logical []Range
+}
+
 // Plugin is the GORM plugin. Register it with db.Use(shardid.New(cfg)). It is
 // safe for concurrent use.
 type Plugin struct {
-	config     Config
-	layout     Layout // normalized
-	generators map[string]strategies.Generator
-	uuids      *strategies.UUIDs
-	db         *gorm.DB
-	physical   []*physical // the databases logical shards live on
-	openers    []*opener   // the physical databases the plugin opens, and closes
-	router     *shardrouter.Router
-	ticketMu   sync.Mutex
-	ticketDBs  []*sql.DB                    // ticket servers the plugin opened, closed by Close
-	txs        txRegistry[int]              // the physical database of each transaction known to be on one
-	savepoints txRegistry[struct{}]         // transactions a nested Transaction has set a savepoint in
-	implicit   txRegistry[struct{}]         // transactions GORM began for one routed statement, not the application
-	txMaps     txRegistry[*shardrouter.Map] // the map a shard clause began each transaction by
-
-	models        sync.Map // *schema.Schema → *modelEntry
-	shardedTables sync.Map // lower-case table name → model name, for raw SQL
-	joinTables    sync.Map // lower-case join tables of sharded models' many2many
-	prepared      sync.Map // physical index (-1: the plugin's own) → *gorm.PreparedStmtDB, for prepared sessions
-	poolOwners    sync.Map // gorm.ConnPool → the index of the physical database it is the pool of
-
-	unshardedTables sync.Map // lower-case table name → model name, for raw SQL on a shard
-
-	maps        *mapStore // the shared map; nil without Config.Shards
-	copies      atomic.Pointer[frozenCopies]
-	mapVersion  atomic.Int64 // the version of it routed by
-	movedStats  movedCounters
-	metrics     atomic.Pointer[statementMetrics] // nil until CountStatements
-	moves       mover.Mover                      // the moves this process runs
-	tracer      atomic.Pointer[PartTracer]       // nil until TraceParts
-	countWanted atomic.Bool                      // CountStatements was called, maybe before Initialize
-	closed      atomic.Bool                      // set by Close
+	config Config
+	once   sync.Once
+	e      *engine.Engine // made once, by New or the first call
 }
 
 // pluginName is the plugin's name in gorm.Config.Plugins.
@@ -160,187 +141,58 @@ const pluginName = "shardid"
 var _ gorm.Plugin = (*Plugin)(nil)
 
 // New returns the plugin for cfg; cfg is validated by db.Use.
-func New(cfg Config) *Plugin { return &Plugin{config: cfg} }
+func New(cfg Config) *Plugin {
+	p := &Plugin{config: cfg}
+	p.engine()
+	return p
+}
+
+// engine returns the plugin's engine, which routes and runs its statements.
+func (p *Plugin) engine() *engine.Engine {
+	p.once.Do(func() { p.e = engine.New(p, p.config.engine()) })
+	return p.e
+}
+
+// engine is the Config as the engine takes it.
+func (c Config) engine() engine.Config {
+	servers := make([]engine.TicketServer, len(c.Ticket.Servers))
+	for i, s := range c.Ticket.Servers {
+		servers[i] = engine.TicketServer(s)
+	}
+	shards := make([]engine.Shard, len(c.Shards))
+	for i, s := range c.Shards {
+		shards[i] = engine.Shard(s)
+	}
+	return engine.Config{
+		Layout: c.Layout, DefaultStrategy: c.DefaultStrategy, Snowflake: engine.SnowflakeConfig(c.Snowflake),
+		Segment: c.Segment, Ticket: engine.TicketConfig{Servers: servers, Options: c.Ticket.Options}, Shards: shards,
+		ConnectTimeout: c.ConnectTimeout, MapRefresh: c.MapRefresh, PoolIdleTimeout: c.PoolIdleTimeout, MoveWait: c.MoveWait,
+		MapTable: c.MapTable, LogPhysical: c.LogPhysical, Log: c.Log, Clock: c.clock,
+	}
+}
 
 // Name implements gorm.Plugin.
 func (p *Plugin) Name() string { return pluginName }
 
 // Layout returns the layout the plugin makes IDs with, defaults filled in.
-func (p *Plugin) Layout() Layout { return p.layout }
+func (p *Plugin) Layout() Layout { return p.engine().Layout() }
 
 // Initialize implements gorm.Plugin: it validates the Config, builds one
 // generator per strategy and registers the callbacks. It fails with
 // [ErrInvalidLayout] or [ErrInvalidConfig].
-func (p *Plugin) Initialize(db *gorm.DB) error {
-	if p.db != nil {
-		// gorm.Open initializes again the plugins of a config it is given, as
-		// when dbresolver opens its sources with a copy of this database's
-		// config; the plugin serves the database it was registered on.
-		return nil
-	}
-	if err := p.config.Layout.Validate(time.Now()); err != nil {
-		return err
-	}
-	p.layout = p.config.Layout.Normalized()
-	if p.config.Log == nil {
-		p.config.Log = slog.Default()
-	}
-	if p.config.Snowflake.Lease.Log == nil {
-		p.config.Snowflake.Lease.Log = p.config.Log
-	}
-	if p.config.Ticket.Options.Log == nil {
-		p.config.Ticket.Options.Log = p.config.Log
-	}
-	if p.config.DefaultStrategy == "" {
-		p.config.DefaultStrategy = strategies.NameInstagram
-	}
-	if p.config.MapTable != "" && !plainTable.MatchString(p.config.MapTable) {
-		return fmt.Errorf("%w: MapTable %q (letters, digits and _, at most 63, not starting with a digit)", ErrInvalidConfig, p.config.MapTable)
-	}
-	if !slices.Contains(strategyNames, p.config.DefaultStrategy) {
-		return fmt.Errorf("%w: DefaultStrategy %q (allowed: %s)", ErrInvalidConfig, p.config.DefaultStrategy, strings.Join(strategyNames, ", "))
-	}
-	if err := p.buildGenerators(); err != nil {
-		return err
-	}
-	if err := p.openShards(db); err != nil {
-		return err
-	}
-	if err := p.buildTicket(db); err != nil {
-		return errors.Join(err, p.Close())
-	}
-	if err := p.registerCallbacks(db); err != nil {
-		return errors.Join(err, p.Close())
-	}
-	p.db = db
-	if p.countWanted.Load() {
-		p.CountStatements()
-	}
-	if p.routed() {
-		if err := p.startMapStore(context.Background()); err != nil {
-			return errors.Join(err, p.Close())
-		}
-	}
-	return nil
-}
+func (p *Plugin) Initialize(db *gorm.DB) error { return p.engine().Initialize(db) }
 
-func (p *Plugin) buildGenerators() error {
-	instagram, err := strategies.NewInstagram(p.layout)
-	if err != nil {
-		return err
-	}
-	var opts []strategies.SnowflakeOption
-	if p.config.clock != nil {
-		opts = append(opts, strategies.WithClock(p.config.clock))
-	}
-	var snowflake *strategies.Snowflake
-	if sc := p.config.Snowflake; sc.FixedWorker {
-		snowflake, err = strategies.NewSnowflake(p.layout, sc.WorkerID, opts...)
-	} else {
-		snowflake, err = strategies.NewLeasedSnowflake(p.layout, sc.Lease, opts...)
-	}
-	if err != nil {
-		return fmt.Errorf("%w: Snowflake: %w", ErrInvalidConfig, err)
-	}
-	segmentOptions := p.config.Segment
-	if segmentOptions.Clock == nil {
-		segmentOptions.Clock = p.config.clock
-	}
-	segment, err := strategies.NewSegment(p.layout, segmentOptions)
-	if err != nil {
-		return fmt.Errorf("%w: Segment: %w", ErrInvalidConfig, err)
-	}
-	if p.uuids, err = strategies.NewUUIDs(p.layout); err != nil {
-		return err
-	}
-	p.generators = map[string]strategies.Generator{
-		strategies.NameInstagram: instagram,
-		strategies.NameSnowflake: snowflake,
-		strategies.NameSegment:   segment,
-	}
-	return nil
-}
-
-// buildTicket opens the ticket servers and builds the ticket generator, when
-// there are any.
-func (p *Plugin) buildTicket(db *gorm.DB) error {
-	tc := p.config.Ticket
-	if len(tc.Servers) == 0 {
-		return nil
-	}
-	servers := make([]strategies.TicketServer, len(tc.Servers))
-	for i, s := range tc.Servers {
-		server, own, err := p.openTicketServer(db, s)
-		if err != nil {
-			return err
-		}
-		servers[i] = server
-		p.keepTicketDB(own)
-	}
-	ticket, err := strategies.NewTicket(p.layout, servers, tc.Options)
-	if err != nil {
-		return fmt.Errorf("%w: Ticket: %w", ErrInvalidConfig, err)
-	}
-	p.generators[strategies.NameTicket] = ticket
-	return nil
-}
-
-// openTicketServer opens s, which may be of another dialect than the shards:
-// ticket SQL is written per dialect, not built by GORM.
-// It returns the pool the plugin opened, if it opened one, for the caller to
-// keep until Close or to close at once if the server is not used.
-func (p *Plugin) openTicketServer(db *gorm.DB, s TicketServer) (strategies.TicketServer, *sql.DB, error) {
-	if (s.DB == nil) == (s.Dialector == nil) {
-		return strategies.TicketServer{}, nil, fmt.Errorf("%w: ticket server %s: give a Dialector or a DB", ErrInvalidConfig, s.Name)
-	}
-	opened := s.DB
-	if opened == nil {
-		var err error
-		if opened, err = gorm.Open(s.Dialector, &gorm.Config{Logger: db.Logger, DisableAutomaticPing: true}); err != nil {
-			return strategies.TicketServer{}, nil, fmt.Errorf("shardid: opening ticket server %s: %w", s.Name, err)
-		}
-	}
-	sqlDB, err := opened.DB()
-	if err != nil {
-		return strategies.TicketServer{}, nil, fmt.Errorf("shardid: ticket server %s: %w", s.Name, err)
-	}
-	var own *sql.DB
-	if s.DB == nil {
-		own = sqlDB
-	}
-	return strategies.TicketServer{Name: s.Name, Dialect: opened.Dialector.Name(), DB: sqlDB, Offset: s.Offset}, own, nil
-}
-
-// keepTicketDB remembers a pool the plugin opened, for Close.
-func (p *Plugin) keepTicketDB(db *sql.DB) {
-	if db != nil {
-		p.ticketMu.Lock()
-		p.ticketDBs = append(p.ticketDBs, db)
-		p.ticketMu.Unlock()
-	}
-}
+// Close releases the snowflake worker leases and stops the strategies'
+// background work, then closes the physical databases the plugin opened from
+// a Dialector; those given as a DB, and the plugin's own database, stay open.
+func (p *Plugin) Close() error { return p.engine().Close() }
 
 // AddTicketServer prepares s and puts it on the ticket servers' ring, where
 // it takes over about 1/(N+1) of the logical shards. Its Offset must be one
 // that no server ever had, so that no ticket is issued twice. Add it to
 // Config.Ticket.Servers too, for the next start.
 func (p *Plugin) AddTicketServer(ctx context.Context, s TicketServer) error {
-	ticket, ok := p.generators[strategies.NameTicket].(*strategies.Ticket)
-	if !ok {
-		return fmt.Errorf("%w: no ticket servers (Config.Ticket.Servers)", ErrInvalidConfig)
-	}
-	server, own, err := p.openTicketServer(p.db, s)
-	if err != nil {
-		return err
-	}
-	if err := ticket.AddServer(ctx, server); err != nil {
-		if own != nil {
-			err = errors.Join(err, own.Close())
-		}
-		return err
-	}
-	p.keepTicketDB(own)
-	return nil
+	return p.engine().AddTicketServer(ctx, engine.TicketServer(s))
 }
 
 // PrepareTicketServers creates the ticket table (MySQL/MariaDB) or sequence
@@ -349,105 +201,15 @@ func (p *Plugin) AddTicketServer(ctx context.Context, s TicketServer) error {
 // is idempotent, safe from several processes at once, and refuses a counter
 // made for another offset or step.
 func (p *Plugin) PrepareTicketServers(ctx context.Context) error {
-	ticket, ok := p.generators[strategies.NameTicket].(*strategies.Ticket)
-	if !ok {
-		return fmt.Errorf("%w: no ticket servers (Config.Ticket.Servers)", ErrInvalidConfig)
-	}
-	return ticket.PrepareServers(ctx)
-}
-
-// preparer is a strategy that keeps tables in each physical database.
-type preparer interface {
-	Prepare(ctx context.Context, target strategies.Target) error
-}
-
-// prepareStrategies creates, in each physical database, what the strategies
-// used keep there: the instagram clock-sequence, the snowflake leases, the
-// segment counters.
-func (p *Plugin) prepareStrategies(db *gorm.DB, used map[strategies.Generator]bool) error {
-	if ticket := p.generators[strategies.NameTicket]; ticket != nil && used[ticket] {
-		if err := p.PrepareTicketServers(db.Statement.Context); err != nil {
-			return err
-		}
-	}
-	for _, name := range strategyNames {
-		g := p.generators[name]
-		prep, ok := g.(preparer)
-		if !ok || !used[g] {
-			continue
-		}
-		for k, ph := range p.physical {
-			target, err := p.target(db, nil, k)
-			if err != nil {
-				return err
-			}
-			if err := prep.Prepare(db.Statement.Context, target); err != nil {
-				return fmt.Errorf("shardid: on %s: %w", ph.name, err)
-			}
-		}
-	}
-	return nil
+	return p.engine().PrepareTicketServers(ctx)
 }
 
 // Stats returns each strategy's counters, by strategy name.
-func (p *Plugin) Stats() map[string]strategies.Stats {
-	stats := map[string]strategies.Stats{}
-	for name, g := range p.generators {
-		if r, ok := g.(strategies.Reporter); ok {
-			stats[name] = r.Stats()
-		}
-	}
-	for name, version := range uuidVersions {
-		if p.uuids != nil { // nil before Initialize
-			stats[name] = p.uuids.Stats(version)
-		}
-	}
-	return stats
-}
-
-// modelEntry parses a schema's tags once, whichever goroutine gets there first.
-type modelEntry struct {
-	once  sync.Once
-	model *model
-	err   error
-}
-
-// model returns the plugin's view of s, parsing its tags and making its
-// tagged primary key a plain column on first use. It returns nil for a model
-// without shardid tags.
-func (p *Plugin) model(s *schema.Schema) (*model, error) {
-	v, ok := p.models.Load(s)
-	if !ok {
-		v, _ = p.models.LoadOrStore(s, &modelEntry{})
-	}
-	entry := v.(*modelEntry)
-	entry.once.Do(func() {
-		m, err := p.parseModel(s)
-		if err != nil {
-			entry.err = err
-			return
-		}
-		if len(m.fields) > 0 {
-			neverAutoIncrement(m)
-			entry.model = m
-		}
-		if !m.sharded() {
-			p.unshardedTables.Store(strings.ToLower(s.Table), s.Name)
-		} else {
-			p.shardedTables.Store(strings.ToLower(s.Table), s.Name)
-			for _, rel := range s.Relationships.Many2Many {
-				if rel.JoinTable != nil {
-					p.joinTables.Store(strings.ToLower(rel.JoinTable.Table), struct{}{})
-				}
-			}
-		}
-	})
-	return entry.model, entry.err
-}
+func (p *Plugin) Stats() map[string]strategies.Stats { return p.engine().Stats() }
 
 // ShardMap returns the current map of logical shards to physical databases;
 // Name(Physical(Layout().Shard(id))) is where the row with id lives.
-func (p *Plugin) ShardMap() *shardrouter.Map { return p.router.Map() }
+func (p *Plugin) ShardMap() *shardrouter.Map { return p.engine().ShardMap() }
 
 // SwapShardMap replaces the map of logical shards to physical databases,
 // atomically: statements routed after it returns use m. The map must name
@@ -455,4 +217,4 @@ func (p *Plugin) ShardMap() *shardrouter.Map { return p.router.Map() }
 // Moving a logical shard is more than a swap: its rows must be copied first,
 // and, for instagram, the target database's clock-sequence advanced past the
 // source's, so that no ID is made twice.
-func (p *Plugin) SwapShardMap(m *shardrouter.Map) error { return p.router.Swap(m) }
+func (p *Plugin) SwapShardMap(m *shardrouter.Map) error { return p.engine().SwapShardMap(m) }

@@ -32,21 +32,21 @@ func TestSwapDuringFanOutKeepsEveryRow(t *testing.T) {
 	for i := 0; i < 300 && (onDB[0] == nil || onDB[1] == nil); i++ {
 		r := &revPlain{Name: "r"}
 		must(t, db.Create(r).Error)
-		if k := p.physicalOf(p.layout.Shard(r.ID)); k < 2 && onDB[k] == nil {
+		if k := p.ShardMap().Physical(p.Layout().Shard(r.ID)); k < 2 && onDB[k] == nil {
 			onDB[k] = r
 		}
 	}
 	b := onDB[1]
 	// The move of b's shard to s2: its rows copied first, then the map swapped.
 	must(t, direct[2].Create(b).Error)
-	shardB := p.layout.Shard(b.ID)
+	shardB := p.Layout().Shard(b.ID)
 	moved := append([]shardrouter.Physical(nil), phys...)
 	moved[1].Logical = []Range{{From: phys[1].Logical[0].From, To: shardB - 1}, {From: shardB + 1, To: phys[1].Logical[0].To}}
 	moved[2].Logical = append([]Range{{From: shardB, To: shardB}}, phys[2].Logical...)
 	if moved[1].Logical[0].From > moved[1].Logical[0].To || moved[1].Logical[1].From > moved[1].Logical[1].To {
 		t.Skip("b's shard is at the edge of its range; rerun")
 	}
-	next, err := shardrouter.NewMap(p.layout.ShardCount(), moved)
+	next, err := shardrouter.NewMap(p.Layout().ShardCount(), moved)
 	must(t, err)
 	reads := 0
 	var got []revPlain

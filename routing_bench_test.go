@@ -6,7 +6,6 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"io"
-	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -16,8 +15,6 @@ import (
 	"github.com/glebarez/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
-
-	"github.com/shardid/shardid/shardrouter"
 )
 
 // benchPlain is the baseline model: no shardid tag, a preset ID.
@@ -229,42 +226,6 @@ func BenchmarkFanOutMerge(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(fetched), "ns/fetched-row")
-		})
-	}
-}
-
-// BenchmarkMergeOnly measures the k-way merge alone, on parts already
-// fetched: its CPU per row stays the same when the rows quadruple.
-func BenchmarkMergeOnly(b *testing.B) {
-	db, p := testDB(b, Config{})
-	stmt := &gorm.Statement{DB: db}
-	if err := stmt.Parse(&benchSharded{}); err != nil {
-		b.Fatal(err)
-	}
-	m, err := p.model(stmt.Schema)
-	if err != nil {
-		b.Fatal(err)
-	}
-	order := &shardrouter.Order{Columns: []shardrouter.OrderColumn{{Field: m.pk().field, Desc: true}}, Key: m.pk().field}
-	rowsType := reflect.TypeOf([]benchSharded{})
-	for _, perPart := range []int{1020, 4020} {
-		parts := make([]reflect.Value, 4)
-		for k := range parts {
-			rows := make([]benchSharded, perPart)
-			for i := range rows {
-				rows[i].ID = int64(1<<50) - int64(i)*4 - int64(k)
-			}
-			parts[k] = reflect.ValueOf(rows)
-		}
-		b.Run(fmt.Sprintf("rows-%d", 4*perPart), func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				merged, err := mergeOrdered(stmt, order, rowsType, parts, 20, perPart-20, true)
-				if err != nil || merged.Len() != 20 {
-					b.Fatal(err, merged.Len())
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(4*perPart), "ns/row")
 		})
 	}
 }

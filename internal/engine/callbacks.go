@@ -1,0 +1,69 @@
+package engine
+
+import (
+	"fmt"
+
+	"gorm.io/gorm"
+)
+
+// registerCallbacks adds the plugin's hooks. IDs are assigned, and every
+// statement on a sharded model is routed, before gorm:begin_transaction (or
+// before the query runs): the model's BeforeCreate sees the ID, and GORM's
+// own transaction begins on the statement's physical database.
+func (e *Engine) registerCallbacks(db *gorm.DB) error {
+	cb := db.Callback()
+	type hook struct {
+		register func(name string, fn func(*gorm.DB)) error
+		name     string
+		fn       func(*gorm.DB)
+	}
+	list := []hook{
+		{cb.Create().Before("gorm:begin_transaction").Register, "shardid:assign_ids", e.assignIDs},
+		{cb.Create().After("gorm:begin_transaction").Before("gorm:before_create").Register, "shardid:remember_tx", e.rememberTransaction},
+		{cb.Create().After("gorm:save_before_associations").Before("gorm:create").Register, "shardid:check_keys", e.checkCreate},
+		{cb.Create().After("gorm:create").Before("gorm:save_after_associations").Register, "shardid:moved", e.retryMoved(kindCreate, "gorm:create")},
+		{cb.Create().After("gorm:commit_or_rollback_transaction").Register, "shardid:finish", e.finish(kindCreate)},
+		{cb.Update().Before("gorm:begin_transaction").Register, "shardid:route", e.route(kindUpdate)},
+		{cb.Update().After("shardid:route").Before("gorm:begin_transaction").Register, "shardid:subqueries", e.routeSubqueries},
+		{cb.Update().After("gorm:begin_transaction").Before("gorm:setup_reflect_value").Register, "shardid:remember_tx", e.rememberTransaction},
+		{cb.Update().After("gorm:save_before_associations").Before("gorm:update").Register, "shardid:check_keys", e.checkUpdate},
+		{cb.Update().After("gorm:update").Before("gorm:save_after_associations").Register, "shardid:moved", e.retryMoved(kindUpdate, "gorm:update")},
+		{cb.Update().After("gorm:commit_or_rollback_transaction").Register, "shardid:finish", e.finish(kindUpdate)},
+		{cb.Delete().Before("gorm:begin_transaction").Register, "shardid:route", e.route(kindDelete)},
+		{cb.Delete().After("shardid:route").Before("gorm:begin_transaction").Register, "shardid:subqueries", e.routeSubqueries},
+		{cb.Delete().After("gorm:begin_transaction").Before("gorm:before_delete").Register, "shardid:remember_tx", e.rememberTransaction},
+		{cb.Delete().After("gorm:delete").Before("gorm:after_delete").Register, "shardid:moved", e.retryMoved(kindDelete, "gorm:delete")},
+		{cb.Delete().After("gorm:commit_or_rollback_transaction").Register, "shardid:finish", e.finish(kindDelete)},
+		{cb.Query().Before("gorm:query").Register, "shardid:route", e.route(kindQuery)},
+		{cb.Query().After("shardid:route").Before("gorm:query").Register, "shardid:subqueries", e.routeSubqueries},
+		{cb.Query().After("gorm:after_query").Register, "shardid:finish", e.finish(kindQuery)},
+		{cb.Row().Before("gorm:row").Register, "shardid:route", e.route(kindRow)},
+		{cb.Row().After("shardid:route").Before("gorm:row").Register, "shardid:subqueries", e.routeSubqueries},
+		{cb.Row().After("gorm:row").Register, "shardid:finish", e.finish(kindRow)},
+		{cb.Raw().Before("gorm:raw").Register, "shardid:route", e.route(kindRaw)},
+		{cb.Raw().After("gorm:raw").Register, "shardid:finish", e.finish(kindRaw)},
+	}
+	// The clock of a statement starts before, and stops after, every other
+	// callback but another plugin's own Before("*") or After("*") registered
+	// later: other plugins wrap the statement's context inside it, and unwrap
+	// theirs before it stops (logs.go, metrics.go).
+	list = append(list,
+		hook{cb.Create().Before("*").Register, "shardid:start_clock", e.startClock(kindCreate)},
+		hook{cb.Create().After("*").Register, "shardid:stop_clock", e.stopClock(kindCreate)},
+		hook{cb.Query().Before("*").Register, "shardid:start_clock", e.startClock(kindQuery)},
+		hook{cb.Query().After("*").Register, "shardid:stop_clock", e.stopClock(kindQuery)},
+		hook{cb.Update().Before("*").Register, "shardid:start_clock", e.startClock(kindUpdate)},
+		hook{cb.Update().After("*").Register, "shardid:stop_clock", e.stopClock(kindUpdate)},
+		hook{cb.Delete().Before("*").Register, "shardid:start_clock", e.startClock(kindDelete)},
+		hook{cb.Delete().After("*").Register, "shardid:stop_clock", e.stopClock(kindDelete)},
+		hook{cb.Row().Before("*").Register, "shardid:start_clock", e.startClock(kindRow)},
+		hook{cb.Row().After("*").Register, "shardid:stop_clock", e.stopClock(kindRow)},
+		hook{cb.Raw().Before("*").Register, "shardid:start_clock", e.startClock(kindRaw)},
+		hook{cb.Raw().After("*").Register, "shardid:stop_clock", e.stopClock(kindRaw)})
+	for _, h := range list {
+		if err := h.register(h.name, h.fn); err != nil {
+			return fmt.Errorf("shardid: registering %s: %w", h.name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,445 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
+
+	"github.com/shardid/shardid/shardrouter"
+	"github.com/shardid/shardid/strategies"
+)
+
+// A Create: its IDs made before the INSERT, its rows sent to the databases
+// of their shards (split per database when they are on several).
+
+// assignIDs fills every zero shardid field of the rows being created and
+// validates the preset ones.
+func (e *Engine) assignIDs(db *gorm.DB) {
+	stmt := db.Statement
+	ownSettings(stmt)
+	if db.Error != nil {
+		return
+	}
+	if stmt.Schema == nil { // db.Table("t").Create(map)
+		if e.routed() && (stmt.Table != "" || stmt.TableExpr != nil) {
+			e.onPluginDatabase(stmt)
+			db.AddError(e.routeTable(db))
+		}
+		return
+	}
+	m, err := e.model(stmt.Schema)
+	if err != nil {
+		db.AddError(err)
+		return
+	}
+	if e.routed() && (m == nil || !m.sharded()) && db.AddError(e.keepUnsharded(db, kindCreate)) != nil || m == nil {
+		return
+	}
+	var rowsOnStack [1]reflect.Value
+	rows, err := structRows(m, stmt.ReflectValue, rowsOnStack[:0])
+	if err != nil {
+		db.AddError(err)
+		return
+	}
+	var state *routeState
+	var filledInto []filledID
+	if e.routed() && m.sharded() {
+		state = keepCreateState(stmt, e.router.Map()) // the IDs come from, and go to, the databases of one map
+		filledInto = state.filledOnStruct[:0]
+	}
+	filled, err := e.fill(stmt.Context, db, m, rows, filledInto)
+	if db.AddError(err) != nil || !m.sharded() || len(rows) == 0 {
+		return
+	}
+	if state != nil {
+		state.filled = filled
+	}
+	returnStoredKey(stmt, m)
+	if e.routed() {
+		e.routeCreate(db, m, rows)
+	}
+}
+
+// returnStoredKey makes an upsert that may update read back the key of the
+// row it wrote, where the dialect can (RETURNING): over a conflict on another
+// unique column the stored row keeps its own ID, not the one the plugin made,
+// as GORM reads back a key the database makes. It also makes the rows
+// affected those written, not MySQL's 2 for an update.
+func returnStoredKey(stmt *gorm.Statement, m *model) {
+	c, upsert := stmt.Clauses["ON CONFLICT"]
+	onConflict, _ := c.Expression.(clause.OnConflict)
+	_, returning := stmt.Clauses["RETURNING"]
+	if !upsert || onConflict.DoNothing || returning || !slices.Contains(stmt.BuildClauses, "RETURNING") {
+		return
+	}
+	stmt.AddClause(clause.Returning{Columns: []clause.Column{{Name: m.pk().field.DBName}}})
+}
+
+// routeCreate sends the rows to the physical databases of their shards: the
+// whole statement when they share one, else one INSERT per database, each in
+// its own transaction (not atomic across databases).
+func (e *Engine) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
+	stmt := db.Statement
+	var shardsOnStack [8]int
+	shards := shardsOnStack[:0]
+	for _, row := range rows {
+		shard, _, _ := e.fieldShard(m.pk().field.ReflectValueOf(stmt.Context, row))
+		shards = append(shards, shard)
+	}
+	// GORM's CreateInBatches wraps its batches in a transaction on the
+	// plugin's own database, which holds no shard: its batches are written as
+	// if outside it, each part in a transaction of its own database. Each
+	// batch sees only its own rows (the rest of the caller's slice is not
+	// told apart from spare capacity), so a later batch refused leaves the
+	// batches before it written.
+	detached := inTransaction(stmt.ConnPool) && e.inBatchWrapper(stmt)
+	shardMap := e.mapOf(stmt)
+	if first, one := shardrouter.OneDatabase(shards, shardMap); one {
+		if detached {
+			pool, err := e.poolOf(stmt.Context, first, stmt.ConnPool)
+			if db.AddError(err) != nil {
+				return
+			}
+			stmt.ConnPool = pool
+		}
+		db.AddError(e.bind(db, first))
+		return
+	}
+	parts := shardrouter.PlanRows(shards, shardMap)
+	order := make([]int, len(parts))
+	groups := make(map[int][]reflect.Value, len(parts))
+	for i, part := range parts {
+		order[i] = part.Database
+		for _, r := range part.Rows {
+			groups[part.Database] = append(groups[part.Database], rows[r])
+		}
+	}
+	if inTransaction(stmt.ConnPool) && !detached {
+		db.AddError(fmt.Errorf("%w: %s: the rows belong on %d physical databases, a transaction is on one", ErrCrossShard, m.schema.Name, len(order)))
+		return
+	}
+	if db.AddError(e.checkAllRows(stmt, m, rows)) != nil {
+		return
+	}
+	e.fannedOut(db, kindCreate, order)
+	e.runParts(db, kindCreate, order, func(k int) *gorm.DB {
+		subset := reflect.MakeSlice(reflect.SliceOf(reflect.PointerTo(m.schema.ModelType)), 0, len(groups[k]))
+		for _, row := range groups[k] {
+			subset = reflect.Append(subset, row.Addr())
+		}
+		part := db.Session(&gorm.Session{Context: stmt.Context})
+		pool, err := e.poolOf(stmt.Context, k, stmt.ConnPool)
+		if part.AddError(err) != nil {
+			return part
+		}
+		part.Statement.ConnPool = pool
+		part.Statement.Settings.Store(pinKey{}, pin{schema: m.schema, physical: k}) // its errors are named by runParts
+		e.logPartTo(stmt, part)
+		part.Statement.Model = nil
+		return part.Create(subset.Interface())
+	})
+}
+
+// structRows appends to rows the addressable structs behind a Create's
+// value: one struct, or the elements of a slice or array of structs or
+// pointers.
+func structRows(m *model, rv reflect.Value, rows []reflect.Value) ([]reflect.Value, error) {
+	rv = reflect.Indirect(rv)
+	switch rv.Kind() {
+	case reflect.Struct:
+		return append(rows, rv), nil
+	case reflect.Slice, reflect.Array:
+		rows = slices.Grow(rows, rv.Len())
+		for i := range rv.Len() {
+			switch row := reflect.Indirect(rv.Index(i)); row.Kind() {
+			case reflect.Struct:
+				rows = append(rows, row)
+			case reflect.Map, reflect.Interface:
+				return nil, &FieldError{Model: m.schema.Name, Field: m.fields[0].field.Name, Err: ErrNoShard,
+					Detail: fmt.Sprintf("cannot assign IDs when creating from a slice of %s; create from the struct or a slice of it", row.Kind())}
+			}
+		}
+		return rows, nil
+	}
+	return nil, &FieldError{Model: m.schema.Name, Field: m.fields[0].field.Name, Err: ErrNoShard,
+		Detail: fmt.Sprintf("cannot assign IDs when creating from a %s; create from the struct or a slice of it", rv.Kind())}
+}
+
+// fill validates the preset IDs of rows and gives the zero ones a new ID:
+// one Generate call (for instagram, one round trip) per field. The IDs go
+// into the rows once every field's are made, so a failure leaves them zero
+// (a field colocated on another tagged field needs that one in place first).
+func (e *Engine) fill(ctx context.Context, db *gorm.DB, m *model, rows []reflect.Value, filled []filledID) ([]filledID, error) {
+	now := time.Now()
+	type fieldIDs struct {
+		field *idField
+		ids   []int64 // for the rows whose field is zero, in their order
+		uuids []uuid.UUID
+	}
+	var madeOnStack [2]fieldIDs
+	made := madeOnStack[:0]
+	write := func() {
+		for _, done := range made {
+			i := 0
+			for _, row := range rows {
+				// The rows still zero are those the IDs were made for: nothing else writes the field meanwhile.
+				if v := done.field.field.ReflectValueOf(ctx, row); v.IsZero() {
+					if done.uuids != nil {
+						writeUUID(v, done.uuids[i])
+					} else {
+						writeID(v, done.ids[i])
+					}
+					filled = append(filled, filledID{field: done.field, value: v})
+					i++
+				}
+			}
+		}
+		made = made[:0]
+	}
+	for _, f := range m.fields {
+		if f.colocate != nil && m.tagged(f.colocate) {
+			write() // this field follows another ID of the same row: that one must be in place
+		}
+		shards := make([]int, 0, len(rows))
+		for _, row := range rows {
+			value := f.field.ReflectValueOf(ctx, row)
+			zero, err := e.checkPreset(value, now)
+			if err != nil {
+				return nil, &FieldError{Model: m.schema.Name, Field: f.field.Name, Err: ErrInvalidID, Detail: fmt.Sprintf("preset value: %v", err)}
+			}
+			if !zero {
+				continue
+			}
+			if !value.CanSet() { // Create(T{}): the new ID could not reach the caller's row
+				return nil, &FieldError{Model: m.schema.Name, Field: f.field.Name, Err: gorm.ErrInvalidValue,
+					Detail: "create from a pointer (Create(&row)): the plugin writes the new ID into the row"}
+			}
+			shard, err := e.shardOf(ctx, db, m, f, row)
+			if err != nil {
+				return nil, err
+			}
+			shards = append(shards, shard)
+		}
+		if len(shards) == 0 {
+			continue
+		}
+		if f.colocate == nil && f.hash == nil {
+			// Uniform shards in ascending order are still uniform, and they make
+			// the batch's IDs ascend, which B-tree indexes append cheaply.
+			slices.Sort(shards)
+		}
+		if f.uuidVersion != 0 {
+			uuids := make([]uuid.UUID, len(shards))
+			for i, shard := range shards {
+				var err error
+				if uuids[i], err = e.uuids.New(f.uuidVersion, shard); err != nil {
+					return nil, fmt.Errorf("shardid: %s.%s: %w", m.schema.Name, f.field.Name, err)
+				}
+			}
+			made = append(made, fieldIDs{field: f, uuids: uuids})
+			continue
+		}
+		ids, err := e.generate(ctx, db, m, f, shards)
+		if err != nil {
+			return nil, fmt.Errorf("shardid: %s.%s: %w", m.schema.Name, f.field.Name, err)
+		}
+		made = append(made, fieldIDs{field: f, ids: ids})
+	}
+	write()
+	return filled, nil
+}
+
+// checkPreset reports whether an ID field is unset, and refuses a set value
+// the plugin cannot have made: an int64 that is not positive or is timed too
+// far ahead, text that is not a UUID.
+func (e *Engine) checkPreset(v reflect.Value, now time.Time) (zero bool, err error) {
+	if isUUIDType(v.Type()) {
+		if v.IsZero() {
+			return true, nil
+		}
+		_, err := uuidOf(v.Interface())
+		return false, err
+	}
+	id, err := readID(v)
+	if err == nil && id != 0 {
+		err = e.layout.Check(id, now)
+	}
+	return id == 0 && err == nil, err
+}
+
+// shardOf picks the logical shard of a new row by the field's tag: the shard
+// of the colocate ID, the hash of the hash field, or else the shard of the
+// statement's shard clause, or one of the shards of its transaction's
+// database, or any, uniformly at random.
+func (e *Engine) shardOf(ctx context.Context, db *gorm.DB, m *model, f *idField, row reflect.Value) (int, error) {
+	noShard := func(format string, args ...any) error {
+		return &FieldError{Model: m.schema.Name, Field: f.field.Name, Err: ErrNoShard, Detail: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case f.colocate != nil:
+		source := f.colocate.ReflectValueOf(ctx, row)
+		shard, zero, err := e.fieldShard(source)
+		if err != nil {
+			return 0, noShard("colocate:%s: %v", f.colocate.Name, err)
+		}
+		if zero && f.parent != nil {
+			if shard, zero, err = e.fillParent(ctx, db, f.parent, row, source); err != nil {
+				return 0, err
+			}
+		}
+		if zero {
+			return 0, noShard("colocate:%s is not set; set %s (or the %s it belongs to) to the ID this row lives beside", f.colocate.Name, f.colocate.Name, parentName(f))
+		}
+		return shard, nil
+	case f.hash != nil:
+		key := f.hash.ReflectValueOf(ctx, row)
+		if (key.Kind() == reflect.String || key.Kind() == reflect.Slice) && key.Len() == 0 {
+			return 0, noShard("hash:%s is empty; the row's shard is the hash of its value", f.hash.Name)
+		}
+		shard, err := e.hashShard(key)
+		if err != nil {
+			return 0, noShard("hash:%s: %v", f.hash.Name, err)
+		}
+		return shard, nil
+	}
+	// A shard clause places the row; inside a transaction on one database,
+	// the row goes to one of that database's logical shards.
+	if v, ok := db.Statement.Settings.Load(hintSettingKey{}); ok && v.(Hint).kind != hintAll {
+		return e.hintShard(v.(Hint))
+	}
+	if k, ok := e.transactionPhysical(db.Statement); ok && e.routed() && inTransaction(db.Statement.ConnPool) {
+		held := e.mapOf(db.Statement).Logical(k)
+		if len(held) == 0 {
+			return 0, noShard("the transaction is on %s, which holds no logical shards now (a move's target before it, or its source after it); begin it with a shard clause", e.physical[k].name)
+		}
+		return held[rand.IntN(len(held))], nil
+	}
+	return rand.IntN(e.layout.ShardCount()), nil
+}
+
+// fillParent gives the belongs-to parent about to be created in the same call
+// its ID first, so that its child can be colocated with it, and copies that ID
+// into the child's foreign key. It reports zero when there is no such parent,
+// or its ID is not a shardid field.
+func (e *Engine) fillParent(ctx context.Context, db *gorm.DB, rel *schema.Relationship, row, foreignKey reflect.Value) (shard int, zero bool, err error) {
+	// Only a parent that GORM will create in this call (not one left out with Omit or Select).
+	columns, restricted := db.Statement.SelectAndOmitColumns(true, false)
+	if saved, named := columns[rel.Name]; named && !saved || !named && restricted {
+		return 0, true, nil
+	}
+	parent := reflect.Indirect(rel.Field.ReflectValueOf(ctx, row))
+	if parent.Kind() != reflect.Struct {
+		return 0, true, nil
+	}
+	pm, err := e.model(rel.FieldSchema)
+	if err != nil || pm == nil {
+		return 0, true, err
+	}
+	if _, err := e.fill(ctx, db, pm, []reflect.Value{parent}, nil); err != nil {
+		return 0, false, err
+	}
+	key := rel.References[0].PrimaryKey.ReflectValueOf(ctx, parent)
+	if shard, zero, err = e.fieldShard(key); err != nil || zero {
+		return shard, zero, err
+	}
+	if key.Type().ConvertibleTo(foreignKey.Type()) {
+		foreignKey.Set(key.Convert(foreignKey.Type()))
+	}
+	return shard, false, nil
+}
+
+func parentName(f *idField) string {
+	if f.parent != nil {
+		return f.parent.FieldSchema.Name
+	}
+	return "row"
+}
+
+// inBatchWrapper reports whether the statement's transaction is the one GORM's
+// CreateInBatches opened on the plugin's own database, not a transaction of
+// the application's: one the plugin knows no shard of, no nested Transaction
+// has set a savepoint in, and whose batch loop CreateInBatches runs.
+func (e *Engine) inBatchWrapper(stmt *gorm.Statement) bool {
+	if sqlTx(stmt.ConnPool) == nil || stmt.DB.DisableNestedTransaction {
+		return false // a transaction the registries cannot note, or nesting without savepoints: fail closed
+	}
+	if _, known := e.transactionPhysical(stmt); known {
+		return false
+	}
+	if _, nested := e.savepoints.lookup(stmt.ConnPool); nested {
+		return false
+	}
+	return inCreateInBatchesWrapper()
+}
+
+// writeID stores a positive id in an int64 or uint64 field.
+func writeID(v reflect.Value, id int64) {
+	if v.Kind() == reflect.Uint64 {
+		v.SetUint(uint64(id))
+	} else {
+		v.SetInt(id)
+	}
+}
+
+// generate makes the IDs of shards with f's strategy. An ID of logical shard
+// s comes from the physical database holding s (that is where the instagram
+// clock-sequence of s is kept), so the shards are grouped by database: one
+// Generate call, and for instagram one round trip, per database.
+func (e *Engine) generate(ctx context.Context, db *gorm.DB, m *model, f *idField, shards []int) ([]int64, error) {
+	ids := make([]int64, len(shards))
+	shardMap := e.mapOf(db.Statement) // the statement's map, by which its rows are routed too
+	if first, one := shardrouter.OneDatabase(shards, shardMap); one {
+		target, err := e.target(db, m, first)
+		if err != nil {
+			return nil, err
+		}
+		return ids, f.generator.Generate(ctx, target, shards, ids)
+	}
+	for _, part := range shardrouter.PlanRows(shards, shardMap) {
+		group := make([]int, len(part.Rows))
+		for j, i := range part.Rows {
+			group[j] = shards[i]
+		}
+		made := make([]int64, len(group))
+		target, err := e.target(db, m, part.Database)
+		if err != nil {
+			return nil, err
+		}
+		if err := f.generator.Generate(ctx, target, group, made); err != nil {
+			return nil, err
+		}
+		for j, i := range part.Rows {
+			ids[i] = made[j]
+		}
+	}
+	return ids, nil
+}
+
+// target is physical database k, for a strategy. Strategies run their SQL on
+// the database's pool, outside the statement's transaction, so no lock they
+// take is held until that transaction ends; on SQLite, whose one writer may be
+// that very transaction, they run on the transaction when it is on k.
+func (e *Engine) target(db *gorm.DB, m *model, k int) (strategies.Target, error) {
+	ph, err := e.opened(db.Statement.Context, k)
+	if err != nil {
+		return strategies.Target{}, err
+	}
+	t := strategies.Target{Name: e.physical[k].name, Dialect: e.db.Dialector.Name(), Conn: ph.sqlDB, DB: ph.sqlDB}
+	if m != nil {
+		t.Table = m.schema.Table
+	}
+	if t.Dialect == "sqlite" && inTransaction(db.Statement.ConnPool) {
+		if on, ok := e.transactionPhysical(db.Statement); !e.routed() || ok && on == k {
+			t.Conn = db.Statement.ConnPool
+		}
+	}
+	return t, nil
+}

@@ -1,0 +1,409 @@
+package engine
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/schema"
+
+	"github.com/shardid/shardid/internal/mover"
+	"github.com/shardid/shardid/shardrouter"
+	"github.com/shardid/shardid/strategies"
+)
+
+// Config is what the engine runs by: the user's shardid.Config, whose
+// fields document each setting and its default.
+type Config struct {
+	Layout          strategies.Layout
+	DefaultStrategy string
+	Snowflake       SnowflakeConfig
+	Segment         strategies.SegmentOptions
+	Ticket          TicketConfig
+	Shards          []Shard
+	ConnectTimeout  time.Duration
+	MapRefresh      time.Duration
+	PoolIdleTimeout time.Duration
+	MoveWait        time.Duration
+	MapTable        string
+	LogPhysical     bool
+	Log             *slog.Logger
+	Clock           strategies.Clock // the snowflake and segment clock; tests inject one
+}
+
+// SnowflakeConfig is shardid.SnowflakeConfig.
+type SnowflakeConfig struct {
+	Lease       strategies.LeaseOptions
+	FixedWorker bool
+	WorkerID    int
+}
+
+// TicketConfig is shardid.TicketConfig.
+type TicketConfig struct {
+	Servers []TicketServer
+	Options strategies.TicketOptions
+}
+
+// TicketServer is shardid.TicketServer.
+type TicketServer struct {
+	Name      string
+	Dialector gorm.Dialector
+	DB        *gorm.DB
+	Offset    int
+}
+
+// Shard is shardid.Shard: one physical database and the logical shards it
+// holds.
+type Shard struct {
+	Name      string
+	Dialector gorm.Dialector
+	DB        *gorm.DB
+	Logical   []Range
+}
+
+// Engine routes and runs the statements of one gorm.DB: the shardid
+// plugin's callbacks call it, and it keeps what they share (the physical
+// databases, the map, the generators, the transactions it knows). It is safe
+// for concurrent use.
+type Engine struct {
+	config     Config
+	owner      gorm.Plugin       // the shardid.Plugin registered in gorm.Config.Plugins
+	layout     strategies.Layout // normalized
+	generators map[string]strategies.Generator
+	uuids      *strategies.UUIDs
+	db         *gorm.DB
+	physical   []*physical // the databases logical shards live on
+	openers    []*opener   // the physical databases the plugin opens, and closes
+	router     *shardrouter.Router
+	ticketMu   sync.Mutex
+	ticketDBs  []*sql.DB                    // ticket servers the plugin opened, closed by Close
+	txs        txRegistry[int]              // the physical database of each transaction known to be on one
+	savepoints txRegistry[struct{}]         // transactions a nested Transaction has set a savepoint in
+	implicit   txRegistry[struct{}]         // transactions GORM began for one routed statement, not the application
+	txMaps     txRegistry[*shardrouter.Map] // the map a shard clause began each transaction by
+
+	models        sync.Map // *schema.Schema → *modelEntry
+	shardedTables sync.Map // lower-case table name → model name, for raw SQL
+	joinTables    sync.Map // lower-case join tables of sharded models' many2many
+	prepared      sync.Map // physical index (-1: the plugin's own) → *gorm.PreparedStmtDB, for prepared sessions
+	poolOwners    sync.Map // gorm.ConnPool → the index of the physical database it is the pool of
+
+	unshardedTables sync.Map // lower-case table name → model name, for raw SQL on a shard
+
+	maps        *mapStore // the shared map; nil without Config.Shards
+	copies      atomic.Pointer[frozenCopies]
+	mapVersion  atomic.Int64 // the version of it routed by
+	movedStats  movedCounters
+	metrics     atomic.Pointer[statementMetrics] // nil until CountStatements
+	moves       mover.Mover                      // the moves this process runs
+	tracer      atomic.Pointer[PartTracer]       // nil until TraceParts
+	countWanted atomic.Bool                      // CountStatements was called, maybe before Initialize
+	closed      atomic.Bool                      // set by Close
+}
+
+// New returns the engine of the plugin owner, for cfg; Initialize validates
+// cfg.
+func New(owner gorm.Plugin, cfg Config) *Engine { return &Engine{owner: owner, config: cfg} }
+
+// Layout returns the layout the plugin makes IDs with, defaults filled in.
+func (e *Engine) Layout() strategies.Layout { return e.layout }
+
+// Initialize validates the Config, builds one generator per strategy, opens
+// the databases given open, registers the callbacks and reads the shared
+// map. It fails with [ErrInvalidLayout] or [ErrInvalidConfig].
+func (e *Engine) Initialize(db *gorm.DB) error {
+	if e.db != nil {
+		// gorm.Open initializes again the plugins of a config it is given, as
+		// when dbresolver opens its sources with a copy of this database's
+		// config; the plugin serves the database it was registered on.
+		return nil
+	}
+	if err := e.config.Layout.Validate(time.Now()); err != nil {
+		return err
+	}
+	e.layout = e.config.Layout.Normalized()
+	if e.config.Log == nil {
+		e.config.Log = slog.Default()
+	}
+	if e.config.Snowflake.Lease.Log == nil {
+		e.config.Snowflake.Lease.Log = e.config.Log
+	}
+	if e.config.Ticket.Options.Log == nil {
+		e.config.Ticket.Options.Log = e.config.Log
+	}
+	if e.config.DefaultStrategy == "" {
+		e.config.DefaultStrategy = strategies.NameInstagram
+	}
+	if e.config.MapTable != "" && !plainTable.MatchString(e.config.MapTable) {
+		return fmt.Errorf("%w: MapTable %q (letters, digits and _, at most 63, not starting with a digit)", ErrInvalidConfig, e.config.MapTable)
+	}
+	if !slices.Contains(strategyNames, e.config.DefaultStrategy) {
+		return fmt.Errorf("%w: DefaultStrategy %q (allowed: %s)", ErrInvalidConfig, e.config.DefaultStrategy, strings.Join(strategyNames, ", "))
+	}
+	if err := e.buildGenerators(); err != nil {
+		return err
+	}
+	if err := e.openShards(db); err != nil {
+		return err
+	}
+	if err := e.buildTicket(db); err != nil {
+		return errors.Join(err, e.Close())
+	}
+	if err := e.registerCallbacks(db); err != nil {
+		return errors.Join(err, e.Close())
+	}
+	e.db = db
+	if e.countWanted.Load() {
+		e.CountStatements()
+	}
+	if e.routed() {
+		if err := e.startMapStore(context.Background()); err != nil {
+			return errors.Join(err, e.Close())
+		}
+	}
+	return nil
+}
+
+func (e *Engine) buildGenerators() error {
+	instagram, err := strategies.NewInstagram(e.layout)
+	if err != nil {
+		return err
+	}
+	var opts []strategies.SnowflakeOption
+	if e.config.Clock != nil {
+		opts = append(opts, strategies.WithClock(e.config.Clock))
+	}
+	var snowflake *strategies.Snowflake
+	if sc := e.config.Snowflake; sc.FixedWorker {
+		snowflake, err = strategies.NewSnowflake(e.layout, sc.WorkerID, opts...)
+	} else {
+		snowflake, err = strategies.NewLeasedSnowflake(e.layout, sc.Lease, opts...)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: Snowflake: %w", ErrInvalidConfig, err)
+	}
+	segmentOptions := e.config.Segment
+	if segmentOptions.Clock == nil {
+		segmentOptions.Clock = e.config.Clock
+	}
+	segment, err := strategies.NewSegment(e.layout, segmentOptions)
+	if err != nil {
+		return fmt.Errorf("%w: Segment: %w", ErrInvalidConfig, err)
+	}
+	if e.uuids, err = strategies.NewUUIDs(e.layout); err != nil {
+		return err
+	}
+	e.generators = map[string]strategies.Generator{
+		strategies.NameInstagram: instagram,
+		strategies.NameSnowflake: snowflake,
+		strategies.NameSegment:   segment,
+	}
+	return nil
+}
+
+// buildTicket opens the ticket servers and builds the ticket generator, when
+// there are any.
+func (e *Engine) buildTicket(db *gorm.DB) error {
+	tc := e.config.Ticket
+	if len(tc.Servers) == 0 {
+		return nil
+	}
+	servers := make([]strategies.TicketServer, len(tc.Servers))
+	for i, s := range tc.Servers {
+		server, own, err := e.openTicketServer(db, s)
+		if err != nil {
+			return err
+		}
+		servers[i] = server
+		e.keepTicketDB(own)
+	}
+	ticket, err := strategies.NewTicket(e.layout, servers, tc.Options)
+	if err != nil {
+		return fmt.Errorf("%w: Ticket: %w", ErrInvalidConfig, err)
+	}
+	e.generators[strategies.NameTicket] = ticket
+	return nil
+}
+
+// openTicketServer opens s, which may be of another dialect than the shards:
+// ticket SQL is written per dialect, not built by GORM.
+// It returns the pool the plugin opened, if it opened one, for the caller to
+// keep until Close or to close at once if the server is not used.
+func (e *Engine) openTicketServer(db *gorm.DB, s TicketServer) (strategies.TicketServer, *sql.DB, error) {
+	if (s.DB == nil) == (s.Dialector == nil) {
+		return strategies.TicketServer{}, nil, fmt.Errorf("%w: ticket server %s: give a Dialector or a DB", ErrInvalidConfig, s.Name)
+	}
+	opened := s.DB
+	if opened == nil {
+		var err error
+		if opened, err = gorm.Open(s.Dialector, &gorm.Config{Logger: db.Logger, DisableAutomaticPing: true}); err != nil {
+			return strategies.TicketServer{}, nil, fmt.Errorf("shardid: opening ticket server %s: %w", s.Name, err)
+		}
+	}
+	sqlDB, err := opened.DB()
+	if err != nil {
+		return strategies.TicketServer{}, nil, fmt.Errorf("shardid: ticket server %s: %w", s.Name, err)
+	}
+	var own *sql.DB
+	if s.DB == nil {
+		own = sqlDB
+	}
+	return strategies.TicketServer{Name: s.Name, Dialect: opened.Dialector.Name(), DB: sqlDB, Offset: s.Offset}, own, nil
+}
+
+// keepTicketDB remembers a pool the plugin opened, for Close.
+func (e *Engine) keepTicketDB(db *sql.DB) {
+	if db != nil {
+		e.ticketMu.Lock()
+		e.ticketDBs = append(e.ticketDBs, db)
+		e.ticketMu.Unlock()
+	}
+}
+
+// AddTicketServer prepares s and puts it on the ticket servers' ring, where
+// it takes over about 1/(N+1) of the logical shards. Its Offset must be one
+// that no server ever had, so that no ticket is issued twice. Add it to
+// Config.Ticket.Servers too, for the next start.
+func (e *Engine) AddTicketServer(ctx context.Context, s TicketServer) error {
+	ticket, ok := e.generators[strategies.NameTicket].(*strategies.Ticket)
+	if !ok {
+		return fmt.Errorf("%w: no ticket servers (Config.Ticket.Servers)", ErrInvalidConfig)
+	}
+	server, own, err := e.openTicketServer(e.db, s)
+	if err != nil {
+		return err
+	}
+	if err := ticket.AddServer(ctx, server); err != nil {
+		if own != nil {
+			err = errors.Join(err, own.Close())
+		}
+		return err
+	}
+	e.keepTicketDB(own)
+	return nil
+}
+
+// PrepareTicketServers creates the ticket table (MySQL/MariaDB) or sequence
+// (PostgreSQL) on every ticket server, with the server's offset and the
+// step; AutoMigrate of a model that uses the ticket strategy does it too. It
+// is idempotent, safe from several processes at once, and refuses a counter
+// made for another offset or step.
+func (e *Engine) PrepareTicketServers(ctx context.Context) error {
+	ticket, ok := e.generators[strategies.NameTicket].(*strategies.Ticket)
+	if !ok {
+		return fmt.Errorf("%w: no ticket servers (Config.Ticket.Servers)", ErrInvalidConfig)
+	}
+	return ticket.PrepareServers(ctx)
+}
+
+// preparer is a strategy that keeps tables in each physical database.
+type preparer interface {
+	Prepare(ctx context.Context, target strategies.Target) error
+}
+
+// prepareStrategies creates, in each physical database, what the strategies
+// used keep there: the instagram clock-sequence, the snowflake leases, the
+// segment counters.
+func (e *Engine) prepareStrategies(db *gorm.DB, used map[strategies.Generator]bool) error {
+	if ticket := e.generators[strategies.NameTicket]; ticket != nil && used[ticket] {
+		if err := e.PrepareTicketServers(db.Statement.Context); err != nil {
+			return err
+		}
+	}
+	for _, name := range strategyNames {
+		g := e.generators[name]
+		prep, ok := g.(preparer)
+		if !ok || !used[g] {
+			continue
+		}
+		for k, ph := range e.physical {
+			target, err := e.target(db, nil, k)
+			if err != nil {
+				return err
+			}
+			if err := prep.Prepare(db.Statement.Context, target); err != nil {
+				return fmt.Errorf("shardid: on %s: %w", ph.name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Stats returns each strategy's counters, by strategy name.
+func (e *Engine) Stats() map[string]strategies.Stats {
+	stats := map[string]strategies.Stats{}
+	for name, g := range e.generators {
+		if r, ok := g.(strategies.Reporter); ok {
+			stats[name] = r.Stats()
+		}
+	}
+	for name, version := range uuidVersions {
+		if e.uuids != nil { // nil before Initialize
+			stats[name] = e.uuids.Stats(version)
+		}
+	}
+	return stats
+}
+
+// modelEntry parses a schema's tags once, whichever goroutine gets there first.
+type modelEntry struct {
+	once  sync.Once
+	model *model
+	err   error
+}
+
+// model returns the plugin's view of s, parsing its tags and making its
+// tagged primary key a plain column on first use. It returns nil for a model
+// without shardid tags.
+func (e *Engine) model(s *schema.Schema) (*model, error) {
+	v, ok := e.models.Load(s)
+	if !ok {
+		v, _ = e.models.LoadOrStore(s, &modelEntry{})
+	}
+	entry := v.(*modelEntry)
+	entry.once.Do(func() {
+		m, err := e.parseModel(s)
+		if err != nil {
+			entry.err = err
+			return
+		}
+		if len(m.fields) > 0 {
+			neverAutoIncrement(m)
+			entry.model = m
+		}
+		if !m.sharded() {
+			e.unshardedTables.Store(strings.ToLower(s.Table), s.Name)
+		} else {
+			e.shardedTables.Store(strings.ToLower(s.Table), s.Name)
+			for _, rel := range s.Relationships.Many2Many {
+				if rel.JoinTable != nil {
+					e.joinTables.Store(strings.ToLower(rel.JoinTable.Table), struct{}{})
+				}
+			}
+		}
+	})
+	return entry.model, entry.err
+}
+
+// ShardMap returns the current map of logical shards to physical databases;
+// Name(Physical(Layout().Shard(id))) is where the row with id lives.
+func (e *Engine) ShardMap() *shardrouter.Map { return e.router.Map() }
+
+// SwapShardMap replaces the map of logical shards to physical databases,
+// atomically: statements routed after it returns use m. The map must name
+// the same physical databases in the same order ([shardrouter.Router.Swap]).
+// Moving a logical shard is more than a swap: its rows must be copied first,
+// and, for instagram, the target database's clock-sequence advanced past the
+// source's, so that no ID is made twice.
+func (e *Engine) SwapShardMap(m *shardrouter.Map) error { return e.router.Swap(m) }
+
+// Range is an inclusive range of logical shards.
+type Range = shardrouter.Range

@@ -1,0 +1,566 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/callbacks"
+	"gorm.io/gorm/clause"
+
+	"github.com/shardid/shardid/internal/fence"
+	"github.com/shardid/shardid/internal/sqlscan"
+	"github.com/shardid/shardid/shardrouter"
+)
+
+// fanOut runs a statement whose rows may be on several physical databases on
+// each of them, each part asking its database only for its own rows: queries
+// concurrently, with the results merged; updates and deletes one database
+// after another. Inside a transaction, which is on one database, it fails
+// with ErrCrossShard.
+func (e *Engine) fanOut(db *gorm.DB, kind statementKind, m *model, physicals []int) {
+	stmt := db.Statement
+	if db.DryRun {
+		// GORM builds a subquery so, to splice its SQL into another statement:
+		// the SQL stays as written, and the statement that uses it is refused.
+		stmt.Settings.Store(fanOutKey{}, physicals)
+		return
+	}
+	names := func() []string {
+		names := make([]string, len(physicals))
+		for i, k := range physicals {
+			names[i] = e.physical[k].name
+		}
+		return names
+	}
+	if inTransaction(stmt.ConnPool) {
+		db.AddError(fmt.Errorf("%w: %s: the statement needs %v, a transaction is on one database", ErrCrossShard, m.schema.Name, names()))
+		return
+	}
+	if len(subqueriesOf(stmt)) > 0 {
+		db.AddError(fmt.Errorf("%w: %s: the statement needs %v, and its subquery runs on one database", ErrCrossShard, m.schema.Name, names()))
+		return
+	}
+	plan := e.planParts(stmt, m, physicals)
+	switch kind {
+	case kindQuery:
+		e.fanOutQuery(db, m, plan)
+	case kindUpdate, kindDelete:
+		e.fanOutWrite(db, kind, m, plan, physicals)
+	default:
+		db.AddError(fmt.Errorf("%w: %s: Row, Rows and Scan read one database; this statement needs %d (use Find)", ErrCrossShard, m.schema.Name, len(physicals)))
+	}
+}
+
+// planParts asks the planner what each database of a statement over
+// several is asked.
+func (e *Engine) planParts(stmt *gorm.Statement, m *model, physicals []int) shardrouter.Parts {
+	var where []clause.Expression
+	if w, ok := stmt.Clauses["WHERE"].Expression.(clause.Where); ok {
+		where = w.Exprs
+	}
+	var copies map[int][]Range
+	if c := e.copies.Load(); c != nil {
+		copies = *c
+	}
+	return shardrouter.PlanParts(where, m.keys, physicals, e.mapOf(stmt), copies)
+}
+
+// part returns a copy of the statement pinned to the database of planned,
+// as the statement instance a processor runs on (Clauses() makes it one:
+// GORM keeps per-statement state, such as its own transaction, on that
+// instance). Its conditions are its own: their lists of keys keep only the
+// values planned gives them.
+func (e *Engine) part(db *gorm.DB, m *model, planned shardrouter.Part) *gorm.DB {
+	part := db.Session(&gorm.Session{Initialized: true}) // one copy of the statement, context and all
+	k := planned.Database
+	if c, ok := part.Statement.Clauses["WHERE"]; ok {
+		if where, ok := c.Expression.(clause.Where); ok {
+			exprs := where.Exprs
+			for i, column := range m.evidence {
+				lists, j := planned.Values[i], -1
+				exprs = shardrouter.MapValues(exprs, column.matches, func(values []any, single bool) ([]any, bool) {
+					if j++; j >= len(lists) {
+						return nil, false
+					}
+					return lists[j], !single && len(lists[j]) != len(values)
+				})
+			}
+			c.Expression = clause.Where{Exprs: exprs}
+			part.Statement.Clauses["WHERE"] = c
+		}
+	}
+	if skip := e.skipCopies(m, db.Statement.Table, planned.Foreign); skip != nil {
+		part.Statement.AddClause(clause.Where{Exprs: []clause.Expression{skip}})
+	}
+	pool, err := e.pool(db.Statement.Context, k)
+	if part.AddError(err) == nil {
+		part.Statement.ConnPool = pool
+	}
+	part.Statement.Settings.Store(pinKey{}, pin{schema: db.Statement.Schema, physical: k})
+	return part
+}
+
+// skipCopies is the condition that keeps a part off the rows of foreign, the
+// ranges of a move's frozen copy on its database that the map sends
+// elsewhere; nil when there are none.
+func (e *Engine) skipCopies(m *model, table string, foreign []Range) clause.Expression {
+	if len(foreign) == 0 {
+		return nil
+	}
+	t := shardedTableOf(m)
+	f := fence.Fence{Dialect: e.db.Dialector.Name(), ShardBits: e.layout.ShardBits, SequenceBits: e.layout.SequenceBits}
+	shard, err := f.ShardSQL(fence.Table{Name: t.Name, Key: t.Key, Kind: t.Kind}, sqlscan.Quote(f.Dialect, table))
+	if err != nil {
+		return nil
+	}
+	return clause.Expr{SQL: "NOT (" + fence.InRanges(shard, foreign) + ")"}
+}
+
+// partError names the physical database a part failed on.
+func (e *Engine) partError(k int, err error) error {
+	return fmt.Errorf("shardid: on %s: %w", e.physical[k].name, err)
+}
+
+// fanOutWrite runs an update or delete on each database in turn. Rows given
+// as a slice (Delete(&rows), Model(&rows).Updates) are split: each part gets
+// only its database's rows, so each row's hooks run once, and rows RETURNING
+// gives back reach the caller's slice from every part.
+func (e *Engine) fanOutWrite(db *gorm.DB, kind statementKind, m *model, plan shardrouter.Parts, physicals []int) {
+	stmt := db.Statement
+	processor := db.Callback().Update()
+	if kind == kindDelete {
+		processor = db.Callback().Delete()
+	}
+	rows := writeRows(stmt, kind)
+	returning, replaced := returningOf(stmt)
+	if returning && rows.slice == nil {
+		db.AddError(fmt.Errorf("%w: %s: RETURNING rows from %d physical databases need a slice to go in", ErrCrossShard, m.schema.Name, len(physicals)))
+		return
+	}
+	type partRows struct {
+		index []int         // the caller's rows the part got, by position
+		slice reflect.Value // the part's own slice (a pointer to it)
+	}
+	given := make(map[int]*partRows, len(physicals)) // by database: state of the statement's databases only
+	for _, k := range physicals {
+		given[k] = &partRows{}
+	}
+	keyed := false // whether the caller's rows name their databases
+	if rows.slice != nil {
+		keyed = rows.split(stmt.Context, e, m, physicals[0], func(k, i int) {
+			if g, ok := given[k]; ok {
+				g.index = append(g.index, i)
+			}
+		})
+	}
+	// Every part is made, and an update's SET checked against each part's
+	// rows, before any part runs: a part refused after another had committed
+	// would leave the statement half written. Each part checks again after
+	// its hooks.
+	parts := make(map[int]*gorm.DB, len(physicals))
+	var run []int
+	now := db.NowFunc() // one statement, one time, on every database
+	for _, planned := range plan.Parts {
+		k := planned.Database
+		if keyed && len(given[k].index) == 0 {
+			continue // none of the rows is there: without them GORM would not restrict the part to them
+		}
+		part := e.part(db, m, planned)
+		e.logPartTo(stmt, part)
+		part.Config.NowFunc = func() time.Time { return now }
+		if rows.slice != nil {
+			given[k].slice = rows.subset(given[k].index)
+			rows.give(part.Statement, given[k].slice.Interface())
+		}
+		if kind == kindUpdate && part.Error == nil {
+			if err := e.checkPlannedUpdate(part.Statement, m); err != nil {
+				db.AddError(e.partError(k, err))
+				return
+			}
+		}
+		parts[k], run = part, append(run, k)
+	}
+	// One value, not rows: its hooks run once, in the first part, and the
+	// other parts write the SET that part wrote after them (a hook's
+	// SetColumn, the UpdatedAt time that SkipHooks would leave out).
+	var planned *plannedSet
+	if rows.slice == nil && len(run) > 1 {
+		for _, k := range run[1:] {
+			parts[k].Statement.SkipHooks = true
+		}
+		if kind == kindUpdate {
+			planned = &plannedSet{}
+			first := parts[run[0]].Statement
+			first.Settings.Store(plannedSetKey{first}, planned)
+		}
+	}
+	e.fannedOut(db, kind, run)
+	e.runParts(db, kind, run, func(k int) *gorm.DB {
+		part := parts[k]
+		part.Statement.Context = db.Statement.Context // made before runParts gave the part its span
+		if planned != nil && k != run[0] {
+			if !planned.made || len(planned.set) == 0 {
+				return nil // the first part stopped before its write, or had nothing to write
+			}
+			part.Statement.AddClause(planned.set)
+		}
+		return processor.Execute(part)
+	})
+	if rows.slice == nil {
+		return
+	}
+	// The caller's slice gets back what the parts did to their rows: the
+	// rows RETURNING gave, or its own rows, as the hooks and RETURNING
+	// columns left them.
+	target := rows.value()
+	if replaced {
+		merged := reflect.MakeSlice(reflect.SliceOf(target.Type().Elem()), 0, 0)
+		for _, k := range physicals {
+			if given[k].slice.IsValid() {
+				merged = reflect.AppendSlice(merged, given[k].slice.Elem())
+			}
+		}
+		if target.Kind() == reflect.Slice {
+			target.Set(merged)
+		} else {
+			reflect.Copy(target, merged)
+		}
+		return
+	}
+	for _, k := range physicals {
+		if given[k].slice.IsValid() {
+			for j, i := range given[k].index {
+				target.Index(i).Set(given[k].slice.Elem().Index(j))
+			}
+		}
+	}
+}
+
+// rowSlice is the caller's slice (or array) of rows a write names: the
+// Model of an update, the value of a delete.
+type rowSlice struct {
+	slice     any  // the pointer to it; nil when the rows are not a slice
+	bothSides bool // the statement's Model and Dest are the same pointer
+	isModel   bool // the rows are the Model (an update), not the Dest
+}
+
+func writeRows(stmt *gorm.Statement, kind statementKind) rowSlice {
+	rows := stmt.Dest
+	isModel := kind == kindUpdate
+	if isModel {
+		rows = stmt.Model
+	}
+	rv := reflect.ValueOf(rows)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() || rv.Elem().Kind() != reflect.Slice && rv.Elem().Kind() != reflect.Array {
+		return rowSlice{}
+	}
+	return rowSlice{slice: rows, bothSides: stmt.Model == stmt.Dest, isModel: isModel}
+}
+
+func (r rowSlice) value() reflect.Value { return reflect.ValueOf(r.slice).Elem() }
+
+// split tells add which database each row belongs on, by its key; rows
+// without one go with the first keyed row's, or firstPart. It reports
+// whether any row has a key.
+func (r rowSlice) split(ctx context.Context, p *Engine, m *model, firstPart int, add func(k, i int)) bool {
+	rows := r.value()
+	pk := m.pk().field
+	keyed := false
+	var unkeyed []int
+	first := -1
+	for i := range rows.Len() {
+		row := reflect.Indirect(rows.Index(i))
+		if row.Kind() != reflect.Struct || row.Type() != m.schema.ModelType {
+			unkeyed = append(unkeyed, i)
+			continue
+		}
+		shard, zero, err := p.fieldShard(pk.ReflectValueOf(ctx, row))
+		if err != nil || zero {
+			unkeyed = append(unkeyed, i)
+			continue
+		}
+		k := p.physicalOf(shard)
+		if first < 0 {
+			first = k
+		}
+		keyed = true
+		add(k, i)
+	}
+	if first < 0 {
+		first = firstPart
+	}
+	for _, i := range unkeyed {
+		add(first, i)
+	}
+	return keyed
+}
+
+// subset returns a pointer to a new slice of the rows at index: a backing
+// array of its own, which GORM may reuse when RETURNING replaces the rows.
+func (r rowSlice) subset(index []int) reflect.Value {
+	rows := r.value()
+	subset := reflect.MakeSlice(reflect.SliceOf(rows.Type().Elem()), 0, len(index))
+	for _, i := range index {
+		subset = reflect.Append(subset, rows.Index(i))
+	}
+	ptr := reflect.New(subset.Type())
+	ptr.Elem().Set(subset)
+	return ptr
+}
+
+// give makes rows (a pointer to a slice) the part's rows.
+func (r rowSlice) give(stmt *gorm.Statement, rows any) {
+	switch {
+	case r.bothSides:
+		stmt.Model, stmt.Dest = rows, rows
+	case r.isModel:
+		stmt.Model = rows
+	default:
+		stmt.Dest = rows
+	}
+}
+
+// returningOf reports whether the write returns rows (a RETURNING clause the
+// dialect writes), and whether they replace the rows given (RETURNING *)
+// rather than fill their columns.
+func returningOf(stmt *gorm.Statement) (returning, replaced bool) {
+	c, ok := stmt.Clauses["RETURNING"]
+	if !ok || !slices.Contains(stmt.BuildClauses, "RETURNING") {
+		return false, false
+	}
+	r, _ := c.Expression.(clause.Returning)
+	return true, len(r.Columns) == 0 || len(r.Columns) == 1 && r.Columns[0].Name == "*"
+}
+
+// fanOutQuery runs the query on every physical database that may hold its
+// rows at once, and merges the rows into the statement's destination: a sum
+// for a count, a k-way merge of the parts when ordered, else the parts one
+// after another. Preloads and AfterFind hooks run once, on the merged rows.
+func (e *Engine) fanOutQuery(db *gorm.DB, m *model, plan shardrouter.Parts) {
+	stmt := db.Statement
+	query := shardrouter.Query{Schema: stmt.Schema, Key: m.pk().field, Clauses: stmt.Clauses, Distinct: stmt.Distinct,
+		Selects: stmt.Selects, Omits: stmt.Omits, TableExpr: stmt.TableExpr}
+	dest := reflect.ValueOf(stmt.Dest)
+	if dest.Kind() == reflect.Pointer && !dest.IsNil() {
+		query.Dest = dest.Type().Elem()
+	}
+	merge := shardrouter.PlanMerge(query)
+	if merge.Refused != "" {
+		db.AddError(fmt.Errorf("%w: %s: %s", ErrCrossShard, m.schema.Name, merge.Refused))
+		return
+	}
+	target := dest.Elem()
+	partType, order, counting := merge.PartType, merge.Order, merge.Count
+	limit, offset, limited := merge.Limit, merge.Offset, merge.Limited
+	prepare := func(ps *gorm.Statement) {
+		ps.RaiseErrorOnNotFound = false
+		ps.SkipHooks = true // AfterFind and preloads run once, on the rows the merge keeps
+		ps.Preloads = nil
+		if limited {
+			all := limit + offset
+			ps.Clauses["LIMIT"] = clause.Clause{Expression: clause.Limit{Limit: &all}} // a LIMIT clause has no name: Limit writes its own keyword
+		} else if offset > 0 {
+			ps.Clauses["LIMIT"] = clause.Clause{Expression: clause.Limit{}}
+		}
+		if order != nil {
+			ps.Clauses["ORDER BY"] = order.PartClause(ps.Clauses["ORDER BY"])
+		}
+		rows := reflect.New(partType)
+		ps.Dest, ps.ReflectValue = rows.Interface(), rows.Elem()
+		ps.BuildClauses = stmt.BuildClauses // the dialect's, as the processor gave them
+	}
+	runs, err := e.queryParts(db, m, plan, prepare)
+	if err != nil {
+		db.Error = err
+		return
+	}
+	on := make([]int, len(runs))
+	for i, r := range runs {
+		on[i] = r.k
+	}
+	e.fannedOut(db, kindQuery, on)
+	e.runQueryParts(db, runs)
+	var errs []error
+	parts := make([]reflect.Value, len(runs))
+	for i, r := range runs {
+		errs = append(errs, r.err)
+		parts[i] = r.rows.Elem()
+	}
+	if err := errors.Join(errs...); err != nil {
+		db.Error = err
+		return
+	}
+	if counting {
+		sumInto(target, parts)
+		db.RowsAffected = 1 // Count reads the sum, not the number of rows
+		db.Error = errRouted
+		return
+	}
+	var merged reflect.Value
+	if order != nil {
+		var err error
+		if merged, err = mergeOrdered(stmt, order, partType, parts, limit, offset, limited); err != nil {
+			db.Error = err
+			return
+		}
+	} else {
+		total := 0
+		for _, part := range parts {
+			total += part.Len()
+		}
+		merged = reflect.MakeSlice(partType, 0, total)
+		for _, part := range parts {
+			merged = reflect.AppendSlice(merged, part)
+		}
+		merged = window(merged, limit, offset, limited)
+	}
+	db.RowsAffected = int64(merged.Len())
+	if target.Kind() == reflect.Slice {
+		target.Set(merged)
+	} else if merged.Len() > 0 {
+		target.Set(merged.Index(0))
+	} else if stmt.RaiseErrorOnNotFound {
+		db.Error = gorm.ErrRecordNotFound
+		return
+	}
+	e.afterMerge(db, m)
+	if db.Error == nil {
+		db.Error = errRouted
+	}
+}
+
+// afterMerge runs GORM's preloads and the AfterFind hooks on the merged rows
+// in the statement's destination, as gorm:preload and gorm:after_query would
+// have on the rows of one database.
+func (e *Engine) afterMerge(db *gorm.DB, m *model) {
+	stmt := db.Statement
+	if db.RowsAffected == 0 {
+		return
+	}
+	if len(stmt.Preloads) > 0 {
+		e.preloadEach(db, m)
+		if db.Error != nil {
+			return
+		}
+	}
+	if stmt.Schema == nil || !stmt.Schema.AfterFind || stmt.SkipHooks {
+		return
+	}
+	tx := db.Session(&gorm.Session{NewDB: true})
+	call := func(row reflect.Value) {
+		if row.CanAddr() {
+			if hook, ok := row.Addr().Interface().(callbacks.AfterFindInterface); ok {
+				db.AddError(hook.AfterFind(tx))
+			}
+		}
+	}
+	switch rows := stmt.ReflectValue; rows.Kind() {
+	case reflect.Slice, reflect.Array:
+		for i := range rows.Len() {
+			call(reflect.Indirect(rows.Index(i)))
+		}
+	case reflect.Struct:
+		call(rows)
+	}
+}
+
+// window applies OFFSET and LIMIT to the merged rows.
+func window(rows reflect.Value, limit, offset int, limited bool) reflect.Value {
+	offset = min(offset, rows.Len())
+	end := rows.Len()
+	if limited {
+		end = min(end, offset+limit)
+	}
+	return rows.Slice(offset, end)
+}
+
+func sumInto(target reflect.Value, parts []reflect.Value) {
+	switch {
+	case target.CanInt():
+		var sum int64
+		for _, part := range parts {
+			sum += part.Int()
+		}
+		target.SetInt(sum)
+	case target.CanUint():
+		var sum uint64
+		for _, part := range parts {
+			sum += part.Uint()
+		}
+		target.SetUint(sum)
+	default:
+		var sum float64
+		for _, part := range parts {
+			sum += part.Float()
+		}
+		target.SetFloat(sum)
+	}
+}
+
+// preloadEach runs GORM's preloads on the merged rows one physical database's
+// rows at a time, from that database: the join rows of a many2many live beside
+// their owner there, and each preload carries that database's keys only.
+func (e *Engine) preloadEach(db *gorm.DB, m *model) {
+	stmt := db.Statement
+	rows := reflect.Indirect(stmt.ReflectValue)
+	if rows.Kind() == reflect.Struct && rows.CanAddr() { // one row: First, Last
+		rows = reflect.Append(reflect.MakeSlice(reflect.SliceOf(rows.Addr().Type()), 0, 1), rows.Addr())
+	}
+	if rows.Kind() != reflect.Slice && rows.Kind() != reflect.Array {
+		callbacks.Preload(db)
+		return
+	}
+	var order []int
+	groups := map[int]reflect.Value{}
+	for i := range rows.Len() {
+		row := reflect.Indirect(rows.Index(i))
+		shard, zero, err := e.fieldShard(m.pk().field.ReflectValueOf(stmt.Context, row))
+		if err != nil || zero || !row.CanAddr() {
+			callbacks.Preload(db) // rows without a key, as selected: GORM's own preload, from where the statement is
+			return
+		}
+		k := e.mapOf(stmt).Physical(shard)
+		group, seen := groups[k]
+		if !seen {
+			order = append(order, k)
+			group = reflect.MakeSlice(reflect.SliceOf(row.Addr().Type()), 0, rows.Len())
+		}
+		groups[k] = reflect.Append(group, row.Addr())
+	}
+	for _, k := range order {
+		var failed bool
+		e.traced(stmt.Context, k, "preload", stmt.Table, func(ctx context.Context) (string, error) {
+			failed = !e.preloadOn(ctx, db, k, groups[k])
+			return "", db.Error
+		})
+		if failed {
+			return
+		}
+	}
+}
+
+// preloadOn runs the statement's preloads of rows, all on physical database
+// k, from k; it reports false when they failed.
+func (e *Engine) preloadOn(ctx context.Context, db *gorm.DB, k int, rows reflect.Value) bool {
+	stmt := db.Statement
+	part := db.Session(&gorm.Session{Context: ctx}).Clauses() // a statement of its own
+	pool, err := e.poolOf(ctx, k, stmt.ConnPool)
+	if db.AddError(err) != nil {
+		return false
+	}
+	rowsOnK := reflect.New(rows.Type())
+	rowsOnK.Elem().Set(rows)
+	part.Statement.ConnPool, part.Statement.Dest, part.Statement.ReflectValue = pool, rowsOnK.Interface(), rowsOnK.Elem()
+	e.logPartTo(stmt, part)
+	callbacks.Preload(part)
+	if part.Error != nil {
+		db.AddError(e.partError(k, part.Error))
+		return false
+	}
+	return true
+}

@@ -1,0 +1,119 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+
+	"gorm.io/gorm"
+)
+
+// hintKind says how a clause names the shard of a statement.
+type hintKind uint8
+
+const (
+	hintShard hintKind = iota + 1 // a logical shard
+	hintID                        // the shard bits of an ID
+	hintUUID                      // the shard bits of a UUID
+	hintKey                       // the hash of a key, as the tag option hash: does
+	hintAll                       // every physical database
+)
+
+// Hint is what a shardid.Clause says of a statement's shard.
+type Hint struct {
+	kind  hintKind
+	shard int
+	id    int64
+	key   any
+}
+
+// OnShard names logical shard n.
+func OnShard(n int) Hint { return Hint{kind: hintShard, shard: n} }
+
+// ByID names the shard in an ID's shard bits: of an int64 ID, or of a UUID
+// (a uuid.UUID, a [16]byte, or its text).
+func ByID(id any) Hint {
+	switch v := reflect.ValueOf(id); v.Kind() {
+	case reflect.String, reflect.Array:
+		return Hint{kind: hintUUID, key: id}
+	case reflect.Uint, reflect.Uint64:
+		if v.Uint() > math.MaxInt64 {
+			return Hint{kind: hintID, id: -1} // no ID: refused as one
+		}
+		return Hint{kind: hintID, id: int64(v.Uint())}
+	default:
+		return Hint{kind: hintID, id: v.Int()}
+	}
+}
+
+// ByKey names the shard of a hash key.
+func ByKey(key any) Hint { return Hint{kind: hintKey, key: key} }
+
+// AllShards names every physical database.
+func AllShards() Hint { return Hint{kind: hintAll} }
+
+// hintSettingKey is the Statement.Settings key of the statement's Hint.
+type hintSettingKey struct{}
+
+// hintOwnerKey is the Statement.Settings key of the statement a Clause was
+// given to; a sub-statement that inherited the clause drops it (ownSettings).
+type hintOwnerKey struct{}
+
+// txPhysicalKey is the Statement.Settings key of the physical database that a
+// transaction begun from this statement is on.
+type txPhysicalKey struct{}
+
+// KeepHint keeps h in the statement. e, the engine of the statement's
+// plugin, may be nil; outside a transaction it also points the statement
+// at the shard's database, so that Begin and Transaction begin there.
+func (e *Engine) KeepHint(stmt *gorm.Statement, h Hint) {
+	stmt.Settings.Store(hintSettingKey{}, h)
+	stmt.Settings.Store(hintOwnerKey{}, stmt)
+	if e == nil || h.kind == hintAll || inTransaction(stmt.ConnPool) {
+		return
+	}
+	if s, err := e.hintShard(h); err == nil {
+		shardMap := e.router.Map()
+		k := shardMap.Physical(s)
+		if pool, err := e.poolOf(stmt.Context, k, stmt.ConnPool); err == nil { // else the statement's routing reports it
+			stmt.ConnPool = pool
+			stmt.Settings.Store(txPhysicalKey{}, k)
+			stmt.Settings.Store(txMapKey{}, shardMap)
+		}
+	}
+}
+
+// hintShard returns the logical shard a hint names.
+func (e *Engine) hintShard(h Hint) (int, error) {
+	switch h.kind {
+	case hintShard:
+		if h.shard < 0 || h.shard >= e.layout.ShardCount() {
+			return 0, fmt.Errorf("%w: OnShard(%d): logical shards are 0..%d", ErrNoShard, h.shard, e.layout.ShardCount()-1)
+		}
+		return h.shard, nil
+	case hintID:
+		if h.id <= 0 {
+			return 0, fmt.Errorf("%w: ByID(%d): an ID is positive", ErrNoShard, h.id)
+		}
+		return e.layout.Shard(h.id), nil
+	case hintUUID:
+		u, err := uuidOf(h.key)
+		if err != nil {
+			return 0, fmt.Errorf("%w: ByID(%v): %w", ErrNoShard, h.key, err)
+		}
+		return e.uuids.Shard(u), nil
+	case hintKey:
+		hash, err := HashKey(h.key)
+		if err != nil {
+			return 0, fmt.Errorf("ByKey: %w", err)
+		}
+		return int(hash % uint64(e.layout.ShardCount())), nil
+	}
+	return 0, fmt.Errorf("%w: AllShards names no single shard", ErrNoShard)
+}
+
+// inTransaction reports whether pool is a transaction.
+func inTransaction(pool gorm.ConnPool) bool {
+	_, ok := pool.(gorm.TxCommitter)
+	return ok
+}

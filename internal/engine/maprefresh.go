@@ -1,0 +1,309 @@
+package engine
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/shardid/shardid/internal/mapstore"
+	"github.com/shardid/shardid/shardrouter"
+	"github.com/shardid/shardid/strategies"
+)
+
+// defaultMapTable is the shared map's table in the plugin's own database.
+const defaultMapTable = "shardid_shard_map"
+
+// defaultMapRefresh is how often a process reads the shared map.
+const defaultMapRefresh = time.Second
+
+// mapStore is the shared map as this process follows it: the store in the
+// plugin's database, and the refresh's state.
+type mapStore struct {
+	*mapstore.Store
+
+	mu       sync.Mutex // one refresh at a time; the ones waiting share its result
+	version  int64      // the version this process follows; 0: the config's map
+	stop     chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
+	read     atomic.Int64 // when the map was last read, in Unix nanoseconds
+}
+
+// readAt is when the map was last read.
+func (s *mapStore) readAt() time.Time { return time.Unix(0, s.read.Load()) }
+
+// mapOfStored builds the router's map from a stored version: the physical
+// databases in the order of Config.Shards, each with the ranges the table
+// gives it (none if it names it not). A name the config lacks is an error:
+// this process cannot reach that database.
+func (e *Engine) mapOfStored(stored *mapstore.Map) (*shardrouter.Map, error) {
+	names := make([]string, len(e.physical))
+	for k, ph := range e.physical {
+		names[k] = ph.name
+	}
+	physical := make([]shardrouter.Physical, len(names))
+	for k, name := range names {
+		physical[k].Name = name
+	}
+	for _, sp := range stored.Physical {
+		k := slices.Index(names, sp.Name)
+		if k < 0 {
+			if len(sp.Logical) == 0 {
+				continue
+			}
+			return nil, fmt.Errorf("%w: map version %d in %s maps logical shards to %s, which Config.Shards does not list (it lists %s)",
+				ErrInvalidConfig, stored.Version, e.maps.Table(), sp.Name, strings.Join(names, ", "))
+		}
+		physical[k].Logical = sp.Logical
+	}
+	m, err := shardrouter.NewMap(e.layout.ShardCount(), physical)
+	if err != nil {
+		return nil, fmt.Errorf("shardid: map version %d in %s: %w", stored.Version, e.maps.Table(), err)
+	}
+	return m, nil
+}
+
+// startMapStore loads the shared map, seeding it from the config on the
+// first start, and starts refreshing it. A table it cannot read leaves the
+// config's map in force, and is tried again at each refresh: the source's
+// fence refuses any write that map would send to the wrong database.
+func (e *Engine) startMapStore(ctx context.Context) error {
+	sqlDB, err := e.db.DB()
+	if err != nil {
+		return err
+	}
+	heartbeat := e.mapRefresh()
+	if heartbeat <= 0 {
+		heartbeat = defaultMapRefresh
+	}
+	s := &mapStore{Store: mapstore.New(sqlDB, e.db.Dialector.Name(), e.mapTable(), heartbeat)}
+	e.maps = s
+	err = s.Prepare(ctx)
+	if err == nil {
+		err = e.seedMap(ctx)
+	}
+	if err == nil {
+		_, err = e.refreshMap(ctx)
+	}
+	var invalid error
+	if errors.Is(err, ErrInvalidConfig) {
+		invalid = err
+	} else if err != nil {
+		e.config.Log.Warn("shardid: the shared map cannot be read; routing by Config.Shards until it can", "table", s.Table(), "error", err)
+	}
+	if invalid != nil {
+		return invalid
+	}
+	s.stop, s.done = make(chan struct{}), make(chan struct{})
+	go e.refreshLoop(s)
+	return nil
+}
+
+// seedMap writes the config's map as version 1 if the table has none; of
+// processes starting at once one wins, and the others read its map.
+func (e *Engine) seedMap(ctx context.Context) error {
+	latest, err := e.maps.Latest(ctx)
+	if err != nil || latest != nil {
+		return err
+	}
+	if err := e.maps.Write(ctx, mapstore.MapOf(e.router.Map(), 1)); err != nil {
+		if latest, again := e.maps.Latest(ctx); again == nil && latest != nil {
+			return nil
+		}
+		return err
+	}
+	return nil
+}
+
+// mapTable is Config.MapTable with its default.
+func (e *Engine) mapTable() string {
+	if e.config.MapTable != "" {
+		return e.config.MapTable
+	}
+	return defaultMapTable
+}
+
+// plainTable is a table name that needs no quoting in any dialect.
+var plainTable = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
+
+// mapRefresh is Config.MapRefresh with its default.
+func (e *Engine) mapRefresh() time.Duration {
+	switch {
+	case e.config.MapRefresh == 0:
+		return defaultMapRefresh
+	case e.config.MapRefresh < 0:
+		return 0
+	}
+	return e.config.MapRefresh
+}
+
+func (e *Engine) refreshLoop(s *mapStore) {
+	defer close(s.done)
+	ticker := time.NewTicker(s.Heartbeat())
+	defer ticker.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-ticker.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), s.Heartbeat()*4)
+		version, err := e.MapVersion(), error(nil)
+		if e.mapRefresh() > 0 { // else only a refused write reads the map; the process still says it lives
+			version, err = e.refreshMap(ctx)
+		}
+		if err == nil {
+			err = s.Seen(ctx, version) // the process is live, at this version
+		}
+		cancel()
+		if errors.Is(err, sql.ErrConnDone) || err != nil && strings.Contains(err.Error(), "database is closed") {
+			return // the application closed the plugin's database without Close
+		}
+		if err != nil {
+			e.config.Log.Warn("shardid: the shared map cannot be refreshed; keeping the version routed by", "version", e.MapVersion(), "error", err)
+		}
+	}
+}
+
+// refreshMap reads the newest map and, if it is newer than the one followed,
+// routes by it from now on. It returns the version followed afterwards.
+func (e *Engine) refreshMap(ctx context.Context) (int64, error) {
+	s := e.maps
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	stored, err := s.Latest(ctx)
+	if err != nil {
+		return s.version, err
+	}
+	s.read.Store(time.Now().UnixNano())
+	if stored != nil && stored.Version > s.version {
+		next, err := e.mapOfStored(stored)
+		if err != nil {
+			return s.version, err
+		}
+		if s.version == 0 {
+			e.reportConfigDifference(ctx, next, stored.Version)
+		}
+		e.prepareGenerators(e.router.Map(), next, stored)
+		e.copies.Store(e.copiesOf(stored))
+		if err := e.router.Swap(next); err != nil {
+			return s.version, err
+		}
+		if s.version != 0 {
+			e.config.Log.Info("shardid: map version changed", "from", s.version, "to", stored.Version)
+		}
+		s.version = stored.Version
+		e.mapVersion.Store(stored.Version)
+		return s.version, s.Seen(ctx, s.version)
+	}
+	return s.version, nil
+}
+
+// reportConfigDifference logs where the shared map differs from Config.Shards:
+// the table wins.
+func (e *Engine) reportConfigDifference(ctx context.Context, table *shardrouter.Map, version int64) {
+	config := e.router.Map()
+	var differ []string
+	for k := range config.Len() {
+		if !slices.Equal(config.Logical(k), table.Logical(k)) {
+			differ = append(differ, fmt.Sprintf("%s holds %s (Config.Shards: %s)", table.Name(k), describeRanges(mapstore.Ranges(table.Logical(k))), describeRanges(mapstore.Ranges(config.Logical(k)))))
+		}
+	}
+	if len(differ) > 0 {
+		e.config.Log.Warn("shardid: the shared map differs from Config.Shards, and is followed", "version", version, "table", e.maps.Table(), "differences", strings.Join(differ, "; "))
+	}
+}
+
+// describeRanges writes ranges as 0-99,200-299, or "no logical shards".
+func describeRanges(ranges []Range) string {
+	if len(ranges) == 0 {
+		return "no logical shards"
+	}
+	parts := make([]string, len(ranges))
+	for i, r := range ranges {
+		parts[i] = strconv.Itoa(r.From)
+		if r.To != r.From {
+			parts[i] += "-" + strconv.Itoa(r.To)
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// MapVersion returns the version of the shared map this process routes by;
+// 0 while it routes by Config.Shards (no shards configured, or the table not
+// read yet).
+func (e *Engine) MapVersion() int64 { return e.mapVersion.Load() }
+
+// RefreshMap reads the shared map now and routes by it if it is newer; it
+// returns the version followed.
+func (e *Engine) RefreshMap(ctx context.Context) (int64, error) {
+	if e.maps == nil {
+		return 0, fmt.Errorf("%w: no Config.Shards, so no shared map", ErrInvalidConfig)
+	}
+	return e.refreshMap(ctx)
+}
+
+// stopMapStore stops the refresh and takes this process off the list.
+func (e *Engine) stopMapStore() error {
+	s := e.maps
+	if s == nil {
+		return nil
+	}
+	var err error
+	s.stopOnce.Do(func() {
+		if s.stop != nil {
+			close(s.stop)
+			<-s.done
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		err = s.Forget(ctx)
+	})
+	return err
+}
+
+// prepareGenerators readies the ID sources for a map in which databases gain
+// logical shards, before any statement routes by it: segment blocks of those
+// databases, reserved before the move advanced their counters, are dropped,
+// and snowflake IDs of the moved shards pass the time the old database used.
+func (e *Engine) prepareGenerators(current, next *shardrouter.Map, stored *mapstore.Map) {
+	if segment, ok := e.generators[strategies.NameSegment].(*strategies.Segment); ok {
+		for k := range next.Len() {
+			if slices.ContainsFunc(next.Logical(k), func(s int) bool { return current.Physical(s) != k }) {
+				segment.Forget(next.Name(k))
+			}
+		}
+	}
+	if snowflake, ok := e.generators[strategies.NameSnowflake].(*strategies.Snowflake); ok {
+		for _, f := range stored.Floors {
+			shards := make([]int, 0, f.Logical.To-f.Logical.From+1)
+			for s := f.Logical.From; s <= f.Logical.To; s++ {
+				shards = append(shards, s)
+			}
+			snowflake.SetFloor(shards, f.Tick)
+		}
+	}
+}
+
+// copiesOf returns the frozen copies of a stored map by physical database.
+func (e *Engine) copiesOf(stored *mapstore.Map) *frozenCopies {
+	copies := frozenCopies{}
+	for _, c := range stored.Copies {
+		if k := slices.IndexFunc(e.physical, func(ph *physical) bool { return ph.name == c.Name }); k >= 0 {
+			copies[k] = append(copies[k], c.Logical...)
+		}
+	}
+	return &copies
+}
+
+// frozenCopies are, per physical database, the ranges of which it keeps a
+// move's frozen copy.
+type frozenCopies map[int][]Range

@@ -1,0 +1,81 @@
+package engine
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/schema"
+
+	"github.com/shardid/shardid/internal/shardmigrator"
+	"github.com/shardid/shardid/strategies"
+)
+
+// The file ends in .gen.go so that GORM's log lines of a migration name the
+// caller of AutoMigrate, not this file (see internal/shardmigrator).
+
+// Migrator returns the shard-aware migrator for db.
+func (e *Engine) Migrator(db *gorm.DB) gorm.Migrator {
+	return shardmigrator.New(migratorPlugin{e}, db)
+}
+
+// migratorPlugin is the plugin as the shard-aware migrator asks it; it is
+// safe for concurrent use, as the plugin is.
+type migratorPlugin struct{ p *Engine }
+
+var _ shardmigrator.Plugin = migratorPlugin{}
+
+func (m migratorPlugin) Routed() bool { return m.p.routed() }
+
+func (m migratorPlugin) Events() *slog.Logger { return m.p.config.Log }
+
+func (m migratorPlugin) Physical() []string {
+	names := make([]string, len(m.p.physical))
+	for k, ph := range m.p.physical {
+		names[k] = ph.name
+	}
+	return names
+}
+
+func (m migratorPlugin) OpenPhysical(ctx context.Context, k int) (*gorm.DB, error) {
+	opened, err := m.p.opened(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	return opened.db, nil
+}
+
+func (m migratorPlugin) Model(s *schema.Schema) (*shardmigrator.Model, error) {
+	model, err := m.p.model(s)
+	if model == nil {
+		return nil, err
+	}
+	view := &shardmigrator.Model{Sharded: model.sharded(), Generators: make([]strategies.Generator, len(model.fields))}
+	for i, f := range model.fields {
+		view.Generators[i] = f.generator
+	}
+	if key := model.pk(); key != nil {
+		view.Key, view.Colocate, view.Hash = key.field.Name, key.colocate, key.hash
+	}
+	return view, nil
+}
+
+// ShardedTable: the join rows of a sharded model's many2many live beside it.
+func (m migratorPlugin) ShardedTable(table string) bool {
+	_, sharded := m.p.shardedTables.Load(strings.ToLower(table))
+	_, joins := m.p.joinTables.Load(strings.ToLower(table))
+	return sharded || joins
+}
+
+func (m migratorPlugin) PrepareStrategies(db *gorm.DB, used map[strategies.Generator]bool) error {
+	return m.p.prepareStrategies(db, used)
+}
+
+func (m migratorPlugin) RegisterTables(db *gorm.DB, models []any) error {
+	return m.p.registerTables(db, models)
+}
+
+func (m migratorPlugin) TagError(model, field, detail string) error {
+	return &FieldError{Model: model, Field: field, Err: ErrInvalidTag, Detail: detail}
+}

@@ -1,0 +1,458 @@
+package engine
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync/atomic"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/shardid/shardid/internal/fence"
+	"github.com/shardid/shardid/shardrouter"
+)
+
+// MovedError is an [ErrShardMoved]: the shard, the database it moved to, and
+// the database's own refusal.
+type MovedError struct {
+	Shard int    // -1 where the database's message does not carry it (SQLite)
+	To    string // the database the shard moved to
+	Why   string // why the plugin did not retry the write itself
+	Err   error
+}
+
+func (e *MovedError) Error() string {
+	shard := "a logical shard"
+	if e.Shard >= 0 {
+		shard = fmt.Sprintf("logical shard %d", e.Shard)
+	}
+	return fmt.Sprintf("%v: %s moved to %s: %s", ErrShardMoved, shard, e.To, e.Why)
+}
+
+func (e *MovedError) Is(target error) bool { return target == ErrShardMoved }
+func (e *MovedError) Unwrap() error        { return e.Err }
+
+// defaultMoveWait bounds how long a refused write outside a transaction is
+// held for the new map.
+const defaultMoveWait = 5 * time.Second
+
+// MovedStats counts the writes the plugin held because their shard was moving.
+type MovedStats struct {
+	Held    uint64        // writes refused by a moving shard's fence and held
+	Retried uint64        // of them, written on the new database
+	Failed  uint64        // refused with ErrShardMoved
+	Longest time.Duration // the longest a write was held
+}
+
+type movedCounters struct {
+	held, retried, failed atomic.Uint64
+	longest               atomic.Int64
+}
+
+// MovedWrites returns the counts of writes held at a move's cutover.
+func (e *Engine) MovedWrites() MovedStats {
+	c := &e.movedStats
+	return MovedStats{Held: c.held.Load(), Retried: c.retried.Load(), Failed: c.failed.Load(), Longest: time.Duration(c.longest.Load())}
+}
+
+// filledID is an ID the plugin made for a Create: its field and the value it
+// went into.
+type filledID struct {
+	field *idField
+	value reflect.Value
+}
+
+// retryMoved runs right after GORM executes a write. A write the source of a
+// move refused is, outside a transaction of the application's, held until
+// this process has the map that sends it elsewhere and run there, within
+// Config.MoveWait; otherwise it fails with ErrShardMoved.
+func (e *Engine) retryMoved(kind statementKind, executor string) func(*gorm.DB) {
+	return func(db *gorm.DB) {
+		if !e.routed() {
+			return
+		}
+		if db.Error == nil {
+			if kind != kindCreate && db.RowsAffected == 0 && !db.DryRun {
+				e.missedOnStaleMap(db, kind, executorOf(db, kind, executor))
+			}
+			return
+		}
+		if fence.RacedInstall(db.Error) {
+			e.runAgain(db, kind, executorOf(db, kind, executor))
+			return
+		}
+		shard, to, moved := fence.MovedShard(db.Error)
+		if !moved {
+			return
+		}
+		refused := &MovedError{Shard: shard, To: to, Err: db.Error}
+		if why := e.whyNotRetried(db, kind); why != "" {
+			refused.Why = why
+			e.movedStats.failed.Add(1)
+			db.Error = refused
+			return
+		}
+		e.movedStats.held.Add(1)
+		start := time.Now()
+		err := e.holdAndRetry(db, kind, executorOf(db, kind, executor), start.Add(e.moveWait()))
+		waited := time.Since(start)
+		for {
+			longest := e.movedStats.longest.Load()
+			if int64(waited) <= longest || e.movedStats.longest.CompareAndSwap(longest, int64(waited)) {
+				break
+			}
+		}
+		switch {
+		case err == nil && db.Error == nil:
+			e.movedStats.retried.Add(1)
+		case err != nil:
+			refused.Why, refused.Err = err.Error(), errors.Join(refused.Err, db.Error)
+			e.movedStats.failed.Add(1)
+			db.Error = refused
+		}
+	}
+}
+
+// staleAfter is how old the map may be before an update or delete that
+// found no row reads it again.
+const staleAfter = 50 * time.Millisecond
+
+// missedOnStaleMap looks again at an update or delete that found no row: by
+// a map older than a move's, the row may have been created on the new
+// database after the cutover, where no trigger of the old one sees it. With
+// the new map the statement runs there, or, in a transaction, fails with
+// ErrShardMoved.
+func (e *Engine) missedOnStaleMap(db *gorm.DB, kind statementKind, execute func(*gorm.DB)) {
+	stmt := db.Statement
+	if stmt.Schema == nil || time.Since(e.maps.readAt()) < staleAfter {
+		return
+	}
+	if pinned, ok := stmt.Settings.Load(pinKey{}); ok && pinned.(pin).schema == stmt.Schema {
+		return
+	}
+	m, err := e.model(stmt.Schema)
+	if err != nil || m == nil || !m.sharded() {
+		return
+	}
+	before := e.router.Map()
+	if _, err := e.refreshMap(stmt.Context); err != nil || e.router.Map() == before {
+		return
+	}
+	from, known := e.ranOn(stmt)
+	set, err := e.statementPhysicals(db, m, kind, e.router.Map())
+	k, one := set.Single()
+	if !known || err != nil || !one || k == from {
+		return
+	}
+	if why := e.whyNotRetried(db, kind); why != "" {
+		db.AddError(&MovedError{Shard: -1, To: e.physical[k].name, Why: why})
+		return
+	}
+	e.movedStats.held.Add(1)
+	if err := e.holdAndRetry(db, kind, execute, time.Now().Add(e.moveWait())); err != nil {
+		db.AddError(&MovedError{Shard: -1, To: e.physical[k].name, Why: err.Error()})
+		e.movedStats.failed.Add(1)
+		return
+	}
+	e.movedStats.retried.Add(1)
+}
+
+// runAgain runs a statement again on its database, where it raced the
+// creation of a move's triggers, when GORM's transaction around it holds
+// only it; otherwise its error stands.
+func (e *Engine) runAgain(db *gorm.DB, kind statementKind, execute func(*gorm.DB)) {
+	stmt := db.Statement
+	if e.whyNotRetried(db, kind) != "" {
+		return
+	}
+	k, known := e.ranOn(stmt)
+	if !known {
+		return
+	}
+	for range 3 {
+		released, err := e.release(stmt)
+		if err == nil {
+			err = e.moveStatement(db, k, released)
+		}
+		if err != nil {
+			db.Error = errors.Join(db.Error, err)
+			return
+		}
+		db.Error = nil
+		stmt.SQL.Reset()
+		stmt.Vars = nil
+		execute(db)
+		if !fence.RacedInstall(db.Error) {
+			return
+		}
+	}
+}
+
+// executorOf returns GORM's callback that executes the statement, as it is
+// registered now.
+func executorOf(db *gorm.DB, kind statementKind, name string) func(*gorm.DB) {
+	switch kind {
+	case kindCreate:
+		return db.Callback().Create().Get(name)
+	case kindUpdate:
+		return db.Callback().Update().Get(name)
+	}
+	return db.Callback().Delete().Get(name)
+}
+
+// whyNotRetried says why a refused write cannot be run again on the new
+// database, or "" if it can: the transaction around it holds only it.
+func (e *Engine) whyNotRetried(db *gorm.DB, kind statementKind) string {
+	stmt := db.Statement
+	if pinned, ok := stmt.Settings.Load(pinKey{}); ok && pinned.(pin).schema == stmt.Schema {
+		return "a part of a statement over several databases; run it again"
+	}
+	if _, gorms := db.InstanceGet("gorm:started_transaction"); inTransaction(stmt.ConnPool) && !gorms {
+		return "inside a transaction; retry the transaction"
+	}
+	s := stmt.Schema
+	if s == nil {
+		return "not a statement on a model"
+	}
+	before := s.BeforeSave
+	switch kind {
+	case kindCreate:
+		before = before || s.BeforeCreate
+	case kindUpdate:
+		before = before || s.BeforeUpdate
+	case kindDelete:
+		before = s.BeforeDelete
+	}
+	// What ran before it in GORM's transaction would be rolled back with it.
+	switch {
+	case before:
+		return "the model's Before hooks ran in the transaction; run the statement again"
+	case kind != kindDelete && len(s.Relationships.BelongsTo) > 0:
+		return "the associations saved before it ran in the transaction; run the statement again"
+	}
+	return ""
+}
+
+// moveWait is Config.MoveWait with its default.
+func (e *Engine) moveWait() time.Duration {
+	if e.config.MoveWait > 0 {
+		return e.config.MoveWait
+	}
+	return defaultMoveWait
+}
+
+// holdAndRetry refreshes the map until it sends the statement to another
+// database, then runs it there; a refusal there (the shard moved on) starts
+// over. It gives up at the deadline.
+func (e *Engine) holdAndRetry(db *gorm.DB, kind statementKind, execute func(*gorm.DB), deadline time.Time) error {
+	stmt := db.Statement
+	m, err := e.model(stmt.Schema)
+	if err != nil || m == nil || !m.sharded() {
+		return fmt.Errorf("not a sharded model")
+	}
+	from, known := e.ranOn(stmt)
+	if !known {
+		return fmt.Errorf("the database it ran on is not known")
+	}
+	// GORM's transaction holds only the refused statement: it ends now, so
+	// that no lock of it is held while waiting (SQLite's one writer).
+	released, err := e.release(stmt)
+	if err != nil {
+		return err
+	}
+	pause := 5 * time.Millisecond
+	for {
+		ctx, cancel := context.WithDeadline(stmt.Context, deadline)
+		_, refreshErr := e.refreshMap(ctx)
+		cancel()
+		shardMap := e.router.Map()
+		if refreshErr == nil {
+			k, err := e.retryPhysical(db, m, kind, shardMap)
+			if err != nil {
+				return errors.Join(err, e.rebegin(db, from, released))
+			}
+			if k != from {
+				if err := e.moveStatement(db, k, released); err != nil {
+					return errors.Join(err, e.rebegin(db, from, released))
+				}
+				if kind == kindCreate { // after the move: on SQLite the IDs are made in its transaction
+					state := routeStateOf(stmt)
+					if state == nil {
+						state = keepCreateState(stmt, shardMap)
+					}
+					state.shardMap = shardMap
+					if err := e.remake(db, m, state.filled); err != nil {
+						return err
+					}
+				}
+				db.Error = nil
+				stmt.SQL.Reset()
+				stmt.Vars = nil
+				execute(db)
+				if _, _, again := fence.MovedShard(db.Error); !again {
+					return nil // done, or failed on its own account
+				}
+				from = k
+				if released, err = e.release(stmt); err != nil {
+					return err
+				}
+			}
+		}
+		if time.Now().Add(pause).After(deadline) {
+			if refreshErr != nil {
+				refreshErr = fmt.Errorf("the new map could not be read within Config.MoveWait %s: %w", e.moveWait(), refreshErr)
+			} else {
+				refreshErr = fmt.Errorf("no new map within Config.MoveWait %s; run the statement again", e.moveWait())
+			}
+			return errors.Join(refreshErr, e.rebegin(db, from, released))
+		}
+		time.Sleep(pause)
+		pause = min(pause*2, 100*time.Millisecond)
+	}
+}
+
+// release rolls back GORM's own transaction around a refused statement; it
+// reports whether there was one.
+func (e *Engine) release(stmt *gorm.Statement) (bool, error) {
+	if !inTransaction(stmt.ConnPool) {
+		return false, nil
+	}
+	if tx, ok := stmt.ConnPool.(gorm.TxCommitter); ok {
+		if err := tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
+			return true, err
+		}
+	}
+	return true, nil
+}
+
+// rebegin gives a statement that is given up a transaction again on the
+// database it ran on, for GORM's own rollback to end.
+func (e *Engine) rebegin(db *gorm.DB, k int, released bool) error {
+	if !released {
+		return nil
+	}
+	return e.moveStatement(db, k, true)
+}
+
+// retryPhysical is the one database the statement goes to by shardMap. A
+// Create's IDs are then made anew there, keeping their shards, for an ID is
+// written only on the database whose ID source made it.
+func (e *Engine) retryPhysical(db *gorm.DB, m *model, kind statementKind, shardMap *shardrouter.Map) (int, error) {
+	stmt := db.Statement
+	if kind != kindCreate {
+		set, err := e.statementPhysicals(db, m, kind, shardMap)
+		if err != nil {
+			return 0, err
+		}
+		k, ok := set.Single()
+		if !ok {
+			return 0, fmt.Errorf("its rows are now on %d databases; run it again", set.Len())
+		}
+		return k, nil
+	}
+	rows, err := structRows(m, stmt.ReflectValue, nil)
+	if err != nil {
+		return 0, err
+	}
+	var set shardrouter.Set
+	for _, row := range rows {
+		shard, _, err := e.fieldShard(m.pk().field.ReflectValueOf(stmt.Context, row))
+		if err != nil {
+			return 0, err
+		}
+		set = set.With(shardMap.Physical(shard))
+	}
+	k, ok := set.Single()
+	if !ok {
+		return 0, fmt.Errorf("its rows are now on %d databases; run it again", set.Len())
+	}
+	return k, nil
+}
+
+// remake gives the IDs the plugin made for a Create new values in the same
+// shards, from the sources of the databases the map now names.
+func (e *Engine) remake(db *gorm.DB, m *model, filled []filledID) error {
+	for _, f := range m.fields {
+		if f.uuidVersion != 0 {
+			continue // random: no source to keep apart
+		}
+		var values []reflect.Value
+		var shards []int
+		for _, made := range filled {
+			if made.field != f {
+				continue
+			}
+			shard, _, err := e.fieldShard(made.value)
+			if err != nil {
+				return err
+			}
+			values, shards = append(values, made.value), append(shards, shard)
+		}
+		if len(values) == 0 {
+			continue
+		}
+		ids, err := e.generate(db.Statement.Context, db, m, f, shards)
+		if err != nil {
+			return err
+		}
+		for i, v := range values {
+			writeID(v, ids[i])
+		}
+	}
+	return nil
+}
+
+// moveStatement sends the statement to physical database k, in a
+// transaction of its own there if GORM's was released.
+func (e *Engine) moveStatement(db *gorm.DB, k int, inTx bool) error {
+	stmt := db.Statement
+	pool, err := e.poolOf(stmt.Context, k, db.ConnPool)
+	if err != nil {
+		return err
+	}
+	stmt.Settings.Store(boundKey{stmt}, k)
+	e.boundTo(stmt, k)
+	if !inTx {
+		stmt.ConnPool = pool
+		return nil
+	}
+	var tx gorm.ConnPool
+	switch beginner := pool.(type) {
+	case gorm.TxBeginner:
+		tx, err = beginner.BeginTx(stmt.Context, nil)
+	case gorm.ConnPoolBeginner:
+		tx, err = beginner.BeginTx(stmt.Context, nil)
+	default:
+		err = gorm.ErrInvalidTransaction
+	}
+	if err != nil {
+		return err
+	}
+	stmt.ConnPool = tx
+	e.txs.remember(tx, k)
+	e.implicit.remember(tx, struct{}{})
+	return nil
+}
+
+// ranOn returns the physical database a refused statement ran on, by its
+// connection or its transaction's; found only on this rare path.
+func (e *Engine) ranOn(stmt *gorm.Statement) (int, bool) {
+	if !inTransaction(stmt.ConnPool) {
+		return e.physicalOfPool(stmt.ConnPool)
+	}
+	if k, ok := e.transactionPhysical(stmt); ok {
+		return k, true
+	}
+	if sqlTx(stmt.ConnPool) == nil {
+		return 0, false
+	}
+	for k := range e.physical {
+		if e.txOn(stmt.ConnPool, k) {
+			return k, true
+		}
+	}
+	return 0, false
+}

@@ -1,0 +1,133 @@
+package engine
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"fmt"
+	"log/slog"
+	"reflect"
+
+	"gorm.io/gorm"
+
+	"github.com/shardid/shardid/internal/fence"
+	"github.com/shardid/shardid/internal/mapstore"
+	"github.com/shardid/shardid/internal/mover"
+	"github.com/shardid/shardid/shardrouter"
+	"github.com/shardid/shardid/strategies"
+)
+
+// moverDriver is the plugin as the mover drives it. It is safe for
+// concurrent use, as the plugin is.
+type moverDriver struct{ p *Engine }
+
+var _ mover.Driver = moverDriver{}
+
+func (d moverDriver) Layout() strategies.Layout { return d.p.layout }
+
+func (d moverDriver) Fence() fence.Fence {
+	return fence.Fence{Dialect: d.p.db.Dialector.Name(), ShardBits: d.p.layout.ShardBits, SequenceBits: d.p.layout.SequenceBits}
+}
+
+func (d moverDriver) Databases() []string {
+	names := make([]string, len(d.p.physical))
+	for k, ph := range d.p.physical {
+		names[k] = ph.name
+	}
+	return names
+}
+
+func (d moverDriver) Open(ctx context.Context, k int) (*sql.DB, error) {
+	opened, err := d.p.opened(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	return opened.sqlDB, nil
+}
+
+func (d moverDriver) Store() *mapstore.Store { return d.p.maps.Store }
+
+func (d moverDriver) ShardMap() *shardrouter.Map { return d.p.router.Map() }
+
+func (d moverDriver) MapVersion() int64 { return d.p.MapVersion() }
+
+func (d moverDriver) RefreshMap(ctx context.Context) (int64, error) { return d.p.refreshMap(ctx) }
+
+func (d moverDriver) MapOf(stored *mapstore.Map) (*shardrouter.Map, error) {
+	return d.p.mapOfStored(stored)
+}
+
+func (d moverDriver) Migrate(ctx context.Context, models []any) error {
+	return d.p.Migrator(d.p.db.WithContext(ctx)).AutoMigrate(models...)
+}
+
+func (d moverDriver) Events() *slog.Logger { return d.p.config.Log }
+
+// Tables resolves the models of a move, or else the sharded tables the
+// plugin has migrated, to their tables; a model is parsed as GORM does.
+func (d moverDriver) Tables(ctx context.Context, models []any) ([]mover.Table, error) {
+	p := d.p
+	var list []shardedTable
+	types := map[string]reflect.Type{}
+	for _, value := range models {
+		stmt := &gorm.Statement{DB: p.db}
+		if err := stmt.Parse(value); err != nil {
+			return nil, fmt.Errorf("%w: model %T: %w", mover.ErrInvalid, value, err)
+		}
+		m, err := p.model(stmt.Schema)
+		if err != nil {
+			return nil, err
+		}
+		if m == nil || !m.sharded() {
+			return nil, fmt.Errorf("%w: %s is not a sharded model", mover.ErrInvalid, stmt.Schema.Name)
+		}
+		for _, rel := range m.schema.Relationships.Many2Many {
+			if rel.JoinTable != nil {
+				list = append(list, shardedTable{Name: rel.JoinTable.Table, Strategy: joinRows})
+			}
+		}
+		if key := m.pk().field; key.FieldType.Kind() == reflect.Array && !key.FieldType.Implements(valuerType) {
+			return nil, fmt.Errorf("%w: %s.%s keeps its UUID as bytes; a move reads the shard of text UUIDs", mover.ErrInvalid, m.schema.Name, key.Name)
+		}
+		list = append(list, shardedTableOf(m))
+		types[m.schema.Table] = m.schema.ModelType
+	}
+	if len(models) == 0 {
+		var err error
+		if list, err = p.registeredTables(ctx); err != nil {
+			return nil, err
+		}
+	}
+	tables := make([]mover.Table, len(list))
+	for i, t := range list {
+		tables[i] = mover.Table{Name: t.Name, Key: t.Key, Kind: t.Kind, Strategy: t.Strategy, Join: t.Strategy == joinRows, Model: types[t.Name]}
+	}
+	return tables, nil
+}
+
+var valuerType = reflect.TypeFor[driver.Valuer]()
+
+// AdvanceIDs moves the instagram clock-sequence or the segment counters of
+// table on database to past those of database from and past atLeast.
+func (d moverDriver) AdvanceIDs(ctx context.Context, table, strategy string, from, to int, atLeast int64) error {
+	p := d.p
+	source, err := p.target(p.db.WithContext(ctx), nil, from)
+	if err != nil {
+		return err
+	}
+	target, err := p.target(p.db.WithContext(ctx), nil, to)
+	if err != nil {
+		return err
+	}
+	source.Table, target.Table = table, table
+	switch g := p.generators[strategy].(type) {
+	case *strategies.Instagram:
+		err = g.Advance(ctx, source, target, atLeast)
+	case *strategies.Segment:
+		err = g.Advance(ctx, source, target, atLeast)
+	}
+	if err != nil {
+		return fmt.Errorf("advancing the IDs of %s on %s: %w", table, p.physical[to].name, err)
+	}
+	return nil
+}

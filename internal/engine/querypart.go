@@ -1,0 +1,191 @@
+package engine
+
+import (
+	"context"
+	"reflect"
+	"slices"
+	"sync"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/callbacks"
+	"gorm.io/gorm/clause"
+
+	"github.com/shardid/shardid/shardrouter"
+)
+
+// The parts of a query over several databases differ only in their lists of
+// key values, so its SQL is built once, by GORM, with a marker for each value
+// of those lists (each list as long as the longest part needs, a shorter
+// part repeating its last value: `IN (a, b, b)` asks for a and b); each part
+// runs that SQL with its own values. Building a statement is most of what
+// GORM spends on one, so the parts cost little more than one statement.
+
+// queryPart is the part of a query that runs on physical database k.
+type queryPart struct {
+	k    int
+	sql  string
+	vars []any
+	rows reflect.Value // a pointer to the part's own slice of rows
+	err  error
+	pan  any
+}
+
+// keyMarker stands, in the SQL built for every part, for the index-th value of
+// the list-th list of key values.
+type keyMarker struct {
+	list, index int
+	seen        bool // found in the built statement's values
+}
+
+// queryParts builds the parts of a query the planner planned, each with its
+// database's values only. prepare makes a copy of the statement one to run.
+func (e *Engine) queryParts(db *gorm.DB, m *model, plan shardrouter.Parts, prepare func(*gorm.Statement)) ([]queryPart, error) {
+	var exprs []clause.Expression
+	if where, ok := db.Statement.Clauses["WHERE"].Expression.(clause.Where); ok {
+		exprs = where.Exprs
+	}
+	if len(plan.Parts) == 0 {
+		return nil, nil
+	}
+	parts := make([]queryPart, len(plan.Parts))
+	for n, planned := range plan.Parts {
+		parts[n].k = planned.Database
+	}
+	if slices.ContainsFunc(plan.Parts, func(planned shardrouter.Part) bool { return len(planned.Foreign) > 0 }) {
+		return e.buildEachPart(db, m, plan, parts, prepare) // a part reads past a move's frozen copy
+	}
+	// The SQL, built once with markers for the lists' values.
+	template := db.Session(&gorm.Session{Initialized: true})
+	marked := exprs
+	markers := 0
+	keys := len(m.evidence)
+	for i, column := range m.evidence {
+		j := -1
+		marked = shardrouter.MapValues(marked, column.matches, func([]any, bool) ([]any, bool) {
+			if j++; j >= len(plan.Singles[i]) || plan.Singles[i][j] {
+				return nil, false
+			}
+			width := 0
+			for _, planned := range plan.Parts {
+				width = max(width, len(planned.Values[i][j]))
+			}
+			values := make([]any, width)
+			slab := make([]keyMarker, width) // one allocation for the list's markers
+			for n := range values {
+				slab[n] = keyMarker{list: keys*j + i, index: n}
+				values[n] = &slab[n]
+			}
+			markers += width
+			return values, true
+		})
+	}
+	if c, ok := template.Statement.Clauses["WHERE"]; ok {
+		c.Expression = clause.Where{Exprs: marked}
+		template.Statement.Clauses["WHERE"] = c
+	}
+	prepare(template.Statement)
+	callbacks.BuildQuerySQL(template)
+	if template.Error != nil {
+		return nil, template.Error
+	}
+	sql, vars := template.Statement.SQL.String(), template.Statement.Vars
+	found := 0
+	for _, v := range vars {
+		if mk, ok := v.(*keyMarker); ok && !mk.seen {
+			mk.seen = true
+			found++
+		}
+	}
+	if found != markers { // GORM left a value out of its SQL: build each part apart
+		return e.buildEachPart(db, m, plan, parts, prepare)
+	}
+	for n := range parts {
+		parts[n].sql, parts[n].vars = sql, slices.Clone(vars)
+		for at, v := range parts[n].vars {
+			if mk, ok := v.(*keyMarker); ok {
+				own := plan.Parts[n].Values[mk.list%keys][mk.list/keys]
+				parts[n].vars[at] = own[min(mk.index, len(own)-1)]
+			}
+		}
+		parts[n].rows = reflect.New(reflect.TypeOf(template.Statement.Dest).Elem())
+	}
+	return parts, nil
+}
+
+// buildEachPart builds the SQL of each part on its own copy of the statement.
+func (e *Engine) buildEachPart(db *gorm.DB, m *model, plan shardrouter.Parts, parts []queryPart, prepare func(*gorm.Statement)) ([]queryPart, error) {
+	for n := range parts {
+		part := e.part(db, m, plan.Parts[n])
+		prepare(part.Statement)
+		callbacks.BuildQuerySQL(part)
+		if part.Error != nil {
+			return nil, part.Error
+		}
+		parts[n].sql, parts[n].vars = part.Statement.SQL.String(), part.Statement.Vars
+		parts[n].rows = reflect.New(reflect.TypeOf(part.Statement.Dest).Elem())
+	}
+	return parts, nil
+}
+
+// runQueryPart runs one part on its database in ctx.
+func (e *Engine) runQueryPart(ctx context.Context, db *gorm.DB, part *queryPart, log *fanLog) error {
+	stmt := db.Statement
+	pool, err := e.pool(ctx, part.k)
+	if err != nil {
+		return err // names the database already
+	}
+	begin := time.Now()
+	scan := &gorm.DB{Config: db.Config}
+	scan.Statement = &gorm.Statement{
+		DB: scan, ConnPool: pool, Context: ctx, Schema: stmt.Schema, Table: stmt.Table,
+		Model: stmt.Model, Dest: part.rows.Interface(), ReflectValue: part.rows.Elem(), Joins: stmt.Joins,
+		ColumnMapping: stmt.ColumnMapping,
+	}
+	rows, err := pool.QueryContext(ctx, part.sql, part.vars...)
+	if err == nil {
+		gorm.Scan(rows, scan, 0)
+		scan.AddError(rows.Close())
+	} else {
+		scan.AddError(err)
+	}
+	log.addQuery(e.physical[part.k].name, part.sql, part.vars)
+	e.countPart(part.k, begin, scan.Error)
+	if scan.Error != nil {
+		return e.partError(part.k, scan.Error)
+	}
+	return nil
+}
+
+// runQueryParts runs the parts at once, each on its database, scanning the
+// rows as GORM does into the part's own slice, its line kept for the
+// statement's (logs.go).
+func (e *Engine) runQueryParts(db *gorm.DB, parts []queryPart) {
+	stmt := db.Statement
+	log := fanLogOf(stmt)
+	tracer := e.partTracer()
+	run := func(part *queryPart) {
+		defer func() { part.pan = recover() }() // raised again in the caller's goroutine
+		if tracer == nil {
+			part.err = e.runQueryPart(stmt.Context, db, part, log)
+			return
+		}
+		ctx, end := tracer(stmt.Context, TracedPart{Physical: e.physical[part.k].name, Operation: "select", Table: stmt.Table})
+		part.err = e.runQueryPart(ctx, db, part, log)
+		end(part.sql, part.err)
+	}
+	var wg sync.WaitGroup
+	for i := range parts[min(1, len(parts)):] { // the first part runs in this goroutine
+		wg.Add(1)
+		goPart(func() { defer wg.Done(); run(&parts[i+1]) })
+	}
+	if len(parts) > 0 {
+		run(&parts[0])
+	}
+	wg.Wait()
+	for _, part := range parts {
+		if part.pan != nil {
+			panic(part.pan)
+		}
+	}
+}

@@ -1,0 +1,689 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
+
+	"github.com/shardid/shardid/internal/fence"
+	"github.com/shardid/shardid/shardrouter"
+)
+
+// errRouted stops GORM's own execution of a statement that the plugin has
+// run itself, once per physical database; shardid:finish clears it.
+var errRouted = errors.New("shardid: statement ran per physical database")
+
+// Kind is the GORM processor a routing callback serves.
+type statementKind uint8
+
+const (
+	kindQuery statementKind = iota
+	kindUpdate
+	kindDelete
+	kindRow
+	kindRaw
+	kindCreate
+)
+
+// pinKey is the Statement.Settings key of a statement that the plugin has
+// already sent to one physical database: a part of a fan-out or a split.
+type pinKey struct{}
+
+type pin struct {
+	schema   *schema.Schema
+	physical int
+}
+
+// boundKey is the Statement.Settings key of the physical database a
+// statement was routed to, so that the transaction GORM begins for it is
+// remembered.
+type boundKey struct{ stmt *gorm.Statement }
+
+// routed reports whether the plugin routes statements at all: with no
+// Shards, every logical shard is on the plugin's own database.
+func (e *Engine) routed() bool { return len(e.config.Shards) > 0 }
+
+// route is the callback that sends a query, update, delete or row statement
+// on a sharded model to the physical database(s) its shard names.
+func (e *Engine) route(kind statementKind) func(*gorm.DB) {
+	return func(db *gorm.DB) {
+		stmt := db.Statement
+		sub := ownSettings(stmt)
+		if db.Error != nil {
+			return
+		}
+		if stmt.SQL.Len() > 0 {
+			if e.routed() {
+				e.onPluginDatabase(stmt)
+				db.AddError(e.routeRaw(db))
+			}
+			return
+		}
+		if stmt.Schema == nil {
+			if e.routed() && (stmt.Table != "" || stmt.TableExpr != nil) {
+				e.onPluginDatabase(stmt)
+				db.AddError(e.routeTable(db))
+			}
+			return
+		}
+		m, err := e.model(stmt.Schema) // a bad tag fails every statement on the model
+		if err != nil || !e.routed() {
+			db.AddError(err)
+			return
+		}
+		if m == nil || !m.sharded() {
+			db.AddError(e.keepUnsharded(db, kind))
+			return
+		}
+		if v, ok := stmt.Settings.Load(pinKey{}); ok && v.(pin).schema == stmt.Schema {
+			// A part of a fan-out: back to its database, whatever a plugin
+			// that runs before this one (dbresolver) chose.
+			db.AddError(e.bind(db, v.(pin).physical))
+			return
+		}
+		if err := e.checkJoins(stmt, m); err != nil {
+			db.AddError(err)
+			return
+		}
+		if err := e.checkConditionSQL(stmt, m); err != nil {
+			db.AddError(err)
+			return
+		}
+		shardMap := e.router.Map() // one map for the whole statement, though it be swapped meanwhile
+		physicals, err := e.statementPhysicals(db, m, kind, shardMap)
+		if err != nil && sub && errors.Is(err, ErrNoShard) {
+			err = fmt.Errorf("%w (a statement GORM made for a Preload or an association save; a clause of the statement that made it does not apply to it: give it its own, as in Preload(\"X\", func(tx *gorm.DB) *gorm.DB { return tx.Clauses(shardid.AllShards()) }))", err)
+		}
+		if err != nil {
+			db.AddError(err)
+			return
+		}
+		if k, ok := physicals.Single(); ok {
+			db.AddError(e.bind(db, k))
+			return
+		}
+		stmt.Settings.Store(routingKey{}, &routeState{shardMap: shardMap}) // its parts split their values by it
+		e.fanOut(db, kind, m, physicals.List())
+	}
+}
+
+// routingKey is the key of what routing keeps for the later callbacks of a
+// statement over several databases (in its Settings) or of a Create (in its
+// context).
+type routingKey struct{}
+
+// routeState is what routing keeps of a statement.
+type routeState struct {
+	shardMap *shardrouter.Map // the map it was routed by
+	// filled are the IDs the plugin made for a Create, so that a retry on
+	// another database makes them anew there.
+	filled         []filledID
+	filledOnStruct [2]filledID // room for the filled IDs of one row
+}
+
+// createContext carries a Create's routeState in the statement's context: a
+// setting would cost every Create three allocations more, as GORM copies
+// the settings when it begins the transaction.
+type createContext struct {
+	context.Context
+	stmt *gorm.Statement // the Create it is of; statements it starts see it and ignore it
+	routeState
+}
+
+func (c *createContext) Value(key any) any {
+	if key == (routingKey{}) {
+		return c
+	}
+	return c.Context.Value(key)
+}
+
+// keepCreateState gives a Create the state of its routing, by shardMap.
+func keepCreateState(stmt *gorm.Statement, shardMap *shardrouter.Map) *routeState {
+	parent := stmt.Context
+	if parent == nil {
+		parent = context.Background()
+	}
+	c := &createContext{Context: parent, stmt: stmt, routeState: routeState{shardMap: shardMap}}
+	stmt.Context = c
+	return &c.routeState
+}
+
+// dropCreateState gives a Create back the context it came with, unless
+// another plugin has wrapped it since (the state is then left, for nothing
+// to find).
+func dropCreateState(stmt *gorm.Statement) {
+	if c, ok := stmt.Context.(*createContext); ok && c.stmt == stmt {
+		stmt.Context = c.Context
+	}
+}
+
+// routeStateOf returns what routing kept of the statement, or nil.
+func routeStateOf(stmt *gorm.Statement) *routeState {
+	if stmt.Context != nil {
+		if c, ok := stmt.Context.Value(routingKey{}).(*createContext); ok && c.stmt == stmt {
+			return &c.routeState
+		}
+	}
+	if v, ok := stmt.Settings.Load(routingKey{}); ok {
+		return v.(*routeState)
+	}
+	return nil
+}
+
+// mapOf returns the shard map the statement was routed by, or the current one.
+func (e *Engine) mapOf(stmt *gorm.Statement) *shardrouter.Map {
+	if state := routeStateOf(stmt); state != nil {
+		return state.shardMap
+	}
+	return e.router.Map()
+}
+
+// bind sends the statement to physical database k: it sets the statement's
+// connection pool, or, inside a transaction, checks that the transaction is
+// on k.
+func (e *Engine) bind(db *gorm.DB, k int) error {
+	stmt := db.Statement
+	if inTransaction(stmt.ConnPool) {
+		on, ok := e.transactionPhysical(stmt)
+		switch {
+		case !ok:
+			return fmt.Errorf("%w: the statement belongs on %s, and its transaction is not one begun there: begin it with db.Clauses(shardid.ByID(id)), shardid.OnShard(n) or shardid.ByKey(key) (a transaction on the plugin's own database holds no logical shard)",
+				ErrCrossShard, e.physical[k].name)
+		case on != k && e.movedAway(stmt, on):
+			return &MovedError{Shard: -1, To: e.physical[k].name, Why: fmt.Sprintf("the transaction on %s began before the move; retry the transaction", e.physical[on].name)}
+		case on != k:
+			return fmt.Errorf("%w: the transaction is on %s, the statement belongs on %s", ErrCrossShard, e.physical[on].name, e.physical[k].name)
+		}
+		e.boundTo(stmt, k)
+		return nil
+	}
+	pool, err := e.poolOf(stmt.Context, k, stmt.ConnPool)
+	if err != nil {
+		return err
+	}
+	stmt.ConnPool = pool
+	e.boundTo(stmt, k)
+	if stmt.Schema != nil && opensTransactionsInside(stmt.Schema) {
+		stmt.Settings.Store(boundKey{stmt}, k)
+	}
+	return nil
+}
+
+// rowKey returns the primary key of the one row an update names, by its
+// model or its conditions.
+func (e *Engine) rowKey(stmt *gorm.Statement, m *model) (any, bool) {
+	if model := reflect.Indirect(reflect.ValueOf(stmt.Model)); model.Kind() == reflect.Struct && model.Type() == m.schema.ModelType {
+		if value, zero := m.pk().field.ValueOf(stmt.Context, model); !zero {
+			return value, true
+		}
+	}
+	if where, ok := stmt.Clauses["WHERE"].Expression.(clause.Where); ok {
+		if values, ok := shardrouter.ColumnValues(where.Exprs, m.evidence[0].matches); ok && len(values) == 1 {
+			return values[0], true
+		}
+	}
+	return nil, false
+}
+
+// sameKey reports whether v is the primary key of the one row the update names.
+func (e *Engine) sameKey(stmt *gorm.Statement, m *model, v any) bool {
+	key, ok := e.rowKey(stmt, m)
+	if !ok {
+		return false
+	}
+	a, errA := sortKeyOf(key, m.pk().field.FieldType)
+	b, errB := sortKeyOf(v, m.pk().field.FieldType)
+	return errA == nil && errB == nil && a == b
+}
+
+// rowShard returns the logical shard of the one row an update names.
+func (e *Engine) rowShard(stmt *gorm.Statement, m *model) (int, bool) {
+	key, ok := e.rowKey(stmt, m)
+	if !ok {
+		return 0, false
+	}
+	shard, err := m.evidence[0].shardOf(e, key)
+	return shard, err == nil
+}
+
+// keepUnsharded keeps a statement on an unsharded model on the plugin's own
+// database, where its rows live, whatever shard connection it inherited from
+// the statement it was started by (GORM saves associations so) or a shard
+// clause chose. Inside a transaction on a shard it is read outside the
+// transaction, and written never (ErrCrossShard); joined with rows that live
+// on shards, it fails with ErrCrossShard. The join rows of a sharded
+// model's many2many go to their owner's shard.
+func (e *Engine) keepUnsharded(db *gorm.DB, kind statementKind) error {
+	stmt := db.Statement
+	if _, joins := e.joinTables.Load(strings.ToLower(stmt.Schema.Table)); joins {
+		return e.routeJoinRows(db, kind == kindCreate)
+	}
+	if table, joins := e.joinsJoinTable(stmt); joins {
+		return fmt.Errorf("%w: %s is not sharded, and the statement joins %s, the join rows of a sharded model, which are on that model's shard: read the join rows and %s apart (Preload does)",
+			ErrCrossShard, stmt.Schema.Name, table, stmt.Schema.Name)
+	}
+	for _, j := range stmt.Joins {
+		path, named := shardrouter.RelationPath(stmt.Schema, j.Name)
+		if !named && e.namesShardedRows(j.Name) {
+			return fmt.Errorf("%w: %s is not sharded, and Joins(%q) joins rows that live on shards: query them apart",
+				ErrCrossShard, stmt.Schema.Name, j.Name)
+		}
+		for _, rel := range path {
+			if tm, err := e.model(rel.FieldSchema); err != nil || tm != nil && tm.sharded() {
+				return errors.Join(err, fmt.Errorf("%w: %s is not sharded, and Joins(%q) joins %s, which is: query %s and join %s instead, or load it with Preload",
+					ErrCrossShard, stmt.Schema.Name, j.Name, rel.FieldSchema.Name, rel.FieldSchema.Name, stmt.Schema.Name))
+			}
+		}
+	}
+	if inTransaction(stmt.ConnPool) {
+		if k, onShard := e.transactionPhysical(stmt); onShard {
+			if kind == kindQuery || kind == kindRow {
+				stmt.ConnPool = e.db.ConnPool // read where its rows are, outside the shard's transaction
+				return nil
+			}
+			return fmt.Errorf("%w: %s is not sharded: its rows live on the plugin's database, not in the transaction on %s; save it apart",
+				ErrCrossShard, stmt.Schema.Name, e.physical[k].name)
+		}
+		return nil
+	}
+	e.onPluginDatabase(stmt)
+	return nil
+}
+
+// opensTransactionsInside reports whether statements on s may run further
+// statements inside GORM's transaction for it, with fresh Settings: saving
+// associations, or the model's own hooks. Only those need the transaction
+// remembered.
+func opensTransactionsInside(s *schema.Schema) bool {
+	return len(s.Relationships.Relations) > 0 ||
+		s.BeforeCreate || s.AfterCreate || s.BeforeSave || s.AfterSave ||
+		s.BeforeUpdate || s.AfterUpdate || s.BeforeDelete || s.AfterDelete
+}
+
+// transactionPhysical returns the physical database the statement's
+// transaction is on, if the plugin knows it.
+func (e *Engine) transactionPhysical(stmt *gorm.Statement) (int, bool) {
+	if k, ok := e.txs.lookup(stmt.ConnPool); ok {
+		return k, true
+	}
+	if v, ok := stmt.Settings.Load(txPhysicalKey{}); ok && e.txOn(stmt.ConnPool, v.(int)) {
+		e.txs.remember(stmt.ConnPool, v.(int))
+		if m, ok := stmt.Settings.Load(txMapKey{}); ok {
+			e.txMaps.remember(stmt.ConnPool, m.(*shardrouter.Map))
+		}
+		return v.(int), true
+	}
+	return 0, false
+}
+
+// txMapKey is the Statement.Settings key of the shard map a shard clause
+// chose its transaction's database by.
+type txMapKey struct{}
+
+// movedAway reports whether physical database k, which a transaction is on,
+// has lost logical shards to a move since the transaction began: a
+// statement of it that belongs elsewhere now is to be retried with the
+// transaction, not refused as crossing shards.
+func (e *Engine) movedAway(stmt *gorm.Statement, k int) bool {
+	began, ok := e.txMaps.lookup(stmt.ConnPool)
+	now := e.router.Map()
+	return ok && began != now && slices.ContainsFunc(began.Logical(k), func(s int) bool { return now.Physical(s) != k })
+}
+
+// rememberTransaction runs after gorm:begin_transaction: the transaction GORM
+// began for a routed statement is on that statement's physical database. It
+// is noted as GORM's own (bind binds a statement outside a transaction only),
+// so that SQL its hooks issue is not taken for SQL meant for that database.
+func (e *Engine) rememberTransaction(db *gorm.DB) {
+	stmt := db.Statement
+	if v, ok := stmt.Settings.Load(boundKey{stmt}); ok && inTransaction(stmt.ConnPool) {
+		e.txs.remember(stmt.ConnPool, v.(int))
+		e.implicit.remember(stmt.ConnPool, struct{}{})
+	}
+}
+
+// finish runs last: a statement the plugin ran per physical database
+// succeeded if every part did; the error of a statement routed to one names
+// that database.
+func (e *Engine) finish(kind statementKind) func(*gorm.DB) {
+	return func(db *gorm.DB) {
+		doneRunning(db.Statement)
+		if kind == kindCreate {
+			dropCreateState(db.Statement)
+		}
+		if db.Error == errRouted {
+			db.Error = nil
+		}
+		if db.Error != nil && e.routed() {
+			db.Error = e.nameDatabase(db, kind)
+			if shard, to, moved := fence.MovedShard(db.Error); moved && !errors.Is(db.Error, ErrShardMoved) {
+				// Raw SQL, a part over several databases: refused, not retried.
+				db.Error = &MovedError{Shard: shard, To: to, Why: "run the statement again", Err: db.Error}
+			} else if fence.RacedInstall(db.Error) {
+				db.Error = &MovedError{Shard: -1, To: "(a move being prepared)", Why: "it raced the creation of the move's triggers; retry the transaction", Err: db.Error}
+			}
+		}
+	}
+}
+
+// nameDatabase names the physical database a failed statement ran on. Found
+// only now, on the error path: by its connection, its transaction, or, once
+// GORM has ended the transaction it began, by its rows and conditions again.
+func (e *Engine) nameDatabase(db *gorm.DB, kind statementKind) error {
+	stmt, err := db.Statement, db.Error
+	if pinned, ok := stmt.Settings.Load(pinKey{}); ok && pinned.(pin).schema == stmt.Schema {
+		return err // a part of a statement over several databases, which names it
+	}
+	if !fromDatabase(err) {
+		return err
+	}
+	k, ok := e.boundPhysical(stmt)
+	if !ok && stmt.Schema != nil && !inTransaction(stmt.ConnPool) {
+		k, ok = e.routedAgain(db, kind)
+	}
+	if !ok {
+		return err
+	}
+	return &onError{name: e.physical[k].name, err: err}
+}
+
+// routedAgain returns the one physical database a write on a sharded model
+// was routed to.
+func (e *Engine) routedAgain(db *gorm.DB, kind statementKind) (int, bool) {
+	m, err := e.model(db.Statement.Schema)
+	if err != nil || m == nil || !m.sharded() {
+		return 0, false
+	}
+	switch kind {
+	case kindCreate:
+		rows, err := structRows(m, db.Statement.ReflectValue, nil)
+		var set shardrouter.Set
+		for _, row := range rows {
+			shard, zero, err := e.fieldShard(m.pk().field.ReflectValueOf(db.Statement.Context, row))
+			if err != nil || zero {
+				return 0, false
+			}
+			set = set.With(e.physicalOf(shard))
+		}
+		if err != nil {
+			return 0, false
+		}
+		return set.Single() // not a Create split over several databases, whose parts name theirs
+	case kindUpdate, kindDelete:
+		set, err := e.statementPhysicals(db, m, kind, e.mapOf(db.Statement))
+		if err != nil {
+			return 0, false
+		}
+		return set.Single()
+	}
+	return 0, false
+}
+
+// fromDatabase reports whether an error is one a database may have returned:
+// not gorm.ErrRecordNotFound, left as it is for callers that compare it with
+// ==, nor the plugin's own refusals, nor one named already (a sub-statement's,
+// or the parts' of a statement over several databases).
+func fromDatabase(err error) bool {
+	var named *onError
+	return err != gorm.ErrRecordNotFound && !errors.Is(err, ErrNoShard) && !errors.Is(err, ErrCrossShard) &&
+		!errors.Is(err, ErrInvalidID) && !errors.As(err, &named) && !strings.HasPrefix(err.Error(), "shardid: on ")
+}
+
+// onError is an error of a statement on one physical database.
+type onError struct {
+	name string
+	err  error
+}
+
+func (e *onError) Error() string { return "shardid: on " + e.name + ": " + e.err.Error() }
+func (e *onError) Unwrap() error { return e.err }
+
+// statementPhysicals returns the physical databases that can hold the rows a
+// statement names, as the planner decides from its shard clause, its
+// conditions on the key columns and its model's IDs.
+func (e *Engine) statementPhysicals(db *gorm.DB, m *model, kind statementKind, shardMap *shardrouter.Map) (shardrouter.Set, error) {
+	stmt := db.Statement
+	planned := shardrouter.Statement{Keys: m.keys}
+	if v, ok := stmt.Settings.Load(hintSettingKey{}); ok {
+		h := v.(Hint)
+		if h.kind == hintAll {
+			planned.Clause = shardrouter.Every(len(e.physical))
+		} else {
+			s, err := e.hintShard(h)
+			if err != nil {
+				return shardrouter.Set{}, err
+			}
+			planned.Clause = shardrouter.Only(shardMap.Physical(s))
+		}
+	}
+	if where, ok := stmt.Clauses["WHERE"].Expression.(clause.Where); ok {
+		planned.Where = where.Exprs
+	}
+	var rowsOnStack [1]int
+	planned.Rows = e.modelShards(stmt, m, kind, rowsOnStack[:0])
+	route := shardrouter.PlanRoute(planned, shardMap)
+	switch route.Refusal {
+	case shardrouter.OutsideClause:
+		return route.Databases, fmt.Errorf("%w: %s: the statement's conditions name rows outside the shard its clause names", ErrCrossShard, m.schema.Name)
+	case shardrouter.Disjoint:
+		return route.Databases, fmt.Errorf("%w: %s: the statement's conditions name rows on different physical databases that no row can satisfy at once", ErrCrossShard, m.schema.Name)
+	case shardrouter.NoShard:
+		return route.Databases, e.noShard(m)
+	}
+	return route.Databases, route.Err
+}
+
+func (e *Engine) noShard(m *model) error {
+	key := m.pk()
+	detail := "no condition names its logical shard: give the ID (First(&x, id), Where(\"" + key.field.DBName + " = ?\", id), Where(&T{ID: id}) or a struct with its ID set)"
+	if key.colocate != nil {
+		detail += ", or " + key.colocate.Name + " (colocate)"
+	}
+	if key.hash != nil {
+		detail += ", or " + key.hash.Name + " (hash)"
+	}
+	detail += "; or say it with db.Clauses(shardid.ByID(id)), shardid.OnShard(n), shardid.ByKey(key) or shardid.AllShards()"
+	return &FieldError{Model: m.schema.Name, Field: key.field.Name, Err: ErrNoShard, Detail: detail}
+}
+
+// keyColumns gives the planner the model's key columns, made once per model.
+func (e *Engine) keyColumns(list []evidence) []shardrouter.KeyColumn {
+	keys := make([]shardrouter.KeyColumn, len(list))
+	for i, column := range list {
+		keys[i] = shardrouter.KeyColumn{Matches: column.matches, ShardOf: func(v any) (int, error) { return column.shardOf(e, v) }}
+	}
+	return keys
+}
+
+// modelShards appends to shards the logical shards of the rows a statement
+// names through its values, as GORM adds them to its conditions: the
+// destination struct of First(&T{ID: id}), the struct or slice of Delete, and
+// the model of Save and Model(&x).Updates.
+func (e *Engine) modelShards(stmt *gorm.Statement, m *model, kind statementKind, shards []int) []int {
+	rv := reflect.Indirect(stmt.ReflectValue)
+	if kind == kindUpdate {
+		rv = reflect.Indirect(reflect.ValueOf(stmt.Model))
+	}
+	pk := m.pk().field
+	shardOfRow := func(row reflect.Value) (int, bool) {
+		if row.Kind() != reflect.Struct || row.Type() != m.schema.ModelType {
+			return 0, false
+		}
+		shard, zero, err := e.fieldShard(pk.ReflectValueOf(stmt.Context, row))
+		return shard, err == nil && !zero
+	}
+	switch {
+	case rv.Kind() == reflect.Struct:
+		if shard, ok := shardOfRow(rv); ok {
+			shards = append(shards, shard)
+		}
+	case kind != kindQuery && (rv.Kind() == reflect.Slice || rv.Kind() == reflect.Array):
+		for i := range rv.Len() {
+			if shard, ok := shardOfRow(reflect.Indirect(rv.Index(i))); ok {
+				shards = append(shards, shard)
+			}
+		}
+	}
+	return shards
+}
+
+// evidence is a column whose values name a row's logical shard.
+type evidence struct {
+	table   string   // the model's table
+	names   []string // column and field names, and clause.PrimaryKey for the primary key
+	shardOf func(p *Engine, v any) (int, error)
+}
+
+// matches accepts the column when it is unqualified or qualified by the
+// model's own table.
+func (e evidence) matches(table, name string) bool {
+	return (table == "" || table == clause.CurrentTable || strings.EqualFold(table, e.table)) && slices.Contains(e.names, name)
+}
+
+// evidenceOf lists the columns whose values name the shard of a model whose
+// primary key is the shardid field f: the key itself, then its colocate or
+// hash column.
+func evidenceOf(table string, f *idField) []evidence {
+	idShard := func(field *schema.Field) func(p *Engine, v any) (int, error) {
+		return func(p *Engine, v any) (int, error) { return p.valueShard(v, field.FieldType) }
+	}
+	list := []evidence{{table: table, names: []string{clause.PrimaryKey, f.field.DBName, f.field.Name}, shardOf: idShard(f.field)}}
+	if f.colocate != nil {
+		list = append(list, evidence{table: table, names: []string{f.colocate.DBName, f.colocate.Name}, shardOf: idShard(f.colocate)})
+	}
+	if f.hash != nil {
+		hashed := f.hash
+		list = append(list, evidence{table: table, names: []string{hashed.DBName, hashed.Name}, shardOf: func(p *Engine, v any) (int, error) {
+			// The database compares the column's type: hash the value as that type.
+			key, err := asKind(v, hashed.FieldType)
+			if errors.Is(err, errNull) {
+				return 0, err
+			}
+			if err != nil {
+				return 0, fmt.Errorf("%w: %v (%T) cannot be a %s key: %w", ErrNoShard, v, v, hashed.Name, err)
+			}
+			return p.hashShard(key)
+		}})
+	}
+	return list
+}
+
+// hashShard is the logical shard of a hash key, given as a value of the hash
+// field's type: one function for the rows of a Create and the values of a
+// condition, so that both hash alike.
+func (e *Engine) hashShard(key reflect.Value) (int, error) {
+	if (key.Kind() == reflect.String || key.Kind() == reflect.Slice) && key.Len() == 0 {
+		return 0, fmt.Errorf("%w: an empty key has no shard", ErrNoShard)
+	}
+	h, err := hashValue(key)
+	if err != nil {
+		return 0, err
+	}
+	return int(h % uint64(e.layout.ShardCount())), nil
+}
+
+// asKind reads a condition's value as the hash field's type t, as the
+// database compares it with the column: a value of the field's own kind (a
+// named type, uuid.UUID for a [16]byte field, through pointers) is the row's
+// value as it was hashed on Create; anything else is read as it binds (a
+// driver.Valuer's value). A value the column would compare otherwise than by
+// equal keys (a number for a text column: MySQL compares '042' = 42) is
+// refused rather than guessed.
+func asKind(v any, t reflect.Type) (reflect.Value, error) {
+	rv := reflect.ValueOf(v)
+	for rv.Kind() == reflect.Pointer && !rv.IsNil() && rv.Elem().Kind() == t.Kind() {
+		rv = rv.Elem()
+	}
+	if rv.IsValid() && rv.Kind() == t.Kind() && rv.Type().ConvertibleTo(t) {
+		return rv.Convert(t), nil
+	}
+	bound, err := boundValue(v)
+	if err != nil {
+		return reflect.Value{}, err
+	}
+	switch t.Kind() {
+	case reflect.Array: // a [16]byte key (uuid.UUID) given as its text or its bytes
+		var b []byte
+		switch key := bound.(type) {
+		case string:
+			u, err := uuid.Parse(key)
+			if err != nil {
+				return reflect.Value{}, err
+			}
+			b = u[:]
+		case []byte:
+			b = key
+		}
+		if len(b) != t.Len() {
+			return reflect.Value{}, fmt.Errorf("not a %s", t)
+		}
+		key := reflect.New(t).Elem()
+		reflect.Copy(key, reflect.ValueOf(b))
+		return key, nil
+	case reflect.String:
+		switch key := bound.(type) {
+		case string:
+			return reflect.ValueOf(key), nil
+		case []byte:
+			return reflect.ValueOf(string(key)), nil
+		}
+		return reflect.Value{}, fmt.Errorf("a %T is compared with text by conversion, which other keys may equal too; give the key as a string", v)
+	case reflect.Slice: // a []byte key, given as its bytes or its text
+		switch key := bound.(type) {
+		case []byte:
+			return reflect.ValueOf(key), nil
+		case string:
+			return reflect.ValueOf([]byte(key)), nil
+		}
+		return reflect.Value{}, fmt.Errorf("a %T is not bytes", v)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n, err := int64Of(v)
+		return reflect.ValueOf(n), err
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		switch key := bound.(type) {
+		case int64:
+			if key >= 0 {
+				return reflect.ValueOf(uint64(key)), nil
+			}
+		case string:
+			n, err := strconv.ParseUint(key, 10, 64)
+			return reflect.ValueOf(n), err
+		}
+		return reflect.Value{}, fmt.Errorf("a %T is not an unsigned integer", v)
+	}
+	return reflect.Value{}, fmt.Errorf("a %s key cannot be compared", t)
+}
+
+// int64Of reads a condition's value as an integer ID, as it binds: a
+// driver.Valuer's value, through pointers, a named integer type as its
+// value, a decimal string as its number. NULL fails with errNull.
+func int64Of(v any) (int64, error) {
+	switch n := v.(type) { // the common cases, without a conversion
+	case int64:
+		return n, nil
+	case int:
+		return int64(n), nil
+	}
+	bound, err := boundValue(v)
+	if err != nil {
+		return 0, err
+	}
+	switch n := bound.(type) {
+	case int64:
+		return n, nil
+	case string:
+		return strconv.ParseInt(n, 10, 64)
+	case []byte:
+		return strconv.ParseInt(string(n), 10, 64)
+	}
+	return 0, fmt.Errorf("a %T is not an integer ID", v)
+}

@@ -1,0 +1,417 @@
+package engine
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"reflect"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/shardid/shardid/shardrouter"
+)
+
+// physical is one physical database the plugin routes to. The first
+// statement that needs it opens it, so that db.Use neither waits for nor
+// fails on a database that is down; statements that need it wait for it up
+// to the timeout. It is safe for concurrent use.
+type physical struct {
+	name   string
+	ready  *openPhysical // a database given open, or nil
+	opener *opener       // else the one that opens it
+}
+
+// open returns the database, opened.
+func (ph *physical) open(ctx context.Context) (*openPhysical, error) {
+	if ph.ready != nil {
+		return ph.ready, nil
+	}
+	return ph.opener.get(ctx)
+}
+
+// loaded returns the database if it is open, without waiting.
+func (ph *physical) loaded() *openPhysical {
+	if ph.ready != nil {
+		return ph.ready
+	}
+	return ph.opener.opened.Load()
+}
+
+// openPhysical is an opened physical database.
+type openPhysical struct {
+	db    *gorm.DB      // a handle of its own, for migrations
+	pool  gorm.ConnPool // what a routed statement runs on
+	sqlDB *sql.DB       // where strategies run their SQL
+}
+
+func newOpenPhysical(name string, db *gorm.DB) (*openPhysical, error) {
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, fmt.Errorf("%w: shard %s has no *sql.DB: %w", ErrInvalidConfig, name, err)
+	}
+	return &openPhysical{db: db, pool: db.ConnPool, sqlDB: sqlDB}, nil
+}
+
+// readyPhysical is a database that is open already.
+func readyPhysical(name string, db *gorm.DB) (*physical, error) {
+	opened, err := newOpenPhysical(name, db)
+	if err != nil {
+		return nil, err
+	}
+	return &physical{name: name, ready: opened}, nil
+}
+
+// opener opens one database in the background, one attempt at a time, and
+// lets callers wait for it within a bound.
+type opener struct {
+	name    string
+	timeout time.Duration
+	dial    func() (*gorm.DB, error)
+	ready   func(*openPhysical) // told of the database once it is open
+	opened  atomic.Pointer[openPhysical]
+
+	mu      sync.Mutex    // protects the fields below
+	attempt chan struct{} // closed when the running attempt ends; nil: none runs
+	failure error         // the last attempt's
+	closed  bool
+}
+
+// start begins an attempt unless one runs or the database is open.
+func (o *opener) start() chan struct{} {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.attempt != nil || o.opened.Load() != nil || o.closed {
+		return o.attempt
+	}
+	done := make(chan struct{})
+	o.attempt = done
+	go func() {
+		db, err := o.dial()
+		var opened *openPhysical
+		if err == nil {
+			opened, err = newOpenPhysical(o.name, db)
+		}
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		o.attempt, o.failure = nil, err
+		switch {
+		case err == nil && o.closed:
+			_ = opened.sqlDB.Close()
+		case err == nil:
+			o.ready(opened)
+			o.opened.Store(opened)
+		}
+		close(done)
+	}()
+	return done
+}
+
+// get returns the open database, waiting for an attempt up to the timeout.
+func (o *opener) get(ctx context.Context) (*openPhysical, error) {
+	if opened := o.opened.Load(); opened != nil {
+		return opened, nil
+	}
+	done := o.start()
+	if done == nil { // opened meanwhile, or closed
+		if opened := o.opened.Load(); opened != nil {
+			return opened, nil
+		}
+		return nil, fmt.Errorf("%w: %s: the plugin is closed", ErrShardUnavailable, o.name)
+	}
+	timer := time.NewTimer(o.timeout)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+		return nil, fmt.Errorf("%w: %s did not answer within %v (Config.ConnectTimeout)", ErrShardUnavailable, o.name, o.timeout)
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: %s: %w", ErrShardUnavailable, o.name, ctx.Err())
+	}
+	if opened := o.opened.Load(); opened != nil {
+		return opened, nil
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return nil, fmt.Errorf("%w: opening %s: %w", ErrShardUnavailable, o.name, o.failure)
+}
+
+// close closes the database if it is open, and any that an attempt still
+// running opens.
+func (o *opener) close() error {
+	o.mu.Lock()
+	o.closed = true
+	o.mu.Unlock()
+	if opened := o.opened.Load(); opened != nil {
+		return opened.sqlDB.Close()
+	}
+	return nil
+}
+
+// defaultPhysicalName names the plugin's own database when Config.Shards is empty.
+const defaultPhysicalName = "default"
+
+// defaultConnectTimeout is how long a statement waits for its physical
+// database to open.
+const defaultConnectTimeout = 5 * time.Second
+
+// connectTimeout is Config.ConnectTimeout, its default filled in.
+func (c Config) connectTimeout() time.Duration {
+	if c.ConnectTimeout <= 0 {
+		return defaultConnectTimeout
+	}
+	return c.ConnectTimeout
+}
+
+// openShards validates the map and makes the physical databases of the
+// config, each opened by the first statement that needs it. A database that
+// is down fails only the statements that need it.
+func (e *Engine) openShards(db *gorm.DB) error {
+	if len(e.config.Shards) == 0 {
+		own, err := readyPhysical(defaultPhysicalName, db)
+		if err != nil {
+			return err
+		}
+		e.physical = []*physical{own}
+		e.poolOwners.Store(own.ready.pool, 0)
+		m, err := shardrouter.NewMap(e.layout.ShardCount(), []shardrouter.Physical{{Name: defaultPhysicalName, Logical: []Range{{From: 0, To: e.layout.ShardCount() - 1}}}})
+		if err != nil {
+			return err
+		}
+		e.router = shardrouter.NewRouter(m)
+		return nil
+	}
+	described := make([]shardrouter.Physical, len(e.config.Shards))
+	seen := map[any]string{} // what identifies each shard's database, to the shard's name
+	for i, s := range e.config.Shards {
+		described[i] = shardrouter.Physical{Name: s.Name, Logical: s.Logical}
+		if err := e.checkShard(db, s); err != nil {
+			return err
+		}
+		for _, key := range identities(s.DB, s.Dialector) {
+			if other, dup := seen[key]; dup && other != s.Name {
+				return fmt.Errorf("%w: shards %s and %s are the same database (%s): a fan-out would read each row twice; give each shard a database of its own",
+					ErrInvalidConfig, other, s.Name, describeIdentity(key))
+			}
+			seen[key] = s.Name
+		}
+	}
+	m, err := shardrouter.NewMap(e.layout.ShardCount(), described)
+	if err != nil {
+		return fmt.Errorf("%w: Shards: %w", ErrInvalidConfig, err)
+	}
+	e.router = shardrouter.NewRouter(m)
+	timeout := e.config.connectTimeout()
+	for k, s := range e.config.Shards {
+		if s.DB != nil {
+			ph, err := readyPhysical(s.Name, s.DB)
+			if err != nil {
+				return err
+			}
+			e.physical = append(e.physical, ph)
+			e.poolOwners.Store(ph.ready.pool, k)
+			continue
+		}
+		o := &opener{name: s.Name, timeout: timeout, dial: func() (*gorm.DB, error) { return gorm.Open(s.Dialector, ownConfig(db.Config)) }}
+		o.ready = func(opened *openPhysical) {
+			if idle := e.config.PoolIdleTimeout; idle > 0 {
+				opened.sqlDB.SetConnMaxIdleTime(idle)
+			}
+			e.poolOwners.Store(opened.pool, k)
+		}
+		e.physical = append(e.physical, &physical{name: s.Name, opener: o})
+		e.openers = append(e.openers, o)
+	}
+	return nil
+}
+
+// physicalOfPool returns the physical database whose connection pool pool
+// is, without a look at every database.
+func (e *Engine) physicalOfPool(pool gorm.ConnPool) (int, bool) {
+	if k, ok := e.poolOwners.Load(pool); ok {
+		return k.(int), true
+	}
+	if prepared, ok := pool.(*gorm.PreparedStmtDB); ok {
+		return e.physicalOfPool(prepared.ConnPool)
+	}
+	return 0, false
+}
+
+// checkShard refuses a shard that cannot work: none or both of Dialector and
+// DB, another dialect than the plugin's database, or the plugin's database
+// itself (its unsharded tables would mix with a shard's rows).
+func (e *Engine) checkShard(db *gorm.DB, s Shard) error {
+	switch {
+	case s.DB != nil && s.Dialector != nil:
+		return fmt.Errorf("%w: shard %s: give Dialector or DB, not both", ErrInvalidConfig, s.Name)
+	case s.DB == nil && s.Dialector == nil:
+		return fmt.Errorf("%w: shard %s: no Dialector or DB", ErrInvalidConfig, s.Name)
+	}
+	dialector := s.Dialector
+	if s.DB != nil {
+		dialector = s.DB.Dialector
+	}
+	if dialector == nil || dialector.Name() != db.Dialector.Name() {
+		name := "none"
+		if dialector != nil {
+			name = dialector.Name()
+		}
+		return fmt.Errorf("%w: shard %s is %s but the plugin's database is %s: GORM builds each statement's SQL for one dialect",
+			ErrInvalidConfig, s.Name, name, db.Dialector.Name())
+	}
+	samePlugin := s.DB != nil && s.DB.Config.Plugins[e.owner.Name()] == e.owner
+	own := identities(db, nil)
+	if samePlugin || slices.ContainsFunc(identities(s.DB, s.Dialector), func(key any) bool { return slices.Contains(own, key) }) {
+		return fmt.Errorf("%w: shard %s is the plugin's own database, which holds the unsharded tables; give each shard a database of its own", ErrInvalidConfig, s.Name)
+	}
+	return nil
+}
+
+// dsnKey is a DSN among a database's identities.
+type dsnKey string
+
+// identities returns what makes a configured database the same as another:
+// its handle, config, connection pool and *sql.DB, its DSN, and a connection
+// its dialector was given. Two databases sharing any of them are one.
+func identities(db *gorm.DB, dialector gorm.Dialector) []any {
+	var keys []any
+	pointer := func(v any) { // only pointers: comparable, and the same only when shared
+		if v != nil && reflect.ValueOf(v).Kind() == reflect.Pointer && !reflect.ValueOf(v).IsNil() {
+			keys = append(keys, v)
+		}
+	}
+	if db != nil {
+		pointer(db)
+		pointer(db.Config)
+		pointer(db.ConnPool)
+		if sqlDB, err := db.DB(); err == nil {
+			pointer(sqlDB)
+		}
+		if dialector == nil {
+			dialector = db.Dialector
+		}
+	}
+	if dialector != nil {
+		if dsn := dsnOf(dialector); dsn != "" {
+			keys = append(keys, dsnKey(dsn))
+		}
+		pointer(fieldOf(dialector, "Conn"))
+	}
+	return keys
+}
+
+// describeIdentity says what two shards share.
+func describeIdentity(key any) string {
+	switch k := key.(type) {
+	case dsnKey:
+		return fmt.Sprintf("DSN %q", string(k))
+	case *gorm.DB:
+		return "the same *gorm.DB"
+	case *gorm.Config:
+		return "the same GORM session"
+	}
+	return "the same connection pool"
+}
+
+// dsnOf returns the DSN of a dialector of GORM's drivers (a field DSN, maybe
+// in an embedded config), or "" when it has none.
+func dsnOf(d gorm.Dialector) string {
+	dsn, _ := fieldOf(d, "DSN").(string)
+	return dsn
+}
+
+// fieldOf returns the exported field name of a dialector of GORM's drivers
+// (maybe in an embedded config), or nil when it has none.
+func fieldOf(d gorm.Dialector, name string) any {
+	v := reflect.Indirect(reflect.ValueOf(d))
+	if v.Kind() != reflect.Struct {
+		return nil
+	}
+	field, ok := v.Type().FieldByName(name)
+	if !ok || !field.IsExported() {
+		return nil
+	}
+	value, err := v.FieldByIndexErr(field.Index)
+	if err != nil { // a nil embedded config
+		return nil
+	}
+	return value.Interface()
+}
+
+// ownConfig returns the GORM config a shard opened from a Dialector gets: the
+// plugin database's settings, with a schema and prepared-statement cache of
+// its own (a copy of the struct would share them) and no plugins.
+func ownConfig(c *gorm.Config) *gorm.Config {
+	return &gorm.Config{
+		SkipDefaultTransaction:                   c.SkipDefaultTransaction,
+		DefaultTransactionTimeout:                c.DefaultTransactionTimeout,
+		DefaultContextTimeout:                    c.DefaultContextTimeout,
+		NamingStrategy:                           c.NamingStrategy,
+		FullSaveAssociations:                     c.FullSaveAssociations,
+		Logger:                                   c.Logger,
+		NowFunc:                                  c.NowFunc,
+		DryRun:                                   c.DryRun,
+		PrepareStmt:                              c.PrepareStmt,
+		PrepareStmtMaxSize:                       c.PrepareStmtMaxSize,
+		PrepareStmtTTL:                           c.PrepareStmtTTL,
+		DisableAutomaticPing:                     true, // opening must not wait for the server
+		DisableForeignKeyConstraintWhenMigrating: c.DisableForeignKeyConstraintWhenMigrating,
+		IgnoreRelationshipsWhenMigrating:         c.IgnoreRelationshipsWhenMigrating,
+		DisableNestedTransaction:                 c.DisableNestedTransaction,
+		AllowGlobalUpdate:                        c.AllowGlobalUpdate,
+		QueryFields:                              c.QueryFields,
+		CreateBatchSize:                          c.CreateBatchSize,
+		TranslateError:                           c.TranslateError,
+		PropagateUnscoped:                        c.PropagateUnscoped,
+		ClauseBuilders:                           maps.Clone(c.ClauseBuilders), // the dialector writes its own into it while opening
+	}
+}
+
+// Close releases the snowflake worker leases and stops the strategies'
+// background work, then closes the physical databases the plugin opened from
+// a Dialector; those given as a DB, and the plugin's own database, stay open.
+func (e *Engine) Close() error {
+	e.closed.Store(true)
+	errs := []error{e.stopMapStore()}
+	for _, name := range strategyNames {
+		if c, ok := e.generators[name].(io.Closer); ok {
+			errs = append(errs, c.Close())
+		}
+	}
+	e.ticketMu.Lock()
+	for _, db := range e.ticketDBs {
+		errs = append(errs, db.Close())
+	}
+	e.ticketDBs = nil
+	e.ticketMu.Unlock()
+	for _, o := range e.openers {
+		errs = append(errs, o.close())
+	}
+	return errors.Join(errs...)
+}
+
+// physicalOf returns the physical database holding logical shard s.
+func (e *Engine) physicalOf(s int) int { return e.router.Map().Physical(s) }
+
+// opened returns physical database k, opened, or an error naming it.
+func (e *Engine) opened(ctx context.Context, k int) (*openPhysical, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return e.physical[k].open(ctx)
+}
+
+// pool returns the connection pool of physical database k.
+func (e *Engine) pool(ctx context.Context, k int) (gorm.ConnPool, error) {
+	opened, err := e.opened(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	return opened.pool, nil
+}

@@ -1,0 +1,209 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+	"gorm.io/gorm/logger"
+)
+
+// A *gorm.DB bound as a value of a statement's clauses (Where("x IN (?)",
+// sub), a clause.IN or clause.Eq value, a raw Joins argument,
+// Table("(?) AS t", sub), an Update value) is a statement of its own: GORM
+// writes its SQL by running the Query callbacks on it in DryRun, and drops
+// the errors they add. The plugin routes it first, on its own model, and
+// refuses the statement unless both run on one database.
+
+// fanOutKey is the Statement.Settings key under which a DryRun statement that
+// would need several physical databases records them: it is built, never run.
+type fanOutKey struct{}
+
+// pluginSide stands for the plugin's own database in databaseOf.
+const pluginSide = -1
+
+// routeSubqueries runs after shardid:route: the statement's subqueries must
+// run on the database the statement was routed to.
+func (e *Engine) routeSubqueries(db *gorm.DB) {
+	if db.Error != nil || !e.routed() {
+		return
+	}
+	subs := subqueriesOf(db.Statement)
+	if len(subs) == 0 {
+		return
+	}
+	outer, several := e.databaseOf(db.Statement)
+	if several {
+		db.AddError(fmt.Errorf("%w: the statement needs several physical databases, and a subquery runs on one", ErrCrossShard))
+		return
+	}
+	for _, sub := range subs {
+		k, err := e.subqueryDatabase(sub)
+		if err != nil {
+			db.AddError(fmt.Errorf("shardid: a subquery: %w", err))
+			return
+		}
+		if k != outer {
+			db.AddError(fmt.Errorf("%w: a subquery runs on %s, its statement on %s; run them apart, or keep the rows they join on one database",
+				ErrCrossShard, e.databaseName(k), e.databaseName(outer)))
+			return
+		}
+	}
+}
+
+// subqueryDatabase routes a subquery as GORM will build it, in DryRun, and
+// returns the database it was routed to.
+func (e *Engine) subqueryDatabase(sub *gorm.DB) (int, error) {
+	// A statement of its own, as GORM's AddVar makes; db.Raw(...) as a value is
+	// known by its SQL only.
+	run := sub.Session(&gorm.Session{DryRun: true, Logger: logger.Discard}).Clauses()
+	if run.Statement.SQL.Len() > 0 {
+		if err := e.routeRaw(run); err != nil {
+			return 0, err
+		}
+	} else if err := run.Callback().Query().Execute(run).Error; err != nil {
+		return 0, err
+	}
+	k, several := e.databaseOf(run.Statement)
+	if several {
+		return 0, fmt.Errorf("%w: the subquery needs several physical databases; give it a condition or a clause naming one", ErrCrossShard)
+	}
+	return k, nil
+}
+
+// databaseOf returns the physical database a routed statement runs on, or
+// pluginSide for the plugin's own, and whether it needs several.
+func (e *Engine) databaseOf(stmt *gorm.Statement) (k int, several bool) {
+	if _, ok := stmt.Settings.Load(fanOutKey{}); ok {
+		return 0, true
+	}
+	if k, ok := e.poolOwners.Load(stmt.ConnPool); ok {
+		return k.(int), false
+	}
+	if inTransaction(stmt.ConnPool) {
+		if k, ok := e.transactionPhysical(stmt); ok {
+			return k, false
+		}
+	}
+	return pluginSide, false
+}
+
+func (e *Engine) databaseName(k int) string {
+	if k == pluginSide {
+		return "the plugin's own database"
+	}
+	return e.physical[k].name
+}
+
+// subqueriesOf returns the subqueries among the values of a statement's
+// clauses, its table expression, its raw joins and an update's values; nil
+// when there are none, without allocating.
+func subqueriesOf(stmt *gorm.Statement) []*gorm.DB {
+	var found []*gorm.DB
+	for _, c := range stmt.Clauses {
+		found = subqueriesIn(c.Expression, found)
+		found = subqueriesIn(c.BeforeExpression, found)
+		found = subqueriesIn(c.AfterNameExpression, found)
+		found = subqueriesIn(c.AfterExpression, found)
+	}
+	if stmt.TableExpr != nil {
+		found = subqueriesIn(stmt.TableExpr, found)
+	}
+	for _, join := range stmt.Joins {
+		if strings.ContainsAny(join.Name, " (?") { // raw SQL: its arguments are values
+			for _, v := range join.Conds {
+				found = subqueriesIn(v, found)
+			}
+		} else if join.On != nil { // a relation: a *gorm.DB argument gives its ON conditions
+			found = subqueriesIn(join.On, found)
+		}
+	}
+	if values, ok := stmt.Dest.(map[string]any); ok {
+		found = subqueriesIn(values, found)
+	}
+	return found
+}
+
+// subqueriesIn appends the subqueries in an expression or value to found.
+func subqueriesIn(v any, found []*gorm.DB) []*gorm.DB {
+	switch e := v.(type) {
+	case nil:
+	case *gorm.DB:
+		found = append(found, e)
+	case clause.Where:
+		found = subqueriesInList(e.Exprs, found)
+	case *clause.Where:
+		if e != nil {
+			found = subqueriesInList(e.Exprs, found)
+		}
+	case clause.AndConditions:
+		found = subqueriesInList(e.Exprs, found)
+	case clause.OrConditions:
+		found = subqueriesInList(e.Exprs, found)
+	case clause.NotConditions:
+		found = subqueriesInList(e.Exprs, found)
+	case clause.Expr:
+		found = subqueriesInValues(e.Vars, found)
+	case *clause.Expr:
+		if e != nil {
+			found = subqueriesInValues(e.Vars, found)
+		}
+	case clause.NamedExpr:
+		found = subqueriesInValues(e.Vars, found)
+	case clause.Eq:
+		found = subqueriesIn(e.Value, found)
+	case clause.Neq:
+		found = subqueriesIn(e.Value, found)
+	case clause.Gt:
+		found = subqueriesIn(e.Value, found)
+	case clause.Gte:
+		found = subqueriesIn(e.Value, found)
+	case clause.Lt:
+		found = subqueriesIn(e.Value, found)
+	case clause.Lte:
+		found = subqueriesIn(e.Value, found)
+	case clause.Like:
+		found = subqueriesIn(e.Value, found)
+	case clause.IN:
+		found = subqueriesInValues(e.Values, found)
+	case clause.Select:
+		found = subqueriesIn(e.Expression, found)
+	case clause.From:
+		for _, join := range e.Joins {
+			found = subqueriesIn(join, found)
+		}
+	case clause.Join:
+		found = subqueriesIn(e.Expression, found)
+		found = subqueriesInList(e.ON.Exprs, found)
+	case clause.GroupBy:
+		found = subqueriesInList(e.Having, found)
+	case clause.OrderBy:
+		found = subqueriesIn(e.Expression, found)
+	case clause.Set:
+		for _, a := range e {
+			found = subqueriesIn(a.Value, found)
+		}
+	case []any:
+		found = subqueriesInValues(e, found)
+	case map[string]any:
+		for _, value := range e {
+			found = subqueriesIn(value, found)
+		}
+	}
+	return found
+}
+
+func subqueriesInList(exprs []clause.Expression, found []*gorm.DB) []*gorm.DB {
+	for _, e := range exprs {
+		found = subqueriesIn(e, found)
+	}
+	return found
+}
+
+func subqueriesInValues(values []any, found []*gorm.DB) []*gorm.DB {
+	for _, v := range values {
+		found = subqueriesIn(v, found)
+	}
+	return found
+}

@@ -1,0 +1,113 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"github.com/shardid/shardid/internal/mover"
+	"slices"
+
+	"gorm.io/gorm"
+
+	"github.com/shardid/shardid/internal/fence"
+	"github.com/shardid/shardid/internal/mapstore"
+)
+
+// tablesTable lists, in the plugin's own database, the sharded tables the
+// plugin has migrated, so that a move or an audit run by the command, which
+// has no Go models, knows them.
+const tablesTable = "shardid_tables"
+
+// shardedTable is a sharded table as the tables table records it.
+type shardedTable struct {
+	Name     string
+	Key      string        // the primary key column, which carries the shard
+	Kind     fence.KeyKind // how the key carries it
+	Strategy string        // the key's strategy, whose ID source a move advances
+}
+
+func (s *mapStore) prepareTables(ctx context.Context) error {
+	_, err := s.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+tablesTable+" (name VARCHAR(191) NOT NULL PRIMARY KEY, key_column VARCHAR(191) NOT NULL, key_kind INT NOT NULL, strategy VARCHAR(32) NOT NULL)")
+	if err != nil && !mapstore.AlreadyExists(err) {
+		return err
+	}
+	return nil
+}
+
+// registerTables records the sharded models among those migrated.
+func (e *Engine) registerTables(db *gorm.DB, models []any) error {
+	if e.maps == nil {
+		return nil
+	}
+	ctx := db.Statement.Context
+	if err := e.maps.prepareTables(ctx); err != nil {
+		return err
+	}
+	for _, value := range models {
+		stmt := &gorm.Statement{DB: db}
+		if err := stmt.Parse(value); err != nil {
+			continue // a join table given by name
+		}
+		m, err := e.model(stmt.Schema)
+		if err != nil || m == nil || !m.sharded() {
+			continue
+		}
+		list := []shardedTable{shardedTableOf(m)}
+		for _, rel := range m.schema.Relationships.Many2Many {
+			if rel.JoinTable != nil {
+				list = append(list, shardedTable{Name: rel.JoinTable.Table, Strategy: joinRows})
+			}
+		}
+		for _, t := range list {
+			if _, err := e.maps.Exec(ctx, "DELETE FROM "+tablesTable+" WHERE name = ?", t.Name); err != nil {
+				return err
+			}
+			if _, err := e.maps.Exec(ctx, "INSERT INTO "+tablesTable+" (name, key_column, key_kind, strategy) VALUES (?, ?, ?, ?)", t.Name, t.Key, int(t.Kind), t.Strategy); err != nil && !mapstore.DuplicateKey(err) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// joinRows is the strategy recorded for a many2many join table beside a
+// sharded owner, whose rows a move does not carry yet.
+const joinRows = "many2many"
+
+// shardedTableOf describes a sharded model's table.
+func shardedTableOf(m *model) shardedTable {
+	key := m.pk()
+	t := shardedTable{Name: m.schema.Table, Key: key.field.DBName, Kind: fence.KeyInt64, Strategy: key.strategy}
+	if key.uuidVersion != 0 {
+		t.Kind = fence.KeyUUIDText
+	}
+	return t
+}
+
+// registeredTables returns the sharded tables the plugin has migrated.
+func (e *Engine) registeredTables(ctx context.Context) ([]shardedTable, error) {
+	if err := e.maps.prepareTables(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := e.maps.DB().QueryContext(ctx, "SELECT name, key_column, key_kind, strategy FROM "+tablesTable+" ORDER BY name")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var list []shardedTable
+	for rows.Next() {
+		var t shardedTable
+		var kind int
+		if err := rows.Scan(&t.Name, &t.Key, &kind, &t.Strategy); err != nil {
+			return nil, err
+		}
+		t.Kind = fence.KeyKind(kind)
+		list = append(list, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(list) == 0 {
+		return nil, fmt.Errorf("%w: %s lists no sharded tables: migrate the models with the plugin (Plugin.AutoMigrate) first", mover.ErrInvalid, tablesTable)
+	}
+	return slices.Clip(list), nil
+}

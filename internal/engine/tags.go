@@ -1,0 +1,250 @@
+package engine
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"gorm.io/gorm/schema"
+
+	"github.com/shardid/shardid/shardrouter"
+	"github.com/shardid/shardid/strategies"
+)
+
+// TagName is the struct tag that marks a field as a shardid ID:
+//
+//	ID int64 `shardid:"strategy:snowflake;colocate:UserID"`
+const TagName = "shardid"
+
+// Tag keys.
+const (
+	tagStrategy = "strategy"
+	tagColocate = "colocate"
+	tagHash     = "hash"
+)
+
+// strategyNames are the strategies a tag may name, in the order errors list them.
+var strategyNames = []string{strategies.NameInstagram, strategies.NameSnowflake, strategies.NameSegment, strategies.NameTicket}
+
+// uuidVersions are the UUID strategies a tag may name, and their versions.
+var uuidVersions = map[string]int{strategies.NameUUIDv7: 7, strategies.NameUUIDv4: 4}
+
+// allowedStrategies lists every strategy a tag may name, for errors.
+func allowedStrategies() string {
+	return strings.Join(append(slices.Clone(strategyNames), strategies.NameUUIDv7, strategies.NameUUIDv4), ", ")
+}
+
+// fieldTag is the parsed value of one shardid tag.
+type fieldTag struct {
+	strategy string // empty: the plugin's default
+	colocate string // name of the field whose ID's shard this row takes
+	hash     string // name of the field whose value is hashed into the shard
+}
+
+// parseTag parses `strategy:NAME;colocate:Field;hash:Field`; every part is
+// optional, and an empty tag means the defaults.
+func parseTag(tag string) (fieldTag, error) {
+	var t fieldTag
+	seen := map[string]bool{}
+	for part := range strings.SplitSeq(tag, ";") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		key, value, found := strings.Cut(part, ":")
+		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
+		if !found || value == "" {
+			return t, fmt.Errorf("%q is not key:value (keys: strategy, colocate, hash)", part)
+		}
+		if seen[key] {
+			return t, fmt.Errorf("key %q appears twice", key)
+		}
+		seen[key] = true
+		switch key {
+		case tagStrategy:
+			if _, isUUID := uuidVersions[value]; !isUUID && !slices.Contains(strategyNames, value) {
+				return t, fmt.Errorf("unknown strategy %q (allowed: %s)", value, allowedStrategies())
+			}
+			t.strategy = value
+		case tagColocate:
+			t.colocate = value
+		case tagHash:
+			t.hash = value
+		default:
+			return t, fmt.Errorf("unknown key %q (allowed: strategy, colocate, hash)", key)
+		}
+	}
+	if t.colocate != "" && t.hash != "" {
+		return t, fmt.Errorf("colocate and hash both choose the shard; use one")
+	}
+	return t, nil
+}
+
+// idField is one shardid-tagged field of a model, ready to fill.
+type idField struct {
+	field       *schema.Field
+	strategy    string               // the tag's, or the default
+	generator   strategies.Generator // nil for a UUID field
+	uuidVersion int                  // 7 or 4 for a UUID field
+	colocate    *schema.Field        // the row's shard is this ID's shard
+	parent      *schema.Relationship // belongs-to whose foreign key is colocate, if any
+	hash        *schema.Field        // the row's shard is the hash of this value
+}
+
+// model is what the plugin knows of one schema: its tagged fields, in the
+// order they must be filled (a colocated field after the field it follows).
+type model struct {
+	schema   *schema.Schema
+	fields   []*idField
+	key      *idField                // the tagged primary key: the model is sharded by it
+	evidence []evidence              // columns whose values name a row's shard, the key first
+	keys     []shardrouter.KeyColumn // the evidence, as the planner reads it
+	placings []shardrouter.Placing   // the columns whose values place a row, the key first
+}
+
+// sharded reports whether the model's rows are spread over logical shards:
+// its primary key is a shardid field.
+func (m *model) sharded() bool { return m.key != nil }
+
+// pk returns the tagged primary key of a sharded model.
+func (m *model) pk() *idField { return m.key }
+
+// parseModel reads the shardid tags of s. It returns a *FieldError wrapping
+// ErrInvalidTag for the first unusable one.
+func (e *Engine) parseModel(s *schema.Schema) (*model, error) {
+	m := &model{schema: s}
+	for _, f := range s.Fields {
+		tag, ok := f.Tag.Lookup(TagName)
+		if !ok {
+			continue
+		}
+		bad := func(format string, args ...any) error {
+			return &FieldError{Model: s.Name, Field: f.Name, Err: ErrInvalidTag, Detail: fmt.Sprintf(format, args...)}
+		}
+		t, err := parseTag(tag)
+		if err != nil {
+			return nil, bad("%v", err)
+		}
+		idf := &idField{field: f}
+		if t.strategy == "" {
+			t.strategy = e.config.DefaultStrategy
+		}
+		idf.uuidVersion, idf.strategy = uuidVersions[t.strategy], t.strategy
+		switch kind := f.FieldType.Kind(); {
+		case idf.uuidVersion != 0 && !isUUIDType(f.FieldType):
+			return nil, bad("type %s cannot hold a UUID (allowed for %s: string, [16]byte, uuid.UUID)", f.FieldType, t.strategy)
+		case idf.uuidVersion == 0 && kind != reflect.Int64 && kind != reflect.Uint64:
+			return nil, bad("type %s cannot hold an ID of strategy %s (allowed: int64, uint64, shardid.ID; for a string or [16]byte, uuidv7 or uuidv4)", f.FieldType, t.strategy)
+		}
+		if f.PrimaryKey && f.TagSettings["AUTOINCREMENT"] != "" && f.TagSettings["AUTOINCREMENT"] != "false" {
+			return nil, bad("a shardid field is filled before the insert and cannot be autoIncrement")
+		}
+		idf.generator = e.generators[t.strategy]
+		if t.strategy == strategies.NameTicket && idf.generator == nil {
+			return nil, bad("strategy ticket needs ticket servers: set Config.Ticket.Servers")
+		}
+		if t.colocate != "" {
+			src := s.LookUpField(t.colocate)
+			switch {
+			case src == nil:
+				return nil, bad("colocate: no field %q in %s", t.colocate, s.Name)
+			case src == f:
+				return nil, bad("colocate: a field cannot follow its own shard")
+			case src.FieldType.Kind() != reflect.Int64 && src.FieldType.Kind() != reflect.Uint64 && !isUUIDType(src.FieldType):
+				return nil, bad("colocate: field %s is %s, not an ID (int64, uint64, or a UUID)", src.Name, src.FieldType)
+			}
+			idf.colocate = src
+			idf.parent = belongsToBy(s, src)
+		}
+		if t.hash != "" {
+			src := s.LookUpField(t.hash)
+			if src == nil {
+				return nil, bad("hash: no field %q in %s", t.hash, s.Name)
+			}
+			if !hashable(src.FieldType) {
+				return nil, bad("hash: field %s is %s (allowed: string, []byte, integers, [16]byte)", src.Name, src.FieldType)
+			}
+			idf.hash = src
+		}
+		m.fields = append(m.fields, idf)
+	}
+	if err := orderColocated(m); err != nil {
+		return nil, err
+	}
+	for _, f := range m.fields {
+		if f.field.PrimaryKey && len(s.PrimaryFields) == 1 {
+			m.key, m.evidence = f, evidenceOf(s.Table, f)
+			m.keys = e.keyColumns(m.evidence)
+			m.placings = e.placingsOf(f, m.keys)
+		}
+	}
+	return m, nil
+}
+
+// orderColocated puts every field that colocates with another tagged field
+// after it, and refuses cycles.
+func orderColocated(m *model) error {
+	ordered := make([]*idField, 0, len(m.fields))
+	placed := map[*schema.Field]bool{}
+	for len(ordered) < len(m.fields) {
+		progress := false
+		for _, f := range m.fields {
+			if placed[f.field] {
+				continue
+			}
+			if f.colocate != nil && m.tagged(f.colocate) && !placed[f.colocate] {
+				continue
+			}
+			ordered, placed[f.field], progress = append(ordered, f), true, true
+		}
+		if !progress {
+			for _, f := range m.fields {
+				if !placed[f.field] {
+					return &FieldError{Model: m.schema.Name, Field: f.field.Name, Err: ErrInvalidTag, Detail: "colocate fields follow each other in a cycle"}
+				}
+			}
+		}
+	}
+	m.fields = ordered
+	return nil
+}
+
+func (m *model) tagged(f *schema.Field) bool {
+	for _, idf := range m.fields {
+		if idf.field == f {
+			return true
+		}
+	}
+	return false
+}
+
+// belongsToBy returns the belongs-to relationship whose foreign key is fk.
+func belongsToBy(s *schema.Schema, fk *schema.Field) *schema.Relationship {
+	for _, rel := range s.Relationships.BelongsTo {
+		if len(rel.References) == 1 && rel.References[0].ForeignKey == fk {
+			return rel
+		}
+	}
+	return nil
+}
+
+// neverAutoIncrement makes the tagged primary key a plain BIGINT that every
+// INSERT carries: GORM makes an int primary key auto-increment unless told.
+func neverAutoIncrement(m *model) {
+	for _, idf := range m.fields {
+		f := idf.field
+		if !f.PrimaryKey || !f.AutoIncrement && !f.HasDefaultValue {
+			continue
+		}
+		f.AutoIncrement = false
+		f.HasDefaultValue = f.DefaultValue != ""
+		withDefault := make([]*schema.Field, 0, len(m.schema.FieldsWithDefaultDBValue))
+		for _, d := range m.schema.FieldsWithDefaultDBValue {
+			if d != f {
+				withDefault = append(withDefault, d)
+			}
+		}
+		m.schema.FieldsWithDefaultDBValue = withDefault
+	}
+}

@@ -1,0 +1,94 @@
+package engine
+
+import (
+	"database/sql"
+	"runtime"
+	"strings"
+	"sync"
+	"weak"
+
+	"gorm.io/gorm"
+)
+
+// txRegistry keeps a note about each open transaction, for statements that
+// reach it without the Settings of the statement that began it (GORM starts
+// association saves with fresh statements). Notes go away with their
+// transaction. It is safe for concurrent use.
+type txRegistry[V any] struct {
+	byTx sync.Map // weak.Pointer[sql.Tx] → V
+}
+
+// sqlTx returns the *sql.Tx behind a connection pool, if it is one.
+func sqlTx(pool gorm.ConnPool) *sql.Tx {
+	switch tx := pool.(type) {
+	case *sql.Tx:
+		return tx
+	case *gorm.PreparedStmtTX: // around a *sql.Tx, or another prepared one (a prepared session of a prepared database)
+		return sqlTx(tx.Tx)
+	}
+	return nil
+}
+
+// txOn reports whether a transaction a shard clause's Settings say is on
+// physical database k really is: GORM's Session(PrepareStmt) swaps the
+// connection the clause chose for the plugin's database's, and a transaction
+// begun from it is not on k. The database behind a *sql.Tx is read as GORM's
+// DB() reads it.
+func (e *Engine) txOn(pool gorm.ConnPool, k int) bool {
+	tx := sqlTx(pool)
+	if tx == nil {
+		return true // a transaction of another kind (another plugin's): as the clause says
+	}
+	behind, err := (&gorm.DB{Config: &gorm.Config{}, Statement: &gorm.Statement{ConnPool: tx}}).DB()
+	opened := e.physical[k].loaded()
+	return err == nil && opened != nil && behind == opened.sqlDB
+}
+
+func (r *txRegistry[V]) remember(pool gorm.ConnPool, v V) {
+	tx := sqlTx(pool)
+	if tx == nil {
+		return
+	}
+	key := weak.Make(tx)
+	if _, loaded := r.byTx.LoadOrStore(key, v); !loaded {
+		runtime.AddCleanup(tx, func(key weak.Pointer[sql.Tx]) { r.byTx.Delete(key) }, key)
+	}
+}
+
+func (r *txRegistry[V]) lookup(pool gorm.ConnPool) (V, bool) {
+	var zero V
+	tx := sqlTx(pool)
+	if tx == nil {
+		return zero, false
+	}
+	v, ok := r.byTx.Load(weak.Make(tx))
+	if !ok {
+		return zero, false
+	}
+	return v.(V), true
+}
+
+// inCreateInBatchesWrapper reports whether the calling statement is a batch of
+// GORM's CreateInBatches running in the transaction that CreateInBatches
+// itself opened around its batches ((*DB).CreateInBatches calls
+// (*DB).Transaction, which calls the batch loop). Its caller rules out the
+// nested case, where Transaction set a savepoint in a transaction of the
+// application's.
+func inCreateInBatchesWrapper() bool {
+	var pcs [64]uintptr
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs[:])])
+	inBatchLoop := false
+	for {
+		f, more := frames.Next()
+		switch {
+		case strings.HasPrefix(f.Function, "gorm.io/gorm.(*DB).CreateInBatches.func"):
+			inBatchLoop = true
+		case f.Function == "gorm.io/gorm.(*DB).Transaction":
+			caller, _ := frames.Next()
+			return inBatchLoop && caller.Function == "gorm.io/gorm.(*DB).CreateInBatches"
+		}
+		if !more {
+			return false
+		}
+	}
+}
