@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -232,5 +234,41 @@ func TestOpenWaitsForOlderSnapshotsOnPostgres(t *testing.T) {
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A transaction that keeps the table past the move's patience is named in
+// Install's error: the session, how long its transaction has been open, and
+// its last statement.
+func TestInstallNamesTheTransactionThatKeepsTheTable(t *testing.T) {
+	for _, dialect := range serverDialects {
+		t.Run(dialect, func(t *testing.T) {
+			fx := newFixture(t, dialect)
+			ctx := context.Background()
+			if err := fx.f.Uninstall(ctx, fx.db, fx.ints); err != nil {
+				t.Fatal(err)
+			}
+			tx, err := fx.db.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback()
+			if _, err := tx.Exec("INSERT INTO fence_ints (id, note) VALUES ("+fx.placeholderAt(1)+", 'kept')", intID(3)); err != nil {
+				t.Fatal(err)
+			}
+			bounded, cancel := context.WithTimeout(ctx, 3*time.Second)
+			defer cancel()
+			err = fx.f.Install(bounded, fx.db, fx.ints)
+			named := map[string]string{"postgres": "INSERT INTO fence_ints", "mysql": "thread "}[dialect] // MySQL keeps no idle session's last statement
+			if err == nil || !strings.Contains(err.Error(), named) || !strings.Contains(err.Error(), "in a transaction for") {
+				t.Fatalf("Install while a transaction keeps the table: %v; want the transaction named", err)
+			}
+			if err := tx.Rollback(); err != nil {
+				t.Fatal(err)
+			}
+			if err := fx.f.Install(ctx, fx.db, fx.ints); err != nil { // and the server has let go of the attempt the deadline ended
+				t.Fatal(err)
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/shardid/shardid/internal/sqlerr"
@@ -96,6 +97,8 @@ type dialect interface {
 	frozenChanged(ctx context.Context, tx *sql.Tx, f Fence) error
 	bypass(ctx context.Context, conn *sql.Conn) error
 	placeholder(n int) string
+	// holders names the sessions that may hold table against a trigger.
+	holders(ctx context.Context, db *sql.DB, table string) ([]string, error)
 }
 
 func (f Fence) dialect() (dialect, error) {
@@ -152,17 +155,24 @@ func (f Fence) Install(ctx context.Context, db *sql.DB, t Table) error {
 	if err := checkTable(t); err != nil {
 		return err
 	}
+	var holders []string
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
 		err := d.install(ctx, db, f, t)
 		if err == nil {
 			return nil
 		}
-		if !lockTimedOut(err) {
+		if !lockTimedOut(err) && ctx.Err() == nil {
 			return fmt.Errorf("fence: install triggers on %s: %w", t.Name, err)
 		}
+		asking, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second) // ctx may have ended the wait
+		if found, err := d.holders(asking, db, t.Name); err == nil && len(found) > 0 {
+			holders = found // who to name if the wait never ends
+		}
+		cancel()
 		select { // a long transaction holds the table: let the queue behind us run, then try again
 		case <-ctx.Done():
-			return fmt.Errorf("fence: install triggers on %s: a transaction kept the table locked: %w", t.Name, errors.Join(err, ctx.Err()))
+			return fmt.Errorf("fence: install triggers on %s: a transaction kept the table locked (last seen holding it: %s): %w",
+				t.Name, strings.Join(holders, "; "), errors.Join(err, ctx.Err()))
 		case <-time.After(wait):
 		}
 	}

@@ -215,3 +215,24 @@ func checkKeyType(t Table, dataType string, ints, texts []string) error {
 
 // waitSnapshots has nothing to wait for: its trigger's reads of the fence are locking reads, which see the newest row.
 func (mysqlDialect) waitSnapshots(context.Context, *sql.DB) error { return nil }
+
+// holders names the oldest open transactions: MySQL keeps a table's
+// metadata lock until the transaction that touched it ends.
+func (mysqlDialect) holders(ctx context.Context, db *sql.DB, _ string) ([]string, error) {
+	rows, err := db.QueryContext(ctx, `SELECT trx_mysql_thread_id, TIMESTAMPDIFF(SECOND, trx_started, NOW()), trx_state, COALESCE(LEFT(trx_query, 120), '')
+		FROM information_schema.innodb_trx WHERE trx_mysql_thread_id <> CONNECTION_ID() ORDER BY trx_started LIMIT 5`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var found []string
+	for rows.Next() {
+		var thread, seconds int64
+		var state, query string
+		if err := rows.Scan(&thread, &seconds, &state, &query); err != nil {
+			return nil, err
+		}
+		found = append(found, fmt.Sprintf("thread %d (%s, in a transaction for %ds): %s", thread, state, seconds, query))
+	}
+	return found, rows.Err()
+}

@@ -224,3 +224,27 @@ func (postgresDialect) waitSnapshots(ctx context.Context, db *sql.DB) error {
 		}
 	}
 }
+
+// holders names the sessions holding a lock on table: one of them kept a
+// trigger waiting.
+func (postgresDialect) holders(ctx context.Context, db *sql.DB, table string) ([]string, error) {
+	rows, err := db.QueryContext(ctx, `SELECT a.pid, COALESCE(a.state, ''), COALESCE(EXTRACT(EPOCH FROM clock_timestamp() - a.xact_start), 0)::int,
+			string_agg(DISTINCT l.mode, ','), left(COALESCE(a.query, ''), 120)
+		FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+		WHERE l.relation = to_regclass($1) AND l.granted AND l.pid <> pg_backend_pid()
+		GROUP BY a.pid, a.state, a.xact_start, a.query ORDER BY a.xact_start LIMIT 5`, quoteIdent("postgres", table))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var found []string
+	for rows.Next() {
+		var pid, seconds int
+		var state, modes, query string
+		if err := rows.Scan(&pid, &state, &seconds, &modes, &query); err != nil {
+			return nil, err
+		}
+		found = append(found, fmt.Sprintf("pid %d (%s, in a transaction for %ds, %s): %s", pid, state, seconds, modes, query))
+	}
+	return found, rows.Err()
+}

@@ -208,3 +208,7 @@ func (sqliteDialect) bypass(context.Context, *sql.Conn) error { return ErrBypass
 
 // waitSnapshots has nothing to wait for: its writers take turns, and each sees the newest data.
 func (sqliteDialect) waitSnapshots(context.Context, *sql.DB) error { return nil }
+
+// holders names no one: SQLite's lock is the file's, and its busy timeout
+// waits for it.
+func (sqliteDialect) holders(context.Context, *sql.DB, string) ([]string, error) { return nil, nil }
