@@ -4,11 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -81,6 +84,23 @@ func BenchmarkRoutingCost(b *testing.B) {
 		}
 		return nil
 	}
+	// The floor of running them at once, as a fan-out does for databases
+	// that take time to answer: the first in this goroutine, the others on
+	// goroutines of their own, joined.
+	floorAtOnce := func() error {
+		errs := make([]error, len(floorDBs))
+		var wg sync.WaitGroup
+		for k := 1; k < len(floorDBs); k++ {
+			wg.Go(func() {
+				var rows []benchPlain
+				errs[k] = floorDBs[k].Find(&rows, idsOn[k]).Error
+			})
+		}
+		var rows []benchPlain
+		errs[0] = floorDBs[0].Find(&rows, idsOn[0]).Error
+		wg.Wait()
+		return errors.Join(errs...)
+	}
 	// Each pair alternates within every iteration, so the drift of a shared
 	// machine hits both alike; allocations are counted by the sub-benchmarks
 	// below.
@@ -98,6 +118,8 @@ func BenchmarkRoutingCost(b *testing.B) {
 			func() error { var rows []benchPlain; return plain.Find(&rows, ids).Error },
 			func() error { var rows []benchSharded; return routed.Find(&rows, ids).Error }},
 		{"find-in-10-vs-four-plain-finds", floor, // the "plain" side is the floor here
+			func() error { var rows []benchSharded; return routed.Find(&rows, ids).Error }},
+		{"find-in-10-vs-four-plain-finds-at-once", floorAtOnce,
 			func() error { var rows []benchSharded; return routed.Find(&rows, ids).Error }},
 	}
 	for _, pair := range pairs {
@@ -254,6 +276,19 @@ func BenchmarkRoutingCostByDatabases(b *testing.B) {
 	many, manyPlugin := routedOver(b, 1024)
 	at := fewPlugin.Layout().Epoch.AddDate(1, 0, 0)
 	fewID, manyID := fewPlugin.Layout().Compose(at, 7000, 1), manyPlugin.Layout().Compose(at, 7000, 1)
+	// The floor of writing to a random one of many databases: plain GORM,
+	// no plugin, creating on the pool of a random one of 4 and of 1,024
+	// databases, whose pools a CPU cache holds fewer of.
+	plain := openFake(b)
+	pools := make([]gorm.ConnPool, 1024)
+	for i := range pools {
+		pools[i] = openFake(b).ConnPool
+	}
+	createOn := func(pool gorm.ConnPool, id int64) error {
+		tx := plain.Session(&gorm.Session{})
+		tx.Statement.ConnPool = pool
+		return tx.Create(&benchPlain{ID: id, Name: "n"}).Error
+	}
 	pairs := []struct {
 		name      string
 		few, many func() error
@@ -264,6 +299,9 @@ func BenchmarkRoutingCostByDatabases(b *testing.B) {
 		{"first",
 			func() error { var row benchSharded; return few.First(&row, fewID).Error },
 			func() error { var row benchSharded; return many.First(&row, manyID).Error }},
+		{"create-without-the-plugin",
+			func() error { return createOn(pools[rand.IntN(4)], fewID) },
+			func() error { return createOn(pools[rand.IntN(1024)], manyID) }},
 	}
 	for _, pair := range pairs {
 		b.Run(pair.name, func(b *testing.B) {

@@ -109,7 +109,7 @@ func PlanRoute(s Statement, m *Map) Route {
 	case found:
 		return Route{Databases: named}
 	case !s.Clause.Empty():
-		return Route{Databases: s.Clause}
+		return Route{Databases: s.Clause.copied()} // a copy: what the caller gave stays its own, on its stack
 	case none, m.Len() == 1:
 		return Route{Databases: Only(0)}
 	}

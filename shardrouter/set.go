@@ -1,6 +1,9 @@
 package shardrouter
 
-import "math/bits"
+import (
+	"math/bits"
+	"slices"
+)
 
 // Set is a set of physical databases, by index. "Every database" and a set
 // of one are kept as such and allocate nothing, so that routing a statement
@@ -100,6 +103,11 @@ func (s Set) SubsetOf(t Set) bool {
 		}
 	}
 	return true
+}
+
+// copied is the set with its bitmap copied, if it has one.
+func (s Set) copied() Set {
+	return Set{all: s.all, one: s.one, words: slices.Clone(s.words)}
 }
 
 // Single returns the database of a set of one.

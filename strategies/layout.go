@@ -155,7 +155,12 @@ func (l Layout) RunsOut() time.Time {
 }
 
 // ShardCount is the number of logical shards, 2^ShardBits.
-func (l Layout) ShardCount() int { return 1 << l.Normalized().ShardBits }
+func (l Layout) ShardCount() int {
+	if !l.filled { // a normalized layout, as the plugin's, is read as it is: routing asks on every statement
+		l = l.Normalized()
+	}
+	return 1 << l.ShardBits
+}
 
 // WorkerCount is the number of snowflake worker IDs, 2^WorkerBits.
 func (l Layout) WorkerCount() int { return 1 << l.Normalized().WorkerBits }
@@ -201,7 +206,9 @@ func (l Layout) ComposeTicks(ticks int64, shard, sequence int) int64 {
 // Shard returns the logical shard of id: (id >> SequenceBits) & (2^ShardBits - 1).
 // It is the same for every int64 strategy.
 func (l Layout) Shard(id int64) int {
-	l = l.Normalized()
+	if !l.filled {
+		l = l.Normalized()
+	}
 	return int(id >> l.SequenceBits & (1<<l.ShardBits - 1))
 }
 

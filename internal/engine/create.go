@@ -315,7 +315,10 @@ func (e *Engine) shardOf(ctx context.Context, db *gorm.DB, m *model, f *idField,
 	if v, ok := db.Statement.Settings.Load(hintSettingKey{}); ok && v.(Hint).kind != hintAll {
 		return e.hintShard(v.(Hint))
 	}
-	if k, ok := e.transactionPhysical(db.Statement); ok && e.routed() && inTransaction(db.Statement.ConnPool) {
+	if !inTransaction(db.Statement.ConnPool) || !e.routed() {
+		return rand.IntN(e.layout.ShardCount()), nil
+	}
+	if k, ok := e.transactionPhysical(db.Statement); ok {
 		held := e.mapOf(db.Statement).Logical(k)
 		if len(held) == 0 {
 			return 0, noShard("the transaction is on %s, which holds no logical shards now (a move's target before it, or its source after it); begin it with a shard clause", e.physical[k].name)

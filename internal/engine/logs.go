@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"gorm.io/gorm"
@@ -112,9 +113,17 @@ func fanLogOf(stmt *gorm.Statement) *fanLog {
 	if v, ok := stmt.Settings.Load(fanLogKey{stmt}); ok {
 		return v.(*fanLog)
 	}
-	v, _ := stmt.Settings.LoadOrStore(fanLogKey{stmt}, &fanLog{})
+	v, loaded := stmt.Settings.LoadOrStore(fanLogKey{stmt}, &fanLog{})
+	if !loaded {
+		fanLogsOpen.Add(1)
+	}
 	return v.(*fanLog)
 }
+
+// fanLogsOpen counts the fan logs made and not yet written, in every
+// process's engine: while there are none, a statement's last callback has
+// none to look for.
+var fanLogsOpen atomic.Int64
 
 // partLogger is the logger of a part: the plugin's last callback keeps the
 // SQL of its statements for the line of the statement it is a part of, and
@@ -164,9 +173,13 @@ func (e *Engine) logLine(db *gorm.DB, physical int) {
 	if db.DryRun {
 		return
 	}
-	v, fannedOut := stmt.Settings.LoadAndDelete(fanLogKey{stmt})
-	if fannedOut {
-		v.(*fanLog).write(stmt)
+	fannedOut := false
+	if fanLogsOpen.Load() > 0 {
+		var v any
+		if v, fannedOut = stmt.Settings.LoadAndDelete(fanLogKey{stmt}); fannedOut {
+			fanLogsOpen.Add(-1)
+			v.(*fanLog).write(stmt)
+		}
 	}
 	if pl, part := db.Logger.(partLogger); part {
 		name := mainDatabase // a hook's statement on an unsharded model

@@ -94,12 +94,13 @@ func (e *Engine) route(kind statementKind) func(*gorm.DB) {
 			db.AddError(err)
 			return
 		}
-		if err := e.checkConditionSQL(stmt, m); err != nil {
+		where := whereOf(stmt)
+		if err := e.checkConditionSQL(stmt, m, where); err != nil {
 			db.AddError(err)
 			return
 		}
 		shardMap := e.router.Map() // one map for the whole statement, though it be swapped meanwhile
-		physicals, err := e.statementPhysicals(db, m, kind, shardMap)
+		physicals, err := e.routeOf(db, m, kind, where, shardMap)
 		if err != nil && sub && errors.Is(err, ErrNoShard) {
 			err = fmt.Errorf("%w (a statement GORM made for a Preload or an association save; a clause of the statement that made it does not apply to it: give it its own, as in Preload(\"X\", func(tx *gorm.DB) *gorm.DB { return tx.Clauses(shardid.AllShards()) }))", err)
 		}
@@ -451,8 +452,13 @@ func (e *onError) Unwrap() error { return e.err }
 // statement names, as the planner decides from its shard clause, its
 // conditions on the key columns and its model's IDs.
 func (e *Engine) statementPhysicals(db *gorm.DB, m *model, kind statementKind, shardMap *shardrouter.Map) (shardrouter.Set, error) {
+	return e.routeOf(db, m, kind, whereOf(db.Statement), shardMap)
+}
+
+// routeOf is statementPhysicals for the statement's conditions where.
+func (e *Engine) routeOf(db *gorm.DB, m *model, kind statementKind, where []clause.Expression, shardMap *shardrouter.Map) (shardrouter.Set, error) {
 	stmt := db.Statement
-	planned := shardrouter.Statement{Keys: m.keys}
+	planned := shardrouter.Statement{Keys: m.keys, Where: where}
 	if v, ok := stmt.Settings.Load(hintSettingKey{}); ok {
 		h := v.(Hint)
 		if h.kind == hintAll {
@@ -464,9 +470,6 @@ func (e *Engine) statementPhysicals(db *gorm.DB, m *model, kind statementKind, s
 			}
 			planned.Clause = shardrouter.Only(shardMap.Physical(s))
 		}
-	}
-	if where, ok := stmt.Clauses["WHERE"].Expression.(clause.Where); ok {
-		planned.Where = where.Exprs
 	}
 	var rowsOnStack [1]int
 	planned.Rows = e.modelShards(stmt, m, kind, rowsOnStack[:0])

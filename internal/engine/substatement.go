@@ -41,15 +41,24 @@ func ownSettings(stmt *gorm.Statement) (sub bool) {
 			}
 		}
 	}
-	if len(stmt.Preloads) > 0 || stmt.Schema != nil && len(stmt.Schema.Relationships.Relations) > 0 {
+	if makesSubStatements(stmt) {
 		stmt.Settings.Store(runningKey{}, stmt)
 	}
 	return sub
 }
 
+// makesSubStatements reports whether a statement may make statements while
+// it runs: it preloads, or saves associations.
+func makesSubStatements(stmt *gorm.Statement) bool {
+	return len(stmt.Preloads) > 0 || stmt.Schema != nil && len(stmt.Schema.Relationships.Relations) > 0
+}
+
 // doneRunning runs last on every statement, so that statements made from it
 // later (a Session of it) are not taken for its sub-statements.
 func doneRunning(stmt *gorm.Statement) {
+	if !makesSubStatements(stmt) {
+		return // ownSettings marked it not
+	}
 	if v, ok := stmt.Settings.Load(runningKey{}); ok && v.(*gorm.Statement) == stmt {
 		stmt.Settings.Delete(runningKey{})
 	}
@@ -76,6 +85,9 @@ func (e *Engine) onPluginDatabase(stmt *gorm.Statement) {
 // with a subquery) may name the model's own join tables; another sharded
 // table only under a shard clause, which says to read that shard's rows.
 func (e *Engine) checkJoins(stmt *gorm.Statement, m *model) error {
+	if len(stmt.Joins) == 0 {
+		return nil
+	}
 	clauseGiven := oneShardClause(stmt)
 	for _, j := range stmt.Joins {
 		path, ok := shardrouter.RelationPath(stmt.Schema, j.Name)
@@ -113,22 +125,31 @@ func (e *Engine) checkJoins(stmt *gorm.Statement, m *model) error {
 // checkConditionSQL applies checkJoins' rule for SQL to the text of the
 // statement's conditions (WHERE, HAVING): a subquery in them reads the one
 // database the statement runs on.
-func (e *Engine) checkConditionSQL(stmt *gorm.Statement, m *model) error {
-	clauseGiven := oneShardClause(stmt)
-	for _, name := range []string{"WHERE", "HAVING"} {
-		var exprs []clause.Expression
-		switch c := stmt.Clauses[name].Expression.(type) {
-		case clause.Where:
-			exprs = c.Exprs
-		case clause.GroupBy:
-			exprs = c.Having
-		}
+func (e *Engine) checkConditionSQL(stmt *gorm.Statement, m *model, where []clause.Expression) error {
+	for _, exprs := range [...][]clause.Expression{where, havingOf(stmt)} {
 		for _, text := range shardrouter.ConditionSQL(exprs) {
 			tables := e.sqlTables("SELECT * FROM " + joinProbe + " WHERE " + text)
-			if err := e.checkSQLTables(m, fmt.Sprintf("the condition %q", text), tables, clauseGiven); err != nil {
+			if err := e.checkSQLTables(m, fmt.Sprintf("the condition %q", text), tables, oneShardClause(stmt)); err != nil {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// whereOf returns the conditions of the statement's WHERE clause.
+func whereOf(stmt *gorm.Statement) []clause.Expression {
+	if where, ok := stmt.Clauses["WHERE"].Expression.(clause.Where); ok {
+		return where.Exprs
+	}
+	return nil
+}
+
+// havingOf returns the conditions of the statement's HAVING, kept by GORM
+// under its GROUP BY.
+func havingOf(stmt *gorm.Statement) []clause.Expression {
+	if group, ok := stmt.Clauses["GROUP BY"].Expression.(clause.GroupBy); ok {
+		return group.Having
 	}
 	return nil
 }
