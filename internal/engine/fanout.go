@@ -22,7 +22,7 @@ import (
 // concurrently, with the results merged; updates and deletes one database
 // after another. Inside a transaction, which is on one database, it fails
 // with ErrCrossShard.
-func (e *Engine) fanOut(db *gorm.DB, kind statementKind, m *model, physicals []int) {
+func (e *Engine) fanOut(db *gorm.DB, kind statementKind, m *model, physicals []int, subqueries bool) {
 	stmt := db.Statement
 	if db.DryRun {
 		// GORM builds a subquery so, to splice its SQL into another statement:
@@ -41,7 +41,7 @@ func (e *Engine) fanOut(db *gorm.DB, kind statementKind, m *model, physicals []i
 		db.AddError(fmt.Errorf("%w: %s: the statement needs %v, a transaction is on one database", ErrCrossShard, m.schema.Name, names()))
 		return
 	}
-	if len(subqueriesOf(stmt)) > 0 {
+	if subqueries {
 		db.AddError(fmt.Errorf("%w: %s: the statement needs %v, and its subquery runs on one database", ErrCrossShard, m.schema.Name, names()))
 		return
 	}

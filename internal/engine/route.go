@@ -54,67 +54,79 @@ func (e *Engine) routed() bool { return len(e.config.Shards) > 0 }
 
 // route is the callback that sends a query, update, delete or row statement
 // on a sharded model to the physical database(s) its shard names.
+// Its subqueries are then checked to run on that database.
 func (e *Engine) route(kind statementKind) func(*gorm.DB) {
 	return func(db *gorm.DB) {
-		stmt := db.Statement
-		sub := ownSettings(stmt)
+		sub := ownSettings(db.Statement)
 		if db.Error != nil {
 			return
 		}
-		if stmt.SQL.Len() > 0 {
-			if e.routed() {
-				e.onPluginDatabase(stmt)
-				db.AddError(e.routeRaw(db))
-			}
+		if kind == kindRaw && db.Statement.SQL.Len() > 0 {
+			e.routeStatement(db, kind, sub, nil) // its text is all there is to read
 			return
 		}
-		if stmt.Schema == nil {
-			if e.routed() && (stmt.Table != "" || stmt.TableExpr != nil) {
-				e.onPluginDatabase(stmt)
-				db.AddError(e.routeTable(db))
-			}
-			return
-		}
-		m, err := e.model(stmt.Schema) // a bad tag fails every statement on the model
-		if err != nil || !e.routed() {
-			db.AddError(err)
-			return
-		}
-		if m == nil || !m.sharded() {
-			db.AddError(e.keepUnsharded(db, kind))
-			return
-		}
-		if v, ok := stmt.Settings.Load(pinKey{}); ok && v.(pin).schema == stmt.Schema {
-			// A part of a fan-out: back to its database, whatever a plugin
-			// that runs before this one (dbresolver) chose.
-			db.AddError(e.bind(db, v.(pin).physical))
-			return
-		}
-		if err := e.checkJoins(stmt, m); err != nil {
-			db.AddError(err)
-			return
-		}
-		where := whereOf(stmt)
-		if err := e.checkConditionSQL(stmt, m, where); err != nil {
-			db.AddError(err)
-			return
-		}
-		shardMap := e.router.Map() // one map for the whole statement, though it be swapped meanwhile
-		physicals, err := e.routeOf(db, m, kind, where, shardMap)
-		if err != nil && sub && errors.Is(err, ErrNoShard) {
-			err = fmt.Errorf("%w (a statement GORM made for a Preload or an association save; a clause of the statement that made it does not apply to it: give it its own, as in Preload(\"X\", func(tx *gorm.DB) *gorm.DB { return tx.Clauses(shardid.AllShards()) }))", err)
-		}
-		if err != nil {
-			db.AddError(err)
-			return
-		}
-		if k, ok := physicals.Single(); ok {
-			db.AddError(e.bind(db, k))
-			return
-		}
-		stmt.Settings.Store(routingKey{}, &routeState{shardMap: shardMap}) // its parts split their values by it
-		e.fanOut(db, kind, m, physicals.List())
+		reading := readClauses(db.Statement)
+		e.routeStatement(db, kind, sub, &reading)
+		e.checkSubqueries(db, reading.subqueries)
 	}
+}
+
+// routeStatement routes the statement by its clauses' reading (nil for SQL
+// already built); sub says it is a statement GORM made while running another.
+func (e *Engine) routeStatement(db *gorm.DB, kind statementKind, sub bool, reading *clauseReading) {
+	stmt := db.Statement
+	if stmt.SQL.Len() > 0 {
+		if e.routed() {
+			e.onPluginDatabase(stmt)
+			db.AddError(e.routeRaw(db))
+		}
+		return
+	}
+	if stmt.Schema == nil {
+		if e.routed() && (stmt.Table != "" || stmt.TableExpr != nil) {
+			e.onPluginDatabase(stmt)
+			db.AddError(e.routeTable(db))
+		}
+		return
+	}
+	m, err := e.model(stmt.Schema) // a bad tag fails every statement on the model
+	if err != nil || !e.routed() {
+		db.AddError(err)
+		return
+	}
+	if m == nil || !m.sharded() {
+		db.AddError(e.keepUnsharded(db, kind))
+		return
+	}
+	if v, ok := stmt.Settings.Load(pinKey{}); ok && v.(pin).schema == stmt.Schema {
+		// A part of a fan-out: back to its database, whatever a plugin
+		// that runs before this one (dbresolver) chose.
+		db.AddError(e.bind(db, v.(pin).physical))
+		return
+	}
+	if err := e.checkJoins(stmt, m); err != nil {
+		db.AddError(err)
+		return
+	}
+	if err := e.checkConditionSQL(stmt, m, reading); err != nil {
+		db.AddError(err)
+		return
+	}
+	shardMap := e.router.Map() // one map for the whole statement, though it be swapped meanwhile
+	physicals, err := e.routeOf(db, m, kind, reading.where, shardMap)
+	if err != nil && sub && errors.Is(err, ErrNoShard) {
+		err = fmt.Errorf("%w (a statement GORM made for a Preload or an association save; a clause of the statement that made it does not apply to it: give it its own, as in Preload(\"X\", func(tx *gorm.DB) *gorm.DB { return tx.Clauses(shardid.AllShards()) }))", err)
+	}
+	if err != nil {
+		db.AddError(err)
+		return
+	}
+	if k, ok := physicals.Single(); ok {
+		db.AddError(e.bind(db, k))
+		return
+	}
+	stmt.Settings.Store(routingKey{}, &routeState{shardMap: shardMap}) // its parts split their values by it
+	e.fanOut(db, kind, m, physicals.List(), len(reading.subqueries) > 0)
 }
 
 // routingKey is the key of what routing keeps for the later callbacks of a
@@ -452,7 +464,7 @@ func (e *onError) Unwrap() error { return e.err }
 // statement names, as the planner decides from its shard clause, its
 // conditions on the key columns and its model's IDs.
 func (e *Engine) statementPhysicals(db *gorm.DB, m *model, kind statementKind, shardMap *shardrouter.Map) (shardrouter.Set, error) {
-	return e.routeOf(db, m, kind, whereOf(db.Statement), shardMap)
+	return e.routeOf(db, m, kind, readClauses(db.Statement).where, shardMap)
 }
 
 // routeOf is statementPhysicals for the statement's conditions where.

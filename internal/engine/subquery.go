@@ -23,14 +23,10 @@ type fanOutKey struct{}
 // pluginSide stands for the plugin's own database in databaseOf.
 const pluginSide = -1
 
-// routeSubqueries runs after shardid:route: the statement's subqueries must
-// run on the database the statement was routed to.
-func (e *Engine) routeSubqueries(db *gorm.DB) {
-	if db.Error != nil || !e.routed() {
-		return
-	}
-	subs := subqueriesOf(db.Statement)
-	if len(subs) == 0 {
+// checkSubqueries refuses a statement whose subqueries would run on another
+// database than the one it was routed to.
+func (e *Engine) checkSubqueries(db *gorm.DB, subs []*gorm.DB) {
+	if db.Error != nil || !e.routed() || len(subs) == 0 {
 		return
 	}
 	outer, several := e.databaseOf(db.Statement)
@@ -96,33 +92,49 @@ func (e *Engine) databaseName(k int) string {
 	return e.physical[k].name
 }
 
-// subqueriesOf returns the subqueries among the values of a statement's
-// clauses, its table expression, its raw joins and an update's values; nil
-// when there are none, without allocating.
-func subqueriesOf(stmt *gorm.Statement) []*gorm.DB {
-	var found []*gorm.DB
-	for _, c := range stmt.Clauses {
-		found = subqueriesIn(c.Expression, found)
-		found = subqueriesIn(c.BeforeExpression, found)
-		found = subqueriesIn(c.AfterNameExpression, found)
-		found = subqueriesIn(c.AfterExpression, found)
+// clauseReading is what routing reads of a statement's clauses, in one pass
+// over them.
+type clauseReading struct {
+	where, having []clause.Expression
+	// subqueries are the subqueries among the values of the clauses, the
+	// table expression, the raw joins and an update's values.
+	subqueries []*gorm.DB
+}
+
+// readClauses reads the statement's clauses; without subqueries it does not
+// allocate.
+func readClauses(stmt *gorm.Statement) clauseReading {
+	var r clauseReading
+	for name, c := range stmt.Clauses {
+		switch e := c.Expression.(type) {
+		case clause.Where:
+			if name == "WHERE" {
+				r.where = e.Exprs
+			}
+		case clause.GroupBy:
+			r.having = e.Having // GORM keeps HAVING under GROUP BY
+		}
+		r.subqueries = subqueriesIn(c.Expression, r.subqueries)
+		r.subqueries = subqueriesIn(c.BeforeExpression, r.subqueries)
+		r.subqueries = subqueriesIn(c.AfterNameExpression, r.subqueries)
+		r.subqueries = subqueriesIn(c.AfterExpression, r.subqueries)
 	}
 	if stmt.TableExpr != nil {
-		found = subqueriesIn(stmt.TableExpr, found)
+		r.subqueries = subqueriesIn(stmt.TableExpr, r.subqueries)
 	}
 	for _, join := range stmt.Joins {
 		if strings.ContainsAny(join.Name, " (?") { // raw SQL: its arguments are values
 			for _, v := range join.Conds {
-				found = subqueriesIn(v, found)
+				r.subqueries = subqueriesIn(v, r.subqueries)
 			}
 		} else if join.On != nil { // a relation: a *gorm.DB argument gives its ON conditions
-			found = subqueriesIn(join.On, found)
+			r.subqueries = subqueriesIn(join.On, r.subqueries)
 		}
 	}
 	if values, ok := stmt.Dest.(map[string]any); ok {
-		found = subqueriesIn(values, found)
+		r.subqueries = subqueriesIn(values, r.subqueries)
 	}
-	return found
+	return r
 }
 
 // subqueriesIn appends the subqueries in an expression or value to found.

@@ -125,31 +125,14 @@ func (e *Engine) checkJoins(stmt *gorm.Statement, m *model) error {
 // checkConditionSQL applies checkJoins' rule for SQL to the text of the
 // statement's conditions (WHERE, HAVING): a subquery in them reads the one
 // database the statement runs on.
-func (e *Engine) checkConditionSQL(stmt *gorm.Statement, m *model, where []clause.Expression) error {
-	for _, exprs := range [...][]clause.Expression{where, havingOf(stmt)} {
+func (e *Engine) checkConditionSQL(stmt *gorm.Statement, m *model, reading *clauseReading) error {
+	for _, exprs := range [...][]clause.Expression{reading.where, reading.having} {
 		for _, text := range shardrouter.ConditionSQL(exprs) {
 			tables := e.sqlTables("SELECT * FROM " + joinProbe + " WHERE " + text)
 			if err := e.checkSQLTables(m, fmt.Sprintf("the condition %q", text), tables, oneShardClause(stmt)); err != nil {
 				return err
 			}
 		}
-	}
-	return nil
-}
-
-// whereOf returns the conditions of the statement's WHERE clause.
-func whereOf(stmt *gorm.Statement) []clause.Expression {
-	if where, ok := stmt.Clauses["WHERE"].Expression.(clause.Where); ok {
-		return where.Exprs
-	}
-	return nil
-}
-
-// havingOf returns the conditions of the statement's HAVING, kept by GORM
-// under its GROUP BY.
-func havingOf(stmt *gorm.Statement) []clause.Expression {
-	if group, ok := stmt.Clauses["GROUP BY"].Expression.(clause.GroupBy); ok {
-		return group.Having
 	}
 	return nil
 }
