@@ -24,7 +24,7 @@ import (
 // validates the preset ones.
 func (e *Engine) assignIDs(db *gorm.DB) {
 	stmt := db.Statement
-	ownSettings(stmt)
+	settings, _ := ownSettings(stmt)
 	if db.Error != nil {
 		return
 	}
@@ -55,7 +55,7 @@ func (e *Engine) assignIDs(db *gorm.DB) {
 		state = keepCreateState(stmt, e.router.Map()) // the IDs come from, and go to, the databases of one map
 		filledInto = state.filledOnStruct[:0]
 	}
-	filled, err := e.fill(stmt.Context, db, m, rows, filledInto)
+	filled, err := e.fill(stmt.Context, db, m, &settings, rows, filledInto)
 	if db.AddError(err) != nil || !m.sharded() || len(rows) == 0 {
 		return
 	}
@@ -177,7 +177,7 @@ func structRows(m *model, rv reflect.Value, rows []reflect.Value) ([]reflect.Val
 // one Generate call (for instagram, one round trip) per field. The IDs go
 // into the rows once every field's are made, so a failure leaves them zero
 // (a field colocated on another tagged field needs that one in place first).
-func (e *Engine) fill(ctx context.Context, db *gorm.DB, m *model, rows []reflect.Value, filled []filledID) ([]filledID, error) {
+func (e *Engine) fill(ctx context.Context, db *gorm.DB, m *model, settings *settingsReading, rows []reflect.Value, filled []filledID) ([]filledID, error) {
 	now := time.Now()
 	type fieldIDs struct {
 		field *idField
@@ -222,7 +222,7 @@ func (e *Engine) fill(ctx context.Context, db *gorm.DB, m *model, rows []reflect
 				return nil, &FieldError{Model: m.schema.Name, Field: f.field.Name, Err: gorm.ErrInvalidValue,
 					Detail: "create from a pointer (Create(&row)): the plugin writes the new ID into the row"}
 			}
-			shard, err := e.shardOf(ctx, db, m, f, row)
+			shard, err := e.shardOf(ctx, db, m, settings, f, row)
 			if err != nil {
 				return nil, err
 			}
@@ -279,7 +279,7 @@ func (e *Engine) checkPreset(v reflect.Value, now time.Time) (zero bool, err err
 // of the colocate ID, the hash of the hash field, or else the shard of the
 // statement's shard clause, or one of the shards of its transaction's
 // database, or any, uniformly at random.
-func (e *Engine) shardOf(ctx context.Context, db *gorm.DB, m *model, f *idField, row reflect.Value) (int, error) {
+func (e *Engine) shardOf(ctx context.Context, db *gorm.DB, m *model, settings *settingsReading, f *idField, row reflect.Value) (int, error) {
 	noShard := func(format string, args ...any) error {
 		return &FieldError{Model: m.schema.Name, Field: f.field.Name, Err: ErrNoShard, Detail: fmt.Sprintf(format, args...)}
 	}
@@ -312,8 +312,8 @@ func (e *Engine) shardOf(ctx context.Context, db *gorm.DB, m *model, f *idField,
 	}
 	// A shard clause places the row; inside a transaction on one database,
 	// the row goes to one of that database's logical shards.
-	if v, ok := db.Statement.Settings.Load(hintSettingKey{}); ok && v.(Hint).kind != hintAll {
-		return e.hintShard(v.(Hint))
+	if settings.hinted && settings.hint.kind != hintAll {
+		return e.hintShard(settings.hint)
 	}
 	if !inTransaction(db.Statement.ConnPool) || !e.routed() {
 		return rand.IntN(e.layout.ShardCount()), nil
@@ -346,7 +346,8 @@ func (e *Engine) fillParent(ctx context.Context, db *gorm.DB, rel *schema.Relati
 	if err != nil || pm == nil {
 		return 0, true, err
 	}
-	if _, err := e.fill(ctx, db, pm, []reflect.Value{parent}, nil); err != nil {
+	settings := readSettings(db.Statement)
+	if _, err := e.fill(ctx, db, pm, &settings, []reflect.Value{parent}, nil); err != nil {
 		return 0, false, err
 	}
 	key := rel.References[0].PrimaryKey.ReflectValueOf(ctx, parent)

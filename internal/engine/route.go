@@ -57,23 +57,23 @@ func (e *Engine) routed() bool { return len(e.config.Shards) > 0 }
 // Its subqueries are then checked to run on that database.
 func (e *Engine) route(kind statementKind) func(*gorm.DB) {
 	return func(db *gorm.DB) {
-		sub := ownSettings(db.Statement)
+		settings, sub := ownSettings(db.Statement)
 		if db.Error != nil {
 			return
 		}
 		if kind == kindRaw && db.Statement.SQL.Len() > 0 {
-			e.routeStatement(db, kind, sub, nil) // its text is all there is to read
+			e.routeStatement(db, kind, sub, &settings, nil) // its text is all there is to read
 			return
 		}
 		reading := readClauses(db.Statement)
-		e.routeStatement(db, kind, sub, &reading)
+		e.routeStatement(db, kind, sub, &settings, &reading)
 		e.checkSubqueries(db, reading.subqueries)
 	}
 }
 
 // routeStatement routes the statement by its clauses' reading (nil for SQL
 // already built); sub says it is a statement GORM made while running another.
-func (e *Engine) routeStatement(db *gorm.DB, kind statementKind, sub bool, reading *clauseReading) {
+func (e *Engine) routeStatement(db *gorm.DB, kind statementKind, sub bool, settings *settingsReading, reading *clauseReading) {
 	stmt := db.Statement
 	if stmt.SQL.Len() > 0 {
 		if e.routed() {
@@ -98,10 +98,10 @@ func (e *Engine) routeStatement(db *gorm.DB, kind statementKind, sub bool, readi
 		db.AddError(e.keepUnsharded(db, kind))
 		return
 	}
-	if v, ok := stmt.Settings.Load(pinKey{}); ok && v.(pin).schema == stmt.Schema {
+	if settings.pinned && settings.pin.schema == stmt.Schema {
 		// A part of a fan-out: back to its database, whatever a plugin
 		// that runs before this one (dbresolver) chose.
-		db.AddError(e.bind(db, v.(pin).physical))
+		db.AddError(e.bind(db, settings.pin.physical))
 		return
 	}
 	if err := e.checkJoins(stmt, m); err != nil {
@@ -113,7 +113,7 @@ func (e *Engine) routeStatement(db *gorm.DB, kind statementKind, sub bool, readi
 		return
 	}
 	shardMap := e.router.Map() // one map for the whole statement, though it be swapped meanwhile
-	physicals, err := e.routeOf(db, m, kind, reading.where, shardMap)
+	physicals, err := e.routeOf(db, m, kind, settings, reading.where, shardMap)
 	if err != nil && sub && errors.Is(err, ErrNoShard) {
 		err = fmt.Errorf("%w (a statement GORM made for a Preload or an association save; a clause of the statement that made it does not apply to it: give it its own, as in Preload(\"X\", func(tx *gorm.DB) *gorm.DB { return tx.Clauses(shardid.AllShards()) }))", err)
 	}
@@ -464,15 +464,17 @@ func (e *onError) Unwrap() error { return e.err }
 // statement names, as the planner decides from its shard clause, its
 // conditions on the key columns and its model's IDs.
 func (e *Engine) statementPhysicals(db *gorm.DB, m *model, kind statementKind, shardMap *shardrouter.Map) (shardrouter.Set, error) {
-	return e.routeOf(db, m, kind, readClauses(db.Statement).where, shardMap)
+	settings := readSettings(db.Statement)
+	return e.routeOf(db, m, kind, &settings, readClauses(db.Statement).where, shardMap)
 }
 
-// routeOf is statementPhysicals for the statement's conditions where.
-func (e *Engine) routeOf(db *gorm.DB, m *model, kind statementKind, where []clause.Expression, shardMap *shardrouter.Map) (shardrouter.Set, error) {
+// routeOf is statementPhysicals for the statement's Settings and conditions
+// where, read already.
+func (e *Engine) routeOf(db *gorm.DB, m *model, kind statementKind, settings *settingsReading, where []clause.Expression, shardMap *shardrouter.Map) (shardrouter.Set, error) {
 	stmt := db.Statement
 	planned := shardrouter.Statement{Keys: m.keys, Where: where}
-	if v, ok := stmt.Settings.Load(hintSettingKey{}); ok {
-		h := v.(Hint)
+	if settings.hinted {
+		h := settings.hint
 		if h.kind == hintAll {
 			planned.Clause = shardrouter.Every(len(e.physical))
 		} else {

@@ -23,28 +23,62 @@ import (
 // a statement that finds another one there got its Settings from it.
 type runningKey struct{}
 
-// ownSettings runs first on every statement: it drops what a sub-statement
-// inherited from the statement that made it, and marks the statement as
-// running when it may make some (it preloads, or saves associations).
-func ownSettings(stmt *gorm.Statement) (sub bool) {
-	if v, ok := stmt.Settings.Load(runningKey{}); ok && v.(*gorm.Statement) != stmt {
+// settingsReading is what the plugin keeps in a statement's Settings, read
+// in one pass over them.
+type settingsReading struct {
+	running   *gorm.Statement // the statement that was running when this one's Settings were copied, if any
+	hintOwner any
+	hint      Hint
+	pin       pin
+	hinted    bool
+	pinned    bool
+}
+
+// readSettings reads the plugin's keys of the statement's Settings.
+func readSettings(stmt *gorm.Statement) settingsReading {
+	var r settingsReading
+	stmt.Settings.Range(func(key, value any) bool {
+		switch key.(type) {
+		case runningKey:
+			r.running = value.(*gorm.Statement)
+		case hintSettingKey:
+			r.hint, r.hinted = value.(Hint), true
+		case hintOwnerKey:
+			r.hintOwner = value
+		case pinKey:
+			r.pin, r.pinned = value.(pin), true
+		}
+		return true
+	})
+	return r
+}
+
+// ownSettings runs first on every statement: it reads the plugin's keys of
+// its Settings, drops what a sub-statement inherited from the statement that
+// made it, and marks the statement as running when it may make some (it
+// preloads, or saves associations).
+func ownSettings(stmt *gorm.Statement) (r settingsReading, sub bool) {
+	r = readSettings(stmt)
+	if r.running != nil && r.running != stmt {
 		sub = true
-		parent := v.(*gorm.Statement)
-		if owner, _ := stmt.Settings.Load(hintOwnerKey{}); owner != stmt { // not given to it, as in a Preload's own conditions
+		parent := r.running
+		if r.hinted && r.hintOwner != stmt { // not given to it, as in a Preload's own conditions
 			stmt.Settings.Delete(hintSettingKey{})
+			r.hint, r.hinted = Hint{}, false
 		}
 		// A fan-out part is pinned by the plugin after copying its parent,
 		// which has no pin; a statement made by a part inherits the part's.
-		if mine, ok := stmt.Settings.Load(pinKey{}); ok {
-			if theirs, ok := parent.Settings.Load(pinKey{}); ok && theirs.(pin) == mine.(pin) {
+		if r.pinned {
+			if theirs, ok := parent.Settings.Load(pinKey{}); ok && theirs.(pin) == r.pin {
 				stmt.Settings.Delete(pinKey{})
+				r.pin, r.pinned = pin{}, false
 			}
 		}
 	}
 	if makesSubStatements(stmt) {
 		stmt.Settings.Store(runningKey{}, stmt)
 	}
-	return sub
+	return r, sub
 }
 
 // makesSubStatements reports whether a statement may make statements while
