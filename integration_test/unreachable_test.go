@@ -2,7 +2,9 @@ package integration
 
 import (
 	"errors"
+	"fmt"
 	"net"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +12,7 @@ import (
 
 	mysqldriver "github.com/go-sql-driver/mysql"
 	"gorm.io/driver/mysql"
+	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
@@ -101,6 +104,14 @@ func TestUnreachableShard(t *testing.T) {
 			if !errors.Is(err, shardid.ErrShardUnavailable) || !strings.Contains(err.Error(), "gone") {
 				t.Fatalf("a create on the unreachable shard: %v; want ErrShardUnavailable naming it", err)
 			}
+			ran := false
+			err = db.Clauses(shardid.ByID(gone)).Transaction(func(tx *gorm.DB) error {
+				ran = true
+				return tx.Create(&author{Name: "in a transaction"}).Error
+			})
+			if ran || !errors.Is(err, shardid.ErrShardUnavailable) || !strings.Contains(err.Error(), "gone") {
+				t.Fatalf("a transaction on the unreachable shard: ran %v, %v; want it not begun, ErrShardUnavailable naming it", ran, err)
+			}
 			var n int64
 			must(t, db.Model(&author{}).Where("id = ?", up.ID).Count(&n).Error)
 			if n != 1 {
@@ -109,6 +120,72 @@ func TestUnreachableShard(t *testing.T) {
 			if err := db.Clauses(shardid.AllShards()).Model(&author{}).Count(&n).Error; !errors.Is(err, shardid.ErrShardUnavailable) {
 				t.Fatalf("a count over every shard with one unreachable: %v; want ErrShardUnavailable, not a partial sum", err)
 			}
+		})
+	}
+}
+
+// physicalViaProxy opens b's i-th physical database through a proxy.
+func physicalViaProxy(t *testing.T, b backend, i int) (gorm.Dialector, *tcpProxy) {
+	t.Helper()
+	switch b.name {
+	case "mariadb":
+		cfg, err := mysqldriver.ParseDSN(requireDSN(t, mysqlDSNVar))
+		must(t, err)
+		proxy := newTCPProxy(t, cfg.Addr)
+		cfg.Addr, cfg.DBName, cfg.Timeout = proxy.addr(), fmt.Sprintf("%s_%d", cfg.DBName, i), time.Second
+		return mysql.Open(cfg.FormatDSN()), proxy
+	default:
+		u, err := url.Parse(requireDSN(t, postgresDSNVar))
+		must(t, err)
+		proxy := newTCPProxy(t, u.Host)
+		u.Host, u.Path = proxy.addr(), fmt.Sprintf("%s_%d", u.Path, i)
+		q := u.Query()
+		q.Set("connect_timeout", "1")
+		u.RawQuery = q.Encode()
+		return postgres.Open(u.String()), proxy
+	}
+}
+
+// TestShardLostAfterOpening: a physical database the plugin reached, then
+// cut off (its connections reset, new ones dropped), fails the reads and
+// writes that need it with ErrShardUnavailable naming it, on MariaDB and
+// PostgreSQL; the other database's go on.
+func TestShardLostAfterOpening(t *testing.T) {
+	for _, b := range backends {
+		if b.name == "sqlite" {
+			continue // a file is not lost so
+		}
+		t.Run(b.name, func(t *testing.T) {
+			dialector, proxy := physicalViaProxy(t, b, 1)
+			half := shardid.Layout{}.ShardCount() / 2
+			list := []shardid.Shard{
+				{Name: "kept", Dialector: b.physical(t, "", 0), Logical: []shardid.Range{{From: 0, To: half - 1}}},
+				{Name: "lost", Dialector: dialector, Logical: []shardid.Range{{From: half, To: 2*half - 1}}},
+			}
+			db, err := gorm.Open(b.dialector(t, ""), &gorm.Config{Logger: logger.Discard})
+			must(t, err)
+			p := shardid.New(shardid.Config{Shards: list, ConnectTimeout: time.Second})
+			firstStart(t, db)
+			must(t, db.Use(p))
+			defer p.Close()
+			must(t, p.Migrator(db).DropTable(&author{}))
+			must(t, p.AutoMigrate(db, &author{}))
+			kept, lost := &author{Name: "kept"}, &author{Name: "lost"}
+			must(t, db.Clauses(shardid.OnShard(0)).Create(kept).Error)
+			must(t, db.Clauses(shardid.OnShard(half)).Create(lost).Error)
+
+			proxy.setCut(true)
+			for what, err := range map[string]error{
+				"a read":    db.First(&author{}, lost.ID).Error,
+				"an update": db.Model(lost).Update("name", "after").Error,
+				"a create":  db.Clauses(shardid.OnShard(half + 1)).Create(&author{Name: "new"}).Error,
+			} {
+				if !errors.Is(err, shardid.ErrShardUnavailable) || !strings.Contains(err.Error(), "lost") {
+					t.Errorf("%s on the lost database: %v; want ErrShardUnavailable naming it", what, err)
+				}
+			}
+			var got author
+			must(t, db.First(&got, kept.ID).Error)
 		})
 	}
 }

@@ -110,7 +110,12 @@ func (e *Engine) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 			}
 			stmt.ConnPool = pool
 		}
-		db.AddError(e.bind(db, first))
+		outside := !inTransaction(stmt.ConnPool)
+		if db.AddError(e.bind(db, first)) == nil && outside {
+			if state := routeStateOf(stmt); state != nil {
+				state.boundOn = first + 1 // GORM begins a transaction there for it
+			}
+		}
 		return
 	}
 	parts := shardrouter.PlanRows(shards, shardMap)

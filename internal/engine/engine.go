@@ -85,9 +85,7 @@ type Engine struct {
 	router     *shardrouter.Router
 	ticketMu   sync.Mutex
 	ticketDBs  []*sql.DB                    // ticket servers the plugin opened, closed by Close
-	txs        txRegistry[int]              // the physical database of each transaction known to be on one
 	savepoints txRegistry[struct{}]         // transactions a nested Transaction has set a savepoint in
-	implicit   txRegistry[struct{}]         // transactions GORM began for one routed statement, not the application
 	txMaps     txRegistry[*shardrouter.Map] // the map a shard clause began each transaction by
 
 	models        sync.Map // *schema.Schema → *modelEntry

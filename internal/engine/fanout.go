@@ -123,7 +123,7 @@ func (e *Engine) skipCopies(m *model, table string, foreign []Range) clause.Expr
 
 // partError names the physical database a part failed on.
 func (e *Engine) partError(k int, err error) error {
-	return fmt.Errorf("shardid: on %s: %w", e.physical[k].name, err)
+	return &onError{name: e.physical[k].name, err: err}
 }
 
 // fanOutWrite runs an update or delete on each database in turn. Rows given

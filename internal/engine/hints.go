@@ -65,22 +65,29 @@ type txPhysicalKey struct{}
 
 // KeepHint keeps h in the statement. e, the engine of the statement's
 // plugin, may be nil; outside a transaction it also points the statement
-// at the shard's database, so that Begin and Transaction begin there.
+// at the shard's database, so that Begin and Transaction begin there, or
+// fails the statement when that database cannot be opened.
 func (e *Engine) KeepHint(stmt *gorm.Statement, h Hint) {
 	stmt.Settings.Store(hintSettingKey{}, h)
 	stmt.Settings.Store(hintOwnerKey{}, stmt)
 	if e == nil || h.kind == hintAll || inTransaction(stmt.ConnPool) {
 		return
 	}
-	if s, err := e.hintShard(h); err == nil {
-		shardMap := e.router.Map()
-		k := shardMap.Physical(s)
-		if pool, err := e.poolOf(stmt.Context, k, stmt.ConnPool); err == nil { // else the statement's routing reports it
-			stmt.ConnPool = pool
-			stmt.Settings.Store(txPhysicalKey{}, k)
-			stmt.Settings.Store(txMapKey{}, shardMap)
-		}
+	s, err := e.hintShard(h)
+	if err != nil {
+		stmt.DB.AddError(err) // the statement, or a transaction begun from it, has no database to run on
+		return
 	}
+	shardMap := e.router.Map()
+	k := shardMap.Physical(s)
+	pool, err := e.poolOf(stmt.Context, k, stmt.ConnPool)
+	if err != nil {
+		stmt.DB.AddError(err) // ErrShardUnavailable, naming the database: not a transaction begun elsewhere
+		return
+	}
+	stmt.ConnPool = pool
+	stmt.Settings.Store(txPhysicalKey{}, k)
+	stmt.Settings.Store(txMapKey{}, shardMap)
 }
 
 // hintShard returns the logical shard a hint names.

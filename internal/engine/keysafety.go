@@ -137,7 +137,10 @@ func (e *Engine) createdOn(stmt *gorm.Statement, m *model) (int, bool) {
 	if !e.routed() || !m.sharded() {
 		return 0, false
 	}
-	if v, ok := stmt.Settings.Load(boundKey{stmt}); ok {
+	if state := routeStateOf(stmt); state != nil && state.boundOn > 0 {
+		return state.boundOn - 1, true
+	}
+	if v, ok := stmt.Settings.Load(boundKey{stmt}); ok { // a Create moved to another database
 		return v.(int), true
 	}
 	if stmt.Schema != nil && !opensTransactionsInside(stmt.Schema) {

@@ -413,7 +413,11 @@ func (e *Engine) moveStatement(db *gorm.DB, k int, inTx bool) error {
 	if err != nil {
 		return err
 	}
-	stmt.Settings.Store(boundKey{stmt}, k)
+	if state := routeStateOf(stmt); state != nil && state.boundOn > 0 {
+		state.boundOn = k + 1 // a Create's
+	} else {
+		stmt.Settings.Store(boundKey{stmt}, k)
+	}
 	e.boundTo(stmt, k)
 	if !inTx {
 		stmt.ConnPool = pool
@@ -432,8 +436,11 @@ func (e *Engine) moveStatement(db *gorm.DB, k int, inTx bool) error {
 		return err
 	}
 	stmt.ConnPool = tx
-	e.txs.remember(tx, k)
-	e.implicit.remember(tx, struct{}{})
+	if state := routeStateOf(stmt); state != nil && state.boundOn > 0 {
+		state.gormTx = tx
+	} else {
+		stmt.Settings.Store(gormTxKey{}, tx)
+	}
 	return nil
 }
 

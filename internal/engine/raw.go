@@ -56,8 +56,7 @@ func (e *Engine) routeWithoutModel(db *gorm.DB, sql, what string) error {
 	// A transaction the application began with a shard clause is for that
 	// shard; GORM's own transaction of a routed statement is not: SQL a hook
 	// issues in it is a statement of its own, and needs its own clause.
-	_, gorms := e.implicit.lookup(stmt.ConnPool)
-	raw.ForShard = hinted || bound && !gorms
+	raw.ForShard = hinted || bound && !inGORMsTransaction(stmt)
 	route := shardrouter.PlanRaw(raw, e.shardedModel, e.unshardedModel)
 	table, model := route.Table, route.Model
 	switch route.Refusal {

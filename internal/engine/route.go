@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm/schema"
 
 	"github.com/shardid/shardid/internal/fence"
+	"github.com/shardid/shardid/internal/sqlerr"
 	"github.com/shardid/shardid/shardrouter"
 )
 
@@ -101,7 +102,7 @@ func (e *Engine) routeStatement(db *gorm.DB, kind statementKind, sub bool, setti
 	if settings.pinned && settings.pin.schema == stmt.Schema {
 		// A part of a fan-out: back to its database, whatever a plugin
 		// that runs before this one (dbresolver) chose.
-		db.AddError(e.bind(db, settings.pin.physical))
+		e.bindWrite(db, kind, settings.pin.physical)
 		return
 	}
 	if err := e.checkJoins(stmt, m); err != nil {
@@ -122,7 +123,7 @@ func (e *Engine) routeStatement(db *gorm.DB, kind statementKind, sub bool, setti
 		return
 	}
 	if k, ok := physicals.Single(); ok {
-		db.AddError(e.bind(db, k))
+		e.bindWrite(db, kind, k)
 		return
 	}
 	stmt.Settings.Store(routingKey{}, &routeState{shardMap: shardMap}) // its parts split their values by it
@@ -141,6 +142,10 @@ type routeState struct {
 	// another database makes them anew there.
 	filled         []filledID
 	filledOnStruct [2]filledID // room for the filled IDs of one row
+	// boundOn is the database a Create was bound to outside a transaction,
+	// plus one; gormTx the transaction GORM then began for it there.
+	boundOn int
+	gormTx  gorm.ConnPool
 }
 
 // createContext carries a Create's routeState in the statement's context: a
@@ -153,8 +158,11 @@ type createContext struct {
 }
 
 func (c *createContext) Value(key any) any {
-	if key == (routingKey{}) {
+	switch {
+	case key == (routingKey{}):
 		return c
+	case key == (gormTxKey{}) && c.gormTx != nil:
+		return c.gormTx
 	}
 	return c.Context.Value(key)
 }
@@ -225,10 +233,16 @@ func (e *Engine) bind(db *gorm.DB, k int) error {
 	}
 	stmt.ConnPool = pool
 	e.boundTo(stmt, k)
-	if stmt.Schema != nil && opensTransactionsInside(stmt.Schema) {
-		stmt.Settings.Store(boundKey{stmt}, k)
-	}
 	return nil
+}
+
+// bindWrite binds a statement of kind to k, and notes an update or a delete
+// bound outside a transaction: GORM begins one for it there.
+func (e *Engine) bindWrite(db *gorm.DB, kind statementKind, k int) {
+	outside := !inTransaction(db.Statement.ConnPool)
+	if db.AddError(e.bind(db, k)) == nil && outside && (kind == kindUpdate || kind == kindDelete) {
+		db.Statement.Settings.Store(boundKey{db.Statement}, k)
+	}
 }
 
 // rowKey returns the primary key of the one row an update names, by its
@@ -323,19 +337,33 @@ func opensTransactionsInside(s *schema.Schema) bool {
 }
 
 // transactionPhysical returns the physical database the statement's
-// transaction is on, if the plugin knows it.
+// transaction is on: the one it was begun on, whoever began it (a shard
+// clause, GORM for a routed write, a callback); for another plugin's kind
+// of transaction, the one a shard clause chose, if any.
 func (e *Engine) transactionPhysical(stmt *gorm.Statement) (int, bool) {
-	if k, ok := e.txs.lookup(stmt.ConnPool); ok {
-		return k, true
-	}
-	if v, ok := stmt.Settings.Load(txPhysicalKey{}); ok && e.txOn(stmt.ConnPool, v.(int)) {
-		e.txs.remember(stmt.ConnPool, v.(int))
-		if m, ok := stmt.Settings.Load(txMapKey{}); ok {
-			e.txMaps.remember(stmt.ConnPool, m.(*shardrouter.Map))
+	if tx := sqlTx(stmt.ConnPool); tx != nil {
+		k, ok := e.physicalOfPool(dbBehind(tx))
+		if ok {
+			e.noteTransactionMap(stmt)
 		}
+		return k, ok
+	}
+	if v, ok := stmt.Settings.Load(txPhysicalKey{}); ok {
+		e.noteTransactionMap(stmt)
 		return v.(int), true
 	}
 	return 0, false
+}
+
+// noteTransactionMap remembers the shard map by which a shard clause began
+// the statement's transaction, for movedAway.
+func (e *Engine) noteTransactionMap(stmt *gorm.Statement) {
+	if _, noted := e.txMaps.lookup(stmt.ConnPool); noted {
+		return
+	}
+	if m, ok := stmt.Settings.Load(txMapKey{}); ok {
+		e.txMaps.remember(stmt.ConnPool, m.(*shardrouter.Map))
+	}
 }
 
 // txMapKey is the Statement.Settings key of the shard map a shard clause
@@ -353,14 +381,20 @@ func (e *Engine) movedAway(stmt *gorm.Statement, k int) bool {
 }
 
 // rememberTransaction runs after gorm:begin_transaction: the transaction GORM
-// began for a routed statement is on that statement's physical database. It
-// is noted as GORM's own (bind binds a statement outside a transaction only),
-// so that SQL its hooks issue is not taken for SQL meant for that database.
+// began for a write the plugin bound outside one is noted as GORM's own, so
+// that SQL its hooks and callbacks issue is not taken for SQL meant for that
+// database.
 func (e *Engine) rememberTransaction(db *gorm.DB) {
 	stmt := db.Statement
-	if v, ok := stmt.Settings.Load(boundKey{stmt}); ok && inTransaction(stmt.ConnPool) {
-		e.txs.remember(stmt.ConnPool, v.(int))
-		e.implicit.remember(stmt.ConnPool, struct{}{})
+	if !inTransaction(stmt.ConnPool) {
+		return
+	}
+	if state := routeStateOf(stmt); state != nil && state.boundOn > 0 {
+		state.gormTx = stmt.ConnPool // a Create's, in its context
+		return
+	}
+	if _, ok := stmt.Settings.Load(boundKey{stmt}); ok {
+		stmt.Settings.Store(gormTxKey{}, stmt.ConnPool)
 	}
 }
 
@@ -459,6 +493,12 @@ type onError struct {
 
 func (e *onError) Error() string { return "shardid: on " + e.name + ": " + e.err.Error() }
 func (e *onError) Unwrap() error { return e.err }
+
+// Is makes an error of a database that could not be reached, or whose
+// connection was lost, an ErrShardUnavailable.
+func (e *onError) Is(target error) bool {
+	return target == ErrShardUnavailable && sqlerr.Unreachable(e.err)
+}
 
 // statementPhysicals returns the physical databases that can hold the rows a
 // statement names, as the planner decides from its shard clause, its

@@ -179,7 +179,7 @@ func (e *Engine) openShards(db *gorm.DB) error {
 			return err
 		}
 		e.physical = []*physical{own}
-		e.poolOwners.Store(own.ready.pool, 0)
+		e.notePool(own.ready, 0)
 		m, err := shardrouter.NewMap(e.layout.ShardCount(), []shardrouter.Physical{{Name: defaultPhysicalName, Logical: []Range{{From: 0, To: e.layout.ShardCount() - 1}}}})
 		if err != nil {
 			return err
@@ -215,7 +215,7 @@ func (e *Engine) openShards(db *gorm.DB) error {
 				return err
 			}
 			e.physical = append(e.physical, ph)
-			e.poolOwners.Store(ph.ready.pool, k)
+			e.notePool(ph.ready, k)
 			continue
 		}
 		o := &opener{name: s.Name, timeout: timeout, dial: func() (*gorm.DB, error) { return gorm.Open(s.Dialector, ownConfig(db.Config)) }}
@@ -223,12 +223,19 @@ func (e *Engine) openShards(db *gorm.DB) error {
 			if idle := e.config.PoolIdleTimeout; idle > 0 {
 				opened.sqlDB.SetConnMaxIdleTime(idle)
 			}
-			e.poolOwners.Store(opened.pool, k)
+			e.notePool(opened, k)
 		}
 		e.physical = append(e.physical, &physical{name: s.Name, opener: o})
 		e.openers = append(e.openers, o)
 	}
 	return nil
+}
+
+// notePool remembers that opened, its statements' pool and its *sql.DB (on
+// which its transactions begin), is physical database k.
+func (e *Engine) notePool(opened *openPhysical, k int) {
+	e.poolOwners.Store(opened.pool, k)
+	e.poolOwners.Store(opened.sqlDB, k)
 }
 
 // physicalOfPool returns the physical database whose connection pool pool

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"database/sql"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync"
@@ -29,19 +30,51 @@ func sqlTx(pool gorm.ConnPool) *sql.Tx {
 	return nil
 }
 
+// txDBField is where a *sql.Tx keeps the *sql.DB it was begun on (GORM's
+// DB() reads it so too).
+var txDBField, _ = reflect.TypeFor[sql.Tx]().FieldByName("db")
+
+// dbBehind returns the *sql.DB a transaction was begun on.
+func dbBehind(tx *sql.Tx) *sql.DB {
+	if txDBField.Type != reflect.TypeFor[*sql.DB]() {
+		return nil // not the database/sql this was written against
+	}
+	return (*sql.DB)(reflect.ValueOf(tx).Elem().FieldByIndex(txDBField.Index).UnsafePointer())
+}
+
 // txOn reports whether a transaction a shard clause's Settings say is on
 // physical database k really is: GORM's Session(PrepareStmt) swaps the
 // connection the clause chose for the plugin's database's, and a transaction
-// begun from it is not on k. The database behind a *sql.Tx is read as GORM's
-// DB() reads it.
+// begun from it is not on k.
 func (e *Engine) txOn(pool gorm.ConnPool, k int) bool {
 	tx := sqlTx(pool)
 	if tx == nil {
 		return true // a transaction of another kind (another plugin's): as the clause says
 	}
-	behind, err := (&gorm.DB{Config: &gorm.Config{}, Statement: &gorm.Statement{ConnPool: tx}}).DB()
-	opened := e.physical[k].loaded()
-	return err == nil && opened != nil && behind == opened.sqlDB
+	on, ok := e.physicalOfPool(dbBehind(tx))
+	return ok && on == k
+}
+
+// gormTxKey is the key of the transaction GORM, or the plugin retrying a
+// moved write, began for a routed write: in a Create's context, or an
+// update's or delete's Settings, where the statements its hooks and
+// callbacks make find it.
+type gormTxKey struct{}
+
+// inGORMsTransaction reports whether the statement runs in a transaction
+// GORM began for another, routed statement: it is a statement of its own,
+// not one the application meant for that transaction's shard.
+func inGORMsTransaction(stmt *gorm.Statement) bool {
+	tx := sqlTx(stmt.ConnPool)
+	if tx == nil {
+		return false
+	}
+	v := stmt.Context.Value(gormTxKey{})
+	if v == nil {
+		v, _ = stmt.Settings.Load(gormTxKey{})
+	}
+	pool, ok := v.(gorm.ConnPool)
+	return ok && sqlTx(pool) == tx
 }
 
 func (r *txRegistry[V]) remember(pool gorm.ConnPool, v V) {

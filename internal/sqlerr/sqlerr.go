@@ -1,8 +1,14 @@
 package sqlerr
 
 import (
+	"context"
+	"database/sql/driver"
 	"errors"
+	"io"
+	"net"
 	"reflect"
+	"strings"
+	"syscall"
 )
 
 // The package and type name of go-sql-driver/mysql's server error; both are
@@ -80,4 +86,29 @@ func first(err error, match func(error) bool) error {
 		}
 	}
 	return nil
+}
+
+// Unreachable reports whether err says that the database could not be
+// reached or that the connection to it was lost, rather than that it
+// refused a statement: a network error (refused, reset, timed out), a
+// connection the driver found broken (driver.ErrBadConn, go-sql-driver's
+// "invalid connection"), PostgreSQL's connection exceptions (class 08) and
+// shutdowns (57P01 to 57P03), MySQL's server shutting down (1053).
+func Unreachable(err error) bool {
+	if err == nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return false // the caller's deadline, which context's error meets as a net.Error
+	}
+	var netErr net.Error
+	switch {
+	case errors.As(err, &netErr), errors.Is(err, driver.ErrBadConn), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return true
+	}
+	if code, _, ok := Postgres(err); ok {
+		return strings.HasPrefix(code, "08") || code == "57P01" || code == "57P02" || code == "57P03"
+	}
+	if number, _, ok := MySQL(err); ok {
+		return number == 1053
+	}
+	return first(err, func(e error) bool { return e.Error() == "invalid connection" }) != nil // the driver's ErrInvalidConn
 }

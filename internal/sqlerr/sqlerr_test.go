@@ -1,8 +1,13 @@
 package sqlerr
 
 import (
+	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"syscall"
 	"testing"
 )
 
@@ -39,6 +44,31 @@ func TestOtherErrorsAreNotServerErrors(t *testing.T) {
 		}
 		if c, m, ok := Postgres(err); ok {
 			t.Errorf("Postgres(%v) = %q, %q", err, c, m)
+		}
+	}
+}
+
+// A lost or refused connection is told from a statement the server refused.
+func TestUnreachableToldFromRefusals(t *testing.T) {
+	lost := []error{
+		&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED},
+		fmt.Errorf("query: %w", syscall.ECONNRESET),
+		driver.ErrBadConn,
+		io.ErrUnexpectedEOF,
+		errors.New("invalid connection"),
+		&stateError{Code: "08006", Message: "connection failure"},
+		&stateError{Code: "57P01", Message: "terminating connection due to administrator command"},
+	}
+	for _, err := range lost {
+		if !Unreachable(err) || !Unreachable(fmt.Errorf("on a: %w", err)) {
+			t.Errorf("Unreachable(%v) = false", err)
+		}
+	}
+	refused := []error{nil, errors.New("Error 1062: Duplicate entry"), &stateError{Code: "23505", Message: "duplicate key"},
+		&stateError{Code: "55P03", Message: "lock not available"}, context.DeadlineExceeded}
+	for _, err := range refused {
+		if Unreachable(err) {
+			t.Errorf("Unreachable(%v) = true", err)
 		}
 	}
 }
