@@ -84,8 +84,8 @@ func returnStoredKey(stmt *gorm.Statement, m *model) {
 }
 
 // routeCreate sends the rows to the physical databases of their shards: the
-// whole statement when they share one, else one INSERT per database, each in
-// its own transaction (not atomic across databases).
+// whole statement when they share one, else one INSERT per database, run as
+// one write (execute.go).
 func (e *Engine) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 	stmt := db.Statement
 	var shardsOnStack [8]int
@@ -135,22 +135,23 @@ func (e *Engine) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 		return
 	}
 	e.fannedOut(db, kindCreate, order)
-	e.runParts(db, kindCreate, order, func(k int) *gorm.DB {
+	writes := make([]writePart, len(order))
+	for i, k := range order {
 		subset := reflect.MakeSlice(reflect.SliceOf(reflect.PointerTo(m.schema.ModelType)), 0, len(groups[k]))
 		for _, row := range groups[k] {
 			subset = reflect.Append(subset, row.Addr())
 		}
-		part := db.Session(&gorm.Session{Context: stmt.Context})
+		part := db.Session(&gorm.Session{Context: stmt.Context, Initialized: true}) // a statement of its own, run as it is
 		pool, err := e.poolOf(stmt.Context, k, stmt.ConnPool)
-		if part.AddError(err) != nil {
-			return part
+		if part.AddError(err) == nil {
+			part.Statement.ConnPool = pool
 		}
-		part.Statement.ConnPool = pool
 		part.Statement.Settings.Store(pinKey{}, pin{schema: m.schema, physical: k}) // its errors are named by runParts
 		e.logPartTo(stmt, part)
-		part.Statement.Model = nil
-		return part.Create(subset.Interface())
-	})
+		part.Statement.Model, part.Statement.Dest = nil, subset.Interface()
+		writes[i] = writePart{k: k, db: part}
+	}
+	e.runParts(db, kindCreate, writes)
 }
 
 // structRows appends to rows the addressable structs behind a Create's

@@ -9,9 +9,10 @@
 //   - one database: the statement is bound to that database's pool, or
 //     checked against its transaction's (route.go);
 //   - a Create: IDs are made and the rows split by database (create.go);
-//   - several databases: one part per database, made and checked before any
-//     runs; a query's parts run at once and are merged (fanout.go,
-//     querypart.go, merge.go), a write's through runParts (execute.go);
+//   - several databases: one part per database; a query's parts run at once
+//     and are merged (fanout.go, querypart.go, merge.go); a write's run as
+//     one, each planned before any writes and written before any commits
+//     (execute.go);
 //   - sub-statements (preloads, association saves, hooks, subqueries) are
 //     routed on their own models (substatement.go, subquery.go), raw SQL by
 //     the tables it names (raw.go);

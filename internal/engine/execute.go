@@ -11,33 +11,169 @@ import (
 // it: on one database by binding it there (route.go's bind), or in parts.
 // A query's parts run at once, through runQueryParts (querypart.go); a
 // write's parts, a split Create's or a fan-out update's or delete's, run
-// through runParts, once every part is made and checked: the one place
-// where the parts of a write over several databases commit, and where
-// committing them together (two-phase commit) belongs.
+// through runParts: the one place where the parts of a write over several
+// databases write and commit, and where committing them together (two-phase
+// commit) belongs.
+//
+// A write's parts run as one statement. Each part is a statement of its own
+// on its database, in GORM's transaction there, run on a goroutine of its
+// own, one part at a time, in turns; each stops at two gates among its
+// callbacks: planned, once its hooks ran and its keys were checked, before it
+// writes; written, once it wrote and its After hooks ran, before its
+// transaction commits. No part writes before every part is planned, and none
+// commits before every part has written: a part that fails before that
+// makes every part roll back, so a refused plan writes nothing anywhere.
 
-// runParts runs one part of a statement per physical database, in turn, and
-// makes the statement's outcome theirs: the rows they affected, and the
-// errors of the parts that failed, each naming its database, without undoing
-// the parts that succeeded. A part run returns nil when it had nothing to do.
-func (e *Engine) runParts(db *gorm.DB, kind statementKind, physicals []int, run func(k int) *gorm.DB) {
-	var errs []error
-	for _, k := range physicals {
-		var part *gorm.DB
-		callerCtx := db.Statement.Context
-		e.traced(callerCtx, k, operations[kind], db.Statement.Table, func(ctx context.Context) (string, error) {
-			db.Statement.Context = ctx // the part, made from the statement, runs in its span
-			defer func() { db.Statement.Context = callerCtx }()
-			if part = run(k); part != nil {
-				return ranSQL(part.Statement), part.Error
-			}
-			return "", nil
-		})
-		if part == nil {
+// gate is where a part of a write stops for its turn.
+type gate uint8
+
+const (
+	partEnded   gate = iota // not a gate: the part's statement returned
+	gatePlanned             // its hooks ran and its keys were checked; it has not written
+	gateWritten             // it wrote; its transaction has not committed
+)
+
+// errPartRolledBack is what a part that was fine reports when another part
+// of its statement failed, and it rolled back.
+var errPartRolledBack = errors.New("shardid: another part of the statement failed; this one rolled back")
+
+// writePart is a part of a write over several databases, made before any
+// part runs.
+type writePart struct {
+	k  int
+	db *gorm.DB // its statement, to run by its processor
+	// start, if set, is called when the part's turn to start comes, after
+	// the parts before it are planned; it returns false when the part has
+	// nothing to do.
+	start func(part *gorm.DB) bool
+}
+
+// turn is a part's place in the run: the statement whose gates stop it (not
+// its sub-statements'), and the coordinator's answer at a gate.
+type turn struct {
+	index  int
+	stmt   *gorm.Statement
+	stops  chan<- partStop
+	resume chan bool // go on (true) or roll back (false)
+}
+
+// partStop is a part stopped at a gate, or ended, with its error.
+type partStop struct {
+	index int
+	at    gate
+	err   error
+	pan   any // a panic of the part's goroutine, raised again in the caller's
+}
+
+// turnKey is the context key of a part's turn.
+type turnKey struct{}
+
+// turnContext carries a part's turn to its callbacks.
+type turnContext struct {
+	context.Context
+	turn *turn
+}
+
+func (c *turnContext) Value(key any) any {
+	if key == (turnKey{}) {
+		return c.turn
+	}
+	return c.Context.Value(key)
+}
+
+// atGate is the callback at gate g: a part's own statement stops there for
+// its turn, and rolls back when told to.
+func (e *Engine) atGate(g gate) func(*gorm.DB) {
+	return func(db *gorm.DB) {
+		t, ok := db.Statement.Context.Value(turnKey{}).(*turn)
+		if !ok || t.stmt != db.Statement {
+			return
+		}
+		t.stops <- partStop{index: t.index, at: g, err: db.Error}
+		if !<-t.resume && db.Error == nil {
+			db.AddError(errPartRolledBack)
+		}
+	}
+}
+
+// runParts runs the parts of a write over several databases as one
+// statement (see above), and makes the statement's outcome theirs: the rows
+// they affected, and the errors of the parts that failed, each naming its
+// database.
+func (e *Engine) runParts(db *gorm.DB, kind statementKind, parts []writePart) {
+	processor := db.Callback().Create()
+	switch kind {
+	case kindUpdate:
+		processor = db.Callback().Update()
+	case kindDelete:
+		processor = db.Callback().Delete()
+	}
+	stops := make(chan partStop)
+	turns := make([]*turn, len(parts))
+	stopped := make([]partStop, len(parts))
+	failed := false
+	var pan any
+	wait := func(i int) { // for part i's next stop
+		s := <-stops
+		stopped[i] = s
+		failed = failed || s.err != nil
+		if s.pan != nil && pan == nil {
+			pan = s.pan
+		}
+	}
+	// Planned: each part starts in turn and runs to its first gate.
+	for i, p := range parts {
+		if failed {
+			break // the parts not started have nothing to undo
+		}
+		if p.start != nil && !p.start(p.db) {
 			continue
 		}
-		db.RowsAffected += part.RowsAffected
-		if part.Error != nil {
-			errs = append(errs, e.partError(k, part.Error))
+		t := &turn{index: i, stmt: p.db.Statement, stops: stops, resume: make(chan bool)}
+		turns[i] = t
+		callerCtx := db.Statement.Context
+		go func() {
+			s := partStop{index: i, at: partEnded}
+			defer func() {
+				if r := recover(); r != nil {
+					s.pan, s.err = r, errPartRolledBack
+				}
+				stops <- s
+			}()
+			e.traced(callerCtx, p.k, operations[kind], db.Statement.Table, func(ctx context.Context) (string, error) {
+				p.db.Statement.Context = &turnContext{Context: ctx, turn: t}
+				processor.Execute(p.db)
+				p.db.Statement.Context = ctx
+				return ranSQL(p.db.Statement), p.db.Error
+			})
+			s.err = p.db.Error
+		}()
+		wait(i)
+	}
+	// Written, then committed: each part planned goes on in turn to its
+	// next gate, and then its end, or rolls back.
+	for range 2 {
+		for i, t := range turns {
+			if t == nil || stopped[i].at == partEnded {
+				continue
+			}
+			t.resume <- !failed
+			wait(i)
+		}
+	}
+	if pan != nil {
+		panic(pan)
+	}
+	var errs []error
+	for i, p := range parts {
+		if turns[i] == nil {
+			continue
+		}
+		if err := stopped[i].err; err != nil && !errors.Is(err, errPartRolledBack) {
+			errs = append(errs, e.partError(p.k, err))
+		}
+		if !failed {
+			db.RowsAffected += p.db.RowsAffected
 		}
 	}
 	db.Error = errors.Join(errs...)

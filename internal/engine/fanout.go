@@ -19,9 +19,9 @@ import (
 
 // fanOut runs a statement whose rows may be on several physical databases on
 // each of them, each part asking its database only for its own rows: queries
-// concurrently, with the results merged; updates and deletes one database
-// after another. Inside a transaction, which is on one database, it fails
-// with ErrCrossShard.
+// concurrently, with the results merged; updates and deletes as one write.
+// Inside a transaction, which is on one database, it fails with
+// ErrCrossShard.
 func (e *Engine) fanOut(db *gorm.DB, kind statementKind, m *model, physicals []int, subqueries bool) {
 	stmt := db.Statement
 	if db.DryRun {
@@ -126,16 +126,12 @@ func (e *Engine) partError(k int, err error) error {
 	return &onError{name: e.physical[k].name, err: err}
 }
 
-// fanOutWrite runs an update or delete on each database in turn. Rows given
-// as a slice (Delete(&rows), Model(&rows).Updates) are split: each part gets
+// fanOutWrite runs an update or delete on each database, as one write
+// (execute.go). Rows given as a slice (Delete(&rows), Model(&rows).Updates) are split: each part gets
 // only its database's rows, so each row's hooks run once, and rows RETURNING
 // gives back reach the caller's slice from every part.
 func (e *Engine) fanOutWrite(db *gorm.DB, kind statementKind, m *model, plan shardrouter.Parts, physicals []int) {
 	stmt := db.Statement
-	processor := db.Callback().Update()
-	if kind == kindDelete {
-		processor = db.Callback().Delete()
-	}
 	rows := writeRows(stmt, kind)
 	returning, replaced := returningOf(stmt)
 	if returning && rows.slice == nil {
@@ -186,31 +182,40 @@ func (e *Engine) fanOutWrite(db *gorm.DB, kind statementKind, m *model, plan sha
 		parts[k], run = part, append(run, k)
 	}
 	// One value, not rows: its hooks run once, in the first part, and the
-	// other parts write the SET that part wrote after them (a hook's
-	// SetColumn, the UpdatedAt time that SkipHooks would leave out).
-	var planned *plannedSet
+	// other parts, made to skip them, start once it is planned: with the
+	// conditions its hooks added, and the SET it will write after them (a
+	// hook's SetColumn, the UpdatedAt time that SkipHooks would leave out).
+	writes := make([]writePart, len(run))
+	for i, k := range run {
+		writes[i] = writePart{k: k, db: parts[k]}
+	}
 	if rows.slice == nil && len(run) > 1 {
-		for _, k := range run[1:] {
-			parts[k].Statement.SkipHooks = true
-		}
+		first := parts[run[0]].Statement
+		var planned *plannedSet
 		if kind == kindUpdate {
 			planned = &plannedSet{}
-			first := parts[run[0]].Statement
 			first.Settings.Store(plannedSetKey{first}, planned)
+		}
+		before := len(conditionsOf(first))
+		for i := range writes[1:] {
+			writes[i+1].db.Statement.SkipHooks = true
+			writes[i+1].start = func(part *gorm.DB) bool {
+				if added := conditionsOf(first)[before:]; len(added) > 0 {
+					part.Statement.AddClause(clause.Where{Exprs: slices.Clone(added)})
+				}
+				if planned == nil {
+					return true
+				}
+				if planned.made && len(planned.set) > 0 {
+					part.Statement.AddClause(planned.set)
+					return true
+				}
+				return false // the first part had nothing to write
+			}
 		}
 	}
 	e.fannedOut(db, kind, run)
-	e.runParts(db, kind, run, func(k int) *gorm.DB {
-		part := parts[k]
-		part.Statement.Context = db.Statement.Context // made before runParts gave the part its span
-		if planned != nil && k != run[0] {
-			if !planned.made || len(planned.set) == 0 {
-				return nil // the first part stopped before its write, or had nothing to write
-			}
-			part.Statement.AddClause(planned.set)
-		}
-		return processor.Execute(part)
-	})
+	e.runParts(db, kind, writes)
 	if rows.slice == nil {
 		return
 	}
@@ -239,6 +244,14 @@ func (e *Engine) fanOutWrite(db *gorm.DB, kind statementKind, m *model, plan sha
 			}
 		}
 	}
+}
+
+// conditionsOf returns the conditions of the statement's WHERE clause.
+func conditionsOf(stmt *gorm.Statement) []clause.Expression {
+	if where, ok := stmt.Clauses["WHERE"].Expression.(clause.Where); ok {
+		return where.Exprs
+	}
+	return nil
 }
 
 // rowSlice is the caller's slice (or array) of rows a write names: the
