@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/callbacks"
 	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
 
 	"github.com/shardid/shardid/internal/fence"
 	"github.com/shardid/shardid/internal/sqlscan"
@@ -515,11 +517,18 @@ func sumInto(target reflect.Value, parts []reflect.Value) {
 	}
 }
 
-// preloadEach runs GORM's preloads on the merged rows one physical database's
-// rows at a time, from that database: the join rows of a many2many live beside
-// their owner there, and each preload carries that database's keys only.
+// preloadEach runs GORM's preloads on the merged rows. A preload of a
+// many2many reads its join rows beside their owners, so it runs one physical
+// database's rows at a time, from that database, each carrying that
+// database's keys only. Every other preload is one statement over all the
+// rows, as on one database, which routing sends where its rows are: a
+// colocated child's over every database its owners are on, merged in the
+// preload's own order and limit; an unsharded model's once, on the plugin's
+// database.
 func (e *Engine) preloadEach(db *gorm.DB, m *model) {
 	stmt := db.Statement
+	all := stmt.Preloads
+	defer func() { stmt.Preloads = all }()
 	rows := reflect.Indirect(stmt.ReflectValue)
 	if rows.Kind() == reflect.Struct && rows.CanAddr() { // one row: First, Last
 		rows = reflect.Append(reflect.MakeSlice(reflect.SliceOf(rows.Addr().Type()), 0, 1), rows.Addr())
@@ -528,6 +537,14 @@ func (e *Engine) preloadEach(db *gorm.DB, m *model) {
 		callbacks.Preload(db)
 		return
 	}
+	joined, once := splitPreloads(stmt.Schema, all)
+	if len(once) > 0 {
+		stmt.Preloads = once
+		if !e.preloadFrom(stmt.Context, db, -1, rows) || len(joined) == 0 {
+			return
+		}
+	}
+	stmt.Preloads = joined
 	var order []int
 	groups := map[int]reflect.Value{}
 	for i := range rows.Len() {
@@ -548,7 +565,7 @@ func (e *Engine) preloadEach(db *gorm.DB, m *model) {
 	for _, k := range order {
 		var failed bool
 		e.traced(stmt.Context, k, "preload", stmt.Table, func(ctx context.Context) (string, error) {
-			failed = !e.preloadOn(ctx, db, k, groups[k])
+			failed = !e.preloadFrom(ctx, db, k, groups[k])
 			return "", db.Error
 		})
 		if failed {
@@ -557,23 +574,60 @@ func (e *Engine) preloadEach(db *gorm.DB, m *model) {
 	}
 }
 
-// preloadOn runs the statement's preloads of rows, all on physical database
-// k, from k; it reports false when they failed.
-func (e *Engine) preloadOn(ctx context.Context, db *gorm.DB, k int, rows reflect.Value) bool {
+// splitPreloads splits a statement's preloads into those of its many2many
+// relations (with the preloads nested under them) and the others.
+func splitPreloads(s *schema.Schema, preloads map[string][]any) (joined, others map[string][]any) {
+	add := func(name string, args []any) {
+		root, _, _ := strings.Cut(name, ".")
+		to := &others
+		if rel, ok := s.Relationships.Relations[root]; ok && rel.Type == schema.Many2Many {
+			to = &joined
+		}
+		if *to == nil {
+			*to = map[string][]any{}
+		}
+		(*to)[name] = args
+	}
+	for name, args := range preloads {
+		if name != clause.Associations {
+			add(name, args)
+			continue
+		}
+		for relation := range s.Relationships.Relations { // Preload(clause.Associations): each of them
+			if _, named := preloads[relation]; !named {
+				add(relation, args)
+			}
+		}
+	}
+	return joined, others
+}
+
+// preloadFrom runs the statement's preloads of rows, in a statement of its
+// own whose lines join the statement's: from physical database k, where the
+// rows all are, or, with k -1, from where the statement is, its preloads then
+// routed on their own. It reports false when they failed.
+func (e *Engine) preloadFrom(ctx context.Context, db *gorm.DB, k int, rows reflect.Value) bool {
 	stmt := db.Statement
 	part := db.Session(&gorm.Session{Context: ctx}).Clauses() // a statement of its own
-	pool, err := e.poolOf(ctx, k, stmt.ConnPool)
-	if db.AddError(err) != nil {
-		return false
+	if k >= 0 {
+		pool, err := e.poolOf(ctx, k, stmt.ConnPool)
+		if db.AddError(err) != nil {
+			return false
+		}
+		part.Statement.ConnPool = pool
 	}
-	rowsOnK := reflect.New(rows.Type())
-	rowsOnK.Elem().Set(rows)
-	part.Statement.ConnPool, part.Statement.Dest, part.Statement.ReflectValue = pool, rowsOnK.Interface(), rowsOnK.Elem()
+	rowsOf := reflect.New(rows.Type())
+	rowsOf.Elem().Set(rows)
+	part.Statement.Dest, part.Statement.ReflectValue = rowsOf.Interface(), rowsOf.Elem()
 	e.logPartTo(stmt, part)
 	callbacks.Preload(part)
-	if part.Error != nil {
-		db.AddError(e.partError(k, part.Error))
-		return false
+	if part.Error == nil {
+		return true
 	}
-	return true
+	if k >= 0 {
+		db.AddError(e.partError(k, part.Error))
+	} else {
+		db.AddError(part.Error)
+	}
+	return false
 }
