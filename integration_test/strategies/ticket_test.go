@@ -544,9 +544,9 @@ func TestTicketMySQLContentionIsNotAFailure(t *testing.T) {
 func TestTicketLargeBatchOutlivesTheTimeout(t *testing.T) {
 	d := mysqlTicketDB(t)
 	table := ticketTable(t)
-	const timeout = 250 * time.Millisecond // one statement's, with room on a busy machine
+	const timeout = time.Second // one statement's, with room for one on a busy machine
 	g := newTestTicket(t, []TicketServer{d.server(t, table, "only", 0, 1, nil)}, TicketOptions{Table: table, Timeout: timeout})
-	shards, ids := make([]int, 2000), make([]int64, 2000)
+	shards, ids := make([]int, 4000), make([]int64, 4000) // about a millisecond each, several timeouts in all
 	start := time.Now()
 	if err := g.Generate(context.Background(), Target{}, shards, ids); err != nil {
 		t.Fatal(err)
