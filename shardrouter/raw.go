@@ -39,6 +39,9 @@ const (
 	UnshardedOnShard
 	// ShardedOffShard: it names a sharded table without a shard to run on.
 	ShardedOffShard
+	// ShardedUncovered: it runs on a shard, and names a sharded table whose
+	// rows there are not those its routing chose.
+	ShardedUncovered
 )
 
 // RawRoute is the planner's answer for raw SQL: whether it runs, and the
@@ -73,21 +76,69 @@ func PlanRaw(s RawSQL, sharded, unsharded Catalog) RawRoute {
 // names returns the first table the SQL names that find knows, with any
 // qualifier but a system schema's; of SQL not read for certain, any word.
 func (s RawSQL) names(find Catalog) (table, model string, ok bool) {
+	s.each(func(name string) bool {
+		model, ok = find(name)
+		table = name
+		return ok
+	})
+	return table, model, ok
+}
+
+// each calls visit with every table the SQL names but a system schema's,
+// and, of SQL not read for certain, every word, until visit returns true.
+func (s RawSQL) each(visit func(name string) bool) {
 	for _, t := range s.Tables {
 		schema := t.Qualifier[strings.LastIndexByte(t.Qualifier, '.')+1:]
-		if systemSchemas[strings.ToLower(schema)] {
-			continue
-		}
-		if model, ok := find(t.Name); ok {
-			return t.Name, model, true
+		if !systemSchemas[strings.ToLower(schema)] && visit(t.Name) {
+			return
 		}
 	}
 	if s.Unread {
 		for _, word := range s.Words {
-			if model, ok := find(word); ok {
-				return word, model, true
+			if visit(word) {
+				return
 			}
 		}
 	}
-	return "", "", false
+}
+
+// SentSQL is what the last gate reads of the SQL a statement is about to
+// send, as GORM built it, and where it runs.
+type SentSQL struct {
+	RawSQL
+	// Covered reports whether a sharded table's rows on the statement's
+	// shard are those its routing chose: its own model's and join tables',
+	// a colocated join's, a subquery's routed there, any under a one-shard
+	// clause. Nil: none.
+	Covered func(table string) bool
+}
+
+// CheckSent is the last gate: SQL about to be sent on a shard must name no
+// unsharded model's table and no sharded table its routing does not cover
+// there; off a shard, no sharded table. SQL not read for certain is judged
+// by every word.
+func CheckSent(s SentSQL, sharded, unsharded Catalog) RawRoute {
+	judge := func(name string) RawRoute {
+		switch {
+		case !s.OnShard:
+			if model, ok := sharded(name); ok {
+				return RawRoute{Refusal: ShardedOffShard, Table: name, Model: model}
+			}
+		case s.Covered != nil && s.Covered(name):
+		default:
+			if model, ok := unsharded(name); ok {
+				return RawRoute{Refusal: UnshardedOnShard, Table: name, Model: model}
+			}
+			if model, ok := sharded(name); ok {
+				return RawRoute{Refusal: ShardedUncovered, Table: name, Model: model}
+			}
+		}
+		return RawRoute{}
+	}
+	var refused RawRoute
+	s.each(func(name string) bool {
+		refused = judge(name)
+		return refused.Refusal != RawRuns
+	})
+	return refused
 }

@@ -90,6 +90,9 @@ func (e *Engine) queryParts(db *gorm.DB, m *model, plan shardrouter.Parts, prepa
 		return nil, template.Error
 	}
 	sql, vars := template.Statement.SQL.String(), template.Statement.Vars
+	if err := e.checkSent(template.Statement, sql, parts[0].k, true); err != nil {
+		return nil, err
+	}
 	found := 0
 	for _, v := range vars {
 		if mk, ok := v.(*keyMarker); ok && !mk.seen {
@@ -121,6 +124,9 @@ func (e *Engine) buildEachPart(db *gorm.DB, m *model, plan shardrouter.Parts, pa
 		callbacks.BuildQuerySQL(part)
 		if part.Error != nil {
 			return nil, part.Error
+		}
+		if err := e.checkSent(part.Statement, part.Statement.SQL.String(), parts[n].k, true); err != nil {
+			return nil, err
 		}
 		parts[n].sql, parts[n].vars = part.Statement.SQL.String(), part.Statement.Vars
 		parts[n].rows = reflect.New(reflect.TypeOf(part.Statement.Dest).Elem())

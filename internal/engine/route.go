@@ -358,10 +358,11 @@ func (e *Engine) transactionPhysical(stmt *gorm.Statement) (int, bool) {
 // noteTransactionMap remembers the shard map by which a shard clause began
 // the statement's transaction, for movedAway.
 func (e *Engine) noteTransactionMap(stmt *gorm.Statement) {
-	if _, noted := e.txMaps.lookup(stmt.ConnPool); noted {
-		return
+	m, ok := stmt.Settings.Load(txMapKey{})
+	if !ok {
+		return // not a clause's transaction: GORM's own, of one statement
 	}
-	if m, ok := stmt.Settings.Load(txMapKey{}); ok {
+	if _, noted := e.txMaps.lookup(stmt.ConnPool); !noted {
 		e.txMaps.remember(stmt.ConnPool, m.(*shardrouter.Map))
 	}
 }

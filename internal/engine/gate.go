@@ -1,0 +1,275 @@
+package engine
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/callbacks"
+	"gorm.io/gorm/clause"
+	"gorm.io/gorm/logger"
+	"gorm.io/gorm/schema"
+
+	"github.com/shardid/shardid/internal/sqlscan"
+	"github.com/shardid/shardid/shardrouter"
+)
+
+// The last gate. Routing reads a statement clause by clause; the gate reads
+// the SQL GORM will send, built right before GORM's executor (which builds
+// nothing when the SQL is built), with the dialect's tokenizer, and refuses
+// a statement that names a table its routing does not cover where it runs:
+// on a shard, an unsharded model's table or a sharded table other than its
+// own model's, its colocated joins' and its subqueries' (any, under a
+// one-shard clause); off a shard, a sharded table. Whatever the clause a
+// name hides in (a select list, HAVING, a SET value, a join, a CTE), the
+// statement fails closed before it writes or reads anything.
+
+// gate is the callback right before GORM's executor of kind.
+func (e *Engine) gate(kind statementKind) func(*gorm.DB) {
+	return func(db *gorm.DB) {
+		if db.Error != nil || !e.routed() {
+			return
+		}
+		if db.Statement.SQL.Len() == 0 && !buildSQL(db, kind) {
+			return // nothing to send: an update with nothing to set
+		}
+		if db.Error == nil {
+			k, onShard := e.boundPhysical(db.Statement)
+			db.AddError(e.checkSent(db.Statement, db.Statement.SQL.String(), k, onShard))
+		}
+	}
+}
+
+// checkSent refuses sql, which stmt is about to send on physical database k
+// (onShard) or the plugin's own, when it names a table the statement's
+// routing does not cover there.
+func (e *Engine) checkSent(stmt *gorm.Statement, sql string, k int, onShard bool) error {
+	scan := e.scanned(sql)
+	sent := shardrouter.SentSQL{RawSQL: shardrouter.RawSQL{Tables: scan.tables, Words: scan.words, Unread: scan.unread}}
+	sent.OnShard = onShard
+	if sent.OnShard {
+		sent.Covered = e.coverage(stmt)
+	}
+	route := shardrouter.CheckSent(sent, e.shardedModel, e.unshardedModel)
+	switch route.Refusal {
+	case shardrouter.UnshardedOnShard:
+		return fmt.Errorf("%w: the statement runs on %s, and its SQL names %s, the table of the unsharded model %s, whose rows live on the plugin's database only: read it apart",
+			ErrCrossShard, e.physical[k].name, route.Table, route.Model)
+	case shardrouter.ShardedUncovered:
+		return fmt.Errorf("%w: the statement runs on %s, and its SQL names %s, whose rows are on every physical database: only those on %s would be read; read them apart, or give the statement a shard clause (OnShard, ByID, ByKey) to read that shard's rows only",
+			ErrCrossShard, e.physical[k].name, route.Table, e.physical[k].name)
+	case shardrouter.ShardedOffShard:
+		return &FieldError{Model: route.Model, Field: "table " + route.Table, Err: ErrNoShard,
+			Detail: "the statement runs on the plugin's database, which holds no logical shard, and its SQL names a sharded table: read it with its own model, or give the statement a shard clause"}
+	}
+	return nil
+}
+
+// coverage returns which sharded tables a statement on a shard may name: its
+// own; under a one-shard clause any; else those routing approved, found only
+// when asked.
+func (e *Engine) coverage(stmt *gorm.Statement) func(table string) bool {
+	own := stmt.Table
+	if stmt.Schema != nil {
+		own = stmt.Schema.Table
+	}
+	var approved map[string]bool
+	return func(table string) bool {
+		if strings.EqualFold(table, own) {
+			return true
+		}
+		if approved == nil {
+			if oneShardClause(stmt) {
+				return true
+			}
+			approved = e.approvedTables(stmt)
+		}
+		return approved[strings.ToLower(table)]
+	}
+}
+
+// approvedTables are the sharded tables, lower case, that routing let a
+// statement read beside its own on its shard: its many2many join tables,
+// the models of its joins along a colocate column (routing refused the
+// others), and the tables of its subqueries, which routing sent to the same
+// database.
+func (e *Engine) approvedTables(stmt *gorm.Statement) map[string]bool {
+	approved := map[string]bool{}
+	if stmt.Schema != nil {
+		for _, rel := range stmt.Schema.Relationships.Many2Many { // its own join tables, beside its rows
+			if rel.JoinTable != nil {
+				approved[strings.ToLower(rel.JoinTable.Table)] = true
+			}
+		}
+	}
+	for _, j := range stmt.Joins {
+		if path, ok := shardrouter.RelationPath(stmt.Schema, j.Name); ok {
+			for _, rel := range path {
+				approved[strings.ToLower(rel.FieldSchema.Table)] = true
+			}
+			continue
+		}
+		for _, table := range e.sqlTables(j.Name) {
+			approved[strings.ToLower(table)] = true
+		}
+	}
+	for _, sub := range readClauses(stmt).subqueries {
+		for _, table := range e.subqueryTables(sub) {
+			approved[strings.ToLower(table)] = true
+		}
+	}
+	return approved
+}
+
+// subqueryTables returns the tables a subquery names, as GORM builds it.
+func (e *Engine) subqueryTables(sub *gorm.DB) []string {
+	run := sub.Session(&gorm.Session{DryRun: true, Logger: logger.Discard}).Clauses() // as GORM's AddVar builds it
+	if run.Statement.SQL.Len() == 0 {
+		run.Callback().Query().Execute(run)
+	}
+	scan := e.scanned(run.Statement.SQL.String())
+	if scan.unread {
+		return scan.words
+	}
+	tables := make([]string, len(scan.tables))
+	for i, t := range scan.tables {
+		tables[i] = t.Name
+	}
+	return tables
+}
+
+// scannedSQL is what the tokenizer read of a statement's SQL.
+type scannedSQL struct {
+	tables []shardrouter.Table
+	words  []string // of SQL not read for certain
+	unread bool
+}
+
+// scanCacheSize bounds the texts kept read: GORM's SQL of one shape differs
+// only by its placeholders, and an application has few shapes.
+const scanCacheSize = 4096
+
+// scanCache keeps what the tokenizer read of SQL texts, by dialect and
+// text. It is safe for concurrent use.
+type scanCache struct {
+	texts sync.Map // string → *scannedSQL
+	count atomic.Int64
+}
+
+// scanned reads sql, once per text.
+func (e *Engine) scanned(sql string) *scannedSQL {
+	if v, ok := e.scans.texts.Load(sql); ok {
+		return v.(*scannedSQL)
+	}
+	scan, unread := sqlscan.Read(e.db.Dialector.Name(), sql)
+	read := &scannedSQL{words: scan.Words, unread: unread != nil}
+	read.tables = make([]shardrouter.Table, len(scan.Tables))
+	for i, t := range scan.Tables {
+		read.tables[i] = shardrouter.Table{Qualifier: t.Qualifier, Name: t.Name}
+	}
+	if e.scans.count.Load() < scanCacheSize {
+		if _, loaded := e.scans.texts.LoadOrStore(sql, read); !loaded {
+			e.scans.count.Add(1)
+		}
+	}
+	return read
+}
+
+// buildSQL builds the statement's SQL as GORM's executor of kind would
+// (gorm.io/gorm/callbacks: BuildQuerySQL, and the building part of Create,
+// Update and Delete), so that the executor sends it as built. It reports
+// false when there is nothing to send.
+func buildSQL(db *gorm.DB, kind statementKind) bool {
+	stmt := db.Statement
+	switch kind {
+	case kindQuery, kindRow:
+		callbacks.BuildQuerySQL(db)
+	case kindCreate:
+		buildCreateSQL(db)
+	case kindUpdate:
+		if stmt.Schema != nil {
+			for _, c := range stmt.Schema.UpdateClauses {
+				stmt.AddClause(c)
+			}
+		}
+		if stmt.SQL.Len() > 0 {
+			return true // a clause built it (soft deletes build theirs)
+		}
+		stmt.AddClauseIfNotExists(clause.Update{})
+		if _, ok := stmt.Clauses["SET"]; !ok {
+			set := callbacks.ConvertToAssignments(stmt)
+			if len(set) == 0 {
+				return false
+			}
+			stmt.AddClause(set)
+			defer delete(stmt.Clauses, "SET") // GORM's executor makes it afresh for each run
+		}
+		stmt.Build(stmt.BuildClauses...)
+	case kindDelete:
+		buildDeleteSQL(db)
+	}
+	return stmt.SQL.Len() > 0
+}
+
+// buildCreateSQL is the building part of GORM's Create.
+func buildCreateSQL(db *gorm.DB) {
+	stmt := db.Statement
+	if stmt.Schema != nil {
+		if !stmt.Unscoped {
+			for _, c := range stmt.Schema.CreateClauses {
+				stmt.AddClause(c)
+			}
+		}
+		if slices.Contains(db.Callback().Create().Clauses, "RETURNING") && len(stmt.Schema.FieldsWithDefaultDBValue) > 0 {
+			if _, ok := stmt.Clauses["RETURNING"]; !ok {
+				var columns []clause.Column
+				for _, field := range stmt.Schema.FieldsWithDefaultDBValue {
+					if field.Readable {
+						columns = append(columns, clause.Column{Name: field.DBName})
+					}
+				}
+				if len(columns) > 0 {
+					stmt.AddClause(clause.Returning{Columns: columns})
+				}
+			}
+		}
+	}
+	if stmt.SQL.Len() == 0 {
+		stmt.AddClauseIfNotExists(clause.Insert{})
+		stmt.AddClause(callbacks.ConvertToCreateValues(stmt))
+		stmt.Build(stmt.BuildClauses...)
+	}
+}
+
+// buildDeleteSQL is the building part of GORM's Delete.
+func buildDeleteSQL(db *gorm.DB) {
+	stmt := db.Statement
+	if stmt.Schema != nil {
+		for _, c := range stmt.Schema.DeleteClauses {
+			stmt.AddClause(c)
+		}
+	}
+	if stmt.SQL.Len() > 0 {
+		return // a clause built it (soft deletes build theirs)
+	}
+	stmt.AddClauseIfNotExists(clause.Delete{})
+	if stmt.Schema != nil {
+		keysOf := func(rv reflect.Value) {
+			_, values := schema.GetIdentityFieldValuesMap(stmt.Context, rv, stmt.Schema.PrimaryFields)
+			column, list := schema.ToQueryValues(stmt.Table, stmt.Schema.PrimaryFieldDBNames, values)
+			if len(list) > 0 {
+				stmt.AddClause(clause.Where{Exprs: []clause.Expression{clause.IN{Column: column, Values: list}}})
+			}
+		}
+		keysOf(stmt.ReflectValue)
+		if stmt.ReflectValue.CanAddr() && stmt.Dest != stmt.Model && stmt.Model != nil {
+			keysOf(reflect.ValueOf(stmt.Model))
+		}
+	}
+	stmt.AddClauseIfNotExists(clause.From{})
+	stmt.Build(stmt.BuildClauses...)
+}
