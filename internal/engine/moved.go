@@ -450,16 +450,5 @@ func (e *Engine) ranOn(stmt *gorm.Statement) (int, bool) {
 	if !inTransaction(stmt.ConnPool) {
 		return e.physicalOfPool(stmt.ConnPool)
 	}
-	if k, ok := e.transactionPhysical(stmt); ok {
-		return k, true
-	}
-	if sqlTx(stmt.ConnPool) == nil {
-		return 0, false
-	}
-	for k := range e.physical {
-		if e.txOn(stmt.ConnPool, k) {
-			return k, true
-		}
-	}
-	return 0, false
+	return e.transactionPhysical(stmt)
 }

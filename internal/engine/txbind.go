@@ -42,19 +42,6 @@ func dbBehind(tx *sql.Tx) *sql.DB {
 	return (*sql.DB)(reflect.ValueOf(tx).Elem().FieldByIndex(txDBField.Index).UnsafePointer())
 }
 
-// txOn reports whether a transaction a shard clause's Settings say is on
-// physical database k really is: GORM's Session(PrepareStmt) swaps the
-// connection the clause chose for the plugin's database's, and a transaction
-// begun from it is not on k.
-func (e *Engine) txOn(pool gorm.ConnPool, k int) bool {
-	tx := sqlTx(pool)
-	if tx == nil {
-		return true // a transaction of another kind (another plugin's): as the clause says
-	}
-	on, ok := e.physicalOfPool(dbBehind(tx))
-	return ok && on == k
-}
-
 // gormTxKey is the key of the transaction GORM, or the plugin retrying a
 // moved write, began for a routed write: in a Create's context, or an
 // update's or delete's Settings, where the statements its hooks and
