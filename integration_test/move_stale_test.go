@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/url"
@@ -82,19 +83,31 @@ func (p *tcpProxy) setCut(cut bool) {
 // viaProxy opens b's main database through a proxy.
 func viaProxy(t *testing.T, b backend) (gorm.Dialector, *tcpProxy) {
 	t.Helper()
+	return physicalViaProxy(t, b, -1)
+}
+
+// physicalViaProxy opens b's i-th physical database (-1: its main one)
+// through a proxy.
+func physicalViaProxy(t *testing.T, b backend, i int) (gorm.Dialector, *tcpProxy) {
+	t.Helper()
 	switch b.name {
 	case "mariadb":
 		cfg, err := mysqldriver.ParseDSN(requireDSN(t, mysqlDSNVar))
 		must(t, err)
 		proxy := newTCPProxy(t, cfg.Addr)
-		cfg.Addr = proxy.addr()
-		cfg.Timeout = time.Second
+		cfg.Addr, cfg.Timeout = proxy.addr(), time.Second
+		if i >= 0 {
+			cfg.DBName = fmt.Sprintf("%s_%d", cfg.DBName, i)
+		}
 		return mysql.Open(cfg.FormatDSN()), proxy
 	default:
 		u, err := url.Parse(requireDSN(t, postgresDSNVar))
 		must(t, err)
 		proxy := newTCPProxy(t, u.Host)
 		u.Host = proxy.addr()
+		if i >= 0 {
+			u.Path = fmt.Sprintf("%s_%d", u.Path, i)
+		}
 		q := u.Query()
 		q.Set("connect_timeout", "1")
 		u.RawQuery = q.Encode()

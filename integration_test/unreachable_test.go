@@ -2,9 +2,7 @@ package integration
 
 import (
 	"errors"
-	"fmt"
 	"net"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -12,7 +10,6 @@ import (
 
 	mysqldriver "github.com/go-sql-driver/mysql"
 	"gorm.io/driver/mysql"
-	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
@@ -121,28 +118,6 @@ func TestUnreachableShard(t *testing.T) {
 				t.Fatalf("a count over every shard with one unreachable: %v; want ErrShardUnavailable, not a partial sum", err)
 			}
 		})
-	}
-}
-
-// physicalViaProxy opens b's i-th physical database through a proxy.
-func physicalViaProxy(t *testing.T, b backend, i int) (gorm.Dialector, *tcpProxy) {
-	t.Helper()
-	switch b.name {
-	case "mariadb":
-		cfg, err := mysqldriver.ParseDSN(requireDSN(t, mysqlDSNVar))
-		must(t, err)
-		proxy := newTCPProxy(t, cfg.Addr)
-		cfg.Addr, cfg.DBName, cfg.Timeout = proxy.addr(), fmt.Sprintf("%s_%d", cfg.DBName, i), time.Second
-		return mysql.Open(cfg.FormatDSN()), proxy
-	default:
-		u, err := url.Parse(requireDSN(t, postgresDSNVar))
-		must(t, err)
-		proxy := newTCPProxy(t, u.Host)
-		u.Host, u.Path = proxy.addr(), fmt.Sprintf("%s_%d", u.Path, i)
-		q := u.Query()
-		q.Set("connect_timeout", "1")
-		u.RawQuery = q.Encode()
-		return postgres.Open(u.String()), proxy
 	}
 }
 
