@@ -85,6 +85,9 @@ func TestLastGateRefusesTablesItsRoutingDoesNotCover(t *testing.T) {
 			"a struct without the tag":      r.db.Find(&[]GtUserView{}).Error,
 			"a name qualified by a schema":  r.db.Where("id IN (SELECT id FROM " + qualifier(b) + ".gt_users)").Find(&[]GtCountry{}).Error,
 		}
+		if b.name == "postgres" {
+			offShard["a U&\"...\" identifier"] = r.db.Where(`id IN (SELECT id FROM U&"gt_\0075sers")`).Find(&[]GtCountry{}).Error
+		}
 		for what, err := range offShard {
 			if !errors.Is(err, shardid.ErrNoShard) {
 				t.Errorf("%s: %v; want ErrNoShard", what, err)

@@ -133,6 +133,10 @@ var byDialect = map[string]map[string]string{
 		"SELECT 'FROM authors' 'more' FROM settings":                            "settings",
 	},
 	"postgres": {
+		`SELECT * FROM U&"auth\006frs"`:                                                              "authors",
+		`SELECT * FROM U&"\+000061uthors"`:                                                           "authors",
+		`SELECT * FROM U&"a!0075thors" UESCAPE '!'`:                                                  unsure,
+		`SELECT * FROM U&"auth\0G6frs"`:                                                              unsure,
 		`SELECT * FROM "public"."authors"`:                                                           "public.authors",
 		`SELECT * FROM "Authors"`:                                                                    "Authors",
 		"SELECT * FROM Public.Authors":                                                               "public.authors",

@@ -3,7 +3,9 @@ package sqlscan
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Kind is the kind of a token.
@@ -309,13 +311,52 @@ func (t *tokenizer) word(i int) (int, error) {
 	}
 	if t.d.escapeStrings && j == i+1 && (s[i] == 'U' || s[i] == 'u') && strings.HasPrefix(s[j:], "&\"") {
 		end, err := t.quoted(j+1, Quoted, false, false) // U&"name": its \XXXX escapes spell letters
-		if err == nil && strings.Contains(t.tokens[len(t.tokens)-1].Text, "\\") {
+		if err != nil {
+			return 0, err
+		}
+		last := &t.tokens[len(t.tokens)-1]
+		name, ok := unicodeEscapes(last.Text)
+		if after := strings.TrimLeft(s[end:], " \t\r\n"); !ok || len(after) >= 7 && strings.EqualFold(after[:7], "UESCAPE") {
 			return 0, fmt.Errorf("%w: a U&\"...\" identifier with escapes at byte %d", ErrUnsure, i)
 		}
-		return end, err
+		last.Text = name
+		return end, nil
 	}
 	t.add(Word, s[i:j])
 	return j, nil
+}
+
+// unicodeEscapes spells the escapes of a PostgreSQL U&"..." identifier
+// with the default escape character: \XXXX and \+XXXXXX code points, \\ a
+// backslash.
+func unicodeEscapes(text string) (string, bool) {
+	var b strings.Builder
+	for j := 0; j < len(text); j++ {
+		if text[j] != '\\' {
+			b.WriteByte(text[j])
+			continue
+		}
+		digits := 4
+		switch {
+		case j+1 < len(text) && text[j+1] == '\\':
+			b.WriteByte('\\')
+			j++
+			continue
+		case j+1 < len(text) && text[j+1] == '+':
+			digits = 6
+			j++
+		}
+		if j+1+digits > len(text) {
+			return "", false
+		}
+		code, err := strconv.ParseUint(text[j+1:j+1+digits], 16, 32)
+		if err != nil || !utf8.ValidRune(rune(code)) {
+			return "", false
+		}
+		b.WriteRune(rune(code))
+		j += digits
+	}
+	return b.String(), true
 }
 
 func isExponent(s string, j int) bool {
