@@ -59,10 +59,17 @@ func fannedOutDry(db *gorm.DB) bool {
 // routing does not cover there.
 func (e *Engine) checkSent(stmt *gorm.Statement, sql string, k int, onShard bool) error {
 	scan := e.scanned(sql)
+	own := stmt.Table
+	if stmt.Schema != nil {
+		own = stmt.Schema.Table
+	}
+	if onShard && !scan.unread && !slices.ContainsFunc(scan.tables, func(t shardrouter.Table) bool { return !strings.EqualFold(t.Name, own) }) {
+		return nil // its own table alone, as most statements name
+	}
 	sent := shardrouter.SentSQL{RawSQL: shardrouter.RawSQL{Tables: scan.tables, Words: scan.words, Unread: scan.unread}}
 	sent.OnShard = onShard
 	if sent.OnShard {
-		sent.Covered = e.coverage(stmt)
+		sent.Covered = e.coverage(stmt, own)
 	}
 	route := shardrouter.CheckSent(sent, e.shardedModel, e.unshardedModel)
 	switch route.Refusal {
@@ -82,11 +89,7 @@ func (e *Engine) checkSent(stmt *gorm.Statement, sql string, k int, onShard bool
 // coverage returns which sharded tables a statement on a shard may name: its
 // own; under a one-shard clause any; else those routing approved, found only
 // when asked.
-func (e *Engine) coverage(stmt *gorm.Statement) func(table string) bool {
-	own := stmt.Table
-	if stmt.Schema != nil {
-		own = stmt.Schema.Table
-	}
+func (e *Engine) coverage(stmt *gorm.Statement, own string) func(table string) bool {
 	var approved map[string]bool
 	return func(table string) bool {
 		if strings.EqualFold(table, own) {
