@@ -37,6 +37,17 @@ type (
 		AuthorID int64
 		Code     string `gorm:"uniqueIndex;size:64"`
 	}
+	// coach has enrollments, unique per coach and course: the index holds the
+	// colocate column that GORM's association save upserts.
+	coach struct {
+		ID          int64 `shardid:""`
+		Enrollments []enrollment
+	}
+	enrollment struct {
+		ID      int64  `shardid:"colocate:CoachID"`
+		CoachID int64  `gorm:"uniqueIndex:coach_course"`
+		Course  string `gorm:"uniqueIndex:coach_course;size:64"`
+	}
 )
 
 func (t *normalTenant) BeforeCreate(*gorm.DB) error {
@@ -333,6 +344,27 @@ func TestKeySafetyCreates(t *testing.T) {
 		must(t, k.db.Create(&lower).Error)
 		if where := k.where(t, &normalTenant{}, lower.ID); !slices.Equal(where, []int{k.physicalOfShard(shardOfKey(lower.Code))}) {
 			t.Fatalf("the tenant is on %v", where)
+		}
+	})
+}
+
+func TestAssociationUpsertOnAUniqueKeyHoldingTheColocateColumn(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		k := newKeys(t, b)
+		fresh(t, k.db, &coach{}, &enrollment{})
+		for i := range 8 { // coaches over both databases
+			c := coach{Enrollments: []enrollment{{Course: "go"}, {Course: "sql"}}}
+			must(t, k.db.Create(&c).Error)
+			var got coach
+			must(t, k.db.Preload("Enrollments").First(&got, c.ID).Error)
+			if len(got.Enrollments) != 2 {
+				t.Fatalf("coach %d: %d enrollments", i, len(got.Enrollments))
+			}
+			for _, e := range c.Enrollments {
+				k.mustBeOnItsShard(t, &enrollment{}, e.ID)
+			}
+			// Saving the coach again upserts the enrollments by their keys.
+			must(t, k.db.Save(&c).Error)
 		}
 	})
 }

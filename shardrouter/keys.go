@@ -80,18 +80,19 @@ func CheckAssignments(set []clause.Assignment, placings []Placing, row UpdatedRo
 
 // CheckUpsert refuses an ON CONFLICT update (its assignments set) of a
 // placing column, unless it writes the inserted row's own value
-// (excluded.col, as UpdateAll and Save do) over a row that can only
-// conflict on the primary key (keyOnly, asked only then): that row has the
-// same key, so the same shard, and the inserted value agrees with it. It
+// (excluded.col, as UpdateAll, Save and GORM's association saves do) and
+// every row it may conflict with keeps that column's shard (keeps, asked only
+// then): a row with the same key is on the same shard, and a row with the
+// same value in a unique key holding the column has that very value. It
 // returns the placing column refused, if one is.
-func CheckUpsert(set []clause.Assignment, placings []Placing, keyOnly func() bool) (Placing, string, bool) {
+func CheckUpsert(set []clause.Assignment, placings []Placing, keeps func(column string) bool) (Placing, string, bool) {
 	for _, a := range set {
 		pl, ok := PlacingOf(placings, a.Column)
 		if !ok {
 			continue
 		}
 		own, isColumn := a.Value.(clause.Column)
-		if isColumn && strings.EqualFold(own.Table, "excluded") && strings.EqualFold(own.Name, pl.DBName) && keyOnly() {
+		if isColumn && strings.EqualFold(own.Table, "excluded") && strings.EqualFold(own.Name, pl.DBName) && keeps(pl.DBName) {
 			continue
 		}
 		return pl, a.Column.Name, true

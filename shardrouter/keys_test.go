@@ -53,16 +53,16 @@ func TestCheckUpsert(t *testing.T) {
 	excluded := set("user_id", clause.Column{Table: "excluded", Name: "user_id"})
 	for name, c := range map[string]struct {
 		set     []clause.Assignment
-		keyOnly bool
+		keeps   bool
 		refused bool
 	}{
 		"another column": {set: set("name", "ada")},
-		"the inserted row's own value, conflicts on the key": {set: excluded, keyOnly: true},
-		"the inserted row's own value, another unique key":   {set: excluded, refused: true},
-		"a value of its own": {set: set("user_id", 9), keyOnly: true, refused: true},
+		"the inserted row's own value, every conflict keeps it": {set: excluded, keeps: true},
+		"the inserted row's own value, a conflict may not":      {set: excluded, refused: true},
+		"a value of its own": {set: set("user_id", 9), keeps: true, refused: true},
 	} {
 		t.Run(name, func(t *testing.T) {
-			pl, column, refused := CheckUpsert(c.set, photoPlacings, func() bool { return c.keyOnly })
+			pl, column, refused := CheckUpsert(c.set, photoPlacings, func(column string) bool { return c.keeps && column == "user_id" })
 			if refused != c.refused || refused && (pl.Role != "colocate" || column != "user_id") {
 				t.Fatalf("refused %v on %s %q", refused, pl.Role, column)
 			}

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"gorm.io/gorm"
@@ -264,9 +265,9 @@ func (e *Engine) agreeingShard(stmt *gorm.Statement, m *model, f *idField, row r
 }
 
 // checkUpsert refuses an ON CONFLICT update of a placing column, unless it
-// writes the inserted row's own value (excluded.col, as UpdateAll and Save
-// do) over a row that can only conflict on the primary key: that row has the
-// same key, so the same shard, and the inserted value agrees with it.
+// writes the inserted row's own value (excluded.col, as UpdateAll, Save and
+// association saves do) and every row it may conflict with keeps that
+// column's shard.
 func (e *Engine) checkUpsert(stmt *gorm.Statement, m *model) error {
 	c, ok := stmt.Clauses["ON CONFLICT"]
 	if !ok {
@@ -281,36 +282,48 @@ func (e *Engine) checkUpsert(stmt *gorm.Statement, m *model) error {
 			}
 		}
 	}
-	keyOnly := func() bool { return e.conflictsOnKeyOnly(stmt, m, oc) }
-	if pl, column, refused := shardrouter.CheckUpsert(set, m.placings, keyOnly); refused {
+	keeps := func(column string) bool { return e.conflictsKeep(stmt, m, oc, column) }
+	if pl, column, refused := shardrouter.CheckUpsert(set, m.placings, keeps); refused {
 		return fmt.Errorf("%w: %s: the upsert may rewrite the %s column %s of a row on another shard; update it apart, or conflict on the primary key only",
 			ErrCrossShard, m.schema.Name, pl.Role, column)
 	}
 	return nil
 }
 
-// conflictsOnKeyOnly reports whether an ON CONFLICT can only fire on the
-// primary key: it names the key as its target (MySQL's ON DUPLICATE KEY fires
-// on any unique key whatever the target), or the table has no other unique key.
-func (e *Engine) conflictsOnKeyOnly(stmt *gorm.Statement, m *model, oc clause.OnConflict) bool {
+// conflictsKeep reports whether every row an ON CONFLICT may fire on has the
+// inserted row's shard, so that writing the inserted value of column moves
+// nothing: the unique keys that may fire (the target's, or on MySQL, whose ON
+// DUPLICATE KEY ignores the target, and with no target, all of them) are the
+// primary key or hold column, whose value the conflicting row then shares.
+func (e *Engine) conflictsKeep(stmt *gorm.Statement, m *model, oc clause.OnConflict, column string) bool {
 	if oc.OnConstraint != "" {
 		return false
 	}
-	targeted := len(oc.Columns) == 1 && strings.EqualFold(oc.Columns[0].Name, m.pk().field.DBName)
-	if len(oc.Columns) > 0 && !targeted {
-		return false
+	keeps := func(columns []string) bool {
+		isKey := len(columns) == 1 && strings.EqualFold(columns[0], m.pk().field.DBName)
+		return isKey || slices.ContainsFunc(columns, func(c string) bool { return strings.EqualFold(c, column) })
 	}
-	if targeted && stmt.DB.Dialector.Name() != "mysql" {
-		return true
+	if len(oc.Columns) > 0 && stmt.DB.Dialector.Name() != "mysql" {
+		target := make([]string, len(oc.Columns))
+		for i, c := range oc.Columns {
+			target[i] = c.Name
+		}
+		return keeps(target)
 	}
-	// No target, or MySQL: any unique key of the table may conflict.
 	for _, f := range m.schema.Fields {
-		if f.Unique && !f.PrimaryKey {
+		if f.Unique && !f.PrimaryKey && !keeps([]string{f.DBName}) {
 			return false
 		}
 	}
 	for _, idx := range m.schema.ParseIndexes() {
-		if strings.EqualFold(idx.Class, "UNIQUE") {
+		if !strings.EqualFold(idx.Class, "UNIQUE") {
+			continue
+		}
+		columns := make([]string, len(idx.Fields))
+		for i, f := range idx.Fields {
+			columns[i] = f.DBName
+		}
+		if !keeps(columns) {
 			return false
 		}
 	}
