@@ -41,3 +41,30 @@ func TestHashKeyVectors(t *testing.T) {
 		}
 	}
 }
+
+// A loose key folds what case-, accent- and width-insensitive collations
+// ignore, and its hashes are part of the contract like HashKey's.
+func TestLooseKey(t *testing.T) {
+	for _, same := range [][]string{
+		{"ada@x.io", "Ada@X.io", "ADA@X.IO ", "Ádá@x.io", "Ａｄａ@ｘ.ｉｏ"},
+		{"strasse", "Straße", "STRASSE"},
+		{"aeroe", "Æröe", "ÆRÖE"},
+		{"lodz", "Łódź"},
+		{"istanbul", "İstanbul", "ıstanbul"},
+		{" lead", " lead  "}, // trailing spaces only
+	} {
+		for _, k := range same[1:] {
+			if LooseKey(k) != LooseKey(same[0]) {
+				t.Errorf("LooseKey(%q) = %q, LooseKey(%q) = %q; want equal", k, LooseKey(k), same[0], LooseKey(same[0]))
+			}
+		}
+	}
+	for _, pair := range [][2]string{{"ada", "adb"}, {"lead", " lead"}, {"a-b", "ab"}} {
+		if LooseKey(pair[0]) == LooseKey(pair[1]) {
+			t.Errorf("LooseKey(%q) == LooseKey(%q)", pair[0], pair[1])
+		}
+	}
+	if h, _ := HashKey(LooseKey("User@Example.COM")); h%8192 != 2779 {
+		t.Errorf("User@Example.COM loosely is in shard %d, want 2779 (user@example.com's)", h%8192)
+	}
+}

@@ -42,6 +42,10 @@ type (
 		ID    int64 `shardid:"hash:Score"`
 		Score float64
 	}
+	badLooseBytes struct {
+		ID  int64 `shardid:"hash:Key;collation:loose"`
+		Key []byte
+	}
 	badFieldType struct {
 		ID   int64
 		Code string `shardid:""`
@@ -67,7 +71,8 @@ func TestInvalidTags(t *testing.T) {
 		detail string
 	}{
 		{&badStrategy{}, "ID", "allowed: instagram, snowflake"},
-		{&badKey{}, "ID", "allowed: strategy, colocate, hash"},
+		{&badKey{}, "ID", "allowed: strategy, colocate, hash, collation"},
+		{&badLooseBytes{}, "ID", "only a string compares by collation"},
 		{&badColocateMissing{}, "ID", `no field "OwnerID"`},
 		{&badColocateType{}, "ID", "not an ID (int64, uint64, or a UUID)"},
 		{&badUUIDType{}, "ID", "cannot hold a UUID (allowed for uuidv7: string, [16]byte, uuid.UUID)"},

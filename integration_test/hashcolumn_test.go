@@ -2,6 +2,7 @@ package integration
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -163,4 +164,65 @@ func TestRefusedHashColumnMigrationLeavesNoTable(t *testing.T) {
 			t.Errorf("refused AutoMigrate (%v) left rev_maileds on physical %d", err, i)
 		}
 	}
+}
+
+// hcFolded's hash key is tagged collation:loose: its column compares
+// case- and accent-insensitively, and the key is hashed as LooseKey.
+type hcFolded struct {
+	ID    int64 `shardid:"hash:Email;collation:loose"`
+	Email string
+}
+
+// TestLooseHashKeyFindsWhatItsColumnFinds: a key typed in another case (on
+// the servers, with other accents and trailing spaces) finds through the
+// plugin the row its column finds equal, as one database does.
+func TestLooseHashKeyFindsWhatItsColumnFinds(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		column := map[string]string{
+			"sqlite":   "email text COLLATE NOCASE", // ASCII case only
+			"mariadb":  "email varchar(191) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci",
+			"postgres": "email text COLLATE shardid_test_ai",
+		}[b.name]
+		for _, db := range r.direct {
+			if b.name == "postgres" {
+				must(t, db.Exec("CREATE COLLATION IF NOT EXISTS shardid_test_ai (provider = icu, locale = 'und-u-ks-level1', deterministic = false)").Error)
+			}
+			must(t, db.Exec("DROP TABLE IF EXISTS hc_foldeds").Error)
+			must(t, db.Exec("CREATE TABLE hc_foldeds (id bigint PRIMARY KEY, "+column+")").Error)
+		}
+		must(t, r.plugin.AutoMigrate(r.db, &hcFolded{})) // the loose column is the model's choice, not refused
+		variant := func(email string) string {
+			switch b.name {
+			case "sqlite":
+				return strings.ToUpper(email)
+			case "mariadb": // PAD SPACE
+				return strings.ToUpper(strings.Replace(email, "u", "ú", 1)) + " "
+			}
+			return strings.ToUpper(strings.Replace(email, "u", "ú", 1))
+		}
+		missed := 0
+		for i := range 40 {
+			row := hcFolded{Email: fmt.Sprintf("user%d@example.com", i)}
+			must(t, r.db.Create(&row).Error)
+			key := variant(row.Email)
+			var direct int64 // the premise: the column finds the row by the variant
+			must(t, r.direct[r.physicalOf(row.ID)].Model(&hcFolded{}).Where("email = ?", key).Count(&direct).Error)
+			if direct != 1 {
+				t.Fatalf("the column finds %d rows for %q, want 1: not a loose column", direct, key)
+			}
+			var got hcFolded
+			if err := r.db.Where("email = ?", key).First(&got).Error; err != nil || got.ID != row.ID {
+				t.Errorf("Where(email = %q): %+v, %v; want row %d", key, got, err, row.ID)
+			}
+			got = hcFolded{}
+			must(t, r.db.Clauses(shardid.ByKey(shardid.LooseKey(key))).Where("email = ?", key).First(&got).Error)
+			if exact, _ := shardid.HashKey(key); r.physicalOfShard(int(exact%uint64(r.plugin.Layout().ShardCount()))) != r.physicalOf(row.ID) {
+				missed++
+			}
+		}
+		if missed == 0 {
+			t.Fatal("every variant hashed byte for byte lands on its row's database: the test shows nothing")
+		}
+	})
 }

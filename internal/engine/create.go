@@ -310,7 +310,7 @@ func (e *Engine) shardOf(ctx context.Context, db *gorm.DB, m *model, settings *s
 		if (key.Kind() == reflect.String || key.Kind() == reflect.Slice) && key.Len() == 0 {
 			return 0, noShard("hash:%s is empty; the row's shard is the hash of its value", f.hash.Name)
 		}
-		shard, err := e.hashShard(key)
+		shard, err := e.hashShard(key, f.looseHash)
 		if err != nil {
 			return 0, noShard("hash:%s: %v", f.hash.Name, err)
 		}

@@ -253,11 +253,11 @@ func (e *Engine) agreeingShard(stmt *gorm.Statement, m *model, f *idField, row r
 			return 0, wrong("the ID is of shard %d, its colocate:%s names shard %d; the row could not be found by %s", shard, f.colocate.Name, other, f.colocate.Name)
 		}
 	case f.hash != nil:
-		h, err := hashValue(f.hash.ReflectValueOf(stmt.Context, row))
+		other, err := e.hashShard(f.hash.ReflectValueOf(stmt.Context, row), f.looseHash)
 		if err != nil {
 			return 0, wrong("hash:%s: %v", f.hash.Name, err)
 		}
-		if other := int(h % uint64(e.layout.ShardCount())); other != shard {
+		if other != shard {
 			return 0, wrong("the ID is of shard %d, the hash of %s names shard %d; the row could not be found by %s (normalise the key before Create, not in a hook)", shard, f.hash.Name, other, f.hash.Name)
 		}
 	}

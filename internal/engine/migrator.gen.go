@@ -56,7 +56,7 @@ func (m migratorPlugin) Model(s *schema.Schema) (*shardmigrator.Model, error) {
 		view.Generators[i] = f.generator
 	}
 	if key := model.pk(); key != nil {
-		view.Key, view.Colocate, view.Hash = key.field.Name, key.colocate, key.hash
+		view.Key, view.Colocate, view.Hash, view.LooseHash = key.field.Name, key.colocate, key.hash, key.looseHash
 	}
 	return view, nil
 }

@@ -619,7 +619,7 @@ func evidenceOf(table string, f *idField) []evidence {
 		list = append(list, evidence{table: table, names: []string{f.colocate.DBName, f.colocate.Name}, shardOf: idShard(f.colocate)})
 	}
 	if f.hash != nil {
-		hashed := f.hash
+		hashed, loose := f.hash, f.looseHash
 		list = append(list, evidence{table: table, names: []string{hashed.DBName, hashed.Name}, shardOf: func(p *Engine, v any) (int, error) {
 			// The database compares the column's type: hash the value as that type.
 			key, err := asKind(v, hashed.FieldType)
@@ -629,18 +629,21 @@ func evidenceOf(table string, f *idField) []evidence {
 			if err != nil {
 				return 0, fmt.Errorf("%w: %v (%T) cannot be a %s key: %w", ErrNoShard, v, v, hashed.Name, err)
 			}
-			return p.hashShard(key)
+			return p.hashShard(key, loose)
 		}})
 	}
 	return list
 }
 
 // hashShard is the logical shard of a hash key, given as a value of the hash
-// field's type: one function for the rows of a Create and the values of a
-// condition, so that both hash alike.
-func (e *Engine) hashShard(key reflect.Value) (int, error) {
+// field's type (loose: a string hashed as LooseKey): one function for the
+// rows of a Create and the values of a condition, so that both hash alike.
+func (e *Engine) hashShard(key reflect.Value, loose bool) (int, error) {
 	if (key.Kind() == reflect.String || key.Kind() == reflect.Slice) && key.Len() == 0 {
 		return 0, fmt.Errorf("%w: an empty key has no shard", ErrNoShard)
+	}
+	if loose && key.Kind() == reflect.String {
+		key = reflect.ValueOf(LooseKey(key.String()))
 	}
 	h, err := hashValue(key)
 	if err != nil {

@@ -19,9 +19,16 @@ const TagName = "shardid"
 
 // Tag keys.
 const (
-	tagStrategy = "strategy"
-	tagColocate = "colocate"
-	tagHash     = "hash"
+	tagStrategy  = "strategy"
+	tagColocate  = "colocate"
+	tagHash      = "hash"
+	tagCollation = "collation"
+)
+
+// Values of collation: how the hash key's column compares strings.
+const (
+	collationExact = "exact" // byte for byte: the default
+	collationLoose = "loose" // ignoring case, accents, width and trailing spaces
 )
 
 // strategyNames are the strategies a tag may name, in the order errors list them.
@@ -40,10 +47,11 @@ type fieldTag struct {
 	strategy string // empty: the plugin's default
 	colocate string // name of the field whose ID's shard this row takes
 	hash     string // name of the field whose value is hashed into the shard
+	loose    bool   // collation:loose: the hash key is hashed as LooseKey
 }
 
-// parseTag parses `strategy:NAME;colocate:Field;hash:Field`; every part is
-// optional, and an empty tag means the defaults.
+// parseTag parses `strategy:NAME;colocate:Field;hash:Field;collation:loose`;
+// every part is optional, and an empty tag means the defaults.
 func parseTag(tag string) (fieldTag, error) {
 	var t fieldTag
 	seen := map[string]bool{}
@@ -55,7 +63,7 @@ func parseTag(tag string) (fieldTag, error) {
 		key, value, found := strings.Cut(part, ":")
 		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
 		if !found || value == "" {
-			return t, fmt.Errorf("%q is not key:value (keys: strategy, colocate, hash)", part)
+			return t, fmt.Errorf("%q is not key:value (keys: strategy, colocate, hash, collation)", part)
 		}
 		if seen[key] {
 			return t, fmt.Errorf("key %q appears twice", key)
@@ -71,12 +79,20 @@ func parseTag(tag string) (fieldTag, error) {
 			t.colocate = value
 		case tagHash:
 			t.hash = value
+		case tagCollation:
+			if value != collationExact && value != collationLoose {
+				return t, fmt.Errorf("unknown collation %q (allowed: %s, %s)", value, collationExact, collationLoose)
+			}
+			t.loose = value == collationLoose
 		default:
-			return t, fmt.Errorf("unknown key %q (allowed: strategy, colocate, hash)", key)
+			return t, fmt.Errorf("unknown key %q (allowed: strategy, colocate, hash, collation)", key)
 		}
 	}
 	if t.colocate != "" && t.hash != "" {
 		return t, fmt.Errorf("colocate and hash both choose the shard; use one")
+	}
+	if seen[tagCollation] && t.hash == "" {
+		return t, fmt.Errorf("collation says how a hash key compares; it needs hash")
 	}
 	return t, nil
 }
@@ -90,6 +106,7 @@ type idField struct {
 	colocate    *schema.Field        // the row's shard is this ID's shard
 	parent      *schema.Relationship // belongs-to whose foreign key is colocate, if any
 	hash        *schema.Field        // the row's shard is the hash of this value
+	looseHash   bool                 // hash is a string hashed as LooseKey
 }
 
 // model is what the plugin knows of one schema: its tagged fields, in the
@@ -165,7 +182,10 @@ func (e *Engine) parseModel(s *schema.Schema) (*model, error) {
 			if !hashable(src.FieldType) {
 				return nil, bad("hash: field %s is %s (allowed: string, []byte, integers, [16]byte)", src.Name, src.FieldType)
 			}
-			idf.hash = src
+			if t.loose && src.FieldType.Kind() != reflect.String {
+				return nil, bad("collation:loose: field %s is %s; only a string compares by collation", src.Name, src.FieldType)
+			}
+			idf.hash, idf.looseHash = src, t.loose
 		}
 		m.fields = append(m.fields, idf)
 	}

@@ -20,9 +20,10 @@ import (
 // ignore trailing spaces (a _bin collation with PAD SPACE does), best first.
 var exactCollations = []string{"utf8mb4_nopad_bin", "utf8mb4_0900_bin"}
 
-// hashTextField returns the string hash field of a sharded model, if any.
+// hashTextField returns the string hash field of a sharded model that must
+// compare exactly (not tagged collation:loose), if any.
 func hashTextField(model *Model) *schema.Field {
-	if model == nil || !model.Sharded || model.Hash == nil || model.Hash.FieldType.Kind() != reflect.String {
+	if model == nil || !model.Sharded || model.Hash == nil || model.LooseHash || model.Hash.FieldType.Kind() != reflect.String {
 		return nil
 	}
 	return model.Hash
@@ -107,7 +108,8 @@ func (m Migrator) checkHashColumns(db *gorm.DB, models []any, where string) erro
 		if inexact != "" {
 			return m.plugin.TagError(stmt.Schema.Name, model.Key, fmt.Sprintf(
 				"hash:%s hashes the key byte for byte, but on %s column %s.%s %s, so a lookup by a key the database finds equal would go to another shard; "+
-					"give the column an exact collation (MariaDB utf8mb4_nopad_bin, MySQL utf8mb4_0900_bin, PostgreSQL the default or C, SQLite BINARY), or leave its type to the plugin",
+					"give the column an exact collation (MariaDB utf8mb4_nopad_bin, MySQL utf8mb4_0900_bin, PostgreSQL the default or C, SQLite BINARY), leave its type to the plugin, "+
+					"or tag the key collation:loose to hash it as the column compares",
 				f.Name, where, stmt.Schema.Table, f.DBName, inexact))
 		}
 		return nil

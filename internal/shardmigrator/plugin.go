@@ -56,6 +56,9 @@ type Model struct {
 	// Colocate and Hash are the columns that choose a sharded row's shard,
 	// if its tag names one; each routes reads, so each gets an index.
 	Colocate, Hash *schema.Field
+	// LooseHash: the Hash string is tagged collation:loose, so its column
+	// may compare loosely and keeps the type it is given.
+	LooseHash bool
 	// Generators are the ID sources of the tagged fields, nil for a UUID
 	// field; their tables are prepared with the model's.
 	Generators []strategies.Generator
