@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 )
 
 // Models of the differential test (difftest_run_test.go): every kind of
@@ -65,7 +66,48 @@ type (
 		ID   int64
 		Name string `gorm:"size:40"`
 	}
+	// dtNote lives beside its user (no relation from dtUser), unique per user
+	// and slug (a unique key holding the colocate column: equal keys share a
+	// database). Its hooks narrow its updates and deletes (see below).
+	dtNote struct {
+		ID     int64  `shardid:"colocate:UserID"`
+		UserID int64  `gorm:"uniqueIndex:idx_dt_notes_user_slug"`
+		Slug   string `gorm:"size:20;uniqueIndex:idx_dt_notes_user_slug"`
+		Likes  int
+		Locked bool
+		Edits  int
+	}
+	// dtUserName is a projection of dt_users: no shardid tag, not among the
+	// models the plugin migrates, its TableName a sharded table.
+	dtUserName struct {
+		ID   int64
+		Name string
+	}
 )
+
+func (dtUserName) TableName() string { return "dt_users" }
+
+// BeforeUpdate leaves locked notes alone, by a condition added to the
+// statement, and counts the edit in a column it sets: both must reach every
+// part of an update over several databases.
+func (*dtNote) BeforeUpdate(tx *gorm.DB) error {
+	dtHooks.count("dtNote.BeforeUpdate")
+	tx.Statement.AddClause(clause.Where{Exprs: []clause.Expression{clause.Eq{Column: "locked", Value: false}}})
+	tx.Statement.SetColumn("Edits", 1)
+	return nil
+}
+
+// BeforeDelete keeps the notes with 99 likes, by a condition added to the
+// statement.
+func (*dtNote) BeforeDelete(tx *gorm.DB) error {
+	dtHooks.count("dtNote.BeforeDelete")
+	tx.Statement.AddClause(clause.Where{Exprs: []clause.Expression{clause.Neq{Column: "likes", Value: 99}}})
+	return nil
+}
+
+func (*dtNote) AfterUpdate(*gorm.DB) error { dtHooks.count("dtNote.AfterUpdate"); return nil }
+func (*dtNote) AfterDelete(*gorm.DB) error { dtHooks.count("dtNote.AfterDelete"); return nil }
+func (*dtNote) BeforeCreate(*gorm.DB) error { dtHooks.count("dtNote.BeforeCreate"); return nil }
 
 // BeforeCreate folds the email, as applications normalise a hash key.
 func (a *dtAccount) BeforeCreate(*gorm.DB) error {
@@ -123,7 +165,7 @@ func (p *dtProfile) AfterCreate(tx *gorm.DB) error {
 }
 
 // dtModels are the models in migration order.
-var dtModels = []any{&dtUser{}, &dtPhoto{}, &dtProfile{}, &dtAccount{}, &dtDoc{}, &dtLabel{}, &dtTag{}}
+var dtModels = []any{&dtUser{}, &dtPhoto{}, &dtProfile{}, &dtAccount{}, &dtDoc{}, &dtLabel{}, &dtTag{}, &dtNote{}}
 
 // dtTable is one table the test compares, and where its rows belong.
 type dtTable struct {
@@ -150,6 +192,7 @@ var dtTables = []dtTable{
 	{name: "dt_tags", shardColumn: "id", colocate: "owner_id"},
 
 	{name: "dt_user_tags", shardColumn: "dt_user_id"}, // beside the owner; the tag lives on its own shard
+	{name: "dt_notes", shardColumn: "id", colocate: "user_id"},
 }
 
 // dtModelTypes are the struct types whose ID fields the test carries from the
@@ -157,5 +200,5 @@ var dtTables = []dtTable{
 var dtModelTypes = map[reflect.Type]bool{
 	reflect.TypeFor[dtUser](): true, reflect.TypeFor[dtPhoto](): true, reflect.TypeFor[dtProfile](): true,
 	reflect.TypeFor[dtAccount](): true, reflect.TypeFor[dtDoc](): true, reflect.TypeFor[dtLabel](): true,
-	reflect.TypeFor[dtTag](): true,
+	reflect.TypeFor[dtTag](): true, reflect.TypeFor[dtNote](): true,
 }
