@@ -266,7 +266,8 @@ func TestKeySafetyCreates(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		k := newKeys(t, b)
 		fresh(t, k.db, &normalTenant{}, &seat{})
-		_, x, y := k.spreadAuthors(t, func() author { return author{Name: "a"} })
+		all, x, y := k.spreadAuthors(t, func() author { return author{Name: "a"} })
+		x2 := all[slices.IndexFunc(all, func(a author) bool { return a.ID != x.ID && k.physicalOf(a.ID) == k.physicalOf(x.ID) })]
 		count := k.plugin.Layout().ShardCount()
 		shardOfKey := func(key string) int {
 			h, err := shardid.HashKey(key)
@@ -300,12 +301,12 @@ func TestKeySafetyCreates(t *testing.T) {
 				return k.db.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "id"}}, DoUpdates: clause.Assignments(map[string]any{"author_id": y.ID})}).
 					Create(&seat{ID: st.ID, AuthorID: x.ID, Code: "s1"}).Error
 			},
-			"UpdateAll upsert on a table with another unique key": func() error {
-				return k.db.Clauses(clause.OnConflict{UpdateAll: true}).Create(&seat{AuthorID: y.ID, Code: "s1"}).Error
+			"UpdateAll upsert over another author's row by another unique key": func() error {
+				return k.db.Clauses(clause.OnConflict{UpdateAll: true}).Create(&seat{AuthorID: x2.ID, Code: "s1"}).Error
 			},
 			"upsert of the colocate column from the inserted row, conflicting on another key": func() error {
 				return k.db.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "code"}}, DoUpdates: clause.AssignmentColumns([]string{"author_id"})}).
-					Create(&seat{AuthorID: y.ID, Code: "s1"}).Error
+					Create(&seat{AuthorID: x2.ID, Code: "s1"}).Error
 			},
 		})
 		k.refused(t, shardid.ErrCrossShard, models, map[string]func() error{

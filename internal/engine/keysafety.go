@@ -3,7 +3,6 @@ package engine
 import (
 	"fmt"
 	"reflect"
-	"slices"
 	"strings"
 
 	"gorm.io/gorm"
@@ -262,72 +261,6 @@ func (e *Engine) agreeingShard(stmt *gorm.Statement, m *model, f *idField, row r
 		}
 	}
 	return shard, nil
-}
-
-// checkUpsert refuses an ON CONFLICT update of a placing column, unless it
-// writes the inserted row's own value (excluded.col, as UpdateAll, Save and
-// association saves do) and every row it may conflict with keeps that
-// column's shard.
-func (e *Engine) checkUpsert(stmt *gorm.Statement, m *model) error {
-	c, ok := stmt.Clauses["ON CONFLICT"]
-	if !ok {
-		return nil
-	}
-	oc, _ := c.Expression.(clause.OnConflict)
-	set := oc.DoUpdates
-	if oc.UpdateAll { // GORM expands it to every inserted column but the key
-		for _, f := range []*schema.Field{m.pk().colocate, m.pk().hash} {
-			if f != nil {
-				set = append(set, clause.Assignment{Column: clause.Column{Name: f.DBName}, Value: clause.Column{Table: "excluded", Name: f.DBName}})
-			}
-		}
-	}
-	keeps := func(column string) bool { return e.conflictsKeep(stmt, m, oc, column) }
-	if pl, column, refused := shardrouter.CheckUpsert(set, m.placings, keeps); refused {
-		return fmt.Errorf("%w: %s: the upsert may rewrite the %s column %s of a row on another shard; update it apart, or conflict on the primary key only",
-			ErrCrossShard, m.schema.Name, pl.Role, column)
-	}
-	return nil
-}
-
-// conflictsKeep reports whether every row an ON CONFLICT may fire on has the
-// inserted row's shard, so that writing the inserted value of column moves
-// nothing: the unique keys that may fire (the target's, or on MySQL, whose ON
-// DUPLICATE KEY ignores the target, and with no target, all of them) are the
-// primary key or hold column, whose value the conflicting row then shares.
-func (e *Engine) conflictsKeep(stmt *gorm.Statement, m *model, oc clause.OnConflict, column string) bool {
-	if oc.OnConstraint != "" {
-		return false
-	}
-	keeps := func(columns []string) bool {
-		isKey := len(columns) == 1 && strings.EqualFold(columns[0], m.pk().field.DBName)
-		return isKey || slices.ContainsFunc(columns, func(c string) bool { return strings.EqualFold(c, column) })
-	}
-	if len(oc.Columns) > 0 && stmt.DB.Dialector.Name() != "mysql" {
-		target := make([]string, len(oc.Columns))
-		for i, c := range oc.Columns {
-			target[i] = c.Name
-		}
-		return keeps(target)
-	}
-	for _, f := range m.schema.Fields {
-		if f.Unique && !f.PrimaryKey && !keeps([]string{f.DBName}) {
-			return false
-		}
-	}
-	for _, idx := range m.schema.ParseIndexes() {
-		if !strings.EqualFold(idx.Class, "UNIQUE") {
-			continue
-		}
-		columns := make([]string, len(idx.Fields))
-		for i, f := range idx.Fields {
-			columns[i] = f.DBName
-		}
-		if !keeps(columns) {
-			return false
-		}
-	}
-	return true
 }
 
 // statementModel returns the plugin's model of a statement: by its schema, or

@@ -1,0 +1,168 @@
+package engine
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
+
+	"github.com/shardid/shardid/shardrouter"
+)
+
+// checkUpsert refuses an ON CONFLICT update of a placing column, unless it
+// writes the inserted row's own value (excluded.col, as UpdateAll, Save and
+// association saves do) and every row it may conflict with keeps that
+// column's shard: by the table's unique keys, or on MySQL, asked of the
+// database inside the statement's transaction.
+func (e *Engine) checkUpsert(stmt *gorm.Statement, m *model) error {
+	c, ok := stmt.Clauses["ON CONFLICT"]
+	if !ok {
+		return nil
+	}
+	oc, _ := c.Expression.(clause.OnConflict)
+	set := oc.DoUpdates
+	if oc.UpdateAll { // GORM expands it to every inserted column but the key
+		for _, f := range []*schema.Field{m.pk().colocate, m.pk().hash} {
+			if f != nil {
+				set = append(set, clause.Assignment{Column: clause.Column{Name: f.DBName}, Value: clause.Column{Table: "excluded", Name: f.DBName}})
+			}
+		}
+	}
+	var asked error
+	keeps := func(column string) bool {
+		others, known := firingKeys(stmt, m, oc, column)
+		if !known || len(others) > 0 && stmt.DB.Dialector.Name() != "mysql" {
+			return false
+		}
+		if len(others) == 0 {
+			return true
+		}
+		var conflict bool
+		conflict, asked = e.conflictsElsewhere(stmt, m, others, m.schema.LookUpField(column))
+		return asked == nil && !conflict
+	}
+	pl, column, refused := shardrouter.CheckUpsert(set, m.placings, keeps)
+	switch {
+	case asked != nil:
+		return asked
+	case refused:
+		return fmt.Errorf("%w: %s: the upsert may rewrite the %s column %s of a row on another shard; update it apart, or conflict on the primary key only",
+			ErrCrossShard, m.schema.Name, pl.Role, column)
+	}
+	return nil
+}
+
+// firingKeys returns the unique keys an ON CONFLICT may fire on that are
+// neither the primary key nor hold column: a row conflicting on those may
+// have another value of column. The keys that may fire are the target's, or
+// on MySQL, whose ON DUPLICATE KEY ignores the target, and with no target,
+// all of them. known is false when they cannot be told (ON CONSTRAINT).
+func firingKeys(stmt *gorm.Statement, m *model, oc clause.OnConflict, column string) (others [][]*schema.Field, known bool) {
+	if oc.OnConstraint != "" {
+		return nil, false
+	}
+	consider := func(key []*schema.Field) {
+		isPK := len(key) == 1 && key[0] == m.pk().field
+		holds := slices.ContainsFunc(key, func(f *schema.Field) bool { return strings.EqualFold(f.DBName, column) })
+		if !isPK && !holds {
+			others = append(others, key)
+		}
+	}
+	if len(oc.Columns) > 0 && stmt.DB.Dialector.Name() != "mysql" {
+		target := make([]*schema.Field, 0, len(oc.Columns))
+		for _, c := range oc.Columns {
+			f := m.schema.LookUpField(c.Name)
+			if f == nil {
+				return nil, false
+			}
+			target = append(target, f)
+		}
+		consider(target)
+		return others, true
+	}
+	for _, f := range m.schema.Fields {
+		if f.Unique && !f.PrimaryKey {
+			consider([]*schema.Field{f})
+		}
+	}
+	for _, idx := range m.schema.ParseIndexes() {
+		if strings.EqualFold(idx.Class, "UNIQUE") {
+			key := make([]*schema.Field, len(idx.Fields))
+			for i, f := range idx.Fields {
+				key[i] = f.Field
+			}
+			consider(key)
+		}
+	}
+	return others, true
+}
+
+// conflictsElsewhere asks MySQL, in the statement's transaction, whether a
+// row the upsert inserts has the values of one of keys in a row with another
+// primary key and another value of column, which the upsert would update
+// instead, rewriting column. FOR UPDATE locks what it read, and under
+// InnoDB's default isolation the gaps where such a row would go, so none
+// appears before the upsert runs.
+func (e *Engine) conflictsElsewhere(stmt *gorm.Statement, m *model, keys [][]*schema.Field, column *schema.Field) (bool, error) {
+	pk := m.pk().field
+	for _, row := range insertedRows(stmt) {
+		var where []string
+		var args []any
+		for _, key := range keys {
+			parts := make([]string, 0, len(key))
+			for _, f := range key {
+				v, _ := f.ValueOf(stmt.Context, row)
+				if writtenNull(v) { // NULLs never conflict
+					parts = nil
+					break
+				}
+				parts, args = append(parts, stmt.Quote(f.DBName)+" = ?"), append(args, v)
+			}
+			if len(parts) > 0 {
+				where = append(where, "("+strings.Join(parts, " AND ")+")")
+			}
+		}
+		if len(where) == 0 {
+			continue
+		}
+		id, _ := pk.ValueOf(stmt.Context, row)
+		value, _ := column.ValueOf(stmt.Context, row)
+		query := fmt.Sprintf("SELECT 1 FROM %s WHERE (%s) AND %s <> ? AND NOT %s <=> ? LIMIT 1 FOR UPDATE",
+			stmt.Quote(stmt.Table), strings.Join(where, " OR "), stmt.Quote(pk.DBName), stmt.Quote(column.DBName))
+		rows, err := stmt.ConnPool.QueryContext(stmt.Context, query, append(args, id, value)...)
+		if err != nil {
+			return false, fmt.Errorf("shardid: reading the rows an upsert of %s may conflict with: %w", m.schema.Name, err)
+		}
+		found := rows.Next()
+		err = rows.Err()
+		_ = rows.Close()
+		if err != nil || found {
+			return found, err
+		}
+	}
+	return false, nil
+}
+
+// insertedRows returns the structs a Create writes.
+func insertedRows(stmt *gorm.Statement) []reflect.Value {
+	switch rv := reflect.Indirect(stmt.ReflectValue); rv.Kind() {
+	case reflect.Struct:
+		return []reflect.Value{rv}
+	case reflect.Slice, reflect.Array:
+		rows := make([]reflect.Value, 0, rv.Len())
+		for i := range rv.Len() {
+			if row := reflect.Indirect(rv.Index(i)); row.Kind() == reflect.Struct {
+				rows = append(rows, row)
+			}
+		}
+		return rows
+	}
+	return nil
+}
+
+// writtenNull reports whether a field's value is written as NULL.
+func writtenNull(v any) bool { return shardrouter.WrittenNull(v) }
