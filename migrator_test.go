@@ -2,6 +2,7 @@ package shardid
 
 import (
 	"bytes"
+	"errors"
 	"log"
 	"path/filepath"
 	"runtime"
@@ -194,5 +195,35 @@ func TestAutoMigrateOfAManyToManyBackReference(t *testing.T) {
 	db, p := openIn(t, t.TempDir())
 	if err := p.AutoMigrate(db, &revOwner{}, &revTag{}); err != nil {
 		t.Errorf("ids.AutoMigrate(owner, tag): %v", err)
+	}
+}
+
+// TestShardedViewNamesItsShards: a view over a sharded model is created on
+// every physical database when its query says AllShards; a query naming no
+// shard is refused with ErrNoShard and creates nothing, where GORM would
+// send CREATE VIEW with no query.
+func TestShardedViewNamesItsShards(t *testing.T) {
+	db, p, direct := revRouted(t, &revPhoto{})
+	viewSQL := func(name string) []string {
+		var found []string
+		for _, d := range direct {
+			var sql string
+			must(t, d.Raw("SELECT coalesce(max(sql), '') FROM sqlite_master WHERE type = 'view' AND name = ?", name).Scan(&sql).Error)
+			found = append(found, sql)
+		}
+		return found
+	}
+	err := p.Migrator(db).CreateView("photo_urls", gorm.ViewOption{Query: db.Model(&revPhoto{}).Select("id, url")})
+	if !errors.Is(err, ErrNoShard) {
+		t.Fatalf("a view whose query names no shard: %v, want ErrNoShard", err)
+	}
+	if got := viewSQL("photo_urls"); got[0] != "" || got[1] != "" {
+		t.Fatalf("the refused view exists: %q", got)
+	}
+	must(t, p.Migrator(db).CreateView("photo_urls", gorm.ViewOption{Query: db.Clauses(AllShards()).Model(&revPhoto{}).Select("id, url")}))
+	for i, sql := range viewSQL("photo_urls") {
+		if sql != "CREATE VIEW `photo_urls` AS SELECT id, url FROM `rev_photos`" {
+			t.Errorf("database %d: %q", i, sql)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+	"gorm.io/gorm/logger"
 	"gorm.io/gorm/schema"
 )
 
@@ -195,10 +196,20 @@ func (m Migrator) ColumnTypes(value any) ([]gorm.ColumnType, error) {
 }
 
 // CreateView creates the view beside the tables its query reads: on every
-// physical database for a query on a sharded model.
+// physical database for a query on a sharded model, where each reads its own
+// rows. The query is built first, as GORM builds it into the view, whose
+// errors GORM would drop: a sharded query naming no shard (without
+// AllShards) fails here, not as a view with no query.
 func (m Migrator) CreateView(name string, option gorm.ViewOption) error {
 	if option.Query == nil || option.Query.Statement.Model == nil {
 		return m.own.CreateView(name, option)
+	}
+	built := option.Query.Session(&gorm.Session{DryRun: true, Logger: logger.Discard}).Clauses() // a statement of its own, as GORM builds it
+	if err := built.Callback().Query().Execute(built).Error; err != nil {
+		return fmt.Errorf("shardid: the query of view %s: %w", name, err)
+	}
+	if built.Statement.SQL.Len() == 0 {
+		return fmt.Errorf("shardid: the query of view %s builds no SQL", name)
 	}
 	return m.each(option.Query.Statement.Model, func(mig gorm.Migrator) error { return mig.CreateView(name, option) })
 }
