@@ -319,3 +319,69 @@ func BenchmarkRoutingCostByDatabases(b *testing.B) {
 		b.Run(pair.name+"/1024", allocations(pair.many))
 	}
 }
+
+// BenchmarkStatementMix: ten kinds of one-shard statements, those the
+// differential test draws most, on a plain model and on a sharded model
+// routed over four physical databases, both with preset IDs (making IDs is
+// the strategies' benchmarks'), interleaved: each kind alone, then the ten in
+// turn, what the plugin adds to a typical mix.
+func BenchmarkStatementMix(b *testing.B) {
+	plain := openFake(b)
+	routed, p := routedOver(b, 4)
+	at := p.Layout().Epoch.AddDate(1, 0, 0)
+	id, other := p.Layout().Compose(at, 3000, 1), p.Layout().Compose(at, 3001, 1) // one database
+	type side struct {
+		db          *gorm.DB
+		model, rows func() any
+		batch       func() any
+	}
+	plainSide := side{plain,
+		func() any { return &benchPlain{ID: id, Name: "n"} },
+		func() any { return &[]benchPlain{} },
+		func() any { return &[]benchPlain{{ID: id, Name: "a"}, {ID: other, Name: "b"}} }}
+	shardedSide := side{routed,
+		func() any { return &benchSharded{ID: id, Name: "n"} },
+		func() any { return &[]benchSharded{} },
+		func() any { return &[]benchSharded{{ID: id, Name: "a"}, {ID: other, Name: "b"}} }}
+	kinds := []struct {
+		name string
+		run  func(s side) error
+	}{
+		{"create", func(s side) error { return s.db.Create(s.model()).Error }},
+		{"create-batch", func(s side) error { return s.db.Create(s.batch()).Error }},
+		{"first", func(s side) error { return s.db.First(s.model(), id).Error }},
+		{"find-in", func(s side) error { return s.db.Find(s.rows(), []int64{id, other}).Error }},
+		{"find-where", func(s side) error { return s.db.Where("name = ?", "n").Where("id = ?", id).Find(s.rows()).Error }},
+		{"update", func(s side) error { return s.db.Model(s.model()).Where("id = ?", id).Update("name", "u").Error }},
+		{"updates-map", func(s side) error {
+			return s.db.Model(s.model()).Where("id = ?", id).Updates(map[string]any{"name": "v"}).Error
+		}},
+		{"delete", func(s side) error { return s.db.Where("id = ?", id).Delete(s.model()).Error }},
+		{"take-by-clause", func(s side) error { return s.db.Clauses(ByID(id)).Where("name = ?", "n").Take(s.model()).Error }},
+		{"save", func(s side) error { return s.db.Save(s.model()).Error }},
+	}
+	mix := func(s side) func() error {
+		return func() error {
+			for _, k := range kinds {
+				if err := k.run(s); err != nil {
+					return fmt.Errorf("%s: %w", k.name, err)
+				}
+			}
+			return nil
+		}
+	}
+	ratio := func(b *testing.B, plain, sharded func() error) {
+		plainNs, shardedNs := interleaved(b, plain, sharded)
+		b.ReportMetric(plainNs, "plain-ns/op")
+		b.ReportMetric(shardedNs, "shardid-ns/op")
+		b.ReportMetric(shardedNs/plainNs, "shardid/plain")
+	}
+	for _, k := range kinds {
+		b.Run(k.name, func(b *testing.B) {
+			ratio(b, func() error { return k.run(plainSide) }, func() error { return k.run(shardedSide) })
+		})
+	}
+	b.Run("mix", func(b *testing.B) { ratio(b, mix(plainSide), mix(shardedSide)) })
+	b.Run("mix/plain", allocations(mix(plainSide)))
+	b.Run("mix/shardid", allocations(mix(shardedSide)))
+}

@@ -3,18 +3,12 @@ package shardrouter
 import (
 	"database/sql/driver"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
-
-// simpleCondition matches the SQL text of a condition on one column:
-// `col = ?`, `col IN ?`, `col IN (?)`, the column optionally quoted and
-// qualified by its table.
-var simpleCondition = regexp.MustCompile("(?i)^\\s*(?:[`\"]?(\\w+)[`\"]?\\.)?[`\"]?(\\w+)[`\"]?\\s*(=|in)\\s*(?:\\(\\s*\\?\\s*\\)|\\?)\\s*$")
 
 // ColumnValues returns the values that the AND-ed conditions exprs allow for
 // the column isColumn accepts (given the table the condition names, "" when
@@ -62,11 +56,92 @@ func ColumnValues(exprs []clause.Expression, isColumn func(table, name string) b
 	return best, found
 }
 
-// isSimpleCondition reports whether sql is `col = ?` or `col IN ?` on a
-// column isColumn accepts.
+// isSimpleCondition reports whether sql is the text of a condition on one
+// column: `col = ?`, `col IN ?` or `col IN (?)`, the column optionally quoted
+// and qualified by its table, on a column isColumn accepts. Read by hand, not
+// by a regular expression: it runs for every condition of every statement.
 func isSimpleCondition(sql string, isColumn func(table, name string) bool) bool {
-	m := simpleCondition.FindStringSubmatch(sql)
-	return m != nil && isColumn(m[1], m[2])
+	s := conditionText{sql: sql}
+	s.spaces()
+	table, name := "", s.identifier()
+	if s.eat(".") {
+		table, name = name, s.identifier()
+	}
+	if name == "" {
+		return false
+	}
+	s.spaces()
+	switch {
+	case s.eat("="):
+	case s.eatFold("in"):
+	default:
+		return false
+	}
+	s.spaces()
+	if s.eat("(") {
+		s.spaces()
+		if !s.eat("?") {
+			return false
+		}
+		s.spaces()
+		if !s.eat(")") {
+			return false
+		}
+	} else if !s.eat("?") {
+		return false
+	}
+	s.spaces()
+	return s.at == len(sql) && isColumn(table, name)
+}
+
+// conditionText reads a condition's SQL text from left to right.
+type conditionText struct {
+	sql string
+	at  int
+}
+
+func (s *conditionText) spaces() {
+	for s.at < len(s.sql) && strings.IndexByte(" \t\n\r\f\v", s.sql[s.at]) >= 0 {
+		s.at++
+	}
+}
+
+func (s *conditionText) eat(token string) bool {
+	if strings.HasPrefix(s.sql[s.at:], token) {
+		s.at += len(token)
+		return true
+	}
+	return false
+}
+
+func (s *conditionText) eatFold(word string) bool {
+	if end := s.at + len(word); end <= len(s.sql) && strings.EqualFold(s.sql[s.at:end], word) {
+		s.at = end
+		return true
+	}
+	return false
+}
+
+// identifier reads a word of letters, digits and underscores, in backquotes
+// or double quotes or bare, and returns it unquoted ("" when there is none).
+func (s *conditionText) identifier() string {
+	quote := s.at < len(s.sql) && (s.sql[s.at] == '`' || s.sql[s.at] == '"')
+	if quote {
+		s.at++
+	}
+	start := s.at
+	for s.at < len(s.sql) && isWordByte(s.sql[s.at]) {
+		s.at++
+	}
+	word := s.sql[start:s.at]
+	if quote && !s.eat(s.sql[start-1:start]) {
+		return ""
+	}
+	return word
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }
 
 // known reports whether values are values, not SQL that the database

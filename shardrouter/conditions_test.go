@@ -114,3 +114,19 @@ func TestRestrictValues(t *testing.T) {
 		t.Fatalf("ValueLists: %v %v", lists, singles)
 	}
 }
+
+func TestIsSimpleCondition(t *testing.T) {
+	isID := func(table, name string) bool { return (table == "" || table == "users") && name == "id" }
+	for sql, want := range map[string]bool{
+		"id = ?": true, "id=?": true, " id  IN  ? ": true, "id in (?)": true, "id IN ( ? )": true,
+		"`id` = ?": true, `"id" = ?`: true, "users.id = ?": true, "`users`.`id` IN (?)": true,
+		"\tid\n=\n?": true,
+		"id = ? OR 1 = 1": false, "id > ?": false, "id = 5": false, "other = ?": false, "photos.id = ?": false,
+		"idin ?": false, "`id = ?": false, "id` = ?": false, "id IN ((?))": false, "id IN (?": false,
+		"lower(id) = ?": false, "": false, "= ?": false, "users. = ?": false, "id = ??": false,
+	} {
+		if got := isSimpleCondition(sql, isID); got != want {
+			t.Errorf("isSimpleCondition(%q) = %v, want %v", sql, got, want)
+		}
+	}
+}

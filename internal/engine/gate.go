@@ -221,6 +221,7 @@ func buildSQL(db *gorm.DB, kind statementKind) bool {
 			stmt.AddClause(set)
 			defer delete(stmt.Clauses, "SET") // GORM's executor makes it afresh for each run
 		}
+		stmt.SQL.Grow(180) // as GORM's Update does
 		stmt.Build(stmt.BuildClauses...)
 	case kindDelete:
 		buildDeleteSQL(db)
@@ -252,6 +253,7 @@ func buildCreateSQL(db *gorm.DB) {
 		}
 	}
 	if stmt.SQL.Len() == 0 {
+		stmt.SQL.Grow(180) // as GORM's Create does, which this build stands in for
 		stmt.AddClauseIfNotExists(clause.Insert{})
 		stmt.AddClause(callbacks.ConvertToCreateValues(stmt))
 		stmt.Build(stmt.BuildClauses...)
@@ -284,5 +286,6 @@ func buildDeleteSQL(db *gorm.DB) {
 		}
 	}
 	stmt.AddClauseIfNotExists(clause.From{})
+	stmt.SQL.Grow(100) // as GORM's Delete does
 	stmt.Build(stmt.BuildClauses...)
 }

@@ -29,6 +29,11 @@ func (e *Engine) checkUpdate(db *gorm.DB) {
 	if err != nil || m == nil || !m.sharded() {
 		return
 	}
+	planned, fannedOut := stmt.Settings.Load(plannedSetKey{stmt})
+	if !fannedOut && setsNoPlacing(stmt, m) {
+		db.AddError(e.stillBound(stmt, m, "update"))
+		return
+	}
 	set := assignments(stmt, stmt.ReflectValue)
 	if db.Error != nil {
 		return
@@ -40,8 +45,8 @@ func (e *Engine) checkUpdate(db *gorm.DB) {
 	if db.AddError(e.stillBound(stmt, m, "update")) != nil {
 		return
 	}
-	if v, ok := stmt.Settings.Load(plannedSetKey{stmt}); ok {
-		v.(*plannedSet).set, v.(*plannedSet).made = set, true
+	if fannedOut {
+		planned.(*plannedSet).set, planned.(*plannedSet).made = set, true
 	}
 }
 
@@ -58,6 +63,9 @@ type plannedSet struct {
 // against its rows as checkUpdate will after the hooks, with its model as
 // the rows (gorm:setup_reflect_value makes it so).
 func (e *Engine) checkPlannedUpdate(stmt *gorm.Statement, m *model) error {
+	if setsNoPlacing(stmt, m) {
+		return nil
+	}
 	return e.keepsShard(stmt, m, assignments(stmt, reflect.Indirect(reflect.ValueOf(stmt.Model))))
 }
 
@@ -71,6 +79,28 @@ func assignments(stmt *gorm.Statement, rows reflect.Value) clause.Set {
 		return set
 	}
 	return callbacks.ConvertToAssignments(scratch(stmt, rows))
+}
+
+// setsNoPlacing reports whether an update from a map (Update, UpdateColumn,
+// Updates(map)) without a SET clause names no placing column among its keys:
+// GORM sets those keys and the update-time fields, so its SET cannot move a
+// row, and building it twice is spared.
+func setsNoPlacing(stmt *gorm.Statement, m *model) bool {
+	values, ok := stmt.Dest.(map[string]any)
+	if _, given := stmt.Clauses["SET"]; given || !ok {
+		return false
+	}
+	for key := range values {
+		if _, placing := shardrouter.PlacingOf(m.placings, clause.Column{Name: key}); placing {
+			return false
+		}
+	}
+	for _, pl := range m.placings {
+		if f := m.schema.LookUpField(pl.DBName); f == nil || f.AutoUpdateTime != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // scratch returns a copy of an update statement for building its SET: its
