@@ -120,7 +120,7 @@ func TestIsSimpleCondition(t *testing.T) {
 	for sql, want := range map[string]bool{
 		"id = ?": true, "id=?": true, " id  IN  ? ": true, "id in (?)": true, "id IN ( ? )": true,
 		"`id` = ?": true, `"id" = ?`: true, "users.id = ?": true, "`users`.`id` IN (?)": true,
-		"\tid\n=\n?": true,
+		"\tid\n=\n?":      true,
 		"id = ? OR 1 = 1": false, "id > ?": false, "id = 5": false, "other = ?": false, "photos.id = ?": false,
 		"idin ?": false, "`id = ?": false, "id` = ?": false, "id IN ((?))": false, "id IN (?": false,
 		"lower(id) = ?": false, "": false, "= ?": false, "users. = ?": false, "id = ??": false,
