@@ -27,6 +27,9 @@ type dtState struct {
 	users, photos, profiles, accounts, labels, tags []int64
 	photoOwner, tagOwner                            map[int64]int64
 	emails, docs                                    []string
+	notes                                           []int64
+	noteOwner                                       map[int64]int64
+	noteSlug                                        map[int64]string
 }
 
 // dtGen draws statements.
@@ -47,7 +50,7 @@ type dtOp struct {
 // newGen draws from dtOps; skip lists prefixes of the kinds (dtStmt.op) to
 // leave out, comma-separated.
 func newGen(r *rand.Rand, backend, skip string) *dtGen {
-	g := &dtGen{r: r, backend: backend, ops: dtOps}
+	g := &dtGen{r: r, backend: backend, ops: slices.Concat(dtOps, dtFormOps)}
 	for p := range strings.SplitSeq(skip, ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			g.skip = append(g.skip, p)
@@ -81,7 +84,7 @@ func ids(rows []string) []int64 {
 
 // learn takes the IDs and keys of the rows the plugin's run holds.
 func (g *dtGen) learn(s snapshot) {
-	g.s = dtState{photoOwner: map[int64]int64{}, tagOwner: map[int64]int64{}}
+	g.s = dtState{photoOwner: map[int64]int64{}, tagOwner: map[int64]int64{}, noteOwner: map[int64]int64{}, noteSlug: map[int64]string{}}
 	g.s.users = ids(s.union(0))
 	for _, row := range s.union(1) {
 		id, _ := strconv.ParseInt(field(row, "id"), 10, 64)
@@ -103,8 +106,14 @@ func (g *dtGen) learn(s snapshot) {
 		g.s.tags = append(g.s.tags, id)
 		g.s.tagOwner[id] = mustInt(field(row, "owner_id"))
 	}
+	for _, row := range s.union(9) {
+		id := mustInt(field(row, "id"))
+		g.s.notes = append(g.s.notes, id)
+		g.s.noteOwner[id] = mustInt(field(row, "user_id"))
+		g.s.noteSlug[id] = field(row, "slug")
+	}
 	// Creation order (IDs are time-ordered), so that a seed replays alike.
-	for _, list := range [][]int64{g.s.users, g.s.photos, g.s.profiles, g.s.labels, g.s.tags} {
+	for _, list := range [][]int64{g.s.users, g.s.photos, g.s.profiles, g.s.labels, g.s.tags, g.s.notes} {
 		slices.Sort(list)
 	}
 	slices.Sort(g.s.docs)

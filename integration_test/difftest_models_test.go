@@ -105,8 +105,8 @@ func (*dtNote) BeforeDelete(tx *gorm.DB) error {
 	return nil
 }
 
-func (*dtNote) AfterUpdate(*gorm.DB) error { dtHooks.count("dtNote.AfterUpdate"); return nil }
-func (*dtNote) AfterDelete(*gorm.DB) error { dtHooks.count("dtNote.AfterDelete"); return nil }
+func (*dtNote) AfterUpdate(*gorm.DB) error  { dtHooks.count("dtNote.AfterUpdate"); return nil }
+func (*dtNote) AfterDelete(*gorm.DB) error  { dtHooks.count("dtNote.AfterDelete"); return nil }
 func (*dtNote) BeforeCreate(*gorm.DB) error { dtHooks.count("dtNote.BeforeCreate"); return nil }
 
 // BeforeCreate folds the email, as applications normalise a hash key.
@@ -153,6 +153,15 @@ func (*dtUser) AfterDelete(*gorm.DB) error  { dtHooks.count("dtUser.AfterDelete"
 func (*dtUser) AfterFind(*gorm.DB) error    { dtHooks.count("dtUser.AfterFind"); return nil }
 func (*dtPhoto) AfterFind(*gorm.DB) error   { dtHooks.count("dtPhoto.AfterFind"); return nil }
 func (*dtPhoto) AfterCreate(*gorm.DB) error { dtHooks.count("dtPhoto.AfterCreate"); return nil }
+
+// BeforeDelete keeps pinned photos (99 likes), by a condition added to the
+// statement: the soft delete's UPDATE must carry it to every part of a
+// delete over several databases.
+func (*dtPhoto) BeforeDelete(tx *gorm.DB) error {
+	dtHooks.count("dtPhoto.BeforeDelete")
+	tx.Statement.AddClause(clause.Where{Exprs: []clause.Expression{clause.Neq{Column: "likes", Value: 99}}})
+	return nil
+}
 
 // AfterCreate of a profile whose Bio is "audit" writes an unsharded row from
 // inside the shard's statement, as audit hooks do: that statement must go to

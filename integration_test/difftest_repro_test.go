@@ -169,6 +169,24 @@ var dtRepros = []dtRepro{
 			return db.Clauses(shardid.AllShards()).Order("id").Limit(1).Find(got)
 		})}}
 	}},
+	{class: "a subquery over the statement's own table in a select list reads one database", steps: func() []dtStmt {
+		var us []dtUser
+		return []dtStmt{createUsers(9, &us), {"Fragment(select)", `db.Model(&dtUser{}).Select("id, (SELECT count(*) FROM dt_users) AS n").Where("id = ?", users[0].ID).Scan(&row) // n = 9 without the plugin`, one(func(db *gorm.DB, row *idRow) *gorm.DB {
+			return db.Model(&dtUser{}).Select("id, (SELECT count(*) FROM dt_users) AS n").Where("id = ?", us[0].ID).Scan(row)
+		})}}
+	}},
+	{class: "a subquery over the statement's own table in an update's gorm.Expr value reads each part's database", steps: func() []dtStmt {
+		var us []dtUser
+		return []dtStmt{createUsers(9, &us), {"Fragment(set)", `db.Clauses(shardid.AllShards()).Model(&dtUser{}).Where("age >= ?", 0).Update("age", gorm.Expr("(SELECT count(*) FROM dt_users AS u2)")) // age = 9 everywhere without the plugin`, execOnly(func(db *gorm.DB) *gorm.DB {
+			return db.Clauses(shardid.AllShards()).Model(&dtUser{}).Where("age >= ?", 0).Update("age", gorm.Expr("(SELECT count(*) FROM dt_users AS u2)"))
+		})}}
+	}},
+	{class: "a subquery over the statement's own table in a condition given as gorm.Expr reads one database", steps: func() []dtStmt {
+		var us []dtUser
+		return []dtStmt{createUsers(9, &us), {"Fragment(where)", `db.Where("id = ?", users[0].ID).Where("?", gorm.Expr("(SELECT count(*) FROM dt_users AS u2) = ?", 9)).Find(&us) // users[0] without the plugin`, find(false, func(db *gorm.DB, got *[]dtUser) *gorm.DB {
+			return db.Where("id = ?", us[0].ID).Where("?", gorm.Expr("(SELECT count(*) FROM dt_users AS u2) = ?", 9)).Find(got)
+		})}}
+	}},
 	{class: "a shard clause on a transaction with a statement for another database (control: must be refused, no mismatch)", steps: func() []dtStmt {
 		var us []dtUser
 		return []dtStmt{createUsers(9, &us), {"Transaction(two users)", `db.Clauses(shardid.ByID(users[0].ID)).Transaction(func(tx) { update users[0]; update every other user })`, func(e *env) outcome {

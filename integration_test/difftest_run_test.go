@@ -45,6 +45,7 @@ var (
 	difftestStatements = flag.Int("difftest.statements", 4000, "statements the differential test runs per backend")
 	difftestSkip       = flag.String("difftest.skip", "", "comma-separated prefixes of statement kinds the differential test leaves out (to look past a known class)")
 	difftestReport     = flag.Int("difftest.report", 25, "mismatches the differential test prints in full per backend")
+	difftestTally      = flag.Bool("difftest.tally", false, "log how many statements of each kind the differential test ran, refused and mismatched")
 )
 
 const (
@@ -424,12 +425,13 @@ type dtRun struct {
 	refusedBy  map[string]int    // by statement kind and error kind
 	example    map[string]string // a refused statement and its error, by statement kind and error kind
 	byOp       map[string]int    // mismatches by statement kind and mismatch kind
+	ranBy      map[string][4]int // statements by kind: run, refused, mismatched, failed on both sides alike
 	ran        int
 	start      time.Time
 }
 
 func newRun(t *testing.T, r *dtRig) *dtRun {
-	run := &dtRun{t: t, r: r, refused: map[string]int{}, refusedBy: map[string]int{}, example: map[string]string{}, byOp: map[string]int{}, start: time.Now()}
+	run := &dtRun{t: t, r: r, refused: map[string]int{}, refusedBy: map[string]int{}, example: map[string]string{}, byOp: map[string]int{}, ranBy: map[string][4]int{}, start: time.Now()}
 	var err error
 	if run.before, err = r.snapshot(); err != nil {
 		t.Fatal(err)
@@ -454,6 +456,9 @@ func (run *dtRun) restart() {
 func (run *dtRun) step(s dtStmt) bool {
 	t, r := run.t, run.r
 	run.ran++
+	tally := run.ranBy[s.op]
+	tally[0]++
+	defer func() { run.ranBy[s.op] = tally }()
 	var ids []any
 	got := runSafe(s, &env{db: r.db, ids: &ids})
 	after, err := r.snapshot()
@@ -464,10 +469,12 @@ func (run *dtRun) step(s dtStmt) bool {
 	fail := func(kind, detail string) bool {
 		run.mismatches = append(run.mismatches, dtMismatch{op: s.op, kind: kind, detail: detail, program: slices.Clone(run.program)})
 		run.byOp[s.op+": "+kind]++
+		tally[2]++
 		run.restart()
 		return false
 	}
 	if kind := refusal(got.err); kind != "" {
+		tally[1]++
 		run.refused[kind]++
 		run.refusedBy[s.op+": "+kind]++
 		if _, seen := run.example[s.op+": "+kind]; !seen {
@@ -504,6 +511,9 @@ func (run *dtRun) step(s dtStmt) bool {
 	}
 	if m := r.misplaced(after); m != "" {
 		d.WriteString("  misplaced rows:\n" + m)
+	}
+	if d.Len() == 0 && got.err != nil {
+		tally[3]++
 	}
 	if d.Len() > 0 {
 		kind := "rows differ"
@@ -544,6 +554,14 @@ func (run *dtRun) report(replay string) {
 	t.Logf("%s: %d statements in %v, refused %v, %d mismatches\nmismatches by kind:\n%s\nrefusals by kind:\n%s",
 		run.r.b.name, run.ran, time.Since(run.start).Round(time.Millisecond), run.refused, len(run.mismatches),
 		strings.Join(classes, "\n"), strings.Join(refusals, "\n"))
+	if *difftestTally {
+		kinds := make([]string, 0, len(run.ranBy))
+		for k, n := range run.ranBy {
+			kinds = append(kinds, fmt.Sprintf("%5d %5d %5d %5d  %s", n[0], n[1], n[2], n[3], k))
+		}
+		slices.Sort(kinds)
+		t.Logf("%s: statements by kind (run, refused, mismatched, failed alike):\n%s", run.r.b.name, strings.Join(kinds, "\n"))
+	}
 }
 
 // short cuts a long line for the program listing.

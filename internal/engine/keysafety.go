@@ -81,14 +81,21 @@ func assignments(stmt *gorm.Statement, rows reflect.Value) clause.Set {
 	return callbacks.ConvertToAssignments(scratch(stmt, rows))
 }
 
-// setsNoPlacing reports whether an update from a map (Update, UpdateColumn,
-// Updates(map)) without a SET clause names no placing column among its keys:
-// GORM sets those keys and the update-time fields, so its SET cannot move a
-// row, and building it twice is spared.
+// setsNoPlacing reports whether an update's SET, which GORM builds after
+// this check, cannot name a placing column, so that building it twice is
+// spared: no SET clause given, and either a map (Update, UpdateColumn,
+// Updates(map)) naming none among its keys (GORM sets those and the
+// update-time fields), or the model's own row (Save, Updates(&row)) of a model
+// placed by its key alone, which GORM leaves out of the SET of its own row.
 func setsNoPlacing(stmt *gorm.Statement, m *model) bool {
-	values, ok := stmt.Dest.(map[string]any)
-	if _, given := stmt.Clauses["SET"]; given || !ok {
+	if _, given := stmt.Clauses["SET"]; given {
 		return false
+	}
+	values, isMap := stmt.Dest.(map[string]any)
+	if !isMap {
+		dest, model := reflect.ValueOf(stmt.Dest), reflect.ValueOf(stmt.Model)
+		return len(m.placings) == 1 && dest.Kind() == reflect.Pointer && model.Kind() == reflect.Pointer &&
+			dest.Type() == model.Type() && dest.Pointer() == model.Pointer() // GORM's stmt.Dest == stmt.Model
 	}
 	for key := range values {
 		if _, placing := shardrouter.PlacingOf(m.placings, clause.Column{Name: key}); placing {
