@@ -377,9 +377,10 @@ func BenchmarkStatementMix(b *testing.B) {
 		b.ReportMetric(shardedNs/plainNs, "shardid/plain")
 	}
 	for _, k := range kinds {
-		b.Run(k.name, func(b *testing.B) {
-			ratio(b, func() error { return k.run(plainSide) }, func() error { return k.run(shardedSide) })
-		})
+		plain, sharded := func() error { return k.run(plainSide) }, func() error { return k.run(shardedSide) }
+		b.Run(k.name, func(b *testing.B) { ratio(b, plain, sharded) })
+		b.Run(k.name+"/plain", allocations(plain))
+		b.Run(k.name+"/shardid", allocations(sharded))
 	}
 	b.Run("mix", func(b *testing.B) { ratio(b, mix(plainSide), mix(shardedSide)) })
 	b.Run("mix/plain", allocations(mix(plainSide)))

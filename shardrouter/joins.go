@@ -91,11 +91,11 @@ func ConditionSQL(exprs []clause.Expression) []string {
 	for _, e := range exprs {
 		switch c := e.(type) {
 		case clause.Expr:
-			if strings.Contains(strings.ToUpper(c.SQL), "SELECT") {
+			if containsSelect(c.SQL) {
 				texts = append(texts, c.SQL)
 			}
 		case clause.NamedExpr:
-			if strings.Contains(strings.ToUpper(c.SQL), "SELECT") {
+			if containsSelect(c.SQL) {
 				texts = append(texts, c.SQL)
 			}
 		case clause.AndConditions:
@@ -109,6 +109,17 @@ func ConditionSQL(exprs []clause.Expression) []string {
 		}
 	}
 	return texts
+}
+
+// containsSelect reports whether sql holds the word SELECT in any case,
+// without the copy strings.ToUpper makes: it runs for every condition.
+func containsSelect(sql string) bool {
+	for i := 0; i+len("select") <= len(sql); i++ {
+		if (sql[i] == 's' || sql[i] == 'S') && strings.EqualFold(sql[i:i+len("select")], "select") {
+			return true
+		}
+	}
+	return false
 }
 
 // ColocatedAlong reports whether the rows a relationship joins are on one
