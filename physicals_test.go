@@ -175,3 +175,49 @@ func BenchmarkIdlePhysicalMemory(b *testing.B) {
 		_ = ids.Close()
 	}
 }
+
+// TestAllShardsLeavesOutADatabaseServingNothing: a physical database the map
+// gives no range (added for a move, or emptied by one) gets no part of a
+// read over every shard, so that it being down fails none of them.
+func TestAllShardsLeavesOutADatabaseServingNothing(t *testing.T) {
+	dir := t.TempDir()
+	dsn := func(name string) string { return "file:" + filepath.Join(dir, name) }
+	half := shardid.Layout{}.ShardCount() / 2
+	db, err := gorm.Open(sqlite.Open(dsn("main.db")), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := shardid.New(shardid.Config{Shards: []shardid.Shard{
+		{Name: "s0", Dialector: sqlite.Open(dsn("s0.db")), Logical: []shardid.Range{{From: 0, To: half - 1}}},
+		{Name: "s1", Dialector: sqlite.Open(dsn("s1.db")), Logical: []shardid.Range{{From: half, To: 2*half - 1}}},
+		{Name: "spare", Dialector: sqlite.Open(dsn("no/such/folder/spare.db"))}, // cannot be opened
+	}})
+	if err := db.Use(p); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	at := p.Layout().Epoch.AddDate(1, 0, 0)
+	for k, name := range []string{"s0.db", "s1.db"} { // one user on each serving database, written directly
+		direct, err := gorm.Open(sqlite.Open(dsn(name)), &gorm.Config{Logger: logger.Discard})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := direct.AutoMigrate(&manyUser{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := direct.Create(&manyUser{ID: p.Layout().Compose(at, k*half, 1), Name: name}).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var users []manyUser
+	if err := db.Clauses(shardid.AllShards()).Order("id").Find(&users).Error; err != nil || len(users) != 2 {
+		t.Fatalf("AllShards Find: %d users, %v", len(users), err)
+	}
+	var n int64
+	if err := db.Clauses(shardid.AllShards()).Model(&manyUser{}).Count(&n).Error; err != nil || n != 2 {
+		t.Fatalf("AllShards Count: %d, %v", n, err)
+	}
+	if err := db.Where("id IN ?", []int64{}).Find(&users).Error; err != nil {
+		t.Fatalf("a read naming no row: %v", err)
+	}
+}

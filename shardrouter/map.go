@@ -27,6 +27,7 @@ type Map struct {
 	names   []string
 	owner   []uint16 // logical shard → index into names
 	logical [][]int  // physical database → the logical shards it holds
+	serving Set      // the databases that hold a logical shard
 }
 
 // maxPhysical is how many physical databases a map can name.
@@ -76,6 +77,15 @@ func NewMap(shardCount int, physical []Physical) (*Map, error) {
 			m.logical[h-1] = append(m.logical[h-1], s)
 		}
 	}
+	m.serving = Every(len(physical))
+	if slices.ContainsFunc(m.logical, func(shards []int) bool { return len(shards) == 0 }) {
+		m.serving = Set{} // a database given no range, or emptied by moves, serves nothing
+		for i, shards := range m.logical {
+			if len(shards) > 0 {
+				m.serving = m.serving.With(i)
+			}
+		}
+	}
 	for s, h := range holder {
 		if h == 0 {
 			end := s
@@ -98,6 +108,11 @@ func (m *Map) Logical(i int) []int { return m.logical[i] }
 
 // Name returns the name of physical database i.
 func (m *Map) Name(i int) string { return m.names[i] }
+
+// Serving returns the physical databases that hold at least one logical
+// shard: every database but those the map gives no range, which no
+// statement needs.
+func (m *Map) Serving() Set { return m.serving }
 
 // Len is the number of physical databases.
 func (m *Map) Len() int { return len(m.names) }

@@ -68,10 +68,11 @@ type Route struct {
 // PlanRoute returns the physical databases of m that can hold the rows a
 // statement names: the intersection of what its shard clause, each of its
 // conditions on a key column, and its rows say. Conditions that match no row
-// (IN (), only NULLs) leave any one database to answer "no rows". Nothing
-// naming a shard, it is refused with NoShard, unless m has one database.
+// (IN (), only NULLs) leave one database that serves a range to answer "no
+// rows". Nothing naming a shard, it is refused with NoShard, unless m has one
+// database.
 func PlanRoute(s Statement, m *Map) Route {
-	named, found, none := Every(m.Len()), false, false
+	named, found, none := m.Serving(), false, false
 	for _, key := range s.Keys {
 		values, ok := ColumnValues(s.Where, key.Matches)
 		if !ok {
@@ -111,7 +112,7 @@ func PlanRoute(s Statement, m *Map) Route {
 	case !s.Clause.Empty():
 		return Route{Databases: s.Clause.copied()} // a copy: what the caller gave stays its own, on its stack
 	case none, m.Len() == 1:
-		return Route{Databases: Only(0)}
+		return Route{Databases: Only(max(m.Serving().First(), 0))} // any database serving a range answers "no rows"
 	}
 	return Route{Refusal: NoShard}
 }

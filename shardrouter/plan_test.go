@@ -189,3 +189,23 @@ func TestOneDatabase(t *testing.T) {
 		}
 	}
 }
+
+// A database the map gives no range (new, or emptied by moves) serves
+// nothing: AllShards leaves it out, and so does a statement naming no row.
+func TestPlanRouteLeavesOutADatabaseServingNothing(t *testing.T) {
+	m, err := NewMap(16, []Physical{{Name: "empty"}, {Name: "a", Logical: []Range{{From: 0, To: 7}}}, {Name: "b", Logical: []Range{{From: 8, To: 15}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Serving().List(); !slices.Equal(got, []int{1, 2}) {
+		t.Fatalf("serving %v", got)
+	}
+	route := PlanRoute(Statement{Keys: photoKeys, Clause: m.Serving()}, m)
+	if got := route.Databases.List(); !slices.Equal(got, []int{1, 2}) {
+		t.Fatalf("AllShards: %v", got)
+	}
+	route = PlanRoute(Statement{Keys: photoKeys, Where: []clause.Expression{in("id")}}, m)
+	if got := route.Databases.List(); !slices.Equal(got, []int{1}) {
+		t.Fatalf("IN (): %v", got)
+	}
+}

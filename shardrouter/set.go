@@ -128,6 +128,22 @@ func (s Set) Len() int {
 	return n
 }
 
+// First returns the lowest database of the set, or -1 when it is empty.
+func (s Set) First() int {
+	switch {
+	case s.all > 0:
+		return 0
+	case s.one > 0:
+		return s.one - 1
+	}
+	for i, w := range s.words {
+		if w != 0 {
+			return i*64 + bits.TrailingZeros64(w)
+		}
+	}
+	return -1
+}
+
 // Last returns the highest database of the set, or -1 when it is empty.
 func (s Set) Last() int {
 	switch {

@@ -517,7 +517,7 @@ func (e *Engine) routeOf(db *gorm.DB, m *model, kind statementKind, settings *se
 	if settings.hinted {
 		h := settings.hint
 		if h.kind == hintAll {
-			planned.Clause = shardrouter.Every(len(e.physical))
+			planned.Clause = shardMap.Serving() // a database serving no range holds no row to read
 		} else {
 			s, err := e.hintShard(h)
 			if err != nil {
