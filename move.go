@@ -18,6 +18,9 @@ type Move struct {
 	To string
 	// Models are the sharded models whose rows move. Default: every sharded
 	// table the plugin has migrated, in any process (the table shardid_tables).
+	// Given, they must cover every one of those tables: a table left out
+	// keeps its rows of the range on the source, which the new map no longer
+	// reads, so the move is refused (ErrMoveInvalid, naming it).
 	Models []any
 	// ChunkSize is how many rows the copy reads and writes at a time.
 	// Default: 1000.

@@ -211,3 +211,36 @@ func TestMoveCancel(t *testing.T) {
 		})
 	}
 }
+
+// TestMoveRefusesModelsLeavingTablesBehind: a move given some sharded models
+// and not others (users, not their colocated photos) is refused before it
+// starts, naming the tables left out, whose rows of the range would stay on
+// the source unread; nothing is recorded, copied or changed.
+func TestMoveRefusesModelsLeavingTablesBehind(t *testing.T) {
+	for _, b := range backends {
+		if b.name == "sqlite" {
+			continue
+		}
+		t.Run(b.name, func(t *testing.T) {
+			r := newMoveRig(t, b, t.TempDir())
+			users := r.seedUsers(t, 50)
+			must(t, r.db.Create(&MvPhoto{UserID: users[0], Caption: "beside its user"}).Error)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			_, err := r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", Models: []any{&MvUser{}}})
+			if !errors.Is(err, shardid.ErrMoveInvalid) || !strings.Contains(err.Error(), "mv_photos") {
+				t.Fatalf("a move of the users alone: %v; want ErrMoveInvalid naming mv_photos", err)
+			}
+			moves, err := r.p.Moves(ctx)
+			must(t, err)
+			if len(moves) != 0 {
+				t.Errorf("the refused move was recorded: %+v", moves)
+			}
+			if n := countIn(t, r.target, "mv_users", true, r.p.Layout()); n != 0 {
+				t.Errorf("the refused move copied %d users", n)
+			}
+			var photo MvPhoto
+			must(t, r.db.Where("user_id = ?", users[0]).First(&photo).Error)
+		})
+	}
+}

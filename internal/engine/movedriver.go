@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"slices"
+	"strings"
 
 	"gorm.io/gorm"
 
@@ -92,11 +94,14 @@ func (d moverDriver) Tables(ctx context.Context, models []any) ([]mover.Table, e
 		list = append(list, shardedTableOf(m))
 		types[m.schema.Table] = m.schema.ModelType
 	}
+	registered, err := p.registeredTables(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if len(models) == 0 {
-		var err error
-		if list, err = p.registeredTables(ctx); err != nil {
-			return nil, err
-		}
+		list = registered
+	} else if err := leavesNone(list, registered); err != nil {
+		return nil, err
 	}
 	tables := make([]mover.Table, len(list))
 	for i, t := range list {
@@ -106,6 +111,24 @@ func (d moverDriver) Tables(ctx context.Context, models []any) ([]mover.Table, e
 }
 
 var valuerType = reflect.TypeFor[driver.Valuer]()
+
+// leavesNone refuses a move given models that leave out a sharded table the
+// plugin has migrated: every sharded table has rows in every logical shard,
+// and those of the range would stay on the source, which the new map no
+// longer reads.
+func leavesNone(given, registered []shardedTable) error {
+	var left []string
+	for _, r := range registered {
+		if !slices.ContainsFunc(given, func(g shardedTable) bool { return strings.EqualFold(g.Name, r.Name) }) {
+			left = append(left, r.Name)
+		}
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("%w: the move's models leave out the sharded tables %v, whose rows of the range would stay on the source, unread once the range moves: give their models too, or no Models to move every sharded table",
+			mover.ErrInvalid, left)
+	}
+	return nil
+}
 
 // AdvanceIDs moves the instagram clock-sequence or the segment counters of
 // table on database to past those of database from and past atLeast.
