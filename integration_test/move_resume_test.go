@@ -244,3 +244,33 @@ func TestMoveRefusesModelsLeavingTablesBehind(t *testing.T) {
 		})
 	}
 }
+
+// MvScratch is a sharded model migrated, then dropped, beside the move tests'.
+type MvScratch struct {
+	ID   int64 `shardid:"strategy:snowflake"`
+	Note string
+}
+
+// TestMoveAfterATableIsDropped: a sharded table dropped through the plugin's
+// migrator leaves shardid_tables, so a move of every sharded table carries
+// the others and does not look for it.
+func TestMoveAfterATableIsDropped(t *testing.T) {
+	for _, b := range backends {
+		if b.name == "sqlite" {
+			continue
+		}
+		t.Run(b.name, func(t *testing.T) {
+			r := newMoveRig(t, b, t.TempDir())
+			r.seedUsers(t, 10)
+			must(t, r.p.AutoMigrate(r.db, &MvScratch{}))
+			must(t, r.p.Migrator(r.db).DropTable(&MvScratch{}))
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			report, err := r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", DryRun: true})
+			must(t, err)
+			if slices.Contains(report.Tables, "mv_scratches") || !slices.Contains(report.Tables, "mv_users") {
+				t.Fatalf("the move would carry %v", report.Tables)
+			}
+		})
+	}
+}

@@ -76,6 +76,10 @@ func (m migratorPlugin) RegisterTables(db *gorm.DB, models []any) error {
 	return m.p.registerTables(db, models)
 }
 
+func (m migratorPlugin) UnregisterTable(db *gorm.DB, table string) error {
+	return m.p.unregisterTable(db, table)
+}
+
 func (m migratorPlugin) TagError(model, field, detail string) error {
 	return &FieldError{Model: model, Field: field, Err: ErrInvalidTag, Detail: detail}
 }

@@ -3,13 +3,13 @@ package engine
 import (
 	"context"
 	"fmt"
-	"github.com/shardid/shardid/internal/mover"
 	"slices"
 
 	"gorm.io/gorm"
 
 	"github.com/shardid/shardid/internal/fence"
 	"github.com/shardid/shardid/internal/mapstore"
+	"github.com/shardid/shardid/internal/mover"
 )
 
 // tablesTable lists, in the plugin's own database, the sharded tables the
@@ -67,6 +67,19 @@ func (e *Engine) registerTables(db *gorm.DB, models []any) error {
 		}
 	}
 	return nil
+}
+
+// unregisterTable forgets a sharded table dropped through the migrator.
+func (e *Engine) unregisterTable(db *gorm.DB, table string) error {
+	if e.maps == nil {
+		return nil
+	}
+	ctx := db.Statement.Context
+	if err := e.maps.prepareTables(ctx); err != nil {
+		return err
+	}
+	_, err := e.maps.Exec(ctx, "DELETE FROM "+tablesTable+" WHERE name = ?", table)
+	return err
 }
 
 // joinRows is the strategy recorded for a many2many join table beside a

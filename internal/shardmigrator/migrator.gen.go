@@ -34,8 +34,20 @@ func New(plugin Plugin, db *gorm.DB) Migrator {
 // of sharded ones on every physical database.
 func (m Migrator) DropTable(models ...any) error {
 	for _, value := range models {
+		sharded, _, s, err := m.sharded(value) // asked before the drop: a dropped table is found nowhere
+		if err != nil {
+			return err
+		}
 		if err := m.each(value, func(mig gorm.Migrator) error { return mig.DropTable(value) }); err != nil {
 			return err
+		}
+		if table, named := value.(string); sharded && m.plugin.Routed() {
+			if !named {
+				table = s.Table
+			}
+			if err := m.plugin.UnregisterTable(m.db, table); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

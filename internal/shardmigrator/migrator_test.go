@@ -44,7 +44,8 @@ func (f *fakePlugin) ShardedTable(table string) bool { return f.sharded[table] }
 func (f *fakePlugin) PrepareStrategies(*gorm.DB, map[strategies.Generator]bool) error {
 	return f.prepare
 }
-func (f *fakePlugin) RegisterTables(*gorm.DB, []any) error { return nil }
+func (f *fakePlugin) RegisterTables(*gorm.DB, []any) error   { return nil }
+func (f *fakePlugin) UnregisterTable(*gorm.DB, string) error { return nil }
 func (f *fakePlugin) TagError(model, field, detail string) error {
 	return errors.New(model + "." + field + ": " + detail)
 }

@@ -37,6 +37,9 @@ type Plugin interface {
 	// RegisterTables records the sharded tables among models, once migrated,
 	// where a move or an audit without Go models finds them.
 	RegisterTables(db *gorm.DB, models []any) error
+	// UnregisterTable forgets a sharded table dropped through the migrator,
+	// so that a move no longer looks for it.
+	UnregisterTable(db *gorm.DB, table string) error
 	// TagError is the plugin's error for a field of a model whose tag cannot
 	// be used as it is; detail says why and how to fix it.
 	TagError(model, field, detail string) error
