@@ -274,3 +274,44 @@ func TestMoveAfterATableIsDropped(t *testing.T) {
 		})
 	}
 }
+
+// TestTwoMovesOffOneSourceAtOnce: two moves of different ranges off one
+// source, started at the same instant, are not both accepted: the check
+// that no other move is under way and the move's record are one step.
+func TestTwoMovesOffOneSourceAtOnce(t *testing.T) {
+	for _, b := range backends {
+		if b.name == "sqlite" {
+			continue
+		}
+		t.Run(b.name, func(t *testing.T) {
+			r := newMoveRig(t, b, t.TempDir())
+			r.seedUsers(t, 20)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			ranges := []shardid.Range{movingRange, {From: movingRange.From - 2048, To: movingRange.From - 1}}
+			errs := make([]error, len(ranges))
+			start := make(chan struct{})
+			var wg sync.WaitGroup
+			for i, rg := range ranges {
+				wg.Go(func() {
+					<-start
+					_, errs[i] = r.p.Move(ctx, shardid.Move{Logical: rg, To: b.name + "-target", Models: moveModels})
+				})
+			}
+			close(start)
+			wg.Wait()
+			accepted := 0
+			for i, err := range errs {
+				switch {
+				case err == nil:
+					accepted++
+				case !errors.Is(err, shardid.ErrMoveInvalid):
+					t.Errorf("move %d: %v; want success or ErrMoveInvalid", i, err)
+				}
+			}
+			if accepted != 1 {
+				t.Fatalf("%d of two moves off one source accepted: %v", accepted, errs)
+			}
+		})
+	}
+}

@@ -27,7 +27,19 @@ var sqliteMoveLocks sync.Map // lock name → struct{}
 // this store's map table in this database: moves of other sets of shards
 // sharing the server (MySQL's named locks are the server's) do not wait for it.
 func (s *Store) LockMove(ctx context.Context, r shardrouter.Range) (func(), error) {
-	name := fmt.Sprintf("shardid_move_%s_%d_%d", s.table, r.From, r.To)
+	return s.lock(ctx, fmt.Sprintf("shardid_move_%s_%d_%d", s.table, r.From, r.To))
+}
+
+// LockMoveStart takes the lock under which a new move checks that no other
+// move is under way off its source and records itself, so that of two moves
+// started at once the second sees the first: one holder at a time, as
+// LockMove.
+func (s *Store) LockMoveStart(ctx context.Context) (func(), error) {
+	return s.lock(ctx, fmt.Sprintf("shardid_move_%s_start", s.table))
+}
+
+// lock takes the named lock: the servers' own, or for SQLite a stand-in.
+func (s *Store) lock(ctx context.Context, name string) (func(), error) {
 	if s.dialect == "sqlite" {
 		name = fmt.Sprintf("%p %s", s.db, name) // SQLite's stand-ins live in this process: one per database handle
 		if _, taken := sqliteMoveLocks.LoadOrStore(name, struct{}{}); taken {

@@ -105,7 +105,7 @@ func (m *Mover) Move(ctx context.Context, d Driver, req Request) (*Report, error
 		return nil, err
 	}
 	defer unlock()
-	mv, err := newRun(ctx, d, req)
+	mv, err := startRun(ctx, d, req)
 	if err != nil {
 		return nil, err
 	}
@@ -114,11 +114,6 @@ func (m *Mover) Move(ctx context.Context, d Driver, req Request) (*Report, error
 	}
 	defer m.track(mv)()
 	resumed := mv.resumed
-	if !resumed { // recorded before any change, so that a run that dies is resumed
-		if err := d.Store().SaveMove(ctx, mv.st); err != nil {
-			return nil, err
-		}
-	}
 	steps := []struct {
 		phase string
 		run   func(context.Context) error
@@ -149,6 +144,27 @@ func (m *Mover) Move(ctx context.Context, d Driver, req Request) (*Report, error
 	}
 	log.Info("shardid: move phase", "from", req.Logical.From, "through", req.Logical.To, "to", req.To, "phase", PhaseServing, "map_version", mv.st.MapVersion)
 	return mv.report(resumed), nil
+}
+
+// startRun checks the request and records a new move, under the store's
+// start lock: the check that no other move is under way off the source and
+// the record are one step, which a move started at the same time waits for.
+// A new move is recorded before any change, so that a run that dies is
+// resumed.
+func startRun(ctx context.Context, d Driver, req Request) (*run, error) {
+	unlock, err := d.Store().LockMoveStart(ctx)
+	if errors.Is(err, mapstore.ErrLocked) {
+		return nil, fmt.Errorf("%w: another move is starting; run this one again in a moment", ErrInvalid)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	mv, err := newRun(ctx, d, req)
+	if err != nil || req.DryRun || mv.resumed {
+		return mv, err
+	}
+	return mv, d.Store().SaveMove(ctx, mv.st)
 }
 
 // lockMove takes the lock of the move of r, which one run at a time holds,
