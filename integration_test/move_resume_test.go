@@ -315,3 +315,39 @@ func TestTwoMovesOffOneSourceAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestMoveBackAfterTheCutover: once the target serves the range, CancelMove
+// points at moving the range back, and that move is accepted: it cleans up
+// the first move and brings every row back to the source.
+func TestMoveBackAfterTheCutover(t *testing.T) {
+	for _, b := range backends {
+		if b.name == "sqlite" {
+			continue
+		}
+		t.Run(b.name, func(t *testing.T) {
+			r := newMoveRig(t, b, t.TempDir())
+			users := r.seedUsers(t, 40)
+			r.move(t, shardid.Move{})
+			must(t, r.db.Model(&MvUser{ID: users[0]}).Update("name", "written on the target").Error)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			err := r.p.CancelMove(ctx, movingRange, moveModels...)
+			if !errors.Is(err, shardid.ErrMoveInvalid) || !strings.Contains(err.Error(), "Move to "+b.name+"-source") {
+				t.Fatalf("CancelMove after the cutover: %v; want ErrMoveInvalid pointing at a move back", err)
+			}
+			r.move(t, shardid.Move{To: b.name + "-source"})
+			if n := countIn(t, r.source, "mv_users", true, r.p.Layout()); n != int64(len(users)) {
+				t.Errorf("the source holds %d of the %d users after the move back", n, len(users))
+			}
+			must(t, r.p.CleanupMove(ctx, movingRange, moveModels...)) // the frozen copy the move back left on the target
+			if n := countIn(t, r.target, "mv_users", true, r.p.Layout()); n != 0 {
+				t.Errorf("the target still holds %d users of the range", n)
+			}
+			var got MvUser
+			must(t, r.db.First(&got, users[0]).Error)
+			if got.Name != "written on the target" {
+				t.Errorf("the write the target took is lost: %q", got.Name)
+			}
+		})
+	}
+}

@@ -26,8 +26,8 @@ func (m *Mover) Cancel(ctx context.Context, d Driver, r Range, models []any) err
 	}
 	defer unlock()
 	if mv.servedByTarget() || phaseIndex(mv.st.Phase) >= phaseIndex(PhaseServing) {
-		return fmt.Errorf("%w: logical shards %d-%d are served by %s since map version %d: it is too late to cancel; CleanupMove, or move them back",
-			ErrInvalid, r.From, r.To, mv.st.To, mv.st.MapVersion)
+		return fmt.Errorf("%w: logical shards %d-%d are served by %s since map version %d: it is too late to cancel; move them back (Move to %s, which cleans this move up first), or CleanupMove",
+			ErrInvalid, r.From, r.To, mv.st.To, mv.st.MapVersion, mv.st.From)
 	}
 	if err := mv.unfence(ctx); err != nil {
 		return err
@@ -51,6 +51,12 @@ func (m *Mover) Cleanup(ctx context.Context, d Driver, r Range, models []any) er
 		return err
 	}
 	defer unlock()
+	return mv.cleanup(ctx)
+}
+
+// cleanup is Cleanup of a move loaded and locked.
+func (mv *run) cleanup(ctx context.Context) error {
+	d, r := mv.d, mv.st.Logical
 	if mv.st.Phase != PhaseServing {
 		return fmt.Errorf("%w: the move of %d-%d is in phase %s; only a move that reached %s can be cleaned up", ErrInvalid, r.From, r.To, mv.st.Phase, PhaseServing)
 	}

@@ -105,6 +105,9 @@ func (m *Mover) Move(ctx context.Context, d Driver, req Request) (*Report, error
 		return nil, err
 	}
 	defer unlock()
+	if err := cleanUpToMoveBack(ctx, d, req); err != nil {
+		return nil, err
+	}
 	mv, err := startRun(ctx, d, req)
 	if err != nil {
 		return nil, err
@@ -144,6 +147,31 @@ func (m *Mover) Move(ctx context.Context, d Driver, req Request) (*Report, error
 	}
 	log.Info("shardid: move phase", "from", req.Logical.From, "through", req.Logical.To, "to", req.To, "phase", PhaseServing, "map_version", mv.st.MapVersion)
 	return mv.report(resumed), nil
+}
+
+// cleanUpToMoveBack cleans up the move of the range that serves it on its
+// target when the request moves it back to that move's source: the frozen
+// copy there is older than the rows the target took since, and a range has
+// one move on record.
+func cleanUpToMoveBack(ctx context.Context, d Driver, req Request) error {
+	if req.DryRun {
+		return nil
+	}
+	if err := d.Store().PrepareMoves(ctx); err != nil {
+		return err
+	}
+	st, err := d.Store().LoadMove(ctx, req.Logical)
+	if err != nil || st == nil || st.Phase != PhaseServing || st.From != req.To {
+		return err
+	}
+	mv, err := loadEnding(ctx, d, req.Logical, req.Models)
+	if err == nil {
+		err = mv.cleanup(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("shardid: cleaning up the move of %d-%d to %s before moving them back: %w", req.Logical.From, req.Logical.To, st.To, err)
+	}
+	return nil
 }
 
 // startRun checks the request and records a new move, under the store's
