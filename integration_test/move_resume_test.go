@@ -351,3 +351,52 @@ func TestMoveBackAfterTheCutover(t *testing.T) {
 		})
 	}
 }
+
+// MvAccount is unique by its email on each physical database, as the limits
+// allow: two accounts of two databases may share one.
+type MvAccount struct {
+	ID    int64  `shardid:"strategy:snowflake"`
+	Email string `gorm:"uniqueIndex;size:64"`
+	Name  string
+}
+
+// TestMoveCopyOverwritesNoRowOutsideItsRange: a row of the range whose
+// unique email a row of the target already holds (outside the range) fails
+// the move's copy, naming both keys on MariaDB, and the target's row is left
+// as it was: MySQL's ON DUPLICATE KEY, which fires on any unique index,
+// overwrites nothing.
+func TestMoveCopyOverwritesNoRowOutsideItsRange(t *testing.T) {
+	for _, b := range backends {
+		if b.name == "sqlite" {
+			continue
+		}
+		t.Run(b.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for _, k := range []int{moveSource, moveTarget} {
+				must(t, direct(t, b, dir)[k].Migrator().DropTable(&MvAccount{}))
+			}
+			r := newMoveRig(t, b, dir)
+			must(t, r.p.AutoMigrate(r.db, &MvAccount{}))
+			moving := MvAccount{Email: "dup@x.io", Name: "moving"}
+			must(t, r.db.Clauses(shardid.OnShard(movingRange.From)).Create(&moving).Error)
+			theirs := MvAccount{ID: r.p.Layout().Compose(time.Now(), 5, 0), Email: "dup@x.io", Name: "the target's own"}
+			must(t, r.target.Create(&theirs).Error)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			_, err := r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target"})
+			if err == nil {
+				t.Fatal("the move copied a row whose unique email the target holds")
+			}
+			if b.name == "mariadb" && (!errors.Is(err, shardid.ErrMoveVerify) || !strings.Contains(err.Error(), fmt.Sprint(moving.ID)) || !strings.Contains(err.Error(), fmt.Sprint(theirs.ID))) {
+				t.Errorf("the copy's failure: %v; want ErrMoveVerify naming %d and %d", err, moving.ID, theirs.ID)
+			}
+			var kept MvAccount
+			must(t, r.target.First(&kept, theirs.ID).Error)
+			if kept.Name != theirs.Name {
+				t.Errorf("the copy overwrote the target's row outside the range: %+v", kept)
+			}
+			var still MvAccount
+			must(t, r.db.First(&still, moving.ID).Error) // the source serves the range still
+		})
+	}
+}

@@ -3,6 +3,8 @@ package mover
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -89,13 +91,16 @@ func (t *movedTable) upsertSome(ctx context.Context, db *sql.DB, rows [][]any) e
 		args = append(args, row...)
 	}
 	var sets []string
+	key := sqlscan.Quote(t.dialect, t.key)
 	for _, c := range t.columns {
 		if c == t.key {
 			continue
 		}
 		q := sqlscan.Quote(t.dialect, c)
 		if t.dialect == "mysql" {
-			sets = append(sets, q+" = VALUES("+q+")")
+			// ON DUPLICATE KEY fires on any unique index: a row with another
+			// key holding one of the copied row's unique values keeps its own.
+			sets = append(sets, q+" = IF("+key+" = VALUES("+key+"), VALUES("+q+"), "+q+")")
 		} else {
 			sets = append(sets, q+" = excluded."+q)
 		}
@@ -110,8 +115,88 @@ func (t *movedTable) upsertSome(ctx context.Context, db *sql.DB, rows [][]any) e
 	default:
 		b.WriteString(" ON CONFLICT (" + sqlscan.Quote(t.dialect, t.key) + ") DO UPDATE SET " + strings.Join(sets, ", "))
 	}
-	_, err := db.ExecContext(ctx, b.String(), args...)
-	return err
+	res, err := db.ExecContext(ctx, b.String(), args...)
+	if err != nil || t.dialect != "mysql" {
+		return err
+	}
+	// Each row written counts 1 or 2; fewer may be a row left out by another
+	// row's unique value (or rows the same already: replays).
+	if n, err := res.RowsAffected(); err != nil || n >= int64(len(rows)) {
+		return err
+	}
+	return t.mustBeWritten(ctx, db, rows)
+}
+
+// mustBeWritten fails, naming both keys, when a row of rows is not on db
+// because another row there holds one of its unique values: on MySQL the
+// copy leaves that row as it was and writes nothing of the copied one.
+func (t *movedTable) mustBeWritten(ctx context.Context, db *sql.DB, rows [][]any) error {
+	at := slices.Index(t.columns, t.key)
+	keys := make([]any, len(rows))
+	for i, row := range rows {
+		keys[i] = row[at]
+	}
+	found, err := readRows(ctx, db, 1, "SELECT "+sqlscan.Quote(t.dialect, t.key)+" FROM "+sqlscan.Quote(t.dialect, t.name)+
+		" WHERE "+sqlscan.Quote(t.dialect, t.key)+" IN ("+placeholders(t.dialect, 0, len(keys))+")", keys...)
+	if err != nil || len(found) == len(rows) {
+		return err
+	}
+	written := map[string]bool{}
+	for _, f := range found {
+		written[asText(f[0])] = true
+	}
+	for _, row := range rows {
+		if !written[asText(row[at])] {
+			return fmt.Errorf("%w: %s: the row %s conflicts on the target with the row %s on a unique index other than the key; nothing was overwritten: make the values unique, then move again",
+				ErrVerify, t.name, asText(row[at]), t.holderOfUniqueValues(ctx, db, row))
+		}
+	}
+	return nil
+}
+
+// asText is a value read back, as text: the drivers give text as []byte.
+func asText(v any) string {
+	if b, ok := v.([]byte); ok {
+		return string(b)
+	}
+	return fmt.Sprint(v)
+}
+
+// holderOfUniqueValues names the key of the row of db that holds one of
+// row's values of a unique index other than the primary key.
+func (t *movedTable) holderOfUniqueValues(ctx context.Context, db *sql.DB, row []any) string {
+	indexes, err := readRows(ctx, db, 2, "SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS "+
+		"WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND NON_UNIQUE = 0 AND INDEX_NAME <> 'PRIMARY' ORDER BY INDEX_NAME, SEQ_IN_INDEX", t.name)
+	if err != nil {
+		return "(unknown: " + err.Error() + ")"
+	}
+	var where []string
+	var args []any
+	for i := 0; i < len(indexes); {
+		var parts []string
+		var values []any
+		usable := true // a column the source does not have: this index cannot be asked
+		for name := indexes[i][0]; i < len(indexes) && asText(indexes[i][0]) == asText(name); i++ {
+			column := asText(indexes[i][1])
+			at := slices.Index(t.columns, column)
+			if at < 0 {
+				usable = false
+				continue
+			}
+			parts, values = append(parts, sqlscan.Quote(t.dialect, column)+" = ?"), append(values, row[at])
+		}
+		if usable && len(parts) > 0 {
+			where, args = append(where, "("+strings.Join(parts, " AND ")+")"), append(args, values...)
+		}
+	}
+	if len(where) == 0 {
+		return "(none found)"
+	}
+	holders, err := readRows(ctx, db, 1, "SELECT "+sqlscan.Quote(t.dialect, t.key)+" FROM "+sqlscan.Quote(t.dialect, t.name)+" WHERE "+strings.Join(where, " OR ")+" LIMIT 1", args...)
+	if err != nil || len(holders) == 0 {
+		return "(none found)"
+	}
+	return asText(holders[0][0])
 }
 
 // deleter and rangeQuerier are a pool or one connection of it.
