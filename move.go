@@ -153,8 +153,11 @@ func (p *Plugin) MoveStats() []MoveStats {
 
 // Misplaced is a count of rows of one table on one physical database whose
 // logical shards the map sends elsewhere: the Table, the Database, the
-// Rows, up to ten of their Keys, and LeftByMove when the rows are the
-// frozen copy a move left on its source, which CleanupMove deletes.
+// Rows, up to ten of their Keys, and LeftByMove when the rows are a move's
+// copy: the target's while the move runs (its cutover serves it), or the
+// frozen copy on the source after the cutover (CleanupMove deletes it).
+// Rows of a database that are neither its own nor a move's are reported
+// apart, by their own keys.
 type Misplaced = engine.Misplaced
 
 // Audit reads every physical database and reports the rows of the sharded

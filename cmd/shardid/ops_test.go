@@ -255,7 +255,7 @@ func testOperatorsCommands(t *testing.T, e opsEnv) {
 	wantIn(t, mustRun(t, "move", "status", "--config", e.config), "0-1023  a     c   serving  4")
 
 	// Before the cleanup, verify marks a's copy and passes.
-	wantIn(t, mustRun(t, "verify", "--config", e.config), "shardid_cmd_items on a: 4 rows whose logical shard maps elsewhere (left by a move awaiting cleanup",
+	wantIn(t, mustRun(t, "verify", "--config", e.config), "shardid_cmd_items on a: 4 rows whose logical shard maps elsewhere (a move's copy",
 		"all other rows are on the database their shard maps to")
 	out = mustRun(t, "move", "cleanup", "--config", e.config, "--shards", "0-1023", "--wait", "30s")
 	wantIn(t, out, "cleaned up the move of logical shards 0-1023: their copies on a are deleted")

@@ -110,7 +110,7 @@ func printVerify(w io.Writer, report verifyReport) {
 	for _, m := range report.Tables {
 		note := ""
 		if m.LeftByMove {
-			note = " (left by a move awaiting cleanup: shardid move cleanup deletes them)"
+			note = " (a move's copy: its cutover serves the target's, shardid move cleanup deletes the source's)"
 		}
 		fmt.Fprintf(w, "%s on %s: %s whose logical shard maps elsewhere%s\n", m.Table, m.Database, plural(m.Rows, "row"), note)
 		keys := make([]string, len(m.Keys))

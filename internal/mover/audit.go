@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 
 	"github.com/shardid/shardid/internal/fence"
 	"github.com/shardid/shardid/internal/mapstore"
@@ -18,8 +19,9 @@ type Misplaced struct {
 	Database string
 	Rows     int64
 	Keys     []any // up to ten of their keys
-	// LeftByMove says that the rows are the frozen copy a move left on its
-	// source, which Cleanup deletes.
+	// LeftByMove says that the rows are a move's copy: the target's while
+	// the move runs, or the frozen copy on the source after its cutover,
+	// which Cleanup deletes.
 	LeftByMove bool
 }
 
@@ -45,6 +47,7 @@ func (m *Mover) Audit(ctx context.Context, d Driver) ([]Misplaced, error) {
 		if err != nil {
 			return nil, err
 		}
+		own, copies := mapstore.Ranges(shardMap.Logical(k)), moveCopiesOn(name, moves)
 		for _, t := range tables {
 			if t.Join {
 				continue // its rows carry no key of their own
@@ -53,40 +56,54 @@ func (m *Mover) Audit(ctx context.Context, d Driver) ([]Misplaced, error) {
 			if err != nil {
 				return nil, fmt.Errorf("shardid: on %s: %w", name, err)
 			}
-			where := "NOT (" + fence.InRanges(mt.shard, mapstore.Ranges(shardMap.Logical(k))) + ")"
-			var n int64
-			table := sqlscan.Quote(mt.dialect, t.Name)
-			if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+table+" WHERE "+where).Scan(&n); err != nil {
-				return nil, fmt.Errorf("shardid: on %s: %w", name, err)
+			strays := "NOT (" + fence.InRanges(mt.shard, append(slices.Clone(own), copies...)) + ")"
+			inCopies := "(" + fence.InRanges(mt.shard, copies) + ") AND NOT (" + fence.InRanges(mt.shard, own) + ")"
+			for _, part := range []struct {
+				where  string
+				byMove bool
+			}{{strays, false}, {inCopies, true}} {
+				if part.byMove && len(copies) == 0 {
+					continue
+				}
+				m, err := misplacedRows(ctx, db, mt, part.where)
+				if err != nil {
+					return nil, fmt.Errorf("shardid: on %s: %w", name, err)
+				}
+				if m.Rows > 0 {
+					m.Database, m.LeftByMove = name, part.byMove
+					found = append(found, m)
+				}
 			}
-			if n == 0 {
-				continue
-			}
-			keys, err := readRows(ctx, db, 1, "SELECT "+sqlscan.Quote(mt.dialect, t.Key)+" FROM "+table+" WHERE "+where+" ORDER BY 1 LIMIT 10")
-			if err != nil {
-				return nil, err
-			}
-			misplaced := Misplaced{Table: t.Name, Database: name, Rows: n}
-			for _, row := range keys {
-				misplaced.Keys = append(misplaced.Keys, normalizeKey(row[0]))
-			}
-			misplaced.LeftByMove = leftByMove(ctx, mt, db, name, moves, shardMap.Logical(k))
-			found = append(found, misplaced)
 		}
 	}
 	return found, nil
 }
 
-// leftByMove reports whether every misplaced row of a table on a database is
-// in a range a move took off it and has not cleaned up yet.
-func leftByMove(ctx context.Context, mt *movedTable, db *sql.DB, name string, moves []Status, own []int) bool {
-	allowed := mapstore.Ranges(own)
+// moveCopiesOn returns the ranges of which a move keeps a copy on database
+// name, which the map does not give it: a target's copy before the cutover,
+// a source's frozen copy after it until the cleanup.
+func moveCopiesOn(name string, moves []Status) []Range {
+	var copies []Range
 	for _, mv := range moves {
-		if mv.From == name && mv.Phase == PhaseServing {
-			allowed = append(allowed, mv.Logical)
+		copying := mv.To == name && phaseIndex(mv.Phase) >= 0 && phaseIndex(mv.Phase) < phaseIndex(PhaseServing)
+		if copying || mv.From == name && mv.Phase == PhaseServing {
+			copies = append(copies, mv.Logical)
 		}
 	}
-	var n int64
-	err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+sqlscan.Quote(mt.dialect, mt.name)+" WHERE NOT ("+fence.InRanges(mt.shard, allowed)+")").Scan(&n)
-	return err == nil && n == 0 && len(allowed) > len(mapstore.Ranges(own))
+	return copies
+}
+
+// misplacedRows counts the rows of a table that match where, with up to ten
+// of their keys.
+func misplacedRows(ctx context.Context, db *sql.DB, mt *movedTable, where string) (Misplaced, error) {
+	m := Misplaced{Table: mt.name}
+	table := sqlscan.Quote(mt.dialect, mt.name)
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+table+" WHERE "+where).Scan(&m.Rows); err != nil || m.Rows == 0 {
+		return m, err
+	}
+	keys, err := readRows(ctx, db, 1, "SELECT "+sqlscan.Quote(mt.dialect, mt.key)+" FROM "+table+" WHERE "+where+" ORDER BY 1 LIMIT 10")
+	for _, row := range keys {
+		m.Keys = append(m.Keys, normalizeKey(row[0]))
+	}
+	return m, err
 }
