@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/shardid/shardid"
 )
@@ -95,7 +96,12 @@ func startRangeWriter(db *gorm.DB, users []int64) *rangeWriter {
 			}
 			value := "w" + strconv.Itoa(n)
 			id := users[n%len(users)]
-			err := db.Model(&MvUser{ID: id}).Update("name", value).Error
+			var err error
+			if n%3 == 1 { // an upsert, whose retry at the cutover must not add its assignments twice
+				err = db.Clauses(clause.OnConflict{UpdateAll: true}).Create(&MvUser{ID: id, Name: value}).Error
+			} else {
+				err = db.Model(&MvUser{ID: id}).Update("name", value).Error
+			}
 			if n%3 == 0 {
 				u := MvUser{Name: value}
 				w.note(id, value, err)

@@ -253,10 +253,36 @@ func buildCreateSQL(db *gorm.DB) {
 		}
 	}
 	if stmt.SQL.Len() == 0 {
+		keepOnConflict(stmt)
 		stmt.SQL.Grow(180) // as GORM's Create does, which this build stands in for
 		stmt.AddClauseIfNotExists(clause.Insert{})
 		stmt.AddClause(callbacks.ConvertToCreateValues(stmt))
 		stmt.Build(stmt.BuildClauses...)
+	}
+}
+
+// onConflictKey is the Settings key of an UpdateAll upsert's ON CONFLICT
+// clause as it was before GORM's build expanded it into assignments.
+type onConflictKey struct{ stmt *gorm.Statement }
+
+// keepOnConflict keeps an UpdateAll upsert's ON CONFLICT clause as given:
+// each build appends the assignments again, so a statement built anew (a
+// write held at a move's cutover and run on the new database) starts from it.
+func keepOnConflict(stmt *gorm.Statement) {
+	if c, ok := stmt.Clauses["ON CONFLICT"]; ok {
+		if oc, _ := c.Expression.(clause.OnConflict); oc.UpdateAll {
+			stmt.Settings.Store(onConflictKey{stmt}, c)
+		}
+	}
+}
+
+// unbuild makes a statement built and run once ready to be built and run
+// again: no SQL, no values, the clauses its build changed as they were.
+func unbuild(stmt *gorm.Statement) {
+	stmt.SQL.Reset()
+	stmt.Vars = nil
+	if c, ok := stmt.Settings.Load(onConflictKey{stmt}); ok {
+		stmt.Clauses["ON CONFLICT"] = c.(clause.Clause)
 	}
 }
 

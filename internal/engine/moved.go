@@ -182,8 +182,7 @@ func (e *Engine) runAgain(db *gorm.DB, kind statementKind, execute func(*gorm.DB
 			return
 		}
 		db.Error = nil
-		stmt.SQL.Reset()
-		stmt.Vars = nil
+		unbuild(stmt)
 		execute(db)
 		if !fence.RacedInstall(db.Error) {
 			return
@@ -289,8 +288,7 @@ func (e *Engine) holdAndRetry(db *gorm.DB, kind statementKind, execute func(*gor
 					}
 				}
 				db.Error = nil
-				stmt.SQL.Reset()
-				stmt.Vars = nil
+				unbuild(stmt)
 				execute(db)
 				if _, _, again := fence.MovedShard(db.Error); !again {
 					return nil // done, or failed on its own account
