@@ -218,3 +218,39 @@ func TestMoveStaleUpdateOfNewRow(t *testing.T) {
 		}
 	})
 }
+
+// TestMovedRefusalReadsTheMap: a process that reads the shared map seldom
+// (MapRefresh an hour) writes the moved range in a transaction after the
+// cutover: refused with ErrShardMoved, which makes it read the map, so the
+// transaction run again lands on the target.
+func TestMovedRefusalReadsTheMap(t *testing.T) {
+	for _, b := range backends {
+		if b.name == "sqlite" {
+			continue
+		}
+		t.Run(b.name, func(t *testing.T) {
+			r := newMoveRig(t, b, t.TempDir())
+			users := r.seedUsers(t, 20)
+			slowDB, slow := r.open(t, shardid.Config{MapRefresh: time.Hour})
+			must(t, slowDB.Model(&MvUser{ID: users[0]}).Update("name", "before").Error)
+			report := r.move(t, shardid.Move{})
+			write := func() error {
+				return slowDB.Clauses(shardid.ByID(users[0])).Transaction(func(tx *gorm.DB) error {
+					return tx.Model(&MvUser{ID: users[0]}).Update("name", "in a transaction").Error
+				})
+			}
+			if err := write(); !errors.Is(err, shardid.ErrShardMoved) {
+				t.Fatalf("the transaction after the cutover: %v, want ErrShardMoved", err)
+			}
+			if v := slow.MapVersion(); v != report.MapVersion {
+				t.Fatalf("after the refusal the process follows map version %d, want %d", v, report.MapVersion)
+			}
+			must(t, write())
+			var got MvUser
+			must(t, r.target.First(&got, users[0]).Error)
+			if got.Name != "in a transaction" {
+				t.Errorf("the transaction run again wrote %q on the target", got.Name)
+			}
+		})
+	}
+}

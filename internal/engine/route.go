@@ -419,6 +419,10 @@ func (e *Engine) finish(kind statementKind) func(*gorm.DB) {
 			} else if fence.RacedInstall(db.Error) {
 				db.Error = &MovedError{Shard: -1, To: "(a move being prepared)", Why: "it raced the creation of the move's triggers; retry the transaction", Err: db.Error}
 			}
+			if errors.Is(db.Error, ErrShardMoved) && e.maps != nil {
+				// The caller runs it again next: by the map that moved it.
+				_, _ = e.refreshMap(db.Statement.Context)
+			}
 		}
 	}
 }
