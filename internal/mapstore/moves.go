@@ -26,6 +26,7 @@ type MoveState struct {
 	Cursors    map[string]any    `json:"cursors,omitempty"` // the last key copied, per table; absent: not started
 	Copied     map[string]int64  `json:"copied,omitempty"`
 	Done       map[string]bool   `json:"done,omitempty"` // tables copied completely
+	Columns    map[string][]string `json:"columns,omitempty"` // the source's columns per table the copy carries
 	Changes    int64             `json:"changes"`
 	MaxKeys    map[string]int64  `json:"max_keys,omitempty"` // the highest int64 key seen per table, deleted rows too
 	Frozen     time.Duration     `json:"frozen"`

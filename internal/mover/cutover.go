@@ -27,6 +27,9 @@ func (mv *run) cutover(ctx context.Context) error {
 	}
 	mv.st.FrozenAt = frozenAt.UTC()
 	mv.progress(Progress{Phase: PhaseCutover, Step: "frozen"})
+	if err := mv.sameColumns(ctx); err != nil {
+		return errors.Join(err, mv.fence.Thaw(ctx, mv.source, mv.fr))
+	}
 	for {
 		n, err := mv.replay(ctx)
 		if err != nil {
@@ -60,6 +63,24 @@ func (mv *run) cutover(ctx context.Context) error {
 	mv.st.CutoverAt = time.Now().UTC()
 	if _, err := mv.d.RefreshMap(ctx); err != nil {
 		mv.d.Events().Warn("shardid: the map the move wrote cannot be read yet; it is read at the next refresh", "error", err)
+	}
+	return nil
+}
+
+// sameColumns fails the move's check when a table's columns on the source
+// changed since the copy began (a migration during the move): the rows
+// copied and replayed before it lack the new columns. The move run again
+// copies those tables anew (newRun).
+func (mv *run) sameColumns(ctx context.Context) error {
+	for _, t := range mv.tables {
+		now, err := columnsOf(ctx, mv.source, t.dialect, t.name)
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(now, t.columns) {
+			return fmt.Errorf("%w: %s: its columns changed during the move (%v, now %v); run the move again, which copies it anew",
+				ErrVerify, t.name, t.columns, now)
+		}
 	}
 	return nil
 }

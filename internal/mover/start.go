@@ -86,6 +86,7 @@ func newRun(ctx context.Context, d Driver, req Request) (*run, error) {
 			st.Tables = append(st.Tables, t.name)
 		}
 	}
+	copyAnewWhereColumnsChanged(st, mv.tables)
 	for _, m := range []*map[string]int64{&st.Copied, &st.MaxKeys} {
 		if *m == nil { // a state read back without them
 			*m = map[string]int64{}
@@ -99,6 +100,29 @@ func newRun(ctx context.Context, d Driver, req Request) (*run, error) {
 	}
 	mv.st = st
 	return mv, nil
+}
+
+// copyAnewWhereColumnsChanged records the columns each table's copy
+// carries, and sends a resumed move whose table's columns changed since
+// (a migration during the move) back to copying that table from its start:
+// the rows copied before lack the new columns. The upsert rewrites them.
+func copyAnewWhereColumnsChanged(st *mapstore.MoveState, tables []*movedTable) {
+	if st.Columns == nil {
+		st.Columns = map[string][]string{}
+	}
+	for _, t := range tables {
+		before, known := st.Columns[t.name]
+		st.Columns[t.name] = t.columns
+		if !known || slices.Equal(before, t.columns) || phaseIndex(st.Phase) >= phaseIndex(PhaseServing) {
+			continue
+		}
+		delete(st.Cursors, t.name)
+		delete(st.Done, t.name)
+		delete(st.Copied, t.name)
+		if phaseIndex(st.Phase) > phaseIndex(PhaseCopy) {
+			st.Phase = PhaseCopy
+		}
+	}
 }
 
 // oneMoveAt refuses a second move off the same source while one runs: the

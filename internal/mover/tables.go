@@ -91,8 +91,22 @@ func newMovedTable(ctx context.Context, f fence.Fence, t Table, source *sql.DB) 
 	return mt, nil
 }
 
-// columnsOf returns a table's columns on db.
+// columnsOf returns a table's columns on db, in their order. PostgreSQL's
+// are read from its catalog: a driver's cached plan of SELECT * fails once
+// a migration changed the table ("cached plan must not change result type").
 func columnsOf(ctx context.Context, db *sql.DB, dialect, table string) ([]string, error) {
+	if dialect == "postgres" {
+		rows, err := readRows(ctx, db, 1, "SELECT attname FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+			sqlscan.Quote(dialect, table))
+		columns := make([]string, len(rows))
+		for i, row := range rows {
+			columns[i] = asText(row[0])
+		}
+		if err == nil && len(columns) == 0 {
+			err = fmt.Errorf("relation %q does not exist", table)
+		}
+		return columns, err
+	}
 	rows, err := db.QueryContext(ctx, "SELECT * FROM "+sqlscan.Quote(dialect, table)+" WHERE 1 = 0")
 	if err != nil {
 		return nil, err
