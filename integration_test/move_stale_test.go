@@ -254,3 +254,48 @@ func TestMovedRefusalReadsTheMap(t *testing.T) {
 		})
 	}
 }
+
+// TestHeldWriteRunsWhereAFailedCutoverThawed: a write held at the freeze of
+// a cutover that then fails its check runs on the source, which serves the
+// range still, instead of failing as moved.
+func TestHeldWriteRunsWhereAFailedCutoverThawed(t *testing.T) {
+	for _, b := range backends {
+		if b.name == "sqlite" {
+			continue
+		}
+		t.Run(b.name, func(t *testing.T) {
+			r := newMoveRig(t, b, t.TempDir())
+			users := r.seedUsers(t, 20)
+			var written error
+			var writer sync.WaitGroup
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			_, err := r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", Progress: func(p shardid.MoveProgress) {
+				if p.Step != "frozen" {
+					return
+				}
+				writer.Go(func() { written = r.db.Model(&MvUser{ID: users[0]}).Update("name", "held").Error })
+				for deadline := time.Now().Add(10 * time.Second); r.p.MovedWrites().Held == 0; time.Sleep(5 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Error("the write was not held at the freeze")
+						return
+					}
+				}
+				// A stray user of the range on the target: the check fails.
+				must(t, r.target.Create(&MvUser{ID: r.p.Layout().Compose(time.Now(), movingRange.From, 999), Name: "stray"}).Error)
+			}})
+			writer.Wait()
+			if !errors.Is(err, shardid.ErrMoveVerify) {
+				t.Fatalf("the move: %v, want ErrMoveVerify", err)
+			}
+			if written != nil {
+				t.Fatalf("the write held at the failed cutover: %v", written)
+			}
+			var got MvUser
+			must(t, r.source.First(&got, users[0]).Error)
+			if got.Name != "held" {
+				t.Errorf("the source has %q", got.Name)
+			}
+		})
+	}
+}

@@ -243,9 +243,11 @@ func (e *Engine) moveWait() time.Duration {
 	return defaultMoveWait
 }
 
-// holdAndRetry refreshes the map until it sends the statement to another
-// database, then runs it there; a refusal there (the shard moved on) starts
-// over. It gives up at the deadline.
+// holdAndRetry runs a refused statement again, the map read each time,
+// until it is refused no more: on the new database once the map sends it
+// there, or on the same one, which a cutover that failed its check thaws
+// with nothing moved; a refusal on the new database (the shard moved on)
+// goes on the same way. It gives up at the deadline.
 func (e *Engine) holdAndRetry(db *gorm.DB, kind statementKind, execute func(*gorm.DB), deadline time.Time) error {
 	stmt := db.Statement
 	m, err := e.model(stmt.Schema)
@@ -273,30 +275,30 @@ func (e *Engine) holdAndRetry(db *gorm.DB, kind statementKind, execute func(*gor
 			if err != nil {
 				return errors.Join(err, e.rebegin(db, from, released))
 			}
-			if k != from {
-				if err := e.moveStatement(db, k, released); err != nil {
-					return errors.Join(err, e.rebegin(db, from, released))
+			// On the new database, or on the same one again: a cutover that
+			// failed its check thaws the range there, and nothing moved.
+			if err := e.moveStatement(db, k, released); err != nil {
+				return errors.Join(err, e.rebegin(db, from, released))
+			}
+			if kind == kindCreate && k != from { // after the move: on SQLite the IDs are made in its transaction
+				state := routeStateOf(stmt)
+				if state == nil {
+					state = keepCreateState(stmt, shardMap)
 				}
-				if kind == kindCreate { // after the move: on SQLite the IDs are made in its transaction
-					state := routeStateOf(stmt)
-					if state == nil {
-						state = keepCreateState(stmt, shardMap)
-					}
-					state.shardMap = shardMap
-					if err := e.remake(db, m, state.filled); err != nil {
-						return err
-					}
-				}
-				db.Error = nil
-				unbuild(stmt)
-				execute(db)
-				if _, _, again := fence.MovedShard(db.Error); !again {
-					return nil // done, or failed on its own account
-				}
-				from = k
-				if released, err = e.release(stmt); err != nil {
+				state.shardMap = shardMap
+				if err := e.remake(db, m, state.filled); err != nil {
 					return err
 				}
+			}
+			db.Error = nil
+			unbuild(stmt)
+			execute(db)
+			if _, _, again := fence.MovedShard(db.Error); !again {
+				return nil // done, or failed on its own account
+			}
+			from = k
+			if released, err = e.release(stmt); err != nil {
+				return err
 			}
 		}
 		if time.Now().Add(pause).After(deadline) {
