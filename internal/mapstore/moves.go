@@ -22,19 +22,19 @@ type MoveState struct {
 	Logical    shardrouter.Range
 	From, To   string
 	Phase      string
-	Tables     []string          `json:"tables"`
-	Cursors    map[string]any    `json:"cursors,omitempty"` // the last key copied, per table; absent: not started
-	Copied     map[string]int64  `json:"copied,omitempty"`
-	Done       map[string]bool   `json:"done,omitempty"` // tables copied completely
+	Tables     []string            `json:"tables"`
+	Cursors    map[string]any      `json:"cursors,omitempty"` // the last key copied, per table; absent: not started
+	Copied     map[string]int64    `json:"copied,omitempty"`
+	Done       map[string]bool     `json:"done,omitempty"`    // tables copied completely
 	Columns    map[string][]string `json:"columns,omitempty"` // the source's columns per table the copy carries
-	Changes    int64             `json:"changes"`
-	MaxKeys    map[string]int64  `json:"max_keys,omitempty"` // the highest int64 key seen per table, deleted rows too
-	Frozen     time.Duration     `json:"frozen"`
-	FrozenAt   time.Time         `json:"frozen_at"`
-	MapVersion int64             `json:"map_version"`
-	CutoverAt  time.Time         `json:"cutover_at"`
-	Started    time.Time         `json:"started"`
-	Notes      map[string]string `json:"notes,omitempty"`
+	Changes    int64               `json:"changes"`
+	MaxKeys    map[string]int64    `json:"max_keys,omitempty"` // the highest int64 key seen per table, deleted rows too
+	Frozen     time.Duration       `json:"frozen"`
+	FrozenAt   time.Time           `json:"frozen_at"`
+	MapVersion int64               `json:"map_version"`
+	CutoverAt  time.Time           `json:"cutover_at"`
+	Started    time.Time           `json:"started"`
+	Notes      map[string]string   `json:"notes,omitempty"`
 }
 
 // PrepareMoves creates the moves table if it is missing.
