@@ -30,6 +30,7 @@ type dtState struct {
 	notes                                           []int64
 	noteOwner                                       map[int64]int64
 	noteSlug                                        map[int64]string
+	noteLikes                                       map[int64]int
 }
 
 // dtGen draws statements.
@@ -84,7 +85,7 @@ func ids(rows []string) []int64 {
 
 // learn takes the IDs and keys of the rows the plugin's run holds.
 func (g *dtGen) learn(s snapshot) {
-	g.s = dtState{photoOwner: map[int64]int64{}, tagOwner: map[int64]int64{}, noteOwner: map[int64]int64{}, noteSlug: map[int64]string{}}
+	g.s = dtState{photoOwner: map[int64]int64{}, tagOwner: map[int64]int64{}, noteOwner: map[int64]int64{}, noteSlug: map[int64]string{}, noteLikes: map[int64]int{}}
 	g.s.users = ids(s.union(0))
 	for _, row := range s.union(1) {
 		id, _ := strconv.ParseInt(field(row, "id"), 10, 64)
@@ -111,6 +112,7 @@ func (g *dtGen) learn(s snapshot) {
 		g.s.notes = append(g.s.notes, id)
 		g.s.noteOwner[id] = mustInt(field(row, "user_id"))
 		g.s.noteSlug[id] = field(row, "slug")
+		g.s.noteLikes[id] = int(mustInt(field(row, "likes")))
 	}
 	// Creation order (IDs are time-ordered), so that a seed replays alike.
 	for _, list := range [][]int64{g.s.users, g.s.photos, g.s.profiles, g.s.labels, g.s.tags, g.s.notes} {

@@ -89,19 +89,28 @@ func (dtUserName) TableName() string { return "dt_users" }
 
 // BeforeUpdate leaves locked notes alone, by a condition added to the
 // statement, and counts the edit in a column it sets: both must reach every
-// part of an update over several databases.
-func (*dtNote) BeforeUpdate(tx *gorm.DB) error {
+// part of an update over several databases. A note given with its likes
+// (as read) is updated only if they did not change since, as an optimistic
+// lock checks a version: GORM calls the hook of each row of a slice on the
+// one statement, so every row's condition holds for every row.
+func (n *dtNote) BeforeUpdate(tx *gorm.DB) error {
 	dtHooks.count("dtNote.BeforeUpdate")
 	tx.Statement.AddClause(clause.Where{Exprs: []clause.Expression{clause.Eq{Column: "locked", Value: false}}})
+	if n.Likes > 0 {
+		tx.Statement.AddClause(clause.Where{Exprs: []clause.Expression{clause.Eq{Column: "likes", Value: n.Likes}}})
+	}
 	tx.Statement.SetColumn("Edits", 1)
 	return nil
 }
 
 // BeforeDelete keeps the notes with 99 likes, by a condition added to the
-// statement.
-func (*dtNote) BeforeDelete(tx *gorm.DB) error {
+// statement, and checks the likes of a note given with them, as BeforeUpdate.
+func (n *dtNote) BeforeDelete(tx *gorm.DB) error {
 	dtHooks.count("dtNote.BeforeDelete")
 	tx.Statement.AddClause(clause.Where{Exprs: []clause.Expression{clause.Neq{Column: "likes", Value: 99}}})
+	if n.Likes > 0 {
+		tx.Statement.AddClause(clause.Where{Exprs: []clause.Expression{clause.Eq{Column: "likes", Value: n.Likes}}})
+	}
 	return nil
 }
 

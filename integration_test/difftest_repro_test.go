@@ -187,6 +187,28 @@ var dtRepros = []dtRepro{
 			return db.Where("id = ?", us[0].ID).Where("?", gorm.Expr("(SELECT count(*) FROM dt_users AS u2) = ?", 9)).Find(got)
 		})}}
 	}},
+	{class: "a slice's rows split over databases: a row's hook condition binds only its own part", steps: func() []dtStmt {
+		var us []dtUser
+		var ns []dtNote
+		return []dtStmt{createUsers(9, &us),
+			{"Create(notes)", `db.Create(&[]dtNote{{UserID: a, Slug: "x", Likes: 1}, {UserID: b, Slug: "x", Likes: 2}}) // a, b: users on two databases`, func(e *env) outcome {
+				a, b := us[0], us[0]
+				for _, u := range us {
+					if physicalIndex(u.ID) != physicalIndex(a.ID) {
+						b = u
+					}
+				}
+				list := []dtNote{{UserID: a.ID, Slug: "x", Likes: 1}, {UserID: b.ID, Slug: "x", Likes: 2}}
+				o := e.write(&list, func(db *gorm.DB) *gorm.DB { return db.Create(&list) })
+				ns = list
+				return o
+			}},
+			{"HookWhere(notes)", `db.Model(&[]dtNote{{ID: notes[0].ID, Likes: 1}, {ID: notes[1].ID, Likes: 2}}).Update("locked", true) // each row's BeforeUpdate adds likes = its likes: on one database likes = 1 AND likes = 2, nothing updated`, execOnly(func(db *gorm.DB) *gorm.DB {
+				read := []dtNote{{ID: ns[0].ID, Likes: 1}, {ID: ns[1].ID, Likes: 2}}
+				return db.Model(&read).Update("locked", true)
+			})},
+		}
+	}},
 	{class: "a shard clause on a transaction with a statement for another database (control: must be refused, no mismatch)", steps: func() []dtStmt {
 		var us []dtUser
 		return []dtStmt{createUsers(9, &us), {"Transaction(two users)", `db.Clauses(shardid.ByID(users[0].ID)).Transaction(func(tx) { update users[0]; update every other user })`, func(e *env) outcome {

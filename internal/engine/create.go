@@ -151,7 +151,7 @@ func (e *Engine) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 		part.Statement.Model, part.Statement.Dest = nil, subset.Interface()
 		writes[i] = writePart{k: k, db: part}
 	}
-	e.runParts(db, kindCreate, writes)
+	e.runParts(db, kindCreate, writes, nil)
 }
 
 // structRows appends to rows the addressable structs behind a Create's

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 )
 
 // Executing a plan. The callbacks plan a statement (shardrouter) and then run
@@ -55,6 +56,9 @@ type turn struct {
 	stmt   *gorm.Statement
 	stops  chan<- partStop
 	resume chan bool // go on (true) or roll back (false)
+	// hooked are the part's conditions once its Before hooks ran, before
+	// GORM's build added its rows' keys (set by the gate).
+	hooked []clause.Expression
 }
 
 // partStop is a part stopped at a gate, or ended, with its error.
@@ -99,8 +103,10 @@ func (e *Engine) atGate(g gate) func(*gorm.DB) {
 // runParts runs the parts of a write over several databases as one
 // statement (see above), and makes the statement's outcome theirs: the rows
 // they affected, and the errors of the parts that failed, each naming its
-// database.
-func (e *Engine) runParts(db *gorm.DB, kind statementKind, parts []writePart) {
+// database. agree, if set, is asked once every part is planned, with each
+// part's conditions after its hooks (nil for a part not started); its error
+// refuses the statement, every part rolled back.
+func (e *Engine) runParts(db *gorm.DB, kind statementKind, parts []writePart, agree func(hooked [][]clause.Expression) error) {
 	processor := db.Callback().Create()
 	switch kind {
 	case kindUpdate:
@@ -150,6 +156,17 @@ func (e *Engine) runParts(db *gorm.DB, kind statementKind, parts []writePart) {
 		}()
 		wait(i)
 	}
+	var refused error
+	if !failed && agree != nil {
+		hooked := make([][]clause.Expression, len(parts))
+		for i, t := range turns {
+			if t != nil {
+				hooked[i] = t.hooked
+			}
+		}
+		refused = agree(hooked)
+		failed = refused != nil
+	}
 	// Written, then committed: each part planned goes on in turn to its
 	// next gate, and then its end, or rolls back.
 	for range 2 {
@@ -176,7 +193,7 @@ func (e *Engine) runParts(db *gorm.DB, kind statementKind, parts []writePart) {
 			db.RowsAffected += p.db.RowsAffected
 		}
 	}
-	db.Error = errors.Join(errs...)
+	db.Error = errors.Join(append(errs, refused)...)
 	if db.Error == nil {
 		db.Error = errRouted
 	}

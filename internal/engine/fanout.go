@@ -216,8 +216,12 @@ func (e *Engine) fanOutWrite(db *gorm.DB, kind statementKind, m *model, plan sha
 			}
 		}
 	}
+	var agree func([][]clause.Expression) error
+	if rows.slice != nil && len(run) > 1 {
+		agree = hooksAgree(m, writes)
+	}
 	e.fannedOut(db, kind, run)
-	e.runParts(db, kind, writes)
+	e.runParts(db, kind, writes, agree)
 	if rows.slice == nil {
 		return
 	}
@@ -246,6 +250,56 @@ func (e *Engine) fanOutWrite(db *gorm.DB, kind statementKind, m *model, plan sha
 			}
 		}
 	}
+}
+
+// hooksAgree refuses a write of rows split over databases whose parts' Before
+// hooks added different conditions: on one database GORM runs every row's
+// hooks on the one statement, so each row's conditions bind every row, and
+// no part may hold fewer. Conditions every part added alike (a "not locked")
+// keep their meaning.
+func hooksAgree(m *model, writes []writePart) func([][]clause.Expression) error {
+	before := make([]int, len(writes))
+	for i, w := range writes {
+		before[i] = len(conditionsOf(w.db.Statement))
+	}
+	return func(hooked [][]clause.Expression) error { // nil: a part not started
+		var first []clause.Expression
+		started := false
+		for i, conditions := range hooked {
+			if conditions == nil {
+				continue // not started: nothing of its own to write
+			}
+			added := conditions[min(before[i], len(conditions)):]
+			if !started {
+				first, started = added, true
+				continue
+			}
+			if !sameConditions(first, added) {
+				return fmt.Errorf("%w: %s: the rows' Before hooks added conditions that differ between their databases (%v, %v); on one database every row's conditions bind every row: write the rows apart, or add conditions that do not depend on the row",
+					ErrCrossShard, m.schema.Name, first, added)
+			}
+		}
+		return nil
+	}
+}
+
+// sameConditions reports whether a and b hold the same conditions, however
+// often each.
+func sameConditions(a, b []clause.Expression) bool {
+	in := func(x clause.Expression, list []clause.Expression) bool {
+		return slices.ContainsFunc(list, func(y clause.Expression) bool { return reflect.DeepEqual(x, y) })
+	}
+	for _, x := range a {
+		if !in(x, b) {
+			return false
+		}
+	}
+	for _, y := range b {
+		if !in(y, a) {
+			return false
+		}
+	}
+	return true
 }
 
 // conditionsOf returns the conditions of the statement's WHERE clause.

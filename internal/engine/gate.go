@@ -34,6 +34,9 @@ func (e *Engine) gate(kind statementKind) func(*gorm.DB) {
 		if db.Error != nil || !e.routed() {
 			return
 		}
+		if t, ok := db.Statement.Context.Value(turnKey{}).(*turn); ok && t.stmt == db.Statement {
+			t.hooked = append([]clause.Expression{}, conditionsOf(db.Statement)...) // before the build adds the rows' keys
+		}
 		if db.Statement.SQL.Len() == 0 && !buildSQL(db, kind) {
 			return // nothing to send: an update with nothing to set
 		}
@@ -63,13 +66,14 @@ func (e *Engine) checkSent(stmt *gorm.Statement, sql string, k int, onShard bool
 	if stmt.Schema != nil {
 		own = stmt.Schema.Table
 	}
-	if onShard && !scan.unread && !slices.ContainsFunc(scan.tables, func(t shardrouter.Table) bool { return !strings.EqualFold(t.Name, own) }) {
+	ownAgain := slices.ContainsFunc(scan.repeated, func(t shardrouter.Table) bool { return strings.EqualFold(t.Name, own) })
+	if onShard && !scan.unread && !ownAgain && !slices.ContainsFunc(scan.tables, func(t shardrouter.Table) bool { return !strings.EqualFold(t.Name, own) }) {
 		return nil // its own table alone, as most statements name
 	}
 	sent := shardrouter.SentSQL{RawSQL: shardrouter.RawSQL{Tables: scan.tables, Words: scan.words, Unread: scan.unread}}
 	sent.OnShard = onShard
 	if sent.OnShard {
-		sent.Covered = e.coverage(stmt, own)
+		sent.Covered = e.coverage(stmt, own, ownAgain)
 	}
 	route := shardrouter.CheckSent(sent, e.shardedModel, e.unshardedModel)
 	switch route.Refusal {
@@ -87,12 +91,14 @@ func (e *Engine) checkSent(stmt *gorm.Statement, sql string, k int, onShard bool
 }
 
 // coverage returns which sharded tables a statement on a shard may name: its
-// own; under a one-shard clause any; else those routing approved, found only
-// when asked.
-func (e *Engine) coverage(stmt *gorm.Statement, own string) func(table string) bool {
+// own, named once; under a one-shard clause any; else those routing
+// approved, found only when asked. Its own table named again (ownAgain: in a
+// subquery, a self-join) is one more read of it, which this database
+// answers for its own rows alone, unless routing approved it.
+func (e *Engine) coverage(stmt *gorm.Statement, own string, ownAgain bool) func(table string) bool {
 	var approved map[string]bool
 	return func(table string) bool {
-		if strings.EqualFold(table, own) {
+		if strings.EqualFold(table, own) && !ownAgain {
 			return true
 		}
 		if approved == nil {
@@ -157,9 +163,10 @@ func (e *Engine) subqueryTables(sub *gorm.DB) []string {
 
 // scannedSQL is what the tokenizer read of a statement's SQL.
 type scannedSQL struct {
-	tables []shardrouter.Table
-	words  []string // of SQL not read for certain
-	unread bool
+	tables   []shardrouter.Table
+	repeated []shardrouter.Table // named more than once
+	words    []string            // of SQL not read for certain
+	unread   bool
 }
 
 // scanCacheSize bounds the texts kept read: GORM's SQL of one shape differs
@@ -183,6 +190,9 @@ func (e *Engine) scanned(sql string) *scannedSQL {
 	read.tables = make([]shardrouter.Table, len(scan.Tables))
 	for i, t := range scan.Tables {
 		read.tables[i] = shardrouter.Table{Qualifier: t.Qualifier, Name: t.Name}
+	}
+	for _, t := range scan.Repeated {
+		read.repeated = append(read.repeated, shardrouter.Table{Qualifier: t.Qualifier, Name: t.Name})
 	}
 	if e.scans.count.Load() < scanCacheSize {
 		if _, loaded := e.scans.texts.LoadOrStore(sql, read); !loaded {

@@ -24,6 +24,9 @@ type Scan struct {
 	// Tables the statements name, each once, in order. Complete only when
 	// Read returned no error.
 	Tables []Table
+	// Repeated are the tables named more than once, however quoted (a
+	// subquery or a join over a table the statement names already).
+	Repeated []Table
 	// Kinds is each statement's first keyword, upper case ("SELECT",
 	// "SAVEPOINT"), or "(" for a statement in parentheses.
 	Kinds []string
@@ -74,6 +77,11 @@ func (s *Scan) merge(o Scan) {
 	for _, t := range o.Tables {
 		if !slices.Contains(s.Tables, t) {
 			s.Tables = append(s.Tables, t)
+		}
+	}
+	for _, t := range o.Repeated {
+		if !slices.Contains(s.Repeated, t) {
+			s.Repeated = append(s.Repeated, t)
 		}
 	}
 	if s.Kinds == nil {
@@ -765,6 +773,13 @@ func (r *reader) isCTE(t Table) bool {
 }
 
 func (r *reader) addTable(t Table) {
+	// Named again, however quoted: fail closed where case would tell two apart.
+	again := slices.ContainsFunc(r.scan.Tables, func(u Table) bool {
+		return strings.EqualFold(u.Name, t.Name) && strings.EqualFold(u.Qualifier, t.Qualifier)
+	})
+	if again && !slices.Contains(r.scan.Repeated, t) {
+		r.scan.Repeated = append(r.scan.Repeated, t)
+	}
 	if !slices.Contains(r.scan.Tables, t) {
 		r.scan.Tables = append(r.scan.Tables, t)
 	}

@@ -330,3 +330,26 @@ func BenchmarkRead(b *testing.B) {
 		}
 	})
 }
+
+func TestReadRepeatedTables(t *testing.T) {
+	for sql, want := range map[string][]string{
+		"SELECT id, (SELECT count(*) FROM users) AS n FROM users WHERE id = 1": {"users"},
+		"UPDATE users SET n = (SELECT count(*) FROM users AS u2) WHERE id = 1": {"users"},
+		"SELECT * FROM users JOIN users AS m ON m.id = users.manager_id":       {"users"},
+		`SELECT (SELECT count(*) FROM users) FROM "users"`:                     {"users"},
+		"SELECT * FROM users WHERE users.id IN (SELECT user_id FROM photos)":   nil,
+		"SELECT * FROM users WHERE id = 1":                                     nil,
+	} {
+		scan, err := Read("postgres", sql)
+		if err != nil {
+			t.Fatalf("%q: %v", sql, err)
+		}
+		var got []string
+		for _, table := range scan.Repeated {
+			got = append(got, table.Name)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%q: repeated %v, want %v", sql, got, want)
+		}
+	}
+}
