@@ -155,6 +155,16 @@ func forEachBackend(t *testing.T, test func(t *testing.T, b backend)) {
 	}
 }
 
+// forEachServer runs test on MariaDB and on PostgreSQL, where moves run
+// with other processes beside them.
+func forEachServer(t *testing.T, test func(t *testing.T, b backend)) {
+	for _, b := range backends {
+		if b.name != "sqlite" {
+			t.Run(b.name, func(t *testing.T) { test(t, b) })
+		}
+	}
+}
+
 // fresh drops and re-creates the tables of models.
 func fresh(t testing.TB, db *gorm.DB, models ...any) {
 	t.Helper()

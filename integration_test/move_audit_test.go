@@ -135,38 +135,33 @@ func shardRouterMap(count int, backend string) (*shardrouter.Map, error) {
 // partial copy is reported as the move's, and a stray row beside it on its
 // own, by its own key.
 func TestAuditTellsAMovesCopyFromAStray(t *testing.T) {
-	for _, b := range backends {
-		if b.name == "sqlite" {
-			continue
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newMoveRig(t, b, t.TempDir())
+		r.seedUsers(t, 3000)
+		killedMover(t, r, shardid.PhaseCopy, "chunk") // the move stays in its copy
+		copied := countIn(t, r.target, "mv_users", true, r.p.Layout())
+		if copied == 0 {
+			t.Fatal("the killed mover copied nothing")
 		}
-		t.Run(b.name, func(t *testing.T) {
-			r := newMoveRig(t, b, t.TempDir())
-			r.seedUsers(t, 3000)
-			killedMover(t, r, shardid.PhaseCopy, "chunk") // the move stays in its copy
-			copied := countIn(t, r.target, "mv_users", true, r.p.Layout())
-			if copied == 0 {
-				t.Fatal("the killed mover copied nothing")
+		stray := r.p.Layout().Compose(time.Now(), 5, 1) // of shard 5, which the source serves
+		must(t, r.target.Create(&MvUser{ID: stray, Name: "stray"}).Error)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		found, err := r.p.Audit(ctx)
+		must(t, err)
+		var strays, copies []shardid.Misplaced
+		for _, m := range found {
+			if m.LeftByMove {
+				copies = append(copies, m)
+			} else {
+				strays = append(strays, m)
 			}
-			stray := r.p.Layout().Compose(time.Now(), 5, 1) // of shard 5, which the source serves
-			must(t, r.target.Create(&MvUser{ID: stray, Name: "stray"}).Error)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			found, err := r.p.Audit(ctx)
-			must(t, err)
-			var strays, copies []shardid.Misplaced
-			for _, m := range found {
-				if m.LeftByMove {
-					copies = append(copies, m)
-				} else {
-					strays = append(strays, m)
-				}
-			}
-			if len(strays) != 1 || strays[0].Rows != 1 || len(strays[0].Keys) != 1 || strays[0].Keys[0] != any(stray) || strays[0].Database != b.name+"-target" {
-				t.Errorf("strays %+v, want user %d on the target alone", strays, stray)
-			}
-			if len(copies) != 1 || copies[0].Table != "mv_users" || copies[0].Rows != copied {
-				t.Errorf("the move's copies %+v, want the target's %d users", copies, copied)
-			}
-		})
-	}
+		}
+		if len(strays) != 1 || strays[0].Rows != 1 || len(strays[0].Keys) != 1 || strays[0].Keys[0] != any(stray) || strays[0].Database != b.name+"-target" {
+			t.Errorf("strays %+v, want user %d on the target alone", strays, stray)
+		}
+		if len(copies) != 1 || copies[0].Table != "mv_users" || copies[0].Rows != copied {
+			t.Errorf("the move's copies %+v, want the target's %d users", copies, copied)
+		}
+	})
 }

@@ -223,32 +223,27 @@ func TestMoveCancel(t *testing.T) {
 // starts, naming the tables left out, whose rows of the range would stay on
 // the source unread; nothing is recorded, copied or changed.
 func TestMoveRefusesModelsLeavingTablesBehind(t *testing.T) {
-	for _, b := range backends {
-		if b.name == "sqlite" {
-			continue
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newMoveRig(t, b, t.TempDir())
+		users := r.seedUsers(t, 50)
+		must(t, r.db.Create(&MvPhoto{UserID: users[0], Caption: "beside its user"}).Error)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, err := r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", Models: []any{&MvUser{}}})
+		if !errors.Is(err, shardid.ErrMoveInvalid) || !strings.Contains(err.Error(), "mv_photos") {
+			t.Fatalf("a move of the users alone: %v; want ErrMoveInvalid naming mv_photos", err)
 		}
-		t.Run(b.name, func(t *testing.T) {
-			r := newMoveRig(t, b, t.TempDir())
-			users := r.seedUsers(t, 50)
-			must(t, r.db.Create(&MvPhoto{UserID: users[0], Caption: "beside its user"}).Error)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			_, err := r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", Models: []any{&MvUser{}}})
-			if !errors.Is(err, shardid.ErrMoveInvalid) || !strings.Contains(err.Error(), "mv_photos") {
-				t.Fatalf("a move of the users alone: %v; want ErrMoveInvalid naming mv_photos", err)
-			}
-			moves, err := r.p.Moves(ctx)
-			must(t, err)
-			if len(moves) != 0 {
-				t.Errorf("the refused move was recorded: %+v", moves)
-			}
-			if n := countIn(t, r.target, "mv_users", true, r.p.Layout()); n != 0 {
-				t.Errorf("the refused move copied %d users", n)
-			}
-			var photo MvPhoto
-			must(t, r.db.Where("user_id = ?", users[0]).First(&photo).Error)
-		})
-	}
+		moves, err := r.p.Moves(ctx)
+		must(t, err)
+		if len(moves) != 0 {
+			t.Errorf("the refused move was recorded: %+v", moves)
+		}
+		if n := countIn(t, r.target, "mv_users", true, r.p.Layout()); n != 0 {
+			t.Errorf("the refused move copied %d users", n)
+		}
+		var photo MvPhoto
+		must(t, r.db.Where("user_id = ?", users[0]).First(&photo).Error)
+	})
 }
 
 // MvScratch is a sharded model migrated, then dropped, beside the move tests'.
@@ -261,101 +256,86 @@ type MvScratch struct {
 // migrator leaves shardid_tables, so a move of every sharded table carries
 // the others and does not look for it.
 func TestMoveAfterATableIsDropped(t *testing.T) {
-	for _, b := range backends {
-		if b.name == "sqlite" {
-			continue
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newMoveRig(t, b, t.TempDir())
+		r.seedUsers(t, 10)
+		must(t, r.p.AutoMigrate(r.db, &MvScratch{}))
+		must(t, r.p.Migrator(r.db).DropTable(&MvScratch{}))
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		report, err := r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", DryRun: true})
+		must(t, err)
+		if slices.Contains(report.Tables, "mv_scratches") || !slices.Contains(report.Tables, "mv_users") {
+			t.Fatalf("the move would carry %v", report.Tables)
 		}
-		t.Run(b.name, func(t *testing.T) {
-			r := newMoveRig(t, b, t.TempDir())
-			r.seedUsers(t, 10)
-			must(t, r.p.AutoMigrate(r.db, &MvScratch{}))
-			must(t, r.p.Migrator(r.db).DropTable(&MvScratch{}))
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			report, err := r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", DryRun: true})
-			must(t, err)
-			if slices.Contains(report.Tables, "mv_scratches") || !slices.Contains(report.Tables, "mv_users") {
-				t.Fatalf("the move would carry %v", report.Tables)
-			}
-		})
-	}
+	})
 }
 
 // TestTwoMovesOffOneSourceAtOnce: two moves of different ranges off one
 // source, started at the same instant, are not both accepted: the check
 // that no other move is under way and the move's record are one step.
 func TestTwoMovesOffOneSourceAtOnce(t *testing.T) {
-	for _, b := range backends {
-		if b.name == "sqlite" {
-			continue
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newMoveRig(t, b, t.TempDir())
+		r.seedUsers(t, 20)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		ranges := []shardid.Range{movingRange, {From: movingRange.From - 2048, To: movingRange.From - 1}}
+		errs := make([]error, len(ranges))
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i, rg := range ranges {
+			wg.Go(func() {
+				<-start
+				_, errs[i] = r.p.Move(ctx, shardid.Move{Logical: rg, To: b.name + "-target", Models: moveModels})
+			})
 		}
-		t.Run(b.name, func(t *testing.T) {
-			r := newMoveRig(t, b, t.TempDir())
-			r.seedUsers(t, 20)
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			ranges := []shardid.Range{movingRange, {From: movingRange.From - 2048, To: movingRange.From - 1}}
-			errs := make([]error, len(ranges))
-			start := make(chan struct{})
-			var wg sync.WaitGroup
-			for i, rg := range ranges {
-				wg.Go(func() {
-					<-start
-					_, errs[i] = r.p.Move(ctx, shardid.Move{Logical: rg, To: b.name + "-target", Models: moveModels})
-				})
+		close(start)
+		wg.Wait()
+		accepted := 0
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				accepted++
+			case !errors.Is(err, shardid.ErrMoveInvalid):
+				t.Errorf("move %d: %v; want success or ErrMoveInvalid", i, err)
 			}
-			close(start)
-			wg.Wait()
-			accepted := 0
-			for i, err := range errs {
-				switch {
-				case err == nil:
-					accepted++
-				case !errors.Is(err, shardid.ErrMoveInvalid):
-					t.Errorf("move %d: %v; want success or ErrMoveInvalid", i, err)
-				}
-			}
-			if accepted != 1 {
-				t.Fatalf("%d of two moves off one source accepted: %v", accepted, errs)
-			}
-		})
-	}
+		}
+		if accepted != 1 {
+			t.Fatalf("%d of two moves off one source accepted: %v", accepted, errs)
+		}
+	})
 }
 
 // TestMoveBackAfterTheCutover: once the target serves the range, CancelMove
 // points at moving the range back, and that move is accepted: it cleans up
 // the first move and brings every row back to the source.
 func TestMoveBackAfterTheCutover(t *testing.T) {
-	for _, b := range backends {
-		if b.name == "sqlite" {
-			continue
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newMoveRig(t, b, t.TempDir())
+		users := r.seedUsers(t, 40)
+		r.move(t, shardid.Move{})
+		must(t, r.db.Model(&MvUser{ID: users[0]}).Update("name", "written on the target").Error)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		err := r.p.CancelMove(ctx, movingRange, moveModels...)
+		if !errors.Is(err, shardid.ErrMoveInvalid) || !strings.Contains(err.Error(), "Move to "+b.name+"-source") {
+			t.Fatalf("CancelMove after the cutover: %v; want ErrMoveInvalid pointing at a move back", err)
 		}
-		t.Run(b.name, func(t *testing.T) {
-			r := newMoveRig(t, b, t.TempDir())
-			users := r.seedUsers(t, 40)
-			r.move(t, shardid.Move{})
-			must(t, r.db.Model(&MvUser{ID: users[0]}).Update("name", "written on the target").Error)
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			err := r.p.CancelMove(ctx, movingRange, moveModels...)
-			if !errors.Is(err, shardid.ErrMoveInvalid) || !strings.Contains(err.Error(), "Move to "+b.name+"-source") {
-				t.Fatalf("CancelMove after the cutover: %v; want ErrMoveInvalid pointing at a move back", err)
-			}
-			r.move(t, shardid.Move{To: b.name + "-source"})
-			if n := countIn(t, r.source, "mv_users", true, r.p.Layout()); n != int64(len(users)) {
-				t.Errorf("the source holds %d of the %d users after the move back", n, len(users))
-			}
-			must(t, r.p.CleanupMove(ctx, movingRange, moveModels...)) // the frozen copy the move back left on the target
-			if n := countIn(t, r.target, "mv_users", true, r.p.Layout()); n != 0 {
-				t.Errorf("the target still holds %d users of the range", n)
-			}
-			var got MvUser
-			must(t, r.db.First(&got, users[0]).Error)
-			if got.Name != "written on the target" {
-				t.Errorf("the write the target took is lost: %q", got.Name)
-			}
-		})
-	}
+		r.move(t, shardid.Move{To: b.name + "-source"})
+		if n := countIn(t, r.source, "mv_users", true, r.p.Layout()); n != int64(len(users)) {
+			t.Errorf("the source holds %d of the %d users after the move back", n, len(users))
+		}
+		must(t, r.p.CleanupMove(ctx, movingRange, moveModels...)) // the frozen copy the move back left on the target
+		if n := countIn(t, r.target, "mv_users", true, r.p.Layout()); n != 0 {
+			t.Errorf("the target still holds %d users of the range", n)
+		}
+		var got MvUser
+		must(t, r.db.First(&got, users[0]).Error)
+		if got.Name != "written on the target" {
+			t.Errorf("the write the target took is lost: %q", got.Name)
+		}
+	})
 }
 
 // MvAccount is unique by its email on each physical database, as the limits
@@ -372,39 +352,34 @@ type MvAccount struct {
 // as it was: MySQL's ON DUPLICATE KEY, which fires on any unique index,
 // overwrites nothing.
 func TestMoveCopyOverwritesNoRowOutsideItsRange(t *testing.T) {
-	for _, b := range backends {
-		if b.name == "sqlite" {
-			continue
+	forEachServer(t, func(t *testing.T, b backend) {
+		dir := t.TempDir()
+		for _, k := range []int{moveSource, moveTarget} {
+			must(t, direct(t, b, dir)[k].Migrator().DropTable(&MvAccount{}))
 		}
-		t.Run(b.name, func(t *testing.T) {
-			dir := t.TempDir()
-			for _, k := range []int{moveSource, moveTarget} {
-				must(t, direct(t, b, dir)[k].Migrator().DropTable(&MvAccount{}))
-			}
-			r := newMoveRig(t, b, dir)
-			must(t, r.p.AutoMigrate(r.db, &MvAccount{}))
-			moving := MvAccount{Email: "dup@x.io", Name: "moving"}
-			must(t, r.db.Clauses(shardid.OnShard(movingRange.From)).Create(&moving).Error)
-			theirs := MvAccount{ID: r.p.Layout().Compose(time.Now(), 5, 0), Email: "dup@x.io", Name: "the target's own"}
-			must(t, r.target.Create(&theirs).Error)
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			_, err := r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target"})
-			if err == nil {
-				t.Fatal("the move copied a row whose unique email the target holds")
-			}
-			if b.name == "mariadb" && (!errors.Is(err, shardid.ErrMoveVerify) || !strings.Contains(err.Error(), fmt.Sprint(moving.ID)) || !strings.Contains(err.Error(), fmt.Sprint(theirs.ID))) {
-				t.Errorf("the copy's failure: %v; want ErrMoveVerify naming %d and %d", err, moving.ID, theirs.ID)
-			}
-			var kept MvAccount
-			must(t, r.target.First(&kept, theirs.ID).Error)
-			if kept.Name != theirs.Name {
-				t.Errorf("the copy overwrote the target's row outside the range: %+v", kept)
-			}
-			var still MvAccount
-			must(t, r.db.First(&still, moving.ID).Error) // the source serves the range still
-		})
-	}
+		r := newMoveRig(t, b, dir)
+		must(t, r.p.AutoMigrate(r.db, &MvAccount{}))
+		moving := MvAccount{Email: "dup@x.io", Name: "moving"}
+		must(t, r.db.Clauses(shardid.OnShard(movingRange.From)).Create(&moving).Error)
+		theirs := MvAccount{ID: r.p.Layout().Compose(time.Now(), 5, 0), Email: "dup@x.io", Name: "the target's own"}
+		must(t, r.target.Create(&theirs).Error)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		_, err := r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target"})
+		if err == nil {
+			t.Fatal("the move copied a row whose unique email the target holds")
+		}
+		if b.name == "mariadb" && (!errors.Is(err, shardid.ErrMoveVerify) || !strings.Contains(err.Error(), fmt.Sprint(moving.ID)) || !strings.Contains(err.Error(), fmt.Sprint(theirs.ID))) {
+			t.Errorf("the copy's failure: %v; want ErrMoveVerify naming %d and %d", err, moving.ID, theirs.ID)
+		}
+		var kept MvAccount
+		must(t, r.target.First(&kept, theirs.ID).Error)
+		if kept.Name != theirs.Name {
+			t.Errorf("the copy overwrote the target's row outside the range: %+v", kept)
+		}
+		var still MvAccount
+		must(t, r.db.First(&still, moving.ID).Error) // the source serves the range still
+	})
 }
 
 // MvNote gains a column during a move: MvNoteV2 is the same table migrated
@@ -428,48 +403,43 @@ func (MvNoteV2) TableName() string { return "mv_notes" }
 // columns changed and fails the move's check (the source serves on), and
 // the move run again copies the table anew, the new column's values with it.
 func TestMoveCarriesAColumnAddedDuringTheCopy(t *testing.T) {
-	for _, b := range backends {
-		if b.name == "sqlite" {
-			continue
+	forEachServer(t, func(t *testing.T, b backend) {
+		dir := t.TempDir()
+		for _, k := range []int{moveSource, moveTarget} {
+			must(t, direct(t, b, dir)[k].Migrator().DropTable("mv_notes"))
 		}
-		t.Run(b.name, func(t *testing.T) {
-			dir := t.TempDir()
-			for _, k := range []int{moveSource, moveTarget} {
-				must(t, direct(t, b, dir)[k].Migrator().DropTable("mv_notes"))
+		r := newMoveRig(t, b, dir)
+		must(t, r.p.AutoMigrate(r.db, &MvNote{}))
+		notes := make([]int64, 300)
+		for i := range notes {
+			n := MvNote{Body: "n"}
+			must(t, r.db.Clauses(shardid.OnShard(movingRange.From+i%50)).Create(&n).Error)
+			notes[i] = n.ID
+		}
+		migrated := false
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		_, err := r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", ChunkSize: 50, Progress: func(p shardid.MoveProgress) {
+			if migrated || p.Table != "mv_notes" || p.Step != "chunk" {
+				return
 			}
-			r := newMoveRig(t, b, dir)
-			must(t, r.p.AutoMigrate(r.db, &MvNote{}))
-			notes := make([]int64, 300)
-			for i := range notes {
-				n := MvNote{Body: "n"}
-				must(t, r.db.Clauses(shardid.OnShard(movingRange.From+i%50)).Create(&n).Error)
-				notes[i] = n.ID
+			migrated = true
+			must(t, r.p.AutoMigrate(r.db, &MvNoteV2{}))
+			for _, id := range notes { // rows copied already and rows to come
+				must(t, r.db.Model(&MvNoteV2{ID: id}).Update("tag", "t").Error)
 			}
-			migrated := false
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			_, err := r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", ChunkSize: 50, Progress: func(p shardid.MoveProgress) {
-				if migrated || p.Table != "mv_notes" || p.Step != "chunk" {
-					return
-				}
-				migrated = true
-				must(t, r.p.AutoMigrate(r.db, &MvNoteV2{}))
-				for _, id := range notes { // rows copied already and rows to come
-					must(t, r.db.Model(&MvNoteV2{ID: id}).Update("tag", "t").Error)
-				}
-			}})
-			if !migrated {
-				t.Fatal("the move copied no chunk of mv_notes: nothing was migrated during it")
-			}
-			if !errors.Is(err, shardid.ErrMoveVerify) {
-				t.Fatalf("a move during which a column was added: %v; want ErrMoveVerify", err)
-			}
-			r.move(t, shardid.Move{Models: []any{}}) // run again
-			var tagged int64
-			must(t, r.target.Model(&MvNoteV2{}).Where("tag = ?", "t").Count(&tagged).Error)
-			if tagged != int64(len(notes)) {
-				t.Errorf("the target serves %d of the %d notes with the column added during the move", tagged, len(notes))
-			}
-		})
-	}
+		}})
+		if !migrated {
+			t.Fatal("the move copied no chunk of mv_notes: nothing was migrated during it")
+		}
+		if !errors.Is(err, shardid.ErrMoveVerify) {
+			t.Fatalf("a move during which a column was added: %v; want ErrMoveVerify", err)
+		}
+		r.move(t, shardid.Move{Models: []any{}}) // run again
+		var tagged int64
+		must(t, r.target.Model(&MvNoteV2{}).Where("tag = ?", "t").Count(&tagged).Error)
+		if tagged != int64(len(notes)) {
+			t.Errorf("the target serves %d of the %d notes with the column added during the move", tagged, len(notes))
+		}
+	})
 }

@@ -224,78 +224,68 @@ func TestMoveStaleUpdateOfNewRow(t *testing.T) {
 // cutover: refused with ErrShardMoved, which makes it read the map, so the
 // transaction run again lands on the target.
 func TestMovedRefusalReadsTheMap(t *testing.T) {
-	for _, b := range backends {
-		if b.name == "sqlite" {
-			continue
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newMoveRig(t, b, t.TempDir())
+		users := r.seedUsers(t, 20)
+		slowDB, slow := r.open(t, shardid.Config{MapRefresh: time.Hour})
+		must(t, slowDB.Model(&MvUser{ID: users[0]}).Update("name", "before").Error)
+		report := r.move(t, shardid.Move{})
+		write := func() error {
+			return slowDB.Clauses(shardid.ByID(users[0])).Transaction(func(tx *gorm.DB) error {
+				return tx.Model(&MvUser{ID: users[0]}).Update("name", "in a transaction").Error
+			})
 		}
-		t.Run(b.name, func(t *testing.T) {
-			r := newMoveRig(t, b, t.TempDir())
-			users := r.seedUsers(t, 20)
-			slowDB, slow := r.open(t, shardid.Config{MapRefresh: time.Hour})
-			must(t, slowDB.Model(&MvUser{ID: users[0]}).Update("name", "before").Error)
-			report := r.move(t, shardid.Move{})
-			write := func() error {
-				return slowDB.Clauses(shardid.ByID(users[0])).Transaction(func(tx *gorm.DB) error {
-					return tx.Model(&MvUser{ID: users[0]}).Update("name", "in a transaction").Error
-				})
-			}
-			if err := write(); !errors.Is(err, shardid.ErrShardMoved) {
-				t.Fatalf("the transaction after the cutover: %v, want ErrShardMoved", err)
-			}
-			if v := slow.MapVersion(); v != report.MapVersion {
-				t.Fatalf("after the refusal the process follows map version %d, want %d", v, report.MapVersion)
-			}
-			must(t, write())
-			var got MvUser
-			must(t, r.target.First(&got, users[0]).Error)
-			if got.Name != "in a transaction" {
-				t.Errorf("the transaction run again wrote %q on the target", got.Name)
-			}
-		})
-	}
+		if err := write(); !errors.Is(err, shardid.ErrShardMoved) {
+			t.Fatalf("the transaction after the cutover: %v, want ErrShardMoved", err)
+		}
+		if v := slow.MapVersion(); v != report.MapVersion {
+			t.Fatalf("after the refusal the process follows map version %d, want %d", v, report.MapVersion)
+		}
+		must(t, write())
+		var got MvUser
+		must(t, r.target.First(&got, users[0]).Error)
+		if got.Name != "in a transaction" {
+			t.Errorf("the transaction run again wrote %q on the target", got.Name)
+		}
+	})
 }
 
 // TestHeldWriteRunsWhereAFailedCutoverThawed: a write held at the freeze of
 // a cutover that then fails its check runs on the source, which serves the
 // range still, instead of failing as moved.
 func TestHeldWriteRunsWhereAFailedCutoverThawed(t *testing.T) {
-	for _, b := range backends {
-		if b.name == "sqlite" {
-			continue
-		}
-		t.Run(b.name, func(t *testing.T) {
-			r := newMoveRig(t, b, t.TempDir())
-			users := r.seedUsers(t, 20)
-			var written error
-			var writer sync.WaitGroup
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			_, err := r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", Progress: func(p shardid.MoveProgress) {
-				if p.Step != "frozen" {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newMoveRig(t, b, t.TempDir())
+		users := r.seedUsers(t, 20)
+		var written error
+		var writer sync.WaitGroup
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		_, err := r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", Progress: func(p shardid.MoveProgress) {
+			if p.Step != "frozen" {
+				return
+			}
+			writer.Go(func() { written = r.db.Model(&MvUser{ID: users[0]}).Update("name", "held").Error })
+			for deadline := time.Now().Add(10 * time.Second); r.p.MovedWrites().Held == 0; time.Sleep(5 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Error("the write was not held at the freeze")
 					return
 				}
-				writer.Go(func() { written = r.db.Model(&MvUser{ID: users[0]}).Update("name", "held").Error })
-				for deadline := time.Now().Add(10 * time.Second); r.p.MovedWrites().Held == 0; time.Sleep(5 * time.Millisecond) {
-					if time.Now().After(deadline) {
-						t.Error("the write was not held at the freeze")
-						return
-					}
-				}
-				// A stray user of the range on the target: the check fails.
-				must(t, r.target.Create(&MvUser{ID: r.p.Layout().Compose(time.Now(), movingRange.From, 999), Name: "stray"}).Error)
-			}})
-			writer.Wait()
-			if !errors.Is(err, shardid.ErrMoveVerify) {
-				t.Fatalf("the move: %v, want ErrMoveVerify", err)
 			}
-			if written != nil {
-				t.Fatalf("the write held at the failed cutover: %v", written)
-			}
-			var got MvUser
-			must(t, r.source.First(&got, users[0]).Error)
-			if got.Name != "held" {
-				t.Errorf("the source has %q", got.Name)
-			}
-		})
-	}
+			// A stray user of the range on the target: the check fails.
+			must(t, r.target.Create(&MvUser{ID: r.p.Layout().Compose(time.Now(), movingRange.From, 999), Name: "stray"}).Error)
+		}})
+		writer.Wait()
+		if !errors.Is(err, shardid.ErrMoveVerify) {
+			t.Fatalf("the move: %v, want ErrMoveVerify", err)
+		}
+		if written != nil {
+			t.Fatalf("the write held at the failed cutover: %v", written)
+		}
+		var got MvUser
+		must(t, r.source.First(&got, users[0]).Error)
+		if got.Name != "held" {
+			t.Errorf("the source has %q", got.Name)
+		}
+	})
 }
