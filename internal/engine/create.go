@@ -71,13 +71,16 @@ func (e *Engine) assignIDs(db *gorm.DB) {
 // returnStoredKey makes an upsert that may update read back the key of the
 // row it wrote, where the dialect can (RETURNING): over a conflict on another
 // unique column the stored row keeps its own ID, not the one the plugin made,
-// as GORM reads back a key the database makes. It also makes the rows
-// affected those written, not MySQL's 2 for an update.
+// as GORM reads back a key the database makes for an auto-increment key (and
+// counts the rows read back as affected, not MySQL's 2 for an update). Not
+// for an upsert whose WHERE may skip rows: GORM matches the rows read back to
+// the rows given by position, which a skipped row would shift onto another's
+// key, and the keys the plugin made are those stored.
 func returnStoredKey(stmt *gorm.Statement, m *model) {
 	c, upsert := stmt.Clauses["ON CONFLICT"]
 	onConflict, _ := c.Expression.(clause.OnConflict)
 	_, returning := stmt.Clauses["RETURNING"]
-	if !upsert || onConflict.DoNothing || returning || !slices.Contains(stmt.BuildClauses, "RETURNING") {
+	if !upsert || onConflict.DoNothing || len(onConflict.Where.Exprs) > 0 || returning || !slices.Contains(stmt.BuildClauses, "RETURNING") {
 		return
 	}
 	stmt.AddClause(clause.Returning{Columns: []clause.Column{{Name: m.pk().field.DBName}}})
