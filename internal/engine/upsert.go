@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 
@@ -109,21 +108,25 @@ func firingKeys(stmt *gorm.Statement, m *model, oc clause.OnConflict, column str
 // appears before the upsert runs.
 func (e *Engine) conflictsElsewhere(stmt *gorm.Statement, m *model, keys [][]*schema.Field, column *schema.Field) (bool, error) {
 	pk := m.pk().field
-	for _, row := range insertedRows(stmt) {
+	rows, err := structRows(m, stmt.ReflectValue, nil)
+	if err != nil {
+		return false, err
+	}
+	for _, row := range rows {
 		var where []string
 		var args []any
 		for _, key := range keys {
-			parts := make([]string, 0, len(key))
+			parts, values := make([]string, 0, len(key)), make([]any, 0, len(key))
 			for _, f := range key {
 				v, _ := f.ValueOf(stmt.Context, row)
-				if writtenNull(v) { // NULLs never conflict
+				if shardrouter.WrittenNull(v) { // NULLs never conflict: the key cannot fire
 					parts = nil
 					break
 				}
-				parts, args = append(parts, stmt.Quote(f.DBName)+" = ?"), append(args, v)
+				parts, values = append(parts, stmt.Quote(f.DBName)+" = ?"), append(values, v)
 			}
 			if len(parts) > 0 {
-				where = append(where, "("+strings.Join(parts, " AND ")+")")
+				where, args = append(where, "("+strings.Join(parts, " AND ")+")"), append(args, values...)
 			}
 		}
 		if len(where) == 0 {
@@ -133,36 +136,16 @@ func (e *Engine) conflictsElsewhere(stmt *gorm.Statement, m *model, keys [][]*sc
 		value, _ := column.ValueOf(stmt.Context, row)
 		query := fmt.Sprintf("SELECT 1 FROM %s WHERE (%s) AND %s <> ? AND NOT %s <=> ? LIMIT 1 FOR UPDATE",
 			stmt.Quote(stmt.Table), strings.Join(where, " OR "), stmt.Quote(pk.DBName), stmt.Quote(column.DBName))
-		rows, err := stmt.ConnPool.QueryContext(stmt.Context, query, append(args, id, value)...)
+		held, err := stmt.ConnPool.QueryContext(stmt.Context, query, append(args, id, value)...)
 		if err != nil {
 			return false, fmt.Errorf("shardid: reading the rows an upsert of %s may conflict with: %w", m.schema.Name, err)
 		}
-		found := rows.Next()
-		err = rows.Err()
-		_ = rows.Close()
+		found := held.Next()
+		err = held.Err()
+		_ = held.Close()
 		if err != nil || found {
 			return found, err
 		}
 	}
 	return false, nil
 }
-
-// insertedRows returns the structs a Create writes.
-func insertedRows(stmt *gorm.Statement) []reflect.Value {
-	switch rv := reflect.Indirect(stmt.ReflectValue); rv.Kind() {
-	case reflect.Struct:
-		return []reflect.Value{rv}
-	case reflect.Slice, reflect.Array:
-		rows := make([]reflect.Value, 0, rv.Len())
-		for i := range rv.Len() {
-			if row := reflect.Indirect(rv.Index(i)); row.Kind() == reflect.Struct {
-				rows = append(rows, row)
-			}
-		}
-		return rows
-	}
-	return nil
-}
-
-// writtenNull reports whether a field's value is written as NULL.
-func writtenNull(v any) bool { return shardrouter.WrittenNull(v) }
