@@ -31,6 +31,11 @@ type Move struct {
 	// for the cutover. Default: 200. A backlog that stops shrinking is frozen
 	// once it is no more than one round of the replay (1000 changes).
 	CatchUpBelow int
+	// FreezeLease bounds the freeze at the cutover should the mover die or
+	// be cancelled: the source's triggers take writes of the range again
+	// once it has passed (by the source's clock) unless the mover renewed it
+	// (every third of it) or the cutover committed. Default: 3 s.
+	FreezeLease time.Duration
 	// Progress, if set, is called after each chunk and each round of the
 	// catch-up.
 	Progress func(MoveProgress)
@@ -108,7 +113,7 @@ func (p *Plugin) Move(ctx context.Context, req Move) (*MoveReport, error) {
 		progress = func(pr mover.Progress) { req.Progress(MoveProgress(pr)) }
 	}
 	report, err := p.engine().Move(ctx, mover.Request{Logical: req.Logical, To: req.To, Models: req.Models, ChunkSize: req.ChunkSize,
-		Throttle: req.Throttle, CatchUpBelow: req.CatchUpBelow, Progress: progress, DryRun: req.DryRun})
+		Throttle: req.Throttle, CatchUpBelow: req.CatchUpBelow, FreezeLease: req.FreezeLease, Progress: progress, DryRun: req.DryRun})
 	return (*MoveReport)(report), err
 }
 

@@ -69,13 +69,21 @@ type moveRig struct {
 	db             *gorm.DB
 	p              *shardid.Plugin
 	source, target *gorm.DB
+	targetServes   []shardid.Range // the target's logical shards before the move (none by default)
 }
 
 // newMoveRig starts from nothing: no map, no move, no triggers, empty tables.
 func newMoveRig(t testing.TB, b backend, dir string) *moveRig {
 	t.Helper()
+	return newMoveRigServing(t, b, dir, nil)
+}
+
+// newMoveRigServing is newMoveRig with a target that serves the logical
+// shards targetServes before the move, taken from the source.
+func newMoveRigServing(t testing.TB, b backend, dir string, targetServes []shardid.Range) *moveRig {
+	t.Helper()
 	phys := direct(t, b, dir)
-	r := &moveRig{b: b, dir: dir, source: phys[moveSource], target: phys[moveTarget]}
+	r := &moveRig{b: b, dir: dir, source: phys[moveSource], target: phys[moveTarget], targetServes: targetServes}
 	main, err := gorm.Open(b.dialector(t, dir), &gorm.Config{Logger: logger.Discard})
 	must(t, err)
 	for _, table := range []string{"shardid_shard_map", "shardid_moves", "shardid_tables", "shardid_process_maps"} {
@@ -102,6 +110,20 @@ func (r *moveRig) open(t testing.TB, cfg shardid.Config) (*gorm.DB, *shardid.Plu
 		t.Fatal(err)
 	}
 	cfg.Shards = moveShards(t, r.b, r.dir)
+	if r.targetServes != nil {
+		cfg.Shards[1].Logical = r.targetServes
+		cfg.Shards[0].Logical = nil
+		next := 0
+		for _, held := range r.targetServes { // the source keeps the rest
+			if next < held.From {
+				cfg.Shards[0].Logical = append(cfg.Shards[0].Logical, shardid.Range{From: next, To: held.From - 1})
+			}
+			next = held.To + 1
+		}
+		if count := (shardid.Layout{}).ShardCount(); next < count {
+			cfg.Shards[0].Logical = append(cfg.Shards[0].Logical, shardid.Range{From: next, To: count - 1})
+		}
+	}
 	p := shardid.New(cfg)
 	if err := db.Use(p); err != nil {
 		t.Fatalf("db.Use: %v", err)

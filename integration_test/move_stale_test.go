@@ -184,9 +184,10 @@ func TestMoveStaleProcess(t *testing.T) {
 }
 
 // TestMoveStaleUpdateOfNewRow: a process that has not read the new map yet
-// updates and deletes rows created on the target after the cutover. On the
-// source nothing matches, so no trigger refuses them; the plugin reads the
-// map again and runs them on the target.
+// updates and deletes rows created on the target after the cutover, at once.
+// On the source nothing matches, so no trigger refuses them; the source's
+// fence, read after the write, says the range's cutover committed, so the
+// plugin reads the map again and runs them on the target.
 func TestMoveStaleUpdateOfNewRow(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		r := newMoveRig(t, b, t.TempDir())
@@ -198,9 +199,6 @@ func TestMoveStaleUpdateOfNewRow(t *testing.T) {
 		if stale.MapVersion() >= report.MapVersion {
 			t.Fatalf("the stale process follows version %d already", stale.MapVersion())
 		}
-		// A map read in the last 50ms is taken as current by a statement
-		// that matched nothing; a SQLite move can be quicker than that.
-		time.Sleep(100 * time.Millisecond)
 		res := staleDB.Model(&MvUser{ID: fresh[0].ID}).Update("name", "by the stale process")
 		if res.Error != nil || res.RowsAffected != 1 {
 			t.Fatalf("the stale process's update: %v, %d rows", res.Error, res.RowsAffected)

@@ -25,9 +25,10 @@ type Physical struct {
 // and safe for concurrent use.
 type Map struct {
 	names   []string
-	owner   []uint16 // logical shard → index into names
-	logical [][]int  // physical database → the logical shards it holds
-	serving Set      // the databases that hold a logical shard
+	owner   []uint16  // logical shard → index into names
+	logical [][]int   // physical database → the logical shards it holds
+	ranges  [][]Range // the same, as ranges
+	serving Set       // the databases that hold a logical shard
 }
 
 // maxPhysical is how many physical databases a map can name.
@@ -72,9 +73,16 @@ func NewMap(shardCount int, physical []Physical) (*Map, error) {
 		}
 	}
 	m.logical = make([][]int, len(physical))
+	m.ranges = make([][]Range, len(physical))
 	for s, h := range holder {
-		if h != 0 {
-			m.logical[h-1] = append(m.logical[h-1], s)
+		if h == 0 {
+			continue
+		}
+		m.logical[h-1] = append(m.logical[h-1], s)
+		if rs := m.ranges[h-1]; len(rs) > 0 && rs[len(rs)-1].To == s-1 {
+			rs[len(rs)-1].To = s
+		} else {
+			m.ranges[h-1] = append(rs, Range{From: s, To: s})
 		}
 	}
 	m.serving = Every(len(physical))
@@ -105,6 +113,10 @@ func (m *Map) Physical(s int) int { return int(m.owner[s]) }
 // Logical returns the logical shards physical database i holds, in order.
 // The slice is the map's own: do not change it.
 func (m *Map) Logical(i int) []int { return m.logical[i] }
+
+// Ranges returns the logical shards physical database i holds as ranges,
+// in order. The slice is the map's own: do not change it.
+func (m *Map) Ranges(i int) []Range { return m.ranges[i] }
 
 // Name returns the name of physical database i.
 func (m *Map) Name(i int) string { return m.names[i] }

@@ -27,17 +27,18 @@ type Part struct {
 	// Values holds, for each key column and each of its conditions, the
 	// values of that condition whose rows the database holds, in their order.
 	Values [][][]any
-	// Foreign are the ranges of a move's frozen copy on the database that
-	// the map sends elsewhere: the part must skip their rows.
-	Foreign []Range
+	// Keep, when not nil, are the ranges the map gives the database: a part
+	// no key value pins must read and write only their rows, since a
+	// database may hold a move's copy of a range it does not serve.
+	Keep []Range
 }
 
 // PlanParts plans a statement on databases whose conditions are where: each
 // database that holds a value of every condition on a key column gets a part
 // with those values only (a database without a value of some condition
-// holds none of its rows), and the ranges of copies (the ranges of frozen
-// copies each database keeps) that the map gives other databases.
-func PlanParts(where []clause.Expression, keys []KeyColumn, databases []int, m *Map, copies map[int][]Range) Parts {
+// holds none of its rows). Without such a condition, each part keeps to the
+// ranges the map gives its database.
+func PlanParts(where []clause.Expression, keys []KeyColumn, databases []int, m *Map) Parts {
 	type list struct {
 		values   []any
 		database []int // of each value; -1 for NULL, or a value no database holds
@@ -58,8 +59,12 @@ func PlanParts(where []clause.Expression, keys []KeyColumn, databases []int, m *
 			lists[i] = append(lists[i], l)
 		}
 	}
+	pinned := slices.ContainsFunc(lists, func(l []list) bool { return len(l) > 0 })
 	for _, k := range databases {
-		part := Part{Database: k, Values: make([][][]any, len(keys)), Foreign: foreignCopies(copies[k], m.Logical(k))}
+		part := Part{Database: k, Values: make([][][]any, len(keys))}
+		if !pinned {
+			part.Keep = m.keep(k)
+		}
 		empty := false
 		for i := range keys {
 			part.Values[i] = make([][]any, 0, len(lists[i]))
@@ -81,14 +86,12 @@ func PlanParts(where []clause.Expression, keys []KeyColumn, databases []int, m *
 	return plan
 }
 
-// foreignCopies returns the ranges of copies of which held, a database's
-// logical shards, holds none.
-func foreignCopies(copies []Range, held []int) []Range {
-	var foreign []Range
-	for _, r := range copies {
-		if !slices.ContainsFunc(held, func(s int) bool { return s >= r.From && s <= r.To }) {
-			foreign = append(foreign, r)
-		}
+// keep is the ranges database k holds (empty, not nil, for none), or nil
+// when it holds every shard.
+func (m *Map) keep(k int) []Range {
+	rs := m.ranges[k]
+	if len(rs) == 1 && rs[0] == (Range{From: 0, To: len(m.owner) - 1}) {
+		return nil
 	}
-	return foreign
+	return append([]Range{}, rs...)
 }

@@ -14,8 +14,7 @@ func TestPlanParts(t *testing.T) {
 	for name, c := range map[string]struct {
 		where     []clause.Expression
 		databases []int
-		copies    map[int][]Range
-		want      string // each part: database, its values by key and list, its foreign ranges
+		want      string // each part: database, its values by key and list, the ranges it keeps to
 	}{
 		"each database only its values of an IN list": {
 			where: []clause.Expression{in("id", 1, 14, 2, 13)}, databases: []int{0, 3},
@@ -25,27 +24,27 @@ func TestPlanParts(t *testing.T) {
 			where: []clause.Expression{in("id", 1, 14), in("user_id", 2, 3)}, databases: []int{0, 3},
 			want: "0 [[[1]] [[2 3]] []] []",
 		},
-		"AllShards without conditions: every database, nothing to restrict": {
+		"AllShards without conditions: every database, each keeping to its own ranges": {
 			databases: []int{0, 1, 2, 3},
-			want:      "0 [[] [] []] [] | 1 [[] [] []] [] | 2 [[] [] []] [] | 3 [[] [] []] []",
+			want:      "0 [[] [] []] [{0 3}] | 1 [[] [] []] [{4 7}] | 2 [[] [] []] [{8 11}] | 3 [[] [] []] [{12 15}]",
 		},
 		"a NULL in a list goes to no database": {
 			where: []clause.Expression{in("id", nil, 4, 9)}, databases: []int{1, 2},
 			want: "1 [[[4]] [] []] [] | 2 [[[9]] [] []] []",
 		},
-		"a move's frozen copy the map sends elsewhere is skipped": {
-			databases: []int{0, 1}, copies: map[int][]Range{1: {{From: 0, To: 1}, {From: 4, To: 5}}},
-			want: "0 [[] [] []] [] | 1 [[] [] []] [{0 1}]",
+		"conditions on other columns pin nothing: each part keeps to its ranges": {
+			where: []clause.Expression{eq("name", "x")}, databases: []int{1, 2},
+			want: "1 [[] [] []] [{4 7}] | 2 [[] [] []] [{8 11}]",
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			plan := PlanParts(c.where, photoKeys, c.databases, m, c.copies)
+			plan := PlanParts(c.where, photoKeys, c.databases, m)
 			got := ""
 			for n, part := range plan.Parts {
 				if n > 0 {
 					got += " | "
 				}
-				got += fmt.Sprintf("%d %v %v", part.Database, part.Values, part.Foreign)
+				got += fmt.Sprintf("%d %v %v", part.Database, part.Values, part.Keep)
 			}
 			if got != c.want {
 				t.Fatalf("parts\n%s\nwant\n%s", got, c.want)
@@ -55,8 +54,34 @@ func TestPlanParts(t *testing.T) {
 }
 
 func TestPlanPartsTellsSingleValuesFromLists(t *testing.T) {
-	plan := PlanParts([]clause.Expression{eq("id", 5), in("user_id", 4, 6)}, photoKeys, []int{1}, planMap(t), nil)
+	plan := PlanParts([]clause.Expression{eq("id", 5), in("user_id", 4, 6)}, photoKeys, []int{1}, planMap(t))
 	if fmt.Sprint(plan.Singles) != "[[true] [false] []]" {
 		t.Fatalf("singles %v", plan.Singles)
+	}
+}
+
+// TestPlanPartsKeepsAMovedRangeOffItsOldDatabase: after a move a database
+// holds ranges apart, or none; a database holding every shard needs no
+// restriction.
+func TestPlanPartsKeepsAMovedRangeOffItsOldDatabase(t *testing.T) {
+	m, err := NewMap(16, []Physical{
+		{Name: "a", Logical: []Range{{From: 0, To: 3}, {From: 8, To: 15}}},
+		{Name: "b", Logical: []Range{{From: 4, To: 7}}},
+		{Name: "c"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := PlanParts(nil, photoKeys, []int{0, 1, 2}, m)
+	got := fmt.Sprint(plan.Parts[0].Keep, plan.Parts[1].Keep, plan.Parts[2].Keep, plan.Parts[2].Keep == nil)
+	if want := "[{0 3} {8 15}] [{4 7}] [] false"; got != want {
+		t.Fatalf("kept ranges %s, want %s", got, want)
+	}
+	whole, err := NewMap(16, []Physical{{Name: "a", Logical: []Range{{From: 0, To: 15}}}, {Name: "b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keep := PlanParts(nil, photoKeys, []int{0}, whole).Parts[0].Keep; keep != nil {
+		t.Fatalf("a database holding every shard keeps to %v", keep)
 	}
 }

@@ -97,8 +97,7 @@ type Engine struct {
 
 	unshardedTables sync.Map // lower-case table name → model name, for raw SQL on a shard
 
-	maps        *mapStore // the shared map; nil without Config.Shards
-	copies      atomic.Pointer[frozenCopies]
+	maps        *mapStore    // the shared map; nil without Config.Shards
 	mapVersion  atomic.Int64 // the version of it routed by
 	movedStats  movedCounters
 	metrics     atomic.Pointer[statementMetrics] // nil until CountStatements

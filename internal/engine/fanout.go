@@ -65,11 +65,7 @@ func (e *Engine) planParts(stmt *gorm.Statement, m *model, physicals []int) shar
 	if w, ok := stmt.Clauses["WHERE"].Expression.(clause.Where); ok {
 		where = w.Exprs
 	}
-	var copies map[int][]Range
-	if c := e.copies.Load(); c != nil {
-		copies = *c
-	}
-	return shardrouter.PlanParts(where, m.keys, physicals, e.mapOf(stmt), copies)
+	return shardrouter.PlanParts(where, m.keys, physicals, e.mapOf(stmt))
 }
 
 // part returns a copy of the statement pinned to the database of planned,
@@ -96,8 +92,8 @@ func (e *Engine) part(db *gorm.DB, m *model, planned shardrouter.Part) *gorm.DB 
 			part.Statement.Clauses["WHERE"] = c
 		}
 	}
-	if skip := e.skipCopies(m, db.Statement.Table, planned.Foreign); skip != nil {
-		part.Statement.AddClause(clause.Where{Exprs: []clause.Expression{skip}})
+	if keep := e.keepTo(m, db.Statement.Table, planned.Keep); keep != nil {
+		part.Statement.AddClause(clause.Where{Exprs: []clause.Expression{keep}})
 	}
 	pool, err := e.pool(db.Statement.Context, k)
 	if part.AddError(err) == nil {
@@ -107,20 +103,45 @@ func (e *Engine) part(db *gorm.DB, m *model, planned shardrouter.Part) *gorm.DB 
 	return part
 }
 
-// skipCopies is the condition that keeps a part off the rows of foreign, the
-// ranges of a move's frozen copy on its database that the map sends
-// elsewhere; nil when there are none.
-func (e *Engine) skipCopies(m *model, table string, foreign []Range) clause.Expression {
-	if len(foreign) == 0 {
+// keepTo is the condition that keeps a part to the rows of the ranges keep
+// the map gives its database (nil: every shard), on the key's shard bits:
+// the database may hold a move's copy of another range. It names the
+// ranges or, when fewer, those it leaves out.
+func (e *Engine) keepTo(m *model, table string, keep []Range) clause.Expression {
+	if keep == nil {
 		return nil
 	}
 	t := shardedTableOf(m)
-	f := fence.Fence{Dialect: e.db.Dialector.Name(), ShardBits: e.layout.ShardBits, SequenceBits: e.layout.SequenceBits}
+	f := e.fence()
 	shard, err := f.ShardSQL(fence.Table{Name: t.Name, Key: t.Key, Kind: t.Kind}, sqlscan.Quote(f.Dialect, table))
 	if err != nil {
-		return nil
+		return clause.Expr{SQL: "1 = 0"} // fail closed: no row of another range may be read
 	}
-	return clause.Expr{SQL: "NOT (" + fence.InRanges(shard, foreign) + ")"}
+	if left := leftOut(keep, e.layout.ShardCount()); len(left) < len(keep) {
+		return clause.Expr{SQL: "NOT (" + fence.InRanges(shard, left) + ")"}
+	}
+	return clause.Expr{SQL: "(" + fence.InRanges(shard, keep) + ")"}
+}
+
+// fence reads the shard bits of the plugin's layout in its dialect.
+func (e *Engine) fence() fence.Fence {
+	return fence.Fence{Dialect: e.db.Dialector.Name(), ShardBits: e.layout.ShardBits, SequenceBits: e.layout.SequenceBits}
+}
+
+// leftOut is the complement of ranges (in order) within 0..shards-1.
+func leftOut(ranges []Range, shards int) []Range {
+	var left []Range
+	next := 0
+	for _, r := range ranges {
+		if r.From > next {
+			left = append(left, Range{From: next, To: r.From - 1})
+		}
+		next = r.To + 1
+	}
+	if next < shards {
+		left = append(left, Range{From: next, To: shards - 1})
+	}
+	return left
 }
 
 // partError names the physical database a part failed on.

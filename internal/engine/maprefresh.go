@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/shardid/shardid/internal/mapstore"
@@ -34,11 +33,7 @@ type mapStore struct {
 	stop     chan struct{}
 	done     chan struct{}
 	stopOnce sync.Once
-	read     atomic.Int64 // when the map was last read, in Unix nanoseconds
 }
-
-// readAt is when the map was last read.
-func (s *mapStore) readAt() time.Time { return time.Unix(0, s.read.Load()) }
 
 // mapOfStored builds the router's map from a stored version: the physical
 // databases in the order of Config.Shards, each with the ranges the table
@@ -183,7 +178,6 @@ func (e *Engine) refreshMap(ctx context.Context) (int64, error) {
 	if err != nil {
 		return s.version, err
 	}
-	s.read.Store(time.Now().UnixNano())
 	if stored != nil && stored.Version > s.version {
 		next, err := e.mapOfStored(stored)
 		if err != nil {
@@ -193,7 +187,6 @@ func (e *Engine) refreshMap(ctx context.Context) (int64, error) {
 			e.reportConfigDifference(ctx, next, stored.Version)
 		}
 		e.prepareGenerators(e.router.Map(), next, stored)
-		e.copies.Store(e.copiesOf(stored))
 		if err := e.router.Swap(next); err != nil {
 			return s.version, err
 		}
@@ -292,18 +285,3 @@ func (e *Engine) prepareGenerators(current, next *shardrouter.Map, stored *mapst
 		}
 	}
 }
-
-// copiesOf returns the frozen copies of a stored map by physical database.
-func (e *Engine) copiesOf(stored *mapstore.Map) *frozenCopies {
-	copies := frozenCopies{}
-	for _, c := range stored.Copies {
-		if k := slices.IndexFunc(e.physical, func(ph *physical) bool { return ph.name == c.Name }); k >= 0 {
-			copies[k] = append(copies[k], c.Logical...)
-		}
-	}
-	return &copies
-}
-
-// frozenCopies are, per physical database, the ranges of which it keeps a
-// move's frozen copy.
-type frozenCopies map[int][]Range

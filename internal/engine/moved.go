@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -116,18 +117,16 @@ func (e *Engine) retryMoved(kind statementKind, executor string) func(*gorm.DB) 
 	}
 }
 
-// staleAfter is how old the map may be before an update or delete that
-// found no row reads it again.
-const staleAfter = 50 * time.Millisecond
-
-// missedOnStaleMap looks again at an update or delete that found no row: by
-// a map older than a move's, the row may have been created on the new
-// database after the cutover, where no trigger of the old one sees it. With
-// the new map the statement runs there, or, in a transaction, fails with
-// ErrShardMoved.
+// missedOnStaleMap looks again at an update or delete that found no row:
+// when the database it ran on sealed the cutover of a range the statement
+// names, the row may have been created on the new database since, where no
+// trigger of this one sees it. The database decides, not the map's age: its
+// fence is read after the write, in the statement's transaction. The
+// statement then runs where the new map sends it, or, in a transaction,
+// fails with ErrShardMoved.
 func (e *Engine) missedOnStaleMap(db *gorm.DB, kind statementKind, execute func(*gorm.DB)) {
 	stmt := db.Statement
-	if stmt.Schema == nil || time.Since(e.maps.readAt()) < staleAfter {
+	if stmt.Schema == nil {
 		return
 	}
 	if pinned, ok := stmt.Settings.Load(pinKey{}); ok && pinned.(pin).schema == stmt.Schema {
@@ -137,14 +136,22 @@ func (e *Engine) missedOnStaleMap(db *gorm.DB, kind statementKind, execute func(
 	if err != nil || m == nil || !m.sharded() {
 		return
 	}
-	before := e.router.Map()
-	if _, err := e.refreshMap(stmt.Context); err != nil || e.router.Map() == before {
+	from, known := e.ranOn(stmt)
+	if !known {
 		return
 	}
-	from, known := e.ranOn(stmt)
-	set, err := e.statementPhysicals(db, m, kind, e.router.Map())
-	k, one := set.Single()
-	if !known || err != nil || !one || k == from {
+	sealed, err := e.fence().Sealed(stmt.Context, stmt.ConnPool)
+	if err != nil {
+		db.AddError(fmt.Errorf("shardid: %s found no row on %s, and whether a range it names moved cannot be read: %w", m.schema.Name, e.physical[from].name, err))
+		return
+	}
+	if len(sealed) == 0 || !e.namesRanges(db, m, kind, sealed) {
+		return
+	}
+	k, err := e.awaitMapAway(db, m, kind, from)
+	if err != nil {
+		db.AddError(&MovedError{Shard: -1, To: "another database", Why: err.Error()})
+		e.movedStats.failed.Add(1)
 		return
 	}
 	if why := e.whyNotRetried(db, kind); why != "" {
@@ -158,6 +165,57 @@ func (e *Engine) missedOnStaleMap(db *gorm.DB, kind statementKind, execute func(
 		return
 	}
 	e.movedStats.retried.Add(1)
+}
+
+// namesRanges reports whether the statement may name a row of ranges: it is
+// routed by a map that gives them to a database of their own.
+func (e *Engine) namesRanges(db *gorm.DB, m *model, kind statementKind, ranges []Range) bool {
+	current := e.router.Map()
+	apart := current.Len() // the index of the ranges' own database
+	physical := make([]shardrouter.Physical, apart+1)
+	for k := range physical[:apart] {
+		physical[k].Name = current.Name(k)
+	}
+	physical[apart].Name = "\x00ranges"
+	for s := range current.ShardCount() {
+		k := current.Physical(s)
+		if slices.ContainsFunc(ranges, func(r Range) bool { return s >= r.From && s <= r.To }) {
+			k = apart
+		}
+		if held := physical[k].Logical; len(held) > 0 && held[len(held)-1].To == s-1 {
+			held[len(held)-1].To = s
+		} else {
+			physical[k].Logical = append(held, Range{From: s, To: s})
+		}
+	}
+	probe, err := shardrouter.NewMap(current.ShardCount(), physical)
+	if err != nil {
+		return true // unsure: look again
+	}
+	set, err := e.statementPhysicals(db, m, kind, probe)
+	return err != nil || set.Has(apart)
+}
+
+// awaitMapAway reads the map until it sends the statement to one database
+// other than from, within Config.MoveWait: the seal on the source comes just
+// before the mover writes the map.
+func (e *Engine) awaitMapAway(db *gorm.DB, m *model, kind statementKind, from int) (int, error) {
+	deadline := time.Now().Add(e.moveWait())
+	for pause := 5 * time.Millisecond; ; pause = min(2*pause, 100*time.Millisecond) {
+		ctx, cancel := context.WithDeadline(db.Statement.Context, deadline)
+		_, err := e.refreshMap(ctx)
+		cancel()
+		if err == nil {
+			set, err := e.statementPhysicals(db, m, kind, e.router.Map())
+			if k, one := set.Single(); err == nil && one && k != from {
+				return k, nil
+			}
+		}
+		if time.Now().Add(pause).After(deadline) {
+			return 0, fmt.Errorf("the range moved off %s, and no map sending it elsewhere came within Config.MoveWait %s; run it again", e.physical[from].name, e.moveWait())
+		}
+		time.Sleep(pause)
+	}
 }
 
 // runAgain runs a statement again on its database, where it raced the

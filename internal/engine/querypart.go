@@ -52,8 +52,8 @@ func (e *Engine) queryParts(db *gorm.DB, m *model, plan shardrouter.Parts, prepa
 	for n, planned := range plan.Parts {
 		parts[n].k = planned.Database
 	}
-	if slices.ContainsFunc(plan.Parts, func(planned shardrouter.Part) bool { return len(planned.Foreign) > 0 }) {
-		return e.buildEachPart(db, m, plan, parts, prepare) // a part reads past a move's frozen copy
+	if slices.ContainsFunc(plan.Parts, func(planned shardrouter.Part) bool { return planned.Keep != nil }) {
+		return e.buildEachPart(db, m, plan, parts, prepare) // each part keeps to its own ranges
 	}
 	// The SQL, built once with markers for the lists' values.
 	template := db.Session(&gorm.Session{Initialized: true})

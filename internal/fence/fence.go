@@ -97,6 +97,8 @@ type dialect interface {
 	frozenChanged(ctx context.Context, tx *sql.Tx, f Fence) error
 	bypass(ctx context.Context, conn *sql.Conn) error
 	placeholder(n int) string
+	forUpdate() string // locks the rows a SELECT reads, where locked has not
+	missingTable(err error) bool
 	// holders names the sessions that may hold table against a trigger.
 	holders(ctx context.Context, db *sql.DB, table string) ([]string, error)
 }
@@ -265,24 +267,31 @@ func (f Fence) Open(ctx context.Context, db *sql.DB, r Range, target string) err
 }
 
 // Freeze makes every insert, update and delete of a row of r on a fenced
-// table fail. Its update of the fence row waits for the writers that read it
-// before, so when it returns, each write of r that committed is in the log
-// and no transaction can commit one any more. A PostgreSQL REPEATABLE READ
-// transaction begun before Freeze fails its next write of r with a
-// serialization error (SQLSTATE 40001) rather than the refusal. On MySQL
-// under REPEATABLE READ the triggers' reads lock the fence rows they pass,
-// so Freeze also waits for writers of shards above r. It returns ErrNotOpen
-// for a range Open has not recorded.
+// table fail, until Thaw. Its update of the fence row waits for the writers
+// that read it before, so when it returns, each write of r that committed is
+// in the log and no transaction can commit one any more. A PostgreSQL
+// REPEATABLE READ transaction begun before Freeze fails its next write of r
+// with a serialization error (SQLSTATE 40001) rather than the refusal. On
+// MySQL under REPEATABLE READ the triggers' reads lock the fence rows they
+// pass, so Freeze also waits for writers of shards above r. It returns
+// ErrNotOpen for a range Open has not recorded.
 func (f Fence) Freeze(ctx context.Context, db *sql.DB, r Range) error {
-	return f.setFrozen(ctx, db, r, true)
+	return f.setFrozen(ctx, db, r, trueSQL(f.Dialect), "NULL")
+}
+
+// FreezeFor is Freeze until lease has passed by the database's clock: the
+// triggers then let writes through again (and log them) unless Renew or
+// Seal came first. A mover that dies while frozen stalls writers no longer.
+func (f Fence) FreezeFor(ctx context.Context, db *sql.DB, r Range, lease time.Duration) error {
+	return f.setFrozen(ctx, db, r, trueSQL(f.Dialect), deadlineSQL(f.Dialect, lease))
 }
 
 // Thaw makes r capturing again (a move cancelled before cutover).
 func (f Fence) Thaw(ctx context.Context, db *sql.DB, r Range) error {
-	return f.setFrozen(ctx, db, r, false)
+	return f.setFrozen(ctx, db, r, falseSQL(f.Dialect), "NULL")
 }
 
-func (f Fence) setFrozen(ctx context.Context, db *sql.DB, r Range, frozen bool) error {
+func (f Fence) setFrozen(ctx context.Context, db *sql.DB, r Range, frozen, until string) error {
 	d, err := f.dialect()
 	if err != nil {
 		return err
@@ -290,12 +299,8 @@ func (f Fence) setFrozen(ctx context.Context, db *sql.DB, r Range, frozen bool) 
 	if err := f.checkRange(r); err != nil {
 		return err
 	}
-	value := falseSQL(f.Dialect)
-	if frozen {
-		value = trueSQL(f.Dialect)
-	}
 	err = d.locked(ctx, db, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, "UPDATE "+fenceTable+" SET frozen = "+value+
+		if _, err := tx.ExecContext(ctx, "UPDATE "+fenceTable+" SET frozen = "+frozen+", frozen_until = "+until+
 			" WHERE range_from = "+d.placeholder(1)+" AND range_to = "+d.placeholder(2), r.From, r.To); err != nil {
 			return err
 		}
@@ -312,7 +317,7 @@ func (f Fence) setFrozen(ctx context.Context, db *sql.DB, r Range, frozen bool) 
 	})
 	if err != nil {
 		verb := "thaw"
-		if frozen {
+		if frozen == trueSQL(f.Dialect) {
 			verb = "freeze"
 		}
 		return fmt.Errorf("fence: %s %d-%d: %w", verb, r.From, r.To, err)

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+
+	"github.com/shardid/shardid/internal/sqlerr"
 )
 
 type mysqlDialect struct{}
@@ -18,7 +20,8 @@ func (mysqlDialect) prepare(ctx context.Context, db *sql.DB) error {
 			range_from INT NOT NULL PRIMARY KEY,
 			range_to INT NOT NULL,
 			target VARCHAR(64) NOT NULL,
-			frozen TINYINT NOT NULL DEFAULT 0
+			frozen TINYINT NOT NULL DEFAULT 0,
+			frozen_until BIGINT NULL
 		) ENGINE=InnoDB`,
 		"CREATE TABLE IF NOT EXISTS " + changesTable + ` (
 			seq BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
@@ -31,7 +34,8 @@ func (mysqlDialect) prepare(ctx context.Context, db *sql.DB) error {
 			return err
 		}
 	}
-	return nil
+	return addDeadline(ctx, db, `SELECT COUNT(*) FROM information_schema.COLUMNS
+		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '`+fenceTable+`' AND COLUMN_NAME = 'frozen_until'`)
 }
 
 func (mysqlDialect) install(ctx context.Context, db *sql.DB, f Fence, t Table) error {
@@ -102,10 +106,10 @@ func mysqlTrigger(f Fence, t Table, op, event string) (string, error) {
     SET v_to = NULL;
     SET v_from = (SELECT MAX(range_from) FROM ` + fenceTable + ` WHERE range_from <= v_shard);
     IF v_from IS NOT NULL THEN
-      SELECT range_to, frozen, target INTO v_to, v_frozen, v_target FROM ` + fenceTable + ` WHERE range_from = v_from LOCK IN SHARE MODE;
+      SELECT range_to, frozen, target, frozen_until INTO v_to, v_frozen, v_target, v_until FROM ` + fenceTable + ` WHERE range_from = v_from LOCK IN SHARE MODE;
     END IF;
     IF v_to >= v_shard THEN
-      IF v_frozen = 1 THEN
+      IF v_frozen = 1 AND (v_until IS NULL OR ` + nowMillis("mysql") + ` < v_until) THEN
         SET v_message = CONCAT('shardid: logical shard ', v_shard, ' moved to ', v_target);
         SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = v_message;
       END IF;
@@ -144,6 +148,7 @@ BEGIN
   DECLARE v_from INT;
   DECLARE v_to INT;
   DECLARE v_frozen INT;
+  DECLARE v_until BIGINT;
   DECLARE v_target VARCHAR(64);
   DECLARE v_message VARCHAR(128);
   DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_to = NULL;
@@ -189,6 +194,13 @@ func (mysqlDialect) locked(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx) 
 }
 
 func (mysqlDialect) frozenChanged(context.Context, *sql.Tx, Fence) error { return nil }
+
+func (mysqlDialect) forUpdate() string { return " FOR UPDATE" }
+
+func (mysqlDialect) missingTable(err error) bool {
+	number, _, ok := sqlerr.MySQL(err)
+	return ok && number == 1146
+}
 
 func (mysqlDialect) bypass(ctx context.Context, conn *sql.Conn) error {
 	_, err := conn.ExecContext(ctx, "SET @shardid_fence_bypass = 1")

@@ -20,7 +20,8 @@ func (sqliteDialect) prepare(ctx context.Context, db *sql.DB) error {
 			range_from INTEGER NOT NULL PRIMARY KEY,
 			range_to INTEGER NOT NULL,
 			target TEXT NOT NULL,
-			frozen INTEGER NOT NULL DEFAULT 0
+			frozen INTEGER NOT NULL DEFAULT 0,
+			frozen_until INTEGER NULL
 		)`,
 		"CREATE TABLE IF NOT EXISTS " + changesTable + ` (
 			seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -38,7 +39,7 @@ func (sqliteDialect) prepare(ctx context.Context, db *sql.DB) error {
 			return err
 		}
 	}
-	return nil
+	return addDeadline(ctx, db, "SELECT COUNT(*) FROM pragma_table_info('"+fenceTable+"') WHERE name = 'frozen_until'")
 }
 
 func (d sqliteDialect) install(ctx context.Context, db *sql.DB, f Fence, t Table) error {
@@ -116,13 +117,14 @@ func sqliteTrigger(f Fence, t Table, op string, targets []string) (string, error
 			return "", err
 		}
 		inRange := "range_from <= " + shard + " AND range_to >= " + shard
+		frozen := "frozen = 1 AND (frozen_until IS NULL OR " + nowMillis("sqlite") + " < frozen_until) AND "
 		var b strings.Builder
 		for _, target := range targets {
 			b.WriteString("\n  SELECT RAISE(ABORT, " + quoteString("sqlite", "shardid: logical shard moved to "+target) + ") WHERE " + when +
-				"EXISTS (SELECT 1 FROM " + fenceTable + " WHERE frozen = 1 AND target = " + quoteString("sqlite", target) + " AND " + inRange + ");")
+				"EXISTS (SELECT 1 FROM " + fenceTable + " WHERE " + frozen + "target = " + quoteString("sqlite", target) + " AND " + inRange + ");")
 		}
 		b.WriteString("\n  SELECT RAISE(ABORT, 'shardid: logical shard moved') WHERE " + when +
-			"EXISTS (SELECT 1 FROM " + fenceTable + " WHERE frozen = 1 AND " + inRange + ");")
+			"EXISTS (SELECT 1 FROM " + fenceTable + " WHERE " + frozen + inRange + ");")
 		keyColumn := "key_int"
 		if t.Kind == KeyUUIDText {
 			keyColumn = "key_text"
@@ -202,6 +204,13 @@ func (sqliteDialect) frozenChanged(ctx context.Context, tx *sql.Tx, f Fence) err
 		}
 	}
 	return nil
+}
+
+// forUpdate is empty: locked took the database's write lock already.
+func (sqliteDialect) forUpdate() string { return "" }
+
+func (sqliteDialect) missingTable(err error) bool {
+	return strings.Contains(err.Error(), "no such table: "+fenceTable)
 }
 
 func (sqliteDialect) bypass(context.Context, *sql.Conn) error { return ErrBypassUnsupported }

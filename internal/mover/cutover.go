@@ -8,10 +8,19 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shardid/shardid/internal/fence"
 	"github.com/shardid/shardid/internal/mapstore"
 	"github.com/shardid/shardid/shardrouter"
 	"github.com/shardid/shardid/strategies"
 )
+
+// defaultFreezeLease bounds a freeze whose mover stopped renewing it.
+const defaultFreezeLease = 3 * time.Second
+
+// cutoverAttempts is how often a cutover whose freeze lapsed (a renewal late
+// on a busy source) is tried; the writes that went through meanwhile are in
+// the log, which the next attempt drains.
+const cutoverAttempts = 3
 
 // cutover freezes the range on the source, drains the log, compares the two
 // sides, advances the target's ID sources and writes the map that sends the
@@ -21,42 +30,87 @@ func (mv *run) cutover(ctx context.Context) error {
 		mv.st.MapVersion = mv.d.MapVersion() // written by a run that stopped before saving its state
 		return nil
 	}
+	for attempt := 1; ; attempt++ {
+		err := mv.cutoverOnce(ctx)
+		if !errors.Is(err, fence.ErrLapsed) || attempt == cutoverAttempts {
+			return err
+		}
+		mv.d.Events().Warn("shardid: the freeze lapsed before the cutover committed; freezing again", "from", mv.st.Logical.From, "through", mv.st.Logical.To, "attempt", attempt)
+	}
+}
+
+// cutoverOnce is one attempt at the cutover, under a freeze the mover renews
+// while it runs. The seal on the source, then the map, commit it; until
+// then any failure thaws the range, and a mover that dies leaves a freeze
+// that lapses by itself.
+func (mv *run) cutoverOnce(ctx context.Context) (err error) {
 	frozenAt := time.Now()
-	if err := mv.fence.Freeze(ctx, mv.source, mv.fr); err != nil {
+	lease := mv.req.FreezeLease
+	if lease <= 0 {
+		lease = defaultFreezeLease
+	}
+	if err := mv.fence.FreezeFor(ctx, mv.source, mv.fr, lease); err != nil {
+		return err
+	}
+	committed := false
+	frozen, stopRenewing := mv.renewFreeze(ctx, lease)
+	defer func() {
+		stopRenewing()
+		if !committed {
+			thawing, cancel := context.WithTimeout(context.WithoutCancel(ctx), lease)
+			defer cancel()
+			err = errors.Join(err, mv.fence.Thaw(thawing, mv.source, mv.fr))
+		}
+	}()
+	lapsed := func(err error) error {
+		if cause := context.Cause(frozen); errors.Is(cause, fence.ErrLapsed) {
+			return cause
+		}
 		return err
 	}
 	mv.st.FrozenAt = frozenAt.UTC()
 	mv.progress(Progress{Phase: PhaseCutover, Step: "frozen"})
-	if err := mv.sameColumns(ctx); err != nil {
-		return errors.Join(err, mv.fence.Thaw(ctx, mv.source, mv.fr))
+	if err := mv.sameColumns(frozen); err != nil {
+		return lapsed(err)
 	}
 	for {
-		n, err := mv.replay(ctx)
+		n, err := mv.replay(frozen)
 		if err != nil {
-			return err
+			return lapsed(err)
 		}
 		if n == 0 {
 			break
 		}
 	}
 	for _, t := range mv.tables {
-		src, dst, err := mv.summarizeBoth(ctx, t)
+		src, dst, err := mv.summarizeBoth(frozen, t)
 		if err != nil {
-			return err
+			return lapsed(err)
 		}
 		if src != dst {
-			return errors.Join(fmt.Errorf("%w: %s: %d rows (checksum %s) on %s, %d (checksum %s) on %s",
-				ErrVerify, t.name, src.Rows, src.Sum, mv.st.From, dst.Rows, dst.Sum, mv.st.To), mv.fence.Thaw(ctx, mv.source, mv.fr))
+			return fmt.Errorf("%w: %s: %d rows (checksum %s) on %s, %d (checksum %s) on %s",
+				ErrVerify, t.name, src.Rows, src.Sum, mv.st.From, dst.Rows, dst.Sum, mv.st.To)
 		}
 	}
 	mv.progress(Progress{Phase: PhaseCutover, Step: "verified"})
-	if err := mv.advance(ctx); err != nil {
-		return errors.Join(err, mv.fence.Thaw(ctx, mv.source, mv.fr))
+	if err := mv.advance(frozen); err != nil {
+		return lapsed(err)
+	}
+	if err := stopRenewing(); err != nil {
+		return err
+	}
+	// Sealed, the source takes no write of the range again: the map may send it on.
+	if err := mv.fence.Seal(ctx, mv.source, mv.fr); err != nil {
+		return err
 	}
 	version, err := mv.writeMap(ctx)
 	if err != nil {
-		return errors.Join(err, mv.fence.Thaw(ctx, mv.source, mv.fr))
+		if _, readErr := mv.d.RefreshMap(context.WithoutCancel(ctx)); readErr != nil || !mv.servedByTarget() {
+			return err // not written: the range thaws on the source
+		}
+		version = mv.d.MapVersion() // written, though its answer was lost
 	}
+	committed = true
 	mv.progress(Progress{Phase: PhaseCutover, Step: "map written"})
 	mv.st.Frozen = time.Since(frozenAt)
 	mv.st.MapVersion = version
@@ -65,6 +119,43 @@ func (mv *run) cutover(ctx context.Context) error {
 		mv.d.Events().Warn("shardid: the map the move wrote cannot be read yet; it is read at the next refresh", "error", err)
 	}
 	return nil
+}
+
+// renewFreeze renews the freeze every third of its lease until stopped.
+// The context it returns ends, with fence.ErrLapsed as its cause, when the
+// freeze lapsed; stop waits for the renewer and returns that error.
+func (mv *run) renewFreeze(ctx context.Context, lease time.Duration) (context.Context, func() error) {
+	frozen, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	var lapsed error
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(lease / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-frozen.Done():
+				return
+			case <-tick.C:
+			}
+			renewing, stop := context.WithTimeout(frozen, lease/3)
+			err := mv.fence.Renew(renewing, mv.source, mv.fr, lease)
+			stop()
+			if errors.Is(err, fence.ErrLapsed) || errors.Is(err, fence.ErrNotOpen) {
+				lapsed = err
+				cancel(err)
+				return
+			} // another error: the next renewal, or the seal, finds out whether the freeze held
+		}
+	}()
+	var once sync.Once
+	return frozen, func() error {
+		once.Do(func() {
+			cancel(nil)
+			<-done
+		})
+		return lapsed
+	}
 }
 
 // sameColumns fails the move's check when a table's columns on the source

@@ -47,6 +47,7 @@ type Request struct {
 	ChunkSize    int
 	Throttle     time.Duration
 	CatchUpBelow int
+	FreezeLease  time.Duration
 	Progress     func(Progress)
 	DryRun       bool
 }
