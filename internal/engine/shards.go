@@ -218,7 +218,17 @@ func (e *Engine) openShards(db *gorm.DB) error {
 			e.notePool(ph.ready, k)
 			continue
 		}
-		o := &opener{name: s.Name, timeout: timeout, dial: func() (*gorm.DB, error) { return gorm.Open(s.Dialector, ownConfig(db.Config)) }}
+		o := &opener{name: s.Name, timeout: timeout, dial: func() (*gorm.DB, error) {
+			dialector, pool, err := boundedDialector(s.Dialector, s.Name, timeout) // each connection's dial and handshake bounded, now and later
+			if err != nil {
+				return nil, err
+			}
+			opened, err := gorm.Open(dialector, ownConfig(db.Config))
+			if err != nil && pool != nil { // MySQL's asks the server its version: the next attempt makes a pool of its own
+				_ = pool.Close()
+			}
+			return opened, err
+		}}
 		o.ready = func(opened *openPhysical) {
 			if idle := e.config.PoolIdleTimeout; idle > 0 {
 				opened.sqlDB.SetConnMaxIdleTime(idle)
