@@ -83,11 +83,7 @@ func (d moverDriver) Tables(ctx context.Context, models []any) ([]mover.Table, e
 		if m == nil || !m.sharded() {
 			return nil, fmt.Errorf("%w: %s is not a sharded model", mover.ErrInvalid, stmt.Schema.Name)
 		}
-		for _, rel := range m.schema.Relationships.Many2Many {
-			if rel.JoinTable != nil {
-				list = append(list, shardedTable{Name: rel.JoinTable.Table, Strategy: joinRows})
-			}
-		}
+		list = append(list, p.joinTablesOf(m)...)
 		if key := m.pk().field; key.FieldType.Kind() == reflect.Array && !key.FieldType.Implements(valuerType) {
 			return nil, fmt.Errorf("%w: %s.%s keeps its UUID as bytes; a move reads the shard of text UUIDs", mover.ErrInvalid, m.schema.Name, key.Name)
 		}
@@ -105,7 +101,7 @@ func (d moverDriver) Tables(ctx context.Context, models []any) ([]mover.Table, e
 	}
 	tables := make([]mover.Table, len(list))
 	for i, t := range list {
-		tables[i] = mover.Table{Name: t.Name, Key: t.Key, Kind: t.Kind, Strategy: t.Strategy, Join: t.Strategy == joinRows, Model: types[t.Name]}
+		tables[i] = mover.Table{Name: t.Name, Key: t.Key, Kind: t.Kind, Strategy: t.Strategy, Join: t.Strategy == joinRows || t.Strategy == joinShardedRows, Model: types[t.Name]}
 	}
 	return tables, nil
 }
@@ -134,6 +130,9 @@ func leavesNone(given, registered []shardedTable) error {
 // table on database to past those of database from and past atLeast.
 func (d moverDriver) AdvanceIDs(ctx context.Context, table, strategy string, from, to int, atLeast int64) error {
 	p := d.p
+	if strategy == joinRows {
+		return nil // join rows have no ID source
+	}
 	source, err := p.target(p.db.WithContext(ctx), nil, from)
 	if err != nil {
 		return err

@@ -20,7 +20,7 @@ const tablesTable = "shardid_tables"
 // shardedTable is a sharded table as the tables table records it.
 type shardedTable struct {
 	Name     string
-	Key      string        // the primary key column, which carries the shard
+	Key      string        // the column carrying the shard: the primary key, or a join table's column of its owner's key
 	Kind     fence.KeyKind // how the key carries it
 	Strategy string        // the key's strategy, whose ID source a move advances
 }
@@ -51,12 +51,7 @@ func (e *Engine) registerTables(db *gorm.DB, models []any) error {
 		if err != nil || m == nil || !m.sharded() {
 			continue
 		}
-		list := []shardedTable{shardedTableOf(m)}
-		for _, rel := range m.schema.Relationships.Many2Many {
-			if rel.JoinTable != nil {
-				list = append(list, shardedTable{Name: rel.JoinTable.Table, Strategy: joinRows})
-			}
-		}
+		list := append([]shardedTable{shardedTableOf(m)}, e.joinTablesOf(m)...)
 		for _, t := range list {
 			if _, err := e.maps.Exec(ctx, "DELETE FROM "+tablesTable+" WHERE name = ?", t.Name); err != nil {
 				return err
@@ -82,9 +77,38 @@ func (e *Engine) unregisterTable(db *gorm.DB, table string) error {
 	return err
 }
 
-// joinRows is the strategy recorded for a many2many join table beside a
-// sharded owner, whose rows a move does not carry yet.
-const joinRows = "many2many"
+// The strategies recorded for a many2many join table beside a sharded
+// owner: joinRows when its other side is unsharded (a move carries its rows
+// by the owner's key), joinShardedRows when the other side is sharded too (a
+// move refuses it).
+const (
+	joinRows        = mover.JoinRows
+	joinShardedRows = mover.JoinShardedRows
+)
+
+// joinTablesOf describes the join tables of a sharded model's many2many:
+// their rows live beside their owner, whose key their column referencing it
+// carries. A column referencing another field than the owner's key is left
+// out of Key, which a move refuses.
+func (e *Engine) joinTablesOf(m *model) []shardedTable {
+	var list []shardedTable
+	for _, rel := range m.schema.Relationships.Many2Many {
+		if rel.JoinTable == nil {
+			continue
+		}
+		t := shardedTable{Name: rel.JoinTable.Table, Kind: shardedTableOf(m).Kind, Strategy: joinRows}
+		for _, ref := range rel.References {
+			if ref.OwnPrimaryKey && ref.PrimaryKey.DBName == m.pk().field.DBName {
+				t.Key = ref.ForeignKey.DBName
+			}
+		}
+		if other, err := e.model(rel.FieldSchema); err != nil || other != nil && other.sharded() {
+			t.Strategy = joinShardedRows
+		}
+		list = append(list, t)
+	}
+	return list
+}
 
 // shardedTableOf describes a sharded model's table.
 func shardedTableOf(m *model) shardedTable {

@@ -18,7 +18,7 @@ type Misplaced struct {
 	Table    string
 	Database string
 	Rows     int64
-	Keys     []any // up to ten of their keys
+	Keys     []any // up to ten of their keys (of a join table, their owners')
 	// LeftByMove says that the rows are a move's copy: the target's while
 	// the move runs, or the frozen copy on the source after its cutover,
 	// which Cleanup deletes.
@@ -49,8 +49,8 @@ func (m *Mover) Audit(ctx context.Context, d Driver) ([]Misplaced, error) {
 		}
 		own, copies := mapstore.Ranges(shardMap.Logical(k)), moveCopiesOn(name, moves)
 		for _, t := range tables {
-			if t.Join {
-				continue // its rows carry no key of their own
+			if t.Join && t.Key == "" {
+				continue // no column of its owner's key recorded: migrated by an older version
 			}
 			mt, err := newMovedTable(ctx, d.Fence(), t, db)
 			if err != nil {
@@ -101,7 +101,8 @@ func misplacedRows(ctx context.Context, db *sql.DB, mt *movedTable, where string
 	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+table+" WHERE "+where).Scan(&m.Rows); err != nil || m.Rows == 0 {
 		return m, err
 	}
-	keys, err := readRows(ctx, db, 1, "SELECT "+sqlscan.Quote(mt.dialect, mt.key)+" FROM "+table+" WHERE "+where+" ORDER BY 1 LIMIT 10")
+	// DISTINCT: a join table's key is its owner's, which several rows share.
+	keys, err := readRows(ctx, db, 1, "SELECT DISTINCT "+sqlscan.Quote(mt.dialect, mt.key)+" FROM "+table+" WHERE "+where+" ORDER BY 1 LIMIT 10")
 	for _, row := range keys {
 		m.Keys = append(m.Keys, normalizeKey(row[0]))
 	}

@@ -62,6 +62,12 @@ func (mv *run) replay(ctx context.Context) (int, error) {
 			return 0, fmt.Errorf("the change log names table %s, which the move does not carry", name)
 		}
 		t := mv.tables[i]
+		if t.join { // the key logged is the owner's: all its join rows are replaced
+			if err := t.replaceOwners(ctx, mv.source, mv.target, keys); err != nil {
+				return 0, err
+			}
+			continue
+		}
 		rows, err := t.byKeys(ctx, mv.source, keys)
 		if err != nil {
 			return 0, err

@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// copyAll copies each table's rows of the range, in key order, from where a
-// run before stopped.
+// copyAll copies each table's rows of the range, in primary key order (a
+// join table's: its owner's column first), from where a run before stopped.
 func (mv *run) copyAll(ctx context.Context) error {
 	for _, t := range mv.tables {
 		if mv.st.Done[t.name] {
@@ -37,12 +37,12 @@ func (mv *run) copyTable(ctx context.Context, t *movedTable) error {
 			return err
 		}
 	}
-	limit, keyAt := mv.chunkSize(t), t.keyIndex()
+	limit := mv.chunkSize(t)
 	for {
 		args := []any{mv.st.Logical.From, mv.st.Logical.To}
 		cursor, started := mv.st.Cursors[t.name]
 		if started {
-			args = append(args, jsonKey(cursor))
+			args = append(args, t.afterArgs(cursor)...)
 		}
 		rows, err := readRows(ctx, mv.source, len(t.columns), t.chunkQuery(started, limit), args...)
 		if err != nil {
@@ -52,10 +52,10 @@ func (mv *run) copyTable(ctx context.Context, t *movedTable) error {
 			if err := t.upsert(ctx, mv.target, rows); err != nil {
 				return err
 			}
-			last := normalizeKey(rows[len(rows)-1][keyAt])
+			last := t.cursorOf(rows[len(rows)-1])
 			mv.st.Cursors[t.name] = last
 			mv.st.Copied[t.name] += int64(len(rows))
-			mv.noteKey(t, last)
+			mv.noteKey(t, last) // a join table's cursor is a list: no ID source to advance
 		}
 		if len(rows) < limit {
 			mv.st.Done[t.name] = true

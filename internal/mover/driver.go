@@ -56,9 +56,9 @@ type Driver interface {
 // for concurrent reads.
 type Table struct {
 	Name     string
-	Key      string        // the primary key column, which carries the shard
+	Key      string        // the primary key column, which carries the shard; of a join table, its column of the owner's key
 	Kind     fence.KeyKind // how the key carries it
 	Strategy string        // the key's strategy, whose ID source a move advances
-	Join     bool          // a many2many join table beside a sharded model: its rows carry no key of their own
+	Join     bool          // a many2many join table beside a sharded owner; Strategy says whether its other side is sharded too
 	Model    reflect.Type  // the model, when the move was given it: to create the target's table
 }

@@ -18,7 +18,9 @@ type movedTable struct {
 	name      string
 	strategy  string       // the key's strategy
 	modelType reflect.Type // the model, when the move was given it
-	key       string       // the primary key column, which carries the shard
+	key       string       // the column carrying the shard: the primary key, or a join table's column of its owner's key
+	pk        []string     // the primary key's columns, by which the copy orders and upserts; a join table's owner column first
+	join      bool         // a many2many join table beside a sharded owner: its rows are replaced by owner
 	columns   []string     // every column of the source's table
 	fenced    fence.Table
 	dialect   string
@@ -36,8 +38,8 @@ func movedTables(ctx context.Context, d Driver, models []any, st *mapstore.MoveS
 	}
 	var tables []*movedTable
 	for _, t := range list {
-		if t.Join {
-			return nil, fmt.Errorf("%w: the many2many join table %s beside a sharded model: a move does not carry its rows yet", ErrInvalid, t.Name)
+		if err := movableJoin(t); err != nil {
+			return nil, err
 		}
 		if slices.ContainsFunc(tables, func(m *movedTable) bool { return m.name == t.Name }) {
 			continue
@@ -72,7 +74,7 @@ func movedTables(ctx context.Context, d Driver, models []any, st *mapstore.MoveS
 // newMovedTable describes one sharded table for the copy: its columns are
 // the source's, every one of them.
 func newMovedTable(ctx context.Context, f fence.Fence, t Table, source *sql.DB) (*movedTable, error) {
-	mt := &movedTable{name: t.Name, key: t.Key, strategy: t.Strategy, modelType: t.Model, dialect: f.Dialect,
+	mt := &movedTable{name: t.Name, key: t.Key, pk: []string{t.Key}, join: t.Join, strategy: t.Strategy, modelType: t.Model, dialect: f.Dialect,
 		fenced: fence.Table{Name: t.Name, Key: t.Key, Kind: t.Kind}}
 	columns, err := columnsOf(ctx, source, mt.dialect, t.Name)
 	if err != nil {
@@ -82,6 +84,11 @@ func newMovedTable(ctx context.Context, f fence.Fence, t Table, source *sql.DB) 
 		return nil, fmt.Errorf("%w: table %s has no column %s", ErrInvalid, t.Name, t.Key)
 	}
 	mt.columns = columns
+	if t.Join {
+		if mt.pk, err = joinPrimaryKey(ctx, source, mt.dialect, t.Name, t.Key); err != nil {
+			return nil, err
+		}
+	}
 	shard, err := f.ShardSQL(mt.fenced, "")
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrInvalid, t.Name, err)

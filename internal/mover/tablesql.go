@@ -32,17 +32,31 @@ func (t *movedTable) quotedColumns() string {
 	return strings.Join(cols, ", ")
 }
 
-// chunkQuery reads the next rows of the range after a key, in key order.
+// quotedPK is the primary key's columns, quoted.
+func (t *movedTable) quotedPK() string {
+	cols := make([]string, len(t.pk))
+	for i, c := range t.pk {
+		cols[i] = sqlscan.Quote(t.dialect, c)
+	}
+	return strings.Join(cols, ", ")
+}
+
+// chunkQuery reads the next rows of the range after a primary key, in its
+// order.
 func (t *movedTable) chunkQuery(after bool, limit int) string {
 	q := "SELECT " + t.quotedColumns() + " FROM " + sqlscan.Quote(t.dialect, t.name) + " WHERE " + t.inRange
-	if after {
-		q += " AND " + sqlscan.Quote(t.dialect, t.key) + " > " + placeholders(t.dialect, 2, 1)
+	switch {
+	case after && len(t.pk) == 1:
+		q += " AND " + t.quotedPK() + " > " + placeholders(t.dialect, 2, 1)
+	case after: // the leading column's bound keeps the index scan short where a row comparison does not (MariaDB)
+		q += " AND " + sqlscan.Quote(t.dialect, t.pk[0]) + " >= " + placeholders(t.dialect, 2, 1) +
+			" AND (" + t.quotedPK() + ") > (" + placeholders(t.dialect, 3, len(t.pk)) + ")"
 	}
-	return q + " ORDER BY " + sqlscan.Quote(t.dialect, t.key) + " LIMIT " + strconv.Itoa(limit)
+	return q + " ORDER BY " + t.quotedPK() + " LIMIT " + strconv.Itoa(limit)
 }
 
 // readRows runs a query and returns its rows as values the drivers take back.
-func readRows(ctx context.Context, db *sql.DB, width int, query string, args ...any) ([][]any, error) {
+func readRows(ctx context.Context, db rangeQuerier, width int, query string, args ...any) ([][]any, error) {
 	rows, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -66,8 +80,8 @@ func readRows(ctx context.Context, db *sql.DB, width int, query string, args ...
 // maxParameters keeps a statement within every driver's limit (SQLite's 32766).
 const maxParameters = 30000
 
-// upsert writes rows on db, replacing the rows with the same keys.
-func (t *movedTable) upsert(ctx context.Context, db *sql.DB, rows [][]any) error {
+// upsert writes rows on db, replacing the rows with the same primary keys.
+func (t *movedTable) upsert(ctx context.Context, db execQuerier, rows [][]any) error {
 	per := max(1, maxParameters/len(t.columns))
 	for len(rows) > 0 {
 		n := min(per, len(rows))
@@ -79,7 +93,7 @@ func (t *movedTable) upsert(ctx context.Context, db *sql.DB, rows [][]any) error
 	return nil
 }
 
-func (t *movedTable) upsertSome(ctx context.Context, db *sql.DB, rows [][]any) error {
+func (t *movedTable) upsertSome(ctx context.Context, db execQuerier, rows [][]any) error {
 	var b strings.Builder
 	b.WriteString("INSERT INTO " + sqlscan.Quote(t.dialect, t.name) + " (" + t.quotedColumns() + ") VALUES ")
 	args := make([]any, 0, len(rows)*len(t.columns))
@@ -90,30 +104,34 @@ func (t *movedTable) upsertSome(ctx context.Context, db *sql.DB, rows [][]any) e
 		b.WriteString("(" + placeholders(t.dialect, len(args), len(row)) + ")")
 		args = append(args, row...)
 	}
-	var sets []string
-	key := sqlscan.Quote(t.dialect, t.key)
+	var sets, samePK []string
+	for _, c := range t.pk {
+		q := sqlscan.Quote(t.dialect, c)
+		samePK = append(samePK, q+" = VALUES("+q+")")
+	}
 	for _, c := range t.columns {
-		if c == t.key {
+		if slices.Contains(t.pk, c) {
 			continue
 		}
 		q := sqlscan.Quote(t.dialect, c)
 		if t.dialect == "mysql" {
 			// ON DUPLICATE KEY fires on any unique index: a row with another
 			// key holding one of the copied row's unique values keeps its own.
-			sets = append(sets, q+" = IF("+key+" = VALUES("+key+"), VALUES("+q+"), "+q+")")
+			sets = append(sets, q+" = IF("+strings.Join(samePK, " AND ")+", VALUES("+q+"), "+q+")")
 		} else {
 			sets = append(sets, q+" = excluded."+q)
 		}
 	}
+	key := sqlscan.Quote(t.dialect, t.key)
 	switch {
 	case t.dialect == "mysql" && len(sets) == 0:
-		b.WriteString(" ON DUPLICATE KEY UPDATE " + sqlscan.Quote(t.dialect, t.key) + " = " + sqlscan.Quote(t.dialect, t.key))
+		b.WriteString(" ON DUPLICATE KEY UPDATE " + key + " = " + key)
 	case t.dialect == "mysql":
 		b.WriteString(" ON DUPLICATE KEY UPDATE " + strings.Join(sets, ", "))
 	case len(sets) == 0:
-		b.WriteString(" ON CONFLICT (" + sqlscan.Quote(t.dialect, t.key) + ") DO NOTHING")
+		b.WriteString(" ON CONFLICT (" + t.quotedPK() + ") DO NOTHING")
 	default:
-		b.WriteString(" ON CONFLICT (" + sqlscan.Quote(t.dialect, t.key) + ") DO UPDATE SET " + strings.Join(sets, ", "))
+		b.WriteString(" ON CONFLICT (" + t.quotedPK() + ") DO UPDATE SET " + strings.Join(sets, ", "))
 	}
 	res, err := db.ExecContext(ctx, b.String(), args...)
 	if err != nil || t.dialect != "mysql" {
@@ -130,28 +148,49 @@ func (t *movedTable) upsertSome(ctx context.Context, db *sql.DB, rows [][]any) e
 // mustBeWritten fails, naming both keys, when a row of rows is not on db
 // because another row there holds one of its unique values: on MySQL the
 // copy leaves that row as it was and writes nothing of the copied one.
-func (t *movedTable) mustBeWritten(ctx context.Context, db *sql.DB, rows [][]any) error {
-	at := slices.Index(t.columns, t.key)
-	keys := make([]any, len(rows))
-	for i, row := range rows {
-		keys[i] = row[at]
+func (t *movedTable) mustBeWritten(ctx context.Context, db execQuerier, rows [][]any) error {
+	var keys []any
+	for _, row := range rows {
+		keys = append(keys, t.pkOf(row)...)
 	}
-	found, err := readRows(ctx, db, 1, "SELECT "+sqlscan.Quote(t.dialect, t.key)+" FROM "+sqlscan.Quote(t.dialect, t.name)+
-		" WHERE "+sqlscan.Quote(t.dialect, t.key)+" IN ("+placeholders(t.dialect, 0, len(keys))+")", keys...)
+	in := t.quotedPK() + " IN (" + placeholders(t.dialect, 0, len(keys)) + ")"
+	if len(t.pk) > 1 {
+		tuple := "(" + placeholders(t.dialect, 0, len(t.pk)) + ")"
+		in = "(" + t.quotedPK() + ") IN (" + strings.Repeat(tuple+", ", len(rows)-1) + tuple + ")"
+	}
+	found, err := readRows(ctx, db, len(t.pk), "SELECT "+t.quotedPK()+" FROM "+sqlscan.Quote(t.dialect, t.name)+" WHERE "+in, keys...)
 	if err != nil || len(found) == len(rows) {
 		return err
 	}
 	written := map[string]bool{}
 	for _, f := range found {
-		written[asText(f[0])] = true
+		written[pkText(f)] = true
 	}
 	for _, row := range rows {
-		if !written[asText(row[at])] {
+		if !written[pkText(t.pkOf(row))] {
 			return fmt.Errorf("%w: %s: the row %s conflicts on the target with the row %s on a unique index other than the key; nothing was overwritten: make the values unique, then move again",
-				ErrVerify, t.name, asText(row[at]), t.holderOfUniqueValues(ctx, db, row))
+				ErrVerify, t.name, pkText(t.pkOf(row)), t.holderOfUniqueValues(ctx, db, row))
 		}
 	}
 	return nil
+}
+
+// pkOf is a row's values of the primary key's columns.
+func (t *movedTable) pkOf(row []any) []any {
+	values := make([]any, len(t.pk))
+	for i, c := range t.pk {
+		values[i] = row[slices.Index(t.columns, c)]
+	}
+	return values
+}
+
+// pkText is a primary key's values as text, comma-separated.
+func pkText(values []any) string {
+	texts := make([]string, len(values))
+	for i, v := range values {
+		texts[i] = asText(v)
+	}
+	return strings.Join(texts, ",")
 }
 
 // asText is a value read back, as text: the drivers give text as []byte.
@@ -164,7 +203,7 @@ func asText(v any) string {
 
 // holderOfUniqueValues names the key of the row of db that holds one of
 // row's values of a unique index other than the primary key.
-func (t *movedTable) holderOfUniqueValues(ctx context.Context, db *sql.DB, row []any) string {
+func (t *movedTable) holderOfUniqueValues(ctx context.Context, db execQuerier, row []any) string {
 	indexes, err := readRows(ctx, db, 2, "SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS "+
 		"WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND NON_UNIQUE = 0 AND INDEX_NAME <> 'PRIMARY' ORDER BY INDEX_NAME, SEQ_IN_INDEX", t.name)
 	if err != nil {
@@ -192,11 +231,11 @@ func (t *movedTable) holderOfUniqueValues(ctx context.Context, db *sql.DB, row [
 	if len(where) == 0 {
 		return "(none found)"
 	}
-	holders, err := readRows(ctx, db, 1, "SELECT "+sqlscan.Quote(t.dialect, t.key)+" FROM "+sqlscan.Quote(t.dialect, t.name)+" WHERE "+strings.Join(where, " OR ")+" LIMIT 1", args...)
+	holders, err := readRows(ctx, db, len(t.pk), "SELECT "+t.quotedPK()+" FROM "+sqlscan.Quote(t.dialect, t.name)+" WHERE "+strings.Join(where, " OR ")+" LIMIT 1", args...)
 	if err != nil || len(holders) == 0 {
 		return "(none found)"
 	}
-	return asText(holders[0][0])
+	return pkText(holders[0])
 }
 
 // deleter and rangeQuerier are a pool or one connection of it.
