@@ -43,6 +43,9 @@ func (e *Engine) assignIDs(db *gorm.DB) {
 	if e.routed() && (m == nil || !m.sharded()) && db.AddError(e.keepUnsharded(db, kindCreate)) != nil || m == nil {
 		return
 	}
+	if e.routed() && m.sharded() {
+		e.holdIfAnnounced(db, kindCreate)
+	}
 	var rowsOnStack [1]reflect.Value
 	rows, err := structRows(m, stmt.ReflectValue, rowsOnStack[:0])
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/schema"
 
+	"github.com/shardid/shardid/internal/mapstore"
 	"github.com/shardid/shardid/internal/mover"
 	"github.com/shardid/shardid/shardrouter"
 	"github.com/shardid/shardid/strategies"
@@ -99,6 +100,7 @@ type Engine struct {
 
 	maps        *mapStore    // the shared map; nil without Config.Shards
 	mapVersion  atomic.Int64 // the version of it routed by
+	freezing    atomic.Pointer[[]mapstore.Freezing]
 	movedStats  movedCounters
 	metrics     atomic.Pointer[statementMetrics] // nil until CountStatements
 	moves       mover.Mover                      // the moves this process runs

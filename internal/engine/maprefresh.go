@@ -190,6 +190,8 @@ func (e *Engine) refreshMap(ctx context.Context) (int64, error) {
 		if err := e.router.Swap(next); err != nil {
 			return s.version, err
 		}
+		freezing := slices.Clone(stored.Freezing)
+		e.freezing.Store(&freezing)
 		if s.version != 0 {
 			e.config.Log.Info("shardid: map version changed", "from", s.version, "to", stored.Version)
 		}

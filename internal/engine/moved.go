@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/schema"
 
 	"github.com/shardid/shardid/internal/fence"
 	"github.com/shardid/shardid/shardrouter"
@@ -99,13 +100,7 @@ func (e *Engine) retryMoved(kind statementKind, executor string) func(*gorm.DB) 
 		e.movedStats.held.Add(1)
 		start := time.Now()
 		err := e.holdAndRetry(db, kind, executorOf(db, kind, executor), start.Add(e.moveWait()))
-		waited := time.Since(start)
-		for {
-			longest := e.movedStats.longest.Load()
-			if int64(waited) <= longest || e.movedStats.longest.CompareAndSwap(longest, int64(waited)) {
-				break
-			}
-		}
+		e.noteHeld(time.Since(start))
 		switch {
 		case err == nil && db.Error == nil:
 			e.movedStats.retried.Add(1)
@@ -113,6 +108,16 @@ func (e *Engine) retryMoved(kind statementKind, executor string) func(*gorm.DB) 
 			refused.Why, refused.Err = err.Error(), errors.Join(refused.Err, db.Error)
 			e.movedStats.failed.Add(1)
 			db.Error = refused
+		}
+	}
+}
+
+// noteHeld keeps the longest a write was held.
+func (e *Engine) noteHeld(waited time.Duration) {
+	for {
+		longest := e.movedStats.longest.Load()
+		if int64(waited) <= longest || e.movedStats.longest.CompareAndSwap(longest, int64(waited)) {
+			return
 		}
 	}
 }
@@ -270,10 +275,15 @@ func (e *Engine) whyNotRetried(db *gorm.DB, kind statementKind) string {
 	if _, gorms := db.InstanceGet("gorm:started_transaction"); inTransaction(stmt.ConnPool) && !gorms {
 		return "inside a transaction; retry the transaction"
 	}
-	s := stmt.Schema
-	if s == nil {
+	if stmt.Schema == nil {
 		return "not a statement on a model"
 	}
+	return hooksRunFirst(stmt.Schema, kind)
+}
+
+// hooksRunFirst says what of a write's runs before it in GORM's transaction,
+// which a refusal rolls back with it: "" for nothing.
+func hooksRunFirst(s *schema.Schema, kind statementKind) string {
 	before := s.BeforeSave
 	switch kind {
 	case kindCreate:
@@ -283,7 +293,6 @@ func (e *Engine) whyNotRetried(db *gorm.DB, kind statementKind) string {
 	case kindDelete:
 		before = s.BeforeDelete
 	}
-	// What ran before it in GORM's transaction would be rolled back with it.
 	switch {
 	case before:
 		return "the model's Before hooks ran in the transaction; run the statement again"

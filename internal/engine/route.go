@@ -62,6 +62,9 @@ func (e *Engine) route(kind statementKind) func(*gorm.DB) {
 		if db.Error != nil {
 			return
 		}
+		if (kind == kindUpdate || kind == kindDelete) && !sub {
+			e.holdIfAnnounced(db, kind)
+		}
 		if kind == kindRaw && db.Statement.SQL.Len() > 0 {
 			e.routeStatement(db, kind, sub, &settings, nil) // its text is all there is to read
 			return

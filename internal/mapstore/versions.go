@@ -22,6 +22,18 @@ type Map struct {
 	// Copies are the frozen copies moves left on their sources until their
 	// cleanup: a statement over several databases reads past them.
 	Copies []Physical `json:"copies,omitempty"`
+	// Freezing are the ranges whose cutover a mover announced: processes
+	// hold the writes of them that cannot be run again alone (models with
+	// Before hooks) before those writes begin, until the range moved.
+	Freezing []Freezing `json:"freezing,omitempty"`
+}
+
+// Freezing is a range whose cutover is under way, until Until (Unix
+// milliseconds) at the latest: a mover that died announces nothing longer.
+// Like [Map], it is safe for concurrent reads, not for changes.
+type Freezing struct {
+	Logical shardrouter.Range `json:"logical"`
+	Until   int64             `json:"until"`
 }
 
 // Physical is a physical database of a stored map and the logical shards it

@@ -49,17 +49,20 @@ func (mv *run) cutoverOnce(ctx context.Context) (err error) {
 	if lease <= 0 {
 		lease = defaultFreezeLease
 	}
-	if err := mv.fence.FreezeFor(ctx, mv.source, mv.fr, lease); err != nil {
-		return err
-	}
 	committed := false
+	if err := mv.announceFreeze(ctx, 3*lease); err != nil {
+		return errors.Join(err, mv.endAnnouncement(context.WithoutCancel(ctx)))
+	}
+	if err := mv.fence.FreezeFor(ctx, mv.source, mv.fr, lease); err != nil {
+		return errors.Join(err, mv.endAnnouncement(context.WithoutCancel(ctx)))
+	}
 	frozen, stopRenewing := mv.renewFreeze(ctx, lease)
 	defer func() {
 		stopRenewing()
 		if !committed {
 			thawing, cancel := context.WithTimeout(context.WithoutCancel(ctx), lease)
 			defer cancel()
-			err = errors.Join(err, mv.fence.Thaw(thawing, mv.source, mv.fr))
+			err = errors.Join(err, mv.fence.Thaw(thawing, mv.source, mv.fr), mv.endAnnouncement(thawing))
 		}
 	}()
 	lapsed := func(err error) error {
@@ -236,6 +239,7 @@ func (mv *run) writeMap(ctx context.Context) (int64, error) {
 			stored.Floors = []mapstore.Floor{{Logical: mv.st.Logical, Tick: tick}}
 		}
 		stored.Copies = append(slices.Clone(latest.Copies), mapstore.Physical{Name: mv.st.From, Logical: []Range{mv.st.Logical}})
+		stored.Freezing = withoutFreezing(slices.Clone(latest.Freezing), mv.st.Logical)
 		if err := s.Write(ctx, stored); err == nil {
 			return stored.Version, nil
 		} else if !mapstore.DuplicateKey(err) {

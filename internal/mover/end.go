@@ -88,28 +88,15 @@ func (mv *run) cleanup(ctx context.Context) error {
 // forgetCopy writes the next map version without the frozen copy of r on
 // source, which is gone.
 func forgetCopy(ctx context.Context, d Driver, source string, r Range) error {
-	s := d.Store()
-	for range 8 { // each round loses only to another writer of the map
-		latest, err := s.Latest(ctx)
-		if err != nil || latest == nil {
-			return err
-		}
-		next := *latest
-		next.Version, next.Floors = latest.Version+1, nil
-		next.Copies = slices.DeleteFunc(slices.Clone(latest.Copies), func(c mapstore.Physical) bool {
+	_, err := editMap(ctx, d, func(next *mapstore.Map) bool {
+		kept := slices.DeleteFunc(next.Copies, func(c mapstore.Physical) bool {
 			return c.Name == source && slices.Equal(c.Logical, []Range{r})
 		})
-		if len(next.Copies) == len(latest.Copies) {
-			return nil
-		}
-		if err := s.Write(ctx, &next); err == nil || !mapstore.DuplicateKey(err) {
-			if err == nil {
-				_, err = d.RefreshMap(ctx)
-			}
-			return err
-		}
-	}
-	return errors.New("shardid: other processes kept writing the shared map first")
+		changed := len(kept) != len(next.Copies)
+		next.Copies = kept
+		return changed
+	})
+	return err
 }
 
 // deleteCopies deletes the source's copies of the range on a connection of

@@ -1,0 +1,80 @@
+package mover
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/shardid/shardid/internal/mapstore"
+)
+
+// announceWait bounds how long a cutover waits for the live processes to
+// read its announcement; one that has not held nothing, and its writes the
+// triggers refuse as before.
+const announceWait = 3 * time.Second
+
+// editMap writes the next version of the shared map as edit makes it from
+// the latest; edit reports whether it changed anything.
+func editMap(ctx context.Context, d Driver, edit func(next *mapstore.Map) bool) (int64, error) {
+	s := d.Store()
+	for range 8 { // each round loses only to another writer of the map
+		latest, err := s.Latest(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if latest == nil {
+			return 0, errors.New("the shared map table is empty")
+		}
+		next := *latest
+		next.Version, next.Floors = latest.Version+1, nil
+		next.Copies, next.Freezing = slices.Clone(latest.Copies), slices.Clone(latest.Freezing)
+		if !edit(&next) {
+			return latest.Version, nil
+		}
+		if err := s.Write(ctx, &next); err == nil {
+			_, err = d.RefreshMap(ctx)
+			return next.Version, err
+		} else if !mapstore.DuplicateKey(err) {
+			return 0, err
+		}
+	}
+	return 0, errors.New("shardid: other processes kept writing the shared map first")
+}
+
+// announceFreeze tells the processes that the range's cutover begins, so
+// that they hold the writes of it that cannot be run again alone before
+// those begin, and waits (up to announceWait) for them to have read it.
+func (mv *run) announceFreeze(ctx context.Context, lasts time.Duration) error {
+	until := time.Now().Add(announceWait + lasts).UnixMilli()
+	version, err := editMap(ctx, mv.d, func(next *mapstore.Map) bool {
+		next.Freezing = append(withoutFreezing(next.Freezing, mv.st.Logical), mapstore.Freezing{Logical: mv.st.Logical, Until: until})
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	waiting, cancel := context.WithTimeout(ctx, announceWait)
+	defer cancel()
+	if err := waitForProcesses(waiting, mv.d.Store(), version); err != nil && ctx.Err() == nil {
+		mv.d.Events().Warn("shardid: processes did not read the cutover's announcement in time; their writes of the range with Before hooks may fail with ErrShardMoved", "error", err)
+	}
+	return ctx.Err()
+}
+
+// endAnnouncement withdraws the announcement of a cutover that did not
+// commit: the processes holding writes of the range let them go.
+func (mv *run) endAnnouncement(ctx context.Context) error {
+	_, err := editMap(ctx, mv.d, func(next *mapstore.Map) bool {
+		kept := withoutFreezing(next.Freezing, mv.st.Logical)
+		changed := len(kept) != len(next.Freezing)
+		next.Freezing = kept
+		return changed
+	})
+	return err
+}
+
+// withoutFreezing returns announced without the announcement of r.
+func withoutFreezing(announced []mapstore.Freezing, r Range) []mapstore.Freezing {
+	return slices.DeleteFunc(announced, func(f mapstore.Freezing) bool { return f.Logical == r })
+}
