@@ -28,8 +28,9 @@ func benchBackend(b *testing.B) backend {
 // shuttle moves the range to where it is not, after cleaning up the last
 // move; each run copies the same rows.
 type shuttle struct {
-	r    *moveRig
-	here string // where the range is
+	r      *moveRig
+	here   string // where the range is
+	models []any  // the models moved; nil: moveModels
 }
 
 func (s *shuttle) next(tb testing.TB, mv shardid.Move) *shardid.MoveReport {
@@ -56,7 +57,11 @@ func (s *shuttle) try(mv shardid.Move, timer *testing.B) (*shardid.MoveReport, e
 	if s.here == to {
 		to = s.r.b.name + "-source"
 	}
-	mv.Logical, mv.To, mv.Models = movingRange, to, moveModels
+	models := s.models
+	if models == nil {
+		models = moveModels
+	}
+	mv.Logical, mv.To, mv.Models = movingRange, to, models
 	report, err := s.r.p.Move(ctx, mv)
 	if err != nil {
 		return nil, fmt.Errorf("move: %w", err)
@@ -65,7 +70,7 @@ func (s *shuttle) try(mv shardid.Move, timer *testing.B) (*shardid.MoveReport, e
 		timer.StopTimer()
 		defer timer.StartTimer()
 	}
-	if err := s.r.p.CleanupMove(ctx, movingRange, moveModels...); err != nil {
+	if err := s.r.p.CleanupMove(ctx, movingRange, models...); err != nil {
 		return nil, fmt.Errorf("cleanup: %w", err)
 	}
 	s.here = to
@@ -153,10 +158,32 @@ func driverCopy(from, to *sql.DB, chunk int) error {
 // updating rows of the range, and reports how long the writes that met the
 // freeze took: p50, p99 and max, in milliseconds.
 func BenchmarkMoveCutoverHold(b *testing.B) {
+	for _, hooks := range []bool{false, true} {
+		b.Run(map[bool]string{false: "plain", true: "before-hooks"}[hooks], func(b *testing.B) { benchCutoverHold(b, hooks) })
+	}
+}
+
+// benchCutoverHold is BenchmarkMoveCutoverHold for a model without hooks, or
+// with Before hooks (held before they begin, at the cutover's announcement).
+func benchCutoverHold(b *testing.B, hooks bool) {
 	bb := benchBackend(b)
 	r := newMoveRig(b, bb, b.TempDir())
 	users := r.seedUsers(b, benchRows)
-	s := &shuttle{r: r, here: bb.name + "-source"}
+	must(b, r.source.Migrator().DropTable(&MvHooked{}))
+	must(b, r.target.Migrator().DropTable(&MvHooked{}))
+	must(b, r.p.AutoMigrate(r.db, &MvHooked{}))
+	hooked := make([]MvHooked, 1000)
+	for i := range hooked {
+		hooked[i] = MvHooked{ID: r.p.Layout().Compose(time.Now().Add(-time.Hour), movingRange.From+i, 0), Text: "seed"}
+	}
+	must(b, r.db.CreateInBatches(&hooked, 500).Error)
+	update := func(n int) error {
+		if hooks {
+			return r.db.Model(&MvHooked{ID: hooked[n%len(hooked)].ID}).Update("text", fmt.Sprint(n)).Error
+		}
+		return r.db.Model(&MvUser{ID: users[n%len(users)]}).Update("name", fmt.Sprint(n)).Error
+	}
+	s := &shuttle{r: r, here: bb.name + "-source", models: append(append([]any{}, moveModels...), &MvHooked{})}
 	var held []time.Duration
 	for b.Loop() {
 		var frozen, served atomic.Int64
@@ -174,7 +201,7 @@ func BenchmarkMoveCutoverHold(b *testing.B) {
 					default:
 					}
 					start := time.Now()
-					if err := r.db.Model(&MvUser{ID: users[n%len(users)]}).Update("name", fmt.Sprint(n)).Error; err != nil {
+					if err := update(n); err != nil {
 						b.Errorf("a write during the move: %v", err)
 						return
 					}

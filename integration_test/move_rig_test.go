@@ -93,6 +93,12 @@ func newMoveRigServing(t testing.TB, b backend, dir string, targetServes []shard
 		must(t, db.Migrator().DropTable(append(moveModels, "shardid_move_fence", "shardid_move_changes")...))
 	}
 	must(t, dropFenceTriggers(r.source, b.name))
+	t.Cleanup(func() { // a sealed fence left behind would send other tests' writes that find no row looking for a move
+		for _, db := range []*gorm.DB{r.source, r.target} {
+			_ = db.Migrator().DropTable("shardid_move_fence", "shardid_move_changes")
+			_ = dropFenceTriggers(db, b.name)
+		}
+	})
 	sqlDB, err := main.DB()
 	must(t, err)
 	must(t, sqlDB.Close())

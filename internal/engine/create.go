@@ -44,6 +44,7 @@ func (e *Engine) assignIDs(db *gorm.DB) {
 		return
 	}
 	if e.routed() && m.sharded() {
+		e.startRouting(stmt)
 		e.holdIfAnnounced(db, kindCreate)
 	}
 	var rowsOnStack [1]reflect.Value

@@ -101,6 +101,7 @@ type Engine struct {
 	maps        *mapStore    // the shared map; nil without Config.Shards
 	mapVersion  atomic.Int64 // the version of it routed by
 	freezing    atomic.Pointer[[]mapstore.Freezing]
+	inflight    inflight // what statements running route by, for the version the process says it follows
 	movedStats  movedCounters
 	metrics     atomic.Pointer[statementMetrics] // nil until CountStatements
 	moves       mover.Mover                      // the moves this process runs

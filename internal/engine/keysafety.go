@@ -224,15 +224,16 @@ func (e *Engine) checkCreate(db *gorm.DB) {
 			Detail: "the INSERT leaves out the ID (Select or Omit): the database would give the row a key that names no shard"})
 		return
 	}
+	routedBy := e.mapOf(stmt) // the map it was routed by: one read since may be newer, and the fence decides then
 	check := func(row reflect.Value) error {
 		for _, f := range m.fields {
 			shard, err := e.agreeingShard(stmt, m, f, row)
 			if err != nil {
 				return err
 			}
-			if bound && f == m.pk() && e.physicalOf(shard) != on {
+			if k := routedBy.Physical(shard); bound && f == m.pk() && k != on {
 				return fmt.Errorf("%w: %s: a row of %s is created on %s (a hook changed what places it after it was routed)",
-					ErrCrossShard, m.schema.Name, e.physical[e.physicalOf(shard)].name, e.physical[on].name)
+					ErrCrossShard, m.schema.Name, e.physical[k].name, e.physical[on].name)
 			}
 		}
 		return nil

@@ -81,6 +81,7 @@ func (e *Engine) startMapStore(ctx context.Context) error {
 	}
 	s := &mapStore{Store: mapstore.New(sqlDB, e.db.Dialector.Name(), e.mapTable(), heartbeat)}
 	e.maps = s
+	e.inflight.drained = make(chan struct{}, 1)
 	err = s.Prepare(ctx)
 	if err == nil {
 		err = e.seedMap(ctx)
@@ -145,18 +146,21 @@ func (e *Engine) refreshLoop(s *mapStore) {
 	ticker := time.NewTicker(s.Heartbeat())
 	defer ticker.Stop()
 	for {
+		drained := false
 		select {
 		case <-s.stop:
 			return
 		case <-ticker.C:
+		case <-e.inflight.drained: // the last statement of an older map ended: say so now
+			drained = true
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), s.Heartbeat()*4)
 		version, err := e.MapVersion(), error(nil)
-		if e.mapRefresh() > 0 { // else only a refused write reads the map; the process still says it lives
+		if e.mapRefresh() > 0 && !drained { // else only a refused write reads the map; the process still says it lives
 			version, err = e.refreshMap(ctx)
 		}
 		if err == nil {
-			err = s.Seen(ctx, version) // the process is live, at this version
+			err = s.Seen(ctx, e.oldestRouted(version)) // the process is live, at this version
 		}
 		cancel()
 		if errors.Is(err, sql.ErrConnDone) || err != nil && strings.Contains(err.Error(), "database is closed") {
@@ -197,7 +201,8 @@ func (e *Engine) refreshMap(ctx context.Context) (int64, error) {
 		}
 		s.version = stored.Version
 		e.mapVersion.Store(stored.Version)
-		return s.version, s.Seen(ctx, s.version)
+		e.routeBy(stored.Version)
+		return s.version, s.Seen(ctx, e.oldestRouted(s.version))
 	}
 	return s.version, nil
 }

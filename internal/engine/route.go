@@ -62,6 +62,7 @@ func (e *Engine) route(kind statementKind) func(*gorm.DB) {
 		if db.Error != nil {
 			return
 		}
+		e.startRouting(db.Statement)
 		if (kind == kindUpdate || kind == kindDelete) && !sub {
 			e.holdIfAnnounced(db, kind)
 		}
@@ -408,6 +409,7 @@ func (e *Engine) rememberTransaction(db *gorm.DB) {
 func (e *Engine) finish(kind statementKind) func(*gorm.DB) {
 	return func(db *gorm.DB) {
 		doneRunning(db.Statement)
+		e.endRouting(db.Statement)
 		if kind == kindCreate {
 			dropCreateState(db.Statement)
 		}

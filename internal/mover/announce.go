@@ -15,8 +15,10 @@ import (
 const announceWait = 3 * time.Second
 
 // editMap writes the next version of the shared map as edit makes it from
-// the latest; edit reports whether it changed anything.
-func editMap(ctx context.Context, d Driver, edit func(next *mapstore.Map) bool) (int64, error) {
+// the latest, and reads it; edit reports whether it changed anything. An
+// error is the write's: the version written is read at the next refresh
+// if not now.
+func editMap(ctx context.Context, d Driver, edit func(next *mapstore.Map) (bool, error)) (int64, error) {
 	s := d.Store()
 	for range 8 { // each round loses only to another writer of the map
 		latest, err := s.Latest(ctx)
@@ -29,12 +31,12 @@ func editMap(ctx context.Context, d Driver, edit func(next *mapstore.Map) bool) 
 		next := *latest
 		next.Version, next.Floors = latest.Version+1, nil
 		next.Copies, next.Freezing = slices.Clone(latest.Copies), slices.Clone(latest.Freezing)
-		if !edit(&next) {
-			return latest.Version, nil
+		if changed, err := edit(&next); err != nil || !changed {
+			return latest.Version, err
 		}
 		if err := s.Write(ctx, &next); err == nil {
-			_, err = d.RefreshMap(ctx)
-			return next.Version, err
+			_, _ = d.RefreshMap(ctx)
+			return next.Version, nil
 		} else if !mapstore.DuplicateKey(err) {
 			return 0, err
 		}
@@ -47,9 +49,9 @@ func editMap(ctx context.Context, d Driver, edit func(next *mapstore.Map) bool) 
 // those begin, and waits (up to announceWait) for them to have read it.
 func (mv *run) announceFreeze(ctx context.Context, lasts time.Duration) error {
 	until := time.Now().Add(announceWait + lasts).UnixMilli()
-	version, err := editMap(ctx, mv.d, func(next *mapstore.Map) bool {
+	version, err := editMap(ctx, mv.d, func(next *mapstore.Map) (bool, error) {
 		next.Freezing = append(withoutFreezing(next.Freezing, mv.st.Logical), mapstore.Freezing{Logical: mv.st.Logical, Until: until})
-		return true
+		return true, nil
 	})
 	if err != nil {
 		return err
@@ -65,11 +67,11 @@ func (mv *run) announceFreeze(ctx context.Context, lasts time.Duration) error {
 // endAnnouncement withdraws the announcement of a cutover that did not
 // commit: the processes holding writes of the range let them go.
 func (mv *run) endAnnouncement(ctx context.Context) error {
-	_, err := editMap(ctx, mv.d, func(next *mapstore.Map) bool {
+	_, err := editMap(ctx, mv.d, func(next *mapstore.Map) (bool, error) {
 		kept := withoutFreezing(next.Freezing, mv.st.Logical)
 		changed := len(kept) != len(next.Freezing)
 		next.Freezing = kept
-		return changed
+		return changed, nil
 	})
 	return err
 }

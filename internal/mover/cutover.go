@@ -44,7 +44,6 @@ func (mv *run) cutover(ctx context.Context) error {
 // then any failure thaws the range, and a mover that dies leaves a freeze
 // that lapses by itself.
 func (mv *run) cutoverOnce(ctx context.Context) (err error) {
-	frozenAt := time.Now()
 	lease := mv.req.FreezeLease
 	if lease <= 0 {
 		lease = defaultFreezeLease
@@ -53,6 +52,7 @@ func (mv *run) cutoverOnce(ctx context.Context) (err error) {
 	if err := mv.announceFreeze(ctx, 3*lease); err != nil {
 		return errors.Join(err, mv.endAnnouncement(context.WithoutCancel(ctx)))
 	}
+	frozenAt := time.Now()
 	if err := mv.fence.FreezeFor(ctx, mv.source, mv.fr, lease); err != nil {
 		return errors.Join(err, mv.endAnnouncement(context.WithoutCancel(ctx)))
 	}
@@ -205,18 +205,10 @@ func (mv *run) servedByTarget() bool {
 // writeMap writes the next map version, with the range on the target and
 // the snowflake floor of the moved shards.
 func (mv *run) writeMap(ctx context.Context) (int64, error) {
-	s := mv.d.Store()
-	for range 8 { // each round loses only to another writer of the map
-		latest, err := s.Latest(ctx)
+	return editMap(ctx, mv.d, func(next *mapstore.Map) (bool, error) {
+		current, err := mv.d.MapOf(next)
 		if err != nil {
-			return 0, err
-		}
-		if latest == nil {
-			return 0, errors.New("the shared map table is empty")
-		}
-		current, err := mv.d.MapOf(latest)
-		if err != nil {
-			return 0, err
+			return false, err
 		}
 		physical := make([]shardrouter.Physical, current.Len())
 		for k := range physical {
@@ -230,23 +222,18 @@ func (mv *run) writeMap(ctx context.Context) (int64, error) {
 				physical[k].Logical = append(physical[k].Logical, mv.st.Logical)
 			}
 		}
-		next, err := shardrouter.NewMap(current.ShardCount(), physical)
+		moved, err := shardrouter.NewMap(current.ShardCount(), physical)
 		if err != nil {
-			return 0, err
+			return false, err
 		}
-		stored := mapstore.MapOf(next, latest.Version+1)
+		next.Physical = mapstore.MapOf(moved, next.Version).Physical
 		if tick := mv.snowflakeFloor(); tick > 0 {
-			stored.Floors = []mapstore.Floor{{Logical: mv.st.Logical, Tick: tick}}
+			next.Floors = []mapstore.Floor{{Logical: mv.st.Logical, Tick: tick}}
 		}
-		stored.Copies = append(slices.Clone(latest.Copies), mapstore.Physical{Name: mv.st.From, Logical: []Range{mv.st.Logical}})
-		stored.Freezing = withoutFreezing(slices.Clone(latest.Freezing), mv.st.Logical)
-		if err := s.Write(ctx, stored); err == nil {
-			return stored.Version, nil
-		} else if !mapstore.DuplicateKey(err) {
-			return 0, err
-		}
-	}
-	return 0, errors.New("other processes kept writing the shared map first")
+		next.Copies = append(next.Copies, mapstore.Physical{Name: mv.st.From, Logical: []Range{mv.st.Logical}})
+		next.Freezing = withoutFreezing(next.Freezing, mv.st.Logical)
+		return true, nil
+	})
 }
 
 // snowflakeFloor is the time tick the snowflake IDs of the moved shards must

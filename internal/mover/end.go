@@ -88,13 +88,13 @@ func (mv *run) cleanup(ctx context.Context) error {
 // forgetCopy writes the next map version without the frozen copy of r on
 // source, which is gone.
 func forgetCopy(ctx context.Context, d Driver, source string, r Range) error {
-	_, err := editMap(ctx, d, func(next *mapstore.Map) bool {
+	_, err := editMap(ctx, d, func(next *mapstore.Map) (bool, error) {
 		kept := slices.DeleteFunc(next.Copies, func(c mapstore.Physical) bool {
 			return c.Name == source && slices.Equal(c.Logical, []Range{r})
 		})
 		changed := len(kept) != len(next.Copies)
 		next.Copies = kept
-		return changed
+		return changed, nil
 	})
 	return err
 }

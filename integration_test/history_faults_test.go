@@ -1,0 +1,192 @@
+package integration
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	mysqldriver "github.com/go-sql-driver/mysql"
+	"gorm.io/driver/mysql"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/shardid/shardid"
+)
+
+// holdProxy forwards connections to a database server and can hold the
+// server's answers for a while, as a slow network or a stalled server would:
+// the statements arrive, run and commit, and their clients hear nothing
+// until the hold ends.
+type holdProxy struct {
+	listener net.Listener
+	upstream string
+	mu       sync.Mutex
+	gate     chan struct{} // closed while answers flow
+	holds    int
+	closed   bool
+	conns    []net.Conn
+}
+
+func newHoldProxy(t testing.TB, upstream string) *holdProxy {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	open := make(chan struct{})
+	close(open)
+	p := &holdProxy{listener: l, upstream: upstream, gate: open}
+	t.Cleanup(p.close)
+	go p.serve()
+	return p
+}
+
+func (p *holdProxy) addr() string { return p.listener.Addr().String() }
+
+func (p *holdProxy) serve() {
+	for {
+		client, err := p.listener.Accept()
+		if err != nil {
+			return
+		}
+		server, err := net.Dial("tcp", p.upstream)
+		if err != nil {
+			_ = client.Close()
+			continue
+		}
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			_ = client.Close()
+			_ = server.Close()
+			return
+		}
+		p.conns = append(p.conns, client, server)
+		p.mu.Unlock()
+		go func() { _, _ = io.Copy(server, client); _ = server.Close() }()
+		go func() { p.answer(client, server); _ = client.Close() }()
+	}
+}
+
+// answer copies the server's answers to the client, waiting at the gate
+// before each.
+func (p *holdProxy) answer(client, server net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := server.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			gate := p.gate
+			p.mu.Unlock()
+			<-gate
+			if _, werr := client.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// hold holds every answer for d, then lets them through.
+func (p *holdProxy) hold(d time.Duration) { time.AfterFunc(d, p.holdOn()) }
+
+// holdOn holds every answer until the function it returns is called.
+func (p *holdProxy) holdOn() (release func()) {
+	p.mu.Lock()
+	gate := make(chan struct{})
+	p.gate = gate
+	p.holds++
+	p.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			close(gate)
+			if p.gate == gate {
+				open := make(chan struct{})
+				close(open)
+				p.gate = open
+			}
+		})
+	}
+}
+
+func (p *holdProxy) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.closed = true
+	_ = p.listener.Close()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+}
+
+// physicalViaHold opens b's i-th physical database through a holdProxy.
+func physicalViaHold(t testing.TB, b backend, i int) (gorm.Dialector, *holdProxy) {
+	t.Helper()
+	switch b.name {
+	case "mariadb":
+		cfg, err := mysqldriver.ParseDSN(requireDSN(t, mysqlDSNVar))
+		must(t, err)
+		proxy := newHoldProxy(t, cfg.Addr)
+		cfg.Addr = proxy.addr()
+		cfg.DBName = fmt.Sprintf("%s_%d", cfg.DBName, i)
+		return mysql.Open(cfg.FormatDSN()), proxy
+	default:
+		u, err := url.Parse(requireDSN(t, postgresDSNVar))
+		must(t, err)
+		proxy := newHoldProxy(t, u.Host)
+		u.Host = proxy.addr()
+		u.Path = fmt.Sprintf("%s_%d", u.Path, i)
+		return postgres.Open(u.String()), proxy
+	}
+}
+
+// histProcess is one process of the history tests: a plugin on the move
+// tests' databases, the physical ones reached directly or through proxies
+// that hold their answers.
+type histProcess struct {
+	id      int
+	name    string
+	db      *gorm.DB
+	p       *shardid.Plugin
+	proxies []*holdProxy
+}
+
+// openHistProcess registers a plugin with the move tests' shards, through
+// hold proxies if proxied.
+func openHistProcess(t testing.TB, r *moveRig, id int, name string, cfg shardid.Config, proxied bool) *histProcess {
+	t.Helper()
+	hp := &histProcess{id: id, name: name}
+	cfg.Shards = moveShards(t, r.b, r.dir)
+	if proxied {
+		for k, i := range []int{moveSource, moveTarget} {
+			d, proxy := physicalViaHold(t, r.b, i)
+			cfg.Shards[k].Dialector = d
+			hp.proxies = append(hp.proxies, proxy)
+		}
+	}
+	db, err := gorm.Open(r.b.dialector(t, r.dir), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	hp.p = shardid.New(cfg)
+	if err := db.Use(hp.p); err != nil {
+		t.Fatalf("db.Use: %v", err)
+	}
+	hp.db = db
+	t.Cleanup(func() {
+		_ = hp.p.Close()
+		if sqlDB, err := db.DB(); err == nil {
+			_ = sqlDB.Close()
+		}
+	})
+	return hp
+}
