@@ -57,7 +57,7 @@ func ExamplePlugin_Move() {
 	db.Preload("Photos").First(&again, user.ID)
 	fmt.Println("read back:", again.Name, len(again.Photos), "photo")
 	// Output:
-	// copied: 1 user, 1 photo; map version 3
+	// copied: 1 user, 1 photo; map version 5
 	// shard 7000 is on b
 	// read back: ada 1 photo
 }

@@ -244,13 +244,13 @@ func testOperatorsCommands(t *testing.T, e opsEnv) {
 
 	// The move: a report, the rows on c, the new map.
 	out = mustRun(t, append(args, "--chunk", "2")...)
-	wantIn(t, out, "moved logical shards 0-1023 from a to c", "shardid_cmd_items  4 rows copied", "changes replayed  0", "frozen  ", "map version       3", // 2 announced the cutover
+	wantIn(t, out, "moved logical shards 0-1023 from a to c", "shardid_cmd_items  4 rows copied", "changes replayed  0", "frozen  ", "map version       5", // 2 to 4 announced the triggers and the cutover
 		"move: copy shardid_cmd_items") // the plain progress line, stderr not being a terminal
 	if got := idsIn(t, c, layout, moving); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("c holds %v of the range after the move, want %v", got, want)
 	}
 	out = mustRun(t, "map", "--config", e.config)
-	wantIn(t, out, "map version 3: 8192 logical shards on 3 physical databases", "a  1024-4095  3072 logical shards",
+	wantIn(t, out, "map version 5: 8192 logical shards on 3 physical databases", "a  1024-4095  3072 logical shards",
 		"b  4096-8191  4096 logical shards", "c  0-1023     1024 logical shards", "a keeps a frozen copy")
 	wantIn(t, mustRun(t, "move", "status", "--config", e.config), "0-1023  a     c   serving  4")
 
@@ -266,8 +266,8 @@ func testOperatorsCommands(t *testing.T, e opsEnv) {
 		t.Fatalf("a holds %v of its own shards after the cleanup, want 2 rows", got)
 	}
 	wantIn(t, mustRun(t, "move", "status", "--config", e.config), "0-1023  a     c   cleaned")
-	// The cleanup wrote the map without a's copy: version 4.
-	wantIn(t, mustRun(t, "verify", "--config", e.config), "all rows are on the database their shard maps to (map version 4)")
+	// The cleanup wrote the map without a's copy: version 6.
+	wantIn(t, mustRun(t, "verify", "--config", e.config), "all rows are on the database their shard maps to (map version 6)")
 
 	// A row written on a wrong database on purpose is found, and nothing once it is gone.
 	stray := layout.Compose(now, 5, 999) // shard 5 is on c now
@@ -329,7 +329,7 @@ func testOperatorsCommands(t *testing.T, e opsEnv) {
 		t.Fatalf("the move stopped during its copy returned %v", err)
 	}
 	out = mustRun(t, "move", "--config", e.config, "--shards", "6000-6100", "--to", "c")
-	wantIn(t, out, "moved (resumed) logical shards 6000-6100 from b to c", "shardid_cmd_items  1 row copied", "map version       6")
+	wantIn(t, out, "moved (resumed) logical shards 6000-6100 from b to c", "shardid_cmd_items  1 row copied", "map version       12") // each prepare and cutover announces itself in a version of its own
 	if got := idsIn(t, c, layout, resumed); len(got) != 1 {
 		t.Fatalf("c holds %v of the resumed range, want its row", got)
 	}

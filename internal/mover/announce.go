@@ -12,7 +12,7 @@ import (
 // announceWait bounds how long a cutover waits for the live processes to
 // read its announcement; one that has not held nothing, and its writes the
 // triggers refuse as before.
-const announceWait = 3 * time.Second
+const announceWait = 2 * time.Second
 
 // editMap writes the next version of the shared map as edit makes it from
 // the latest, and reads it; edit reports whether it changed anything. An
@@ -44,9 +44,11 @@ func editMap(ctx context.Context, d Driver, edit func(next *mapstore.Map) (bool,
 	return 0, errors.New("shardid: other processes kept writing the shared map first")
 }
 
-// announceFreeze tells the processes that the range's cutover begins, so
-// that they hold the writes of it that cannot be run again alone before
-// those begin, and waits (up to announceWait) for them to have read it.
+// announceFreeze tells the processes that the range's cutover (or the
+// creation of its triggers) begins, so that they hold the writes of it that
+// cannot be run again alone before those begin, and waits (up to
+// announceWait) for them to have read it; the announcement lasts until
+// withdrawn, or announceWait and lasts at the most.
 func (mv *run) announceFreeze(ctx context.Context, lasts time.Duration) error {
 	until := time.Now().Add(announceWait + lasts).UnixMilli()
 	version, err := editMap(ctx, mv.d, func(next *mapstore.Map) (bool, error) {

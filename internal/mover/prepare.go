@@ -3,9 +3,11 @@ package mover
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
+	"time"
 
 	"github.com/shardid/shardid/internal/fence"
 	"github.com/shardid/shardid/internal/sqlscan"
@@ -46,11 +48,19 @@ func (mv *run) prepare(ctx context.Context) error {
 	if err := mv.fence.Open(ctx, mv.source, mv.fr, mv.st.To); err != nil {
 		return err
 	}
+	// A write racing a trigger's creation is refused (MySQL), and one whose
+	// Before hooks ran cannot be run again alone: such writes are held.
+	if err := mv.announceFreeze(ctx, time.Minute); err != nil {
+		return errors.Join(err, mv.endAnnouncement(context.WithoutCancel(ctx)))
+	}
 	for _, t := range mv.tables {
 		if err := mv.fence.Install(ctx, mv.source, t.fenced); err != nil {
-			return fmt.Errorf("triggers on %s.%s: %w", mv.st.From, t.name, err)
+			return errors.Join(fmt.Errorf("triggers on %s.%s: %w", mv.st.From, t.name, err), mv.endAnnouncement(context.WithoutCancel(ctx)))
 		}
 		mv.progress(Progress{Phase: PhasePrepare, Step: "triggers", Table: t.name})
+	}
+	if err := mv.endAnnouncement(ctx); err != nil {
+		return err
 	}
 	return mv.advance(ctx)
 }
