@@ -287,3 +287,49 @@ func TestHeldWriteRunsWhereAFailedCutoverThawed(t *testing.T) {
 		}
 	})
 }
+
+// TestStaleFanOutWriteMissesNoRowOfAMovedRange: a process that has not read
+// the new map yet updates rows over every shard, among them a row created on
+// the target after the cutover and one of the target's own. Its part on the
+// source keeps to the ranges
+// its old map gives the source, the moved one among them, where the source's
+// sealed fence says the range moved: the statement fails with
+// ErrShardMoved, nothing written, and run again by the map it then reads it
+// updates both rows on the target.
+func TestStaleFanOutWriteMissesNoRowOfAMovedRange(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		// The target serves shards of its own, so the update has a part on each.
+		r := newMoveRigServing(t, b, t.TempDir(), []shardid.Range{{From: 0, To: 99}})
+		r.seedUsers(t, 20)
+		staleDB, stale := r.open(t, shardid.Config{MapRefresh: time.Hour})
+		report := r.move(t, shardid.Move{})
+		fresh := MvUser{Name: "created after the cutover"}
+		must(t, r.db.Clauses(shardid.OnShard(movingRange.From)).Create(&fresh).Error)
+		must(t, r.db.Clauses(shardid.OnShard(5)).Create(&MvUser{Name: fresh.Name}).Error)
+		rename := func() *gorm.DB {
+			return staleDB.Model(&MvUser{}).Clauses(shardid.AllShards()).Where("name = ?", fresh.Name).Update("name", "renamed")
+		}
+		res := rename()
+		if res.Error == nil && res.RowsAffected != 2 {
+			t.Fatalf("the stale process's update over every shard updated %d of the 2 rows and said nothing (map version %d, the move's %d)", res.RowsAffected, stale.MapVersion(), report.MapVersion)
+		}
+		if res.Error != nil {
+			if !errors.Is(res.Error, shardid.ErrShardMoved) {
+				t.Fatalf("the stale update: %v, want ErrShardMoved", res.Error)
+			}
+			var untouched int64
+			must(t, r.target.Model(&MvUser{}).Where("name = ?", fresh.Name).Count(&untouched).Error)
+			if untouched != 2 {
+				t.Fatalf("the refused update wrote %d rows on the target", 2-untouched)
+			}
+			if res = rename(); res.Error != nil || res.RowsAffected != 2 {
+				t.Fatalf("the update run again: %v, %d rows", res.Error, res.RowsAffected)
+			}
+		}
+		var got MvUser
+		must(t, r.target.First(&got, fresh.ID).Error)
+		if got.Name != "renamed" {
+			t.Errorf("the row on the target is %q", got.Name)
+		}
+	})
+}

@@ -31,6 +31,8 @@ type Part struct {
 	// no key value pins must read and write only their rows, since a
 	// database may hold a move's copy of a range it does not serve.
 	Keep []Range
+	// Pinned says a key value pins the part's rows to the shards it names.
+	Pinned bool
 }
 
 // PlanParts plans a statement on databases whose conditions are where: each
@@ -61,7 +63,7 @@ func PlanParts(where []clause.Expression, keys []KeyColumn, databases []int, m *
 	}
 	pinned := slices.ContainsFunc(lists, func(l []list) bool { return len(l) > 0 })
 	for _, k := range databases {
-		part := Part{Database: k, Values: make([][][]any, len(keys))}
+		part := Part{Database: k, Values: make([][][]any, len(keys)), Pinned: pinned}
 		if !pinned {
 			part.Keep = m.keep(k)
 		}

@@ -100,6 +100,9 @@ func (e *Engine) part(db *gorm.DB, m *model, planned shardrouter.Part) *gorm.DB 
 		part.Statement.ConnPool = pool
 	}
 	part.Statement.Settings.Store(pinKey{}, pin{schema: db.Statement.Schema, physical: k})
+	if !planned.Pinned {
+		part.Statement.Settings.Store(partRangesKey{part.Statement}, planned.Keep)
+	}
 	return part
 }
 

@@ -77,7 +77,10 @@ func (e *Engine) retryMoved(kind statementKind, executor string) func(*gorm.DB) 
 			return
 		}
 		if db.Error == nil {
-			if kind != kindCreate && db.RowsAffected == 0 && !db.DryRun {
+			if kind != kindCreate && !db.DryRun {
+				e.partOnStaleMap(db)
+			}
+			if kind != kindCreate && db.Error == nil && db.RowsAffected == 0 && !db.DryRun {
 				e.missedOnStaleMap(db, kind, executorOf(db, kind, executor))
 			}
 			return
@@ -170,6 +173,40 @@ func (e *Engine) missedOnStaleMap(db *gorm.DB, kind statementKind, execute func(
 		return
 	}
 	e.movedStats.retried.Add(1)
+}
+
+// partRangesKey is the Statement.Settings key of the ranges a part of an
+// update or delete over several databases kept to (nil: every shard), for a
+// part no key value pins.
+type partRangesKey struct{ stmt *gorm.Statement }
+
+// partOnStaleMap refuses a part, kept to its database's ranges by a map
+// older than a cutover the database sealed since: rows of the sealed range
+// created on the new database are not in it. Its statement then fails
+// whole, every part rolled back, and its process reads the map.
+func (e *Engine) partOnStaleMap(db *gorm.DB) {
+	stmt := db.Statement
+	kept, ok := stmt.Settings.Load(partRangesKey{stmt})
+	if !ok {
+		return
+	}
+	k, known := e.ranOn(stmt)
+	if !known {
+		return
+	}
+	sealed, err := e.fence().Sealed(stmt.Context, stmt.ConnPool)
+	if err != nil {
+		db.AddError(fmt.Errorf("shardid: whether a range of %s moved cannot be read: %w", e.physical[k].name, err))
+		return
+	}
+	keep := kept.([]Range)
+	for _, r := range sealed {
+		if keep == nil || slices.ContainsFunc(keep, func(own Range) bool { return own.From <= r.To && r.From <= own.To }) {
+			db.AddError(&MovedError{Shard: r.From, To: "another database", Why: "a part of a statement over several databases, routed by a map before the move; run it again"})
+			e.movedStats.failed.Add(1)
+			return
+		}
+	}
 }
 
 // namesRanges reports whether the statement may name a row of ranges: it is
