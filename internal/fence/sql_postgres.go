@@ -46,8 +46,9 @@ func (d postgresDialect) prepare(ctx context.Context, db *sql.DB) error {
 
 func (d postgresDialect) install(ctx context.Context, db *sql.DB, f Fence, t Table) error {
 	return d.locked(ctx, db, func(tx *sql.Tx) error {
-		// Writers queue behind a trigger waiting for the table: wait briefly, then again.
-		if _, err := tx.ExecContext(ctx, "SET LOCAL lock_timeout = '"+installLockWait+"'"); err != nil {
+		// Writers queue behind a trigger waiting for the table: wait briefly,
+		// then again (in seconds: a number alone would be milliseconds).
+		if _, err := tx.ExecContext(ctx, "SET LOCAL lock_timeout = '"+installLockWait+"s'"); err != nil {
 			return err
 		}
 		var schema, dataType string
