@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -172,11 +173,66 @@ func (mv *run) sameColumns(ctx context.Context) error {
 			return err
 		}
 		if !slices.Equal(now, t.columns) {
-			return fmt.Errorf("%w: %s: its columns changed during the move (%v, now %v); run the move again, which copies it anew",
-				ErrVerify, t.name, t.columns, now)
+			return columnsChanged(t, mv.st.From, describeChange(t.columns, now))
 		}
 	}
 	return nil
+}
+
+// columnsChangedUnder makes a phase's failure the move's check failing when
+// a table's columns changed under it (a migration during the move): the
+// copy's and the replay's SQL name the columns the copy began with, and one
+// dropped since fails them with the driver's error. A failure with the
+// columns as they were is returned as it is.
+func (mv *run) columnsChangedUnder(ctx context.Context, failure error) error {
+	if errors.Is(failure, ErrVerify) || ctx.Err() != nil {
+		return failure
+	}
+	for _, t := range mv.tables {
+		onSource, err := columnsOf(ctx, mv.source, t.dialect, t.name)
+		if err == nil && !slices.Equal(onSource, t.columns) {
+			return fmt.Errorf("%w (it failed with: %v)", columnsChanged(t, mv.st.From, describeChange(t.columns, onSource)), failure)
+		}
+		// The target may hold more columns than the source, not fewer.
+		onTarget, err := columnsOf(ctx, mv.target, t.dialect, t.name)
+		if lacks := missing(t.columns, onTarget); err == nil && len(lacks) > 0 {
+			return fmt.Errorf("%w (it failed with: %v)", columnsChanged(t, mv.st.To, "dropped "+strings.Join(lacks, ", ")), failure)
+		}
+	}
+	return failure
+}
+
+// columnsChanged is the check's failure for a table whose columns changed
+// on database db during the move.
+func columnsChanged(t *movedTable, db, change string) error {
+	return fmt.Errorf("%w: %s: its columns changed on %s during the move (%s); run the move again, which copies it anew",
+		ErrVerify, t.name, db, change)
+}
+
+// describeChange names the columns added to before and dropped from it.
+func describeChange(before, now []string) string {
+	var parts []string
+	if added := missing(now, before); len(added) > 0 {
+		parts = append(parts, "added "+strings.Join(added, ", "))
+	}
+	if dropped := missing(before, now); len(dropped) > 0 {
+		parts = append(parts, "dropped "+strings.Join(dropped, ", "))
+	}
+	if len(parts) == 0 {
+		return "reordered"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// missing is the columns of want that have lacks: added or dropped ones.
+func missing(want, have []string) []string {
+	var out []string
+	for _, c := range want {
+		if !slices.Contains(have, c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // summarizeBoth summarizes a table's rows of the range on both sides at
