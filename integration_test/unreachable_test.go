@@ -115,6 +115,35 @@ func physicalAt(t *testing.T, b backend, i int, mode string) (gorm.Dialector, *f
 	return postgres.Open(u.String()), server
 }
 
+// plugged opens b's main database with the plugin over two physical
+// databases: "up", b's physical database 0, with the lower half of the
+// logical shards, and "gone", opened with dialector, with the upper half;
+// the author table is made fresh on both.
+func plugged(t *testing.T, b backend, dialector gorm.Dialector) *gorm.DB {
+	t.Helper()
+	count := shardid.Layout{}.ShardCount()
+	list := []shardid.Shard{
+		{Name: "up", Dialector: b.physical(t, "", 0), Logical: []shardid.Range{{From: 0, To: count/2 - 1}}},
+		{Name: "gone", Dialector: dialector, Logical: []shardid.Range{{From: count / 2, To: count - 1}}},
+	}
+	for _, d := range direct(t, b, "")[:2] {
+		must(t, d.Migrator().DropTable(&author{}))
+		must(t, d.AutoMigrate(&author{}))
+	}
+	db, err := gorm.Open(b.dialector(t, ""), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	t.Cleanup(func() {
+		if sqlDB, err := db.DB(); err == nil {
+			_ = sqlDB.Close()
+		}
+	})
+	p := shardid.New(shardid.Config{Shards: list, ConnectTimeout: connectTimeout})
+	firstStart(t, db)
+	bounded(t, "db.Use", func() error { return db.Use(p) })
+	t.Cleanup(func() { _ = p.Close() })
+	return db
+}
+
 // The bound of the tests: a fault is reported within connectTimeout, with
 // room for a busy machine.
 const (
@@ -150,26 +179,8 @@ func unreachableShard(t *testing.T, b backend, mode string, later bool) {
 		first = answering
 	}
 	dialector, server := physicalAt(t, b, 1, first)
+	db := plugged(t, b, dialector)
 	count := shardid.Layout{}.ShardCount()
-	list := []shardid.Shard{
-		{Name: "up", Dialector: b.physical(t, "", 0), Logical: []shardid.Range{{From: 0, To: count/2 - 1}}},
-		{Name: "gone", Dialector: dialector, Logical: []shardid.Range{{From: count / 2, To: count - 1}}},
-	}
-	for _, d := range direct(t, b, "")[:2] {
-		must(t, d.Migrator().DropTable(&author{}))
-		must(t, d.AutoMigrate(&author{}))
-	}
-	db, err := gorm.Open(b.dialector(t, ""), &gorm.Config{Logger: logger.Discard})
-	must(t, err)
-	t.Cleanup(func() {
-		if sqlDB, err := db.DB(); err == nil {
-			_ = sqlDB.Close()
-		}
-	})
-	p := shardid.New(shardid.Config{Shards: list, ConnectTimeout: connectTimeout})
-	firstStart(t, db)
-	bounded(t, "db.Use", func() error { return db.Use(p) })
-	t.Cleanup(func() { _ = p.Close() })
 	up := &author{Name: "on the database that is up"}
 	must(t, db.Clauses(shardid.OnShard(0)).Create(up).Error)
 	kept := &author{Name: "on the database that goes"}
@@ -186,14 +197,7 @@ func unreachableShard(t *testing.T, b backend, mode string, later bool) {
 		what string
 		run  func() error
 	}{
-		{"a read", func() error { return db.First(&author{}, kept.ID).Error }},
-		{"a create", func() error { return db.Clauses(shardid.OnShard(count - 1)).Create(&author{Name: "x"}).Error }},
-		{"an update", func() error { return db.Model(&author{ID: kept.ID}).Update("name", "changed").Error }},
-		{"a count over every shard", func() error { return db.Clauses(shardid.AllShards()).Model(&author{}).Count(&n).Error }},
-		// Last: a Begin on a connection lost while idle, and used within the
-		// last second, gets pgx's "conn closed", not naming the database
-		// (issue 16); the statements above use such connections up.
-		{"a transaction", func() error {
+		{"a transaction", func() error { // first: its Begin meets a connection the fault dropped
 			ran := false
 			err := db.Clauses(shardid.ByID(kept.ID)).Transaction(func(tx *gorm.DB) error {
 				ran = true
@@ -204,6 +208,10 @@ func unreachableShard(t *testing.T, b backend, mode string, later bool) {
 			}
 			return err
 		}},
+		{"a read", func() error { return db.First(&author{}, kept.ID).Error }},
+		{"a create", func() error { return db.Clauses(shardid.OnShard(count - 1)).Create(&author{Name: "x"}).Error }},
+		{"an update", func() error { return db.Model(&author{ID: kept.ID}).Update("name", "changed").Error }},
+		{"a count over every shard", func() error { return db.Clauses(shardid.AllShards()).Model(&author{}).Count(&n).Error }},
 	} {
 		err := bounded(t, statement.what, statement.run)
 		if !errors.Is(err, shardid.ErrShardUnavailable) || !strings.Contains(err.Error(), "gone") {
@@ -250,5 +258,109 @@ func bounded(t *testing.T, what string, statement func() error) error {
 	case <-time.After(time.Minute):
 		t.Fatalf("%s is still waiting after a minute, with a ConnectTimeout of %v", what, connectTimeout)
 		return nil
+	}
+}
+
+// TestUnreachableEndedConnectionsRedial: on MariaDB and PostgreSQL, once the
+// server has ended the pooled connections to a physical database (as a
+// restart or an administrator's kill does) right after they served, a
+// transaction on it begins on a new connection, where a read then runs: a
+// Begin on a lost connection is retried, not failed with the driver's error
+// (issue 16).
+func TestUnreachableEndedConnectionsRedial(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		db := plugged(t, b, b.physical(t, "", 1))
+		s := shardid.Layout{}.ShardCount() - 1
+		a := &author{Name: "before the kill"}
+		must(t, db.Clauses(shardid.OnShard(s)).Create(a).Error)
+		must(t, db.First(&author{}, a.ID).Error) // a second use: pgx checks a connection again only after a second idle
+		endConnections(t, b, 1)
+
+		ran := false
+		err := db.Clauses(shardid.OnShard(s)).Transaction(func(tx *gorm.DB) error {
+			ran = true
+			return tx.Create(&author{Name: "in a transaction"}).Error
+		})
+		if err != nil || !ran {
+			t.Fatalf("a transaction after the kill: %v, its function ran: %v; want it begun on a new connection", err, ran)
+		}
+		// After it, on its new connection: a read is not retried on an ended one, as pgx may have sent it.
+		if err := db.First(&author{}, a.ID).Error; err != nil {
+			t.Fatalf("a read after the transaction: %v", err)
+		}
+	})
+}
+
+// TestUnreachableBeginAfterRefusal: on MariaDB and PostgreSQL, a Begin on a
+// physical database whose server has dropped its connections and now
+// refuses new ones fails within ConnectTimeout with ErrShardUnavailable
+// naming the database, and begins once the server answers again.
+func TestUnreachableBeginAfterRefusal(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		dialector, server := physicalAt(t, b, 1, answering)
+		db := plugged(t, b, dialector)
+		s := shardid.Layout{}.ShardCount() - 1
+		a := &author{Name: "before the refusal"}
+		must(t, db.Clauses(shardid.OnShard(s)).Create(a).Error)
+		must(t, db.First(&author{}, a.ID).Error) // used again: pgx will not check it for a second
+		server.set(t, refusing)
+
+		err := bounded(t, "a Begin", func() error {
+			tx := db.Clauses(shardid.OnShard(s)).Begin()
+			if tx.Error == nil {
+				tx.Rollback()
+			}
+			return tx.Error
+		})
+		if !errors.Is(err, shardid.ErrShardUnavailable) || !strings.Contains(err.Error(), "gone") {
+			t.Errorf("a Begin on the refusing database: %v; want ErrShardUnavailable naming it", err)
+		}
+
+		server.set(t, answering)
+		serves(t, db, s)
+	})
+}
+
+// endConnections has the server of b end every connection to b's physical
+// database i, from an administrator's connection to the main database, and
+// waits until they are gone.
+func endConnections(t *testing.T, b backend, i int) {
+	t.Helper()
+	admin, err := gorm.Open(b.dialector(t, ""), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	defer func() {
+		if sqlDB, err := admin.DB(); err == nil {
+			_ = sqlDB.Close()
+		}
+	}()
+	var database, list, kill string
+	if b.name == "mariadb" {
+		cfg, err := mysqldriver.ParseDSN(requireDSN(t, mysqlDSNVar))
+		must(t, err)
+		database = fmt.Sprintf("%s_%d", cfg.DBName, i)
+		list, kill = "SELECT id FROM information_schema.processlist WHERE db = ?", "KILL CONNECTION %d"
+	} else {
+		u, err := url.Parse(requireDSN(t, postgresDSNVar))
+		must(t, err)
+		database = fmt.Sprintf("%s_%d", strings.TrimPrefix(u.Path, "/"), i)
+		list, kill = "SELECT pid FROM pg_stat_activity WHERE datname = ?", "SELECT pg_terminate_backend(%d)"
+	}
+	var ids []int64
+	must(t, admin.Raw(list, database).Scan(&ids).Error)
+	if len(ids) == 0 {
+		t.Fatalf("no connection to %s to end", database)
+	}
+	for _, id := range ids {
+		must(t, admin.Exec(fmt.Sprintf(kill, id)).Error)
+	}
+	for deadline := time.Now().Add(faultBound); ; time.Sleep(10 * time.Millisecond) {
+		var left []int64
+		must(t, admin.Raw(list, database).Scan(&left).Error)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("connections %v to %s still there after %v", left, database, faultBound)
+		}
 	}
 }

@@ -65,7 +65,8 @@ func boundedDialector(d gorm.Dialector, name string, timeout time.Duration) (_ g
 // boundedConnector bounds each connection's dial and handshake (which ends
 // with the server's first answer) by timeout, and names the database in the
 // errors of one that cannot be reached, wherever the connection was asked
-// for: a statement, a transaction's begin, a ping.
+// for: a statement, a transaction's begin, a ping. Its connections are
+// boundedConns, which begin again on another when the server has ended them.
 type boundedConnector struct {
 	driver.Connector
 	name    string
@@ -78,7 +79,7 @@ func (c boundedConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	conn, err := c.Connector.Connect(bounded)
 	switch {
 	case err == nil:
-		return conn, nil
+		return &boundedConn{Conn: conn, name: c.name}, nil
 	case ctx.Err() == nil && bounded.Err() != nil: // our bound, not the caller's deadline
 		return nil, &noAnswerError{name: c.name, timeout: c.timeout}
 	case sqlerr.Unreachable(err):

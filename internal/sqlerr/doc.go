@@ -12,4 +12,7 @@
 // type has no method to ask through an interface. [Postgres] recognises any
 // error with a SQLState method, as pgx's *pgconn.PgError and lib/pq's *Error
 // have. Both search the error's whole tree, as errors.As does.
+// [Unreachable] tells a database that could not be reached, or a connection
+// lost, from a statement the server refused; [Unsent] an error the driver
+// had before it sent anything (pgx's SafeToRetry).
 package sqlerr

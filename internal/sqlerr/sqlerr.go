@@ -112,3 +112,13 @@ func Unreachable(err error) bool {
 	}
 	return first(err, func(e error) bool { return e.Error() == "invalid connection" }) != nil // the driver's ErrInvalidConn
 }
+
+// Unsent reports whether the driver says that err occurred before anything
+// was sent to the server, so that the statement may be sent again on
+// another connection: an error with a SafeToRetry method answering true, as
+// pgx's are (among them its "conn closed", pgconn.ErrConnClosed, of a
+// connection found closed when it was to be used).
+func Unsent(err error) bool {
+	var retry interface{ SafeToRetry() bool }
+	return errors.As(err, &retry) && retry.SafeToRetry()
+}

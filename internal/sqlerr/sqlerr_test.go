@@ -72,3 +72,26 @@ func TestUnreachableToldFromRefusals(t *testing.T) {
 		}
 	}
 }
+
+// retryError has the shape of pgx's errors with a SafeToRetry method, as its
+// connLockError ("conn closed") is.
+type retryError struct{ safe bool }
+
+func (e *retryError) Error() string     { return "conn closed" }
+func (e *retryError) SafeToRetry() bool { return e.safe }
+
+// An error the driver says it had before sending anything is told from one
+// it had after, or that does not say.
+func TestUnsent(t *testing.T) {
+	for _, err := range []error{&retryError{safe: true}, fmt.Errorf("begin: %w", &retryError{safe: true})} {
+		if !Unsent(err) {
+			t.Errorf("Unsent(%v) = false", err)
+		}
+	}
+	for _, err := range []error{nil, &retryError{}, errors.New("conn closed"), driver.ErrBadConn,
+		&stateError{Code: "57P01", Message: "terminating connection due to administrator command"}} {
+		if Unsent(err) {
+			t.Errorf("Unsent(%v) = true", err)
+		}
+	}
+}
