@@ -43,6 +43,21 @@ func ByKey(key any) Clause { return Clause{engine.ByKey(key)} }
 // after another.
 func AllShards() Clause { return Clause{engine.AllShards()} }
 
+// AcrossShards begins a transaction over several shards:
+//
+//	db.Clauses(shardid.AcrossShards()).Transaction(func(tx *gorm.DB) error { … })
+//
+// Each statement in it is routed on its own, as outside a transaction, and
+// runs in a branch of the transaction on its physical database, opened on
+// first use (unsharded models: on the plugin's database). Commit commits
+// every branch with two-phase commit (see Config.Atomic): all of it or none,
+// also if the process dies midway (RecoverTransactions). Rollback, or an
+// error, rolls every branch back; savepoints (a nested Transaction) apply
+// to every branch. Reads see each database's own snapshot: the transaction
+// is atomic, not isolated across databases. Outside Begin or Transaction
+// the clause does nothing.
+func AcrossShards() Clause { return Clause{engine.AcrossShards()} }
+
 // ModifyStatement implements gorm.StatementModifier. Outside a transaction it
 // also points the statement at the shard's database, so that Begin and
 // Transaction begin there.

@@ -41,6 +41,15 @@ var (
 	// ErrPluginNotOpen is returned by [Plugin.Ping] for a nil plugin, one never
 	// registered with db.Use, or one closed.
 	ErrPluginNotOpen = engine.ErrPluginNotOpen
+	// ErrNotAtomic is returned, before anything is written, for a write over
+	// several physical databases that cannot commit atomically: SQLite, or a
+	// PostgreSQL server with max_prepared_transactions = 0. Set
+	// Config.Atomic to BestEffort to write it part by part.
+	ErrNotAtomic = engine.ErrNotAtomic
+	// ErrInDoubt is returned when a write over several databases prepared
+	// everywhere but its commit decision could not be recorded: recovery
+	// (RecoverTransactions) commits or rolls it back, wholly.
+	ErrInDoubt = engine.ErrInDoubt
 	// ErrShardsDisagree is returned by the shard-aware migrator when the physical
 	// databases answer a question about a sharded table differently; the error
 	// names them. The yes/no questions (HasTable, ...) cannot return it: they

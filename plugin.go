@@ -60,6 +60,20 @@ type Config struct {
 	// its logical shard has just moved, is held for the new map and retried
 	// on the new database before it fails with ErrShardMoved. Default: 5s.
 	MoveWait time.Duration
+	// Atomic says what a write over several physical databases promises (a
+	// Create batch split over them, an update or delete over several, a
+	// transaction begun with AcrossShards). Default: TwoPhaseCommit, all of
+	// it or none, with the servers' two-phase commit (MySQL/MariaDB XA,
+	// PostgreSQL PREPARE TRANSACTION, which needs max_prepared_transactions
+	// above 0); on SQLite, which has none, such a write is refused with
+	// ErrNotAtomic. BestEffort writes each database's part in a transaction
+	// of its own, as before: a part that fails leaves the others written.
+	Atomic Atomicity
+	// InDoubtAfter is how long RecoverTransactions leaves a prepared branch
+	// without a decision to its coordinator while that process still runs;
+	// a coordinator that stopped has its branches rolled back at once.
+	// Recovery runs at db.Use and every half of it. Default: 1m.
+	InDoubtAfter time.Duration
 	// MapTable names the shared map's table in the plugin's database, for
 	// several sets of shards that share that database. Default:
 	// shardid_shard_map.
@@ -167,7 +181,7 @@ func (c Config) engine() engine.Config {
 		Layout: c.Layout, DefaultStrategy: c.DefaultStrategy, Snowflake: engine.SnowflakeConfig(c.Snowflake),
 		Segment: c.Segment, Ticket: engine.TicketConfig{Servers: servers, Options: c.Ticket.Options}, Shards: shards,
 		ConnectTimeout: c.ConnectTimeout, MapRefresh: c.MapRefresh, PoolIdleTimeout: c.PoolIdleTimeout, MoveWait: c.MoveWait,
-		MapTable: c.MapTable, LogPhysical: c.LogPhysical, Log: c.Log, Clock: c.clock,
+		Atomic: engine.Atomicity(c.Atomic), InDoubtAfter: c.InDoubtAfter, MapTable: c.MapTable, LogPhysical: c.LogPhysical, Log: c.Log, Clock: c.clock,
 	}
 }
 
@@ -181,6 +195,21 @@ func (p *Plugin) Layout() Layout { return p.engine().Layout() }
 // generator per strategy and registers the callbacks. It fails with
 // [ErrInvalidLayout] or [ErrInvalidConfig].
 func (p *Plugin) Initialize(db *gorm.DB) error { return p.engine().Initialize(db) }
+
+// RecoverTransactions finishes the writes over several databases that a
+// process left prepared when it stopped or lost a database midway: a branch
+// whose commit was recorded is committed, one without a decision whose
+// process no longer runs (or has had it for Config.InDoubtAfter) is rolled
+// back. Each action is logged through Config.Log with its global
+// transaction ID. The plugin runs it at db.Use and then periodically; the
+// command `shardid recover` runs it once.
+func (p *Plugin) RecoverTransactions(ctx context.Context) error {
+	return p.engine().RecoverTransactions(ctx)
+}
+
+// TransactionStats counts the writes over several databases committed in
+// two phases, by outcome.
+func (p *Plugin) TransactionStats() TransactionStats { return p.engine().TransactionStats() }
 
 // Close releases the snowflake worker leases and stops the strategies'
 // background work, then closes the physical databases the plugin opened from

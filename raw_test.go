@@ -201,7 +201,7 @@ func twoSQLiteShards(t *testing.T) (*gorm.DB, *Plugin, []*gorm.DB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := New(Config{Shards: []Shard{
+	p := New(Config{Atomic: BestEffort, Shards: []Shard{
 		{Name: "s0", Dialector: sqlite.Open(dsn("s0.db")), Logical: []Range{{From: 0, To: half - 1}}},
 		{Name: "s1", Dialector: sqlite.Open(dsn("s1.db")), Logical: []Range{{From: half, To: 2*half - 1}}},
 	}})

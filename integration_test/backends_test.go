@@ -33,6 +33,15 @@ type backend struct {
 	physical func(t testing.TB, dir string, i int) gorm.Dialector
 }
 
+// atomicity is the Config.Atomic the suite gives b: SQLite has no two-phase
+// commit, so there the tests write over several databases part by part.
+func (b backend) atomicity() shardid.Atomicity {
+	if b.name == "sqlite" {
+		return shardid.BestEffort
+	}
+	return shardid.TwoPhaseCommit
+}
+
 // physicalShards is how many physical databases the routing tests spread
 // the logical shards over; testdb creates them as <package database>_0 .. _3.
 const physicalShards = 4
@@ -129,9 +138,13 @@ func firstStart(t testing.TB, db *gorm.DB) {
 	}
 }
 
-// open connects to the backend with the plugin registered.
+// open connects to the backend with the plugin registered; a cfg that
+// leaves Atomic at its zero value gets the backend's atomicity.
 func open(t testing.TB, b backend, dir string, cfg shardid.Config) *gorm.DB {
 	t.Helper()
+	if cfg.Atomic == shardid.TwoPhaseCommit {
+		cfg.Atomic = b.atomicity()
+	}
 	db, err := gorm.Open(b.dialector(t, dir), &gorm.Config{Logger: logger.Discard})
 	if err != nil {
 		t.Fatalf("open %s: %v", b.name, err)

@@ -98,7 +98,7 @@ func newRig(t *testing.T, b backend) *dtRig {
 			t.Fatalf("drop: %v", err)
 		}
 	}
-	r.p = shardid.New(shardid.Config{Shards: list})
+	r.p = shardid.New(shardid.Config{Shards: list, Atomic: b.atomicity()})
 	r.db = openDirect(b.dialector(t, dir))
 	firstStart(t, r.db)
 	if err := r.db.Use(r.p); err != nil {

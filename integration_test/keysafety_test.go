@@ -79,7 +79,7 @@ func newKeys(t *testing.T, b backend) *keys {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := shardid.New(shardid.Config{Shards: shards(t, b, dir)})
+	p := shardid.New(shardid.Config{Shards: shards(t, b, dir), Atomic: b.atomicity()})
 	firstStart(t, mainDB)
 	if err := mainDB.Use(p); err != nil {
 		t.Fatal(err)

@@ -108,9 +108,13 @@ func newMoveRigServing(t testing.TB, b backend, dir string, targetServes []shard
 }
 
 // open registers a plugin with the move tests' shards on a new connection
-// to the main database.
+// to the main database; a cfg that leaves Atomic at its zero value gets the
+// backend's atomicity.
 func (r *moveRig) open(t testing.TB, cfg shardid.Config) (*gorm.DB, *shardid.Plugin) {
 	t.Helper()
+	if cfg.Atomic == shardid.TwoPhaseCommit {
+		cfg.Atomic = r.b.atomicity()
+	}
 	db, err := gorm.Open(r.b.dialector(t, r.dir), &gorm.Config{Logger: logger.Discard})
 	if err != nil {
 		t.Fatal(err)

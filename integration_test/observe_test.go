@@ -165,7 +165,7 @@ func TestOpenTelemetrySpans(t *testing.T) {
 		firstStart(t, db)
 		// The OpenTelemetry plugin first, as the documentation says, then shardid.
 		must(t, db.Use(tracing.NewPlugin(tracing.WithTracerProvider(tp), tracing.WithoutMetrics())))
-		ids := shardid.New(shardid.Config{Shards: list})
+		ids := shardid.New(shardid.Config{Shards: list, Atomic: b.atomicity()})
 		must(t, db.Use(ids))
 		t.Cleanup(func() { _ = ids.Close() })
 		must(t, db.Use(shardidotel.New(ids, shardidotel.WithTracerProvider(tp))))
@@ -272,7 +272,7 @@ func otelFirst(t *testing.T, mode string) (*gorm.DB, *tracetest.InMemoryExporter
 		}
 	})
 	must(t, db.Use(tracing.NewPlugin(tracing.WithTracerProvider(tp), tracing.WithoutMetrics())))
-	ids := shardid.New(shardid.Config{Shards: threeShards(t, b, dir)})
+	ids := shardid.New(shardid.Config{Shards: threeShards(t, b, dir), Atomic: b.atomicity()})
 	must(t, db.Use(ids))
 	t.Cleanup(func() { _ = ids.Close() })
 	switch mode {
@@ -379,7 +379,7 @@ func TestOtelAfterShardid(t *testing.T) {
 			_ = sqlDB.Close()
 		}
 	})
-	ids := shardid.New(shardid.Config{Shards: threeShards(t, b, dir), LogPhysical: true})
+	ids := shardid.New(shardid.Config{Shards: threeShards(t, b, dir), LogPhysical: true, Atomic: b.atomicity()})
 	must(t, db.Use(ids))
 	t.Cleanup(func() { _ = ids.Close() })
 	must(t, db.Use(tracing.NewPlugin(tracing.WithTracerProvider(tp), tracing.WithoutMetrics())))
@@ -418,7 +418,7 @@ func TestOtelAfterShardidStaleClock(t *testing.T) {
 			_ = sqlDB.Close()
 		}
 	})
-	ids := shardid.New(shardid.Config{Shards: threeShards(t, b, dir)})
+	ids := shardid.New(shardid.Config{Shards: threeShards(t, b, dir), Atomic: b.atomicity()})
 	must(t, db.Use(ids))
 	t.Cleanup(func() { _ = ids.Close() })
 	must(t, db.Use(tracing.NewPlugin(tracing.WithTracerProvider(sdktrace.NewTracerProvider()), tracing.WithoutMetrics())))

@@ -23,7 +23,7 @@ func TestPreparedStatementsPerDatabase(t *testing.T) {
 				dir := t.TempDir()
 				mainDB, err := gorm.Open(b.dialector(t, dir), &gorm.Config{Logger: logger.Discard, PrepareStmt: form == "Config"})
 				must(t, err)
-				p := shardid.New(shardid.Config{Shards: shards(t, b, dir)})
+				p := shardid.New(shardid.Config{Shards: shards(t, b, dir), Atomic: b.atomicity()})
 				firstStart(t, mainDB)
 				must(t, mainDB.Use(p))
 				t.Cleanup(func() { _ = p.Close() })
@@ -146,7 +146,7 @@ func TestErrorsNameADatabaseThatIsDown(t *testing.T) {
 	list[2].Dialector, list[2].DB = nil, third
 	db, err := gorm.Open(b.dialector(t, dir), &gorm.Config{Logger: logger.Discard})
 	must(t, err)
-	p := shardid.New(shardid.Config{Shards: list})
+	p := shardid.New(shardid.Config{Shards: list, Atomic: b.atomicity()})
 	firstStart(t, db)
 	must(t, db.Use(p))
 	defer p.Close()

@@ -52,7 +52,7 @@ func newRouting(t *testing.T, b backend) *routing {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := shardid.New(shardid.Config{Shards: shards(t, b, dir)})
+	p := shardid.New(shardid.Config{Shards: shards(t, b, dir), Atomic: b.atomicity()})
 	firstStart(t, main)
 	if err := main.Use(p); err != nil {
 		t.Fatal(err)
@@ -504,7 +504,7 @@ func TestRoutingWithADatabaseDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := shardid.New(shardid.Config{Shards: list})
+	p := shardid.New(shardid.Config{Shards: list, Atomic: b.atomicity()})
 	firstStart(t, db)
 	if err := db.Use(p); err != nil {
 		t.Fatal(err)

@@ -208,7 +208,11 @@ func openDemo(o demoOptions) (*demoSetup, error) {
 		})
 	}
 	// The demo's own map: the main database may hold an application's.
-	s.plugin = shardid.New(shardid.Config{Shards: shards, DefaultStrategy: o.strategy, MapTable: "shardid_demo_shard_map", Log: warnings})
+	atomicity := shardid.TwoPhaseCommit
+	if main.Name() == "sqlite" {
+		atomicity = shardid.BestEffort // SQLite has no two-phase commit: a batch over several databases is written part by part
+	}
+	s.plugin = shardid.New(shardid.Config{Shards: shards, DefaultStrategy: o.strategy, MapTable: "shardid_demo_shard_map", Log: warnings, Atomic: atomicity})
 	if err := db.Use(s.plugin); err != nil {
 		return nil, s.namingDSNs(err)
 	}

@@ -134,8 +134,8 @@ func (e *Engine) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 			groups[part.Database] = append(groups[part.Database], rows[r])
 		}
 	}
-	if inTransaction(stmt.ConnPool) && !detached {
-		db.AddError(fmt.Errorf("%w: %s: the rows belong on %d physical databases, a transaction is on one", ErrCrossShard, m.schema.Name, len(order)))
+	if inTransaction(stmt.ConnPool) && !detached && globalOf(stmt.ConnPool) == nil {
+		db.AddError(fmt.Errorf("%w: %s: the rows belong on %d physical databases, a transaction is on one (begin it with shardid.AcrossShards() to span several)", ErrCrossShard, m.schema.Name, len(order)))
 		return
 	}
 	if db.AddError(e.checkAllRows(stmt, m, rows)) != nil {

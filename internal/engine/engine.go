@@ -34,6 +34,8 @@ type Config struct {
 	MapRefresh      time.Duration
 	PoolIdleTimeout time.Duration
 	MoveWait        time.Duration
+	Atomic          Atomicity
+	InDoubtAfter    time.Duration
 	MapTable        string
 	LogPhysical     bool
 	Log             *slog.Logger
@@ -108,6 +110,10 @@ type Engine struct {
 	tracer      atomic.Pointer[PartTracer]       // nil until TraceParts
 	countWanted atomic.Bool                      // CountStatements was called, maybe before Initialize
 	closed      atomic.Bool                      // set by Close
+	background  sync.WaitGroup                   // work begun off a statement's path, waited for by Close
+	twoPhase    sync.Map                         // physical index → error of its two-phase commit check (nil: usable)
+	recovery    recoveryLoop
+	txCounts    transactionCounters
 }
 
 // New returns the engine of the plugin owner, for cfg; Initialize validates
@@ -167,6 +173,9 @@ func (e *Engine) Initialize(db *gorm.DB) error {
 	}
 	if e.routed() {
 		if err := e.startMapStore(context.Background()); err != nil {
+			return errors.Join(err, e.Close())
+		}
+		if err := e.startRecovery(context.Background()); err != nil {
 			return errors.Join(err, e.Close())
 		}
 	}

@@ -17,6 +17,8 @@ var (
 	ErrShardMoved       = errors.New("shardid: logical shard moved")
 	ErrShardUnavailable = errors.New("shardid: physical database unavailable")
 	ErrPluginNotOpen    = errors.New("shardid: plugin not open")
+	ErrNotAtomic        = errors.New("shardid: a write over several databases cannot be atomic here")
+	ErrInDoubt          = errors.New("shardid: the outcome of a transaction over several databases is not known yet")
 	ErrInvalidLayout    = strategies.ErrInvalidLayout
 	ErrInvalidID        = strategies.ErrInvalidID
 )

@@ -114,6 +114,11 @@ func (e *Engine) runParts(db *gorm.DB, kind statementKind, parts []writePart, ag
 	case kindDelete:
 		processor = db.Callback().Delete()
 	}
+	g, own, err := e.partsTransaction(db, parts)
+	if err != nil {
+		db.AddError(err) // nothing ran
+		return
+	}
 	stops := make(chan partStop)
 	turns := make([]*turn, len(parts))
 	stopped := make([]partStop, len(parts))
@@ -134,6 +139,15 @@ func (e *Engine) runParts(db *gorm.DB, kind statementKind, parts []writePart, ag
 		}
 		if p.start != nil && !p.start(p.db) {
 			continue
+		}
+		if g != nil {
+			branch, err := g.branch(db.Statement.Context, p.k)
+			if err != nil {
+				stopped[i], failed = partStop{index: i, at: partEnded, err: err}, true
+				turns[i] = &turn{index: i} // ended before it ran: its error is the statement's
+				break
+			}
+			p.db.Statement.ConnPool = branch
 		}
 		t := &turn{index: i, stmt: p.db.Statement, stops: stops, resume: make(chan bool)}
 		turns[i] = t
@@ -177,6 +191,9 @@ func (e *Engine) runParts(db *gorm.DB, kind statementKind, parts []writePart, ag
 			t.resume <- !failed
 			wait(i)
 		}
+	}
+	if g != nil {
+		failed = e.endParts(db, g, own, failed, &refused)
 	}
 	if pan != nil {
 		panic(pan)

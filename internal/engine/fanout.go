@@ -39,8 +39,8 @@ func (e *Engine) fanOut(db *gorm.DB, kind statementKind, m *model, physicals []i
 		}
 		return names
 	}
-	if inTransaction(stmt.ConnPool) {
-		db.AddError(fmt.Errorf("%w: %s: the statement needs %v, a transaction is on one database", ErrCrossShard, m.schema.Name, names()))
+	if inTransaction(stmt.ConnPool) && globalOf(stmt.ConnPool) == nil {
+		db.AddError(fmt.Errorf("%w: %s: the statement needs %v, a transaction is on one database (begin it with shardid.AcrossShards() to span several)", ErrCrossShard, m.schema.Name, names()))
 		return
 	}
 	if subqueries {
@@ -95,7 +95,7 @@ func (e *Engine) part(db *gorm.DB, m *model, planned shardrouter.Part) *gorm.DB 
 	if keep := e.keepTo(m, db.Statement.Table, planned.Keep); keep != nil {
 		part.Statement.AddClause(clause.Where{Exprs: []clause.Expression{keep}})
 	}
-	pool, err := e.pool(db.Statement.Context, k)
+	pool, err := e.partPool(db.Statement, k)
 	if part.AddError(err) == nil {
 		part.Statement.ConnPool = pool
 	}
@@ -104,6 +104,15 @@ func (e *Engine) part(db *gorm.DB, m *model, planned shardrouter.Part) *gorm.DB 
 		part.Statement.Settings.Store(partRangesKey{part.Statement}, planned.Keep)
 	}
 	return part
+}
+
+// partPool is what a part on database k runs on: its branch, in a
+// transaction across shards, or else its pool.
+func (e *Engine) partPool(stmt *gorm.Statement, k int) (gorm.ConnPool, error) {
+	if g := globalOf(stmt.ConnPool); g != nil {
+		return g.branch(stmt.Context, k)
+	}
+	return e.pool(stmt.Context, k)
 }
 
 // keepToRanges is false only in the benchmark that prices keepTo.
@@ -152,6 +161,9 @@ func leftOut(ranges []Range, shards int) []Range {
 
 // partError names the physical database a part failed on.
 func (e *Engine) partError(k int, err error) error {
+	if named := (*onError)(nil); errors.As(err, &named) {
+		return err
+	}
 	return &onError{name: e.physical[k].name, err: err}
 }
 

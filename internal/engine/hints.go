@@ -12,11 +12,12 @@ import (
 type hintKind uint8
 
 const (
-	hintShard hintKind = iota + 1 // a logical shard
-	hintID                        // the shard bits of an ID
-	hintUUID                      // the shard bits of a UUID
-	hintKey                       // the hash of a key, as the tag option hash: does
-	hintAll                       // every physical database
+	hintShard  hintKind = iota + 1 // a logical shard
+	hintID                         // the shard bits of an ID
+	hintUUID                       // the shard bits of a UUID
+	hintKey                        // the hash of a key, as the tag option hash: does
+	hintAll                        // every physical database
+	hintAcross                     // a transaction over several shards
 )
 
 // Hint is what a shardid.Clause says of a statement's shard.
@@ -52,6 +53,10 @@ func ByKey(key any) Hint { return Hint{kind: hintKey, key: key} }
 // AllShards names every physical database.
 func AllShards() Hint { return Hint{kind: hintAll} }
 
+// AcrossShards begins a transaction whose statements each go to their own
+// shard, committed on all of them at once.
+func AcrossShards() Hint { return Hint{kind: hintAcross} }
+
 // hintSettingKey is the Statement.Settings key of the statement's Hint.
 type hintSettingKey struct{}
 
@@ -68,6 +73,13 @@ type txPhysicalKey struct{}
 // at the shard's database, so that Begin and Transaction begin there, or
 // fails the statement when that database cannot be opened.
 func (e *Engine) KeepHint(stmt *gorm.Statement, h Hint) {
+	if h.kind == hintAcross {
+		// Not a route: the statements of the transaction route themselves.
+		if e != nil && !inTransaction(stmt.ConnPool) {
+			stmt.ConnPool = &acrossBeginner{e: e, pool: stmt.ConnPool}
+		}
+		return
+	}
 	stmt.Settings.Store(hintSettingKey{}, h)
 	stmt.Settings.Store(hintOwnerKey{}, stmt)
 	if e == nil || h.kind == hintAll || inTransaction(stmt.ConnPool) {

@@ -217,6 +217,15 @@ func (e *Engine) mapOf(stmt *gorm.Statement) *shardrouter.Map {
 // on k.
 func (e *Engine) bind(db *gorm.DB, k int) error {
 	stmt := db.Statement
+	if g := globalOf(stmt.ConnPool); g != nil {
+		branch, err := g.branch(stmt.Context, k)
+		if err != nil {
+			return err
+		}
+		stmt.ConnPool = branch
+		e.boundTo(stmt, k)
+		return nil
+	}
 	if inTransaction(stmt.ConnPool) {
 		on, ok := e.transactionPhysical(stmt)
 		switch {
@@ -315,6 +324,13 @@ func (e *Engine) keepUnsharded(db *gorm.DB, kind statementKind) error {
 			}
 		}
 	}
+	if g := globalOf(stmt.ConnPool); g != nil && !g.implicit {
+		branch, err := g.branch(stmt.Context, ownDatabase) // an application's transaction across shards: its rows too
+		if err == nil {
+			stmt.ConnPool = branch
+		}
+		return err
+	}
 	if inTransaction(stmt.ConnPool) {
 		if k, onShard := e.transactionPhysical(stmt); onShard {
 			if kind == kindQuery || kind == kindRow {
@@ -345,6 +361,9 @@ func opensTransactionsInside(s *schema.Schema) bool {
 // clause, GORM for a routed write, a callback); for another plugin's kind
 // of transaction, the one a shard clause chose, if any.
 func (e *Engine) transactionPhysical(stmt *gorm.Statement) (int, bool) {
+	if b, ok := stmt.ConnPool.(*branchPool); ok {
+		return b.k, b.k != ownDatabase
+	}
 	if tx := sqlTx(stmt.ConnPool); tx != nil {
 		k, ok := e.physicalOfPool(dbBehind(tx))
 		if ok {
@@ -423,6 +442,9 @@ func (e *Engine) finish(kind statementKind) func(*gorm.DB) {
 				db.Error = &MovedError{Shard: shard, To: to, Why: "run the statement again", Err: db.Error}
 			} else if fence.RacedInstall(db.Error) {
 				db.Error = &MovedError{Shard: -1, To: "(a move being prepared)", Why: "it raced the creation of the move's triggers; retry the transaction", Err: db.Error}
+			}
+			if g := globalOf(db.Statement.ConnPool); g != nil && errors.Is(db.Error, ErrShardMoved) {
+				g.fail(db.Error) // a branch the move's fence refused: the whole transaction goes back
 			}
 			if errors.Is(db.Error, ErrShardMoved) && e.maps != nil {
 				// The caller runs it again next: by the map that moved it.

@@ -395,6 +395,8 @@ func ownConfig(c *gorm.Config) *gorm.Config {
 // a Dialector; those given as a DB, and the plugin's own database, stay open.
 func (e *Engine) Close() error {
 	e.closed.Store(true)
+	e.stopRecovery()
+	e.background.Wait()
 	errs := []error{e.stopMapStore()}
 	for _, name := range strategyNames {
 		if c, ok := e.generators[name].(io.Closer); ok {

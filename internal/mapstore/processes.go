@@ -3,6 +3,7 @@ package mapstore
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -50,4 +51,24 @@ func (s *Store) Behind(ctx context.Context, version int64) ([]string, error) {
 		owners = append(owners, fmt.Sprintf("%s (version %d)", owner, v))
 	}
 	return owners, rows.Err()
+}
+
+// LiveTokens returns the Tokens of the processes seen within three of their
+// own heartbeats and a margin for clocks.
+func (s *Store) LiveTokens(ctx context.Context) (map[string]bool, error) {
+	rows, err := s.db.QueryContext(ctx, storeSQL(s.dialect, "SELECT owner FROM "+processesTable+
+		" WHERE seen_ms + 3 * refresh_ms + ? >= ?"), liveMargin.Milliseconds(), time.Now().UnixMilli())
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	live := map[string]bool{}
+	for rows.Next() {
+		var owner string
+		if err := rows.Scan(&owner); err != nil {
+			return nil, err
+		}
+		live[owner[strings.LastIndexByte(owner, ':')+1:]] = true
+	}
+	return live, rows.Err()
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/shardid/shardid/internal/sqlscan"
@@ -33,6 +34,10 @@ func New(db *sql.DB, dialect, table string, heartbeat time.Duration) *Store {
 	return &Store{db: db, dialect: dialect, table: table, heartbeat: heartbeat,
 		owner: fmt.Sprintf("%s:%d:%08x", host, os.Getpid(), randomSuffix())}
 }
+
+// Token is the random part of this process's name: short enough for a
+// global transaction ID, by which Live finds the process again.
+func (s *Store) Token() string { return s.owner[strings.LastIndexByte(s.owner, ':')+1:] }
 
 // randomSuffix tells apart processes of one host and pid (containers).
 func randomSuffix() uint32 { return rand.Uint32() }

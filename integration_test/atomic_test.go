@@ -1,0 +1,267 @@
+package integration
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/shardid/shardid"
+)
+
+// entry is a sharded row beside its author with a reference unique on its
+// database: a write that repeats one fails there.
+type entry struct {
+	ID       shardid.ID `shardid:"colocate:AuthorID"`
+	AuthorID int64
+	Ref      string `gorm:"size:64;uniqueIndex"`
+}
+
+// noPrepared fails the test if any physical database holds a prepared
+// branch: every transaction over several databases ended.
+func (r *routing) noPrepared(t *testing.T) {
+	t.Helper()
+	for k, d := range r.direct {
+		sqlDB, err := d.DB()
+		must(t, err)
+		if left := preparedBranches(t, r.b.name, sqlDB); len(left) > 0 {
+			t.Fatalf("database %d holds prepared branches %v", k, left)
+		}
+	}
+}
+
+// preparedBranches lists the plugin's prepared branches on db.
+func preparedBranches(t *testing.T, backend string, db *sql.DB) []string {
+	t.Helper()
+	query := "SELECT gid FROM pg_prepared_xacts WHERE database = current_database()"
+	if backend == "mariadb" {
+		query = "XA RECOVER"
+	}
+	rows, err := db.QueryContext(context.Background(), query)
+	must(t, err)
+	defer rows.Close()
+	cols, err := rows.Columns()
+	must(t, err)
+	var gids []string
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		must(t, rows.Scan(ptrs...))
+		gid := vals[len(vals)-1]
+		if b, ok := gid.([]byte); ok {
+			gid = string(b)
+		}
+		gids = append(gids, gid.(string))
+	}
+	must(t, rows.Err())
+	return gids
+}
+
+// TestSplitCreateIsAtomic: a Create batch over several databases whose part
+// on one of them violates a unique index writes nothing on any (two-phase
+// commit), and a batch that fits is written whole; no branch stays prepared.
+func TestSplitCreateIsAtomic(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		fresh(t, r.db, &entry{})
+		authors := r.onEvery(t)
+		must(t, r.db.Create(&entry{AuthorID: authors[2].ID, Ref: "taken"}).Error)
+		batch := []entry{{AuthorID: authors[0].ID, Ref: "a"}, {AuthorID: authors[1].ID, Ref: "b"}, {AuthorID: authors[3].ID, Ref: "c"}, {AuthorID: authors[2].ID, Ref: "taken"}}
+		if err := r.db.Create(&batch).Error; err == nil {
+			t.Fatal("a batch with a duplicate on one database succeeded")
+		}
+		if n := r.count(t, &entry{}); n != 1 {
+			t.Fatalf("the failed batch left %d rows, want the 1 there before", n)
+		}
+		batch[3].Ref = "d"
+		for i := range batch {
+			batch[i].ID = 0
+		}
+		must(t, r.db.Create(&batch).Error)
+		if n := r.count(t, &entry{}); n != 5 {
+			t.Fatalf("%d rows after a batch that fits, want 5", n)
+		}
+		for _, e := range batch {
+			r.mustBeOnItsShard(t, &entry{}, int64(e.ID))
+		}
+		r.noPrepared(t)
+		if stats := r.plugin.TransactionStats(); stats.Committed == 0 || stats.RolledBack == 0 {
+			t.Fatalf("transaction stats %+v: want a commit and a rollback counted", stats)
+		}
+	})
+}
+
+// TestFanOutUpdateIsAtomic: an update over several databases that fails on
+// one of them (a unique index) changes no row on any.
+func TestFanOutUpdateIsAtomic(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		fresh(t, r.db, &entry{})
+		authors := r.onEvery(t)
+		var ids []int64
+		for i, a := range append(authors, authors[3]) {
+			e := entry{AuthorID: a.ID, Ref: string(rune('a' + i))}
+			must(t, r.db.Create(&e).Error)
+			ids = append(ids, int64(e.ID))
+		}
+		err := r.db.Model(&entry{}).Where("id IN ?", ids).Update("ref", "same").Error
+		if err == nil {
+			t.Fatal("an update giving two rows of one database one unique value succeeded")
+		}
+		var changed int64
+		for _, d := range r.direct {
+			var n int64
+			must(t, d.Model(&entry{}).Where("ref = ?", "same").Count(&n).Error)
+			changed += n
+		}
+		if changed != 0 {
+			t.Fatalf("the failed update changed %d rows", changed)
+		}
+		must(t, r.db.Model(&entry{}).Where("id IN ?", ids).Update("ref", gorm.Expr("CONCAT(ref, 'x')")).Error)
+		var got []entry
+		must(t, r.db.Clauses(shardid.AllShards()).Order("id").Find(&got).Error)
+		for _, e := range got {
+			if len(e.Ref) != 2 || e.Ref[1] != 'x' {
+				t.Fatalf("row %d after the update: %q", e.ID, e.Ref)
+			}
+		}
+		r.noPrepared(t)
+	})
+}
+
+// account is a balance on its shard.
+type account struct {
+	ID      int64 `shardid:""`
+	Balance int64
+}
+
+// TestTransferAcrossShards: transfers between accounts on different
+// databases, run at once by many goroutines in transactions across shards,
+// keep the total constant at every instant a reader sums the balances and
+// at the end; a transfer that fails midway (its callback returns an error)
+// changes nothing.
+func TestTransferAcrossShards(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		fresh(t, r.db, &account{})
+		var accounts []account
+		var on [physicalShards]int
+		for i := 0; i < 400 && len(accounts) < 2*physicalShards; i++ {
+			a := account{Balance: 1000}
+			must(t, r.db.Create(&a).Error)
+			if k := r.physicalOf(a.ID); on[k] < 2 {
+				on[k]++
+				accounts = append(accounts, a)
+			} else {
+				must(t, r.db.Delete(&a).Error)
+			}
+		}
+		total := int64(1000 * len(accounts))
+		transfer := func(from, to account, amount int64, fail bool) error {
+			first, second, amounts := from, to, [2]int64{-amount, amount}
+			if first.ID > second.ID { // every transaction locks in the order of the IDs: no deadlock across databases, which no server sees
+				first, second, amounts = to, from, [2]int64{amount, -amount}
+			}
+			return r.db.Clauses(shardid.AcrossShards()).Transaction(func(tx *gorm.DB) error {
+				if err := tx.Model(&account{ID: first.ID}).Update("balance", gorm.Expr("balance + ?", amounts[0])).Error; err != nil {
+					return err
+				}
+				if err := tx.Model(&account{ID: second.ID}).Update("balance", gorm.Expr("balance + ?", amounts[1])).Error; err != nil {
+					return err
+				}
+				if fail {
+					return errors.New("changed my mind")
+				}
+				return nil
+			})
+		}
+		sum := func() int64 {
+			var all []account
+			must(t, r.db.Clauses(shardid.AllShards()).Find(&all).Error)
+			var s int64
+			for _, a := range all {
+				s += a.Balance
+			}
+			return s
+		}
+		if err := transfer(accounts[0], accounts[2], 5, true); err == nil || sum() != total {
+			t.Fatalf("a transfer whose callback failed: %v, total %d, want an error and %d", err, sum(), total)
+		}
+		// A reader that locks what it reads, in the same order, in a
+		// transaction across shards, waits for a transfer's prepared
+		// branches: it sees all of one or none.
+		slices.SortFunc(accounts, func(a, b account) int { return cmpInt(a.ID, b.ID) })
+		lockedSum := func() (int64, error) {
+			var s int64
+			err := r.db.Clauses(shardid.AcrossShards()).Transaction(func(tx *gorm.DB) error {
+				for _, a := range accounts {
+					var got account
+					if err := tx.Clauses(clause.Locking{Strength: "SHARE"}).First(&got, a.ID).Error; err != nil {
+						return err
+					}
+					s += got.Balance
+				}
+				return nil
+			})
+			return s, err
+		}
+		var wg sync.WaitGroup
+		var done atomic.Bool
+		var committed, failed, reads atomic.Int64
+		for w := range 6 {
+			wg.Go(func() {
+				rng := rand.New(rand.NewPCG(uint64(w), 7))
+				for range 25 {
+					i, j := rng.IntN(len(accounts)), rng.IntN(len(accounts))
+					if r.physicalOf(accounts[i].ID) == r.physicalOf(accounts[j].ID) {
+						continue
+					}
+					if err := transfer(accounts[i], accounts[j], int64(rng.IntN(50)), false); err != nil {
+						failed.Add(1) // a deadlock or a lock wait: rolled back whole
+					} else {
+						committed.Add(1)
+					}
+				}
+			})
+		}
+		readerDone := make(chan error, 1)
+		go func() {
+			for !done.Load() {
+				s, err := lockedSum()
+				if err != nil {
+					continue // a deadlock with a transfer: read again
+				}
+				reads.Add(1)
+				if s != total {
+					readerDone <- fmt.Errorf("a locking reader summed %d, want %d", s, total)
+					return
+				}
+			}
+			readerDone <- nil
+		}()
+		wg.Wait()
+		done.Store(true)
+		if err := <-readerDone; err != nil {
+			t.Fatal(err)
+		}
+		if s := sum(); s != total {
+			t.Fatalf("the balances sum to %d after the transfers, want %d", s, total)
+		}
+		if committed.Load() == 0 {
+			t.Fatalf("no transfer committed (%d failed)", failed.Load())
+		}
+		r.noPrepared(t)
+		t.Logf("%d transfers committed, %d rolled back, %d locking reads", committed.Load(), failed.Load(), reads.Load())
+	})
+}

@@ -1,0 +1,178 @@
+package engine
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"strings"
+
+	"gorm.io/gorm"
+)
+
+// A transaction across shards: db.Clauses(shardid.AcrossShards()).Transaction
+// begins a global transaction instead of a database's. Its statements route
+// on their own and run in a branch of their database, opened on first use;
+// unsharded models in one on the plugin's own database. Commit runs the two
+// phases; Rollback, or a statement over several databases that failed after
+// some of its parts wrote, rolls every branch back.
+
+// acrossBeginner is the connection pool of a statement given AcrossShards:
+// GORM's Begin begins a global transaction on it. A statement run on it
+// without a transaction runs as it would without the clause.
+type acrossBeginner struct {
+	e    *Engine
+	pool gorm.ConnPool // what the statement had
+}
+
+func (a *acrossBeginner) BeginTx(ctx context.Context, _ *sql.TxOptions) (gorm.ConnPool, error) {
+	twoPhase, err := a.e.atomicityOf(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	if !twoPhase {
+		return nil, fmt.Errorf("%w: AcrossShards needs two-phase commit, and Config.Atomic is BestEffort", ErrNotAtomic)
+	}
+	g := a.e.newGlobalTx()
+	g.ctx = ctx
+	return g, nil
+}
+
+func (a *acrossBeginner) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return a.pool.ExecContext(ctx, query, args...)
+}
+
+func (a *acrossBeginner) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return a.pool.QueryContext(ctx, query, args...)
+}
+
+func (a *acrossBeginner) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return a.pool.QueryRowContext(ctx, query, args...)
+}
+
+func (a *acrossBeginner) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	return a.pool.PrepareContext(ctx, query)
+}
+
+// The global transaction as the connection pool of its transaction's
+// statements: what the plugin does not route (raw SQL on no sharded
+// table, savepoints) reaches it. SQL runs in the branch on the plugin's own
+// database; savepoints are set in, and rolled back to on, every branch.
+
+func (g *globalTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if kind, name, ok := savepointStatement(query); ok {
+		return driver.RowsAffected(0), g.savepoint(ctx, kind, name, query)
+	}
+	b, err := g.branch(ctx, ownDatabase)
+	if err != nil {
+		return nil, err
+	}
+	return b.ExecContext(ctx, query, args...)
+}
+
+func (g *globalTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	b, err := g.branch(ctx, ownDatabase)
+	if err != nil {
+		return nil, err
+	}
+	return b.QueryContext(ctx, query, args...)
+}
+
+func (g *globalTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	b, err := g.branch(ctx, ownDatabase)
+	if err != nil {
+		g.fail(err) // a Row carries no error of ours: the commit reports it
+		failed, cancel := context.WithCancel(ctx)
+		cancel()
+		return g.e.db.ConnPool.QueryRowContext(failed, query, args...)
+	}
+	return b.QueryRowContext(ctx, query, args...)
+}
+
+func (g *globalTx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	b, err := g.branch(ctx, ownDatabase)
+	if err != nil {
+		return nil, err
+	}
+	return b.PrepareContext(ctx, query)
+}
+
+// Commit commits every branch in two phases.
+func (g *globalTx) Commit() error { return g.commit(g.context()) }
+
+// Rollback rolls every branch back.
+func (g *globalTx) Rollback() error { return g.rollback(g.context()) }
+
+// context is what the transaction's own steps run under: the context it
+// began with, not cancelled with it (a commit half done must finish).
+func (g *globalTx) context() context.Context {
+	if g.ctx == nil {
+		return context.Background()
+	}
+	return context.WithoutCancel(g.ctx)
+}
+
+// savepointStatement reads SQL that sets, rolls back to or releases a
+// savepoint, as GORM's dialectors write it.
+func savepointStatement(query string) (kind, name string, ok bool) {
+	fields := strings.Fields(strings.ToUpper(query))
+	raw := strings.Fields(query)
+	switch {
+	case len(fields) == 2 && fields[0] == "SAVEPOINT":
+		return "set", raw[1], true
+	case len(fields) == 4 && fields[0] == "ROLLBACK" && fields[1] == "TO" && fields[2] == "SAVEPOINT":
+		return "rollback", raw[3], true
+	case len(fields) == 3 && fields[0] == "ROLLBACK" && fields[1] == "TO":
+		return "rollback", raw[2], true
+	case len(fields) == 3 && fields[0] == "RELEASE" && fields[1] == "SAVEPOINT":
+		return "release", raw[2], true
+	}
+	return "", "", false
+}
+
+// savepoint applies a savepoint statement to every open branch; a branch
+// opened later sets the savepoints open at that time first, so that
+// rolling back to one undoes that branch's statements too.
+func (g *globalTx) savepoint(ctx context.Context, kind, name, query string) error {
+	g.mu.Lock()
+	switch kind {
+	case "set":
+		g.savepoints = append(g.savepoints, name)
+	case "rollback", "release":
+		at := -1
+		for i, sp := range g.savepoints {
+			if sp == name {
+				at = i
+			}
+		}
+		if at < 0 {
+			g.mu.Unlock()
+			return fmt.Errorf("shardid: no savepoint %s in the transaction across shards", name)
+		}
+		keep := at + 1 // ROLLBACK TO keeps the savepoint itself
+		if kind == "release" {
+			keep = at
+		}
+		g.savepoints = g.savepoints[:keep]
+	}
+	g.mu.Unlock()
+	return g.each(g.list(), func(b *branchPool) error {
+		_, err := b.branch.ExecContext(ctx, query)
+		return err
+	})
+}
+
+// setSavepoints sets the transaction's open savepoints on a new branch.
+func (g *globalTx) setSavepoints(ctx context.Context, b *branchPool) error {
+	for _, name := range g.savepoints {
+		if _, err := b.branch.ExecContext(ctx, "SAVEPOINT "+name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// errAcrossFailed dooms a transaction across shards whose statement over
+// several databases failed after some of its parts wrote.
+var errAcrossFailed = errors.New("shardid: a statement over several databases failed in the transaction across shards after some of its parts wrote: the transaction can only roll back")

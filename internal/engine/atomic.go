@@ -1,0 +1,384 @@
+package engine
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/shardid/shardid/internal/twophase"
+)
+
+// Atomicity is shardid.Atomicity: what a write over several databases
+// promises.
+type Atomicity uint8
+
+const (
+	// TwoPhase commits a write over several databases with the servers'
+	// two-phase commit, and refuses it where they have none.
+	TwoPhase Atomicity = iota
+	// BestEffort writes each database's part in a transaction of its own.
+	BestEffort
+)
+
+// decisionsTable is where coordinators record their commits (the plugin's
+// own database).
+const decisionsTable = "shardid_transactions"
+
+// ownDatabase is the key of the plugin's own database among a global
+// transaction's branches.
+const ownDatabase = -1
+
+// globalTx is one write over several databases, or an application's
+// transaction across shards: a branch on each database it touches, opened
+// on first use, committed together.
+type globalTx struct {
+	e        *Engine
+	gid      string
+	implicit bool       // a statement's own, not an application's transaction across shards
+	mu       sync.Mutex // guards the fields below: parts open branches at once
+	// branches by database, ownDatabase for the plugin's own.
+	branches   map[int]*branchPool
+	order      []int           // the branches in the order they were opened
+	failed     error           // a branch rolled back: the transaction cannot commit
+	savepoints []string        // open, in the order they were set
+	ctx        context.Context // an application's transaction's, from its Begin
+}
+
+// branchPool is a branch as a statement's connection pool: GORM begins no
+// transaction in it (it has no BeginTx) and sees one (it has Commit and
+// Rollback), which only its global transaction ends.
+type branchPool struct {
+	branch *twophase.Branch
+	g      *globalTx
+	k      int
+}
+
+func (b *branchPool) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return b.branch.ExecContext(ctx, query, args...)
+}
+
+func (b *branchPool) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return b.branch.QueryContext(ctx, query, args...)
+}
+
+func (b *branchPool) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return b.branch.QueryRowContext(ctx, query, args...)
+}
+
+func (b *branchPool) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	return b.branch.PrepareContext(ctx, query)
+}
+
+// errBranchCommit is what a commit of one branch alone says.
+var errBranchCommit = errors.New("shardid: a branch of a transaction over several databases commits with the whole transaction, not alone")
+
+func (b *branchPool) Commit() error { return errBranchCommit }
+
+// Rollback dooms the whole transaction: one branch cannot go back alone.
+func (b *branchPool) Rollback() error {
+	b.g.fail(errors.New("shardid: a branch was rolled back"))
+	return nil
+}
+
+// gidSeq numbers this process's global transactions.
+var gidSeq atomic.Uint64
+
+// newGlobalTx starts a global transaction; branches open as they are used.
+func (e *Engine) newGlobalTx() *globalTx {
+	gid := twophase.GID{Process: e.processToken(), Started: time.Now(), Seq: gidSeq.Add(1)}
+	return &globalTx{e: e, gid: gid.String(), branches: map[int]*branchPool{}}
+}
+
+// processToken names this process in global transaction IDs: the random
+// part of its name in the processes table, by which recovery tells whether
+// it still runs.
+func (e *Engine) processToken() string {
+	if e.maps != nil {
+		return e.maps.Token()
+	}
+	return "local"
+}
+
+// atomicityOf says whether a write over the databases ks commits with two
+// phases (true), runs best effort (false), or is refused.
+func (e *Engine) atomicityOf(ctx context.Context, ks []int) (bool, error) {
+	if e.config.Atomic == BestEffort {
+		return false, nil
+	}
+	dialect := e.db.Dialector.Name()
+	if !twophase.Supported(dialect) {
+		return false, fmt.Errorf("%w: %s has no two-phase commit; set Config.Atomic to shardid.BestEffort to write each database's part in a transaction of its own", ErrNotAtomic, dialect)
+	}
+	for _, k := range ks {
+		if err := e.checkTwoPhase(ctx, k); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// branch returns the branch on database k (ownDatabase: the plugin's own),
+// opening it on first use.
+func (g *globalTx) branch(ctx context.Context, k int) (*branchPool, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.failed != nil {
+		return nil, g.failed
+	}
+	if b, ok := g.branches[k]; ok {
+		return b, nil
+	}
+	sqlDB, name, err := g.e.sqlDBOf(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	b, err := twophase.Begin(ctx, sqlDB, g.e.db.Dialector.Name(), twophase.XID{GID: g.gid, Branch: branchName(k)})
+	if err != nil {
+		return nil, &onError{name: name, err: err}
+	}
+	pool := &branchPool{branch: b, g: g, k: k}
+	if err := g.setSavepoints(ctx, pool); err != nil {
+		_ = b.Rollback(ctx)
+		return nil, &onError{name: name, err: err}
+	}
+	g.branches[k] = pool
+	g.order = append(g.order, k)
+	return pool, nil
+}
+
+// branchName names the branch of database k in its XID.
+func branchName(k int) string {
+	if k == ownDatabase {
+		return "own"
+	}
+	return strconv.Itoa(k)
+}
+
+// fail dooms the transaction.
+func (g *globalTx) fail(err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.failed == nil {
+		g.failed = err
+	}
+}
+
+// sqlDBOf returns database k's *sql.DB and name.
+func (e *Engine) sqlDBOf(ctx context.Context, k int) (*sql.DB, string, error) {
+	if k == ownDatabase {
+		sqlDB, err := e.db.DB()
+		return sqlDB, "the plugin's database", err
+	}
+	opened, err := e.opened(ctx, k)
+	if err != nil {
+		return nil, e.physical[k].name, err
+	}
+	return opened.sqlDB, e.physical[k].name, nil
+}
+
+// commit runs the two phases: every branch prepared, the decision recorded,
+// every branch committed. A branch that fails to prepare rolls every branch
+// back; a decision that cannot be recorded or read leaves the prepared
+// branches to recovery (ErrInDoubt); a branch that fails to commit after
+// the decision is committed by recovery, and the transaction has committed.
+func (g *globalTx) commit(ctx context.Context) error {
+	if g.failed != nil {
+		return errors.Join(g.failed, g.rollback(ctx))
+	}
+	branches := g.list()
+	if len(branches) == 0 {
+		return nil
+	}
+	counts := &g.e.txCounts
+	if len(branches) == 1 {
+		err := g.named(branches[0], branches[0].branch.Commit(ctx))
+		if err == nil {
+			g.e.countEnded(&counts.committed, 1, 0)
+		}
+		return err
+	}
+	prepared := time.Now()
+	if err := g.each(branches, func(b *branchPool) error { return b.branch.Prepare(ctx) }); err != nil {
+		return errors.Join(err, g.rollback(ctx))
+	}
+	outcome, err := g.e.decisions().Decide(ctx, g.gid, twophase.Committed)
+	switch {
+	case err != nil:
+		for _, b := range branches {
+			b.branch.Abandon()
+		}
+		g.e.countEnded(&counts.inDoubt, len(branches), time.Since(prepared))
+		return fmt.Errorf("%w: %s: its decision could not be recorded (%w); RecoverTransactions commits or rolls it back", ErrInDoubt, g.gid, err)
+	case outcome != twophase.Committed:
+		return errors.Join(fmt.Errorf("shardid: %s was rolled back by recovery before it could commit", g.gid), g.rollback(ctx))
+	}
+	err = g.each(branches, func(b *branchPool) error { return b.branch.Commit(ctx) })
+	g.e.countEnded(&counts.committed, len(branches), time.Since(prepared))
+	if err != nil {
+		g.e.config.Log.Warn("shardid: a branch of a committed transaction is left for recovery", "gid", g.gid, "error", err)
+		return nil
+	}
+	g.e.forgetDecision(g.gid)
+	return nil
+}
+
+// rollback rolls every branch back.
+func (g *globalTx) rollback(ctx context.Context) error {
+	branches := g.list()
+	if len(branches) == 0 {
+		return nil
+	}
+	g.e.countEnded(&g.e.txCounts.rolledBack, len(branches), 0)
+	return g.each(branches, func(b *branchPool) error { return b.branch.Rollback(ctx) })
+}
+
+func (g *globalTx) list() []*branchPool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	list := make([]*branchPool, len(g.order))
+	for i, k := range g.order {
+		list[i] = g.branches[k]
+	}
+	return list
+}
+
+// each runs step on every branch at once, and joins their errors, each
+// naming its database.
+func (g *globalTx) each(branches []*branchPool, step func(*branchPool) error) error {
+	errs := make([]error, len(branches))
+	var wg sync.WaitGroup
+	for i, b := range branches[1:] {
+		wg.Go(func() { errs[i+1] = g.named(b, step(b)) })
+	}
+	errs[0] = g.named(branches[0], step(branches[0]))
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// named names the database of b in err.
+func (g *globalTx) named(b *branchPool, err error) error {
+	if err == nil {
+		return nil
+	}
+	_, name, _ := g.e.sqlDBOf(context.Background(), b.k)
+	return &onError{name: name, err: err}
+}
+
+// decisions is the table of the plugin's commit decisions.
+func (e *Engine) decisions() twophase.Decisions {
+	sqlDB, _ := e.db.DB()
+	return twophase.Decisions{DB: sqlDB, Dialect: e.db.Dialector.Name(), Table: decisionsTable}
+}
+
+// forgetDecision deletes a decision all of whose branches committed, off
+// the statement's path.
+func (e *Engine) forgetDecision(gid string) {
+	e.background.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = e.decisions().Forget(ctx, gid) // recovery forgets what this misses
+	})
+}
+
+// checkTwoPhase checks once that physical database k can prepare
+// transactions: PostgreSQL refuses them unless max_prepared_transactions
+// is above 0.
+func (e *Engine) checkTwoPhase(ctx context.Context, k int) error {
+	if err, checked := e.twoPhase.Load(k); checked {
+		return asError(err)
+	}
+	sqlDB, name, err := e.sqlDBOf(ctx, k)
+	if err != nil {
+		return err // not remembered: it may answer later
+	}
+	err = twoPhaseUsable(ctx, sqlDB, e.db.Dialector.Name(), name)
+	if err != nil && !errors.Is(err, ErrNotAtomic) {
+		return &onError{name: name, err: err}
+	}
+	e.twoPhase.Store(k, err)
+	return err
+}
+
+func asError(v any) error {
+	err, _ := v.(error)
+	return err
+}
+
+// twoPhaseUsable reads whether a database of dialect can prepare
+// transactions.
+func twoPhaseUsable(ctx context.Context, db *sql.DB, dialect, name string) error {
+	if dialect != "postgres" {
+		return nil
+	}
+	var n int
+	if err := db.QueryRowContext(ctx, "SELECT current_setting('max_prepared_transactions')::int").Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: %s has max_prepared_transactions = 0, so a write over several databases cannot commit atomically: set it above 0 (as many as writes over several databases at once; it needs a restart), or set Config.Atomic to shardid.BestEffort", ErrNotAtomic, name)
+	}
+	return nil
+}
+
+// partsTransaction returns the global transaction the parts of a write run
+// in, with own set when it is the statement's own (it commits with the
+// statement): the application's transaction across shards, or a new one
+// where two phases are used; nil for best effort.
+func (e *Engine) partsTransaction(db *gorm.DB, parts []writePart) (*globalTx, bool, error) {
+	if g := globalOf(db.Statement.ConnPool); g != nil {
+		return g, false, nil
+	}
+	ks := make([]int, len(parts))
+	for i, p := range parts {
+		ks[i] = p.k
+	}
+	twoPhase, err := e.atomicityOf(db.Statement.Context, ks)
+	if err != nil || !twoPhase {
+		return nil, false, err
+	}
+	g := e.newGlobalTx()
+	g.implicit = true
+	return g, true, nil
+}
+
+// endParts ends the parts' branches: the statement's own transaction
+// commits if no part failed, and rolls back otherwise; an application's is
+// doomed by a failed statement, whose other parts wrote. It returns
+// whether the statement failed, with the commit's error in refused.
+func (e *Engine) endParts(db *gorm.DB, g *globalTx, own, failed bool, refused *error) bool {
+	ctx := db.Statement.Context
+	switch {
+	case !own:
+		if failed {
+			g.fail(errAcrossFailed)
+		}
+		return failed
+	case failed:
+		*refused = errors.Join(*refused, g.rollback(ctx))
+		return true
+	}
+	if err := g.commit(ctx); err != nil {
+		*refused = errors.Join(*refused, err)
+		return true
+	}
+	return false
+}
+
+// globalOf returns the global transaction a connection pool is a branch
+// of, or is.
+func globalOf(pool gorm.ConnPool) *globalTx {
+	switch p := pool.(type) {
+	case *branchPool:
+		return p.g
+	case *globalTx:
+		return p
+	}
+	return nil
+}

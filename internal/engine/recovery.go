@@ -1,0 +1,127 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/shardid/shardid/internal/mapstore"
+	"github.com/shardid/shardid/internal/twophase"
+)
+
+// defaultInDoubtAfter is how long a prepared branch of a live coordinator
+// is left to it before recovery rolls it back.
+const defaultInDoubtAfter = time.Minute
+
+// keepAborts is how long an abort recovery recorded stays: a coordinator
+// paused longer than that could commit a transaction recovery rolled back.
+const keepAborts = 24 * time.Hour
+
+// recoveryLoop runs RecoverTransactions at db.Use and then periodically.
+type recoveryLoop struct {
+	stop     chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
+}
+
+// twoPhaseHere says whether writes over several databases may commit in
+// two phases here, so that there is something to recover.
+func (e *Engine) twoPhaseHere() bool {
+	return e.routed() && e.config.Atomic == TwoPhase && twophase.Supported(e.db.Dialector.Name())
+}
+
+// startRecovery prepares the decisions table, warns when the plugin's
+// database cannot prepare transactions, and starts the loop.
+func (e *Engine) startRecovery(ctx context.Context) error {
+	if !e.twoPhaseHere() {
+		return nil
+	}
+	if err := e.decisions().Prepare(ctx); err != nil && !mapstore.AlreadyExists(err) {
+		return err
+	}
+	sqlDB, err := e.db.DB()
+	if err != nil {
+		return err
+	}
+	if err := twoPhaseUsable(ctx, sqlDB, e.db.Dialector.Name(), "the plugin's database"); err != nil {
+		e.config.Log.Warn("shardid: writes over several databases will be refused", "error", err)
+	}
+	r := &e.recovery
+	r.stop, r.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(r.done)
+		every := e.inDoubtAfter() / 2
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), every)
+			_ = e.RecoverTransactions(ctx) // logged per action; a database down is tried again next time
+			cancel()
+			select {
+			case <-r.stop:
+				return
+			case <-time.After(every):
+			}
+		}
+	}()
+	return nil
+}
+
+// stopRecovery ends the loop.
+func (e *Engine) stopRecovery() {
+	r := &e.recovery
+	r.stopOnce.Do(func() {
+		if r.stop != nil {
+			close(r.stop)
+			<-r.done
+		}
+	})
+}
+
+func (e *Engine) inDoubtAfter() time.Duration {
+	if e.config.InDoubtAfter > 0 {
+		return e.config.InDoubtAfter
+	}
+	return defaultInDoubtAfter
+}
+
+// RecoverTransactions finishes the transactions over several databases that
+// coordinators left prepared: a branch of a decided commit is committed;
+// one of no decision, whose coordinator no longer runs or has had it for
+// Config.InDoubtAfter, is rolled back once an abort is recorded. Every
+// action is logged with its global transaction ID. A database it cannot
+// reach is an error; the others are recovered anyway.
+func (e *Engine) RecoverTransactions(ctx context.Context) error {
+	if !e.twoPhaseHere() {
+		return nil
+	}
+	var errs []error
+	r := twophase.Recovery{Decisions: e.decisions(), Patience: e.inDoubtAfter(), KeepAborts: keepAborts}
+	for k := ownDatabase; k < len(e.physical); k++ {
+		sqlDB, name, err := e.sqlDBOf(ctx, k)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		r.Databases = append(r.Databases, twophase.Database{Name: name, DB: sqlDB, Dialect: e.db.Dialector.Name()})
+	}
+	if e.maps != nil {
+		live, err := e.maps.LiveTokens(ctx)
+		if err != nil {
+			return errors.Join(append(errs, err)...)
+		}
+		r.Live = func(process string) bool { return live[process] }
+	}
+	actions, err := r.Run(ctx)
+	for _, a := range actions {
+		if a.Outcome == twophase.Undecided {
+			continue
+		}
+		e.countRecovered(a.Outcome)
+		e.config.Log.Info("shardid: recovered a branch of a transaction over several databases",
+			"gid", a.GID, "database", a.Database, "outcome", string(a.Outcome), "error", a.Err)
+		if a.Err != nil {
+			errs = append(errs, &onError{name: a.Database, err: a.Err})
+		}
+	}
+	return errors.Join(append(errs, err)...)
+}

@@ -1,0 +1,196 @@
+package twophase
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+)
+
+// ErrUnsupported is returned for a dialect without two-phase commit.
+var ErrUnsupported = errors.New("twophase: the dialect has no two-phase commit")
+
+// state is where a branch is in the protocol.
+type state uint8
+
+const (
+	active   state = iota // statements may run
+	prepared              // its writes are durable, awaiting the decision
+	ended                 // committed or rolled back; its connection released
+)
+
+// Branch is one database's part of a global transaction, on a connection of
+// its own held until the branch ends. Its methods other than the
+// statements' are not safe for concurrent use.
+type Branch struct {
+	db      *sql.DB
+	conn    *sql.Conn
+	dialect string
+	xid     XID
+	state   state
+}
+
+// Supported says whether dialect has two-phase commit here.
+func Supported(dialect string) bool { return dialect == "mysql" || dialect == "postgres" }
+
+// Begin opens branch xid of a global transaction on a connection of db.
+func Begin(ctx context.Context, db *sql.DB, dialect string, xid XID) (*Branch, error) {
+	if !Supported(dialect) {
+		return nil, fmt.Errorf("%w: %s", ErrUnsupported, dialect)
+	}
+	if !xid.valid() {
+		return nil, fmt.Errorf("twophase: %+v is not a branch ID", xid)
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b := &Branch{db: db, conn: conn, dialect: dialect, xid: xid}
+	start := "BEGIN"
+	if dialect == "mysql" {
+		start = "XA START " + xid.literal(dialect)
+	}
+	if _, err := conn.ExecContext(ctx, start); err != nil {
+		b.discard()
+		return nil, err
+	}
+	return b, nil
+}
+
+// XID is the branch's ID.
+func (b *Branch) XID() XID { return b.xid }
+
+// ExecContext runs a statement in the branch.
+func (b *Branch) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return b.conn.ExecContext(ctx, query, args...)
+}
+
+// QueryContext runs a query in the branch.
+func (b *Branch) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return b.conn.QueryContext(ctx, query, args...)
+}
+
+// QueryRowContext runs a query of one row in the branch.
+func (b *Branch) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return b.conn.QueryRowContext(ctx, query, args...)
+}
+
+// PrepareContext prepares a statement on the branch's connection.
+func (b *Branch) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	return b.conn.PrepareContext(ctx, query)
+}
+
+// Prepare makes the branch's writes durable and its outcome the decision's:
+// after it, the branch survives its connection and even the server's
+// restart until it is committed or rolled back.
+func (b *Branch) Prepare(ctx context.Context) error {
+	if b.state != active {
+		return fmt.Errorf("twophase: branch %+v is not active", b.xid)
+	}
+	id := b.xid.literal(b.dialect)
+	steps := []string{"PREPARE TRANSACTION " + id}
+	if b.dialect == "mysql" {
+		steps = []string{"XA END " + id, "XA PREPARE " + id}
+	}
+	for _, step := range steps {
+		if _, err := b.conn.ExecContext(ctx, step); err != nil {
+			b.discard() // its server rolls an unprepared branch back with the connection
+			return err
+		}
+	}
+	b.state = prepared
+	if b.dialect == "postgres" {
+		b.release() // a prepared transaction belongs to no session there
+	}
+	return nil
+}
+
+// Commit commits a prepared branch, or an active one in one phase (the only
+// branch of its transaction).
+func (b *Branch) Commit(ctx context.Context) error {
+	id := b.xid.literal(b.dialect)
+	var steps []string
+	switch {
+	case b.state == ended:
+		return nil
+	case b.state == active && b.dialect == "mysql":
+		steps = []string{"XA END " + id, "XA COMMIT " + id + " ONE PHASE"}
+	case b.state == active:
+		steps = []string{"COMMIT"}
+	case b.dialect == "mysql":
+		steps = []string{"XA COMMIT " + id} // on its own session, which alone may
+	}
+	if b.state == prepared && b.dialect == "postgres" {
+		return b.ended(CommitPrepared(ctx, b.db, b.dialect, b.xid))
+	}
+	return b.ended(b.run(ctx, steps))
+}
+
+// Rollback rolls the branch back, prepared or not.
+func (b *Branch) Rollback(ctx context.Context) error {
+	id := b.xid.literal(b.dialect)
+	var steps []string
+	switch {
+	case b.state == ended:
+		return nil
+	case b.state == active && b.dialect == "mysql":
+		steps = []string{"XA END " + id, "XA ROLLBACK " + id}
+	case b.state == active:
+		steps = []string{"ROLLBACK"}
+	case b.dialect == "mysql":
+		steps = []string{"XA ROLLBACK " + id}
+	}
+	if b.state == prepared && b.dialect == "postgres" {
+		return b.ended(RollbackPrepared(ctx, b.db, b.dialect, b.xid))
+	}
+	return b.ended(b.run(ctx, steps))
+}
+
+// Abandon lets the branch go without an outcome: an active one is rolled
+// back by its server with the connection, a prepared one stays for
+// recovery.
+func (b *Branch) Abandon() {
+	if b.state != ended {
+		b.discard()
+	}
+}
+
+// run sends steps in order on the branch's connection, and releases it:
+// discarded on an error, since the session may be left inside the protocol.
+func (b *Branch) run(ctx context.Context, steps []string) error {
+	for _, step := range steps {
+		if _, err := b.conn.ExecContext(ctx, step); err != nil {
+			b.discard()
+			return err
+		}
+	}
+	b.release()
+	return nil
+}
+
+func (b *Branch) ended(err error) error {
+	if err == nil {
+		b.state = ended
+	}
+	return err
+}
+
+// release gives the connection back to its pool.
+func (b *Branch) release() {
+	if b.conn != nil {
+		_ = b.conn.Close()
+		b.conn = nil
+	}
+}
+
+// discard closes the connection instead of giving it back; the branch is
+// over for this process (its server rolls back an unprepared one).
+func (b *Branch) discard() {
+	if b.conn != nil {
+		_ = b.conn.Raw(func(any) error { return driver.ErrBadConn })
+		_ = b.conn.Close()
+		b.conn = nil
+	}
+	b.state = ended
+}

@@ -1,0 +1,97 @@
+package twophase
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/shardid/shardid/internal/sqlscan"
+)
+
+// Outcome is what was decided of a global transaction.
+type Outcome string
+
+const (
+	Undecided Outcome = ""
+	Committed Outcome = "commit"
+	Aborted   Outcome = "abort"
+)
+
+// Decisions is the table of decided global transactions, in one database
+// (the plugin's own): a row is written once, by whoever decides first (the
+// coordinator commits, recovery aborts), and its primary key makes the
+// other's write fail.
+type Decisions struct {
+	DB      *sql.DB
+	Dialect string
+	Table   string // needs no quoting
+}
+
+// Prepare creates the table if it is missing.
+func (d Decisions) Prepare(ctx context.Context) error {
+	_, err := d.DB.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS "+d.Table+
+		" (gid VARCHAR(64) NOT NULL PRIMARY KEY, outcome VARCHAR(8) NOT NULL, decided_ms BIGINT NOT NULL)")
+	return err
+}
+
+// Decide records outcome for gid, unless another was recorded first; it
+// returns the outcome that holds. An error means the outcome is unknown:
+// the caller must neither commit nor roll back a prepared branch.
+func (d Decisions) Decide(ctx context.Context, gid string, outcome Outcome) (Outcome, error) {
+	_, err := d.DB.ExecContext(ctx, d.sql("INSERT INTO "+d.Table+" (gid, outcome, decided_ms) VALUES (?, ?, ?)"),
+		gid, string(outcome), time.Now().UnixMilli())
+	if err == nil {
+		return outcome, nil
+	}
+	held, readErr := d.Outcome(ctx, gid)
+	if readErr != nil {
+		return Undecided, errors.Join(err, readErr)
+	}
+	if held == Undecided {
+		return Undecided, err // the write failed and left nothing
+	}
+	return held, nil
+}
+
+// Outcome reads what was decided of gid.
+func (d Decisions) Outcome(ctx context.Context, gid string) (Outcome, error) {
+	var outcome string
+	err := d.DB.QueryRowContext(ctx, d.sql("SELECT outcome FROM "+d.Table+" WHERE gid = ?"), gid).Scan(&outcome)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Undecided, nil
+	}
+	return Outcome(outcome), err
+}
+
+// Decided lists the decisions recorded before cutoff.
+func (d Decisions) Decided(ctx context.Context, before time.Time) (map[string]Outcome, error) {
+	rows, err := d.DB.QueryContext(ctx, d.sql("SELECT gid, outcome FROM "+d.Table+" WHERE decided_ms < ?"), before.UnixMilli())
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	decided := map[string]Outcome{}
+	for rows.Next() {
+		var gid, outcome string
+		if err := rows.Scan(&gid, &outcome); err != nil {
+			return nil, err
+		}
+		decided[gid] = Outcome(outcome)
+	}
+	return decided, rows.Err()
+}
+
+// Forget deletes the decision of gid: once no branch of it is left.
+func (d Decisions) Forget(ctx context.Context, gid string) error {
+	_, err := d.DB.ExecContext(ctx, d.sql("DELETE FROM "+d.Table+" WHERE gid = ?"), gid)
+	return err
+}
+
+// sql writes ? placeholders as $n for PostgreSQL.
+func (d Decisions) sql(query string) string {
+	if d.Dialect != "postgres" {
+		return query
+	}
+	return sqlscan.NumberParameters(query)
+}
