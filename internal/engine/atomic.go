@@ -204,10 +204,18 @@ func (g *globalTx) commit(ctx context.Context) error {
 		}
 		return err
 	}
+	log := g.e.config.Log
 	prepared := time.Now()
-	if err := g.each(branches, func(b *branchPool) error { return b.branch.Prepare(ctx) }); err != nil {
+	if err := g.each(branches, func(b *branchPool) error {
+		err := b.branch.Prepare(ctx)
+		if err == nil {
+			log.Debug("shardid: two-phase: branch prepared", "gid", g.gid, "branch", branchName(b.k))
+		}
+		return err
+	}); err != nil {
 		return errors.Join(err, g.rollback(ctx))
 	}
+	log.Debug("shardid: two-phase: every branch prepared", "gid", g.gid)
 	outcome, err := g.e.decisions().Decide(ctx, g.gid, twophase.Committed)
 	switch {
 	case err != nil:
@@ -219,10 +227,17 @@ func (g *globalTx) commit(ctx context.Context) error {
 	case outcome != twophase.Committed:
 		return errors.Join(fmt.Errorf("shardid: %s was rolled back by recovery before it could commit", g.gid), g.rollback(ctx))
 	}
-	err = g.each(branches, func(b *branchPool) error { return b.branch.Commit(ctx) })
+	log.Debug("shardid: two-phase: decided", "gid", g.gid, "outcome", string(outcome))
+	err = g.each(branches, func(b *branchPool) error {
+		err := b.branch.Commit(ctx)
+		if err == nil {
+			log.Debug("shardid: two-phase: branch committed", "gid", g.gid, "branch", branchName(b.k))
+		}
+		return err
+	})
 	g.e.countEnded(&counts.committed, len(branches), time.Since(prepared))
 	if err != nil {
-		g.e.config.Log.Warn("shardid: a branch of a committed transaction is left for recovery", "gid", g.gid, "error", err)
+		log.Warn("shardid: a branch of a committed transaction is left for recovery", "gid", g.gid, "error", err)
 		return nil
 	}
 	g.e.forgetDecision(g.gid)

@@ -1,0 +1,224 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/shardid/shardid"
+)
+
+// coordinatorChildVar, set to "<backend>/<step>", makes
+// TestKilledCoordinatorLeavesAllOrNothing the process that runs transfers
+// and stops inside the two-phase commit at that step, until it is killed.
+const coordinatorChildVar = "SHARDID_TEST_COORDINATOR_CHILD"
+
+// leg is one side of a transfer, beside its account.
+type leg struct {
+	ID        shardid.ID `shardid:"colocate:AccountID"`
+	AccountID int64
+	Transfer  string `gorm:"size:64;index"`
+	Amount    int64
+}
+
+// coordinatorSteps are the log events of the two-phase commit the child
+// stops at: some branches prepared; all prepared, nothing decided; the
+// commit decided, no branch committed; one branch committed.
+var coordinatorSteps = []struct {
+	name, event string
+	applied     bool // whether recovery must apply the transfer in flight
+	// leaves says a prepared branch is certainly left: not so once one
+	// committed, as the others commit at the same time.
+	leaves bool
+}{
+	{"some prepared", "shardid: two-phase: branch prepared", false, true},
+	{"all prepared", "shardid: two-phase: every branch prepared", false, true},
+	{"decided", "shardid: two-phase: decided", true, true},
+	{"one committed", "shardid: two-phase: branch committed", true, false},
+}
+
+// TestKilledCoordinatorLeavesAllOrNothing: a process running transfers
+// across shards is killed at each step of a transfer's two-phase commit; a
+// fresh process's recovery then leaves every transfer wholly applied (its
+// commit was decided) or wholly absent, the balances' total exact, and no
+// prepared branch on any server.
+func TestKilledCoordinatorLeavesAllOrNothing(t *testing.T) {
+	if v := os.Getenv(coordinatorChildVar); v != "" {
+		runTransfersUntilKilled(t, v)
+		return
+	}
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		fresh(t, r.db, &account{}, &leg{})
+		accounts := accountsOnEvery(t, r)
+		total := int64(1000 * len(accounts))
+		for _, step := range coordinatorSteps {
+			child := exec.Command(os.Args[0], "-test.run=^TestKilledCoordinatorLeavesAllOrNothing$", "-test.count=1")
+			child.Env = append(os.Environ(), coordinatorChildVar+"="+b.name+"/"+step.event)
+			out, err := child.StdoutPipe()
+			must(t, err)
+			child.Stderr = os.Stderr
+			must(t, child.Start())
+			lines := bufio.NewScanner(out)
+			inFlight := ""
+			for lines.Scan() {
+				if id, ok := strings.CutPrefix(lines.Text(), "STOPPED "); ok {
+					inFlight = id
+					break
+				}
+			}
+			if inFlight == "" {
+				_ = child.Process.Kill()
+				t.Fatalf("%s: the child ended before it stopped: %v", step.name, child.Wait())
+			}
+			must(t, child.Process.Kill())
+			_ = child.Wait()
+			before := r.plugin.TransactionStats()
+			if step.leaves && len(r.preparedEverywhere(t)) == 0 {
+				t.Fatalf("%s: the killed child left no prepared branch", step.name)
+			}
+
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+				err := r.plugin.RecoverTransactions(context.Background())
+				if err == nil && len(r.preparedEverywhere(t)) == 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: branches still prepared after 30s: %v (last recovery: %v)", step.name, r.preparedEverywhere(t), err)
+				}
+			}
+			after := r.plugin.TransactionStats()
+			if step.leaves && after.RecoveredCommit+after.RecoveredRollback == before.RecoveredCommit+before.RecoveredRollback {
+				t.Fatalf("%s: recovery counted no branch it resolved: %+v", step.name, after)
+			}
+			var legs []leg
+			must(t, r.db.Clauses(shardid.AllShards()).Find(&legs).Error)
+			per := map[string]int{}
+			for _, l := range legs {
+				per[l.Transfer]++
+			}
+			for id, n := range per {
+				if n != 2 {
+					t.Fatalf("%s: transfer %s has %d of its 2 legs", step.name, id, n)
+				}
+			}
+			if applied := per[inFlight] == 2; applied != step.applied {
+				t.Fatalf("%s: the transfer in flight (%s) applied: %v, want %v", step.name, inFlight, applied, step.applied)
+			}
+			var all []account
+			must(t, r.db.Clauses(shardid.AllShards()).Find(&all).Error)
+			var sum int64
+			for _, a := range all {
+				sum += a.Balance
+			}
+			if sum != total {
+				t.Fatalf("%s: the balances sum to %d, want %d", step.name, sum, total)
+			}
+			t.Logf("%s: %d transfers whole, the one in flight applied: %v", step.name, len(per), per[inFlight] == 2)
+		}
+	})
+}
+
+// accountsOnEvery creates two accounts on every physical database.
+func accountsOnEvery(t *testing.T, r *routing) []account {
+	t.Helper()
+	var accounts []account
+	var on [physicalShards]int
+	for i := 0; i < 400 && len(accounts) < 2*physicalShards; i++ {
+		a := account{Balance: 1000}
+		must(t, r.db.Create(&a).Error)
+		if k := r.physicalOf(a.ID); on[k] < 2 {
+			on[k]++
+			accounts = append(accounts, a)
+		} else {
+			must(t, r.db.Delete(&a).Error)
+		}
+	}
+	slices.SortFunc(accounts, func(a, b account) int { return cmpInt(a.ID, b.ID) })
+	return accounts
+}
+
+// preparedEverywhere lists the prepared branches on every physical database.
+func (r *routing) preparedEverywhere(t *testing.T) []string {
+	var all []string
+	for _, d := range r.direct {
+		sqlDB, err := d.DB()
+		must(t, err)
+		all = append(all, preparedBranches(t, r.b.name, sqlDB)...)
+	}
+	return all
+}
+
+// runTransfersUntilKilled runs transfers between accounts of different
+// databases, each with a leg row on both sides, until the two-phase commit
+// of the third reaches the step named, where it prints STOPPED and the
+// transfer's ID and waits to be killed.
+func runTransfersUntilKilled(t *testing.T, v string) {
+	name, event, _ := strings.Cut(v, "/")
+	i := slices.IndexFunc(backends, func(b backend) bool { return b.name == name })
+	if i < 0 {
+		t.Fatalf("no backend %q", name)
+	}
+	b := backends[i]
+	dir := t.TempDir()
+	var current string
+	transfers := 0
+	stop := func(msg string) {
+		if msg == event && transfers == 3 {
+			fmt.Println("STOPPED " + current)
+			select {} // the parent kills this process
+		}
+	}
+	main, err := gorm.Open(b.dialector(t, dir), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	p := shardid.New(shardid.Config{Shards: shards(t, b, dir), MapRefresh: 100 * time.Millisecond,
+		Log: slog.New(stepHandler{stop: stop})})
+	must(t, main.Use(p))
+	r := &routing{b: b, db: main, plugin: p}
+	var accounts []account
+	must(t, main.Clauses(shardid.AllShards()).Order("id").Find(&accounts).Error)
+	for n := 0; ; n++ {
+		from, to := accounts[n%len(accounts)], accounts[(n+3)%len(accounts)]
+		if r.physicalOf(from.ID) == r.physicalOf(to.ID) {
+			continue
+		}
+		transfers++
+		current = fmt.Sprintf("t%d-%d", os.Getpid(), n)
+		err := main.Clauses(shardid.AcrossShards()).Transaction(func(tx *gorm.DB) error {
+			for _, side := range []struct {
+				id     int64
+				amount int64
+			}{{from.ID, -7}, {to.ID, 7}} {
+				if err := tx.Model(&account{ID: side.id}).Update("balance", gorm.Expr("balance + ?", side.amount)).Error; err != nil {
+					return err
+				}
+				if err := tx.Create(&leg{AccountID: side.id, Transfer: current, Amount: side.amount}).Error; err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		must(t, err)
+	}
+}
+
+// stepHandler passes the plugin's debug events to stop.
+type stepHandler struct{ stop func(msg string) }
+
+func (stepHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h stepHandler) Handle(_ context.Context, r slog.Record) error {
+	h.stop(r.Message)
+	return nil
+}
+func (h stepHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h stepHandler) WithGroup(string) slog.Handler      { return h }
