@@ -14,6 +14,7 @@
 //	shardid verify --config F             rows on a database their logical shard does not map to
 //	shardid map --config F                the shared map: version and the ranges of each database
 //	shardid health --config F             each physical database up or down, with its round trip
+//	shardid recover --config F            finish the writes over several databases a stopped process left prepared
 //	shardid --version                     the command's version
 //
 // The config file F (JSON) names the plugin's database and the physical
@@ -48,6 +49,6 @@ func rootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(demoCommand(), decodeCommand(), layoutCommand(), moveCommand(), verifyCommand(), mapCommand(), healthCommand())
+	root.AddCommand(demoCommand(), decodeCommand(), layoutCommand(), moveCommand(), verifyCommand(), mapCommand(), healthCommand(), recoverCommand())
 	return root
 }

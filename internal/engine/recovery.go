@@ -20,6 +20,7 @@ const keepAborts = 24 * time.Hour
 
 // recoveryLoop runs RecoverTransactions at db.Use and then periodically.
 type recoveryLoop struct {
+	running  sync.Mutex // one recovery at a time in a process
 	stop     chan struct{}
 	done     chan struct{}
 	stopOnce sync.Once
@@ -94,6 +95,8 @@ func (e *Engine) RecoverTransactions(ctx context.Context) error {
 	if !e.twoPhaseHere() {
 		return nil
 	}
+	e.recovery.running.Lock()
+	defer e.recovery.running.Unlock()
 	var errs []error
 	r := twophase.Recovery{Decisions: e.decisions(), Patience: e.inDoubtAfter(), KeepAborts: keepAborts}
 	for k := ownDatabase; k < len(e.physical); k++ {

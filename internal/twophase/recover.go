@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/shardid/shardid/internal/sqlerr"
 )
 
 // CommitPrepared commits the prepared branch xid of db from any session
@@ -155,6 +157,9 @@ func (r Recovery) Run(ctx context.Context) ([]Action, error) {
 		case Aborted:
 			a.Err = RollbackPrepared(ctx, b.db.DB, b.db.Dialect, b.xid)
 		}
+		if unknownBranch(a.Err) {
+			continue // another recovery, or its coordinator, finished it since the listing
+		}
 		actions = append(actions, a)
 	}
 	if len(errs) == 0 {
@@ -197,4 +202,13 @@ func (r Recovery) forget(ctx context.Context, found map[string]bool, listed time
 		}
 	}
 	return nil
+}
+
+// unknownBranch says the server knows no such prepared branch (any more).
+func unknownBranch(err error) bool {
+	if number, _, ok := sqlerr.MySQL(err); ok {
+		return number == 1397 // XAER_NOTA
+	}
+	code, _, ok := sqlerr.Postgres(err)
+	return ok && code == "42704" // undefined_object: no prepared transaction of that name
 }
