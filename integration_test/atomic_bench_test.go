@@ -123,7 +123,7 @@ func handTwoPhase(b *testing.B, be backend, dir string, main *gorm.DB, first, se
 	return func() error {
 		ctx := context.Background()
 		seq++
-		gid := twophase.GID{Process: "bench", Started: time.Now(), Seq: seq}.String()
+		gid := twophase.GID{Cluster: "bench", Process: "bench", Started: time.Now(), Seq: seq}.String()
 		branches := make([]*twophase.Branch, 2)
 		for i, id := range []int64{first, second} {
 			br, err := twophase.Begin(ctx, dbs[i], dialect, twophase.XID{GID: gid, Branch: fmt.Sprint(i)})

@@ -84,17 +84,17 @@ func TestKilledCoordinatorLeavesAllOrNothing(t *testing.T) {
 			must(t, child.Process.Kill())
 			_ = child.Wait()
 			before := r.plugin.TransactionStats()
-			if step.leaves && len(r.preparedEverywhere(t)) == 0 {
+			if step.leaves && len(prepared(t, r.db, r.direct)) == 0 {
 				t.Fatalf("%s: the killed child left no prepared branch", step.name)
 			}
 
 			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 				err := r.plugin.RecoverTransactions(context.Background())
-				if err == nil && len(r.preparedEverywhere(t)) == 0 {
+				if err == nil && len(prepared(t, r.db, r.direct)) == 0 {
 					break
 				}
 				if time.Now().After(deadline) {
-					t.Fatalf("%s: branches still prepared after 30s: %v (last recovery: %v)", step.name, r.preparedEverywhere(t), err)
+					t.Fatalf("%s: branches still prepared after 30s: %v (last recovery: %v)", step.name, prepared(t, r.db, r.direct), err)
 				}
 			}
 			after := r.plugin.TransactionStats()
@@ -146,17 +146,6 @@ func accountsOnEvery(t *testing.T, r *routing) []account {
 	}
 	slices.SortFunc(accounts, func(a, b account) int { return cmpInt(a.ID, b.ID) })
 	return accounts
-}
-
-// preparedEverywhere lists the prepared branches on every physical database.
-func (r *routing) preparedEverywhere(t *testing.T) []string {
-	var all []string
-	for _, d := range r.direct {
-		sqlDB, err := d.DB()
-		must(t, err)
-		all = append(all, preparedBranches(t, r.b.name, sqlDB)...)
-	}
-	return all
 }
 
 // runTransfersUntilKilled runs transfers between accounts of different
@@ -222,3 +211,90 @@ func (h stepHandler) Handle(_ context.Context, r slog.Record) error {
 }
 func (h stepHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h stepHandler) WithGroup(string) slog.Handler      { return h }
+
+// TestDatabaseCutInTwoPhaseCommit: the connection to one of two databases cut
+// while a transfer prepares rolls the whole transfer back; cut after the
+// decision, the transfer has committed, and recovery commits that database's
+// branch once it answers again. Either way no branch stays prepared.
+func TestDatabaseCutInTwoPhaseCommit(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		dir := t.TempDir()
+		cutAt := make(chan string, 1) // the event at which to cut, taken once
+		var proxy *tcpProxy
+		handler := stepHandler{stop: func(msg string) {
+			select {
+			case at := <-cutAt:
+				if at == msg {
+					proxy.setCut(true)
+				} else {
+					cutAt <- at
+				}
+			default:
+			}
+		}}
+		list := shards(t, b, dir)[:2]
+		count := shardid.Layout{}.ShardCount()
+		list[0].Logical = []shardid.Range{{From: 0, To: count/2 - 1}}
+		list[1].Logical = []shardid.Range{{From: count / 2, To: count - 1}}
+		list[1].Dialector, proxy = physicalViaProxy(t, b, 1)
+		db := open(t, b, dir, shardid.Config{Shards: list, ConnectTimeout: time.Second, Log: slog.New(handler)})
+		p := db.Config.Plugins["shardid"].(*shardid.Plugin)
+		fresh(t, db, &account{})
+		var accounts [2]account
+		for k := range accounts {
+			a := account{Balance: 100}
+			must(t, db.Clauses(shardid.OnShard(k*count/2)).Create(&a).Error)
+			accounts[k] = a
+		}
+		transfer := func(n int64) error {
+			return db.Clauses(shardid.AcrossShards()).Transaction(func(tx *gorm.DB) error {
+				if err := tx.Model(&accounts[0]).Update("balance", gorm.Expr("balance - ?", n)).Error; err != nil {
+					return err
+				}
+				return tx.Model(&accounts[1]).Update("balance", gorm.Expr("balance + ?", n)).Error
+			})
+		}
+		balances := func() [2]int64 {
+			var got [2]int64
+			for k, a := range accounts {
+				var row account
+				must(t, db.First(&row, a.ID).Error)
+				got[k] = row.Balance
+			}
+			return got
+		}
+		recoverAll := func() {
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+				if err := p.RecoverTransactions(context.Background()); err == nil && len(prepared(t, db, direct(t, b, dir)[:2])) == 0 {
+					return
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("branches still prepared after 30s: %v", prepared(t, db, direct(t, b, dir)[:2]))
+				}
+			}
+		}
+
+		cutAt <- "shardid: two-phase: preparing"
+		if err := transfer(10); err == nil {
+			t.Fatal("a transfer whose second database was cut while it prepared committed")
+		}
+		proxy.setCut(false)
+		recoverAll()
+		if got := balances(); got != [2]int64{100, 100} {
+			t.Fatalf("after a cut during prepare: balances %v, want 100 and 100", got)
+		}
+
+		cutAt <- "shardid: two-phase: decided"
+		if err := transfer(10); err != nil {
+			t.Fatalf("a transfer cut after its decision: %v, want committed", err)
+		}
+		proxy.setCut(false)
+		if left := prepared(t, db, direct(t, b, dir)[:2]); len(left) != 1 {
+			t.Fatalf("after a cut during commit, prepared branches %v, want the cut database's", left)
+		}
+		recoverAll()
+		if got := balances(); got != [2]int64{90, 110} {
+			t.Fatalf("after a cut during commit: balances %v, want 90 and 110", got)
+		}
+	})
+}

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -15,6 +14,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/shardid/shardid"
+	"github.com/shardid/shardid/internal/twophase"
 )
 
 // entry is a sharded row beside its author with a reference unique on its
@@ -26,46 +26,36 @@ type entry struct {
 }
 
 // noPrepared fails the test if any physical database holds a prepared
-// branch: every transaction over several databases ended.
+// branch of the plugin's: every transaction over several databases ended.
 func (r *routing) noPrepared(t *testing.T) {
 	t.Helper()
-	for k, d := range r.direct {
-		sqlDB, err := d.DB()
-		must(t, err)
-		if left := preparedBranches(t, r.b.name, sqlDB); len(left) > 0 {
-			t.Fatalf("database %d holds prepared branches %v", k, left)
-		}
+	if left := prepared(t, r.db, r.direct); len(left) > 0 {
+		t.Fatalf("prepared branches left: %v", left)
 	}
 }
 
-// preparedBranches lists the plugin's prepared branches on db.
-func preparedBranches(t *testing.T, backend string, db *sql.DB) []string {
+// prepared lists, once each, the prepared branches on dbs of the cluster of
+// the plugin on main: MySQL lists a server's on each of its databases, and
+// other tests' beside them.
+func prepared(t *testing.T, main *gorm.DB, dbs []*gorm.DB) []string {
 	t.Helper()
-	query := "SELECT gid FROM pg_prepared_xacts WHERE database = current_database()"
-	if backend == "mariadb" {
-		query = "XA RECOVER"
-	}
-	rows, err := db.QueryContext(context.Background(), query)
+	sqlMain, err := main.DB()
 	must(t, err)
-	defer rows.Close()
-	cols, err := rows.Columns()
+	cluster, err := twophase.Decisions{DB: sqlMain, Dialect: main.Dialector.Name(), Table: "shardid_transactions"}.Cluster(context.Background())
 	must(t, err)
-	var gids []string
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
+	var all []string
+	for _, d := range dbs {
+		sqlDB, err := d.DB()
+		must(t, err)
+		xids, err := twophase.InDoubt(context.Background(), sqlDB, d.Dialector.Name())
+		must(t, err)
+		for _, x := range xids {
+			if g, ok := twophase.ParseGID(x.GID); ok && g.Cluster == cluster && !slices.Contains(all, x.GID+"/"+x.Branch) {
+				all = append(all, x.GID+"/"+x.Branch)
+			}
 		}
-		must(t, rows.Scan(ptrs...))
-		gid := vals[len(vals)-1]
-		if b, ok := gid.([]byte); ok {
-			gid = string(b)
-		}
-		gids = append(gids, gid.(string))
 	}
-	must(t, rows.Err())
-	return gids
+	return all
 }
 
 // TestSplitCreateIsAtomic: a Create batch over several databases whose part

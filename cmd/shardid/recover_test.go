@@ -23,8 +23,14 @@ func TestRecover(t *testing.T) {
 			must(t, err)
 			dialect := a.Dialector.Name()
 			ctx := context.Background()
+			main := direct(t, e.dsns["main"])
+			sqlMain, err := main.DB()
+			must(t, err)
+			decisions := twophase.Decisions{DB: sqlMain, Dialect: dialect, Table: "shardid_transactions"}
+			cluster, err := decisions.Cluster(ctx)
+			must(t, err)
 			for i, decided := range []bool{true, false} {
-				gid := twophase.GID{Process: "gone", Started: time.Now().Add(-time.Hour), Seq: uint64(i)}.String()
+				gid := twophase.GID{Cluster: cluster, Process: "gone", Started: time.Now().Add(-time.Hour), Seq: uint64(i)}.String()
 				b, err := twophase.Begin(ctx, sqlA, dialect, twophase.XID{GID: gid, Branch: "0"})
 				must(t, err)
 				_, err = b.ExecContext(ctx, fmt.Sprintf("INSERT INTO recover_rows (id) VALUES (%d)", i))
@@ -32,10 +38,7 @@ func TestRecover(t *testing.T) {
 				must(t, b.Prepare(ctx))
 				b.Abandon() // the process stops
 				if decided {
-					main := direct(t, e.dsns["main"])
-					sqlMain, err := main.DB()
-					must(t, err)
-					_, err = twophase.Decisions{DB: sqlMain, Dialect: dialect, Table: "shardid_transactions"}.Decide(ctx, gid, twophase.Committed)
+					_, err := decisions.Decide(ctx, gid, twophase.Committed)
 					must(t, err)
 				}
 			}

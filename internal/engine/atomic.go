@@ -92,7 +92,7 @@ var gidSeq atomic.Uint64
 
 // newGlobalTx starts a global transaction; branches open as they are used.
 func (e *Engine) newGlobalTx() *globalTx {
-	gid := twophase.GID{Process: e.processToken(), Started: time.Now(), Seq: gidSeq.Add(1)}
+	gid := twophase.GID{Cluster: e.cluster, Process: e.processToken(), Started: time.Now(), Seq: gidSeq.Add(1)}
 	return &globalTx{e: e, gid: gid.String(), branches: map[int]*branchPool{}}
 }
 
@@ -205,6 +205,7 @@ func (g *globalTx) commit(ctx context.Context) error {
 		return err
 	}
 	log := g.e.config.Log
+	log.Debug("shardid: two-phase: preparing", "gid", g.gid, "branches", len(branches))
 	prepared := time.Now()
 	if err := g.each(branches, func(b *branchPool) error {
 		err := b.branch.Prepare(ctx)

@@ -113,6 +113,7 @@ type Engine struct {
 	background  sync.WaitGroup                   // work begun off a statement's path, waited for by Close
 	twoPhase    sync.Map                         // physical index → error of its two-phase commit check (nil: usable)
 	recovery    recoveryLoop
+	cluster     string // the token of this plugin database's cluster, in its global transaction IDs
 	txCounts    transactionCounters
 }
 

@@ -41,6 +41,11 @@ func (e *Engine) startRecovery(ctx context.Context) error {
 	if err := e.decisions().Prepare(ctx); err != nil && !mapstore.AlreadyExists(err) {
 		return err
 	}
+	cluster, err := e.decisions().Cluster(ctx)
+	if err != nil {
+		return err
+	}
+	e.cluster = cluster
 	sqlDB, err := e.db.DB()
 	if err != nil {
 		return err
@@ -98,7 +103,7 @@ func (e *Engine) RecoverTransactions(ctx context.Context) error {
 	e.recovery.running.Lock()
 	defer e.recovery.running.Unlock()
 	var errs []error
-	r := twophase.Recovery{Decisions: e.decisions(), Patience: e.inDoubtAfter(), KeepAborts: keepAborts}
+	r := twophase.Recovery{Decisions: e.decisions(), Cluster: e.cluster, Patience: e.inDoubtAfter(), KeepAborts: keepAborts}
 	for k := ownDatabase; k < len(e.physical); k++ {
 		sqlDB, name, err := e.sqlDBOf(ctx, k)
 		if err != nil {

@@ -2,7 +2,9 @@ package twophase
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"time"
 
@@ -80,6 +82,20 @@ func (d Decisions) Decided(ctx context.Context, before time.Time) (map[string]Ou
 		decided[gid] = Outcome(outcome)
 	}
 	return decided, rows.Err()
+}
+
+// clusterRow is the row that keeps the cluster's token in its outcome.
+const clusterRow = "cluster"
+
+// Cluster returns the token of the cluster whose decisions the table
+// holds, made by the first process to ask.
+func (d Decisions) Cluster(ctx context.Context) (string, error) {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	token, err := d.Decide(ctx, clusterRow, Outcome(hex.EncodeToString(b[:])))
+	return string(token), err
 }
 
 // Forget deletes the decision of gid: once no branch of it is left.

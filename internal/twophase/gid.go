@@ -11,9 +11,13 @@ import (
 // finds its own and only its own.
 const prefix = "shardid-"
 
-// GID names one global transaction: the coordinator's process token, its
-// start (for the age recovery waits for) and a sequence of the process's.
+// GID names one global transaction: the cluster of databases whose
+// coordinators made it (the servers' namespace of prepared transactions is
+// shared by every database on them, and may be by other clusters), the
+// coordinator's process token, its start (for the age recovery waits for)
+// and a sequence of the process's.
 type GID struct {
+	Cluster string // a token without dashes
 	Process string // a token without dashes
 	Started time.Time
 	Seq     uint64
@@ -22,7 +26,7 @@ type GID struct {
 // String is the ID as the servers see it: at most 64 bytes, MySQL's limit
 // for an XA gtrid, of letters, digits and dashes only (quoted as a literal).
 func (g GID) String() string {
-	return fmt.Sprintf("%s%s-%d-%d", prefix, g.Process, g.Started.UnixMilli(), g.Seq)
+	return fmt.Sprintf("%s%s-%s-%d-%d", prefix, g.Cluster, g.Process, g.Started.UnixMilli(), g.Seq)
 }
 
 // ParseGID reads an ID String wrote; ok is false for another's.
@@ -32,15 +36,15 @@ func ParseGID(s string) (GID, bool) {
 		return GID{}, false
 	}
 	parts := strings.Split(rest, "-")
-	if len(parts) != 3 || parts[0] == "" {
+	if len(parts) != 4 || parts[0] == "" || parts[1] == "" {
 		return GID{}, false
 	}
-	ms, err1 := strconv.ParseInt(parts[1], 10, 64)
-	seq, err2 := strconv.ParseUint(parts[2], 10, 64)
+	ms, err1 := strconv.ParseInt(parts[2], 10, 64)
+	seq, err2 := strconv.ParseUint(parts[3], 10, 64)
 	if err1 != nil || err2 != nil {
 		return GID{}, false
 	}
-	return GID{Process: parts[0], Started: time.UnixMilli(ms), Seq: seq}, true
+	return GID{Cluster: parts[0], Process: parts[1], Started: time.UnixMilli(ms), Seq: seq}, true
 }
 
 // XID names one branch of a global transaction: the databases of one

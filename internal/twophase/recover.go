@@ -85,6 +85,7 @@ type Database struct {
 // that died or lost a database midway.
 type Recovery struct {
 	Decisions Decisions
+	Cluster   string // the branches of other clusters on the same servers are theirs
 	Databases []Database
 	// Live says whether the process of a GID's token still runs; an
 	// undecided branch of a live one is left to it for Patience.
@@ -129,6 +130,9 @@ func (r Recovery) Run(ctx context.Context) ([]Action, error) {
 			continue
 		}
 		for _, xid := range xids {
+			if g, ok := ParseGID(xid.GID); !ok || g.Cluster != r.Cluster {
+				continue
+			}
 			found[xid.GID] = true
 			if !listed[xid] {
 				listed[xid] = true
@@ -194,8 +198,9 @@ func (r Recovery) forget(ctx context.Context, found map[string]bool, listed time
 		if found[gid] {
 			continue
 		}
-		if g, ok := ParseGID(gid); outcome == Aborted && (!ok || g.Started.UnixMilli() >= cutoff) {
-			continue
+		g, ok := ParseGID(gid)
+		if !ok || outcome == Aborted && g.Started.UnixMilli() >= cutoff {
+			continue // the cluster's row, or an abort still kept
 		}
 		if err := r.Decisions.Forget(ctx, gid); err != nil {
 			return err
