@@ -128,14 +128,18 @@ func (e *Engine) keepTo(m *model, table string, keep []Range) clause.Expression 
 	}
 	t := shardedTableOf(m)
 	f := e.fence()
-	shard, err := f.ShardSQL(fence.Table{Name: t.Name, Key: t.Key, Kind: t.Kind}, sqlscan.Quote(f.Dialect, table))
+	ranges, negate := keep, false
+	if left := leftOut(keep, e.layout.ShardCount()); len(left) < len(keep) {
+		ranges, negate = left, true
+	}
+	cond, err := f.RangesSQL(fence.Table{Name: t.Name, Key: t.Key, Kind: t.Kind}, sqlscan.Quote(f.Dialect, table), ranges)
 	if err != nil {
 		return clause.Expr{SQL: "1 = 0"} // fail closed: no row of another range may be read
 	}
-	if left := leftOut(keep, e.layout.ShardCount()); len(left) < len(keep) {
-		return clause.Expr{SQL: "NOT (" + fence.InRanges(shard, left) + ")"}
+	if negate {
+		return clause.Expr{SQL: "NOT (" + cond + ")"}
 	}
-	return clause.Expr{SQL: "(" + fence.InRanges(shard, keep) + ")"}
+	return clause.Expr{SQL: "(" + cond + ")"}
 }
 
 // fence reads the shard bits of the plugin's layout in its dialect.
