@@ -1,7 +1,8 @@
 // Package shardidprom exports a shardid plugin's metrics to Prometheus: the
 // statements it routed by physical database and kind, fan-outs, IDs issued
 // and waited for, whether each physical database answers, their connection
-// pools, and the moves the process runs. It is a module of its own, so that
+// pools, the moves the process runs, and its writes over several
+// databases committed in two phases. It is a module of its own, so that
 // the library does not depend on client_golang.
 //
 //	prometheus.MustRegister(shardidprom.New(ids))
@@ -73,10 +74,14 @@ var (
 	moveCopied      = desc("shardid_move_rows_copied", "Rows a running move has copied, by table.", "from", "to", "logical", "table")
 	moveBacklog     = desc("shardid_move_backlog", "Changes logged on a running move's source and not yet replayed.", "from", "to", "logical")
 	moveFrozen      = desc("shardid_move_frozen_seconds", "How long a running move has refused writes of its range.", "from", "to", "logical")
+	transactions    = desc("shardid_transactions_total", "Writes over several databases committed in two phases that their process ended, by outcome: committed, rolled_back, in_doubt (left to recovery).", "outcome")
+	recovered       = desc("shardid_transaction_branches_recovered_total", "Prepared branches recovery finished, by outcome: commit, rollback.", "outcome")
+	branches        = desc("shardid_transaction_branches_total", "Branches of the writes over several databases that ended.")
+	inDoubt         = desc("shardid_transaction_in_doubt_seconds_total", "Time from a write's first prepare to its last commit, summed.")
 )
 
 var all = []*prometheus.Desc{statements, statementErrors, durations, fanOuts, issued, waits, failovers, up, pingSeconds, ticketUp,
-	poolOpen, poolInUse, poolIdle, poolWaits, poolWaitSeconds, moveCopied, moveBacklog, moveFrozen}
+	poolOpen, poolInUse, poolIdle, poolWaits, poolWaitSeconds, moveCopied, moveBacklog, moveFrozen, transactions, recovered, branches, inDoubt}
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
@@ -92,6 +97,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	c.collectStatements(ch)
 	c.collectIDs(ch)
+	c.collectTransactions(ch)
 	c.collectHealth(ch)
 	for name, s := range c.p.PoolStats() {
 		ch <- prometheus.MustNewConstMetric(poolOpen, prometheus.GaugeValue, float64(s.OpenConnections), name)
@@ -125,6 +131,17 @@ func (c *Collector) collectStatements(ch chan<- prometheus.Metric) {
 	for kind, n := range c.p.FanOutStats() {
 		ch <- prometheus.MustNewConstMetric(fanOuts, prometheus.CounterValue, float64(n), kind)
 	}
+}
+
+func (c *Collector) collectTransactions(ch chan<- prometheus.Metric) {
+	t := c.p.TransactionStats()
+	for outcome, n := range map[string]uint64{"committed": t.Committed, "rolled_back": t.RolledBack, "in_doubt": t.InDoubt} {
+		ch <- prometheus.MustNewConstMetric(transactions, prometheus.CounterValue, float64(n), outcome)
+	}
+	ch <- prometheus.MustNewConstMetric(recovered, prometheus.CounterValue, float64(t.RecoveredCommit), "commit")
+	ch <- prometheus.MustNewConstMetric(recovered, prometheus.CounterValue, float64(t.RecoveredRollback), "rollback")
+	ch <- prometheus.MustNewConstMetric(branches, prometheus.CounterValue, float64(t.Branches))
+	ch <- prometheus.MustNewConstMetric(inDoubt, prometheus.CounterValue, t.InDoubtSeconds)
 }
 
 func (c *Collector) collectIDs(ch chan<- prometheus.Metric) {
