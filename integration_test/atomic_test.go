@@ -255,3 +255,62 @@ func TestTransferAcrossShards(t *testing.T) {
 		t.Logf("%d transfers committed, %d rolled back, %d locking reads", committed.Load(), failed.Load(), reads.Load())
 	})
 }
+
+// TestCreateInBatchesIsAtomic: CreateInBatches of rows over several
+// databases in several batches (GORM wraps them in a transaction on the
+// plugin's database) writes all of them or, when a later batch fails, none;
+// the rows are read back at once after it returns. A Create in an
+// application's transaction on the plugin's database commits or rolls back
+// with it.
+func TestCreateInBatchesIsAtomic(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		fresh(t, r.db, &entry{}, &setting{})
+		authors := r.onEvery(t)
+		must(t, r.db.Create(&entry{AuthorID: authors[2].ID, Ref: "taken"}).Error)
+		rows := func(last string) []entry {
+			var list []entry
+			for i := range 20 {
+				list = append(list, entry{AuthorID: authors[i%len(authors)].ID, Ref: fmt.Sprint("r", i)})
+			}
+			list[19] = entry{AuthorID: authors[2].ID, Ref: last}
+			return list
+		}
+		failing := rows("taken")
+		if err := r.db.CreateInBatches(&failing, 5).Error; err == nil {
+			t.Fatal("CreateInBatches whose last batch repeats a unique value succeeded")
+		}
+		if n := r.count(t, &entry{}); n != 1 {
+			t.Fatalf("the failed CreateInBatches left %d rows, want the 1 there before", n)
+		}
+		fitting := rows("fits")
+		must(t, r.db.CreateInBatches(&fitting, 5).Error)
+		var got int64
+		must(t, r.db.Model(&entry{}).Clauses(shardid.AllShards()).Count(&got).Error)
+		if got != 21 {
+			t.Fatalf("read back after CreateInBatches: %d rows, want 21", got)
+		}
+		for _, e := range fitting {
+			r.mustBeOnItsShard(t, &entry{}, int64(e.ID))
+		}
+
+		// An application's transaction on the plugin's database.
+		err := r.db.Transaction(func(tx *gorm.DB) error {
+			must(t, tx.Create(&setting{Value: "with it"}).Error)
+			must(t, tx.Create(&entry{AuthorID: authors[1].ID, Ref: "rolled back"}).Error)
+			return errors.New("roll back")
+		})
+		if err == nil {
+			t.Fatal("the transaction did not fail")
+		}
+		must(t, r.db.Transaction(func(tx *gorm.DB) error {
+			return tx.Create(&entry{AuthorID: authors[1].ID, Ref: "committed"}).Error
+		}))
+		var refs []string
+		must(t, r.db.Model(&entry{}).Clauses(shardid.AllShards()).Where("ref IN ?", []string{"rolled back", "committed"}).Pluck("ref", &refs).Error)
+		if len(refs) != 1 || refs[0] != "committed" {
+			t.Fatalf("after a rolled back and a committed transaction: %v, want only the committed row", refs)
+		}
+		r.noPrepared(t)
+	})
+}

@@ -82,7 +82,8 @@ func (s *shuttle) try(mv shardid.Move, timer *testing.B) (*shardid.MoveReport, e
 // one server with a plain copy loop written with the driver: the same key
 // order and chunk size, one SELECT and one multi-row INSERT per chunk (the
 // cleanup of each move and the emptying of the loop's table are not timed).
-// Compare the two ns/op; rows/s is for context. For interleaved figures run
+// Compare the two ns/op, and the copy phase's own share of the move's
+// (copy-phase-ns/op) with the loop's; rows/s is for context. For interleaved figures run
 // it with -count=1 several times.
 func BenchmarkMoveCopy(b *testing.B) {
 	bb := benchBackend(b)
@@ -94,11 +95,23 @@ func BenchmarkMoveCopy(b *testing.B) {
 	target, err := r.target.DB()
 	must(b, err)
 	must(b, r.target.Exec("CREATE TABLE IF NOT EXISTS mv_users_copy LIKE mv_users").Error)
+	var copying time.Duration // the copy phase's own share: from the last step of prepare to the first of the catch-up
 	b.Run("shardid-move", func(b *testing.B) {
+		copying = 0
 		for range b.N {
-			s.timed(b, shardid.Move{ChunkSize: 1000})
+			var prepared, caughtUp time.Time
+			s.timed(b, shardid.Move{ChunkSize: 1000, Progress: func(p shardid.MoveProgress) {
+				switch {
+				case p.Phase == shardid.PhasePrepare:
+					prepared = time.Now()
+				case p.Phase == shardid.PhaseCatchUp && caughtUp.IsZero():
+					caughtUp = time.Now()
+				}
+			}})
+			copying += caughtUp.Sub(prepared)
 		}
 		b.ReportMetric(float64(benchRows*b.N)/b.Elapsed().Seconds(), "rows/s")
+		b.ReportMetric(float64(copying.Nanoseconds())/float64(b.N), "copy-phase-ns/op")
 	})
 	b.Run("driver-loop", func(b *testing.B) {
 		from, to := source, target

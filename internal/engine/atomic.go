@@ -49,6 +49,7 @@ type globalTx struct {
 	failed     error           // a branch rolled back: the transaction cannot commit
 	savepoints []string        // open, in the order they were set
 	ctx        context.Context // an application's transaction's, from its Begin
+	anchor     *sql.Tx         // a transaction on the plugin's database whose commit is this one's
 }
 
 // branchPool is a branch as a statement's connection pool: GORM begins no

@@ -45,6 +45,7 @@ func (e *Engine) assignIDs(db *gorm.DB) {
 	}
 	if e.routed() && m.sharded() {
 		e.startRouting(stmt)
+		e.awaitEndedAnchors(stmt.Context)
 		e.holdIfAnnounced(db, kindCreate)
 	}
 	var rowsOnStack [1]reflect.Value
@@ -102,12 +103,10 @@ func (e *Engine) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 		shards = append(shards, shard)
 	}
 	// GORM's CreateInBatches wraps its batches in a transaction on the
-	// plugin's own database, which holds no shard: its batches are written as
-	// if outside it, each part in a transaction of its own database. Each
-	// batch sees only its own rows (the rest of the caller's slice is not
-	// told apart from spare capacity), so a later batch refused leaves the
-	// batches before it written.
-	detached := inTransaction(stmt.ConnPool) && e.inBatchWrapper(stmt)
+	// plugin's own database, which holds no shard, as an application may.
+	// Where two phases are used it commits with that transaction; else
+	// (BestEffort) its batches are written as if outside it.
+	detached := e.anchoredCreate(db) == nil && inTransaction(stmt.ConnPool) && e.config.Atomic == BestEffort && e.inBatchWrapper(stmt)
 	shardMap := e.mapOf(stmt)
 	if first, one := shardrouter.OneDatabase(shards, shardMap); one {
 		if detached {

@@ -115,6 +115,9 @@ type Engine struct {
 	recovery    recoveryLoop
 	cluster     string // the token of this plugin database's cluster, in its global transaction IDs
 	txCounts    transactionCounters
+	anchored    anchoredWrites  // writes that commit with a transaction on the plugin's database
+	lifetime    context.Context // ended by Close, for work off the statements' path
+	endLifetime context.CancelFunc
 }
 
 // New returns the engine of the plugin owner, for cfg; Initialize validates
@@ -138,6 +141,7 @@ func (e *Engine) Initialize(db *gorm.DB) error {
 		return err
 	}
 	e.layout = e.config.Layout.Normalized()
+	e.lifetime, e.endLifetime = context.WithCancel(context.Background())
 	if e.config.Log == nil {
 		e.config.Log = slog.Default()
 	}

@@ -63,6 +63,7 @@ func (e *Engine) route(kind statementKind) func(*gorm.DB) {
 			return
 		}
 		e.startRouting(db.Statement)
+		e.awaitEndedAnchors(db.Statement.Context)
 		if (kind == kindUpdate || kind == kindDelete) && !sub {
 			e.holdIfAnnounced(db, kind)
 		}
@@ -150,6 +151,9 @@ type routeState struct {
 	// plus one; gormTx the transaction GORM then began for it there.
 	boundOn int
 	gormTx  gorm.ConnPool
+	// anchored is the write of a Create in a transaction on the plugin's
+	// own database, which commits with it (anchored.go).
+	anchored *globalTx
 }
 
 // createContext carries a Create's routeState in the statement's context: a
@@ -430,6 +434,7 @@ func (e *Engine) finish(kind statementKind) func(*gorm.DB) {
 		doneRunning(db.Statement)
 		e.endRouting(db.Statement)
 		if kind == kindCreate {
+			e.endAnchored(db)
 			dropCreateState(db.Statement)
 		}
 		if db.Error == errRouted {

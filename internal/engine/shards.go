@@ -396,6 +396,9 @@ func ownConfig(c *gorm.Config) *gorm.Config {
 func (e *Engine) Close() error {
 	e.closed.Store(true)
 	e.stopRecovery()
+	if e.endLifetime != nil {
+		e.endLifetime()
+	}
 	e.background.Wait()
 	errs := []error{e.stopMapStore()}
 	for _, name := range strategyNames {

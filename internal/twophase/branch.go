@@ -147,6 +147,28 @@ func (b *Branch) Rollback(ctx context.Context) error {
 	return b.ended(b.run(ctx, steps))
 }
 
+// Detach lets go of a prepared branch's connection, so that any session
+// may finish it with Finish: MySQL and MariaDB tie a prepared branch to
+// its session while that lives.
+func (b *Branch) Detach() {
+	if b.state == prepared && b.conn != nil {
+		b.discard()
+		b.state = prepared
+	}
+}
+
+// Finish commits or rolls back a prepared branch from any session.
+func (b *Branch) Finish(ctx context.Context, commit bool) error {
+	if b.state != prepared {
+		return fmt.Errorf("twophase: branch %+v is not prepared", b.xid)
+	}
+	resolve := RollbackPrepared
+	if commit {
+		resolve = CommitPrepared
+	}
+	return b.ended(resolve(ctx, b.db, b.dialect, b.xid))
+}
+
 // Abandon lets the branch go without an outcome: an active one is rolled
 // back by its server with the connection, a prepared one stays for
 // recovery.

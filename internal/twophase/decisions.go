@@ -56,6 +56,16 @@ func (d Decisions) Decide(ctx context.Context, gid string, outcome Outcome) (Out
 	return held, nil
 }
 
+// Record writes outcome for gid through exec: in a transaction of the
+// decisions' database, whose commit is then the decision.
+func (d Decisions) Record(ctx context.Context, exec interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}, gid string, outcome Outcome) error {
+	_, err := exec.ExecContext(ctx, d.sql("INSERT INTO "+d.Table+" (gid, outcome, decided_ms) VALUES (?, ?, ?)"),
+		gid, string(outcome), time.Now().UnixMilli())
+	return err
+}
+
 // Outcome reads what was decided of gid.
 func (d Decisions) Outcome(ctx context.Context, gid string) (Outcome, error) {
 	var outcome string

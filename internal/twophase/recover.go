@@ -161,7 +161,7 @@ func (r Recovery) Run(ctx context.Context) ([]Action, error) {
 		case Aborted:
 			a.Err = RollbackPrepared(ctx, b.db.DB, b.db.Dialect, b.xid)
 		}
-		if unknownBranch(a.Err) {
+		if UnknownBranch(a.Err) {
 			continue // another recovery, or its coordinator, finished it since the listing
 		}
 		actions = append(actions, a)
@@ -209,8 +209,9 @@ func (r Recovery) forget(ctx context.Context, found map[string]bool, listed time
 	return nil
 }
 
-// unknownBranch says the server knows no such prepared branch (any more).
-func unknownBranch(err error) bool {
+// UnknownBranch says the server knows no such prepared branch: not any
+// more, or (MySQL, MariaDB) not yet to another session than its own.
+func UnknownBranch(err error) bool {
 	if number, _, ok := sqlerr.MySQL(err); ok {
 		return number == 1397 // XAER_NOTA
 	}
