@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -151,6 +152,44 @@ type idRow struct {
 }
 
 var dtFormOps = []dtOp{
+	// ---- a transaction across shards: all of it or none, savepoints on every database ----
+	{3, func(g *dtGen) dtStmt {
+		list := g.someNotes()
+		inner := g.r.IntN(2) == 0 // a nested Transaction that rolls back to its savepoint
+		end := g.r.IntN(3)        // 0 commit, 1 the callback's error, 2 a statement that fails
+		text := fmt.Sprintf(`db.Clauses(shardid.AcrossShards()).Transaction(func(tx) { likes+1 on each of %s; nested rolled back: %v; end #%d })`, q(list), inner, end)
+		return dtStmt{fmt.Sprintf("AcrossShards #%d", end), text, func(e *env) outcome {
+			db := e.db
+			if !e.ref {
+				db = db.Clauses(shardid.AcrossShards())
+			}
+			err := db.Transaction(func(tx *gorm.DB) error {
+				for i, id := range list {
+					if inner && i == len(list)-1 {
+						_ = tx.Transaction(func(tx2 *gorm.DB) error {
+							if err := tx2.Model(&dtNote{}).Where("id = ?", id).Update("likes", gorm.Expr("likes + 1")).Error; err != nil {
+								return err
+							}
+							return errors.New("inner")
+						})
+						continue
+					}
+					if err := tx.Model(&dtNote{}).Where("id = ?", id).Update("likes", gorm.Expr("likes + 1")).Error; err != nil {
+						return err
+					}
+				}
+				switch end {
+				case 1:
+					return errors.New("the callback fails")
+				case 2:
+					return tx.Exec("SELECT 1 FROM dt_no_such_table").Error
+				}
+				return nil
+			})
+			return outcome{err: err}
+		}}
+	}},
+
 	// ---- notes ----
 	{4, func(g *dtGen) dtStmt {
 		// Two notes per user, one the hooks keep (locked, 99 likes, or both):

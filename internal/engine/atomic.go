@@ -269,6 +269,9 @@ func (g *globalTx) list() []*branchPool {
 // each runs step on every branch at once, and joins their errors, each
 // naming its database.
 func (g *globalTx) each(branches []*branchPool, step func(*branchPool) error) error {
+	if len(branches) == 0 {
+		return nil
+	}
 	errs := make([]error, len(branches))
 	var wg sync.WaitGroup
 	for i, b := range branches[1:] {
