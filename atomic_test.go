@@ -1,0 +1,60 @@
+package shardid
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+)
+
+// TestWritesOverSeveralDatabasesOnSQLite: SQLite has no two-phase commit,
+// so by default a Create split over two databases, an update over both and
+// a transaction across shards are refused with ErrNotAtomic before anything
+// is written.
+func TestWritesOverSeveralDatabasesOnSQLite(t *testing.T) {
+	dir := t.TempDir()
+	dsn := func(name string) string { return "file:" + filepath.Join(dir, name) + "?_pragma=busy_timeout(10000)" }
+	half := Layout{}.ShardCount() / 2
+	db, err := gorm.Open(sqlite.Open(dsn("main.db")), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	p := New(Config{Shards: []Shard{ // Atomic left at its default
+		{Name: "s0", Dialector: sqlite.Open(dsn("s0.db")), Logical: []Range{{From: 0, To: half - 1}}},
+		{Name: "s1", Dialector: sqlite.Open(dsn("s1.db")), Logical: []Range{{From: half, To: 2*half - 1}}},
+	}})
+	must(t, db.Use(p))
+	t.Cleanup(func() { _ = p.Close() })
+	must(t, p.AutoMigrate(db, &revUser{}))
+	var direct []*gorm.DB
+	for _, name := range []string{"s0.db", "s1.db"} {
+		d, err := gorm.Open(sqlite.Open(dsn(name)), &gorm.Config{Logger: logger.Discard})
+		must(t, err)
+		direct = append(direct, d)
+	}
+	rows := []revUser{{Name: "a"}, {Name: "b"}}
+	must(t, db.Clauses(OnShard(1)).Create(&rows[0]).Error)
+	must(t, db.Clauses(OnShard(half+1)).Create(&rows[1]).Error)
+	split := []revUser{{ID: p.Layout().Compose(p.Layout().Epoch.AddDate(1, 0, 0), 2, 0), Name: "c"},
+		{ID: p.Layout().Compose(p.Layout().Epoch.AddDate(1, 0, 0), half+2, 0), Name: "d"}}
+	checks := map[string]error{
+		"split Create":     db.Create(&split).Error,
+		"update over both": db.Model(&revUser{}).Where("id IN ?", []int64{rows[0].ID, rows[1].ID}).Update("name", "x").Error,
+		"transaction across shards": db.Clauses(AcrossShards()).Transaction(func(tx *gorm.DB) error {
+			return tx.Model(&rows[0]).Update("name", "y").Error
+		}),
+	}
+	for what, err := range checks {
+		if !errors.Is(err, ErrNotAtomic) {
+			t.Errorf("%s on SQLite: %v, want ErrNotAtomic", what, err)
+		}
+	}
+	for k, d := range direct {
+		var names []string
+		must(t, d.Model(&revUser{}).Order("name").Pluck("name", &names).Error)
+		if len(names) != 1 || names[0] != []string{"a", "b"}[k] {
+			t.Errorf("database %d holds %v after the refused writes, want only %q", k, names, []string{"a", "b"}[k])
+		}
+	}
+}
