@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -145,18 +146,7 @@ func TestTransferAcrossShards(t *testing.T) {
 	forEachServer(t, func(t *testing.T, b backend) {
 		r := newRouting(t, b)
 		fresh(t, r.db, &account{})
-		var accounts []account
-		var on [physicalShards]int
-		for i := 0; i < 400 && len(accounts) < 2*physicalShards; i++ {
-			a := account{Balance: 1000}
-			must(t, r.db.Create(&a).Error)
-			if k := r.physicalOf(a.ID); on[k] < 2 {
-				on[k]++
-				accounts = append(accounts, a)
-			} else {
-				must(t, r.db.Delete(&a).Error)
-			}
-		}
+		accounts := accountsOnEvery(t, r)
 		total := int64(1000 * len(accounts))
 		transfer := func(from, to account, amount int64, fail bool) error {
 			first, second, amounts := from, to, [2]int64{-amount, amount}
@@ -188,10 +178,9 @@ func TestTransferAcrossShards(t *testing.T) {
 		if err := transfer(accounts[0], accounts[2], 5, true); err == nil || sum() != total {
 			t.Fatalf("a transfer whose callback failed: %v, total %d, want an error and %d", err, sum(), total)
 		}
-		// A reader that locks what it reads, in the same order, in a
-		// transaction across shards, waits for a transfer's prepared
-		// branches: it sees all of one or none.
-		slices.SortFunc(accounts, func(a, b account) int { return cmpInt(a.ID, b.ID) })
+		// A reader that locks what it reads, in the same order (of the IDs,
+		// as accountsOnEvery gives them), in a transaction across shards,
+		// waits for a transfer's prepared branches: it sees all of one or none.
 		lockedSum := func() (int64, error) {
 			var s int64
 			err := r.db.Clauses(shardid.AcrossShards()).Transaction(func(tx *gorm.DB) error {
@@ -310,6 +299,35 @@ func TestCreateInBatchesIsAtomic(t *testing.T) {
 		must(t, r.db.Model(&entry{}).Clauses(shardid.AllShards()).Where("ref IN ?", []string{"rolled back", "committed"}).Pluck("ref", &refs).Error)
 		if len(refs) != 1 || refs[0] != "committed" {
 			t.Fatalf("after a rolled back and a committed transaction: %v, want only the committed row", refs)
+		}
+		r.noPrepared(t)
+	})
+}
+
+// TestAnchoredCreateRepeatingAKeyFails: two Creates of one unique value in a
+// transaction on the plugin's database: the second waits on the first's
+// prepared branch, which ends only with the transaction, for a bounded time
+// (no server sees that wait), then fails; nothing is written.
+func TestAnchoredCreateRepeatingAKeyFails(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		fresh(t, r.db, &entry{})
+		authors := r.onEvery(t)
+		start := time.Now()
+		err := r.db.Transaction(func(tx *gorm.DB) error {
+			must(t, tx.Create(&entry{AuthorID: authors[0].ID, Ref: "twice"}).Error)
+			return tx.Create(&entry{AuthorID: authors[0].ID, Ref: "twice"}).Error
+		})
+		if err == nil {
+			t.Fatal("a unique value created twice in one transaction succeeded")
+		}
+		if took := time.Since(start); took > 30*time.Second {
+			t.Fatalf("the second Create failed after %v", took)
+		}
+		var n int64
+		must(t, r.db.Model(&entry{}).Clauses(shardid.AllShards()).Count(&n).Error)
+		if n != 0 {
+			t.Fatalf("%d rows after the failed transaction", n)
 		}
 		r.noPrepared(t)
 	})

@@ -38,7 +38,7 @@ func TestRecover(t *testing.T) {
 				must(t, b.Prepare(ctx))
 				b.Abandon() // the process stops
 				if decided {
-					_, err := decisions.Decide(ctx, gid, twophase.Committed)
+					_, err := decisions.Commit(ctx, gid, []string{"a"})
 					must(t, err)
 				}
 			}

@@ -157,10 +157,14 @@ func (g *globalTx) savepoint(ctx context.Context, kind, name, query string) erro
 		g.savepoints = g.savepoints[:keep]
 	}
 	g.mu.Unlock()
-	return g.each(g.list(), func(b *branchPool) error {
+	err := g.each(g.list(), func(b *branchPool) error {
 		_, err := b.branch.ExecContext(ctx, query)
 		return err
 	})
+	if err != nil {
+		g.fail(err) // the branches no longer agree on what was undone: only a rollback is right
+	}
+	return err
 }
 
 // setSavepoints sets the transaction's open savepoints on a new branch.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,11 +18,37 @@ import (
 
 // A Create of sharded rows in a transaction on the plugin's own database
 // (GORM's CreateInBatches opens one around its batches; an application may
-// too) commits with that transaction: its rows are written in branches on
-// their databases, prepared when the statement ends, and its commit
-// decision is a row written in that transaction. Once the transaction ends,
-// a watcher finds the decision committed with it, or gone with its
-// rollback, and finishes the branches; recovery does if the process stops.
+// too) commits with that transaction, the anchor: its rows are written in
+// branches on their databases, prepared when the statement ends, and the
+// commit decision of the anchor's global transaction is a row written in
+// the anchor. Once the anchor ends, one watcher finds the decision
+// committed with it, or gone with its rollback, and finishes every branch
+// of its statements; recovery does if the process stops.
+
+// anchoredLockWait bounds a lock wait of an anchored branch: a later
+// statement of the anchor may wait on an earlier one's prepared branch
+// (the same unique key twice), which ends only with the anchor.
+const anchoredLockWait = 5 * time.Second
+
+// anchor is a transaction on the plugin's own database that anchored
+// Creates commit with.
+type anchor struct {
+	tx         *sql.Tx
+	gid        string
+	statements int // anchored so far, naming their branches apart
+	recorded   []string
+	branches   []*branchPool // prepared, for the watcher to finish
+	done       chan struct{} // closed once they are finished
+}
+
+// anchoredWrites are the open anchors, by their transaction, so that a
+// statement after one ended waits for its branches: the process then reads
+// what it wrote.
+type anchoredWrites struct {
+	pending atomic.Int64
+	mu      sync.Mutex // guards byTx and each anchor's fields
+	byTx    map[*sql.Tx]*anchor
+}
 
 // anchoredCreate makes the global transaction of a Create in a transaction
 // on the plugin's own database, where two phases are used; nil otherwise.
@@ -38,11 +66,31 @@ func (e *Engine) anchoredCreate(db *gorm.DB) *globalTx {
 	if err != nil || dbBehind(tx) != own || state == nil {
 		return nil
 	}
+	a := e.anchored.of(tx, e)
 	g := e.newGlobalTx()
-	g.implicit, g.anchor = true, tx
+	e.anchored.mu.Lock()
+	a.statements++
+	g.gid, g.branchTag = a.gid, fmt.Sprintf("s%d", a.statements)
+	e.anchored.mu.Unlock()
+	g.implicit, g.anchor, g.options = true, a, twophase.Options{LockWait: anchoredLockWait}
 	state.anchored = g
 	stmt.ConnPool = g
 	return g
+}
+
+// of returns the anchor of tx, made on first use.
+func (w *anchoredWrites) of(tx *sql.Tx, e *Engine) *anchor {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if a, ok := w.byTx[tx]; ok {
+		return a
+	}
+	if w.byTx == nil {
+		w.byTx = map[*sql.Tx]*anchor{}
+	}
+	a := &anchor{tx: tx, gid: e.newGlobalTx().gid, done: make(chan struct{})}
+	w.byTx[tx] = a
+	return a
 }
 
 // endAnchored ends the anchored write of a Create, in its last callback:
@@ -64,11 +112,13 @@ func (e *Engine) endAnchored(db *gorm.DB) {
 	}
 }
 
-// prepareAnchored prepares every branch and records the commit in the
-// anchor; the branches are finished once the anchor ends.
+// prepareAnchored prepares every branch of the statement and records the
+// anchor's commit in it, or the databases the statement adds to it; the
+// first statement starts the anchor's watcher.
 func (g *globalTx) prepareAnchored(ctx context.Context) error {
-	if g.failed != nil {
-		return errors.Join(g.failed, g.rollback(ctx))
+	defer g.fail(sql.ErrTxDone)
+	if failed := g.doomed(); failed != nil {
+		return errors.Join(failed, g.rollback(ctx))
 	}
 	branches := g.list()
 	if len(branches) == 0 {
@@ -77,38 +127,75 @@ func (g *globalTx) prepareAnchored(ctx context.Context) error {
 	if err := g.each(branches, func(b *branchPool) error { return b.branch.Prepare(ctx) }); err != nil {
 		return errors.Join(err, g.rollback(ctx))
 	}
-	if err := g.e.decisions().Record(ctx, g.anchor, g.gid, twophase.Committed); err != nil {
+	w, a := &g.e.anchored, g.anchor
+	w.mu.Lock()
+	first := a.recorded == nil
+	databases := a.recorded
+	for _, name := range g.databases(branches) {
+		if !slices.Contains(databases, name) {
+			databases = append(databases, name)
+		}
+	}
+	w.mu.Unlock()
+	decisions := g.e.decisions()
+	var err error
+	if first {
+		err = decisions.Record(ctx, a.tx, a.gid, twophase.Committed, databases)
+	} else if len(databases) > len(a.recorded) {
+		err = decisions.Databases(ctx, a.tx, a.gid, databases)
+	}
+	if err != nil {
 		return errors.Join(err, g.rollback(ctx))
 	}
 	for _, b := range branches {
 		b.branch.Detach() // the watcher finishes them from sessions of its own
 	}
-	g.e.anchored.add(g)
-	g.e.background.Go(func() {
-		defer g.e.anchored.remove(g)
-		g.finishAnchored(branches)
-	})
+	w.mu.Lock()
+	a.recorded = databases
+	a.branches = append(a.branches, branches...)
+	w.mu.Unlock()
+	if first {
+		w.pending.Add(1)
+		g.e.background.Go(func() { g.e.watchAnchor(a) })
+	}
 	return nil
 }
 
-// finishAnchored waits for the anchor to end, then commits the branches if
-// its decision committed with it, or rolls them back: recording an abort
-// waits on the anchor's uncommitted decision (the same key) and then fails
-// (it committed) or succeeds (it rolled back). What the process cannot
-// finish before it closes, recovery does.
-func (g *globalTx) finishAnchored(branches []*branchPool) {
-	ctx := g.e.lifetime
+// watchAnchor waits for the anchor to end, then commits its branches if its
+// decision committed with it, or rolls them back: recording an abort waits
+// on the anchor's uncommitted decision (the same key) and then fails (it
+// committed) or succeeds (it rolled back). What the process cannot finish
+// before it closes, recovery does.
+func (e *Engine) watchAnchor(a *anchor) {
+	defer func() {
+		e.anchored.mu.Lock()
+		delete(e.anchored.byTx, a.tx)
+		e.anchored.mu.Unlock()
+		e.anchored.pending.Add(-1)
+		close(a.done)
+	}()
+	ctx := e.lifetime
+	for wait := time.Millisecond; !txEnded(a.tx); wait = min(2*wait, 20*time.Millisecond) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait): // one atomic load a turn; no connection held meanwhile
+		}
+	}
 	var outcome twophase.Outcome
 	for {
 		var err error
-		if outcome, err = g.e.decisions().Decide(ctx, g.gid, twophase.Aborted); err == nil {
+		if outcome, err = e.decisions().Decide(ctx, a.gid, twophase.Aborted); err == nil {
 			break
 		}
 		if ctx.Err() != nil {
 			return
 		}
-		time.Sleep(100 * time.Millisecond) // a lock wait that timed out: the anchor still runs
+		time.Sleep(100 * time.Millisecond)
 	}
+	e.anchored.mu.Lock()
+	branches := a.branches
+	e.anchored.mu.Unlock()
 	commit := outcome == twophase.Committed
 	finished := true
 	for _, b := range branches {
@@ -121,45 +208,18 @@ func (g *globalTx) finishAnchored(branches []*branchPool) {
 			time.Sleep(100 * time.Millisecond) // MySQL: its session has not ended yet on the server
 		}
 	}
-	counts := &g.e.txCounts
+	counts := &e.txCounts
 	if commit {
-		g.e.countEnded(&counts.committed, len(branches), 0)
+		e.countEnded(&counts.committed, len(branches), 0)
 	} else {
-		g.e.countEnded(&counts.rolledBack, len(branches), 0)
+		e.countEnded(&counts.rolledBack, len(branches), 0)
 	}
 	if commit && finished {
-		_ = g.e.decisions().Forget(context.WithoutCancel(ctx), g.gid)
+		_ = e.decisions().Forget(context.WithoutCancel(ctx), a.gid)
 	}
 }
 
-// anchoredWrites are the anchored writes whose branches wait for their
-// anchor to end, so that a statement after it waits for them: the process
-// then reads what it wrote.
-type anchoredWrites struct {
-	pending atomic.Int64
-	mu      sync.Mutex
-	done    map[*globalTx]chan struct{} // closed once the branches are finished
-}
-
-func (a *anchoredWrites) add(g *globalTx) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.done == nil {
-		a.done = map[*globalTx]chan struct{}{}
-	}
-	a.done[g] = make(chan struct{})
-	a.pending.Add(1)
-}
-
-func (a *anchoredWrites) remove(g *globalTx) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	close(a.done[g])
-	delete(a.done, g)
-	a.pending.Add(-1)
-}
-
-// awaitEndedAnchors holds a statement while anchored writes whose anchor
+// awaitEndedAnchors holds a statement while the branches of an anchor that
 // has ended are being finished, for at most anchorWait: costs one atomic
 // load when there are none.
 func (e *Engine) awaitEndedAnchors(ctx context.Context) {
@@ -168,9 +228,9 @@ func (e *Engine) awaitEndedAnchors(ctx context.Context) {
 	}
 	e.anchored.mu.Lock()
 	var waits []chan struct{}
-	for g, done := range e.anchored.done {
-		if txEnded(g.anchor) {
-			waits = append(waits, done)
+	for tx, a := range e.anchored.byTx {
+		if txEnded(tx) {
+			waits = append(waits, a.done)
 		}
 	}
 	e.anchored.mu.Unlock()

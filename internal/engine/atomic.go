@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,7 +51,9 @@ type globalTx struct {
 	failed     error           // a branch rolled back: the transaction cannot commit
 	savepoints []string        // open, in the order they were set
 	ctx        context.Context // an application's transaction's, from its Begin
-	anchor     *sql.Tx         // a transaction on the plugin's database whose commit is this one's
+	anchor     *anchor         // a transaction on the plugin's database whose commit is this one's
+	branchTag  string          // after the database in a branch's name: the statement's, among an anchor's
+	options    twophase.Options
 }
 
 // branchPool is a branch as a statement's connection pool: GORM begins no
@@ -140,7 +144,7 @@ func (g *globalTx) branch(ctx context.Context, k int) (*branchPool, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := twophase.Begin(ctx, sqlDB, g.e.db.Dialector.Name(), twophase.XID{GID: g.gid, Branch: branchName(k)})
+	b, err := twophase.BeginWith(ctx, sqlDB, g.e.db.Dialector.Name(), twophase.XID{GID: g.gid, Branch: branchName(k) + g.branchTag}, g.options)
 	if err != nil {
 		return nil, &onError{name: name, err: err}
 	}
@@ -190,8 +194,9 @@ func (e *Engine) sqlDBOf(ctx context.Context, k int) (*sql.DB, string, error) {
 // branches to recovery (ErrInDoubt); a branch that fails to commit after
 // the decision is committed by recovery, and the transaction has committed.
 func (g *globalTx) commit(ctx context.Context) error {
-	if g.failed != nil {
-		return errors.Join(g.failed, g.rollback(ctx))
+	defer g.fail(sql.ErrTxDone) // a statement after the end fails, as after a database's transaction
+	if failed := g.doomed(); failed != nil {
+		return errors.Join(failed, g.rollback(ctx))
 	}
 	branches := g.list()
 	if len(branches) == 0 {
@@ -218,7 +223,9 @@ func (g *globalTx) commit(ctx context.Context) error {
 		return errors.Join(err, g.rollback(ctx))
 	}
 	log.Debug("shardid: two-phase: every branch prepared", "gid", g.gid)
-	outcome, err := g.e.decisions().Decide(ctx, g.gid, twophase.Committed)
+	deciding, cancel := context.WithTimeout(ctx, decideWithin) // a pool that has no connection left must not hold every branch's locks for good
+	outcome, err := g.e.decisions().Commit(deciding, g.gid, g.databases(branches))
+	cancel()
 	switch {
 	case err != nil:
 		for _, b := range branches {
@@ -246,8 +253,29 @@ func (g *globalTx) commit(ctx context.Context) error {
 	return nil
 }
 
+// databases names the databases of branches, for the decision.
+func (g *globalTx) databases(branches []*branchPool) []string {
+	names := make([]string, len(branches))
+	for i, b := range branches {
+		_, names[i], _ = g.e.sqlDBOf(context.Background(), b.k)
+	}
+	return names
+}
+
+// decideWithin bounds the writing of a decision; past it the branches are
+// left prepared for recovery (ErrInDoubt).
+const decideWithin = 30 * time.Second
+
+// doomed returns why the transaction can only roll back, if it can.
+func (g *globalTx) doomed() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.failed
+}
+
 // rollback rolls every branch back.
 func (g *globalTx) rollback(ctx context.Context) error {
+	defer g.fail(sql.ErrTxDone)
 	branches := g.list()
 	if len(branches) == 0 {
 		return nil
@@ -334,6 +362,16 @@ func asError(v any) error {
 // twoPhaseUsable reads whether a database of dialect can prepare
 // transactions.
 func twoPhaseUsable(ctx context.Context, db *sql.DB, dialect, name string) error {
+	if dialect == "mysql" {
+		var version string
+		if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
+			return err
+		}
+		if !keepsPreparedXA(version) {
+			return fmt.Errorf("%w: %s is %s, which rolls a prepared XA branch back when its connection ends: MariaDB 10.5.2 or MySQL 5.7.7 and later keep it; or set Config.Atomic to shardid.BestEffort", ErrNotAtomic, name, version)
+		}
+		return nil
+	}
 	if dialect != "postgres" {
 		return nil
 	}
@@ -401,4 +439,20 @@ func globalOf(pool gorm.ConnPool) *globalTx {
 		return p
 	}
 	return nil
+}
+
+// keepsPreparedXA says whether a MySQL or MariaDB server of version keeps a
+// prepared XA branch when the connection that prepared it ends, as recovery
+// needs: MariaDB from 10.5.2, MySQL from 5.7.7.
+func keepsPreparedXA(version string) bool {
+	var major, minor, patch int
+	if _, err := fmt.Sscanf(version, "%d.%d.%d", &major, &minor, &patch); err != nil {
+		return false
+	}
+	at := [3]int{major, minor, patch}
+	least := [3]int{5, 7, 7}
+	if strings.Contains(version, "MariaDB") {
+		least = [3]int{10, 5, 2}
+	}
+	return slices.Compare(at[:], least[:]) >= 0
 }

@@ -52,8 +52,8 @@ type gormTxKey struct{}
 // GORM began for another, routed statement: it is a statement of its own,
 // not one the application meant for that transaction's shard.
 func inGORMsTransaction(stmt *gorm.Statement) bool {
-	if b, ok := stmt.ConnPool.(*branchPool); ok {
-		return b.g.implicit // a branch of a write over several databases: the plugin's, for that write
+	if _, ok := stmt.ConnPool.(*branchPool); ok {
+		return true // only a statement made by another inherits a branch: its SQL is a statement of its own
 	}
 	tx := sqlTx(stmt.ConnPool)
 	if tx == nil {

@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // ErrUnsupported is returned for a dialect without two-phase commit.
@@ -29,6 +30,18 @@ type Branch struct {
 	dialect string
 	xid     XID
 	state   state
+	// session says the connection's session settings were changed for the
+	// branch: it is closed, not given back, when the branch ends.
+	session bool
+}
+
+// Options are a branch's own settings.
+type Options struct {
+	// LockWait bounds how long a statement of the branch waits for a lock
+	// (0: the server's setting): a branch waiting on another branch of the
+	// same transaction, which no server sees, fails instead of waiting for
+	// good.
+	LockWait time.Duration
 }
 
 // Supported says whether dialect has two-phase commit here.
@@ -36,6 +49,11 @@ func Supported(dialect string) bool { return dialect == "mysql" || dialect == "p
 
 // Begin opens branch xid of a global transaction on a connection of db.
 func Begin(ctx context.Context, db *sql.DB, dialect string, xid XID) (*Branch, error) {
+	return BeginWith(ctx, db, dialect, xid, Options{})
+}
+
+// BeginWith opens branch xid as Begin does, with opts.
+func BeginWith(ctx context.Context, db *sql.DB, dialect string, xid XID, opts Options) (*Branch, error) {
 	if !Supported(dialect) {
 		return nil, fmt.Errorf("%w: %s", ErrUnsupported, dialect)
 	}
@@ -46,14 +64,21 @@ func Begin(ctx context.Context, db *sql.DB, dialect string, xid XID) (*Branch, e
 	if err != nil {
 		return nil, err
 	}
-	b := &Branch{db: db, conn: conn, dialect: dialect, xid: xid}
-	start := "BEGIN"
+	b := &Branch{db: db, conn: conn, dialect: dialect, xid: xid, session: opts.LockWait > 0 && dialect == "mysql"}
+	steps := []string{"BEGIN"}
 	if dialect == "mysql" {
-		start = "XA START " + xid.literal(dialect)
+		steps = []string{"XA START " + xid.literal(dialect)}
 	}
-	if _, err := conn.ExecContext(ctx, start); err != nil {
-		b.discard()
-		return nil, err
+	if wait := opts.LockWait; wait > 0 && dialect == "mysql" {
+		steps = append([]string{fmt.Sprintf("SET SESSION innodb_lock_wait_timeout = %d", max(1, int(wait.Seconds())))}, steps...)
+	} else if wait > 0 {
+		steps = append(steps, fmt.Sprintf("SET LOCAL lock_timeout = '%dms'", wait.Milliseconds()))
+	}
+	for _, step := range steps {
+		if _, err := conn.ExecContext(ctx, step); err != nil {
+			b.discard()
+			return nil, err
+		}
 	}
 	return b, nil
 }
@@ -88,6 +113,9 @@ func (b *Branch) Prepare(ctx context.Context) error {
 	if b.state != active {
 		return fmt.Errorf("twophase: branch %+v is not active", b.xid)
 	}
+	if err := b.unbroken(ctx); err != nil {
+		return err
+	}
 	id := b.xid.literal(b.dialect)
 	steps := []string{"PREPARE TRANSACTION " + id}
 	if b.dialect == "mysql" {
@@ -117,6 +145,9 @@ func (b *Branch) Commit(ctx context.Context) error {
 	case b.state == active && b.dialect == "mysql":
 		steps = []string{"XA END " + id, "XA COMMIT " + id + " ONE PHASE"}
 	case b.state == active:
+		if err := b.unbroken(ctx); err != nil {
+			return err
+		}
 		steps = []string{"COMMIT"}
 	case b.dialect == "mysql":
 		steps = []string{"XA COMMIT " + id} // on its own session, which alone may
@@ -198,8 +229,31 @@ func (b *Branch) ended(err error) error {
 	return err
 }
 
-// release gives the connection back to its pool.
+// errBroken is a PostgreSQL branch whose transaction a failed statement
+// aborted: PREPARE TRANSACTION and COMMIT would answer it with a rollback,
+// and no error.
+var errBroken = errors.New("twophase: a statement of the branch failed, and its transaction was rolled back")
+
+// unbroken makes sure a PostgreSQL branch's transaction is not aborted: a
+// statement in an aborted one fails.
+func (b *Branch) unbroken(ctx context.Context) error {
+	if b.dialect != "postgres" {
+		return nil // a failed statement leaves MySQL's transaction as it was
+	}
+	if _, err := b.conn.ExecContext(ctx, "SELECT 1"); err != nil {
+		b.discard()
+		return errors.Join(errBroken, err)
+	}
+	return nil
+}
+
+// release gives the connection back to its pool, unless its session was
+// changed.
 func (b *Branch) release() {
+	if b.session { // MySQL's lock wait was set for the session
+		b.discard()
+		return
+	}
 	if b.conn != nil {
 		_ = b.conn.Close()
 		b.conn = nil

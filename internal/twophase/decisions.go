@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/shardid/shardid/internal/sqlscan"
@@ -33,16 +34,33 @@ type Decisions struct {
 // Prepare creates the table if it is missing.
 func (d Decisions) Prepare(ctx context.Context) error {
 	_, err := d.DB.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS "+d.Table+
-		" (gid VARCHAR(64) NOT NULL PRIMARY KEY, outcome VARCHAR(8) NOT NULL, decided_ms BIGINT NOT NULL)")
+		" (gid VARCHAR(64) NOT NULL PRIMARY KEY, outcome VARCHAR(8) NOT NULL, decided_ms BIGINT NOT NULL, branch_databases TEXT NOT NULL)")
 	return err
+}
+
+// Decision is a recorded outcome, with the databases of the branches of a
+// commit (by name), which recovery must all have looked at before it
+// forgets it.
+type Decision struct {
+	Outcome   Outcome
+	Databases []string
 }
 
 // Decide records outcome for gid, unless another was recorded first; it
 // returns the outcome that holds. An error means the outcome is unknown:
 // the caller must neither commit nor roll back a prepared branch.
 func (d Decisions) Decide(ctx context.Context, gid string, outcome Outcome) (Outcome, error) {
-	_, err := d.DB.ExecContext(ctx, d.sql("INSERT INTO "+d.Table+" (gid, outcome, decided_ms) VALUES (?, ?, ?)"),
-		gid, string(outcome), time.Now().UnixMilli())
+	return d.decide(ctx, gid, outcome, nil)
+}
+
+// Commit decides a commit of gid, whose branches are on databases, as
+// Decide does.
+func (d Decisions) Commit(ctx context.Context, gid string, databases []string) (Outcome, error) {
+	return d.decide(ctx, gid, Committed, databases)
+}
+
+func (d Decisions) decide(ctx context.Context, gid string, outcome Outcome, databases []string) (Outcome, error) {
+	err := d.Record(ctx, d.DB, gid, outcome, databases)
 	if err == nil {
 		return outcome, nil
 	}
@@ -60,9 +78,18 @@ func (d Decisions) Decide(ctx context.Context, gid string, outcome Outcome) (Out
 // decisions' database, whose commit is then the decision.
 func (d Decisions) Record(ctx context.Context, exec interface {
 	ExecContext(context.Context, string, ...any) (sql.Result, error)
-}, gid string, outcome Outcome) error {
-	_, err := exec.ExecContext(ctx, d.sql("INSERT INTO "+d.Table+" (gid, outcome, decided_ms) VALUES (?, ?, ?)"),
-		gid, string(outcome), time.Now().UnixMilli())
+}, gid string, outcome Outcome, databases []string) error {
+	_, err := exec.ExecContext(ctx, d.sql("INSERT INTO "+d.Table+" (gid, outcome, decided_ms, branch_databases) VALUES (?, ?, ?, ?)"),
+		gid, string(outcome), time.Now().UnixMilli(), strings.Join(databases, "\n"))
+	return err
+}
+
+// Databases updates, through exec, the databases of the branches of gid's
+// commit: in the transaction that recorded it, as the transaction goes on.
+func (d Decisions) Databases(ctx context.Context, exec interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}, gid string, databases []string) error {
+	_, err := exec.ExecContext(ctx, d.sql("UPDATE "+d.Table+" SET branch_databases = ? WHERE gid = ?"), strings.Join(databases, "\n"), gid)
 	return err
 }
 
@@ -77,19 +104,23 @@ func (d Decisions) Outcome(ctx context.Context, gid string) (Outcome, error) {
 }
 
 // Decided lists the decisions recorded before cutoff.
-func (d Decisions) Decided(ctx context.Context, before time.Time) (map[string]Outcome, error) {
-	rows, err := d.DB.QueryContext(ctx, d.sql("SELECT gid, outcome FROM "+d.Table+" WHERE decided_ms < ?"), before.UnixMilli())
+func (d Decisions) Decided(ctx context.Context, before time.Time) (map[string]Decision, error) {
+	rows, err := d.DB.QueryContext(ctx, d.sql("SELECT gid, outcome, branch_databases FROM "+d.Table+" WHERE decided_ms < ?"), before.UnixMilli())
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	decided := map[string]Outcome{}
+	decided := map[string]Decision{}
 	for rows.Next() {
-		var gid, outcome string
-		if err := rows.Scan(&gid, &outcome); err != nil {
+		var gid, outcome, databases string
+		if err := rows.Scan(&gid, &outcome, &databases); err != nil {
 			return nil, err
 		}
-		decided[gid] = Outcome(outcome)
+		decision := Decision{Outcome: Outcome(outcome)}
+		if databases != "" {
+			decision.Databases = strings.Split(databases, "\n")
+		}
+		decided[gid] = decision
 	}
 	return decided, rows.Err()
 }

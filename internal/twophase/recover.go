@@ -123,12 +123,14 @@ func (r Recovery) Run(ctx context.Context) ([]Action, error) {
 	}
 	var branches []branch
 	listed := map[XID]bool{} // MySQL lists a server's branches on each of its databases
+	looked := map[string]bool{}
 	for _, db := range r.Databases {
 		xids, err := InDoubt(ctx, db.DB, db.Dialect)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", db.Name, err))
 			continue
 		}
+		looked[db.Name] = true
 		for _, xid := range xids {
 			if g, ok := ParseGID(xid.GID); !ok || g.Cluster != r.Cluster {
 				continue
@@ -166,9 +168,7 @@ func (r Recovery) Run(ctx context.Context) ([]Action, error) {
 		}
 		actions = append(actions, a)
 	}
-	if len(errs) == 0 {
-		errs = append(errs, r.forget(ctx, found, started))
-	}
+	errs = append(errs, r.forget(ctx, found, looked, started))
 	return actions, errors.Join(errs...)
 }
 
@@ -187,26 +187,40 @@ func (r Recovery) outcome(ctx context.Context, gid string, now time.Time) (Outco
 }
 
 // forget deletes the decisions no branch needs: a commit decided before
-// the listing began whose branches none listed; an abort past KeepAborts.
-func (r Recovery) forget(ctx context.Context, found map[string]bool, listed time.Time) error {
+// the listing began whose databases were all listed, none with a branch of
+// it (a process with another list of databases may know more); an abort
+// past KeepAborts.
+func (r Recovery) forget(ctx context.Context, found, looked map[string]bool, listed time.Time) error {
 	decided, err := r.Decisions.Decided(ctx, listed.Add(-time.Minute)) // a minute for the clocks of other processes
 	if err != nil {
 		return err
 	}
 	cutoff := listed.Add(-r.KeepAborts).UnixMilli()
-	for gid, outcome := range decided {
-		if found[gid] {
-			continue
-		}
+	for gid, d := range decided {
 		g, ok := ParseGID(gid)
-		if !ok || outcome == Aborted && g.Started.UnixMilli() >= cutoff {
-			continue // the cluster's row, or an abort still kept
+		switch {
+		case !ok || found[gid]:
+			continue // the cluster's row, or one with a branch left
+		case d.Outcome == Aborted && g.Started.UnixMilli() >= cutoff:
+			continue // kept for a coordinator that comes back
+		case d.Outcome == Committed && (len(d.Databases) == 0 || !all(d.Databases, looked)):
+			continue
 		}
 		if err := r.Decisions.Forget(ctx, gid); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// all says whether every name is in set.
+func all(names []string, set map[string]bool) bool {
+	for _, n := range names {
+		if !set[n] {
+			return false
+		}
+	}
+	return true
 }
 
 // UnknownBranch says the server knows no such prepared branch: not any
