@@ -332,3 +332,45 @@ func TestAnchoredCreateRepeatingAKeyFails(t *testing.T) {
 		r.noPrepared(t)
 	})
 }
+
+// panicky is a sharded row whose AfterCreate panics when asked, after its
+// INSERT ran.
+type panicky struct {
+	ID    int64  `shardid:""`
+	Ref   string `gorm:"size:64;uniqueIndex"`
+	Panic bool   `gorm:"-"`
+}
+
+func (p *panicky) AfterCreate(*gorm.DB) error {
+	if p.Panic {
+		panic("a hook panics")
+	}
+	return nil
+}
+
+// TestAnchoredCreatePanickingLeavesNoLock: a Create in a transaction on the
+// plugin's database whose hook panics after its INSERT leaves no branch
+// open once the transaction has rolled back: the same unique value is
+// created at once afterwards.
+func TestAnchoredCreatePanickingLeavesNoLock(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		fresh(t, r.db, &panicky{})
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Fatal("the hook's panic did not reach the caller")
+				}
+			}()
+			_ = r.db.Transaction(func(tx *gorm.DB) error {
+				return tx.Clauses(shardid.OnShard(5)).Create(&panicky{Ref: "once", Panic: true}).Error
+			})
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := r.db.WithContext(ctx).Clauses(shardid.OnShard(5)).Create(&panicky{Ref: "once"}).Error; err != nil {
+			t.Fatalf("the same value after the panicking transaction: %v", err)
+		}
+		r.noPrepared(t)
+	})
+}

@@ -38,6 +38,7 @@ type anchor struct {
 	statements int // anchored so far, naming their branches apart
 	recorded   []string
 	branches   []*branchPool // prepared, for the watcher to finish
+	writes     []*globalTx   // every statement's, for the watcher to roll back those never prepared (a panic skipped their end)
 	done       chan struct{} // closed once they are finished
 }
 
@@ -71,6 +72,7 @@ func (e *Engine) anchoredCreate(db *gorm.DB) *globalTx {
 	e.anchored.mu.Lock()
 	a.statements++
 	g.gid, g.branchTag = a.gid, fmt.Sprintf("s%d", a.statements)
+	a.writes = append(a.writes, g)
 	e.anchored.mu.Unlock()
 	g.implicit, g.anchor, g.options = true, a, twophase.Options{LockWait: anchoredLockWait}
 	state.anchored = g
@@ -78,7 +80,7 @@ func (e *Engine) anchoredCreate(db *gorm.DB) *globalTx {
 	return g
 }
 
-// of returns the anchor of tx, made on first use.
+// of returns the anchor of tx, made, with its watcher, on first use.
 func (w *anchoredWrites) of(tx *sql.Tx, e *Engine) *anchor {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -90,6 +92,8 @@ func (w *anchoredWrites) of(tx *sql.Tx, e *Engine) *anchor {
 	}
 	a := &anchor{tx: tx, gid: e.newGlobalTx().gid, done: make(chan struct{})}
 	w.byTx[tx] = a
+	w.pending.Add(1)
+	e.background.Go(func() { e.watchAnchor(a) })
 	return a
 }
 
@@ -117,6 +121,7 @@ func (e *Engine) endAnchored(db *gorm.DB) {
 // first statement starts the anchor's watcher.
 func (g *globalTx) prepareAnchored(ctx context.Context) error {
 	defer g.fail(sql.ErrTxDone)
+	defer g.ended.Store(true)
 	if failed := g.doomed(); failed != nil {
 		return errors.Join(failed, g.rollback(ctx))
 	}
@@ -154,10 +159,6 @@ func (g *globalTx) prepareAnchored(ctx context.Context) error {
 	a.recorded = databases
 	a.branches = append(a.branches, branches...)
 	w.mu.Unlock()
-	if first {
-		w.pending.Add(1)
-		g.e.background.Go(func() { g.e.watchAnchor(a) })
-	}
 	return nil
 }
 
@@ -194,8 +195,16 @@ func (e *Engine) watchAnchor(a *anchor) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	e.anchored.mu.Lock()
-	branches := a.branches
+	branches, writes := a.branches, a.writes
 	e.anchored.mu.Unlock()
+	for _, g := range writes {
+		if !g.ended.Load() {
+			_ = g.rollback(ctx) // a panic skipped its end: its branches are still open
+		}
+	}
+	if len(branches) == 0 {
+		return // nothing was prepared: the abort recorded is all there is
+	}
 	commit := outcome == twophase.Committed
 	finished := true
 	for _, b := range branches {

@@ -53,6 +53,7 @@ type globalTx struct {
 	ctx        context.Context // an application's transaction's, from its Begin
 	anchor     *anchor         // a transaction on the plugin's database whose commit is this one's
 	branchTag  string          // after the database in a branch's name: the statement's, among an anchor's
+	ended      atomic.Bool     // committed, rolled back, or (anchored) prepared
 	options    twophase.Options
 }
 
@@ -195,6 +196,7 @@ func (e *Engine) sqlDBOf(ctx context.Context, k int) (*sql.DB, string, error) {
 // the decision is committed by recovery, and the transaction has committed.
 func (g *globalTx) commit(ctx context.Context) error {
 	defer g.fail(sql.ErrTxDone) // a statement after the end fails, as after a database's transaction
+	defer g.ended.Store(true)
 	if failed := g.doomed(); failed != nil {
 		return errors.Join(failed, g.rollback(ctx))
 	}
@@ -276,6 +278,7 @@ func (g *globalTx) doomed() error {
 // rollback rolls every branch back.
 func (g *globalTx) rollback(ctx context.Context) error {
 	defer g.fail(sql.ErrTxDone)
+	g.ended.Store(true)
 	branches := g.list()
 	if len(branches) == 0 {
 		return nil
