@@ -152,7 +152,7 @@ func (b *Branch) Commit(ctx context.Context) error {
 	case b.dialect == "mysql":
 		steps = []string{"XA COMMIT " + id} // on its own session, which alone may
 	}
-	if b.state == prepared && b.dialect == "postgres" {
+	if b.state == prepared && (b.dialect == "postgres" || b.conn == nil) { // no session of its own: any may finish it
 		return b.ended(CommitPrepared(ctx, b.db, b.dialect, b.xid))
 	}
 	return b.ended(b.run(ctx, steps))
@@ -172,7 +172,7 @@ func (b *Branch) Rollback(ctx context.Context) error {
 	case b.dialect == "mysql":
 		steps = []string{"XA ROLLBACK " + id}
 	}
-	if b.state == prepared && b.dialect == "postgres" {
+	if b.state == prepared && (b.dialect == "postgres" || b.conn == nil) { // no session of its own: any may finish it
 		return b.ended(RollbackPrepared(ctx, b.db, b.dialect, b.xid))
 	}
 	return b.ended(b.run(ctx, steps))
