@@ -41,20 +41,21 @@ const ownDatabase = -1
 // transaction across shards: a branch on each database it touches, opened
 // on first use, committed together.
 type globalTx struct {
-	e        *Engine
-	gid      string
-	implicit bool       // a statement's own, not an application's transaction across shards
-	mu       sync.Mutex // guards the fields below: parts open branches at once
+	e         *Engine
+	gid       string
+	implicit  bool            // a statement's own, not an application's transaction across shards
+	ctx       context.Context // an application's transaction's, from its Begin
+	anchor    *anchor         // a transaction on the plugin's database whose commit is this one's
+	branchTag string          // after the database in a branch's name: the statement's, among an anchor's
+	options   twophase.Options
+	ended     atomic.Bool // committed, rolled back, or (anchored) prepared
+
+	mu sync.Mutex // guards the fields below: parts open branches at once
 	// branches by database, ownDatabase for the plugin's own.
 	branches   map[int]*branchPool
-	order      []int           // the branches in the order they were opened
-	failed     error           // a branch rolled back: the transaction cannot commit
-	savepoints []string        // open, in the order they were set
-	ctx        context.Context // an application's transaction's, from its Begin
-	anchor     *anchor         // a transaction on the plugin's database whose commit is this one's
-	branchTag  string          // after the database in a branch's name: the statement's, among an anchor's
-	ended      atomic.Bool     // committed, rolled back, or (anchored) prepared
-	options    twophase.Options
+	order      []int    // the branches in the order they were opened
+	failed     error    // a branch rolled back: the transaction cannot commit
+	savepoints []string // open, in the order they were set
 }
 
 // branchPool is a branch as a statement's connection pool: GORM begins no
