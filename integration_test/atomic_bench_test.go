@@ -66,37 +66,17 @@ func BenchmarkAtomicWrites(b *testing.B) {
 				return tx.Model(&account{ID: second}).Update("balance", gorm.Expr("balance + 1")).Error
 			}
 			floor := handTwoPhase(b, be, dir, atomicDB, first, second)
-			kinds := []struct {
-				name string
-				run  func() error
-			}{
+			perOp := interleaved(b, []benchKind{
 				{"split-create-atomic", func() error { return atomicDB.Create(batch()).Error }},
 				{"split-create-best-effort", func() error { return bestDB.Create(batch()).Error }},
 				{"transfer-across-shards", func() error { return atomicDB.Clauses(shardid.AcrossShards()).Transaction(transfer) }},
 				{"transfer-two-updates", func() error { return transfer(atomicDB) }},
 				{"transfer-floor", floor},
-			}
-			spent := make([]time.Duration, len(kinds))
-			iteration := 0
-			for b.Loop() {
-				iteration++
-				for i := range kinds {
-					k := (i + iteration) % len(kinds)
-					start := time.Now()
-					if err := kinds[k].run(); err != nil {
-						b.Fatal(kinds[k].name, ": ", err)
-					}
-					spent[k] += time.Since(start)
-				}
-			}
-			perOp := func(k int) float64 { return float64(spent[k].Nanoseconds()) / float64(b.N) }
-			for k, kind := range kinds {
-				b.ReportMetric(perOp(k), kind.name+"-ns/op")
-			}
-			b.ReportMetric(perOp(0)/perOp(1), "create-atomic×best-effort")
-			b.ReportMetric(perOp(2)/perOp(3), "transfer×two-updates")
-			b.ReportMetric(perOp(4)/perOp(3), "floor×two-updates")
-			b.ReportMetric(perOp(2)/perOp(4), "transfer×floor")
+			})
+			b.ReportMetric(perOp[0]/perOp[1], "create-atomic×best-effort")
+			b.ReportMetric(perOp[2]/perOp[3], "transfer×two-updates")
+			b.ReportMetric(perOp[4]/perOp[3], "floor×two-updates")
+			b.ReportMetric(perOp[2]/perOp[4], "transfer×floor")
 		})
 	}
 }
