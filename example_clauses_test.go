@@ -141,14 +141,17 @@ func ExampleAllShards() {
 	var top []Score
 	check(db.Clauses(shardid.AllShards()).Order("points desc").Limit(2).Find(&top).Error)
 	fmt.Println("top two:", top[0].Points, top[1].Points)
-	var points []int
-	err := db.Clauses(shardid.AllShards()).Model(&Score{}).Distinct("points").Find(&points).Error
-	fmt.Println("DISTINCT over several databases:", errors.Is(err, shardid.ErrCrossShard))
+	var total int64
+	check(db.Clauses(shardid.AllShards()).Model(&Score{}).Select("sum(points)").Scan(&total).Error)
+	fmt.Println("total:", total)
+	err := db.Clauses(shardid.AllShards()).Model(&Score{}).Select("points * 2").Scan(&total).Error
+	fmt.Println("an expression over several databases:", errors.Is(err, shardid.ErrCrossShard))
 	err = db.Find(&top).Error
 	fmt.Println("no shard, no clause:", errors.Is(err, shardid.ErrNoShard))
 	// Output:
 	// scores: 5
 	// top two: 50 40
-	// DISTINCT over several databases: true
+	// total: 150
+	// an expression over several databases: true
 	// no shard, no clause: true
 }

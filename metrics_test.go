@@ -115,7 +115,7 @@ type revObsUser struct {
 func TestRefusedFanOutIsNotCounted(t *testing.T) {
 	db, p, _, _ := revRoutedN(t, 3, &revObsUser{})
 	p.CountStatements()
-	_, err := db.Model(&revObsUser{}).Clauses(AllShards()).Select("count(*)").Rows()
+	_, err := db.Model(&revObsUser{}).Clauses(AllShards()).Select("id").Rows()
 	if !errors.Is(err, ErrCrossShard) {
 		t.Fatalf("Row over three databases: %v, want ErrCrossShard", err)
 	}

@@ -24,6 +24,10 @@ type Query struct {
 	TableExpr *clause.Expr
 	// Dest is the type the destination points to; nil when it is no pointer.
 	Dest reflect.Type
+	// Rows: the query is Row, Rows or Scan, read through *sql.Rows.
+	Rows bool
+	// Quote quotes a column's name for the SQL of the parts.
+	Quote func(string) string
 }
 
 // Merge is how the results of a query's parts become the query's.
@@ -37,6 +41,8 @@ type Merge struct {
 	// Limit and Offset apply to the merged rows; each part fetches Offset+Limit.
 	Limit, Offset int
 	Limited       bool
+	// Aggregate: the parts' values are merged group by group.
+	Aggregate *Aggregation
 	// Refused says why the results cannot be merged right; "" when they can.
 	Refused string
 }
@@ -44,6 +50,16 @@ type Merge struct {
 // PlanMerge decides how the parts of q merge, or why they cannot: what may
 // be merged is an allowlist.
 func PlanMerge(q Query) Merge {
+	if aggregating(q) {
+		a, why := planAggregation(q)
+		if why != "" {
+			return Merge{Refused: why + " over several physical databases cannot be merged exactly"}
+		}
+		return Merge{Aggregate: a}
+	}
+	if q.Rows {
+		return Merge{Refused: "Row, Rows and Scan of rows (not of aggregates or groups) read one database"}
+	}
 	if q.Dest == nil {
 		return Merge{Refused: "a query on several physical databases needs a pointer destination"}
 	}
@@ -95,7 +111,7 @@ func unmergeable(q Query, counting, windowed bool) string {
 			return name
 		}
 	}
-	if q.Distinct {
+	if q.Distinct && !selected(q, q.Key) {
 		return "DISTINCT"
 	}
 	if counting {
@@ -115,7 +131,7 @@ func unmergeable(q Query, counting, windowed bool) string {
 	switch sel := q.Clauses["SELECT"].Expression.(type) {
 	case nil:
 	case clause.Select:
-		if sel.Distinct {
+		if sel.Distinct && !selected(q, q.Key) {
 			return "DISTINCT"
 		}
 		if sel.Expression != nil {

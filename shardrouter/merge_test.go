@@ -47,6 +47,7 @@ func TestPlanMerge(t *testing.T) {
 		q       Query
 		order   string // the merge's order: columns, "desc" marks, "+key" for the tie-breaking key; "" none
 		count   bool
+		grouped bool   // merged group by group (aggregate_test.go has their rules)
 		refused string // a part of the refusal; "" when merged
 	}{
 		"plain columns, one database after another": {q: Query{Dest: rows, Selects: []string{"id, likes AS n, photos.caption"}}},
@@ -57,7 +58,9 @@ func TestPlanMerge(t *testing.T) {
 		"a count with LIMIT": {q: Query{Dest: reflect.TypeOf(int64(0)), Clauses: map[string]clause.Clause{
 			"SELECT": count["SELECT"], "LIMIT": {Expression: clause.Limit{Limit: &limit}}}}, refused: "LIMIT or OFFSET on a count"},
 		"another number than a count": {q: Query{Dest: reflect.TypeOf(0.0), Clauses: map[string]clause.Clause{
-			"SELECT": {Expression: clause.Expr{SQL: "sum(likes)"}}}}, refused: "a number other than a plain Count"},
+			"SELECT": {Expression: clause.Expr{SQL: "sum(likes)"}}}}, grouped: true},
+		"a number of an expression": {q: Query{Dest: reflect.TypeOf(0.0), Clauses: map[string]clause.Clause{
+			"SELECT": {Expression: clause.Expr{SQL: "sum(likes) + 1"}}}}, refused: `the select item "sum(likes) + 1"`},
 		"ORDER BY the key": {q: Query{Dest: rows, Clauses: orderBy(byName("id", true))}, order: "id desc"},
 		"ORDER BY a NOT NULL integer, the key breaks ties":        {q: Query{Dest: rows, Clauses: orderBy(byName("likes", false))}, order: "likes +key"},
 		"ORDER BY a NOT NULL time and the key":                    {q: Query{Dest: rows, Clauses: orderBy(byName("taken desc, id", false))}, order: "taken desc, id"},
@@ -71,9 +74,11 @@ func TestPlanMerge(t *testing.T) {
 		"ORDER BY another table's column":                         {q: Query{Dest: rows, Clauses: orderBy(byName("users.id", false))}, refused: "users.id: a column of another table"},
 		"ORDER BY a column not selected":                          {q: Query{Dest: rows, Selects: []string{"id"}, Clauses: orderBy(byName("likes", false))}, refused: "likes: the column is not selected"},
 		"ORDER BY into rows of another type":                      {q: Query{Dest: reflect.TypeOf([]struct{ ID int64 }{}), Clauses: orderBy(byName("id", false))}, refused: "into rows of"},
-		"DISTINCT":                                                {q: Query{Dest: rows, Distinct: true}, refused: "DISTINCT"},
-		"GROUP BY":                                                {q: Query{Dest: rows, Clauses: map[string]clause.Clause{"GROUP BY": {}}}, refused: "GROUP BY"},
-		"a function in the select list":                           {q: Query{Dest: rows, Selects: []string{"max(likes)"}}, refused: `Select("max(likes)")`},
+		"DISTINCT rows with the key: one database after another":  {q: Query{Dest: rows, Distinct: true}},
+		"DISTINCT values":                                         {q: Query{Dest: rows, Distinct: true, Selects: []string{"likes"}}, grouped: true},
+		"GROUP BY without columns":                                {q: Query{Dest: rows, Clauses: map[string]clause.Clause{"GROUP BY": {}}}, refused: "HAVING without GROUP BY"},
+		"an aggregate in the select list":                         {q: Query{Dest: rows, Selects: []string{"max(likes)"}}, grouped: true},
+		"a function the merge does not know":                      {q: Query{Dest: rows, Selects: []string{"lower(caption)"}}, refused: `the select item "lower(caption)"`},
 		"a subquery in a condition's SQL": {q: Query{Dest: rows, Clauses: map[string]clause.Clause{"WHERE": {Expression: clause.Where{Exprs: []clause.Expression{
 			clause.Expr{SQL: "id IN (SELECT photo_id FROM likes)"}}}}}}, refused: "a subquery in a condition's SQL"},
 		"a table expression":                  {q: Query{Dest: rows, TableExpr: &clause.Expr{SQL: "(SELECT * FROM photos) p"}}, refused: "a table expression"},
@@ -91,6 +96,9 @@ func TestPlanMerge(t *testing.T) {
 			}
 			if merge.Refused != "" {
 				t.Fatalf("refused: %s", merge.Refused)
+			}
+			if (merge.Aggregate != nil) != c.grouped {
+				t.Fatalf("merged group by group: %v, want %v", merge.Aggregate != nil, c.grouped)
 			}
 			if merge.Count != c.count {
 				t.Fatalf("count %v, want %v", merge.Count, c.count)

@@ -49,12 +49,12 @@ func (e *Engine) fanOut(db *gorm.DB, kind statementKind, m *model, physicals []i
 	}
 	plan := e.planParts(stmt, m, physicals)
 	switch kind {
-	case kindQuery:
-		e.fanOutQuery(db, m, plan)
+	case kindQuery, kindRow:
+		e.fanOutQuery(db, kind, m, plan)
 	case kindUpdate, kindDelete:
 		e.fanOutWrite(db, kind, m, plan, physicals)
 	default:
-		db.AddError(fmt.Errorf("%w: %s: Row, Rows and Scan read one database; this statement needs %d (use Find)", ErrCrossShard, m.schema.Name, len(physicals)))
+		db.AddError(fmt.Errorf("%w: %s: the statement needs %d databases", ErrCrossShard, m.schema.Name, len(physicals)))
 	}
 }
 
@@ -453,10 +453,11 @@ func returningOf(stmt *gorm.Statement) (returning, replaced bool) {
 // rows at once, and merges the rows into the statement's destination: a sum
 // for a count, a k-way merge of the parts when ordered, else the parts one
 // after another. Preloads and AfterFind hooks run once, on the merged rows.
-func (e *Engine) fanOutQuery(db *gorm.DB, m *model, plan shardrouter.Parts) {
+func (e *Engine) fanOutQuery(db *gorm.DB, kind statementKind, m *model, plan shardrouter.Parts) {
 	stmt := db.Statement
 	query := shardrouter.Query{Schema: stmt.Schema, Key: m.pk().field, Clauses: stmt.Clauses, Distinct: stmt.Distinct,
-		Selects: stmt.Selects, Omits: stmt.Omits, TableExpr: stmt.TableExpr}
+		Selects: stmt.Selects, Omits: stmt.Omits, TableExpr: stmt.TableExpr, Rows: kind == kindRow,
+		Quote: func(name string) string { return stmt.Quote(name) }}
 	dest := reflect.ValueOf(stmt.Dest)
 	if dest.Kind() == reflect.Pointer && !dest.IsNil() {
 		query.Dest = dest.Type().Elem()
@@ -464,6 +465,10 @@ func (e *Engine) fanOutQuery(db *gorm.DB, m *model, plan shardrouter.Parts) {
 	merge := shardrouter.PlanMerge(query)
 	if merge.Refused != "" {
 		db.AddError(fmt.Errorf("%w: %s: %s", ErrCrossShard, m.schema.Name, merge.Refused))
+		return
+	}
+	if merge.Aggregate != nil {
+		e.fanOutAggregate(db, kind, m, plan, merge.Aggregate)
 		return
 	}
 	target := dest.Elem()

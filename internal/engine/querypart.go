@@ -27,8 +27,10 @@ type queryPart struct {
 	sql  string
 	vars []any
 	rows reflect.Value // a pointer to the part's own slice of rows
-	err  error
-	pan  any
+	// values, when set, takes the part's values as they come instead.
+	values *partValues
+	err    error
+	pan    any
 }
 
 // keyMarker stands, in the SQL built for every part, for the index-th value of
@@ -150,7 +152,11 @@ func (e *Engine) runQueryPart(ctx context.Context, db *gorm.DB, part *queryPart,
 	}
 	rows, err := pool.QueryContext(ctx, part.sql, part.vars...)
 	if err == nil {
-		gorm.Scan(rows, scan, 0)
+		if part.values != nil {
+			scan.AddError(readValues(rows, part.values))
+		} else {
+			gorm.Scan(rows, scan, 0)
+		}
 		scan.AddError(rows.Close())
 	} else {
 		scan.AddError(err)

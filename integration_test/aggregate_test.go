@@ -1,0 +1,233 @@
+package integration
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/shardid/shardid"
+)
+
+// ledgerEntry is the model of the aggregate suite: integers, a nullable
+// integer, an exact decimal, text and a time, spread over four databases.
+type ledgerEntry struct {
+	ID      int64     `shardid:""`
+	Account int64     `gorm:"not null"`
+	Units   int64     `gorm:"not null"`
+	Rating  *int64    // NULL in some rows
+	Amount  *string   `gorm:"type:decimal(12,2)"` // NULL in some rows
+	Region  string    `gorm:"size:16;not null"`
+	At      time.Time `gorm:"not null"`
+}
+
+// aggregates holds the same rows twice: over the plugin's four physical
+// databases, and in one database without the plugin (the reference).
+type aggregates struct {
+	b       backend
+	sharded *gorm.DB // with the plugin, AllShards()
+	one     *gorm.DB // one database, no plugin
+}
+
+func newAggregates(t *testing.T, b backend) *aggregates {
+	t.Helper()
+	r := newRouting(t, b)
+	fresh(t, r.db, &ledgerEntry{})
+	one, err := gorm.Open(b.dialector(t, t.TempDir()), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if sqlDB, err := one.DB(); err == nil {
+			_ = sqlDB.Close()
+		}
+	})
+	must(t, one.Migrator().DropTable(&ledgerEntry{}))
+	must(t, one.AutoMigrate(&ledgerEntry{}))
+	rng := rand.New(rand.NewPCG(18, 18))
+	base := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	shardCount := r.plugin.Layout().ShardCount()
+	for i := range 80 {
+		e := ledgerEntry{Account: int64(rng.IntN(9) + 1), Units: int64(rng.IntN(1000) - 200), Region: []string{"north", "south", "east"}[rng.IntN(3)],
+			At: base.Add(time.Duration(rng.IntN(100000)) * time.Second)}
+		if rng.IntN(4) > 0 {
+			rating := int64(rng.IntN(5) + 1)
+			e.Rating = &rating
+		}
+		if b.name != "sqlite" && rng.IntN(5) > 0 { // SQLite keeps no exact decimals
+			amount := fmt.Sprintf("%d.%02d", rng.IntN(5000)-1000, rng.IntN(100))
+			e.Amount = &amount
+		}
+		must(t, r.db.Clauses(shardid.OnShard(i*shardCount/80)).Create(&e).Error)
+		must(t, one.Create(&e).Error)
+	}
+	return &aggregates{b: b, sharded: r.db.Clauses(shardid.AllShards()).Session(&gorm.Session{}), one: one}
+}
+
+// same runs query on one database and over four, and fails unless both
+// return the same rows in the same order with the same types.
+func (a *aggregates) same(t *testing.T, name string, query func(db *gorm.DB, into any) error, into func() any) {
+	t.Helper()
+	want, got := into(), into()
+	if err := query(a.one.Model(&ledgerEntry{}), want); err != nil {
+		t.Fatalf("%s on one database: %v", name, err)
+	}
+	if err := query(a.sharded.Model(&ledgerEntry{}), got); err != nil {
+		t.Fatalf("%s over four databases: %v", name, err)
+	}
+	if !reflect.DeepEqual(want, got) {
+		t.Errorf("%s:\none database:   %s\nfour databases: %s", name, show(want), show(got))
+	}
+}
+
+// show prints a result with the Go type of every value.
+func show(v any) string {
+	rows, ok := reflect.ValueOf(v).Elem().Interface().([]map[string]any)
+	if !ok {
+		return fmt.Sprintf("%#v", reflect.ValueOf(v).Elem().Interface())
+	}
+	var out string
+	for _, row := range rows {
+		keys := make([]string, 0, len(row))
+		for k := range row {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		out += "{"
+		for _, k := range keys {
+			value := row[k]
+			if b, ok := value.([]byte); ok {
+				value = string(b) + " (bytes)"
+			}
+			out += fmt.Sprintf("%s: %v (%T), ", k, value, row[k])
+		}
+		out += "} "
+	}
+	return out
+}
+
+func rowMaps() any { return &[]map[string]any{} }
+func number() any  { return new(int64) }
+
+// TestAggregatesMergeAsOneDatabase: each merged form over four databases
+// returns what one database without the plugin returns.
+func TestAggregatesMergeAsOneDatabase(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		a := newAggregates(t, b)
+		scan := func(sel string) func(db *gorm.DB, into any) error {
+			return func(db *gorm.DB, into any) error { return db.Select(sel).Scan(into).Error }
+		}
+		a.same(t, "count(*) into a number", scan("count(*)"), number)
+		a.same(t, "sum of an integer into a number", scan("sum(units)"), number)
+		a.same(t, "count, sum, min, max, avg of an integer", scan("count(*) AS n, sum(units) AS s, min(units) AS lo, max(units) AS hi, avg(units) AS mean"), rowMaps)
+		a.same(t, "aggregates of a nullable integer", scan("count(rating) AS n, sum(rating) AS s, avg(rating) AS mean, min(rating) AS lo"), rowMaps)
+		a.same(t, "aggregates named by the database", scan("count(*), max(units)"), rowMaps)
+		a.same(t, "min and max of a time", scan("min(at) AS first, max(at) AS last"), rowMaps)
+		a.same(t, "GROUP BY with ORDER BY the group", func(db *gorm.DB, into any) error {
+			return db.Select("account, count(*) AS n, sum(units) AS total, avg(units) AS mean").Group("account").Order("account").Find(into).Error
+		}, rowMaps)
+		a.same(t, "GROUP BY, HAVING, ORDER BY an aggregate, LIMIT and OFFSET", func(db *gorm.DB, into any) error {
+			return db.Select("account, sum(units) AS total").Group("account").Having("count(*) > ?", 5).
+				Order("total desc, account").Limit(4).Offset(1).Find(into).Error
+		}, rowMaps)
+		a.same(t, "HAVING and ORDER BY an aggregate not selected", func(db *gorm.DB, into any) error {
+			return db.Select("account").Group("account").Having("max(units) >= 500 AND min(units) < ?", 100).Order("sum(units), account").Find(into).Error
+		}, rowMaps)
+		a.same(t, "GROUP BY a nullable column, NULLs where the dialect puts them", func(db *gorm.DB, into any) error {
+			return db.Select("rating, count(*) AS n").Group("rating").Order("rating").Find(into).Error
+		}, rowMaps)
+		a.same(t, "GROUP BY a nullable column, descending", func(db *gorm.DB, into any) error {
+			return db.Select("rating, count(*) AS n").Group("rating").Order("rating desc").Find(into).Error
+		}, rowMaps)
+		a.same(t, "GROUP BY into structs", func(db *gorm.DB, into any) error {
+			return db.Select("account, count(*) AS n, max(at) AS last").Group("account").Order("n desc, account").Scan(into).Error
+		}, func() any {
+			return &[]struct {
+				Account int64
+				N       int64
+				Last    time.Time
+			}{}
+		})
+		a.same(t, "Count of a grouped query: its number of groups", func(db *gorm.DB, into any) error {
+			return db.Group("account").Count(into.(*int64)).Error
+		}, number)
+		a.same(t, "DISTINCT values", func(db *gorm.DB, into any) error {
+			return db.Distinct("account").Order("account desc").Find(into).Error
+		}, func() any { return &[]int64{} })
+		a.same(t, "DISTINCT pairs", func(db *gorm.DB, into any) error {
+			return db.Distinct("account", "rating").Order("account, rating").Find(into).Error
+		}, rowMaps)
+		a.same(t, "Count of DISTINCT values", func(db *gorm.DB, into any) error {
+			return db.Distinct("account").Count(into.(*int64)).Error
+		}, number)
+		a.same(t, "Pluck of DISTINCT values", func(db *gorm.DB, into any) error {
+			return db.Distinct().Order("account").Pluck("account", into).Error
+		}, func() any { return &[]int64{} })
+		if b.name != "sqlite" {
+			a.same(t, "aggregates of a decimal keep its type and scale", scan("sum(amount) AS s, avg(amount) AS mean, min(amount) AS lo, max(amount) AS hi, count(amount) AS n"), rowMaps)
+			a.same(t, "decimal aggregates per group", func(db *gorm.DB, into any) error {
+				return db.Select("account, sum(amount) AS s, avg(amount) AS mean").Group("account").Having("sum(amount) > ?", 0).Order("account").Find(into).Error
+			}, rowMaps)
+		}
+	})
+}
+
+// TestAggregateRowsAndRow: Rows and Row of a merged query read as one
+// database's.
+func TestAggregateRowsAndRow(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		a := newAggregates(t, b)
+		read := func(db *gorm.DB) ([][2]int64, int64, int64) {
+			rows, err := db.Model(&ledgerEntry{}).Select("account, count(*)").Group("account").Order("account").Rows()
+			must(t, err)
+			defer rows.Close()
+			var groups [][2]int64
+			for rows.Next() {
+				var g [2]int64
+				must(t, rows.Scan(&g[0], &g[1]))
+				groups = append(groups, g)
+			}
+			must(t, rows.Err())
+			var n, total sql.NullInt64
+			must(t, db.Model(&ledgerEntry{}).Select("count(*), sum(units)").Row().Scan(&n, &total))
+			return groups, n.Int64, total.Int64
+		}
+		wantGroups, wantN, wantTotal := read(a.one)
+		gotGroups, gotN, gotTotal := read(a.sharded)
+		if !reflect.DeepEqual(wantGroups, gotGroups) || wantN != gotN || wantTotal != gotTotal {
+			t.Errorf("one database: %v %d %d; four: %v %d %d", wantGroups, wantN, wantTotal, gotGroups, gotN, gotTotal)
+		}
+	})
+}
+
+// TestAggregatesNotExactAreRefused: what the merge cannot make equal to one
+// database's answer fails with ErrCrossShard and says why.
+func TestAggregatesNotExactAreRefused(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		a := newAggregates(t, b)
+		for name, query := range map[string]func(db *gorm.DB) error{
+			"an expression over aggregates": func(db *gorm.DB) error { var n int64; return db.Select("sum(units) * 2").Scan(&n).Error },
+			"GROUP_CONCAT-like functions":   func(db *gorm.DB) error { var rows []map[string]any; return db.Select("account, max(lower(region))").Group("account").Find(&rows).Error },
+			"a column neither grouped nor aggregated": func(db *gorm.DB) error {
+				var rows []map[string]any
+				return db.Select("account, units").Group("account").Find(&rows).Error
+			},
+			"HAVING on something other than a comparison": func(db *gorm.DB) error {
+				var rows []map[string]any
+				return db.Select("account").Group("account").Having("count(*) BETWEEN 1 AND 3").Find(&rows).Error
+			},
+		} {
+			err := query(a.sharded.Model(&ledgerEntry{}))
+			if !errors.Is(err, shardid.ErrCrossShard) {
+				t.Errorf("%s: %v, want ErrCrossShard", name, err)
+			}
+		}
+	})
+}

@@ -1,0 +1,162 @@
+package engine
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/shardid/shardid/shardrouter"
+)
+
+// A query over several databases planned as an Aggregation (aggregates,
+// GROUP BY and HAVING, DISTINCT): each part selects the plan's items
+// without HAVING, ORDER BY or LIMIT, its values are merged by the planner's
+// MergeGroups, and the merged rows reach GORM as a database's would
+// (mergedrows.go).
+
+// partValues is what a part of an Aggregation read: its columns and values
+// as its driver gave them.
+type partValues struct {
+	columns []*sql.ColumnType
+	rows    [][]any
+}
+
+// readValues reads every row of rows into part.
+func readValues(rows *sql.Rows, part *partValues) error {
+	columns, err := rows.ColumnTypes()
+	if err != nil {
+		return err
+	}
+	part.columns = columns
+	for rows.Next() {
+		row := make([]any, len(columns))
+		into := make([]any, len(columns))
+		for i := range row {
+			into[i] = &row[i]
+		}
+		if err := rows.Scan(into...); err != nil {
+			return err
+		}
+		part.rows = append(part.rows, row)
+	}
+	return rows.Err()
+}
+
+// fanOutAggregate runs the parts of a query planned as a, merges their
+// values and hands the merged rows to GORM: scanned into the destination
+// for a query, as the *sql.Rows or *sql.Row of Row, Rows and Scan.
+func (e *Engine) fanOutAggregate(db *gorm.DB, kind statementKind, m *model, plan shardrouter.Parts, a *shardrouter.Aggregation) {
+	stmt := db.Statement
+	prepare := func(ps *gorm.Statement) {
+		ps.RaiseErrorOnNotFound = false
+		ps.SkipHooks = true
+		ps.Preloads = nil
+		delete(ps.Clauses, "ORDER BY") // the merge orders and windows the groups
+		delete(ps.Clauses, "LIMIT")
+		if c, ok := ps.Clauses["GROUP BY"]; ok {
+			g, _ := c.Expression.(clause.GroupBy)
+			g.Having = nil // applied to the merged groups
+			c.Expression = g
+			ps.Clauses["GROUP BY"] = c
+		}
+		ps.Selects = nil
+		distinct := a.CountGroups || a.Grouped && len(a.Keys) == len(a.Items) && stmt.Distinct
+		ps.Clauses["SELECT"] = clause.Clause{Name: "SELECT", Expression: clause.Select{Distinct: distinct, Columns: []clause.Column{{Name: a.SelectList(), Raw: true}}}}
+		var rows []map[string]any // unread: the part's values are read as they come
+		ps.Dest = &rows
+		ps.BuildClauses = stmt.BuildClauses
+	}
+	runs, err := e.queryParts(db, m, plan, prepare)
+	if err != nil {
+		db.Error = err
+		return
+	}
+	on := make([]int, len(runs))
+	for i := range runs {
+		on[i] = runs[i].k
+		runs[i].values = &partValues{}
+	}
+	e.fannedOut(db, kind, on)
+	e.runQueryParts(db, runs)
+	var errs []error
+	values := make([][][]any, len(runs))
+	for i, r := range runs {
+		errs = append(errs, r.err)
+		values[i] = r.values.rows
+	}
+	if err := errors.Join(errs...); err != nil {
+		db.Error = err
+		return
+	}
+	dialect := stmt.Dialector.Name()
+	if ph := e.physical[runs[0].k].loaded(); ph != nil {
+		dialect = ph.db.Dialector.Name()
+	}
+	columns := make([]shardrouter.Column, len(runs[0].values.columns))
+	for i, c := range runs[0].values.columns {
+		columns[i] = shardrouter.Column{Name: c.Name(), DatabaseType: c.DatabaseTypeName()}
+	}
+	merged, err := shardrouter.MergeGroups(a, dialect, columns, values)
+	if err != nil {
+		db.AddError(fmt.Errorf("%w: %s: %v", ErrCrossShard, m.schema.Name, err))
+		return
+	}
+	result := &mergedResult{rows: merged}
+	if a.CountGroups {
+		name := a.CountAlias
+		if name == "" {
+			name = countName(dialect, a.CountText)
+		}
+		result.columns = []mergedColumn{{name: name, databaseType: "BIGINT", scanType: reflect.TypeFor[int64]()}}
+	} else {
+		for _, c := range runs[0].values.columns[:a.Visible] {
+			result.columns = append(result.columns, mergedColumn{name: c.Name(), databaseType: c.DatabaseTypeName(), scanType: c.ScanType()})
+		}
+	}
+	e.giveMerged(db, kind, m, result)
+}
+
+// countName is the name a dialect gives the column of a COUNT written as
+// text, with no alias: PostgreSQL names it by its function.
+func countName(dialect, text string) string {
+	if dialect == shardrouter.Postgres {
+		return "count"
+	}
+	return text
+}
+
+// giveMerged hands GORM the merged rows as one database's.
+func (e *Engine) giveMerged(db *gorm.DB, kind statementKind, m *model, result *mergedResult) {
+	stmt := db.Statement
+	if kind == kindRow {
+		if many, _ := stmt.Settings.Load("rows"); many == true {
+			rows, err := result.query(stmt.Context)
+			stmt.Dest = rows
+			db.AddError(err)
+		} else {
+			stmt.Dest = result.queryRow(stmt.Context)
+		}
+		db.RowsAffected = -1
+		if db.Error == nil {
+			db.Error = errRouted
+		}
+		return
+	}
+	rows, err := result.query(stmt.Context)
+	if db.AddError(err) != nil {
+		return
+	}
+	gorm.Scan(rows, db, 0)
+	db.AddError(rows.Close())
+	if db.Error != nil {
+		return
+	}
+	e.afterMerge(db, m)
+	if db.Error == nil {
+		db.Error = errRouted
+	}
+}

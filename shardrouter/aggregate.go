@@ -1,0 +1,541 @@
+package shardrouter
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"gorm.io/gorm/clause"
+)
+
+// A query over several databases that computes per group (aggregates,
+// GROUP BY with HAVING, DISTINCT) is merged on the values its parts return:
+// each part selects the query's own items and the hidden ones the merge
+// needs (an AVG's SUM and COUNT, a group column, an aggregate HAVING or
+// ORDER BY names), grouped as the query, without HAVING, ORDER BY, LIMIT or
+// OFFSET; the merge combines the parts' rows group by group, then filters,
+// orders and windows them (MergeGroups). What the plan does not know is
+// refused: the list grows, it never turns into a denylist.
+
+// Aggregation is the plan of such a query.
+type Aggregation struct {
+	// Items is the select list every part runs: the query's items, then
+	// the hidden ones.
+	Items []Item
+	// Visible is how many of Items the query's rows carry.
+	Visible int
+	// Keys are the items whose values make a group.
+	Keys []int
+	// Grouped: a row per group (GROUP BY or DISTINCT); else one row.
+	Grouped bool
+	// CountGroups: the query's one row is the number of groups: a COUNT
+	// of DISTINCT values, written as CountText, named CountAlias.
+	CountGroups           bool
+	CountText, CountAlias string
+	Having                []Condition
+	Order                 []SortItem
+	Limit                 int
+	Offset                int
+	Limited               bool
+}
+
+// Item is one item of a part's select list.
+type Item struct {
+	SQL  string // as the part selects it
+	Func string // "" (a column), "count", "sum", "min", "max" or "avg"
+	Arg  string // the column it reads, "*" for count(*)
+	// For an avg, the hidden items of its SUM and COUNT.
+	Sum, Count int
+	Alias      string // as the query named it
+}
+
+// Condition is one comparison of HAVING, applied to the merged groups.
+type Condition struct {
+	Item  int
+	Op    string // =, <>, <, <=, >, >=
+	Value any
+}
+
+// SortItem is one ORDER BY item over the merged groups.
+type SortItem struct {
+	Item int
+	Desc bool
+}
+
+// SelectList is the select list the parts run.
+func (a *Aggregation) SelectList() string {
+	list := make([]string, len(a.Items))
+	for i, item := range a.Items {
+		list[i] = item.SQL
+	}
+	return strings.Join(list, ", ")
+}
+
+// aggregates are the functions whose values merge exactly.
+var aggregates = map[string]bool{"count": true, "sum": true, "min": true, "max": true, "avg": true}
+
+const ident = "(?:`[^`]+`|\"[^\"]+\"|\\w+)"
+
+// selectItemForm is one item of a select list: a column or an aggregate of
+// one, with an optional alias.
+var selectItemForm = regexp.MustCompile("(?is)^\\s*(?:(\\w+)\\s*\\(\\s*(distinct\\s*\\(?\\s*)?(\\*|" + ident + "(?:\\s*\\.\\s*" + ident + ")?)\\s*\\)?\\s*\\)|(" + ident + "(?:\\s*\\.\\s*" + ident + ")?))(?:\\s+(?:as\\s+)?(" + ident + "))?\\s*$")
+
+// operand is an item as written in a select list, HAVING or ORDER BY.
+type operand struct {
+	fn, arg, alias string
+	distinct       bool
+}
+
+// parseOperand reads an item; ok is false for anything but a column or an
+// aggregate of one column (or *), in table of the model or none.
+func parseOperand(text, table string) (operand, bool) {
+	m := selectItemForm.FindStringSubmatch(text)
+	if m == nil {
+		return operand{}, false
+	}
+	o := operand{fn: strings.ToLower(m[1]), distinct: m[2] != "", alias: unquote(m[5])}
+	column := m[3]
+	if o.fn == "" {
+		column = m[4]
+	} else if !aggregates[o.fn] || o.distinct && (o.fn != "count" || column == "*") || strings.Count(m[0], "(") != strings.Count(m[0], ")") {
+		return operand{}, false
+	}
+	name, ok := itemColumn(column, table)
+	if !ok {
+		return operand{}, false
+	}
+	o.arg = name
+	return o, true
+}
+
+// itemColumn reads `col`, `t.col` or `*`, quoted or not, of table or none.
+func itemColumn(text, table string) (string, bool) {
+	m := columnForm.FindStringSubmatch(text)
+	switch {
+	case m == nil:
+		return "", false
+	case m[3] == "*":
+		return "*", m[1] == ""
+	case m[1] != "" && !strings.EqualFold(unquote(m[1]), table):
+		return "", false
+	}
+	return strings.ToLower(unquote(m[2])), true
+}
+
+// columnForm is `col`, `t.col` or `*`, quoted or not.
+var columnForm = regexp.MustCompile("^\\s*(?:(" + ident + ")\\s*\\.\\s*)?(?:(" + ident + ")|(\\*))\\s*$")
+
+func unquote(s string) string {
+	if len(s) >= 2 && (s[0] == '`' || s[0] == '"') && s[len(s)-1] == s[0] {
+		return s[1 : len(s)-1]
+	}
+	return s
+}
+
+// splitTopLevel splits a list at the commas outside parentheses and quotes.
+func splitTopLevel(list string, sep byte) []string {
+	var items []string
+	depth, start := 0, 0
+	var quote byte
+	for i := 0; i < len(list); i++ {
+		switch c := list[i]; {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"' || c == '`':
+			quote = c
+		case c == '(':
+			depth++
+		case c == ')':
+			depth--
+		case c == sep && depth == 0:
+			items = append(items, list[start:i])
+			start = i + 1
+		}
+	}
+	return append(items, list[start:])
+}
+
+// AggregationQuery is what PlanAggregation reads: the select list as text
+// items, the GROUP BY columns, HAVING, ORDER BY and the window.
+type AggregationQuery struct {
+	Table         string // the model's table: qualified names must be of it
+	Select        []string
+	Distinct      bool
+	GroupBy       []string
+	Having        []clause.Expression
+	OrderBy       []string // items as written: `n desc`, `count(*)`
+	Quote         func(string) string
+	Limit, Offset int
+	Limited       bool
+	ModelColumn   func(name string) bool // a column of the model
+}
+
+// PlanAggregation plans a query that aggregates, groups or selects DISTINCT
+// values, or says why it cannot be merged exactly.
+func PlanAggregation(q AggregationQuery) (*Aggregation, string) {
+	a := &Aggregation{Limit: q.Limit, Offset: q.Offset, Limited: q.Limited, Grouped: len(q.GroupBy) > 0 || q.Distinct}
+	if len(q.Select) == 0 {
+		return nil, "DISTINCT or GROUP BY without a select list"
+	}
+	aggregated := false
+	for _, text := range q.Select {
+		o, ok := parseOperand(text, q.Table)
+		if !ok || o.arg == "*" && o.fn == "" {
+			return nil, fmt.Sprintf("the select item %q (the merge knows columns and count, sum, min, max, avg of one column)", strings.TrimSpace(text))
+		}
+		if o.fn != "" && !q.ModelColumn(o.arg) && o.arg != "*" {
+			return nil, fmt.Sprintf("the select item %q: %s is not a column of %s", strings.TrimSpace(text), o.arg, q.Table)
+		}
+		aggregated = aggregated || o.fn != ""
+		a.Items = append(a.Items, Item{SQL: strings.TrimSpace(text), Func: o.fn, Arg: o.arg, Alias: o.alias})
+		if o.distinct {
+			if len(q.Select) > 1 || len(q.GroupBy) > 0 {
+				return nil, "COUNT(DISTINCT …) beside other items or groups"
+			}
+			// The distinct values of the parts, merged: their number is the count.
+			a.Items[0] = Item{SQL: q.Quote(o.arg), Arg: o.arg}
+			a.Keys, a.Grouped, a.CountGroups = []int{0}, true, true
+			a.CountText, a.CountAlias = strings.TrimSpace(text), o.alias
+			a.Visible = 1
+			return a, ""
+		}
+	}
+	a.Visible = len(a.Items)
+	if q.Distinct && aggregated {
+		return nil, "DISTINCT with aggregates"
+	}
+	if q.Distinct && len(q.GroupBy) == 0 {
+		for i := range a.Items {
+			a.Keys = append(a.Keys, i)
+		}
+	}
+	for _, g := range q.GroupBy {
+		name, ok := itemColumn(g, q.Table)
+		if !ok || name == "*" || !q.ModelColumn(name) {
+			return nil, fmt.Sprintf("GROUP BY %q (the merge groups by columns of %s)", strings.TrimSpace(g), q.Table)
+		}
+		a.Keys = append(a.Keys, a.column(name, q.Quote))
+	}
+	if len(q.GroupBy) > 0 {
+		for i, item := range a.Items[:a.Visible] {
+			if item.Func == "" && !containsItem(a.Keys, i) && !a.groupedBy(item.Arg) {
+				return nil, fmt.Sprintf("the select item %q is neither grouped nor aggregated", item.SQL)
+			}
+		}
+	} else if !q.Distinct && !aggregated {
+		return nil, "a select list without aggregates"
+	} else if !q.Distinct {
+		for _, item := range a.Items[:a.Visible] {
+			if item.Func == "" {
+				return nil, fmt.Sprintf("the select item %q is neither grouped nor aggregated", item.SQL)
+			}
+		}
+	}
+	for i := range a.Visible {
+		if a.Items[i].Func == "avg" {
+			a.Items[i].Sum = a.hidden("sum", a.Items[i].Arg, q.Quote)
+			a.Items[i].Count = a.hidden("count", a.Items[i].Arg, q.Quote)
+		}
+	}
+	for _, h := range q.Having {
+		conditions, why := a.having(h, q)
+		if why != "" {
+			return nil, "HAVING " + why
+		}
+		a.Having = append(a.Having, conditions...)
+	}
+	for _, text := range q.OrderBy {
+		for _, part := range splitTopLevel(text, ',') {
+			s, why := a.sortItem(part, q)
+			if why != "" {
+				return nil, "ORDER BY " + why
+			}
+			a.Order = append(a.Order, s)
+		}
+	}
+	return a, ""
+}
+
+func containsItem(list []int, i int) bool {
+	for _, j := range list {
+		if j == i {
+			return true
+		}
+	}
+	return false
+}
+
+// groupedBy reports whether column name is one of the group keys.
+func (a *Aggregation) groupedBy(name string) bool {
+	for _, k := range a.Keys {
+		if a.Items[k].Func == "" && a.Items[k].Arg == name {
+			return true
+		}
+	}
+	return false
+}
+
+// column finds the item of column name, selecting it hidden if it is not.
+func (a *Aggregation) column(name string, quote func(string) string) int {
+	for i, item := range a.Items {
+		if item.Func == "" && item.Arg == name {
+			return i
+		}
+	}
+	a.Items = append(a.Items, Item{SQL: quote(name), Arg: name})
+	return len(a.Items) - 1
+}
+
+// hidden finds the item of fn(arg), selecting it hidden if it is not.
+func (a *Aggregation) hidden(fn, arg string, quote func(string) string) int {
+	for i, item := range a.Items {
+		if item.Func == fn && item.Arg == arg {
+			return i
+		}
+	}
+	operand := "*"
+	if arg != "*" {
+		operand = quote(arg)
+	}
+	a.Items = append(a.Items, Item{SQL: fmt.Sprintf("%s(%s)", strings.ToUpper(fn), operand), Func: fn, Arg: arg})
+	i := len(a.Items) - 1
+	if fn == "avg" {
+		a.Items[i].Sum = a.hidden("sum", arg, quote)
+		a.Items[i].Count = a.hidden("count", arg, quote)
+	}
+	return i
+}
+
+// resolve finds the item an operand of HAVING or ORDER BY names: an alias,
+// a selected or grouped column, or an aggregate (selected hidden if need be).
+func (a *Aggregation) resolve(text string, q AggregationQuery) (int, string) {
+	o, ok := parseOperand(text, q.Table)
+	if !ok || o.alias != "" || o.arg == "*" && o.fn == "" || o.distinct {
+		return 0, fmt.Sprintf("%q (the merge knows aliases, grouped columns and count, sum, min, max, avg of one column)", strings.TrimSpace(text))
+	}
+	if o.fn == "" {
+		for i, item := range a.Items[:a.Visible] {
+			if item.Alias != "" && strings.EqualFold(item.Alias, o.arg) {
+				return i, ""
+			}
+		}
+		if a.groupedBy(o.arg) || !a.Grouped && !a.aggregated() {
+			return a.column(o.arg, q.Quote), ""
+		}
+		for i, item := range a.Items[:a.Visible] {
+			if item.Func == "" && item.Arg == o.arg {
+				return i, ""
+			}
+		}
+		return 0, fmt.Sprintf("%q: neither an alias nor a grouped column", strings.TrimSpace(text))
+	}
+	if o.arg != "*" && !q.ModelColumn(o.arg) {
+		return 0, fmt.Sprintf("%q: %s is not a column of %s", strings.TrimSpace(text), o.arg, q.Table)
+	}
+	if o.fn != "count" && o.arg == "*" {
+		return 0, fmt.Sprintf("%q", strings.TrimSpace(text))
+	}
+	if q.Distinct && len(a.Keys) == a.Visible && !a.aggregated() {
+		return 0, fmt.Sprintf("%q: an aggregate of a DISTINCT list", strings.TrimSpace(text))
+	}
+	return a.hidden(o.fn, o.arg, q.Quote), ""
+}
+
+func (a *Aggregation) aggregated() bool {
+	for _, item := range a.Items[:a.Visible] {
+		if item.Func != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// havingTerm is one comparison of HAVING: an item, an operator, a ? or an
+// integer.
+var havingTerm = regexp.MustCompile(`(?is)^\s*(.+?)\s*(<>|!=|<=|>=|=|<|>)\s*(\?|-?\d+)\s*$`)
+
+// having reads HAVING's conditions: comparisons of an item with a value,
+// joined by AND.
+func (a *Aggregation) having(e clause.Expression, q AggregationQuery) ([]Condition, string) {
+	expr, ok := e.(clause.Expr)
+	if !ok {
+		return nil, fmt.Sprintf("%T (the merge knows comparisons written as text, joined by AND)", e)
+	}
+	vars := expr.Vars
+	var conditions []Condition
+	for _, term := range regexp.MustCompile(`(?i)\s+and\s+`).Split(expr.SQL, -1) {
+		m := havingTerm.FindStringSubmatch(term)
+		if m == nil {
+			return nil, fmt.Sprintf("%q (the merge knows comparisons of an item with a value, joined by AND)", strings.TrimSpace(term))
+		}
+		item, why := a.resolve(m[1], q)
+		if why != "" {
+			return nil, why
+		}
+		c := Condition{Item: item, Op: m[2]}
+		if c.Op == "!=" {
+			c.Op = "<>"
+		}
+		if m[3] == "?" {
+			if len(vars) == 0 {
+				return nil, fmt.Sprintf("%q: a ? without a value", strings.TrimSpace(term))
+			}
+			c.Value, vars = vars[0], vars[1:]
+		} else {
+			n, err := strconv.ParseInt(m[3], 10, 64)
+			if err != nil {
+				return nil, fmt.Sprintf("%q: %v", strings.TrimSpace(term), err)
+			}
+			c.Value = n
+		}
+		conditions = append(conditions, c)
+	}
+	if len(vars) > 0 {
+		return nil, fmt.Sprintf("%q: more values than ?", expr.SQL)
+	}
+	return conditions, ""
+}
+
+// orderDirection is an ORDER BY item's direction, written after it.
+var orderDirection = regexp.MustCompile(`(?i)\s+(asc|desc)\s*$`)
+
+func (a *Aggregation) sortItem(text string, q AggregationQuery) (SortItem, string) {
+	var s SortItem
+	if m := orderDirection.FindStringSubmatchIndex(text); m != nil {
+		s.Desc = strings.EqualFold(text[m[2]:m[3]], "desc")
+		text = text[:m[0]]
+	}
+	var why string
+	s.Item, why = a.resolve(text, q)
+	return s, why
+}
+
+// aggregating reports whether q's rows are computed per group: GROUP BY,
+// DISTINCT rows that may repeat across databases (the key not among them),
+// or aggregates in the select list other than a plain Count's.
+func aggregating(q Query) bool {
+	if _, grouped := q.Clauses["GROUP BY"]; grouped {
+		return true
+	}
+	sel, _ := q.Clauses["SELECT"].Expression.(clause.Select)
+	if (q.Distinct || sel.Distinct) && !selected(q, q.Key) {
+		return true
+	}
+	if q.Dest != nil && IsNumber(q.Dest.Kind()) && plainCount(q) && !q.Rows {
+		return false // summed as it is
+	}
+	items, distinct, _ := selectItems(q)
+	if distinct && !selected(q, q.Key) {
+		return true
+	}
+	for _, item := range items {
+		if o, ok := parseOperand(item, q.Schema.Table); ok && o.fn != "" {
+			return true
+		}
+		if strings.Contains(item, "(") {
+			return true // a function the plan refuses, naming it
+		}
+	}
+	return false
+}
+
+// selectItems is q's select list as GORM builds it (a select expression
+// wins over Select's names) as text items, with the columns an expression
+// names written in; distinct when the list is DISTINCT.
+func selectItems(q Query) (items []string, distinct bool, why string) {
+	switch sel := q.Clauses["SELECT"].Expression.(type) {
+	case nil:
+	case clause.Select:
+		for _, c := range sel.Columns {
+			if c.Raw {
+				items = append(items, splitTopLevel(c.Name, ',')...)
+			} else {
+				items = append(items, c.Name)
+			}
+		}
+		return items, sel.Distinct, ""
+	case clause.Expr:
+		text := sel.SQL
+		for _, v := range sel.Vars {
+			column, ok := v.(clause.Column)
+			if !ok || !strings.Contains(text, "?") {
+				return nil, false, fmt.Sprintf("the select expression %q with a value", sel.SQL)
+			}
+			text = strings.Replace(text, "?", q.Quote(column.Name), 1)
+		}
+		if rest, found := cutPrefixFold(strings.TrimSpace(text), "DISTINCT "); found {
+			text, distinct = rest, true
+		}
+		return splitTopLevel(text, ','), distinct, ""
+	default:
+		return nil, false, "a select expression"
+	}
+	for _, s := range q.Selects {
+		items = append(items, splitTopLevel(s, ',')...)
+	}
+	return items, false, ""
+}
+
+func cutPrefixFold(s, prefix string) (string, bool) {
+	if len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix) {
+		return s[len(prefix):], true
+	}
+	return s, false
+}
+
+// planAggregation reads q for PlanAggregation.
+func planAggregation(q Query) (*Aggregation, string) {
+	for name := range q.Clauses {
+		if !mergeableClauses[name] && name != "GROUP BY" {
+			return nil, name
+		}
+	}
+	if where, ok := q.Clauses["WHERE"].Expression.(clause.Where); ok && selectsInSQL(where.Exprs) {
+		return nil, "a subquery in a condition's SQL"
+	}
+	if q.TableExpr != nil && strings.Contains(q.TableExpr.SQL, "(") {
+		return nil, "a table expression"
+	}
+	items, distinct, why := selectItems(q)
+	if why != "" {
+		return nil, why
+	}
+	aq := AggregationQuery{Table: q.Schema.Table, Select: items, Distinct: q.Distinct || distinct, Quote: q.Quote,
+		ModelColumn: func(name string) bool { return q.Schema.LookUpField(name) != nil }}
+	if c, ok := q.Clauses["GROUP BY"]; ok {
+		g, _ := c.Expression.(clause.GroupBy)
+		for _, column := range g.Columns {
+			name := column.Name
+			if column.Table != "" && column.Table != clause.CurrentTable {
+				name = column.Table + "." + name
+			}
+			if column.Raw {
+				aq.GroupBy = append(aq.GroupBy, splitTopLevel(name, ',')...)
+			} else {
+				aq.GroupBy = append(aq.GroupBy, name)
+			}
+		}
+		if len(aq.GroupBy) == 0 {
+			return nil, "HAVING without GROUP BY"
+		}
+		aq.Having = g.Having
+	}
+	if c, ok := q.Clauses["ORDER BY"]; ok {
+		order, _ := c.Expression.(clause.OrderBy)
+		if order.Expression != nil {
+			return nil, "ORDER BY an expression"
+		}
+		for _, column := range order.Columns {
+			text := column.Column.Name
+			if column.Desc {
+				text += " DESC"
+			}
+			aq.OrderBy = append(aq.OrderBy, text)
+		}
+	}
+	aq.Limit, aq.Offset, aq.Limited = limitOf(q)
+	return PlanAggregation(aq)
+}
