@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,7 +25,8 @@ type ledgerEntry struct {
 	Units   int64     `gorm:"not null"`
 	Rating  *int64    // NULL in some rows
 	Amount  *string   `gorm:"type:decimal(12,2)"` // NULL in some rows
-	Region  string    `gorm:"size:16;not null"`
+	Region  string    `gorm:"size:16;not null"`   // the database's default collation
+	Code    string    `gorm:"size:16;not null"`   // a collation that compares bytes (binaryCollation)
 	At      time.Time `gorm:"not null"`
 }
 
@@ -51,12 +53,16 @@ func newAggregates(t *testing.T, b backend) *aggregates {
 	})
 	must(t, one.Migrator().DropTable(&ledgerEntry{}))
 	must(t, one.AutoMigrate(&ledgerEntry{}))
+	for _, db := range append(slices.Clone(r.direct), one) {
+		binaryCollation(t, b, db, "ledger_entries", "code")
+	}
 	rng := rand.New(rand.NewPCG(18, 18))
 	base := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	shardCount := r.plugin.Layout().ShardCount()
 	for i := range 80 {
-		e := ledgerEntry{Account: int64(rng.IntN(9) + 1), Units: int64(rng.IntN(1000) - 200), Region: []string{"north", "south", "east"}[rng.IntN(3)],
-			At: base.Add(time.Duration(rng.IntN(100000)) * time.Second)}
+		e := ledgerEntry{Account: int64(rng.IntN(9) + 1), Units: int64(rng.IntN(1000) - 200), Region: []string{"north", "South", "east"}[rng.IntN(3)],
+			Code: []string{"Alpha", "alpha", "beta", "Beta", "gamma", "Gamma"}[rng.IntN(6)],
+			At:   base.Add(time.Duration(rng.IntN(100000)) * time.Second)}
 		if rng.IntN(4) > 0 {
 			rating := int64(rng.IntN(5) + 1)
 			e.Rating = &rating
@@ -69,6 +75,18 @@ func newAggregates(t *testing.T, b backend) *aggregates {
 		must(t, one.Create(&e).Error)
 	}
 	return &aggregates{b: b, sharded: r.db.Clauses(shardid.AllShards()).Session(&gorm.Session{}), one: one}
+}
+
+// binaryCollation gives column a collation that compares as bytes do,
+// where the dialect's default does not.
+func binaryCollation(t *testing.T, b backend, db *gorm.DB, table, column string) {
+	t.Helper()
+	switch b.name {
+	case "mariadb":
+		must(t, db.Exec(fmt.Sprintf("ALTER TABLE %s MODIFY %s varchar(16) COLLATE utf8mb4_bin NOT NULL", table, column)).Error)
+	case "postgres":
+		must(t, db.Exec(fmt.Sprintf(`ALTER TABLE %s ALTER COLUMN %s TYPE varchar(16) COLLATE "C"`, table, column)).Error)
+	}
 }
 
 // same runs query on one database and over four, and fails unless both
@@ -152,7 +170,7 @@ func TestAggregatesMergeAsOneDatabase(t *testing.T) {
 			return &[]struct {
 				Account int64
 				N       int64
-				Last    time.Time
+				Last    any // SQLite's is text
 			}{}
 		})
 		a.same(t, "Count of a grouped query: its number of groups", func(db *gorm.DB, into any) error {
@@ -170,6 +188,13 @@ func TestAggregatesMergeAsOneDatabase(t *testing.T) {
 		a.same(t, "Pluck of DISTINCT values", func(db *gorm.DB, into any) error {
 			return db.Distinct().Order("account").Pluck("account", into).Error
 		}, func() any { return &[]int64{} })
+		a.same(t, "GROUP BY text of a binary collation", func(db *gorm.DB, into any) error {
+			return db.Select("code, count(*) AS n, min(units) AS lo").Group("code").Order("code desc").Find(into).Error
+		}, rowMaps)
+		a.same(t, "DISTINCT text of a binary collation", func(db *gorm.DB, into any) error {
+			return db.Distinct("code").Order("code").Find(into).Error
+		}, func() any { return &[]string{} })
+		a.same(t, "MIN and MAX of text of a binary collation", scan("min(code) AS lo, max(code) AS hi"), rowMaps)
 		if b.name != "sqlite" {
 			a.same(t, "aggregates of a decimal keep its type and scale", scan("sum(amount) AS s, avg(amount) AS mean, min(amount) AS lo, max(amount) AS hi, count(amount) AS n"), rowMaps)
 			a.same(t, "decimal aggregates per group", func(db *gorm.DB, into any) error {
@@ -214,7 +239,10 @@ func TestAggregatesNotExactAreRefused(t *testing.T) {
 		a := newAggregates(t, b)
 		for name, query := range map[string]func(db *gorm.DB) error{
 			"an expression over aggregates": func(db *gorm.DB) error { var n int64; return db.Select("sum(units) * 2").Scan(&n).Error },
-			"GROUP_CONCAT-like functions":   func(db *gorm.DB) error { var rows []map[string]any; return db.Select("account, max(lower(region))").Group("account").Find(&rows).Error },
+			"GROUP_CONCAT-like functions": func(db *gorm.DB) error {
+				var rows []map[string]any
+				return db.Select("account, max(lower(region))").Group("account").Find(&rows).Error
+			},
 			"a column neither grouped nor aggregated": func(db *gorm.DB) error {
 				var rows []map[string]any
 				return db.Select("account, units").Group("account").Find(&rows).Error
@@ -227,6 +255,32 @@ func TestAggregatesNotExactAreRefused(t *testing.T) {
 			err := query(a.sharded.Model(&ledgerEntry{}))
 			if !errors.Is(err, shardid.ErrCrossShard) {
 				t.Errorf("%s: %v, want ErrCrossShard", name, err)
+			}
+		}
+		// Text of the default collation: case-insensitive on MariaDB, by the
+		// locale on PostgreSQL; SQLite's BINARY compares bytes.
+		var regions []string
+		err := a.sharded.Model(&ledgerEntry{}).Distinct("region").Order("region").Find(&regions).Error
+		if b.name == "sqlite" {
+			must(t, err)
+			if !slices.Equal(regions, []string{"South", "east", "north"}) {
+				t.Errorf("DISTINCT region on SQLite: %q", regions)
+			}
+			return
+		}
+		collation := map[string]string{"mariadb": "utf8mb4_general_ci", "postgres": "default ("}[b.name]
+		if !errors.Is(err, shardid.ErrCrossShard) || !strings.Contains(err.Error(), collation) {
+			t.Errorf("DISTINCT region ORDER BY region: %v, want ErrCrossShard naming %s", err, collation)
+		}
+		if b.name == "postgres" { // a deterministic collation groups as bytes: DISTINCT without ORDER BY merges
+			var want []string
+			must(t, a.one.Model(&ledgerEntry{}).Distinct("region").Find(&want).Error)
+			regions = nil
+			must(t, a.sharded.Model(&ledgerEntry{}).Distinct("region").Find(&regions).Error)
+			slices.Sort(want)
+			slices.Sort(regions)
+			if !slices.Equal(want, regions) {
+				t.Errorf("DISTINCT region: one database %q, four %q", want, regions)
 			}
 		}
 	})

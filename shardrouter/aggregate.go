@@ -539,3 +539,6 @@ func planAggregation(q Query) (*Aggregation, string) {
 	aq.Limit, aq.Offset, aq.Limited = limitOf(q)
 	return PlanAggregation(aq)
 }
+
+// SplitList splits a comma-separated SQL list at its top-level commas.
+func SplitList(list string) []string { return splitTopLevel(list, ',') }

@@ -615,3 +615,7 @@ func compareSorted(x, y any, c Column, nullsLast bool) (int, error) {
 	}
 	return compareValues(x, y, c)
 }
+
+// IsText reports whether v, a value of column c, is text the merge compares
+// by the column's collation.
+func IsText(v any, c Column) bool { return kindOf(v, c) == kindText }

@@ -100,6 +100,10 @@ func (e *Engine) fanOutAggregate(db *gorm.DB, kind statementKind, m *model, plan
 	for i, c := range runs[0].values.columns {
 		columns[i] = shardrouter.Column{Name: c.Name(), DatabaseType: c.DatabaseTypeName()}
 	}
+	if err := e.readCollations(db, runs, dialect, a, columns); err != nil {
+		db.AddError(err)
+		return
+	}
 	merged, err := shardrouter.MergeGroups(a, dialect, columns, values)
 	if err != nil {
 		db.AddError(fmt.Errorf("%w: %s: %v", ErrCrossShard, m.schema.Name, err))
@@ -118,6 +122,43 @@ func (e *Engine) fanOutAggregate(db *gorm.DB, kind statementKind, m *model, plan
 		}
 	}
 	e.giveMerged(db, kind, m, result)
+}
+
+// readCollations asks the first part's database how the text columns the
+// parts returned compare: the grouped, distinct and MIN/MAX ones.
+func (e *Engine) readCollations(db *gorm.DB, runs []queryPart, dialect string, a *shardrouter.Aggregation, columns []shardrouter.Column) error {
+	if len(columns) != len(a.Items) {
+		return nil // MergeGroups refuses it
+	}
+	var pool gorm.ConnPool
+	for j, item := range a.Items {
+		if item.Func != "" && item.Func != "min" && item.Func != "max" || !hasText(runs, j, columns[j]) {
+			continue
+		}
+		if pool == nil {
+			var err error
+			if pool, err = e.pool(db.Statement.Context, runs[0].k); err != nil {
+				return err
+			}
+		}
+		comparison, err := textComparison(db.Statement.Context, pool, dialect, db.Statement.Table, item.Arg)
+		if err != nil {
+			return e.partError(runs[0].k, fmt.Errorf("reading the collation of %s.%s: %w", db.Statement.Table, item.Arg, err))
+		}
+		columns[j].Text = comparison
+	}
+	return nil
+}
+
+func hasText(runs []queryPart, j int, c shardrouter.Column) bool {
+	for _, r := range runs {
+		for _, row := range r.values.rows {
+			if j < len(row) && shardrouter.IsText(row[j], c) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // countName is the name a dialect gives the column of a COUNT written as
