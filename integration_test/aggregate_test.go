@@ -285,3 +285,31 @@ func TestAggregatesNotExactAreRefused(t *testing.T) {
 		}
 	})
 }
+
+// TestOrderByAnyColumnMergesAsOneDatabase: rows over four databases ordered
+// by a nullable column (NULLs where the dialect puts them), several
+// columns, descending, or text of a collation that compares bytes, come in
+// the order one database gives; text of another collation is refused,
+// naming it.
+func TestOrderByAnyColumnMergesAsOneDatabase(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		a := newAggregates(t, b)
+		entries := func() any { return &[]ledgerEntry{} }
+		for _, order := range []string{"rating, id", "rating desc, units, id", "code, at desc, id", "units desc, id"} {
+			a.same(t, "ORDER BY "+order, func(db *gorm.DB, into any) error { return db.Order(order).Find(into).Error }, entries)
+			a.same(t, "ORDER BY "+order+" LIMIT 7 OFFSET 9", func(db *gorm.DB, into any) error {
+				return db.Order(order).Limit(7).Offset(9).Find(into).Error
+			}, entries)
+		}
+		var rows []ledgerEntry
+		err := a.sharded.Order("region, id").Find(&rows).Error
+		if b.name == "sqlite" {
+			must(t, err) // BINARY
+			return
+		}
+		collation := map[string]string{"mariadb": "utf8mb4_general_ci", "postgres": "default ("}[b.name]
+		if !errors.Is(err, shardid.ErrCrossShard) || !strings.Contains(err.Error(), collation) {
+			t.Errorf("ORDER BY region: %v, want ErrCrossShard naming %s", err, collation)
+		}
+	})
+}

@@ -230,12 +230,12 @@ type Order struct {
 type OrderColumn struct {
 	Field *schema.Field
 	Desc  bool
+	Text  bool // ordered by its collation: the merge must read which
 }
 
 // orderOf reads the query's ORDER BY; nil when it has none. An order the
 // merge cannot compare as the databases do is refused: a column of another
-// table, an expression, text (compared by the database's collation), a
-// column that may be NULL (its place differs per database).
+// table, an expression, a value the merge does not know how to order.
 func orderOf(q Query, rowType reflect.Type) (*Order, string) {
 	order, ok := q.Clauses["ORDER BY"].Expression.(clause.OrderBy)
 	if !ok || len(order.Columns) == 0 && order.Expression == nil {
@@ -264,10 +264,11 @@ func orderOf(q Query, rowType reflect.Type) (*Order, string) {
 				return nil // named again (First after Order): the first one orders
 			}
 		}
-		if field != key && !comparable(field) {
-			return refuse("%s: only the key, and integer or time columns that are NOT NULL, compare in Go as in every database (text follows the database's collation)", name)
+		ok, text := orderable(field)
+		if field != key && !ok {
+			return refuse("%s: the merge orders numbers, booleans, times and text (by a collation that compares bytes), not a %s", name, field.FieldType)
 		}
-		o.Columns = append(o.Columns, OrderColumn{Field: field, Desc: desc})
+		o.Columns = append(o.Columns, OrderColumn{Field: field, Desc: desc, Text: text && field != key})
 		o.TieKey = o.TieKey && field != key
 		return nil
 	}
@@ -346,14 +347,26 @@ func selected(q Query, f *schema.Field) bool {
 
 var timeType = reflect.TypeOf(time.Time{})
 
-// comparable reports whether a column's values compare in Go as in every
-// database: integers and times, never NULL.
-func comparable(f *schema.Field) bool {
-	if !f.NotNull && !f.PrimaryKey {
-		return false
-	}
+// orderable reports whether the merge orders a column's values as every
+// database does: integers, floating-point numbers, booleans and times,
+// NULL or not (NULLs where the dialect puts them); text where its collation
+// compares as bytes do (read when the query runs). Not exact numbers held
+// in Go strings.
+func orderable(f *schema.Field) (ok, text bool) {
 	t := f.FieldType
-	return t == timeType || t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64 && t.Kind() != reflect.Uintptr
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t == timeType, t.Kind() == reflect.Bool:
+		return true, false
+	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Float64 && t.Kind() != reflect.Uintptr:
+		return true, false
+	case t.Kind() == reflect.String:
+		dataType := strings.ToLower(string(f.DataType))
+		return !strings.Contains(dataType, "decimal") && !strings.Contains(dataType, "numeric"), true
+	}
+	return false, false
 }
 
 // PartClause is the ORDER BY a part runs with: the query's, with the key

@@ -17,6 +17,8 @@ type mergedPhoto struct {
 	Taken   time.Time `gorm:"not null"`
 	Views   int       // may be NULL
 	Caption string    `gorm:"not null"`
+	Price   string    `gorm:"type:decimal(10,2)"`
+	Blob    []byte
 }
 
 func photoSchema(t *testing.T) *schema.Schema {
@@ -62,23 +64,25 @@ func TestPlanMerge(t *testing.T) {
 		"a number of an expression": {q: Query{Dest: reflect.TypeOf(0.0), Clauses: map[string]clause.Clause{
 			"SELECT": {Expression: clause.Expr{SQL: "sum(likes) + 1"}}}}, refused: `the select item "sum(likes) + 1"`},
 		"ORDER BY the key": {q: Query{Dest: rows, Clauses: orderBy(byName("id", true))}, order: "id desc"},
-		"ORDER BY a NOT NULL integer, the key breaks ties":        {q: Query{Dest: rows, Clauses: orderBy(byName("likes", false))}, order: "likes +key"},
-		"ORDER BY a NOT NULL time and the key":                    {q: Query{Dest: rows, Clauses: orderBy(byName("taken desc, id", false))}, order: "taken desc, id"},
-		"ORDER BY the key as a column":                            {q: Query{Dest: rows, Clauses: orderBy(clause.OrderByColumn{Column: clause.Column{Name: "id"}, Desc: true})}, order: "id desc"},
-		"ORDER BY raw text, DESC after it":                        {q: Query{Dest: rows, Clauses: orderBy(byName("likes, taken", true))}, order: "likes, taken desc +key"},
-		"ORDER BY raw text with its own direction, DESC after it": {q: Query{Dest: rows, Clauses: orderBy(byName("id asc", true))}, refused: `"id asc" DESC`},
-		"ORDER BY into maps":                                      {q: Query{Dest: reflect.TypeOf([]map[string]any{}), Clauses: orderBy(byName("id", false))}, order: "id"},
-		"ORDER BY a nullable column":                              {q: Query{Dest: rows, Clauses: orderBy(byName("views", false))}, refused: "views: only the key"},
-		"ORDER BY text":                                           {q: Query{Dest: rows, Clauses: orderBy(byName("caption", false))}, refused: "caption: only the key"},
-		"ORDER BY an expression":                                  {q: Query{Dest: rows, Clauses: orderBy(byName("likes * 2", false))}, refused: `ORDER BY "likes * 2"`},
-		"ORDER BY another table's column":                         {q: Query{Dest: rows, Clauses: orderBy(byName("users.id", false))}, refused: "users.id: a column of another table"},
-		"ORDER BY a column not selected":                          {q: Query{Dest: rows, Selects: []string{"id"}, Clauses: orderBy(byName("likes", false))}, refused: "likes: the column is not selected"},
-		"ORDER BY into rows of another type":                      {q: Query{Dest: reflect.TypeOf([]struct{ ID int64 }{}), Clauses: orderBy(byName("id", false))}, refused: "into rows of"},
-		"DISTINCT rows with the key: one database after another":  {q: Query{Dest: rows, Distinct: true}},
-		"DISTINCT values":                                         {q: Query{Dest: rows, Distinct: true, Selects: []string{"likes"}}, grouped: true},
-		"GROUP BY without columns":                                {q: Query{Dest: rows, Clauses: map[string]clause.Clause{"GROUP BY": {}}}, refused: "HAVING without GROUP BY"},
-		"an aggregate in the select list":                         {q: Query{Dest: rows, Selects: []string{"max(likes)"}}, grouped: true},
-		"a function the merge does not know":                      {q: Query{Dest: rows, Selects: []string{"lower(caption)"}}, refused: `the select item "lower(caption)"`},
+		"ORDER BY a NOT NULL integer, the key breaks ties":              {q: Query{Dest: rows, Clauses: orderBy(byName("likes", false))}, order: "likes +key"},
+		"ORDER BY a NOT NULL time and the key":                          {q: Query{Dest: rows, Clauses: orderBy(byName("taken desc, id", false))}, order: "taken desc, id"},
+		"ORDER BY the key as a column":                                  {q: Query{Dest: rows, Clauses: orderBy(clause.OrderByColumn{Column: clause.Column{Name: "id"}, Desc: true})}, order: "id desc"},
+		"ORDER BY raw text, DESC after it":                              {q: Query{Dest: rows, Clauses: orderBy(byName("likes, taken", true))}, order: "likes, taken desc +key"},
+		"ORDER BY raw text with its own direction, DESC after it":       {q: Query{Dest: rows, Clauses: orderBy(byName("id asc", true))}, refused: `"id asc" DESC`},
+		"ORDER BY into maps":                                            {q: Query{Dest: reflect.TypeOf([]map[string]any{}), Clauses: orderBy(byName("id", false))}, order: "id"},
+		"ORDER BY a nullable column, NULLs where the dialect puts them": {q: Query{Dest: rows, Clauses: orderBy(byName("views", false))}, order: "views +key"},
+		"ORDER BY text, by a collation read when it runs":               {q: Query{Dest: rows, Clauses: orderBy(byName("caption desc, likes", false))}, order: "caption (text) desc, likes +key"},
+		"ORDER BY an exact decimal held in a string":                    {q: Query{Dest: rows, Clauses: orderBy(byName("price", false))}, refused: "price: the merge orders"},
+		"ORDER BY bytes":                                         {q: Query{Dest: rows, Clauses: orderBy(byName("blob", false))}, refused: "blob: the merge orders"},
+		"ORDER BY an expression":                                 {q: Query{Dest: rows, Clauses: orderBy(byName("likes * 2", false))}, refused: `ORDER BY "likes * 2"`},
+		"ORDER BY another table's column":                        {q: Query{Dest: rows, Clauses: orderBy(byName("users.id", false))}, refused: "users.id: a column of another table"},
+		"ORDER BY a column not selected":                         {q: Query{Dest: rows, Selects: []string{"id"}, Clauses: orderBy(byName("likes", false))}, refused: "likes: the column is not selected"},
+		"ORDER BY into rows of another type":                     {q: Query{Dest: reflect.TypeOf([]struct{ ID int64 }{}), Clauses: orderBy(byName("id", false))}, refused: "into rows of"},
+		"DISTINCT rows with the key: one database after another": {q: Query{Dest: rows, Distinct: true}},
+		"DISTINCT values":                                        {q: Query{Dest: rows, Distinct: true, Selects: []string{"likes"}}, grouped: true},
+		"GROUP BY without columns":                               {q: Query{Dest: rows, Clauses: map[string]clause.Clause{"GROUP BY": {}}}, refused: "HAVING without GROUP BY"},
+		"an aggregate in the select list":                        {q: Query{Dest: rows, Selects: []string{"max(likes)"}}, grouped: true},
+		"a function the merge does not know":                     {q: Query{Dest: rows, Selects: []string{"lower(caption)"}}, refused: `the select item "lower(caption)"`},
 		"a subquery in a condition's SQL": {q: Query{Dest: rows, Clauses: map[string]clause.Clause{"WHERE": {Expression: clause.Where{Exprs: []clause.Expression{
 			clause.Expr{SQL: "id IN (SELECT photo_id FROM likes)"}}}}}}, refused: "a subquery in a condition's SQL"},
 		"a table expression":                  {q: Query{Dest: rows, TableExpr: &clause.Expr{SQL: "(SELECT * FROM photos) p"}}, refused: "a table expression"},
@@ -107,6 +111,9 @@ func TestPlanMerge(t *testing.T) {
 			if merge.Order != nil {
 				for _, col := range merge.Order.Columns {
 					item := col.Field.DBName
+					if col.Text {
+						item += " (text)"
+					}
 					if col.Desc {
 						item += " desc"
 					}

@@ -520,8 +520,12 @@ func (e *Engine) fanOutQuery(db *gorm.DB, kind statementKind, m *model, plan sha
 	}
 	var merged reflect.Value
 	if order != nil {
-		var err error
-		if merged, err = mergeOrdered(stmt, order, partType, parts, limit, offset, limited); err != nil {
+		how, err := e.mergeOrderOf(db, m, order, runs[0].k)
+		if err != nil {
+			db.Error = err
+			return
+		}
+		if merged, err = mergeOrdered(stmt, order, how, partType, parts, limit, offset, limited); err != nil {
 			db.Error = err
 			return
 		}

@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -18,14 +21,29 @@ import (
 
 var timeType = reflect.TypeOf(time.Time{})
 
-// orderValue is a column's value as the merge compares it.
+// orderValue is a column's value as the merge compares it: NULL, text
+// (by bytes), or a number, a time or a UUID mapped onto two integers.
 type orderValue struct {
-	hi int64
-	lo uint64
+	null bool
+	text string
+	hi   int64
+	lo   uint64
 }
 
-func (a orderValue) compare(b orderValue) int {
+// compare orders a before b as the database does; nullsLast says NULL is
+// greater than every value (PostgreSQL) rather than smaller.
+func (a orderValue) compare(b orderValue, nullsLast bool) int {
 	switch {
+	case a.null || b.null:
+		if a.null == b.null {
+			return 0
+		}
+		if a.null == nullsLast {
+			return 1
+		}
+		return -1
+	case a.text != b.text:
+		return strings.Compare(a.text, b.text)
 	case a.hi != b.hi:
 		if a.hi < b.hi {
 			return -1
@@ -44,7 +62,7 @@ func (a orderValue) compare(b orderValue) int {
 // slice of rowsType, skipping offset rows and stopping after limit: its work
 // is linear in the rows the parts fetched. A part out of the order the merge
 // reads fails it rather than being merged wrong.
-func mergeOrdered(stmt *gorm.Statement, o *shardrouter.Order, rowsType reflect.Type, parts []reflect.Value, limit, offset int, limited bool) (reflect.Value, error) {
+func mergeOrdered(stmt *gorm.Statement, o *shardrouter.Order, order mergeOrder, rowsType reflect.Type, parts []reflect.Value, limit, offset int, limited bool) (reflect.Value, error) {
 	columns := o.Columns
 	if o.TieKey {
 		columns = append(columns[:len(columns):len(columns)], shardrouter.OrderColumn{Field: o.Key})
@@ -57,13 +75,13 @@ func mergeOrdered(stmt *gorm.Statement, o *shardrouter.Order, rowsType reflect.T
 		for r := range part.Len() {
 			row := keys[i][r*width : (r+1)*width]
 			for c, column := range columns {
-				v, err := orderValueAt(stmt, o, part.Index(r), column.Field)
+				v, err := orderValueAt(stmt, o, part.Index(r), column.Field, order.padSpace[column.Field])
 				if err != nil {
 					return reflect.Value{}, err
 				}
 				row[c] = v
 			}
-			if r > 0 && compareRows(keys[i][(r-1)*width:r*width], row, columns) > 0 {
+			if r > 0 && compareRows(keys[i][(r-1)*width:r*width], row, columns, order.nullsLast) > 0 {
 				return reflect.Value{}, fmt.Errorf("%w: %s: a database returned its rows in an order the plugin does not read the same way", ErrCrossShard, stmt.Schema.Name)
 			}
 		}
@@ -81,7 +99,7 @@ func mergeOrdered(stmt *gorm.Statement, o *shardrouter.Order, rowsType reflect.T
 			if next[i] == part.Len() {
 				continue
 			}
-			if best < 0 || compareRows(keys[i][next[i]*width:(next[i]+1)*width], keys[best][next[best]*width:(next[best]+1)*width], columns) < 0 {
+			if best < 0 || compareRows(keys[i][next[i]*width:(next[i]+1)*width], keys[best][next[best]*width:(next[best]+1)*width], columns, order.nullsLast) < 0 {
 				best = i
 			}
 		}
@@ -93,9 +111,45 @@ func mergeOrdered(stmt *gorm.Statement, o *shardrouter.Order, rowsType reflect.T
 	return merged, nil
 }
 
-func compareRows(a, b []orderValue, columns []shardrouter.OrderColumn) int {
+// mergeOrder is what the merge of ordered rows reads of the databases:
+// where their dialect puts NULLs, and which text columns ignore trailing
+// spaces.
+type mergeOrder struct {
+	nullsLast bool
+	padSpace  map[*schema.Field]bool
+}
+
+// mergeOrderOf reads from physical database k, where a query's parts ran,
+// how its rows order: its dialect's place for NULLs, and the collation of
+// each text column, refused unless it orders as bytes do.
+func (e *Engine) mergeOrderOf(db *gorm.DB, m *model, o *shardrouter.Order, k int) (mergeOrder, error) {
+	how := mergeOrder{padSpace: map[*schema.Field]bool{}}
+	ph, err := e.physical[k].open(db.Statement.Context)
+	if err != nil {
+		return how, err
+	}
+	dialect := ph.db.Dialector.Name()
+	how.nullsLast = dialect == shardrouter.Postgres
+	for _, c := range o.Columns {
+		if !c.Text {
+			continue
+		}
+		comparison, err := textComparison(db.Statement.Context, ph.pool, dialect, db.Statement.Table, c.Field.DBName)
+		if err != nil {
+			return how, e.partError(k, fmt.Errorf("reading the collation of %s.%s: %w", db.Statement.Table, c.Field.DBName, err))
+		}
+		if !comparison.Order {
+			collation := cmp.Or(comparison.Collation, "unknown")
+			return how, fmt.Errorf("%w: %s: ORDER BY %s over several physical databases: the column's collation (%s) does not order as bytes do, and the merge does not reproduce it in Go", ErrCrossShard, m.schema.Name, c.Field.DBName, collation)
+		}
+		how.padSpace[c.Field] = comparison.PadSpace
+	}
+	return how, nil
+}
+
+func compareRows(a, b []orderValue, columns []shardrouter.OrderColumn, nullsLast bool) int {
 	for c, column := range columns {
-		if d := a[c].compare(b[c]); d != 0 {
+		if d := a[c].compare(b[c], nullsLast); d != 0 {
 			if column.Desc {
 				return -d
 			}
@@ -107,7 +161,7 @@ func compareRows(a, b []orderValue, columns []shardrouter.OrderColumn) int {
 
 // orderValueAt reads a row's value of column f (a struct of the model, or a
 // map by column name) as the merge compares it.
-func orderValueAt(stmt *gorm.Statement, o *shardrouter.Order, row reflect.Value, f *schema.Field) (orderValue, error) {
+func orderValueAt(stmt *gorm.Statement, o *shardrouter.Order, row reflect.Value, f *schema.Field, padSpace bool) (orderValue, error) {
 	row = reflect.Indirect(row)
 	var v reflect.Value
 	if row.Kind() == reflect.Map {
@@ -119,6 +173,9 @@ func orderValueAt(stmt *gorm.Statement, o *shardrouter.Order, row reflect.Value,
 		v = f.ReflectValueOf(stmt.Context, row)
 	}
 	value, err := orderValueOf(v, f == o.Key && isUUIDType(f.FieldType))
+	if padSpace {
+		value.text = strings.TrimRight(value.text, " ")
+	}
 	if err != nil {
 		return orderValue{}, fmt.Errorf("shardid: %s: a row's %s cannot be ordered: %w", stmt.Schema.Name, f.DBName, err)
 	}
@@ -129,8 +186,14 @@ func orderValueAt(stmt *gorm.Statement, o *shardrouter.Order, row reflect.Value,
 // compares as the value does.
 func orderValueOf(v reflect.Value, isUUID bool) (orderValue, error) {
 	const signBit = 1 << 63
+	if v.Kind() == reflect.Interface || v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return orderValue{null: true}, nil
+		}
+		v = v.Elem()
+	}
 	if !v.IsValid() {
-		return orderValue{}, fmt.Errorf("NULL")
+		return orderValue{null: true}, nil // a map's NULL
 	}
 	if isUUID {
 		u, err := uuidOf(v.Interface())
@@ -144,6 +207,26 @@ func orderValueOf(v reflect.Value, isUUID bool) (orderValue, error) {
 		return orderValue{hi: v.Int()}, nil
 	case v.CanUint():
 		return orderValue{hi: int64(v.Uint() ^ signBit)}, nil
+	case v.CanFloat():
+		f := v.Float()
+		if math.IsNaN(f) {
+			return orderValue{}, fmt.Errorf("NaN, which databases order differently")
+		}
+		if f == 0 {
+			f = 0 // -0 orders as 0
+		}
+		bits := math.Float64bits(f)
+		if bits&signBit != 0 { // IEEE 754 bits ordered as integers: negatives reversed
+			return orderValue{hi: int64(^bits ^ signBit)}, nil
+		}
+		return orderValue{hi: int64(bits)}, nil
+	case v.Kind() == reflect.String:
+		return orderValue{text: v.String()}, nil
+	case v.Kind() == reflect.Bool:
+		if v.Bool() {
+			return orderValue{hi: 1}, nil
+		}
+		return orderValue{}, nil
 	case v.Type() == timeType:
 		t := v.Interface().(time.Time)
 		return orderValue{hi: t.Unix(), lo: uint64(t.Nanosecond())}, nil
