@@ -182,6 +182,7 @@ func TestAggregatesMergeAsOneDatabase(t *testing.T) {
 		a.same(t, "DISTINCT pairs", func(db *gorm.DB, into any) error {
 			return db.Distinct("account", "rating").Order("account, rating").Find(into).Error
 		}, rowMaps)
+		a.same(t, "COUNT(DISTINCT) of a nullable column counts no NULL", scan("count(distinct rating) AS ratings"), rowMaps)
 		a.same(t, "Count of DISTINCT values", func(db *gorm.DB, into any) error {
 			return db.Distinct("account").Count(into.(*int64)).Error
 		}, number)

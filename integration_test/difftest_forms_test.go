@@ -601,7 +601,7 @@ var dtFormOps = []dtOp{
 			{`tx.Order("id desc").Limit(1)`, "Photos", func(tx *gorm.DB) *gorm.DB { return tx.Order("id desc").Limit(1) }},
 			{`tx.Order("id").Offset(1).Limit(2)`, "Photos", func(tx *gorm.DB) *gorm.DB { return tx.Order("id").Offset(1).Limit(2) }},
 			{`tx.Where("likes >= ?", 0).Order("id desc")`, "Photos", func(tx *gorm.DB) *gorm.DB { return tx.Where("likes >= ?", 0).Order("id desc") }},
-			{`tx.Order("likes desc").Limit(2)`, "Photos", func(tx *gorm.DB) *gorm.DB { return tx.Order("likes desc").Limit(2) }},
+			{`tx.Order("likes desc, id").Limit(2)`, "Photos", func(tx *gorm.DB) *gorm.DB { return tx.Order("likes desc, id").Limit(2) }}, // a nullable column: NULLs where the dialect puts them
 			{`tx.Unscoped().Order("id desc").Limit(2)`, "Photos", func(tx *gorm.DB) *gorm.DB { return tx.Unscoped().Order("id desc").Limit(2) }},
 			{`tx.Select("id", "user_id", "likes").Order("id desc").Limit(2)`, "Photos", func(tx *gorm.DB) *gorm.DB { return tx.Select("id", "user_id", "likes").Order("id desc").Limit(2) }},
 			{`tx.Order("id desc").Limit(2)`, "Photos", func(tx *gorm.DB) *gorm.DB { return tx.Order("id desc").Limit(2) }}, // over AllShards owners
@@ -863,4 +863,81 @@ func accountsText(as []dtAccount) string {
 		parts[i] = fmt.Sprintf("{Email: %q, Balance: %d}", a.Email, a.Balance)
 	}
 	return "[]dtAccount{" + strings.Join(parts, ", ") + "}"
+}
+
+// groupedRead draws a read over every shard that the plugin merges group by
+// group (aggregates, GROUP BY and HAVING, DISTINCT, COUNT(DISTINCT)) or
+// orders by nullable and text columns, or refuses: text grouped or ordered
+// by a collation that does not compare bytes (the MariaDB and PostgreSQL
+// defaults order by locale), an expression over aggregates.
+func (g *dtGen) groupedRead() dtStmt {
+	at, limit, offset := g.r.IntN(3)+1, g.r.IntN(5)+1, g.r.IntN(3)
+	forms := []struct {
+		text    string
+		ordered bool
+		run     func(db *gorm.DB, into *[]map[string]any) *gorm.DB
+	}{
+		{fmt.Sprintf(`Model(&dtPhoto{}).Select("user_id, count(*) AS n, sum(likes) AS total, avg(likes) AS mean, min(likes) AS lo, max(likes) AS hi").Group("user_id").Having("count(*) >= ?", %d).Order("total desc, user_id").Limit(%d).Offset(%d)`, at, limit, offset), true,
+			func(db *gorm.DB, into *[]map[string]any) *gorm.DB {
+				return db.Model(&dtPhoto{}).Select("user_id, count(*) AS n, sum(likes) AS total, avg(likes) AS mean, min(likes) AS lo, max(likes) AS hi").
+					Group("user_id").Having("count(*) >= ?", at).Order("total desc, user_id").Limit(limit).Offset(offset).Scan(into)
+			}},
+		{`Model(&dtUser{}).Select("age, count(*) AS n, max(id) AS last").Group("age").Order("age desc")`, true, func(db *gorm.DB, into *[]map[string]any) *gorm.DB {
+			return db.Model(&dtUser{}).Select("age, count(*) AS n, max(id) AS last").Group("age").Order("age desc").Scan(into)
+		}},
+		{`Model(&dtUser{}).Select("avg(age) AS a, sum(age) AS s, count(*) AS n, min(age) AS lo")`, true, func(db *gorm.DB, into *[]map[string]any) *gorm.DB {
+			return db.Model(&dtUser{}).Select("avg(age) AS a, sum(age) AS s, count(*) AS n, min(age) AS lo").Scan(into)
+		}},
+		{`Model(&dtPhoto{}).Distinct("user_id", "likes").Order("likes, user_id")`, true, func(db *gorm.DB, into *[]map[string]any) *gorm.DB {
+			return db.Model(&dtPhoto{}).Distinct("user_id", "likes").Order("likes, user_id").Scan(into)
+		}},
+		{`Model(&dtPhoto{}).Select("count(distinct user_id) AS users")`, true, func(db *gorm.DB, into *[]map[string]any) *gorm.DB {
+			return db.Model(&dtPhoto{}).Select("count(distinct user_id) AS users").Scan(into)
+		}},
+		{`Model(&dtUser{}).Select("name, count(*) AS n").Group("name").Having("count(*) > 1")`, false, func(db *gorm.DB, into *[]map[string]any) *gorm.DB {
+			return db.Model(&dtUser{}).Select("name, count(*) AS n").Group("name").Having("count(*) > 1").Scan(into)
+		}},
+		{fmt.Sprintf(`Model(&dtUser{}).Select("id, name, age").Order("age desc, name, id").Limit(%d)`, limit), true, func(db *gorm.DB, into *[]map[string]any) *gorm.DB {
+			return db.Model(&dtUser{}).Select("id, name, age").Order("age desc, name, id").Limit(limit).Find(into)
+		}},
+		{`Model(&dtAccount{}).Select("max(balance) - min(balance) AS spread")`, true, func(db *gorm.DB, into *[]map[string]any) *gorm.DB {
+			return db.Model(&dtAccount{}).Select("max(balance) - min(balance) AS spread").Scan(into)
+		}},
+	}
+	how := g.r.IntN(len(forms))
+	f := forms[how]
+	counts := []string{"Group", "Distinct"}
+	if g.r.IntN(4) == 0 { // GORM's Count of a grouped query and of DISTINCT values
+		which := g.r.IntN(2)
+		return dtStmt{fmt.Sprintf("AllShards grouped Count #%d", which), fmt.Sprintf(`db.Clauses(shardid.AllShards()).Model(&dtPhoto{}).%s("user_id").Count(&n)`, counts[which]), func(e *env) outcome {
+			var n int64
+			db := e.db.Clauses(shardid.AllShards()).Model(&dtPhoto{})
+			if which == 0 {
+				return res(db.Group("user_id").Count(&n), n, true)
+			}
+			return res(db.Distinct("user_id").Count(&n), n, true)
+		}}
+	}
+	return dtStmt{fmt.Sprintf("AllShards grouped #%d", how), "db.Clauses(shardid.AllShards())." + f.text + ".Scan(&rows) (Find for #6)", func(e *env) outcome {
+		var rows []map[string]any
+		tx := f.run(e.db.Clauses(shardid.AllShards()), &rows)
+		return res(tx, typedRows(rows), f.ordered)
+	}}
+}
+
+// typedRows writes each row's values with their Go types, which a merge
+// must keep (decimal text stays text, a count an integer).
+func typedRows(rows []map[string]any) []string {
+	out := make([]string, len(rows))
+	for i, row := range rows {
+		keys := make([]string, 0, len(row))
+		for k := range row {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			out[i] += fmt.Sprintf("%s:%s(%T) ", k, cell(k, row[k]), row[k])
+		}
+	}
+	return out
 }

@@ -628,6 +628,7 @@ var dtOps = []dtOp{
 			return res(db.Model(&dtPhoto{}).Select("sum(likes)").Scan(&n), n, true)
 		}}
 	}},
+	{3, func(g *dtGen) dtStmt { return g.groupedRead() }},
 	{2, func(g *dtGen) dtStmt {
 		how := g.r.IntN(4)
 		texts := []string{`db.Clauses(shardid.AllShards()).First(&u)`, `db.Clauses(shardid.AllShards()).Last(&u)`,

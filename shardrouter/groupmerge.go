@@ -95,7 +95,11 @@ func MergeGroups(a *Aggregation, dialect string, columns []Column, parts [][][]a
 		}
 	}
 	if a.CountGroups {
-		return [][]any{{int64(len(merged))}}, nil
+		n := int64(len(merged))
+		if _, null := index["n"]; null {
+			n-- // COUNT(DISTINCT) counts no NULL
+		}
+		return [][]any{{n}}, nil
 	}
 	for j, item := range a.Items {
 		if item.Func != "avg" {

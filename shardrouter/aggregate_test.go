@@ -1,0 +1,112 @@
+package shardrouter
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"gorm.io/gorm/clause"
+)
+
+func quoted(name string) string { return "`" + name + "`" }
+
+func photoColumns(name string) bool {
+	switch name {
+	case "id", "likes", "views", "taken", "caption", "owner":
+		return true
+	}
+	return false
+}
+
+// TestPlanAggregation has a row per aggregate rule of "Every shard at once"
+// in docs/routing.md: the items each part selects, the groups, HAVING and
+// ORDER BY over the merged groups, and what is refused.
+func TestPlanAggregation(t *testing.T) {
+	gt := func(sql string, vars ...any) []clause.Expression {
+		return []clause.Expression{clause.Expr{SQL: sql, Vars: vars}}
+	}
+	for name, c := range map[string]struct {
+		q       AggregationQuery
+		parts   string // the parts' select list
+		keys    []int
+		having  string // item op value, ...
+		order   string // item[ desc], ...
+		refused string
+	}{
+		"aggregates without groups: one row": {q: AggregationQuery{Select: []string{"count(*)", "sum(likes) AS s", "min(views)", "max(taken)"}},
+			parts: "count(*), sum(likes) AS s, min(views), max(taken)"},
+		"avg is summed and counted per part": {q: AggregationQuery{Select: []string{"avg(likes) AS mean"}},
+			parts: "avg(likes) AS mean, SUM(`likes`), COUNT(`likes`)"},
+		"GROUP BY the selected column": {q: AggregationQuery{Select: []string{"owner", "count(*) AS n"}, GroupBy: []string{"owner"}},
+			parts: "owner, count(*) AS n", keys: []int{0}},
+		"GROUP BY a column not selected: selected hidden": {q: AggregationQuery{Select: []string{"count(*) AS n"}, GroupBy: []string{"photos.owner"}},
+			parts: "count(*) AS n, `owner`", keys: []int{1}},
+		"HAVING an alias and an aggregate not selected": {q: AggregationQuery{Select: []string{"owner", "count(*) AS n"}, GroupBy: []string{"owner"},
+			Having: gt("n > ? AND max(likes) <= 10", 2)},
+			parts: "owner, count(*) AS n, MAX(`likes`)", keys: []int{0}, having: "1 > 2, 2 <= 10"},
+		"ORDER BY an alias, an aggregate and the group": {q: AggregationQuery{Select: []string{"owner", "sum(likes) AS total"}, GroupBy: []string{"owner"},
+			OrderBy: []string{"total desc, count(*)", "owner"}},
+			parts: "owner, sum(likes) AS total, COUNT(*)", keys: []int{0}, order: "1 desc, 2, 0"},
+		"DISTINCT values group by every item": {q: AggregationQuery{Select: []string{"owner", "views"}, Distinct: true, OrderBy: []string{"views DESC"}},
+			parts: "owner, views", keys: []int{0, 1}, order: "1 desc"},
+		"COUNT(DISTINCT) counts the merged values": {q: AggregationQuery{Select: []string{"COUNT(DISTINCT(`owner`))"}},
+			parts: "`owner`", keys: []int{0}},
+		"a column neither grouped nor aggregated": {q: AggregationQuery{Select: []string{"owner", "likes"}, GroupBy: []string{"owner"}},
+			refused: `"likes" is neither grouped nor aggregated`},
+		"an aggregate beside a plain column without GROUP BY": {q: AggregationQuery{Select: []string{"owner", "count(*)"}},
+			refused: `"owner" is neither grouped nor aggregated`},
+		"an expression over aggregates": {q: AggregationQuery{Select: []string{"sum(likes) * 2"}}, refused: `"sum(likes) * 2"`},
+		"a function the merge does not know": {q: AggregationQuery{Select: []string{"owner", "group_concat(caption)"}, GroupBy: []string{"owner"}},
+			refused: `"group_concat(caption)"`},
+		"sum of DISTINCT values":                 {q: AggregationQuery{Select: []string{"sum(distinct likes)"}}, refused: `"sum(distinct likes)"`},
+		"an aggregate of another table's column": {q: AggregationQuery{Select: []string{"max(users.age)"}}, refused: `"max(users.age)"`},
+		"GROUP BY an expression": {q: AggregationQuery{Select: []string{"count(*)"}, GroupBy: []string{"likes / 10"}},
+			refused: `GROUP BY "likes / 10"`},
+		"HAVING with BETWEEN": {q: AggregationQuery{Select: []string{"owner"}, GroupBy: []string{"owner"}, Having: gt("count(*) BETWEEN 1 AND 3")},
+			refused: "HAVING"},
+		"HAVING with a value short": {q: AggregationQuery{Select: []string{"owner"}, GroupBy: []string{"owner"}, Having: gt("count(*) > ? AND sum(likes) > ?", 1)},
+			refused: "a ? without a value"},
+		"ORDER BY a column neither grouped nor selected": {q: AggregationQuery{Select: []string{"owner", "count(*)"}, GroupBy: []string{"owner"}, OrderBy: []string{"likes"}},
+			refused: `ORDER BY "likes"`},
+		"DISTINCT with aggregates": {q: AggregationQuery{Select: []string{"count(*)"}, Distinct: true}, refused: "DISTINCT with aggregates"},
+		"no select list":           {q: AggregationQuery{GroupBy: []string{"owner"}}, refused: "without a select list"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c.q.Table, c.q.Quote, c.q.ModelColumn = "photos", quoted, photoColumns
+			a, why := PlanAggregation(c.q)
+			if c.refused != "" {
+				if !strings.Contains(why, c.refused) {
+					t.Fatalf("refused %q, want it to say %q", why, c.refused)
+				}
+				return
+			}
+			if why != "" {
+				t.Fatalf("refused: %s", why)
+			}
+			if got := a.SelectList(); got != c.parts {
+				t.Errorf("parts select %q, want %q", got, c.parts)
+			}
+			if !reflect.DeepEqual(a.Keys, c.keys) {
+				t.Errorf("keys %v, want %v", a.Keys, c.keys)
+			}
+			var having, order []string
+			for _, h := range a.Having {
+				having = append(having, fmt.Sprint(h.Item, " ", h.Op, " ", h.Value))
+			}
+			for _, s := range a.Order {
+				item := fmt.Sprint(s.Item)
+				if s.Desc {
+					item += " desc"
+				}
+				order = append(order, item)
+			}
+			if got := strings.Join(having, ", "); got != c.having {
+				t.Errorf("having %q, want %q", got, c.having)
+			}
+			if got := strings.Join(order, ", "); got != c.order {
+				t.Errorf("order %q, want %q", got, c.order)
+			}
+		})
+	}
+}
