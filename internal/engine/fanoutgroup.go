@@ -32,9 +32,9 @@ func readValues(rows *sql.Rows, part *partValues) error {
 		return err
 	}
 	part.columns = columns
+	into := make([]any, len(columns))
 	for rows.Next() {
 		row := make([]any, len(columns))
-		into := make([]any, len(columns))
 		for i := range row {
 			into[i] = &row[i]
 		}
