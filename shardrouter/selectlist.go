@@ -1,0 +1,145 @@
+package shardrouter
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"gorm.io/gorm/clause"
+)
+
+// A select list, a GROUP BY, a HAVING and an ORDER BY as text items: what
+// the planner of merged groups reads of them.
+
+// aggregates are the functions whose values merge exactly.
+var aggregates = map[string]bool{"count": true, "sum": true, "min": true, "max": true, "avg": true}
+
+const ident = "(?:`[^`]+`|\"[^\"]+\"|\\w+)"
+
+// selectItemForm is one item of a select list: a column or an aggregate of
+// one, with an optional alias.
+var selectItemForm = regexp.MustCompile("(?is)^\\s*(?:(\\w+)\\s*\\(\\s*(distinct\\s*\\(?\\s*)?(\\*|" + ident + "(?:\\s*\\.\\s*" + ident + ")?)\\s*\\)?\\s*\\)|(" + ident + "(?:\\s*\\.\\s*" + ident + ")?))(?:\\s+(?:as\\s+)?(" + ident + "))?\\s*$")
+
+// operand is an item as written in a select list, HAVING or ORDER BY.
+type operand struct {
+	fn, arg, alias string
+	distinct       bool
+}
+
+// parseOperand reads an item; ok is false for anything but a column or an
+// aggregate of one column (or *), in table of the model or none.
+func parseOperand(text, table string) (operand, bool) {
+	m := selectItemForm.FindStringSubmatch(text)
+	if m == nil {
+		return operand{}, false
+	}
+	o := operand{fn: strings.ToLower(m[1]), distinct: m[2] != "", alias: unquote(m[5])}
+	column := m[3]
+	if o.fn == "" {
+		column = m[4]
+	} else if !aggregates[o.fn] || o.distinct && (o.fn != "count" || column == "*") || strings.Count(m[0], "(") != strings.Count(m[0], ")") {
+		return operand{}, false
+	}
+	name, ok := itemColumn(column, table)
+	if !ok {
+		return operand{}, false
+	}
+	o.arg = name
+	return o, true
+}
+
+// itemColumn reads `col`, `t.col` or `*`, quoted or not, of table or none.
+func itemColumn(text, table string) (string, bool) {
+	m := columnForm.FindStringSubmatch(text)
+	switch {
+	case m == nil:
+		return "", false
+	case m[3] == "*":
+		return "*", m[1] == ""
+	case m[1] != "" && !strings.EqualFold(unquote(m[1]), table):
+		return "", false
+	}
+	return strings.ToLower(unquote(m[2])), true
+}
+
+// columnForm is `col`, `t.col` or `*`, quoted or not.
+var columnForm = regexp.MustCompile("^\\s*(?:(" + ident + ")\\s*\\.\\s*)?(?:(" + ident + ")|(\\*))\\s*$")
+
+func unquote(s string) string {
+	if len(s) >= 2 && (s[0] == '`' || s[0] == '"') && s[len(s)-1] == s[0] {
+		return s[1 : len(s)-1]
+	}
+	return s
+}
+
+// splitTopLevel splits a list at the commas outside parentheses and quotes.
+func splitTopLevel(list string, sep byte) []string {
+	var items []string
+	depth, start := 0, 0
+	var quote byte
+	for i := 0; i < len(list); i++ {
+		switch c := list[i]; {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"' || c == '`':
+			quote = c
+		case c == '(':
+			depth++
+		case c == ')':
+			depth--
+		case c == sep && depth == 0:
+			items = append(items, list[start:i])
+			start = i + 1
+		}
+	}
+	return append(items, list[start:])
+}
+
+// selectItems is q's select list as GORM builds it (a select expression
+// wins over Select's names) as text items, with the columns an expression
+// names written in; distinct when the list is DISTINCT.
+func selectItems(q Query) (items []string, distinct bool, why string) {
+	switch sel := q.Clauses["SELECT"].Expression.(type) {
+	case nil:
+	case clause.Select:
+		for _, c := range sel.Columns {
+			if c.Raw {
+				items = append(items, splitTopLevel(c.Name, ',')...)
+			} else {
+				items = append(items, c.Name)
+			}
+		}
+		return items, sel.Distinct, ""
+	case clause.Expr:
+		text := sel.SQL
+		for _, v := range sel.Vars {
+			column, ok := v.(clause.Column)
+			if !ok || !strings.Contains(text, "?") {
+				return nil, false, fmt.Sprintf("the select expression %q with a value", sel.SQL)
+			}
+			text = strings.Replace(text, "?", q.Quote(column.Name), 1)
+		}
+		if rest, found := cutPrefixFold(strings.TrimSpace(text), "DISTINCT "); found {
+			text, distinct = rest, true
+		}
+		return splitTopLevel(text, ','), distinct, ""
+	default:
+		return nil, false, "a select expression"
+	}
+	for _, s := range q.Selects {
+		items = append(items, splitTopLevel(s, ',')...)
+	}
+	return items, false, ""
+}
+
+func cutPrefixFold(s, prefix string) (string, bool) {
+	if len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix) {
+		return s[len(prefix):], true
+	}
+	return s, false
+}
+
+// SplitList splits a comma-separated SQL list at its top-level commas.
+func SplitList(list string) []string { return splitTopLevel(list, ',') }
