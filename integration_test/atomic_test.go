@@ -374,3 +374,30 @@ func TestAnchoredCreatePanickingLeavesNoLock(t *testing.T) {
 		r.noPrepared(t)
 	})
 }
+
+// TestReadsOverEveryShardInATransactionSeeItsWrites: a query over every
+// shard inside a transaction across shards reads through the
+// transaction's branches: its Find, Count and sum see the writes the
+// transaction made and has not committed.
+func TestReadsOverEveryShardInATransactionSeeItsWrites(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		fresh(t, r.db, &account{})
+		accounts := accountsOnEvery(t, r)
+		must(t, r.db.Clauses(shardid.AcrossShards()).Transaction(func(tx *gorm.DB) error {
+			for _, a := range accounts {
+				must(t, tx.Model(&account{ID: a.ID}).Update("balance", 7).Error)
+			}
+			var n int64
+			must(t, tx.Clauses(shardid.AllShards()).Model(&account{}).Where("balance = ?", 7).Count(&n).Error)
+			var found []account
+			must(t, tx.Clauses(shardid.AllShards()).Where("balance = ?", 7).Find(&found).Error)
+			var sum int64
+			must(t, tx.Clauses(shardid.AllShards()).Model(&account{}).Select("sum(balance)").Scan(&sum).Error)
+			if want := int64(len(accounts)); n != want || int64(len(found)) != want || sum != 7*want {
+				t.Errorf("inside the transaction: count %d, found %d, sum %d; want %d, %d, %d", n, len(found), sum, want, want, 7*want)
+			}
+			return nil
+		}))
+	})
+}

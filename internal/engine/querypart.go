@@ -139,7 +139,7 @@ func (e *Engine) buildEachPart(db *gorm.DB, m *model, plan shardrouter.Parts, pa
 // runQueryPart runs one part on its database in ctx.
 func (e *Engine) runQueryPart(ctx context.Context, db *gorm.DB, part *queryPart, log *fanLog) error {
 	stmt := db.Statement
-	pool, err := e.pool(ctx, part.k)
+	pool, err := e.partPool(stmt, part.k) // in a transaction across shards, its branch: the reads see its writes
 	if err != nil {
 		return err // names the database already
 	}
