@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"math"
+	"reflect"
 	"strings"
 	"time"
 
@@ -330,43 +331,21 @@ func compareValues(a, b any, c Column) (int, error) {
 	return 0, mergeError("%s: comparing %T with %T", c.Name, a, b)
 }
 
-func cmpInt(x, y int64) int {
-	switch {
-	case x < y:
-		return -1
-	case x > y:
-		return 1
-	}
-	return 0
-}
-
 // compareParameter compares a merged value with a HAVING value: numbers
 // with integers (and floating-point values with floating-point ones),
 // compared exactly as the database compares them.
 func compareParameter(v, p any, c Column) (int, error) {
 	var n int64
-	switch p := p.(type) {
-	case int:
-		n = int64(p)
-	case int8:
-		n = int64(p)
-	case int16:
-		n = int64(p)
-	case int32:
-		n = int64(p)
-	case int64:
-		n = p
-	case uint8:
-		n = int64(p)
-	case uint16:
-		n = int64(p)
-	case uint32:
-		n = int64(p)
-	case float64, float32:
+	switch number := reflect.ValueOf(p); {
+	case number.CanInt():
+		n = number.Int()
+	case number.CanUint() && number.Uint() <= math.MaxInt64:
+		n = int64(number.Uint())
+	case number.CanFloat():
 		if kindOf(v, c) != kindFloat {
 			return 0, mergeError("HAVING compares %s with a fractional value, which the database may compare in floating point", c.Name)
 		}
-		return compareValues(v, asFloat(p), c)
+		return compareValues(v, number.Float(), c)
 	default:
 		return 0, mergeError("HAVING compares %s with a %T (the merge compares numbers with integers)", c.Name, p)
 	}
