@@ -86,6 +86,7 @@ type AggregationQuery struct {
 	Limit, Offset int
 	Limited       bool
 	ModelColumn   func(name string) bool // a column of the model
+	Dialect       string                 // MySQL, Postgres or SQLite
 }
 
 // PlanAggregation plans a query that aggregates, groups or selects DISTINCT
@@ -217,18 +218,27 @@ func (a *Aggregation) hidden(fn, arg string, quote func(string) string) int {
 
 // resolve finds the item an operand of HAVING or ORDER BY names: an alias,
 // a selected or grouped column, or an aggregate (selected hidden if need be).
-func (a *Aggregation) resolve(text string, q AggregationQuery) (int, string) {
+//
+// A name that is both an alias and a grouped column is the alias in ORDER
+// BY and the column in HAVING, as in SQL; PostgreSQL's HAVING sees no alias.
+func (a *Aggregation) resolve(text string, q AggregationQuery, having bool) (int, string) {
 	o, ok := parseOperand(text, q.Table)
 	if !ok || o.alias != "" || o.arg == "*" && o.fn == "" || o.distinct {
 		return 0, fmt.Sprintf("%q (the merge knows aliases, grouped columns and count, sum, min, max, avg of one column)", strings.TrimSpace(text))
 	}
 	if o.fn == "" {
+		if having && a.groupedBy(o.arg) {
+			return a.column(o.arg, q.Quote), ""
+		}
 		for i, item := range a.Items[:a.Visible] {
 			if item.Alias != "" && strings.EqualFold(item.Alias, o.arg) {
+				if having && q.Dialect == Postgres {
+					return 0, fmt.Sprintf("%q: PostgreSQL's HAVING does not see the select list's aliases", strings.TrimSpace(text))
+				}
 				return i, ""
 			}
 		}
-		if a.groupedBy(o.arg) || !a.Grouped && !a.aggregated() {
+		if a.groupedBy(o.arg) {
 			return a.column(o.arg, q.Quote), ""
 		}
 		for i, item := range a.Items[:a.Visible] {
@@ -280,7 +290,7 @@ func (a *Aggregation) having(e clause.Expression, q AggregationQuery) ([]Conditi
 		if m == nil {
 			return nil, fmt.Sprintf("%q (the merge knows comparisons of an item with a value, joined by AND)", strings.TrimSpace(term))
 		}
-		item, why := a.resolve(m[1], q)
+		item, why := a.resolve(m[1], q, true)
 		if why != "" {
 			return nil, why
 		}
@@ -318,7 +328,7 @@ func (a *Aggregation) sortItem(text string, q AggregationQuery) (SortItem, strin
 		text = text[:m[0]]
 	}
 	var why string
-	s.Item, why = a.resolve(text, q)
+	s.Item, why = a.resolve(text, q, false)
 	return s, why
 }
 
@@ -368,7 +378,7 @@ func planAggregation(q Query) (*Aggregation, string) {
 	if why != "" {
 		return nil, why
 	}
-	aq := AggregationQuery{Table: q.Schema.Table, Select: items, Distinct: q.Distinct || distinct, Quote: q.Quote,
+	aq := AggregationQuery{Table: q.Schema.Table, Select: items, Distinct: q.Distinct || distinct, Quote: q.Quote, Dialect: q.Dialect,
 		ModelColumn: func(name string) bool { return q.Schema.LookUpField(name) != nil }}
 	if c, ok := q.Clauses["GROUP BY"]; ok {
 		g, _ := c.Expression.(clause.GroupBy)
@@ -395,6 +405,9 @@ func planAggregation(q Query) (*Aggregation, string) {
 		}
 		for _, column := range order.Columns {
 			text := column.Column.Name
+			if text == clause.PrimaryKey && q.Key != nil { // First, Last: the model's key
+				text = q.Key.DBName
+			}
 			if column.Desc {
 				text += " DESC"
 			}
@@ -402,5 +415,8 @@ func planAggregation(q Query) (*Aggregation, string) {
 		}
 	}
 	aq.Limit, aq.Offset, aq.Limited = limitOf(q)
+	if aq.Offset > 0 && !aq.Limited && q.Dialect == MySQL {
+		return nil, "OFFSET without LIMIT, which MySQL does not accept,"
+	}
 	return PlanAggregation(aq)
 }

@@ -69,6 +69,11 @@ func TestPlanAggregation(t *testing.T) {
 			refused: "a ? without a value"},
 		"ORDER BY a column neither grouped nor selected": {q: AggregationQuery{Select: []string{"owner", "count(*)"}, GroupBy: []string{"owner"}, OrderBy: []string{"likes"}},
 			refused: `ORDER BY "likes"`},
+		"HAVING a name that is an alias and a grouped column: the column": {q: AggregationQuery{Select: []string{"count(*) AS owner"}, GroupBy: []string{"owner"},
+			Having: gt("owner > ?", 2), OrderBy: []string{"owner"}},
+			parts: "count(*) AS owner, `owner`", keys: []int{1}, having: "1 > 2", order: "0"},
+		"HAVING an alias on PostgreSQL, which does not see it": {q: AggregationQuery{Select: []string{"owner", "count(*) AS n"}, GroupBy: []string{"owner"},
+			Having: gt("n > ?", 2), Dialect: Postgres}, refused: "does not see the select list's aliases"},
 		"DISTINCT with aggregates": {q: AggregationQuery{Select: []string{"count(*)"}, Distinct: true}, refused: "DISTINCT with aggregates"},
 		"no select list":           {q: AggregationQuery{GroupBy: []string{"owner"}}, refused: "without a select list"},
 	} {

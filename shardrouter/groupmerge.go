@@ -25,7 +25,8 @@ type Column struct {
 type TextComparison struct {
 	Collation string // named when the merge refuses
 	Equal     bool   // equal exactly when the bytes are
-	PadSpace  bool   // and trailing spaces do not count
+	PadSpace  bool   // the shorter of two strings is padded with spaces (MySQL's PAD SPACE)
+	TrimSpace bool   // trailing spaces are dropped (SQLite's RTRIM, PostgreSQL's char(n))
 	Order     bool   // ordered as the bytes are
 }
 
@@ -93,7 +94,7 @@ func MergeGroups(a *Aggregation, dialect string, columns []Column, parts [][][]a
 		if _, null := index["n"]; null {
 			n-- // COUNT(DISTINCT) counts no NULL
 		}
-		return [][]any{{n}}, nil
+		return windowRows([][]any{{n}}, a.Limit, a.Offset, a.Limited), nil
 	}
 	for j, item := range a.Items {
 		if item.Func != "avg" {

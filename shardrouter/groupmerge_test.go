@@ -2,6 +2,7 @@ package shardrouter
 
 import (
 	"errors"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -142,5 +143,45 @@ func TestPostgresDivScale(t *testing.T) {
 		if got[0][0] != c.want {
 			t.Errorf("avg of sum %s over %d: %v, want %s", c.sum, c.count, got[0][0], c.want)
 		}
+	}
+}
+
+// TestCompareText: trailing spaces as each collation reads them.
+func TestCompareText(t *testing.T) {
+	pad, trim, bytewise := TextComparison{PadSpace: true}, TextComparison{TrimSpace: true}, TextComparison{}
+	for _, c := range []struct {
+		x, y string
+		how  TextComparison
+		want int
+	}{
+		{"a\t", "a", pad, -1}, // "a" padded is "a ", and a tab is below a space
+		{"a ", "a", pad, 0},
+		{"ab", "a", pad, 1},
+		{"b\x01c", "b", pad, -1},
+		{"a\t", "a", trim, 1},
+		{"a  ", "a", trim, 0},
+		{"a\t", "a", bytewise, 1},
+		{"a ", "a", bytewise, 1},
+	} {
+		if got := CompareText(c.x, c.y, c.how); got != c.want {
+			t.Errorf("CompareText(%q, %q, %+v) = %d, want %d", c.x, c.y, c.how, got, c.want)
+		}
+		if got := CompareText(c.y, c.x, c.how); got != -c.want {
+			t.Errorf("CompareText(%q, %q, %+v) = %d, want %d", c.y, c.x, c.how, got, -c.want)
+		}
+	}
+}
+
+// TestNaNOrdersAboveEveryNumber, as PostgreSQL orders it, and NaNs are one
+// group.
+func TestNaNOrdersAboveEveryNumber(t *testing.T) {
+	a := &Aggregation{Items: []Item{{Arg: "f"}, {Func: "count", Arg: "*"}}, Visible: 2, Keys: []int{0}, Grouped: true, Order: []SortItem{{Item: 0, Desc: true}}}
+	got, err := MergeGroups(a, Postgres, []Column{{Name: "f", DatabaseType: "FLOAT8"}, {Name: "n", DatabaseType: "INT8"}},
+		[][][]any{{{math.NaN(), int64(1)}, {math.Inf(1), int64(1)}}, {{-math.NaN(), int64(2)}, {1.5, int64(1)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || !math.IsNaN(got[0][0].(float64)) || got[0][1] != int64(3) || got[1][0] != math.Inf(1) {
+		t.Errorf("merged %v, want NaN (3), +Inf, 1.5", got)
 	}
 }

@@ -28,6 +28,8 @@ type Query struct {
 	Rows bool
 	// Quote quotes a column's name for the SQL of the parts.
 	Quote func(string) string
+	// Dialect is the databases': MySQL, Postgres or SQLite.
+	Dialect string
 }
 
 // Merge is how the results of a query's parts become the query's.
@@ -71,6 +73,9 @@ func PlanMerge(q Query) Merge {
 		return Merge{Refused: fmt.Sprintf("results from several physical databases cannot be merged into a %s", q.Dest)}
 	}
 	merge.Limit, merge.Offset, merge.Limited = limitOf(q)
+	if merge.Offset > 0 && !merge.Limited && q.Dialect == MySQL {
+		return Merge{Refused: "OFFSET without LIMIT, which MySQL does not accept, over several physical databases"}
+	}
 	merge.Count = IsNumber(q.Dest.Kind())
 	if why := unmergeable(q, merge.Count, merge.Limited || merge.Offset > 0); why != "" {
 		return Merge{Refused: why + " over several physical databases cannot be merged right"}

@@ -1,7 +1,6 @@
 package shardrouter
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/binary"
 	"math"
@@ -22,6 +21,7 @@ type valueKind int
 const (
 	kindNull valueKind = iota
 	kindInt
+	kindUint // unsigned columns (MySQL's driver)
 	kindFloat
 	kindDecimal // exact numbers as text: DECIMAL, NUMERIC, integers sent as text
 	kindText
@@ -36,6 +36,8 @@ func kindOf(v any, c Column) valueKind {
 		return kindNull
 	case int64, int32, int, int16, int8:
 		return kindInt
+	case uint64, uint32, uint, uint16, uint8:
+		return kindUint
 	case float64, float32:
 		return kindFloat
 	case time.Time:
@@ -74,6 +76,8 @@ func asInt(v any) int64 {
 	return 0
 }
 
+func asUint(v any) uint64 { return reflect.ValueOf(v).Uint() }
+
 func asFloat(v any) float64 {
 	if f, ok := v.(float32); ok {
 		return float64(f)
@@ -90,8 +94,11 @@ func asText(v any) string {
 
 // asDecimal reads an exact number; its scale is the digits after its point.
 func asDecimal(v any) (decimal.Decimal, error) {
-	if kindOf(v, Column{DatabaseType: "DECIMAL"}) == kindInt {
+	switch kindOf(v, Column{DatabaseType: "DECIMAL"}) {
+	case kindInt:
 		return decimal.NewFromInt(asInt(v)), nil
+	case kindUint:
+		return decimal.NewFromUint64(asUint(v)), nil
 	}
 	d, err := decimal.NewFromString(asText(v))
 	if err != nil {
@@ -121,10 +128,15 @@ func appendKey(key []byte, v any, c Column) ([]byte, error) {
 		return append(key, 'n'), nil
 	case kindInt:
 		return binary.BigEndian.AppendUint64(append(key, 'i'), uint64(asInt(v))), nil
+	case kindUint:
+		return binary.BigEndian.AppendUint64(append(key, 'u'), asUint(v)), nil
 	case kindFloat:
 		f := asFloat(v)
-		if f == 0 {
+		switch {
+		case f == 0:
 			f = 0 // -0 groups with 0
+		case math.IsNaN(f):
+			f = math.NaN() // PostgreSQL's NaNs are one group
 		}
 		return binary.BigEndian.AppendUint64(append(key, 'f'), math.Float64bits(f)), nil
 	case kindBool:
@@ -148,8 +160,8 @@ func appendKey(key []byte, v any, c Column) ([]byte, error) {
 			return nil, textRefused(c, "groups")
 		}
 		text := asText(v)
-		if c.Text.PadSpace {
-			text = strings.TrimRight(text, " ")
+		if c.Text.PadSpace || c.Text.TrimSpace {
+			text = strings.TrimRight(text, " ") // equal however it orders
 		}
 		return append(binary.BigEndian.AppendUint32(append(key, 's'), uint32(len(text))), text...), nil
 	}
@@ -181,6 +193,12 @@ func add(a, b any, c Column) (any, error) {
 			return nil, mergeError("%s: the sum overflows a 64-bit integer", c.Name)
 		}
 		return sum, nil
+	case ka == kindUint && kb == kindUint:
+		x, y := asUint(a), asUint(b)
+		if x+y < x {
+			return nil, mergeError("%s: the sum overflows a 64-bit integer", c.Name)
+		}
+		return x + y, nil
 	case ka == kindDecimal && kb == kindDecimal:
 		x, err := asDecimal(a)
 		if err != nil {
@@ -215,7 +233,7 @@ func average(dialect string, like, sum, count any, sumColumn Column) (any, error
 	if kind == kindFloat {
 		return nil, mergeError("%s: an average of floating-point values depends on the order the rows are added in", sumColumn.Name)
 	}
-	if kind != kindInt && kind != kindDecimal {
+	if !exact(kind) {
 		return nil, mergeError("%s: an average of %T", sumColumn.Name, sum)
 	}
 	total, err := asDecimal(sum)
@@ -288,16 +306,15 @@ func compareValues(a, b any, c Column) (int, error) {
 	switch {
 	case ka == kindInt && kb == kindInt:
 		return cmp.Compare(asInt(a), asInt(b)), nil
+	case ka == kindUint && kb == kindUint:
+		return cmp.Compare(asUint(a), asUint(b)), nil
 	case ka == kindFloat && kb == kindFloat:
 		x, y := asFloat(a), asFloat(b)
-		switch {
-		case x < y:
-			return -1, nil
-		case x > y:
-			return 1, nil
+		if nx, ny := math.IsNaN(x), math.IsNaN(y); nx || ny { // above every number, as PostgreSQL orders NaN
+			return cmp.Compare(b2i(nx), b2i(ny)), nil
 		}
-		return 0, nil
-	case (ka == kindInt || ka == kindDecimal) && (kb == kindInt || kb == kindDecimal):
+		return cmp.Compare(x, y), nil
+	case exact(ka) && exact(kb):
 		x, err := asDecimal(a)
 		if err != nil {
 			return 0, err
@@ -322,13 +339,50 @@ func compareValues(a, b any, c Column) (int, error) {
 		if !c.Text.Order {
 			return 0, textRefused(c, "orders")
 		}
-		x, y := asText(a), asText(b)
-		if c.Text.PadSpace {
-			x, y = strings.TrimRight(x, " "), strings.TrimRight(y, " ")
-		}
-		return bytes.Compare([]byte(x), []byte(y)), nil
+		return CompareText(asText(a), asText(b), c.Text), nil
 	}
 	return 0, mergeError("%s: comparing %T with %T", c.Name, a, b)
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func exact(k valueKind) bool { return k == kindInt || k == kindUint || k == kindDecimal }
+
+// CompareText orders text as bytes, with trailing spaces as the collation
+// reads them: dropped (SQLite's RTRIM, PostgreSQL's char(n)), or the
+// shorter string padded with spaces (MySQL's PAD SPACE), which puts "a\t"
+// before "a".
+func CompareText(x, y string, how TextComparison) int {
+	switch {
+	case how.TrimSpace:
+		return strings.Compare(strings.TrimRight(x, " "), strings.TrimRight(y, " "))
+	case how.PadSpace:
+		n := min(len(x), len(y))
+		if d := strings.Compare(x[:n], y[:n]); d != 0 {
+			return d
+		}
+		if len(x) > n {
+			return comparedToSpaces(x[n:])
+		}
+		return -comparedToSpaces(y[n:])
+	}
+	return strings.Compare(x, y)
+}
+
+// comparedToSpaces orders the tail of the longer string against the spaces
+// the shorter one is padded with.
+func comparedToSpaces(tail string) int {
+	for i := 0; i < len(tail); i++ {
+		if tail[i] != ' ' {
+			return cmp.Compare(tail[i], ' ')
+		}
+	}
+	return 0
 }
 
 // compareParameter compares a merged value with a HAVING value: numbers

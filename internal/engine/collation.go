@@ -21,24 +21,26 @@ import (
 func textComparison(ctx context.Context, pool gorm.ConnPool, dialect, table, column string) (shardrouter.TextComparison, error) {
 	switch dialect {
 	case shardrouter.MySQL:
-		var collation *string
-		err := pool.QueryRowContext(ctx, "SELECT COLLATION_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ?", table, column).Scan(&collation)
+		var collation, charset *string
+		var dataType string
+		err := pool.QueryRowContext(ctx, "SELECT COLLATION_NAME, CHARACTER_SET_NAME, DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ?", table, column).Scan(&collation, &charset, &dataType)
 		if err != nil || collation == nil {
 			return shardrouter.TextComparison{}, err
 		}
-		return mysqlComparison(*collation), nil
+		return mysqlComparison(*collation, deref(charset), dataType), nil
 	case shardrouter.Postgres:
 		var name string
-		var deterministic, bytewise bool
+		var deterministic, bytewise, blankPadded bool
 		err := pool.QueryRowContext(ctx, `SELECT COALESCE(CASE WHEN c.collname = 'default' THEN 'default (' || d.datcollate || ')' ELSE c.collname END, ''), COALESCE(c.collisdeterministic, true),
-	COALESCE(c.collname IN ('C', 'POSIX', 'ucs_basic') OR c.collname = 'default' AND d.datcollate IN ('C', 'POSIX'), false)
+	COALESCE(c.collname IN ('C', 'POSIX', 'ucs_basic') OR c.collname = 'default' AND d.datcollate IN ('C', 'POSIX'), false), a.atttypid = 'bpchar'::regtype
 FROM pg_attribute a LEFT JOIN pg_collation c ON c.oid = a.attcollation, pg_database d
-WHERE a.attrelid = to_regclass($1) AND a.attname = $2 AND d.datname = current_database()`, table, column).Scan(&name, &deterministic, &bytewise)
+WHERE a.attrelid = to_regclass($1) AND a.attname = $2 AND d.datname = current_database()`, table, column).Scan(&name, &deterministic, &bytewise, &blankPadded)
 		if err != nil {
 			return shardrouter.TextComparison{}, err
 		}
-		// A deterministic collation calls strings equal only when their bytes are.
-		return shardrouter.TextComparison{Collation: name, Equal: deterministic, Order: bytewise}, nil
+		// A deterministic collation calls strings equal only when their
+		// bytes are; char(n) drops trailing spaces before comparing.
+		return shardrouter.TextComparison{Collation: name, Equal: deterministic, Order: bytewise, TrimSpace: blankPadded}, nil
 	case shardrouter.SQLite:
 		var ddl string
 		err := pool.QueryRowContext(ctx, "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", table).Scan(&ddl)
@@ -50,18 +52,38 @@ WHERE a.attrelid = to_regclass($1) AND a.attname = $2 AND d.datname = current_da
 	return shardrouter.TextComparison{Collation: dialect + " (unknown)"}, nil
 }
 
-// mysqlComparison reads a MySQL or MariaDB collation's name: binary ones
-// compare as bytes (UTF-8 bytes order as code points do); the older _bin
-// ones pad with spaces (trailing spaces do not count).
-func mysqlComparison(collation string) shardrouter.TextComparison {
+// mysqlComparison reads a MySQL or MariaDB column's collation: a binary
+// one of UTF-8 (or ASCII) text compares as the bytes the driver returns do
+// (UTF-8's byte order is its code points'), the older _bin ones padding
+// the shorter string with spaces. Another character set's binary collation
+// tells equal strings apart as bytes do, but orders them by its own bytes;
+// ENUM and SET columns order by their members' positions.
+func mysqlComparison(collation, charset, dataType string) shardrouter.TextComparison {
 	c := shardrouter.TextComparison{Collation: collation}
+	utf8 := charset == "utf8mb4" || charset == "utf8mb3" || charset == "utf8" || charset == "ascii"
 	switch {
-	case collation == "binary", strings.HasSuffix(collation, "_nopad_bin"), strings.HasSuffix(collation, "_0900_bin"):
+	case collation == "binary":
 		c.Equal, c.Order = true, true
+	case strings.HasSuffix(collation, "_nopad_bin"), strings.HasSuffix(collation, "_0900_bin"):
+		c.Equal, c.Order = true, utf8
 	case strings.HasSuffix(collation, "_bin"):
-		c.Equal, c.Order, c.PadSpace = true, true, true
+		c.Equal, c.Order, c.PadSpace = true, utf8, true
+	}
+	if dataType == "enum" || dataType == "set" {
+		c.Order = false
+		c.Collation += " (" + dataType + ", ordered by its members' positions)"
+	}
+	if c.Equal && !c.Order && !strings.Contains(c.Collation, "(") {
+		c.Collation += " (character set " + charset + ")"
 	}
 	return c
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 func sqliteComparison(collation string) shardrouter.TextComparison {
@@ -70,7 +92,7 @@ func sqliteComparison(collation string) shardrouter.TextComparison {
 	case "BINARY":
 		c.Equal, c.Order = true, true
 	case "RTRIM":
-		c.Equal, c.Order, c.PadSpace = true, true, true
+		c.Equal, c.Order, c.TrimSpace = true, true, true
 	}
 	return c
 }

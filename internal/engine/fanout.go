@@ -457,7 +457,7 @@ func (e *Engine) fanOutQuery(db *gorm.DB, kind statementKind, m *model, plan sha
 	stmt := db.Statement
 	query := shardrouter.Query{Schema: stmt.Schema, Key: m.pk().field, Clauses: stmt.Clauses, Distinct: stmt.Distinct,
 		Selects: stmt.Selects, Omits: stmt.Omits, TableExpr: stmt.TableExpr, Rows: kind == kindRow,
-		Quote: func(name string) string { return stmt.Quote(name) }}
+		Quote: func(name string) string { return stmt.Quote(name) }, Dialect: e.dialectOf(stmt, plan)}
 	dest := reflect.ValueOf(stmt.Dest)
 	if dest.Kind() == reflect.Pointer && !dest.IsNil() {
 		query.Dest = dest.Type().Elem()
@@ -468,7 +468,7 @@ func (e *Engine) fanOutQuery(db *gorm.DB, kind statementKind, m *model, plan sha
 		return
 	}
 	if merge.Aggregate != nil {
-		e.fanOutAggregate(db, kind, m, plan, merge.Aggregate)
+		e.fanOutAggregate(db, kind, m, plan, merge.Aggregate, query.Dialect)
 		return
 	}
 	target := dest.Elem()
@@ -553,6 +553,18 @@ func (e *Engine) fanOutQuery(db *gorm.DB, kind statementKind, m *model, plan sha
 	if db.Error == nil {
 		db.Error = errRouted
 	}
+}
+
+// dialectOf is the dialect of the databases a plan's parts run on: the
+// first one's, or the plugin's own when it cannot be opened (its part
+// fails, naming it).
+func (e *Engine) dialectOf(stmt *gorm.Statement, plan shardrouter.Parts) string {
+	if len(plan.Parts) > 0 {
+		if ph, err := e.physical[plan.Parts[0].Database].open(stmt.Context); err == nil {
+			return ph.db.Dialector.Name()
+		}
+	}
+	return stmt.Dialector.Name()
 }
 
 // afterMerge runs GORM's preloads and the AfterFind hooks on the merged rows

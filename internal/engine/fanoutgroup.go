@@ -49,7 +49,7 @@ func readValues(rows *sql.Rows, part *partValues) error {
 // fanOutAggregate runs the parts of a query planned as a, merges their
 // values and hands the merged rows to GORM: scanned into the destination
 // for a query, as the *sql.Rows or *sql.Row of Row, Rows and Scan.
-func (e *Engine) fanOutAggregate(db *gorm.DB, kind statementKind, m *model, plan shardrouter.Parts, a *shardrouter.Aggregation) {
+func (e *Engine) fanOutAggregate(db *gorm.DB, kind statementKind, m *model, plan shardrouter.Parts, a *shardrouter.Aggregation, dialect string) {
 	stmt := db.Statement
 	prepare := func(ps *gorm.Statement) {
 		ps.RaiseErrorOnNotFound = false
@@ -91,10 +91,6 @@ func (e *Engine) fanOutAggregate(db *gorm.DB, kind statementKind, m *model, plan
 	if err := errors.Join(errs...); err != nil {
 		db.Error = err
 		return
-	}
-	dialect := stmt.Dialector.Name()
-	if ph := e.physical[runs[0].k].loaded(); ph != nil {
-		dialect = ph.db.Dialector.Name()
 	}
 	columns := make([]shardrouter.Column, len(runs[0].values.columns))
 	for i, c := range runs[0].values.columns {

@@ -75,13 +75,13 @@ func mergeOrdered(stmt *gorm.Statement, o *shardrouter.Order, order mergeOrder, 
 		for r := range part.Len() {
 			row := keys[i][r*width : (r+1)*width]
 			for c, column := range columns {
-				v, err := orderValueAt(stmt, o, part.Index(r), column.Field, order.padSpace[column.Field])
+				v, err := orderValueAt(stmt, o, part.Index(r), column.Field)
 				if err != nil {
 					return reflect.Value{}, err
 				}
 				row[c] = v
 			}
-			if r > 0 && compareRows(keys[i][(r-1)*width:r*width], row, columns, order.nullsLast) > 0 {
+			if r > 0 && order.compareRows(keys[i][(r-1)*width:r*width], row, columns) > 0 {
 				return reflect.Value{}, fmt.Errorf("%w: %s: a database returned its rows in an order the plugin does not read the same way", ErrCrossShard, stmt.Schema.Name)
 			}
 		}
@@ -99,7 +99,7 @@ func mergeOrdered(stmt *gorm.Statement, o *shardrouter.Order, order mergeOrder, 
 			if next[i] == part.Len() {
 				continue
 			}
-			if best < 0 || compareRows(keys[i][next[i]*width:(next[i]+1)*width], keys[best][next[best]*width:(next[best]+1)*width], columns, order.nullsLast) < 0 {
+			if best < 0 || order.compareRows(keys[i][next[i]*width:(next[i]+1)*width], keys[best][next[best]*width:(next[best]+1)*width], columns) < 0 {
 				best = i
 			}
 		}
@@ -112,18 +112,17 @@ func mergeOrdered(stmt *gorm.Statement, o *shardrouter.Order, order mergeOrder, 
 }
 
 // mergeOrder is what the merge of ordered rows reads of the databases:
-// where their dialect puts NULLs, and which text columns ignore trailing
-// spaces.
+// where their dialect puts NULLs, and how each text column compares.
 type mergeOrder struct {
 	nullsLast bool
-	padSpace  map[*schema.Field]bool
+	text      map[*schema.Field]shardrouter.TextComparison
 }
 
 // mergeOrderOf reads from physical database k, where a query's parts ran,
 // how its rows order: its dialect's place for NULLs, and the collation of
 // each text column, refused unless it orders as bytes do.
 func (e *Engine) mergeOrderOf(db *gorm.DB, m *model, o *shardrouter.Order, k int) (mergeOrder, error) {
-	how := mergeOrder{padSpace: map[*schema.Field]bool{}}
+	how := mergeOrder{text: map[*schema.Field]shardrouter.TextComparison{}}
 	ph, err := e.physical[k].open(db.Statement.Context)
 	if err != nil {
 		return how, err
@@ -142,14 +141,18 @@ func (e *Engine) mergeOrderOf(db *gorm.DB, m *model, o *shardrouter.Order, k int
 			collation := cmp.Or(comparison.Collation, "unknown")
 			return how, fmt.Errorf("%w: %s: ORDER BY %s over several physical databases: the column's collation (%s) does not order as bytes do, and the merge does not reproduce it in Go", ErrCrossShard, m.schema.Name, c.Field.DBName, collation)
 		}
-		how.padSpace[c.Field] = comparison.PadSpace
+		how.text[c.Field] = comparison
 	}
 	return how, nil
 }
 
-func compareRows(a, b []orderValue, columns []shardrouter.OrderColumn, nullsLast bool) int {
+func (order mergeOrder) compareRows(a, b []orderValue, columns []shardrouter.OrderColumn) int {
 	for c, column := range columns {
-		if d := a[c].compare(b[c], nullsLast); d != 0 {
+		d := a[c].compare(b[c], order.nullsLast)
+		if column.Text && !a[c].null && !b[c].null {
+			d = shardrouter.CompareText(a[c].text, b[c].text, order.text[column.Field])
+		}
+		if d != 0 {
 			if column.Desc {
 				return -d
 			}
@@ -161,7 +164,7 @@ func compareRows(a, b []orderValue, columns []shardrouter.OrderColumn, nullsLast
 
 // orderValueAt reads a row's value of column f (a struct of the model, or a
 // map by column name) as the merge compares it.
-func orderValueAt(stmt *gorm.Statement, o *shardrouter.Order, row reflect.Value, f *schema.Field, padSpace bool) (orderValue, error) {
+func orderValueAt(stmt *gorm.Statement, o *shardrouter.Order, row reflect.Value, f *schema.Field) (orderValue, error) {
 	row = reflect.Indirect(row)
 	var v reflect.Value
 	if row.Kind() == reflect.Map {
@@ -173,9 +176,6 @@ func orderValueAt(stmt *gorm.Statement, o *shardrouter.Order, row reflect.Value,
 		v = f.ReflectValueOf(stmt.Context, row)
 	}
 	value, err := orderValueOf(v, f == o.Key && isUUIDType(f.FieldType))
-	if padSpace {
-		value.text = strings.TrimRight(value.text, " ")
-	}
 	if err != nil {
 		return orderValue{}, fmt.Errorf("shardid: %s: a row's %s cannot be ordered: %w", stmt.Schema.Name, f.DBName, err)
 	}
@@ -210,7 +210,7 @@ func orderValueOf(v reflect.Value, isUUID bool) (orderValue, error) {
 	case v.CanFloat():
 		f := v.Float()
 		if math.IsNaN(f) {
-			return orderValue{}, fmt.Errorf("NaN, which databases order differently")
+			return orderValue{hi: math.MaxInt64}, nil // above +Inf, as PostgreSQL orders NaN (the only one that stores it)
 		}
 		if f == 0 {
 			f = 0 // -0 orders as 0

@@ -1,0 +1,281 @@
+package integration
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/shardid/shardid"
+)
+
+// The edges of merged reads: names HAVING and ORDER BY read differently,
+// windows on a COUNT(DISTINCT), text whose collation pads or drops trailing
+// spaces or is not UTF-8, ENUMs, PostgreSQL's NaN, unsigned columns. Each
+// answer over four databases equals one database's, or is refused.
+
+// twin holds the same rows over the plugin's four physical databases and
+// in one database without the plugin.
+type twin struct {
+	sharded, one *gorm.DB
+	model        any
+}
+
+// newTwin creates model's table on both sides, lets alter change its
+// columns on each database, and writes rows (structs of model) on both:
+// the i-th on physical database place[i].
+func newTwin(t *testing.T, b backend, model any, alter func(db *gorm.DB), rows any, place []int) *twin {
+	t.Helper()
+	r := newRouting(t, b)
+	fresh(t, r.db, model)
+	one, err := gorm.Open(b.dialector(t, t.TempDir()), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	t.Cleanup(func() {
+		if sqlDB, err := one.DB(); err == nil {
+			_ = sqlDB.Close()
+		}
+	})
+	must(t, one.Migrator().DropTable(model))
+	must(t, one.AutoMigrate(model))
+	if alter != nil {
+		for _, db := range append(slices.Clone(r.direct), one) {
+			alter(db)
+		}
+	}
+	shardCount := r.plugin.Layout().ShardCount()
+	list := reflect.ValueOf(rows)
+	for i := range list.Len() {
+		row := reflect.New(list.Type().Elem())
+		row.Elem().Set(list.Index(i))
+		must(t, r.db.Clauses(shardid.OnShard(place[i%len(place)]*shardCount/physicalShards)).Create(row.Interface()).Error)
+		must(t, one.Create(row.Interface()).Error) // with the ID the plugin made
+	}
+	return &twin{sharded: r.db.Clauses(shardid.AllShards()).Session(&gorm.Session{}), one: one, model: model}
+}
+
+// same fails unless query over four databases returns what it returns on
+// one: the same values of the same types in the same order, and the same
+// RowsAffected.
+func (tw *twin) same(t *testing.T, name string, query func(db *gorm.DB, into any) *gorm.DB, into func() any) {
+	t.Helper()
+	want, got := into(), into()
+	w, g := query(tw.one.Model(tw.model), want), query(tw.sharded.Model(tw.model), got)
+	switch {
+	case w.Error != nil:
+		t.Fatalf("%s on one database: %v", name, w.Error)
+	case g.Error != nil:
+		t.Errorf("%s over four databases: %v", name, g.Error)
+	case !reflect.DeepEqual(want, got) && !sameNaN(want, got) || w.RowsAffected != g.RowsAffected:
+		t.Errorf("%s:\none database:   %s (%d rows)\nfour databases: %s (%d rows)", name, show(want), w.RowsAffected, show(got), g.RowsAffected)
+	}
+}
+
+// sameNaN compares results holding a NaN, which equals nothing, as text.
+func sameNaN(want, got any) bool {
+	text := plainText(reflect.ValueOf(want))
+	return strings.Contains(text, "NaN") && text == plainText(reflect.ValueOf(got))
+}
+
+// plainText writes a value with its pointers followed and its maps' keys
+// sorted.
+func plainText(v reflect.Value) string {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			return "nil"
+		}
+		return plainText(v.Elem())
+	case reflect.Slice:
+		var items []string
+		for i := range v.Len() {
+			items = append(items, plainText(v.Index(i)))
+		}
+		return "[" + strings.Join(items, " ") + "]"
+	case reflect.Map:
+		var items []string
+		for _, k := range v.MapKeys() {
+			items = append(items, fmt.Sprint(k.Interface())+":"+plainText(v.MapIndex(k)))
+		}
+		slices.Sort(items)
+		return "{" + strings.Join(items, " ") + "}"
+	case reflect.Struct:
+		var items []string
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				items = append(items, plainText(v.Field(i)))
+			}
+		}
+		return "{" + strings.Join(items, " ") + "}"
+	}
+	return fmt.Sprintf("%v(%s)", v.Interface(), v.Type())
+}
+
+// refused fails unless query over four databases is refused with
+// ErrCrossShard.
+func (tw *twin) refused(t *testing.T, name string, query func(db *gorm.DB, into any) *gorm.DB, into func() any) {
+	t.Helper()
+	if err := query(tw.sharded.Model(tw.model), into()).Error; !errors.Is(err, shardid.ErrCrossShard) {
+		t.Errorf("%s over four databases: %v, want ErrCrossShard", name, err)
+	}
+}
+
+func strs() any { return &[]string{} }
+
+type havingRow struct {
+	ID int64 `shardid:""`
+	G  int64 `gorm:"not null"`
+}
+
+// TestHavingReadsAGroupedColumnBeforeAnAlias: in HAVING a name that is a
+// grouped column and an alias is the column; on PostgreSQL an alias is not
+// visible there at all, and one database fails as the plugin does.
+func TestHavingReadsAGroupedColumnBeforeAnAlias(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		var rows []havingRow
+		for i := range 16 {
+			rows = append(rows, havingRow{G: int64(i % 5)})
+		}
+		tw := newTwin(t, b, &havingRow{}, nil, rows, []int{0, 1, 2, 3})
+		tw.same(t, "HAVING g, both an alias and the grouped column", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Select("count(*) AS g").Group("g").Having("g > ?", 2).Order("g").Find(into)
+		}, rowMaps)
+		tw.same(t, "ORDER BY g, both an alias and the grouped column: the alias", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Select("g AS n, count(*) AS g").Group("g").Order("g desc, n").Find(into)
+		}, rowMaps)
+		aliasInHaving := func(db *gorm.DB, into any) *gorm.DB {
+			return db.Select("g, count(*) AS c").Group("g").Having("c > ?", 3).Order("g").Find(into)
+		}
+		if b.name == "postgres" {
+			if err := aliasInHaving(tw.one.Model(&havingRow{}), rowMaps()).Error; err == nil {
+				t.Fatal("PostgreSQL took an alias in HAVING")
+			}
+			tw.refused(t, "an alias in PostgreSQL's HAVING", aliasInHaving, rowMaps)
+		} else {
+			tw.same(t, "an alias in HAVING", aliasInHaving, rowMaps)
+		}
+		for _, window := range []struct {
+			name          string
+			limit, offset int
+		}{{"LIMIT 0", 0, 0}, {"OFFSET 1", 5, 1}, {"LIMIT 1", 1, 0}} {
+			tw.same(t, "COUNT(DISTINCT) with "+window.name, func(db *gorm.DB, into any) *gorm.DB {
+				return db.Select("count(distinct g) AS c").Limit(window.limit).Offset(window.offset).Find(into)
+			}, rowMaps)
+		}
+	})
+}
+
+type textRow struct {
+	ID   int64  `shardid:""`
+	G    int64  `gorm:"not null"`
+	Code string `gorm:"size:16;not null"` // binaryCollation
+	Word string `gorm:"size:16;not null"` // MariaDB: latin2_bin; PostgreSQL: char(4) COLLATE "C"
+	Kind string `gorm:"size:16;not null"` // MariaDB: an ENUM
+}
+
+// TestTextMergesAsItsCollationCompares: MariaDB's utf8mb4_bin pads the
+// shorter string with spaces ("a\t" before "a"); PostgreSQL's char(n)
+// drops trailing spaces; a binary collation of another character set, and
+// an ENUM, order otherwise than the text's UTF-8 bytes, and are refused.
+func TestTextMergesAsItsCollationCompares(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		alter := func(db *gorm.DB) {
+			binaryCollation(t, b, db, "text_rows", "code")
+			switch b.name {
+			case "mariadb":
+				must(t, db.Exec("ALTER TABLE text_rows MODIFY word varchar(16) CHARACTER SET latin2 COLLATE latin2_bin NOT NULL").Error)
+				must(t, db.Exec("ALTER TABLE text_rows MODIFY kind ENUM('zeta','alpha','mid') CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL").Error)
+			case "postgres":
+				must(t, db.Exec(`ALTER TABLE text_rows ALTER COLUMN word TYPE char(4) COLLATE "C"`).Error)
+			}
+		}
+		words := []string{"Ą", "ł", "Ç", "a"}
+		if b.name != "mariadb" {
+			words = []string{"a\t", "a", "b", "a\tb"}
+		}
+		var rows []textRow
+		for i, code := range []string{"a", "a\t", "b", "b\x01c", "a\tb", "ab", "a ", "A"} {
+			rows = append(rows, textRow{G: int64(i % 2), Code: code, Word: words[i%4], Kind: []string{"zeta", "alpha", "mid"}[i%3]})
+		}
+		tw := newTwin(t, b, &textRow{}, alter, rows, []int{0, 1, 2, 3})
+		entries := func() any { return &[]textRow{} }
+		columns := []string{"code", "word"}
+		if b.name == "mariadb" {
+			columns = []string{"code"} // word and kind: refused below
+		}
+		for _, c := range columns {
+			tw.same(t, "DISTINCT "+c+" ordered", func(db *gorm.DB, into any) *gorm.DB { return db.Distinct(c).Order(c).Find(into) }, strs)
+			tw.same(t, "MIN and MAX of "+c+" per group", func(db *gorm.DB, into any) *gorm.DB {
+				return db.Select("g, min(" + c + ") AS lo, max(" + c + ") AS hi").Group("g").Order("g").Find(into)
+			}, rowMaps)
+			tw.same(t, "GROUP BY "+c+" descending", func(db *gorm.DB, into any) *gorm.DB {
+				return db.Select(c + ", count(*) AS n").Group(c).Order(c + " desc").Find(into)
+			}, rowMaps)
+			tw.same(t, "rows ordered by "+c, func(db *gorm.DB, into any) *gorm.DB { return db.Order(c + ", id").Find(into) }, entries)
+		}
+		if b.name != "mariadb" {
+			return
+		}
+		for _, c := range []string{"word", "kind"} {
+			tw.refused(t, "DISTINCT "+c+" ordered", func(db *gorm.DB, into any) *gorm.DB { return db.Distinct(c).Order(c).Find(into) }, strs)
+			tw.refused(t, "rows ordered by "+c, func(db *gorm.DB, into any) *gorm.DB { return db.Order(c + ", id").Find(into) }, entries)
+			tw.refused(t, "MAX of "+c, func(db *gorm.DB, into any) *gorm.DB { return db.Select("max(" + c + ") AS hi").Find(into) }, rowMaps)
+			// Equal strings are equal bytes in either: groups merge, unordered.
+			var want, got []string
+			must(t, tw.one.Model(&textRow{}).Distinct(c).Find(&want).Error)
+			must(t, tw.sharded.Model(&textRow{}).Distinct(c).Find(&got).Error)
+			slices.Sort(want)
+			slices.Sort(got)
+			if !slices.Equal(want, got) {
+				t.Errorf("DISTINCT %s: one database %q, four %q", c, want, got)
+			}
+		}
+	})
+}
+
+type measureRow struct {
+	ID    int64    `shardid:""`
+	G     int64    `gorm:"not null"`
+	F     *float64 // PostgreSQL: double precision, with NaN
+	Count uint64   `gorm:"not null"`
+}
+
+// TestNaNAndUnsignedMergeAsTheDatabaseOrders: PostgreSQL orders NaN above
+// every number and groups NaNs together; MariaDB's unsigned columns come
+// as uint64.
+func TestNaNAndUnsignedMergeAsTheDatabaseOrders(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		alter := func(db *gorm.DB) {
+			if b.name == "postgres" {
+				must(t, db.Exec("ALTER TABLE measure_rows ALTER COLUMN f TYPE double precision").Error)
+			}
+		}
+		var rows []measureRow
+		for i, f := range []float64{1, 2, 3, math.NaN(), -1, math.NaN(), 0.5, 7} {
+			if b.name != "postgres" && math.IsNaN(f) {
+				f = 4 // only PostgreSQL stores NaN
+			}
+			rows = append(rows, measureRow{G: int64(i % 3), F: &f, Count: uint64(i*3 + 1)})
+		}
+		tw := newTwin(t, b, &measureRow{}, alter, rows, []int{0, 1, 2, 3, 3})
+		tw.same(t, "MIN and MAX", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Select("max(f) AS hi, min(f) AS lo, max(count) AS most, min(count) AS least").Find(into)
+		}, rowMaps)
+		tw.same(t, "MIN and MAX per group, ordered by one", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Select("g, max(f) AS hi, min(count) AS least").Group("g").Order("hi desc, g").Find(into)
+		}, rowMaps)
+		tw.same(t, "GROUP BY a float", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Select("f, count(*) AS n").Group("f").Order("f").Find(into)
+		}, rowMaps)
+		tw.same(t, "GROUP BY an unsigned column, descending", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Select("count, count(*) AS n").Group("count").Order("count desc").Find(into)
+		}, rowMaps)
+		tw.same(t, "rows ordered by a float", func(db *gorm.DB, into any) *gorm.DB { return db.Order("f desc, id").Find(into) },
+			func() any { return &[]measureRow{} })
+	})
+}
