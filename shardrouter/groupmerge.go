@@ -47,13 +47,18 @@ func mergeError(format string, args ...any) error {
 // MergeGroups merges the rows of the parts (each row the values of a's
 // Items) into the query's rows: one per group, HAVING applied, ordered and
 // windowed, each carrying the Visible items; for CountGroups, one row with
-// the number of groups.
+// the number of groups. It merges into the parts' rows: they are the
+// merge's afterwards.
 func MergeGroups(a *Aggregation, dialect string, columns []Column, parts [][][]any) ([][]any, error) {
 	if len(columns) != len(a.Items) {
 		return nil, mergeError("a part returned %d columns for %d items", len(columns), len(a.Items))
 	}
-	index := map[string]int{}
-	var merged [][]any
+	largest := 0
+	for _, rows := range parts {
+		largest = max(largest, len(rows))
+	}
+	index := make(map[string]int, largest) // at least as many groups as the largest part has
+	merged := make([][]any, 0, largest)
 	samples := make([]any, len(a.Items)) // a non-NULL value of each item, for its type
 	var key []byte
 	for _, rows := range parts {
@@ -78,7 +83,7 @@ func MergeGroups(a *Aggregation, dialect string, columns []Column, parts [][][]a
 			at, seen := index[string(key)]
 			if !seen {
 				index[string(key)] = len(merged)
-				merged = append(merged, slices.Clone(row))
+				merged = append(merged, row) // the group's first row becomes the merged one
 				continue
 			}
 			for j, item := range a.Items {

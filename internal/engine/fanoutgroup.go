@@ -75,6 +75,10 @@ func (e *Engine) fanOutAggregate(db *gorm.DB, kind statementKind, m *model, plan
 		db.Error = err
 		return
 	}
+	if len(runs) == 0 { // no database may hold its rows; its aggregates' names and types are no one's to say
+		db.AddError(fmt.Errorf("%w: %s: an aggregate of no database's rows", ErrCrossShard, m.schema.Name))
+		return
+	}
 	on := make([]int, len(runs))
 	for i := range runs {
 		on[i] = runs[i].k
