@@ -8,8 +8,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 	"gorm.io/gorm/logger"
 
 	"github.com/shardid/shardid"
@@ -277,5 +279,44 @@ func TestNaNAndUnsignedMergeAsTheDatabaseOrders(t *testing.T) {
 		}, rowMaps)
 		tw.same(t, "rows ordered by a float", func(db *gorm.DB, into any) *gorm.DB { return db.Order("f desc, id").Find(into) },
 			func() any { return &[]measureRow{} })
+	})
+}
+
+type visitRow struct {
+	ID     int64     `shardid:""`
+	UserID int64     `gorm:"column:UserID;not null"` // a column named in mixed case
+	At     time.Time `gorm:"not null"`
+}
+
+// TestMixedCaseColumnsAndTimeOffsets: a column named in mixed case merges as
+// the model names it; times at several UTC offsets group and order as
+// instants on MariaDB and PostgreSQL, while SQLite, which compares the text
+// it stored them as, refuses them.
+func TestMixedCaseColumnsAndTimeOffsets(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		base := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+		zones := []*time.Location{time.UTC, time.FixedZone("plus5", 5*3600), time.FixedZone("minus7", -7*3600)}
+		var rows []visitRow
+		for i := range 12 {
+			rows = append(rows, visitRow{UserID: int64(i % 4), At: base.Add(time.Duration(i%5) * time.Hour).In(zones[i%3])})
+		}
+		tw := newTwin(t, b, &visitRow{}, nil, rows, []int{0, 1, 2, 3})
+		tw.same(t, "GROUP BY a mixed-case column", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Select([]string{"UserID", "count(*) AS n"}).Group("UserID").Order(clause.OrderByColumn{Column: clause.Column{Name: "UserID"}, Desc: true}).Find(into)
+		}, rowMaps)
+		tw.same(t, "Count of DISTINCT values of a mixed-case column", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Distinct("UserID").Count(into.(*int64))
+		}, number)
+		byTime := func(db *gorm.DB, into any) *gorm.DB {
+			return db.Select("at, count(*) AS n").Group("at").Order("at").Find(into)
+		}
+		rowsByTime := func(db *gorm.DB, into any) *gorm.DB { return db.Order("at, id").Find(into) }
+		if b.name == "sqlite" {
+			tw.refused(t, "GROUP BY times at several offsets", byTime, rowMaps)
+			tw.refused(t, "rows ordered by times at several offsets", rowsByTime, func() any { return &[]visitRow{} })
+			return
+		}
+		tw.same(t, "GROUP BY times at several offsets", byTime, rowMaps)
+		tw.same(t, "rows ordered by times at several offsets", rowsByTime, func() any { return &[]visitRow{} })
 	})
 }

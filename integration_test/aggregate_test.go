@@ -170,7 +170,7 @@ func TestAggregatesMergeAsOneDatabase(t *testing.T) {
 			return &[]struct {
 				Account int64
 				N       int64
-				Last    any // SQLite's is text
+				Last    string // SQLite's is text
 			}{}
 		})
 		a.same(t, "Count of a grouped query: its number of groups", func(db *gorm.DB, into any) error {

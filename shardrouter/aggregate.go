@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
 )
 
 // A query over several databases that computes per group (aggregates,
@@ -85,8 +86,8 @@ type AggregationQuery struct {
 	Quote         func(string) string
 	Limit, Offset int
 	Limited       bool
-	ModelColumn   func(name string) bool // a column of the model
-	Dialect       string                 // MySQL, Postgres or SQLite
+	ModelColumn   func(name string) (string, bool) // the name of a column of the model, as it is named
+	Dialect       string                           // MySQL, Postgres or SQLite
 }
 
 // PlanAggregation plans a query that aggregates, groups or selects DISTINCT
@@ -96,17 +97,26 @@ func PlanAggregation(q AggregationQuery) (*Aggregation, string) {
 	if len(q.Select) == 0 {
 		return nil, "DISTINCT or GROUP BY without a select list"
 	}
+	if q.Quote == nil {
+		q.Quote = func(name string) string { return name }
+	}
 	aggregated := false
 	for _, text := range q.Select {
 		o, ok := parseOperand(text, q.Table)
 		if !ok || o.arg == "*" && o.fn == "" {
 			return nil, fmt.Sprintf("the select item %q (the merge knows columns and count, sum, min, max, avg of one column)", strings.TrimSpace(text))
 		}
-		if o.fn != "" && !q.ModelColumn(o.arg) && o.arg != "*" {
+		sql := strings.TrimSpace(text)
+		if column, ok := q.ModelColumn(o.arg); ok {
+			if o.fn == "" && o.alias == "" && !strings.ContainsAny(sql, ".`\"") {
+				sql = q.Quote(column) // a field's name, which GORM quotes as its column
+			}
+			o.arg = column
+		} else if o.fn != "" && o.arg != "*" {
 			return nil, fmt.Sprintf("the select item %q: %s is not a column of %s", strings.TrimSpace(text), o.arg, q.Table)
 		}
 		aggregated = aggregated || o.fn != ""
-		a.Items = append(a.Items, Item{SQL: strings.TrimSpace(text), Func: o.fn, Arg: o.arg, Alias: o.alias})
+		a.Items = append(a.Items, Item{SQL: sql, Func: o.fn, Arg: o.arg, Alias: o.alias})
 		if o.distinct {
 			if len(q.Select) > 1 || len(q.GroupBy) > 0 {
 				return nil, "COUNT(DISTINCT …) beside other items or groups"
@@ -130,7 +140,10 @@ func PlanAggregation(q AggregationQuery) (*Aggregation, string) {
 	}
 	for _, g := range q.GroupBy {
 		name, ok := itemColumn(g, q.Table)
-		if !ok || name == "*" || !q.ModelColumn(name) {
+		if ok && name != "*" {
+			name, ok = q.ModelColumn(name)
+		}
+		if !ok || name == "*" {
 			return nil, fmt.Sprintf("GROUP BY %q (the merge groups by columns of %s)", strings.TrimSpace(g), q.Table)
 		}
 		a.Keys = append(a.Keys, a.column(name, q.Quote))
@@ -178,7 +191,7 @@ func PlanAggregation(q AggregationQuery) (*Aggregation, string) {
 // groupedBy reports whether column name is one of the group keys.
 func (a *Aggregation) groupedBy(name string) bool {
 	for _, k := range a.Keys {
-		if a.Items[k].Func == "" && a.Items[k].Arg == name {
+		if a.Items[k].Func == "" && strings.EqualFold(a.Items[k].Arg, name) {
 			return true
 		}
 	}
@@ -188,7 +201,7 @@ func (a *Aggregation) groupedBy(name string) bool {
 // column finds the item of column name, selecting it hidden if it is not.
 func (a *Aggregation) column(name string, quote func(string) string) int {
 	for i, item := range a.Items {
-		if item.Func == "" && item.Arg == name {
+		if item.Func == "" && strings.EqualFold(item.Arg, name) {
 			return i
 		}
 	}
@@ -199,7 +212,7 @@ func (a *Aggregation) column(name string, quote func(string) string) int {
 // hidden finds the item of fn(arg), selecting it hidden if it is not.
 func (a *Aggregation) hidden(fn, arg string, quote func(string) string) int {
 	for i, item := range a.Items {
-		if item.Func == fn && item.Arg == arg {
+		if item.Func == fn && strings.EqualFold(item.Arg, arg) {
 			return i
 		}
 	}
@@ -242,13 +255,15 @@ func (a *Aggregation) resolve(text string, q AggregationQuery, having bool) (int
 			return a.column(o.arg, q.Quote), ""
 		}
 		for i, item := range a.Items[:a.Visible] {
-			if item.Func == "" && item.Arg == o.arg {
+			if item.Func == "" && strings.EqualFold(item.Arg, o.arg) {
 				return i, ""
 			}
 		}
 		return 0, fmt.Sprintf("%q: neither an alias nor a grouped column", strings.TrimSpace(text))
 	}
-	if o.arg != "*" && !q.ModelColumn(o.arg) {
+	if column, ok := q.ModelColumn(o.arg); ok {
+		o.arg = column
+	} else if o.arg != "*" {
 		return 0, fmt.Sprintf("%q: %s is not a column of %s", strings.TrimSpace(text), o.arg, q.Table)
 	}
 	if o.fn != "count" && o.arg == "*" {
@@ -361,6 +376,21 @@ func aggregating(q Query) bool {
 	return false
 }
 
+// columnOf is the name of the model's column name, by its name or its
+// field's, in any case (MySQL's names are; a quoted PostgreSQL name that
+// differs fails there as on one database).
+func columnOf(s *schema.Schema, name string) (string, bool) {
+	if f := s.LookUpField(name); f != nil && f.DBName != "" {
+		return f.DBName, true
+	}
+	for _, column := range s.DBNames {
+		if strings.EqualFold(column, name) {
+			return column, true
+		}
+	}
+	return "", false
+}
+
 // planAggregation reads q for PlanAggregation.
 func planAggregation(q Query) (*Aggregation, string) {
 	for name := range q.Clauses {
@@ -379,7 +409,7 @@ func planAggregation(q Query) (*Aggregation, string) {
 		return nil, why
 	}
 	aq := AggregationQuery{Table: q.Schema.Table, Select: items, Distinct: q.Distinct || distinct, Quote: q.Quote, Dialect: q.Dialect,
-		ModelColumn: func(name string) bool { return q.Schema.LookUpField(name) != nil }}
+		ModelColumn: func(name string) (string, bool) { return columnOf(q.Schema, name) }}
 	if c, ok := q.Clauses["GROUP BY"]; ok {
 		g, _ := c.Expression.(clause.GroupBy)
 		for _, column := range g.Columns {

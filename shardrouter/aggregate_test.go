@@ -11,12 +11,13 @@ import (
 
 func quoted(name string) string { return "`" + name + "`" }
 
-func photoColumns(name string) bool {
-	switch name {
-	case "id", "likes", "views", "taken", "caption", "owner":
-		return true
+func photoColumns(name string) (string, bool) {
+	for _, column := range []string{"id", "likes", "views", "taken", "caption", "owner", "UserID"} {
+		if strings.EqualFold(column, name) {
+			return column, true
+		}
 	}
-	return false
+	return "", false
 }
 
 // TestPlanAggregation has a row per aggregate rule of "Every shard at once"
@@ -39,23 +40,23 @@ func TestPlanAggregation(t *testing.T) {
 		"avg is summed and counted per part": {q: AggregationQuery{Select: []string{"avg(likes) AS mean"}},
 			parts: "avg(likes) AS mean, SUM(`likes`), COUNT(`likes`)"},
 		"GROUP BY the selected column": {q: AggregationQuery{Select: []string{"owner", "count(*) AS n"}, GroupBy: []string{"owner"}},
-			parts: "owner, count(*) AS n", keys: []int{0}},
+			parts: "`owner`, count(*) AS n", keys: []int{0}},
 		"GROUP BY a column not selected: selected hidden": {q: AggregationQuery{Select: []string{"count(*) AS n"}, GroupBy: []string{"photos.owner"}},
 			parts: "count(*) AS n, `owner`", keys: []int{1}},
 		"HAVING an alias and an aggregate not selected": {q: AggregationQuery{Select: []string{"owner", "count(*) AS n"}, GroupBy: []string{"owner"},
 			Having: gt("n > ? AND max(likes) <= 10", 2)},
-			parts: "owner, count(*) AS n, MAX(`likes`)", keys: []int{0}, having: "1 > 2, 2 <= 10"},
+			parts: "`owner`, count(*) AS n, MAX(`likes`)", keys: []int{0}, having: "1 > 2, 2 <= 10"},
 		"ORDER BY an alias, an aggregate and the group": {q: AggregationQuery{Select: []string{"owner", "sum(likes) AS total"}, GroupBy: []string{"owner"},
 			OrderBy: []string{"total desc, count(*)", "owner"}},
-			parts: "owner, sum(likes) AS total, COUNT(*)", keys: []int{0}, order: "1 desc, 2, 0"},
+			parts: "`owner`, sum(likes) AS total, COUNT(*)", keys: []int{0}, order: "1 desc, 2, 0"},
 		"DISTINCT values group by every item": {q: AggregationQuery{Select: []string{"owner", "views"}, Distinct: true, OrderBy: []string{"views DESC"}},
-			parts: "owner, views", keys: []int{0, 1}, order: "1 desc"},
+			parts: "`owner`, `views`", keys: []int{0, 1}, order: "1 desc"},
 		"COUNT(DISTINCT) counts the merged values": {q: AggregationQuery{Select: []string{"COUNT(DISTINCT(`owner`))"}},
 			parts: "`owner`", keys: []int{0}},
 		"a column neither grouped nor aggregated": {q: AggregationQuery{Select: []string{"owner", "likes"}, GroupBy: []string{"owner"}},
-			refused: `"likes" is neither grouped nor aggregated`},
+			refused: "\"`likes`\" is neither grouped nor aggregated"},
 		"an aggregate beside a plain column without GROUP BY": {q: AggregationQuery{Select: []string{"owner", "count(*)"}},
-			refused: `"owner" is neither grouped nor aggregated`},
+			refused: "\"`owner`\" is neither grouped nor aggregated"},
 		"an expression over aggregates": {q: AggregationQuery{Select: []string{"sum(likes) * 2"}}, refused: `"sum(likes) * 2"`},
 		"a function the merge does not know": {q: AggregationQuery{Select: []string{"owner", "group_concat(caption)"}, GroupBy: []string{"owner"}},
 			refused: `"group_concat(caption)"`},
@@ -74,6 +75,8 @@ func TestPlanAggregation(t *testing.T) {
 			parts: "count(*) AS owner, `owner`", keys: []int{1}, having: "1 > 2", order: "0"},
 		"HAVING an alias on PostgreSQL, which does not see it": {q: AggregationQuery{Select: []string{"owner", "count(*) AS n"}, GroupBy: []string{"owner"},
 			Having: gt("n > ?", 2), Dialect: Postgres}, refused: "does not see the select list's aliases"},
+		"a column named in another case: as the model names it": {q: AggregationQuery{Select: []string{"userid", "count(*)"}, GroupBy: []string{"USERID"}, OrderBy: []string{"max(UserId)"}},
+			parts: "`UserID`, count(*), MAX(`UserID`)", keys: []int{0}, order: "2"},
 		"DISTINCT with aggregates": {q: AggregationQuery{Select: []string{"count(*)"}, Distinct: true}, refused: "DISTINCT with aggregates"},
 		"no select list":           {q: AggregationQuery{GroupBy: []string{"owner"}}, refused: "without a select list"},
 	} {

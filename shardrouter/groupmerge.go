@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 )
 
 // The merge of an Aggregation works on the values the parts' rows carry,
@@ -70,6 +71,9 @@ func MergeGroups(a *Aggregation, dialect string, columns []Column, parts [][][]a
 				if samples[j] == nil {
 					samples[j] = v
 				}
+				if dialect == SQLite && !sameOffset(samples[j], v) {
+					return nil, mergeError("%s: SQLite compares times as their text, and these carry different UTC offsets", columns[j].Name)
+				}
 			}
 			key = key[:0]
 			if a.Grouped {
@@ -130,6 +134,20 @@ func MergeGroups(a *Aggregation, dialect string, columns []Column, parts [][][]a
 		kept[i] = row[:a.Visible]
 	}
 	return kept, nil
+}
+
+// sameOffset reports whether two values, if both are times, carry the same
+// UTC offset: SQLite stores a time as text with its offset, and orders and
+// groups that text, which orders as the instants do only at one offset.
+func sameOffset(a, b any) bool {
+	x, okX := a.(time.Time)
+	y, okY := b.(time.Time)
+	if !okX || !okY {
+		return true
+	}
+	_, offX := x.Zone()
+	_, offY := y.Zone()
+	return offX == offY
 }
 
 func windowRows(rows [][]any, limit, offset int, limited bool) [][]any {

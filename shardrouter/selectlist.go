@@ -59,7 +59,7 @@ func itemColumn(text, table string) (string, bool) {
 	case m[1] != "" && !strings.EqualFold(unquote(m[1]), table):
 		return "", false
 	}
-	return strings.ToLower(unquote(m[2])), true
+	return unquote(m[2]), true
 }
 
 // columnForm is `col`, `t.col` or `*`, quoted or not.

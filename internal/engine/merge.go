@@ -28,6 +28,8 @@ type orderValue struct {
 	text string
 	hi   int64
 	lo   uint64
+	// offset is a time's UTC offset in seconds, +1 so that 0 is no time.
+	offset int
 }
 
 // compare orders a before b as the database does; nullsLast says NULL is
@@ -69,6 +71,7 @@ func mergeOrdered(stmt *gorm.Statement, o *shardrouter.Order, order mergeOrder, 
 	}
 	width := len(columns)
 	keys := make([][]orderValue, len(parts))
+	offsets := make([]int, width) // each column's first time's, for SQLite
 	total := 0
 	for i, part := range parts {
 		keys[i] = make([]orderValue, part.Len()*width)
@@ -78,6 +81,13 @@ func mergeOrdered(stmt *gorm.Statement, o *shardrouter.Order, order mergeOrder, 
 				v, err := orderValueAt(stmt, o, part.Index(r), column.Field)
 				if err != nil {
 					return reflect.Value{}, err
+				}
+				if order.textTimes && v.offset != 0 {
+					if offsets[c] == 0 {
+						offsets[c] = v.offset
+					} else if offsets[c] != v.offset {
+						return reflect.Value{}, fmt.Errorf("%w: %s: ORDER BY %s over several physical databases: SQLite orders times as their text, and these carry different UTC offsets", ErrCrossShard, stmt.Schema.Name, column.Field.DBName)
+					}
 				}
 				row[c] = v
 			}
@@ -115,6 +125,7 @@ func mergeOrdered(stmt *gorm.Statement, o *shardrouter.Order, order mergeOrder, 
 // where their dialect puts NULLs, and how each text column compares.
 type mergeOrder struct {
 	nullsLast bool
+	textTimes bool // SQLite: times order as their text, which holds their UTC offset
 	text      map[*schema.Field]shardrouter.TextComparison
 }
 
@@ -129,6 +140,7 @@ func (e *Engine) mergeOrderOf(db *gorm.DB, m *model, o *shardrouter.Order, k int
 	}
 	dialect := ph.db.Dialector.Name()
 	how.nullsLast = dialect == shardrouter.Postgres
+	how.textTimes = dialect == shardrouter.SQLite
 	for _, c := range o.Columns {
 		if !c.Text {
 			continue
@@ -229,7 +241,8 @@ func orderValueOf(v reflect.Value, isUUID bool) (orderValue, error) {
 		return orderValue{}, nil
 	case v.Type() == timeType:
 		t := v.Interface().(time.Time)
-		return orderValue{hi: t.Unix(), lo: uint64(t.Nanosecond())}, nil
+		_, offset := t.Zone()
+		return orderValue{hi: t.Unix(), lo: uint64(t.Nanosecond()), offset: offset + 1}, nil
 	}
 	n, err := int64Of(v.Interface()) // an ID of a named type with a Valuer, or as text
 	return orderValue{hi: n}, err
