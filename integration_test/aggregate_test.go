@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
 
 	"github.com/shardid/shardid"
 )
@@ -30,35 +29,19 @@ type ledgerEntry struct {
 	At      time.Time `gorm:"not null"`
 }
 
-// aggregates holds the same rows twice: over the plugin's four physical
+// aggregates holds the ledger twice: over the plugin's four physical
 // databases, and in one database without the plugin (the reference).
 type aggregates struct {
-	b       backend
-	sharded *gorm.DB // with the plugin, AllShards()
-	one     *gorm.DB // one database, no plugin
+	*twin
+	b backend
 }
 
 func newAggregates(t *testing.T, b backend) *aggregates {
 	t.Helper()
-	r := newRouting(t, b)
-	fresh(t, r.db, &ledgerEntry{})
-	one, err := gorm.Open(b.dialector(t, t.TempDir()), &gorm.Config{Logger: logger.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if sqlDB, err := one.DB(); err == nil {
-			_ = sqlDB.Close()
-		}
-	})
-	must(t, one.Migrator().DropTable(&ledgerEntry{}))
-	must(t, one.AutoMigrate(&ledgerEntry{}))
-	for _, db := range append(slices.Clone(r.direct), one) {
-		binaryCollation(t, b, db, "ledger_entries", "code")
-	}
 	rng := rand.New(rand.NewPCG(18, 18))
 	base := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-	shardCount := r.plugin.Layout().ShardCount()
+	var entries []ledgerEntry
+	var place []int
 	for i := range 80 {
 		e := ledgerEntry{Account: int64(rng.IntN(9) + 1), Units: int64(rng.IntN(1000) - 200), Region: []string{"north", "South", "east"}[rng.IntN(3)],
 			Code: []string{"Alpha", "alpha", "beta", "Beta", "gamma", "Gamma"}[rng.IntN(6)],
@@ -71,10 +54,10 @@ func newAggregates(t *testing.T, b backend) *aggregates {
 			amount := fmt.Sprintf("%d.%02d", rng.IntN(5000)-1000, rng.IntN(100))
 			e.Amount = &amount
 		}
-		must(t, r.db.Clauses(shardid.OnShard(i*shardCount/80)).Create(&e).Error)
-		must(t, one.Create(&e).Error)
+		entries, place = append(entries, e), append(place, i*physicalShards/80)
 	}
-	return &aggregates{b: b, sharded: r.db.Clauses(shardid.AllShards()).Session(&gorm.Session{}), one: one}
+	collation := func(db *gorm.DB) { binaryCollation(t, b, db, "ledger_entries", "code") }
+	return &aggregates{twin: newTwin(t, b, &ledgerEntry{}, collation, entries, place), b: b}
 }
 
 // binaryCollation gives column a collation that compares as bytes do,
@@ -93,16 +76,10 @@ func binaryCollation(t *testing.T, b backend, db *gorm.DB, table, column string)
 // return the same rows in the same order with the same types.
 func (a *aggregates) same(t *testing.T, name string, query func(db *gorm.DB, into any) error, into func() any) {
 	t.Helper()
-	want, got := into(), into()
-	if err := query(a.one.Model(&ledgerEntry{}), want); err != nil {
-		t.Fatalf("%s on one database: %v", name, err)
-	}
-	if err := query(a.sharded.Model(&ledgerEntry{}), got); err != nil {
-		t.Fatalf("%s over four databases: %v", name, err)
-	}
-	if !reflect.DeepEqual(want, got) {
-		t.Errorf("%s:\none database:   %s\nfour databases: %s", name, show(want), show(got))
-	}
+	a.twin.same(t, name, func(db *gorm.DB, into any) *gorm.DB {
+		db.Error = query(db, into)
+		return db
+	}, into)
 }
 
 // show prints a result with the Go type of every value.
