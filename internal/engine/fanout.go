@@ -520,10 +520,13 @@ func (e *Engine) fanOutQuery(db *gorm.DB, kind statementKind, m *model, plan sha
 	}
 	var merged reflect.Value
 	if order != nil {
-		how, err := e.mergeOrderOf(db, m, order, runs[0].k)
-		if err != nil {
-			db.Error = err
-			return
+		var how mergeOrder
+		var err error
+		if len(runs) > 0 {
+			if how, err = e.mergeOrderOf(db, m, order, runs[0].k); err != nil {
+				db.Error = err
+				return
+			}
 		}
 		if merged, err = mergeOrdered(stmt, order, how, partType, parts, limit, offset, limited); err != nil {
 			db.Error = err
