@@ -116,13 +116,16 @@ type Engine struct {
 	cluster     string // the token of this plugin database's cluster, in its global transaction IDs
 	txCounts    transactionCounters
 	anchored    anchoredWrites  // writes that commit with a transaction on the plugin's database
+	handOff     time.Duration   // parts faster than this run one after another (workers.go)
 	lifetime    context.Context // ended by Close, for work off the statements' path
 	endLifetime context.CancelFunc
 }
 
 // New returns the engine of the plugin owner, for cfg; Initialize validates
 // cfg.
-func New(owner gorm.Plugin, cfg Config) *Engine { return &Engine{owner: owner, config: cfg} }
+func New(owner gorm.Plugin, cfg Config) *Engine {
+	return &Engine{owner: owner, config: cfg, handOff: handOff}
+}
 
 // Layout returns the layout the plugin makes IDs with, defaults filled in.
 func (e *Engine) Layout() strategies.Layout { return e.layout }

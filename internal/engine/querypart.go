@@ -162,6 +162,7 @@ func (e *Engine) runQueryPart(ctx context.Context, db *gorm.DB, part *queryPart,
 		scan.AddError(err)
 	}
 	log.addQuery(e.physical[part.k].name, part.sql, part.vars)
+	e.physical[part.k].parts.note(time.Since(begin))
 	e.countPart(part.k, begin, scan.Error)
 	if scan.Error != nil {
 		return e.partError(part.k, scan.Error)
@@ -186,6 +187,34 @@ func (e *Engine) runQueryParts(db *gorm.DB, parts []queryPart) {
 		part.err = e.runQueryPart(ctx, db, part, log)
 		end(part.sql, part.err)
 	}
+	if e.partsInTurn(parts) {
+		for i := range parts {
+			run(&parts[i])
+		}
+	} else {
+		e.partsAtOnce(parts, run)
+	}
+	for _, part := range parts {
+		if part.pan != nil {
+			panic(part.pan)
+		}
+	}
+}
+
+// partsInTurn reports whether the parts run sooner one after another than at
+// once, by how long their databases took lately.
+func (e *Engine) partsInTurn(parts []queryPart) bool {
+	var onStack [8]time.Duration
+	times := onStack[:0]
+	for _, part := range parts {
+		times = append(times, time.Duration(e.physical[part.k].parts.nanos.Load()))
+	}
+	return inTurn(times, e.handOff)
+}
+
+// partsAtOnce runs each part on a worker of its own, the first in this
+// goroutine.
+func (e *Engine) partsAtOnce(parts []queryPart, run func(*queryPart)) {
 	var wg sync.WaitGroup
 	for i := range parts[min(1, len(parts)):] { // the first part runs in this goroutine
 		wg.Add(1)
@@ -195,9 +224,4 @@ func (e *Engine) runQueryParts(db *gorm.DB, parts []queryPart) {
 		run(&parts[0])
 	}
 	wg.Wait()
-	for _, part := range parts {
-		if part.pan != nil {
-			panic(part.pan)
-		}
-	}
 }

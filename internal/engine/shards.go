@@ -26,6 +26,7 @@ type physical struct {
 	name   string
 	ready  *openPhysical // a database given open, or nil
 	opener *opener       // else the one that opens it
+	parts  partTime      // how long its parts of queries over several databases take
 }
 
 // open returns the database, opened.
