@@ -57,7 +57,7 @@ func (e *Engine) assignIDs(db *gorm.DB) {
 	var state *routeState
 	var filledInto []filledID
 	if e.routed() && m.sharded() {
-		state = keepCreateState(stmt, e.router.Map()) // the IDs come from, and go to, the databases of one map
+		state = keepWriteState(stmt, e.router.Map()) // the IDs come from, and go to, the databases of one map
 		filledInto = state.filledOnStruct[:0]
 	}
 	filled, err := e.fill(stmt.Context, db, m, &settings, rows, filledInto)

@@ -218,7 +218,7 @@ func (e *Engine) runParts(db *gorm.DB, kind statementKind, parts []writePart, ag
 
 // ranSQL is the SQL a statement ran, as its clock kept it for tracers.
 func ranSQL(stmt *gorm.Statement) string {
-	if v, ok := stmt.Settings.Load(routeKey{stmt}); ok {
+	if v, ok := loadSetting(stmt, routeKey{stmt}); ok {
 		return v.(*statementClock).sql
 	}
 	return ""

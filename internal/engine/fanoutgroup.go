@@ -174,7 +174,7 @@ func countName(dialect, text string) string {
 func (e *Engine) giveMerged(db *gorm.DB, kind statementKind, m *model, result *mergedResult) {
 	stmt := db.Statement
 	if kind == kindRow {
-		if many, _ := stmt.Settings.Load("rows"); many == true {
+		if many, _ := loadSetting(stmt, "rows"); many == true {
 			rows, err := result.query(stmt.Context)
 			stmt.Dest = rows
 			db.AddError(err)

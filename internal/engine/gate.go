@@ -53,7 +53,7 @@ func (e *Engine) gate(kind statementKind) func(*gorm.DB) {
 // in DryRun, as GORM builds a subquery: it runs nowhere, and the statement
 // that uses it is refused.
 func fannedOutDry(db *gorm.DB) bool {
-	_, ok := db.Statement.Settings.Load(fanOutKey{})
+	_, ok := loadSetting(db.Statement, fanOutKey{})
 	return db.DryRun && ok
 }
 
@@ -291,7 +291,7 @@ func keepOnConflict(stmt *gorm.Statement) {
 func unbuild(stmt *gorm.Statement) {
 	stmt.SQL.Reset()
 	stmt.Vars = nil
-	if c, ok := stmt.Settings.Load(onConflictKey{stmt}); ok {
+	if c, ok := loadSetting(stmt, onConflictKey{stmt}); ok {
 		stmt.Clauses["ON CONFLICT"] = c.(clause.Clause)
 	}
 }

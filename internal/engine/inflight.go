@@ -42,6 +42,9 @@ func (e *Engine) startRouting(stmt *gorm.Statement) {
 
 // endRouting uncounts a statement that ends.
 func (e *Engine) endRouting(stmt *gorm.Statement) {
+	if settingsUntouched(&stmt.Settings) {
+		return // never counted
+	}
 	r, ok := stmt.Settings.LoadAndDelete(inflightKey{stmt})
 	if !ok {
 		return

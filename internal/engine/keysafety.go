@@ -29,7 +29,7 @@ func (e *Engine) checkUpdate(db *gorm.DB) {
 	if err != nil || m == nil || !m.sharded() {
 		return
 	}
-	planned, fannedOut := stmt.Settings.Load(plannedSetKey{stmt})
+	planned, fannedOut := loadSetting(stmt, plannedSetKey{stmt})
 	if !fannedOut && setsNoPlacing(stmt, m) {
 		db.AddError(e.stillBound(stmt, m, "update"))
 		return
@@ -176,9 +176,6 @@ func (e *Engine) createdOn(stmt *gorm.Statement, m *model) (int, bool) {
 	}
 	if state := routeStateOf(stmt); state != nil && state.boundOn > 0 {
 		return state.boundOn - 1, true
-	}
-	if v, ok := stmt.Settings.Load(boundKey{stmt}); ok { // a Create moved to another database
-		return v.(int), true
 	}
 	if stmt.Schema != nil && !opensTransactionsInside(stmt.Schema) {
 		return 0, false

@@ -110,7 +110,7 @@ func (l *fanLog) write(stmt *gorm.Statement) {
 
 // fanLogOf returns the log of the statement's parts, made on first use.
 func fanLogOf(stmt *gorm.Statement) *fanLog {
-	if v, ok := stmt.Settings.Load(fanLogKey{stmt}); ok {
+	if v, ok := loadSetting(stmt, fanLogKey{stmt}); ok {
 		return v.(*fanLog)
 	}
 	v, loaded := stmt.Settings.LoadOrStore(fanLogKey{stmt}, &fanLog{})

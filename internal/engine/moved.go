@@ -137,7 +137,7 @@ func (e *Engine) missedOnStaleMap(db *gorm.DB, kind statementKind, execute func(
 	if stmt.Schema == nil {
 		return
 	}
-	if pinned, ok := stmt.Settings.Load(pinKey{}); ok && pinned.(pin).schema == stmt.Schema {
+	if pinned, ok := loadSetting(stmt, pinKey{}); ok && pinned.(pin).schema == stmt.Schema {
 		return
 	}
 	m, err := e.model(stmt.Schema)
@@ -186,7 +186,7 @@ type partRangesKey struct{ stmt *gorm.Statement }
 // whole, every part rolled back, and its process reads the map.
 func (e *Engine) partOnStaleMap(db *gorm.DB) {
 	stmt := db.Statement
-	kept, ok := stmt.Settings.Load(partRangesKey{stmt})
+	kept, ok := loadSetting(stmt, partRangesKey{stmt})
 	if !ok {
 		return
 	}
@@ -306,7 +306,7 @@ func executorOf(db *gorm.DB, kind statementKind, name string) func(*gorm.DB) {
 // database, or "" if it can: the transaction around it holds only it.
 func (e *Engine) whyNotRetried(db *gorm.DB, kind statementKind) string {
 	stmt := db.Statement
-	if pinned, ok := stmt.Settings.Load(pinKey{}); ok && pinned.(pin).schema == stmt.Schema {
+	if pinned, ok := loadSetting(stmt, pinKey{}); ok && pinned.(pin).schema == stmt.Schema {
 		return "a part of a statement over several databases; run it again"
 	}
 	if _, gorms := db.InstanceGet("gorm:started_transaction"); inTransaction(stmt.ConnPool) && !gorms {
@@ -387,7 +387,7 @@ func (e *Engine) holdAndRetry(db *gorm.DB, kind statementKind, execute func(*gor
 			if kind == kindCreate && k != from { // after the move: on SQLite the IDs are made in its transaction
 				state := routeStateOf(stmt)
 				if state == nil {
-					state = keepCreateState(stmt, shardMap)
+					state = keepWriteState(stmt, shardMap)
 				}
 				state.shardMap = shardMap
 				if err := e.remake(db, m, state.filled); err != nil {
@@ -517,11 +517,11 @@ func (e *Engine) moveStatement(db *gorm.DB, k int, inTx bool) error {
 	if err != nil {
 		return err
 	}
-	if state := routeStateOf(stmt); state != nil && state.boundOn > 0 {
-		state.boundOn = k + 1 // a Create's
-	} else {
-		stmt.Settings.Store(boundKey{stmt}, k)
+	state := routeStateOf(stmt)
+	if state == nil {
+		state = keepWriteState(stmt, e.mapOf(stmt))
 	}
+	state.boundOn = k + 1
 	e.boundTo(stmt, k)
 	if !inTx {
 		stmt.ConnPool = pool
@@ -540,11 +540,7 @@ func (e *Engine) moveStatement(db *gorm.DB, k int, inTx bool) error {
 		return err
 	}
 	stmt.ConnPool = tx
-	if state := routeStateOf(stmt); state != nil && state.boundOn > 0 {
-		state.gormTx = tx
-	} else {
-		stmt.Settings.Store(gormTxKey{}, tx)
-	}
+	state.gormTx = tx
 	return nil
 }
 

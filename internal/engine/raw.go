@@ -127,7 +127,7 @@ func unreadNote(unread error) string {
 
 // routeByHint binds a statement to the shard its clause names, if it has one.
 func (e *Engine) routeByHint(db *gorm.DB) (bool, error) {
-	v, ok := db.Statement.Settings.Load(hintSettingKey{})
+	v, ok := loadSetting(db.Statement, hintSettingKey{})
 	if !ok {
 		return false, nil
 	}

@@ -44,11 +44,6 @@ type pin struct {
 	physical int
 }
 
-// boundKey is the Statement.Settings key of the physical database a
-// statement was routed to, so that the transaction GORM begins for it is
-// remembered.
-type boundKey struct{ stmt *gorm.Statement }
-
 // routed reports whether the plugin routes statements at all: with no
 // Shards, every logical shard is on the plugin's own database.
 func (e *Engine) routed() bool { return len(e.config.Shards) > 0 }
@@ -107,7 +102,7 @@ func (e *Engine) routeStatement(db *gorm.DB, kind statementKind, sub bool, setti
 	if settings.pinned && settings.pin.schema == stmt.Schema {
 		// A part of a fan-out: back to its database, whatever a plugin
 		// that runs before this one (dbresolver) chose.
-		e.bindWrite(db, kind, settings.pin.physical)
+		e.bindWrite(db, kind, settings.pin.physical, e.router.Map())
 		return
 	}
 	if err := e.checkJoins(stmt, m); err != nil {
@@ -128,7 +123,7 @@ func (e *Engine) routeStatement(db *gorm.DB, kind statementKind, sub bool, setti
 		return
 	}
 	if k, ok := physicals.Single(); ok {
-		e.bindWrite(db, kind, k)
+		e.bindWrite(db, kind, k, shardMap)
 		return
 	}
 	stmt.Settings.Store(routingKey{}, &routeState{shardMap: shardMap}) // its parts split their values by it
@@ -156,16 +151,16 @@ type routeState struct {
 	anchored *globalTx
 }
 
-// createContext carries a Create's routeState in the statement's context: a
-// setting would cost every Create three allocations more, as GORM copies
-// the settings when it begins the transaction.
-type createContext struct {
+// writeContext carries a write's routeState in the statement's context: a
+// setting would cost every Create, Update and Delete three allocations more,
+// as GORM copies the settings when it begins the transaction.
+type writeContext struct {
 	context.Context
-	stmt *gorm.Statement // the Create it is of; statements it starts see it and ignore it
+	stmt *gorm.Statement // the write it is of; statements it starts see it and ignore it
 	routeState
 }
 
-func (c *createContext) Value(key any) any {
+func (c *writeContext) Value(key any) any {
 	switch {
 	case key == (routingKey{}):
 		return c
@@ -175,22 +170,22 @@ func (c *createContext) Value(key any) any {
 	return c.Context.Value(key)
 }
 
-// keepCreateState gives a Create the state of its routing, by shardMap.
-func keepCreateState(stmt *gorm.Statement, shardMap *shardrouter.Map) *routeState {
+// keepWriteState gives a write the state of its routing, by shardMap.
+func keepWriteState(stmt *gorm.Statement, shardMap *shardrouter.Map) *routeState {
 	parent := stmt.Context
 	if parent == nil {
 		parent = context.Background()
 	}
-	c := &createContext{Context: parent, stmt: stmt, routeState: routeState{shardMap: shardMap}}
+	c := &writeContext{Context: parent, stmt: stmt, routeState: routeState{shardMap: shardMap}}
 	stmt.Context = c
 	return &c.routeState
 }
 
-// dropCreateState gives a Create back the context it came with, unless
+// dropWriteState gives a write back the context it came with, unless
 // another plugin has wrapped it since (the state is then left, for nothing
 // to find).
-func dropCreateState(stmt *gorm.Statement) {
-	if c, ok := stmt.Context.(*createContext); ok && c.stmt == stmt {
+func dropWriteState(stmt *gorm.Statement) {
+	if c, ok := stmt.Context.(*writeContext); ok && c.stmt == stmt {
 		stmt.Context = c.Context
 	}
 }
@@ -198,11 +193,11 @@ func dropCreateState(stmt *gorm.Statement) {
 // routeStateOf returns what routing kept of the statement, or nil.
 func routeStateOf(stmt *gorm.Statement) *routeState {
 	if stmt.Context != nil {
-		if c, ok := stmt.Context.Value(routingKey{}).(*createContext); ok && c.stmt == stmt {
+		if c, ok := stmt.Context.Value(routingKey{}).(*writeContext); ok && c.stmt == stmt {
 			return &c.routeState
 		}
 	}
-	if v, ok := stmt.Settings.Load(routingKey{}); ok {
+	if v, ok := loadSetting(stmt, routingKey{}); ok {
 		return v.(*routeState)
 	}
 	return nil
@@ -255,10 +250,10 @@ func (e *Engine) bind(db *gorm.DB, k int) error {
 
 // bindWrite binds a statement of kind to k, and notes an update or a delete
 // bound outside a transaction: GORM begins one for it there.
-func (e *Engine) bindWrite(db *gorm.DB, kind statementKind, k int) {
+func (e *Engine) bindWrite(db *gorm.DB, kind statementKind, k int, shardMap *shardrouter.Map) {
 	outside := !inTransaction(db.Statement.ConnPool)
 	if db.AddError(e.bind(db, k)) == nil && outside && (kind == kindUpdate || kind == kindDelete) {
-		db.Statement.Settings.Store(boundKey{db.Statement}, k)
+		keepWriteState(db.Statement, shardMap).boundOn = k + 1
 	}
 }
 
@@ -375,7 +370,7 @@ func (e *Engine) transactionPhysical(stmt *gorm.Statement) (int, bool) {
 		}
 		return k, ok
 	}
-	if v, ok := stmt.Settings.Load(txPhysicalKey{}); ok {
+	if v, ok := loadSetting(stmt, txPhysicalKey{}); ok {
 		e.noteTransactionMap(stmt)
 		return v.(int), true
 	}
@@ -385,7 +380,7 @@ func (e *Engine) transactionPhysical(stmt *gorm.Statement) (int, bool) {
 // noteTransactionMap remembers the shard map by which a shard clause began
 // the statement's transaction, for movedAway.
 func (e *Engine) noteTransactionMap(stmt *gorm.Statement) {
-	m, ok := stmt.Settings.Load(txMapKey{})
+	m, ok := loadSetting(stmt, txMapKey{})
 	if !ok {
 		return // not a clause's transaction: GORM's own, of one statement
 	}
@@ -418,11 +413,7 @@ func (e *Engine) rememberTransaction(db *gorm.DB) {
 		return
 	}
 	if state := routeStateOf(stmt); state != nil && state.boundOn > 0 {
-		state.gormTx = stmt.ConnPool // a Create's, in its context
-		return
-	}
-	if _, ok := stmt.Settings.Load(boundKey{stmt}); ok {
-		stmt.Settings.Store(gormTxKey{}, stmt.ConnPool)
+		state.gormTx = stmt.ConnPool
 	}
 }
 
@@ -435,8 +426,8 @@ func (e *Engine) finish(kind statementKind) func(*gorm.DB) {
 		e.endRouting(db.Statement)
 		if kind == kindCreate {
 			e.endAnchored(db)
-			dropCreateState(db.Statement)
 		}
+		dropWriteState(db.Statement) // a statement instance may run again
 		if db.Error == errRouted {
 			db.Error = nil
 		}
@@ -464,7 +455,7 @@ func (e *Engine) finish(kind statementKind) func(*gorm.DB) {
 // GORM has ended the transaction it began, by its rows and conditions again.
 func (e *Engine) nameDatabase(db *gorm.DB, kind statementKind) error {
 	stmt, err := db.Statement, db.Error
-	if pinned, ok := stmt.Settings.Load(pinKey{}); ok && pinned.(pin).schema == stmt.Schema {
+	if pinned, ok := loadSetting(stmt, pinKey{}); ok && pinned.(pin).schema == stmt.Schema {
 		return err // a part of a statement over several databases, which names it
 	}
 	if !fromDatabase(err) {

@@ -71,7 +71,7 @@ func (e *Engine) subqueryDatabase(sub *gorm.DB) (int, error) {
 // databaseOf returns the physical database a routed statement runs on, or
 // pluginSide for the plugin's own, and whether it needs several.
 func (e *Engine) databaseOf(stmt *gorm.Statement) (k int, several bool) {
-	if _, ok := stmt.Settings.Load(fanOutKey{}); ok {
+	if _, ok := loadSetting(stmt, fanOutKey{}); ok {
 		return 0, true
 	}
 	if k, ok := e.poolOwners.Load(stmt.ConnPool); ok {

@@ -37,6 +37,9 @@ type settingsReading struct {
 // readSettings reads the plugin's keys of the statement's Settings.
 func readSettings(stmt *gorm.Statement) settingsReading {
 	var r settingsReading
+	if settingsUntouched(&stmt.Settings) {
+		return r
+	}
 	stmt.Settings.Range(func(key, value any) bool {
 		switch key.(type) {
 		case runningKey:
@@ -69,7 +72,7 @@ func ownSettings(stmt *gorm.Statement) (r settingsReading, sub bool) {
 		// A fan-out part is pinned by the plugin after copying its parent,
 		// which has no pin; a statement made by a part inherits the part's.
 		if r.pinned {
-			if theirs, ok := parent.Settings.Load(pinKey{}); ok && theirs.(pin) == r.pin {
+			if theirs, ok := loadSetting(parent, pinKey{}); ok && theirs.(pin) == r.pin {
 				stmt.Settings.Delete(pinKey{})
 				r.pin, r.pinned = pin{}, false
 			}
@@ -93,7 +96,7 @@ func doneRunning(stmt *gorm.Statement) {
 	if !makesSubStatements(stmt) {
 		return // ownSettings marked it not
 	}
-	if v, ok := stmt.Settings.Load(runningKey{}); ok && v.(*gorm.Statement) == stmt {
+	if v, ok := loadSetting(stmt, runningKey{}); ok && v.(*gorm.Statement) == stmt {
 		stmt.Settings.Delete(runningKey{})
 	}
 }
@@ -210,7 +213,7 @@ func (e *Engine) keyedOf(table string) (shardrouter.Keyed, bool) {
 // shard (AllShards names them all: each part would read its own database's
 // rows of the other table).
 func oneShardClause(stmt *gorm.Statement) bool {
-	v, ok := stmt.Settings.Load(hintSettingKey{})
+	v, ok := loadSetting(stmt, hintSettingKey{})
 	return ok && v.(Hint).kind != hintAll
 }
 

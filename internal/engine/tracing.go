@@ -92,7 +92,7 @@ func (e *Engine) RouteOf(db *gorm.DB) (Route, bool) {
 	stmt := db.Statement
 	c := clockOf(stmt)
 	if c == nil {
-		v, ok := stmt.Settings.Load(routeKey{stmt}) // stopped, for a callback that runs after the last
+		v, ok := loadSetting(stmt, routeKey{stmt}) // stopped, for a callback that runs after the last
 		if !ok {
 			return Route{}, false
 		}
@@ -117,7 +117,7 @@ func (e *Engine) RouteOf(db *gorm.DB) (Route, bool) {
 // or conditions name, sorted.
 func (e *Engine) logicalOf(stmt *gorm.Statement, kind statementKind) []int {
 	var shards []int
-	if v, ok := stmt.Settings.Load(hintSettingKey{}); ok {
+	if v, ok := loadSetting(stmt, hintSettingKey{}); ok {
 		if h := v.(Hint); h.kind != hintAll {
 			if s, err := e.hintShard(h); err == nil {
 				shards = append(shards, s)

@@ -43,9 +43,8 @@ func dbBehind(tx *sql.Tx) *sql.DB {
 }
 
 // gormTxKey is the key of the transaction GORM, or the plugin retrying a
-// moved write, began for a routed write: in a Create's context, or an
-// update's or delete's Settings, where the statements its hooks and
-// callbacks make find it.
+// moved write, began for a routed write: in the write's context, where the
+// statements its hooks and callbacks make find it.
 type gormTxKey struct{}
 
 // inGORMsTransaction reports whether the statement runs in a transaction
@@ -59,11 +58,7 @@ func inGORMsTransaction(stmt *gorm.Statement) bool {
 	if tx == nil {
 		return false
 	}
-	v := stmt.Context.Value(gormTxKey{})
-	if v == nil {
-		v, _ = stmt.Settings.Load(gormTxKey{})
-	}
-	pool, ok := v.(gorm.ConnPool)
+	pool, ok := stmt.Context.Value(gormTxKey{}).(gorm.ConnPool)
 	return ok && sqlTx(pool) == tx
 }
 
