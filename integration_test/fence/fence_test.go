@@ -301,6 +301,64 @@ func TestCaptureLogsTheRangeOnly(t *testing.T) {
 	}
 }
 
+// TestForgetDeletesTheSeqsGivenOnly forgets every other change of 600, in
+// more statements than one (each takes 250 runs of consecutive seqs), and
+// then a run of consecutive ones: what is left is exactly the rest.
+func TestForgetDeletesTheSeqsGivenOnly(t *testing.T) {
+	ctx := context.Background()
+	for _, dialect := range dialects {
+		t.Run(dialect, func(t *testing.T) {
+			fx := newFixture(t, dialect)
+			if err := fx.f.Open(ctx, fx.db, moveRange, "pg-c"); err != nil {
+				t.Fatal(err)
+			}
+			tx, err := fx.db.Begin()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 600 {
+				if _, err := tx.Exec("INSERT INTO fence_ints (id, note) VALUES ("+fx.placeholderAt(1)+", 'a')", intID(5)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			logged := fx.changes(t)
+			if len(logged) != 600 {
+				t.Fatalf("%d changes logged, want 600", len(logged))
+			}
+			var forget, keep []int64
+			for i, c := range logged {
+				if i%2 == 0 {
+					forget = append(forget, c.Seq)
+				} else {
+					keep = append(keep, c.Seq)
+				}
+			}
+			if err := fx.f.Forget(ctx, fx.db, forget); err != nil {
+				t.Fatal(err)
+			}
+			seqsLeft := func() []int64 {
+				var seqs []int64
+				for _, c := range fx.changes(t) {
+					seqs = append(seqs, c.Seq)
+				}
+				return seqs
+			}
+			if left := seqsLeft(); !slices.Equal(left, keep) {
+				t.Fatalf("after forgetting every other change, %d left (first %v), want %d", len(left), left[:min(4, len(left))], len(keep))
+			}
+			if err := fx.f.Forget(ctx, fx.db, keep[:100]); err != nil {
+				t.Fatal(err)
+			}
+			if left := seqsLeft(); !slices.Equal(left, keep[100:]) {
+				t.Fatalf("after forgetting 100 more, %d left, want %d", len(left), len(keep)-100)
+			}
+		})
+	}
+}
+
 // refused asserts err is the fence's refusal of shard towards target.
 func refused(t *testing.T, dialect string, err error, shard int, target string) {
 	t.Helper()

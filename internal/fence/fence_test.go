@@ -3,6 +3,7 @@ package fence
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -53,5 +54,18 @@ func TestInRanges(t *testing.T) {
 		if got := InRanges("s", c.ranges); got != c.want {
 			t.Errorf("InRanges(%v) = %q, want %q", c.ranges, got, c.want)
 		}
+	}
+}
+
+// TestSeqRunsKeepGaps: Forget deletes consecutive seqs as one range and
+// never spans a gap, where a change not yet committed at the read may sit.
+func TestSeqRunsKeepGaps(t *testing.T) {
+	got := seqRuns([]int64{9, 3, 4, 5, 7, 12, 11, 10, 4})
+	want := [][2]int64{{3, 5}, {7, 7}, {9, 12}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("seqRuns = %v, want %v", got, want)
+	}
+	if got := seqRuns(nil); len(got) != 0 {
+		t.Fatalf("seqRuns(nil) = %v", got)
 	}
 }

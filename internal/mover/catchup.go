@@ -31,63 +31,57 @@ func (mv *run) catchUp(ctx context.Context) error {
 
 // caughtUp reports whether a catch-up whose backlog was previous (-1: none
 // yet) and now is backlog may freeze the range: the backlog is below below,
-// or it stopped shrinking within one batch, as it does when writers keep
-// pace with the replay; the freeze then drains it in about one round.
+// or it stopped shrinking while within steadyBacklog, as it does when
+// writers keep pace with the replay; the freeze then drains it in one round.
 func caughtUp(backlog, previous, below int64) bool {
-	return backlog < below || previous >= 0 && backlog <= replayBatch && backlog >= previous
+	return backlog < below || previous >= 0 && backlog <= steadyBacklog && backlog >= previous
 }
 
-// replayBatch is how many changes one round of the replay applies.
-const replayBatch = 1000
+const (
+	// replayBatch is how many changes one round of the replay reads. A round
+	// costs what its distinct keys cost, and a bulk update logs a change per
+	// row each time: rounds of a thousand changes fell behind writers that
+	// updated the same few hundred rows over and over.
+	replayBatch = 20000
+	// replayKeys is how many keys one read of the source asks for.
+	replayKeys = 1000
+	// steadyBacklog is the largest backlog the catch-up freezes on when it
+	// stops shrinking: the range is frozen while the rest is replayed.
+	steadyBacklog = 1000
+)
 
 // replay applies one batch of the change log to the target: each changed key
-// is read again on the source and written, or deleted, on the target. It
-// returns how many changes it applied.
+// is read again on the source and written, or deleted, on the target, once
+// however many times it was logged. It returns how many changes it applied.
 func (mv *run) replay(ctx context.Context) (int, error) {
 	changes, err := mv.fence.Changes(ctx, mv.source, replayBatch)
 	if err != nil || len(changes) == 0 {
 		return 0, err
 	}
-	byTable := map[string][]any{}
+	var tables []string
+	keysOf := map[string][]any{}
+	logged := map[string]map[any]bool{}
 	seqs := make([]int64, len(changes))
 	for i, c := range changes {
 		seqs[i] = c.Seq
-		if !slices.Contains(byTable[c.Table], c.Key) {
-			byTable[c.Table] = append(byTable[c.Table], c.Key)
+		if logged[c.Table] == nil {
+			tables = append(tables, c.Table)
+			logged[c.Table] = map[any]bool{}
+		}
+		if !logged[c.Table][c.Key] {
+			logged[c.Table][c.Key] = true
+			keysOf[c.Table] = append(keysOf[c.Table], c.Key)
 		}
 	}
-	for name, keys := range byTable {
+	for _, name := range tables {
 		i := slices.IndexFunc(mv.tables, func(t *movedTable) bool { return t.name == name })
 		if i < 0 {
 			return 0, fmt.Errorf("the change log names table %s, which the move does not carry", name)
 		}
-		t := mv.tables[i]
-		if t.join { // the key logged is the owner's: all its join rows are replaced
-			if err := t.replaceOwners(ctx, mv.source, mv.target, keys); err != nil {
+		for keys := range slices.Chunk(keysOf[name], replayKeys) {
+			if err := mv.replayKeys(ctx, mv.tables[i], keys); err != nil {
 				return 0, err
 			}
-			continue
-		}
-		rows, err := t.byKeys(ctx, mv.source, keys)
-		if err != nil {
-			return 0, err
-		}
-		present := map[any]bool{}
-		for _, row := range rows {
-			present[normalizeKey(row[t.keyIndex()])] = true
-		}
-		var gone []any
-		for _, k := range keys {
-			mv.noteKey(t, k)
-			if !present[k] {
-				gone = append(gone, k)
-			}
-		}
-		if err := t.upsert(ctx, mv.target, rows); err != nil {
-			return 0, err
-		}
-		if err := t.deleteKeys(ctx, mv.target, gone); err != nil {
-			return 0, err
 		}
 	}
 	if err := mv.fence.Forget(ctx, mv.source, seqs); err != nil {
@@ -95,4 +89,31 @@ func (mv *run) replay(ctx context.Context) (int, error) {
 	}
 	mv.st.Changes += int64(len(changes))
 	return len(changes), nil
+}
+
+// replayKeys copies the rows of t with the given keys from the source to
+// the target as they are now, and deletes those the source no longer has.
+func (mv *run) replayKeys(ctx context.Context, t *movedTable, keys []any) error {
+	if t.join { // the key logged is the owner's: all its join rows are replaced
+		return t.replaceOwners(ctx, mv.source, mv.target, keys)
+	}
+	rows, err := t.byKeys(ctx, mv.source, keys)
+	if err != nil {
+		return err
+	}
+	present := map[any]bool{}
+	for _, row := range rows {
+		present[normalizeKey(row[t.keyIndex()])] = true
+	}
+	var gone []any
+	for _, k := range keys {
+		mv.noteKey(t, k)
+		if !present[k] {
+			gone = append(gone, k)
+		}
+	}
+	if err := t.upsert(ctx, mv.target, rows); err != nil {
+		return err
+	}
+	return t.deleteKeys(ctx, mv.target, gone)
 }
