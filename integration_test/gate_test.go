@@ -66,6 +66,10 @@ func TestLastGateRefusesTablesItsRoutingDoesNotCover(t *testing.T) {
 			"a join in a FROM clause":       r.db.Where("gt_users.id = ?", u.ID).Clauses(clause.From{Tables: []clause.Table{{Name: "gt_users"}}, Joins: []clause.Join{{Table: clause.Table{Name: "gt_photos"}, ON: clause.Where{Exprs: []clause.Expression{clause.Expr{SQL: "1 = 1"}}}}}}).Find(&[]GtUser{}).Error,
 			"an unsharded table on a shard": r.db.Model(&GtUser{}).Select("id, (SELECT count(*) FROM gt_countries) AS n").Where("id = ?", u.ID).Find(&n).Error,
 		}
+		if b.name == "sqlite" { // x IN t: SQLite reads the table's rows
+			refused["a table after IN"] = r.db.Model(&GtPhoto{}).Where("user_id = ?", u.ID).Where("(?, ?) NOT IN gt_users", u.ID, u.Name).Find(&n).Error
+			refused["a qualified table after IN"] = r.db.Model(&GtPhoto{}).Where("user_id = ?", u.ID).Where("user_id IN main.gt_users").Find(&n).Error
+		}
 		for what, err := range refused {
 			if !errors.Is(err, shardid.ErrCrossShard) {
 				t.Errorf("%s: %v; want ErrCrossShard", what, err)
@@ -84,6 +88,9 @@ func TestLastGateRefusesTablesItsRoutingDoesNotCover(t *testing.T) {
 			"an unsharded Table(...).Joins": r.db.Table("gt_countries").Joins("JOIN gt_users ON gt_users.id = gt_countries.id").Find(&n).Error,
 			"a struct without the tag":      r.db.Find(&[]GtUserView{}).Error,
 			"a name qualified by a schema":  r.db.Where("id IN (SELECT id FROM " + qualifier(b) + ".gt_users)").Find(&[]GtCountry{}).Error,
+		}
+		if b.name == "sqlite" {
+			offShard["a table after IN"] = r.db.Where("id IN gt_users").Find(&[]GtCountry{}).Error
 		}
 		if b.name == "postgres" {
 			offShard["a U&\"...\" identifier"] = r.db.Where(`id IN (SELECT id FROM U&"gt_\0075sers")`).Find(&[]GtCountry{}).Error

@@ -590,6 +590,8 @@ func (r *reader) rest(f restFlags) {
 			r.pos++
 			r.tableRef(bareName)
 			continue
+		case r.inTable():
+			continue
 		case t.keyword("WITH") && r.startsWith():
 			r.pos++
 			r.with()
@@ -635,10 +637,32 @@ func (r *reader) inner() {
 		case t.keyword("REFERENCES"):
 			r.pos++
 			r.tableRef(bareName)
+		case r.inTable():
 		default:
 			r.pos++
 		}
 	}
+}
+
+// inTable reads SQLite's x [NOT] IN t, whose right side is a table (or a
+// table function) when it is a name, and reports whether it was one.
+func (r *reader) inTable() bool {
+	next := r.peek(1).Kind
+	if !r.d.inTable || !r.peek(0).keyword("IN") || next != Word && next != Quoted && next != MaybeQuoted {
+		return false
+	}
+	r.pos++
+	name, ok := r.qualifiedName()
+	switch {
+	case !ok:
+		r.fail("no table name after IN, at %q", r.peek(0).Text)
+		r.pos = r.limit
+	case r.peek(0).is("("): // a table function: x IN json_each(?)
+		r.group(r.inner)
+	case !r.isCTE(name):
+		r.addTable(name)
+	}
+	return true
 }
 
 // refKind is the place a table reference stands in.

@@ -193,6 +193,12 @@ var byDialect = map[string]map[string]string{
 		"WITH Recent AS (SELECT 1) SELECT * FROM recent":                   "",
 		"PRAGMA foreign_keys = OFF":                                        unsure,
 		"SELECT * FROM [unterminated":                                      unsure,
+		"SELECT * FROM photos WHERE (?, ?) NOT IN users AND id = ?":        "photos users",
+		"SELECT * FROM photos WHERE user_id IN main.users":                 "photos main.users",
+		"SELECT * FROM t WHERE (x IN [users])":                             "t users",
+		"SELECT * FROM t WHERE x IN json_each(?)":                          "t",
+		"SELECT * FROM t WHERE x IN (1, 2) OR y IN (SELECT id FROM users)": "t users",
+		"WITH r AS (SELECT 1) SELECT * FROM t WHERE x IN r":                "t",
 	},
 }
 

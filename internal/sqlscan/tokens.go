@@ -46,12 +46,13 @@ type dialect struct {
 	digitIdents     bool // MySQL: 1abc is an identifier
 	foldLower       bool // PostgreSQL folds unquoted names to lower case
 	caseInsensitive bool // SQLite compares names without case
+	inTable         bool // SQLite: x IN t reads table t
 }
 
 var dialects = map[string]*dialect{
 	"mysql":    {hashComments: true, dashNeedsSpace: true, execComments: true, backticks: true, digitIdents: true},
 	"postgres": {nestedComments: true, dollarQuotes: true, escapeStrings: true, foldLower: true},
-	"sqlite":   {brackets: true, backticks: true, caseInsensitive: true},
+	"sqlite":   {brackets: true, backticks: true, caseInsensitive: true, inTable: true},
 }
 
 // reading is one way the server may read backslashes in quoted text: MySQL
