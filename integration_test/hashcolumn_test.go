@@ -90,6 +90,39 @@ func TestHashColumnsCompareExactly(t *testing.T) {
 	})
 }
 
+// hcVarcharNocase's hash column is case-insensitive after a type with
+// parentheses; hcNocaseAfterBackup's comes after a column whose name ends
+// with its own.
+type hcVarcharNocase struct {
+	ID    int64  `shardid:"hash:Email"`
+	Email string `gorm:"type:varchar(255) COLLATE NOCASE"`
+}
+
+type hcNocaseAfterBackup struct {
+	ID          int64 `shardid:"hash:Email"`
+	BackupEmail string
+	Email       string `gorm:"type:text COLLATE NOCASE"`
+}
+
+// TestSQLiteHashColumnCollationIsReadWhole: SQLite's collation of a hash
+// column is read from its whole definition, past a type's parentheses, and
+// from its own definition, not one whose name ends with it: both columns
+// are refused, as a plain text COLLATE NOCASE is.
+func TestSQLiteHashColumnCollationIsReadWhole(t *testing.T) {
+	b := backends[0]
+	if b.name != "sqlite" {
+		t.Fatalf("backends[0] is %s", b.name)
+	}
+	r := newRouting(t, b)
+	for _, model := range []any{&hcVarcharNocase{}, &hcNocaseAfterBackup{}} {
+		must(t, r.plugin.Migrator(r.db).DropTable(model))
+		err := r.plugin.AutoMigrate(r.db, model)
+		if !errors.Is(err, shardid.ErrInvalidTag) || !strings.Contains(err.Error(), ".email has collation NOCASE") {
+			t.Errorf("AutoMigrate(%T): %v; want ErrInvalidTag naming the column's NOCASE", model, err)
+		}
+	}
+}
+
 // hcTyped's hash column has an exact type the model gives, shorter than an
 // index prefix of TEXT.
 type hcTyped struct {

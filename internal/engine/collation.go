@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"regexp"
 	"strings"
 
 	"gorm.io/gorm"
@@ -47,7 +46,7 @@ WHERE a.attrelid = to_regclass($1) AND a.attname = $2 AND d.datname = current_da
 		if err != nil {
 			return shardrouter.TextComparison{}, err
 		}
-		return sqliteComparison(sqliteCollation(ddl, column)), nil
+		return sqliteComparison(shardrouter.SQLiteCollation(ddl, column)), nil
 	}
 	return shardrouter.TextComparison{Collation: dialect + " (unknown)"}, nil
 }
@@ -95,26 +94,4 @@ func sqliteComparison(collation string) shardrouter.TextComparison {
 		c.Equal, c.Order, c.TrimSpace = true, true, true
 	}
 	return c
-}
-
-// sqliteCollate finds a COLLATE in a column's definition.
-var sqliteCollate = regexp.MustCompile(`(?i)\bCOLLATE\s+["'\x60\[]?(\w+)`)
-
-// sqliteCollation is the collation of column in a CREATE TABLE statement:
-// BINARY unless its definition names another.
-func sqliteCollation(ddl, column string) string {
-	open, end := strings.Index(ddl, "("), strings.LastIndex(ddl, ")")
-	if open < 0 || end < open {
-		return "BINARY"
-	}
-	for _, definition := range shardrouter.SplitList(ddl[open+1 : end]) {
-		fields := strings.Fields(definition)
-		if len(fields) == 0 || !strings.EqualFold(strings.Trim(fields[0], "`\"[]'"), column) {
-			continue
-		}
-		if m := sqliteCollate.FindStringSubmatch(definition); m != nil {
-			return m[1]
-		}
-	}
-	return "BINARY"
 }

@@ -3,11 +3,12 @@ package shardmigrator
 import (
 	"fmt"
 	"reflect"
-	"regexp"
 	"strings"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/schema"
+
+	"github.com/shardid/shardid/shardrouter"
 )
 
 // A hash:Field key is hashed byte for byte, so its column must compare byte
@@ -116,9 +117,6 @@ func (m Migrator) checkHashColumns(db *gorm.DB, models []any, where string) erro
 	})
 }
 
-// sqliteCollate finds a COLLATE clause in a column's definition.
-var sqliteCollate = regexp.MustCompile(`(?i)\bcollate\s+"?(\w+)`)
-
 // inexactComparison says how the column compares otherwise than byte for
 // byte, or "" when it does not.
 func inexactComparison(db *gorm.DB, table, column string) (string, error) {
@@ -165,12 +163,8 @@ func inexactComparison(db *gorm.DB, table, column string) (string, error) {
 		if err := db.Raw("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", table).Row().Scan(&ddl); err != nil {
 			return "", err
 		}
-		definition := regexp.MustCompile("(?i)[`\"\\[]?" + regexp.QuoteMeta(column) + "[`\"\\]]?\\s+([^,)]*)").FindStringSubmatch(ddl)
-		if definition == nil {
-			return "", nil
-		}
-		if c := sqliteCollate.FindStringSubmatch(definition[1]); c != nil && !strings.EqualFold(c[1], "binary") {
-			return "has collation " + c[1], nil
+		if c := shardrouter.SQLiteCollation(ddl, column); !strings.EqualFold(c, "binary") {
+			return "has collation " + c, nil
 		}
 	}
 	return "", nil

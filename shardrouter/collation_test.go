@@ -1,0 +1,23 @@
+package shardrouter
+
+import "testing"
+
+// TestSQLiteCollationReadsTheColumnsOwnDefinition: the collation is read
+// past a type's parentheses, from the definition of the column named and no
+// other, quoted or not.
+func TestSQLiteCollationReadsTheColumnsOwnDefinition(t *testing.T) {
+	for _, c := range []struct{ ddl, column, want string }{
+		{"CREATE TABLE t (id integer, email varchar(255) COLLATE NOCASE)", "email", "NOCASE"},
+		{"CREATE TABLE t (`id` integer, `backup_email` text, `email` text COLLATE NOCASE)", "email", "NOCASE"},
+		{"CREATE TABLE t (`id` integer, `backup_email` text, `email` text COLLATE NOCASE)", "backup_email", "BINARY"},
+		{`CREATE TABLE t ("email" varchar(50) COLLATE "NOCASE", n decimal(10,2))`, "email", "NOCASE"},
+		{"CREATE TABLE t (email text, CONSTRAINT u UNIQUE (email COLLATE NOCASE))", "email", "BINARY"},
+		{"CREATE TABLE t (email text COLLATE RTRIM)", "Email", "RTRIM"},
+		{"CREATE TABLE t (email text)", "email", "BINARY"},
+		{"not a table", "email", "BINARY"},
+	} {
+		if got := SQLiteCollation(c.ddl, c.column); got != c.want {
+			t.Errorf("SQLiteCollation(%q, %q) = %q, want %q", c.ddl, c.column, got, c.want)
+		}
+	}
+}
