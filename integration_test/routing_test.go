@@ -479,11 +479,28 @@ func TestRoutingRefusesAcrossDatabases(t *testing.T) {
 				return err
 			}(),
 			"a clause and a condition that disagree": r.db.Clauses(shardid.ByID(x.ID)).First(&author{}, y.ID).Error,
+			"a clause and a new row's preset ID":     r.db.Clauses(shardid.ByID(x.ID)).Create(&author{ID: y.ID + 2}).Error,
+			"a clause and a new row's colocate":      r.db.Clauses(shardid.ByID(x.ID)).Create(&book{AuthorID: y.ID, Title: "elsewhere"}).Error,
 		} {
 			if !errors.Is(err, shardid.ErrCrossShard) {
 				t.Errorf("%s: got %v, want ErrCrossShard", form, err)
 			}
 		}
+		if got := r.where(t, &author{}, y.ID+2); len(got) != 0 {
+			t.Errorf("a refused Create wrote its author on %v", got)
+		}
+		var strays int64
+		for _, d := range r.direct {
+			var n int64
+			must(t, d.Model(&book{}).Where("title = ?", "elsewhere").Count(&n).Error)
+			strays += n
+		}
+		if strays != 0 {
+			t.Errorf("a refused Create wrote %d books", strays)
+		}
+		beside := book{AuthorID: x.ID, Title: "beside"}
+		must(t, r.db.Clauses(shardid.ByID(x.ID)).Create(&beside).Error) // the clause's own database
+		r.mustBeOnItsShard(t, &book{}, int64(beside.ID))
 		var found []author
 		for form, err := range map[string]error{
 			"ByID(0)":                       r.db.Clauses(shardid.ByID(0)).Find(&found).Error,

@@ -68,9 +68,32 @@ func (e *Engine) assignIDs(db *gorm.DB) {
 		state.filled = filled
 	}
 	returnStoredKey(stmt, m)
-	if e.routed() {
+	if e.routed() && db.AddError(e.createWithinClause(stmt, m, &settings, rows)) == nil {
 		e.routeCreate(db, m, rows)
 	}
+}
+
+// createWithinClause refuses a Create under a one-shard clause whose rows,
+// placed by their colocate or hash rule or a preset ID, belong on another
+// database than the clause names, as a condition outside the clause is.
+func (e *Engine) createWithinClause(stmt *gorm.Statement, m *model, settings *settingsReading, rows []reflect.Value) error {
+	if !settings.hinted || settings.hint.kind == hintAll {
+		return nil
+	}
+	named, err := e.hintShard(settings.hint)
+	if err != nil {
+		return err
+	}
+	shardMap := e.mapOf(stmt)
+	for _, row := range rows {
+		shard, zero, err := e.fieldShard(m.pk().field.ReflectValueOf(stmt.Context, row))
+		if err != nil || zero || shardMap.Physical(shard) == shardMap.Physical(named) {
+			continue
+		}
+		return fmt.Errorf("%w: %s: a row belongs on %s (logical shard %d), and the statement's shard clause names %s (logical shard %d)",
+			ErrCrossShard, m.schema.Name, e.physical[shardMap.Physical(shard)].name, shard, e.physical[shardMap.Physical(named)].name, named)
+	}
+	return nil
 }
 
 // returnStoredKey makes an upsert that may update read back the key of the
