@@ -120,11 +120,15 @@ func TestAggregatesMergeAsOneDatabase(t *testing.T) {
 			return func(db *gorm.DB, into any) error { return db.Select(sel).Scan(into).Error }
 		}
 		a.same(t, "count(*) into a number", scan("count(*)"), number)
+		a.same(t, "count(1) into a number", scan("count(1)"), number)
 		a.same(t, "sum of an integer into a number", scan("sum(units)"), number)
 		a.same(t, "count, sum, min, max, avg of an integer", scan("count(*) AS n, sum(units) AS s, min(units) AS lo, max(units) AS hi, avg(units) AS mean"), rowMaps)
 		a.same(t, "aggregates of a nullable integer", scan("count(rating) AS n, sum(rating) AS s, avg(rating) AS mean, min(rating) AS lo"), rowMaps)
 		a.same(t, "aggregates named by the database", scan("count(*), max(units)"), rowMaps)
 		a.same(t, "min and max of a time", scan("min(at) AS first, max(at) AS last"), rowMaps)
+		a.same(t, "GROUP BY with count(1)", func(db *gorm.DB, into any) error {
+			return db.Select("account, count(1) AS n").Group("account").Order("account").Find(into).Error
+		}, rowMaps)
 		a.same(t, "GROUP BY with ORDER BY the group", func(db *gorm.DB, into any) error {
 			return db.Select("account, count(*) AS n, sum(units) AS total, avg(units) AS mean").Group("account").Order("account").Find(into).Error
 		}, rowMaps)

@@ -37,6 +37,9 @@ func TestPlanAggregation(t *testing.T) {
 	}{
 		"aggregates without groups: one row": {q: AggregationQuery{Select: []string{"count(*)", "sum(likes) AS s", "min(views)", "max(taken)"}},
 			parts: "count(*), sum(likes) AS s, min(views), max(taken)"},
+		"count of a literal counts every row, as count(*)": {q: AggregationQuery{Select: []string{"owner", "count(1) AS n"}, GroupBy: []string{"owner"}, OrderBy: []string{"count(1) desc"}},
+			parts: "`owner`, count(1) AS n", keys: []int{0}, order: "1 desc"},
+		"count of DISTINCT a literal": {q: AggregationQuery{Select: []string{"count(distinct 1)"}}, refused: "1 is not a column"},
 		"avg is summed and counted per part": {q: AggregationQuery{Select: []string{"avg(likes) AS mean"}},
 			parts: "avg(likes) AS mean, SUM(`likes`), COUNT(`likes`)"},
 		"GROUP BY the selected column": {q: AggregationQuery{Select: []string{"owner", "count(*) AS n"}, GroupBy: []string{"owner"}},

@@ -40,12 +40,22 @@ func parseOperand(text, table string) (operand, bool) {
 	} else if !aggregates[o.fn] || o.distinct && (o.fn != "count" || column == "*") || strings.Count(m[0], "(") != strings.Count(m[0], ")") {
 		return operand{}, false
 	}
+	if o.fn == "count" && !o.distinct && isIntegerLiteral(column) {
+		column = "*" // count(1): every row, as count(*)
+	}
 	name, ok := itemColumn(column, table)
 	if !ok {
 		return operand{}, false
 	}
 	o.arg = name
 	return o, true
+}
+
+// isIntegerLiteral reports whether text is an unsigned integer, which is
+// never NULL.
+func isIntegerLiteral(text string) bool {
+	text = strings.TrimSpace(text)
+	return text != "" && strings.Trim(text, "0123456789") == ""
 }
 
 // itemColumn reads `col`, `t.col` or `*`, quoted or not, of table or none.
