@@ -677,8 +677,31 @@ func TestRoutingFanOutMerges(t *testing.T) {
 			t.Fatalf("Limit(-1): %d rows", len(page))
 		}
 		var n int64
-		if err := all.Model(&author{}).Order("id").Limit(3).Pluck("id", &plucked).Error; !errors.Is(err, shardid.ErrCrossShard) {
-			t.Errorf("Pluck with an ordered limit: got %v, want ErrCrossShard", err)
+		plucked = nil // Pluck of the column it is ordered by: its values are merged
+		must(t, all.Model(&author{}).Order("id desc").Limit(3).Pluck("id", &plucked).Error)
+		if !slices.Equal(plucked, []int64{ids[29], ids[28], ids[27]}) {
+			t.Errorf("Pluck with an ordered limit: %v, want the last three ids descending", plucked)
+		}
+		// Rows without their key, ordered by another column: ties come in
+		// the parts' order.
+		var owners []int64
+		for _, id := range ids[:8] {
+			must(t, r.db.Create(&[]book{{AuthorID: id, Title: "a"}, {AuthorID: id, Title: "b"}}).Error)
+			owners = append(owners, id, id)
+		}
+		slices.Reverse(owners)
+		var books []book
+		must(t, all.Select("author_id", "title").Order("author_id desc").Limit(5).Find(&books).Error)
+		var got []int64
+		for _, bk := range books {
+			got = append(got, bk.AuthorID)
+		}
+		if !slices.Equal(got, owners[:5]) {
+			t.Errorf("books without their key, ordered by author: %v, want %v", got, owners[:5])
+		}
+		var names []string
+		if err := all.Model(&author{}).Order("id").Limit(3).Pluck("name", &names).Error; !errors.Is(err, shardid.ErrCrossShard) {
+			t.Errorf("Pluck of another column than the order's: got %v, want ErrCrossShard", err)
 		}
 		// Text compares by its collation: ordered in Go only where it
 		// compares bytes (SQLite's BINARY), grouped also where equal strings

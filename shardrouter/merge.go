@@ -308,15 +308,35 @@ func orderOf(q Query, rowType reflect.Type) (*Order, string) {
 		}
 	}
 	if o.TieKey && !selected(q, key) {
-		return nil, refuse("%s: the key breaks ties and is not selected", key.DBName).Error()
+		o.TieKey = false // ties come in the parts' order, one a database may give them in too
 	}
 	if rowType.Kind() == reflect.Pointer {
 		rowType = rowType.Elem()
 	}
-	if rowType != q.Schema.ModelType && !(rowType.Kind() == reflect.Map && rowType.Key().Kind() == reflect.String) {
-		return nil, refuse("into rows of %s (query into the model or maps)", rowType).Error()
+	rows := rowType == q.Schema.ModelType || rowType.Kind() == reflect.Map && rowType.Key().Kind() == reflect.String
+	if !rows && !plucksOrderColumn(q, o) {
+		return nil, refuse("into rows of %s (query into the model or maps, or Pluck the column it orders by)", rowType).Error()
 	}
 	return o, ""
+}
+
+// plucksOrderColumn reports whether q selects one column, by which alone it
+// is ordered: a Pluck, whose values are what the merge compares.
+func plucksOrderColumn(q Query, o *Order) bool {
+	sel, ok := q.Clauses["SELECT"].Expression.(clause.Select)
+	if !ok || len(sel.Columns) != 1 || len(q.Selects) > 1 || o.TieKey {
+		return false
+	}
+	m := selectItem.FindStringSubmatch(sel.Columns[0].Name)
+	if !plainColumn.MatchString(sel.Columns[0].Name) || m == nil {
+		return false
+	}
+	for _, c := range o.Columns {
+		if !strings.EqualFold(m[1], c.Field.DBName) && m[1] != c.Field.Name {
+			return false
+		}
+	}
+	return true
 }
 
 // selectItem reads the column (or alias) a plain select item gives.

@@ -34,6 +34,13 @@ func orderBy(columns ...clause.OrderByColumn) map[string]clause.Clause {
 	return map[string]clause.Clause{"ORDER BY": {Expression: clause.OrderBy{Columns: columns}}}
 }
 
+// plucked is the clauses of a Pluck of column, ordered by order.
+func plucked(column string, order clause.OrderByColumn) map[string]clause.Clause {
+	c := orderBy(order)
+	c["SELECT"] = clause.Clause{Expression: clause.Select{Columns: []clause.Column{{Name: column}}}}
+	return c
+}
+
 func byName(name string, desc bool) clause.OrderByColumn {
 	return clause.OrderByColumn{Column: clause.Column{Name: name, Raw: true}, Desc: desc}
 }
@@ -73,16 +80,21 @@ func TestPlanMerge(t *testing.T) {
 		"ORDER BY a nullable column, NULLs where the dialect puts them": {q: Query{Dest: rows, Clauses: orderBy(byName("views", false))}, order: "views +key"},
 		"ORDER BY text, by a collation read when it runs":               {q: Query{Dest: rows, Clauses: orderBy(byName("caption desc, likes", false))}, order: "caption (text) desc, likes +key"},
 		"ORDER BY an exact decimal held in a string":                    {q: Query{Dest: rows, Clauses: orderBy(byName("price", false))}, refused: "price: the merge orders"},
-		"ORDER BY bytes":                                         {q: Query{Dest: rows, Clauses: orderBy(byName("blob", false))}, refused: "blob: the merge orders"},
-		"ORDER BY an expression":                                 {q: Query{Dest: rows, Clauses: orderBy(byName("likes * 2", false))}, refused: `ORDER BY "likes * 2"`},
-		"ORDER BY another table's column":                        {q: Query{Dest: rows, Clauses: orderBy(byName("users.id", false))}, refused: "users.id: a column of another table"},
-		"ORDER BY a column not selected":                         {q: Query{Dest: rows, Selects: []string{"id"}, Clauses: orderBy(byName("likes", false))}, refused: "likes: the column is not selected"},
-		"ORDER BY into rows of another type":                     {q: Query{Dest: reflect.TypeOf([]struct{ ID int64 }{}), Clauses: orderBy(byName("id", false))}, refused: "into rows of"},
-		"DISTINCT rows with the key: one database after another": {q: Query{Dest: rows, Distinct: true}},
-		"DISTINCT values":                                        {q: Query{Dest: rows, Distinct: true, Selects: []string{"likes"}}, grouped: true},
-		"GROUP BY without columns":                               {q: Query{Dest: rows, Clauses: map[string]clause.Clause{"GROUP BY": {}}}, refused: "HAVING without GROUP BY"},
-		"an aggregate in the select list":                        {q: Query{Dest: rows, Selects: []string{"max(likes)"}}, grouped: true},
-		"a function the merge does not know":                     {q: Query{Dest: rows, Selects: []string{"lower(caption)"}}, refused: `the select item "lower(caption)"`},
+		"ORDER BY bytes":                                                    {q: Query{Dest: rows, Clauses: orderBy(byName("blob", false))}, refused: "blob: the merge orders"},
+		"ORDER BY an expression":                                            {q: Query{Dest: rows, Clauses: orderBy(byName("likes * 2", false))}, refused: `ORDER BY "likes * 2"`},
+		"ORDER BY another table's column":                                   {q: Query{Dest: rows, Clauses: orderBy(byName("users.id", false))}, refused: "users.id: a column of another table"},
+		"ORDER BY a column not selected":                                    {q: Query{Dest: rows, Selects: []string{"id"}, Clauses: orderBy(byName("likes", false))}, refused: "likes: the column is not selected"},
+		"ORDER BY into rows of another type":                                {q: Query{Dest: reflect.TypeOf([]struct{ ID int64 }{}), Clauses: orderBy(byName("id", false))}, refused: "into rows of"},
+		"ORDER BY a column, the key not selected: ties in the parts' order": {q: Query{Dest: rows, Selects: []string{"likes, views"}, Clauses: orderBy(byName("likes", false))}, order: "likes"},
+		"Pluck of the column it is ordered by":                              {q: Query{Dest: reflect.TypeOf([]int{}), Clauses: plucked("likes", byName("likes desc", false))}, order: "likes desc"},
+		"Pluck of the key, ordered by it":                                   {q: Query{Dest: reflect.TypeOf([]int64{}), Clauses: plucked("id", byName("id", false))}, order: "id"},
+		"Pluck of another column than it is ordered by":                     {q: Query{Dest: reflect.TypeOf([]string{}), Clauses: plucked("caption", byName("likes", false))}, refused: "likes: the column is not selected"},
+		"Pluck of a column ordered by it and another":                       {q: Query{Dest: reflect.TypeOf([]int{}), Selects: []string{"likes", "views"}, Clauses: plucked("likes", byName("likes", false))}, refused: "into rows of int"},
+		"DISTINCT rows with the key: one database after another":            {q: Query{Dest: rows, Distinct: true}},
+		"DISTINCT values":                                                   {q: Query{Dest: rows, Distinct: true, Selects: []string{"likes"}}, grouped: true},
+		"GROUP BY without columns":                                          {q: Query{Dest: rows, Clauses: map[string]clause.Clause{"GROUP BY": {}}}, refused: "HAVING without GROUP BY"},
+		"an aggregate in the select list":                                   {q: Query{Dest: rows, Selects: []string{"max(likes)"}}, grouped: true},
+		"a function the merge does not know":                                {q: Query{Dest: rows, Selects: []string{"lower(caption)"}}, refused: `the select item "lower(caption)"`},
 		"a subquery in a condition's SQL": {q: Query{Dest: rows, Clauses: map[string]clause.Clause{"WHERE": {Expression: clause.Where{Exprs: []clause.Expression{
 			clause.Expr{SQL: "id IN (SELECT photo_id FROM likes)"}}}}}}, refused: "a subquery in a condition's SQL"},
 		"a table expression":                  {q: Query{Dest: rows, TableExpr: &clause.Expr{SQL: "(SELECT * FROM photos) p"}}, refused: "a table expression"},

@@ -174,18 +174,20 @@ func (order mergeOrder) compareRows(a, b []orderValue, columns []shardrouter.Ord
 	return 0
 }
 
-// orderValueAt reads a row's value of column f (a struct of the model, or a
-// map by column name) as the merge compares it.
+// orderValueAt reads a row's value of column f (a struct of the model, a
+// map by column name, or a Pluck's value of f) as the merge compares it.
 func orderValueAt(stmt *gorm.Statement, o *shardrouter.Order, row reflect.Value, f *schema.Field) (orderValue, error) {
-	row = reflect.Indirect(row)
 	var v reflect.Value
-	if row.Kind() == reflect.Map {
-		if v = row.MapIndex(reflect.ValueOf(f.DBName)); !v.IsValid() {
+	switch base := reflect.Indirect(row); {
+	case base.Kind() != reflect.Struct && base.Kind() != reflect.Map:
+		v = row // a Pluck's value of the column it is ordered by, maybe a nil pointer
+	case base.Kind() == reflect.Map:
+		if v = base.MapIndex(reflect.ValueOf(f.DBName)); !v.IsValid() {
 			return orderValue{}, fmt.Errorf("%w: %s: rows merged by %s must select it", ErrCrossShard, stmt.Schema.Name, f.DBName)
 		}
 		v = reflect.ValueOf(v.Interface()) // the map's element is an interface
-	} else {
-		v = f.ReflectValueOf(stmt.Context, row)
+	default:
+		v = f.ReflectValueOf(stmt.Context, base)
 	}
 	value, err := orderValueOf(v, f == o.Key && isUUIDType(f.FieldType))
 	if err != nil {
