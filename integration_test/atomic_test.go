@@ -110,13 +110,7 @@ func TestFanOutUpdateIsAtomic(t *testing.T) {
 		if err == nil {
 			t.Fatal("an update giving two rows of one database one unique value succeeded")
 		}
-		var changed int64
-		for _, d := range r.direct {
-			var n int64
-			must(t, d.Model(&entry{}).Where("ref = ?", "same").Count(&n).Error)
-			changed += n
-		}
-		if changed != 0 {
+		if changed := r.count(t, &entry{}, "ref = ?", "same"); changed != 0 {
 			t.Fatalf("the failed update changed %d rows", changed)
 		}
 		must(t, r.db.Model(&entry{}).Where("id IN ?", ids).Update("ref", gorm.Expr("CONCAT(ref, 'x')")).Error)

@@ -62,12 +62,18 @@ func (r *routing) onEvery(t *testing.T) []author {
 	return all
 }
 
-func (r *routing) count(t *testing.T, model any) int64 {
+// count is how many rows of model, matching where (a condition and its
+// values) if given, the physical databases hold together.
+func (r *routing) count(t *testing.T, model any, where ...any) int64 {
 	t.Helper()
 	var total int64
 	for _, d := range r.direct {
+		q := d.Model(model)
+		if len(where) > 0 {
+			q = q.Where(where[0], where[1:]...)
+		}
 		var n int64
-		must(t, d.Model(model).Count(&n).Error)
+		must(t, q.Count(&n).Error)
 		total += n
 	}
 	return total

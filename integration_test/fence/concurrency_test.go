@@ -45,10 +45,7 @@ func TestFreezeWaitsForWritersInFlight(t *testing.T) {
 	ctx := context.Background()
 	for _, dialect := range serverDialects {
 		t.Run(dialect, func(t *testing.T) {
-			fx := newFixture(t, dialect)
-			if err := fx.f.Open(ctx, fx.db, moveRange, "pg-c"); err != nil {
-				t.Fatal(err)
-			}
+			fx := openFixture(t, dialect)
 			tx, err := fx.db.BeginTx(ctx, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -84,10 +81,7 @@ func TestRepeatableReadWriterCannotWriteAfterFreeze(t *testing.T) {
 	ctx := context.Background()
 	for _, dialect := range serverDialects {
 		t.Run(dialect, func(t *testing.T) {
-			fx := newFixture(t, dialect)
-			if err := fx.f.Open(ctx, fx.db, moveRange, "pg-c"); err != nil {
-				t.Fatal(err)
-			}
+			fx := openFixture(t, dialect)
 			tx, err := fx.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead})
 			if err != nil {
 				t.Fatal(err)

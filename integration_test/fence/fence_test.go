@@ -116,6 +116,16 @@ func newFixture(t *testing.T, dialect string) *fixture {
 	return fx
 }
 
+// openFixture is a fixture with moveRange fenced towards "pg-c".
+func openFixture(t *testing.T, dialect string) *fixture {
+	t.Helper()
+	fx := newFixture(t, dialect)
+	if err := fx.f.Open(context.Background(), fx.db, moveRange, "pg-c"); err != nil {
+		t.Fatal(err)
+	}
+	return fx
+}
+
 // intID is a random ID of logical shard shard.
 func intID(shard int) int64 {
 	return rand.Int64N(1<<layout.TimeBits)<<(layout.ShardBits+layout.SequenceBits) | int64(shard)<<layout.SequenceBits | rand.Int64N(1<<layout.SequenceBits)
@@ -308,10 +318,7 @@ func TestForgetDeletesTheSeqsGivenOnly(t *testing.T) {
 	ctx := context.Background()
 	for _, dialect := range dialects {
 		t.Run(dialect, func(t *testing.T) {
-			fx := newFixture(t, dialect)
-			if err := fx.f.Open(ctx, fx.db, moveRange, "pg-c"); err != nil {
-				t.Fatal(err)
-			}
+			fx := openFixture(t, dialect)
 			tx, err := fx.db.Begin()
 			if err != nil {
 				t.Fatal(err)
@@ -450,10 +457,7 @@ func TestUninstallRemovesTheTriggers(t *testing.T) {
 	ctx := context.Background()
 	for _, dialect := range dialects {
 		t.Run(dialect, func(t *testing.T) {
-			fx := newFixture(t, dialect)
-			if err := fx.f.Open(ctx, fx.db, moveRange, "pg-c"); err != nil {
-				t.Fatal(err)
-			}
+			fx := openFixture(t, dialect)
 			if err := fx.f.Freeze(ctx, fx.db, moveRange); err != nil {
 				t.Fatal(err)
 			}

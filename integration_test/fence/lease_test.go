@@ -38,10 +38,7 @@ func TestFreezeForLapsesUnlessRenewedOrSealed(t *testing.T) {
 	ctx := context.Background()
 	for _, dialect := range dialects {
 		t.Run(dialect, func(t *testing.T) {
-			fx := newFixture(t, dialect)
-			if err := fx.f.Open(ctx, fx.db, moveRange, "pg-c"); err != nil {
-				t.Fatal(err)
-			}
+			fx := openFixture(t, dialect)
 			before := len(fx.changes(t))
 
 			// Not renewed: the triggers take writes again once the lease passed, and log them.
