@@ -239,6 +239,27 @@ func TestTransferAcrossShards(t *testing.T) {
 	})
 }
 
+// TestCloseFinishesCreateInBatches: the plugin closed right after a
+// CreateInBatches over several databases returned first commits its
+// prepared branches: the rows are there, and no branch is left prepared.
+func TestCloseFinishesCreateInBatches(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		fresh(t, r.db, &entry{})
+		authors := r.onEvery(t)
+		var rows []entry
+		for i := range 10 {
+			rows = append(rows, entry{AuthorID: authors[i%len(authors)].ID, Ref: fmt.Sprint("c", i)})
+		}
+		must(t, r.db.CreateInBatches(&rows, 3).Error)
+		must(t, r.plugin.Close())
+		if n := r.count(t, &entry{}); n != int64(len(rows)) {
+			t.Fatalf("after Close, the databases hold %d of the %d rows CreateInBatches wrote", n, len(rows))
+		}
+		r.noPrepared(t)
+	})
+}
+
 // TestCreateInBatchesIsAtomic: CreateInBatches of rows over several
 // databases in several batches (GORM wraps them in a transaction on the
 // plugin's database) writes all of them or, when a later batch fails, none;

@@ -397,6 +397,10 @@ func ownConfig(c *gorm.Config) *gorm.Config {
 func (e *Engine) Close() error {
 	e.closed.Store(true)
 	e.stopRecovery()
+	// Writes whose transaction has ended commit their branches before the
+	// pools close; left prepared, they would hold their rows' locks until
+	// another process's recovery.
+	e.awaitEndedAnchors(context.Background())
 	if e.endLifetime != nil {
 		e.endLifetime()
 	}
