@@ -354,6 +354,22 @@ func TestFanOutReturning(t *testing.T) {
 				t.Fatalf("the refused delete removed row %d", id)
 			}
 		}
+
+		// RETURNING some columns into an empty slice: GORM appends the
+		// rows, as for every column.
+		columns := clause.Returning{Columns: []clause.Column{{Name: "id"}, {Name: "name"}}}
+		if b.name != "mariadb" {
+			var renamed []diary
+			must(t, r.db.Model(&renamed).Clauses(columns).Where("id IN ?", rest).Update("name", "some columns").Error)
+			if got := idsOf(renamed); !slices.Equal(got, want(rest)) || renamed[0].Name != "some columns" {
+				t.Fatalf("UPDATE ... RETURNING id, name over several databases returned %v, want %v", renamed, want(rest))
+			}
+		}
+		var gone []diary
+		must(t, r.db.Clauses(columns).Where("id IN ?", rest).Delete(&gone).Error)
+		if got := idsOf(gone); !slices.Equal(got, want(rest)) || gone[0].Name == "" {
+			t.Fatalf("DELETE ... RETURNING id, name over several databases returned %v, want %v", gone, want(rest))
+		}
 	})
 }
 

@@ -179,6 +179,9 @@ func (e *Engine) fanOutWrite(db *gorm.DB, kind statementKind, m *model, plan sha
 	stmt := db.Statement
 	rows := writeRows(stmt, kind)
 	returning, replaced := returningOf(stmt)
+	if returning && rows.slice != nil && rows.value().Len() == 0 {
+		replaced = true // GORM appends what RETURNING gives to an empty slice, whatever its columns
+	}
 	if returning && rows.slice == nil {
 		db.AddError(fmt.Errorf("%w: %s: RETURNING rows from %d physical databases need a slice to go in", ErrCrossShard, m.schema.Name, len(physicals)))
 		return
