@@ -373,6 +373,36 @@ func TestFanOutReturning(t *testing.T) {
 	})
 }
 
+// TestFanOutWriteWithLimitIsRefused: MySQL sends an update's or delete's
+// LIMIT (GORM builds it there only), which each database would apply to its
+// own rows: over several databases such a write is refused, and writes
+// nothing. Where GORM does not send it, the write runs as without the plugin.
+func TestFanOutWriteWithLimitIsRefused(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		r.diaries(t, 20)
+		all := r.db.Clauses(shardid.AllShards()).Session(&gorm.Session{})
+		update := all.Model(&diary{}).Where("name <> ?", "limited").Order("id").Limit(3).Update("name", "limited")
+		deleted := all.Where("name <> ?", "limited").Order("id").Limit(3).Delete(&diary{})
+		if b.name != "mariadb" {
+			must(t, update.Error)
+			must(t, deleted.Error)
+			return
+		}
+		for what, err := range map[string]error{"update": update.Error, "delete": deleted.Error} {
+			if !errors.Is(err, shardid.ErrCrossShard) {
+				t.Errorf("%s with LIMIT over several databases: %v, want ErrCrossShard", what, err)
+			}
+		}
+		if n := r.count(t, &diary{}, "name = ?", "limited"); n != 0 {
+			t.Errorf("the refused update wrote %d rows", n)
+		}
+		if n := r.count(t, &diary{}); n != 20 {
+			t.Errorf("after the refused delete, %d rows of 20", n)
+		}
+	})
+}
+
 // TestFanOutMergeAllowlist: what a query over several databases may merge is
 // an allowlist: plain columns, counts, the five aggregates, GROUP BY and
 // HAVING, DISTINCT, the model's own columns in ORDER BY (text by a

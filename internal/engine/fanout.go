@@ -177,6 +177,10 @@ func (e *Engine) partError(k int, err error) error {
 // gives back reach the caller's slice from every part.
 func (e *Engine) fanOutWrite(db *gorm.DB, kind statementKind, m *model, plan shardrouter.Parts, physicals []int) {
 	stmt := db.Statement
+	if limit, ok := writeLimit(stmt); ok {
+		db.AddError(fmt.Errorf("%w: %s: a write with LIMIT %d over %d physical databases: each would write its own %d rows; give it one shard, or leave LIMIT out", ErrCrossShard, m.schema.Name, limit, len(physicals), limit))
+		return
+	}
 	rows := writeRows(stmt, kind)
 	returning, replaced := returningOf(stmt)
 	if returning && rows.slice != nil && rows.value().Len() == 0 {
@@ -438,6 +442,16 @@ func (r rowSlice) give(stmt *gorm.Statement, rows any) {
 	default:
 		stmt.Dest = rows
 	}
+}
+
+// writeLimit returns the LIMIT an update or delete is sent with (MySQL's
+// UPDATE ... LIMIT), if any.
+func writeLimit(stmt *gorm.Statement) (int, bool) {
+	l, ok := stmt.Clauses["LIMIT"].Expression.(clause.Limit)
+	if !ok || l.Limit == nil || *l.Limit < 0 || !slices.Contains(stmt.BuildClauses, "LIMIT") {
+		return 0, false
+	}
+	return *l.Limit, true
 }
 
 // returningOf reports whether the write returns rows (a RETURNING clause the
