@@ -240,6 +240,44 @@ func TestTextMergesAsItsCollationCompares(t *testing.T) {
 	})
 }
 
+type docRow struct {
+	ID  int64  `shardid:""`
+	G   int64  `gorm:"not null"`
+	Doc string `gorm:"not null"` // PostgreSQL: jsonb
+	Tag string `gorm:"not null"` // PostgreSQL: an enum
+}
+
+// TestPostgresValuesEqualOtherwiseThanTheirTextAreNotMerged: jsonb's
+// {"a": 1} and {"a": 1.0} are one value, two texts: grouped or counted
+// distinct over several databases, such a column is refused, where one
+// database finds one group. An enum's labels are equal as their text is:
+// its groups merge.
+func TestPostgresValuesEqualOtherwiseThanTheirTextAreNotMerged(t *testing.T) {
+	b := backends[2]
+	if b.name != "postgres" {
+		t.Fatalf("backends[2] is %s", b.name)
+	}
+	requireDSN(t, postgresDSNVar)
+	alter := func(db *gorm.DB) {
+		must(t, db.Exec("ALTER TABLE doc_rows ALTER COLUMN doc TYPE jsonb USING doc::jsonb").Error)
+		must(t, db.Exec("DO $$ BEGIN CREATE TYPE doc_tag AS ENUM ('zeta', 'alpha'); EXCEPTION WHEN duplicate_object THEN NULL; END $$").Error)
+		must(t, db.Exec("ALTER TABLE doc_rows ALTER COLUMN tag TYPE doc_tag USING tag::doc_tag").Error)
+	}
+	rows := []docRow{{G: 1, Doc: `{"a": 1}`, Tag: "zeta"}, {G: 1, Doc: `{"a": 1.0}`, Tag: "alpha"}, {G: 2, Doc: `{"a": 1}`, Tag: "zeta"}}
+	tw := newTwin(t, b, &docRow{}, alter, rows, []int{0, 1, 2})
+	var groups int64
+	must(t, tw.one.Model(&docRow{}).Group("doc").Count(&groups).Error)
+	if groups != 1 {
+		t.Fatalf("one database finds %d groups of doc, want 1: the texts are not one jsonb value", groups)
+	}
+	tw.refused(t, "GROUP BY jsonb", func(db *gorm.DB, into any) *gorm.DB { return db.Select("doc, count(*) AS n").Group("doc").Find(into) }, rowMaps)
+	tw.refused(t, "Count of the groups of a jsonb", func(db *gorm.DB, into any) *gorm.DB { return db.Group("doc").Count(into.(*int64)) }, number)
+	tw.refused(t, "COUNT(DISTINCT jsonb)", func(db *gorm.DB, into any) *gorm.DB { return db.Select("count(distinct doc)").Find(into) }, number)
+	tw.same(t, "GROUP BY an enum", func(db *gorm.DB, into any) *gorm.DB {
+		return db.Select("tag, count(*) AS n").Group("tag").Order("n").Find(into)
+	}, rowMaps)
+}
+
 type measureRow struct {
 	ID    int64    `shardid:""`
 	G     int64    `gorm:"not null"`

@@ -28,14 +28,23 @@ func textComparison(ctx context.Context, pool gorm.ConnPool, dialect, table, col
 		}
 		return mysqlComparison(*collation, deref(charset), dataType), nil
 	case shardrouter.Postgres:
-		var name string
-		var deterministic, bytewise, blankPadded bool
+		var name, typeName string
+		var deterministic, bytewise, blankPadded, collatable, enum bool
 		err := pool.QueryRowContext(ctx, `SELECT COALESCE(CASE WHEN c.collname = 'default' THEN 'default (' || d.datcollate || ')' ELSE c.collname END, ''), COALESCE(c.collisdeterministic, true),
-	COALESCE(c.collname IN ('C', 'POSIX', 'ucs_basic') OR c.collname = 'default' AND d.datcollate IN ('C', 'POSIX'), false), a.atttypid = 'bpchar'::regtype
-FROM pg_attribute a LEFT JOIN pg_collation c ON c.oid = a.attcollation, pg_database d
-WHERE a.attrelid = to_regclass($1) AND a.attname = $2 AND d.datname = current_database()`, table, column).Scan(&name, &deterministic, &bytewise, &blankPadded)
+	COALESCE(c.collname IN ('C', 'POSIX', 'ucs_basic') OR c.collname = 'default' AND d.datcollate IN ('C', 'POSIX'), false), a.atttypid = 'bpchar'::regtype,
+	a.attcollation <> 0, format_type(a.atttypid, NULL), t.typtype = 'e'
+FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid LEFT JOIN pg_collation c ON c.oid = a.attcollation, pg_database d
+WHERE a.attrelid = to_regclass($1) AND a.attname = $2 AND d.datname = current_database()`, table, column).Scan(&name, &deterministic, &bytewise, &blankPadded, &collatable, &typeName, &enum)
 		if err != nil {
 			return shardrouter.TextComparison{}, err
+		}
+		if enum {
+			// Equal when their labels are; ordered by the labels' positions.
+			return shardrouter.TextComparison{Collation: "none (enum " + typeName + ", ordered by its labels' positions)", Equal: true}, nil
+		}
+		if !collatable && typeName != "uuid" && typeName != "bytea" {
+			// Sent as text, compared as its type: jsonb's {"a": 1} equals {"a": 1.0}, an interval's 1 day 24 hours.
+			return shardrouter.TextComparison{Collation: "none: a " + typeName + " compares as its type, not as its text"}, nil
 		}
 		// A deterministic collation calls strings equal only when their
 		// bytes are; char(n) drops trailing spaces before comparing.
