@@ -51,7 +51,10 @@ func TestLooseKey(t *testing.T) {
 		{"aeroe", "Æröe", "ÆRÖE"},
 		{"lodz", "Łódź"},
 		{"istanbul", "İstanbul", "ıstanbul"},
-		{" lead", " lead  "}, // trailing spaces only
+		{" lead", " lead  "},           // trailing spaces only
+		{"u2😀@x", "u2😁@x", "u2🀄@x"},    // _general_ci weighs every supplementary character alike
+		{"あい1", "アイ1", "ｱｲ1"},          // _unicode_ci: katakana and hiragana differ past the primary strength
+		{"ab", "a\u00adb", "a\u200bb"}, // ignorable: a soft hyphen, a zero-width space
 	} {
 		for _, k := range same[1:] {
 			if LooseKey(k) != LooseKey(same[0]) {

@@ -18,6 +18,8 @@ func HashKey(key any) (uint64, error) { return engine.HashKey(key) }
 // LooseKey returns the string a hash key tagged collation:loose is hashed as,
 // so that keys its column finds equal share a shard: the key's compatibility
 // decomposition without accents, case-folded, with æ, œ, ø, ł, đ, ħ, ŧ and ı
-// spelled as Unicode collation compares them, without trailing spaces.
+// spelled as Unicode collation compares them, every character beyond the
+// Basic Multilingual Plane as one, katakana as hiragana, without the
+// characters collation ignores and without trailing spaces.
 // ByKey(LooseKey(k)) names the shard of such a key.
 func LooseKey(key string) string { return engine.LooseKey(key) }

@@ -24,6 +24,10 @@ import (
 // collation algorithm treats as a base letter with a mark, or as two
 // letters, fold to those.
 
+// Beyond them, the key is coarser than a collation in three ways it found
+// wanting: supplementary characters fold to one, katakana to hiragana, and
+// characters the collation algorithm ignores are dropped.
+
 // looseLetters are the letters compatibility decomposition keeps whole that
 // the collation algorithm compares as other letters at primary strength.
 var looseLetters = map[rune]string{'æ': "ae", 'œ': "oe", 'ø': "o", 'ł': "l", 'đ': "d", 'ħ': "h", 'ŧ': "t", 'ı': "i"}
@@ -48,9 +52,16 @@ func LooseKey(s string) string {
 	}
 	var b strings.Builder
 	for _, r := range folded {
-		if spelled, ok := looseLetters[r]; ok {
+		switch spelled, ok := looseLetters[r]; {
+		case ok:
 			b.WriteString(spelled)
-		} else {
+		case r > 0xFFFF:
+			b.WriteRune(unicode.ReplacementChar) // _general_ci weighs every supplementary character as U+FFFD
+		case r >= 0x30A1 && r <= 0x30F6 || r == 0x30FD || r == 0x30FE:
+			b.WriteRune(r - 0x60) // katakana as hiragana: they differ past the primary strength _unicode_ci compares at
+		case unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r) || unicode.Is(unicode.Cf, r):
+			// ignorable at every strength of the collation algorithm: a soft hyphen, a zero-width space
+		default:
 			b.WriteRune(r)
 		}
 	}
