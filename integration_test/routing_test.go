@@ -511,6 +511,31 @@ func TestRoutingRefusesAcrossDatabases(t *testing.T) {
 	})
 }
 
+// TestContradictoryConditionsFindNothing: conditions naming rows of two
+// databases, which no row satisfies at once, find nothing and change
+// nothing, as on one database (First into a row holding another ID among
+// them), rather than being refused.
+func TestContradictoryConditionsFindNothing(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		_, x, y := r.spreadAuthors(t, func() author { return author{Name: "before"} })
+		held := author{ID: x.ID}
+		if err := r.db.First(&held, y.ID).Error; !errors.Is(err, gorm.ErrRecordNotFound) {
+			t.Errorf("First into a row of one database by the ID of another: %v, want gorm.ErrRecordNotFound", err)
+		}
+		var found []author
+		must(t, r.db.Where("id = ?", x.ID).Where("id = ?", y.ID).Find(&found).Error)
+		if len(found) != 0 {
+			t.Errorf("two IDs of two databases found %v", found)
+		}
+		update := r.db.Model(&author{ID: x.ID}).Where("id = ?", y.ID).Update("name", "after")
+		must(t, update.Error)
+		if update.RowsAffected != 0 || r.count(t, &author{}, "name = ?", "after") != 0 {
+			t.Errorf("an update by two IDs of two databases changed %d rows", update.RowsAffected)
+		}
+	})
+}
+
 // TestRoutingWithADatabaseDown: a physical database that cannot be reached
 // fails the statements that need it, naming it, and no other; a batch over
 // it and a database that is up writes on neither.

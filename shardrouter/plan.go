@@ -49,9 +49,6 @@ const (
 	Routed Refusal = iota
 	// OutsideClause: the conditions name rows outside the shard the clause names.
 	OutsideClause
-	// Disjoint: the conditions name rows on different databases that no row
-	// can satisfy at once.
-	Disjoint
 	// NoShard: nothing names the statement's shard.
 	NoShard
 )
@@ -68,8 +65,8 @@ type Route struct {
 // PlanRoute returns the physical databases of m that can hold the rows a
 // statement names: the intersection of what its shard clause, each of its
 // conditions on a key column, and its rows say. Conditions that match no row
-// (IN (), only NULLs) leave one database that serves a range to answer "no
-// rows". Nothing naming a shard, it is refused with NoShard, unless m has one
+// (IN (), only NULLs, or two that name rows of two databases) leave one
+// database that serves a range to answer "no rows". Nothing naming a shard, it is refused with NoShard, unless m has one
 // database.
 func PlanRoute(s Statement, m *Map) Route {
 	named, found, none := m.Serving(), false, false
@@ -105,13 +102,13 @@ func PlanRoute(s Statement, m *Map) Route {
 	switch {
 	case found && !s.Clause.Empty() && !named.SubsetOf(s.Clause):
 		return Route{Refusal: OutsideClause}
-	case found && named.Empty():
-		return Route{Refusal: Disjoint}
-	case found:
+	case found && !named.Empty():
 		return Route{Databases: named}
+	case found && !s.Clause.Empty(): // conditions on rows of two databases, which no row satisfies at once
+		return Route{Databases: Only(s.Clause.First())}
 	case !s.Clause.Empty():
 		return Route{Databases: s.Clause.copied()} // a copy: what the caller gave stays its own, on its stack
-	case none, m.Len() == 1:
+	case found, none, m.Len() == 1:
 		return Route{Databases: Only(max(m.Serving().First(), 0))} // any database serving a range answers "no rows"
 	}
 	return Route{Refusal: NoShard}

@@ -559,8 +559,6 @@ func (e *Engine) routeOf(db *gorm.DB, m *model, kind statementKind, settings *se
 	switch route.Refusal {
 	case shardrouter.OutsideClause:
 		return route.Databases, fmt.Errorf("%w: %s: the statement's conditions name rows outside the shard its clause names", ErrCrossShard, m.schema.Name)
-	case shardrouter.Disjoint:
-		return route.Databases, fmt.Errorf("%w: %s: the statement's conditions name rows on different physical databases that no row can satisfy at once", ErrCrossShard, m.schema.Name)
 	case shardrouter.NoShard:
 		return route.Databases, e.noShard(m)
 	}
