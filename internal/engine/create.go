@@ -214,7 +214,6 @@ func structRows(m *model, rv reflect.Value, rows []reflect.Value) ([]reflect.Val
 // into the rows once every field's are made, so a failure leaves them zero
 // (a field colocated on another tagged field needs that one in place first).
 func (e *Engine) fill(ctx context.Context, db *gorm.DB, m *model, settings *settingsReading, rows []reflect.Value, filled []filledID) ([]filledID, error) {
-	now := time.Now()
 	type fieldIDs struct {
 		field *idField
 		ids   []int64 // for the rows whose field is zero, in their order
@@ -247,7 +246,7 @@ func (e *Engine) fill(ctx context.Context, db *gorm.DB, m *model, settings *sett
 		shards := make([]int, 0, len(rows))
 		for _, row := range rows {
 			value := f.field.ReflectValueOf(ctx, row)
-			zero, err := e.checkPreset(value, now)
+			zero, err := e.checkPreset(value)
 			if err != nil {
 				return nil, &FieldError{Model: m.schema.Name, Field: f.field.Name, Err: ErrInvalidID, Detail: fmt.Sprintf("preset value: %v", err)}
 			}
@@ -296,7 +295,7 @@ func (e *Engine) fill(ctx context.Context, db *gorm.DB, m *model, settings *sett
 // checkPreset reports whether an ID field is unset, and refuses a set value
 // the plugin cannot have made: an int64 that is not positive or is timed too
 // far ahead, text that is not a UUID.
-func (e *Engine) checkPreset(v reflect.Value, now time.Time) (zero bool, err error) {
+func (e *Engine) checkPreset(v reflect.Value) (zero bool, err error) {
 	if isUUIDType(v.Type()) {
 		if v.IsZero() {
 			return true, nil
@@ -306,7 +305,7 @@ func (e *Engine) checkPreset(v reflect.Value, now time.Time) (zero bool, err err
 	}
 	id, err := readID(v)
 	if err == nil && id != 0 {
-		err = e.layout.Check(id, now)
+		err = e.layout.Check(id, time.Now()) // read only for a preset ID: most rows have none
 	}
 	return id == 0 && err == nil, err
 }
