@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"testing"
@@ -134,6 +135,10 @@ func TestSubqueriesRouted(t *testing.T) {
 		_, x, y := r.spreadAuthors(t, func() author { return author{Name: "a", Books: []book{{Title: "t"}, {Title: "u"}}} })
 		must(t, r.db.Create(&setting{Value: "t"}).Error)
 		booksOf := func(id int64) *gorm.DB { return r.db.Model(&book{}).Select("id").Where("author_id = ?", id) }
+		namesOf := func(id int64) *gorm.DB { return r.db.Model(&author{}).Select("name").Where("id = ?", id) }
+		withAuthors := func() *gorm.DB {
+			return r.db.Joins("JOIN authors ON authors.id = books.author_id").Where("books.author_id = ?", x.ID)
+		}
 
 		// Same database: it runs, and finds what one database would.
 		var books []book
@@ -166,6 +171,11 @@ func TestSubqueriesRouted(t *testing.T) {
 			"a subquery over all databases":                r.db.Where("author_id = ?", x.ID).Where("id IN (?)", r.db.Model(&book{}).Select("id").Clauses(shardid.AllShards())).Find(&books),
 			"a subquery in a fan-out":                      r.db.Clauses(shardid.AllShards()).Where("id IN (?)", r.db.Model(&author{}).Select("id").Where("id = ?", x.ID)).Find(&found),
 			"a delete with a subquery":                     r.db.Where("author_id = ?", x.ID).Where("id IN (?)", booksOf(y.ID)).Delete(&book{}),
+			// Of a table the statement's colocated join covers, so that only the subquery's routing can refuse them.
+			"a subquery by sql.Named":        withAuthors().Where("authors.name IN (@s)", sql.Named("s", namesOf(y.ID))).Find(&books),
+			"a subquery by a map of names":   withAuthors().Where("authors.name IN (@s)", map[string]any{"s": namesOf(y.ID)}).Find(&books),
+			"a subquery in a slice of them":  withAuthors().Where("authors.name IN (?)", []*gorm.DB{namesOf(y.ID)}).Find(&books),
+			"a subquery a GormValue returns": withAuthors().Where("authors.name IN ?", subqueryValue{namesOf(y.ID)}).Find(&books),
 		} {
 			if !errors.Is(tx.Error, shardid.ErrCrossShard) {
 				t.Errorf("%s: got %v, want ErrCrossShard", form, tx.Error)
@@ -193,4 +203,11 @@ func TestSubqueriesRouted(t *testing.T) {
 			t.Fatalf("DryRun over two databases: %q %v", sql, stmt.Vars)
 		}
 	})
+}
+
+// subqueryValue is a value whose GormValue is a subquery.
+type subqueryValue struct{ sub *gorm.DB }
+
+func (v subqueryValue) GormValue(context.Context, *gorm.DB) clause.Expr {
+	return clause.Expr{SQL: "(?)", Vars: []any{v.sub}}
 }

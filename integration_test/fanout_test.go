@@ -411,7 +411,7 @@ func TestFanOutWriteWithLimitIsRefused(t *testing.T) {
 func TestFanOutMergeAllowlist(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		r := newRouting(t, b)
-		r.diaries(t, 20)
+		diaries := r.diaries(t, 20)
 		all := r.db.Clauses(shardid.AllShards()).Session(&gorm.Session{})
 		var rows []diary
 		var maps []map[string]any
@@ -434,14 +434,28 @@ func TestFanOutMergeAllowlist(t *testing.T) {
 			"an order by clause.Expr":              all.Order(clause.OrderBy{Expression: clause.Expr{SQL: "rank * ?", Vars: []any{2}}}).Find(&rows),
 			"a subquery in a condition":            all.Where("id IN (SELECT max(id) FROM diaries)").Find(&rows),
 			"a derived table":                      all.Table("(SELECT * FROM diaries) AS diaries").Find(&rows),
-			"an ordered Pluck of the key":          all.Model(&diary{}).Order("id").Limit(3).Pluck("id", &ranks),
 			"an order on what is not selected":     all.Select("id, name").Order("rank").Limit(3).Find(&rows),
 			"an order on what is omitted":          all.Omit("rank").Order("rank").Limit(3).Find(&rows),
-			"ties without the key selected":        all.Select("rank").Order("rank").Limit(3).Find(&rows),
 		} {
 			if !errors.Is(tx.Error, shardid.ErrCrossShard) {
 				t.Errorf("%s: got %v, want ErrCrossShard", form, tx.Error)
 			}
+		}
+		// Merged: a Pluck of the column it orders by, and ties without the
+		// key, in the parts' order.
+		var ids []int64
+		for _, d := range diaries {
+			ids = append(ids, d.ID)
+		}
+		slices.Sort(ids)
+		must(t, all.Model(&diary{}).Order("id").Limit(3).Pluck("id", &ranks).Error)
+		if !slices.Equal(ranks, ids[:3]) {
+			t.Errorf("an ordered Pluck of the key: %v, want %v", ranks, ids[:3])
+		}
+		rows = nil
+		must(t, all.Select("rank").Order("rank desc").Limit(4).Find(&rows).Error)
+		if got := len(rows); got != 4 || rows[0].Rank != 6 || rows[1].Rank != 6 || rows[2].Rank != 5 || rows[3].Rank != 5 {
+			t.Errorf("ties without the key selected: %+v, want ranks 6, 6, 5, 5", rows)
 		}
 		// Text orders by the column's collation: MariaDB's and PostgreSQL's
 		// defaults do not compare bytes, SQLite's BINARY does.

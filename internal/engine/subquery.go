@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"database/sql"
 	"fmt"
 	"strings"
 
@@ -105,6 +106,7 @@ type clauseReading struct {
 // allocate.
 func readClauses(stmt *gorm.Statement) clauseReading {
 	var r clauseReading
+	db := stmt.DB
 	for name, c := range stmt.Clauses {
 		switch e := c.Expression.(type) {
 		case clause.Where:
@@ -114,108 +116,114 @@ func readClauses(stmt *gorm.Statement) clauseReading {
 		case clause.GroupBy:
 			r.having = e.Having // GORM keeps HAVING under GROUP BY
 		}
-		r.subqueries = subqueriesIn(c.Expression, r.subqueries)
-		r.subqueries = subqueriesIn(c.BeforeExpression, r.subqueries)
-		r.subqueries = subqueriesIn(c.AfterNameExpression, r.subqueries)
-		r.subqueries = subqueriesIn(c.AfterExpression, r.subqueries)
+		r.subqueries = subqueriesIn(db, c.Expression, r.subqueries)
+		r.subqueries = subqueriesIn(db, c.BeforeExpression, r.subqueries)
+		r.subqueries = subqueriesIn(db, c.AfterNameExpression, r.subqueries)
+		r.subqueries = subqueriesIn(db, c.AfterExpression, r.subqueries)
 	}
 	if stmt.TableExpr != nil {
-		r.subqueries = subqueriesIn(stmt.TableExpr, r.subqueries)
+		r.subqueries = subqueriesIn(db, stmt.TableExpr, r.subqueries)
 	}
 	for _, join := range stmt.Joins {
 		if strings.ContainsAny(join.Name, " (?") { // raw SQL: its arguments are values
 			for _, v := range join.Conds {
-				r.subqueries = subqueriesIn(v, r.subqueries)
+				r.subqueries = subqueriesIn(db, v, r.subqueries)
 			}
 		} else if join.On != nil { // a relation: a *gorm.DB argument gives its ON conditions
-			r.subqueries = subqueriesIn(join.On, r.subqueries)
+			r.subqueries = subqueriesIn(db, join.On, r.subqueries)
 		}
 	}
 	if values, ok := stmt.Dest.(map[string]any); ok {
-		r.subqueries = subqueriesIn(values, r.subqueries)
+		r.subqueries = subqueriesIn(db, values, r.subqueries)
 	}
 	return r
 }
 
 // subqueriesIn appends the subqueries in an expression or value to found.
-func subqueriesIn(v any, found []*gorm.DB) []*gorm.DB {
+func subqueriesIn(db *gorm.DB, v any, found []*gorm.DB) []*gorm.DB {
 	switch e := v.(type) {
 	case nil:
 	case *gorm.DB:
 		found = append(found, e)
 	case clause.Where:
-		found = subqueriesInList(e.Exprs, found)
+		found = subqueriesInList(db, e.Exprs, found)
 	case *clause.Where:
 		if e != nil {
-			found = subqueriesInList(e.Exprs, found)
+			found = subqueriesInList(db, e.Exprs, found)
 		}
 	case clause.AndConditions:
-		found = subqueriesInList(e.Exprs, found)
+		found = subqueriesInList(db, e.Exprs, found)
 	case clause.OrConditions:
-		found = subqueriesInList(e.Exprs, found)
+		found = subqueriesInList(db, e.Exprs, found)
 	case clause.NotConditions:
-		found = subqueriesInList(e.Exprs, found)
+		found = subqueriesInList(db, e.Exprs, found)
 	case clause.Expr:
-		found = subqueriesInValues(e.Vars, found)
+		found = subqueriesInValues(db, e.Vars, found)
 	case *clause.Expr:
 		if e != nil {
-			found = subqueriesInValues(e.Vars, found)
+			found = subqueriesInValues(db, e.Vars, found)
 		}
 	case clause.NamedExpr:
-		found = subqueriesInValues(e.Vars, found)
+		found = subqueriesInValues(db, e.Vars, found)
 	case clause.Eq:
-		found = subqueriesIn(e.Value, found)
+		found = subqueriesIn(db, e.Value, found)
 	case clause.Neq:
-		found = subqueriesIn(e.Value, found)
+		found = subqueriesIn(db, e.Value, found)
 	case clause.Gt:
-		found = subqueriesIn(e.Value, found)
+		found = subqueriesIn(db, e.Value, found)
 	case clause.Gte:
-		found = subqueriesIn(e.Value, found)
+		found = subqueriesIn(db, e.Value, found)
 	case clause.Lt:
-		found = subqueriesIn(e.Value, found)
+		found = subqueriesIn(db, e.Value, found)
 	case clause.Lte:
-		found = subqueriesIn(e.Value, found)
+		found = subqueriesIn(db, e.Value, found)
 	case clause.Like:
-		found = subqueriesIn(e.Value, found)
+		found = subqueriesIn(db, e.Value, found)
 	case clause.IN:
-		found = subqueriesInValues(e.Values, found)
+		found = subqueriesInValues(db, e.Values, found)
 	case clause.Select:
-		found = subqueriesIn(e.Expression, found)
+		found = subqueriesIn(db, e.Expression, found)
 	case clause.From:
 		for _, join := range e.Joins {
-			found = subqueriesIn(join, found)
+			found = subqueriesIn(db, join, found)
 		}
 	case clause.Join:
-		found = subqueriesIn(e.Expression, found)
-		found = subqueriesInList(e.ON.Exprs, found)
+		found = subqueriesIn(db, e.Expression, found)
+		found = subqueriesInList(db, e.ON.Exprs, found)
 	case clause.GroupBy:
-		found = subqueriesInList(e.Having, found)
+		found = subqueriesInList(db, e.Having, found)
 	case clause.OrderBy:
-		found = subqueriesIn(e.Expression, found)
+		found = subqueriesIn(db, e.Expression, found)
 	case clause.Set:
 		for _, a := range e {
-			found = subqueriesIn(a.Value, found)
+			found = subqueriesIn(db, a.Value, found)
 		}
 	case []any:
-		found = subqueriesInValues(e, found)
+		found = subqueriesInValues(db, e, found)
 	case map[string]any:
 		for _, value := range e {
-			found = subqueriesIn(value, found)
+			found = subqueriesIn(db, value, found)
 		}
+	case sql.NamedArg: // Where("x IN (@s)", sql.Named("s", sub))
+		found = subqueriesIn(db, e.Value, found)
+	case []*gorm.DB:
+		found = append(found, e...)
+	case gorm.Valuer: // GORM builds what it returns: a subquery may be among its values
+		found = subqueriesIn(db, e.GormValue(db.Statement.Context, db), found)
 	}
 	return found
 }
 
-func subqueriesInList(exprs []clause.Expression, found []*gorm.DB) []*gorm.DB {
+func subqueriesInList(db *gorm.DB, exprs []clause.Expression, found []*gorm.DB) []*gorm.DB {
 	for _, e := range exprs {
-		found = subqueriesIn(e, found)
+		found = subqueriesIn(db, e, found)
 	}
 	return found
 }
 
-func subqueriesInValues(values []any, found []*gorm.DB) []*gorm.DB {
+func subqueriesInValues(db *gorm.DB, values []any, found []*gorm.DB) []*gorm.DB {
 	for _, v := range values {
-		found = subqueriesIn(v, found)
+		found = subqueriesIn(db, v, found)
 	}
 	return found
 }
