@@ -123,6 +123,35 @@ func TestSQLiteHashColumnCollationIsReadWhole(t *testing.T) {
 	}
 }
 
+// qualifiedOwner and qualifiedPart name their tables with SQLite's schema.
+type (
+	qualifiedOwner struct {
+		ID int64 `shardid:""`
+	}
+	qualifiedPart struct {
+		ID               int64 `shardid:"colocate:QualifiedOwnerID"`
+		QualifiedOwnerID int64
+	}
+)
+
+func (qualifiedOwner) TableName() string { return "main.qualified_owners" }
+func (qualifiedPart) TableName() string  { return "main.qualified_parts" }
+
+// TestRoutingIndexOfATableNamedWithItsSchema: the routing index of a
+// colocate column is named as GORM names indexes, without the schema's dot,
+// so a table whose name carries its schema migrates.
+func TestRoutingIndexOfATableNamedWithItsSchema(t *testing.T) {
+	b := backends[0]
+	if b.name != "sqlite" {
+		t.Fatalf("backends[0] is %s", b.name)
+	}
+	r := newRouting(t, b)
+	must(t, r.plugin.AutoMigrate(r.db, &qualifiedOwner{}, &qualifiedPart{}))
+	if !r.plugin.Migrator(r.db).HasIndex(&qualifiedPart{}, "idx_shardid_main_qualified_parts_qualified_owner_id") {
+		t.Fatal("no routing index on main.qualified_parts.qualified_owner_id")
+	}
+}
+
 // hcTyped's hash column has an exact type the model gives, shorter than an
 // index prefix of TEXT.
 type hcTyped struct {

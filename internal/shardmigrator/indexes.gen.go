@@ -31,7 +31,7 @@ func (m Migrator) indexPlacingColumns(db *gorm.DB, models []any) error {
 		if column == nil || leadsAnIndex(stmt.Schema, column) {
 			continue
 		}
-		name := fmt.Sprintf("idx_shardid_%s_%s", stmt.Schema.Table, column.DBName)
+		name := fmt.Sprintf("idx_shardid_%s_%s", strings.ReplaceAll(stmt.Schema.Table, ".", "_"), column.DBName) // as GORM names its indexes: no dot of a schema
 		if mig.HasIndex(value, name) {
 			continue
 		}
@@ -39,7 +39,11 @@ func (m Migrator) indexPlacingColumns(db *gorm.DB, models []any) error {
 		if db.Dialector.Name() == "mysql" && isTextType(mig.FullDataTypeOf(column).SQL) {
 			indexed = clause.Expr{SQL: "?(191)", Vars: []any{clause.Column{Name: column.DBName}}} // a TEXT column takes a prefix index
 		}
-		if err := db.Exec("CREATE INDEX ? ON ? (?)", clause.Column{Name: name}, clause.Table{Name: stmt.Schema.Table}, indexed).Error; err != nil {
+		index, table := clause.Table{Name: name}, clause.Table{Name: stmt.Schema.Table}
+		if schemaName, tableName, qualified := strings.Cut(stmt.Schema.Table, "."); qualified && db.Dialector.Name() == "sqlite" {
+			index, table = clause.Table{Name: schemaName + "." + name}, clause.Table{Name: tableName} // SQLite qualifies the index, not its table
+		}
+		if err := db.Exec("CREATE INDEX ? ON ? (?)", index, table, indexed).Error; err != nil {
 			return fmt.Errorf("indexing %s.%s: %w", stmt.Schema.Table, column.DBName, err)
 		}
 	}
