@@ -137,10 +137,11 @@ type (
 func (qualifiedOwner) TableName() string { return "main.qualified_owners" }
 func (qualifiedPart) TableName() string  { return "main.qualified_parts" }
 
-// TestRoutingIndexOfATableNamedWithItsSchema: the routing index of a
-// colocate column is named as GORM names indexes, without the schema's dot,
-// so a table whose name carries its schema migrates.
-func TestRoutingIndexOfATableNamedWithItsSchema(t *testing.T) {
+// TestTableNamedWithItsSchema: the routing index of a colocate column is
+// named as GORM names indexes, without the schema's dot, so a table whose
+// name carries its schema migrates; and SQL naming the table with its
+// schema or without is routed as the model's.
+func TestTableNamedWithItsSchema(t *testing.T) {
 	b := backends[0]
 	if b.name != "sqlite" {
 		t.Fatalf("backends[0] is %s", b.name)
@@ -149,6 +150,26 @@ func TestRoutingIndexOfATableNamedWithItsSchema(t *testing.T) {
 	must(t, r.plugin.AutoMigrate(r.db, &qualifiedOwner{}, &qualifiedPart{}))
 	if !r.plugin.Migrator(r.db).HasIndex(&qualifiedPart{}, "idx_shardid_main_qualified_parts_qualified_owner_id") {
 		t.Fatal("no routing index on main.qualified_parts.qualified_owner_id")
+	}
+	// Its table is known by name, with the schema or without: raw SQL and
+	// Table() that name it without a shard are refused, not sent to the
+	// plugin's database.
+	owner := qualifiedOwner{}
+	must(t, r.db.Create(&owner).Error)
+	must(t, r.db.Create(&qualifiedPart{QualifiedOwnerID: owner.ID}).Error)
+	var back qualifiedOwner
+	must(t, r.db.First(&back, owner.ID).Error)
+	var ids []int64
+	for form, err := range map[string]error{
+		"raw SQL by the bare name":      r.db.Raw("SELECT id FROM qualified_owners").Scan(&ids).Error,
+		"raw SQL by the qualified name": r.db.Raw("SELECT id FROM main.qualified_owners").Scan(&ids).Error,
+		"Table() by the qualified name": r.db.Table("main.qualified_owners").Pluck("id", &ids).Error,
+		"Table() by the bare name":      r.db.Table("qualified_owners").Pluck("id", &ids).Error,
+		"Exec by the qualified name":    r.db.Exec("UPDATE main.qualified_owners SET id = 2").Error,
+	} {
+		if !errors.Is(err, shardid.ErrNoShard) {
+			t.Errorf("%s: %v (read %v); want ErrNoShard", form, err, ids)
+		}
 	}
 }
 

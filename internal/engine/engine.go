@@ -397,13 +397,18 @@ func (e *Engine) model(s *schema.Schema) (*model, error) {
 			neverAutoIncrement(m)
 			entry.model = m
 		}
-		if !m.sharded() {
-			e.unshardedTables.Store(strings.ToLower(s.Table), s.Name)
-		} else {
-			e.shardedTables.Store(strings.ToLower(s.Table), s.Name)
+		// By its name as written and without its schema, as SQL names it
+		// with any qualifier or none.
+		for _, table := range []string{strings.ToLower(s.Table), bareTable(s.Table)} {
+			if !m.sharded() {
+				e.unshardedTables.Store(table, s.Name)
+				continue
+			}
+			e.shardedTables.Store(table, s.Name)
 			for _, rel := range s.Relationships.Many2Many {
 				if rel.JoinTable != nil {
 					e.joinTables.Store(strings.ToLower(rel.JoinTable.Table), struct{}{})
+					e.joinTables.Store(bareTable(rel.JoinTable.Table), struct{}{})
 				}
 			}
 		}
@@ -425,3 +430,9 @@ func (e *Engine) SwapShardMap(m *shardrouter.Map) error { return e.router.Swap(m
 
 // Range is an inclusive range of logical shards.
 type Range = shardrouter.Range
+
+// bareTable is a table's name, lower case, without the schema or database
+// that qualifies it: SQL text may name it either way.
+func bareTable(table string) string {
+	return strings.ToLower(table[strings.LastIndexByte(table, '.')+1:])
+}

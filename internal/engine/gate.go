@@ -66,6 +66,7 @@ func (e *Engine) checkSent(stmt *gorm.Statement, sql string, k int, onShard bool
 	if stmt.Schema != nil {
 		own = stmt.Schema.Table
 	}
+	own = own[strings.LastIndexByte(own, '.')+1:] // as the SQL's tables are compared: by name
 	ownAgain := slices.ContainsFunc(scan.repeated, func(t shardrouter.Table) bool { return strings.EqualFold(t.Name, own) })
 	if onShard && !scan.unread && !ownAgain && !slices.ContainsFunc(scan.tables, func(t shardrouter.Table) bool { return !strings.EqualFold(t.Name, own) }) {
 		return nil // its own table alone, as most statements name
@@ -121,14 +122,14 @@ func (e *Engine) approvedTables(stmt *gorm.Statement) map[string]bool {
 	if stmt.Schema != nil {
 		for _, rel := range stmt.Schema.Relationships.Many2Many { // its own join tables, beside its rows
 			if rel.JoinTable != nil {
-				approved[strings.ToLower(rel.JoinTable.Table)] = true
+				approved[bareTable(rel.JoinTable.Table)] = true
 			}
 		}
 	}
 	for _, j := range stmt.Joins {
 		if path, ok := shardrouter.RelationPath(stmt.Schema, j.Name); ok {
 			for _, rel := range path {
-				approved[strings.ToLower(rel.FieldSchema.Table)] = true
+				approved[bareTable(rel.FieldSchema.Table)] = true
 			}
 			continue
 		}

@@ -322,7 +322,7 @@ func (e *Engine) statementModel(stmt *gorm.Statement) (*model, error) {
 func (e *Engine) shardedModelOf(table string) *model {
 	var found *model
 	e.models.Range(func(k, _ any) bool {
-		if m, err := e.model(k.(*schema.Schema)); err == nil && m != nil && m.sharded() && strings.EqualFold(m.schema.Table, table) {
+		if m, err := e.model(k.(*schema.Schema)); err == nil && m != nil && m.sharded() && (strings.EqualFold(m.schema.Table, table) || bareTable(m.schema.Table) == strings.ToLower(table)) {
 			found = m
 		}
 		return found == nil
