@@ -709,6 +709,18 @@ func TestRoutingFanOutMerges(t *testing.T) {
 			owners = append(owners, id, id)
 		}
 		slices.Reverse(owners)
+		// Counts over a join name the model's column with its table, as the
+		// parts must too.
+		joined := all.Model(&author{}).Joins("JOIN books ON books.author_id = authors.id").Session(&gorm.Session{})
+		for form, count := range map[string]func(*int64) error{
+			"Group(authors.id).Count":    func(n *int64) error { return joined.Group("authors.id").Count(n).Error },
+			"Distinct(authors.id).Count": func(n *int64) error { return joined.Distinct("authors.id").Count(n).Error },
+		} {
+			var n int64
+			if err := count(&n); err != nil || n != 8 {
+				t.Errorf("%s over a join: %d, %v; want the 8 authors with books", form, n, err)
+			}
+		}
 		var books []book
 		must(t, all.Select("author_id", "title").Order("author_id desc").Limit(5).Find(&books).Error)
 		var got []int64

@@ -122,7 +122,7 @@ func PlanAggregation(q AggregationQuery) (*Aggregation, string) {
 				return nil, "COUNT(DISTINCT …) beside other items or groups"
 			}
 			// The distinct values of the parts, merged: their number is the count.
-			a.Items[0] = Item{SQL: q.Quote(o.arg), Arg: o.arg}
+			a.Items[0] = Item{SQL: quoteColumn(q.Quote, q.Table, o.arg, o.qualified), Arg: o.arg}
 			a.Keys, a.Grouped, a.CountGroups = []int{0}, true, true
 			a.CountText, a.CountAlias = strings.TrimSpace(text), o.alias
 			a.Visible = 1
@@ -146,7 +146,7 @@ func PlanAggregation(q AggregationQuery) (*Aggregation, string) {
 		if !ok || name == "*" {
 			return nil, fmt.Sprintf("GROUP BY %q (the merge groups by columns of %s)", strings.TrimSpace(g), q.Table)
 		}
-		a.Keys = append(a.Keys, a.column(name, q.Quote))
+		a.Keys = append(a.Keys, a.column(name, quoteColumn(q.Quote, q.Table, name, isQualified(g))))
 	}
 	if len(q.GroupBy) > 0 {
 		for i, item := range a.Items[:a.Visible] {
@@ -199,13 +199,13 @@ func (a *Aggregation) groupedBy(name string) bool {
 }
 
 // column finds the item of column name, selecting it hidden if it is not.
-func (a *Aggregation) column(name string, quote func(string) string) int {
+func (a *Aggregation) column(name, sql string) int {
 	for i, item := range a.Items {
 		if item.Func == "" && strings.EqualFold(item.Arg, name) {
 			return i
 		}
 	}
-	a.Items = append(a.Items, Item{SQL: quote(name), Arg: name})
+	a.Items = append(a.Items, Item{SQL: sql, Arg: name})
 	return len(a.Items) - 1
 }
 
@@ -241,7 +241,7 @@ func (a *Aggregation) resolve(text string, q AggregationQuery, having bool) (int
 	}
 	if o.fn == "" {
 		if having && a.groupedBy(o.arg) {
-			return a.column(o.arg, q.Quote), ""
+			return a.column(o.arg, quoteColumn(q.Quote, q.Table, o.arg, o.qualified)), ""
 		}
 		for i, item := range a.Items[:a.Visible] {
 			if item.Alias != "" && strings.EqualFold(item.Alias, o.arg) {
@@ -252,7 +252,7 @@ func (a *Aggregation) resolve(text string, q AggregationQuery, having bool) (int
 			}
 		}
 		if a.groupedBy(o.arg) {
-			return a.column(o.arg, q.Quote), ""
+			return a.column(o.arg, quoteColumn(q.Quote, q.Table, o.arg, o.qualified)), ""
 		}
 		for i, item := range a.Items[:a.Visible] {
 			if item.Func == "" && strings.EqualFold(item.Arg, o.arg) {

@@ -9,7 +9,8 @@ import (
 	"gorm.io/gorm/clause"
 )
 
-func quoted(name string) string { return "`" + name + "`" }
+// quoted quotes as GORM's Statement.Quote does: each part of a dotted name.
+func quoted(name string) string { return "`" + strings.ReplaceAll(name, ".", "`.`") + "`" }
 
 func photoColumns(name string) (string, bool) {
 	for _, column := range []string{"id", "likes", "views", "taken", "caption", "owner", "UserID"} {
@@ -39,13 +40,15 @@ func TestPlanAggregation(t *testing.T) {
 			parts: "count(*), sum(likes) AS s, min(views), max(taken)"},
 		"count of a literal counts every row, as count(*)": {q: AggregationQuery{Select: []string{"owner", "count(1) AS n"}, GroupBy: []string{"owner"}, OrderBy: []string{"count(1) desc"}},
 			parts: "`owner`, count(1) AS n", keys: []int{0}, order: "1 desc"},
+		"COUNT(DISTINCT) of a qualified column: qualified as written": {q: AggregationQuery{Select: []string{"count(distinct photos.owner)"}},
+			parts: "`photos`.`owner`", keys: []int{0}},
 		"count of DISTINCT a literal": {q: AggregationQuery{Select: []string{"count(distinct 1)"}}, refused: "1 is not a column"},
 		"avg is summed and counted per part": {q: AggregationQuery{Select: []string{"avg(likes) AS mean"}},
 			parts: "avg(likes) AS mean, SUM(`likes`), COUNT(`likes`)"},
 		"GROUP BY the selected column": {q: AggregationQuery{Select: []string{"owner", "count(*) AS n"}, GroupBy: []string{"owner"}},
 			parts: "`owner`, count(*) AS n", keys: []int{0}},
 		"GROUP BY a column not selected: selected hidden": {q: AggregationQuery{Select: []string{"count(*) AS n"}, GroupBy: []string{"photos.owner"}},
-			parts: "count(*) AS n, `owner`", keys: []int{1}},
+			parts: "count(*) AS n, `photos`.`owner`", keys: []int{1}}, // qualified as written: a join may need it
 		"HAVING an alias and an aggregate not selected": {q: AggregationQuery{Select: []string{"owner", "count(*) AS n"}, GroupBy: []string{"owner"},
 			Having: gt("n > ? AND max(likes) <= 10", 2)},
 			parts: "`owner`, count(*) AS n, MAX(`likes`)", keys: []int{0}, having: "1 > 2, 2 <= 10"},

@@ -24,6 +24,7 @@ var selectItemForm = regexp.MustCompile("(?is)^\\s*(?:(\\w+)\\s*\\(\\s*(distinct
 type operand struct {
 	fn, arg, alias string
 	distinct       bool
+	qualified      bool // the column was written with its table's name
 }
 
 // parseOperand reads an item; ok is false for anything but a column or an
@@ -47,8 +48,23 @@ func parseOperand(text, table string) (operand, bool) {
 	if !ok {
 		return operand{}, false
 	}
-	o.arg = name
+	o.arg, o.qualified = name, isQualified(column)
 	return o, true
+}
+
+// isQualified reports whether a column is written with its table's name.
+func isQualified(column string) bool {
+	m := columnForm.FindStringSubmatch(column)
+	return m != nil && m[1] != ""
+}
+
+// quoteColumn quotes column of table as the query wrote it: with its
+// table's name when qualified, which a join may need to tell it apart.
+func quoteColumn(quote func(string) string, table, column string, qualified bool) string {
+	if qualified {
+		return quote(table + "." + column)
+	}
+	return quote(column)
 }
 
 // isIntegerLiteral reports whether text is an unsigned integer, which is
