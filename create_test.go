@@ -8,6 +8,7 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+	"gorm.io/gorm/logger"
 )
 
 type user struct {
@@ -374,5 +375,35 @@ func TestSegmentFirstBlockInsideASQLiteTransaction(t *testing.T) {
 	must(t, db.Create(&parent).Error)
 	if a, b := parent.Children[0].ID, parent.Children[1].ID; a <= 0 || b <= a {
 		t.Fatalf("children got IDs %d and %d", a, b)
+	}
+}
+
+// GORM leaves its transaction callbacks out under SkipDefaultTransaction:
+// the plugin's still run first, so writes are routed and hooks see the ID.
+func TestWritesRoutedWithoutTheDefaultTransaction(t *testing.T) {
+	db, p, direct, _ := routedOverNWith(t, 2, gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true}, Config{}, &hooked{}, &revUser{})
+	h := hooked{}
+	must(t, db.Create(&h).Error)
+	if h.SeenInHook == 0 || h.SeenInHook != h.ID {
+		t.Fatalf("BeforeCreate saw ID %d, the row got %d", h.SeenInHook, h.ID)
+	}
+	users := revOnBoth(t, db, p, func() *revUser { return &revUser{Name: "a"} }, func(u *revUser) int64 { return u.ID })
+	for _, u := range users {
+		must(t, db.Model(u).Update("name", "b").Error)
+		u.Name = "c"
+		must(t, db.Save(u).Error)
+	}
+	for k, u := range users {
+		var got revUser
+		must(t, direct[k].First(&got, u.ID).Error)
+		if got.Name != "c" {
+			t.Fatalf("database %d holds %+v, want name c", k, got)
+		}
+		must(t, db.Delete(u).Error)
+		var n int64
+		must(t, direct[k].Model(&revUser{}).Where("id = ?", u.ID).Count(&n).Error)
+		if n != 0 {
+			t.Fatalf("database %d keeps user %d after its delete", k, u.ID)
+		}
 	}
 }

@@ -100,12 +100,19 @@ func revRoutedN(t *testing.T, n int, models ...any) (*gorm.DB, *Plugin, []*gorm.
 // routedOverN spreads the logical shards over n SQLite databases, with cfg.
 func routedOverN(t *testing.T, n int, cfg Config, models ...any) (*gorm.DB, *Plugin, []*gorm.DB, []shardrouter.Physical) {
 	t.Helper()
+	return routedOverNWith(t, n, gorm.Config{Logger: logger.Discard}, cfg, models...)
+}
+
+// routedOverNWith is routedOverN with the plugin's database opened with
+// gormConfig.
+func routedOverNWith(t *testing.T, n int, gormConfig gorm.Config, cfg Config, models ...any) (*gorm.DB, *Plugin, []*gorm.DB, []shardrouter.Physical) {
+	t.Helper()
 	dir := t.TempDir()
 	dsn := func(name string) string {
 		return "file:" + filepath.Join(dir, name) + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
 	}
 	count := Layout{}.ShardCount()
-	db, err := gorm.Open(sqlite.Open(dsn("main.db")), &gorm.Config{Logger: logger.Discard})
+	db, err := gorm.Open(sqlite.Open(dsn("main.db")), &gormConfig)
 	must(t, err)
 	var list []Shard
 	var phys []shardrouter.Physical

@@ -12,13 +12,20 @@ import (
 // own transaction begins on the statement's physical database.
 func (e *Engine) registerCallbacks(db *gorm.DB) error {
 	cb := db.Callback()
+	// GORM leaves gorm:begin_transaction out when the config skips the
+	// default transaction, and a callback placed before a missing one would
+	// run last: the first callback of each chain then is its anchor.
+	createFirst, updateFirst, deleteFirst := "gorm:begin_transaction", "gorm:begin_transaction", "gorm:begin_transaction"
+	if db.Config.SkipDefaultTransaction {
+		createFirst, updateFirst, deleteFirst = "gorm:before_create", "gorm:setup_reflect_value", "gorm:before_delete"
+	}
 	type hook struct {
 		register func(name string, fn func(*gorm.DB)) error
 		name     string
 		fn       func(*gorm.DB)
 	}
 	list := []hook{
-		{cb.Create().Before("gorm:begin_transaction").Register, "shardid:assign_ids", e.assignIDs},
+		{cb.Create().Before(createFirst).Register, "shardid:assign_ids", e.assignIDs},
 		{cb.Create().After("gorm:begin_transaction").Before("gorm:before_create").Register, "shardid:remember_tx", e.rememberTransaction},
 		{cb.Create().After("gorm:save_before_associations").Before("gorm:create").Register, "shardid:check_keys", e.checkCreate},
 		{cb.Create().After("gorm:create").Before("gorm:save_after_associations").Register, "shardid:moved", e.retryMoved(kindCreate, "gorm:create")},
@@ -26,7 +33,7 @@ func (e *Engine) registerCallbacks(db *gorm.DB) error {
 		{cb.Create().After("shardid:gate").Before("gorm:create").Register, "shardid:planned", e.atGate(gatePlanned)},
 		{cb.Create().After("gorm:after_create").Before("gorm:commit_or_rollback_transaction").Register, "shardid:written", e.atGate(gateWritten)},
 		{cb.Create().After("gorm:commit_or_rollback_transaction").Register, "shardid:finish", e.finish(kindCreate)},
-		{cb.Update().Before("gorm:begin_transaction").Register, "shardid:route", e.route(kindUpdate)},
+		{cb.Update().Before(updateFirst).Register, "shardid:route", e.route(kindUpdate)},
 		{cb.Update().After("gorm:begin_transaction").Before("gorm:setup_reflect_value").Register, "shardid:remember_tx", e.rememberTransaction},
 		{cb.Update().After("gorm:save_before_associations").Before("gorm:update").Register, "shardid:check_keys", e.checkUpdate},
 		{cb.Update().After("gorm:update").Before("gorm:save_after_associations").Register, "shardid:moved", e.retryMoved(kindUpdate, "gorm:update")},
@@ -34,7 +41,7 @@ func (e *Engine) registerCallbacks(db *gorm.DB) error {
 		{cb.Update().After("shardid:gate").Before("gorm:update").Register, "shardid:planned", e.atGate(gatePlanned)},
 		{cb.Update().After("gorm:after_update").Before("gorm:commit_or_rollback_transaction").Register, "shardid:written", e.atGate(gateWritten)},
 		{cb.Update().After("gorm:commit_or_rollback_transaction").Register, "shardid:finish", e.finish(kindUpdate)},
-		{cb.Delete().Before("gorm:begin_transaction").Register, "shardid:route", e.route(kindDelete)},
+		{cb.Delete().Before(deleteFirst).Register, "shardid:route", e.route(kindDelete)},
 		{cb.Delete().After("gorm:begin_transaction").Before("gorm:before_delete").Register, "shardid:remember_tx", e.rememberTransaction},
 		{cb.Delete().After("gorm:delete").Before("gorm:after_delete").Register, "shardid:moved", e.retryMoved(kindDelete, "gorm:delete")},
 		{cb.Delete().After("gorm:delete_before_associations").Before("gorm:delete").Register, "shardid:gate", e.gate(kindDelete)},
