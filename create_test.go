@@ -407,3 +407,40 @@ func TestWritesRoutedWithoutTheDefaultTransaction(t *testing.T) {
 		}
 	}
 }
+
+type unshardedNote struct {
+	ID   uint
+	Text string
+}
+
+// A Create whose rows are not of the statement's model (Connection reuses
+// its statement, Model and all) is refused; IDs are written into no field.
+func TestCreateOfAnotherTypeThanTheModelIsRefused(t *testing.T) {
+	db, _, direct, _ := revRoutedN(t, 2, &revUser{}, &unshardedNote{})
+	for name, create := range map[string]func() error{
+		"Model":      func() error { return db.Model(&revUser{}).Create(&unshardedNote{Text: "a"}).Error },
+		"slice":      func() error { return db.Model(&revUser{}).Create(&[]unshardedNote{{Text: "a"}}).Error },
+		"Connection": func() error {
+			return db.Connection(func(tx *gorm.DB) error {
+				must(t, tx.Create(&revUser{Name: "u"}).Error)
+				return tx.Create(&unshardedNote{Text: "a"}).Error
+			})
+		},
+	} {
+		// Text, not errors.Is: in Connection GORM's rollback of a transaction it did not begin joins an error after it.
+		if err := create(); err == nil || !strings.Contains(err.Error(), ErrNoShard.Error()) || !strings.Contains(err.Error(), "unshardedNote") {
+			t.Errorf("%s: %v, want ErrNoShard naming the rows' type", name, err)
+		}
+	}
+	type sameFields revUser
+	must(t, db.Model(&revUser{}).Create(&sameFields{Name: "s"}).Error) // the model's fields, under another name
+	var n int64
+	for _, d := range direct {
+		var users int64
+		must(t, d.Model(&revUser{}).Where("name <> ?", "u").Count(&users).Error)
+		n += users
+	}
+	if n != 1 {
+		t.Fatalf("%d users other than u on the shards, want the one of the same fields", n)
+	}
+}

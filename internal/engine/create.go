@@ -191,12 +191,18 @@ func structRows(m *model, rv reflect.Value, rows []reflect.Value) ([]reflect.Val
 	rv = reflect.Indirect(rv)
 	switch rv.Kind() {
 	case reflect.Struct:
+		if err := m.ofModel(rv.Type()); err != nil {
+			return nil, err
+		}
 		return append(rows, rv), nil
 	case reflect.Slice, reflect.Array:
 		rows = slices.Grow(rows, rv.Len())
 		for i := range rv.Len() {
 			switch row := reflect.Indirect(rv.Index(i)); row.Kind() {
 			case reflect.Struct:
+				if err := m.ofModel(row.Type()); err != nil {
+					return nil, err
+				}
 				rows = append(rows, row)
 			case reflect.Map, reflect.Interface:
 				return nil, &FieldError{Model: m.schema.Name, Field: m.fields[0].field.Name, Err: ErrNoShard,
@@ -207,6 +213,16 @@ func structRows(m *model, rv reflect.Value, rows []reflect.Value) ([]reflect.Val
 	}
 	return nil, &FieldError{Model: m.schema.Name, Field: m.fields[0].field.Name, Err: ErrNoShard,
 		Detail: fmt.Sprintf("cannot assign IDs when creating from a %s; create from the struct or a slice of it", rv.Kind())}
+}
+
+// ofModel refuses rows of a type other than the model's (db.Model(&a{}).Create(&b{})):
+// the model's fields, and the IDs written into them, would not be theirs.
+func (m *model) ofModel(row reflect.Type) error {
+	if row == m.schema.ModelType || row.ConvertibleTo(m.schema.ModelType) {
+		return nil
+	}
+	return &FieldError{Model: m.schema.Name, Field: m.fields[0].field.Name, Err: ErrNoShard,
+		Detail: fmt.Sprintf("the rows created are %s, not the statement's model: create them without Model, or as the model", row)}
 }
 
 // fill validates the preset IDs of rows and gives the zero ones a new ID:
