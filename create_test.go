@@ -418,8 +418,8 @@ type unshardedNote struct {
 func TestCreateOfAnotherTypeThanTheModelIsRefused(t *testing.T) {
 	db, _, direct, _ := revRoutedN(t, 2, &revUser{}, &unshardedNote{})
 	for name, create := range map[string]func() error{
-		"Model":      func() error { return db.Model(&revUser{}).Create(&unshardedNote{Text: "a"}).Error },
-		"slice":      func() error { return db.Model(&revUser{}).Create(&[]unshardedNote{{Text: "a"}}).Error },
+		"Model": func() error { return db.Model(&revUser{}).Create(&unshardedNote{Text: "a"}).Error },
+		"slice": func() error { return db.Model(&revUser{}).Create(&[]unshardedNote{{Text: "a"}}).Error },
 		"Connection": func() error {
 			return db.Connection(func(tx *gorm.DB) error {
 				must(t, tx.Create(&revUser{Name: "u"}).Error)
