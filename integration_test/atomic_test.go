@@ -416,3 +416,31 @@ func TestReadsOverEveryShardInATransactionSeeItsWrites(t *testing.T) {
 		}))
 	})
 }
+
+// TestAcrossShardsCancelledBeforeCommitRollsBack: a transaction across
+// shards whose context is cancelled before its callback returns commits
+// nothing, as database/sql's transaction does, and says why.
+func TestAcrossShardsCancelledBeforeCommitRollsBack(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		fresh(t, r.db, &entry{})
+		authors := r.onEvery(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		err := r.db.WithContext(ctx).Clauses(shardid.AcrossShards()).Transaction(func(tx *gorm.DB) error {
+			for i, a := range authors[:2] {
+				if err := tx.Create(&entry{AuthorID: a.ID, Ref: fmt.Sprint("cancelled", i)}).Error; err != nil {
+					return err
+				}
+			}
+			cancel()
+			return nil
+		})
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("the transaction ended with %v, want context.Canceled", err)
+		}
+		if n := r.count(t, &entry{}); n != 0 {
+			t.Fatalf("%d rows of the cancelled transaction were committed", n)
+		}
+		r.noPrepared(t)
+	})
+}

@@ -98,8 +98,15 @@ func (g *globalTx) PrepareContext(ctx context.Context, query string) (*sql.Stmt,
 	return b.PrepareContext(ctx, query)
 }
 
-// Commit commits every branch in two phases.
-func (g *globalTx) Commit() error { return g.commit(g.context()) }
+// Commit commits every branch in two phases; once the context the
+// transaction began with is done, it rolls them back instead, as
+// database/sql's Commit does.
+func (g *globalTx) Commit() error {
+	if g.ctx != nil && g.ctx.Err() != nil {
+		return errors.Join(g.ctx.Err(), g.rollback(g.context()))
+	}
+	return g.commit(g.context())
+}
 
 // Rollback rolls every branch back.
 func (g *globalTx) Rollback() error { return g.rollback(g.context()) }
