@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -440,6 +441,29 @@ func TestAcrossShardsCancelledBeforeCommitRollsBack(t *testing.T) {
 		}
 		if n := r.count(t, &entry{}); n != 0 {
 			t.Fatalf("%d rows of the cancelled transaction were committed", n)
+		}
+		r.noPrepared(t)
+	})
+}
+
+// TestCreateAfterItsTransactionEndedFails: a Create of sharded rows in a
+// transaction on the plugin's database that has committed fails as that
+// transaction's statements do, and writes nothing.
+func TestCreateAfterItsTransactionEndedFails(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		fresh(t, r.db, &entry{})
+		authors := r.onEvery(t)
+		tx := r.db.Begin()
+		must(t, tx.Create(&entry{AuthorID: authors[0].ID, Ref: "in"}).Error)
+		must(t, tx.Commit().Error)
+		for i, a := range authors {
+			if err := tx.Create(&entry{AuthorID: a.ID, Ref: fmt.Sprint("after", i)}).Error; !errors.Is(err, sql.ErrTxDone) {
+				t.Fatalf("a Create after the commit: %v, want sql.ErrTxDone", err)
+			}
+		}
+		if n := r.count(t, &entry{}); n != 1 {
+			t.Fatalf("%d rows, want the one written before the commit", n)
 		}
 		r.noPrepared(t)
 	})

@@ -53,19 +53,24 @@ type anchoredWrites struct {
 
 // anchoredCreate makes the global transaction of a Create in a transaction
 // on the plugin's own database, where two phases are used; nil otherwise.
-func (e *Engine) anchoredCreate(db *gorm.DB) *globalTx {
+// A transaction that ended anchors nothing: the Create fails as its
+// statements do.
+func (e *Engine) anchoredCreate(db *gorm.DB) (*globalTx, error) {
 	stmt := db.Statement
 	tx := sqlTx(stmt.ConnPool)
 	if tx == nil || !e.twoPhaseHere() {
-		return nil
+		return nil, nil
 	}
 	if _, onShard := e.transactionPhysical(stmt); onShard {
-		return nil
+		return nil, nil
 	}
 	own, err := e.db.DB()
 	state := routeStateOf(stmt)
 	if err != nil || dbBehind(tx) != own || state == nil {
-		return nil
+		return nil, nil
+	}
+	if txEnded(tx) {
+		return nil, sql.ErrTxDone
 	}
 	a := e.anchored.of(tx, e)
 	g := e.newGlobalTx()
@@ -77,7 +82,7 @@ func (e *Engine) anchoredCreate(db *gorm.DB) *globalTx {
 	g.implicit, g.anchor, g.options = true, a, twophase.Options{LockWait: anchoredLockWait}
 	state.anchored = g
 	stmt.ConnPool = g
-	return g
+	return g, nil
 }
 
 // of returns the anchor of tx, made, with its watcher, on first use.

@@ -129,7 +129,11 @@ func (e *Engine) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 	// plugin's own database, which holds no shard, as an application may.
 	// Where two phases are used it commits with that transaction; else
 	// (BestEffort) its batches are written as if outside it.
-	anchored := e.anchoredCreate(db) != nil // its connection pool is now the anchored write's
+	g, err := e.anchoredCreate(db) // its connection pool is now the anchored write's
+	if db.AddError(err) != nil {
+		return
+	}
+	anchored := g != nil
 	detached := !anchored && inTransaction(stmt.ConnPool) && e.config.Atomic == BestEffort && e.inBatchWrapper(stmt)
 	shardMap := e.mapOf(stmt)
 	if first, one := shardrouter.OneDatabase(shards, shardMap); one {

@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 )
 
@@ -23,10 +24,11 @@ const (
 
 // Branch is one database's part of a global transaction, on a connection of
 // its own held until the branch ends. Its methods other than the
-// statements' are not safe for concurrent use.
+// statements' are not safe for concurrent use; a statement run while
+// another goroutine ends the branch fails, as on an ended transaction.
 type Branch struct {
 	db      *sql.DB
-	conn    *sql.Conn
+	conn    atomic.Pointer[sql.Conn] // nil once released
 	dialect string
 	xid     XID
 	state   state
@@ -64,7 +66,8 @@ func BeginWith(ctx context.Context, db *sql.DB, dialect string, xid XID, opts Op
 	if err != nil {
 		return nil, err
 	}
-	b := &Branch{db: db, conn: conn, dialect: dialect, xid: xid, session: opts.LockWait > 0 && dialect == "mysql"}
+	b := &Branch{db: db, dialect: dialect, xid: xid, session: opts.LockWait > 0 && dialect == "mysql"}
+	b.conn.Store(conn)
 	steps := []string{"BEGIN"}
 	if dialect == "mysql" {
 		steps = []string{"XA START " + xid.literal(dialect)}
@@ -88,22 +91,40 @@ func (b *Branch) XID() XID { return b.xid }
 
 // ExecContext runs a statement in the branch.
 func (b *Branch) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return b.conn.ExecContext(ctx, query, args...)
+	conn := b.conn.Load()
+	if conn == nil {
+		return nil, sql.ErrTxDone
+	}
+	return conn.ExecContext(ctx, query, args...)
 }
 
 // QueryContext runs a query in the branch.
 func (b *Branch) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return b.conn.QueryContext(ctx, query, args...)
+	conn := b.conn.Load()
+	if conn == nil {
+		return nil, sql.ErrTxDone
+	}
+	return conn.QueryContext(ctx, query, args...)
 }
 
 // QueryRowContext runs a query of one row in the branch.
 func (b *Branch) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	return b.conn.QueryRowContext(ctx, query, args...)
+	conn := b.conn.Load()
+	if conn == nil {
+		ended, cancel := context.WithCancel(ctx)
+		cancel() // a Row carries its error: this one says the query did not run
+		return b.db.QueryRowContext(ended, query, args...)
+	}
+	return conn.QueryRowContext(ctx, query, args...)
 }
 
 // PrepareContext prepares a statement on the branch's connection.
 func (b *Branch) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
-	return b.conn.PrepareContext(ctx, query)
+	conn := b.conn.Load()
+	if conn == nil {
+		return nil, sql.ErrTxDone
+	}
+	return conn.PrepareContext(ctx, query)
 }
 
 // Prepare makes the branch's writes durable and its outcome the decision's:
@@ -122,7 +143,7 @@ func (b *Branch) Prepare(ctx context.Context) error {
 		steps = []string{"XA END " + id, "XA PREPARE " + id}
 	}
 	for _, step := range steps {
-		if _, err := b.conn.ExecContext(ctx, step); err != nil {
+		if _, err := b.ExecContext(ctx, step); err != nil {
 			b.discard() // its server rolls an unprepared branch back with the connection
 			return err
 		}
@@ -152,7 +173,7 @@ func (b *Branch) Commit(ctx context.Context) error {
 	case b.dialect == "mysql":
 		steps = []string{"XA COMMIT " + id} // on its own session, which alone may
 	}
-	if b.state == prepared && (b.dialect == "postgres" || b.conn == nil) { // no session of its own: any may finish it
+	if b.state == prepared && (b.dialect == "postgres" || b.conn.Load() == nil) { // no session of its own: any may finish it
 		return b.ended(CommitPrepared(ctx, b.db, b.dialect, b.xid))
 	}
 	return b.ended(b.run(ctx, steps))
@@ -172,7 +193,7 @@ func (b *Branch) Rollback(ctx context.Context) error {
 	case b.dialect == "mysql":
 		steps = []string{"XA ROLLBACK " + id}
 	}
-	if b.state == prepared && (b.dialect == "postgres" || b.conn == nil) { // no session of its own: any may finish it
+	if b.state == prepared && (b.dialect == "postgres" || b.conn.Load() == nil) { // no session of its own: any may finish it
 		return b.ended(RollbackPrepared(ctx, b.db, b.dialect, b.xid))
 	}
 	return b.ended(b.run(ctx, steps))
@@ -182,7 +203,7 @@ func (b *Branch) Rollback(ctx context.Context) error {
 // may finish it with Finish: MySQL and MariaDB tie a prepared branch to
 // its session while that lives.
 func (b *Branch) Detach() {
-	if b.state == prepared && b.conn != nil {
+	if b.state == prepared && b.conn.Load() != nil {
 		b.discard()
 		b.state = prepared
 	}
@@ -213,7 +234,7 @@ func (b *Branch) Abandon() {
 // discarded on an error, since the session may be left inside the protocol.
 func (b *Branch) run(ctx context.Context, steps []string) error {
 	for _, step := range steps {
-		if _, err := b.conn.ExecContext(ctx, step); err != nil {
+		if _, err := b.ExecContext(ctx, step); err != nil {
 			b.discard()
 			return err
 		}
@@ -240,7 +261,7 @@ func (b *Branch) unbroken(ctx context.Context) error {
 	if b.dialect != "postgres" {
 		return nil // a failed statement leaves MySQL's transaction as it was
 	}
-	if _, err := b.conn.ExecContext(ctx, "SELECT 1"); err != nil {
+	if _, err := b.ExecContext(ctx, "SELECT 1"); err != nil {
 		b.discard()
 		return errors.Join(errBroken, err)
 	}
@@ -254,19 +275,17 @@ func (b *Branch) release() {
 		b.discard()
 		return
 	}
-	if b.conn != nil {
-		_ = b.conn.Close()
-		b.conn = nil
+	if conn := b.conn.Swap(nil); conn != nil {
+		_ = conn.Close()
 	}
 }
 
 // discard closes the connection instead of giving it back; the branch is
 // over for this process (its server rolls back an unprepared one).
 func (b *Branch) discard() {
-	if b.conn != nil {
-		_ = b.conn.Raw(func(any) error { return driver.ErrBadConn })
-		_ = b.conn.Close()
-		b.conn = nil
+	if conn := b.conn.Swap(nil); conn != nil {
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		_ = conn.Close()
 	}
 	b.state = ended
 }
