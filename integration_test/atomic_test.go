@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -467,4 +468,45 @@ func TestCreateAfterItsTransactionEndedFails(t *testing.T) {
 		}
 		r.noPrepared(t)
 	})
+}
+
+// TestWritesNeedingPreparedTransactionsRefusedWithoutThem: on a PostgreSQL
+// server with max_prepared_transactions = 0 (its default), the writes
+// that commit in two phases are refused with ErrNotAtomic naming the
+// database, and write nothing. It runs only on such a server: the
+// others' are set to prepare transactions.
+func TestWritesNeedingPreparedTransactionsRefusedWithoutThem(t *testing.T) {
+	for _, b := range backends {
+		if b.name != "postgres" {
+			continue
+		}
+		t.Run(b.name, func(t *testing.T) {
+			r := newRouting(t, b)
+			var allowed int
+			must(t, r.db.Raw("SELECT current_setting('max_prepared_transactions')::int").Scan(&allowed).Error)
+			if allowed > 0 {
+				t.Skipf("the server prepares up to %d transactions; this test needs max_prepared_transactions = 0", allowed)
+			}
+			fresh(t, r.db, &entry{})
+			authors := r.onEvery(t)
+			batch := []entry{{AuthorID: authors[0].ID, Ref: "a"}, {AuthorID: authors[1].ID, Ref: "b"}}
+			inTransaction := func() error {
+				return r.db.Transaction(func(tx *gorm.DB) error { return tx.Create(&entry{AuthorID: authors[0].ID, Ref: "c"}).Error })
+			}
+			for name, write := range map[string]func() error{
+				"CreateInBatches":       func() error { return r.db.CreateInBatches(&batch, 1).Error },
+				"Create in Transaction": inTransaction,
+				"AcrossShards in Begin": func() error {
+					return r.db.Clauses(shardid.AcrossShards()).Transaction(func(tx *gorm.DB) error { return tx.Create(&entry{AuthorID: authors[2].ID, Ref: "e"}).Error })
+				},
+			} {
+				if err := write(); !errors.Is(err, shardid.ErrNotAtomic) || !strings.Contains(err.Error(), "max_prepared_transactions") {
+					t.Errorf("%s: %v, want ErrNotAtomic naming max_prepared_transactions", name, err)
+				}
+			}
+			if n := r.count(t, &entry{}); n != 0 {
+				t.Fatalf("%d rows written by refused writes", n)
+			}
+		})
+	}
 }

@@ -142,6 +142,9 @@ func (g *globalTx) branch(ctx context.Context, k int) (*branchPool, error) {
 	if b, ok := g.branches[k]; ok {
 		return b, nil
 	}
+	if err := g.e.checkTwoPhase(ctx, k); err != nil {
+		return nil, err // PostgreSQL without prepared transactions: refused before anything is written there
+	}
 	sqlDB, name, err := g.e.sqlDBOf(ctx, k)
 	if err != nil {
 		return nil, err
@@ -384,7 +387,7 @@ func twoPhaseUsable(ctx context.Context, db *sql.DB, dialect, name string) error
 		return err
 	}
 	if n == 0 {
-		return fmt.Errorf("%w: %s has max_prepared_transactions = 0, so a write over several databases cannot commit atomically: set it above 0 (as many as writes over several databases at once; it needs a restart), or set Config.Atomic to shardid.BestEffort", ErrNotAtomic, name)
+		return fmt.Errorf("%w: %s has max_prepared_transactions = 0, so a write there cannot commit atomically with another database's (a write over several databases, a Create in a transaction on the plugin's database, a transaction across shards): set it above 0 (as many as such writes at once; it needs a restart), or set Config.Atomic to shardid.BestEffort", ErrNotAtomic, name)
 	}
 	return nil
 }
