@@ -510,3 +510,53 @@ func TestWritesNeedingPreparedTransactionsRefusedWithoutThem(t *testing.T) {
 		})
 	}
 }
+
+// TestSavepointsUndoCreatesInATransactionOnThePluginDatabase: sharded rows
+// created in a transaction on the plugin's database follow its savepoints:
+// those created after the savepoint rolled back to are not committed, those
+// before it and after the rollback are.
+func TestSavepointsUndoCreatesInATransactionOnThePluginDatabase(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		fresh(t, r.db, &entry{})
+		authors := r.onEvery(t)
+		create := func(tx *gorm.DB, i int, ref string) error {
+			return tx.Create(&entry{AuthorID: authors[i%len(authors)].ID, Ref: ref}).Error
+		}
+		undo := errors.New("undo")
+		must(t, r.db.Transaction(func(tx *gorm.DB) error {
+			must(t, create(tx, 0, "before"))
+			if err := tx.Transaction(func(nested *gorm.DB) error {
+				must(t, create(nested, 1, "nested-a"))
+				must(t, create(nested, 2, "nested-b"))
+				return undo
+			}); !errors.Is(err, undo) {
+				t.Fatalf("the nested transaction returned %v", err)
+			}
+			return create(tx, 3, "after")
+		}))
+		must(t, r.db.Transaction(func(tx *gorm.DB) error { // the savepoint set before the transaction's first sharded row
+			if err := tx.Transaction(func(nested *gorm.DB) error { must(t, create(nested, 0, "first-nested")); return undo }); !errors.Is(err, undo) {
+				t.Fatalf("the nested transaction returned %v", err)
+			}
+			return create(tx, 1, "first-after")
+		}))
+		must(t, r.db.Transaction(func(tx *gorm.DB) error { // set by hand, one kept and one rolled back to
+			must(t, create(tx, 2, "manual-before"))
+			must(t, tx.SavePoint("kept").Error)
+			must(t, create(tx, 3, "manual-kept"))
+			must(t, tx.SavePoint("undone").Error)
+			must(t, create(tx, 0, "manual-undone"))
+			must(t, tx.RollbackTo("undone").Error)
+			return nil
+		}))
+		var refs []string
+		must(t, r.db.Clauses(shardid.AllShards()).Model(&entry{}).Pluck("ref", &refs).Error)
+		slices.Sort(refs)
+		want := []string{"after", "before", "first-after", "manual-before", "manual-kept"}
+		if !slices.Equal(refs, want) {
+			t.Fatalf("committed %v, want %v", refs, want)
+		}
+		r.noPrepared(t)
+	})
+}

@@ -40,6 +40,8 @@ type anchor struct {
 	branches   []*branchPool // prepared, for the watcher to finish
 	writes     []*globalTx   // every statement's, for the watcher to roll back those never prepared (a panic skipped their end)
 	done       chan struct{} // closed once they are finished
+	savepoints []savepointMark
+	failed     error // set once none of its writes can commit
 }
 
 // anchoredWrites are the open anchors, by their transaction, so that a
@@ -75,6 +77,10 @@ func (e *Engine) anchoredCreate(db *gorm.DB) (*globalTx, error) {
 	a := e.anchored.of(tx, e)
 	g := e.newGlobalTx()
 	e.anchored.mu.Lock()
+	if a.failed != nil {
+		e.anchored.mu.Unlock()
+		return nil, a.failed
+	}
 	a.statements++
 	g.gid, g.branchTag = a.gid, fmt.Sprintf("s%d", a.statements)
 	a.writes = append(a.writes, g)

@@ -55,7 +55,8 @@ func (e *Engine) registerCallbacks(db *gorm.DB) error {
 		{cb.Row().After("shardid:route").Before("gorm:row").Register, "shardid:gate", e.gate(kindRow)},
 		{cb.Row().After("gorm:row").Register, "shardid:finish", e.finish(kindRow)},
 		{cb.Raw().Before("gorm:raw").Register, "shardid:route", e.route(kindRaw)},
-		{cb.Raw().After("gorm:raw").Register, "shardid:finish", e.finish(kindRaw)},
+		{cb.Raw().After("gorm:raw").Register, "shardid:savepoints", e.followSavepoint},
+		{cb.Raw().After("shardid:savepoints").Register, "shardid:finish", e.finish(kindRaw)},
 	}
 	// The clock of a statement starts before, and stops after, every other
 	// callback but another plugin's own Before("*") or After("*") registered

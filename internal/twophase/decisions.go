@@ -93,6 +93,16 @@ func (d Decisions) Databases(ctx context.Context, exec interface {
 	return err
 }
 
+// Withdraw deletes, through exec, the decision of gid that transaction
+// recorded: once it commits, no commit of gid holds, and the first to decide
+// aborts it.
+func (d Decisions) Withdraw(ctx context.Context, exec interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}, gid string) error {
+	_, err := exec.ExecContext(ctx, d.sql("DELETE FROM "+d.Table+" WHERE gid = ?"), gid)
+	return err
+}
+
 // Outcome reads what was decided of gid.
 func (d Decisions) Outcome(ctx context.Context, gid string) (Outcome, error) {
 	var outcome string
