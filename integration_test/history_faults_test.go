@@ -1,8 +1,8 @@
 package integration
 
 import (
+	"bytes"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
 	"sync"
@@ -30,6 +30,9 @@ type holdProxy struct {
 	holds    int
 	closed   bool
 	conns    []net.Conn
+	// delayText, in a statement, holds it for delay before it is sent on.
+	delayText string
+	delay     time.Duration
 }
 
 func newHoldProxy(t testing.TB, upstream string) *holdProxy {
@@ -66,7 +69,7 @@ func (p *holdProxy) serve() {
 		}
 		p.conns = append(p.conns, client, server)
 		p.mu.Unlock()
-		go func() { _, _ = io.Copy(server, client); _ = server.Close() }()
+		go func() { p.forward(server, client); _ = server.Close() }()
 		go func() { p.answer(client, server); _ = client.Close() }()
 	}
 }
@@ -90,6 +93,37 @@ func (p *holdProxy) answer(client, server net.Conn) {
 			return
 		}
 	}
+}
+
+// forward copies the client's statements to the server, holding one that
+// contains the delayed text for its delay.
+func (p *holdProxy) forward(server, client net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := client.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			text, delay := p.delayText, p.delay
+			p.mu.Unlock()
+			if text != "" && bytes.Contains(buf[:n], []byte(text)) {
+				time.Sleep(delay)
+			}
+			if _, werr := server.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// delayStatements holds each statement containing text for d before the
+// server sees it, as a slow network would.
+func (p *holdProxy) delayStatements(text string, d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.delayText, p.delay = text, d
 }
 
 // hold holds every answer for d, then lets them through.

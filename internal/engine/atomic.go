@@ -243,8 +243,10 @@ func (g *globalTx) commit(ctx context.Context) error {
 		return errors.Join(fmt.Errorf("shardid: %s was rolled back by recovery before it could commit", g.gid), g.rollback(ctx))
 	}
 	log.Debug("shardid: two-phase: decided", "gid", g.gid, "outcome", string(outcome))
+	finishing, cancel := ending(ctx)
+	defer cancel()
 	err = g.each(branches, func(b *branchPool) error {
-		err := b.branch.Commit(ctx)
+		err := b.branch.Commit(finishing)
 		if err == nil {
 			log.Debug("shardid: two-phase: branch committed", "gid", g.gid, "branch", branchName(b.k))
 		}
@@ -279,7 +281,7 @@ func (g *globalTx) doomed() error {
 	return g.failed
 }
 
-// rollback rolls every branch back.
+// rollback rolls every branch back, even past the end of ctx.
 func (g *globalTx) rollback(ctx context.Context) error {
 	defer g.fail(sql.ErrTxDone)
 	g.ended.Store(true)
@@ -288,7 +290,20 @@ func (g *globalTx) rollback(ctx context.Context) error {
 		return nil
 	}
 	g.e.countEnded(&g.e.txCounts.rolledBack, len(branches), 0)
-	return g.each(branches, func(b *branchPool) error { return b.branch.Rollback(ctx) })
+	finishing, cancel := ending(ctx)
+	defer cancel()
+	return g.each(branches, func(b *branchPool) error { return b.branch.Rollback(finishing) })
+}
+
+// endWithin bounds the ending of branches once it has begun.
+const endWithin = 30 * time.Second
+
+// ending is the context a decided commit, or a rollback, of branches runs
+// under: the statement's end does not cancel it, so that a commit half done
+// finishes, and a branch that prepared does not hold its locks until
+// recovery.
+func ending(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), endWithin)
 }
 
 func (g *globalTx) list() []*branchPool {

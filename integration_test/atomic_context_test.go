@@ -1,0 +1,96 @@
+package integration
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardid/shardid"
+)
+
+// twoDatabasesOneDelayed opens the plugin over two physical databases of
+// b, the second reached through a proxy that can delay statements, with an
+// account on each.
+func twoDatabasesOneDelayed(t *testing.T, b backend, cfg shardid.Config) (*routing, *holdProxy, [2]account) {
+	t.Helper()
+	dir := t.TempDir()
+	list := shards(t, b, dir)[:2]
+	count := shardid.Layout{}.ShardCount()
+	list[0].Logical = []shardid.Range{{From: 0, To: count/2 - 1}}
+	list[1].Logical = []shardid.Range{{From: count / 2, To: count - 1}}
+	var proxy *holdProxy
+	list[1].Dialector, proxy = physicalViaHold(t, b, 1)
+	cfg.Shards = list
+	db := open(t, b, dir, cfg)
+	r := &routing{b: b, db: db, direct: direct(t, b, dir)[:2], plugin: db.Config.Plugins["shardid"].(*shardid.Plugin)}
+	fresh(t, db, &account{})
+	var accounts [2]account
+	for k := range accounts {
+		accounts[k] = account{Balance: 100}
+		must(t, db.Clauses(shardid.OnShard(k*count/2)).Create(&accounts[k]).Error)
+	}
+	return r, proxy, accounts
+}
+
+// TestWriteOverDatabasesFinishesCommitPastItsDeadline: a write over two
+// databases whose context expires while its branches commit, after its
+// decision, still commits them before it returns: what it reports written
+// is there to read, and nothing is left prepared for recovery.
+func TestWriteOverDatabasesFinishesCommitPastItsDeadline(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r, proxy, accounts := twoDatabasesOneDelayed(t, b, shardid.Config{})
+		commit := map[string]string{"mariadb": "XA COMMIT", "postgres": "COMMIT PREPARED"}[b.name]
+		proxy.delayStatements(commit, 2*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		ids := []int64{accounts[0].ID, accounts[1].ID}
+		must(t, r.db.WithContext(ctx).Model(&account{}).Where("id IN ?", ids).Update("balance", 7).Error)
+		proxy.delayStatements("", 0)
+		for k, d := range r.direct {
+			var got account
+			must(t, d.First(&got, ids[k]).Error)
+			if got.Balance != 7 {
+				t.Fatalf("database %d holds balance %d right after the update returned, want 7", k, got.Balance)
+			}
+		}
+		r.noPrepared(t)
+	})
+}
+
+// TestWriteOverDatabasesRollsBackPastItsDeadline: a write over two
+// databases whose context expires while its branches prepare rolls back
+// the branch that did prepare: it holds no lock afterwards.
+func TestWriteOverDatabasesRollsBackPastItsDeadline(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r, proxy, accounts := twoDatabasesOneDelayed(t, b, shardid.Config{InDoubtAfter: 100 * time.Millisecond})
+		prepare := map[string]string{"mariadb": "XA PREPARE", "postgres": "PREPARE TRANSACTION"}[b.name]
+		proxy.delayStatements(prepare, 2*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		ids := []int64{accounts[0].ID, accounts[1].ID}
+		if err := r.db.WithContext(ctx).Model(&account{}).Where("id IN ?", ids).Update("balance", 7).Error; err == nil {
+			t.Fatal("the update succeeded past its deadline, with a branch not prepared")
+		}
+		proxy.delayStatements("", 0)
+		// The delayed database may still prepare its branch once the statement
+		// reaches it, after its client has gone: recovery's to decide. The
+		// other's was prepared in time and must be rolled back now.
+		for _, left := range prepared(t, r.db, r.direct[:1]) {
+			if strings.HasSuffix(left, "/0") {
+				t.Fatalf("the branch prepared on the first database is left: %s", left)
+			}
+		}
+		var got account
+		must(t, r.direct[0].First(&got, ids[0]).Error)
+		if got.Balance != 100 {
+			t.Fatalf("the first database holds balance %d, want 100", got.Balance)
+		}
+		for deadline := time.Now().Add(10 * time.Second); len(prepared(t, r.db, r.direct)) > 0; time.Sleep(200 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("recovery left %v prepared", prepared(t, r.db, r.direct))
+			}
+			must(t, r.plugin.RecoverTransactions(context.Background())) // the late branch, no decision: rolled back
+		}
+	})
+}
