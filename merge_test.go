@@ -1,7 +1,9 @@
 package shardid
 
 import (
+	"database/sql"
 	"testing"
+	"time"
 
 	"gorm.io/gorm"
 )
@@ -57,4 +59,47 @@ func TestOrderedMergeWithoutTheKeySelected(t *testing.T) {
 		}).Error
 		t.Logf("batches: %v %d rows", err, len(seen))
 	})
+}
+
+type softDeleted struct {
+	ID        int64 `shardid:""`
+	DeletedAt gorm.DeletedAt
+	Seen      sql.NullTime
+}
+
+// Rows ordered by a soft-delete column (gorm.DeletedAt) or an sql.NullTime
+// over several databases merge as one database orders them, NULLs where it
+// puts them.
+func TestOrderedMergeByNullableTimes(t *testing.T) {
+	db, p, _ := revRouted(t, &softDeleted{})
+	one, _ := testDB(t, Config{})
+	migrate(t, one, &softDeleted{})
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 5 {
+		for j, row := range revOnBoth(t, db, p, func() *softDeleted { return &softDeleted{} }, func(r *softDeleted) int64 { return r.ID }) {
+			if (i+j)%3 != 0 {
+				row.Seen = sql.NullTime{Time: base.Add(time.Duration((i*7+j*3)%5) * time.Hour), Valid: true}
+				must(t, db.Save(row).Error)
+			}
+			if (i+j)%2 == 0 {
+				must(t, db.Delete(row).Error)
+			}
+		}
+	}
+	var all []softDeleted
+	must(t, db.Unscoped().Clauses(AllShards()).Find(&all).Error)
+	must(t, one.Create(&all).Error)
+	for _, order := range []string{"deleted_at", "deleted_at desc", "seen", "seen desc"} {
+		var merged, want []softDeleted
+		must(t, db.Unscoped().Clauses(AllShards()).Order(order).Order("id").Find(&merged).Error)
+		must(t, one.Unscoped().Order(order).Order("id").Find(&want).Error)
+		if len(merged) != len(want) {
+			t.Fatalf("ORDER BY %s: %d rows, want %d", order, len(merged), len(want))
+		}
+		for i := range want {
+			if merged[i].ID != want[i].ID {
+				t.Fatalf("ORDER BY %s: row %d is %d, one database puts %d there", order, i, merged[i].ID, want[i].ID)
+			}
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package shardrouter
 
 import (
+	"database/sql"
 	"fmt"
 	"reflect"
 	"regexp"
@@ -247,7 +248,7 @@ func orderOf(q Query, rowType reflect.Type) (*Order, string) {
 		return nil, ""
 	}
 	refuse := func(format string, args ...any) error {
-		return fmt.Errorf("ORDER BY %s over several physical databases cannot be merged right", fmt.Sprintf(format, args...))
+		return fmt.Errorf("ORDER BY over several physical databases cannot be merged right: %s", fmt.Sprintf(format, args...))
 	}
 	if order.Expression != nil {
 		return nil, refuse("an expression").Error()
@@ -372,6 +373,9 @@ func selected(q Query, f *schema.Field) bool {
 
 var timeType = reflect.TypeOf(time.Time{})
 
+// nullTimeType is sql.NullTime, which gorm.DeletedAt is too.
+var nullTimeType = reflect.TypeOf(sql.NullTime{})
+
 // orderable reports whether the merge orders a column's values as every
 // database does: integers, floating-point numbers, booleans and times,
 // NULL or not (NULLs where the dialect puts them); text where its collation
@@ -383,7 +387,7 @@ func orderable(f *schema.Field) (ok, text bool) {
 		t = t.Elem()
 	}
 	switch {
-	case t == timeType, t.Kind() == reflect.Bool:
+	case t == timeType, t.ConvertibleTo(nullTimeType), t.Kind() == reflect.Bool:
 		return true, false
 	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Float64 && t.Kind() != reflect.Uintptr:
 		return true, false

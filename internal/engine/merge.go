@@ -2,6 +2,7 @@ package engine
 
 import (
 	"cmp"
+	"database/sql"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -20,6 +21,9 @@ import (
 // order the planner chose (shardrouter.PlanMerge).
 
 var timeType = reflect.TypeOf(time.Time{})
+
+// nullTimeType is sql.NullTime, which gorm.DeletedAt is too.
+var nullTimeType = reflect.TypeOf(sql.NullTime{})
 
 // orderValue is a column's value as the merge compares it: NULL, text
 // (by bytes), or a number, a time or a UUID mapped onto two integers.
@@ -208,6 +212,13 @@ func orderValueOf(v reflect.Value, isUUID bool) (orderValue, error) {
 	}
 	if !v.IsValid() {
 		return orderValue{null: true}, nil // a map's NULL
+	}
+	if v.Type().ConvertibleTo(nullTimeType) { // sql.NullTime, gorm.DeletedAt
+		nullable := v.Convert(nullTimeType).Interface().(sql.NullTime)
+		if !nullable.Valid {
+			return orderValue{null: true}, nil
+		}
+		v = reflect.ValueOf(nullable.Time)
 	}
 	if isUUID {
 		u, err := uuidOf(v.Interface())
