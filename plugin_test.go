@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/glebarez/sqlite"
 	"gorm.io/gorm"
@@ -71,5 +72,55 @@ func TestDialectorWrapperKeepsSavePoints(t *testing.T) {
 	db.Model(&plain{}).Pluck("name", &names)
 	if len(names) != 1 || names[0] != "kept" {
 		t.Fatalf("rows %v, want only the one outside the savepoint", names)
+	}
+}
+
+// The shared map's heartbeat runs on a pool of the plugin's own: it never
+// waits for, or takes, a connection of the application's, whose statements
+// keep the connection, and its settings, they had without the plugin.
+func TestMapHeartbeatTakesNoApplicationConnection(t *testing.T) {
+	db, p, _, _ := routedOverN(t, 2, Config{MapRefresh: 5 * time.Millisecond})
+	sqlDB, err := db.DB()
+	must(t, err)
+	sqlDB.SetMaxOpenConns(1)
+	before := sqlDB.Stats().WaitCount
+	seen := p.ShardMap()
+	must(t, db.Transaction(func(tx *gorm.DB) error { // holds the application's only connection
+		time.Sleep(300 * time.Millisecond) // sixty heartbeats
+		return nil
+	}))
+	if waited := sqlDB.Stats().WaitCount - before; waited != 0 {
+		t.Fatalf("the application's pool was waited on %d times while its one connection was held", waited)
+	}
+	if p.ShardMap() != seen {
+		t.Fatal("the map changed")
+	}
+}
+
+// A plugin database SQLite keeps in memory is one per connection: the
+// shared map stays on the application's pool there, and works.
+func TestMapStoreOfAnInMemoryPluginDatabase(t *testing.T) {
+	dir := t.TempDir()
+	db, err := gorm.Open(sqlite.Open(":memory:"), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	sqlDB, err := db.DB()
+	must(t, err)
+	sqlDB.SetMaxOpenConns(1) // one database in memory
+	count := Layout{}.ShardCount()
+	p := New(Config{Atomic: BestEffort, Shards: []Shard{
+		{Name: "a", Dialector: sqlite.Open(filepath.Join(dir, "a.db")), Logical: []Range{{From: 0, To: count/2 - 1}}},
+		{Name: "b", Dialector: sqlite.Open(filepath.Join(dir, "b.db")), Logical: []Range{{From: count / 2, To: count - 1}}},
+	}})
+	must(t, db.Use(p))
+	t.Cleanup(func() { _ = p.Close() })
+	must(t, p.AutoMigrate(db, &revUser{}))
+	u := revUser{Name: "m"}
+	must(t, db.Create(&u).Error)
+	var got revUser
+	must(t, db.First(&got, u.ID).Error)
+	var versions int64
+	must(t, db.Table("shardid_shard_map").Count(&versions).Error)
+	if got.Name != "m" || versions == 0 {
+		t.Fatalf("read %+v, and %d map versions in the plugin's database", got, versions)
 	}
 }

@@ -28,11 +28,12 @@ const defaultMapRefresh = time.Second
 type mapStore struct {
 	*mapstore.Store
 
-	mu       sync.Mutex // one refresh at a time; the ones waiting share its result
-	version  int64      // the version this process follows; 0: the config's map
-	stop     chan struct{}
-	done     chan struct{}
-	stopOnce sync.Once
+	mu        sync.Mutex // one refresh at a time; the ones waiting share its result
+	version   int64      // the version this process follows; 0: the config's map
+	stop      chan struct{}
+	done      chan struct{}
+	stopOnce  sync.Once
+	closePool func() error // of the pool it runs on, once it stops
 }
 
 // mapOfStored builds the router's map from a stored version: the physical
@@ -71,7 +72,7 @@ func (e *Engine) mapOfStored(stored *mapstore.Map) (*shardrouter.Map, error) {
 // config's map in force, and is tried again at each refresh: the source's
 // fence refuses any write that map would send to the wrong database.
 func (e *Engine) startMapStore(ctx context.Context) error {
-	sqlDB, err := e.db.DB()
+	app, err := e.db.DB()
 	if err != nil {
 		return err
 	}
@@ -79,7 +80,8 @@ func (e *Engine) startMapStore(ctx context.Context) error {
 	if heartbeat <= 0 {
 		heartbeat = defaultMapRefresh
 	}
-	s := &mapStore{Store: mapstore.New(sqlDB, e.db.Dialector.Name(), e.mapTable(), heartbeat)}
+	sqlDB, closePool := e.backgroundPool(ctx, app)
+	s := &mapStore{Store: mapstore.New(sqlDB, e.db.Dialector.Name(), e.mapTable(), heartbeat), closePool: closePool}
 	e.maps = s
 	e.inflight.drained = make(chan struct{}, 1)
 	err = s.Prepare(ctx)
@@ -266,6 +268,9 @@ func (e *Engine) stopMapStore() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		err = s.Forget(ctx)
+		if s.closePool != nil {
+			err = errors.Join(err, s.closePool())
+		}
 	})
 	return err
 }
