@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"gorm.io/gorm"
 )
 
 // Models with bad tags, each failing at its first statement.
@@ -61,6 +63,14 @@ type (
 		ID    int64 `shardid:"colocate:Other"`
 		Other int64 `shardid:"colocate:ID"`
 	}
+	badEmbedded struct {
+		gorm.Model `shardid:""`
+		Name       string
+	}
+	badCompositeKey struct {
+		ID     int64 `shardid:"" gorm:"primaryKey"`
+		Tenant int64 `gorm:"primaryKey"`
+	}
 )
 
 func TestInvalidTags(t *testing.T) {
@@ -85,6 +95,8 @@ func TestInvalidTags(t *testing.T) {
 		{&badPointerType{}, "Ref", "allowed: int64, uint64, shardid.ID"},
 		{&badAutoIncrement{}, "ID", "cannot be autoIncrement"},
 		{&badCycle{}, "ID", "cycle"},
+		{&badEmbedded{}, "Model", "put it on the ID field"},
+		{&badCompositeKey{}, "ID", "one primary key"},
 	}
 	for _, c := range cases {
 		// AutoMigrate refuses the tag before creating anything ...

@@ -131,6 +131,13 @@ func (m *model) pk() *idField { return m.key }
 // ErrInvalidTag for the first unusable one.
 func (e *Engine) parseModel(s *schema.Schema) (*model, error) {
 	m := &model{schema: s}
+	for i := range s.ModelType.NumField() {
+		sf := s.ModelType.Field(i)
+		if _, tagged := sf.Tag.Lookup(TagName); tagged && (sf.Anonymous || strings.Contains(sf.Tag.Get("gorm"), "embedded")) {
+			return nil, &FieldError{Model: s.Name, Field: sf.Name, Err: ErrInvalidTag,
+				Detail: "the tag is on an embedded struct, whose fields it does not reach: put it on the ID field (beside gorm.Model, ID int64 `shardid:\"\"` hides gorm.Model's ID)"}
+		}
+	}
 	for _, f := range s.Fields {
 		tag, ok := f.Tag.Lookup(TagName)
 		if !ok {
@@ -156,6 +163,9 @@ func (e *Engine) parseModel(s *schema.Schema) (*model, error) {
 		}
 		if f.PrimaryKey && f.TagSettings["AUTOINCREMENT"] != "" && f.TagSettings["AUTOINCREMENT"] != "false" {
 			return nil, bad("a shardid field is filled before the insert and cannot be autoIncrement")
+		}
+		if f.PrimaryKey && len(s.PrimaryFields) > 1 {
+			return nil, bad("a sharded model has one primary key, the shardid field; %s has %d: make the others a unique index", s.Name, len(s.PrimaryFields))
 		}
 		idf.generator = e.generators[t.strategy]
 		if t.strategy == strategies.NameTicket && idf.generator == nil {
