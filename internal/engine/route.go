@@ -519,7 +519,12 @@ type onError struct {
 	err  error
 }
 
-func (e *onError) Error() string { return "shardid: on " + e.name + ": " + e.err.Error() }
+func (e *onError) Error() string {
+	if inner, ok := e.err.(*onError); ok && inner.name == e.name {
+		return inner.Error() // named once
+	}
+	return "shardid: on " + e.name + ": " + e.err.Error()
+}
 func (e *onError) Unwrap() error { return e.err }
 
 // Is makes an error of a database that could not be reached, or whose
