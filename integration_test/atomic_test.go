@@ -28,6 +28,15 @@ type entry struct {
 	Ref      string `gorm:"size:64;uniqueIndex"`
 }
 
+// newEntries is the routing rig with an empty entry table and an author on
+// every physical database.
+func newEntries(t *testing.T, b backend) (*routing, []author) {
+	t.Helper()
+	r := newRouting(t, b)
+	fresh(t, r.db, &entry{})
+	return r, r.onEvery(t)
+}
+
 // noPrepared fails the test if any physical database holds a prepared
 // branch of the plugin's: every transaction over several databases ended.
 func (r *routing) noPrepared(t *testing.T) {
@@ -66,9 +75,7 @@ func prepared(t *testing.T, main *gorm.DB, dbs []*gorm.DB) []string {
 // commit), and a batch that fits is written whole; no branch stays prepared.
 func TestSplitCreateIsAtomic(t *testing.T) {
 	forEachServer(t, func(t *testing.T, b backend) {
-		r := newRouting(t, b)
-		fresh(t, r.db, &entry{})
-		authors := r.onEvery(t)
+		r, authors := newEntries(t, b)
 		must(t, r.db.Create(&entry{AuthorID: authors[2].ID, Ref: "taken"}).Error)
 		batch := []entry{{AuthorID: authors[0].ID, Ref: "a"}, {AuthorID: authors[1].ID, Ref: "b"}, {AuthorID: authors[3].ID, Ref: "c"}, {AuthorID: authors[2].ID, Ref: "taken"}}
 		if err := r.db.Create(&batch).Error; err == nil {
@@ -99,9 +106,7 @@ func TestSplitCreateIsAtomic(t *testing.T) {
 // one of them (a unique index) changes no row on any.
 func TestFanOutUpdateIsAtomic(t *testing.T) {
 	forEachServer(t, func(t *testing.T, b backend) {
-		r := newRouting(t, b)
-		fresh(t, r.db, &entry{})
-		authors := r.onEvery(t)
+		r, authors := newEntries(t, b)
 		var ids []int64
 		for i, a := range append(authors, authors[3]) {
 			e := entry{AuthorID: a.ID, Ref: string(rune('a' + i))}
@@ -246,9 +251,7 @@ func TestTransferAcrossShards(t *testing.T) {
 // prepared branches: the rows are there, and no branch is left prepared.
 func TestCloseFinishesCreateInBatches(t *testing.T) {
 	forEachServer(t, func(t *testing.T, b backend) {
-		r := newRouting(t, b)
-		fresh(t, r.db, &entry{})
-		authors := r.onEvery(t)
+		r, authors := newEntries(t, b)
 		var rows []entry
 		for i := range 10 {
 			rows = append(rows, entry{AuthorID: authors[i%len(authors)].ID, Ref: fmt.Sprint("c", i)})
@@ -327,9 +330,7 @@ func TestCreateInBatchesIsAtomic(t *testing.T) {
 // (no server sees that wait), then fails; nothing is written.
 func TestAnchoredCreateRepeatingAKeyFails(t *testing.T) {
 	forEachServer(t, func(t *testing.T, b backend) {
-		r := newRouting(t, b)
-		fresh(t, r.db, &entry{})
-		authors := r.onEvery(t)
+		r, authors := newEntries(t, b)
 		start := time.Now()
 		err := r.db.Transaction(func(tx *gorm.DB) error {
 			must(t, tx.Create(&entry{AuthorID: authors[0].ID, Ref: "twice"}).Error)
@@ -424,9 +425,7 @@ func TestReadsOverEveryShardInATransactionSeeItsWrites(t *testing.T) {
 // nothing, as database/sql's transaction does, and says why.
 func TestAcrossShardsCancelledBeforeCommitRollsBack(t *testing.T) {
 	forEachServer(t, func(t *testing.T, b backend) {
-		r := newRouting(t, b)
-		fresh(t, r.db, &entry{})
-		authors := r.onEvery(t)
+		r, authors := newEntries(t, b)
 		ctx, cancel := context.WithCancel(context.Background())
 		err := r.db.WithContext(ctx).Clauses(shardid.AcrossShards()).Transaction(func(tx *gorm.DB) error {
 			for i, a := range authors[:2] {
@@ -452,9 +451,7 @@ func TestAcrossShardsCancelledBeforeCommitRollsBack(t *testing.T) {
 // transaction's statements do, and writes nothing.
 func TestCreateAfterItsTransactionEndedFails(t *testing.T) {
 	forEachServer(t, func(t *testing.T, b backend) {
-		r := newRouting(t, b)
-		fresh(t, r.db, &entry{})
-		authors := r.onEvery(t)
+		r, authors := newEntries(t, b)
 		tx := r.db.Begin()
 		must(t, tx.Create(&entry{AuthorID: authors[0].ID, Ref: "in"}).Error)
 		must(t, tx.Commit().Error)
@@ -517,9 +514,7 @@ func TestWritesNeedingPreparedTransactionsRefusedWithoutThem(t *testing.T) {
 // before it and after the rollback are.
 func TestSavepointsUndoCreatesInATransactionOnThePluginDatabase(t *testing.T) {
 	forEachServer(t, func(t *testing.T, b backend) {
-		r := newRouting(t, b)
-		fresh(t, r.db, &entry{})
-		authors := r.onEvery(t)
+		r, authors := newEntries(t, b)
 		create := func(tx *gorm.DB, i int, ref string) error {
 			return tx.Create(&entry{AuthorID: authors[i%len(authors)].ID, Ref: ref}).Error
 		}
