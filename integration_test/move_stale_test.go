@@ -333,3 +333,25 @@ func TestStaleFanOutWriteMissesNoRowOfAMovedRange(t *testing.T) {
 		}
 	})
 }
+
+// TestUseLeavesTheApplicationsPoolOpen: a plugin database given to GORM as
+// an open connection pool, unreachable while the plugin registers, keeps
+// that pool open: the plugin opens no pool of its own from it.
+func TestUseLeavesTheApplicationsPoolOpen(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		viaDSN, proxy := viaProxy(t, b)
+		opened, err := gorm.Open(viaDSN, &gorm.Config{Logger: logger.Discard})
+		must(t, err)
+		pool, err := opened.DB()
+		must(t, err)
+		given := map[string]gorm.Dialector{"mariadb": mysql.New(mysql.Config{Conn: pool}), "postgres": postgres.New(postgres.Config{Conn: pool})}[b.name]
+		db, err := gorm.Open(given, &gorm.Config{Logger: logger.Discard})
+		must(t, err)
+		proxy.setCut(true)
+		p := shardid.New(shardid.Config{Shards: shards(t, b, t.TempDir()), ConnectTimeout: time.Second})
+		_ = db.Use(p) // may fail (PostgreSQL's decisions table cannot be read): the pool is what is checked
+		t.Cleanup(func() { _ = p.Close() })
+		proxy.setCut(false)
+		must(t, db.Exec("SELECT 1").Error)
+	})
+}

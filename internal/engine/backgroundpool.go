@@ -18,6 +18,9 @@ import (
 // connection, or SQLite keeps the database in memory), the application's.
 func (e *Engine) backgroundPool(ctx context.Context, app *sql.DB) (*sql.DB, func() error) {
 	keep := func() error { return nil }
+	if dsnOf(e.db.Dialector) == "" || fieldOf(e.db.Dialector, "Conn") != nil {
+		return app, keep // opening it again would reuse, and on failure close, the application's pool
+	}
 	opened, err := gorm.Open(e.db.Dialector, &gorm.Config{Logger: logger.Discard, DisableAutomaticPing: true, SkipDefaultTransaction: true})
 	if err != nil {
 		return app, keep
