@@ -67,6 +67,13 @@ type (
 		gorm.Model `shardid:""`
 		Name       string
 	}
+	embeddedBase struct {
+		gorm.Model `shardid:""`
+	}
+	badEmbeddedDeep struct {
+		embeddedBase
+		Name string
+	}
 	badCompositeKey struct {
 		ID     int64 `shardid:"" gorm:"primaryKey"`
 		Tenant int64 `gorm:"primaryKey"`
@@ -96,6 +103,7 @@ func TestInvalidTags(t *testing.T) {
 		{&badAutoIncrement{}, "ID", "cannot be autoIncrement"},
 		{&badCycle{}, "ID", "cycle"},
 		{&badEmbedded{}, "Model", "put it on the ID field"},
+		{&badEmbeddedDeep{}, "Model", "put it on the ID field"},
 		{&badCompositeKey{}, "ID", "one primary key"},
 	}
 	for _, c := range cases {

@@ -121,21 +121,47 @@ func (g *globalTx) context() context.Context {
 }
 
 // savepointStatement reads SQL that sets, rolls back to or releases a
-// savepoint, as GORM's dialectors write it.
+// savepoint, as GORM's dialectors and the servers write it: ROLLBACK [WORK |
+// TRANSACTION] TO [SAVEPOINT] name, RELEASE [SAVEPOINT] name.
 func savepointStatement(query string) (kind, name string, ok bool) {
-	fields := strings.Fields(strings.ToUpper(query))
-	raw := strings.Fields(query)
-	switch {
-	case len(fields) == 2 && fields[0] == "SAVEPOINT":
-		return "set", raw[1], true
-	case len(fields) == 4 && fields[0] == "ROLLBACK" && fields[1] == "TO" && fields[2] == "SAVEPOINT":
-		return "rollback", raw[3], true
-	case len(fields) == 3 && fields[0] == "ROLLBACK" && fields[1] == "TO":
-		return "rollback", raw[2], true
-	case len(fields) == 3 && fields[0] == "RELEASE" && fields[1] == "SAVEPOINT":
-		return "release", raw[2], true
+	raw := strings.Fields(strings.TrimSuffix(strings.TrimSpace(query), ";"))
+	words := make([]string, len(raw))
+	for i, w := range raw {
+		words[i] = strings.ToUpper(w)
 	}
-	return "", "", false
+	if len(words) == 2 && words[0] == "SAVEPOINT" {
+		return "set", raw[1], true
+	}
+	if len(words) >= 2 && words[0] == "RELEASE" {
+		words, raw = words[1:], raw[1:]
+		kind = "release"
+	} else if len(words) >= 3 && words[0] == "ROLLBACK" {
+		words, raw = words[1:], raw[1:]
+		if words[0] == "WORK" || words[0] == "TRANSACTION" {
+			words, raw = words[1:], raw[1:]
+		}
+		if len(words) == 0 || words[0] != "TO" {
+			return "", "", false
+		}
+		words, raw = words[1:], raw[1:]
+		kind = "rollback"
+	} else {
+		return "", "", false
+	}
+	if len(words) == 2 && words[0] == "SAVEPOINT" {
+		words, raw = words[1:], raw[1:]
+	}
+	if len(words) != 1 {
+		return "", "", false
+	}
+	return kind, raw[0], true
+}
+
+// sameSavepoint says whether two savepoint names, as written, name the same
+// savepoint: quotes dropped, case folded.
+func sameSavepoint(a, b string) bool {
+	unquote := func(s string) string { return strings.Trim(s, "\"`") }
+	return strings.EqualFold(unquote(a), unquote(b))
 }
 
 // savepoint applies a savepoint statement to every open branch; a branch
@@ -149,7 +175,7 @@ func (g *globalTx) savepoint(ctx context.Context, kind, name, query string) erro
 	case "rollback", "release":
 		at := -1
 		for i, sp := range g.savepoints {
-			if sp == name {
+			if sameSavepoint(sp, name) {
 				at = i
 			}
 		}

@@ -219,14 +219,7 @@ func (e *Engine) watchAnchor(a *anchor) {
 	commit := outcome == twophase.Committed
 	finished := true
 	for _, b := range branches {
-		for tries := 0; ; tries++ {
-			err := b.branch.Finish(ctx, commit)
-			if err == nil || !twophase.UnknownBranch(err) || tries == 50 {
-				finished = finished && err == nil
-				break
-			}
-			time.Sleep(100 * time.Millisecond) // MySQL: its session has not ended yet on the server
-		}
+		finished = finishBranch(ctx, b, commit) == nil && finished
 	}
 	counts := &e.txCounts
 	if commit {

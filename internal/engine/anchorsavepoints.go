@@ -5,16 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
+	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/shardid/shardid/internal/twophase"
 )
 
 // An anchor's writes follow its transaction's savepoints: rolling back to a
 // savepoint rolls back the branches of the anchored writes made after it,
-// and the commit decision the rolled-back part recorded (a savepoint set
-// before the anchor's first write, which the anchor never saw, undoes all
-// of them).
+// and the commit decision the rolled-back part recorded. A savepoint the
+// plugin did not see set (before the anchor's first write, or by SQL it
+// does not read) is placed by the decision's row: gone with the rollback,
+// the savepoint came before every anchored write; still there, the plugin
+// cannot tell which writes to undo, and none of them commits.
 
 // savepointMark is what an anchor held when a savepoint was set.
 type savepointMark struct {
@@ -52,7 +56,7 @@ func (e *Engine) anchorSavepoint(ctx context.Context, a *anchor, kind, name stri
 	w.mu.Lock()
 	last := -1 // the latest of that name: a name set again hides the earlier one
 	for i, m := range a.savepoints {
-		if strings.EqualFold(m.name, name) {
+		if sameSavepoint(m.name, name) {
 			last = i
 		}
 	}
@@ -68,44 +72,71 @@ func (e *Engine) anchorSavepoint(ctx context.Context, a *anchor, kind, name stri
 		w.mu.Unlock()
 		return nil
 	}
-	var mark savepointMark // unknown: set before the anchor's first write
+	var mark savepointMark // unseen: set before every anchored write, if the decision says so
 	if last >= 0 {
 		mark = a.savepoints[last]
 		a.savepoints = a.savepoints[:last+1]
 	} else {
 		a.savepoints = nil
 	}
+	recorded := a.recorded != nil
+	w.mu.Unlock()
+	if last < 0 && recorded {
+		still, err := e.decisions().Recorded(ctx, a.tx, a.gid)
+		if err != nil || still {
+			return e.doomAnchor(ctx, a, errors.Join(fmt.Errorf("the savepoint %s was set where the plugin did not see it, after a sharded row was created", name), err))
+		}
+	}
+	w.mu.Lock()
 	undone := slices.Clone(a.branches[mark.branches:])
 	a.branches = a.branches[:mark.branches]
 	a.recorded = mark.recorded // the decision's row went back with the savepoint
 	w.mu.Unlock()
+	finishing, cancel := ending(ctx)
+	defer cancel()
 	var errs []error
 	for _, b := range undone {
-		if err := b.branch.Finish(ctx, false); err != nil {
-			_, database, _ := e.sqlDBOf(ctx, b.k)
+		if err := finishBranch(finishing, b, false); err != nil {
+			_, database, _ := e.sqlDBOf(finishing, b.k)
 			errs = append(errs, &onError{name: database, err: err})
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return e.doomAnchor(ctx, a, err)
+		return e.doomAnchor(finishing, a, err)
 	}
 	return nil
 }
 
-// doomAnchor makes sure none of the anchor's writes commits when a branch
-// rolled back to a savepoint could not be rolled back (it stays prepared
-// under the anchor's transaction ID): the decision is withdrawn in the
-// transaction, so that an abort is decided at its end, and every later
-// anchored write in it fails.
+// finishBranch commits or rolls back a prepared branch whose session was let
+// go, trying again while its server has not yet seen that session end.
+func finishBranch(ctx context.Context, b *branchPool, commit bool) error {
+	for tries := 0; ; tries++ {
+		err := b.branch.Finish(ctx, commit)
+		if err == nil || !twophase.UnknownBranch(err) || tries == 50 || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond) // MySQL: its session has not ended yet on the server
+	}
+}
+
+// doomAnchor makes sure none of the anchor's writes commits once the plugin
+// cannot tell, or cannot undo, the ones a rollback to a savepoint undid: the
+// decision is withdrawn in the transaction, so that an abort is decided at
+// its end, every later anchored write in it fails, and on PostgreSQL the
+// transaction itself can only roll back.
 func (e *Engine) doomAnchor(ctx context.Context, a *anchor, cause error) error {
-	err := fmt.Errorf("shardid: a write rolled back to a savepoint could not be rolled back on its database, so no sharded row this transaction creates will commit: %w", cause)
+	err := fmt.Errorf("%w: rolling back to a savepoint: %w; no sharded row this transaction creates will commit", ErrNotAtomic, cause)
 	w := &e.anchored
 	w.mu.Lock()
 	a.failed = err
-	recorded := a.recorded != nil
 	w.mu.Unlock()
-	if recorded {
-		err = errors.Join(err, e.decisions().Withdraw(ctx, a.tx, a.gid))
+	finishing, cancel := ending(ctx)
+	defer cancel()
+	errs := []error{err, e.decisions().Withdraw(finishing, a.tx, a.gid)}
+	if e.db.Dialector.Name() == "postgres" { // its driver drops a savepoint's error: the commit reports this one
+		_, abort := a.tx.ExecContext(finishing, "DO $$ BEGIN RAISE EXCEPTION 'shardid: a rollback to a savepoint could not be followed on the shards: this transaction can only roll back'; END $$")
+		errs = append(errs, abort)
 	}
-	return err
+	e.config.Log.Error("shardid: a transaction on the plugin's database can no longer commit its sharded rows", "gid", a.gid, "error", err)
+	return errors.Join(errs...)
 }

@@ -131,12 +131,9 @@ func (m *model) pk() *idField { return m.key }
 // ErrInvalidTag for the first unusable one.
 func (e *Engine) parseModel(s *schema.Schema) (*model, error) {
 	m := &model{schema: s}
-	for i := range s.ModelType.NumField() {
-		sf := s.ModelType.Field(i)
-		if _, tagged := sf.Tag.Lookup(TagName); tagged && (sf.Anonymous || strings.Contains(sf.Tag.Get("gorm"), "embedded")) {
-			return nil, &FieldError{Model: s.Name, Field: sf.Name, Err: ErrInvalidTag,
-				Detail: "the tag is on an embedded struct, whose fields it does not reach: put it on the ID field (beside gorm.Model, ID int64 `shardid:\"\"` hides gorm.Model's ID)"}
-		}
+	if name := taggedEmbedded(s.ModelType); name != "" {
+		return nil, &FieldError{Model: s.Name, Field: name, Err: ErrInvalidTag,
+			Detail: "the tag is on an embedded struct, whose fields it does not reach: put it on the ID field (beside gorm.Model, ID int64 `shardid:\"\"` hides gorm.Model's ID)"}
 	}
 	for _, f := range s.Fields {
 		tag, ok := f.Tag.Lookup(TagName)
@@ -210,6 +207,34 @@ func (e *Engine) parseModel(s *schema.Schema) (*model, error) {
 		}
 	}
 	return m, nil
+}
+
+// taggedEmbedded returns the name of a struct embedded in t, at any depth
+// (a struct embedding itself through a pointer is read once), that carries
+// the tag; "" if none does.
+func taggedEmbedded(t reflect.Type, seen ...reflect.Type) string {
+	if slices.Contains(seen, t) {
+		return ""
+	}
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		if !sf.Anonymous && !strings.Contains(sf.Tag.Get("gorm"), "embedded") {
+			continue
+		}
+		if _, tagged := sf.Tag.Lookup(TagName); tagged {
+			return sf.Name
+		}
+		inner := sf.Type
+		if inner.Kind() == reflect.Pointer {
+			inner = inner.Elem()
+		}
+		if inner.Kind() == reflect.Struct {
+			if name := taggedEmbedded(inner, append(seen, t)...); name != "" {
+				return name
+			}
+		}
+	}
+	return ""
 }
 
 // orderColocated puts every field that colocates with another tagged field

@@ -103,6 +103,16 @@ func (d Decisions) Withdraw(ctx context.Context, exec interface {
 	return err
 }
 
+// Recorded reads, through query (the transaction that recorded it), whether
+// a decision of gid is there.
+func (d Decisions) Recorded(ctx context.Context, query interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, gid string) (bool, error) {
+	var n int
+	err := query.QueryRowContext(ctx, d.sql("SELECT COUNT(*) FROM "+d.Table+" WHERE gid = ?"), gid).Scan(&n)
+	return n > 0, err
+}
+
 // Outcome reads what was decided of gid.
 func (d Decisions) Outcome(ctx context.Context, gid string) (Outcome, error) {
 	var outcome string
