@@ -2,6 +2,7 @@ package shardid
 
 import (
 	"database/sql/driver"
+	"errors"
 	"testing"
 
 	"github.com/shardid/shardid/shardrouter"
@@ -53,5 +54,45 @@ func TestSwapDuringFanOutKeepsEveryRow(t *testing.T) {
 	err = db.Where("id IN ?", []any{onDB[0].ID, swapOnSecondRead{id: b.ID, reads: &reads, swap: func() { must(t, p.SwapShardMap(next)) }}}).Find(&got).Error
 	if err == nil && len(got) != 2 {
 		t.Errorf("IN (a, b) with b's shard moved while the query ran: %d rows and no error, want 2 (b is on s1 and s2)", len(got))
+	}
+}
+
+// A condition given by Or is joined by GORM with OR, first or not: a part
+// over several databases keeps to its ranges all of the conditions, and the
+// IDs of the statement's rows, which GORM appends, do not name its databases.
+func TestOrConditionsOverSeveralDatabases(t *testing.T) {
+	db, p, direct := revRouted(t, &revUser{})
+	users := revOnBoth(t, db, p, func() *revUser { return &revUser{Name: "a"} }, func(u *revUser) int64 { return u.ID })
+	for _, name := range []string{"bob", "bob", "carl", "dan"} {
+		must(t, db.Create(&revUser{Name: name}).Error)
+	}
+	total := func() (n int64) {
+		for _, d := range direct {
+			var k int64
+			must(t, d.Model(&revUser{}).Count(&k).Error)
+			n += k
+		}
+		return n
+	}
+	before := total()
+	if err := db.Or("name = ?", "nobody").Delete(&[]revUser{*users[0], *users[1]}).Error; !errors.Is(err, ErrCrossShard) {
+		t.Fatalf("Or, then Delete of rows: %v, want ErrCrossShard", err)
+	}
+	if err := db.Model(users[0]).Or("name = ?", "carl").Update("name", "z").Error; !errors.Is(err, ErrCrossShard) {
+		t.Fatalf("Model(row), Or, Update: %v, want ErrCrossShard", err)
+	}
+	var n int64
+	must(t, db.Clauses(AllShards()).Model(&revUser{}).Or("name = ?", "bob").Count(&n).Error)
+	if n != 2 {
+		t.Fatalf("AllShards, Or bob: counted %d, want 2", n)
+	}
+	var found []revUser
+	must(t, db.Clauses(AllShards()).Where("name = ?", "carl").Or("name = ?", "dan").Find(&found).Error)
+	if len(found) != 2 {
+		t.Fatalf("AllShards, carl or dan: %d rows, want 2", len(found))
+	}
+	must(t, db.Clauses(AllShards()).Or("name = ?", "bob").Delete(&revUser{}).Error)
+	if after := total(); after != before-2 {
+		t.Fatalf("AllShards, Or bob, Delete: %d rows left of %d, want the two bobs gone", after, before)
 	}
 }

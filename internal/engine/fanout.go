@@ -93,6 +93,12 @@ func (e *Engine) part(db *gorm.DB, m *model, planned shardrouter.Part) *gorm.DB 
 		}
 	}
 	if keep := e.keepTo(m, db.Statement.Table, planned.Keep); keep != nil {
+		if c, ok := part.Statement.Clauses["WHERE"]; ok {
+			if where, ok := c.Expression.(clause.Where); ok && shardrouter.OrJoined(where.Exprs) {
+				c.Expression = clause.Where{Exprs: []clause.Expression{shardrouter.Grouped(where.Exprs)}} // the ranges AND-ed to all of it, not to its last Or
+				part.Statement.Clauses["WHERE"] = c
+			}
+		}
 		part.Statement.AddClause(clause.Where{Exprs: []clause.Expression{keep}})
 	}
 	pool, err := e.partPool(db.Statement, k)

@@ -560,6 +560,10 @@ func (e *Engine) routeOf(db *gorm.DB, m *model, kind statementKind, settings *se
 	}
 	var rowsOnStack [1]int
 	planned.Rows = e.modelShards(stmt, m, kind, rowsOnStack[:0])
+	if len(planned.Rows) > 0 && shardrouter.OrJoined(where) {
+		return shardrouter.Set{}, fmt.Errorf("%w: %s: a condition given by Or leaves the IDs of the statement's rows, which GORM appends, AND-ed to part of the conditions only: the rows it names may be on any database; give the IDs as a condition, or the Or inside Where(clause.Or(...))",
+			ErrCrossShard, m.schema.Name)
+	}
 	route := shardrouter.PlanRoute(planned, shardMap)
 	switch route.Refusal {
 	case shardrouter.OutsideClause:
