@@ -16,8 +16,10 @@ type Keyed struct {
 }
 
 // simpleJoin reads a join written as SQL of one table on one equality:
-// JOIN t [AS a] ON x.c = y.d.
-var simpleJoin = regexp.MustCompile("(?i)^\\s*(?:(?:inner|left|right)\\s+(?:outer\\s+)?)?join\\s+[`\"]?(\\w+)[`\"]?(?:\\s+(?:as\\s+)?[`\"]?(\\w+)[`\"]?)?\\s+on\\s+[`\"]?(\\w+)[`\"]?\\.[`\"]?(\\w+)[`\"]?\\s*=\\s*[`\"]?(\\w+)[`\"]?\\.[`\"]?(\\w+)[`\"]?\\s*$")
+// [INNER | LEFT [OUTER]] JOIN t [AS a] ON x.c = y.d; a RIGHT join keeps
+// rows of the joined table that no row of the model matches, which a part
+// kept to its ranges by the model's key would drop.
+var simpleJoin = regexp.MustCompile("(?i)^\\s*(?:(?:inner|left)\\s+(?:outer\\s+)?)?join\\s+[`\"]?(\\w+)[`\"]?(?:\\s+(?:as\\s+)?[`\"]?(\\w+)[`\"]?)?\\s+on\\s+[`\"]?(\\w+)[`\"]?\\.[`\"]?(\\w+)[`\"]?\\s*=\\s*[`\"]?(\\w+)[`\"]?\\.[`\"]?(\\w+)[`\"]?\\s*$")
 
 // ColocatedJoin reports whether a join written as SQL joins, on one
 // equality, a sharded model (found by its table) colocated with m by it: the

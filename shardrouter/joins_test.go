@@ -32,14 +32,15 @@ func TestColocatedJoin(t *testing.T) {
 		sql  string
 		want bool
 	}{
-		"the photos of a user":               {keyedUsers, "JOIN photos ON photos.user_id = users.id", true},
-		"the user of a photo":                {keyedPhotos, "JOIN users ON users.id = photos.user_id", true},
-		"quoted, aliased, the sides swapped": {keyedPhotos, "LEFT JOIN `users` AS u ON `photos`.`user_id` = `u`.`id`", true},
-		"not along the colocate column":      {keyedPhotos, "JOIN users ON users.id = photos.id", false},
-		"a table the plugin does not know":   {keyedPhotos, "JOIN albums ON albums.id = photos.user_id", false},
-		"a self join":                        {keyedPhotos, "JOIN photos p ON p.user_id = photos.id", false},
-		"two equalities":                     {keyedUsers, "JOIN photos ON photos.user_id = users.id AND photos.id = 1", false},
-		"one side names neither table":       {keyedUsers, "JOIN photos ON photos.user_id = other.id", false},
+		"the photos of a user":                {keyedUsers, "JOIN photos ON photos.user_id = users.id", true},
+		"the user of a photo":                 {keyedPhotos, "JOIN users ON users.id = photos.user_id", true},
+		"quoted, aliased, the sides swapped":  {keyedPhotos, "LEFT JOIN `users` AS u ON `photos`.`user_id` = `u`.`id`", true},
+		"not along the colocate column":       {keyedPhotos, "JOIN users ON users.id = photos.id", false},
+		"a table the plugin does not know":    {keyedPhotos, "JOIN albums ON albums.id = photos.user_id", false},
+		"a self join":                         {keyedPhotos, "JOIN photos p ON p.user_id = photos.id", false},
+		"two equalities":                      {keyedUsers, "JOIN photos ON photos.user_id = users.id AND photos.id = 1", false},
+		"a right join, which keeps unmatched": {keyedPhotos, "RIGHT JOIN users ON users.id = photos.user_id", false},
+		"one side names neither table":        {keyedUsers, "JOIN photos ON photos.user_id = other.id", false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if got := ColocatedJoin(c.from, c.sql, shardedByTable); got != c.want {
