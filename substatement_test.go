@@ -55,3 +55,83 @@ func TestSQLJoinsAlongTheColocateColumnRun(t *testing.T) {
 		t.Fatalf("the same under a shard clause, which says to read that shard: %v", err)
 	}
 }
+
+type gateGroup struct {
+	ID   uint
+	Name string
+}
+
+type gateUser struct {
+	ID     int64 `shardid:""`
+	Name   string
+	Groups []gateGroup `gorm:"many2many:gate_user_groups"`
+}
+
+type gatePhoto struct {
+	ID     int64 `shardid:"colocate:UserID"`
+	UserID int64
+	User   *gateUser
+}
+
+// A sharded table routing let a statement read once (a colocated join, a
+// subquery sent to the same database, the model's join table joined along
+// its key) named again elsewhere in its SQL (a select item, a join's other
+// condition) would read that database's rows only: refused. A join table
+// read anywhere but in a join along its owner's key is too.
+func TestTablesReadAsOftenAsRoutingApproved(t *testing.T) {
+	db, p, _ := revRouted(t, &gateUser{}, &gatePhoto{}, &gateGroup{})
+	users := revOnBoth(t, db, p, func() *gateUser { return &gateUser{Name: "u"} }, func(u *gateUser) int64 { return u.ID })
+	group := gateGroup{Name: "g"}
+	must(t, db.Create(&group).Error)
+	for _, u := range users {
+		must(t, db.Model(u).Omit("Groups.*").Association("Groups").Append(&group))
+		must(t, db.Create(&gatePhoto{UserID: u.ID}).Error)
+	}
+	x := users[0].ID
+	photosOfX := db.Model(&gatePhoto{}).Select("user_id").Where("user_id = ?", x)
+	for name, run := range map[string]func() error{
+		"the join table in a select item": func() error {
+			var n int64
+			return db.Model(&gateUser{}).Select("(SELECT count(*) FROM gate_user_groups WHERE gate_group_id = ?)", group.ID).Where("id = ?", x).Scan(&n).Error
+		},
+		"the join table in a condition": func() error {
+			return db.Where("id = ?", x).Where("NOT EXISTS (SELECT 1 FROM gate_user_groups ug WHERE ug.gate_group_id = ?)", group.ID).Find(&[]gateUser{}).Error
+		},
+		"the join table joined off its owner's key": func() error {
+			return db.Where("gate_users.id = ?", x).Joins("JOIN gate_user_groups ug ON ug.gate_group_id = ?", group.ID).Find(&[]gateUser{}).Error
+		},
+		"a joined table again in a select item": func() error {
+			var rows []map[string]any
+			return db.Model(&gatePhoto{}).Joins("User").Select("gate_photos.id, (SELECT count(*) FROM gate_users) AS n").Where("gate_photos.user_id = ?", x).Find(&rows).Error
+		},
+		"a subquery's table again in a select item": func() error {
+			var rows []map[string]any
+			return db.Model(&gateUser{}).Select("id, (SELECT count(*) FROM gate_photos) AS n").Where("id = ?", x).Where("id IN (?)", photosOfX).Find(&rows).Error
+		},
+	} {
+		if err := run(); !errors.Is(err, ErrCrossShard) {
+			t.Errorf("%s: %v, want ErrCrossShard", name, err)
+		}
+	}
+	for name, run := range map[string]func() (int, error){
+		"the join table joined along its owner's key": func() (int, error) {
+			var found []gateUser
+			err := db.Where("gate_users.id = ?", x).Joins("JOIN gate_user_groups ON gate_user_groups.gate_user_id = gate_users.id").Find(&found).Error
+			return len(found), err
+		},
+		"a colocated join": func() (int, error) {
+			var found []gatePhoto
+			err := db.Joins("User").Where("gate_photos.user_id = ?", x).Find(&found).Error
+			return len(found), err
+		},
+		"a subquery sent to the same database": func() (int, error) {
+			var found []gateUser
+			err := db.Where("id = ?", x).Where("id IN (?)", photosOfX).Find(&found).Error
+			return len(found), err
+		},
+	} {
+		if n, err := run(); err != nil || n != 1 {
+			t.Errorf("%s: %d rows, %v; want the one", name, n, err)
+		}
+	}
+}

@@ -70,14 +70,29 @@ const (
 	ShardedWithoutClause
 )
 
-// CheckSQLTables decides the tables that SQL of a statement names (a join, a
-// subquery in a condition): a join table of the model's own (ownJoinTable)
-// is beside its rows; any other table must hold sharded rows (shardedRows),
-// and then only a clause naming one shard says its rows are the ones meant.
-func CheckSQLTables(tables []string, ownJoinTable, shardedRows func(table string) bool, oneShardClause bool) (string, SQLTableRefusal) {
+// JoinTableJoin reports whether sql joins a many2many join table of m along
+// m's key, JOIN joinTable [AS a] ON joinTable.ownerColumn = m.key (either
+// side first): then each of its rows joins the join rows of its own, which
+// are beside it.
+func JoinTableJoin(m Keyed, joinTable, ownerColumn, sql string) bool {
+	match := simpleJoin.FindStringSubmatch(sql)
+	if match == nil || !strings.EqualFold(match[1], joinTable) {
+		return false
+	}
+	alias := cmp.Or(match[2], match[1])
+	is := func(i int, table, column string) bool {
+		return strings.EqualFold(match[i], table) && strings.EqualFold(match[i+1], column)
+	}
+	return is(3, alias, ownerColumn) && is(5, m.Table, m.Key) || is(5, alias, ownerColumn) && is(3, m.Table, m.Key)
+}
+
+// CheckSQLTables decides the tables that SQL of a statement names (a join
+// other than a colocated one or one of its join tables along its key, a
+// subquery in a condition): each must hold sharded rows (shardedRows), and
+// then only a clause naming one shard says its rows are the ones meant.
+func CheckSQLTables(tables []string, shardedRows func(table string) bool, oneShardClause bool) (string, SQLTableRefusal) {
 	for _, table := range tables {
 		switch {
-		case ownJoinTable(table):
 		case !shardedRows(table):
 			return table, NotSharded
 		case !oneShardClause:

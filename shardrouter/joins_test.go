@@ -50,22 +50,37 @@ func TestColocatedJoin(t *testing.T) {
 	}
 }
 
+// TestJoinTableJoin: a many2many join table joins along its owner's key, or
+// is read as any other sharded table.
+func TestJoinTableJoin(t *testing.T) {
+	for sql, want := range map[string]bool{
+		"JOIN user_groups ON user_groups.user_id = users.id":       true,
+		"LEFT JOIN user_groups ug ON users.id = ug.user_id":        true,
+		"JOIN user_groups ug ON ug.group_id = users.id":            false,
+		"JOIN user_groups ug ON ug.group_id = 1":                   false,
+		"CROSS JOIN user_groups ug":                                false,
+		"JOIN user_groups ON user_groups.user_id = users.other_id": false,
+	} {
+		if got := JoinTableJoin(keyedUsers, "user_groups", "user_id", sql); got != want {
+			t.Errorf("%q: %v, want %v", sql, got, want)
+		}
+	}
+}
+
 func TestCheckSQLTables(t *testing.T) {
-	own := func(table string) bool { return table == "user_groups" }
 	sharded := func(table string) bool { _, ok := shardedByTable(table); return ok }
 	for name, c := range map[string]struct {
 		tables  []string
 		clause  bool
 		refusal SQLTableRefusal
 	}{
-		"the model's own join table":              {tables: []string{"user_groups"}},
 		"a sharded table without a clause":        {tables: []string{"photos"}, refusal: ShardedWithoutClause},
 		"a sharded table with a one-shard clause": {tables: []string{"photos"}, clause: true},
 		"an unsharded table":                      {tables: []string{"countries"}, clause: true, refusal: NotSharded},
-		"the first table that refuses":            {tables: []string{"user_groups", "countries", "photos"}, refusal: NotSharded},
+		"the first table that refuses":            {tables: []string{"photos", "countries"}, clause: true, refusal: NotSharded},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if _, refusal := CheckSQLTables(c.tables, own, sharded, c.clause); refusal != c.refusal {
+			if _, refusal := CheckSQLTables(c.tables, sharded, c.clause); refusal != c.refusal {
 				t.Fatalf("refusal %d, want %d", refusal, c.refusal)
 			}
 		})

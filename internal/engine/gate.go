@@ -74,7 +74,7 @@ func (e *Engine) checkSent(stmt *gorm.Statement, sql string, k int, onShard bool
 	sent := shardrouter.SentSQL{RawSQL: shardrouter.RawSQL{Tables: scan.tables, Words: scan.words, Unread: scan.unread}}
 	sent.OnShard = onShard
 	if sent.OnShard {
-		sent.Covered = e.coverage(stmt, own, ownAgain)
+		sent.Covered = e.coverage(stmt, own, scan)
 	}
 	route := shardrouter.CheckSent(sent, e.shardedModel, e.unshardedModel)
 	switch route.Refusal {
@@ -93,13 +93,19 @@ func (e *Engine) checkSent(stmt *gorm.Statement, sql string, k int, onShard bool
 
 // coverage returns which sharded tables a statement on a shard may name: its
 // own, named once; under a one-shard clause any; else those routing
-// approved, found only when asked. Its own table named again (ownAgain: in a
-// subquery, a self-join) is one more read of it, which this database
-// answers for its own rows alone, unless routing approved it.
-func (e *Engine) coverage(stmt *gorm.Statement, own string, ownAgain bool) func(table string) bool {
-	var approved map[string]bool
+// approved, as often as it approved them, found only when asked. A table
+// named more often (its own in a subquery, a joined one again in a select
+// item) is one more read of it, which this database answers for its own
+// rows alone.
+func (e *Engine) coverage(stmt *gorm.Statement, own string, scan *scannedSQL) func(table string) bool {
+	var approved map[string]int
 	return func(table string) bool {
-		if strings.EqualFold(table, own) && !ownAgain {
+		again := slices.ContainsFunc(scan.repeated, func(t shardrouter.Table) bool { return strings.EqualFold(t.Name, table) })
+		uses := 0
+		if strings.EqualFold(table, own) {
+			uses = 1
+		}
+		if uses == 1 && !again {
 			return true
 		}
 		if approved == nil {
@@ -108,58 +114,62 @@ func (e *Engine) coverage(stmt *gorm.Statement, own string, ownAgain bool) func(
 			}
 			approved = e.approvedTables(stmt)
 		}
-		return approved[strings.ToLower(table)]
+		uses += approved[strings.ToLower(table)]
+		return uses >= manyUses || uses == 1 && !again // named more often than approved: the other naming reads one database's rows only
 	}
 }
 
+// manyUses stands for a table named more than once: the scan tells once
+// from more, not how many more.
+const manyUses = 2
+
 // approvedTables are the sharded tables, lower case, that routing let a
-// statement read beside its own on its shard: its many2many join tables,
-// the models of its joins along a colocate column (routing refused the
-// others), and the tables of its subqueries, which routing sent to the same
-// database.
-func (e *Engine) approvedTables(stmt *gorm.Statement) map[string]bool {
-	approved := map[string]bool{}
-	if stmt.Schema != nil {
-		for _, rel := range stmt.Schema.Relationships.Many2Many { // its own join tables, beside its rows
-			if rel.JoinTable != nil {
-				approved[bareTable(rel.JoinTable.Table)] = true
+// statement read beside its own on its shard, each with how often: the
+// models of its joins along a colocate column, the tables of its SQL joins
+// (routing refused the others) and of its subqueries, which routing sent to
+// the same database. A many2many join table is read along its owner's key
+// in a join, not in a condition or a select item, whose rows it would take
+// from one database.
+func (e *Engine) approvedTables(stmt *gorm.Statement) map[string]int {
+	approved := map[string]int{}
+	approve := func(scan *scannedSQL) {
+		if scan.unread {
+			for _, word := range scan.words {
+				approved[strings.ToLower(word)] = manyUses
 			}
+			return
+		}
+		for _, t := range scan.tables {
+			uses := 1
+			if slices.ContainsFunc(scan.repeated, func(r shardrouter.Table) bool { return strings.EqualFold(r.Name, t.Name) }) {
+				uses = manyUses
+			}
+			approved[strings.ToLower(t.Name)] += uses
 		}
 	}
 	for _, j := range stmt.Joins {
 		if path, ok := shardrouter.RelationPath(stmt.Schema, j.Name); ok {
 			for _, rel := range path {
-				approved[bareTable(rel.FieldSchema.Table)] = true
+				approved[bareTable(rel.FieldSchema.Table)]++
 			}
 			continue
 		}
-		for _, table := range e.sqlTables(j.Name) {
-			approved[strings.ToLower(table)] = true
-		}
+		approve(e.scanned(fragmentSQL(j.Name)))
 	}
 	for _, sub := range readClauses(stmt).subqueries {
-		for _, table := range e.subqueryTables(sub) {
-			approved[strings.ToLower(table)] = true
-		}
+		approve(e.scanned(subquerySQL(sub)))
 	}
+	delete(approved, joinProbe)
 	return approved
 }
 
-// subqueryTables returns the tables a subquery names, as GORM builds it.
-func (e *Engine) subqueryTables(sub *gorm.DB) []string {
+// subquerySQL is a subquery's SQL, as GORM builds it.
+func subquerySQL(sub *gorm.DB) string {
 	run := sub.Session(&gorm.Session{DryRun: true, Logger: logger.Discard}).Clauses() // as GORM's AddVar builds it
 	if run.Statement.SQL.Len() == 0 {
 		run.Callback().Query().Execute(run)
 	}
-	scan := e.scanned(run.Statement.SQL.String())
-	if scan.unread {
-		return scan.words
-	}
-	tables := make([]string, len(scan.tables))
-	for i, t := range scan.tables {
-		tables[i] = t.Name
-	}
-	return tables
+	return run.Statement.SQL.String()
 }
 
 // scannedSQL is what the tokenizer read of a statement's SQL.

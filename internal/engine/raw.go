@@ -146,19 +146,24 @@ func (e *Engine) routeByHint(db *gorm.DB) (bool, error) {
 // SQL, so that the fragment reads as a statement.
 const joinProbe = "shardid_join_probe"
 
+// fragmentSQL makes a statement of a fragment of SQL (FROM …, a join) for
+// the scanner; other SQL it returns as it is.
+func fragmentSQL(fragment string) string {
+	switch word, _, _ := strings.Cut(strings.TrimSpace(strings.ToUpper(fragment)), " "); word {
+	case "FROM":
+		return "SELECT * " + fragment
+	case "JOIN", "LEFT", "RIGHT", "INNER", "OUTER", "FULL", "CROSS", "NATURAL", "STRAIGHT_JOIN":
+		return "SELECT * FROM " + joinProbe + " " + fragment
+	}
+	return fragment
+}
+
 // sqlTables returns the tables a fragment of SQL (a statement, a FROM list or
 // a join) names, read by the dialect's tokenizer; of a fragment it cannot read
 // for certain, every word, so that callers looking for unknown tables fail
 // closed.
 func (e *Engine) sqlTables(fragment string) []string {
-	sql := fragment
-	switch word, _, _ := strings.Cut(strings.TrimSpace(strings.ToUpper(fragment)), " "); word {
-	case "FROM":
-		sql = "SELECT * " + fragment
-	case "JOIN", "LEFT", "RIGHT", "INNER", "OUTER", "FULL", "CROSS", "NATURAL", "STRAIGHT_JOIN":
-		sql = "SELECT * FROM " + joinProbe + " " + fragment
-	}
-	scan, unread := sqlscan.Read(e.db.Dialector.Name(), sql)
+	scan, unread := sqlscan.Read(e.db.Dialector.Name(), fragmentSQL(fragment))
 	if unread != nil {
 		return scan.Words
 	}

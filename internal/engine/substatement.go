@@ -129,7 +129,7 @@ func (e *Engine) checkJoins(stmt *gorm.Statement, m *model) error {
 	for _, j := range stmt.Joins {
 		path, ok := shardrouter.RelationPath(stmt.Schema, j.Name)
 		if !ok {
-			if shardrouter.ColocatedJoin(keyedOf(m), j.Name, e.keyedOf) {
+			if shardrouter.ColocatedJoin(keyedOf(m), j.Name, e.keyedOf) || e.joinsOwnJoinTable(m, j.Name) {
 				continue
 			}
 			if err := e.checkSQLTables(m, fmt.Sprintf("Joins(%q)", j.Name), e.sqlTables(j.Name), clauseGiven); err != nil {
@@ -178,9 +178,8 @@ func (e *Engine) checkConditionSQL(stmt *gorm.Statement, m *model, reading *clau
 // are not all on the statement's database: an unsharded table, or a sharded
 // one other than m's own join tables without a shard clause.
 func (e *Engine) checkSQLTables(m *model, where string, tables []string, clauseGiven bool) error {
-	ownJoinTable := func(table string) bool { return e.ownJoinTable(m, table) }
 	shardedRows := func(table string) bool { return e.namesShardedRows("FROM " + table) }
-	switch table, refusal := shardrouter.CheckSQLTables(tables, ownJoinTable, shardedRows, clauseGiven); refusal {
+	switch table, refusal := shardrouter.CheckSQLTables(tables, shardedRows, clauseGiven); refusal {
 	case shardrouter.NotSharded:
 		return fmt.Errorf("%w: %s: %s names %s, which is not a sharded table known to the plugin (nor a join table of one), so it is not on %s's shard; load it apart",
 			ErrCrossShard, m.schema.Name, where, table, m.schema.Name)
@@ -217,11 +216,17 @@ func oneShardClause(stmt *gorm.Statement) bool {
 	return ok && v.(Hint).kind != hintAll
 }
 
-// ownJoinTable reports whether table is the join table of one of m's many2many.
-func (e *Engine) ownJoinTable(m *model, table string) bool {
+// joinsOwnJoinTable reports whether a join written as SQL joins one of m's
+// many2many join tables along m's key.
+func (e *Engine) joinsOwnJoinTable(m *model, sql string) bool {
 	for _, rel := range m.schema.Relationships.Many2Many {
-		if rel.JoinTable != nil && strings.EqualFold(rel.JoinTable.Table, table) {
-			return true
+		if rel.JoinTable == nil {
+			continue
+		}
+		for _, ref := range rel.References {
+			if ref.OwnPrimaryKey && ref.PrimaryKey == m.pk().field && shardrouter.JoinTableJoin(keyedOf(m), rel.JoinTable.Table, ref.ForeignKey.DBName, sql) {
+				return true
+			}
 		}
 	}
 	return false
