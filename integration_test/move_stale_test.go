@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -354,4 +355,50 @@ func TestUseLeavesTheApplicationsPoolOpen(t *testing.T) {
 		proxy.setCut(false)
 		must(t, db.Exec("SELECT 1").Error)
 	})
+}
+
+// TestMapWriteLostAfterTheSealKeepsTheRangeSealed: a mover that loses the
+// plugin's database between sealing the source and hearing that its map
+// was written cannot tell whether the map names the target: the source
+// keeps refusing writes of the range, so that none lands where the map may
+// no longer look, and the move run again completes with every row moved.
+func TestMapWriteLostAfterTheSealKeepsTheRangeSealed(t *testing.T) {
+	for _, b := range backends {
+		if b.name == "sqlite" {
+			continue // the map is written over a network
+		}
+		t.Run(b.name, func(t *testing.T) {
+			r := newMoveRig(t, b, t.TempDir())
+			users := r.seedUsers(t, 300)
+			dialector, proxy := viaProxy(t, b)
+			moverDB, err := gorm.Open(dialector, &gorm.Config{Logger: logger.Discard})
+			must(t, err)
+			mover := shardid.New(shardid.Config{Shards: moveShards(t, b, r.dir), MapRefresh: -1})
+			must(t, moverDB.Use(mover))
+			t.Cleanup(func() { _ = mover.Close() })
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			_, err = mover.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", Models: moveModels, Progress: func(p shardid.MoveProgress) {
+				if p.Phase == shardid.PhaseCutover && p.Step == "verified" {
+					proxy.setCut(true) // the seal reaches the source; the map write, its answer, and a read of the map are lost
+				}
+			}})
+			if err == nil {
+				t.Fatal("the move succeeded without the plugin's database")
+			}
+			var frozen bool
+			var until sql.NullInt64
+			must(t, r.source.Raw("SELECT frozen, frozen_until FROM shardid_move_fence WHERE range_from = ? AND range_to = ?", movingRange.From, movingRange.To).Row().Scan(&frozen, &until))
+			if !frozen || until.Valid {
+				t.Fatalf("after the lost map write the source's fence is frozen=%v until=%v, want sealed", frozen, until)
+			}
+			proxy.setCut(false)
+			r.move(t, shardid.Move{})
+			var n int64
+			must(t, r.target.Model(&MvUser{}).Where("id IN ?", users).Count(&n).Error)
+			if n != int64(len(users)) { // every seeded user is in the moving range
+				t.Fatalf("the target holds %d of the %d users of the range", n, len(users))
+			}
+		})
+	}
 }

@@ -42,8 +42,9 @@ func (mv *run) cutover(ctx context.Context) error {
 
 // cutoverOnce is one attempt at the cutover, under a freeze the mover renews
 // while it runs. The seal on the source, then the map, commit it; until
-// then any failure thaws the range, and a mover that dies leaves a freeze
-// that lapses by itself.
+// the seal any failure thaws the range, and a mover that dies leaves a
+// freeze that lapses by itself; after it, a map write whose outcome is not
+// known leaves the range sealed: the map may send it to the target already.
 func (mv *run) cutoverOnce(ctx context.Context) (err error) {
 	lease := mv.req.FreezeLease
 	if lease <= 0 {
@@ -57,13 +58,17 @@ func (mv *run) cutoverOnce(ctx context.Context) (err error) {
 	if err := mv.fence.FreezeFor(ctx, mv.source, mv.fr, lease); err != nil {
 		return errors.Join(err, mv.endAnnouncement(context.WithoutCancel(ctx)))
 	}
+	sealed := false
 	frozen, stopRenewing := mv.renewFreeze(ctx, lease)
 	defer func() {
 		stopRenewing()
 		if !committed {
 			thawing, cancel := context.WithTimeout(context.WithoutCancel(ctx), lease)
 			defer cancel()
-			err = errors.Join(err, mv.fence.Thaw(thawing, mv.source, mv.fr), mv.endAnnouncement(thawing))
+			if !sealed { // once sealed, the map may name the target already: the source takes no write of the range again
+				err = errors.Join(err, mv.fence.Thaw(thawing, mv.source, mv.fr))
+			}
+			err = errors.Join(err, mv.endAnnouncement(thawing))
 		}
 	}()
 	lapsed := func(err error) error {
@@ -107,10 +112,11 @@ func (mv *run) cutoverOnce(ctx context.Context) (err error) {
 	if err := mv.fence.Seal(ctx, mv.source, mv.fr); err != nil {
 		return err
 	}
+	sealed = true
 	version, err := mv.writeMap(ctx)
 	if err != nil {
 		if _, readErr := mv.d.RefreshMap(context.WithoutCancel(ctx)); readErr != nil || !mv.servedByTarget() {
-			return err // not written: the range thaws on the source
+			return fmt.Errorf("%w; the range stays sealed on %s, its writes refused, until the move is run again", err, mv.st.From)
 		}
 		version = mv.d.MapVersion() // written, though its answer was lost
 	}
