@@ -116,6 +116,25 @@ func physicalViaProxy(t *testing.T, b backend, i int) (gorm.Dialector, *tcpProxy
 	}
 }
 
+// processViaProxy opens another process of the rig's databases, with cfg,
+// whose plugin's database is reached through a proxy.
+func (r *moveRig) processViaProxy(t *testing.T, cfg shardid.Config) (*gorm.DB, *shardid.Plugin, *tcpProxy) {
+	t.Helper()
+	dialector, proxy := viaProxy(t, r.b)
+	db, err := gorm.Open(dialector, &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	cfg.Shards = moveShards(t, r.b, r.dir)
+	p := shardid.New(cfg)
+	must(t, db.Use(p))
+	t.Cleanup(func() {
+		_ = p.Close()
+		if sqlDB, err := db.DB(); err == nil {
+			_ = sqlDB.Close()
+		}
+	})
+	return db, p, proxy
+}
+
 // TestMoveStaleProcess: a process that cannot read the shared map keeps
 // writing the moved range after the cutover. The source's fence refuses
 // every such write (none lands there); the process fails them with
@@ -129,17 +148,7 @@ func TestMoveStaleProcess(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			r := newMoveRig(t, b, t.TempDir())
 			users := r.seedUsers(t, 500)
-			dialector, proxy := viaProxy(t, b)
-			staleDB, err := gorm.Open(dialector, &gorm.Config{Logger: logger.Discard})
-			must(t, err)
-			stale := shardid.New(shardid.Config{Shards: moveShards(t, b, r.dir), MapRefresh: 50 * time.Millisecond, MoveWait: 500 * time.Millisecond})
-			must(t, staleDB.Use(stale))
-			t.Cleanup(func() {
-				_ = stale.Close()
-				if sqlDB, err := staleDB.DB(); err == nil {
-					_ = sqlDB.Close()
-				}
-			})
+			staleDB, stale, proxy := r.processViaProxy(t, shardid.Config{MapRefresh: 50 * time.Millisecond, MoveWait: 500 * time.Millisecond})
 			must(t, staleDB.Model(&MvUser{ID: users[0]}).Update("name", "before").Error)
 
 			proxy.setCut(true)
@@ -370,15 +379,10 @@ func TestMapWriteLostAfterTheSealKeepsTheRangeSealed(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			r := newMoveRig(t, b, t.TempDir())
 			users := r.seedUsers(t, 300)
-			dialector, proxy := viaProxy(t, b)
-			moverDB, err := gorm.Open(dialector, &gorm.Config{Logger: logger.Discard})
-			must(t, err)
-			mover := shardid.New(shardid.Config{Shards: moveShards(t, b, r.dir), MapRefresh: -1})
-			must(t, moverDB.Use(mover))
-			t.Cleanup(func() { _ = mover.Close() })
+			_, mover, proxy := r.processViaProxy(t, shardid.Config{MapRefresh: -1})
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			_, err = mover.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", Models: moveModels, Progress: func(p shardid.MoveProgress) {
+			_, err := mover.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", Models: moveModels, Progress: func(p shardid.MoveProgress) {
 				if p.Phase == shardid.PhaseCutover && p.Step == "verified" {
 					proxy.setCut(true) // the seal reaches the source; the map write, its answer, and a read of the map are lost
 				}
