@@ -61,8 +61,14 @@ func TestRecover(t *testing.T) {
 			if len(ids) != 1 || ids[0] != 0 {
 				t.Fatalf("rows after recovery: %v, want the decided transaction's only", ids)
 			}
-			left, err := twophase.InDoubt(ctx, sqlA, dialect)
+			inDoubt, err := twophase.InDoubt(ctx, sqlA, dialect)
 			must(t, err)
+			var left []twophase.XID
+			for _, x := range inDoubt { // MySQL lists the server's, other tests' beside these
+				if g, ok := twophase.ParseGID(x.GID); ok && g.Cluster == cluster {
+					left = append(left, x)
+				}
+			}
 			if len(left) != 0 {
 				t.Fatalf("prepared branches left: %v", left)
 			}
