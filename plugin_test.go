@@ -2,6 +2,7 @@ package shardid
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/glebarez/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
+	"gorm.io/gorm/utils/tests"
 
 	"github.com/shardid/shardid/strategies"
 )
@@ -122,5 +124,53 @@ func TestMapStoreOfAnInMemoryPluginDatabase(t *testing.T) {
 	must(t, db.Table("shardid_shard_map").Count(&versions).Error)
 	if got.Name != "m" || versions == 0 {
 		t.Fatalf("read %+v, and %d map versions in the plugin's database", got, versions)
+	}
+}
+
+// A GORM handle that only builds SQL (GORM's DummyDialector, which DryRun
+// programs use to print statements) has no *sql.DB: the plugin still
+// registers, statements build as they do without it, a snowflake ID is
+// made in-process, and a strategy that needs the database says so.
+func TestHandleThatOnlyBuildsSQL(t *testing.T) {
+	open := func() *gorm.DB {
+		db, err := gorm.Open(tests.DummyDialector{}, &gorm.Config{DryRun: true, Logger: logger.Discard})
+		must(t, err)
+		return db
+	}
+	plain, routed := open(), open()
+	must(t, routed.Use(New(Config{Snowflake: SnowflakeConfig{FixedWorker: true}, Log: quiet})))
+	type account struct {
+		ID   uint
+		Name string
+	}
+	statements := map[string]func(*gorm.DB) *gorm.DB{
+		"first":  func(db *gorm.DB) *gorm.DB { return db.First(&account{}, 3) },
+		"find":   func(db *gorm.DB) *gorm.DB { return db.Where("name = ?", "x").Find(&[]account{}) },
+		"create": func(db *gorm.DB) *gorm.DB { return db.Create(&account{Name: "a"}) },
+		"update": func(db *gorm.DB) *gorm.DB { return db.Model(&account{ID: 1}).Update("name", "b") },
+	}
+	for name, run := range statements {
+		want, got := run(plain), run(routed)
+		must(t, got.Error)
+		if got.Statement.SQL.String() != want.Statement.SQL.String() || fmt.Sprint(got.Statement.Vars) != fmt.Sprint(want.Statement.Vars) {
+			t.Errorf("%s: built %q %v with the plugin, %q %v without", name, got.Statement.SQL.String(), got.Statement.Vars, want.Statement.SQL.String(), want.Statement.Vars)
+		}
+	}
+
+	type order struct {
+		ID   int64 `shardid:"strategy:snowflake"`
+		Name string
+	}
+	row := order{Name: "o"}
+	created := routed.Create(&row)
+	must(t, created.Error)
+	if row.ID == 0 || !strings.HasPrefix(created.Statement.SQL.String(), "INSERT INTO `orders`") {
+		t.Fatalf("a snowflake Create built %q with ID %d", created.Statement.SQL.String(), row.ID)
+	}
+	type invoice struct {
+		ID int64 `shardid:""` // instagram: its clock-sequence lives in the database
+	}
+	if err := routed.Create(&invoice{}).Error; err == nil || !strings.Contains(err.Error(), "instagram") {
+		t.Fatalf("an instagram Create on a handle without a database: %v, want the strategy's error", err)
 	}
 }

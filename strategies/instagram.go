@@ -105,15 +105,18 @@ func (g *Instagram) Prepare(ctx context.Context, target Target) error {
 func (g *Instagram) clock(target Target) (*databaseClock, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if c, ok := g.clocks[target.Name]; ok {
-		return c, nil
+	c, ok := g.clocks[target.Name]
+	if !ok {
+		sqls, err := clockSQLFor(target.Dialect, g.layout)
+		if err != nil {
+			return nil, err
+		}
+		c = &databaseClock{sql: sqls}
+		g.clocks[target.Name] = c
 	}
-	sqls, err := clockSQLFor(target.Dialect, g.layout)
-	if err != nil {
-		return nil, err
+	if target.Conn == nil {
+		return nil, fmt.Errorf("strategies: instagram: target %q has no connection to keep its clock-sequence on", target.Name)
 	}
-	c := &databaseClock{sql: sqls}
-	g.clocks[target.Name] = c
 	return c, nil
 }
 

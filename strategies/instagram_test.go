@@ -3,6 +3,7 @@ package strategies
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -86,5 +87,13 @@ func TestInstagramUnsupportedDialect(t *testing.T) {
 	err := g.Generate(context.Background(), Target{Name: "x", Dialect: "sqlserver"}, []int{1}, make([]int64, 1))
 	if !errors.Is(err, ErrUnsupportedDialect) {
 		t.Fatalf("got %v, want ErrUnsupportedDialect", err)
+	}
+}
+
+func TestInstagramWithoutAConnectionFails(t *testing.T) {
+	g, _ := NewInstagram(Layout{})
+	err := g.Generate(context.Background(), Target{Name: "x", Dialect: "sqlite"}, []int{1}, make([]int64, 1))
+	if err == nil || !strings.Contains(err.Error(), `"x" has no connection`) {
+		t.Fatalf("got %v, want an error naming the target without a connection", err)
 	}
 }

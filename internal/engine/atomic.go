@@ -190,7 +190,8 @@ func (e *Engine) sqlDBOf(ctx context.Context, k int) (*sql.DB, string, error) {
 	if err != nil {
 		return nil, e.physical[k].name, err
 	}
-	return opened.sqlDB, e.physical[k].name, nil
+	sqlDB, err := opened.database()
+	return sqlDB, e.physical[k].name, err
 }
 
 // commit runs the two phases: every branch prepared, the decision recorded,

@@ -491,7 +491,10 @@ func (e *Engine) target(db *gorm.DB, m *model, k int) (strategies.Target, error)
 	if err != nil {
 		return strategies.Target{}, err
 	}
-	t := strategies.Target{Name: e.physical[k].name, Dialect: e.db.Dialector.Name(), Conn: ph.sqlDB, DB: ph.sqlDB}
+	t := strategies.Target{Name: e.physical[k].name, Dialect: e.db.Dialector.Name(), DB: ph.sqlDB}
+	if ph.sqlDB != nil { // else no Conn at all, not a nil *sql.DB that a strategy would call
+		t.Conn = ph.sqlDB
+	}
 	if m != nil {
 		t.Table = m.schema.Table
 	}

@@ -74,7 +74,7 @@ func (e *Engine) mapOfStored(stored *mapstore.Map) (*shardrouter.Map, error) {
 func (e *Engine) startMapStore(ctx context.Context) error {
 	app, err := e.db.DB()
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: Config.Shards keeps the shared map in the plugin's database, and its GORM handle has no *sql.DB: %w", ErrInvalidConfig, err)
 	}
 	heartbeat := e.mapRefresh()
 	if heartbeat <= 0 {

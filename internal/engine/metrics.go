@@ -234,7 +234,7 @@ func (e *Engine) FanOutStats() map[string]uint64 {
 func (e *Engine) PoolStats() map[string]sql.DBStats {
 	stats := map[string]sql.DBStats{}
 	for _, ph := range e.physical {
-		if opened := ph.loaded(); opened != nil {
+		if opened := ph.loaded(); opened != nil && opened.sqlDB != nil {
 			stats[ph.name] = opened.sqlDB.Stats()
 		}
 	}

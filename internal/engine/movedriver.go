@@ -44,7 +44,7 @@ func (d moverDriver) Open(ctx context.Context, k int) (*sql.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	return opened.sqlDB, nil
+	return opened.database()
 }
 
 func (d moverDriver) Store() *mapstore.Store { return d.p.maps.Store }

@@ -135,7 +135,7 @@ func (e *Engine) pingTargets() []pingTarget {
 			if err != nil {
 				return nil, err
 			}
-			return opened.sqlDB, nil
+			return opened.database()
 		}})
 	}
 	if ticket, ok := e.generators[strategies.NameTicket].(*strategies.Ticket); ok {

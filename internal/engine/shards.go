@@ -47,17 +47,27 @@ func (ph *physical) loaded() *openPhysical {
 
 // openPhysical is an opened physical database.
 type openPhysical struct {
+	name  string
 	db    *gorm.DB      // a handle of its own, for migrations
 	pool  gorm.ConnPool // what a routed statement runs on
-	sqlDB *sql.DB       // where strategies run their SQL
+	sqlDB *sql.DB       // where strategies run their SQL; nil for a handle that only builds SQL
 }
 
+// newOpenPhysical keeps a handle without an *sql.DB (GORM's DummyDialector,
+// which DryRun programs use to print SQL): statements that are only built
+// still route, and what needs a connection fails naming the database.
 func newOpenPhysical(name string, db *gorm.DB) (*openPhysical, error) {
-	sqlDB, err := db.DB()
-	if err != nil {
-		return nil, fmt.Errorf("%w: shard %s has no *sql.DB: %w", ErrInvalidConfig, name, err)
+	sqlDB, _ := db.DB()
+	return &openPhysical{name: name, db: db, pool: db.ConnPool, sqlDB: sqlDB}, nil
+}
+
+// database returns the *sql.DB, or an error naming the database when its
+// handle has none.
+func (o *openPhysical) database() (*sql.DB, error) {
+	if o.sqlDB == nil {
+		return nil, fmt.Errorf("%w: %s has no *sql.DB (its GORM handle only builds SQL)", ErrShardUnavailable, o.name)
 	}
-	return &openPhysical{db: db, pool: db.ConnPool, sqlDB: sqlDB}, nil
+	return o.sqlDB, nil
 }
 
 // readyPhysical is a database that is open already.
@@ -104,7 +114,7 @@ func (o *opener) start() chan struct{} {
 		o.attempt, o.failure = nil, err
 		switch {
 		case err == nil && o.closed:
-			_ = opened.sqlDB.Close()
+			_ = opened.close()
 		case err == nil:
 			o.ready(opened)
 			o.opened.Store(opened)
@@ -150,9 +160,16 @@ func (o *opener) close() error {
 	o.closed = true
 	o.mu.Unlock()
 	if opened := o.opened.Load(); opened != nil {
-		return opened.sqlDB.Close()
+		return opened.close()
 	}
 	return nil
+}
+
+func (o *openPhysical) close() error {
+	if o.sqlDB == nil {
+		return nil
+	}
+	return o.sqlDB.Close()
 }
 
 // defaultPhysicalName names the plugin's own database when Config.Shards is empty.
@@ -231,7 +248,7 @@ func (e *Engine) openShards(db *gorm.DB) error {
 			return opened, err
 		}}
 		o.ready = func(opened *openPhysical) {
-			if idle := e.config.PoolIdleTimeout; idle > 0 {
+			if idle := e.config.PoolIdleTimeout; idle > 0 && opened.sqlDB != nil {
 				opened.sqlDB.SetConnMaxIdleTime(idle)
 			}
 			e.notePool(opened, k)
@@ -246,7 +263,9 @@ func (e *Engine) openShards(db *gorm.DB) error {
 // which its transactions begin), is physical database k.
 func (e *Engine) notePool(opened *openPhysical, k int) {
 	e.poolOwners.Store(opened.pool, k)
-	e.poolOwners.Store(opened.sqlDB, k)
+	if opened.sqlDB != nil {
+		e.poolOwners.Store(opened.sqlDB, k)
+	}
 }
 
 // physicalOfPool returns the physical database whose connection pool pool
