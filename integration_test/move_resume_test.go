@@ -144,9 +144,18 @@ func TestMoveCrashAndResume(t *testing.T) {
 				users := r.seedUsers(t, 3000)
 				w := startRangeWriter(db, users[:50])
 				killedMover(t, r, at.phase, at.step)
+				if at.step == "map written" { // the record was written with the map: it tells what the map does
+					st := moveStatusOf(t, p, movingRange)
+					if st.Phase != shardid.PhaseServing || st.Frozen <= 0 || st.CutoverAt.IsZero() || st.MapVersion == 0 {
+						t.Errorf("with the map written, the move's record reads %+v, want serving with its cutover's figures", st)
+					}
+				}
 				report := r.move(t, shardid.Move{})
 				if !report.Resumed {
 					t.Errorf("the second run did not resume the move: %+v", report)
+				}
+				if report.Frozen <= 0 || report.MapVersion == 0 {
+					t.Errorf("the resumed move reports frozen %s and map version %d: its cutover's figures are lost", report.Frozen, report.MapVersion)
 				}
 				time.Sleep(300 * time.Millisecond)
 				w.halt()
@@ -175,6 +184,20 @@ func TestMoveCrashAndResume(t *testing.T) {
 			})
 		}
 	}
+}
+
+// moveStatusOf returns the record of the move of r.
+func moveStatusOf(t *testing.T, p *shardid.Plugin, r shardid.Range) shardid.MoveStatus {
+	t.Helper()
+	moves, err := p.Moves(context.Background())
+	must(t, err)
+	for _, st := range moves {
+		if st.Logical == r {
+			return st
+		}
+	}
+	t.Fatalf("no move of %d-%d is recorded", r.From, r.To)
+	return shardid.MoveStatus{}
 }
 
 // TestMoveCancel cancels a move the mover died in, before its cutover: the

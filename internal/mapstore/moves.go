@@ -99,19 +99,23 @@ func (s *Store) Moves(ctx context.Context) ([]*MoveState, error) {
 
 // SaveMove writes the state of a move.
 func (s *Store) SaveMove(ctx context.Context, st *MoveState) error {
+	return s.saveMoveOn(ctx, s.db, st)
+}
+
+func (s *Store) saveMoveOn(ctx context.Context, on execer, st *MoveState) error {
 	body, err := json.Marshal(st)
 	if err != nil {
 		return err
 	}
 	now := time.Now().UnixMilli()
-	res, err := s.Exec(ctx, "UPDATE "+movesTable+" SET phase = ?, state = ?, updated_ms = ? WHERE from_shard = ? AND to_shard = ?", st.Phase, string(body), now, st.Logical.From, st.Logical.To)
+	res, err := on.ExecContext(ctx, storeSQL(s.dialect, "UPDATE "+movesTable+" SET phase = ?, state = ?, updated_ms = ? WHERE from_shard = ? AND to_shard = ?"), st.Phase, string(body), now, st.Logical.From, st.Logical.To)
 	if err != nil {
 		return err
 	}
 	if n, err := res.RowsAffected(); err == nil && n > 0 {
 		return nil
 	}
-	_, err = s.Exec(ctx, "INSERT INTO "+movesTable+" (from_shard, to_shard, phase, state, updated_ms) VALUES (?, ?, ?, ?, ?)", st.Logical.From, st.Logical.To, st.Phase, string(body), now)
+	_, err = on.ExecContext(ctx, storeSQL(s.dialect, "INSERT INTO "+movesTable+" (from_shard, to_shard, phase, state, updated_ms) VALUES (?, ?, ?, ?, ?)"), st.Logical.From, st.Logical.To, st.Phase, string(body), now)
 	if err != nil && DuplicateKey(err) {
 		return nil // MySQL counts an UPDATE that changed nothing as no row
 	}

@@ -93,10 +93,36 @@ func (s *Store) Latest(ctx context.Context) (*Map, error) {
 // Write stores m as version m.Version. It fails, changing nothing, if that
 // version exists: another writer was first ([DuplicateKey] tells).
 func (s *Store) Write(ctx context.Context, m *Map) error {
+	return s.writeOn(ctx, s.db, m)
+}
+
+// WriteWithMove stores m as Write does and, in the same transaction, the
+// state of the move that m ends: the map and the move's record never tell
+// different stories, whichever answer is lost.
+func (s *Store) WriteWithMove(ctx context.Context, m *Map, st *MoveState) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := s.writeOn(ctx, tx, m); err != nil {
+		return errors.Join(err, tx.Rollback())
+	}
+	if err := s.saveMoveOn(ctx, tx, st); err != nil {
+		return errors.Join(err, tx.Rollback())
+	}
+	return tx.Commit()
+}
+
+// execer is a pool or a transaction of the store's database.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+func (s *Store) writeOn(ctx context.Context, on execer, m *Map) error {
 	body, err := json.Marshal(m)
 	if err != nil {
 		return err
 	}
-	_, err = s.Exec(ctx, "INSERT INTO "+s.table+" (version, map, created_ms) VALUES (?, ?, ?)", m.Version, string(body), time.Now().UnixMilli())
+	_, err = on.ExecContext(ctx, storeSQL(s.dialect, "INSERT INTO "+s.table+" (version, map, created_ms) VALUES (?, ?, ?)"), m.Version, string(body), time.Now().UnixMilli())
 	return err
 }

@@ -19,6 +19,13 @@ const announceWait = 2 * time.Second
 // error is the write's: the version written is read at the next refresh
 // if not now.
 func editMap(ctx context.Context, d Driver, edit func(next *mapstore.Map) (bool, error)) (int64, error) {
+	return editMapWith(ctx, d, edit, nil)
+}
+
+// editMapWith is editMap whose write also saves, in the same transaction,
+// the move state that saved returns for the version written, unless saved
+// is nil.
+func editMapWith(ctx context.Context, d Driver, edit func(next *mapstore.Map) (bool, error), saved func(version int64) *mapstore.MoveState) (int64, error) {
 	s := d.Store()
 	for range 8 { // each round loses only to another writer of the map
 		latest, err := s.Latest(ctx)
@@ -34,7 +41,11 @@ func editMap(ctx context.Context, d Driver, edit func(next *mapstore.Map) (bool,
 		if changed, err := edit(&next); err != nil || !changed {
 			return latest.Version, err
 		}
-		if err := s.Write(ctx, &next); err == nil {
+		write := func() error { return s.Write(ctx, &next) }
+		if saved != nil {
+			write = func() error { return s.WriteWithMove(ctx, &next, saved(next.Version)) }
+		}
+		if err := write(); err == nil {
 			_, _ = d.RefreshMap(ctx)
 			return next.Version, nil
 		} else if !mapstore.DuplicateKey(err) {

@@ -113,7 +113,12 @@ func (mv *run) cutoverOnce(ctx context.Context) (err error) {
 		return err
 	}
 	sealed = true
-	version, err := mv.writeMap(ctx)
+	served := *mv.st // the record the map is written with: the range served by the target
+	served.Phase = PhaseServing
+	version, err := mv.writeMap(ctx, func(version int64) *mapstore.MoveState {
+		served.Frozen, served.MapVersion, served.CutoverAt = time.Since(frozenAt), version, time.Now().UTC()
+		return &served
+	})
 	if err != nil {
 		if _, readErr := mv.d.RefreshMap(context.WithoutCancel(ctx)); readErr != nil || !mv.servedByTarget() {
 			return fmt.Errorf("%w; the range stays sealed on %s, its writes refused, until the move is run again", err, mv.st.From)
@@ -122,9 +127,10 @@ func (mv *run) cutoverOnce(ctx context.Context) (err error) {
 	}
 	committed = true
 	mv.progress(Progress{Phase: PhaseCutover, Step: "map written"})
-	mv.st.Frozen = time.Since(frozenAt)
-	mv.st.MapVersion = version
-	mv.st.CutoverAt = time.Now().UTC()
+	if served.MapVersion != version { // not the version this run's figures were recorded with
+		served.Frozen, served.MapVersion, served.CutoverAt = time.Since(frozenAt), version, time.Now().UTC()
+	}
+	mv.st.Frozen, mv.st.MapVersion, mv.st.CutoverAt = served.Frozen, served.MapVersion, served.CutoverAt
 	if _, err := mv.d.RefreshMap(ctx); err != nil {
 		mv.d.Events().Warn("shardid: the map the move wrote cannot be read yet; it is read at the next refresh", "error", err)
 	}
@@ -265,9 +271,10 @@ func (mv *run) servedByTarget() bool {
 }
 
 // writeMap writes the next map version, with the range on the target and
-// the snowflake floor of the moved shards.
-func (mv *run) writeMap(ctx context.Context) (int64, error) {
-	return editMap(ctx, mv.d, func(next *mapstore.Map) (bool, error) {
+// the snowflake floor of the moved shards, and the move's record that saved
+// returns, in one transaction.
+func (mv *run) writeMap(ctx context.Context, saved func(version int64) *mapstore.MoveState) (int64, error) {
+	return editMapWith(ctx, mv.d, func(next *mapstore.Map) (bool, error) {
 		current, err := mv.d.MapOf(next)
 		if err != nil {
 			return false, err
@@ -295,7 +302,7 @@ func (mv *run) writeMap(ctx context.Context) (int64, error) {
 		next.Copies = append(next.Copies, mapstore.Physical{Name: mv.st.From, Logical: []Range{mv.st.Logical}})
 		next.Freezing = withoutFreezing(next.Freezing, mv.st.Logical)
 		return true, nil
-	})
+	}, saved)
 }
 
 // snowflakeFloor is the time tick the snowflake IDs of the moved shards must
