@@ -356,11 +356,11 @@ func (e *Engine) holdAndRetry(db *gorm.DB, kind statementKind, execute func(*gor
 	stmt := db.Statement
 	m, err := e.model(stmt.Schema)
 	if err != nil || m == nil || !m.sharded() {
-		return fmt.Errorf("not a sharded model")
+		return fmt.Errorf("not a statement on a sharded model, which the plugin would run again; nothing was written, run it again")
 	}
 	from, known := e.ranOn(stmt)
 	if !known {
-		return fmt.Errorf("the database it ran on is not known")
+		return fmt.Errorf("the plugin cannot run it again for you (its connection is not one of a physical database's); nothing was written, run it again")
 	}
 	// GORM's transaction holds only the refused statement: it ends now, so
 	// that no lock of it is held while waiting (SQLite's one writer).
