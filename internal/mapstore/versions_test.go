@@ -47,3 +47,27 @@ func TestRanges(t *testing.T) {
 		t.Errorf("Ranges(nil): %v, want nil", got)
 	}
 }
+
+// TestWriteWithMoveIsOneTransaction: the map version and the move's record
+// are written together, or neither is: a version another writer took first
+// leaves the record as it was.
+func TestWriteWithMoveIsOneTransaction(t *testing.T) {
+	s, ctx := openStore(t), context.Background()
+	if err := s.PrepareMoves(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := shardrouter.Range{From: 100, To: 199}
+	if err := s.SaveMove(ctx, &MoveState{Logical: r, From: "a", To: "b", Phase: "cutover"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WriteWithMove(ctx, &Map{Version: 2}, &MoveState{Logical: r, From: "a", To: "b", Phase: "serving", MapVersion: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WriteWithMove(ctx, &Map{Version: 2}, &MoveState{Logical: r, From: "a", To: "b", Phase: "lost", MapVersion: 3}); !DuplicateKey(err) {
+		t.Fatalf("writing version 2 again: %v, want a duplicate key", err)
+	}
+	st, err := s.LoadMove(ctx, r)
+	if err != nil || st.Phase != "serving" || st.MapVersion != 2 {
+		t.Fatalf("the move's record: %+v, %v; want serving at version 2, as written with the map", st, err)
+	}
+}
