@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 
@@ -44,6 +45,21 @@ func (m migratorPlugin) OpenPhysical(ctx context.Context, k int) (*gorm.DB, erro
 		return nil, err
 	}
 	return opened.db, nil
+}
+
+// Reachable pings every physical database within Config.ConnectTimeout.
+func (m migratorPlugin) Reachable(ctx context.Context) error {
+	results, err := m.p.Ping(ctx)
+	if err != nil {
+		return err
+	}
+	var down []error
+	for _, r := range results {
+		if r.Kind == KindPhysical && r.Err != nil {
+			down = append(down, r.Err)
+		}
+	}
+	return errors.Join(down...)
 }
 
 func (m migratorPlugin) Model(s *schema.Schema) (*shardmigrator.Model, error) {

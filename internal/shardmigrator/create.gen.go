@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/schema"
@@ -62,6 +64,11 @@ func (m Migrator) create(models []any, do func(gorm.Migrator, ...any) error) (er
 	if err != nil {
 		return err
 	}
+	if len(everywhere) > 0 {
+		if err := m.plugin.Reachable(m.db.Statement.Context); err != nil {
+			return fmt.Errorf("shardid: nothing was migrated: %w", err)
+		}
+	}
 	var made []target // each database reached, with the tables the migration created there
 	var madeModels [][]any
 	defer func() { // a refused or failed migration leaves none of the tables it created
@@ -77,7 +84,11 @@ func (m Migrator) create(models []any, do func(gorm.Migrator, ...any) error) (er
 		if m.plugin.Routed() { // else every table lives on the plugin's database
 			plain, crossing = m.crossingSharded(here)
 		}
-		made, madeModels = append(made, target{m.ownName(), m.own}), append(madeModels, missingTables(m.own, append(plain, crossing...)))
+		missing, err := missingTables(m.db, append(plain, crossing...))
+		if err != nil {
+			return err
+		}
+		made, madeModels = append(made, target{m.ownName(), m.own}), append(madeModels, missing)
 		if len(plain) > 0 {
 			if err := do(m.own, plain...); err != nil {
 				return err
@@ -100,6 +111,7 @@ func (m Migrator) create(models []any, do func(gorm.Migrator, ...any) error) (er
 	if len(everywhere) == 0 {
 		return nil
 	}
+	var done []string
 	for k, name := range m.plugin.Physical() {
 		tx, err := m.physicalSession(k)
 		if err != nil {
@@ -111,10 +123,15 @@ func (m Migrator) create(models []any, do func(gorm.Migrator, ...any) error) (er
 		if err := m.exactHashColumns(tx, everywhere); err != nil {
 			return fmt.Errorf("shardid: on %s: %w", name, err)
 		}
-		made, madeModels = append(made, target{name, tx.Migrator()}), append(madeModels, missingTables(tx.Migrator(), everywhere))
-		if err := do(tx.Migrator(), everywhere...); err != nil {
-			return fmt.Errorf("shardid: on %s: %w", name, err)
+		missing, err := missingTables(tx, everywhere)
+		if err != nil {
+			return fmt.Errorf("shardid: on %s: %w%s", name, err, doneBefore(done))
 		}
+		made, madeModels = append(made, target{name, tx.Migrator()}), append(madeModels, missing)
+		if err := do(tx.Migrator(), everywhere...); err != nil {
+			return fmt.Errorf("shardid: on %s: %w%s", name, err, doneBefore(done))
+		}
+		done = append(done, name)
 		if err := m.checkHashColumns(tx, everywhere, name); err != nil {
 			return err
 		}
@@ -185,15 +202,29 @@ func (m Migrator) shapeOn(db *gorm.DB, models []any) error {
 	return nil
 }
 
-// missingTables returns the models whose tables mig's database does not have.
-func missingTables(mig gorm.Migrator, models []any) []any {
+// missingTables returns the models whose tables db does not have, or the
+// error of asking: a table it could not see is not missing, and the undo
+// of a failed migration drops only tables that were missing.
+func missingTables(db *gorm.DB, models []any) ([]any, error) {
+	mig := db.Migrator()
+	tables, err := mig.GetTables()
+	if err != nil {
+		return nil, err
+	}
 	var missing []any
 	for _, value := range models {
-		if !mig.HasTable(value) {
+		stmt := &gorm.Statement{DB: db, Table: db.Statement.Table}
+		if stmt.Parse(value) != nil || stmt.Table == "" || strings.Contains(stmt.Table, ".") || db.Statement.TableExpr != nil {
+			if !mig.HasTable(value) { // a name the list does not spell: GORM's own look
+				missing = append(missing, value)
+			}
+			continue
+		}
+		if !slices.ContainsFunc(tables, func(t string) bool { return strings.EqualFold(t, stmt.Table) }) {
 			missing = append(missing, value)
 		}
 	}
-	return missing
+	return missing, nil
 }
 
 // undoCreated drops, after err, the tables a migration created on each

@@ -56,19 +56,54 @@ func (m Migrator) DropTable(models ...any) error {
 // each runs do on every database value's table lives on, naming the
 // database that failed.
 func (m Migrator) each(value any, do func(gorm.Migrator) error) error {
+	return m.eachUnfinished(value, nil, do)
+}
+
+// eachUnfinished is each, but skips the databases where finished says the
+// change is made already, unless it is made on all of them: it finishes a
+// change that stopped part way (a database went down), and a change made
+// everywhere fails as GORM's would on one database.
+func (m Migrator) eachUnfinished(value any, finished func(gorm.Migrator) bool, do func(gorm.Migrator) error) error {
 	targets, err := m.targets(value)
 	if err != nil {
 		return err
 	}
+	if len(targets) > 1 {
+		if err := m.plugin.Reachable(m.db.Statement.Context); err != nil {
+			return fmt.Errorf("shardid: nothing was changed: %w", err)
+		}
+	}
+	if finished != nil && len(targets) > 1 {
+		var left []target
+		for _, t := range targets {
+			if !finished(t.migrator) {
+				left = append(left, t)
+			}
+		}
+		if len(left) > 0 {
+			targets = left
+		}
+	}
+	var done []string
 	for _, t := range targets {
 		if err := do(t.migrator); err != nil {
 			if len(targets) == 1 {
 				return err
 			}
-			return fmt.Errorf("shardid: on %s: %w", t.name, err)
+			return fmt.Errorf("shardid: on %s: %w%s", t.name, err, doneBefore(done))
 		}
+		done = append(done, t.name)
 	}
 	return nil
+}
+
+// doneBefore tells, in an error, the databases a change was made on before
+// one failed.
+func doneBefore(done []string) string {
+	if len(done) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (made on %s before it failed; run it again to finish it)", strings.Join(done, ", "))
 }
 
 // all asks every database value's table lives on; the answer is true only if
@@ -164,12 +199,14 @@ func (m Migrator) TableType(value any) (gorm.TableType, error) {
 
 // AddColumn adds the column where the table lives.
 func (m Migrator) AddColumn(value any, field string) error {
-	return m.each(value, func(mig gorm.Migrator) error { return mig.AddColumn(value, field) })
+	return m.eachUnfinished(value, func(mig gorm.Migrator) bool { return mig.HasColumn(value, field) },
+		func(mig gorm.Migrator) error { return mig.AddColumn(value, field) })
 }
 
 // DropColumn drops the column where the table lives.
 func (m Migrator) DropColumn(value any, name string) error {
-	return m.each(value, func(mig gorm.Migrator) error { return mig.DropColumn(value, name) })
+	return m.eachUnfinished(value, func(mig gorm.Migrator) bool { return !mig.HasColumn(value, name) },
+		func(mig gorm.Migrator) error { return mig.DropColumn(value, name) })
 }
 
 // AlterColumn alters the column where the table lives.
@@ -194,7 +231,8 @@ func (m Migrator) HasColumn(value any, field string) bool {
 
 // RenameColumn renames the column where the table lives.
 func (m Migrator) RenameColumn(value any, oldName, field string) error {
-	return m.each(value, func(mig gorm.Migrator) error { return mig.RenameColumn(value, oldName, field) })
+	return m.eachUnfinished(value, func(mig gorm.Migrator) bool { return !mig.HasColumn(value, oldName) && mig.HasColumn(value, field) },
+		func(mig gorm.Migrator) error { return mig.RenameColumn(value, oldName, field) })
 }
 
 // ColumnTypes returns the table's columns, once every database has the same

@@ -23,13 +23,15 @@ type fakePlugin struct {
 	physical []*gorm.DB
 	sharded  map[string]bool // table names
 	prepare  error           // what PrepareStrategies returns
+	down     error           // what Reachable returns
 	events   bytes.Buffer    // what Events gets
 }
 
 func (f *fakePlugin) Events() *slog.Logger { return slog.New(slog.NewTextHandler(&f.events, nil)) }
 
-func (f *fakePlugin) Routed() bool       { return true }
-func (f *fakePlugin) Physical() []string { return []string{"s0", "s1"} }
+func (f *fakePlugin) Routed() bool                    { return true }
+func (f *fakePlugin) Physical() []string              { return []string{"s0", "s1"} }
+func (f *fakePlugin) Reachable(context.Context) error { return f.down }
 func (f *fakePlugin) OpenPhysical(_ context.Context, k int) (*gorm.DB, error) {
 	return f.physical[k], nil
 }
@@ -170,5 +172,106 @@ func TestQuestionsOfNoModel(t *testing.T) {
 			_ = m.HasColumn(value, "Name")
 			_ = m.HasIndex(value, "idx")
 		}()
+	}
+}
+
+type fakeUserWithEmail struct {
+	ID    int64
+	Name  string
+	Email string
+}
+
+func (fakeUserWithEmail) TableName() string { return "fake_users" }
+
+// TestFailedMigrationKeepsTablesItCouldNotSee: a database that fails the
+// look for its tables (a connection reset), then the change, keeps the table
+// and its rows: a table the migration could not see is not one it created.
+func TestFailedMigrationKeepsTablesItCouldNotSee(t *testing.T) {
+	db, plugin := open(t, &bytes.Buffer{})
+	m := New(plugin, db)
+	if err := m.AutoMigrate(&fakeUser{}); err != nil {
+		t.Fatal(err)
+	}
+	s1 := plugin.physical[1]
+	if err := s1.Create(&fakeUser{ID: 1, Name: "kept"}).Error; err != nil {
+		t.Fatal(err)
+	}
+	lookFails := 1
+	reset := errors.New("connection reset by peer")
+	if err := s1.Callback().Row().Before("gorm:row").Register("test:fail_look", func(tx *gorm.DB) {
+		if strings.Contains(tx.Statement.SQL.String(), "sqlite_master") && lookFails > 0 {
+			lookFails--
+			tx.Statement.SQL.Reset() // the database answers the look with an error
+			tx.Statement.SQL.WriteString("SELECT * FROM a_look_that_fails")
+			tx.Statement.Vars = nil
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s1.Callback().Raw().Before("gorm:raw").Register("test:fail_alter", func(tx *gorm.DB) {
+		if strings.HasPrefix(tx.Statement.SQL.String(), "ALTER TABLE") {
+			tx.AddError(reset)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.AutoMigrate(&fakeUserWithEmail{}); err == nil || !strings.Contains(err.Error(), "on s1") {
+		t.Fatalf("AutoMigrate with s1 failing: %v, want an error naming s1", err)
+	}
+	var n int64
+	if err := plugin.physical[1].Table("fake_users").Count(&n).Error; err != nil || n != 1 {
+		t.Fatalf("s1's fake_users after the failed migration: %d rows, %v; want its 1 row kept", n, err)
+	}
+}
+
+// TestChangesWaitForEveryDatabase: with a physical database down, a change
+// of a sharded table is made on none of them, not on those before it.
+func TestChangesWaitForEveryDatabase(t *testing.T) {
+	db, plugin := open(t, &bytes.Buffer{})
+	m := New(plugin, db)
+	if err := m.AutoMigrate(&fakeUser{}); err != nil {
+		t.Fatal(err)
+	}
+	plugin.down = errors.New("s1 did not answer")
+	changes := map[string]func() error{
+		"AutoMigrate":  func() error { return m.AutoMigrate(&fakeUserWithEmail{}) },
+		"AddColumn":    func() error { return m.AddColumn(&fakeUserWithEmail{}, "Email") },
+		"RenameColumn": func() error { return m.RenameColumn(&fakeUser{}, "name", "title") },
+		"DropTable":    func() error { return m.DropTable(&fakeUser{}) },
+	}
+	for name, change := range changes {
+		if err := change(); err == nil || !strings.Contains(err.Error(), "s1 did not answer") {
+			t.Errorf("%s with s1 down: %v, want its error", name, err)
+		}
+		for k, s := range plugin.physical {
+			if !s.Migrator().HasTable("fake_users") || !s.Migrator().HasColumn(&fakeUser{}, "name") || s.Migrator().HasColumn(&fakeUserWithEmail{}, "email") {
+				t.Fatalf("%s with s1 down changed s%d", name, k)
+			}
+		}
+	}
+}
+
+// TestRenameFinishesWhereItStopped: a rename made on some databases only (one
+// went down part way) is finished by running it again; run where it is made
+// everywhere, it fails as GORM's does on one database.
+func TestRenameFinishesWhereItStopped(t *testing.T) {
+	db, plugin := open(t, &bytes.Buffer{})
+	m := New(plugin, db)
+	if err := m.AutoMigrate(&fakeUser{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := plugin.physical[0].Migrator().RenameColumn(&fakeUser{}, "name", "title"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.RenameColumn(&fakeUser{}, "name", "title"); err != nil {
+		t.Fatalf("running the rename again: %v", err)
+	}
+	for k, s := range plugin.physical {
+		if s.Migrator().HasColumn(&fakeUser{}, "name") || !s.Migrator().HasColumn(&fakeUser{}, "title") {
+			t.Errorf("s%d after the rename: name %v, title %v", k, s.Migrator().HasColumn(&fakeUser{}, "name"), s.Migrator().HasColumn(&fakeUser{}, "title"))
+		}
+	}
+	if err := m.RenameColumn(&fakeUser{}, "name", "title"); err == nil {
+		t.Error("a rename made everywhere ran again without an error, as it would not on one database")
 	}
 }

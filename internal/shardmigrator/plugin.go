@@ -24,6 +24,10 @@ type Plugin interface {
 	// OpenPhysical returns the handle of physical database k, opened, or an
 	// error naming it; the migrator makes sessions of it.
 	OpenPhysical(ctx context.Context, k int) (*gorm.DB, error)
+	// Reachable reports, within the plugin's connect timeout, the physical
+	// databases that do not answer, each error naming one; a change made on
+	// several databases asks first, so that one down changes none.
+	Reachable(ctx context.Context) error
 	// Model returns what the tags of s say, or nil for a schema with none. It
 	// makes the tagged primary key of s a plain column on first use, and
 	// fails for a tag that cannot be used, before anything is migrated.
