@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"gorm.io/gorm/clause"
+
 	"github.com/shardid/shardid"
 )
 
@@ -229,5 +231,53 @@ func TestHasOneAndBelongsToOfAShardedModel(t *testing.T) {
 				return k.db.Model(&ps).Association("Imprint").Replace(&imprint{Name: "new"})
 			},
 		})
+	})
+}
+
+// Models of the preload-everything suite: an unsharded crew has many sharded
+// sailors, so GORM gives sailor a relation back to crew's has-many, which
+// Preload(clause.Associations) leaves out.
+type (
+	crew struct {
+		ID      int64
+		Name    string
+		Sailors []sailor `gorm:"foreignKey:CrewID"`
+	}
+	sailor struct {
+		ID     int64 `shardid:""`
+		Name   string
+		CrewID int64
+		Crew   crew
+	}
+)
+
+// TestPreloadAssociationsOverSeveralDatabases: Preload(clause.Associations)
+// over several databases preloads the relations GORM's expansion names, as
+// on one database, and no back-relation another model's has-many adds.
+func TestPreloadAssociationsOverSeveralDatabases(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		k := newKeys(t, b)
+		fresh(t, k.db, &crew{}, &sailor{})
+		c := crew{Name: "blue"}
+		must(t, k.db.Create(&c).Error)
+		sailors := make([]sailor, 8)
+		shards := shardid.Layout{}.ShardCount()
+		for i := range sailors { // spread over the logical shards, so over every database
+			sailors[i] = sailor{Name: "s", CrewID: c.ID}
+			must(t, k.db.Clauses(shardid.OnShard(i*shards/len(sailors))).Create(&sailors[i]).Error)
+		}
+		if k.physicalOf(sailors[0].ID) == k.physicalOf(sailors[len(sailors)-1].ID) {
+			t.Fatal("the sailors are on one database")
+		}
+		var got []sailor
+		must(t, k.db.Clauses(shardid.AllShards()).Preload(clause.Associations).Find(&got).Error)
+		if len(got) != len(sailors) {
+			t.Fatalf("%d sailors, want %d", len(got), len(sailors))
+		}
+		for _, s := range got {
+			if s.Crew.Name != "blue" {
+				t.Fatalf("sailor %d preloaded crew %+v, want blue", s.ID, s.Crew)
+			}
+		}
 	})
 }

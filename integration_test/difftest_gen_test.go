@@ -494,6 +494,11 @@ var dtOps = []dtOp{
 			return db.Clauses(shardid.AllShards()).Preload("Photos").Find(us)
 		})}
 	}},
+	{1, func(g *dtGen) dtStmt {
+		return dtStmt{"AllShards.Preload(Associations) of photos", "db.Clauses(shardid.AllShards()).Preload(clause.Associations).Find(&ps)", find(false, func(db *gorm.DB, ps *[]dtPhoto) *gorm.DB {
+			return db.Clauses(shardid.AllShards()).Preload(clause.Associations).Find(ps) // a photo's only relation is the one back to its user's has-many
+		})}
+	}},
 	{3, func(g *dtGen) dtStmt {
 		id := g.user()
 		return dtStmt{"Joins(Profile)", fmt.Sprintf("db.Joins(\"Profile\").First(&u, %d)", id), one(func(db *gorm.DB, u *dtUser) *gorm.DB {

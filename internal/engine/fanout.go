@@ -733,17 +733,39 @@ func splitPreloads(s *schema.Schema, preloads map[string][]any) (joined, others 
 		(*to)[name] = args
 	}
 	for name, args := range preloads {
-		if name != clause.Associations {
+		first, nested, _ := strings.Cut(name, ".")
+		if first != clause.Associations {
 			add(name, args)
 			continue
 		}
-		for relation := range s.Relationships.Relations { // Preload(clause.Associations): each of them
-			if _, named := preloads[relation]; !named {
-				add(relation, args)
+		// Preload(clause.Associations), expanded as GORM does: the schema's own
+		// relations (not those another model's has-many adds to it), and the
+		// relations inside its embedded structs.
+		for relation, rel := range s.Relationships.Relations {
+			if _, named := preloads[relation]; !named && rel.Schema == s {
+				add(strings.TrimSuffix(relation+"."+nested, "."), args)
+			}
+		}
+		for embedded, relations := range s.Relationships.EmbeddedRelations {
+			for _, inside := range embeddedRelationNames(relations) {
+				add(embedded+"."+inside, args)
 			}
 		}
 	}
 	return joined, others
+}
+
+// embeddedRelationNames names the relations inside an embedded struct, as
+// GORM's clause.Associations preloads them.
+func embeddedRelationNames(relations *schema.Relationships) []string {
+	var names []string
+	for _, rel := range relations.Relations {
+		names = append(names, strings.Join(rel.Field.EmbeddedBindNames[1:], "."))
+	}
+	for _, inner := range relations.EmbeddedRelations {
+		names = append(names, embeddedRelationNames(inner)...)
+	}
+	return names
 }
 
 // preloadFrom runs the statement's preloads of rows, in a statement of its
