@@ -3,6 +3,7 @@ package integration
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"gorm.io/gorm/clause"
@@ -278,6 +279,46 @@ func TestPreloadAssociationsOverSeveralDatabases(t *testing.T) {
 			if s.Crew.Name != "blue" {
 				t.Fatalf("sailor %d preloaded crew %+v, want blue", s.ID, s.Crew)
 			}
+		}
+	})
+}
+
+// Models of a many2many between two sharded models.
+type (
+	voyage struct {
+		ID    int64  `shardid:""`
+		Ports []port `gorm:"many2many:voyage_ports"`
+	}
+	port struct {
+		ID   int64 `shardid:""`
+		Name string
+	}
+)
+
+// TestAssociationFindBetweenShardedModelsSaysUsePreload: Association Find and
+// Count of a many2many whose target is sharded join the target with the join
+// rows, which are on the owner's database while the targets may be on
+// others: refused with ErrCrossShard pointing to Preload, which works.
+func TestAssociationFindBetweenShardedModelsSaysUsePreload(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		k := newKeys(t, b)
+		fresh(t, k.db, &voyage{}, &port{})
+		v, p := voyage{}, port{Name: "lisbon"}
+		must(t, k.db.Clauses(shardid.OnShard(0)).Create(&v).Error)
+		must(t, k.db.Clauses(shardid.OnShard(0)).Create(&p).Error)
+		must(t, k.db.Model(&v).Omit("Ports.*").Association("Ports").Append(&p))
+		var ports []port
+		if err := k.db.Model(&v).Association("Ports").Find(&ports); !errors.Is(err, shardid.ErrCrossShard) || !strings.Contains(err.Error(), "Preload") {
+			t.Errorf("Association Find: %v, want ErrCrossShard pointing to Preload", err)
+		}
+		a := k.db.Model(&v).Association("Ports")
+		if a.Count(); !errors.Is(a.Error, shardid.ErrCrossShard) {
+			t.Errorf("Association Count: %v, want ErrCrossShard", a.Error)
+		}
+		var back voyage
+		must(t, k.db.Preload("Ports").First(&back, v.ID).Error)
+		if len(back.Ports) != 1 || back.Ports[0].Name != "lisbon" {
+			t.Fatalf("Preload: %+v", back.Ports)
 		}
 	})
 }

@@ -115,6 +115,10 @@ func (e *Engine) routeStatement(db *gorm.DB, kind statementKind, sub bool, setti
 	}
 	shardMap := e.router.Map() // one map for the whole statement, though it be swapped meanwhile
 	physicals, err := e.routeOf(db, m, kind, settings, reading.where, shardMap)
+	if table, joins := e.joinsJoinTable(stmt); joins && errors.Is(err, ErrNoShard) { // Association(...).Find or Count of a many2many
+		err = fmt.Errorf("%w: %s is joined with %s, the join rows of a sharded model, which are on their owner's database, and the %s rows they name may be on others: read them with Preload, which reads each where it is",
+			ErrCrossShard, m.schema.Name, table, m.schema.Name)
+	}
 	if err != nil && sub && errors.Is(err, ErrNoShard) {
 		err = fmt.Errorf("%w (a statement GORM made for a Preload or an association save; a clause of the statement that made it does not apply to it: give it its own, as in Preload(\"X\", func(tx *gorm.DB) *gorm.DB { return tx.Clauses(shardid.AllShards()) }))", err)
 	}
