@@ -16,6 +16,7 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+	"gorm.io/gorm/logger"
 
 	"github.com/shardid/shardid"
 )
@@ -198,6 +199,43 @@ func moveStatusOf(t *testing.T, p *shardid.Plugin, r shardid.Range) shardid.Move
 	}
 	t.Fatalf("no move of %d-%d is recorded", r.From, r.To)
 	return shardid.MoveStatus{}
+}
+
+// TestCancelAMoveThatFailedInItsPrepare: a move whose target did not answer
+// in its prepare, before the source was fenced, is cancelled once the target
+// is back, and the range may then move.
+func TestCancelAMoveThatFailedInItsPrepare(t *testing.T) {
+	for _, b := range backends {
+		if b.name == "sqlite" {
+			continue // the target is reached over a network
+		}
+		t.Run(b.name, func(t *testing.T) {
+			r := newMoveRig(t, b, t.TempDir())
+			r.seedUsers(t, 10)
+			target, proxy := physicalViaProxy(t, b, moveTarget)
+			cfg := shardid.Config{Shards: moveShards(t, b, r.dir), ConnectTimeout: time.Second}
+			cfg.Shards[1].Dialector = target
+			db, err := gorm.Open(b.dialector(t, r.dir), &gorm.Config{Logger: logger.Discard})
+			must(t, err)
+			p := shardid.New(cfg)
+			must(t, db.Use(p))
+			t.Cleanup(func() { _ = p.Close() })
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			_, err = p.Ping(ctx) // the target's pool open: the move is recorded, and fails in its prepare
+			must(t, err)
+			proxy.setCut(true)
+			if _, err := p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", Models: moveModels}); !errors.Is(err, shardid.ErrShardUnavailable) {
+				t.Fatalf("a move to a target that does not answer: %v, want ErrShardUnavailable", err)
+			}
+			proxy.setCut(false)
+			must(t, p.CancelMove(ctx, movingRange, moveModels...))
+			if st := moveStatusOf(t, p, movingRange); st.Phase != shardid.PhaseCancelled {
+				t.Errorf("after the cancel the move reads %s, want cancelled", st.Phase)
+			}
+			r.move(t, shardid.Move{})
+		})
+	}
 }
 
 // TestMoveCancel cancels a move the mover died in, before its cutover: the

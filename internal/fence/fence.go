@@ -326,6 +326,13 @@ func (f Fence) setFrozen(ctx context.Context, db *sql.DB, r Range, frozen, until
 	return nil
 }
 
+// NotInstalled reports whether err says a table of the fence is missing on
+// the database: the fence was never installed there.
+func (f Fence) NotInstalled(err error) bool {
+	d, derr := f.dialect()
+	return derr == nil && err != nil && d.missingTable(err)
+}
+
 // Close removes r's fence row: writes of it are allowed and not logged. Like
 // Freeze, it waits for the writers that read the row before. A range not
 // fenced is no error.

@@ -168,6 +168,9 @@ func (mv *run) unfence(ctx context.Context) error {
 	}
 	for {
 		changes, err := mv.fence.Changes(ctx, mv.source, 1000)
+		if mv.fence.NotInstalled(err) {
+			return nil // a move that failed before its prepare installed the fence there
+		}
 		if err != nil || len(changes) == 0 {
 			return err
 		}
