@@ -50,11 +50,12 @@ func TestShardsOfOneDatabaseAreRefusedByName(t *testing.T) {
 		}
 	})
 	for name, pair := range map[string][2]Shard{
-		"one *gorm.DB":    {{DB: shared}, {DB: shared}},
-		"one pool":        {{DB: shared}, {DB: shared.Session(&gorm.Session{NewDB: true})}},
-		"a DSN and a DB":  {{DB: shared}, {Dialector: sqlite.Open(dsn("shared.db"))}},
-		"one DSN, twice":  {{Dialector: sqlite.Open(dsn("x.db"))}, {Dialector: sqlite.Open(dsn("x.db"))}},
-		"distinct (kept)": {{Dialector: sqlite.Open(dsn("y0.db"))}, {Dialector: sqlite.Open(dsn("y1.db"))}},
+		"one *gorm.DB":            {{DB: shared}, {DB: shared}},
+		"one pool":                {{DB: shared}, {DB: shared.Session(&gorm.Session{NewDB: true})}},
+		"a DSN and a DB":          {{DB: shared}, {Dialector: sqlite.Open(dsn("shared.db"))}},
+		"one DSN, twice":          {{Dialector: sqlite.Open(dsn("x.db"))}, {Dialector: sqlite.Open(dsn("x.db"))}},
+		"one file, two spellings": {{Dialector: sqlite.Open(dsn("z.db"))}, {Dialector: sqlite.Open(filepath.Join(dir, ".", "z.db"))}},
+		"distinct (kept)":         {{Dialector: sqlite.Open(dsn("y0.db"))}, {Dialector: sqlite.Open(dsn("y1.db"))}},
 	} {
 		pair[0].Name, pair[0].Logical = "first", []Range{{From: 0, To: half - 1}}
 		pair[1].Name, pair[1].Logical = "second", []Range{{From: half, To: 2*half - 1}}

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -337,6 +338,9 @@ func identities(db *gorm.DB, dialector gorm.Dialector) []any {
 	if dialector != nil {
 		if dsn := dsnOf(dialector); dsn != "" {
 			keys = append(keys, dsnKey(dsn))
+			if key := databaseKeyOf(dialector.Name(), dsn); key != "" {
+				keys = append(keys, key)
+			}
 		}
 		pointer(fieldOf(dialector, "Conn"))
 	}
@@ -348,6 +352,8 @@ func describeIdentity(key any) string {
 	switch k := key.(type) {
 	case dsnKey:
 		return fmt.Sprintf("DSN %q", string(k))
+	case databaseKey:
+		return fmt.Sprintf("the same database, %s, under two spellings of its DSN", strings.ReplaceAll(string(k), "|", " "))
 	case *gorm.DB:
 		return "the same *gorm.DB"
 	case *gorm.Config:
