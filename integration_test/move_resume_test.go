@@ -238,6 +238,40 @@ func TestCancelAMoveThatFailedInItsPrepare(t *testing.T) {
 	}
 }
 
+// TestMoveWhoseSourceGoesDownNamesIt: a move whose source stops answering
+// during the copy fails with ErrShardUnavailable naming the source.
+func TestMoveWhoseSourceGoesDownNamesIt(t *testing.T) {
+	for _, b := range backends {
+		if b.name == "sqlite" {
+			continue // the source is reached over a network
+		}
+		t.Run(b.name, func(t *testing.T) {
+			r := newMoveRig(t, b, t.TempDir())
+			r.seedUsers(t, 300)
+			source, proxy := physicalViaProxy(t, b, moveSource)
+			cfg := shardid.Config{Shards: moveShards(t, b, r.dir), ConnectTimeout: time.Second}
+			cfg.Shards[0].Dialector = source
+			db, err := gorm.Open(b.dialector(t, r.dir), &gorm.Config{Logger: logger.Discard})
+			must(t, err)
+			p := shardid.New(cfg)
+			must(t, db.Use(p))
+			t.Cleanup(func() { _ = p.Close() })
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			_, err = p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", Models: moveModels, ChunkSize: 10, Progress: func(pr shardid.MoveProgress) {
+				if pr.Step == "chunk" {
+					proxy.setCut(true)
+				}
+			}})
+			if !errors.Is(err, shardid.ErrShardUnavailable) || !strings.Contains(err.Error(), b.name+"-source") {
+				t.Errorf("a move whose source went down: %v, want ErrShardUnavailable naming %s-source", err, b.name)
+			}
+			proxy.setCut(false)
+			must(t, p.CancelMove(ctx, movingRange, moveModels...))
+		})
+	}
+}
+
 // TestMoveCancel cancels a move the mover died in, before its cutover: the
 // source serves the range as before, without the fence, and the target
 // holds none of it.

@@ -2,9 +2,12 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/shardid/shardid/internal/mover"
+	"github.com/shardid/shardid/internal/sqlerr"
 )
 
 // Move runs a move of logical shards with this engine's databases and map.
@@ -12,7 +15,30 @@ func (e *Engine) Move(ctx context.Context, req mover.Request) (*mover.Report, er
 	if e.maps == nil {
 		return nil, fmt.Errorf("%w: no Config.Shards: every logical shard is on the plugin's database", mover.ErrInvalid)
 	}
-	return e.moves.Move(ctx, moverDriver{e}, req)
+	report, err := e.moves.Move(ctx, moverDriver{e}, req)
+	return report, e.namedUnreachable(ctx, err)
+}
+
+// namedUnreachable makes an error of a move, cancel or cleanup that lost a
+// connection an ErrShardUnavailable naming the databases that do not answer
+// now (the mover runs its SQL on their pools, which do not name them).
+func (e *Engine) namedUnreachable(ctx context.Context, err error) error {
+	if err == nil || errors.Is(err, ErrShardUnavailable) || !sqlerr.Unreachable(err) {
+		return err
+	}
+	pinging, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.config.connectTimeout())
+	defer cancel()
+	results, _ := e.Ping(pinging)
+	var down []string
+	for _, r := range results {
+		if r.Kind == KindPhysical && r.Err != nil {
+			down = append(down, r.Name)
+		}
+	}
+	if len(down) == 0 {
+		return fmt.Errorf("%w: a connection was lost, and every database answers again now; run it again: %w", ErrShardUnavailable, err)
+	}
+	return fmt.Errorf("%w: %s: %w", ErrShardUnavailable, strings.Join(down, ", "), err)
 }
 
 // CancelMove stops the move of r before its cutover.
@@ -20,7 +46,7 @@ func (e *Engine) CancelMove(ctx context.Context, r Range, models []any) error {
 	if e.maps == nil {
 		return fmt.Errorf("%w: no Config.Shards", mover.ErrInvalid)
 	}
-	return e.moves.Cancel(ctx, moverDriver{e}, r, models)
+	return e.namedUnreachable(ctx, e.moves.Cancel(ctx, moverDriver{e}, r, models))
 }
 
 // CleanupMove ends a move after its cutover.
@@ -28,7 +54,7 @@ func (e *Engine) CleanupMove(ctx context.Context, r Range, models []any) error {
 	if e.maps == nil {
 		return fmt.Errorf("%w: no Config.Shards", mover.ErrInvalid)
 	}
-	return e.moves.Cleanup(ctx, moverDriver{e}, r, models)
+	return e.namedUnreachable(ctx, e.moves.Cleanup(ctx, moverDriver{e}, r, models))
 }
 
 // Moves lists the moves the plugin's database records, ended ones too.

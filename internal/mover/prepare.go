@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shardid/shardid/internal/fence"
+	"github.com/shardid/shardid/internal/sqlerr"
 	"github.com/shardid/shardid/internal/sqlscan"
 )
 
@@ -29,6 +30,9 @@ func (mv *run) prepare(ctx context.Context) error {
 	}
 	for _, t := range mv.tables {
 		columns, err := columnsOf(ctx, mv.target, t.dialect, t.name)
+		if err != nil && sqlerr.Unreachable(err) {
+			return fmt.Errorf("table %s on %s: %w", t.name, mv.st.To, err)
+		}
 		if err != nil {
 			return fmt.Errorf("table %s on %s: %w (migrate the models with %s in Config.Shards)", t.name, mv.st.To, err, mv.st.To)
 		}
