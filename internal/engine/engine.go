@@ -157,6 +157,11 @@ func (e *Engine) Initialize(db *gorm.DB) error {
 	if e.config.DefaultStrategy == "" {
 		e.config.DefaultStrategy = strategies.NameInstagram
 	}
+	for name, d := range map[string]time.Duration{"ConnectTimeout": e.config.ConnectTimeout, "PoolIdleTimeout": e.config.PoolIdleTimeout, "MoveWait": e.config.MoveWait} {
+		if d < 0 {
+			return fmt.Errorf("%w: %s %v is negative (zero is the default)", ErrInvalidConfig, name, d)
+		}
+	}
 	if e.config.MapTable != "" && !plainTable.MatchString(e.config.MapTable) {
 		return fmt.Errorf("%w: MapTable %q (letters, digits and _, at most 63, not starting with a digit)", ErrInvalidConfig, e.config.MapTable)
 	}
