@@ -1,7 +1,11 @@
 package shardid
 
 import (
+	"context"
+	"path/filepath"
 	"testing"
+
+	"github.com/glebarez/sqlite"
 
 	"github.com/shardid/shardid/internal/mover"
 )
@@ -21,5 +25,21 @@ func TestPhasesAreTheMovers(t *testing.T) {
 		if c.plugin != c.mover {
 			t.Errorf("phase %q is %q in the mover", c.plugin, c.mover)
 		}
+	}
+}
+
+// TestAuditWithNoShardedTables: before any sharded model is migrated no row
+// can be misplaced: Audit reports none, not an invalid move.
+func TestAuditWithNoShardedTables(t *testing.T) {
+	dir := t.TempDir()
+	count := Layout{}.ShardCount()
+	db, _ := testDB(t, Config{Shards: []Shard{
+		{Name: "a", Dialector: sqlite.Open(filepath.Join(dir, "a.db")), Logical: []Range{{From: 0, To: count/2 - 1}}},
+		{Name: "b", Dialector: sqlite.Open(filepath.Join(dir, "b.db")), Logical: []Range{{From: count / 2, To: count - 1}}},
+	}})
+	p := db.Config.Plugins[pluginName].(*Plugin)
+	misplaced, err := p.Audit(context.Background())
+	if err != nil || len(misplaced) != 0 {
+		t.Fatalf("Audit with no sharded tables: %v, %v; want none and no error", misplaced, err)
 	}
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/shardid/shardid/internal/mover"
@@ -18,5 +19,9 @@ func (e *Engine) Audit(ctx context.Context) ([]Misplaced, error) {
 	if e.maps == nil {
 		return nil, fmt.Errorf("%w: no Config.Shards: every row is on the plugin's database", ErrInvalidConfig)
 	}
-	return e.moves.Audit(ctx, moverDriver{e})
+	misplaced, err := e.moves.Audit(ctx, moverDriver{e})
+	if errors.Is(err, errNoShardedTables) {
+		return nil, nil // no sharded table: no row can be misplaced
+	}
+	return misplaced, err
 }

@@ -120,6 +120,9 @@ func shardedTableOf(m *model) shardedTable {
 	return t
 }
 
+// errNoShardedTables says that the plugin has migrated no sharded table.
+var errNoShardedTables = fmt.Errorf("%s lists no sharded tables", tablesTable)
+
 // registeredTables returns the sharded tables the plugin has migrated.
 func (e *Engine) registeredTables(ctx context.Context) ([]shardedTable, error) {
 	if err := e.maps.prepareTables(ctx); err != nil {
@@ -144,7 +147,7 @@ func (e *Engine) registeredTables(ctx context.Context) ([]shardedTable, error) {
 		return nil, err
 	}
 	if len(list) == 0 {
-		return nil, fmt.Errorf("%w: %s lists no sharded tables: migrate the models with the plugin (Plugin.AutoMigrate) first", mover.ErrInvalid, tablesTable)
+		return nil, fmt.Errorf("%w: %w: migrate the models with the plugin (Plugin.AutoMigrate) first", mover.ErrInvalid, errNoShardedTables)
 	}
 	return slices.Clip(list), nil
 }
