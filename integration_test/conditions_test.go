@@ -211,3 +211,55 @@ type subqueryValue struct{ sub *gorm.DB }
 func (v subqueryValue) GormValue(context.Context, *gorm.DB) clause.Expr {
 	return clause.Expr{SQL: "(?)", Vars: []any{v.sub}}
 }
+
+// TestKeyListInATextWithOtherConditions: Where("id IN ? AND name = ?") names
+// its rows by its IDs, as the same conditions in two Wheres do: a Delete over
+// several databases removes exactly the rows that match, each on its own.
+func TestKeyListInATextWithOtherConditions(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		all, x, y := r.spreadAuthors(t, func() author { return author{Name: "keep"} })
+		must(t, r.db.Model(&author{}).Where("id IN ?", []int64{x.ID, y.ID}).Update("name", "drop").Error)
+		ids := []int64{x.ID, y.ID, all[2].ID, all[3].ID}
+		var found []author
+		must(t, r.db.Where("id IN ? AND name = ?", ids, "drop").Find(&found).Error)
+		if len(found) != 2 {
+			t.Fatalf("found %d authors named drop among %v, want 2", len(found), ids)
+		}
+		res := r.db.Where("name = ? AND id IN ?", "drop", ids).Delete(&author{})
+		must(t, res.Error)
+		if res.RowsAffected != 2 {
+			t.Fatalf("deleted %d, want 2", res.RowsAffected)
+		}
+		var left int64
+		for _, db := range r.direct {
+			var n int64
+			must(t, db.Model(&author{}).Count(&n).Error)
+			left += n
+		}
+		if left != int64(len(all)-2) {
+			t.Fatalf("%d authors left on the databases, want %d", left, len(all)-2)
+		}
+	})
+}
+
+// TestUpdateOfARowWhereAnotherRowsIDNoRowMatches: Model(&x).Where("id = ?",
+// y.ID) names rows of two databases, which no row is: the update changes
+// nothing and says so, wherever x and y are, as on one database.
+func TestUpdateOfARowWhereAnotherRowsIDNoRowMatches(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		_, x, y := r.spreadAuthors(t, func() author { return author{Name: "a"} })
+		for _, pair := range [][2]author{{x, y}, {y, x}} {
+			res := r.db.Model(&pair[0]).Where("id = ?", pair[1].ID).Update("name", "changed")
+			if res.Error != nil || res.RowsAffected != 0 {
+				t.Errorf("Model(%d).Where(id = %d).Update: %v, %d rows; want no error and no row", pair[0].ID, pair[1].ID, res.Error, res.RowsAffected)
+			}
+		}
+		var changed int64
+		must(t, r.db.Model(&author{}).Clauses(shardid.AllShards()).Where("name = ?", "changed").Count(&changed).Error)
+		if changed != 0 {
+			t.Fatalf("%d authors changed", changed)
+		}
+	})
+}

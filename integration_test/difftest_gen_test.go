@@ -779,6 +779,18 @@ var dtOps = []dtOp{
 		}}
 	}},
 	{2, func(g *dtGen) dtStmt {
+		list, age := g.picks(g.s.users, 5), g.age()
+		return dtStmt{"Where(IN AND) in one text", fmt.Sprintf("db.Where(\"id IN ? AND age >= ?\", %s, %d).Find(&us)", q(list), age), find(false, func(db *gorm.DB, us *[]dtUser) *gorm.DB {
+			return db.Where("id IN ? AND age >= ?", list, age).Find(us)
+		})}
+	}},
+	{2, func(g *dtGen) dtStmt {
+		list, age, name := g.picks(g.s.users, 4), g.age(), g.name()
+		return dtStmt{"Update(IN AND) in one text", fmt.Sprintf("db.Model(&dtUser{}).Where(\"age < ? AND id IN ?\", %d, %s).Update(\"name\", %q)", age, q(list), name), execOnly(func(db *gorm.DB) *gorm.DB {
+			return db.Model(&dtUser{}).Where("age < ? AND id IN ?", age, list).Update("name", name)
+		})}
+	}},
+	{2, func(g *dtGen) dtStmt {
 		list, age := g.picks(g.s.users, 4), g.age()
 		return dtStmt{"Update(IN)", fmt.Sprintf("db.Model(&dtUser{}).Where(\"id IN ?\", %s).Update(\"age\", %d)", q(list), age), execOnly(func(db *gorm.DB) *gorm.DB {
 			return db.Model(&dtUser{}).Where("id IN ?", list).Update("age", age)

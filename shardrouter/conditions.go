@@ -15,7 +15,8 @@ import (
 // none, and the column's name), and whether any condition constrains it. Of
 // several such conditions it returns the one with the fewest values: the rows
 // that match all of them are among those. It reads clause.Eq, clause.IN,
-// clause.Expr text of the form `col = ?` or `col IN ?`, and nested AND
+// clause.Expr text of the form `col = ?` or `col IN ?` (alone, or AND-ed
+// with other conditions in one text: keyConjuncts), and nested AND
 // groups. A level that holds an OR (GORM's Or) says nothing, nor does anything
 // under NOT.
 func ColumnValues(exprs []clause.Expression, isColumn func(table, name string) bool) ([]any, bool) {
@@ -42,6 +43,12 @@ func ColumnValues(exprs []clause.Expression, isColumn func(table, name string) b
 		case clause.Expr:
 			if len(c.Vars) == 1 && known(c.Vars...) && isSimpleCondition(c.SQL, isColumn) {
 				consider(flatten(c.Vars))
+			} else if len(c.Vars) > 0 {
+				for _, i := range keyConjuncts(c.SQL, len(c.Vars), isColumn) {
+					if known(c.Vars[i]) {
+						consider(flatten(c.Vars[i : i+1]))
+					}
+				}
 			}
 		case clause.AndConditions:
 			if values, ok := ColumnValues(c.Exprs, isColumn); ok {
@@ -254,13 +261,26 @@ func MapValues(exprs []clause.Expression, isColumn func(table, name string) bool
 				}
 			}
 		case clause.Expr:
-			if restrict && len(c.Vars) == 1 && known(c.Vars...) && isSimpleCondition(c.SQL, isColumn) {
-				single := !isList(c.Vars[0])
-				if values, replace := visit(flatten(c.Vars), single); replace && (!single || len(values) == 1) {
+			if !restrict {
+				break
+			}
+			var at []int
+			if len(c.Vars) == 1 && known(c.Vars...) && isSimpleCondition(c.SQL, isColumn) {
+				at = []int{0}
+			} else if len(c.Vars) > 0 {
+				at = keyConjuncts(c.SQL, len(c.Vars), isColumn)
+			}
+			for _, j := range at {
+				if !known(c.Vars[j]) {
+					continue
+				}
+				single := !isList(c.Vars[j])
+				if values, replace := visit(flatten(c.Vars[j:j+1]), single); replace && (!single || len(values) == 1) {
+					c.Vars = slices.Clone(c.Vars) // the caller's stay as they are
 					if single {
-						c.Vars = values
+						c.Vars[j] = values[0]
 					} else {
-						c.Vars = []any{values}
+						c.Vars[j] = values
 					}
 					out[i] = c
 				}

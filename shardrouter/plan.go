@@ -66,7 +66,8 @@ type Route struct {
 // statement names: the intersection of what its shard clause, each of its
 // conditions on a key column, and its rows say. Conditions that match no row
 // (IN (), only NULLs, or two that name rows of two databases) leave one
-// database that serves a range to answer "no rows". Nothing naming a shard, it is refused with NoShard, unless m has one
+// database that serves a range to answer "no rows": that of the statement's
+// rows when they have one. Nothing naming a shard, it is refused with NoShard, unless m has one
 // database.
 func PlanRoute(s Statement, m *Map) Route {
 	named, found, none := m.Serving(), false, false
@@ -108,10 +109,20 @@ func PlanRoute(s Statement, m *Map) Route {
 		return Route{Databases: Only(s.Clause.First())}
 	case !s.Clause.Empty():
 		return Route{Databases: s.Clause.copied()} // a copy: what the caller gave stays its own, on its stack
+	case found && oneDatabaseOf(s.Rows, m) >= 0: // no row matches: the statement's own rows' database says so, where its checks expect it
+		return Route{Databases: Only(oneDatabaseOf(s.Rows, m))}
 	case found, none, m.Len() == 1:
 		return Route{Databases: Only(max(m.Serving().First(), 0))} // any database serving a range answers "no rows"
 	}
 	return Route{Refusal: NoShard}
+}
+
+// oneDatabaseOf is OneDatabase's database, or -1.
+func oneDatabaseOf(shards []int, m *Map) int {
+	if k, one := OneDatabase(shards, m); one {
+		return k
+	}
+	return -1
 }
 
 // OneDatabase returns the database of m that holds all of shards, when one
