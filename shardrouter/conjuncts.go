@@ -6,10 +6,12 @@ import "strings"
 // placeholders, the index among its Vars of the placeholder of each part
 // AND-ed at its top level that is a condition on one column isColumn
 // accepts (`col = ?`, `col IN ?`): `id IN ? AND qty > ?` names its rows by
-// its first value. It returns nil for text it does not read whole: an OR
-// outside brackets (which AND binds tighter than), a named parameter, a
-// comment, a string with a backslash, unbalanced quotes or brackets, or a
-// count of placeholders other than nvars.
+// its first value. It returns nil for text it does not read whole: OR, XOR,
+// || or && outside brackets (looser than AND in some dialect), BETWEEN and
+// CASE outside brackets (whose AND is not a conjunction), a named
+// parameter, a comment, an array,
+// a string with a backslash, unbalanced quotes or brackets, or a count of
+// placeholders other than nvars.
 func keyConjuncts(sql string, nvars int, isColumn func(table, name string) bool) []int {
 	var found []int
 	start, first, vars, depth := 0, 0, 0, 0
@@ -34,10 +36,12 @@ func keyConjuncts(sql string, nvars int, isColumn func(table, name string) bool)
 			}
 		case c == '?':
 			vars++
-		case c == '@' || c == '$' || strings.HasPrefix(sql[i:], "--") || strings.HasPrefix(sql[i:], "/*") || c == '#':
-			return nil
-		case depth == 0 && wordAt(sql, i, "or"):
-			return nil
+		case strings.IndexByte("@$#[]{}", c) >= 0 || strings.HasPrefix(sql[i:], "--") || strings.HasPrefix(sql[i:], "/*"):
+			return nil // named parameters, comments, arrays
+		case depth == 0 && (c == '|' || c == '&'):
+			return nil // MySQL's || and && (OR and AND), and bit operators
+		case depth == 0 && (wordAt(sql, i, "or") || wordAt(sql, i, "xor") || wordAt(sql, i, "between") || wordAt(sql, i, "case")):
+			return nil // looser than AND, or an AND that is not a conjunction; inside brackets each is one operand
 		case depth == 0 && wordAt(sql, i, "and"):
 			part(i)
 			start, first = i+len("and"), vars
