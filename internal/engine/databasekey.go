@@ -56,55 +56,64 @@ func mysqlKey(dsn string) databaseKey {
 	return databaseKey("mysql|" + hostPort(address, "3306") + "|" + name)
 }
 
-// postgresKey reads a postgres:// URL or key=value pairs.
+// postgresKey reads a postgres:// URL or key=value pairs, of which it knows
+// the settings that name the server and database and those that do not
+// change which database it is; any other (service, hostaddr, options,
+// search_path, …) leaves the DSN compared as written.
 func postgresKey(dsn string) databaseKey {
-	host, port, user, name := "", "5432", "", ""
+	settings := map[string]string{}
 	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
-		host, user, name = u.Hostname(), u.User.Username(), strings.TrimPrefix(u.Path, "/")
-		if u.Port() != "" {
-			port = u.Port()
-		}
-		if h := u.Query().Get("host"); h != "" {
-			host = h
-		}
-		if d := u.Query().Get("dbname"); d != "" {
-			name = d
+		settings["host"], settings["port"], settings["dbname"] = u.Hostname(), u.Port(), strings.TrimPrefix(u.Path, "/")
+		settings["user"] = u.User.Username()
+		for key, values := range u.Query() {
+			if settings[key] != "" || len(values) != 1 {
+				return "" // a query setting over the URL's own
+			}
+			settings[key] = values[0]
 		}
 	} else {
 		for _, pair := range strings.Fields(dsn) {
-			key, value, _ := strings.Cut(pair, "=")
-			value = strings.Trim(value, "'")
-			switch key {
-			case "host":
-				host = value
-			case "port":
-				port = value
-			case "user":
-				user = value
-			case "dbname":
-				name = value
+			key, value, ok := strings.Cut(pair, "=")
+			if !ok || key == "" || strings.HasPrefix(value, "'") {
+				return "" // spaces around =, or a quoted value: not read
 			}
+			settings[key] = value
 		}
 	}
-	if strings.Contains(host, ",") {
-		return "" // several hosts: compared as written
+	for key := range settings {
+		if !postgresNeutral[key] && key != "host" && key != "port" && key != "user" && key != "dbname" {
+			return ""
+		}
+	}
+	host, port, name := settings["host"], settings["port"], settings["dbname"]
+	if port == "" {
+		port = "5432"
 	}
 	if name == "" {
-		name = user // PostgreSQL's default database is the user's name
+		name = settings["user"] // PostgreSQL's default database is the user's name
 	}
-	if host == "" || strings.HasPrefix(host, "/") {
-		return databaseKey("postgres|socket:" + host + ":" + port + "|" + name)
+	if host == "" || name == "" || strings.ContainsAny(host, ",/") {
+		return "" // a socket, the environment's defaults, or several hosts: compared as written
 	}
 	return databaseKey("postgres|" + hostPort(net.JoinHostPort(host, port), port) + "|" + name)
 }
 
-// hostPort spells an address with its port, loopback names as one.
+// postgresNeutral are the settings that do not change which database a
+// PostgreSQL DSN names.
+var postgresNeutral = map[string]bool{
+	"password": true, "sslmode": true, "sslrootcert": true, "sslcert": true, "sslkey": true, "sslpassword": true,
+	"connect_timeout": true, "application_name": true, "target_session_attrs": true,
+	"statement_cache_capacity": true, "description_cache_capacity": true, "default_query_exec_mode": true,
+}
+
+// hostPort spells an address with its port, the names of this machine's
+// own loopback address as one.
 func hostPort(address, defaultPort string) string {
 	host, port, err := net.SplitHostPort(address)
 	if err != nil {
 		host, port = address, defaultPort
 	}
-	if host == "localhost" || host == "::1" || strings.HasPrefix(host, "127.") {
+	if host == "localhost" || host == "::1" || host == "127.0.0.1" {
 		host = "loopback"
 	}
 	return strings.ToLower(host) + ":" + port
