@@ -199,14 +199,36 @@ func (m Migrator) TableType(value any) (gorm.TableType, error) {
 
 // AddColumn adds the column where the table lives.
 func (m Migrator) AddColumn(value any, field string) error {
-	return m.eachUnfinished(value, func(mig gorm.Migrator) bool { return mig.HasColumn(value, field) },
-		func(mig gorm.Migrator) error { return mig.AddColumn(value, field) })
+	return m.eachUnfinished(value, func(mig gorm.Migrator) bool {
+		has, asked := m.columnIn(mig, value, field)
+		return asked && has
+	}, func(mig gorm.Migrator) error { return mig.AddColumn(value, field) })
 }
 
 // DropColumn drops the column where the table lives.
 func (m Migrator) DropColumn(value any, name string) error {
-	return m.eachUnfinished(value, func(mig gorm.Migrator) bool { return !mig.HasColumn(value, name) },
-		func(mig gorm.Migrator) error { return mig.DropColumn(value, name) })
+	return m.eachUnfinished(value, func(mig gorm.Migrator) bool {
+		has, asked := m.columnIn(mig, value, name)
+		return asked && !has
+	}, func(mig gorm.Migrator) error { return mig.DropColumn(value, name) })
+}
+
+// columnIn reports whether the table of value has the column name (a
+// field's or a column's) on mig's database, and whether the database
+// answered: GORM's HasColumn says false for a look that failed, which a
+// change must not take for done.
+func (m Migrator) columnIn(mig gorm.Migrator, value any, name string) (has, asked bool) {
+	columns, err := mig.ColumnTypes(value)
+	if err != nil {
+		return false, false
+	}
+	stmt := &gorm.Statement{DB: m.db}
+	if stmt.Parse(value) == nil {
+		if field := stmt.Schema.LookUpField(name); field != nil {
+			name = field.DBName
+		}
+	}
+	return slices.ContainsFunc(columns, func(c gorm.ColumnType) bool { return strings.EqualFold(c.Name(), name) }), true
 }
 
 // AlterColumn alters the column where the table lives.
@@ -231,8 +253,11 @@ func (m Migrator) HasColumn(value any, field string) bool {
 
 // RenameColumn renames the column where the table lives.
 func (m Migrator) RenameColumn(value any, oldName, field string) error {
-	return m.eachUnfinished(value, func(mig gorm.Migrator) bool { return !mig.HasColumn(value, oldName) && mig.HasColumn(value, field) },
-		func(mig gorm.Migrator) error { return mig.RenameColumn(value, oldName, field) })
+	return m.eachUnfinished(value, func(mig gorm.Migrator) bool {
+		hasOld, askedOld := m.columnIn(mig, value, oldName)
+		hasNew, askedNew := m.columnIn(mig, value, field)
+		return askedOld && askedNew && !hasOld && hasNew
+	}, func(mig gorm.Migrator) error { return mig.RenameColumn(value, oldName, field) })
 }
 
 // ColumnTypes returns the table's columns, once every database has the same

@@ -275,3 +275,33 @@ func TestRenameFinishesWhereItStopped(t *testing.T) {
 		t.Error("a rename made everywhere ran again without an error, as it would not on one database")
 	}
 }
+
+// TestDropColumnAskedOfADatabaseThatFailsTheLook: a database whose look for
+// the column fails is not taken for one where the drop is made already: the
+// drop runs there too.
+func TestDropColumnAskedOfADatabaseThatFailsTheLook(t *testing.T) {
+	db, plugin := open(t, &bytes.Buffer{})
+	m := New(plugin, db)
+	if err := m.AutoMigrate(&fakeUser{}); err != nil {
+		t.Fatal(err)
+	}
+	lookFails := 1
+	if err := plugin.physical[1].Callback().Row().Before("gorm:row").Register("test:fail_look", func(tx *gorm.DB) {
+		if strings.Contains(tx.Statement.SQL.String(), "sqlite_master") && lookFails > 0 {
+			lookFails--
+			tx.Statement.SQL.Reset() // the database answers the look with an error
+			tx.Statement.SQL.WriteString("SELECT * FROM a_look_that_fails")
+			tx.Statement.Vars = nil
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.DropColumn(&fakeUser{}, "Name"); err != nil {
+		t.Fatal(err)
+	}
+	for k, s := range plugin.physical {
+		if s.Migrator().HasColumn(&fakeUser{}, "name") {
+			t.Errorf("s%d keeps the dropped column", k)
+		}
+	}
+}
