@@ -50,7 +50,8 @@ func TestRanges(t *testing.T) {
 
 // TestWriteWithMoveIsOneTransaction: the map version and the move's record
 // are written together, or neither is: a version another writer took first
-// leaves the record as it was.
+// leaves the record as it was, and a record that cannot be written leaves
+// the map as it was.
 func TestWriteWithMoveIsOneTransaction(t *testing.T) {
 	s, ctx := openStore(t), context.Background()
 	if err := s.PrepareMoves(ctx); err != nil {
@@ -69,5 +70,14 @@ func TestWriteWithMoveIsOneTransaction(t *testing.T) {
 	st, err := s.LoadMove(ctx, r)
 	if err != nil || st.Phase != "serving" || st.MapVersion != 2 {
 		t.Fatalf("the move's record: %+v, %v; want serving at version 2, as written with the map", st, err)
+	}
+	if _, err := s.Exec(ctx, "DROP TABLE "+movesTable); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WriteWithMove(ctx, &Map{Version: 3}, &MoveState{Logical: r, Phase: "serving", MapVersion: 3}); err == nil {
+		t.Fatal("a record that cannot be written was written")
+	}
+	if latest, err := s.Latest(ctx); err != nil || latest.Version != 2 {
+		t.Fatalf("after a record that failed the map is at %+v, %v; want version 2: the map written with it rolls back", latest, err)
 	}
 }
