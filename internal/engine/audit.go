@@ -20,8 +20,8 @@ func (e *Engine) Audit(ctx context.Context) ([]Misplaced, error) {
 		return nil, fmt.Errorf("%w: no Config.Shards: every row is on the plugin's database", ErrInvalidConfig)
 	}
 	misplaced, err := e.moves.Audit(ctx, moverDriver{e})
-	if errors.Is(err, errNoShardedTables) {
-		return nil, nil // no sharded table: no row can be misplaced
+	if errors.Is(err, errNoShardedTables) { // not an invalid move: nothing the plugin migrated to audit
+		return nil, fmt.Errorf("shardid: audit: %w: migrate the models with the plugin (Plugin.AutoMigrate), which records their tables there", errNoShardedTables)
 	}
 	return misplaced, err
 }

@@ -21,7 +21,8 @@ func (e *Engine) Move(ctx context.Context, req mover.Request) (*mover.Report, er
 
 // namedUnreachable makes an error of a move, cancel or cleanup that lost a
 // connection an ErrShardUnavailable naming the databases that do not answer
-// now (the mover runs its SQL on their pools, which do not name them).
+// now, the plugin's own among them (the mover runs its SQL on their pools,
+// which do not name them).
 func (e *Engine) namedUnreachable(ctx context.Context, err error) error {
 	if err == nil || errors.Is(err, ErrShardUnavailable) || !sqlerr.Unreachable(err) {
 		return err
@@ -30,6 +31,9 @@ func (e *Engine) namedUnreachable(ctx context.Context, err error) error {
 	defer cancel()
 	results, _ := e.Ping(pinging)
 	var down []string
+	if own, ownErr := e.db.DB(); ownErr != nil || own.PingContext(pinging) != nil { // the map and the moves' records
+		down = append(down, "the plugin's database")
+	}
 	for _, r := range results {
 		if r.Kind == KindPhysical && r.Err != nil {
 			down = append(down, r.Name)

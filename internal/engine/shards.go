@@ -54,11 +54,15 @@ type openPhysical struct {
 	sqlDB *sql.DB       // where strategies run their SQL; nil for a handle that only builds SQL
 }
 
-// newOpenPhysical keeps a handle without an *sql.DB (GORM's DummyDialector,
-// which DryRun programs use to print SQL): statements that are only built
-// still route, and what needs a connection fails naming the database.
+// newOpenPhysical keeps a handle without a connection pool (GORM's
+// DummyDialector, which DryRun programs use to print SQL): statements that
+// are only built still route, and what needs a connection fails naming the
+// database. A pool that is not an *sql.DB is refused.
 func newOpenPhysical(name string, db *gorm.DB) (*openPhysical, error) {
-	sqlDB, _ := db.DB()
+	sqlDB, err := db.DB()
+	if err != nil && db.ConnPool != nil { // a pool of another kind: the plugin could not run strategies or moves on it
+		return nil, fmt.Errorf("%w: shard %s has no *sql.DB: %w", ErrInvalidConfig, name, err)
+	}
 	return &openPhysical{name: name, db: db, pool: db.ConnPool, sqlDB: sqlDB}, nil
 }
 
@@ -263,7 +267,9 @@ func (e *Engine) openShards(db *gorm.DB) error {
 // notePool remembers that opened, its statements' pool and its *sql.DB (on
 // which its transactions begin), is physical database k.
 func (e *Engine) notePool(opened *openPhysical, k int) {
-	e.poolOwners.Store(opened.pool, k)
+	if opened.pool != nil {
+		e.poolOwners.Store(opened.pool, k)
+	}
 	if opened.sqlDB != nil {
 		e.poolOwners.Store(opened.sqlDB, k)
 	}
