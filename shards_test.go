@@ -78,3 +78,23 @@ func TestShardsOfOneDatabaseAreRefusedByName(t *testing.T) {
 		}
 	}
 }
+
+// wrappedPool is a connection pool of the application's own, not an *sql.DB.
+type wrappedPool struct{ gorm.ConnPool }
+
+// A shard whose handle runs on a pool that is not an *sql.DB is refused: the
+// plugin's strategies and moves run on its *sql.DB.
+func TestShardOnAPoolThatIsNotAnSQLDBIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	db, err := gorm.Open(sqlite.Open(filepath.Join(dir, "main.db")), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	shard, err := gorm.Open(sqlite.Open(filepath.Join(dir, "a.db")), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	shard.ConnPool = wrappedPool{shard.ConnPool}
+	shard.Statement.ConnPool = shard.ConnPool
+	count := Layout{}.ShardCount()
+	p := New(Config{Shards: []Shard{{Name: "a", DB: shard, Logical: []Range{{From: 0, To: count - 1}}}}})
+	if err := db.Use(p); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "shard a has no *sql.DB") {
+		t.Fatalf("db.Use with a shard on a wrapped pool: %v, want ErrInvalidConfig naming it", err)
+	}
+}
