@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
+	"sync"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/schema"
@@ -47,20 +48,42 @@ func (m migratorPlugin) OpenPhysical(ctx context.Context, k int) (*gorm.DB, erro
 	return opened.db, nil
 }
 
-// Reachable pings every physical database within Config.ConnectTimeout.
+// Reachable pings each physical database within its own
+// Config.ConnectTimeout, reachAtOnce at a time (a migration over a thousand
+// databases opens every one anyway), and returns the errors of those that
+// did not answer, in the map's order.
 func (m migratorPlugin) Reachable(ctx context.Context) error {
-	results, err := m.p.Ping(ctx)
-	if err != nil {
-		return err
+	if ctx == nil {
+		ctx = context.Background()
 	}
-	var down []error
-	for _, r := range results {
-		if r.Kind == KindPhysical && r.Err != nil {
-			down = append(down, r.Err)
+	bound := m.p.config.connectTimeout()
+	targets := m.p.pingTargets()
+	errs := make([]error, len(targets))
+	limit := make(chan struct{}, reachAtOnce)
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		if t.kind != KindPhysical {
+			continue
 		}
+		limit <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-limit }()
+			pinging, cancel := context.WithTimeout(ctx, bound)
+			defer cancel()
+			if _, err := t.ping(pinging); err != nil {
+				if pinging.Err() != nil { // the driver's error is the deadline's echo
+					err = noAnswer(pinging, bound)
+				}
+				errs[i] = t.failure(err)
+			}
+		})
 	}
-	return errors.Join(down...)
+	wg.Wait()
+	return errors.Join(errs...)
 }
+
+// reachAtOnce is how many physical databases Reachable pings at once.
+const reachAtOnce = 16
 
 func (m migratorPlugin) Model(s *schema.Schema) (*shardmigrator.Model, error) {
 	model, err := m.p.model(s)
