@@ -43,7 +43,7 @@ func ColumnValues(exprs []clause.Expression, isColumn func(table, name string) b
 		case clause.Expr:
 			if len(c.Vars) == 1 && known(c.Vars...) && isSimpleCondition(c.SQL, isColumn) {
 				consider(flatten(c.Vars))
-			} else if len(c.Vars) > 0 {
+			} else if len(c.Vars) > 0 && mayConjoin(c.SQL) {
 				for _, i := range keyConjuncts(c.SQL, len(c.Vars), isColumn) {
 					if known(c.Vars[i]) {
 						consider(flatten(c.Vars[i : i+1]))
@@ -267,7 +267,7 @@ func MapValues(exprs []clause.Expression, isColumn func(table, name string) bool
 			var at []int
 			if len(c.Vars) == 1 && known(c.Vars...) && isSimpleCondition(c.SQL, isColumn) {
 				at = []int{0}
-			} else if len(c.Vars) > 0 {
+			} else if len(c.Vars) > 0 && mayConjoin(c.SQL) {
 				at = keyConjuncts(c.SQL, len(c.Vars), isColumn)
 			}
 			for _, j := range at {

@@ -55,6 +55,12 @@ func keyConjuncts(sql string, nvars int, isColumn func(table, name string) bool)
 	return found
 }
 
+// mayConjoin is the cheap test before keyConjuncts: most condition texts
+// are one comparison, without an AND (one spelled aNd is not read).
+func mayConjoin(sql string) bool {
+	return strings.Contains(sql, "AND") || strings.Contains(sql, "and") || strings.Contains(sql, "And")
+}
+
 // closingQuote returns the index of the quote that closes the one at open
 // (a doubled quote is one inside), or -1: also for a backslash inside, which
 // MySQL reads as an escape and PostgreSQL does not.
