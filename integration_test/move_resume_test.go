@@ -201,6 +201,22 @@ func moveStatusOf(t *testing.T, p *shardid.Plugin, r shardid.Range) shardid.Move
 	return shardid.MoveStatus{}
 }
 
+// processWithShardViaProxy opens another process of the rig's databases
+// whose shard i (0 the source, 1 the target) is reached through a proxy,
+// with a connect timeout of a second.
+func (r *moveRig) processWithShardViaProxy(t *testing.T, i int) (*shardid.Plugin, *tcpProxy) {
+	t.Helper()
+	dialector, proxy := physicalViaProxy(t, r.b, []int{moveSource, moveTarget}[i])
+	cfg := shardid.Config{Shards: moveShards(t, r.b, r.dir), ConnectTimeout: time.Second}
+	cfg.Shards[i].Dialector = dialector
+	db, err := gorm.Open(r.b.dialector(t, r.dir), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	p := shardid.New(cfg)
+	must(t, db.Use(p))
+	t.Cleanup(func() { _ = p.Close() })
+	return p, proxy
+}
+
 // TestCancelAMoveThatFailedInItsPrepare: a move whose target did not answer
 // in its prepare, before the source was fenced, is cancelled once the target
 // is back, and the range may then move.
@@ -212,17 +228,10 @@ func TestCancelAMoveThatFailedInItsPrepare(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			r := newMoveRig(t, b, t.TempDir())
 			r.seedUsers(t, 10)
-			target, proxy := physicalViaProxy(t, b, moveTarget)
-			cfg := shardid.Config{Shards: moveShards(t, b, r.dir), ConnectTimeout: time.Second}
-			cfg.Shards[1].Dialector = target
-			db, err := gorm.Open(b.dialector(t, r.dir), &gorm.Config{Logger: logger.Discard})
-			must(t, err)
-			p := shardid.New(cfg)
-			must(t, db.Use(p))
-			t.Cleanup(func() { _ = p.Close() })
+			p, proxy := r.processWithShardViaProxy(t, 1)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			_, err = p.Ping(ctx) // the target's pool open: the move is recorded, and fails in its prepare
+			_, err := p.Ping(ctx) // the target's pool open: the move is recorded, and fails in its prepare
 			must(t, err)
 			proxy.setCut(true)
 			if _, err := p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", Models: moveModels}); !errors.Is(err, shardid.ErrShardUnavailable) {
@@ -248,17 +257,10 @@ func TestMoveWhoseSourceGoesDownNamesIt(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			r := newMoveRig(t, b, t.TempDir())
 			r.seedUsers(t, 300)
-			source, proxy := physicalViaProxy(t, b, moveSource)
-			cfg := shardid.Config{Shards: moveShards(t, b, r.dir), ConnectTimeout: time.Second}
-			cfg.Shards[0].Dialector = source
-			db, err := gorm.Open(b.dialector(t, r.dir), &gorm.Config{Logger: logger.Discard})
-			must(t, err)
-			p := shardid.New(cfg)
-			must(t, db.Use(p))
-			t.Cleanup(func() { _ = p.Close() })
+			p, proxy := r.processWithShardViaProxy(t, 0)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			_, err = p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", Models: moveModels, ChunkSize: 10, Progress: func(pr shardid.MoveProgress) {
+			_, err := p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", Models: moveModels, ChunkSize: 10, Progress: func(pr shardid.MoveProgress) {
 				if pr.Step == "chunk" {
 					proxy.setCut(true)
 				}

@@ -196,18 +196,8 @@ func TestFailedMigrationKeepsTablesItCouldNotSee(t *testing.T) {
 	if err := s1.Create(&fakeUser{ID: 1, Name: "kept"}).Error; err != nil {
 		t.Fatal(err)
 	}
-	lookFails := 1
+	failFirstLook(t, s1)
 	reset := errors.New("connection reset by peer")
-	if err := s1.Callback().Row().Before("gorm:row").Register("test:fail_look", func(tx *gorm.DB) {
-		if strings.Contains(tx.Statement.SQL.String(), "sqlite_master") && lookFails > 0 {
-			lookFails--
-			tx.Statement.SQL.Reset() // the database answers the look with an error
-			tx.Statement.SQL.WriteString("SELECT * FROM a_look_that_fails")
-			tx.Statement.Vars = nil
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
 	if err := s1.Callback().Raw().Before("gorm:raw").Register("test:fail_alter", func(tx *gorm.DB) {
 		if strings.HasPrefix(tx.Statement.SQL.String(), "ALTER TABLE") {
 			tx.AddError(reset)
@@ -285,8 +275,23 @@ func TestDropColumnAskedOfADatabaseThatFailsTheLook(t *testing.T) {
 	if err := m.AutoMigrate(&fakeUser{}); err != nil {
 		t.Fatal(err)
 	}
+	failFirstLook(t, plugin.physical[1])
+	if err := m.DropColumn(&fakeUser{}, "Name"); err != nil {
+		t.Fatal(err)
+	}
+	for k, s := range plugin.physical {
+		if s.Migrator().HasColumn(&fakeUser{}, "name") {
+			t.Errorf("s%d keeps the dropped column", k)
+		}
+	}
+}
+
+// failFirstLook makes db's first look at its tables (SQLite's sqlite_master)
+// fail, as a database that drops the connection answers it.
+func failFirstLook(t *testing.T, db *gorm.DB) {
+	t.Helper()
 	lookFails := 1
-	if err := plugin.physical[1].Callback().Row().Before("gorm:row").Register("test:fail_look", func(tx *gorm.DB) {
+	if err := db.Callback().Row().Before("gorm:row").Register("test:fail_look", func(tx *gorm.DB) {
 		if strings.Contains(tx.Statement.SQL.String(), "sqlite_master") && lookFails > 0 {
 			lookFails--
 			tx.Statement.SQL.Reset() // the database answers the look with an error
@@ -295,13 +300,5 @@ func TestDropColumnAskedOfADatabaseThatFailsTheLook(t *testing.T) {
 		}
 	}); err != nil {
 		t.Fatal(err)
-	}
-	if err := m.DropColumn(&fakeUser{}, "Name"); err != nil {
-		t.Fatal(err)
-	}
-	for k, s := range plugin.physical {
-		if s.Migrator().HasColumn(&fakeUser{}, "name") {
-			t.Errorf("s%d keeps the dropped column", k)
-		}
 	}
 }
