@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"database/sql"
 	"errors"
 	"fmt"
 	"math"
@@ -356,5 +357,59 @@ func TestMixedCaseColumnsAndTimeOffsets(t *testing.T) {
 		}
 		tw.same(t, "GROUP BY times at several offsets", byTime, rowMaps)
 		tw.same(t, "rows ordered by times at several offsets", rowsByTime, func() any { return &[]visitRow{} })
+	})
+}
+
+// pluckedRow: one row on each of two physical databases, whose numbers and
+// times order otherwise as text ("10" before "9").
+type pluckedRow struct {
+	ID   int64  `shardid:""`
+	Code string `gorm:"size:16;not null"` // byte-ordered on every dialect (binaryCollation)
+	Qty  int64
+	At   time.Time
+}
+
+// TestPluckIsMergedInTheColumnsOrder: a Pluck ordered by its column is
+// merged by the values it holds, which order as the column's only when
+// they are of its kind (a wrapper such as sql.NullInt64 included); into
+// another kind it is refused. A struct destination reads one row, a
+// windowed Count keeps or drops its one row, as on one database.
+func TestPluckIsMergedInTheColumnsOrder(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		base := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+		rows := []pluckedRow{{Code: "b", Qty: 9, At: base.Add(500 * time.Millisecond)}, {Code: "a", Qty: 10, At: base}}
+		tw := newTwin(t, b, &pluckedRow{}, func(db *gorm.DB) { binaryCollation(t, b, db, "plucked_rows", "code") }, rows, []int{0, 1})
+		for _, into := range []func() any{
+			func() any { return &[]int64{} }, func() any { return &[]sql.NullInt64{} }, func() any { return &[]*int32{} },
+		} {
+			tw.same(t, fmt.Sprintf("Order(qty).Pluck(qty) into %T", into()), func(db *gorm.DB, into any) *gorm.DB {
+				return db.Order("qty").Pluck("qty", into)
+			}, into)
+			tw.same(t, fmt.Sprintf("Order(qty).Limit(1).Pluck(qty) into %T", into()), func(db *gorm.DB, into any) *gorm.DB {
+				return db.Order("qty").Limit(1).Pluck("qty", into)
+			}, into)
+		}
+		tw.same(t, "Order(code).Pluck(code) into sql.NullString", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Order("code").Pluck("code", into)
+		}, func() any { return &[]sql.NullString{} })
+		for _, into := range []func() any{func() any { return &[]time.Time{} }, func() any { return &[]sql.NullTime{} }} {
+			tw.same(t, fmt.Sprintf("Order(at desc).Pluck(at) into %T", into()), func(db *gorm.DB, into any) *gorm.DB {
+				return db.Order("at desc").Pluck("at", into)
+			}, into)
+		}
+		tw.refused(t, "Order(qty).Pluck(qty) into text", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Order("qty").Pluck("qty", into)
+		}, func() any { return &[]string{} })
+		tw.same(t, "Order(qty).Find(&row)", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Order("qty").Find(into)
+		}, func() any { return &pluckedRow{} })
+		for _, window := range []struct{ limit, offset int }{{5, 0}, {3, 1}, {0, 0}} {
+			tw.same(t, fmt.Sprintf("Limit(%d).Offset(%d).Count", window.limit, window.offset), func(db *gorm.DB, into any) *gorm.DB {
+				if window.offset > 0 {
+					db = db.Offset(window.offset)
+				}
+				return db.Limit(window.limit).Count(into.(*int64))
+			}, number)
+		}
 	})
 }

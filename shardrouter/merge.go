@@ -78,7 +78,7 @@ func PlanMerge(q Query) Merge {
 		return Merge{Refused: "OFFSET without LIMIT, which MySQL does not accept, over several physical databases"}
 	}
 	merge.Count = IsNumber(q.Dest.Kind())
-	if why := unmergeable(q, merge.Count, merge.Limited || merge.Offset > 0); why != "" {
+	if why := unmergeable(q, merge.Count); why != "" {
 		return Merge{Refused: why + " over several physical databases cannot be merged right"}
 	}
 	if !merge.Count {
@@ -111,7 +111,7 @@ var selectWord = regexp.MustCompile(`(?i)\bselect\b`)
 
 // unmergeable names what in a query over several databases cannot be
 // merged, or returns "" when all of it can.
-func unmergeable(q Query, counting, windowed bool) string {
+func unmergeable(q Query, counting bool) string {
 	for name := range q.Clauses {
 		if !mergeableClauses[name] {
 			return name
@@ -121,10 +121,7 @@ func unmergeable(q Query, counting, windowed bool) string {
 		return "DISTINCT"
 	}
 	if counting {
-		switch {
-		case windowed:
-			return "LIMIT or OFFSET on a count"
-		case !plainCount(q):
+		if !plainCount(q) { // a window over its one row is the executor's
 			return "a number other than a plain Count"
 		}
 		return ""
@@ -261,7 +258,9 @@ func orderOf(q Query, rowType reflect.Type) (*Order, string) {
 		}
 		field := key
 		if name != clause.PrimaryKey {
-			if field = q.Schema.LookUpField(name); field == nil {
+			if field = q.Schema.LookUpField(name); field == nil && strings.Trim(name, "0123456789") == "" {
+				return refuse("%s: a position in the select list (order by the column's name)", name)
+			} else if field == nil {
 				return refuse("%s: not a column of %s", name, q.Schema.Table)
 			}
 		}
@@ -315,17 +314,22 @@ func orderOf(q Query, rowType reflect.Type) (*Order, string) {
 		rowType = rowType.Elem()
 	}
 	rows := rowType == q.Schema.ModelType || rowType.Kind() == reflect.Map && rowType.Key().Kind() == reflect.String
-	if !rows && !plucksOrderColumn(q, o) {
-		return nil, refuse("into rows of %s (query into the model or maps, or Pluck the column it orders by)", rowType).Error()
+	if !rows && !plucksOrderColumn(q, o, rowType) {
+		return nil, refuse("into rows of %s (query into the model or maps, or Pluck the column it orders by into a type of its kind)", rowType).Error()
 	}
 	return o, ""
 }
 
 // plucksOrderColumn reports whether q selects one column, by which alone it
-// is ordered: a Pluck, whose values are what the merge compares.
-func plucksOrderColumn(q Query, o *Order) bool {
+// is ordered, into values of type value that compare as the column's do:
+// the merge orders a Pluck by the values it holds (9 orders before 10, "9"
+// after "10").
+func plucksOrderColumn(q Query, o *Order, value reflect.Type) bool {
 	sel, ok := q.Clauses["SELECT"].Expression.(clause.Select)
-	if !ok || len(sel.Columns) != 1 || len(q.Selects) > 1 || o.TieKey {
+	if !ok || len(sel.Columns) != 1 || len(q.Selects) > 1 || o.TieKey || len(o.Columns) == 0 {
+		return false
+	}
+	if !ordersAlike(value, o.Columns[0].Field.FieldType) {
 		return false
 	}
 	m := selectItem.FindStringSubmatch(sel.Columns[0].Name)
@@ -338,6 +342,54 @@ func plucksOrderColumn(q Query, o *Order) bool {
 		}
 	}
 	return true
+}
+
+// ordersAlike reports whether values of type a, scanned from a column of
+// field type b, are ordered by the merge as the database orders the column:
+// the same type, or both numbers of one kind, texts, booleans or times,
+// maybe behind a pointer or in a database/sql Null wrapper.
+func ordersAlike(a, b reflect.Type) bool {
+	a, b = Unwrapped(a), Unwrapped(b)
+	if a == b {
+		return true
+	}
+	class := func(t reflect.Type) string {
+		switch k := t.Kind(); {
+		case t == timeType:
+			return "time"
+		case k >= reflect.Int && k <= reflect.Uint64 && k != reflect.Uintptr:
+			return "integer" // one destination type holds them all: signed or not, they compare as numbers
+		case k == reflect.Float32 || k == reflect.Float64:
+			return "float"
+		case k == reflect.String, k == reflect.Bool:
+			return k.String()
+		}
+		return ""
+	}
+	return class(a) != "" && class(a) == class(b)
+}
+
+// Unwrapped is the type of the value a field or destination of type t holds:
+// t behind its pointer, out of a database/sql Null wrapper (sql.NullInt64,
+// sql.Null[T], gorm.DeletedAt as sql.NullTime).
+func Unwrapped(t reflect.Type) reflect.Type {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.ConvertibleTo(nullTimeType) {
+		return timeType
+	}
+	if IsSQLNull(t) {
+		return t.Field(0).Type
+	}
+	return t
+}
+
+// IsSQLNull reports whether t is one of database/sql's Null types: a value
+// and its Valid flag.
+func IsSQLNull(t reflect.Type) bool {
+	return t.Kind() == reflect.Struct && t.PkgPath() == "database/sql" && strings.HasPrefix(t.Name(), "Null") &&
+		t.NumField() == 2 && t.Field(1).Name == "Valid"
 }
 
 // selectItem reads the column (or alias) a plain select item gives.

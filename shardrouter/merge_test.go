@@ -1,6 +1,7 @@
 package shardrouter
 
 import (
+	"database/sql"
 	"reflect"
 	"strings"
 	"sync"
@@ -64,8 +65,8 @@ func TestPlanMerge(t *testing.T) {
 		"a plain Count is summed":                   {q: Query{Dest: reflect.TypeOf(int64(0)), Clauses: count}, count: true},
 		"count(column) is summed": {q: Query{Dest: reflect.TypeOf(int64(0)), Clauses: map[string]clause.Clause{
 			"SELECT": {Expression: clause.Expr{SQL: "count(?)", Vars: []any{clause.Column{Name: "id"}}}}}}, count: true},
-		"a count with LIMIT": {q: Query{Dest: reflect.TypeOf(int64(0)), Clauses: map[string]clause.Clause{
-			"SELECT": count["SELECT"], "LIMIT": {Expression: clause.Limit{Limit: &limit}}}}, refused: "LIMIT or OFFSET on a count"},
+		"a count with LIMIT, which keeps or drops its one row": {q: Query{Dest: reflect.TypeOf(int64(0)), Clauses: map[string]clause.Clause{
+			"SELECT": count["SELECT"], "LIMIT": {Expression: clause.Limit{Limit: &limit, Offset: 1}}}}, count: true},
 		"another number than a count": {q: Query{Dest: reflect.TypeOf(0.0), Clauses: map[string]clause.Clause{
 			"SELECT": {Expression: clause.Expr{SQL: "sum(likes)"}}}}, grouped: true},
 		"a number of an expression": {q: Query{Dest: reflect.TypeOf(0.0), Clauses: map[string]clause.Clause{
@@ -88,6 +89,14 @@ func TestPlanMerge(t *testing.T) {
 		"ORDER BY a column, the key not selected: ties in the parts' order": {q: Query{Dest: rows, Selects: []string{"likes, views"}, Clauses: orderBy(byName("likes", false))}, order: "likes"},
 		"Pluck of the column it is ordered by":                              {q: Query{Dest: reflect.TypeOf([]int{}), Clauses: plucked("likes", byName("likes desc", false))}, order: "likes desc"},
 		"Pluck of the key, ordered by it":                                   {q: Query{Dest: reflect.TypeOf([]int64{}), Clauses: plucked("id", byName("id", false))}, order: "id"},
+		"Pluck of a time ordered by it":                                     {q: Query{Dest: reflect.TypeOf([]time.Time{}), Clauses: plucked("taken", byName("taken", false))}, order: "taken"},
+		"Pluck into a database/sql Null wrapper of its kind":                {q: Query{Dest: reflect.TypeOf([]sql.NullInt64{}), Clauses: plucked("likes", byName("likes", false))}, order: "likes"},
+		"Pluck into sql.Null[T] of its kind":                                {q: Query{Dest: reflect.TypeOf([]*sql.Null[int32]{}), Clauses: plucked("likes", byName("likes", false))}, order: "likes"},
+		"Pluck of a number into text, which orders otherwise":               {q: Query{Dest: reflect.TypeOf([]string{}), Clauses: plucked("likes", byName("likes", false))}, refused: "into rows of string"},
+		"Pluck of a time into text":                                         {q: Query{Dest: reflect.TypeOf([]string{}), Clauses: plucked("taken", byName("taken", false))}, refused: "into rows of string"},
+		"Pluck of text into a Null wrapper of a number":                     {q: Query{Dest: reflect.TypeOf([]sql.NullInt64{}), Clauses: plucked("caption", byName("caption", false))}, refused: "into rows of sql.NullInt64"},
+		"Pluck of a number into a float":                                    {q: Query{Dest: reflect.TypeOf([]float64{}), Clauses: plucked("likes", byName("likes", false))}, refused: "into rows of float64"},
+		"ORDER BY a position in the select list":                            {q: Query{Dest: rows, Selects: []string{"id, likes"}, Clauses: orderBy(byName("2 desc", false))}, refused: "2: a position in the select list"},
 		"Pluck of another column than it is ordered by":                     {q: Query{Dest: reflect.TypeOf([]string{}), Clauses: plucked("caption", byName("likes", false))}, refused: "likes: the column is not selected"},
 		"Pluck of a column ordered by it and another":                       {q: Query{Dest: reflect.TypeOf([]int{}), Selects: []string{"likes", "views"}, Clauses: plucked("likes", byName("likes", false))}, refused: "into rows of int"},
 		"DISTINCT rows with the key: one database after another":            {q: Query{Dest: rows, Distinct: true}},

@@ -536,8 +536,12 @@ func (e *Engine) fanOutQuery(db *gorm.DB, kind statementKind, m *model, plan sha
 		return
 	}
 	if counting {
-		sumInto(target, parts)
-		db.RowsAffected = 1 // Count reads the sum, not the number of rows
+		// One database answers a count with one row, which its LIMIT and
+		// OFFSET keep or drop; GORM's Count reads no row as 0.
+		if offset == 0 && (!limited || limit > 0) {
+			sumInto(target, parts)
+			db.RowsAffected = 1 // Count reads the sum, not the number of rows
+		}
 		db.Error = errRouted
 		return
 	}
@@ -567,6 +571,9 @@ func (e *Engine) fanOutQuery(db *gorm.DB, kind statementKind, m *model, plan sha
 		merged = window(merged, limit, offset, limited)
 	}
 	db.RowsAffected = int64(merged.Len())
+	if target.Kind() != reflect.Slice {
+		db.RowsAffected = min(db.RowsAffected, 1) // GORM reads one row into a struct
+	}
 	if target.Kind() == reflect.Slice {
 		target.Set(merged)
 	} else if merged.Len() > 0 {

@@ -183,15 +183,15 @@ func (order mergeOrder) compareRows(a, b []orderValue, columns []shardrouter.Ord
 func orderValueAt(stmt *gorm.Statement, o *shardrouter.Order, row reflect.Value, f *schema.Field) (orderValue, error) {
 	var v reflect.Value
 	switch base := reflect.Indirect(row); {
-	case base.Kind() != reflect.Struct && base.Kind() != reflect.Map:
-		v = row // a Pluck's value of the column it is ordered by, maybe a nil pointer
 	case base.Kind() == reflect.Map:
 		if v = base.MapIndex(reflect.ValueOf(f.DBName)); !v.IsValid() {
 			return orderValue{}, fmt.Errorf("%w: %s: rows merged by %s must select it", ErrCrossShard, stmt.Schema.Name, f.DBName)
 		}
 		v = reflect.ValueOf(v.Interface()) // the map's element is an interface
-	default:
+	case base.Kind() == reflect.Struct && base.Type() == stmt.Schema.ModelType:
 		v = f.ReflectValueOf(stmt.Context, base)
+	default:
+		v = row // a Pluck's value of the column it is ordered by (a time or an sql.NullInt64 is a struct too), maybe a nil pointer
 	}
 	value, err := orderValueOf(v, f == o.Key && isUUIDType(f.FieldType))
 	if err != nil {
@@ -219,6 +219,11 @@ func orderValueOf(v reflect.Value, isUUID bool) (orderValue, error) {
 			return orderValue{null: true}, nil
 		}
 		v = reflect.ValueOf(nullable.Time)
+	} else if shardrouter.IsSQLNull(v.Type()) { // sql.NullInt64, sql.Null[T], …
+		if !v.Field(1).Bool() {
+			return orderValue{null: true}, nil
+		}
+		v = v.Field(0)
 	}
 	if isUUID {
 		u, err := uuidOf(v.Interface())
