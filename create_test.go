@@ -3,6 +3,7 @@ package shardid
 import (
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -442,5 +443,39 @@ func TestCreateOfAnotherTypeThanTheModelIsRefused(t *testing.T) {
 	}
 	if n != 1 {
 		t.Fatalf("%d users other than u on the shards, want the one of the same fields", n)
+	}
+}
+
+type invoiceInLedger struct {
+	ID     int64 `shardid:"strategy:segment"`
+	Amount int
+}
+
+type creditNoteInLedger struct {
+	ID     int64 `shardid:"strategy:segment"`
+	Amount int
+}
+
+// TestSegmentCountsPerTableWritten: two models written into one table with
+// Table share its counter, so their IDs differ there.
+func TestSegmentCountsPerTableWritten(t *testing.T) {
+	db, p := testDB(t, Config{})
+	if err := p.Migrator(db.Table("ledger")).CreateTable(&invoiceInLedger{}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := db.Table("ledger").Clauses(OnShard(3)).Create(&invoiceInLedger{Amount: 1}).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Table("ledger").Clauses(OnShard(3)).Create(&creditNoteInLedger{Amount: -1}).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ids []int64
+	if err := db.Table("ledger").Clauses(OnShard(3)).Pluck("id", &ids).Error; err != nil {
+		t.Fatal(err)
+	}
+	if slices.Sort(ids); len(slices.Compact(slices.Clone(ids))) != 4 {
+		t.Fatalf("IDs in ledger: %v, want four distinct ones", ids)
 	}
 }

@@ -497,6 +497,9 @@ func (e *Engine) target(db *gorm.DB, m *model, k int) (strategies.Target, error)
 	}
 	if m != nil {
 		t.Table = m.schema.Table
+		if db.Statement.Schema == m.schema && db.Statement.Table != "" {
+			t.Table = db.Statement.Table // db.Table("ledger"): segment's counter is the table's the rows go into
+		}
 	}
 	if t.Dialect == "sqlite" && inTransaction(db.Statement.ConnPool) {
 		if on, ok := e.transactionPhysical(db.Statement); !e.routed() || ok && on == k {
