@@ -455,19 +455,27 @@ func (s *Snowflake) Close() error {
 	if already {
 		return nil
 	}
-	var errs []error
+	type held struct {
+		slot  *leaseSlot
+		lease *lease
+	}
+	var leases []held
 	if list := k.slots.Load(); list != nil {
 		for _, slot := range *list {
 			slot.halt()
-			l := slot.current.Swap(nil)
-			if l == nil {
-				continue
+			if l := slot.current.Swap(nil); l != nil {
+				l.validUntil.Store(0)
+				leases = append(leases, held{slot, l})
 			}
-			l.validUntil.Store(0)
-			// Every ID issued so far has a tick up to now: none is made in the future.
-			if err := s.release(slot, l, s.tickAt(s.clock.Since(s.start))); err != nil {
-				errs = append(errs, fmt.Errorf("strategies: releasing worker %d on %s: %w", l.worker, slot.name, err))
-			}
+		}
+	}
+	// Every ID issued so far has a tick up to now, or up to its shard's last
+	// tick where the clock stepped back or a floor was ahead of it.
+	used := max(s.tickAt(s.clock.Since(s.start)), s.lastTick())
+	var errs []error
+	for _, h := range leases {
+		if err := s.release(h.slot, h.lease, used); err != nil {
+			errs = append(errs, fmt.Errorf("strategies: releasing worker %d on %s: %w", h.lease.worker, h.slot.name, err))
 		}
 	}
 	return errors.Join(errs...)

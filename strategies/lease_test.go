@@ -258,3 +258,23 @@ func TestLeaseSameOwnerLabelIsNotTheSameHolder(t *testing.T) {
 		}
 	}
 }
+
+// TestLeaseReleaseKeepsTheTimeUsed: a clock that stepped back before Close
+// does not lower the worker's recorded time below the ticks it issued, which
+// its next holder waits past.
+func TestLeaseReleaseKeepsTheTimeUsed(t *testing.T) {
+	target := sqliteTarget(t)
+	clock := newFakeClock(now)
+	g := leased(t, Layout{}, LeaseOptions{Table: "workers", TTL: time.Minute}, WithClock(clock))
+	generate(t, g, target, 1)
+	clock.advance(5 * time.Second)
+	ids := make([]int64, 1)
+	must(t, g.Generate(context.Background(), target, []int{5}, ids))
+	clock.advance(-5 * time.Second)
+	must(t, g.Close())
+	var highWater int64
+	must(t, target.DB.QueryRow("SELECT high_water FROM workers WHERE worker_id = 0").Scan(&highWater))
+	if used := (Layout{}).Decode(ids[0]).Ticks; highWater < used {
+		t.Fatalf("released with high water %d, below tick %d of an ID it issued", highWater, used)
+	}
+}

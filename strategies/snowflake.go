@@ -175,6 +175,15 @@ func (s *Snowflake) floorAhead(shard int, floor int64, wait time.Duration) error
 	return nil
 }
 
+// lastTick is the latest tick of any logical shard's last ID or floor.
+func (s *Snowflake) lastTick() int64 {
+	var last int64
+	for i := range s.shards {
+		last = max(last, int64(s.shards[i].last.Load()>>s.seqBits))
+	}
+	return last
+}
+
 // tickAt is the time tick at elapsed on the generator's clock.
 func (s *Snowflake) tickAt(elapsed time.Duration) int64 {
 	return int64((s.startOffset + elapsed) / s.unit)
