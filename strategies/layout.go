@@ -33,6 +33,10 @@ var DefaultEpoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 // validated: a layout about to run out would fail in production, not in review.
 const minLifetime = 365 * 24 * time.Hour
 
+// maxEpochAge keeps the time since the epoch, and some years after, within
+// a time.Duration, in which the strategies measure it.
+const maxEpochAge = 280 * 8766 * time.Hour
+
 // Layout says how a 64-bit ID is cut into fields, most significant bit first:
 // one sign bit (always 0), TimeBits of time units since Epoch, ShardBits of
 // logical shard, and SequenceBits of sequence. The snowflake strategy carves
@@ -136,6 +140,8 @@ func (l Layout) Validate(now time.Time) error {
 		return bad("TimeUnit (%s) must be a positive multiple of 1ms", l.TimeUnit)
 	case l.Epoch.After(now):
 		return bad("Epoch (%s) is in the future", l.Epoch.UTC().Format(time.RFC3339))
+	case now.Sub(l.Epoch) > maxEpochAge:
+		return bad("Epoch (%s) is more than 280 years ago: the time since it is kept in a time.Duration, which holds 292 years", l.Epoch.UTC().Format(time.RFC3339))
 	}
 	if runsOut := l.RunsOut(); runsOut.Before(now.Add(minLifetime)) {
 		return bad("the time field runs out on %s, less than a year from now: widen TimeBits or move Epoch", runsOut.UTC().Format(time.RFC3339))
@@ -148,7 +154,7 @@ func (l Layout) RunsOut() time.Time {
 	l = l.Normalized()
 	unitMs := int64(l.TimeUnit / time.Millisecond)
 	ticks := int64(1) << l.TimeBits
-	if unitMs <= 0 || ticks > (math.MaxInt64-l.Epoch.UnixMilli())/unitMs {
+	if unitMs <= 0 || ticks > (math.MaxInt64-max(l.Epoch.UnixMilli(), 0))/unitMs { // an epoch before 1970 is negative
 		return time.UnixMilli(math.MaxInt64).UTC()
 	}
 	return time.UnixMilli(l.Epoch.UnixMilli() + ticks*unitMs).UTC()

@@ -51,6 +51,9 @@ func TestLayoutValidate(t *testing.T) {
 		{"future epoch", Layout{Epoch: now.Add(time.Hour)}, "in the future"},
 		{"runs out within a year", Layout{TimeBits: 34, ShardBits: 16, SequenceBits: 13, Epoch: now.Add(-180 * 24 * time.Hour)}, "runs out"},
 		{"already run out", Layout{TimeBits: 30, ShardBits: 16, SequenceBits: 17}, "runs out"},
+		{"run out, from an epoch before 1970", Layout{Epoch: time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC)}, "runs out"},
+		{"an epoch before 1970 with years left", Layout{TimeBits: 45, ShardBits: 10, SequenceBits: 8, Epoch: time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC)}, ""},
+		{"an epoch beyond a time.Duration", Layout{TimeBits: 50, ShardBits: 8, SequenceBits: 5, Epoch: time.Date(1700, 1, 1, 0, 0, 0, 0, time.UTC)}, "280 years"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
