@@ -26,6 +26,9 @@ type (
 	badUUIDType struct {
 		ID int64 `shardid:"strategy:uuidv7"`
 	}
+	badUUIDArray struct {
+		ID [16]byte `shardid:"strategy:uuidv7" gorm:"size:16"`
+	}
 	badTicketWithoutServers struct {
 		ID int64 `shardid:"strategy:ticket"`
 	}
@@ -92,7 +95,8 @@ func TestInvalidTags(t *testing.T) {
 		{&badLooseBytes{}, "ID", "only a string compares by collation"},
 		{&badColocateMissing{}, "ID", `no field "OwnerID"`},
 		{&badColocateType{}, "ID", "not an ID (int64, uint64, or a UUID)"},
-		{&badUUIDType{}, "ID", "cannot hold a UUID (allowed for uuidv7: string, [16]byte, uuid.UUID)"},
+		{&badUUIDType{}, "ID", "cannot hold a UUID (allowed for uuidv7: string, uuid.UUID"},
+		{&badUUIDArray{}, "ID", "database/sql binds no array"},
 		{&badTicketWithoutServers{}, "ID", "needs ticket servers"},
 		{&badColocateSelf{}, "ID", "its own shard"},
 		{&badBoth{}, "ID", "use one"},

@@ -107,6 +107,7 @@ func (d moverDriver) Tables(ctx context.Context, models []any) ([]mover.Table, e
 }
 
 var valuerType = reflect.TypeFor[driver.Valuer]()
+var scannerType = reflect.TypeFor[sql.Scanner]()
 
 // leavesNone refuses a move given models that leave out a sharded table the
 // plugin has migrated: every sharded table has rows in every logical shard,

@@ -154,7 +154,9 @@ func (e *Engine) parseModel(s *schema.Schema) (*model, error) {
 		idf.uuidVersion, idf.strategy = uuidVersions[t.strategy], t.strategy
 		switch kind := f.FieldType.Kind(); {
 		case idf.uuidVersion != 0 && !isUUIDType(f.FieldType):
-			return nil, bad("type %s cannot hold a UUID (allowed for %s: string, [16]byte, uuid.UUID)", f.FieldType, t.strategy)
+			return nil, bad("type %s cannot hold a UUID (allowed for %s: string, uuid.UUID or another [16]byte type with Value and Scan)", f.FieldType, t.strategy)
+		case idf.uuidVersion != 0 && kind == reflect.Array && !(f.FieldType.Implements(valuerType) && reflect.PointerTo(f.FieldType).Implements(scannerType)):
+			return nil, bad("type %s cannot be stored: database/sql binds no array (use uuid.UUID, a [16]byte with Value and Scan, or a string)", f.FieldType)
 		case idf.uuidVersion == 0 && kind != reflect.Int64 && kind != reflect.Uint64:
 			return nil, bad("type %s cannot hold an ID of strategy %s (allowed: int64, uint64, shardid.ID; for a string or [16]byte, uuidv7 or uuidv4)", f.FieldType, t.strategy)
 		}
