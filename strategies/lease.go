@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -114,19 +115,38 @@ func NewLeasedSnowflake(layout Layout, lo LeaseOptions, opts ...SnowflakeOption)
 		host, _ := os.Hostname()
 		label = fmt.Sprintf("%s:%d", host, os.Getpid())
 	}
-	for len(label) > 128-17 {
+	for len(label) > 128-22 {
 		_, last := utf8.DecodeLastRuneInString(label)
 		label = label[:len(label)-last]
 	}
-	// The suffix is what a lease row is recognised by: never '' (a released
-	// row) nor another generator's, whatever label they were given.
-	lo.Owner = fmt.Sprintf("%s#%016x", label, rand.Uint64())
 	s, err := NewSnowflake(layout, 0, opts...)
 	if err != nil {
 		return nil, err
 	}
+	// The suffix is what a lease row is recognised by: never another
+	// generator's, whatever label they were given; and it says the width of
+	// the worker field, which a released row keeps.
+	lo.Owner = fmt.Sprintf("%s#%016x%s", label, rand.Uint64(), widthMark(s.workerCountBits))
 	s.leases = &leaseKeeper{opts: lo, margin: lo.TTL / 10}
 	return s, nil
+}
+
+// widthMark ends the owner of a lease row, released ones too: the
+// Layout.WorkerBits the worker ID was leased with. IDs of worker 3 with 6
+// bits and of worker 6 or 7 with 7 bits are equal, so no two widths may be
+// leased at once, and a new width waits past the time every worker of
+// another used.
+func widthMark(workerBits int) string { return fmt.Sprintf("/w%d", workerBits) }
+
+// widthOf reads the width a lease row's owner names; ok is false for a row
+// of a version that did not name it.
+func widthOf(owner string) (workerBits int, ok bool) {
+	i := strings.LastIndex(owner, "/w")
+	if i < 0 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(owner[i+2:])
+	return n, err == nil
 }
 
 // Prepare creates the lease table in target and takes the lease, so that a
@@ -263,24 +283,13 @@ func (s *Snowflake) claim(ctx context.Context, slot *leaseSlot) (*lease, int64, 
 	ttl := s.leases.opts.TTL
 	workers := 1 << s.workerCountBits
 	for range 16 { // each round loses only to another taker
-		type row struct{ expires, highWater, generation int64 }
-		rows := map[int]row{}
-		var dbNow int64
-		list, err := slot.db.QueryContext(ctx, slot.sql.list)
+		rows, dbNow, err := s.listLeases(ctx, slot)
 		if err != nil {
-			return nil, 0, fmt.Errorf("strategies: reading the worker leases of %s: %w", slot.name, err)
+			return nil, 0, err
 		}
-		for list.Next() {
-			var id int
-			var r row
-			if err := list.Scan(&id, &r.expires, &r.highWater, &r.generation, &dbNow); err != nil {
-				_ = list.Close()
-				return nil, 0, fmt.Errorf("strategies: reading the worker leases of %s: %w", slot.name, err)
-			}
-			rows[id] = r
-		}
-		if err := errors.Join(list.Err(), list.Close()); err != nil {
-			return nil, 0, fmt.Errorf("strategies: reading the worker leases of %s: %w", slot.name, err)
+		otherWidthUsed, err := s.otherWidth(slot, rows, dbNow)
+		if err != nil {
+			return nil, 0, err
 		}
 		start := s.clock.Since(s.start)
 		highWater := s.tickAt(start + ttl)
@@ -311,18 +320,75 @@ func (s *Snowflake) claim(ctx context.Context, slot *leaseSlot) (*lease, int64, 
 			l := &lease{worker: worker, workerBits: int64(worker) << s.seqBits}
 			l.generation.Store(r.generation + 1)
 			l.validUntil.Store(int64(start + ttl - s.leases.margin))
-			return l, r.highWater, nil
+			// Another width may have been leased since the rows were read:
+			// of two takers that both see the other, both give way.
+			if rows, dbNow, err = s.listLeases(ctx, slot); err == nil {
+				_, err = s.otherWidth(slot, rows, dbNow)
+			}
+			if err != nil {
+				_ = s.release(slot, l, max(r.highWater, otherWidthUsed))
+				return nil, 0, err
+			}
+			return l, max(r.highWater, otherWidthUsed), nil
 		}
 		if !raced && len(ahead) > 0 {
 			return nil, 0, fmt.Errorf("%w: of the %d worker IDs (Layout.WorkerBits %d) of %s, those free have used time ahead of this clock by more than the tolerance %s (workers %v): check this machine's clock",
 				ErrClockBackwards, workers, s.workerCountBits, slot.name, s.leases.opts.ClockTolerance, ahead)
 		}
 		if !raced {
-			return nil, 0, fmt.Errorf("%w: all %d worker IDs (Layout.WorkerBits %d) of %s are held by live processes; give the layout more WorkerBits (each one doubles the processes and halves a shard's IDs per tick) or stop a process",
+			return nil, 0, fmt.Errorf("%w: all %d worker IDs (Layout.WorkerBits %d) of %s are held by live processes; stop a process, or give the layout more WorkerBits (each one doubles the processes and halves a shard's IDs per tick; two widths never run at once: change it with every process stopped)",
 				ErrNoWorkerID, workers, s.workerCountBits, slot.name)
 		}
 	}
 	return nil, 0, fmt.Errorf("%w: %s: other processes kept taking the free worker IDs first", ErrNoWorkerID, slot.name)
+}
+
+// leaseRow is a row of the lease table.
+type leaseRow struct {
+	owner                          string
+	expires, highWater, generation int64
+}
+
+// listLeases reads slot's lease rows by worker ID, and the database's time.
+func (s *Snowflake) listLeases(ctx context.Context, slot *leaseSlot) (map[int]leaseRow, int64, error) {
+	rows := map[int]leaseRow{}
+	var dbNow int64
+	list, err := slot.db.QueryContext(ctx, slot.sql.list)
+	if err != nil {
+		return nil, 0, fmt.Errorf("strategies: reading the worker leases of %s: %w", slot.name, err)
+	}
+	for list.Next() {
+		var id int
+		var r leaseRow
+		if err := list.Scan(&id, &r.owner, &r.expires, &r.highWater, &r.generation, &dbNow); err != nil {
+			_ = list.Close()
+			return nil, 0, fmt.Errorf("strategies: reading the worker leases of %s: %w", slot.name, err)
+		}
+		rows[id] = r
+	}
+	if err := errors.Join(list.Err(), list.Close()); err != nil {
+		return nil, 0, fmt.Errorf("strategies: reading the worker leases of %s: %w", slot.name, err)
+	}
+	return rows, dbNow, nil
+}
+
+// otherWidth fails when a live lease of rows was taken with another
+// Layout.WorkerBits than this generator's, and otherwise returns the latest
+// tick a worker of another width used, which this one must wait past.
+func (s *Snowflake) otherWidth(slot *leaseSlot, rows map[int]leaseRow, dbNow int64) (int64, error) {
+	var used int64
+	for worker, r := range rows {
+		width, named := widthOf(r.owner)
+		if !named || width == s.workerCountBits {
+			continue
+		}
+		if r.expires >= dbNow {
+			return 0, fmt.Errorf("%w: worker %d of %s is leased by %q with Layout.WorkerBits %d, and this process has %d: their IDs would be equal; change WorkerBits only once no process runs with the old one",
+				ErrInvalidLayout, worker, slot.name, r.owner, width, s.workerCountBits)
+		}
+		used = max(used, r.highWater)
+	}
+	return used, nil
 }
 
 // waitPast waits until the clock is past tick floor, the time a worker ID
@@ -436,7 +502,7 @@ func (slot *leaseSlot) halt() {
 func (s *Snowflake) release(slot *leaseSlot, l *lease, highWater int64) error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.leases.opts.TTL)
 	defer cancel()
-	_, err := slot.db.ExecContext(ctx, slot.sql.release, highWater, l.worker, l.generation.Load())
+	_, err := slot.db.ExecContext(ctx, slot.sql.release, widthMark(s.workerCountBits), highWater, l.worker, l.generation.Load())
 	return err
 }
 

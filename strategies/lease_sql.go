@@ -17,7 +17,7 @@ const DefaultLeaseTable = "shardid_workers"
 type leaseSQL struct {
 	create           []string
 	transactionalDDL bool
-	list             string // worker_id, expires_at, high_water, generation, the database's now
+	list             string // worker_id, owner, expires_at, high_water, generation, the database's now
 	insert           string // takes a worker ID no row names yet: id, owner, ttl ms, high water
 	take             string // takes an expired row: owner, ttl ms, high water, id, generation
 	renew            string // ttl ms, high water, id, generation
@@ -52,14 +52,14 @@ func leaseSQLFor(dialect, leaseTable string) (leaseSQL, error) {
 	default:
 		return q, fmt.Errorf("%w: %q (worker leases support mysql, postgres and sqlite)", ErrUnsupportedDialect, dialect)
 	}
-	q.list = "SELECT worker_id, expires_at, high_water, generation, " + nowMs + " FROM " + leaseTable + " ORDER BY worker_id"
+	q.list = "SELECT worker_id, owner, expires_at, high_water, generation, " + nowMs + " FROM " + leaseTable + " ORDER BY worker_id"
 	q.insert = insertHead + leaseTable + " (worker_id, owner, expires_at, high_water, generation) VALUES (?, ?, " + nowMs + " + ?, ?, 1)" + insertTail
 	q.take = "UPDATE " + leaseTable + " SET owner = ?, expires_at = " + nowMs + " + ?, high_water = " + greatest +
 		"(high_water, ?), generation = generation + 1 WHERE worker_id = ? AND generation = ? AND expires_at < " + nowMs
 	q.renew = "UPDATE " + leaseTable + " SET expires_at = " + nowMs + " + ?, high_water = " + greatest +
 		"(high_water, ?), generation = generation + 1 WHERE worker_id = ? AND generation = ?"
 	q.owner = "SELECT owner, generation FROM " + leaseTable + " WHERE worker_id = ?"
-	q.release = "UPDATE " + leaseTable + " SET owner = '', expires_at = 0, high_water = ?, generation = generation + 1 WHERE worker_id = ? AND generation = ?"
+	q.release = "UPDATE " + leaseTable + " SET owner = ?, expires_at = 0, high_water = ?, generation = generation + 1 WHERE worker_id = ? AND generation = ?"
 	if dialect == "postgres" {
 		for _, s := range []*string{&q.insert, &q.take, &q.renew, &q.release, &q.owner} {
 			*s = sqlscan.NumberParameters(*s)

@@ -188,8 +188,9 @@ func TestLeaseNoIDAfterClose(t *testing.T) {
 		t.Fatalf("Generate after Close: %v, want ErrLeaseLost", err)
 	}
 	var owner string
-	if err := target.DB.QueryRow("SELECT owner FROM workers WHERE worker_id = 0").Scan(&owner); err != nil || owner != "" {
-		t.Fatalf("worker 0 is owned by %q after Close (%v), want released", owner, err)
+	var expires int64
+	if err := target.DB.QueryRow("SELECT owner, expires_at FROM workers WHERE worker_id = 0").Scan(&owner, &expires); err != nil || owner != "/w6" || expires != 0 {
+		t.Fatalf("worker 0 is owned by %q until %d after Close (%v), want released, marked with its width", owner, expires, err)
 	}
 }
 
@@ -276,5 +277,45 @@ func TestLeaseReleaseKeepsTheTimeUsed(t *testing.T) {
 	must(t, target.DB.QueryRow("SELECT high_water FROM workers WHERE worker_id = 0").Scan(&highWater))
 	if used := (Layout{}).Decode(ids[0]).Ticks; highWater < used {
 		t.Fatalf("released with high water %d, below tick %d of an ID it issued", highWater, used)
+	}
+}
+
+// TestLeaseOfAnotherWorkerWidthIsRefused: while a worker ID is leased with
+// one Layout.WorkerBits, a generator of another width leases none (their
+// IDs would be equal); once it is released, the other width takes over.
+func TestLeaseOfAnotherWorkerWidthIsRefused(t *testing.T) {
+	target := sqliteTarget(t)
+	six := leased(t, Layout{WorkerBits: 6}, LeaseOptions{Table: "workers"})
+	generate(t, six, target, 1)
+	seven := leased(t, Layout{WorkerBits: 7}, LeaseOptions{Table: "workers"})
+	err := seven.Generate(context.Background(), target, []int{1}, make([]int64, 1))
+	if !errors.Is(err, ErrInvalidLayout) || !strings.Contains(err.Error(), "WorkerBits 6") {
+		t.Fatalf("a lease of width 7 beside one of width 6: %v, want ErrInvalidLayout naming the other width", err)
+	}
+	must(t, six.Close())
+	generate(t, seven, target, 1)
+	if w := workerOf(t, seven); w != 0 {
+		t.Fatalf("worker %d, want 0", w)
+	}
+}
+
+// TestLeaseOfAnotherWidthWaitsPastItsTime: a new width waits past the time
+// every worker ID of another width used, not only its own row's.
+func TestLeaseOfAnotherWidthWaitsPastItsTime(t *testing.T) {
+	target := sqliteTarget(t)
+	clock := newFakeClock(now)
+	six := leased(t, Layout{WorkerBits: 6}, LeaseOptions{Table: "workers"}, WithClock(clock))
+	generate(t, six, target, 1)
+	must(t, six.Close())
+	// Worker 5 of width 6 used time 1.5 s ahead, as a process that died holding it.
+	used := Layout{}.Ticks(now) + 1500
+	if _, err := target.DB.Exec("INSERT INTO workers (worker_id, owner, expires_at, high_water, generation) VALUES (5, 'gone#0000000000000000/w6', 0, ?, 1)", used); err != nil {
+		t.Fatal(err)
+	}
+	seven := leased(t, Layout{WorkerBits: 7}, LeaseOptions{Table: "workers"}, WithClock(clock))
+	ids := make([]int64, 1)
+	must(t, seven.Generate(context.Background(), target, []int{1}, ids))
+	if got := (Layout{}).Decode(ids[0]).Ticks; got <= used {
+		t.Fatalf("the new width's first ID has tick %d, not past %d, which width 6 used", got, used)
 	}
 }
