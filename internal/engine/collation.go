@@ -28,10 +28,13 @@ func textComparison(ctx context.Context, pool gorm.ConnPool, dialect, table, col
 		}
 		return mysqlComparison(*collation, deref(charset), dataType), nil
 	case shardrouter.Postgres:
+		// libc's C.UTF-8 orders by code point (glibc 2.35 on, musl), as
+		// UTF-8's bytes do; a database default of another provider is not libc's.
 		var name, typeName string
 		var deterministic, bytewise, blankPadded, collatable, enum bool
 		err := pool.QueryRowContext(ctx, `SELECT COALESCE(CASE WHEN c.collname = 'default' THEN 'default (' || d.datcollate || ')' ELSE c.collname END, ''), COALESCE(c.collisdeterministic, true),
-	COALESCE(c.collname IN ('C', 'POSIX', 'ucs_basic') OR c.collname = 'default' AND d.datcollate IN ('C', 'POSIX'), false), a.atttypid = 'bpchar'::regtype,
+	COALESCE(c.collname IN ('C', 'POSIX', 'ucs_basic', 'pg_c_utf8') OR c.collprovider = 'c' AND lower(c.collcollate) IN ('c.utf8', 'c.utf-8')
+		OR c.collname = 'default' AND COALESCE(to_jsonb(d)->>'datlocprovider', 'c') = 'c' AND (d.datcollate IN ('C', 'POSIX') OR lower(d.datcollate) IN ('c.utf8', 'c.utf-8')), false), a.atttypid = 'bpchar'::regtype,
 	a.attcollation <> 0, format_type(a.atttypid, NULL), t.typtype = 'e'
 FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid LEFT JOIN pg_collation c ON c.oid = a.attcollation, pg_database d
 WHERE a.attrelid = to_regclass($1) AND a.attname = $2 AND d.datname = current_database()`, table, column).Scan(&name, &deterministic, &bytewise, &blankPadded, &collatable, &typeName, &enum)
