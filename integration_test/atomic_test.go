@@ -474,6 +474,57 @@ func TestCreateAfterItsTransactionEndedFails(t *testing.T) {
 	})
 }
 
+// lockedNote is an unsharded row on the plugin's database.
+type lockedNote struct {
+	ID   int64
+	Text string
+}
+
+// TestCreateAfterADeadlockEndedItsTransactionFails: MariaDB rolls a
+// transaction back whole when it loses a deadlock, the decision of its
+// sharded writes with it, and runs its later statements on their own. A
+// sharded Create after that fails, rather than being rolled back at the
+// commit that reports success.
+func TestCreateAfterADeadlockEndedItsTransactionFails(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		if b.name != "mariadb" {
+			t.Skip("PostgreSQL fails every statement of a transaction after its error")
+		}
+		r, authors := newEntries(t, b)
+		fresh(t, r.db, &lockedNote{})
+		must(t, r.db.Create(&[]lockedNote{{ID: 1}, {ID: 2}}).Error)
+		other := r.db.Session(&gorm.Session{NewDB: true})
+		tx := r.db.Begin()
+		defer tx.Rollback()
+		must(t, tx.Create(&entry{AuthorID: authors[0].ID, Ref: "before"}).Error)
+		must(t, tx.Model(&lockedNote{ID: 1}).Update("text", "tx").Error)
+		c := other.Begin()
+		for i := range 50 { // the heavier one: InnoDB rolls tx back
+			must(t, c.Create(&lockedNote{ID: int64(100 + i)}).Error)
+		}
+		must(t, c.Model(&lockedNote{ID: 2}).Update("text", "c").Error)
+		blocked := make(chan error, 1)
+		go func() { blocked <- tx.Model(&lockedNote{ID: 2}).Update("text", "tx").Error }()
+		for waiting := int64(0); waiting == 0; time.Sleep(20 * time.Millisecond) {
+			must(t, other.Raw("SELECT COUNT(*) FROM information_schema.INNODB_LOCK_WAITS").Scan(&waiting).Error)
+		}
+		must(t, c.Model(&lockedNote{ID: 1}).Update("text", "c").Error)
+		if err := <-blocked; err == nil || !strings.Contains(err.Error(), "1213") {
+			t.Fatalf("the statement of the deadlock's loser: %v, want error 1213", err)
+		}
+		must(t, c.Commit().Error)
+		err := tx.Create(&[]entry{{AuthorID: authors[0].ID, Ref: "after-0"}, {AuthorID: authors[1].ID, Ref: "after-1"}}).Error
+		if !errors.Is(err, sql.ErrTxDone) {
+			t.Fatalf("a Create after the deadlock: %v, want sql.ErrTxDone", err)
+		}
+		_ = tx.Commit()
+		if n := r.count(t, &entry{}); n != 0 {
+			t.Fatalf("%d rows, want none: the deadlock rolled back the first, the second failed", n)
+		}
+		r.noPrepared(t)
+	})
+}
+
 // TestWritesNeedingPreparedTransactionsRefusedWithoutThem: on a PostgreSQL
 // server with max_prepared_transactions = 0 (its default), the writes
 // that commit in two phases are refused with ErrNotAtomic naming the

@@ -160,6 +160,9 @@ func (g *globalTx) prepareAnchored(ctx context.Context) error {
 	} else if len(databases) > len(a.recorded) {
 		err = decisions.Databases(ctx, a.tx, a.gid, databases)
 	}
+	if err == nil && !first {
+		err = decisionKept(ctx, decisions, a)
+	}
 	if err != nil {
 		return errors.Join(err, g.rollback(ctx))
 	}
@@ -171,6 +174,17 @@ func (g *globalTx) prepareAnchored(ctx context.Context) error {
 	a.branches = append(a.branches, branches...)
 	w.mu.Unlock()
 	return nil
+}
+
+// decisionKept fails when the anchor's decision is gone: MySQL rolls a
+// transaction back whole on a deadlock and runs its next statements on their
+// own, so the rows of a statement after it would be rolled back at its commit.
+func decisionKept(ctx context.Context, decisions twophase.Decisions, a *anchor) error {
+	kept, err := decisions.Recorded(ctx, a.tx, a.gid)
+	if err == nil && !kept {
+		err = fmt.Errorf("%w: the database rolled the transaction back before this statement (a deadlock, or an error that ends it), and its sharded writes with it; roll back and run it again", sql.ErrTxDone)
+	}
+	return err
 }
 
 // watchAnchor waits for the anchor to end, then commits its branches if its
