@@ -525,6 +525,47 @@ func TestCreateAfterADeadlockEndedItsTransactionFails(t *testing.T) {
 	})
 }
 
+// TestSplitCreateWhoseContextEndsWhileDecidingCommits: the statement's
+// context ending while the decision of a write over several databases waits
+// for a lock does not leave its branches prepared: the decision is written
+// once the lock is free, and the write commits.
+func TestSplitCreateWhoseContextEndsWhileDecidingCommits(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r, authors := newEntries(t, b)
+		must(t, r.db.Create(&[]entry{{AuthorID: authors[0].ID, Ref: "a"}, {AuthorID: authors[1].ID, Ref: "b"}}).Error) // the decisions' table exists
+		sqlDB, err := r.db.DB()
+		must(t, err)
+		conn, err := sqlDB.Conn(context.Background())
+		must(t, err)
+		defer conn.Close()
+		lock, unlock := []string{"LOCK TABLES shardid_transactions WRITE"}, "UNLOCK TABLES"
+		if b.name == "postgres" {
+			lock, unlock = []string{"BEGIN", "LOCK TABLE shardid_transactions IN EXCLUSIVE MODE"}, "COMMIT"
+		}
+		for _, q := range lock {
+			_, err := conn.ExecContext(context.Background(), q)
+			must(t, err)
+		}
+		unlocked := make(chan error, 1)
+		go func() {
+			time.Sleep(2 * time.Second)
+			_, err := conn.ExecContext(context.Background(), unlock)
+			unlocked <- err
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		err = r.db.WithContext(ctx).Create(&[]entry{{AuthorID: authors[0].ID, Ref: "c"}, {AuthorID: authors[1].ID, Ref: "d"}}).Error
+		must(t, <-unlocked)
+		if err != nil {
+			t.Fatalf("a split Create whose context ended while its decision waited: %v", err)
+		}
+		if n := r.count(t, &entry{}); n != 4 {
+			t.Fatalf("%d rows, want 4", n)
+		}
+		r.noPrepared(t)
+	})
+}
+
 // TestWritesNeedingPreparedTransactionsRefusedWithoutThem: on a PostgreSQL
 // server with max_prepared_transactions = 0 (its default), the writes
 // that commit in two phases are refused with ErrNotAtomic naming the

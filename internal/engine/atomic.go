@@ -230,7 +230,10 @@ func (g *globalTx) commit(ctx context.Context) error {
 		return errors.Join(err, g.rollback(ctx))
 	}
 	log.Debug("shardid: two-phase: every branch prepared", "gid", g.gid)
-	deciding, cancel := context.WithTimeout(ctx, decideWithin) // a pool that has no connection left must not hold every branch's locks for good
+	// Not the statement's context, whose end would leave every branch
+	// prepared, holding its locks; a bound, as a pool with no connection
+	// left must not hold them for good either.
+	deciding, cancel := context.WithTimeout(context.WithoutCancel(ctx), decideWithin)
 	outcome, err := g.e.decisions().Commit(deciding, g.gid, g.databases(branches))
 	cancel()
 	switch {
