@@ -5,6 +5,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/shardid/shardid"
 )
 
 // Models of the upsert tests.
@@ -102,5 +104,31 @@ func TestUpsertRowsAffectedAsWithoutThePlugin(t *testing.T) {
 		same("UpdateAll of a new row over the same player's row by another unique key", func(db *gorm.DB) *gorm.DB {
 			return db.Clauses(clause.OnConflict{UpdateAll: true}).Create(&upBadge{ID: newID, PlayerID: players[0].ID, Code: "gold", Level: 3})
 		})
+	})
+}
+
+// TestSaveOfASliceWithAnotherUniqueKey: Save of a slice of rows colocated
+// with their owner, whose table has another unique key, upserts on the
+// primary key (GORM's target): no row can take another's colocate value, so
+// it runs, on one database or over several.
+func TestSaveOfASliceWithAnotherUniqueKey(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		fresh(t, r.db, &upBadge{})
+		owners := r.onEvery(t) // authors: any ID places a badge beside it
+		badges := []upBadge{{PlayerID: owners[0].ID, Code: "a"}, {PlayerID: owners[0].ID, Code: "b"}}
+		if b.name != "sqlite" { // SQLite writes over several databases with ErrNotAtomic
+			badges = append(badges, upBadge{PlayerID: owners[1].ID, Code: "c"})
+		}
+		must(t, r.db.Create(&badges).Error)
+		for i := range badges {
+			badges[i].Level = i + 1
+		}
+		must(t, r.db.Save(&badges).Error)
+		var levels []int
+		must(t, r.db.Model(&upBadge{}).Clauses(shardid.AllShards()).Order("level").Pluck("level", &levels).Error)
+		if len(levels) != len(badges) || levels[0] != 1 || levels[len(levels)-1] != len(badges) {
+			t.Fatalf("levels after Save: %v", levels)
+		}
 	})
 }

@@ -71,6 +71,9 @@ func firingKeys(stmt *gorm.Statement, m *model, oc clause.OnConflict, column str
 			others = append(others, key)
 		}
 	}
+	if len(oc.Columns) == 0 && oc.UpdateAll && stmt.DB.Dialector.Name() != "mysql" {
+		return nil, true // GORM targets the primary key (Save of a slice), which holds no other row
+	}
 	if len(oc.Columns) > 0 && stmt.DB.Dialector.Name() != "mysql" {
 		target := make([]*schema.Field, 0, len(oc.Columns))
 		for _, c := range oc.Columns {
