@@ -11,8 +11,9 @@ import (
 )
 
 // TestWritesOverSeveralDatabasesOnSQLite: SQLite has no two-phase commit,
-// so by default a Create split over two databases, an update over both and
-// a transaction across shards are refused with ErrNotAtomic before anything
+// so by default a Create split over two databases, an update over both, a
+// transaction across shards, and a Create in a transaction on the plugin's
+// database (CreateInBatches's) are refused with ErrNotAtomic before anything
 // is written.
 func TestWritesOverSeveralDatabasesOnSQLite(t *testing.T) {
 	dir := t.TempDir()
@@ -43,6 +44,13 @@ func TestWritesOverSeveralDatabasesOnSQLite(t *testing.T) {
 		"update over both": db.Model(&revUser{}).Where("id IN ?", []int64{rows[0].ID, rows[1].ID}).Update("name", "x").Error,
 		"transaction across shards": db.Clauses(AcrossShards()).Transaction(func(tx *gorm.DB) error {
 			return tx.Model(&rows[0]).Update("name", "y").Error
+		}),
+		// GORM's transaction around the batches is on the plugin's database.
+		"CreateInBatches of rows on one database": db.CreateInBatches(&[]revUser{
+			{ID: p.Layout().Compose(p.Layout().Epoch.AddDate(1, 0, 0), 3, 0), Name: "e"},
+			{ID: p.Layout().Compose(p.Layout().Epoch.AddDate(1, 0, 0), 4, 0), Name: "f"}}, 1).Error,
+		"Create in a transaction on the plugin's database": db.Transaction(func(tx *gorm.DB) error {
+			return tx.Create(&revUser{Name: "g"}).Error
 		}),
 	}
 	for what, err := range checks {

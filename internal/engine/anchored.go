@@ -59,16 +59,12 @@ type anchoredWrites struct {
 // statements do.
 func (e *Engine) anchoredCreate(db *gorm.DB) (*globalTx, error) {
 	stmt := db.Statement
-	tx := sqlTx(stmt.ConnPool)
-	if tx == nil || !e.twoPhaseHere() {
+	if !e.twoPhaseHere() {
 		return nil, nil
 	}
-	if _, onShard := e.transactionPhysical(stmt); onShard {
-		return nil, nil
-	}
-	own, err := e.db.DB()
+	tx, own := e.ownTransaction(stmt)
 	state := routeStateOf(stmt)
-	if err != nil || dbBehind(tx) != own || state == nil {
+	if !own || state == nil {
 		return nil, nil
 	}
 	if txEnded(tx) {
@@ -89,6 +85,20 @@ func (e *Engine) anchoredCreate(db *gorm.DB) (*globalTx, error) {
 	state.anchored = g
 	stmt.ConnPool = g
 	return g, nil
+}
+
+// ownTransaction returns the transaction stmt runs in when it is one on the
+// plugin's own database.
+func (e *Engine) ownTransaction(stmt *gorm.Statement) (*sql.Tx, bool) {
+	tx := sqlTx(stmt.ConnPool)
+	if tx == nil {
+		return nil, false
+	}
+	if _, onShard := e.transactionPhysical(stmt); onShard {
+		return nil, false
+	}
+	own, err := e.db.DB()
+	return tx, err == nil && dbBehind(tx) == own
 }
 
 // of returns the anchor of tx, made, with its watcher, on first use.

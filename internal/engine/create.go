@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
 
+	"github.com/shardid/shardid/internal/twophase"
 	"github.com/shardid/shardid/shardrouter"
 	"github.com/shardid/shardid/strategies"
 )
@@ -135,6 +136,11 @@ func (e *Engine) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 	}
 	anchored := g != nil
 	detached := !anchored && inTransaction(stmt.ConnPool) && e.config.Atomic == BestEffort && e.inBatchWrapper(stmt)
+	if _, own := e.ownTransaction(stmt); own && !anchored && e.config.Atomic == TwoPhase && e.routed() && !twophase.Supported(e.db.Dialector.Name()) {
+		db.AddError(fmt.Errorf("%w: %s has no two-phase commit, so rows created in a transaction on the plugin's own database (CreateInBatches's among them) cannot commit with it: set Config.Atomic to shardid.BestEffort, or begin the transaction with a shard clause (shardid.ByID, OnShard, ByKey)",
+			ErrNotAtomic, e.db.Dialector.Name()))
+		return
+	}
 	shardMap := e.mapOf(stmt)
 	if first, one := shardrouter.OneDatabase(shards, shardMap); one {
 		if detached {
