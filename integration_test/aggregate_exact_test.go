@@ -367,17 +367,19 @@ type pluckedRow struct {
 	Code string `gorm:"size:16;not null"` // byte-ordered on every dialect (binaryCollation)
 	Qty  int64
 	At   time.Time
+	Ext  int64 `gorm:"type:varchar(20)"` // digits, which the database orders as text
 }
 
 // TestPluckIsMergedInTheColumnsOrder: a Pluck ordered by its column is
 // merged by the values it holds, which order as the column's only when
 // they are of its kind (a wrapper such as sql.NullInt64 included); into
-// another kind it is refused. A struct destination reads one row, a
+// another kind it is refused, as are rows ordered by a column whose Go type
+// orders otherwise than its SQL type. A struct destination reads one row, a
 // windowed Count keeps or drops its one row, as on one database.
 func TestPluckIsMergedInTheColumnsOrder(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		base := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-		rows := []pluckedRow{{Code: "b", Qty: 9, At: base.Add(500 * time.Millisecond)}, {Code: "a", Qty: 10, At: base}}
+		rows := []pluckedRow{{Code: "b", Qty: 9, At: base.Add(500 * time.Millisecond), Ext: 9}, {Code: "a", Qty: 10, At: base, Ext: 10}}
 		tw := newTwin(t, b, &pluckedRow{}, func(db *gorm.DB) { binaryCollation(t, b, db, "plucked_rows", "code") }, rows, []int{0, 1})
 		for _, into := range []func() any{
 			func() any { return &[]int64{} }, func() any { return &[]sql.NullInt64{} }, func() any { return &[]*int32{} },
@@ -400,6 +402,9 @@ func TestPluckIsMergedInTheColumnsOrder(t *testing.T) {
 		tw.refused(t, "Order(qty).Pluck(qty) into text", func(db *gorm.DB, into any) *gorm.DB {
 			return db.Order("qty").Pluck("qty", into)
 		}, func() any { return &[]string{} })
+		tw.refused(t, "rows ordered by digits in text, read into an integer", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Order("ext").Find(into)
+		}, func() any { return &[]pluckedRow{} })
 		tw.same(t, "Order(qty).Find(&row)", func(db *gorm.DB, into any) *gorm.DB {
 			return db.Order("qty").Find(into)
 		}, func() any { return &pluckedRow{} })

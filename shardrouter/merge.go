@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -271,7 +272,7 @@ func orderOf(q Query, rowType reflect.Type) (*Order, string) {
 		}
 		ok, text := orderable(field)
 		if field != key && !ok {
-			return refuse("%s: the merge orders numbers, booleans, times and text (by a collation that compares bytes), not a %s", name, field.FieldType)
+			return refuse("%s: the merge orders numbers, booleans, times and text (by a collation that compares bytes) read into a Go type that orders them as the column does, not a %s from a column of type %s", name, field.FieldType, field.DataType)
 		}
 		o.Columns = append(o.Columns, OrderColumn{Field: field, Desc: desc, Text: text && field != key})
 		o.TieKey = o.TieKey && field != key
@@ -428,24 +429,33 @@ var timeType = reflect.TypeOf(time.Time{})
 // nullTimeType is sql.NullTime, which gorm.DeletedAt is too.
 var nullTimeType = reflect.TypeOf(sql.NullTime{})
 
-// orderable reports whether the merge orders a column's values as every
-// database does: integers, floating-point numbers, booleans and times,
-// NULL or not (NULLs where the dialect puts them); text where its collation
-// compares as bytes do (read when the query runs). Not exact numbers held
-// in Go strings.
+// orderable reports whether the merge may order by f, comparing the values
+// scanned into its Go type as the database compares the column's: the Go
+// type must hold them exactly and order them alike, which a column of
+// another type given with `type:` may not (a decimal read into a float64
+// rounds; digits in a varchar read into an int64 order otherwise).
 func orderable(f *schema.Field) (ok, text bool) {
 	t := f.FieldType
 	if t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
+	sqlType := strings.ToLower(string(f.DataType))
+	declared := !slices.Contains([]schema.DataType{schema.Bool, schema.Int, schema.Uint, schema.Float, schema.String, schema.Time}, f.DataType)
+	is := func(words ...string) bool {
+		return !declared || slices.ContainsFunc(words, func(w string) bool { return strings.Contains(sqlType, w) })
+	}
 	switch {
-	case t == timeType, t.ConvertibleTo(nullTimeType), t.Kind() == reflect.Bool:
-		return true, false
-	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Float64 && t.Kind() != reflect.Uintptr:
-		return true, false
+	case t == timeType, t.ConvertibleTo(nullTimeType):
+		return is("time", "date"), false
+	case t.Kind() == reflect.Bool:
+		return is("bool", "bit", "tinyint"), false
+	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64 && t.Kind() != reflect.Uintptr:
+		return is("int", "serial", "decimal", "numeric", "bit", "year"), false
+	case t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64:
+		return is("float", "double", "real"), false
 	case t.Kind() == reflect.String:
-		dataType := strings.ToLower(string(f.DataType))
-		return !strings.Contains(dataType, "decimal") && !strings.Contains(dataType, "numeric"), true
+		return !declared || !slices.ContainsFunc([]string{"decimal", "numeric", "int", "float", "double", "real", "serial", "money", "date", "time", "bool", "bit"},
+			func(w string) bool { return strings.Contains(sqlType, w) }), true
 	}
 	return false, false
 }

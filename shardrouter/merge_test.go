@@ -20,6 +20,10 @@ type mergedPhoto struct {
 	Caption string    `gorm:"not null"`
 	Price   string    `gorm:"type:decimal(10,2)"`
 	Blob    []byte
+	Amount  float64 `gorm:"type:decimal(30,4)"` // read rounded
+	Ext     int64   `gorm:"type:varchar(20)"`   // digits ordered as text by the database
+	Rank    int64   `gorm:"type:bigint unsigned"`
+	Weight  float64 `gorm:"type:double precision"`
 }
 
 func photoSchema(t *testing.T) *schema.Schema {
@@ -81,6 +85,10 @@ func TestPlanMerge(t *testing.T) {
 		"ORDER BY a nullable column, NULLs where the dialect puts them": {q: Query{Dest: rows, Clauses: orderBy(byName("views", false))}, order: "views +key"},
 		"ORDER BY text, by a collation read when it runs":               {q: Query{Dest: rows, Clauses: orderBy(byName("caption desc, likes", false))}, order: "caption (text) desc, likes +key"},
 		"ORDER BY an exact decimal held in a string":                    {q: Query{Dest: rows, Clauses: orderBy(byName("price", false))}, refused: "price: the merge orders"},
+		"ORDER BY a decimal read into a float":                          {q: Query{Dest: rows, Clauses: orderBy(byName("amount", false))}, refused: "amount: the merge orders"},
+		"ORDER BY digits in text read into an integer":                  {q: Query{Dest: rows, Clauses: orderBy(byName("ext", false))}, refused: "from a column of type varchar(20)"},
+		"ORDER BY an integer column declared with its type":             {q: Query{Dest: rows, Clauses: orderBy(byName("rank", false))}, order: "rank +key"},
+		"ORDER BY a float column declared with its type":                {q: Query{Dest: rows, Clauses: orderBy(byName("weight", false))}, order: "weight +key"},
 		"ORDER BY bytes":                                                    {q: Query{Dest: rows, Clauses: orderBy(byName("blob", false))}, refused: "blob: the merge orders"},
 		"ORDER BY an expression":                                            {q: Query{Dest: rows, Clauses: orderBy(byName("likes * 2", false))}, refused: `right: "likes * 2"`},
 		"ORDER BY another table's column":                                   {q: Query{Dest: rows, Clauses: orderBy(byName("users.id", false))}, refused: "users.id: a column of another table"},
