@@ -96,3 +96,43 @@ func TestOrConditionsOverSeveralDatabases(t *testing.T) {
 		t.Fatalf("AllShards, Or bob, Delete: %d rows left of %d, want the two bobs gone", after, before)
 	}
 }
+
+// TestIDsInAListOfPlaceholders: `id IN (?, ?)` names its rows by each of its
+// values, and `(id = ?)` in brackets by its one: a read, an update and a
+// delete reach the rows on both databases, and only them.
+func TestIDsInAListOfPlaceholders(t *testing.T) {
+	db, p, direct := revRouted(t, &revUser{})
+	users := revOnBoth(t, db, p, func() *revUser { return &revUser{Name: "a"} }, func(u *revUser) int64 { return u.ID })
+	must(t, db.Create(&revUser{Name: "other"}).Error)
+	var found []revUser
+	must(t, db.Where("id IN (?, ?)", users[0].ID, users[1].ID).Order("id").Find(&found).Error)
+	if len(found) != 2 {
+		t.Fatalf("id IN (?, ?): %d rows, want 2", len(found))
+	}
+	var one revUser
+	must(t, db.Where("(id = ?)", users[1].ID).First(&one).Error)
+	if one.ID != users[1].ID {
+		t.Fatalf("(id = ?): row %d, want %d", one.ID, users[1].ID)
+	}
+	res := db.Model(&revUser{}).Where("id IN (?, ?)", users[0].ID, users[1].ID).Update("name", "b")
+	if res.Error != nil || res.RowsAffected != 2 {
+		t.Fatalf("update by id IN (?, ?): %v, %d rows", res.Error, res.RowsAffected)
+	}
+	for k, d := range direct {
+		var names []string
+		must(t, d.Model(&revUser{}).Where("id = ?", users[k].ID).Pluck("name", &names).Error)
+		if len(names) != 1 || names[0] != "b" {
+			t.Fatalf("physical %d: %v, want its row renamed", k, names)
+		}
+	}
+	must(t, db.Where("id IN (?, ?)", users[0].ID, users[1].ID).Delete(&revUser{}).Error)
+	var left int64
+	for _, d := range direct {
+		var n int64
+		must(t, d.Model(&revUser{}).Count(&n).Error)
+		left += n
+	}
+	if left != 1 {
+		t.Fatalf("%d rows left, want the other one", left)
+	}
+}

@@ -41,7 +41,7 @@ func ColumnValues(exprs []clause.Expression, isColumn func(table, name string) b
 				consider(flatten(c.Values))
 			}
 		case clause.Expr:
-			if len(c.Vars) == 1 && known(c.Vars...) && isSimpleCondition(c.SQL, isColumn) {
+			if n := placeholderList(c, isColumn); n > 0 {
 				consider(flatten(c.Vars))
 			} else if len(c.Vars) > 0 && mayConjoin(c.SQL) {
 				for _, i := range keyConjuncts(c.SQL, len(c.Vars), isColumn) {
@@ -63,42 +63,83 @@ func ColumnValues(exprs []clause.Expression, isColumn func(table, name string) b
 	return best, found
 }
 
+// placeholderList returns the number of placeholders of c when it is a
+// condition on one column that isColumn accepts, as simpleCondition reads
+// it, with as many values, none of them SQL and, for several, none a list.
+func placeholderList(c clause.Expr, isColumn func(table, name string) bool) int {
+	n, _, _ := simpleCondition(c.SQL, isColumn)
+	if n == 0 || n != len(c.Vars) || !known(c.Vars...) || n > 1 && slices.ContainsFunc(c.Vars, isList) {
+		return 0
+	}
+	return n
+}
+
 // isSimpleCondition reports whether sql is the text of a condition on one
-// column: `col = ?`, `col IN ?` or `col IN (?)`, the column optionally quoted
-// and qualified by its table, on a column isColumn accepts. Read by hand, not
-// by a regular expression: it runs for every condition of every statement.
+// column with one placeholder: `col = ?`, `col IN ?` or `col IN (?)`.
 func isSimpleCondition(sql string, isColumn func(table, name string) bool) bool {
+	n, _, _ := simpleCondition(sql, isColumn)
+	return n == 1
+}
+
+// simpleCondition reads sql as the text of a condition on one column
+// isColumn accepts, the column optionally quoted and qualified by its
+// table, the whole optionally in brackets: `col = ?`, `col IN ?`, `col IN
+// (?)`, or `col IN (?, ?, …)`. It returns the number of placeholders (0 for
+// another text) and the column. Read by hand, not by a regular expression:
+// it runs for every condition of every statement.
+func simpleCondition(sql string, isColumn func(table, name string) bool) (placeholders int, table, name string) {
 	s := conditionText{sql: sql}
 	s.spaces()
-	table, name := "", s.identifier()
+	brackets := 0
+	for s.eat("(") {
+		brackets++
+		s.spaces()
+	}
+	table, name = "", s.identifier()
 	if s.eat(".") {
 		table, name = name, s.identifier()
 	}
 	if name == "" {
-		return false
+		return 0, "", ""
 	}
 	s.spaces()
+	list := false
 	switch {
 	case s.eat("="):
 	case s.eatFold("in"):
+		list = true
 	default:
-		return false
+		return 0, "", ""
 	}
 	s.spaces()
-	if s.eat("(") {
-		s.spaces()
-		if !s.eat("?") {
-			return false
+	switch {
+	case s.eat("?"):
+		placeholders = 1
+	case s.eat("("):
+		for {
+			s.spaces()
+			if !s.eat("?") {
+				return 0, "", ""
+			}
+			placeholders++
+			s.spaces()
+			if s.eat(")") {
+				break
+			}
+			if !list || !s.eat(",") {
+				return 0, "", ""
+			}
 		}
-		s.spaces()
-		if !s.eat(")") {
-			return false
-		}
-	} else if !s.eat("?") {
-		return false
+	default:
+		return 0, "", ""
 	}
-	s.spaces()
-	return s.at == len(sql) && isColumn(table, name)
+	for s.spaces(); brackets > 0 && s.eat(")"); s.spaces() {
+		brackets--
+	}
+	if brackets > 0 || s.at != len(sql) || !isColumn(table, name) {
+		return 0, "", ""
+	}
+	return placeholders, table, name
 }
 
 // conditionText reads a condition's SQL text from left to right.
@@ -265,7 +306,14 @@ func MapValues(exprs []clause.Expression, isColumn func(table, name string) bool
 				break
 			}
 			var at []int
-			if len(c.Vars) == 1 && known(c.Vars...) && isSimpleCondition(c.SQL, isColumn) {
+			if n := placeholderList(c, isColumn); n > 1 {
+				// `id IN (?, ?)`: one list, whose new values another number of placeholders may hold.
+				if values, replace := visit(flatten(c.Vars), false); replace {
+					_, table, name := simpleCondition(c.SQL, isColumn)
+					out[i] = clause.IN{Column: clause.Column{Table: table, Name: name}, Values: values}
+				}
+				break
+			} else if n == 1 {
 				at = []int{0}
 			} else if len(c.Vars) > 0 && mayConjoin(c.SQL) {
 				at = keyConjuncts(c.SQL, len(c.Vars), isColumn)

@@ -124,9 +124,36 @@ func TestIsSimpleCondition(t *testing.T) {
 		"id = ? OR 1 = 1": false, "id > ?": false, "id = 5": false, "other = ?": false, "photos.id = ?": false,
 		"idin ?": false, "`id = ?": false, "id` = ?": false, "id IN ((?))": false, "id IN (?": false,
 		"lower(id) = ?": false, "": false, "= ?": false, "users. = ?": false, "id = ??": false,
+		"(id = ?)": true, "((users.id IN (?)))": true, "(id = ?": false, "id = ?)": false, "id IN (?, ?)": false,
 	} {
 		if got := isSimpleCondition(sql, isID); got != want {
 			t.Errorf("isSimpleCondition(%q) = %v, want %v", sql, got, want)
 		}
+	}
+}
+
+// TestPlaceholderLists: `id IN (?, ?, …)` names its rows by all its values,
+// and a part keeps its own in a list of its own.
+func TestPlaceholderLists(t *testing.T) {
+	isID := func(table, name string) bool { return (table == "" || table == "users") && name == "id" }
+	for sql, want := range map[string]int{
+		"id IN (?, ?)": 2, "id in (?,?,?)": 3, "(users.id IN ( ? , ? ))": 2, "id IN (?)": 1,
+		"id = (?, ?)": 0, "id IN (?, 5)": 0, "id IN (?, ?": 0, "id IN (?, ?) OR 1 = 1": 0, "id IN (?,, ?)": 0,
+	} {
+		if got, _, _ := simpleCondition(sql, isID); got != want {
+			t.Errorf("simpleCondition(%q) = %d, want %d", sql, got, want)
+		}
+	}
+	list := []clause.Expression{clause.Expr{SQL: "users.id IN (?, ?, ?)", Vars: []any{1, 2, 4}}}
+	if values, ok := ColumnValues(list, isID); !ok || !reflect.DeepEqual(values, []any{1, 2, 4}) {
+		t.Fatalf("ColumnValues: %v %v", values, ok)
+	}
+	out, empty := RestrictValues(list, isID, func(v any) bool { return v.(int)%2 == 0 })
+	want := []clause.Expression{clause.IN{Column: clause.Column{Table: "users", Name: "id"}, Values: []any{2, 4}}}
+	if empty || !reflect.DeepEqual(out, want) {
+		t.Fatalf("restricted: %#v, %v", out, empty)
+	}
+	if values, ok := ColumnValues([]clause.Expression{clause.Expr{SQL: "id IN (?, ?)", Vars: []any{1, []int{2, 3}}}}, isID); ok {
+		t.Fatalf("a list among several placeholders read as %v", values)
 	}
 }
