@@ -367,7 +367,7 @@ type pluckedRow struct {
 	Code string `gorm:"size:16;not null"` // byte-ordered on every dialect (binaryCollation)
 	Qty  int64
 	At   time.Time
-	Ext  int64 `gorm:"type:varchar(20)"` // digits, which the database orders as text
+	Ext  *int64 `gorm:"type:varchar(20)"` // digits, which the database orders as text (NULL here: the refusal is the plan's)
 }
 
 // TestPluckIsMergedInTheColumnsOrder: a Pluck ordered by its column is
@@ -379,7 +379,7 @@ type pluckedRow struct {
 func TestPluckIsMergedInTheColumnsOrder(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		base := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-		rows := []pluckedRow{{Code: "b", Qty: 9, At: base.Add(500 * time.Millisecond), Ext: 9}, {Code: "a", Qty: 10, At: base, Ext: 10}}
+		rows := []pluckedRow{{Code: "b", Qty: 9, At: base.Add(500 * time.Millisecond)}, {Code: "a", Qty: 10, At: base}}
 		tw := newTwin(t, b, &pluckedRow{}, func(db *gorm.DB) { binaryCollation(t, b, db, "plucked_rows", "code") }, rows, []int{0, 1})
 		for _, into := range []func() any{
 			func() any { return &[]int64{} }, func() any { return &[]sql.NullInt64{} }, func() any { return &[]*int32{} },

@@ -95,3 +95,39 @@ func TestStatementsInGORMsTransactionKnowItsDatabase(t *testing.T) {
 		follow = nil
 	})
 }
+
+// TestHookWritesAnUnshardedRowInATransactionAcrossShards: where a hook's
+// unsharded write cannot join GORM's transaction on a shard (above), it
+// joins a transaction across shards: the audit row is written on the
+// plugin's database when the transaction commits, and not when it rolls back.
+func TestHookWritesAnUnshardedRowInATransactionAcrossShards(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		dir := t.TempDir()
+		db := open(t, b, dir, shardid.Config{Shards: shards(t, b, dir)})
+		fresh(t, db, &TxOrder{})
+		must(t, db.Migrator().DropTable(&TxAudit{}))
+		must(t, db.AutoMigrate(&TxAudit{}))
+		must(t, db.Callback().Create().After("gorm:create").Register("test:audit", func(tx *gorm.DB) {
+			if _, ok := tx.Statement.Dest.(*TxOrder); ok && tx.Error == nil {
+				tx.AddError(tx.Session(&gorm.Session{NewDB: true}).Create(&TxAudit{Event: "created"}).Error)
+			}
+		}))
+		audits := func() (n int64) {
+			must(t, db.Model(&TxAudit{}).Count(&n).Error)
+			return n
+		}
+		must(t, db.Clauses(shardid.AcrossShards()).Transaction(func(tx *gorm.DB) error {
+			return tx.Create(&TxOrder{Total: 1}).Error
+		}))
+		if n := audits(); n != 1 {
+			t.Fatalf("%d audit rows after the commit, want 1", n)
+		}
+		err := db.Clauses(shardid.AcrossShards()).Transaction(func(tx *gorm.DB) error {
+			must(t, tx.Create(&TxOrder{Total: 2}).Error)
+			return errors.New("changed my mind")
+		})
+		if err == nil || audits() != 1 {
+			t.Fatalf("a rolled back transaction: %v, %d audit rows, want an error and still 1", err, audits())
+		}
+	})
+}
