@@ -166,6 +166,14 @@ func (c *fileConfig) layout() (shardid.Layout, error) {
 	return l, nil
 }
 
+// mapTable is the shared map's table the file names, or the default.
+func (c *fileConfig) mapTable() string {
+	if c.MapTable != "" {
+		return c.MapTable
+	}
+	return "shardid_shard_map"
+}
+
 func (c *fileConfig) mapRefresh() (time.Duration, error) {
 	if c.MapRefresh == "" {
 		return 0, nil
@@ -222,6 +230,14 @@ type opsSetup struct {
 // of the plugin (such as a file that disagrees with the shared map) go to
 // warnings.
 func openConfig(c *fileConfig, warnings io.Writer) (*opsSetup, error) {
+	return openConfigOf(c, warnings, false)
+}
+
+// openConfigOf is openConfig; with sharedMap it refuses a config whose map
+// table the plugin's database does not hold: a move by a map no application
+// follows (map_table other than the application's) would seal its range
+// for good, and its cleanup delete rows the application still reads.
+func openConfigOf(c *fileConfig, warnings io.Writer, sharedMap bool) (*opsSetup, error) {
 	layout, err := c.layout()
 	if err != nil {
 		return nil, err
@@ -250,6 +266,9 @@ func openConfig(c *fileConfig, warnings io.Writer) (*opsSetup, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: main: %w", c.path, err)
 	}
+	if table := c.mapTable(); sharedMap && refresh >= 0 && !db.Migrator().HasTable(table) {
+		return nil, errors.Join(c.fieldError("map_table", "%s is not on main: no application shares its map there (give the application's Config.MapTable; an application creates it when it starts)", table), closeDB(db))
+	}
 	plugin := shardid.New(cfg)
 	if err := db.Use(plugin); err != nil {
 		return nil, errors.Join(fmt.Errorf("%s: %w", c.path, err), closeDB(db))
@@ -271,11 +290,21 @@ func closeDB(db *gorm.DB) error {
 
 // withConfig runs fn with the plugin of the --config file, and closes it.
 func withConfig(cmd *cobra.Command, path string, fn func(*opsSetup) error) (err error) {
+	return withConfigOf(cmd, path, false, fn)
+}
+
+// withSharedMap is withConfig for the commands that move data: the file's
+// map table must be one an application shares.
+func withSharedMap(cmd *cobra.Command, path string, fn func(*opsSetup) error) (err error) {
+	return withConfigOf(cmd, path, true, fn)
+}
+
+func withConfigOf(cmd *cobra.Command, path string, sharedMap bool, fn func(*opsSetup) error) (err error) {
 	c, err := readConfig(path)
 	if err != nil {
 		return err
 	}
-	s, err := openConfig(c, cmd.ErrOrStderr())
+	s, err := openConfigOf(c, cmd.ErrOrStderr(), sharedMap)
 	if err != nil {
 		return err
 	}

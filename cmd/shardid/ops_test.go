@@ -338,6 +338,7 @@ func testOperatorsCommands(t *testing.T, e opsEnv) {
 // Bad input fails with an error naming what is wrong, and no panic.
 func TestOperatorsBadInput(t *testing.T) {
 	e := sqliteEnv(t)
+	e.application(t) // the shared map the application keeps
 	dir := t.TempDir()
 	file := func(name, body string) string {
 		path := filepath.Join(dir, name)
@@ -384,11 +385,16 @@ func TestOperatorsBadInput(t *testing.T) {
 		{[]string{"move", "cancel", "--config", e.config, "--shards", "0-10"}, "--shards 0-10: no move of these logical shards is recorded"},
 		{[]string{"move", "cleanup", "--config", e.config, "--shards", "3-1"}, `--shards "3-1"`},
 		{[]string{"move", "statsu", "--config", e.config}, `unknown command "statsu"`},
+		{[]string{"move", "--config", good(func(c map[string]any) { c["map_table"] = "shardid_other_map" }), "--shards", "0-10", "--to", "c"}, "map_table: shardid_other_map is not on main"},
+		{[]string{"move", "cleanup", "--config", good(func(c map[string]any) { c["map_table"] = "shardid_other_map" }), "--shards", "0-10"}, "map_table: shardid_other_map is not on main"},
 	} {
 		out, err := run(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("shardid %s: %v, want an error with %q\n%s", strings.Join(tc.args, " "), err, tc.want, out)
 		}
+	}
+	if direct(t, e.dsns["main"]).Migrator().HasTable("shardid_other_map") {
+		t.Error("a move by a map table no application shares created it")
 	}
 }
 
