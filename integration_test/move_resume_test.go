@@ -540,3 +540,33 @@ func TestMoveCarriesAColumnAddedDuringTheCopy(t *testing.T) {
 		}
 	})
 }
+
+// TestAMoveOverlappingOneNotEndedIsRefused: a part of a range whose move
+// has not been cleaned up cannot move, back or on: the first move's source
+// still fences the range. Once it is cleaned up, the part moves back.
+func TestAMoveOverlappingOneNotEndedIsRefused(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newMoveRig(t, b, t.TempDir())
+		users := r.seedUsers(t, 40)
+		r.move(t, shardid.Move{})
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		part := shardid.Range{From: movingRange.From + 100, To: movingRange.From + 200}
+		_, err := r.p.Move(ctx, shardid.Move{Logical: part, To: b.name + "-source", Models: moveModels})
+		if !errors.Is(err, shardid.ErrMoveInvalid) || !strings.Contains(err.Error(), "overlap the move") {
+			t.Fatalf("a move of a part of a range not cleaned up: %v; want ErrMoveInvalid naming the move it overlaps", err)
+		}
+		moves, err := r.p.Moves(ctx)
+		must(t, err)
+		for _, m := range moves {
+			if m.Logical == part {
+				t.Fatalf("the refused move left a record: %+v", m)
+			}
+		}
+		must(t, r.p.CleanupMove(ctx, movingRange, moveModels...))
+		r.move(t, shardid.Move{Logical: part, To: b.name + "-source"})
+		if n := countIn(t, r.source, "mv_users", true, r.p.Layout()) + countIn(t, r.target, "mv_users", true, r.p.Layout()); n != int64(len(users)) {
+			t.Errorf("%d users on the two databases after the moves, want %d", n, len(users))
+		}
+	})
+}

@@ -60,7 +60,7 @@ func newRun(ctx context.Context, d Driver, req Request) (*run, error) {
 		if from == to {
 			return nil, bad("logical shards %d-%d are on %s already", r.From, r.To, req.To)
 		}
-		if err := oneMoveAt(ctx, store, names[from]); err != nil {
+		if err := oneMoveAt(ctx, store, names[from], r); err != nil {
 			return nil, err
 		}
 	}
@@ -125,17 +125,27 @@ func copyAnewWhereColumnsChanged(st *mapstore.MoveState, tables []*movedTable) {
 	}
 }
 
-// oneMoveAt refuses a second move off the same source while one runs: the
-// source's change log is the move's.
-func oneMoveAt(ctx context.Context, store *mapstore.Store, source string) error {
+// oneMoveAt refuses a second move off the same source while one runs (the
+// source's change log is the move's), and a move of r overlapping one that
+// has not ended.
+func oneMoveAt(ctx context.Context, store *mapstore.Store, source string, r Range) error {
 	list, err := store.Moves(ctx)
 	if err != nil {
 		return err
 	}
 	for _, st := range list {
-		if st.From == source && phaseIndex(st.Phase) >= 0 && phaseIndex(st.Phase) < phaseIndex(PhaseCleaned) {
+		if phaseIndex(st.Phase) < 0 || phaseIndex(st.Phase) >= phaseIndex(PhaseCleaned) {
+			continue
+		}
+		if st.From == source {
 			return fmt.Errorf("%w: logical shards %d-%d are moving off %s (phase %s); finish or cancel that move first",
 				ErrInvalid, st.Logical.From, st.Logical.To, source, st.Phase)
+		}
+		// Its source's triggers still fence the range, and its record would
+		// end under this move's feet.
+		if st.Logical.From <= r.To && r.From <= st.Logical.To {
+			return fmt.Errorf("%w: logical shards %d-%d overlap the move of %d-%d from %s to %s (phase %s), which has not ended: finish, cancel or clean it up first",
+				ErrInvalid, r.From, r.To, st.Logical.From, st.Logical.To, st.From, st.To, st.Phase)
 		}
 	}
 	return nil
