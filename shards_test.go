@@ -3,6 +3,7 @@ package shardid
 import (
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -97,4 +98,43 @@ func TestShardOnAPoolThatIsNotAnSQLDBIsRefused(t *testing.T) {
 	if err := db.Use(p); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "shard a has no *sql.DB") {
 		t.Fatalf("db.Use with a shard on a wrapped pool: %v, want ErrInvalidConfig naming it", err)
 	}
+}
+
+// TestShardNamesBoundToOtherDatabasesAreRefused: a process whose config
+// swaps two shards' DSNs (the names and ranges as before) is refused when a
+// statement first opens one of them, and writes nothing there; the
+// process of the right config goes on.
+func TestShardNamesBoundToOtherDatabasesAreRefused(t *testing.T) {
+	dir := t.TempDir()
+	dsn := func(name string) string { return "file:" + filepath.Join(dir, name) + "?_pragma=busy_timeout(10000)" }
+	half := Layout{}.ShardCount() / 2
+	open := func(first, second string) (*gorm.DB, *Plugin) {
+		db, err := gorm.Open(sqlite.Open(dsn("main.db")), &gorm.Config{Logger: logger.Discard})
+		must(t, err)
+		p := New(Config{Atomic: BestEffort, Shards: []Shard{
+			{Name: "s0", Dialector: sqlite.Open(dsn(first)), Logical: []Range{{From: 0, To: half - 1}}},
+			{Name: "s1", Dialector: sqlite.Open(dsn(second)), Logical: []Range{{From: half, To: 2*half - 1}}},
+		}})
+		must(t, db.Use(p))
+		t.Cleanup(func() { _ = p.Close() })
+		return db, p
+	}
+	db, p := open("s0.db", "s1.db")
+	must(t, p.AutoMigrate(db, &revUser{}))
+	must(t, db.Clauses(OnShard(1)).Create(&revUser{Name: "a"}).Error)
+	swapped, _ := open("s1.db", "s0.db")
+	err := swapped.Clauses(OnShard(2)).Create(&revUser{Name: "b"}).Error
+	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "DSNs swapped") {
+		t.Fatalf("a Create through a config with the DSNs swapped: %v, want ErrInvalidConfig", err)
+	}
+	for _, name := range []string{"s0.db", "s1.db"} {
+		d, err := gorm.Open(sqlite.Open(dsn(name)), &gorm.Config{Logger: logger.Discard})
+		must(t, err)
+		var names []string
+		must(t, d.Model(&revUser{}).Pluck("name", &names).Error)
+		if slices.Contains(names, "b") {
+			t.Fatalf("%s holds the row the swapped config was refused", name)
+		}
+	}
+	must(t, db.Clauses(OnShard(half+1)).Create(&revUser{Name: "c"}).Error)
 }

@@ -77,6 +77,7 @@ type Shard struct {
 // databases, the map, the generators, the transactions it knows). It is safe
 // for concurrent use.
 type Engine struct {
+	identity   identityTables // which database each shard name opened (identity.go)
 	config     Config
 	owner      gorm.Plugin       // the shardid.Plugin registered in gorm.Config.Plugins
 	layout     strategies.Layout // normalized

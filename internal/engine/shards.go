@@ -250,6 +250,13 @@ func (e *Engine) openShards(db *gorm.DB) error {
 			if err != nil && pool != nil { // MySQL's asks the server its version: the next attempt makes a pool of its own
 				_ = pool.Close()
 			}
+			if sqlDB, noPool := opened.DB(); err == nil && noPool == nil {
+				ctx, cancel := context.WithTimeout(context.Background(), timeout)
+				if err = e.checkIdentity(ctx, s.Name, sqlDB, opened.Dialector.Name()); err != nil {
+					_ = sqlDB.Close()
+				}
+				cancel()
+			}
 			return opened, err
 		}}
 		o.ready = func(opened *openPhysical) {
