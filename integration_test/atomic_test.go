@@ -546,14 +546,29 @@ func TestSplitCreateWhoseContextEndsWhileDecidingCommits(t *testing.T) {
 			_, err := conn.ExecContext(context.Background(), q)
 			must(t, err)
 		}
+		// The context ends once the decision waits for the lock, which is
+		// then let go.
+		waiting := "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'INSERT INTO shardid_transactions%'"
+		if b.name == "postgres" {
+			waiting = "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO shardid_transactions%'"
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
 		unlocked := make(chan error, 1)
 		go func() {
-			time.Sleep(2 * time.Second)
+			var n int64
+			for n == 0 {
+				time.Sleep(20 * time.Millisecond)
+				if err := r.direct[0].Raw(waiting).Scan(&n).Error; err != nil {
+					unlocked <- err
+					return
+				}
+			}
+			cancel()
+			time.Sleep(300 * time.Millisecond)
 			_, err := conn.ExecContext(context.Background(), unlock)
 			unlocked <- err
 		}()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
 		err = r.db.WithContext(ctx).Create(&[]entry{{AuthorID: authors[0].ID, Ref: "c"}, {AuthorID: authors[1].ID, Ref: "d"}}).Error
 		must(t, <-unlocked)
 		if err != nil {
