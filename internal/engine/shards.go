@@ -250,14 +250,17 @@ func (e *Engine) openShards(db *gorm.DB) error {
 			if err != nil && pool != nil { // MySQL's asks the server its version: the next attempt makes a pool of its own
 				_ = pool.Close()
 			}
-			if sqlDB, noPool := opened.DB(); err == nil && noPool == nil {
-				ctx, cancel := context.WithTimeout(context.Background(), timeout)
-				if err = e.checkIdentity(ctx, s.Name, sqlDB, opened.Dialector.Name()); err != nil {
-					_ = sqlDB.Close()
-				}
-				cancel()
+			if err != nil {
+				return nil, err
 			}
-			return opened, err
+			if sqlDB, noPool := opened.DB(); noPool == nil {
+				ctx, cancel := context.WithTimeout(context.Background(), timeout)
+				defer cancel()
+				if err := e.checkIdentity(ctx, s.Name, sqlDB, opened.Dialector.Name()); err != nil {
+					return nil, errors.Join(err, sqlDB.Close())
+				}
+			}
+			return opened, nil
 		}}
 		o.ready = func(opened *openPhysical) {
 			if idle := e.config.PoolIdleTimeout; idle > 0 && opened.sqlDB != nil {
