@@ -350,7 +350,7 @@ func plucksOrderColumn(q Query, o *Order, value reflect.Type) bool {
 // the same type, or both numbers of one kind, texts, booleans or times,
 // maybe behind a pointer or in a database/sql Null wrapper.
 func ordersAlike(a, b reflect.Type) bool {
-	a, b = Unwrapped(a), Unwrapped(b)
+	a, b = unwrapped(a), unwrapped(b)
 	if a == b {
 		return true
 	}
@@ -370,10 +370,10 @@ func ordersAlike(a, b reflect.Type) bool {
 	return class(a) != "" && class(a) == class(b)
 }
 
-// Unwrapped is the type of the value a field or destination of type t holds:
+// unwrapped is the type of the value a field or destination of type t holds:
 // t behind its pointer, out of a database/sql Null wrapper (sql.NullInt64,
 // sql.Null[T], gorm.DeletedAt as sql.NullTime).
-func Unwrapped(t reflect.Type) reflect.Type {
+func unwrapped(t reflect.Type) reflect.Type {
 	if t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
