@@ -144,3 +144,15 @@ func routedOverNWith(t *testing.T, n int, gormConfig gorm.Config, cfg Config, mo
 	})
 	return db, p, direct, phys
 }
+
+// rowsOn counts model's rows on the physical databases direct, read
+// without the plugin.
+func rowsOn(t *testing.T, direct []*gorm.DB, model any) (n int64) {
+	t.Helper()
+	for _, d := range direct {
+		var k int64
+		must(t, d.Model(model).Count(&k).Error)
+		n += k
+	}
+	return n
+}

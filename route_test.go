@@ -66,14 +66,7 @@ func TestOrConditionsOverSeveralDatabases(t *testing.T) {
 	for _, name := range []string{"bob", "bob", "carl", "dan"} {
 		must(t, db.Create(&revUser{Name: name}).Error)
 	}
-	total := func() (n int64) {
-		for _, d := range direct {
-			var k int64
-			must(t, d.Model(&revUser{}).Count(&k).Error)
-			n += k
-		}
-		return n
-	}
+	total := func() int64 { return rowsOn(t, direct, &revUser{}) }
 	before := total()
 	if err := db.Or("name = ?", "nobody").Delete(&[]revUser{*users[0], *users[1]}).Error; !errors.Is(err, ErrCrossShard) {
 		t.Fatalf("Or, then Delete of rows: %v, want ErrCrossShard", err)
@@ -124,14 +117,7 @@ func TestIDsInAListOfPlaceholders(t *testing.T) {
 			t.Fatalf("physical %d: %v, want its row renamed", k, names)
 		}
 	}
-	total := func() (left int64) {
-		for _, d := range direct {
-			var n int64
-			must(t, d.Model(&revUser{}).Count(&n).Error)
-			left += n
-		}
-		return left
-	}
+	total := func() int64 { return rowsOn(t, direct, &revUser{}) }
 	before := total()
 	must(t, db.Where("id IN (?, ?)", users[0].ID, users[1].ID).Delete(&revUser{}).Error)
 	if left := total(); left != before-2 {
