@@ -17,7 +17,10 @@ import (
 
 	"github.com/glebarez/sqlite"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 	"gorm.io/gorm/logger"
+
+	"github.com/shardid/shardid/strategies"
 )
 
 // benchPlain is the baseline model: no shardid tag, a preset ID.
@@ -69,6 +72,7 @@ func BenchmarkRoutingCost(b *testing.B) {
 	for i := range 10 {
 		ids = append(ids, p.Layout().Compose(p.Layout().Epoch.AddDate(1, 0, 0), i*819, 1))
 	}
+	least := leastSharding(b, p.Layout())
 	// The floor of any fan-out that sends one GORM query per database: four
 	// plain Finds, each of one database's IDs, on four databases.
 	floorDBs := make([]*gorm.DB, 4)
@@ -126,6 +130,14 @@ func BenchmarkRoutingCost(b *testing.B) {
 			func() error { var rows []benchSharded; return routed.Find(&rows, ids).Error }},
 		{"find-in-10-vs-four-plain-finds-at-once", floorAtOnce,
 			func() error { var rows []benchSharded; return routed.Find(&rows, ids).Error }},
+		// The floors of the first two: what the least plugin that shards
+		// adds to plain GORM (leastSharding below).
+		{"create-least-plugin",
+			func() error { return plain.Create(&benchPlain{ID: id, Name: "n"}).Error },
+			func() error { return least.Create(&benchLeast{Name: "n"}).Error }},
+		{"first-least-plugin",
+			func() error { var row benchPlain; return plain.First(&row, id).Error },
+			func() error { var row benchLeast; return least.First(&row, id).Error }},
 	}
 	for _, pair := range pairs {
 		b.Run(pair.name, func(b *testing.B) {
@@ -138,6 +150,55 @@ func BenchmarkRoutingCost(b *testing.B) {
 		b.Run(pair.name+"/plain", allocations(pair.plain))
 		b.Run(pair.name+"/shardid", allocations(pair.sharded))
 	}
+}
+
+// benchLeast is the model of leastSharding: an ID its callback sets.
+type benchLeast struct {
+	ID   int64 `gorm:"primaryKey;autoIncrement:false"`
+	Name string
+}
+
+func (benchLeast) TableName() string { return "bench_rows_least" }
+
+// leastSharding is plain GORM with the least a sharding plugin must add:
+// before a Create, a time-ordered ID in a random one of 8,192 logical shards
+// (a snowflake), set on the row, and the statement bound to the pool of one
+// of four databases by that shard; before a query, the pool of the shard of
+// its first condition's ID. Nothing is checked: it is the floor that
+// BenchmarkRoutingCost's create and first are measured against.
+func leastSharding(b *testing.B, layout Layout) *gorm.DB {
+	db := openFake(b)
+	pools := make([]gorm.ConnPool, 4)
+	for i := range pools {
+		pools[i] = openFake(b).ConnPool
+	}
+	ids, err := strategies.NewSnowflake(layout, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	poolOf := func(shard int) gorm.ConnPool { return pools[shard*len(pools)>>layout.Normalized().ShardBits] }
+	err = errors.Join(
+		db.Callback().Create().Before("gorm:begin_transaction").Register("least:id", func(db *gorm.DB) {
+			shard := rand.IntN(1 << layout.Normalized().ShardBits)
+			id, err := ids.Next(shard)
+			db.AddError(err)
+			db.AddError(db.Statement.Schema.PrioritizedPrimaryField.Set(db.Statement.Context, db.Statement.ReflectValue, id))
+			db.Statement.ConnPool = poolOf(shard)
+		}),
+		db.Callback().Query().Before("gorm:query").Register("least:route", func(db *gorm.DB) {
+			where, _ := db.Statement.Clauses["WHERE"].Expression.(clause.Where)
+			if in, ok := where.Exprs[0].(clause.IN); ok && len(in.Values) == 1 {
+				if id, ok := in.Values[0].(int64); ok {
+					db.Statement.ConnPool = poolOf(layout.Shard(id))
+					return
+				}
+			}
+			db.AddError(errors.New("least:route: not a First by ID"))
+		}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return db
 }
 
 // allocations is a benchmark of run alone, to count its allocations.
