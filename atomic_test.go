@@ -28,6 +28,7 @@ func TestWritesOverSeveralDatabasesOnSQLite(t *testing.T) {
 	must(t, db.Use(p))
 	t.Cleanup(func() { _ = p.Close() })
 	must(t, p.AutoMigrate(db, &revUser{}))
+	p.CountStatements()
 	var direct []*gorm.DB
 	for _, name := range []string{"s0.db", "s1.db"} {
 		d, err := gorm.Open(sqlite.Open(dsn(name)), &gorm.Config{Logger: logger.Discard})
@@ -56,6 +57,11 @@ func TestWritesOverSeveralDatabasesOnSQLite(t *testing.T) {
 	for what, err := range checks {
 		if !errors.Is(err, ErrNotAtomic) {
 			t.Errorf("%s on SQLite: %v, want ErrNotAtomic", what, err)
+		}
+	}
+	for kind, n := range p.FanOutStats() {
+		if n != 0 {
+			t.Errorf("%d %s statement(s) counted as sent to several databases; each was refused before any part was sent", n, kind)
 		}
 	}
 	for k, d := range direct {

@@ -1,9 +1,15 @@
 package shardid
 
 import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/glebarez/sqlite"
 	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
 )
 
 type revAudited struct {
@@ -32,6 +38,76 @@ func TestFanOutUpdateHookColumnReachesEveryDatabase(t *testing.T) {
 		must(t, d.First(&got, ids[k]).Error)
 		if got.Name != "y" || got.Note != "hooked" {
 			t.Errorf("database %d: row %+v, want name y and note hooked (as on one database)", k, got)
+		}
+	}
+}
+
+type seenUser struct {
+	ID   int64 `shardid:""`
+	Name string
+}
+
+var seenAfterFind atomic.Int64
+
+func (*seenUser) AfterFind(*gorm.DB) error { seenAfterFind.Add(1); return nil }
+
+// TestPluginsRegisteredBeforeSeeAStatementOverSeveralDatabasesSucceed: GORM
+// runs the after-callbacks of a plugin registered before shardid (as
+// gorm.io/plugin/opentelemetry is told to be) after its own. A statement
+// shardid ran part by part must reach them as a success with SQL, as on one
+// database, and GORM's own hooks must still run once per row.
+func TestPluginsRegisteredBeforeSeeAStatementOverSeveralDatabasesSucceed(t *testing.T) {
+	dir := t.TempDir()
+	half := Layout{}.ShardCount() / 2
+	db, err := gorm.Open(sqlite.Open(filepath.Join(dir, "main.db")), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	type seen struct {
+		err error
+		sql string
+	}
+	var last seen
+	observe := func(db *gorm.DB) { last = seen{db.Error, db.Statement.SQL.String()} }
+	cb := db.Callback()
+	must(t, errors.Join(
+		cb.Create().After("gorm:create").Register("observer:create", observe),
+		cb.Query().After("gorm:query").Register("observer:query", observe),
+		cb.Update().After("gorm:update").Register("observer:update", observe),
+		cb.Delete().After("gorm:delete").Register("observer:delete", observe),
+		cb.Row().After("gorm:row").Register("observer:row", observe)))
+	p := New(Config{Atomic: BestEffort, Shards: []Shard{
+		{Name: "s0", Dialector: sqlite.Open(filepath.Join(dir, "s0.db")), Logical: []Range{{From: 0, To: half - 1}}},
+		{Name: "s1", Dialector: sqlite.Open(filepath.Join(dir, "s1.db")), Logical: []Range{{From: half, To: 2*half - 1}}},
+	}})
+	must(t, db.Use(p))
+	t.Cleanup(func() { _ = p.Close() })
+	must(t, p.AutoMigrate(db, &seenUser{}))
+	at := p.Layout().Epoch.AddDate(1, 0, 0)
+	rows := []seenUser{{ID: p.Layout().Compose(at, 1, 0), Name: "a"}, {ID: p.Layout().Compose(at, half+1, 0), Name: "b"}}
+	ids := []int64{rows[0].ID, rows[1].ID}
+	var n int64
+	for _, c := range []struct {
+		what, verb string
+		run        func() error
+	}{
+		{"a Create split over both", "INSERT", func() error { return db.Create(&rows).Error }},
+		{"Find over both", "SELECT", func() error { var all []seenUser; return db.Clauses(AllShards()).Find(&all).Error }},
+		{"Count over both", "SELECT", func() error { return db.Model(&seenUser{}).Clauses(AllShards()).Count(&n).Error }},
+		{"Row over both", "SELECT", func() error {
+			return db.Model(&seenUser{}).Clauses(AllShards()).Select("count(*)").Row().Scan(&n)
+		}},
+		{"Update over both", "UPDATE", func() error { return db.Model(&seenUser{}).Where("id IN ?", ids).Update("name", "c").Error }},
+		{"Delete over both", "DELETE", func() error { return db.Delete(&seenUser{}, ids).Error }},
+	} {
+		last = seen{}
+		seenAfterFind.Store(0)
+		if err := c.run(); err != nil {
+			t.Fatalf("%s: %v", c.what, err)
+		}
+		if last.err != nil || !strings.HasPrefix(strings.ToUpper(last.sql), c.verb) {
+			t.Errorf("%s: a plugin registered before shardid sees error %v and SQL %q, want none and the statement's %s", c.what, last.err, last.sql, c.verb)
+		}
+		if c.what == "Find over both" && seenAfterFind.Load() != 2 {
+			t.Errorf("%s: AfterFind ran %d times, want once per row (2)", c.what, seenAfterFind.Load())
 		}
 	}
 }

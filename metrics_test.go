@@ -2,9 +2,12 @@ package shardid
 
 import (
 	"errors"
+	"path/filepath"
 	"testing"
 
+	"github.com/glebarez/sqlite"
 	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
 )
 
 type metricUser struct {
@@ -44,7 +47,11 @@ func TestStatementStats(t *testing.T) {
 	must(t, db.Model(&metricUser{ID: users[3].ID}).Update("name", "v").Error) // update s2
 	must(t, db.Delete(&metricUser{ID: users[0].ID}).Error)                    // delete s0
 	var n int64
-	must(t, db.Model(&metricUser{}).Clauses(OnShard(3000)).Select("count(*)").Row().Scan(&n))                        // row s1
+	must(t, db.Model(&metricUser{}).Clauses(OnShard(3000)).Select("count(*)").Row().Scan(&n)) // row s1
+	must(t, db.Model(&metricUser{}).Clauses(AllShards()).Select("count(*)").Row().Scan(&n))   // row s0, s1, s2: one fan-out
+	dry := []metricUser{{Name: "d"}, {Name: "e"}}
+	dry[0].ID, dry[1].ID = p.Layout().Compose(p.Layout().Epoch.AddDate(1, 0, 0), 20, 0), p.Layout().Compose(p.Layout().Epoch.AddDate(1, 0, 0), 6000, 0)
+	must(t, db.Session(&gorm.Session{DryRun: true}).Create(&dry).Error)                                              // built for s0 and s2, sent nowhere
 	must(t, db.Clauses(OnShard(6000)).Exec("UPDATE metric_users SET name = ? WHERE id = ?", "w", users[3].ID).Error) // raw s2
 	if err := db.Clauses(OnShard(3000)).Exec("UPDATE no_such_table SET x = 1").Error; err == nil {                   // raw s1, failed
 		t.Fatal("an update of a missing table succeeded")
@@ -55,7 +62,7 @@ func TestStatementStats(t *testing.T) {
 		{"s0", "create"}: {2, 0}, {"s1", "create"}: {1, 0}, {"s2", "create"}: {1, 0},
 		{"s0", "query"}: {2, 0}, {"s1", "query"}: {2, 0}, {"s2", "query"}: {1, 0},
 		{"s2", "update"}: {1, 0}, {"s0", "delete"}: {1, 0},
-		{"s1", "row"}: {1, 0}, {"s2", "raw"}: {1, 0}, {"s1", "raw"}: {1, 1},
+		{"s0", "row"}: {1, 0}, {"s1", "row"}: {2, 0}, {"s2", "row"}: {1, 0}, {"s2", "raw"}: {1, 0}, {"s1", "raw"}: {1, 1},
 	}
 	stats := p.StatementStats()
 	if len(stats) != 3*len(StatementKinds()) {
@@ -74,8 +81,8 @@ func TestStatementStats(t *testing.T) {
 			t.Errorf("%s %s: buckets %v (%d statements), %v seconds", s.Physical, s.Kind, s.Buckets, s.Count, s.Seconds)
 		}
 	}
-	if fanOuts := p.FanOutStats(); fanOuts["query"] != 1 || fanOuts["create"] != 0 || fanOuts["update"] != 0 {
-		t.Errorf("fan-outs: %v, want one query", fanOuts)
+	if fanOuts := p.FanOutStats(); fanOuts["query"] != 1 || fanOuts["row"] != 1 || fanOuts["create"] != 0 || fanOuts["update"] != 0 {
+		t.Errorf("fan-outs: %v, want one query and one row", fanOuts)
 	}
 	pools := p.PoolStats()
 	for _, name := range p.Physicals() {
@@ -129,5 +136,46 @@ func TestRefusedFanOutIsNotCounted(t *testing.T) {
 	}
 	if got := p.FanOutStats()["query"]; got != 0 {
 		t.Errorf("FanOutStats counts %d refused query(ies): %v", got, err)
+	}
+}
+
+// TestStatementOnADatabaseDownSinceTheStartIsCounted: a statement that fails
+// because its database never opened is counted there as failed, as one that
+// fails once it opened is.
+func TestStatementOnADatabaseDownSinceTheStartIsCounted(t *testing.T) {
+	dir := t.TempDir()
+	half := Layout{}.ShardCount() / 2
+	db, err := gorm.Open(sqlite.Open(filepath.Join(dir, "main.db")), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	p := New(Config{Atomic: BestEffort, Shards: []Shard{
+		{Name: "s0", Dialector: sqlite.Open(filepath.Join(dir, "s0.db")), Logical: []Range{{From: 0, To: half - 1}}},
+		{Name: "s1", Dialector: sqlite.Open(filepath.Join(dir, "no-such-folder", "s1.db")), Logical: []Range{{From: half, To: 2*half - 1}}},
+	}})
+	must(t, db.Use(p))
+	t.Cleanup(func() { _ = p.Close() })
+	p.CountStatements()
+	var found []metricUser
+	if err := db.Clauses(OnShard(half + 1)).Find(&found).Error; !errors.Is(err, ErrShardUnavailable) {
+		t.Fatalf("a query on a database that cannot open: %v, want ErrShardUnavailable", err)
+	}
+	var byID metricUser
+	if err := db.First(&byID, p.Layout().Compose(p.Layout().Epoch.AddDate(1, 0, 0), half+1, 0)).Error; !errors.Is(err, ErrShardUnavailable) {
+		t.Fatalf("a query by ID on a database that cannot open: %v, want ErrShardUnavailable", err)
+	}
+	if err := db.Clauses(OnShard(half + 1)).Create(&metricUser{Name: "a"}).Error; !errors.Is(err, ErrShardUnavailable) {
+		t.Fatalf("a Create on a database that cannot open: %v, want ErrShardUnavailable", err)
+	}
+	if err := db.Create(&metricUser{ID: p.Layout().Compose(p.Layout().Epoch.AddDate(1, 0, 0), half+2, 0), Name: "b"}).Error; !errors.Is(err, ErrShardUnavailable) {
+		t.Fatalf("a Create of a preset ID on a database that cannot open: %v, want ErrShardUnavailable", err)
+	}
+	want := map[string]uint64{"query": 2, "create": 2}
+	for _, s := range p.StatementStats() {
+		want := want[s.Kind]
+		if s.Physical != "s1" {
+			want = 0
+		}
+		if s.Count != want || s.Errors != want {
+			t.Errorf("%s %s: %d statements, %d failed; want %d, %d", s.Physical, s.Kind, s.Count, s.Errors, want, want)
+		}
 	}
 }

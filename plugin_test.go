@@ -176,3 +176,29 @@ func TestHandleThatOnlyBuildsSQL(t *testing.T) {
 		t.Fatalf("an instagram Create on a handle without a database: %v, want the strategy's error", err)
 	}
 }
+
+// TestPluginOnASecondDatabaseIsRefused: one plugin routes the statements of
+// the database it was registered on; registered on a second one, it would
+// leave that one's sharded models without IDs or routing, so it is refused.
+// gorm.Open with a copy of the first database's config (as dbresolver opens
+// its sources) initializes it again, and is accepted.
+func TestPluginOnASecondDatabaseIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	first, err := gorm.Open(sqlite.Open(filepath.Join(dir, "first.db")), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	p := New(Config{})
+	must(t, first.Use(p))
+	t.Cleanup(func() { _ = p.Close() })
+	second, err := gorm.Open(sqlite.Open(filepath.Join(dir, "second.db")), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	if err := second.Use(p); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("the plugin registered on a second database: %v, want ErrInvalidConfig", err)
+	}
+	if _, ok := second.Config.Plugins[p.Name()]; ok {
+		t.Error("the second database lists the plugin it refused")
+	}
+	copied := *first.Config
+	if _, err := gorm.Open(sqlite.Open(filepath.Join(dir, "source.db")), &copied); err != nil {
+		t.Fatalf("gorm.Open with a copy of the first database's config: %v", err)
+	}
+}

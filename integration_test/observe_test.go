@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"gorm.io/gorm"
@@ -201,6 +202,11 @@ func TestOpenTelemetrySpans(t *testing.T) {
 		}
 		if b.name != "sqlite" && !hasAttr(one, "server.address") {
 			t.Errorf("the OpenTelemetry plugin did not read the server from the dialector: %v", one.Attributes)
+		}
+		// The OpenTelemetry plugin ends the statement's span after its parts
+		// ran: a success, named by its operation and table.
+		if fan.Status.Code == codes.Error || fan.Name != "select obs_users" {
+			t.Errorf("Find on all shards: span %q with status %v %q, want \"select obs_users\" without an error", fan.Name, fan.Status.Code, fan.Status.Description)
 		}
 		names := []string{list[0].Name, list[1].Name, list[2].Name}
 		if v, _ := spanAttr(fan, shardidotel.PhysicalKey); !slices.Equal(v.AsStringSlice(), names) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
 )
 
 // registerCallbacks adds the plugin's hooks. IDs are assigned, and every
@@ -80,5 +81,52 @@ func (e *Engine) registerCallbacks(db *gorm.DB) error {
 			return fmt.Errorf("shardid: registering %s: %w", h.name, err)
 		}
 	}
+	// The last of GORM's own callbacks of each chain, wrapped: a replacement
+	// keeps its place. GORM notes a replacement in its logger, which carries
+	// statements only (operations.md).
+	statements := db.Config.Logger
+	db.Config.Logger = logger.Discard
+	defer func() { db.Config.Logger = statements }()
+	lastOfGORM := []struct {
+		chain gormChain
+		names []string // the first that is registered
+	}{
+		{cb.Create(), []string{"gorm:commit_or_rollback_transaction", "gorm:after_create"}},
+		{cb.Query(), []string{"gorm:after_query"}},
+		{cb.Update(), []string{"gorm:commit_or_rollback_transaction", "gorm:after_update"}},
+		{cb.Delete(), []string{"gorm:commit_or_rollback_transaction", "gorm:after_delete"}},
+		{cb.Row(), []string{"gorm:row"}},
+	}
+	for _, last := range lastOfGORM {
+		for _, name := range last.names {
+			if gormOwn := last.chain.Get(name); gormOwn != nil {
+				if err := last.chain.Replace(name, func(db *gorm.DB) { gormOwn(db); endRouted(db) }); err != nil {
+					return fmt.Errorf("shardid: wrapping %s: %w", name, err)
+				}
+				break
+			}
+		}
+	}
 	return nil
+}
+
+// gormChain is what the plugin uses of one of GORM's callback processors.
+type gormChain interface {
+	Get(name string) func(*gorm.DB)
+	Replace(name string, fn func(*gorm.DB)) error
+}
+
+// endRouted ends, right after GORM's own callbacks, a statement the plugin
+// ran part by part: errRouted kept GORM's executor, hooks and preloads from
+// running it again, and the callbacks of plugins registered before this one,
+// which GORM runs after its own (gorm.io/plugin/opentelemetry's, ending the
+// statement's span), see it succeed, with its first part's SQL.
+func endRouted(db *gorm.DB) {
+	if db.Error != errRouted {
+		return
+	}
+	db.Error = nil
+	if v, ok := loadSetting(db.Statement, fanLogKey{db.Statement}); ok && db.Statement.SQL.Len() == 0 {
+		v.(*fanLog).showFirst(db.Statement)
+	}
 }

@@ -177,7 +177,7 @@ func (e *Engine) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 	if db.AddError(e.checkAllRows(stmt, m, rows)) != nil {
 		return
 	}
-	e.fannedOut(db, kindCreate, order)
+	e.fannedOut(db, order)
 	writes := make([]writePart, len(order))
 	for i, k := range order {
 		subset := reflect.MakeSlice(reflect.SliceOf(reflect.PointerTo(m.schema.ModelType)), 0, len(groups[k]))
@@ -467,6 +467,7 @@ func (e *Engine) generate(ctx context.Context, db *gorm.DB, m *model, f *idField
 	if first, one := shardrouter.OneDatabase(shards, shardMap); one {
 		target, err := e.target(db, m, first)
 		if err != nil {
+			e.boundTo(db.Statement, first) // the statement's database, counted there
 			return nil, err
 		}
 		return ids, f.generator.Generate(ctx, target, shards, ids)

@@ -133,13 +133,17 @@ func (e *Engine) Layout() strategies.Layout { return e.layout }
 
 // Initialize validates the Config, builds one generator per strategy, opens
 // the databases given open, registers the callbacks and reads the shared
-// map. It fails with [ErrInvalidLayout] or [ErrInvalidConfig].
-func (e *Engine) Initialize(db *gorm.DB) error {
+// map. It fails with [ErrInvalidLayout] or [ErrInvalidConfig]. copied says
+// db's config is a copy of the one the plugin is registered in.
+func (e *Engine) Initialize(db *gorm.DB, copied bool) error {
 	if e.db != nil {
 		// gorm.Open initializes again the plugins of a config it is given, as
 		// when dbresolver opens its sources with a copy of this database's
 		// config; the plugin serves the database it was registered on.
-		return nil
+		if copied {
+			return nil
+		}
+		return fmt.Errorf("%w: the plugin is registered on another *gorm.DB already, whose callbacks route its statements; give each database a plugin of its own (shardid.New)", ErrInvalidConfig)
 	}
 	if err := e.config.Layout.Validate(time.Now()); err != nil {
 		return err

@@ -119,6 +119,7 @@ func (e *Engine) runParts(db *gorm.DB, kind statementKind, parts []writePart, ag
 		db.AddError(err) // nothing ran
 		return
 	}
+	e.countFanOut(db, kind, len(parts))
 	stops := make(chan partStop)
 	turns := make([]*turn, len(parts))
 	stopped := make([]partStop, len(parts))

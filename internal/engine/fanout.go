@@ -276,7 +276,7 @@ func (e *Engine) fanOutWrite(db *gorm.DB, kind statementKind, m *model, plan sha
 	if rows.slice != nil && len(run) > 1 {
 		agree = hooksAgree(m, writes)
 	}
-	e.fannedOut(db, kind, run)
+	e.fannedOut(db, run)
 	e.runParts(db, kind, writes, agree)
 	if rows.slice == nil {
 		return
@@ -523,8 +523,8 @@ func (e *Engine) fanOutQuery(db *gorm.DB, kind statementKind, m *model, plan sha
 	for i, r := range runs {
 		on[i] = r.k
 	}
-	e.fannedOut(db, kindQuery, on)
-	e.runQueryParts(db, runs)
+	e.fannedOut(db, on)
+	e.runQueryParts(db, kind, runs)
 	var errs []error
 	parts := make([]reflect.Value, len(runs))
 	for i, r := range runs {

@@ -84,8 +84,8 @@ func (e *Engine) fanOutAggregate(db *gorm.DB, kind statementKind, m *model, plan
 		on[i] = runs[i].k
 		runs[i].values = &partValues{}
 	}
-	e.fannedOut(db, kind, on)
-	e.runQueryParts(db, runs)
+	e.fannedOut(db, on)
+	e.runQueryParts(db, kind, runs)
 	var errs []error
 	values := make([][][]any, len(runs))
 	for i, r := range runs {

@@ -68,6 +68,11 @@ type hintOwnerKey struct{}
 // transaction begun from this statement is on.
 type txPhysicalKey struct{}
 
+// unavailableKey is the Statement.Settings key of the physical database a
+// shard clause named and that could not be opened: the statement fails, and
+// is counted, there.
+type unavailableKey struct{}
+
 // KeepHint keeps h in the statement. e, the engine of the statement's
 // plugin, may be nil; outside a transaction it also points the statement
 // at the shard's database, so that Begin and Transaction begin there, or
@@ -95,6 +100,7 @@ func (e *Engine) KeepHint(stmt *gorm.Statement, h Hint) {
 	pool, err := e.poolOf(stmt.Context, k, stmt.ConnPool)
 	if err != nil {
 		stmt.DB.AddError(err) // ErrShardUnavailable, naming the database: not a transaction begun elsewhere
+		stmt.Settings.Store(unavailableKey{}, k)
 		return
 	}
 	stmt.ConnPool = pool

@@ -108,6 +108,17 @@ func (l *fanLog) write(stmt *gorm.Statement) {
 	}
 }
 
+// showFirst puts the first part's SQL and values in stmt, for the plugins
+// that read a statement's SQL before its line is written.
+func (l *fanLog) showFirst(stmt *gorm.Statement) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.queries) > 0 {
+		stmt.SQL.WriteString(l.queries[0].sql)
+		stmt.Vars = l.queries[0].vars
+	}
+}
+
 // fanLogOf returns the log of the statement's parts, made on first use.
 func fanLogOf(stmt *gorm.Statement) *fanLog {
 	if v, ok := loadSetting(stmt, fanLogKey{stmt}); ok {

@@ -108,7 +108,13 @@ func (e *Engine) startClock(kind statementKind) func(*gorm.DB) {
 		if _, part := db.Logger.(partLogger); !part && !e.noting() || stmt.Context == nil {
 			return // a part's statements, and theirs, are followed to name their database in its line
 		}
-		stmt.Context = &statementClock{Context: stmt.Context, stmt: stmt, start: time.Now(), physical: -1, kind: kind}
+		c := &statementClock{Context: stmt.Context, stmt: stmt, start: time.Now(), physical: -1, kind: kind}
+		if db.Error != nil {
+			if k, ok := loadSetting(stmt, unavailableKey{}); ok {
+				c.physical = k.(int) // its shard clause's database, which did not open
+			}
+		}
+		stmt.Context = c
 	}
 }
 
@@ -132,9 +138,10 @@ func (e *Engine) boundTo(stmt *gorm.Statement, k int) {
 	}
 }
 
-// countFanOut counts a statement sent to several databases.
-func (e *Engine) countFanOut(kind statementKind) {
-	if m := e.metrics.Load(); m != nil {
+// countFanOut counts a statement whose parts, on several databases, are
+// being sent: not one built in DryRun, nor one refused before any was sent.
+func (e *Engine) countFanOut(db *gorm.DB, kind statementKind, parts int) {
+	if m := e.metrics.Load(); m != nil && parts > 1 && !db.DryRun {
 		m.fanOuts[kind].Add(1)
 	}
 }
@@ -166,11 +173,11 @@ func (e *Engine) stopClock(kind statementKind) func(*gorm.DB) {
 	}
 }
 
-// countPart counts a part of a query over several databases, which the
-// plugin runs on the pool itself.
-func (e *Engine) countPart(k int, start time.Time, err error) {
+// countPart counts a part of a query or row statement over several
+// databases, which the plugin runs on the pool itself.
+func (e *Engine) countPart(k int, kind statementKind, start time.Time, err error) {
 	if m := e.metrics.Load(); m != nil {
-		m.count(k, kindQuery, start, err)
+		m.count(k, kind, start, err)
 	}
 }
 

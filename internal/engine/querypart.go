@@ -137,7 +137,7 @@ func (e *Engine) buildEachPart(db *gorm.DB, m *model, plan shardrouter.Parts, pa
 }
 
 // runQueryPart runs one part on its database in ctx.
-func (e *Engine) runQueryPart(ctx context.Context, db *gorm.DB, part *queryPart, log *fanLog) error {
+func (e *Engine) runQueryPart(ctx context.Context, db *gorm.DB, kind statementKind, part *queryPart, log *fanLog) error {
 	stmt := db.Statement
 	pool, err := e.partPool(stmt, part.k) // in a transaction across shards, its branch: the reads see its writes
 	if err != nil {
@@ -163,7 +163,7 @@ func (e *Engine) runQueryPart(ctx context.Context, db *gorm.DB, part *queryPart,
 	}
 	log.addQuery(e.physical[part.k].name, part.sql, part.vars)
 	e.physical[part.k].parts.note(time.Since(begin))
-	e.countPart(part.k, begin, scan.Error)
+	e.countPart(part.k, kind, begin, scan.Error)
 	if scan.Error != nil {
 		return e.partError(part.k, scan.Error)
 	}
@@ -173,18 +173,19 @@ func (e *Engine) runQueryPart(ctx context.Context, db *gorm.DB, part *queryPart,
 // runQueryParts runs the parts at once, each on its database, scanning the
 // rows as GORM does into the part's own slice, its line kept for the
 // statement's (logs.go).
-func (e *Engine) runQueryParts(db *gorm.DB, parts []queryPart) {
+func (e *Engine) runQueryParts(db *gorm.DB, kind statementKind, parts []queryPart) {
 	stmt := db.Statement
+	e.countFanOut(db, kind, len(parts))
 	log := fanLogOf(stmt)
 	tracer := e.partTracer()
 	run := func(part *queryPart) {
 		defer func() { part.pan = recover() }() // raised again in the caller's goroutine
 		if tracer == nil {
-			part.err = e.runQueryPart(stmt.Context, db, part, log)
+			part.err = e.runQueryPart(stmt.Context, db, kind, part, log)
 			return
 		}
-		ctx, end := tracer(stmt.Context, TracedPart{Physical: e.physical[part.k].name, Operation: "select", Table: stmt.Table})
-		part.err = e.runQueryPart(ctx, db, part, log)
+		ctx, end := tracer(stmt.Context, TracedPart{Physical: e.physical[part.k].name, Operation: operations[kind], Table: stmt.Table})
+		part.err = e.runQueryPart(ctx, db, kind, part, log)
 		end(part.sql, part.err)
 	}
 	if e.partsInTurn(parts) {

@@ -222,11 +222,11 @@ func (e *Engine) bind(db *gorm.DB, k int) error {
 	stmt := db.Statement
 	if g := globalOf(stmt.ConnPool); g != nil {
 		branch, err := g.branch(stmt.Context, k)
+		e.boundTo(stmt, k)
 		if err != nil {
 			return err
 		}
 		stmt.ConnPool = branch
-		e.boundTo(stmt, k)
 		return nil
 	}
 	if inTransaction(stmt.ConnPool) {
@@ -244,11 +244,11 @@ func (e *Engine) bind(db *gorm.DB, k int) error {
 		return nil
 	}
 	pool, err := e.poolOf(stmt.Context, k, stmt.ConnPool)
+	e.boundTo(stmt, k) // counted there, its error too: a database down since the start is no exception
 	if err != nil {
 		return err
 	}
 	stmt.ConnPool = pool
-	e.boundTo(stmt, k)
 	return nil
 }
 

@@ -68,12 +68,9 @@ func (e *Engine) traced(ctx context.Context, k int, operation, table string, run
 // operations name the statements of each kind in a part's span.
 var operations = [...]string{kindQuery: "select", kindUpdate: "update", kindDelete: "delete", kindRow: "select", kindRaw: "raw", kindCreate: "insert"}
 
-// fannedOut counts a statement whose parts are about to run, and notes the
-// databases they run on.
-func (e *Engine) fannedOut(db *gorm.DB, kind statementKind, physicals []int) {
-	if len(physicals) > 1 {
-		e.countFanOut(kind)
-	}
+// fannedOut notes the databases a statement's parts are about to run on;
+// the statement is counted once they are sent (countFanOut).
+func (e *Engine) fannedOut(db *gorm.DB, physicals []int) {
 	if c := clockOf(db.Statement); c != nil {
 		c.fanOut = physicals
 	}
