@@ -6,6 +6,7 @@ import (
 	"log"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -225,5 +226,71 @@ func TestShardedViewNamesItsShards(t *testing.T) {
 		if sql != "CREATE VIEW `photo_urls` AS SELECT id, url FROM `rev_photos`" {
 			t.Errorf("database %d: %q", i, sql)
 		}
+	}
+}
+
+type dropUser struct {
+	ID   int64 `shardid:""` // instagram: a clock-sequence on each database
+	Name string
+}
+
+type dropCounter struct {
+	ID   int64 `shardid:"strategy:segment"`
+	Name string
+}
+
+// TestAutoMigrateAfterATeardownDroppedEveryTable: a test's teardown drops
+// every table the migrator lists, the plugin's own among them, and the next
+// AutoMigrate in the same process makes the plugin work again: IDs, the
+// shared map and the audit.
+func TestAutoMigrateAfterATeardownDroppedEveryTable(t *testing.T) {
+	db, p := openIn(t, t.TempDir())
+	models := []any{&dropUser{}, &dropCounter{}}
+	must(t, p.AutoMigrate(db, models...))
+	must(t, db.Create(&dropUser{Name: "a"}).Error)
+	must(t, db.Create(&dropCounter{Name: "a"}).Error)
+	tables, err := p.Migrator(db).GetTables()
+	must(t, err)
+	for _, table := range tables {
+		must(t, p.Migrator(db).DropTable(table))
+	}
+	must(t, p.AutoMigrate(db, models...))
+	for _, row := range []any{&dropUser{Name: "b"}, &dropCounter{Name: "b"}} {
+		if err := db.Create(row).Error; err != nil {
+			t.Errorf("a Create after the tables were dropped and migrated again: %v", err)
+		}
+	}
+	if _, err := p.Audit(t.Context()); err != nil {
+		t.Errorf("the audit after the tables were dropped and migrated again: %v", err)
+	}
+}
+
+// TestShardOpenedAfterThePluginsTablesWereDropped: the plugin's database
+// lost its tables before a shard first opened; the shard opens all the same.
+func TestShardOpenedAfterThePluginsTablesWereDropped(t *testing.T) {
+	db, _ := openIn(t, t.TempDir())
+	must(t, db.Clauses(OnShard(1)).Exec("SELECT 1").Error) // s0 opens, s1 not
+	tables, err := db.Migrator().GetTables()
+	must(t, err)
+	for _, table := range tables {
+		must(t, db.Migrator().DropTable(table))
+	}
+	if err := db.Clauses(OnShard(Layout{}.ShardCount() - 1)).Exec("SELECT 1").Error; err != nil {
+		t.Errorf("a statement on the shard that opens after the plugin's tables were dropped: %v", err)
+	}
+}
+
+// TestMigratorOfATableRecordsIt: a model migrated into a table of another
+// name is recorded by that table, which moves and audits then read.
+func TestMigratorOfATableRecordsIt(t *testing.T) {
+	db, p := openIn(t, t.TempDir())
+	must(t, p.Migrator(db.Table("drop_users_archive")).AutoMigrate(&dropUser{}))
+	var recorded []string
+	must(t, db.Table("shardid_tables").Pluck("name", &recorded).Error)
+	if !slices.Contains(recorded, "drop_users_archive") || slices.Contains(recorded, "drop_users") {
+		t.Errorf("recorded tables %v, want drop_users_archive and not drop_users, which does not exist", recorded)
+	}
+	if _, err := p.Audit(t.Context()); err != nil {
+		t.Errorf("the audit of the table: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package shardid
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -137,4 +138,45 @@ func TestShardNamesBoundToOtherDatabasesAreRefused(t *testing.T) {
 		}
 	}
 	must(t, db.Clauses(OnShard(half+1)).Create(&revUser{Name: "c"}).Error)
+}
+
+// TestShardsThatOpenOneDatabaseAreRefused: a database reached by two
+// spellings the DSN comparison cannot see through (here a symbolic link to
+// its folder) is one database, by its token: two shard names opening it, or
+// a shard opening the plugin's own database, are refused when they open,
+// and nothing is written there.
+func TestShardsThatOpenOneDatabaseAreRefused(t *testing.T) {
+	dir := t.TempDir()
+	must(t, os.Mkdir(filepath.Join(dir, "real"), 0o755))
+	must(t, os.Symlink(filepath.Join(dir, "real"), filepath.Join(dir, "link")))
+	dsn := func(name string) string { return "file:" + filepath.Join(dir, name) + "?_pragma=busy_timeout(10000)" }
+	half := Layout{}.ShardCount() / 2
+	for _, c := range []struct{ what, second, says string }{
+		{"two shard names", "link/s0.db", "open one database"},
+		{"a shard and the plugin's database", "link/main.db", "plugin's own database"},
+	} {
+		db, err := gorm.Open(sqlite.Open(dsn("real/main.db")), &gorm.Config{Logger: logger.Discard})
+		must(t, err)
+		p := New(Config{Atomic: BestEffort, Shards: []Shard{
+			{Name: "s0", Dialector: sqlite.Open(dsn("real/s0.db")), Logical: []Range{{From: 0, To: half - 1}}},
+			{Name: "s1", Dialector: sqlite.Open(dsn(c.second)), Logical: []Range{{From: half, To: 2*half - 1}}},
+		}})
+		must(t, db.Use(p))
+		must(t, db.Clauses(OnShard(1)).Exec("SELECT 1").Error) // s0 opens first
+		err = db.Clauses(OnShard(half + 1)).Exec("CREATE TABLE written_there (id INT)").Error
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%s on one database: %v, want ErrInvalidConfig saying %q", c.what, err, c.says)
+		}
+		if err := p.AutoMigrate(db, &revUser{}); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%s on one database: AutoMigrate: %v, want ErrInvalidConfig", c.what, err)
+		}
+		must(t, p.Close())
+		for _, name := range []string{"real/main.db", "real/s0.db"} {
+			d, err := gorm.Open(sqlite.Open(dsn(name)), &gorm.Config{Logger: logger.Discard})
+			must(t, err)
+			if d.Migrator().HasTable("written_there") || d.Migrator().HasTable(&revUser{}) && name == "real/main.db" {
+				t.Errorf("%s on one database: %s holds what the refused shard would have written", c.what, name)
+			}
+		}
+	}
 }

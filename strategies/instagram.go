@@ -99,6 +99,7 @@ func (g *Instagram) Prepare(ctx context.Context, target Target) error {
 	if err != nil {
 		return err
 	}
+	c.ready.Store(false) // created again, should they have been dropped since
 	return c.ensure(ctx, target.Conn)
 }
 

@@ -194,6 +194,9 @@ func (s *Segment) Prepare(ctx context.Context, target Target) error {
 	if conn == nil {
 		return fmt.Errorf("strategies: segment: target %q has no connection", target.Name)
 	}
+	s.mu.Lock()
+	s.tablesReady[target.Name] = false // created again, should it have been dropped since
+	s.mu.Unlock()
 	if err := s.ensureTable(ctx, target.Name, sqls, conn); err != nil {
 		return fmt.Errorf("strategies: segment: creating %s on %q: %w", segmentTable, target.Name, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/shardid/shardid/internal/sqlscan"
@@ -15,52 +16,143 @@ import (
 // Each physical database carries a token of its own, and the plugin's
 // database records the token each shard name opened: a name bound to
 // another database than it was before (two shards' DSNs swapped in a
-// config, or an operator's file that disagrees with the application's) is
-// refused when it opens, before a statement or a move runs there. The token
-// lives in the database's data, so a replica promoted in its place keeps it.
+// config, or an operator's file that disagrees with the application's), a
+// name that opens the database another configured name opens (a DSN spelled
+// two ways: a socket and TCP, a symbolic link), and a name that opens the
+// plugin's own database are refused when it opens, before a statement or a
+// move runs there. The token lives in the database's data, so a replica
+// promoted in its place keeps it.
 
 const (
-	databaseTokenTable = "shardid_database"        // on each physical database: its token
+	databaseTokenTable = "shardid_database"        // on each physical database and the plugin's: its token
 	boundTokensTable   = "shardid_shard_databases" // on the plugin's database: each shard name's token
 )
 
-// identityTables serializes the checks, and creates the plugin's table
-// once per process.
-type identityTables struct {
-	mu      sync.Mutex
-	created bool
-}
+// identityTables serializes the checks of a process.
+type identityTables struct{ mu sync.Mutex }
 
 // checkIdentity gives physical database name, opened as physical, its token
 // if it has none, and fails unless the plugin's database recorded that
-// token for name, or nothing yet.
+// token for name, or nothing yet, and for no other configured name, and the
+// plugin's database has another. Its tables are created each time, should
+// they have been dropped since.
 func (e *Engine) checkIdentity(ctx context.Context, name string, physical *sql.DB, dialect string) error {
 	own, err := e.db.DB()
 	if err != nil || physical == nil {
 		return nil // handles that only build SQL
 	}
-	token, err := claimToken(ctx, physical, dialect, databaseTokenTable+" (id INT NOT NULL PRIMARY KEY, token VARCHAR(64) NOT NULL)",
-		"INSERT INTO "+databaseTokenTable+" (id, token) VALUES (1, ?)", "SELECT token FROM "+databaseTokenTable+" WHERE id = 1", newToken())
+	token, err := databaseToken(ctx, physical, dialect)
 	if err != nil {
 		return fmt.Errorf("%w: %s: reading its shardid token: %w", ErrShardUnavailable, name, err)
 	}
 	e.identity.mu.Lock()
 	defer e.identity.mu.Unlock()
-	table := boundTokensTable + " (name VARCHAR(191) NOT NULL PRIMARY KEY, token VARCHAR(64) NOT NULL)"
-	if e.identity.created {
-		table = ""
+	ownDialect := e.db.Dialector.Name()
+	ownToken, err := databaseToken(ctx, own, ownDialect)
+	if err != nil {
+		return fmt.Errorf("shardid: %s: reading the plugin's database's own token: %w", name, err)
 	}
-	bound, err := claimToken(ctx, own, e.db.Dialector.Name(), table,
+	if ownToken == token {
+		return fmt.Errorf("%w: shard %s opens the plugin's own database (both carry the token %s in %s), which holds no logical shard: give the shard a database of its own",
+			ErrInvalidConfig, name, token, databaseTokenTable)
+	}
+	if err := createTable(ctx, own, boundTokensTable+" (name VARCHAR(191) NOT NULL PRIMARY KEY, token VARCHAR(64) NOT NULL)"); err != nil {
+		return fmt.Errorf("shardid: %s: creating %s: %w", name, boundTokensTable, err)
+	}
+	query := "SELECT token FROM " + boundTokensTable + " WHERE name = ?"
+	if ownDialect == "postgres" {
+		query = sqlscan.NumberParameters(query)
+	}
+	var bound string
+	switch err := own.QueryRowContext(ctx, query, name).Scan(&bound); {
+	case err == nil && bound != token:
+		return swapped(name, token, bound)
+	case err != nil && !errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("shardid: %s: reading the database the plugin's database records for it: %w", name, err)
+	}
+	if err := e.noOtherShardOpens(ctx, own, ownDialect, token, name); err != nil {
+		return err // nothing recorded: the config, once put right, opens
+	}
+	bound, err = claimToken(ctx, own, ownDialect, "",
 		"INSERT INTO "+boundTokensTable+" (token, name) VALUES (?, ?)", "SELECT token FROM "+boundTokensTable+" WHERE name = ?", token, name)
 	if err != nil {
 		return fmt.Errorf("shardid: %s: reading the database the plugin's database records for it: %w", name, err)
 	}
-	e.identity.created = true
 	if bound != token {
-		return fmt.Errorf("%w: shard %s opens another database than the one it named before (its token is %s; the plugin's database records %s in %s): are two shards' DSNs swapped? If the database was replaced on purpose, delete the shard's row there",
-			ErrInvalidConfig, name, token, bound, boundTokensTable)
+		return swapped(name, token, bound)
+	}
+	if err := e.noOtherShardOpens(ctx, own, ownDialect, token, name); err != nil {
+		// Another process recorded the other name meanwhile: this one's goes.
+		return errors.Join(err, forgetBinding(ctx, own, ownDialect, token, name))
 	}
 	return nil
+}
+
+// swapped is the error of shard name opening the database of token, where
+// the plugin's database records bound for it.
+func swapped(name, token, bound string) error {
+	return fmt.Errorf("%w: shard %s opens another database than the one it named before (its token is %s; the plugin's database records %s in %s): are two shards' DSNs swapped? If the database was replaced on purpose, delete the shard's row there",
+		ErrInvalidConfig, name, token, bound, boundTokensTable)
+}
+
+// noOtherShardOpens fails when the plugin's database records token for a
+// configured shard name other than name.
+func (e *Engine) noOtherShardOpens(ctx context.Context, own *sql.DB, dialect, token, name string) error {
+	others, err := namesBoundTo(ctx, own, dialect, token, name)
+	if err != nil {
+		return fmt.Errorf("shardid: %s: reading the names the plugin's database records for its database: %w", name, err)
+	}
+	for _, other := range others {
+		if e.shardNamed(other) {
+			return fmt.Errorf("%w: shards %s and %s open one database (token %s in %s): a fan-out would read each row twice; give each shard a database of its own",
+				ErrInvalidConfig, other, name, token, databaseTokenTable)
+		}
+	}
+	return nil
+}
+
+// forgetBinding deletes the record of name opening the database of token.
+func forgetBinding(ctx context.Context, own *sql.DB, dialect, token, name string) error {
+	query := "DELETE FROM " + boundTokensTable + " WHERE name = ? AND token = ?"
+	if dialect == "postgres" {
+		query = sqlscan.NumberParameters(query)
+	}
+	_, err := own.ExecContext(ctx, query, name, token)
+	return err
+}
+
+// databaseToken is the token of db, given one if it has none.
+func databaseToken(ctx context.Context, db *sql.DB, dialect string) (string, error) {
+	return claimToken(ctx, db, dialect, databaseTokenTable+" (id INT NOT NULL PRIMARY KEY, token VARCHAR(64) NOT NULL)",
+		"INSERT INTO "+databaseTokenTable+" (id, token) VALUES (1, ?)", "SELECT token FROM "+databaseTokenTable+" WHERE id = 1", newToken())
+}
+
+// namesBoundTo returns the shard names other than name that the plugin's
+// database records for token.
+func namesBoundTo(ctx context.Context, own *sql.DB, dialect, token, name string) ([]string, error) {
+	query := "SELECT name FROM " + boundTokensTable + " WHERE token = ? AND name <> ?"
+	if dialect == "postgres" {
+		query = sqlscan.NumberParameters(query)
+	}
+	rows, err := own.QueryContext(ctx, query, token, name)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var other string
+		if err := rows.Scan(&other); err != nil {
+			return nil, err
+		}
+		names = append(names, other)
+	}
+	return names, rows.Err()
+}
+
+// shardNamed reports whether the config names a shard name.
+func (e *Engine) shardNamed(name string) bool {
+	return slices.ContainsFunc(e.config.Shards, func(s Shard) bool { return s.Name == name })
 }
 
 // claimToken creates table (when not ""), inserts token, with key after it
@@ -68,11 +160,8 @@ func (e *Engine) checkIdentity(ctx context.Context, name string, physical *sql.D
 // query (of key, if given).
 func claimToken(ctx context.Context, db *sql.DB, dialect, table, insert, query, token string, key ...any) (string, error) {
 	if table != "" {
-		if _, err := db.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS "+table); err != nil {
-			// Two processes creating one table at once on PostgreSQL: one fails, and the table is there.
-			if _, again := db.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS "+table); again != nil {
-				return "", errors.Join(err, again)
-			}
+		if err := createTable(ctx, db, table); err != nil {
+			return "", err
 		}
 	}
 	if dialect == "postgres" {
@@ -88,6 +177,17 @@ func claimToken(ctx context.Context, db *sql.DB, dialect, table, insert, query, 
 	}
 	err = db.QueryRowContext(ctx, query, key...).Scan(&stored)
 	return stored, err
+}
+
+// createTable creates table (its name and columns) unless it is there.
+func createTable(ctx context.Context, db *sql.DB, table string) error {
+	if _, err := db.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS "+table); err != nil {
+		// Two processes creating one table at once on PostgreSQL: one fails, and the table is there.
+		if _, again := db.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS "+table); again != nil {
+			return errors.Join(err, again)
+		}
+	}
+	return nil
 }
 
 // insertUnlessThere makes an INSERT leave a row with the same key as it is.

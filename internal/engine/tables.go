@@ -33,13 +33,33 @@ func (s *mapStore) prepareTables(ctx context.Context) error {
 	return nil
 }
 
+// prepareOwnTables creates again the tables the plugin keeps on its own
+// database (the shared map, seeded with the map in force, the processes'
+// maps, the sharded tables, the decisions of two-phase commits), should they
+// have been dropped since the plugin made them: AutoMigrate after a test's
+// teardown dropped every table leaves the plugin working.
+func (e *Engine) prepareOwnTables(ctx context.Context) error {
+	if err := e.maps.Prepare(ctx); err != nil {
+		return err
+	}
+	if err := e.seedMap(ctx); err != nil {
+		return err
+	}
+	if e.twoPhaseHere() {
+		if err := e.decisions().Prepare(ctx); err != nil && !mapstore.AlreadyExists(err) {
+			return err
+		}
+	}
+	return e.maps.prepareTables(ctx)
+}
+
 // registerTables records the sharded models among those migrated.
 func (e *Engine) registerTables(db *gorm.DB, models []any) error {
 	if e.maps == nil {
 		return nil
 	}
 	ctx := db.Statement.Context
-	if err := e.maps.prepareTables(ctx); err != nil {
+	if err := e.prepareOwnTables(ctx); err != nil {
 		return err
 	}
 	for _, value := range models {
@@ -51,7 +71,11 @@ func (e *Engine) registerTables(db *gorm.DB, models []any) error {
 		if err != nil || m == nil || !m.sharded() {
 			continue
 		}
-		list := append([]shardedTable{shardedTableOf(m)}, e.joinTablesOf(m)...)
+		own := shardedTableOf(m)
+		if db.Statement.Table != "" {
+			own.Name = db.Statement.Table // Migrator(db.Table(name)): the model's rows are in that table
+		}
+		list := append([]shardedTable{own}, e.joinTablesOf(m)...)
 		for _, t := range list {
 			if _, err := e.maps.Exec(ctx, "DELETE FROM "+tablesTable+" WHERE name = ?", t.Name); err != nil {
 				return err
