@@ -294,3 +294,100 @@ func TestMigratorOfATableRecordsIt(t *testing.T) {
 		t.Errorf("the audit of the table: %v", err)
 	}
 }
+
+type partwayUser struct {
+	ID    int64  `shardid:""`
+	Email string `gorm:"index:idx_partway_email,unique"`
+}
+
+// TestMigratorChangesStoppedPartWayFinishOnTheirNextRun: a change made on
+// some physical databases and not on the others (one refused it, or an
+// operator made it by hand on one) is finished by running it again: the
+// databases that have it are skipped, as GORM's migrator would refuse it
+// there.
+func TestMigratorChangesStoppedPartWayFinishOnTheirNextRun(t *testing.T) {
+	dir := t.TempDir()
+	db, p := openIn(t, dir)
+	must(t, p.AutoMigrate(db, &partwayUser{}))
+	mig := p.Migrator(db)
+	must(t, mig.DropIndex(&partwayUser{}, "idx_partway_email"))
+	half := Layout{}.ShardCount() / 2
+	// Two equal emails on s1 only: the unique index is made on s0, refused on s1.
+	for _, shard := range []int{half + 1, half + 2} {
+		must(t, db.Clauses(OnShard(shard)).Create(&partwayUser{Email: "same"}).Error)
+	}
+	must(t, db.Clauses(OnShard(1)).Create(&partwayUser{Email: "other"}).Error)
+	if err := mig.CreateIndex(&partwayUser{}, "idx_partway_email"); err == nil {
+		t.Fatal("a unique index over equal emails on s1 was made")
+	}
+	must(t, db.Clauses(OnShard(half+2)).Where("email = ?", "same").Limit(1).Delete(&partwayUser{}).Error)
+	if err := mig.CreateIndex(&partwayUser{}, "idx_partway_email"); err != nil {
+		t.Errorf("CreateIndex run again once s1 allows it: %v", err)
+	}
+	direct := func(name string) *gorm.DB {
+		d, err := gorm.Open(sqlite.Open(filepath.Join(dir, name)), &gorm.Config{Logger: logger.Discard})
+		must(t, err)
+		return d
+	}
+	s0 := direct("s0.db")
+	must(t, s0.Migrator().RenameIndex(&partwayUser{}, "idx_partway_email", "idx_partway_mail")) // by hand, on s0 only
+	if err := mig.RenameIndex(&partwayUser{}, "idx_partway_email", "idx_partway_mail"); err != nil {
+		t.Errorf("RenameIndex finished on s1 after s0 had it: %v", err)
+	}
+	must(t, s0.Migrator().DropIndex(&partwayUser{}, "idx_partway_mail"))
+	if err := mig.DropIndex(&partwayUser{}, "idx_partway_mail"); err != nil {
+		t.Errorf("DropIndex finished on s1 after s0 had it: %v", err)
+	}
+	must(t, s0.Migrator().RenameTable("partway_users", "partway_people"))
+	if err := mig.RenameTable("partway_users", "partway_people"); err != nil {
+		t.Errorf("RenameTable finished on s1 after s0 had it: %v", err)
+	}
+	for _, name := range []string{"s0.db", "s1.db"} {
+		d := direct(name)
+		if !d.Migrator().HasTable("partway_people") || d.Migrator().HasTable("partway_users") || d.Migrator().HasIndex("partway_people", "idx_partway_mail") {
+			t.Errorf("%s: not renamed and dropped as asked", name)
+		}
+	}
+	if err := mig.DropIndex(&partwayUser{}, "idx_partway_mail"); err == nil {
+		t.Error("DropIndex of an index no database has succeeded, where GORM's migrator fails")
+	}
+}
+
+type downNote struct { // unsharded
+	ID   int64
+	Text string
+}
+
+// TestDropTableWithADatabaseDownDropsNothing: DropTable of an unsharded and a
+// sharded model, with a physical database down, is refused before it drops
+// either, as a change of a sharded table alone is.
+func TestDropTableWithADatabaseDownDropsNothing(t *testing.T) {
+	dir := t.TempDir()
+	db, p := openIn(t, dir)
+	must(t, p.AutoMigrate(db, &downNote{}, &partwayUser{}))
+	must(t, p.Close())
+	half := Layout{}.ShardCount() / 2
+	again, err := gorm.Open(sqlite.Open(filepath.Join(dir, "main.db")), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	down := New(Config{Shards: []Shard{
+		{Name: "s0", Dialector: sqlite.Open(filepath.Join(dir, "s0.db")), Logical: []Range{{From: 0, To: half - 1}}},
+		{Name: "s1", Dialector: sqlite.Open(filepath.Join(dir, "gone", "s1.db")), Logical: []Range{{From: half, To: 2*half - 1}}},
+	}})
+	must(t, again.Use(down))
+	t.Cleanup(func() { _ = down.Close() })
+	if err := down.Migrator(again).DropTable(&downNote{}, &partwayUser{}); !errors.Is(err, ErrShardUnavailable) {
+		t.Fatalf("DropTable with s1 down: %v, want ErrShardUnavailable", err)
+	}
+	if !again.Migrator().HasTable(&downNote{}) {
+		t.Error("the unsharded table was dropped before the sharded one was refused")
+	}
+	must(t, again.Exec("CREATE VIEW down_texts AS SELECT text FROM down_notes").Error)
+	if err := down.Migrator(again).DropView("down_texts"); !errors.Is(err, ErrShardUnavailable) {
+		t.Errorf("DropView with s1 down: %v, want ErrShardUnavailable", err)
+	}
+	var views int64
+	must(t, again.Raw("SELECT count(*) FROM sqlite_master WHERE type = 'view' AND name = 'down_texts'").Scan(&views).Error)
+	if views != 1 {
+		t.Error("DropView with s1 down dropped the view on the plugin's database before it was refused")
+	}
+}

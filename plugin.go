@@ -135,7 +135,8 @@ type Shard struct {
 	// database but a connection pool and caches of its own. Give Dialector or
 	// DB, not both.
 	Dialector gorm.Dialector
-	// DB is an already opened database; its connection pool is used.
+	// DB is an already opened database; its connection pool is used, and it
+	// must name tables as the plugin's database does (its NamingStrategy).
 	DB *gorm.DB
 	// Logical lists the logical shards the database holds.
 	Logical []Range

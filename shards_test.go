@@ -11,6 +11,7 @@ import (
 	"github.com/glebarez/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
+	"gorm.io/gorm/schema"
 )
 
 // Two shards given the same database are refused, or else a fan-out would
@@ -177,6 +178,54 @@ func TestShardsThatOpenOneDatabaseAreRefused(t *testing.T) {
 			if d.Migrator().HasTable("written_there") || d.Migrator().HasTable(&revUser{}) && name == "real/main.db" {
 				t.Errorf("%s on one database: %s holds what the refused shard would have written", c.what, name)
 			}
+		}
+	}
+}
+
+// TestShardDBThatNamesTablesOtherwiseIsRefused: the plugin builds every
+// statement with its own database's naming, and migrates a shard given as a
+// *gorm.DB with that DB's: a shard whose naming differs is refused, one
+// that names alike is not.
+func TestShardDBThatNamesTablesOtherwiseIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	half := Layout{}.ShardCount() / 2
+	for _, c := range []struct {
+		what   string
+		naming schema.Namer
+		err    error
+	}{
+		{"a table prefix", schema.NamingStrategy{TablePrefix: "x_"}, ErrInvalidConfig},
+		{"singular tables", schema.NamingStrategy{SingularTable: true}, ErrInvalidConfig},
+		{"the default, spelled out", schema.NamingStrategy{}, nil},
+	} {
+		db, err := gorm.Open(sqlite.Open(filepath.Join(dir, c.what+"-main.db")), &gorm.Config{Logger: logger.Discard})
+		must(t, err)
+		s1, err := gorm.Open(sqlite.Open(filepath.Join(dir, c.what+"-s1.db")), &gorm.Config{Logger: logger.Discard, NamingStrategy: c.naming})
+		must(t, err)
+		p := New(Config{Atomic: BestEffort, Shards: []Shard{
+			{Name: "s0", Dialector: sqlite.Open(filepath.Join(dir, c.what+"-s0.db")), Logical: []Range{{From: 0, To: half - 1}}},
+			{Name: "s1", DB: s1, Logical: []Range{{From: half, To: 2*half - 1}}},
+		}})
+		if err := db.Use(p); !errors.Is(err, c.err) {
+			t.Errorf("a shard's DB with %s: %v, want %v", c.what, err, c.err)
+		}
+		_ = p.Close()
+	}
+}
+
+// TestStatementsAfterCloseSayThePluginIsClosed: after Close, a statement on
+// a database whose pool the plugin opened and closed fails as one on a
+// database it never opened: ErrShardUnavailable, the plugin closed.
+func TestStatementsAfterCloseSayThePluginIsClosed(t *testing.T) {
+	db, p, _ := revRouted(t, &revUser{})
+	half := Layout{}.ShardCount() / 2
+	must(t, db.Clauses(OnShard(1)).Create(&revUser{Name: "a"}).Error) // s0 opens; s1 may not
+	must(t, p.Close())
+	for _, shard := range []int{1, half + 1} {
+		var users []revUser
+		err := db.Clauses(OnShard(shard)).Find(&users).Error
+		if !errors.Is(err, ErrShardUnavailable) || !strings.Contains(err.Error(), "the plugin is closed") {
+			t.Errorf("a query on shard %d after Close: %v, want ErrShardUnavailable saying the plugin is closed", shard, err)
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/schema"
 
 	"github.com/shardid/shardid/shardrouter"
 )
@@ -324,7 +325,33 @@ func (e *Engine) checkShard(db *gorm.DB, s Shard) error {
 	if samePlugin || slices.ContainsFunc(identities(s.DB, s.Dialector), func(key any) bool { return slices.Contains(own, key) }) {
 		return fmt.Errorf("%w: shard %s is the plugin's own database, which holds the unsharded tables; give each shard a database of its own", ErrInvalidConfig, s.Name)
 	}
+	if s.DB != nil && !sameNaming(s.DB.NamingStrategy, db.NamingStrategy) {
+		return fmt.Errorf("%w: shard %s's *gorm.DB names tables and columns otherwise than the plugin's database (its NamingStrategy): statements, built by the plugin's database, would not find the tables its migrations made; give it the plugin's database's NamingStrategy",
+			ErrInvalidConfig, s.Name)
+	}
 	return nil
+}
+
+// sameNaming reports whether two naming strategies name alike: the same
+// value, or the same names for a model, its columns, join tables, indexes
+// and constraints.
+func sameNaming(a, b schema.Namer) bool {
+	if reflect.DeepEqual(a, b) {
+		return true
+	}
+	if a == nil || b == nil {
+		return false
+	}
+	probes := []func(schema.Namer) string{
+		func(n schema.Namer) string { return n.TableName("ShardProbeItem") },
+		func(n schema.Namer) string { return n.SchemaName("shard_probe_items") },
+		func(n schema.Namer) string { return n.ColumnName("shard_probe_items", "OwnerID") },
+		func(n schema.Namer) string { return n.JoinTableName("ShardProbeItemTags") },
+		func(n schema.Namer) string { return n.CheckerName("shard_probe_items", "owner_id") },
+		func(n schema.Namer) string { return n.IndexName("shard_probe_items", "owner_id") },
+		func(n schema.Namer) string { return n.UniqueName("shard_probe_items", "owner_id") },
+	}
+	return !slices.ContainsFunc(probes, func(name func(schema.Namer) string) bool { return name(a) != name(b) })
 }
 
 // dsnKey is a DSN among a database's identities.
@@ -477,6 +504,9 @@ func (e *Engine) opened(ctx context.Context, k int) (*openPhysical, error) {
 
 // pool returns the connection pool of physical database k.
 func (e *Engine) pool(ctx context.Context, k int) (gorm.ConnPool, error) {
+	if e.closed.Load() { // its pools are closed, or closing: a statement says why, as one on a pool never opened does
+		return nil, fmt.Errorf("%w: %s: the plugin is closed", ErrShardUnavailable, e.physical[k].name)
+	}
 	opened, err := e.opened(ctx, k)
 	if err != nil {
 		return nil, err

@@ -125,11 +125,11 @@ func (m Migrator) create(models []any, do func(gorm.Migrator, ...any) error) (er
 		}
 		missing, err := missingTables(tx, everywhere)
 		if err != nil {
-			return fmt.Errorf("shardid: on %s: %w%s", name, err, doneBefore(done))
+			return fmt.Errorf("shardid: on %s: %w%s", name, err, undoneBefore(done))
 		}
 		made, madeModels = append(made, target{name, tx.Migrator()}), append(madeModels, missing)
 		if err := do(tx.Migrator(), everywhere...); err != nil {
-			return fmt.Errorf("shardid: on %s: %w%s", name, err, doneBefore(done))
+			return fmt.Errorf("shardid: on %s: %w%s", name, err, undoneBefore(done))
 		}
 		done = append(done, name)
 		if err := m.checkHashColumns(tx, everywhere, name); err != nil {
@@ -225,6 +225,15 @@ func missingTables(db *gorm.DB, models []any) ([]any, error) {
 		}
 	}
 	return missing, nil
+}
+
+// undoneBefore tells, in the error of a migration that undoes the tables it
+// created, what it leaves on the databases it migrated before one failed.
+func undoneBefore(done []string) string {
+	if len(done) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (the tables it created are dropped again; what it changed in tables that were there before stays changed on %s: run it again to finish it)", strings.Join(done, ", "))
 }
 
 // undoCreated drops, after err, the tables a migration created on each

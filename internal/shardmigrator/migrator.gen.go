@@ -33,6 +33,9 @@ func New(plugin Plugin, db *gorm.DB) Migrator {
 // DropTable drops the tables of unsharded models on the plugin's database and
 // of sharded ones on every physical database.
 func (m Migrator) DropTable(models ...any) error {
+	if err := m.reachableFor(models...); err != nil {
+		return err
+	}
 	for _, value := range models {
 		sharded, _, s, err := m.sharded(value) // asked before the drop: a dropped table is found nowhere
 		if err != nil {
@@ -48,6 +51,25 @@ func (m Migrator) DropTable(models ...any) error {
 			if err := m.plugin.UnregisterTable(m.db, table); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// reachableFor checks, before a change of several values, that every physical
+// database answers when one of the values' tables lives on them: a change
+// refused for a database that is down changes none of the values.
+func (m Migrator) reachableFor(values ...any) error {
+	for _, value := range values {
+		targets, err := m.targets(value)
+		if err != nil {
+			return err
+		}
+		if len(targets) > 1 {
+			if err := m.plugin.Reachable(m.db.Statement.Context); err != nil {
+				return fmt.Errorf("shardid: nothing was changed: %w", err)
+			}
+			return nil
 		}
 	}
 	return nil
@@ -165,7 +187,25 @@ func (m Migrator) RenameTable(oldName, newName any) error {
 	if sharded, _, _, err := m.sharded(newName); err == nil && sharded {
 		placed = newName
 	}
-	return m.each(placed, func(mig gorm.Migrator) error { return mig.RenameTable(oldName, newName) })
+	return m.eachUnfinished(placed, func(mig gorm.Migrator) bool {
+		tables, err := mig.GetTables()
+		has := func(value any) bool {
+			return slices.ContainsFunc(tables, func(t string) bool { return strings.EqualFold(t, m.tableName(value)) })
+		}
+		return err == nil && !has(oldName) && has(newName)
+	}, func(mig gorm.Migrator) error { return mig.RenameTable(oldName, newName) })
+}
+
+// tableName is the table of value: a model's, or a name.
+func (m Migrator) tableName(value any) string {
+	if name, ok := value.(string); ok {
+		return name
+	}
+	stmt := &gorm.Statement{DB: m.db}
+	if err := stmt.Parse(value); err != nil {
+		return ""
+	}
+	return stmt.Schema.Table
 }
 
 // GetTables lists the tables of the plugin's database and of every physical
@@ -291,6 +331,11 @@ func (m Migrator) CreateView(name string, option gorm.ViewOption) error {
 
 // DropView drops the view wherever it is (DROP VIEW IF EXISTS).
 func (m Migrator) DropView(name string) error {
+	if m.plugin.Routed() {
+		if err := m.plugin.Reachable(m.db.Statement.Context); err != nil {
+			return fmt.Errorf("shardid: nothing was changed: %w", err)
+		}
+	}
 	if err := m.own.DropView(name); err != nil || !m.plugin.Routed() {
 		return err
 	}
@@ -308,12 +353,15 @@ func (m Migrator) DropView(name string) error {
 
 // CreateConstraint creates the constraint where the table lives.
 func (m Migrator) CreateConstraint(value any, name string) error {
-	return m.each(value, func(mig gorm.Migrator) error { return mig.CreateConstraint(value, name) })
+	return m.eachUnfinished(value, func(mig gorm.Migrator) bool { return mig.HasConstraint(value, name) },
+		func(mig gorm.Migrator) error { return mig.CreateConstraint(value, name) })
 }
 
 // DropConstraint drops the constraint where the table lives.
 func (m Migrator) DropConstraint(value any, name string) error {
-	return m.each(value, func(mig gorm.Migrator) error { return mig.DropConstraint(value, name) })
+	return m.eachUnfinished(value, func(mig gorm.Migrator) bool {
+		return mig.HasTable(value) && !mig.HasConstraint(value, name) // a table found: the database answered
+	}, func(mig gorm.Migrator) error { return mig.DropConstraint(value, name) })
 }
 
 // HasConstraint reports whether the constraint exists on every database the table belongs on.
@@ -323,12 +371,35 @@ func (m Migrator) HasConstraint(value any, name string) bool {
 
 // CreateIndex creates the index where the table lives.
 func (m Migrator) CreateIndex(value any, name string) error {
-	return m.each(value, func(mig gorm.Migrator) error { return mig.CreateIndex(value, name) })
+	return m.eachUnfinished(value, func(mig gorm.Migrator) bool {
+		has, asked := m.indexIn(mig, value, name)
+		return asked && has
+	}, func(mig gorm.Migrator) error { return mig.CreateIndex(value, name) })
 }
 
 // DropIndex drops the index where the table lives.
 func (m Migrator) DropIndex(value any, name string) error {
-	return m.each(value, func(mig gorm.Migrator) error { return mig.DropIndex(value, name) })
+	return m.eachUnfinished(value, func(mig gorm.Migrator) bool {
+		has, asked := m.indexIn(mig, value, name)
+		return asked && !has
+	}, func(mig gorm.Migrator) error { return mig.DropIndex(value, name) })
+}
+
+// indexIn reports whether the table of value has the index name (a
+// field's, or the index's own) on mig's database, and whether the database
+// answered.
+func (m Migrator) indexIn(mig gorm.Migrator, value any, name string) (has, asked bool) {
+	indexes, err := mig.GetIndexes(value)
+	if err != nil {
+		return false, false
+	}
+	stmt := &gorm.Statement{DB: m.db}
+	if stmt.Parse(value) == nil {
+		if idx := stmt.Schema.LookIndex(name); idx != nil {
+			name = idx.Name
+		}
+	}
+	return slices.ContainsFunc(indexes, func(idx gorm.Index) bool { return strings.EqualFold(idx.Name(), name) }), true
 }
 
 // HasIndex reports whether the index exists on every database the table belongs on.
@@ -338,7 +409,11 @@ func (m Migrator) HasIndex(value any, name string) bool {
 
 // RenameIndex renames the index where the table lives.
 func (m Migrator) RenameIndex(value any, oldName, newName string) error {
-	return m.each(value, func(mig gorm.Migrator) error { return mig.RenameIndex(value, oldName, newName) })
+	return m.eachUnfinished(value, func(mig gorm.Migrator) bool {
+		hasOld, askedOld := m.indexIn(mig, value, oldName)
+		hasNew, askedNew := m.indexIn(mig, value, newName)
+		return askedOld && askedNew && !hasOld && hasNew
+	}, func(mig gorm.Migrator) error { return mig.RenameIndex(value, oldName, newName) })
 }
 
 // GetIndexes returns the table's indexes, once every database has the same
