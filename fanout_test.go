@@ -2,6 +2,7 @@ package shardid
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -97,14 +98,29 @@ func TestPluginsRegisteredBeforeSeeAStatementOverSeveralDatabasesSucceed(t *test
 		}},
 		{"Update over both", "UPDATE", func() error { return db.Model(&seenUser{}).Where("id IN ?", ids).Update("name", "c").Error }},
 		{"Delete over both", "DELETE", func() error { return db.Delete(&seenUser{}, ids).Error }},
+		{"First over both, finding nothing", "SELECT", func() error {
+			var none seenUser
+			if err := db.Clauses(AllShards()).First(&none).Error; !errors.Is(err, gorm.ErrRecordNotFound) {
+				return fmt.Errorf("want ErrRecordNotFound, got %w", err)
+			}
+			return nil
+		}},
+		{"Find over both that fails", "SELECT", func() error {
+			var all []seenUser
+			if err := db.Clauses(AllShards()).Where("no_such_column = 1").Find(&all).Error; err == nil {
+				return errors.New("a condition on a missing column succeeded")
+			}
+			return nil
+		}},
 	} {
 		last = seen{}
 		seenAfterFind.Store(0)
 		if err := c.run(); err != nil {
 			t.Fatalf("%s: %v", c.what, err)
 		}
-		if last.err != nil || !strings.HasPrefix(strings.ToUpper(last.sql), c.verb) {
-			t.Errorf("%s: a plugin registered before shardid sees error %v and SQL %q, want none and the statement's %s", c.what, last.err, last.sql, c.verb)
+		failed := strings.Contains(c.what, "fails") || strings.Contains(c.what, "nothing")
+		if (last.err != nil) != failed || strings.Contains(fmt.Sprint(last.err), "ran per physical database") || !strings.HasPrefix(strings.ToUpper(last.sql), c.verb) {
+			t.Errorf("%s: a plugin registered before shardid sees error %v and SQL %q, want the statement's own outcome and its %s", c.what, last.err, last.sql, c.verb)
 		}
 		if c.what == "Find over both" && seenAfterFind.Load() != 2 {
 			t.Errorf("%s: AfterFind ran %d times, want once per row (2)", c.what, seenAfterFind.Load())

@@ -234,6 +234,11 @@ type dropUser struct {
 	Name string
 }
 
+type dropFlake struct {
+	ID   int64 `shardid:"strategy:snowflake"` // a leased worker ID on each database
+	Name string
+}
+
 type dropCounter struct {
 	ID   int64 `shardid:"strategy:segment"`
 	Name string
@@ -245,7 +250,7 @@ type dropCounter struct {
 // shared map and the audit.
 func TestAutoMigrateAfterATeardownDroppedEveryTable(t *testing.T) {
 	db, p := openIn(t, t.TempDir())
-	models := []any{&dropUser{}, &dropCounter{}}
+	models := []any{&dropUser{}, &dropCounter{}, &dropFlake{}}
 	must(t, p.AutoMigrate(db, models...))
 	must(t, db.Create(&dropUser{Name: "a"}).Error)
 	must(t, db.Create(&dropCounter{Name: "a"}).Error)
@@ -255,13 +260,31 @@ func TestAutoMigrateAfterATeardownDroppedEveryTable(t *testing.T) {
 		must(t, p.Migrator(db).DropTable(table))
 	}
 	must(t, p.AutoMigrate(db, models...))
-	for _, row := range []any{&dropUser{Name: "b"}, &dropCounter{Name: "b"}} {
+	for _, row := range []any{&dropUser{Name: "b"}, &dropCounter{Name: "b"}, &dropFlake{Name: "b"}} {
 		if err := db.Create(row).Error; err != nil {
 			t.Errorf("a Create after the tables were dropped and migrated again: %v", err)
 		}
 	}
 	if _, err := p.Audit(t.Context()); err != nil {
 		t.Errorf("the audit after the tables were dropped and migrated again: %v", err)
+	}
+	for _, name := range p.Physicals() { // the leases' rows, which the heartbeat renews
+		var leases int64
+		must(t, db.Clauses(OnShard(p.Layout().ShardCount()/2*slices.Index(p.Physicals(), name))).Raw("SELECT count(*) FROM shardid_workers").Scan(&leases).Error)
+		if leases != 1 {
+			t.Errorf("%s holds %d worker leases after the teardown and AutoMigrate, want the one this process holds", name, leases)
+		}
+	}
+	// A teardown, then an AutoMigrate of unsharded models only: the plugin's
+	// own tables are made again too.
+	tables, err = p.Migrator(db).GetTables()
+	must(t, err)
+	for _, table := range tables {
+		must(t, p.Migrator(db).DropTable(table))
+	}
+	must(t, p.AutoMigrate(db, &downNote{}))
+	if _, err := p.RefreshMap(t.Context()); err != nil {
+		t.Errorf("the shared map after a teardown and an AutoMigrate of unsharded models: %v", err)
 	}
 }
 
@@ -292,6 +315,13 @@ func TestMigratorOfATableRecordsIt(t *testing.T) {
 	}
 	if _, err := p.Audit(t.Context()); err != nil {
 		t.Errorf("the audit of the table: %v", err)
+	}
+	must(t, p.AutoMigrate(db, &dropUser{}))
+	must(t, p.Migrator(db.Table("drop_users_archive")).DropTable(&dropUser{}))
+	recorded = nil
+	must(t, db.Table("shardid_tables").Pluck("name", &recorded).Error)
+	if slices.Contains(recorded, "drop_users_archive") || !slices.Contains(recorded, "drop_users") {
+		t.Errorf("recorded tables %v after the archive was dropped, want drop_users alone", recorded)
 	}
 }
 

@@ -195,10 +195,7 @@ func (p *Plugin) Layout() Layout { return p.engine().Layout() }
 // Initialize implements gorm.Plugin: it validates the Config, builds one
 // generator per strategy and registers the callbacks. It fails with
 // [ErrInvalidLayout] or [ErrInvalidConfig].
-func (p *Plugin) Initialize(db *gorm.DB) error {
-	listed, copied := db.Config.Plugins[pluginName] // a copy of the config it is registered in lists it
-	return p.engine().Initialize(db, copied && listed == gorm.Plugin(p))
-}
+func (p *Plugin) Initialize(db *gorm.DB) error { return p.engine().Initialize(db) }
 
 // RecoverTransactions finishes the writes over several databases that a
 // process left prepared when it stopped or lost a database midway: a branch

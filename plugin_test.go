@@ -197,6 +197,15 @@ func TestPluginOnASecondDatabaseIsRefused(t *testing.T) {
 	if _, ok := second.Config.Plugins[p.Name()]; ok {
 		t.Error("the second database lists the plugin it refused")
 	}
+	listed, err := gorm.Open(sqlite.Open(filepath.Join(dir, "listed.db")), &gorm.Config{Logger: logger.Discard, Plugins: map[string]gorm.Plugin{p.Name(): p}})
+	if !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("the plugin given in a second database's gorm.Config.Plugins: %v, want ErrInvalidConfig", err)
+	}
+	if listed != nil {
+		if db, err := listed.DB(); err == nil {
+			_ = db.Close()
+		}
+	}
 	copied := *first.Config
 	if _, err := gorm.Open(sqlite.Open(filepath.Join(dir, "source.db")), &copied); err != nil {
 		t.Fatalf("gorm.Open with a copy of the first database's config: %v", err)

@@ -157,8 +157,45 @@ func (s *Snowflake) Prepare(ctx context.Context, target Target) error {
 	if s.leases == nil {
 		return nil
 	}
-	_, err := s.leaseFor(ctx, target)
+	slot, err := s.leases.slot(target)
+	if err != nil {
+		return err
+	}
+	if err := s.prepareAgain(ctx, slot); err != nil {
+		return err
+	}
+	_, err = s.leaseFor(ctx, target)
 	return err
+}
+
+// prepareAgain creates the lease table again and, for a lease held, its row,
+// should a teardown have dropped them since: the heartbeat then renews it.
+func (s *Snowflake) prepareAgain(ctx context.Context, slot *leaseSlot) error {
+	slot.acquire.Lock()
+	defer slot.acquire.Unlock()
+	slot.prepared = false
+	if err := slot.prepare(ctx); err != nil {
+		return err
+	}
+	l := slot.current.Load()
+	if l == nil {
+		return nil
+	}
+	var owner string
+	var generation int64
+	err := slot.db.QueryRowContext(ctx, slot.sql.owner, l.worker).Scan(&owner, &generation)
+	if !errors.Is(err, sql.ErrNoRows) {
+		return err // there, as it should be, or not known
+	}
+	ttl := s.leases.opts.TTL
+	res, err := slot.db.ExecContext(ctx, slot.sql.insert, l.worker, s.leases.opts.Owner, ttl.Milliseconds(), s.tickAt(s.clock.Since(s.start)+ttl))
+	if err != nil {
+		return fmt.Errorf("strategies: writing worker %d's lease again on %s: %w", l.worker, slot.name, err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 1 {
+		l.generation.Store(1) // the row's, as inserted; else another process took it, which the next renewal finds
+	}
+	return nil
 }
 
 // held returns the lease held in database, or nil: the path of every ID,

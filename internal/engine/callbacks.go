@@ -120,13 +120,15 @@ type gormChain interface {
 // ran part by part: errRouted kept GORM's executor, hooks and preloads from
 // running it again, and the callbacks of plugins registered before this one,
 // which GORM runs after its own (gorm.io/plugin/opentelemetry's, ending the
-// statement's span), see it succeed, with its first part's SQL.
+// statement's span), see it succeed, or fail with its own error, with its
+// first part's SQL.
 func endRouted(db *gorm.DB) {
-	if db.Error != errRouted {
-		return
+	if db.Error == errRouted {
+		db.Error = nil
 	}
-	db.Error = nil
-	if v, ok := loadSetting(db.Statement, fanLogKey{db.Statement}); ok && db.Statement.SQL.Len() == 0 {
-		v.(*fanLog).showFirst(db.Statement)
+	if db.Statement.SQL.Len() == 0 && fanLogsOpen.Load() > 0 { // a statement over several databases, failed or not
+		if v, ok := loadSetting(db.Statement, fanLogKey{db.Statement}); ok {
+			v.(*fanLog).showFirst(db.Statement)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -133,15 +134,14 @@ func (e *Engine) Layout() strategies.Layout { return e.layout }
 
 // Initialize validates the Config, builds one generator per strategy, opens
 // the databases given open, registers the callbacks and reads the shared
-// map. It fails with [ErrInvalidLayout] or [ErrInvalidConfig]. copied says
-// db's config is a copy of the one the plugin is registered in.
-func (e *Engine) Initialize(db *gorm.DB, copied bool) error {
+// map. It fails with [ErrInvalidLayout] or [ErrInvalidConfig].
+func (e *Engine) Initialize(db *gorm.DB) error {
 	if e.db != nil {
 		// gorm.Open initializes again the plugins of a config it is given, as
 		// when dbresolver opens its sources with a copy of this database's
 		// config; the plugin serves the database it was registered on.
-		if copied {
-			return nil
+		if reflect.ValueOf(db.Config.Plugins).Pointer() == reflect.ValueOf(e.db.Config.Plugins).Pointer() {
+			return nil // a copy of the config shares its plugins' map
 		}
 		return fmt.Errorf("%w: the plugin is registered on another *gorm.DB already, whose callbacks route its statements; give each database a plugin of its own (shardid.New)", ErrInvalidConfig)
 	}

@@ -14,11 +14,8 @@ import (
 // the engine's own tests.
 type testPlugin struct{ e *Engine }
 
-func (*testPlugin) Name() string { return "shardid" }
-func (p *testPlugin) Initialize(db *gorm.DB) error {
-	listed, copied := db.Config.Plugins[p.Name()]
-	return p.e.Initialize(db, copied && listed == gorm.Plugin(p))
-}
+func (*testPlugin) Name() string                   { return "shardid" }
+func (p *testPlugin) Initialize(db *gorm.DB) error { return p.e.Initialize(db) }
 
 // openEngine opens a SQLite database in a temporary folder with an engine
 // for cfg registered; two physical SQLite databases hold the logical shards

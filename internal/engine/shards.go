@@ -156,6 +156,9 @@ func (o *opener) get(ctx context.Context) (*openPhysical, error) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if errors.Is(o.failure, ErrShardUnavailable) {
+		return nil, o.failure // names the database already
+	}
 	return nil, fmt.Errorf("%w: opening %s: %w", ErrShardUnavailable, o.name, o.failure)
 }
 

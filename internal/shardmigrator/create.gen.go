@@ -109,7 +109,7 @@ func (m Migrator) create(models []any, do func(gorm.Migrator, ...any) error) (er
 		}
 	}
 	if len(everywhere) == 0 {
-		return nil
+		return m.plugin.RegisterTables(m.db, nil) // makes again what the plugin keeps, should a teardown have dropped it
 	}
 	var done []string
 	for k, name := range m.plugin.Physical() {

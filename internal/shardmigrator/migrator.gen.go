@@ -47,6 +47,9 @@ func (m Migrator) DropTable(models ...any) error {
 		if table, named := value.(string); sharded && m.plugin.Routed() {
 			if !named {
 				table = s.Table
+				if m.db.Statement.Table != "" {
+					table = m.db.Statement.Table // Migrator(db.Table(name)) dropped that table
+				}
 			}
 			if err := m.plugin.UnregisterTable(m.db, table); err != nil {
 				return err
