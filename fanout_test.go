@@ -4,12 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/glebarez/sqlite"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 	"gorm.io/gorm/logger"
 )
 
@@ -125,5 +128,99 @@ func TestPluginsRegisteredBeforeSeeAStatementOverSeveralDatabasesSucceed(t *test
 		if c.what == "Find over both" && seenAfterFind.Load() != 2 {
 			t.Errorf("%s: AfterFind ran %d times, want once per row (2)", c.what, seenAfterFind.Load())
 		}
+	}
+}
+
+type guardedUser struct {
+	ID        int64  `shardid:""`
+	Name      string `gorm:"default:'unnamed'"`
+	CreatedAt time.Time
+	DeletedAt gorm.DeletedAt // soft delete, as gorm.Model's
+}
+
+// TestWritesOverEveryShardNeedAConditionAsGORMsDo: GORM refuses an update or
+// delete with no condition (ErrMissingWhereClause) unless AllowGlobalUpdate;
+// over every shard the parts' conditions to their databases' ranges are the
+// plugin's own, so the statement is refused all the same, and nothing is
+// written anywhere. With a condition, or AllowGlobalUpdate, it runs.
+func TestWritesOverEveryShardNeedAConditionAsGORMsDo(t *testing.T) {
+	db, p, direct := revRouted(t, &guardedUser{})
+	rows := revOnBoth(t, db, p, func() *guardedUser { return &guardedUser{Name: "a"} }, func(u *guardedUser) int64 { return u.ID })
+	all := func() *gorm.DB { return db.Clauses(AllShards()) }
+	for what, err := range map[string]error{
+		"Delete":           all().Delete(&guardedUser{}).Error,
+		"Unscoped Delete":  all().Unscoped().Delete(&guardedUser{}).Error,
+		"Update":           all().Model(&guardedUser{}).Update("name", "b").Error,
+		"Updates of a map": all().Model(&guardedUser{}).Updates(map[string]any{"name": "b"}).Error,
+		"UpdateColumn":     all().Model(&guardedUser{}).UpdateColumn("name", "b").Error,
+	} {
+		if !errors.Is(err, gorm.ErrMissingWhereClause) {
+			t.Errorf("%s over every shard with no condition: %v, want gorm.ErrMissingWhereClause", what, err)
+		}
+	}
+	for k, d := range direct {
+		var left []guardedUser
+		must(t, d.Unscoped().Find(&left).Error)
+		if len(left) == 0 || slices.ContainsFunc(left, func(u guardedUser) bool { return u.Name != "a" || u.DeletedAt.Valid }) {
+			t.Errorf("database %d after the refused writes: %+v, want its rows as they were", k, left)
+		}
+	}
+	must(t, all().Model(&guardedUser{}).Where("name = ?", "a").Update("name", "b").Error)
+	must(t, all().Session(&gorm.Session{AllowGlobalUpdate: true}).Delete(&guardedUser{}).Error)
+	var kept int64
+	must(t, all().Model(&guardedUser{}).Count(&kept).Error)
+	if kept != 0 || rows[0].ID == 0 {
+		t.Errorf("%d rows kept after a delete with AllowGlobalUpdate", kept)
+	}
+}
+
+// TestCreateReturningEveryColumnOverTwoDatabases: GORM scans what RETURNING
+// gives back into the created rows; split over two databases, each row gets
+// its own back, the database's default included.
+func TestCreateReturningEveryColumnOverTwoDatabases(t *testing.T) {
+	db, p, _ := revRouted(t, &guardedUser{})
+	at := p.Layout().Epoch.AddDate(1, 0, 0)
+	half := p.Layout().ShardCount() / 2
+	rows := []guardedUser{{ID: p.Layout().Compose(at, 1, 0)}, {ID: p.Layout().Compose(at, half+1, 0), Name: "given"}, {ID: p.Layout().Compose(at, 2, 0)}}
+	must(t, db.Clauses(clause.Returning{}).Create(&rows).Error)
+	for i, want := range []string{"unnamed", "given", "unnamed"} {
+		if rows[i].Name != want || rows[i].CreatedAt.IsZero() {
+			t.Errorf("row %d after RETURNING: %+v, want name %q and its creation time", i, rows[i], want)
+		}
+	}
+	var n int64
+	must(t, db.Model(&guardedUser{}).Clauses(AllShards()).Count(&n).Error)
+	if n != 3 {
+		t.Errorf("%d rows written, want 3", n)
+	}
+}
+
+// TestCreateWithSelectedFieldsInsertsTheID: GORM's "create with selected
+// fields" inserts the ID the plugin made with them; leaving the ID out on
+// purpose (Omit) is refused, as the database would give no key naming a shard.
+func TestCreateWithSelectedFieldsInsertsTheID(t *testing.T) {
+	db, p, direct := revRouted(t, &revUser{})
+	row := revUser{Name: "s"}
+	must(t, db.Select("Name").Create(&row).Error)
+	k := p.Layout().Shard(row.ID) * len(direct) / p.Layout().ShardCount()
+	var got revUser
+	if err := direct[k].First(&got, row.ID).Error; err != nil || got.Name != "s" {
+		t.Errorf("the row created with Select(\"Name\") on its database: %+v, %v", got, err)
+	}
+	if err := db.Omit("ID").Create(&revUser{Name: "o"}).Error; !errors.Is(err, ErrNoShard) {
+		t.Errorf("Omit(\"ID\").Create: %v, want ErrNoShard", err)
+	}
+}
+
+// TestFindOverEveryShardRaisesNotFoundWhenToldTo: a Find whose statement asks
+// for ErrRecordNotFound gets it when no database has a row, as gorm.Scan
+// gives it on one database.
+func TestFindOverEveryShardRaisesNotFoundWhenToldTo(t *testing.T) {
+	db, _, _ := revRouted(t, &revUser{})
+	q := db.Clauses(AllShards()).Where("name = ?", "nobody")
+	q.Statement.RaiseErrorOnNotFound = true
+	var users []revUser
+	if err := q.Find(&users).Error; !errors.Is(err, gorm.ErrRecordNotFound) {
+		t.Errorf("a Find over every shard finding nothing, told to raise it: %v, want ErrRecordNotFound", err)
 	}
 }

@@ -177,13 +177,21 @@ func (e *Engine) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 	if db.AddError(e.checkAllRows(stmt, m, rows)) != nil {
 		return
 	}
+	_, replaced := returningOf(stmt) // RETURNING every column: GORM scans the rows anew into each part's slice
+	if onConflict, ok := stmt.Clauses["ON CONFLICT"].Expression.(clause.OnConflict); replaced && ok && onConflict.DoNothing {
+		db.AddError(fmt.Errorf("%w: %s: RETURNING every column with ON CONFLICT DO NOTHING over %d physical databases: the rows that come back could not be matched with the caller's; return the columns by name", ErrCrossShard, m.schema.Name, len(order)))
+		return
+	}
 	e.fannedOut(db, order)
 	writes := make([]writePart, len(order))
+	dests := make([]reflect.Value, len(order))
 	for i, k := range order {
 		subset := reflect.MakeSlice(reflect.SliceOf(reflect.PointerTo(m.schema.ModelType)), 0, len(groups[k]))
 		for _, row := range groups[k] {
 			subset = reflect.Append(subset, row.Addr())
 		}
+		dests[i] = reflect.New(subset.Type()) // addressable, as GORM's scan of RETURNING needs
+		dests[i].Elem().Set(subset)
 		part := db.Session(&gorm.Session{Context: stmt.Context, Initialized: true}) // a statement of its own, run as it is
 		pool, err := e.poolOf(stmt.Context, k, stmt.ConnPool)
 		if part.AddError(err) == nil {
@@ -191,10 +199,20 @@ func (e *Engine) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 		}
 		part.Statement.Settings.Store(pinKey{}, pin{schema: m.schema, physical: k}) // its errors are named by runParts
 		e.logPartTo(stmt, part)
-		part.Statement.Model, part.Statement.Dest = nil, subset.Interface()
+		part.Statement.Model, part.Statement.Dest = nil, dests[i].Interface()
 		writes[i] = writePart{k: k, db: part}
 	}
 	e.runParts(db, kindCreate, writes, nil)
+	if replaced && (db.Error == nil || db.Error == errRouted) {
+		for i, k := range order { // the rows RETURNING gave, in the order they were inserted, back into the caller's
+			back := dests[i].Elem()
+			for j, row := range groups[k] {
+				if j < back.Len() && back.Index(j).Pointer() != row.Addr().Pointer() {
+					row.Set(back.Index(j).Elem())
+				}
+			}
+		}
+	}
 }
 
 // structRows appends to rows the addressable structs behind a Create's

@@ -212,6 +212,12 @@ func (e *Engine) fanOutWrite(db *gorm.DB, kind statementKind, m *model, plan sha
 			}
 		})
 	}
+	if !db.AllowGlobalUpdate && !keyed && len(conditionsOf(stmt)) == 0 {
+		// As GORM refuses it on one database: each part's condition to its
+		// database's ranges is the plugin's, not a condition of the caller's.
+		db.AddError(gorm.ErrMissingWhereClause)
+		return
+	}
 	// Every part is made, and an update's SET checked against each part's
 	// rows, before any part runs: a part refused after another had committed
 	// would leave the statement half written. Each part checks again after
@@ -578,7 +584,8 @@ func (e *Engine) fanOutQuery(db *gorm.DB, kind statementKind, m *model, plan sha
 		target.Set(merged)
 	} else if merged.Len() > 0 {
 		target.Set(merged.Index(0))
-	} else if stmt.RaiseErrorOnNotFound {
+	}
+	if merged.Len() == 0 && stmt.RaiseErrorOnNotFound { // First, or a Find told to, as gorm.Scan does
 		db.Error = gorm.ErrRecordNotFound
 		return
 	}

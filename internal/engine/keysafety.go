@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"gorm.io/gorm"
@@ -217,9 +218,14 @@ func (e *Engine) checkCreate(db *gorm.DB) {
 		return
 	}
 	if m.sharded() && !insertsColumn(stmt, m.pk().field) {
-		db.AddError(&FieldError{Model: m.schema.Name, Field: m.pk().field.Name, Err: ErrNoShard,
-			Detail: "the INSERT leaves out the ID (Select or Omit): the database would give the row a key that names no shard"})
-		return
+		if omitsColumn(stmt, m.pk().field) {
+			db.AddError(&FieldError{Model: m.schema.Name, Field: m.pk().field.Name, Err: ErrNoShard,
+				Detail: "the INSERT leaves out the ID (Omit): the database would give the row a key that names no shard"})
+			return
+		}
+		// Select of other columns (GORM's "create with selected fields"):
+		// the ID the plugin made is inserted with them.
+		stmt.Selects = append(slices.Clip(stmt.Selects), m.pk().field.Name)
 	}
 	routedBy := e.mapOf(stmt) // the map it was routed by: one read since may be newer, and the fence decides then
 	check := func(row reflect.Value) error {
@@ -339,6 +345,14 @@ func insertsColumn(stmt *gorm.Statement, f *schema.Field) bool {
 	selected, restricted := stmt.SelectAndOmitColumns(true, false)
 	v, named := selected[f.DBName]
 	return named && v || !named && !restricted
+}
+
+// omitsColumn reports whether the statement names f's column to be left
+// out (Omit), as against not selecting it.
+func omitsColumn(stmt *gorm.Statement, f *schema.Field) bool {
+	columns, _ := stmt.SelectAndOmitColumns(true, false)
+	v, named := columns[f.DBName]
+	return named && !v
 }
 
 // checkCreatedMaps checks the rows of db.Table("t").Create(map) on a sharded
