@@ -204,11 +204,10 @@ func (m Migrator) tableName(value any) string {
 	if name, ok := value.(string); ok {
 		return name
 	}
-	stmt := &gorm.Statement{DB: m.db}
-	if err := stmt.Parse(value); err != nil {
-		return ""
+	if s := m.schemaOf(value); s != nil {
+		return s.Table
 	}
-	return stmt.Schema.Table
+	return ""
 }
 
 // GetTables lists the tables of the plugin's database and of every physical
@@ -262,16 +261,30 @@ func (m Migrator) DropColumn(value any, name string) error {
 // change must not take for done.
 func (m Migrator) columnIn(mig gorm.Migrator, value any, name string) (has, asked bool) {
 	columns, err := mig.ColumnTypes(value)
-	if err != nil {
-		return false, false
-	}
-	stmt := &gorm.Statement{DB: m.db}
-	if stmt.Parse(value) == nil {
-		if field := stmt.Schema.LookUpField(name); field != nil {
+	if s := m.schemaOf(value); s != nil {
+		if field := s.LookUpField(name); field != nil {
 			name = field.DBName
 		}
 	}
-	return slices.ContainsFunc(columns, func(c gorm.ColumnType) bool { return strings.EqualFold(c.Name(), name) }), true
+	return namedIn(columns, err, gorm.ColumnType.Name, name)
+}
+
+// schemaOf is value's schema, or nil for a table given by name.
+func (m Migrator) schemaOf(value any) *schema.Schema {
+	stmt := &gorm.Statement{DB: m.db}
+	if stmt.Parse(value) != nil {
+		return nil
+	}
+	return stmt.Schema
+}
+
+// namedIn reports whether list, as a database answered (err), holds name,
+// and whether it answered.
+func namedIn[T any](list []T, err error, nameOf func(T) string, name string) (has, asked bool) {
+	if err != nil {
+		return false, false
+	}
+	return slices.ContainsFunc(list, func(x T) bool { return strings.EqualFold(nameOf(x), name) }), true
 }
 
 // AlterColumn alters the column where the table lives.
@@ -393,16 +406,12 @@ func (m Migrator) DropIndex(value any, name string) error {
 // answered.
 func (m Migrator) indexIn(mig gorm.Migrator, value any, name string) (has, asked bool) {
 	indexes, err := mig.GetIndexes(value)
-	if err != nil {
-		return false, false
-	}
-	stmt := &gorm.Statement{DB: m.db}
-	if stmt.Parse(value) == nil {
-		if idx := stmt.Schema.LookIndex(name); idx != nil {
+	if s := m.schemaOf(value); s != nil {
+		if idx := s.LookIndex(name); idx != nil {
 			name = idx.Name
 		}
 	}
-	return slices.ContainsFunc(indexes, func(idx gorm.Index) bool { return strings.EqualFold(idx.Name(), name) }), true
+	return namedIn(indexes, err, gorm.Index.Name, name)
 }
 
 // HasIndex reports whether the index exists on every database the table belongs on.
