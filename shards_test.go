@@ -229,3 +229,43 @@ func TestStatementsAfterCloseSayThePluginIsClosed(t *testing.T) {
 		}
 	}
 }
+
+// TestShardsGivenOpenAreCheckedByTheirToken: shards given as a *gorm.DB are
+// bound to their databases' tokens at their first statement, as those given
+// as a Dialector are when they open: swapped between two configs, they are
+// refused, and nothing is written.
+func TestShardsGivenOpenAreCheckedByTheirToken(t *testing.T) {
+	dir := t.TempDir()
+	half := Layout{}.ShardCount() / 2
+	open := func(name string) *gorm.DB {
+		db, err := gorm.Open(sqlite.Open(filepath.Join(dir, name)), &gorm.Config{Logger: logger.Discard})
+		must(t, err)
+		return db
+	}
+	use := func(first, second string) (*gorm.DB, *Plugin) {
+		db := open("main.db")
+		p := New(Config{Atomic: BestEffort, Shards: []Shard{
+			{Name: "s0", DB: open(first), Logical: []Range{{From: 0, To: half - 1}}},
+			{Name: "s1", DB: open(second), Logical: []Range{{From: half, To: 2*half - 1}}},
+		}})
+		must(t, db.Use(p))
+		t.Cleanup(func() { _ = p.Close() })
+		return db, p
+	}
+	db, p := use("s0.db", "s1.db")
+	must(t, p.AutoMigrate(db, &revUser{}))
+	must(t, db.Clauses(OnShard(1)).Create(&revUser{Name: "a"}).Error)
+	must(t, db.Clauses(OnShard(half+1)).Create(&revUser{Name: "b"}).Error)
+	swapped, _ := use("s1.db", "s0.db")
+	err := swapped.Clauses(OnShard(2)).Create(&revUser{Name: "c"}).Error
+	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "DSNs swapped") {
+		t.Fatalf("a Create through a config with the shards' DBs swapped: %v, want ErrInvalidConfig", err)
+	}
+	for _, name := range []string{"s0.db", "s1.db"} {
+		var names []string
+		must(t, open(name).Model(&revUser{}).Pluck("name", &names).Error)
+		if slices.Contains(names, "c") {
+			t.Fatalf("%s holds the row the swapped config was refused", name)
+		}
+	}
+}
