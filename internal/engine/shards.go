@@ -29,39 +29,14 @@ type physical struct {
 	ready  *openPhysical // a database given open, or nil
 	opener *opener       // else the one that opens it
 	parts  partTime      // how long its parts of queries over several databases take
-
-	// identify checks, at a statement's first use of a database given open,
-	// that it is the database its name opened before (identity.go).
-	identify   func(context.Context) error
-	identified atomic.Bool
-	identifyMu sync.Mutex
 }
 
 // open returns the database, opened.
 func (ph *physical) open(ctx context.Context) (*openPhysical, error) {
 	if ph.ready != nil {
-		if ph.identify != nil && !ph.identified.Load() {
-			if err := ph.identifyOnce(ctx); err != nil {
-				return nil, err
-			}
-		}
 		return ph.ready, nil
 	}
 	return ph.opener.get(ctx)
-}
-
-// identifyOnce runs identify until it succeeds once.
-func (ph *physical) identifyOnce(ctx context.Context) error {
-	ph.identifyMu.Lock()
-	defer ph.identifyMu.Unlock()
-	if ph.identified.Load() {
-		return nil
-	}
-	if err := ph.identify(ctx); err != nil {
-		return err
-	}
-	ph.identified.Store(true)
-	return nil
 }
 
 // loaded returns the database if it is open, without waiting.
@@ -265,11 +240,6 @@ func (e *Engine) openShards(db *gorm.DB) error {
 			ph, err := readyPhysical(s.Name, s.DB)
 			if err != nil {
 				return err
-			}
-			ph.identify = func(ctx context.Context) error {
-				ctx, cancel := context.WithTimeout(ctx, timeout)
-				defer cancel()
-				return e.checkIdentity(ctx, s.Name, ph.ready.sqlDB, s.DB.Dialector.Name())
 			}
 			e.physical = append(e.physical, ph)
 			e.notePool(ph.ready, k)
