@@ -59,12 +59,8 @@ func (e *Engine) checkIdentity(ctx context.Context, name string, physical *sql.D
 	if err := createTable(ctx, own, boundTokensTable+" (name VARCHAR(191) NOT NULL PRIMARY KEY, token VARCHAR(64) NOT NULL)"); err != nil {
 		return fmt.Errorf("shardid: %s: creating %s: %w", name, boundTokensTable, err)
 	}
-	query := "SELECT token FROM " + boundTokensTable + " WHERE name = ?"
-	if ownDialect == "postgres" {
-		query = sqlscan.NumberParameters(query)
-	}
 	var bound string
-	switch err := own.QueryRowContext(ctx, query, name).Scan(&bound); {
+	switch err := own.QueryRowContext(ctx, inDialect(ownDialect, "SELECT token FROM "+boundTokensTable+" WHERE name = ?"), name).Scan(&bound); {
 	case err == nil && bound != token:
 		return swapped(name, token, bound)
 	case err != nil && !errors.Is(err, sql.ErrNoRows):
@@ -113,11 +109,7 @@ func (e *Engine) noOtherShardOpens(ctx context.Context, own *sql.DB, dialect, to
 
 // forgetBinding deletes the record of name opening the database of token.
 func forgetBinding(ctx context.Context, own *sql.DB, dialect, token, name string) error {
-	query := "DELETE FROM " + boundTokensTable + " WHERE name = ? AND token = ?"
-	if dialect == "postgres" {
-		query = sqlscan.NumberParameters(query)
-	}
-	_, err := own.ExecContext(ctx, query, name, token)
+	_, err := own.ExecContext(ctx, inDialect(dialect, "DELETE FROM "+boundTokensTable+" WHERE name = ? AND token = ?"), name, token)
 	return err
 }
 
@@ -130,11 +122,7 @@ func databaseToken(ctx context.Context, db *sql.DB, dialect string) (string, err
 // namesBoundTo returns the shard names other than name that the plugin's
 // database records for token.
 func namesBoundTo(ctx context.Context, own *sql.DB, dialect, token, name string) ([]string, error) {
-	query := "SELECT name FROM " + boundTokensTable + " WHERE token = ? AND name <> ?"
-	if dialect == "postgres" {
-		query = sqlscan.NumberParameters(query)
-	}
-	rows, err := own.QueryContext(ctx, query, token, name)
+	rows, err := own.QueryContext(ctx, inDialect(dialect, "SELECT name FROM "+boundTokensTable+" WHERE token = ? AND name <> ?"), token, name)
 	if err != nil {
 		return nil, err
 	}
@@ -164,9 +152,7 @@ func claimToken(ctx context.Context, db *sql.DB, dialect, table, insert, query, 
 			return "", err
 		}
 	}
-	if dialect == "postgres" {
-		insert, query = sqlscan.NumberParameters(insert), sqlscan.NumberParameters(query)
-	}
+	insert, query = inDialect(dialect, insert), inDialect(dialect, query)
 	var stored string
 	err := db.QueryRowContext(ctx, query, key...).Scan(&stored)
 	if !errors.Is(err, sql.ErrNoRows) {
@@ -188,6 +174,14 @@ func createTable(ctx context.Context, db *sql.DB, table string) error {
 		}
 	}
 	return nil
+}
+
+// inDialect numbers query's ? placeholders where the dialect wants them numbered.
+func inDialect(dialect, query string) string {
+	if dialect == "postgres" {
+		return sqlscan.NumberParameters(query)
+	}
+	return query
 }
 
 // insertUnlessThere makes an INSERT leave a row with the same key as it is.
