@@ -273,6 +273,44 @@ func TestHashChoosesTheShard(t *testing.T) {
 	}
 }
 
+type uniqueAccount struct {
+	ID    int64  `shardid:"strategy:snowflake;hash:Email"`
+	Email string `gorm:"uniqueIndex"`
+}
+
+// TestCreateThatWroteNothingLeavesItsIDUnset: as GORM leaves an
+// auto-increment key unset when its INSERT fails, a Create that wrote nothing
+// leaves the rows' IDs zero, so the row retried with another key is placed
+// by that key, on one database and on several.
+func TestCreateThatWroteNothingLeavesItsIDUnset(t *testing.T) {
+	one, onePlugin := testDB(t, Config{})
+	migrate(t, one, &uniqueAccount{})
+	several, severalPlugin, _, _ := routedOverN(t, 2, Config{}, &uniqueAccount{})
+	for name, db := range map[string]*gorm.DB{"one database": one, "two databases": several} {
+		p := map[string]*Plugin{"one database": onePlugin, "two databases": severalPlugin}[name]
+		must(t, db.Create(&uniqueAccount{Email: "taken@example.com"}).Error)
+		row := uniqueAccount{Email: "taken@example.com"}
+		if err := db.Create(&row).Error; err == nil {
+			t.Fatalf("%s: a second row with the same email was created", name)
+		}
+		if row.ID != 0 {
+			t.Fatalf("%s: the failed Create left ID %d in the row", name, row.ID)
+		}
+		row.Email = "free@example.com"
+		if err := db.Create(&row).Error; err != nil {
+			t.Fatalf("%s: the row retried with another email: %v", name, err)
+		}
+		if h, _ := HashKey(row.Email); p.Layout().Shard(row.ID) != int(h%uint64(p.Layout().ShardCount())) {
+			t.Fatalf("%s: the retried row is in shard %d, not its email's", name, p.Layout().Shard(row.ID))
+		}
+		// A row given its ID keeps it when the Create fails.
+		preset := uniqueAccount{ID: row.ID, Email: "other@example.com"}
+		if err := db.Create(&preset).Error; err == nil || preset.ID != row.ID {
+			t.Fatalf("%s: a preset ID after a failed Create: %d, %v", name, preset.ID, err)
+		}
+	}
+}
+
 type spread struct {
 	ID int64 `shardid:"strategy:snowflake"`
 }

@@ -57,7 +57,7 @@ func (e *Engine) assignIDs(db *gorm.DB) {
 	}
 	var state *routeState
 	var filledInto []filledID
-	if e.routed() && m.sharded() {
+	if m.sharded() {
 		state = keepWriteState(stmt, e.router.Map()) // the IDs come from, and go to, the databases of one map
 		filledInto = state.filledOnStruct[:0]
 	}
@@ -65,9 +65,7 @@ func (e *Engine) assignIDs(db *gorm.DB) {
 	if db.AddError(err) != nil || !m.sharded() || len(rows) == 0 {
 		return
 	}
-	if state != nil {
-		state.filled = filled
-	}
+	state.filled = filled
 	returnStoredKey(stmt, m)
 	if e.routed() && db.AddError(e.createWithinClause(stmt, m, &settings, rows)) == nil {
 		e.routeCreate(db, m, rows)

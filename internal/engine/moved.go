@@ -67,6 +67,19 @@ type filledID struct {
 	value reflect.Value
 }
 
+// unfill gives the rows of a Create that wrote nothing back the zero IDs
+// they came with, as GORM leaves an auto-increment key unset when its INSERT
+// fails: a row retried with another colocate or hash value gets a new ID, not
+// the one made for its old shard.
+func unfill(stmt *gorm.Statement) {
+	if state := routeStateOf(stmt); state != nil {
+		for _, made := range state.filled {
+			made.value.SetZero()
+		}
+		state.filled = nil
+	}
+}
+
 // retryMoved runs right after GORM executes a write. A write the source of a
 // move refused is, outside a transaction of the application's, held until
 // this process has the map that sends it elsewhere and run there, within

@@ -431,10 +431,13 @@ func (e *Engine) finish(kind statementKind) func(*gorm.DB) {
 		if kind == kindCreate {
 			e.endAnchored(db)
 		}
-		dropWriteState(db.Statement) // a statement instance may run again
 		if db.Error == errRouted {
 			db.Error = nil
 		}
+		if kind == kindCreate && db.Error != nil && db.Statement.RowsAffected == 0 {
+			unfill(db.Statement)
+		}
+		dropWriteState(db.Statement) // a statement instance may run again
 		if db.Error != nil && e.routed() {
 			db.Error = e.nameDatabase(db, kind)
 			if shard, to, moved := fence.MovedShard(db.Error); moved && !errors.Is(db.Error, ErrShardMoved) {
