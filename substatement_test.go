@@ -3,6 +3,8 @@ package shardid
 import (
 	"errors"
 	"testing"
+
+	"gorm.io/gorm"
 )
 
 // A join or subquery written in SQL on another sharded table would run on the
@@ -103,6 +105,13 @@ func TestTablesReadAsOftenAsRoutingApproved(t *testing.T) {
 		"a joined table again in a select item": func() error {
 			var rows []map[string]any
 			return db.Model(&gatePhoto{}).Joins("User").Select("gate_photos.id, (SELECT count(*) FROM gate_users) AS n").Where("gate_photos.user_id = ?", x).Find(&rows).Error
+		},
+		"its own table again, qualified by its schema, in a select item": func() error {
+			var rows []map[string]any
+			return db.Model(&gateUser{}).Select("id, (SELECT count(*) FROM main.gate_users) AS n").Where("id = ?", x).Find(&rows).Error
+		},
+		"its own table again, qualified by its schema, in an update's value": func() error {
+			return db.Model(&gateUser{}).Where("id = ?", x).Update("name", gorm.Expr("(SELECT count(*) FROM main.gate_users)")).Error
 		},
 		"a subquery's table again in a select item": func() error {
 			var rows []map[string]any

@@ -24,8 +24,9 @@ type Scan struct {
 	// Tables the statements name, each once, in order. Complete only when
 	// Read returned no error.
 	Tables []Table
-	// Repeated are the tables named more than once, however quoted (a
-	// subquery or a join over a table the statement names already).
+	// Repeated are the tables named more than once, however quoted or
+	// qualified (a subquery or a join over a table the statement names
+	// already; "main.t" and "t" may be one table).
 	Repeated []Table
 	// Kinds is each statement's first keyword, upper case ("SELECT",
 	// "SAVEPOINT"), or "(" for a statement in parentheses.
@@ -797,10 +798,9 @@ func (r *reader) isCTE(t Table) bool {
 }
 
 func (r *reader) addTable(t Table) {
-	// Named again, however quoted: fail closed where case would tell two apart.
-	again := slices.ContainsFunc(r.scan.Tables, func(u Table) bool {
-		return strings.EqualFold(u.Name, t.Name) && strings.EqualFold(u.Qualifier, t.Qualifier)
-	})
+	// Named again, however quoted or qualified: fail closed where case, or a
+	// schema that is the default one, would tell two apart.
+	again := slices.ContainsFunc(r.scan.Tables, func(u Table) bool { return strings.EqualFold(u.Name, t.Name) })
 	if again && !slices.Contains(r.scan.Repeated, t) {
 		r.scan.Repeated = append(r.scan.Repeated, t)
 	}

@@ -343,6 +343,8 @@ func TestReadRepeatedTables(t *testing.T) {
 		"UPDATE users SET n = (SELECT count(*) FROM users AS u2) WHERE id = 1": {"users"},
 		"SELECT * FROM users JOIN users AS m ON m.id = users.manager_id":       {"users"},
 		`SELECT (SELECT count(*) FROM users) FROM "users"`:                     {"users"},
+		"SELECT (SELECT count(*) FROM public.users) FROM users":                {"users"},
+		"SELECT * FROM users JOIN other.users AS u ON u.id = users.id":         {"users"},
 		"SELECT * FROM users WHERE users.id IN (SELECT user_id FROM photos)":   nil,
 		"SELECT * FROM users WHERE id = 1":                                     nil,
 	} {
