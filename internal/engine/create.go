@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -380,11 +381,10 @@ func (e *Engine) shardOf(ctx context.Context, db *gorm.DB, m *model, settings *s
 		}
 		return shard, nil
 	case f.hash != nil:
-		key := f.hash.ReflectValueOf(ctx, row)
-		if (key.Kind() == reflect.String || key.Kind() == reflect.Slice) && key.Len() == 0 {
+		shard, err := e.rowHashShard(ctx, f, row)
+		if errors.Is(err, errEmptyKey) {
 			return 0, noShard("hash:%s is empty; the row's shard is the hash of its value", f.hash.Name)
 		}
-		shard, err := e.hashShard(key, f.looseHash)
 		if err != nil {
 			return 0, noShard("hash:%s: %v", f.hash.Name, err)
 		}

@@ -293,7 +293,7 @@ func (e *Engine) agreeingShard(stmt *gorm.Statement, m *model, f *idField, row r
 			return 0, wrong("the ID is of shard %d, its colocate:%s names shard %d; the row could not be found by %s", shard, f.colocate.Name, other, f.colocate.Name)
 		}
 	case f.hash != nil:
-		other, err := e.hashShard(f.hash.ReflectValueOf(stmt.Context, row), f.looseHash)
+		other, err := e.rowHashShard(stmt.Context, f, row)
 		if err != nil {
 			return 0, wrong("hash:%s: %v", f.hash.Name, err)
 		}
