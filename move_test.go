@@ -2,11 +2,15 @@ package shardid
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/glebarez/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
 
 	"github.com/shardid/shardid/internal/mover"
 )
@@ -43,5 +47,41 @@ func TestAuditWithNoShardedTables(t *testing.T) {
 	misplaced, err := p.Audit(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "lists no sharded tables") || strings.Contains(err.Error(), "invalid move") || len(misplaced) != 0 {
 		t.Fatalf("Audit with no sharded tables: %v, %v; want an error saying no table is recorded, not an invalid move", misplaced, err)
+	}
+}
+
+// TestCleanupWaitsForAProcessThatCannotFollowTheMap: in a rolling restart,
+// a process whose config lacks a move's target cannot route by the map that
+// names it. It is still live, so the move's cleanup waits for it, naming it,
+// and the source's fence keeps refusing its writes to the moved shards.
+func TestCleanupWaitsForAProcessThatCannotFollowTheMap(t *testing.T) {
+	dir := t.TempDir()
+	dsn := func(name string) string {
+		return "file:" + filepath.Join(dir, name) + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
+	}
+	open := func(shards ...Shard) (*gorm.DB, *Plugin) {
+		db, err := gorm.Open(sqlite.Open(dsn("main.db")), &gorm.Config{Logger: logger.Discard})
+		must(t, err)
+		p := New(Config{MapRefresh: 100 * time.Millisecond, Atomic: BestEffort, Shards: shards, Log: quiet})
+		must(t, db.Use(p))
+		t.Cleanup(func() { _ = p.Close() })
+		return db, p
+	}
+	every := []Range{{From: 0, To: Layout{}.ShardCount() - 1}}
+	oldDB, old := open(Shard{Name: "a", Dialector: sqlite.Open(dsn("a.db")), Logical: every})
+	must(t, old.AutoMigrate(oldDB, &revUser{}))
+	newDB, current := open(Shard{Name: "a", Dialector: sqlite.Open(dsn("a.db")), Logical: every}, Shard{Name: "b", Dialector: sqlite.Open(dsn("b.db"))})
+	must(t, current.AutoMigrate(newDB, &revUser{}))
+	moved := Range{From: 0, To: 4095}
+	_, err := current.Move(context.Background(), Move{Logical: moved, To: "b"})
+	must(t, err)
+	// Past the time a silent process counts as gone.
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	if err := current.CleanupMove(ctx, moved); err == nil || !strings.Contains(err.Error(), "still route by a map before version") {
+		t.Fatalf("cleanup with a live process on the old map: %v; want it to wait for it, naming it", err)
+	}
+	if err := oldDB.Clauses(OnShard(100)).Create(&revUser{Name: "late"}).Error; !errors.Is(err, ErrShardMoved) {
+		t.Fatalf("the old process's write to a moved shard: %v; want ErrShardMoved", err)
 	}
 }

@@ -161,8 +161,11 @@ func (e *Engine) refreshLoop(s *mapStore) {
 		if e.mapRefresh() > 0 && !drained { // else only a refused write reads the map; the process still says it lives
 			version, err = e.refreshMap(ctx)
 		}
-		if err == nil {
-			err = s.Seen(ctx, e.oldestRouted(version)) // the process is live, at this version
+		// The process is live, at the version it routes by, even when it
+		// cannot follow a newer one (a map naming a database its config
+		// lacks): a move's cleanup waits for it, not for its silence.
+		if seen := s.Seen(ctx, e.oldestRouted(version)); err == nil {
+			err = seen
 		}
 		cancel()
 		if errors.Is(err, sql.ErrConnDone) || err != nil && strings.Contains(err.Error(), "database is closed") {
