@@ -85,3 +85,36 @@ func TestCleanupWaitsForAProcessThatCannotFollowTheMap(t *testing.T) {
 		t.Fatalf("the old process's write to a moved shard: %v; want ErrShardMoved", err)
 	}
 }
+
+// TestProcessesOfOneMapShareTheirLayout: a process (an operator's plugin,
+// the command) whose ID layout differs from the one the shared map was made
+// with would read other shards out of the same IDs, and move the wrong
+// rows: it does not start. One that spells the same layout otherwise does.
+func TestProcessesOfOneMapShareTheirLayout(t *testing.T) {
+	dir := t.TempDir()
+	dsn := func(name string) string {
+		return "file:" + filepath.Join(dir, name) + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
+	}
+	open := func(layout Layout) error {
+		db, err := gorm.Open(sqlite.Open(dsn("main.db")), &gorm.Config{Logger: logger.Discard})
+		must(t, err)
+		p := New(Config{Layout: layout, Atomic: BestEffort, Log: quiet, Shards: []Shard{
+			{Name: "a", Dialector: sqlite.Open(dsn("a.db")), Logical: []Range{{From: 0, To: layout.Normalized().ShardCount() - 1}}},
+			{Name: "b", Dialector: sqlite.Open(dsn("b.db"))},
+		}})
+		t.Cleanup(func() { _ = p.Close() })
+		return db.Use(p)
+	}
+	must(t, open(Layout{}))
+	for _, other := range []Layout{
+		{TimeBits: 41, ShardBits: 13, SequenceBits: 9},
+		{WorkerBits: 5},
+		{Epoch: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{TimeUnit: 10 * time.Millisecond},
+	} {
+		if err := open(other); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "one layout") {
+			t.Errorf("a process with layout %+v beside the map's: %v; want ErrInvalidConfig", other, err)
+		}
+	}
+	must(t, open(Layout{TimeBits: 40, ShardBits: 13, SequenceBits: 10}))
+}

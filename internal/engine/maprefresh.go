@@ -41,6 +41,10 @@ type mapStore struct {
 // gives it (none if it names it not). A name the config lacks is an error:
 // this process cannot reach that database.
 func (e *Engine) mapOfStored(stored *mapstore.Map) (*shardrouter.Map, error) {
+	if own := e.storedLayout(); stored.Layout != nil && *stored.Layout != *own {
+		return nil, fmt.Errorf("%w: map version %d in %s was made by processes whose IDs are laid out as %+v, and this one's Config.Layout is %+v: an ID would name another shard, or another worker, here; give every process of the map one layout",
+			ErrInvalidConfig, stored.Version, e.maps.Table(), *stored.Layout, *own)
+	}
 	names := make([]string, len(e.physical))
 	for k, ph := range e.physical {
 		names[k] = ph.name
@@ -112,13 +116,22 @@ func (e *Engine) seedMap(ctx context.Context) error {
 	if err != nil || latest != nil {
 		return err
 	}
-	if err := e.maps.Write(ctx, mapstore.MapOf(e.router.Map(), 1)); err != nil {
+	first := mapstore.MapOf(e.router.Map(), 1)
+	first.Layout = e.storedLayout()
+	if err := e.maps.Write(ctx, first); err != nil {
 		if latest, again := e.maps.Latest(ctx); again == nil && latest != nil {
 			return nil
 		}
 		return err
 	}
 	return nil
+}
+
+// storedLayout is the plugin's ID layout as the map table keeps it.
+func (e *Engine) storedLayout() *mapstore.Layout {
+	l := e.layout
+	return &mapstore.Layout{EpochMs: l.Epoch.UnixMilli(), UnitMs: l.TimeUnit.Milliseconds(),
+		TimeBits: l.TimeBits, ShardBits: l.ShardBits, SequenceBits: l.SequenceBits, WorkerBits: l.WorkerBits}
 }
 
 // mapTable is Config.MapTable with its default.

@@ -26,6 +26,20 @@ type Map struct {
 	// hold the writes of them that cannot be run again alone (models with
 	// Before hooks) before those writes begin, until the range moved.
 	Freezing []Freezing `json:"freezing,omitempty"`
+	// Layout is the ID layout of the processes that made the map (absent
+	// from maps made before it was kept): an ID names one shard, and a
+	// sequence one worker, only among processes that share it.
+	Layout *Layout `json:"layout,omitempty"`
+}
+
+// Layout is an ID layout as the map table keeps it.
+type Layout struct {
+	EpochMs      int64 `json:"epoch_ms"`
+	UnitMs       int64 `json:"unit_ms"`
+	TimeBits     int   `json:"time_bits"`
+	ShardBits    int   `json:"shard_bits"`
+	SequenceBits int   `json:"sequence_bits"`
+	WorkerBits   int   `json:"worker_bits"`
 }
 
 // Freezing is a range whose cutover is under way, until Until (Unix
