@@ -200,6 +200,34 @@ func (s *Segment) Prepare(ctx context.Context, target Target) error {
 	if err := s.ensureTable(ctx, target.Name, sqls, conn); err != nil {
 		return fmt.Errorf("strategies: segment: creating %s on %q: %w", segmentTable, target.Name, err)
 	}
+	return s.restoreFloors(ctx, target.Name, sqls, conn)
+}
+
+// restoreFloors raises the counters of target's sequences to the blocks this
+// process reserved: a table made again (a teardown dropped it) starts them at
+// 0, and another process reserving from there would get the blocks this one
+// still hands out.
+func (s *Segment) restoreFloors(ctx context.Context, database string, sqls segmentSQL, conn Conn) error {
+	floors := map[string]int64{}
+	s.sequences.Range(func(key, value any) bool {
+		if k := key.(segmentKey); k.database == database {
+			q := value.(*segmentSequence)
+			q.mu.Lock()
+			if q.floor > 0 {
+				floors[k.name] = q.floor
+			}
+			q.mu.Unlock()
+		}
+		return true
+	})
+	for name, floor := range floors {
+		if _, err := conn.ExecContext(ctx, sqls.seed, name); err != nil {
+			return fmt.Errorf("strategies: segment: restoring the counter of %s on %q: %w", name, database, err)
+		}
+		if _, err := conn.ExecContext(ctx, sqls.raise, floor, name); err != nil {
+			return fmt.Errorf("strategies: segment: restoring the counter of %s on %q: %w", name, database, err)
+		}
+	}
 	return nil
 }
 
