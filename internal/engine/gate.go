@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"database/sql"
 	"fmt"
 	"reflect"
 	"slices"
@@ -41,12 +42,24 @@ func (e *Engine) gate(kind statementKind) func(*gorm.DB) {
 			return // nothing to send: an update with nothing to set
 		}
 		if db.Error == nil {
-			k, onShard := e.boundPhysical(db.Statement)
+			k, onShard := e.sentOn(db.Statement)
 			if err := e.checkSent(db.Statement, db.Statement.SQL.String(), k, onShard); err != nil && !fannedOutDry(db) {
 				db.AddError(err)
 			}
 		}
 	}
+}
+
+// sentOn is the physical database a statement is about to run on: that of
+// its write's routing while it runs in the transaction GORM began there,
+// else found by its connection.
+func (e *Engine) sentOn(stmt *gorm.Statement) (int, bool) {
+	if tx, ok := stmt.ConnPool.(*sql.Tx); ok {
+		if state := routeStateOf(stmt); state != nil && state.boundOn > 0 && state.gormTx == gorm.ConnPool(tx) {
+			return state.boundOn - 1, true
+		}
+	}
+	return e.boundPhysical(stmt)
 }
 
 // fannedOutDry reports whether db is a statement over several databases built

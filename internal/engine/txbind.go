@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"unsafe"
 	"weak"
 
 	"gorm.io/gorm"
@@ -31,15 +32,19 @@ func sqlTx(pool gorm.ConnPool) *sql.Tx {
 }
 
 // txDBField is where a *sql.Tx keeps the *sql.DB it was begun on (GORM's
-// DB() reads it so too).
-var txDBField, _ = reflect.TypeFor[sql.Tx]().FieldByName("db")
+// DB() reads it so too); txDBKnown whether this database/sql has it there.
+var (
+	txDBField, _ = reflect.TypeFor[sql.Tx]().FieldByName("db")
+	txDBKnown    = txDBField.Type == reflect.TypeFor[*sql.DB]() && len(txDBField.Index) == 1
+)
 
-// dbBehind returns the *sql.DB a transaction was begun on.
+// dbBehind returns the *sql.DB a transaction was begun on: read at the
+// field's offset, as reflection would, at every write's cost.
 func dbBehind(tx *sql.Tx) *sql.DB {
-	if txDBField.Type != reflect.TypeFor[*sql.DB]() {
+	if !txDBKnown || tx == nil {
 		return nil // not the database/sql this was written against
 	}
-	return (*sql.DB)(reflect.ValueOf(tx).Elem().FieldByIndex(txDBField.Index).UnsafePointer())
+	return *(**sql.DB)(unsafe.Add(unsafe.Pointer(tx), txDBField.Offset))
 }
 
 // gormTxKey is the key of the transaction GORM, or the plugin retrying a
