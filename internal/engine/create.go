@@ -58,11 +58,12 @@ func (e *Engine) assignIDs(db *gorm.DB) {
 	}
 	var state *routeState
 	var filledInto []filledID
+	var scratch *idScratch
 	if m.sharded() {
 		state = keepWriteState(stmt, e.router.Map()) // the IDs come from, and go to, the databases of one map
-		filledInto = state.filledOnStruct[:0]
+		filledInto, scratch = state.filledOnStruct[:0], &state.scratch
 	}
-	filled, err := e.fill(stmt.Context, db, m, &settings, rows, filledInto)
+	filled, err := e.fill(stmt.Context, db, m, &settings, rows, filledInto, scratch)
 	if db.AddError(err) != nil || !m.sharded() || len(rows) == 0 {
 		return
 	}
@@ -259,7 +260,7 @@ func (m *model) ofModel(row reflect.Type) error {
 // one Generate call (for instagram, one round trip) per field. The IDs go
 // into the rows once every field's are made, so a failure leaves them zero
 // (a field colocated on another tagged field needs that one in place first).
-func (e *Engine) fill(ctx context.Context, db *gorm.DB, m *model, settings *settingsReading, rows []reflect.Value, filled []filledID) ([]filledID, error) {
+func (e *Engine) fill(ctx context.Context, db *gorm.DB, m *model, settings *settingsReading, rows []reflect.Value, filled []filledID, scratch *idScratch) ([]filledID, error) {
 	type fieldIDs struct {
 		field *idField
 		ids   []int64 // for the rows whose field is zero, in their order
@@ -285,11 +286,11 @@ func (e *Engine) fill(ctx context.Context, db *gorm.DB, m *model, settings *sett
 		}
 		made = made[:0]
 	}
-	for _, f := range m.fields {
+	for i, f := range m.fields {
 		if f.colocate != nil && m.tagged(f.colocate) {
 			write() // this field follows another ID of the same row: that one must be in place
 		}
-		shards := make([]int, 0, len(rows))
+		shards, ids := scratch.forRow(i, len(rows))
 		for _, row := range rows {
 			value := f.field.ReflectValueOf(ctx, row)
 			zero, err := e.checkPreset(value)
@@ -328,7 +329,8 @@ func (e *Engine) fill(ctx context.Context, db *gorm.DB, m *model, settings *sett
 			made = append(made, fieldIDs{field: f, uuids: uuids})
 			continue
 		}
-		ids, err := e.generate(ctx, db, m, f, shards)
+		ids = ids[:len(shards)]
+		err := e.generate(ctx, db, m, f, shards, ids)
 		if err != nil {
 			return nil, fmt.Errorf("shardid: %s.%s: %w", m.schema.Name, f.field.Name, err)
 		}
@@ -427,7 +429,7 @@ func (e *Engine) fillParent(ctx context.Context, db *gorm.DB, rel *schema.Relati
 		return 0, true, err
 	}
 	settings := readSettings(db.Statement)
-	if _, err := e.fill(ctx, db, pm, &settings, []reflect.Value{parent}, nil); err != nil {
+	if _, err := e.fill(ctx, db, pm, &settings, []reflect.Value{parent}, nil, nil); err != nil {
 		return 0, false, err
 	}
 	key := rel.References[0].PrimaryKey.ReflectValueOf(ctx, parent)
@@ -477,16 +479,15 @@ func writeID(v reflect.Value, id int64) {
 // s comes from the physical database holding s (that is where the instagram
 // clock-sequence of s is kept), so the shards are grouped by database: one
 // Generate call, and for instagram one round trip, per database.
-func (e *Engine) generate(ctx context.Context, db *gorm.DB, m *model, f *idField, shards []int) ([]int64, error) {
-	ids := make([]int64, len(shards))
+func (e *Engine) generate(ctx context.Context, db *gorm.DB, m *model, f *idField, shards []int, ids []int64) error {
 	shardMap := e.mapOf(db.Statement) // the statement's map, by which its rows are routed too
 	if first, one := shardrouter.OneDatabase(shards, shardMap); one {
 		target, err := e.target(db, m, first)
 		if err != nil {
 			e.boundTo(db.Statement, first) // the statement's database, counted there
-			return nil, err
+			return err
 		}
-		return ids, f.generator.Generate(ctx, target, shards, ids)
+		return f.generator.Generate(ctx, target, shards, ids)
 	}
 	for _, part := range shardrouter.PlanRows(shards, shardMap) {
 		group := make([]int, len(part.Rows))
@@ -496,16 +497,33 @@ func (e *Engine) generate(ctx context.Context, db *gorm.DB, m *model, f *idField
 		made := make([]int64, len(group))
 		target, err := e.target(db, m, part.Database)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if err := f.generator.Generate(ctx, target, group, made); err != nil {
-			return nil, err
+			return err
 		}
 		for j, i := range part.Rows {
 			ids[i] = made[j]
 		}
 	}
-	return ids, nil
+	return nil
+}
+
+// idScratch is room, in a Create's routing state, for the shards and IDs of
+// one row's fields (two at most), which would otherwise cost each Create
+// two allocations.
+type idScratch struct {
+	shards [2][1]int
+	ids    [2][1]int64
+}
+
+// forRow returns empty shards and ids slices for field i of n rows: room in
+// the scratch for one row, made anew for more.
+func (s *idScratch) forRow(i, n int) ([]int, []int64) {
+	if s != nil && n == 1 && i < len(s.shards) {
+		return s.shards[i][:0], s.ids[i][:]
+	}
+	return make([]int, 0, n), make([]int64, n)
 }
 
 // target is physical database k, for a strategy. Strategies run their SQL on

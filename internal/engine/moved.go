@@ -511,8 +511,8 @@ func (e *Engine) remake(db *gorm.DB, m *model, filled []filledID) error {
 		if len(values) == 0 {
 			continue
 		}
-		ids, err := e.generate(db.Statement.Context, db, m, f, shards)
-		if err != nil {
+		ids := make([]int64, len(shards))
+		if err := e.generate(db.Statement.Context, db, m, f, shards, ids); err != nil {
 			return err
 		}
 		for i, v := range values {

@@ -146,6 +146,7 @@ type routeState struct {
 	// another database makes them anew there.
 	filled         []filledID
 	filledOnStruct [2]filledID // room for the filled IDs of one row
+	scratch        idScratch
 	// boundOn is the database a Create was bound to outside a transaction,
 	// plus one; gormTx the transaction GORM then began for it there.
 	boundOn int
