@@ -46,6 +46,72 @@ func TestFanOutUpdateHookColumnReachesEveryDatabase(t *testing.T) {
 	}
 }
 
+type stampedByName struct {
+	ID   int64 `shardid:""`
+	Name string
+	Note string
+	Age  int
+}
+
+// BeforeUpdate stamps the statement with its own row's name.
+func (s *stampedByName) BeforeUpdate(tx *gorm.DB) error {
+	tx.Statement.SetColumn("note", "by "+s.Name)
+	return nil
+}
+
+type guardedByLock struct {
+	ID     int64 `shardid:""`
+	Locked bool
+	Age    int
+}
+
+// BeforeUpdate keeps the age of a locked row: on one database, of every row
+// the statement writes.
+func (g *guardedByLock) BeforeUpdate(tx *gorm.DB) error {
+	if g.Locked {
+		tx.Statement.Omit("age")
+	}
+	return nil
+}
+
+// TestSliceUpdateWhoseHooksSetDifferentlyPerDatabaseIsRefused: a slice's
+// rows on two databases are written by one SET on one database, built after
+// every row's hooks. When the hooks of the rows of each database leave
+// another SET (a value of their own row, an Omit of a locked row), no part
+// may write its own: the statement is refused, and nothing is written.
+func TestSliceUpdateWhoseHooksSetDifferentlyPerDatabaseIsRefused(t *testing.T) {
+	db, p, direct := revRouted(t, &stampedByName{}, &guardedByLock{})
+	stamped := revOnBoth(t, db, p, func() *stampedByName { return &stampedByName{Name: "a"} }, func(s *stampedByName) int64 { return s.ID })
+	stamped[1].Name = "b"
+	if err := db.Model(&[]stampedByName{*stamped[0], *stamped[1]}).Update("age", 5).Error; !errors.Is(err, ErrCrossShard) {
+		t.Fatalf("hooks that set their own row's note: %v; want ErrCrossShard", err)
+	}
+	guarded := revOnBoth(t, db, p, func() *guardedByLock { return &guardedByLock{} }, func(g *guardedByLock) int64 { return g.ID })
+	guarded[1].Locked = true
+	if err := db.Model(&[]guardedByLock{*guarded[0], *guarded[1]}).Updates(map[string]any{"age": 5}).Error; !errors.Is(err, ErrCrossShard) {
+		t.Fatalf("a hook that omits the age of a locked row: %v; want ErrCrossShard", err)
+	}
+	for k, d := range direct {
+		var changed int64
+		must(t, d.Model(&stampedByName{}).Where("age <> 0 OR note <> ''").Count(&changed).Error)
+		var aged int64
+		must(t, d.Model(&guardedByLock{}).Where("age <> 0").Count(&aged).Error)
+		if changed+aged != 0 {
+			t.Errorf("database %d: %d rows written by a refused update", k, changed+aged)
+		}
+	}
+	// Hooks that set alike write every database.
+	stamped[0].Name = "b"
+	must(t, db.Model(&[]stampedByName{*stamped[0], *stamped[1]}).Update("age", 5).Error)
+	for k, d := range direct {
+		var got stampedByName
+		must(t, d.First(&got, stamped[k].ID).Error)
+		if got.Note != "by b" || got.Age != 5 {
+			t.Errorf("database %d: %+v, want age 5 and note \"by b\"", k, got)
+		}
+	}
+}
+
 type seenUser struct {
 	ID   int64 `shardid:""`
 	Name string

@@ -57,8 +57,10 @@ type turn struct {
 	stops  chan<- partStop
 	resume chan bool // go on (true) or roll back (false)
 	// hooked are the part's conditions once its Before hooks ran, before
-	// GORM's build added its rows' keys (set by the gate).
+	// GORM's build added its rows' keys (set by the gate), and set an
+	// update's SET (set by its build).
 	hooked []clause.Expression
+	set    clause.Set
 }
 
 // partStop is a part stopped at a gate, or ended, with its error.
@@ -104,9 +106,10 @@ func (e *Engine) atGate(g gate) func(*gorm.DB) {
 // statement (see above), and makes the statement's outcome theirs: the rows
 // they affected, and the errors of the parts that failed, each naming its
 // database. agree, if set, is asked once every part is planned, with each
-// part's conditions after its hooks (nil for a part not started); its error
-// refuses the statement, every part rolled back.
-func (e *Engine) runParts(db *gorm.DB, kind statementKind, parts []writePart, agree func(hooked [][]clause.Expression) error) {
+// part's turn, which holds its conditions after its hooks and its SET (nil
+// for a part not started); its error refuses the statement, every part
+// rolled back.
+func (e *Engine) runParts(db *gorm.DB, kind statementKind, parts []writePart, agree func([]*turn) error) {
 	processor := db.Callback().Create()
 	switch kind {
 	case kindUpdate:
@@ -173,13 +176,7 @@ func (e *Engine) runParts(db *gorm.DB, kind statementKind, parts []writePart, ag
 	}
 	var refused error
 	if !failed && agree != nil {
-		hooked := make([][]clause.Expression, len(parts))
-		for i, t := range turns {
-			if t != nil {
-				hooked[i] = t.hooked
-			}
-		}
-		refused = agree(hooked)
+		refused = agree(turns)
 		failed = refused != nil
 	}
 	// Written, then committed: each part planned goes on in turn to its

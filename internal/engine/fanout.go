@@ -278,7 +278,7 @@ func (e *Engine) fanOutWrite(db *gorm.DB, kind statementKind, m *model, plan sha
 			}
 		}
 	}
-	var agree func([][]clause.Expression) error
+	var agree func([]*turn) error
 	if rows.slice != nil && len(run) > 1 {
 		agree = hooksAgree(m, writes)
 	}
@@ -315,34 +315,48 @@ func (e *Engine) fanOutWrite(db *gorm.DB, kind statementKind, m *model, plan sha
 }
 
 // hooksAgree refuses a write of rows split over databases whose parts' Before
-// hooks added different conditions: on one database GORM runs every row's
-// hooks on the one statement, so each row's conditions bind every row, and
-// no part may hold fewer. Conditions every part added alike (a "not locked")
-// keep their meaning.
-func hooksAgree(m *model, writes []writePart) func([][]clause.Expression) error {
+// hooks added different conditions, or left different SETs (a SetColumn of a
+// row's own value, an Omit of a guarded row): on one database GORM runs every
+// row's hooks on the one statement, so each row's conditions bind every row,
+// and its SET writes every row; no part may hold fewer or write otherwise.
+// What every part's hooks did alike (a "not locked") keeps its meaning.
+func hooksAgree(m *model, writes []writePart) func([]*turn) error {
 	before := make([]int, len(writes))
 	for i, w := range writes {
 		before[i] = len(conditionsOf(w.db.Statement))
 	}
-	return func(hooked [][]clause.Expression) error { // nil: a part not started
-		var first []clause.Expression
-		started := false
-		for i, conditions := range hooked {
-			if conditions == nil {
+	return func(turns []*turn) error { // nil: a part not started
+		var first *turn
+		var firstAdded []clause.Expression
+		for i, t := range turns {
+			if t == nil || t.stmt == nil {
 				continue // not started: nothing of its own to write
 			}
-			added := conditions[min(before[i], len(conditions)):]
-			if !started {
-				first, started = added, true
+			added := t.hooked[min(before[i], len(t.hooked)):]
+			if first == nil {
+				first, firstAdded = t, added
 				continue
 			}
-			if !sameConditions(first, added) {
+			if !sameConditions(firstAdded, added) {
 				return fmt.Errorf("%w: %s: the rows' Before hooks added conditions that differ between their databases (%v, %v); on one database every row's conditions bind every row: write the rows apart, or add conditions that do not depend on the row",
-					ErrCrossShard, m.schema.Name, first, added)
+					ErrCrossShard, m.schema.Name, firstAdded, added)
+			}
+			if !reflect.DeepEqual(first.set, t.set) {
+				return fmt.Errorf("%w: %s: the rows' Before hooks left SETs that differ between their databases (%v, %v); on one database one SET writes every row: write the rows apart, or set values that do not depend on the row",
+					ErrCrossShard, m.schema.Name, assignedColumns(first.set), assignedColumns(t.set))
 			}
 		}
 		return nil
 	}
+}
+
+// assignedColumns names the columns a SET writes.
+func assignedColumns(set clause.Set) []string {
+	names := make([]string, len(set))
+	for i, a := range set {
+		names[i] = a.Column.Name
+	}
+	return names
 }
 
 // sameConditions reports whether a and b hold the same conditions, however

@@ -41,6 +41,7 @@ func (e *Engine) gate(kind statementKind) func(*gorm.DB) {
 		if db.Statement.SQL.Len() == 0 && !buildSQL(db, kind) {
 			return // nothing to send: an update with nothing to set
 		}
+
 		if db.Error == nil {
 			k, onShard := e.sentOn(db.Statement)
 			if err := e.checkSent(db.Statement, db.Statement.SQL.String(), k, onShard); err != nil && !fannedOutDry(db) {
@@ -247,13 +248,17 @@ func buildSQL(db *gorm.DB, kind statementKind) bool {
 			return true // a clause built it (soft deletes build theirs)
 		}
 		stmt.AddClauseIfNotExists(clause.Update{})
-		if _, ok := stmt.Clauses["SET"]; !ok {
-			set := callbacks.ConvertToAssignments(stmt)
+		set, given := stmt.Clauses["SET"].Expression.(clause.Set)
+		if !given {
+			set = callbacks.ConvertToAssignments(stmt)
 			if len(set) == 0 {
 				return false
 			}
 			stmt.AddClause(set)
 			defer delete(stmt.Clauses, "SET") // GORM's executor makes it afresh for each run
+		}
+		if t, ok := stmt.Context.Value(turnKey{}).(*turn); ok && t.stmt == stmt {
+			t.set = set // what the part writes, after its hooks
 		}
 		stmt.SQL.Grow(180) // as GORM's Update does
 		stmt.Build(stmt.BuildClauses...)
