@@ -112,6 +112,36 @@ func TestSliceUpdateWhoseHooksSetDifferentlyPerDatabaseIsRefused(t *testing.T) {
 	}
 }
 
+type stampedRow struct {
+	ID        int64 `shardid:""`
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// TestCreateSplitOverTwoDatabasesStampsOneTime: GORM gives the rows of one
+// Create one CreatedAt; a Create split over two databases does too, in the
+// caller's rows and in each database's.
+func TestCreateSplitOverTwoDatabasesStampsOneTime(t *testing.T) {
+	db, p, direct := revRouted(t, &stampedRow{})
+	placed := revOnBoth(t, db, p, func() *stampedRow { return &stampedRow{} }, func(r *stampedRow) int64 { return r.ID })
+	layout := p.Layout()
+	rows := []stampedRow{ // new rows, one in each placed row's shard
+		{ID: layout.Compose(time.Now(), layout.Shard(placed[0].ID), 7)},
+		{ID: layout.Compose(time.Now(), layout.Shard(placed[1].ID), 7)},
+	}
+	must(t, db.Create(&rows).Error)
+	if !rows[0].CreatedAt.Equal(rows[1].CreatedAt) || !rows[0].UpdatedAt.Equal(rows[1].UpdatedAt) {
+		t.Fatalf("the rows of one Create were stamped %v and %v", rows[0].CreatedAt, rows[1].CreatedAt)
+	}
+	var stored [2]stampedRow
+	for k, d := range direct {
+		must(t, d.First(&stored[k], rows[k].ID).Error)
+	}
+	if !stored[0].CreatedAt.Equal(stored[1].CreatedAt) {
+		t.Fatalf("the databases hold %v and %v", stored[0].CreatedAt, stored[1].CreatedAt)
+	}
+}
+
 type seenUser struct {
 	ID   int64 `shardid:""`
 	Name string

@@ -185,6 +185,7 @@ func (e *Engine) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 	e.fannedOut(db, order)
 	writes := make([]writePart, len(order))
 	dests := make([]reflect.Value, len(order))
+	now := db.NowFunc() // one statement, one time, on every database
 	for i, k := range order {
 		subset := reflect.MakeSlice(reflect.SliceOf(reflect.PointerTo(m.schema.ModelType)), 0, len(groups[k]))
 		for _, row := range groups[k] {
@@ -193,6 +194,7 @@ func (e *Engine) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 		dests[i] = reflect.New(subset.Type()) // addressable, as GORM's scan of RETURNING needs
 		dests[i].Elem().Set(subset)
 		part := db.Session(&gorm.Session{Context: stmt.Context, Initialized: true}) // a statement of its own, run as it is
+		part.Config.NowFunc = func() time.Time { return now }
 		pool, err := e.poolOf(stmt.Context, k, stmt.ConnPool)
 		if part.AddError(err) == nil {
 			part.Statement.ConnPool = pool
