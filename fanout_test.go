@@ -142,6 +142,53 @@ func TestCreateSplitOverTwoDatabasesStampsOneTime(t *testing.T) {
 	}
 }
 
+type failsAfterCreate struct {
+	ID   int64 `shardid:""`
+	Name string
+}
+
+func (r *failsAfterCreate) AfterCreate(*gorm.DB) error {
+	if r.Name == "bad" {
+		return gorm.ErrInvalidData
+	}
+	return nil
+}
+
+// TestWriteOverTwoDatabasesCountsRowsAsOneStatement: a statement whose After
+// hook fails once its rows were written reports them, rolled back, as GORM
+// does on one database; one that a part's own write refused reports none.
+func TestWriteOverTwoDatabasesCountsRowsAsOneStatement(t *testing.T) {
+	plain, err := gorm.Open(sqlite.Open(filepath.Join(t.TempDir(), "plain.db")), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	must(t, plain.AutoMigrate(&failsAfterCreate{}))
+	db, p, direct := revRouted(t, &failsAfterCreate{})
+	placed := revOnBoth(t, db, p, func() *failsAfterCreate { return &failsAfterCreate{Name: "placed"} }, func(r *failsAfterCreate) int64 { return r.ID })
+	layout := p.Layout()
+	rows := func(second string) []failsAfterCreate {
+		return []failsAfterCreate{
+			{ID: layout.Compose(time.Now(), layout.Shard(placed[0].ID), 9), Name: "ok"},
+			{ID: layout.Compose(time.Now(), layout.Shard(placed[1].ID), 9), Name: second},
+		}
+	}
+	bad := rows("bad")
+	want := plain.Create(&bad)
+	bad = rows("bad")
+	got := db.Create(&bad)
+	if !errors.Is(got.Error, gorm.ErrInvalidData) || got.RowsAffected != want.RowsAffected {
+		t.Fatalf("an AfterCreate failing on the second database: %d rows, %v; GORM on one database: %d rows, %v", got.RowsAffected, got.Error, want.RowsAffected, want.Error)
+	}
+	if n := rowsOn(t, direct, &failsAfterCreate{}); n != 2 {
+		t.Fatalf("%d rows stored; want the 2 placed before, the failed Create's rolled back", n)
+	}
+	taken := rows("ok")
+	taken[1].ID = placed[1].ID // its key is taken: the second part's INSERT fails
+	want = plain.Create(&[]failsAfterCreate{{ID: 1, Name: "x"}, {ID: 1, Name: "y"}})
+	got = db.Create(&taken)
+	if got.Error == nil || got.RowsAffected != want.RowsAffected {
+		t.Fatalf("an INSERT refused on the second database: %d rows, %v; GORM on one database: %d rows, %v", got.RowsAffected, got.Error, want.RowsAffected, want.Error)
+	}
+}
+
 type seenUser struct {
 	ID   int64 `shardid:""`
 	Name string

@@ -197,14 +197,18 @@ func (e *Engine) runParts(db *gorm.DB, kind statementKind, parts []writePart, ag
 		panic(pan)
 	}
 	var errs []error
+	wrote := refused == nil // as one statement: it wrote unless a part's own write failed (an After hook failed after it)
 	for i, p := range parts {
 		if turns[i] == nil {
 			continue
 		}
 		if err := stopped[i].err; err != nil && !errors.Is(err, errPartRolledBack) {
 			errs = append(errs, e.partError(p.k, err))
+			wrote = wrote && p.db.RowsAffected > 0
 		}
-		if !failed {
+	}
+	for i, p := range parts {
+		if turns[i] != nil && wrote {
 			db.RowsAffected += p.db.RowsAffected
 		}
 	}
