@@ -190,6 +190,47 @@ func TestWriteOverTwoDatabasesCountsRowsAsOneStatement(t *testing.T) {
 	}
 }
 
+type shelf struct {
+	ID    int64   `shardid:""`
+	Items []thing `gorm:"many2many:shelf_things"`
+}
+
+type thing struct {
+	ID   int64
+	Name string
+}
+
+// TestManyToManyPreloadWithALimitOverSeveralDatabasesIsRefused: a many2many
+// preload reads its join rows, and then its targets, on each database of
+// the owners: a LIMIT of the preload's own would hold per database, not over
+// the whole preload as on one database. Refused; without one, every owner
+// gets its targets as GORM gives them on one database.
+func TestManyToManyPreloadWithALimitOverSeveralDatabasesIsRefused(t *testing.T) {
+	db, p, _ := revRouted(t, &shelf{}, &thing{})
+	things := []thing{{Name: "a"}, {Name: "b"}, {Name: "c"}}
+	must(t, db.Create(&things).Error)
+	shelves := revOnBoth(t, db, p, func() *shelf { return &shelf{} }, func(s *shelf) int64 { return s.ID })
+	must(t, db.Model(shelves[0]).Omit("Items.*").Association("Items").Append(&things[0], &things[1]))
+	must(t, db.Model(shelves[1]).Omit("Items.*").Association("Items").Append(&things[1], &things[2]))
+	ids := []int64{shelves[0].ID, shelves[1].ID}
+	var got []shelf
+	err := db.Preload("Items", func(tx *gorm.DB) *gorm.DB { return tx.Order("name desc").Limit(2) }).Find(&got, ids).Error
+	if !errors.Is(err, ErrCrossShard) {
+		t.Fatalf("a many2many preload with a limit over two databases: %v; want ErrCrossShard", err)
+	}
+	got = nil
+	must(t, db.Preload("Items", func(tx *gorm.DB) *gorm.DB { return tx.Order("name desc") }).Find(&got, ids).Error)
+	names := map[int64]string{}
+	for _, s := range got {
+		for _, item := range s.Items {
+			names[s.ID] += item.Name
+		}
+	}
+	if names[ids[0]] != "ba" || names[ids[1]] != "cb" {
+		t.Fatalf("preloaded %v; want ba and cb", names)
+	}
+}
+
 type seenUser struct {
 	ID   int64 `shardid:""`
 	Name string

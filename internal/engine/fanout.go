@@ -734,6 +734,15 @@ func (e *Engine) preloadEach(db *gorm.DB, m *model) {
 		}
 		groups[k] = reflect.Append(group, row.Addr())
 	}
+	if len(order) > 1 {
+		for name, args := range joined {
+			if limitedPreload(db, args) {
+				db.AddError(fmt.Errorf("%w: %s: Preload(%q) with a LIMIT or OFFSET of its own over rows on %d physical databases: its join rows are read on each, and the limit would hold per database; preload without it, or read the rows of one database at a time",
+					ErrCrossShard, m.schema.Name, name, len(order)))
+				return
+			}
+		}
+	}
 	for _, k := range order {
 		var failed bool
 		e.traced(stmt.Context, k, "preload", stmt.Table, func(ctx context.Context) (string, error) {
@@ -744,6 +753,24 @@ func (e *Engine) preloadEach(db *gorm.DB, m *model) {
 			return
 		}
 	}
+}
+
+// limitedPreload reports whether a preload's function gives its query a
+// LIMIT or OFFSET (tried on a statement that runs nothing).
+func limitedPreload(db *gorm.DB, args []any) bool {
+	for _, arg := range args {
+		if scope, ok := arg.(func(*gorm.DB) *gorm.DB); ok {
+			probe := scope(db.Session(&gorm.Session{NewDB: true, DryRun: true}))
+			if probe == nil {
+				continue
+			}
+			_, limited := probe.Statement.Clauses["LIMIT"]
+			if limited {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // splitPreloads splits a statement's preloads into those of its many2many
