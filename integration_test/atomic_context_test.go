@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/shardid/shardid"
 )
 
@@ -91,6 +93,64 @@ func TestWriteOverDatabasesRollsBackPastItsDeadline(t *testing.T) {
 				t.Fatalf("recovery left %v prepared", prepared(t, r.db, r.direct))
 			}
 			must(t, r.plugin.RecoverTransactions(context.Background())) // the late branch, no decision: rolled back
+		}
+	})
+}
+
+// TestWriteOverDatabasesWhosePrepareRanPastItsDeadlineRollsItBack: a
+// write over two databases whose context ends after a PREPARE reached its
+// server, and ran there, before the answer came back, rolls that branch
+// back by its name from another session: no branch is left prepared,
+// holding its rows' locks, for recovery to find a minute later.
+func TestWriteOverDatabasesWhosePrepareRanPastItsDeadlineRollsItBack(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r, proxy, accounts := twoDatabasesOneDelayed(t, b, shardid.Config{})
+		proxy.holdAnswersFrom(map[string]string{"mariadb": "XA PREPARE", "postgres": "PREPARE TRANSACTION"}[b.name])
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		ids := []int64{accounts[0].ID, accounts[1].ID}
+		err := r.db.WithContext(ctx).Model(&account{}).Where("id IN ?", ids).Update("balance", 7).Error
+		proxy.releaseHeld()
+		if err == nil {
+			t.Fatal("the update succeeded though its context ended while a branch prepared")
+		}
+		if left := prepared(t, r.db, r.direct); len(left) > 0 {
+			t.Fatalf("the failed update left %v prepared", left)
+		}
+		for k, d := range r.direct {
+			var got account
+			must(t, d.First(&got, ids[k]).Error)
+			if got.Balance != 100 {
+				t.Fatalf("database %d holds balance %d, want 100", k, got.Balance)
+			}
+		}
+	})
+}
+
+// TestTransactionRolledBackIsCountedOnce: a transaction across two
+// databases whose commit fails while preparing is rolled back by the plugin,
+// and again by GORM's Transaction after the failed Commit: counted once,
+// with its two branches.
+func TestTransactionRolledBackIsCountedOnce(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r, proxy, accounts := twoDatabasesOneDelayed(t, b, shardid.Config{})
+		before := r.plugin.TransactionStats()
+		err := r.db.Clauses(shardid.AcrossShards()).Transaction(func(tx *gorm.DB) error {
+			if err := tx.Model(&accounts[0]).Update("balance", gorm.Expr("balance - 10")).Error; err != nil {
+				return err
+			}
+			if err := tx.Model(&accounts[1]).Update("balance", gorm.Expr("balance + 10")).Error; err != nil {
+				return err
+			}
+			proxy.close() // the second database's connections drop before the commit
+			return nil
+		})
+		after := r.plugin.TransactionStats()
+		if err == nil {
+			t.Fatal("a commit whose second database dropped its connections succeeded")
+		}
+		if rolledBack, branches := after.RolledBack-before.RolledBack, after.Branches-before.Branches; rolledBack != 1 || branches != 2 {
+			t.Fatalf("one transaction of 2 branches rolled back counted as %d rolled back, %d branches (%v)", rolledBack, branches, err)
 		}
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -295,6 +296,62 @@ func TestDatabaseCutInTwoPhaseCommit(t *testing.T) {
 		recoverAll()
 		if got := balances(); got != [2]int64{90, 110} {
 			t.Fatalf("after a cut during commit: balances %v, want 90 and 110", got)
+		}
+	})
+}
+
+// TestCloseWaitsForADecidedCommit: Close called as an application shuts
+// down, while a transfer across two databases is between its decision and
+// its branches' commits, lets those commits finish on the pools before it
+// closes them: the transfer that returned nil is on both databases, and no
+// branch stays prepared for another process's recovery.
+func TestCloseWaitsForADecidedCommit(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		dir := t.TempDir()
+		var plugin *shardid.Plugin
+		var once sync.Once
+		closed := make(chan struct{})
+		handler := stepHandler{stop: func(msg string) {
+			if msg == "shardid: two-phase: decided" {
+				once.Do(func() {
+					go func() { _ = plugin.Close(); close(closed) }()
+					select { // Close waits for this commit: give it the time to begin
+					case <-closed:
+					case <-time.After(500 * time.Millisecond):
+					}
+				})
+			}
+		}}
+		list := shards(t, b, dir)[:2]
+		count := shardid.Layout{}.ShardCount()
+		list[0].Logical = []shardid.Range{{From: 0, To: count/2 - 1}}
+		list[1].Logical = []shardid.Range{{From: count / 2, To: count - 1}}
+		db := open(t, b, dir, shardid.Config{Shards: list, Log: slog.New(handler)})
+		plugin = db.Config.Plugins["shardid"].(*shardid.Plugin)
+		fresh(t, db, &account{})
+		var accounts [2]account
+		for k := range accounts {
+			accounts[k] = account{Balance: 100}
+			must(t, db.Clauses(shardid.OnShard(k*count/2)).Create(&accounts[k]).Error)
+		}
+		dbs := direct(t, b, dir)[:2]
+		err := db.Clauses(shardid.AcrossShards()).Transaction(func(tx *gorm.DB) error {
+			if err := tx.Model(&accounts[0]).Update("balance", gorm.Expr("balance - 10")).Error; err != nil {
+				return err
+			}
+			return tx.Model(&accounts[1]).Update("balance", gorm.Expr("balance + 10")).Error
+		})
+		<-closed
+		must(t, err)
+		for k, want := range []int64{90, 110} {
+			var row account
+			must(t, dbs[k].First(&row, accounts[k].ID).Error)
+			if row.Balance != want {
+				t.Errorf("database %d holds balance %d, want %d", k, row.Balance, want)
+			}
+		}
+		if left := prepared(t, db, dbs); len(left) > 0 {
+			t.Errorf("%v stay prepared after Close", left)
 		}
 	})
 }

@@ -33,6 +33,10 @@ type holdProxy struct {
 	// delayText, in a statement, holds it for delay before it is sent on.
 	delayText string
 	delay     time.Duration
+	// holdText, in a statement, holds every answer from then on, the
+	// statement's own among them, until release is called.
+	holdText string
+	release  func()
 }
 
 func newHoldProxy(t testing.TB, upstream string) *holdProxy {
@@ -103,10 +107,16 @@ func (p *holdProxy) forward(server, client net.Conn) {
 		n, err := client.Read(buf)
 		if n > 0 {
 			p.mu.Lock()
-			text, delay := p.delayText, p.delay
+			text, delay, holdText := p.delayText, p.delay, p.holdText
 			p.mu.Unlock()
 			if text != "" && bytes.Contains(buf[:n], []byte(text)) {
 				time.Sleep(delay)
+			}
+			if holdText != "" && bytes.Contains(buf[:n], []byte(holdText)) {
+				release := p.holdOn()
+				p.mu.Lock()
+				p.holdText, p.release = "", release
+				p.mu.Unlock()
 			}
 			if _, werr := server.Write(buf[:n]); werr != nil {
 				return
@@ -124,6 +134,25 @@ func (p *holdProxy) delayStatements(text string, d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.delayText, p.delay = text, d
+}
+
+// holdAnswersFrom holds every answer from the first statement containing
+// text on, its own among them, until releaseHeld: the statement runs on the
+// server, and its client hears nothing.
+func (p *holdProxy) holdAnswersFrom(text string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.holdText = text
+}
+
+// releaseHeld lets the answers holdAnswersFrom held through.
+func (p *holdProxy) releaseHeld() {
+	p.mu.Lock()
+	release := p.release
+	p.mu.Unlock()
+	if release != nil {
+		release()
+	}
 }
 
 // hold holds every answer for d, then lets them through.

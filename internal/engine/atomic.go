@@ -217,6 +217,10 @@ func (g *globalTx) commit(ctx context.Context) error {
 		}
 		return err
 	}
+	// Once decided, its branches commit on the pools, which Close keeps open
+	// until they have.
+	g.e.committing.RLock()
+	defer g.e.committing.RUnlock()
 	log := g.e.config.Log
 	log.Debug("shardid: two-phase: preparing", "gid", g.gid, "branches", len(branches))
 	prepared := time.Now()
@@ -288,12 +292,14 @@ func (g *globalTx) doomed() error {
 // rollback rolls every branch back, even past the end of ctx.
 func (g *globalTx) rollback(ctx context.Context) error {
 	defer g.fail(sql.ErrTxDone)
-	g.ended.Store(true)
+	already := g.ended.Swap(true) // GORM rolls back a transaction whose commit failed: counted once
 	branches := g.list()
 	if len(branches) == 0 {
 		return nil
 	}
-	g.e.countEnded(&g.e.txCounts.rolledBack, len(branches), 0)
+	if !already {
+		g.e.countEnded(&g.e.txCounts.rolledBack, len(branches), 0)
+	}
 	finishing, cancel := ending(ctx)
 	defer cancel()
 	return g.each(branches, func(b *branchPool) error { return b.branch.Rollback(finishing) })

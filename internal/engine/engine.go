@@ -117,6 +117,7 @@ type Engine struct {
 	recovery    recoveryLoop
 	cluster     string // the token of this plugin database's cluster, in its global transaction IDs
 	txCounts    transactionCounters
+	committing  sync.RWMutex    // held for reading by each two-phase commit under way; Close waits for them
 	anchored    anchoredWrites  // writes that commit with a transaction on the plugin's database
 	handOff     time.Duration   // parts faster than this run one after another (workers.go)
 	lifetime    context.Context // ended by Close, for work off the statements' path

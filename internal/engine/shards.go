@@ -472,6 +472,8 @@ func (e *Engine) Close() error {
 	// pools close; left prepared, they would hold their rows' locks until
 	// another process's recovery.
 	e.awaitEndedAnchors(context.Background())
+	e.committing.Lock() // two-phase commits under way finish first: a decided one's branches commit on the pools
+	e.committing.Unlock()
 	if e.endLifetime != nil {
 		e.endLifetime()
 	}

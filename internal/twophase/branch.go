@@ -19,6 +19,7 @@ type state uint8
 const (
 	active   state = iota // statements may run
 	prepared              // its writes are durable, awaiting the decision
+	unsure                // its PREPARE failed on the way (a context ended, a connection lost): the server may hold it prepared
 	ended                 // committed or rolled back; its connection released
 )
 
@@ -142,9 +143,12 @@ func (b *Branch) Prepare(ctx context.Context) error {
 	if b.dialect == "mysql" {
 		steps = []string{"XA END " + id, "XA PREPARE " + id}
 	}
-	for _, step := range steps {
+	for i, step := range steps {
 		if _, err := b.ExecContext(ctx, step); err != nil {
 			b.discard() // its server rolls an unprepared branch back with the connection
+			if i == len(steps)-1 {
+				b.state = unsure // the PREPARE itself may have run: Rollback looks for it
+			}
 			return err
 		}
 	}
@@ -163,6 +167,8 @@ func (b *Branch) Commit(ctx context.Context) error {
 	switch {
 	case b.state == ended:
 		return nil
+	case b.state == unsure:
+		return fmt.Errorf("twophase: branch %+v may not have prepared: it can only be rolled back", b.xid)
 	case b.state == active && b.dialect == "mysql":
 		steps = []string{"XA END " + id, "XA COMMIT " + id + " ONE PHASE"}
 	case b.state == active:
@@ -196,7 +202,34 @@ func (b *Branch) Rollback(ctx context.Context) error {
 	if b.state == prepared && (b.dialect == "postgres" || b.conn.Load() == nil) { // no session of its own: any may finish it
 		return b.ended(RollbackPrepared(ctx, b.db, b.dialect, b.xid))
 	}
+	if b.state == unsure {
+		return b.ended(b.rollbackUnsure(ctx))
+	}
 	return b.ended(b.run(ctx, steps))
+}
+
+// rollbackUnsure rolls back, from another session, a branch whose PREPARE
+// may have run: one the server does not know was never prepared. MySQL and
+// MariaDB tell other sessions they do not know a branch until its own
+// session has ended, which the closed connection's may not have yet: asked
+// again for a while, then left to recovery.
+func (b *Branch) rollbackUnsure(ctx context.Context) error {
+	wait := 25 * time.Millisecond
+	for {
+		err := RollbackPrepared(ctx, b.db, b.dialect, b.xid)
+		if err == nil || !UnknownBranch(err) {
+			return err
+		}
+		if b.dialect != "mysql" || wait > 400*time.Millisecond {
+			return nil // not prepared, or, past this, for recovery to find
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
 }
 
 // Detach lets go of a prepared branch's connection, so that any session
@@ -225,7 +258,7 @@ func (b *Branch) Finish(ctx context.Context, commit bool) error {
 // back by its server with the connection, a prepared one stays for
 // recovery.
 func (b *Branch) Abandon() {
-	if b.state != ended {
+	if b.state != ended && b.state != unsure {
 		b.discard()
 	}
 }
