@@ -150,7 +150,8 @@ func open(t testing.TB, b backend, dir string, cfg shardid.Config) *gorm.DB {
 		t.Fatalf("open %s: %v", b.name, err)
 	}
 	firstStart(t, db)
-	if err := db.Use(shardid.New(cfg)); err != nil {
+	p := shardid.New(cfg)
+	if err := db.Use(p); err != nil {
 		t.Fatalf("db.Use: %v", err)
 	}
 	t.Cleanup(func() {
@@ -158,6 +159,9 @@ func open(t testing.TB, b backend, dir string, cfg shardid.Config) *gorm.DB {
 			_ = sqlDB.Close()
 		}
 	})
+	// First: a plugin left open would go on saying, on its own pool, that a
+	// live process routes by its map, and hold later tests' move cleanups.
+	t.Cleanup(func() { _ = p.Close() })
 	return db
 }
 

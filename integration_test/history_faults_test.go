@@ -33,10 +33,10 @@ type holdProxy struct {
 	// delayText, in a statement, holds it for delay before it is sent on.
 	delayText string
 	delay     time.Duration
-	// holdText, in a statement, holds every answer from then on, the
-	// statement's own among them, until release is called.
+	// holdText, in a statement, holds every later answer on its
+	// connection, the statement's own among them, until held is closed.
 	holdText string
-	release  func()
+	held     chan struct{}
 }
 
 func newHoldProxy(t testing.TB, upstream string) *holdProxy {
@@ -73,15 +73,17 @@ func (p *holdProxy) serve() {
 		}
 		p.conns = append(p.conns, client, server)
 		p.mu.Unlock()
-		go func() { p.forward(server, client); _ = server.Close() }()
-		go func() { p.answer(client, server); _ = client.Close() }()
+		own := make(chan (<-chan struct{}), 1) // this connection's hold, once its statement holds it
+		go func() { p.forward(server, client, own); _ = server.Close() }()
+		go func() { p.answer(client, server, own); _ = client.Close() }()
 	}
 }
 
 // answer copies the server's answers to the client, waiting at the gate
 // before each.
-func (p *holdProxy) answer(client, server net.Conn) {
+func (p *holdProxy) answer(client, server net.Conn, own <-chan (<-chan struct{})) {
 	buf := make([]byte, 32<<10)
+	var held <-chan struct{}
 	for {
 		n, err := server.Read(buf)
 		if n > 0 {
@@ -89,6 +91,13 @@ func (p *holdProxy) answer(client, server net.Conn) {
 			gate := p.gate
 			p.mu.Unlock()
 			<-gate
+			select {
+			case held = <-own:
+			default:
+			}
+			if held != nil {
+				<-held
+			}
 			if _, werr := client.Write(buf[:n]); werr != nil {
 				return
 			}
@@ -101,22 +110,20 @@ func (p *holdProxy) answer(client, server net.Conn) {
 
 // forward copies the client's statements to the server, holding one that
 // contains the delayed text for its delay.
-func (p *holdProxy) forward(server, client net.Conn) {
+func (p *holdProxy) forward(server, client net.Conn, own chan<- (<-chan struct{})) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := client.Read(buf)
 		if n > 0 {
 			p.mu.Lock()
-			text, delay, holdText := p.delayText, p.delay, p.holdText
+			text, delay := p.delayText, p.delay
+			if p.holdText != "" && bytes.Contains(buf[:n], []byte(p.holdText)) {
+				p.holdText = ""
+				own <- p.held // before the statement goes on: its answer is held
+			}
 			p.mu.Unlock()
 			if text != "" && bytes.Contains(buf[:n], []byte(text)) {
 				time.Sleep(delay)
-			}
-			if holdText != "" && bytes.Contains(buf[:n], []byte(holdText)) {
-				release := p.holdOn()
-				p.mu.Lock()
-				p.holdText, p.release = "", release
-				p.mu.Unlock()
 			}
 			if _, werr := server.Write(buf[:n]); werr != nil {
 				return
@@ -136,22 +143,23 @@ func (p *holdProxy) delayStatements(text string, d time.Duration) {
 	p.delayText, p.delay = text, d
 }
 
-// holdAnswersFrom holds every answer from the first statement containing
-// text on, its own among them, until releaseHeld: the statement runs on the
-// server, and its client hears nothing.
+// holdAnswersFrom holds the answers on the connection of the first
+// statement containing text, its own among them, until releaseHeld: the
+// statement runs on the server, and its client hears nothing; other
+// connections go on.
 func (p *holdProxy) holdAnswersFrom(text string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.holdText = text
+	p.holdText, p.held = text, make(chan struct{})
 }
 
 // releaseHeld lets the answers holdAnswersFrom held through.
 func (p *holdProxy) releaseHeld() {
 	p.mu.Lock()
-	release := p.release
-	p.mu.Unlock()
-	if release != nil {
-		release()
+	defer p.mu.Unlock()
+	if p.held != nil {
+		close(p.held)
+		p.held = nil
 	}
 }
 
