@@ -51,15 +51,10 @@ func TestLooseKey(t *testing.T) {
 		{"aeroe", "Æröe", "ÆRÖE"},
 		{"lodz", "Łódź"},
 		{"istanbul", "İstanbul", "ıstanbul"},
-		{" lead", " lead  "},                 // trailing spaces only
-		{"u2😀@x", "u2😁@x", "u2🀄@x"},          // _general_ci weighs every supplementary character alike
-		{"あい1", "アイ1", "ｱｲ1"},                // _unicode_ci: katakana and hiragana differ past the primary strength
-		{"ab", "a\u00adb", "a\u200bb"},       // ignorable: a soft hyphen, a zero-width space
-		{"user0", "user٠", "user۰", "user०"}, // the digits of every script weigh as the digit
-		{"Ꮂ", "ꮂ"},                           // a Cherokee letter and its capital
-		{"ךם", "כמ"},                         // Hebrew final forms (_uca1400_ai_ci)
-		{"xa", "x\u0363"},                    // a combining Latin letter weighs as its letter
-		{"きゃっと", "キャット", "きやつと"},             // small kana weigh as full-size ones
+		{" lead", " lead  "},           // trailing spaces only
+		{"u2😀@x", "u2😁@x", "u2🀄@x"},    // _general_ci weighs every supplementary character alike
+		{"あい1", "アイ1", "ｱｲ1"},          // _unicode_ci: katakana and hiragana differ past the primary strength
+		{"ab", "a\u00adb", "a\u200bb"}, // ignorable: a soft hyphen, a zero-width space
 	} {
 		for _, k := range same[1:] {
 			if LooseKey(k) != LooseKey(same[0]) {
