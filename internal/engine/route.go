@@ -664,7 +664,7 @@ func evidenceOf(table string, f *idField) []evidence {
 		hashed, loose := f.hash, f.looseHash
 		list = append(list, evidence{table: table, names: []string{hashed.DBName, hashed.Name}, shardOf: func(p *Engine, v any) (int, error) {
 			// The database compares the column's type: hash the value as that type.
-			key, err := hashKeyAs(v, hashed.FieldType)
+			key, err := asKind(v, hashed.FieldType)
 			if errors.Is(err, errNull) {
 				return 0, err
 			}
@@ -696,29 +696,15 @@ func (e *Engine) hashShard(key reflect.Value, loose bool) (int, error) {
 
 var errEmptyKey = fmt.Errorf("%w: an empty key has no shard", ErrNoShard)
 
-// rowHashShard is the logical shard of a row's hash key, read as the
-// database stores it.
+// rowHashShard is the logical shard of a row's hash key: its Go value, as a
+// condition's is read, whatever a Value method of its type makes of it, so
+// that a row keeps its shard across versions.
 func (e *Engine) rowHashShard(ctx context.Context, f *idField, row reflect.Value) (int, error) {
-	key, err := hashKeyAs(f.hash.ReflectValueOf(ctx, row).Interface(), f.hash.FieldType)
+	key, err := asKind(f.hash.ReflectValueOf(ctx, row).Interface(), f.hash.FieldType)
 	if err != nil {
 		return 0, err
 	}
 	return e.hashShard(key, f.looseHash)
-}
-
-// hashKeyAs reads a hash key, a row's or a condition's, as the database
-// stores and compares it: a key whose type has its own Value method (one
-// that may change it: a lower-cased email) as what that method gives, other
-// keys as the field's type t (asKind). UUIDs keep their 16 bytes.
-func hashKeyAs(v any, t reflect.Type) (reflect.Value, error) {
-	if !t.Implements(valuerType) || t.Kind() == reflect.Array {
-		return asKind(v, t)
-	}
-	bound, err := boundValue(v)
-	if err != nil {
-		return reflect.Value{}, err
-	}
-	return reflect.ValueOf(bound), nil
 }
 
 // asKind reads a condition's value as the hash field's type t, as the
