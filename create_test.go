@@ -547,3 +547,36 @@ func TestSegmentCountsPerTableWritten(t *testing.T) {
 		t.Fatalf("IDs in ledger: %v, want four distinct ones", ids)
 	}
 }
+
+type placedOwner struct {
+	ID    int64 `shardid:"strategy:snowflake;hash:Email"`
+	Email string
+}
+
+type ownedPicture struct {
+	ID            int64 `shardid:"strategy:snowflake;colocate:PlacedOwnerID"`
+	PlacedOwnerID int64
+	PlacedOwner   *placedOwner
+	Caption       string `gorm:"uniqueIndex"`
+}
+
+// TestCreateThatWroteNothingLeavesItsParentsIDUnset: a Create that failed,
+// with a belongs-to parent created in the same call and rolled back with it,
+// leaves the parent's ID and the key naming it zero too: retried with
+// another email, the parent is placed by it. The error names the database.
+func TestCreateThatWroteNothingLeavesItsParentsIDUnset(t *testing.T) {
+	db, _, direct, _ := routedOverN(t, 2, Config{}, &placedOwner{}, &ownedPicture{})
+	for _, d := range direct {
+		must(t, d.Create(&ownedPicture{ID: 1, Caption: "taken"}).Error)
+	}
+	picture := ownedPicture{PlacedOwner: &placedOwner{Email: "a@example.com"}, Caption: "taken"}
+	err := db.Create(&picture).Error
+	if err == nil || !strings.HasPrefix(err.Error(), "shardid: on s") {
+		t.Fatalf("a caption taken on both databases: %v; want an error naming the database", err)
+	}
+	if picture.ID != 0 || picture.PlacedOwnerID != 0 || picture.PlacedOwner.ID != 0 {
+		t.Fatalf("the failed Create left IDs %d, %d, %d", picture.ID, picture.PlacedOwnerID, picture.PlacedOwner.ID)
+	}
+	picture.PlacedOwner.Email, picture.Caption = "b@example.com", "free"
+	must(t, db.Create(&picture).Error)
+}

@@ -431,7 +431,8 @@ func (e *Engine) fillParent(ctx context.Context, db *gorm.DB, rel *schema.Relati
 		return 0, true, err
 	}
 	settings := readSettings(db.Statement)
-	if _, err := e.fill(ctx, db, pm, &settings, []reflect.Value{parent}, nil, nil); err != nil {
+	made, err := e.fill(ctx, db, pm, &settings, []reflect.Value{parent}, nil, nil)
+	if err != nil {
 		return 0, false, err
 	}
 	key := rel.References[0].PrimaryKey.ReflectValueOf(ctx, parent)
@@ -440,6 +441,12 @@ func (e *Engine) fillParent(ctx context.Context, db *gorm.DB, rel *schema.Relati
 	}
 	if key.Type().ConvertibleTo(foreignKey.Type()) {
 		foreignKey.Set(key.Convert(foreignKey.Type()))
+		if len(made) > 0 { // the key names an ID made now
+			made = append(made, filledID{value: foreignKey})
+		}
+	}
+	if state := routeStateOf(db.Statement); state != nil {
+		state.parents = append(state.parents, made...) // a Create that wrote nothing gives them back
 	}
 	return shard, false, nil
 }

@@ -70,14 +70,18 @@ type filledID struct {
 // unfill gives the rows of a Create that wrote nothing back the zero IDs
 // they came with, as GORM leaves an auto-increment key unset when its INSERT
 // fails: a row retried with another colocate or hash value gets a new ID, not
-// the one made for its old shard.
-func unfill(stmt *gorm.Statement) {
-	if state := routeStateOf(stmt); state != nil {
-		for _, made := range state.filled {
-			made.value.SetZero()
-		}
-		state.filled = nil
+// the one made for its old shard. The parents created in the same call, and
+// the keys naming them, too when the transaction that wrote them rolled
+// back; in the application's, they are written.
+func (state *routeState) unfill(parentsRolledBack bool) {
+	made := state.filled
+	if parentsRolledBack {
+		made = append(slices.Clip(made), state.parents...)
 	}
+	for _, m := range made {
+		m.value.SetZero()
+	}
+	state.filled, state.parents = nil, nil
 }
 
 // retryMoved runs right after GORM executes a write. A write the source of a

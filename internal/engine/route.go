@@ -146,6 +146,9 @@ type routeState struct {
 	// another database makes them anew there.
 	filled         []filledID
 	filledOnStruct [2]filledID // room for the filled IDs of one row
+	// parents are the IDs made for belongs-to parents created in the same
+	// call, and the rows' keys that name them.
+	parents []filledID
 	scratch        idScratch
 	// boundOn is the database a Create was bound to outside a transaction,
 	// plus one; gormTx the transaction GORM then began for it there.
@@ -435,9 +438,7 @@ func (e *Engine) finish(kind statementKind) func(*gorm.DB) {
 		if db.Error == errRouted {
 			db.Error = nil
 		}
-		if kind == kindCreate && db.Error != nil && db.Statement.RowsAffected == 0 {
-			unfill(db.Statement)
-		}
+		state := routeStateOf(db.Statement)
 		dropWriteState(db.Statement) // a statement instance may run again
 		if db.Error != nil && e.routed() {
 			db.Error = e.nameDatabase(db, kind)
@@ -454,6 +455,10 @@ func (e *Engine) finish(kind statementKind) func(*gorm.DB) {
 				// The caller runs it again next: by the map that moved it.
 				_, _ = e.refreshMap(db.Statement.Context)
 			}
+		}
+		if kind == kindCreate && db.Error != nil && db.Statement.RowsAffected == 0 && state != nil {
+			_, rolledBack := db.InstanceGet("gorm:started_transaction") // GORM's own, which took the parents' rows back too
+			state.unfill(rolledBack)
 		}
 	}
 }
