@@ -154,3 +154,40 @@ func TestTransactionRolledBackIsCountedOnce(t *testing.T) {
 		}
 	})
 }
+
+type deferredCode struct {
+	ID   int64 `shardid:""`
+	Code string
+}
+
+// TestTransactionWhoseOneCommitFailsIsCountedRolledBack: a transaction on
+// one database whose COMMIT fails (a deferred unique constraint, on
+// PostgreSQL) is counted rolled back, once.
+func TestTransactionWhoseOneCommitFailsIsCountedRolledBack(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		if b.name != "postgres" {
+			t.Skip("MySQL and MariaDB check unique keys at each statement")
+		}
+		r, _, _ := twoDatabasesOneDelayed(t, b, shardid.Config{})
+		for _, d := range r.direct {
+			must(t, d.Exec("DROP TABLE IF EXISTS deferred_codes").Error)
+			must(t, d.Exec("CREATE TABLE deferred_codes (id bigint PRIMARY KEY, code text, CONSTRAINT deferred_code UNIQUE (code) DEFERRABLE INITIALLY DEFERRED)").Error)
+		}
+		before := r.plugin.TransactionStats()
+		err := r.db.Clauses(shardid.AcrossShards()).Transaction(func(tx *gorm.DB) error {
+			for _, shard := range []int{1, 2} { // one database, one code twice: its COMMIT fails
+				if err := tx.Clauses(shardid.OnShard(shard)).Create(&deferredCode{Code: "x"}).Error; err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		after := r.plugin.TransactionStats()
+		if err == nil {
+			t.Fatal("a COMMIT of one code twice succeeded")
+		}
+		if rolledBack := after.RolledBack - before.RolledBack; rolledBack != 1 {
+			t.Fatalf("a transaction whose COMMIT failed counted %d rolled back (%+v)", rolledBack, after)
+		}
+	})
+}

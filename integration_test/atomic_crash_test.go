@@ -3,6 +3,7 @@ package integration
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -348,6 +349,79 @@ func TestCloseWaitsForADecidedCommit(t *testing.T) {
 			must(t, dbs[k].First(&row, accounts[k].ID).Error)
 			if row.Balance != want {
 				t.Errorf("database %d holds balance %d, want %d", k, row.Balance, want)
+			}
+		}
+		if left := prepared(t, db, dbs); len(left) > 0 {
+			t.Errorf("%v stay prepared after Close", left)
+		}
+	})
+}
+
+// TestCommitBegunAfterCloseIsRefusedWhole: a transfer whose commit begins
+// once Close has begun, while Close waits for a commit under way, would
+// commit on pools Close is about to close: it is refused with
+// ErrShardUnavailable and rolled back, nothing written and nothing left
+// prepared; the commit Close waited for is on both databases.
+func TestCommitBegunAfterCloseIsRefusedWhole(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		dir := t.TempDir()
+		decided, release := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		handler := stepHandler{stop: func(msg string) {
+			if msg == "shardid: two-phase: decided" {
+				once.Do(func() { close(decided); <-release })
+			}
+		}}
+		list := shards(t, b, dir)[:2]
+		count := shardid.Layout{}.ShardCount()
+		list[0].Logical = []shardid.Range{{From: 0, To: count/2 - 1}}
+		list[1].Logical = []shardid.Range{{From: count / 2, To: count - 1}}
+		db := open(t, b, dir, shardid.Config{Shards: list, Log: slog.New(handler)})
+		plugin := db.Config.Plugins["shardid"].(*shardid.Plugin)
+		fresh(t, db, &account{})
+		var accounts [2][2]account // a pair for each transfer, one on each database
+		for i := range accounts {
+			for k := range accounts[i] {
+				accounts[i][k] = account{Balance: 100}
+				must(t, db.Clauses(shardid.OnShard(k*count/2)).Create(&accounts[i][k]).Error)
+			}
+		}
+		dbs := direct(t, b, dir)[:2]
+		transfer := func(pair [2]account, amount int64, beforeCommit func()) error {
+			return db.Clauses(shardid.AcrossShards()).Transaction(func(tx *gorm.DB) error {
+				if err := tx.Model(&pair[0]).Update("balance", gorm.Expr("balance - ?", amount)).Error; err != nil {
+					return err
+				}
+				if err := tx.Model(&pair[1]).Update("balance", gorm.Expr("balance + ?", amount)).Error; err != nil {
+					return err
+				}
+				beforeCommit()
+				return nil
+			})
+		}
+		first, second, closed := make(chan error, 1), make(chan error, 1), make(chan error, 1)
+		wrote, commit := make(chan struct{}), make(chan struct{})
+		go func() { second <- transfer(accounts[1], 1, func() { close(wrote); <-commit }) }()
+		<-wrote // the second has written, and commits when told
+		go func() { first <- transfer(accounts[0], 10, func() {}) }()
+		<-decided // the first is between its decision and its branches' commits
+		go func() { closed <- plugin.Close() }()
+		time.Sleep(300 * time.Millisecond) // Close waits for the first
+		close(commit)
+		time.Sleep(300 * time.Millisecond) // the second's commit waits behind Close
+		close(release)
+		must(t, <-first)
+		if err := <-second; !errors.Is(err, shardid.ErrShardUnavailable) {
+			t.Fatalf("a commit begun once Close had begun: %v; want ErrShardUnavailable", err)
+		}
+		<-closed
+		for i, wants := range [][]int64{{90, 110}, {100, 100}} {
+			for k, want := range wants {
+				var row account
+				must(t, dbs[k].First(&row, accounts[i][k].ID).Error)
+				if row.Balance != want {
+					t.Errorf("transfer %d: database %d holds balance %d, want %d", i, k, row.Balance, want)
+				}
 			}
 		}
 		if left := prepared(t, db, dbs); len(left) > 0 {

@@ -214,6 +214,8 @@ func (g *globalTx) commit(ctx context.Context) error {
 		err := g.named(branches[0], branches[0].branch.Commit(ctx))
 		if err == nil {
 			g.e.countEnded(&counts.committed, 1, 0)
+		} else {
+			g.e.countEnded(&counts.rolledBack, 1, 0) // its database rolled it back
 		}
 		return err
 	}
@@ -221,6 +223,9 @@ func (g *globalTx) commit(ctx context.Context) error {
 	// until they have.
 	g.e.committing.RLock()
 	defer g.e.committing.RUnlock()
+	if g.e.closed.Load() { // Close has begun, and closes the pools a decided commit needs: nothing prepared yet
+		return errors.Join(fmt.Errorf("%w: %s: the plugin is closed", ErrShardUnavailable, g.gid), g.rollback(ctx))
+	}
 	log := g.e.config.Log
 	log.Debug("shardid: two-phase: preparing", "gid", g.gid, "branches", len(branches))
 	prepared := time.Now()
