@@ -112,6 +112,28 @@ func TestSliceUpdateWhoseHooksSetDifferentlyPerDatabaseIsRefused(t *testing.T) {
 	}
 }
 
+type taggedRow struct {
+	ID   int64 `shardid:""`
+	Name string
+	Tags []string `gorm:"serializer:json"`
+}
+
+// TestSliceUpdateOfASerializedFieldIsWrittenOnEveryDatabase: each part's
+// SET holds its own serializer of the field (with the part's context); the
+// parts write the same, and the update runs.
+func TestSliceUpdateOfASerializedFieldIsWrittenOnEveryDatabase(t *testing.T) {
+	db, p, direct := revRouted(t, &taggedRow{})
+	rows := revOnBoth(t, db, p, func() *taggedRow { return &taggedRow{Name: "a"} }, func(r *taggedRow) int64 { return r.ID })
+	must(t, db.Model(&[]taggedRow{*rows[0], *rows[1]}).Updates(taggedRow{Name: "b", Tags: []string{"x"}}).Error)
+	for k, d := range direct {
+		var got taggedRow
+		must(t, d.First(&got, rows[k].ID).Error)
+		if got.Name != "b" || !slices.Equal(got.Tags, []string{"x"}) {
+			t.Errorf("database %d: %+v, want name b and tags [x]", k, got)
+		}
+	}
+}
+
 type stampedRow struct {
 	ID        int64 `shardid:""`
 	CreatedAt time.Time

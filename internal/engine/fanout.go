@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"reflect"
@@ -341,13 +342,40 @@ func hooksAgree(m *model, writes []writePart) func([]*turn) error {
 				return fmt.Errorf("%w: %s: the rows' Before hooks added conditions that differ between their databases (%v, %v); on one database every row's conditions bind every row: write the rows apart, or add conditions that do not depend on the row",
 					ErrCrossShard, m.schema.Name, firstAdded, added)
 			}
-			if !reflect.DeepEqual(first.set, t.set) {
+			if !sameSet(first.set, t.set) {
 				return fmt.Errorf("%w: %s: the rows' Before hooks left SETs that differ between their databases (%v, %v); on one database one SET writes every row: write the rows apart, or set values that do not depend on the row",
 					ErrCrossShard, m.schema.Name, assignedColumns(first.set), assignedColumns(t.set))
 			}
 		}
 		return nil
 	}
+}
+
+// sameSet reports whether two parts' SETs write the same columns with the
+// same values, each as it binds: a serializer's, or another Valuer's, by
+// what it sends (each part's serializer carries its own context).
+func sameSet(a, b clause.Set) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Column != b[i].Column || !reflect.DeepEqual(boundAs(a[i].Value), boundAs(b[i].Value)) {
+			return false
+		}
+	}
+	return true
+}
+
+// boundAs is what a SET value sends: a Valuer's Value, or the value.
+func boundAs(v any) any {
+	if valuer, ok := v.(driver.Valuer); ok {
+		bound, err := boundValue(valuer)
+		if err != nil {
+			return err.Error()
+		}
+		return bound
+	}
+	return v
 }
 
 // assignedColumns names the columns a SET writes.
