@@ -41,7 +41,6 @@ func (e *Engine) gate(kind statementKind) func(*gorm.DB) {
 		if db.Statement.SQL.Len() == 0 && !buildSQL(db, kind) {
 			return // nothing to send: an update with nothing to set
 		}
-
 		if db.Error == nil {
 			k, onShard := e.sentOn(db.Statement)
 			if err := e.checkSent(db.Statement, db.Statement.SQL.String(), k, onShard); err != nil && !fannedOutDry(db) {
