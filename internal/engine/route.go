@@ -149,7 +149,7 @@ type routeState struct {
 	// parents are the IDs made for belongs-to parents created in the same
 	// call, and the rows' keys that name them.
 	parents []filledID
-	scratch        idScratch
+	scratch idScratch
 	// boundOn is the database a Create was bound to outside a transaction,
 	// plus one; gormTx the transaction GORM then began for it there.
 	boundOn int
