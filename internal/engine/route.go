@@ -438,7 +438,10 @@ func (e *Engine) finish(kind statementKind) func(*gorm.DB) {
 		if db.Error == errRouted {
 			db.Error = nil
 		}
-		state := routeStateOf(db.Statement)
+		var state *routeState // a Create's, whose IDs a failure gives back
+		if kind == kindCreate {
+			state = routeStateOf(db.Statement)
+		}
 		dropWriteState(db.Statement) // a statement instance may run again
 		if db.Error != nil && e.routed() {
 			db.Error = e.nameDatabase(db, kind)
@@ -456,7 +459,7 @@ func (e *Engine) finish(kind statementKind) func(*gorm.DB) {
 				_, _ = e.refreshMap(db.Statement.Context)
 			}
 		}
-		if kind == kindCreate && db.Error != nil && db.Statement.RowsAffected == 0 && state != nil {
+		if state != nil && db.Error != nil && db.Statement.RowsAffected == 0 {
 			_, rolledBack := db.InstanceGet("gorm:started_transaction") // GORM's own, which took the parents' rows back too
 			state.unfill(rolledBack)
 		}
