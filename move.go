@@ -89,6 +89,11 @@ type MoveStatus struct {
 	MapVersion int64
 	Started    time.Time
 	CutoverAt  time.Time
+	// Running: a run (a mover, a cancel or a cleanup) holds the move now, as
+	// the database's lock says. A move under way (prepare to cutover) that no
+	// run holds stopped, or its mover was killed: run it again to resume it,
+	// or cancel it.
+	Running bool
 }
 
 // MoveStats is where a move that this process runs is, for exporters.

@@ -16,7 +16,8 @@ import (
 )
 
 // moverChildVar, set, makes TestMoverKilledWhileFrozenCostsWritersOneLease
-// the mover process of the backend it names, which its parent kills.
+// and TestMoveStatusTellsARunningMoverFromAKilledOne the mover process of the
+// backend it names, which its parent kills.
 const moverChildVar = "SHARDID_TEST_MOVER_CHILD"
 
 // childLease is the freeze lease of the killed mover.
@@ -84,6 +85,56 @@ func TestMoverKilledWhileFrozenCostsWritersOneLease(t *testing.T) {
 				t.Errorf("user %d on the target: %q (%v), want %q", id, got.Name, err, want)
 			}
 		}
+	})
+}
+
+// TestMoveStatusTellsARunningMoverFromAKilledOne: Moves says a run holds the
+// move while its mover process runs, and no more once it is killed, though
+// the recorded phase stays where the mover stopped.
+func TestMoveStatusTellsARunningMoverFromAKilledOne(t *testing.T) {
+	if name := os.Getenv(moverChildVar); name != "" {
+		runMoverUntilKilled(t, name)
+		return
+	}
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newMoveRig(t, b, t.TempDir())
+		r.seedUsers(t, 20)
+		child := exec.Command(os.Args[0], "-test.run=^TestMoveStatusTellsARunningMoverFromAKilledOne$", "-test.count=1")
+		child.Env = append(os.Environ(), moverChildVar+"="+b.name)
+		out, err := child.StdoutPipe()
+		must(t, err)
+		child.Stderr = os.Stderr
+		must(t, child.Start())
+		t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
+		lines := bufio.NewScanner(out)
+		for lines.Scan() && !strings.Contains(lines.Text(), "FROZEN") {
+		}
+		if lines.Err() != nil || !strings.Contains(lines.Text(), "FROZEN") {
+			t.Fatalf("the mover process ended before the freeze: %v", lines.Err())
+		}
+		status := func() shardid.MoveStatus {
+			moves, err := r.p.Moves(context.Background())
+			must(t, err)
+			i := slices.IndexFunc(moves, func(m shardid.MoveStatus) bool { return m.Logical == movingRange })
+			if i < 0 {
+				t.Fatalf("no move of %v recorded: %+v", movingRange, moves)
+			}
+			return moves[i]
+		}
+		if st := status(); !st.Running || st.Phase != shardid.PhaseCutover {
+			t.Fatalf("while its mover runs, the move is %q, running %v", st.Phase, st.Running)
+		}
+		must(t, child.Process.Kill())
+		_ = child.Wait()
+		// The server drops the lock once it sees the connection gone.
+		st := status()
+		for deadline := time.Now().Add(10 * time.Second); st.Running && time.Now().Before(deadline); st = status() {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if st.Running || st.Phase != shardid.PhaseCutover {
+			t.Errorf("after its mover was killed, the move is %q, running %v", st.Phase, st.Running)
+		}
+		r.move(t, shardid.Move{}) // resumed to its end, the rig's range serves again
 	})
 }
 

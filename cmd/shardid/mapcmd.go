@@ -73,6 +73,7 @@ type mapMove struct {
 	From    string     `json:"from"`
 	To      string     `json:"to"`
 	Phase   string     `json:"phase"`
+	Running bool       `json:"running"` // a run (mover, cancel, cleanup) holds the move now
 }
 
 // shardRange is an inclusive range of logical shards, in JSON.
@@ -89,7 +90,7 @@ func mapInfoOf(version int64, m *shardrouter.Map, moves []shardid.MoveStatus) ma
 	}
 	for _, mv := range moves {
 		if mv.Phase != shardid.PhaseCancelled && mv.Phase != shardid.PhaseCleaned {
-			info.Moves = append(info.Moves, mapMove{Logical: shardRange(mv.Logical), From: mv.From, To: mv.To, Phase: mv.Phase})
+			info.Moves = append(info.Moves, mapMove{Logical: shardRange(mv.Logical), From: mv.From, To: mv.To, Phase: mv.Phase, Running: mv.Running})
 		}
 	}
 	return info
@@ -110,8 +111,10 @@ func printMap(w io.Writer, info mapInfo) {
 		logical := rangeText(shardrouter.Range(mv.Logical))
 		if mv.Phase == shardid.PhaseServing {
 			fmt.Fprintf(w, "moved logical shards %s from %s to %s: %s keeps a frozen copy until shardid move cleanup\n", logical, mv.From, mv.To, mv.From)
-		} else {
+		} else if mv.Running {
 			fmt.Fprintf(w, "moving logical shards %s from %s to %s: phase %s\n", logical, mv.From, mv.To, mv.Phase)
+		} else {
+			fmt.Fprintf(w, "moving logical shards %s from %s to %s: stopped in phase %s, no mover running; run the move again to resume it, or cancel it\n", logical, mv.From, mv.To, mv.Phase)
 		}
 	}
 }

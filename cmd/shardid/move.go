@@ -115,6 +115,18 @@ func runMove(cmd *cobra.Command, o moveOptions) error {
 	})
 }
 
+// runText says whether a run holds the move now; a move under way that none
+// holds stopped, or its mover was killed.
+func runText(m shardid.MoveStatus) string {
+	switch {
+	case m.Running:
+		return "running"
+	case underWay(m.Phase):
+		return "stopped"
+	}
+	return "-"
+}
+
 // underWay reports whether a move in phase has yet to reach its cutover.
 func underWay(phase string) bool {
 	return slices.Contains([]string{shardid.PhasePrepare, shardid.PhaseCopy, shardid.PhaseCatchUp, shardid.PhaseCutover}, phase)
@@ -182,7 +194,7 @@ func printMoves(w io.Writer, moves []shardid.MoveStatus) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "RANGE\tFROM\tTO\tPHASE\tROWS\tCHANGES\tFROZEN\tMAP VERSION\tSTARTED")
+	fmt.Fprintln(tw, "RANGE\tFROM\tTO\tPHASE\tRUN\tROWS\tCHANGES\tFROZEN\tMAP VERSION\tSTARTED")
 	for _, m := range moves {
 		var rows int64
 		for _, n := range m.Rows {
@@ -195,7 +207,7 @@ func printMoves(w io.Writer, moves []shardid.MoveStatus) {
 		if m.MapVersion > 0 {
 			version = fmt.Sprint(m.MapVersion)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", rangeText(m.Logical), m.From, m.To, m.Phase, rows, m.Changes,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", rangeText(m.Logical), m.From, m.To, m.Phase, runText(m), rows, m.Changes,
 			frozen, version, m.Started.UTC().Format(time.RFC3339))
 	}
 	_ = tw.Flush()

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/shardid/shardid"
 )
 
 // jsonOf runs the command and reads its output as JSON into v.
@@ -109,5 +111,26 @@ func TestVerifyJSON(t *testing.T) {
 	}
 	if key := keys[0].(map[string]any); key["key"] != fmt.Sprint(stray) || key["logical_shard"] != 5.0 || key["belongs_on"] != "a" {
 		t.Errorf("verify --json, the key: %v", key)
+	}
+}
+
+func TestMoveStatusSaysWhetherARunHoldsTheMove(t *testing.T) {
+	cases := []struct {
+		move shardid.MoveStatus
+		want string
+	}{
+		{shardid.MoveStatus{Phase: shardid.PhaseCopy, Running: true}, "running"},
+		{shardid.MoveStatus{Phase: shardid.PhaseCopy}, "stopped"},
+		{shardid.MoveStatus{Phase: shardid.PhaseServing}, "-"},
+		{shardid.MoveStatus{Phase: shardid.PhaseServing, Running: true}, "running"}, // its cleanup
+	}
+	for _, c := range cases {
+		var out strings.Builder
+		c.move.From, c.move.To = "a", "b"
+		printMoves(&out, []shardid.MoveStatus{c.move})
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		if got := strings.Fields(lines[len(lines)-1])[4]; got != c.want {
+			t.Errorf("a move in phase %s, running %v: RUN %q, want %q\n%s", c.move.Phase, c.move.Running, got, c.want, out.String())
+		}
 	}
 }

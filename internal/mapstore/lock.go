@@ -27,7 +27,42 @@ var sqliteMoveLocks sync.Map // lock name → struct{}
 // this store's map table in this database: moves of other sets of shards
 // sharing the server (MySQL's named locks are the server's) do not wait for it.
 func (s *Store) LockMove(ctx context.Context, r shardrouter.Range) (func(), error) {
-	return s.lock(ctx, fmt.Sprintf("shardid_move_%s_%d_%d", s.table, r.From, r.To))
+	return s.lock(ctx, s.moveLockName(r))
+}
+
+// MoveRunning reports whether a run (a mover, a cancel or a cleanup) holds
+// the lock of the move of r now, as the database's own lock says: a run
+// killed, or whose server connection was lost, holds it no more.
+func (s *Store) MoveRunning(ctx context.Context, r shardrouter.Range) (bool, error) {
+	name := s.moveLockName(r)
+	switch s.dialect {
+	case "sqlite":
+		_, held := sqliteMoveLocks.Load(fmt.Sprintf("%p %s", s.db, name))
+		return held, nil
+	case "postgres":
+		// PostgreSQL tells a lock's holder by its key halves only: take it
+		// and give it back, on one session.
+		conn, err := s.db.Conn(ctx)
+		if err != nil {
+			return false, err
+		}
+		defer conn.Close()
+		var got bool
+		if err := conn.QueryRowContext(ctx, "SELECT pg_try_advisory_lock(hashtext($1))", name).Scan(&got); err != nil {
+			return false, err
+		}
+		if got {
+			_, err = conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock(hashtext($1))", name)
+		}
+		return !got, err
+	}
+	var held bool
+	err := s.db.QueryRowContext(ctx, "SELECT IS_USED_LOCK(SHA1(CONCAT(DATABASE(), '.', ?))) IS NOT NULL", name).Scan(&held)
+	return held, err
+}
+
+func (s *Store) moveLockName(r shardrouter.Range) string {
+	return fmt.Sprintf("shardid_move_%s_%d_%d", s.table, r.From, r.To)
 }
 
 // LockMoveStart takes the lock under which a new move checks that no other

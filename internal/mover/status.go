@@ -17,6 +17,7 @@ type Status struct {
 	MapVersion int64
 	Started    time.Time
 	CutoverAt  time.Time
+	Running    bool
 }
 
 // Moves lists the moves the store records, ended ones too.
@@ -33,6 +34,11 @@ func (m *Mover) Moves(ctx context.Context, d Driver) ([]Status, error) {
 	for i, st := range list {
 		out[i] = Status{Logical: st.Logical, From: st.From, To: st.To, Phase: st.Phase, Rows: st.Copied, Changes: st.Changes,
 			Frozen: st.Frozen, MapVersion: st.MapVersion, Started: st.Started, CutoverAt: st.CutoverAt}
+		if st.Phase != PhaseCancelled && st.Phase != PhaseCleaned {
+			if out[i].Running, err = s.MoveRunning(ctx, st.Logical); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return out, nil
 }
