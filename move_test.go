@@ -50,11 +50,12 @@ func TestAuditWithNoShardedTables(t *testing.T) {
 	}
 }
 
-// TestCleanupWaitsForAProcessThatCannotFollowTheMap: in a rolling restart,
-// a process whose config lacks a move's target cannot route by the map that
-// names it. It is still live, so the move's cleanup waits for it, naming it,
-// and the source's fence keeps refusing its writes to the moved shards.
-func TestCleanupWaitsForAProcessThatCannotFollowTheMap(t *testing.T) {
+// TestAProcessThatCannotFollowTheMapRefusesShardedStatements: in a rolling
+// restart, a process whose config lacks a move's target cannot route by the
+// map that names it. It refuses statements on sharded models, reads of the
+// source's frozen copy among them, naming why; it is still live, so the
+// move's cleanup waits for it, naming it.
+func TestAProcessThatCannotFollowTheMapRefusesShardedStatements(t *testing.T) {
 	dir := t.TempDir()
 	dsn := func(name string) string {
 		return "file:" + filepath.Join(dir, name) + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
@@ -81,9 +82,17 @@ func TestCleanupWaitsForAProcessThatCannotFollowTheMap(t *testing.T) {
 	if err := current.CleanupMove(ctx, moved); err == nil || !strings.Contains(err.Error(), "still route by a map before version") {
 		t.Fatalf("cleanup with a live process on the old map: %v; want it to wait for it, naming it", err)
 	}
-	if err := oldDB.Clauses(OnShard(100)).Create(&revUser{Name: "late"}).Error; !errors.Is(err, ErrShardMoved) {
-		t.Fatalf("the old process's write to a moved shard: %v; want ErrShardMoved", err)
+	refused := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, ErrShardUnavailable) || !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "Config.Shards does not list") || strings.Contains(err.Error(), "on a:") {
+			t.Errorf("the old process's %s: %v; want ErrShardUnavailable naming the database its config lacks, and no database", what, err)
+		}
 	}
+	refused("write to a moved shard", oldDB.Clauses(OnShard(100)).Create(&revUser{Name: "late"}).Error)
+	refused("read of the moved shards' frozen copy", oldDB.Clauses(OnShard(100)).Find(&[]revUser{}).Error)
+	refused("read of shards that did not move", oldDB.Clauses(OnShard(5000)).Find(&[]revUser{}).Error)
+	refused("count over all shards", oldDB.Clauses(AllShards()).Model(&revUser{}).Count(new(int64)).Error)
+	must(t, oldDB.Exec("SELECT 1").Error) // the plugin's own database is the application's still
 }
 
 // TestProcessesOfOneMapShareTheirLayout: a process (an operator's plugin,

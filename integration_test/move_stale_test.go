@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -135,12 +136,15 @@ func (r *moveRig) processViaProxy(t *testing.T, cfg shardid.Config) (*gorm.DB, *
 	return db, p, proxy
 }
 
-// TestMoveStaleProcess: a process that cannot read the shared map keeps
-// writing the moved range after the cutover. The source's fence refuses
-// every such write (none lands there); the process fails them with
-// ErrShardMoved once MoveWait passes, and once it can read the map again its
-// writes land on the target.
-func TestMoveStaleProcess(t *testing.T) {
+// TestProcessThatCannotReadTheMapWritesNowhereAndStopsReading: a process
+// that cannot read the shared map goes on writing and reading the moved
+// range after the cutover. None of its writes lands on the source: the
+// source's fence refuses them (ErrShardMoved, after MoveWait) until the
+// process has gone three MapRefresh periods without reading the map, and
+// from then it refuses every statement on a sharded model, reads of the
+// source's frozen copy among them, with ErrShardUnavailable. Once it reads
+// the map again its statements run on the target.
+func TestProcessThatCannotReadTheMapWritesNowhereAndStopsReading(t *testing.T) {
 	for _, b := range backends {
 		if b.name == "sqlite" {
 			continue // the map is read over a network
@@ -153,41 +157,55 @@ func TestMoveStaleProcess(t *testing.T) {
 
 			proxy.setCut(true)
 			report := r.move(t, shardid.Move{})
+			must(t, r.db.Model(&MvUser{ID: users[2]}).Update("name", "on the target").Error)
 			if stale.MapVersion() >= report.MapVersion {
 				t.Fatalf("the stale process has map version %d, the move wrote %d: it is not stale", stale.MapVersion(), report.MapVersion)
 			}
-			refused := 0
 			for i, id := range users[:5] {
 				err := staleDB.Model(&MvUser{ID: id}).Update("name", "stale").Error
-				if !errors.Is(err, shardid.ErrShardMoved) {
-					t.Fatalf("write %d of the stale process after the cutover: %v, want ErrShardMoved", i, err)
+				if !errors.Is(err, shardid.ErrShardMoved) && !errors.Is(err, shardid.ErrShardUnavailable) {
+					t.Fatalf("write %d of the stale process after the cutover: %v, want ErrShardMoved or ErrShardUnavailable", i, err)
 				}
-				refused++
-			}
-			if s := stale.MovedWrites(); s.Held != uint64(refused) || s.Failed != uint64(refused) || s.Retried != 0 {
-				t.Errorf("the stale process counted %+v, want %d refused by the fence and failed", s, refused)
 			}
 			var onSource []MvUser
 			must(t, r.source.Where("name = ?", "stale").Find(&onSource).Error)
 			if len(onSource) != 0 {
 				t.Errorf("%d writes of the stale process landed on the source", len(onSource))
 			}
+			time.Sleep(200 * time.Millisecond) // past three MapRefresh periods without the map, whatever the writes took
+			var got MvUser
+			if err := staleDB.First(&got, users[2]).Error; !errors.Is(err, shardid.ErrShardUnavailable) || !strings.Contains(err.Error(), "has not read the shared map") {
+				t.Errorf("the stale process's read of the moved range: %q, %v; want ErrShardUnavailable saying it has not read the map", got.Name, err)
+			}
+			if err := staleDB.Clauses(shardid.AllShards()).Model(&MvUser{}).Count(new(int64)).Error; !errors.Is(err, shardid.ErrShardUnavailable) {
+				t.Errorf("the stale process's count over all shards: %v; want ErrShardUnavailable", err)
+			}
 
 			proxy.setCut(false)
-			must(t, staleDB.Model(&MvUser{ID: users[1]}).Update("name", "after").Error)
-			var got MvUser
-			must(t, r.target.First(&got, users[1]).Error)
-			if got.Name != "after" {
-				t.Errorf("the write after the map came back is %q on the target", got.Name)
-			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			if v, err := stale.RefreshMap(ctx); err != nil || v != report.MapVersion {
 				t.Errorf("the process follows version %d (%v), want %d", v, err, report.MapVersion)
 			}
+			var readable error
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				if readable = staleDB.Model(&MvUser{ID: users[1]}).Update("name", "after").Error; readable == nil {
+					break
+				}
+			}
+			must(t, readable)
+			must(t, r.target.First(&got, users[1]).Error)
+			if got.Name != "after" {
+				t.Errorf("the write after the map came back is %q on the target", got.Name)
+			}
 			must(t, r.source.First(&got, users[1]).Error)
 			if got.Name == "after" {
 				t.Error("the write after the map came back landed on the source too")
+			}
+			got = MvUser{}
+			must(t, staleDB.First(&got, users[2]).Error)
+			if got.Name != "on the target" {
+				t.Errorf("the process reads %q once it follows the map again, want the target's row", got.Name)
 			}
 		})
 	}

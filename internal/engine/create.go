@@ -46,6 +46,9 @@ func (e *Engine) assignIDs(db *gorm.DB) {
 		return
 	}
 	if e.routed() && m.sharded() {
+		if db.AddError(e.mapUsable()) != nil {
+			return
+		}
 		e.startRouting(stmt)
 		e.awaitEndedAnchors(stmt.Context)
 		e.holdIfAnnounced(db, kindCreate)

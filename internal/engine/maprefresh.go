@@ -28,6 +28,7 @@ const defaultMapRefresh = time.Second
 type mapStore struct {
 	*mapstore.Store
 
+	trust     mapTrust
 	mu        sync.Mutex // one refresh at a time; the ones waiting share its result
 	version   int64      // the version this process follows; 0: the config's map
 	stop      chan struct{}
@@ -88,12 +89,19 @@ func (e *Engine) startMapStore(ctx context.Context) error {
 	s := &mapStore{Store: mapstore.New(sqlDB, e.db.Dialector.Name(), e.mapTable(), heartbeat), closePool: closePool}
 	e.maps = s
 	e.inflight.drained = make(chan struct{}, 1)
+	start := time.Now()
 	err = s.Prepare(ctx)
 	if err == nil {
 		err = e.seedMap(ctx)
 	}
 	if err == nil {
 		_, err = e.refreshMap(ctx)
+	}
+	if err == nil { // refreshMap noted this process at the version it read
+		s.trust.readAt(start, s.trustWindow(), s.Table())
+	} else {
+		s.trust.failed(err, s.Table())
+		s.trust.expire(s.trustWindow(), s.Table()) // never read: where shards are is not known
 	}
 	var invalid error
 	if errors.Is(err, ErrInvalidConfig) {
@@ -170,6 +178,7 @@ func (e *Engine) refreshLoop(s *mapStore) {
 			drained = true
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), s.Heartbeat()*4)
+		start := time.Now()
 		version, err := e.MapVersion(), error(nil)
 		if e.mapRefresh() > 0 && !drained { // else only a refused write reads the map; the process still says it lives
 			version, err = e.refreshMap(ctx)
@@ -181,6 +190,11 @@ func (e *Engine) refreshLoop(s *mapStore) {
 			err = seen
 		}
 		cancel()
+		if err == nil {
+			s.trust.readAt(start, s.trustWindow(), s.Table())
+		} else {
+			s.trust.failed(err, s.Table())
+		}
 		if errors.Is(err, sql.ErrConnDone) || err != nil && strings.Contains(err.Error(), "database is closed") {
 			return // the application closed the plugin's database without Close
 		}
@@ -281,6 +295,7 @@ func (e *Engine) stopMapStore() error {
 			close(s.stop)
 			<-s.done
 		}
+		s.trust.stop()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		err = s.Forget(ctx)

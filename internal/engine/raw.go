@@ -49,6 +49,11 @@ func (e *Engine) routeWithoutModel(db *gorm.DB, sql, what string) error {
 		return err
 	}
 	k, onShard, bound := e.rawSQLPhysical(stmt)
+	if onShard {
+		if err := e.mapUsable(); err != nil {
+			return err
+		}
+	}
 	raw := shardrouter.RawSQL{Words: scan.Words, Unread: unread != nil, OnShard: onShard}
 	for _, t := range scan.Tables {
 		raw.Tables = append(raw.Tables, shardrouter.Table{Qualifier: t.Qualifier, Name: t.Name})

@@ -99,6 +99,10 @@ func (e *Engine) routeStatement(db *gorm.DB, kind statementKind, sub bool, setti
 		db.AddError(e.keepUnsharded(db, kind))
 		return
 	}
+	if err := e.mapUsable(); err != nil {
+		db.AddError(err)
+		return
+	}
 	if settings.pinned && settings.pin.schema == stmt.Schema {
 		// A part of a fan-out: back to its database, whatever a plugin
 		// that runs before this one (dbresolver) chose.
@@ -525,8 +529,9 @@ func (e *Engine) routedAgain(db *gorm.DB, kind statementKind) (int, bool) {
 // or the parts' of a statement over several databases).
 func fromDatabase(err error) bool {
 	var named *onError
+	var mapNotRead *mapNotReadError
 	return err != gorm.ErrRecordNotFound && !errors.Is(err, ErrNoShard) && !errors.Is(err, ErrCrossShard) &&
-		!errors.Is(err, ErrInvalidID) && !errors.As(err, &named) && !strings.HasPrefix(err.Error(), "shardid: on ")
+		!errors.Is(err, ErrInvalidID) && !errors.As(err, &named) && !errors.As(err, &mapNotRead) && !strings.HasPrefix(err.Error(), "shardid: on ")
 }
 
 // onError is an error of a statement on one physical database.

@@ -1,0 +1,103 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The shared map routes a process's statements only while the process has
+// read it lately. A move's cleanup counts a process live for three of its
+// refresh periods (and a margin) after it last noted itself; a process that
+// cannot read the map, or note itself, for as long refuses statements on
+// sharded models, so that it never reads a frozen copy past that, nor writes
+// to a source whose fence the cleanup dropped. A process that reads a map it
+// cannot route by (a database its config lacks) refuses them at once.
+
+// mapTrust is what a process knows of its map's freshness.
+type mapTrust struct {
+	distrust atomic.Pointer[error] // nil: the map was read lately
+	mu       sync.Mutex
+	timer    *time.Timer // distrusts the map when no reading renews it
+	lastErr  error       // of the last reading that failed
+}
+
+// usable returns the error statements on sharded models fail with while the
+// map is not to be trusted, or nil.
+func (t *mapTrust) usable() error {
+	if err := t.distrust.Load(); err != nil {
+		return *err
+	}
+	return nil
+}
+
+// readAt notes a reading of the map, and its noting of this process, both
+// begun at start: the map is trusted until start plus within.
+func (t *mapTrust) readAt(start time.Time, within time.Duration, table string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.lastErr = nil
+	left := time.Until(start.Add(within))
+	if t.timer == nil {
+		t.timer = time.AfterFunc(left, func() { t.expire(within, table) })
+	} else {
+		t.timer.Reset(left)
+	}
+	t.distrust.Store(nil)
+}
+
+// failed notes a reading that failed; a map this process cannot route by is
+// distrusted at once.
+func (t *mapTrust) failed(err error, table string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.lastErr = err
+	if errors.Is(err, ErrInvalidConfig) {
+		t.store(fmt.Errorf("%w: this process cannot route by the newest shared map, and the map it routes by may send statements to a database that no longer serves their rows: %w",
+			ErrShardUnavailable, err))
+	}
+}
+
+// expire distrusts the map: no reading renewed it in time.
+func (t *mapTrust) expire(within time.Duration, table string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.store(fmt.Errorf("%w: this process has not read the shared map in %s for %v (last error: %v); a move may have changed where logical shards are, so statements on sharded models are refused until it reads it again",
+		ErrShardUnavailable, table, within, t.lastErr))
+}
+
+func (t *mapTrust) store(err error) {
+	var distrusted error = &mapNotReadError{err}
+	t.distrust.Store(&distrusted)
+}
+
+// mapNotReadError is a refusal for want of a map read lately: no database
+// was asked.
+type mapNotReadError struct{ err error }
+
+func (e *mapNotReadError) Error() string { return e.err.Error() }
+func (e *mapNotReadError) Unwrap() error { return e.err }
+
+// stop ends the timer, when the process stops following the map.
+func (t *mapTrust) stop() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.timer != nil {
+		t.timer.Stop()
+	}
+}
+
+// mapUsable is nil when statements on sharded models may route by the map.
+func (e *Engine) mapUsable() error {
+	if e.maps == nil {
+		return nil
+	}
+	return e.maps.trust.usable()
+}
+
+// trustWindow is how long a reading of the map is trusted: three of its
+// heartbeats, which is how long a move's cleanup counts it live, less the
+// margin for clocks.
+func (s *mapStore) trustWindow() time.Duration { return 3 * s.Heartbeat() }
