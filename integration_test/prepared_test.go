@@ -96,6 +96,65 @@ func TestPreparedStatementsPerDatabase(t *testing.T) {
 	})
 }
 
+// TestPreparedSessionInShardTransactionsOfTwoDatabases: a prepared session
+// made inside a transaction begun with ByID runs the same SQL in a
+// transaction on each of two physical databases, as plain GORM runs it in
+// one database's.
+func TestPreparedSessionInShardTransactionsOfTwoDatabases(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		_, x, y := r.spreadAuthors(t, func() author { return author{Name: "seed"} })
+		for _, a := range []author{x, y} {
+			err := r.db.Clauses(shardid.ByID(a.ID)).Transaction(func(tx *gorm.DB) error {
+				var got author
+				return tx.Session(&gorm.Session{PrepareStmt: true}).First(&got, a.ID).Error
+			})
+			if err != nil {
+				t.Errorf("a prepared session in the transaction on physical %d: %v", r.physicalOf(a.ID), err)
+			}
+		}
+	})
+}
+
+// TestPreparedSessionInATransactionAcrossShardsRollsBackWithIt: the
+// statements of a prepared session made inside a transaction across shards
+// are the transaction's, as in GORM's own transaction: when it rolls back,
+// none of their writes remain, on any database.
+func TestPreparedSessionInATransactionAcrossShardsRollsBackWithIt(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		_, x, y := r.spreadAuthors(t, func() author { return author{Name: "seed"} })
+		created := author{Name: "prepared-new"}
+		err := r.db.Clauses(shardid.AcrossShards()).Transaction(func(tx *gorm.DB) error {
+			prepared := tx.Session(&gorm.Session{PrepareStmt: true})
+			must(t, prepared.Model(&author{ID: x.ID}).Update("name", "prepared-x").Error)
+			must(t, prepared.Model(&author{ID: y.ID}).Update("name", "prepared-y").Error)
+			must(t, prepared.Create(&created).Error)
+			must(t, prepared.Create(&setting{Value: "prepared"}).Error)
+			return errors.New("roll it all back")
+		})
+		if err == nil || err.Error() != "roll it all back" {
+			t.Fatalf("the transaction: %v", err)
+		}
+		var gotX, gotY author
+		must(t, r.direct[r.physicalOf(x.ID)].First(&gotX, x.ID).Error)
+		must(t, r.direct[r.physicalOf(y.ID)].First(&gotY, y.ID).Error)
+		if gotX.Name != "seed" || gotY.Name != "seed" {
+			t.Errorf("after the rollback x is %q and y %q, want both %q", gotX.Name, gotY.Name, "seed")
+		}
+		if created.ID != 0 {
+			if on := r.where(t, &author{}, created.ID); len(on) != 0 {
+				t.Errorf("the author created in the rolled-back transaction is on physical %v", on)
+			}
+		}
+		var n int64
+		must(t, r.db.Model(&setting{}).Where("value = ?", "prepared").Count(&n).Error)
+		if n != 0 {
+			t.Errorf("%d settings of the rolled-back transaction remain", n)
+		}
+	})
+}
+
 // TestErrorsNameTheirDatabase: a statement that fails on one physical
 // database says which, and its error is still the database's.
 func TestErrorsNameTheirDatabase(t *testing.T) {

@@ -30,6 +30,7 @@ func (e *Engine) assignIDs(db *gorm.DB) {
 	if db.Error != nil {
 		return
 	}
+	e.unprepareTransaction(stmt)
 	if stmt.Schema == nil { // db.Table("t").Create(map)
 		if e.routed() && (stmt.Table != "" || stmt.TableExpr != nil) {
 			e.onPluginDatabase(stmt)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"database/sql"
 
 	"gorm.io/gorm"
 )
@@ -39,3 +40,32 @@ func (e *Engine) preparedFor(key int, pool, current gorm.ConnPool) gorm.ConnPool
 	store, _ := e.prepared.LoadOrStore(key, gorm.NewPreparedStmtDB(pool, e.db.PrepareStmtMaxSize, e.db.PrepareStmtTTL))
 	return store.(*gorm.PreparedStmtDB)
 }
+
+// unprepareTransaction gives a statement of a prepared session begun in a
+// transaction on a physical database, or over several, that transaction
+// itself: GORM gives such a session the store of the plugin's own database,
+// whose statements another database's transaction cannot run. It then runs
+// unprepared, in its transaction.
+func (e *Engine) unprepareTransaction(stmt *gorm.Statement) {
+	prepared, ok := stmt.ConnPool.(*gorm.PreparedStmtTX)
+	if !ok {
+		return
+	}
+	switch tx := prepared.Tx.(type) {
+	case *globalTx, *branchPool:
+		stmt.ConnPool = tx
+	default:
+		if inner := sqlTx(tx); inner != nil {
+			if _, onShard := e.physicalOfPool(dbBehind(inner)); onShard {
+				stmt.ConnPool = inner
+			}
+		}
+	}
+}
+
+// StmtContext makes the global transaction a gorm.Tx, so that a prepared
+// session begun in it stays in it (unprepareTransaction).
+func (g *globalTx) StmtContext(_ context.Context, stmt *sql.Stmt) *sql.Stmt { return stmt }
+
+// StmtContext makes a branch a gorm.Tx, as its global transaction.
+func (b *branchPool) StmtContext(_ context.Context, stmt *sql.Stmt) *sql.Stmt { return stmt }

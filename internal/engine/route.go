@@ -57,6 +57,7 @@ func (e *Engine) route(kind statementKind) func(*gorm.DB) {
 		if db.Error != nil {
 			return
 		}
+		e.unprepareTransaction(db.Statement)
 		e.startRouting(db.Statement)
 		e.awaitEndedAnchors(db.Statement.Context)
 		if (kind == kindUpdate || kind == kindDelete) && !sub {
