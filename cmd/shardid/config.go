@@ -266,7 +266,7 @@ func openConfigOf(c *fileConfig, warnings io.Writer, sharedMap bool) (*opsSetup,
 	if err != nil {
 		return nil, fmt.Errorf("%s: main: %w", c.path, err)
 	}
-	if table := c.mapTable(); sharedMap && refresh >= 0 && !db.Migrator().HasTable(table) {
+	if table := c.mapTable(); sharedMap && !db.Migrator().HasTable(table) {
 		return nil, errors.Join(c.fieldError("map_table", "%s is not on main: no application shares its map there (give the application's Config.MapTable; an application creates it when it starts)", table), closeDB(db))
 	}
 	plugin := shardid.New(cfg)
@@ -290,7 +290,7 @@ func closeDB(db *gorm.DB) error {
 
 // withConfig runs fn with the plugin of the --config file, and closes it.
 func withConfig(cmd *cobra.Command, path string, fn func(*opsSetup) error) (err error) {
-	return withConfigOf(cmd, path, false, fn)
+	return withConfigOf(cmd, path, true, fn)
 }
 
 // withSharedMap is withConfig for the commands that move data: the file's

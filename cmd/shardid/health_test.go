@@ -9,6 +9,7 @@ import (
 
 func TestHealth(t *testing.T) {
 	e := sqliteEnv(t)
+	e.application(t)
 	out := mustRun(t, "health", "--config", e.config)
 	wantIn(t, out, "NAME  KIND      STATE  RTT", "3 databases: 3 up, 0 down")
 	for _, name := range []string{"a", "b", "c"} {

@@ -101,7 +101,7 @@ func runMove(cmd *cobra.Command, o moveOptions) error {
 			progress.finish()
 		}
 		if err != nil {
-			if m, recorded := recordedMove(context.WithoutCancel(ctx), s, r); recorded == nil && !o.dryRun && underWay(m.Phase) {
+			if m, recorded := recordedMove(context.WithoutCancel(ctx), s, r); recorded == nil && !o.dryRun && underWay(m.Phase) && !m.Running {
 				fmt.Fprintf(cmd.OutOrStdout(), "the move stopped in phase %s; run the same command again to resume it, or cancel it (shardid move cancel)\n", m.Phase)
 			}
 			return err

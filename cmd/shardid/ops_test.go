@@ -252,7 +252,7 @@ func testOperatorsCommands(t *testing.T, e opsEnv) {
 	out = mustRun(t, "map", "--config", e.config)
 	wantIn(t, out, "map version 5: 8192 logical shards on 3 physical databases", "a  1024-4095  3072 logical shards",
 		"b  4096-8191  4096 logical shards", "c  0-1023     1024 logical shards", "a keeps a frozen copy")
-	wantIn(t, mustRun(t, "move", "status", "--config", e.config), "0-1023  a     c   serving  4")
+	wantIn(t, mustRun(t, "move", "status", "--config", e.config), "0-1023  a     c   serving  -    4")
 
 	// Before the cleanup, verify marks a's copy and passes.
 	wantIn(t, mustRun(t, "verify", "--config", e.config), "shardid_cmd_items on a: 4 rows whose logical shard maps elsewhere (a move's copy",
@@ -387,20 +387,31 @@ func TestOperatorsBadInput(t *testing.T) {
 		{[]string{"move", "statsu", "--config", e.config}, `unknown command "statsu"`},
 		{[]string{"move", "--config", good(func(c map[string]any) { c["map_table"] = "shardid_other_map" }), "--shards", "0-10", "--to", "c"}, "map_table: shardid_other_map is not on main"},
 		{[]string{"move", "cleanup", "--config", good(func(c map[string]any) { c["map_table"] = "shardid_other_map" }), "--shards", "0-10"}, "map_table: shardid_other_map is not on main"},
+		{[]string{"move", "--config", good(func(c map[string]any) { c["map_table"], c["map_refresh"] = "shardid_other_map", "-1s" }), "--shards", "0-10", "--to", "c"}, "map_table: shardid_other_map is not on main"},
 	} {
 		out, err := run(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("shardid %s: %v, want an error with %q\n%s", strings.Join(tc.args, " "), err, tc.want, out)
 		}
 	}
+	// Nor does a command that only reads: it would seed the table, and a
+	// move by it would then pass.
+	other := good(func(c map[string]any) { c["map_table"] = "shardid_other_map" })
+	for _, args := range [][]string{{"map"}, {"health"}, {"verify"}, {"move", "status"}, {"recover"}} {
+		args = append(args, "--config", other)
+		if out, err := run(t, args...); err == nil || !strings.Contains(err.Error(), "map_table: shardid_other_map is not on main") {
+			t.Errorf("shardid %s: %v, want it refused for its map table\n%s", strings.Join(args, " "), err, out)
+		}
+	}
 	if direct(t, e.dsns["main"]).Migrator().HasTable("shardid_other_map") {
-		t.Error("a move by a map table no application shares created it")
+		t.Error("a command by a map table no application shares created it")
 	}
 }
 
 // The command's plugin follows the shared map, not the file's ranges.
 func TestMapFollowsTheTable(t *testing.T) {
 	e := sqliteEnv(t)
+	e.application(t) // which makes the shared map
 	out := mustRun(t, "map", "--config", e.config)
 	wantIn(t, out, "map version 1: 8192 logical shards on 3 physical databases", "a  0-4095     4096 logical shards", "c  no logical shards")
 	main := direct(t, e.dsns["main"])

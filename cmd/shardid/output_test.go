@@ -64,6 +64,7 @@ func TestLayoutJSON(t *testing.T) {
 
 func TestMapJSON(t *testing.T) {
 	e := sqliteEnv(t)
+	e.application(t)
 	var got mapInfo
 	jsonOf(t, &got, "map", "--config", e.config, "--json")
 	want := mapInfo{Version: 1, LogicalShards: 8192, Moves: []mapMove{}, Physical: []mapPhysical{
