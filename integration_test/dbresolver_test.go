@@ -1,7 +1,9 @@
 package integration
 
 import (
+	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/glebarez/sqlite"
@@ -60,5 +62,34 @@ func TestBesideDBResolver(t *testing.T) {
 	var total int64
 	if err := r.db.Model(&author{}).Clauses(shardid.AllShards()).Count(&total).Error; err != nil || total != int64(len(ids)) {
 		t.Fatalf("AllShards Count beside dbresolver: %v, %d, want %d", err, total, len(ids))
+	}
+}
+
+// TestShardTransactionBesideDBResolverNamesTheClauseOrder: with dbresolver
+// registered for every model, a transaction begun with its clause before
+// the shard clause runs on the row's shard; begun with it after, dbresolver
+// chose the plugin's database, and the transaction's statements are refused
+// saying to give dbresolver's clause first. Nothing is written.
+func TestShardTransactionBesideDBResolverNamesTheClauseOrder(t *testing.T) {
+	b := backends[0] // SQLite: the replica is one more file
+	r := newRouting(t, b)
+	replicaPath := filepath.Join(t.TempDir(), "replica.db")
+	replica, err := gorm.Open(sqlite.Open(sqliteDSN(replicaPath)), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	must(t, replica.AutoMigrate(&author{}))
+	must(t, r.db.Use(dbresolver.Register(dbresolver.Config{Replicas: []gorm.Dialector{sqlite.Open(sqliteDSN(replicaPath))}})))
+	_, x, _ := r.spreadAuthors(t, func() author { return author{Name: "seed"} })
+	rename := func(name string) func(tx *gorm.DB) error {
+		return func(tx *gorm.DB) error { return tx.Model(&author{ID: x.ID}).Update("name", name).Error }
+	}
+	must(t, r.db.Clauses(dbresolver.Write).Clauses(shardid.ByID(x.ID)).Transaction(rename("resolver first")))
+	err = r.db.Clauses(shardid.ByID(x.ID), dbresolver.Write).Transaction(rename("resolver after"))
+	if !errors.Is(err, shardid.ErrCrossShard) || !strings.Contains(err.Error(), "db.Clauses(dbresolver.Write).Clauses(shardid.ByID(id))") {
+		t.Errorf("a transaction begun with dbresolver's clause after the shard clause: %v; want ErrCrossShard saying to give it first", err)
+	}
+	var got author
+	must(t, r.direct[r.physicalOf(x.ID)].First(&got, x.ID).Error)
+	if got.Name != "resolver first" {
+		t.Errorf("the row reads %q, want the first transaction's name only", got.Name)
 	}
 }

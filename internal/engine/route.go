@@ -224,6 +224,23 @@ func (e *Engine) mapOf(stmt *gorm.Statement) *shardrouter.Map {
 	return e.router.Map()
 }
 
+// resolverAfterHint explains a transaction begun with a shard clause that
+// gorm.io/plugin/dbresolver's clause, given after it, sent back to the
+// plugin's database: dbresolver chooses its connection as its clause is
+// read, after the shard clause chose the shard's.
+func resolverAfterHint(stmt *gorm.Statement) string {
+	if _, hinted := loadSetting(stmt, hintSettingKey{}); !hinted {
+		return ""
+	}
+	_, write := stmt.Settings.Load("gorm:db_resolver:write")
+	_, read := stmt.Settings.Load("gorm:db_resolver:read")
+	_, using := stmt.Clauses["gorm:db_resolver:using"]
+	if !write && !read && !using {
+		return ""
+	}
+	return "; a gorm.io/plugin/dbresolver clause given after the shard clause chose the connection the transaction began on: give it first, as in db.Clauses(dbresolver.Write).Clauses(shardid.ByID(id))"
+}
+
 // bind sends the statement to physical database k: it sets the statement's
 // connection pool, or, inside a transaction, checks that the transaction is
 // on k.
@@ -242,8 +259,8 @@ func (e *Engine) bind(db *gorm.DB, k int) error {
 		on, ok := e.transactionPhysical(stmt)
 		switch {
 		case !ok:
-			return fmt.Errorf("%w: the statement belongs on %s, and its transaction is not one begun there: begin it with db.Clauses(shardid.ByID(id)), shardid.OnShard(n) or shardid.ByKey(key) (a transaction on the plugin's own database holds no logical shard)",
-				ErrCrossShard, e.physical[k].name)
+			return fmt.Errorf("%w: the statement belongs on %s, and its transaction is not one begun there: begin it with db.Clauses(shardid.ByID(id)), shardid.OnShard(n) or shardid.ByKey(key) (a transaction on the plugin's own database holds no logical shard)%s",
+				ErrCrossShard, e.physical[k].name, resolverAfterHint(stmt))
 		case on != k && e.movedAway(stmt, on):
 			return &MovedError{Shard: -1, To: e.physical[k].name, Why: fmt.Sprintf("the transaction on %s began before the move; retry the transaction", e.physical[on].name)}
 		case on != k:
