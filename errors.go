@@ -33,7 +33,7 @@ var (
 	// Config.ConnectTimeout). The error names the database; other databases'
 	// statements are not affected. It is also returned for every statement on
 	// a sharded model while the process has not read the shared map for three
-	// Config.MapRefresh periods, or reads one it cannot route by.
+	// Config.MapRefresh periods and a second, or reads one it cannot route by.
 	ErrShardUnavailable = engine.ErrShardUnavailable
 	// ErrShardMoved is returned for a write that the source database of a move
 	// refused because its logical shard has moved: inside a transaction (retry

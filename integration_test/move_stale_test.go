@@ -140,9 +140,9 @@ func (r *moveRig) processViaProxy(t *testing.T, cfg shardid.Config) (*gorm.DB, *
 // that cannot read the shared map goes on writing and reading the moved
 // range after the cutover. None of its writes lands on the source: the
 // source's fence refuses them (ErrShardMoved, after MoveWait) until the
-// process has gone three MapRefresh periods without reading the map, and
-// from then it refuses every statement on a sharded model, reads of the
-// source's frozen copy among them, with ErrShardUnavailable. Once it reads
+// process has gone three MapRefresh periods and a second without reading the
+// map, and from then it refuses every statement on a sharded model, reads of
+// the source's frozen copy among them, with ErrShardUnavailable. Once it reads
 // the map again its statements run on the target.
 func TestProcessThatCannotReadTheMapWritesNowhereAndStopsReading(t *testing.T) {
 	for _, b := range backends {
@@ -172,7 +172,7 @@ func TestProcessThatCannotReadTheMapWritesNowhereAndStopsReading(t *testing.T) {
 			if len(onSource) != 0 {
 				t.Errorf("%d writes of the stale process landed on the source", len(onSource))
 			}
-			time.Sleep(200 * time.Millisecond) // past three MapRefresh periods without the map, whatever the writes took
+			time.Sleep(1300 * time.Millisecond) // past three MapRefresh periods and a second without the map, whatever the writes took
 			var got MvUser
 			if err := staleDB.First(&got, users[2]).Error; !errors.Is(err, shardid.ErrShardUnavailable) || !strings.Contains(err.Error(), "has not read the shared map") {
 				t.Errorf("the stale process's read of the moved range: %q, %v; want ErrShardUnavailable saying it has not read the map", got.Name, err)

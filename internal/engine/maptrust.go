@@ -6,13 +6,15 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/shardid/shardid/internal/mapstore"
 )
 
 // The shared map routes a process's statements only while the process has
 // read it lately. A move's cleanup counts a process live for three of its
-// refresh periods (and a margin) after it last noted itself; a process that
-// cannot read the map, or note itself, for as long refuses statements on
-// sharded models, so that it never reads a frozen copy past that, nor writes
+// refresh periods and a margin after it last noted itself; a process that
+// cannot read the map, or note itself, for three periods and a second
+// refuses statements on sharded models, so that it never reads a frozen copy past that, nor writes
 // to a source whose fence the cleanup dropped. A process that reads a map it
 // cannot route by (a database its config lacks) refuses them at once.
 
@@ -97,7 +99,5 @@ func (e *Engine) mapUsable() error {
 	return e.maps.trust.usable()
 }
 
-// trustWindow is how long a reading of the map is trusted: three of its
-// heartbeats, which is how long a move's cleanup counts it live, less the
-// margin for clocks.
-func (s *mapStore) trustWindow() time.Duration { return 3 * s.Heartbeat() }
+// trustWindow is how long a reading of the map is trusted.
+func (s *mapStore) trustWindow() time.Duration { return mapstore.TrustWindow(s.Heartbeat()) }

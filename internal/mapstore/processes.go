@@ -10,6 +10,12 @@ import (
 // liveMargin allows for clocks and pauses in telling a live process.
 const liveMargin = 5 * time.Second
 
+// TrustWindow is how long a process may route by a map it read, and noted
+// itself live by, with a heartbeat of every heartbeat: less than the others
+// count it live, by four fifths of the margin, which is left for clocks and
+// for a statement routed just before it ends.
+func TrustWindow(heartbeat time.Duration) time.Duration { return 3*heartbeat + liveMargin/5 }
+
 // Seen notes that this process follows version.
 func (s *Store) Seen(ctx context.Context, version int64) error {
 	now := time.Now().UnixMilli()
