@@ -122,6 +122,9 @@ func (s *demoSetup) namingDSNs(err error) error {
 // checkDir refuses a --dir the demo cannot put its files in, rather than
 // letting SQLite fail on the first file or creating folders.
 func checkDir(o demoOptions) error {
+	if o.main != "" && len(o.dsns) == 0 {
+		return errors.New("--main is the plugin's own database beside the servers given with --dsn; without --dsn the demo runs on SQLite files")
+	}
 	if o.dir == "" {
 		return nil
 	}

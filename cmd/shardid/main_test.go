@@ -214,7 +214,8 @@ func TestDemoNeedsItsOwnMainDatabase(t *testing.T) {
 	}
 }
 
-// A --dir the demo cannot use is refused by name; no folder is made for it.
+// A --dir the demo cannot use, or a --main without the --dsn it goes with,
+// is refused by name; no folder is made for it.
 func TestDemoDir(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "a-file")
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
@@ -228,6 +229,7 @@ func TestDemoDir(t *testing.T) {
 		{[]string{"--dir", missing}, "--dir " + missing + ": no such directory"},
 		{[]string{"--dir", file}, "--dir " + file + " is not a directory"},
 		{[]string{"--dir", t.TempDir(), "--main", "file:m.db", "--dsn", "file:a.db"}, "with --dsn there are none"},
+		{[]string{"--main", "root@tcp(127.0.0.1:1)/nowhere"}, "--main is the plugin's own database beside the servers given with --dsn"},
 	} {
 		out, err := run(t, append([]string{"demo", "--rows", "1"}, c.args...)...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
