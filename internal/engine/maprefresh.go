@@ -73,9 +73,9 @@ func (e *Engine) mapOfStored(stored *mapstore.Map) (*shardrouter.Map, error) {
 }
 
 // startMapStore loads the shared map, seeding it from the config on the
-// first start, and starts refreshing it. A table it cannot read leaves the
-// config's map in force, and is tried again at each refresh: the source's
-// fence refuses any write that map would send to the wrong database.
+// first start, and starts refreshing it. A table it cannot read is tried
+// again at each refresh; until then statements on sharded models are
+// refused, as the config's map may be older than the table's.
 func (e *Engine) startMapStore(ctx context.Context) error {
 	app, err := e.db.DB()
 	if err != nil {
@@ -107,7 +107,7 @@ func (e *Engine) startMapStore(ctx context.Context) error {
 	if errors.Is(err, ErrInvalidConfig) {
 		invalid = err
 	} else if err != nil {
-		e.config.Log.Warn("shardid: the shared map cannot be read; routing by Config.Shards until it can", "table", s.Table(), "error", err)
+		e.config.Log.Warn("shardid: the shared map cannot be read; statements on sharded models are refused until it can", "table", s.Table(), "error", err)
 	}
 	if invalid != nil {
 		return invalid
