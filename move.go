@@ -111,7 +111,8 @@ type MoveStats struct {
 // and DESIGN: prepare, copy, catch-up, cutover). Its state is kept in the
 // plugin's database: running the same move again after a failure or a
 // crash resumes it. Afterwards the source keeps a frozen copy until
-// CleanupMove.
+// CleanupMove. A target that holds rows of the range already, which no move
+// copied there, is refused (ErrMoveInvalid, naming their keys).
 func (p *Plugin) Move(ctx context.Context, req Move) (*MoveReport, error) {
 	var progress func(mover.Progress)
 	if req.Progress != nil {

@@ -80,12 +80,13 @@ func (m *Mover) Audit(ctx context.Context, d Driver) ([]Misplaced, error) {
 }
 
 // moveCopiesOn returns the ranges of which a move keeps a copy on database
-// name, which the map does not give it: a target's copy before the cutover,
-// a source's frozen copy after it until the cleanup.
+// name, which the map does not give it: a target's copy from the copy phase
+// to the cutover, a source's frozen copy after it until the cleanup.
 func moveCopiesOn(name string, moves []Status) []Range {
 	var copies []Range
 	for _, mv := range moves {
-		copying := mv.To == name && phaseIndex(mv.Phase) >= 0 && phaseIndex(mv.Phase) < phaseIndex(PhaseServing)
+		// The copy begins after the prepare, which refuses a target holding rows of the range.
+		copying := mv.To == name && phaseIndex(mv.Phase) > phaseIndex(PhasePrepare) && phaseIndex(mv.Phase) < phaseIndex(PhaseServing)
 		if copying || mv.From == name && mv.Phase == PhaseServing {
 			copies = append(copies, mv.Logical)
 		}

@@ -17,30 +17,12 @@ import (
 // prepare makes the target's tables, the source's triggers and fence, and
 // advances the target's ID sources.
 func (mv *run) prepare(ctx context.Context) error {
-	var models []any
-	for _, t := range mv.tables {
-		if t.modelType != nil {
-			models = append(models, reflect.New(t.modelType).Interface())
+	if err := mv.prepareTarget(ctx); err != nil {
+		if errors.Is(err, ErrInvalid) && !mv.resumed {
+			// Nothing changed on the source: a refused move leaves no record blocking the next.
+			err = errors.Join(err, mv.d.Store().DeleteMove(context.WithoutCancel(ctx), mv.st.Logical))
 		}
-	}
-	if len(models) > 0 {
-		if err := mv.d.Migrate(ctx, models); err != nil {
-			return err
-		}
-	}
-	for _, t := range mv.tables {
-		columns, err := columnsOf(ctx, mv.target, t.dialect, t.name)
-		if err != nil && sqlerr.Unreachable(err) {
-			return fmt.Errorf("table %s on %s: %w", t.name, mv.st.To, err)
-		}
-		if err != nil {
-			return fmt.Errorf("table %s on %s: %w (migrate the models with %s in Config.Shards)", t.name, mv.st.To, err, mv.st.To)
-		}
-		for _, c := range t.columns {
-			if !slices.Contains(columns, c) {
-				return fmt.Errorf("%w: table %s on %s has no column %s, which the source has: migrate it first", ErrInvalid, t.name, mv.st.To, c)
-			}
-		}
+		return err
 	}
 	if err := mv.fence.Prepare(ctx, mv.source); err != nil {
 		return err
@@ -67,6 +49,46 @@ func (mv *run) prepare(ctx context.Context) error {
 		return err
 	}
 	return mv.advance(ctx)
+}
+
+// prepareTarget migrates the target's tables and checks them: each has the
+// source's columns, and no row of the range.
+func (mv *run) prepareTarget(ctx context.Context) error {
+	var models []any
+	for _, t := range mv.tables {
+		if t.modelType != nil {
+			models = append(models, reflect.New(t.modelType).Interface())
+		}
+	}
+	if len(models) > 0 {
+		if err := mv.d.Migrate(ctx, models); err != nil {
+			return err
+		}
+	}
+	for _, t := range mv.tables {
+		columns, err := columnsOf(ctx, mv.target, t.dialect, t.name)
+		if err != nil && sqlerr.Unreachable(err) {
+			return fmt.Errorf("table %s on %s: %w", t.name, mv.st.To, err)
+		}
+		if err != nil {
+			return fmt.Errorf("table %s on %s: %w (migrate the models with %s in Config.Shards)", t.name, mv.st.To, err, mv.st.To)
+		}
+		for _, c := range t.columns {
+			if !slices.Contains(columns, c) {
+				return fmt.Errorf("%w: table %s on %s has no column %s, which the source has: migrate it first", ErrInvalid, t.name, mv.st.To, c)
+			}
+		}
+		// The copy begins after the prepare: every row of the range on the target is then the move's.
+		found, err := misplacedRows(ctx, mv.target, t, fence.InRanges(t.shard, []Range{mv.st.Logical}))
+		if err != nil {
+			return fmt.Errorf("table %s on %s: %w", t.name, mv.st.To, err)
+		}
+		if found.Rows > 0 {
+			return fmt.Errorf("%w: table %s on %s already holds %d rows of logical shards %d-%d (keys %v), which no move copied there: delete them, or move them where they belong, first",
+				ErrInvalid, t.name, mv.st.To, found.Rows, mv.st.Logical.From, mv.st.Logical.To, found.Keys)
+		}
+	}
+	return nil
 }
 
 // advance makes the target's ID sources issue, for the moved shards, only IDs
