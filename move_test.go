@@ -2,6 +2,7 @@ package shardid
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/shardid/shardid/internal/mapstore"
 	"github.com/shardid/shardid/internal/mover"
 )
 
@@ -126,4 +128,52 @@ func TestProcessesOfOneMapShareTheirLayout(t *testing.T) {
 		}
 	}
 	must(t, open(Layout{TimeBits: 40, ShardBits: 13, SequenceBits: 10}))
+}
+
+// TestMoveToATargetNotMigratedSaysToMigrate: a move with no models to a
+// database added to Config.Shards after the models were migrated is refused
+// before it changes anything, saying to migrate them; it leaves no move to
+// cancel in the way of the next, which goes through once they are migrated.
+// A move stuck in such a prepare by an earlier version is cancelled.
+func TestMoveToATargetNotMigratedSaysToMigrate(t *testing.T) {
+	dir := t.TempDir()
+	dsn := func(name string) string {
+		return "file:" + filepath.Join(dir, name) + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
+	}
+	open := func(shards ...Shard) (*gorm.DB, *Plugin) {
+		db, err := gorm.Open(sqlite.Open(dsn("main.db")), &gorm.Config{Logger: logger.Discard})
+		must(t, err)
+		p := New(Config{Atomic: BestEffort, Shards: shards, Log: quiet})
+		must(t, db.Use(p))
+		t.Cleanup(func() { _ = p.Close() })
+		return db, p
+	}
+	a := Shard{Name: "a", Dialector: sqlite.Open(dsn("a.db")), Logical: []Range{{From: 0, To: Layout{}.ShardCount() - 1}}}
+	oldDB, old := open(a)
+	must(t, old.AutoMigrate(oldDB, &revUser{}))
+	must(t, oldDB.Clauses(OnShard(100)).Create(&revUser{Name: "moving"}).Error)
+	must(t, old.Close())
+	db, p := open(a, Shard{Name: "b", Dialector: sqlite.Open(dsn("b.db"))})
+	ctx := context.Background()
+	moved := Range{From: 0, To: 4095}
+	_, err := p.Move(ctx, Move{Logical: moved, To: "b"})
+	if !errors.Is(err, ErrMoveInvalid) || !strings.Contains(err.Error(), "migrate the models with b in Config.Shards") {
+		t.Fatalf("a move to a database without the tables: %v; want ErrMoveInvalid saying to migrate the models with b", err)
+	}
+	moves, err := p.Moves(ctx)
+	must(t, err)
+	if len(moves) != 0 {
+		t.Errorf("the refused move is recorded: %+v", moves)
+	}
+	// As an earlier version left it: recorded, its prepare failed.
+	stuck, err := json.Marshal(mapstore.MoveState{Logical: moved, From: "a", To: "b", Phase: PhasePrepare, Tables: []string{"rev_users"}})
+	must(t, err)
+	must(t, db.Exec("INSERT INTO shardid_moves (from_shard, to_shard, phase, state, updated_ms) VALUES (?, ?, ?, ?, 0)", moved.From, moved.To, PhasePrepare, string(stuck)).Error)
+	must(t, p.CancelMove(ctx, moved))
+	must(t, p.AutoMigrate(db, &revUser{}))
+	report, err := p.Move(ctx, Move{Logical: moved, To: "b"})
+	must(t, err)
+	if report.Rows["rev_users"] != 1 {
+		t.Errorf("the move after the migration copied %v, want the one user", report.Rows)
+	}
 }

@@ -166,7 +166,8 @@ func (mv *run) unfence(ctx context.Context) error {
 		return err
 	}
 	for _, t := range mv.tables {
-		if err := mv.fence.Uninstall(ctx, mv.source, t.fenced); err != nil {
+		// A move that failed before its prepare installed the fence has no triggers.
+		if err := mv.fence.Uninstall(ctx, mv.source, t.fenced); err != nil && !mv.fence.NotInstalled(err) {
 			return err
 		}
 	}

@@ -71,7 +71,7 @@ func (mv *run) prepareTarget(ctx context.Context) error {
 			return fmt.Errorf("table %s on %s: %w", t.name, mv.st.To, err)
 		}
 		if err != nil {
-			return fmt.Errorf("table %s on %s: %w (migrate the models with %s in Config.Shards)", t.name, mv.st.To, err, mv.st.To)
+			return fmt.Errorf("%w: table %s on %s: %w: migrate the models with %s in Config.Shards (ids.AutoMigrate), then move again", ErrInvalid, t.name, mv.st.To, err, mv.st.To)
 		}
 		for _, c := range t.columns {
 			if !slices.Contains(columns, c) {
