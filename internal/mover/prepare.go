@@ -84,8 +84,8 @@ func (mv *run) prepareTarget(ctx context.Context) error {
 			return fmt.Errorf("table %s on %s: %w", t.name, mv.st.To, err)
 		}
 		if found.Rows > 0 {
-			return fmt.Errorf("%w: table %s on %s already holds %d rows of logical shards %d-%d (keys %v), which no move copied there: delete them, or move them where they belong, first",
-				ErrInvalid, t.name, mv.st.To, found.Rows, mv.st.Logical.From, mv.st.Logical.To, found.Keys)
+			return fmt.Errorf("%w: table %s on %s already holds rows of logical shards %d-%d (%d; keys %v), which no move copied there: delete them, or move them where they belong, first",
+				ErrInvalid, t.name, mv.st.To, mv.st.Logical.From, mv.st.Logical.To, found.Rows, found.Keys)
 		}
 	}
 	return nil
