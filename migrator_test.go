@@ -421,3 +421,40 @@ func TestDropTableWithADatabaseDownDropsNothing(t *testing.T) {
 		t.Error("DropView with s1 down dropped the view on the plugin's database before it was refused")
 	}
 }
+
+type renameMember struct {
+	ID   int64 `shardid:""`
+	Name string
+}
+
+// TestRenameTableRenamesItsRecord: RenameTable of a sharded model renames
+// its record in shardid_tables once every database has the renamed table,
+// so that the audit and a move read it; a rename that stopped part way
+// keeps the old record until it is run again.
+func TestRenameTableRenamesItsRecord(t *testing.T) {
+	dir := t.TempDir()
+	db, p := openIn(t, dir)
+	must(t, p.AutoMigrate(db, &renameMember{}))
+	must(t, db.Create(&renameMember{Name: "a"}).Error)
+	s1, err := gorm.Open(sqlite.Open(filepath.Join(dir, "s1.db")), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	must(t, s1.Exec("CREATE TABLE rename_people (id integer)").Error) // the rename is made on s0, refused on s1
+	if err := p.Migrator(db).RenameTable(&renameMember{}, "rename_people"); err == nil {
+		t.Fatal("RenameTable onto a table s1 has: no error")
+	}
+	var recorded []string
+	must(t, db.Table("shardid_tables").Pluck("name", &recorded).Error)
+	if !slices.Equal(recorded, []string{"rename_members"}) {
+		t.Errorf("recorded tables %v after a rename that stopped part way, want rename_members, which s1 still has", recorded)
+	}
+	must(t, s1.Exec("DROP TABLE rename_people").Error)
+	must(t, p.Migrator(db).RenameTable(&renameMember{}, "rename_people")) // finishes it on s1
+	recorded = nil
+	must(t, db.Table("shardid_tables").Pluck("name", &recorded).Error)
+	if !slices.Contains(recorded, "rename_people") || slices.Contains(recorded, "rename_members") {
+		t.Errorf("recorded tables %v after the rename, want rename_people and not rename_members", recorded)
+	}
+	if _, err := p.Audit(t.Context()); err != nil {
+		t.Errorf("the audit after the rename: %v", err)
+	}
+}

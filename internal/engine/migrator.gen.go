@@ -119,6 +119,10 @@ func (m migratorPlugin) UnregisterTable(db *gorm.DB, table string) error {
 	return m.p.unregisterTable(db, table)
 }
 
+func (m migratorPlugin) RenameRegisteredTable(db *gorm.DB, oldName, newName string) error {
+	return m.p.renameRegisteredTable(db, oldName, newName)
+}
+
 func (m migratorPlugin) TagError(model, field, detail string) error {
 	return &FieldError{Model: model, Field: field, Err: ErrInvalidTag, Detail: detail}
 }

@@ -101,6 +101,23 @@ func (e *Engine) unregisterTable(db *gorm.DB, table string) error {
 	return err
 }
 
+// renameRegisteredTable records a sharded table renamed through the migrator
+// by its new name.
+func (e *Engine) renameRegisteredTable(db *gorm.DB, oldName, newName string) error {
+	if e.maps == nil {
+		return nil
+	}
+	ctx := db.Statement.Context
+	if err := e.maps.prepareTables(ctx); err != nil {
+		return err
+	}
+	if _, err := e.maps.Exec(ctx, "DELETE FROM "+tablesTable+" WHERE name = ?", newName); err != nil { // a stale record of a table gone by then: the old one stays until the rename is recorded
+		return err
+	}
+	_, err := e.maps.Exec(ctx, "UPDATE "+tablesTable+" SET name = ? WHERE name = ?", newName, oldName)
+	return err
+}
+
 // The strategies recorded for a many2many join table beside a sharded
 // owner: joinRows when its other side is unsharded (a move carries its rows
 // by the owner's key), joinShardedRows when the other side is sharded too (a

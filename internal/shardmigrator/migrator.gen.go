@@ -184,19 +184,32 @@ func (m Migrator) HasTable(value any) bool {
 }
 
 // RenameTable renames the table where it lives: on every physical database
-// when either name is a sharded model's.
+// when either name is a sharded model's, whose record in the plugin's
+// database then names the new table.
 func (m Migrator) RenameTable(oldName, newName any) error {
 	placed := oldName
-	if sharded, _, _, err := m.sharded(newName); err == nil && sharded {
+	sharded, _, _, err := m.sharded(newName)
+	if err == nil && sharded {
 		placed = newName
+	} else {
+		sharded, _, _, err = m.sharded(oldName) // asked before the rename: a renamed table is found by its new name only
 	}
-	return m.eachUnfinished(placed, func(mig gorm.Migrator) bool {
+	if err != nil {
+		return err
+	}
+	if err := m.eachUnfinished(placed, func(mig gorm.Migrator) bool {
 		tables, err := mig.GetTables()
 		has := func(value any) bool {
 			return slices.ContainsFunc(tables, func(t string) bool { return strings.EqualFold(t, m.tableName(value)) })
 		}
 		return err == nil && !has(oldName) && has(newName)
-	}, func(mig gorm.Migrator) error { return mig.RenameTable(oldName, newName) })
+	}, func(mig gorm.Migrator) error { return mig.RenameTable(oldName, newName) }); err != nil {
+		return err // the record keeps the old name, which a database still has, until a run finishes it
+	}
+	if !sharded || !m.plugin.Routed() {
+		return nil
+	}
+	return m.plugin.RenameRegisteredTable(m.db, m.tableName(oldName), m.tableName(newName))
 }
 
 // tableName is the table of value: a model's, or a name.

@@ -48,6 +48,9 @@ func (f *fakePlugin) PrepareStrategies(*gorm.DB, map[strategies.Generator]bool) 
 }
 func (f *fakePlugin) RegisterTables(*gorm.DB, []any) error   { return nil }
 func (f *fakePlugin) UnregisterTable(*gorm.DB, string) error { return nil }
+func (f *fakePlugin) RenameRegisteredTable(*gorm.DB, string, string) error {
+	return nil
+}
 func (f *fakePlugin) TagError(model, field, detail string) error {
 	return errors.New(model + "." + field + ": " + detail)
 }

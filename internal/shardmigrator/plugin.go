@@ -44,6 +44,9 @@ type Plugin interface {
 	// UnregisterTable forgets a sharded table dropped through the migrator,
 	// so that a move no longer looks for it.
 	UnregisterTable(db *gorm.DB, table string) error
+	// RenameRegisteredTable records a sharded table renamed through the
+	// migrator by its new name, so that a move and an audit read that one.
+	RenameRegisteredTable(db *gorm.DB, oldName, newName string) error
 	// TagError is the plugin's error for a field of a model whose tag cannot
 	// be used as it is; detail says why and how to fix it.
 	TagError(model, field, detail string) error
