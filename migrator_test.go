@@ -458,3 +458,28 @@ func TestRenameTableRenamesItsRecord(t *testing.T) {
 		t.Errorf("the audit after the rename: %v", err)
 	}
 }
+
+// TestShardedViewOverATableNamesItsShards: a view whose query names a sharded
+// table with db.Table and no model is refused with ErrNoShard without a
+// shard, as one on the model is, and with AllShards is created on every
+// physical database.
+func TestShardedViewOverATableNamesItsShards(t *testing.T) {
+	db, p, direct := revRouted(t, &revPhoto{})
+	err := p.Migrator(db).CreateView("photo_urls", gorm.ViewOption{Query: db.Table("rev_photos").Select("id, url")})
+	if !errors.Is(err, ErrNoShard) {
+		t.Fatalf("a view whose query names no shard: %v, want ErrNoShard", err)
+	}
+	must(t, p.Migrator(db).CreateView("photo_urls", gorm.ViewOption{Query: db.Clauses(AllShards()).Table("rev_photos").Select("id, url")}))
+	for i, d := range direct {
+		var sql string
+		must(t, d.Raw("SELECT coalesce(max(sql), '') FROM sqlite_master WHERE type = 'view' AND name = 'photo_urls'").Scan(&sql).Error)
+		if sql != "CREATE VIEW `photo_urls` AS SELECT id, url FROM `rev_photos`" {
+			t.Errorf("database %d: %q", i, sql)
+		}
+	}
+	var own int64
+	must(t, db.Raw("SELECT count(*) FROM sqlite_master WHERE type = 'view' AND name = 'photo_urls'").Scan(&own).Error)
+	if own != 0 {
+		t.Error("the view is on the plugin's database too")
+	}
+}

@@ -340,12 +340,19 @@ func (m Migrator) ColumnTypes(value any) ([]gorm.ColumnType, error) {
 }
 
 // CreateView creates the view beside the tables its query reads: on every
-// physical database for a query on a sharded model, where each reads its own
-// rows. The query is built first, as GORM builds it into the view, whose
-// errors GORM would drop: a sharded query naming no shard (without
-// AllShards) fails here, not as a view with no query.
+// physical database for a query on a sharded model or table, where each
+// reads its own rows. The query is built first, as GORM builds it into the
+// view, whose errors GORM would drop: a sharded query naming no shard
+// (without AllShards) fails here, not as a view with no query.
 func (m Migrator) CreateView(name string, option gorm.ViewOption) error {
-	if option.Query == nil || option.Query.Statement.Model == nil {
+	var placed any // the query's model, or the table it names
+	if option.Query != nil {
+		placed = option.Query.Statement.Model
+		if placed == nil && option.Query.Statement.SQL.Len() == 0 && option.Query.Statement.Table != "" {
+			placed = option.Query.Statement.Table // db.Table("name"): placed by its name, as DropTable("name") is
+		}
+	}
+	if placed == nil { // no query, or raw SQL: GORM's migrator on the plugin's database
 		return m.own.CreateView(name, option)
 	}
 	built := option.Query.Session(&gorm.Session{DryRun: true, Logger: logger.Discard}).Clauses() // a statement of its own, as GORM builds it
@@ -355,7 +362,7 @@ func (m Migrator) CreateView(name string, option gorm.ViewOption) error {
 	if built.Statement.SQL.Len() == 0 {
 		return fmt.Errorf("shardid: the query of view %s builds no SQL", name)
 	}
-	return m.each(option.Query.Statement.Model, func(mig gorm.Migrator) error { return mig.CreateView(name, option) })
+	return m.each(placed, func(mig gorm.Migrator) error { return mig.CreateView(name, option) })
 }
 
 // DropView drops the view wherever it is (DROP VIEW IF EXISTS).
