@@ -483,3 +483,43 @@ func TestShardedViewOverATableNamesItsShards(t *testing.T) {
 		t.Error("the view is on the plugin's database too")
 	}
 }
+
+type partlyUserBefore struct {
+	ID   int64 `shardid:""`
+	Code string
+}
+
+func (partlyUserBefore) TableName() string { return "partly_users" }
+
+type partlyUser struct {
+	ID   int64  `shardid:""`
+	Code string `gorm:"uniqueIndex"`
+	Note string
+}
+
+// TestAutoMigrateNamesTheDatabaseItFailedOnPartWay: GORM migrates a table
+// that is there with several statements (a column, then an index): one
+// database that refuses the index has the column already, and the error
+// names it beside those migrated before it.
+func TestAutoMigrateNamesTheDatabaseItFailedOnPartWay(t *testing.T) {
+	dir := t.TempDir()
+	db, p := openIn(t, dir)
+	must(t, p.AutoMigrate(db, &partlyUserBefore{}))
+	half := Layout{}.ShardCount() / 2
+	for _, shard := range []int{1, half + 1, half + 2} { // equal codes on s1 only
+		must(t, db.Clauses(OnShard(shard)).Create(&partlyUserBefore{Code: "same"}).Error)
+	}
+	err := p.AutoMigrate(db, &partlyUser{})
+	if err == nil {
+		t.Fatal("a unique index over equal codes on s1 was made")
+	}
+	s1, openErr := gorm.Open(sqlite.Open(filepath.Join(dir, "s1.db")), &gorm.Config{Logger: logger.Discard})
+	must(t, openErr)
+	if !s1.Migrator().HasColumn("partly_users", "note") {
+		t.Fatal("s1 has no note column: the migration did not stop part way there")
+	}
+	_, changed, _ := strings.Cut(err.Error(), "there before")
+	if !strings.Contains(changed, "s0") || !strings.Contains(changed, "s1") {
+		t.Errorf("the error of a migration that changed s0, and s1 part way: %v", err)
+	}
+}

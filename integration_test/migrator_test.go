@@ -254,3 +254,43 @@ func TestShardChecks(t *testing.T) {
 		}
 	}
 }
+
+type (
+	mgPartlyBefore struct {
+		ID   int64  `shardid:""`
+		Code string `gorm:"size:32"`
+	}
+	mgPartly struct {
+		ID   int64  `shardid:""`
+		Code string `gorm:"size:32;uniqueIndex"`
+		Note string `gorm:"size:32"`
+	}
+)
+
+func (mgPartlyBefore) TableName() string { return "mg_partlies" }
+
+// TestAutoMigrateNamesEveryDatabaseItChanged: an AutoMigrate that adds a
+// column and a unique index fails on the last database, which holds equal
+// codes, after adding the column there: its error names that database as
+// changed part way, beside those migrated before it.
+func TestAutoMigrateNamesEveryDatabaseItChanged(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		must(t, r.plugin.Migrator(r.db).DropTable(&mgPartly{}))
+		must(t, r.plugin.AutoMigrate(r.db, &mgPartlyBefore{}))
+		last := r.plugin.Layout().ShardCount() - 1
+		for range 2 {
+			must(t, r.db.Clauses(shardid.OnShard(last)).Create(&mgPartlyBefore{Code: "same"}).Error)
+		}
+		err := r.plugin.AutoMigrate(r.db, &mgPartly{})
+		if err == nil {
+			t.Fatal("a unique index over equal codes was made")
+		}
+		_, changed, _ := strings.Cut(err.Error(), "there before")
+		for i, db := range r.direct {
+			if name := fmt.Sprintf("%s-%d", b.name, i); db.Migrator().HasColumn("mg_partlies", "note") && !strings.Contains(changed, name) {
+				t.Errorf("%s has the new column; the error does not name it: %v", name, err)
+			}
+		}
+	})
+}

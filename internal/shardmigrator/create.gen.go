@@ -125,11 +125,11 @@ func (m Migrator) create(models []any, do func(gorm.Migrator, ...any) error) (er
 		}
 		missing, err := missingTables(tx, everywhere)
 		if err != nil {
-			return fmt.Errorf("shardid: on %s: %w%s", name, err, undoneBefore(done))
+			return fmt.Errorf("shardid: on %s: %w%s", name, err, undoneBefore(done, ""))
 		}
 		made, madeModels = append(made, target{name, tx.Migrator()}), append(madeModels, missing)
 		if err := do(tx.Migrator(), everywhere...); err != nil {
-			return fmt.Errorf("shardid: on %s: %w%s", name, err, undoneBefore(done))
+			return fmt.Errorf("shardid: on %s: %w%s", name, err, undoneBefore(done, name)) // GORM migrates a table with several statements: some may have run on name
 		}
 		done = append(done, name)
 		if err := m.checkHashColumns(tx, everywhere, name); err != nil {
@@ -228,12 +228,21 @@ func missingTables(db *gorm.DB, models []any) ([]any, error) {
 }
 
 // undoneBefore tells, in the error of a migration that undoes the tables it
-// created, what it leaves on the databases it migrated before one failed.
-func undoneBefore(done []string) string {
-	if len(done) == 0 {
+// created, what it leaves on the databases it migrated before one failed,
+// and on failed, the one that failed part way, if it changed anything there.
+func undoneBefore(done []string, failed string) string {
+	changed := strings.Join(done, ", ")
+	switch {
+	case failed == "" && changed == "":
 		return ""
+	case failed == "":
+		changed = "stays changed on " + changed
+	case changed == "":
+		changed = "may stay changed on " + failed + ", where it failed part way"
+	default:
+		changed = "stays changed on " + changed + ", and may on " + failed + ", where it failed part way"
 	}
-	return fmt.Sprintf(" (the tables it created are dropped again; what it changed in tables that were there before stays changed on %s: run it again to finish it)", strings.Join(done, ", "))
+	return fmt.Sprintf(" (the tables it created are dropped again; what it changed in tables that were there before %s: run it again to finish it)", changed)
 }
 
 // undoCreated drops, after err, the tables a migration created on each
