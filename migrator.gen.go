@@ -13,7 +13,8 @@ func (p *Plugin) Migrator(db *gorm.DB) gorm.Migrator { return p.engine().Migrato
 // AutoMigrate migrates the tables of sharded models, their many2many join
 // tables and what their ID strategies keep, on every physical database, and
 // the tables of unsharded models on db alone. It fails with [ErrInvalidTag]
-// before changing anything when a model's tag cannot be used.
+// before changing anything when a model's tag cannot be used, and with
+// [gorm.ErrInvalidValue] when a model is nil.
 func (p *Plugin) AutoMigrate(db *gorm.DB, models ...any) error {
 	return p.Migrator(db).AutoMigrate(models...)
 }

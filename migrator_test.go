@@ -523,3 +523,37 @@ func TestAutoMigrateNamesTheDatabaseItFailedOnPartWay(t *testing.T) {
 		t.Errorf("the error of a migration that changed s0, and s1 part way: %v", err)
 	}
 }
+
+type nilModelUser struct {
+	ID   int64 `shardid:""`
+	Name string
+}
+
+// TestMigratorRefusesANilModel: a nil among the models fails with GORM's
+// ErrInvalidValue before anything is changed, where GORM's migrator panics.
+func TestMigratorRefusesANilModel(t *testing.T) {
+	db, p := openIn(t, t.TempDir())
+	refused := func(name string, call func() error) {
+		t.Helper()
+		defer func() {
+			if r := recover(); r != nil {
+				t.Errorf("%s panicked: %v", name, r)
+			}
+		}()
+		if err := call(); !errors.Is(err, gorm.ErrInvalidValue) {
+			t.Errorf("%s: %v, want gorm.ErrInvalidValue", name, err)
+		}
+	}
+	refused("AutoMigrate(&M{}, nil)", func() error { return p.AutoMigrate(db, &nilModelUser{}, nil) })
+	if p.Migrator(db).HasTable(&nilModelUser{}) {
+		t.Error("AutoMigrate(&M{}, nil) migrated M")
+	}
+	refused("CreateTable(nil)", func() error { return p.Migrator(db).CreateTable(nil) })
+	refused("DropTable(nil)", func() error { return p.Migrator(db).DropTable(nil) })
+	must(t, p.AutoMigrate(db, &nilModelUser{}))
+	refused("DropTable(&M{}, nil)", func() error { return p.Migrator(db).DropTable(&nilModelUser{}, nil) })
+	if !p.Migrator(db).HasTable(&nilModelUser{}) {
+		t.Error("DropTable(&M{}, nil) dropped M")
+	}
+	refused("AddColumn(nil, \"Name\")", func() error { return p.Migrator(db).AddColumn(nil, "Name") })
+}

@@ -63,16 +63,17 @@ func (m Migrator) DropTable(models ...any) error {
 // database answers when one of the values' tables lives on them: a change
 // refused for a database that is down changes none of the values.
 func (m Migrator) reachableFor(values ...any) error {
+	several := false
 	for _, value := range values {
-		targets, err := m.targets(value)
+		targets, err := m.targets(value) // every value: one that cannot be placed (nil, a bad tag) fails before any is changed
 		if err != nil {
 			return err
 		}
-		if len(targets) > 1 {
-			if err := m.plugin.Reachable(m.db.Statement.Context); err != nil {
-				return fmt.Errorf("shardid: nothing was changed: %w", err)
-			}
-			return nil
+		several = several || len(targets) > 1
+	}
+	if several {
+		if err := m.plugin.Reachable(m.db.Statement.Context); err != nil {
+			return fmt.Errorf("shardid: nothing was changed: %w", err)
 		}
 	}
 	return nil

@@ -17,8 +17,11 @@ type target struct {
 // sharded reports whether value (a model or a table name) is the table of a
 // sharded model, whose rows live on the physical databases, with the model's
 // tags and schema when it is a model. It parses the model's tags first, so
-// that a bad one fails before anything changes.
+// that a bad one, or a nil model, fails before anything changes.
 func (m Migrator) sharded(value any) (bool, *Model, *schema.Schema, error) {
+	if value == nil { // GORM's migrator panics on it; the plugin never panics on what it is given
+		return false, nil, nil, fmt.Errorf("shardid: the migrator was given a nil model: %w", gorm.ErrInvalidValue)
+	}
 	if table, isTable := value.(string); isTable {
 		if m.plugin.ShardedTable(table) {
 			return true, nil, nil, nil
