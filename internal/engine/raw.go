@@ -19,14 +19,16 @@ func (e *Engine) routeRaw(db *gorm.DB) error {
 // routeTable routes a statement that names its table but has no model
 // (db.Table("users").Count, db.Table("users").Create(map)).
 func (e *Engine) routeTable(db *gorm.DB) error {
-	if h, ok := loadSetting(db.Statement, hintSettingKey{}); ok && h.(Hint).kind == hintAll && db.DryRun && e.routed() {
-		// Built, never run (a view's query the migrator makes on every database): as a model's fan-out in DryRun.
-		db.Statement.Settings.Store(fanOutKey{}, e.allPhysicals())
-		return nil
-	}
 	table := db.Statement.Table
 	if db.Statement.TableExpr != nil { // Table("authors AS a"): Table is the alias
 		table = db.Statement.TableExpr.SQL
+	}
+	if h, ok := loadSetting(db.Statement, hintSettingKey{}); ok && h.(Hint).kind == hintAll && db.DryRun && e.routed() {
+		if _, sharded := e.shardedModel(db.Statement.Table); sharded {
+			// Built, never run (a view's query the migrator makes on every database): as a model's fan-out in DryRun.
+			db.Statement.Settings.Store(fanOutKey{}, e.allPhysicals())
+			return nil
+		}
 	}
 	return e.routeWithoutModel(db, "SELECT * FROM "+table, "a statement on a table without its model")
 }
