@@ -58,22 +58,16 @@ func TestAuditWithNoShardedTables(t *testing.T) {
 // source's frozen copy among them, naming why; it is still live, so the
 // move's cleanup waits for it, naming it.
 func TestAProcessThatCannotFollowTheMapRefusesShardedStatements(t *testing.T) {
-	dir := t.TempDir()
-	dsn := func(name string) string {
-		return "file:" + filepath.Join(dir, name) + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
-	}
+	ps := processes{t, t.TempDir()}
 	open := func(shards ...Shard) (*gorm.DB, *Plugin) {
-		db, err := gorm.Open(sqlite.Open(dsn("main.db")), &gorm.Config{Logger: logger.Discard})
+		db, p, err := ps.open(Config{MapRefresh: 100 * time.Millisecond, Shards: shards})
 		must(t, err)
-		p := New(Config{MapRefresh: 100 * time.Millisecond, Atomic: BestEffort, Shards: shards, Log: quiet})
-		must(t, db.Use(p))
-		t.Cleanup(func() { _ = p.Close() })
 		return db, p
 	}
 	every := []Range{{From: 0, To: Layout{}.ShardCount() - 1}}
-	oldDB, old := open(Shard{Name: "a", Dialector: sqlite.Open(dsn("a.db")), Logical: every})
+	oldDB, old := open(Shard{Name: "a", Dialector: ps.file("a.db"), Logical: every})
 	must(t, old.AutoMigrate(oldDB, &revUser{}))
-	newDB, current := open(Shard{Name: "a", Dialector: sqlite.Open(dsn("a.db")), Logical: every}, Shard{Name: "b", Dialector: sqlite.Open(dsn("b.db"))})
+	newDB, current := open(Shard{Name: "a", Dialector: ps.file("a.db"), Logical: every}, Shard{Name: "b", Dialector: ps.file("b.db")})
 	must(t, current.AutoMigrate(newDB, &revUser{}))
 	moved := Range{From: 0, To: 4095}
 	_, err := current.Move(context.Background(), Move{Logical: moved, To: "b"})
@@ -102,19 +96,13 @@ func TestAProcessThatCannotFollowTheMapRefusesShardedStatements(t *testing.T) {
 // with would read other shards out of the same IDs, and move the wrong
 // rows: it does not start. One that spells the same layout otherwise does.
 func TestProcessesOfOneMapShareTheirLayout(t *testing.T) {
-	dir := t.TempDir()
-	dsn := func(name string) string {
-		return "file:" + filepath.Join(dir, name) + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
-	}
+	ps := processes{t, t.TempDir()}
 	open := func(layout Layout) error {
-		db, err := gorm.Open(sqlite.Open(dsn("main.db")), &gorm.Config{Logger: logger.Discard})
-		must(t, err)
-		p := New(Config{Layout: layout, Atomic: BestEffort, Log: quiet, Shards: []Shard{
-			{Name: "a", Dialector: sqlite.Open(dsn("a.db")), Logical: []Range{{From: 0, To: layout.Normalized().ShardCount() - 1}}},
-			{Name: "b", Dialector: sqlite.Open(dsn("b.db"))},
+		_, _, err := ps.open(Config{Layout: layout, Shards: []Shard{
+			{Name: "a", Dialector: ps.file("a.db"), Logical: []Range{{From: 0, To: layout.Normalized().ShardCount() - 1}}},
+			{Name: "b", Dialector: ps.file("b.db")},
 		}})
-		t.Cleanup(func() { _ = p.Close() })
-		return db.Use(p)
+		return err
 	}
 	must(t, open(Layout{}))
 	for _, other := range []Layout{
@@ -136,24 +124,18 @@ func TestProcessesOfOneMapShareTheirLayout(t *testing.T) {
 // cancel in the way of the next, which goes through once they are migrated.
 // A move stuck in such a prepare by an earlier version is cancelled.
 func TestMoveToATargetNotMigratedSaysToMigrate(t *testing.T) {
-	dir := t.TempDir()
-	dsn := func(name string) string {
-		return "file:" + filepath.Join(dir, name) + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
-	}
+	ps := processes{t, t.TempDir()}
 	open := func(shards ...Shard) (*gorm.DB, *Plugin) {
-		db, err := gorm.Open(sqlite.Open(dsn("main.db")), &gorm.Config{Logger: logger.Discard})
+		db, p, err := ps.open(Config{Shards: shards})
 		must(t, err)
-		p := New(Config{Atomic: BestEffort, Shards: shards, Log: quiet})
-		must(t, db.Use(p))
-		t.Cleanup(func() { _ = p.Close() })
 		return db, p
 	}
-	a := Shard{Name: "a", Dialector: sqlite.Open(dsn("a.db")), Logical: []Range{{From: 0, To: Layout{}.ShardCount() - 1}}}
+	a := Shard{Name: "a", Dialector: ps.file("a.db"), Logical: []Range{{From: 0, To: Layout{}.ShardCount() - 1}}}
 	oldDB, old := open(a)
 	must(t, old.AutoMigrate(oldDB, &revUser{}))
 	must(t, oldDB.Clauses(OnShard(100)).Create(&revUser{Name: "moving"}).Error)
 	must(t, old.Close())
-	db, p := open(a, Shard{Name: "b", Dialector: sqlite.Open(dsn("b.db"))})
+	db, p := open(a, Shard{Name: "b", Dialector: ps.file("b.db")})
 	ctx := context.Background()
 	moved := Range{From: 0, To: 4095}
 	_, err := p.Move(ctx, Move{Logical: moved, To: "b"})
@@ -176,4 +158,28 @@ func TestMoveToATargetNotMigratedSaysToMigrate(t *testing.T) {
 	if report.Rows["rev_users"] != 1 {
 		t.Errorf("the move after the migration copied %v, want the one user", report.Rows)
 	}
+}
+
+// processes opens processes of one shared map on SQLite files in dir: the
+// plugin's database main.db and the physical databases named file(name).
+type processes struct {
+	t   *testing.T
+	dir string
+}
+
+func (ps processes) file(name string) gorm.Dialector {
+	return sqlite.Open("file:" + filepath.Join(ps.dir, name) + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
+}
+
+// open starts a process with cfg, closed when the test ends.
+func (ps processes) open(cfg Config) (*gorm.DB, *Plugin, error) {
+	db, err := gorm.Open(ps.file("main.db"), &gorm.Config{Logger: logger.Discard})
+	must(ps.t, err)
+	if cfg.Log == nil {
+		cfg.Log = quiet
+	}
+	cfg.Atomic = BestEffort
+	p := New(cfg)
+	ps.t.Cleanup(func() { _ = p.Close() })
+	return db, p, db.Use(p)
 }

@@ -35,19 +35,7 @@ func TestMoverKilledWhileFrozenCostsWritersOneLease(t *testing.T) {
 	forEachServer(t, func(t *testing.T, b backend) {
 		r := newMoveRig(t, b, t.TempDir())
 		users := r.seedUsers(t, 200)
-		child := exec.Command(os.Args[0], "-test.run=^TestMoverKilledWhileFrozenCostsWritersOneLease$", "-test.count=1")
-		child.Env = append(os.Environ(), moverChildVar+"="+b.name)
-		out, err := child.StdoutPipe()
-		must(t, err)
-		child.Stderr = os.Stderr
-		must(t, child.Start())
-		t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
-		lines := bufio.NewScanner(out)
-		for lines.Scan() && !strings.Contains(lines.Text(), "FROZEN") {
-		}
-		if lines.Err() != nil || !strings.Contains(lines.Text(), "FROZEN") {
-			t.Fatalf("the mover process ended before the freeze: %v", lines.Err())
-		}
+		child := moverFrozenInChild(t, b, "TestMoverKilledWhileFrozenCostsWritersOneLease")
 		// Frozen: a write of the range is held, not taken.
 		frozenWrite := make(chan error, 1)
 		go func() { frozenWrite <- r.db.Model(&MvUser{ID: users[0]}).Update("name", "written while frozen").Error }()
@@ -99,19 +87,7 @@ func TestMoveStatusTellsARunningMoverFromAKilledOne(t *testing.T) {
 	forEachServer(t, func(t *testing.T, b backend) {
 		r := newMoveRig(t, b, t.TempDir())
 		r.seedUsers(t, 20)
-		child := exec.Command(os.Args[0], "-test.run=^TestMoveStatusTellsARunningMoverFromAKilledOne$", "-test.count=1")
-		child.Env = append(os.Environ(), moverChildVar+"="+b.name)
-		out, err := child.StdoutPipe()
-		must(t, err)
-		child.Stderr = os.Stderr
-		must(t, child.Start())
-		t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
-		lines := bufio.NewScanner(out)
-		for lines.Scan() && !strings.Contains(lines.Text(), "FROZEN") {
-		}
-		if lines.Err() != nil || !strings.Contains(lines.Text(), "FROZEN") {
-			t.Fatalf("the mover process ended before the freeze: %v", lines.Err())
-		}
+		child := moverFrozenInChild(t, b, "TestMoveStatusTellsARunningMoverFromAKilledOne")
 		status := func() shardid.MoveStatus {
 			moves, err := r.p.Moves(context.Background())
 			must(t, err)
@@ -136,6 +112,27 @@ func TestMoveStatusTellsARunningMoverFromAKilledOne(t *testing.T) {
 		}
 		r.move(t, shardid.Move{}) // resumed to its end, the rig's range serves again
 	})
+}
+
+// moverFrozenInChild starts this test binary's test as the mover process of
+// backend b (runMoverUntilKilled), and returns it once the range is frozen;
+// it is killed when the test ends, if not before.
+func moverFrozenInChild(t *testing.T, b backend, test string) *exec.Cmd {
+	t.Helper()
+	child := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
+	child.Env = append(os.Environ(), moverChildVar+"="+b.name)
+	out, err := child.StdoutPipe()
+	must(t, err)
+	child.Stderr = os.Stderr
+	must(t, child.Start())
+	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
+	lines := bufio.NewScanner(out)
+	for lines.Scan() && !strings.Contains(lines.Text(), "FROZEN") {
+	}
+	if lines.Err() != nil || !strings.Contains(lines.Text(), "FROZEN") {
+		t.Fatalf("the mover process ended before the freeze: %v", lines.Err())
+	}
+	return child
 }
 
 // runMoverUntilKilled moves the rig's range with a short lease and stops
