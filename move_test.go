@@ -6,6 +6,7 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -182,4 +183,72 @@ func (ps processes) open(cfg Config) (*gorm.DB, *Plugin, error) {
 	p := New(cfg)
 	ps.t.Cleanup(func() { _ = p.Close() })
 	return db, p, db.Use(p)
+}
+
+// TestAMapNeverReadKeepsShardedStatementsRefused: a process that could not
+// read the shared map at db.Use (here a version it cannot parse) refuses
+// statements on sharded models, and goes on refusing them while it only
+// notes itself live (MapRefresh negative): Config.Shards may be older than
+// the table.
+func TestAMapNeverReadKeepsShardedStatementsRefused(t *testing.T) {
+	ps := processes{t, t.TempDir()}
+	main, err := gorm.Open(ps.file("main.db"), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	must(t, main.Exec("CREATE TABLE shardid_shard_map (version BIGINT NOT NULL PRIMARY KEY, map TEXT NOT NULL, created_ms BIGINT NOT NULL)").Error)
+	must(t, main.Exec("INSERT INTO shardid_shard_map VALUES (7, '{not json', 0)").Error)
+	db, _, err := ps.open(Config{MapRefresh: -1, Shards: []Shard{{Name: "a", Dialector: ps.file("a.db"), Logical: []Range{{From: 0, To: Layout{}.ShardCount() - 1}}}}})
+	must(t, err)
+	for _, when := range []string{"at once", "after the process noted itself live"} {
+		if err := db.Clauses(OnShard(1)).Find(&[]revUser{}).Error; !errors.Is(err, ErrShardUnavailable) {
+			t.Errorf("%s: %v; want ErrShardUnavailable", when, err)
+		}
+		time.Sleep(2500 * time.Millisecond) // past its first heartbeats, of a second each
+	}
+}
+
+// TestAMapRefreshTooLongToCountStillRoutes: a MapRefresh whose trust window
+// does not fit in a time.Duration is trusted for good, not refused for a
+// window gone negative.
+func TestAMapRefreshTooLongToCountStillRoutes(t *testing.T) {
+	ps := processes{t, t.TempDir()}
+	db, p, err := ps.open(Config{MapRefresh: 1 << 62, Shards: []Shard{{Name: "a", Dialector: ps.file("a.db"), Logical: []Range{{From: 0, To: Layout{}.ShardCount() - 1}}}}})
+	must(t, err)
+	must(t, p.AutoMigrate(db, &revUser{}))
+	if err := db.Clauses(OnShard(1)).Find(&[]revUser{}).Error; err != nil {
+		t.Errorf("a read with MapRefresh %v: %v", time.Duration(1<<62), err)
+	}
+}
+
+// TestAMovesRunIsSeenByAnotherPluginOfItsFiles: a second plugin over the same
+// SQLite files (the command line's, beside the application's mover) sees the
+// move running while the mover holds it.
+func TestAMovesRunIsSeenByAnotherPluginOfItsFiles(t *testing.T) {
+	ps := processes{t, t.TempDir()}
+	shards := []Shard{
+		{Name: "a", Dialector: ps.file("a.db"), Logical: []Range{{From: 0, To: Layout{}.ShardCount() - 1}}},
+		{Name: "b", Dialector: ps.file("b.db")},
+	}
+	db, app, err := ps.open(Config{Shards: shards})
+	must(t, err)
+	must(t, app.AutoMigrate(db, &revUser{}))
+	must(t, db.Clauses(OnShard(1)).Create(&revUser{Name: "moving"}).Error)
+	_, other, err := ps.open(Config{Shards: shards})
+	must(t, err)
+	inCopy, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	moved := make(chan error, 1)
+	go func() {
+		_, err := app.Move(context.Background(), Move{Logical: Range{From: 0, To: 9}, To: "b", Progress: func(MoveProgress) {
+			once.Do(func() { close(inCopy); <-release })
+		}})
+		moved <- err
+	}()
+	<-inCopy
+	seen, err := other.Moves(context.Background())
+	close(release)
+	must(t, err)
+	must(t, <-moved)
+	if len(seen) != 1 || !seen[0].Running {
+		t.Errorf("another plugin of the same files sees the move as %+v; want it running", seen)
+	}
 }

@@ -47,12 +47,12 @@ func (e *Engine) assignIDs(db *gorm.DB) {
 		return
 	}
 	if e.routed() && m.sharded() {
-		if db.AddError(e.mapUsable()) != nil {
-			return
-		}
 		e.startRouting(stmt)
 		e.awaitEndedAnchors(stmt.Context)
 		e.holdIfAnnounced(db, kindCreate)
+		if db.AddError(e.mapUsable()) != nil { // after the hold, which may outlast the map's trust
+			return
+		}
 	}
 	var rowsOnStack [1]reflect.Value
 	rows, err := structRows(m, stmt.ReflectValue, rowsOnStack[:0])

@@ -177,10 +177,11 @@ func (e *Engine) refreshLoop(s *mapStore) {
 		case <-e.inflight.drained: // the last statement of an older map ended: say so now
 			drained = true
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), s.Heartbeat()*4)
+		ctx, cancel := context.WithTimeout(context.Background(), min(s.Heartbeat(), time.Minute)*4)
 		start := time.Now()
 		version, err := e.MapVersion(), error(nil)
-		if e.mapRefresh() > 0 && !drained { // else only a refused write reads the map; the process still says it lives
+		// Else only a refused write reads the map, once it was read; the process still says it lives.
+		if (e.mapRefresh() > 0 || version == 0) && !drained {
 			version, err = e.refreshMap(ctx)
 		}
 		// The process is live, at the version it routes by, even when it
@@ -190,9 +191,9 @@ func (e *Engine) refreshLoop(s *mapStore) {
 			err = seen
 		}
 		cancel()
-		if err == nil {
+		if err == nil && version > 0 {
 			s.trust.readAt(start, s.trustWindow(), s.Table())
-		} else {
+		} else if err != nil {
 			s.trust.failed(err, s.Table())
 		}
 		if errors.Is(err, sql.ErrConnDone) || err != nil && strings.Contains(err.Error(), "database is closed") {

@@ -23,6 +23,7 @@ type mapTrust struct {
 	distrust atomic.Pointer[error] // nil: the map was read lately
 	mu       sync.Mutex
 	timer    *time.Timer // distrusts the map when no reading renews it
+	until    time.Time   // the end of the last reading's trust
 	lastErr  error       // of the last reading that failed
 }
 
@@ -41,7 +42,8 @@ func (t *mapTrust) readAt(start time.Time, within time.Duration, table string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.lastErr = nil
-	left := time.Until(start.Add(within))
+	t.until = start.Add(within)
+	left := time.Until(t.until)
 	if t.timer == nil {
 		t.timer = time.AfterFunc(left, func() { t.expire(within, table) })
 	} else {
@@ -66,6 +68,9 @@ func (t *mapTrust) failed(err error, table string) {
 func (t *mapTrust) expire(within time.Duration, table string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if time.Now().Before(t.until) {
+		return // a reading renewed it as the timer fired
+	}
 	t.store(fmt.Errorf("%w: this process has not read the shared map in %s for %v (last error: %v); a move may have changed where logical shards are, so statements on sharded models are refused until it reads it again",
 		ErrShardUnavailable, table, within, t.lastErr))
 }

@@ -42,25 +42,49 @@ func (e *Engine) preparedFor(key int, pool, current gorm.ConnPool) gorm.ConnPool
 }
 
 // unprepareTransaction gives a statement of a prepared session begun in a
-// transaction on a physical database, or over several, that transaction
-// itself: GORM gives such a session the store of the plugin's own database,
-// whose statements another database's transaction cannot run. It then runs
-// unprepared, in its transaction.
+// transaction on a physical database, or over several, the transaction
+// without the session's store: GORM gives such a session the store of the
+// plugin's own database, whose statements another database's transaction
+// cannot run. It runs in its transaction, prepared by that database's own
+// store if the transaction has one (gorm.Config's PrepareStmt), else
+// unprepared.
 func (e *Engine) unprepareTransaction(stmt *gorm.Statement) {
-	prepared, ok := stmt.ConnPool.(*gorm.PreparedStmtTX)
-	if !ok {
-		return
-	}
-	switch tx := prepared.Tx.(type) {
-	case *globalTx, *branchPool:
-		stmt.ConnPool = tx
-	default:
-		if inner := sqlTx(tx); inner != nil {
-			if _, onShard := e.physicalOfPool(dbBehind(inner)); onShard {
-				stmt.ConnPool = inner
+	for {
+		prepared, ok := stmt.ConnPool.(*gorm.PreparedStmtTX)
+		if !ok {
+			return
+		}
+		if global := acrossShards(prepared.Tx); global != nil {
+			stmt.ConnPool = global // which prepares nothing: its statements run on branches
+			return
+		}
+		inner := sqlTx(prepared.Tx)
+		if inner == nil {
+			return
+		}
+		k, onShard := e.physicalOfPool(dbBehind(inner))
+		if !onShard {
+			return
+		}
+		if prepared.PreparedStmtDB != nil {
+			if j, own := e.physicalOfPool(prepared.PreparedStmtDB.ConnPool); own && j == k {
+				return // the database's own store
 			}
 		}
+		stmt.ConnPool = prepared.Tx
 	}
+}
+
+// acrossShards returns the transaction across shards that pool is, or is
+// inside prepared sessions of; nil if none.
+func acrossShards(pool gorm.ConnPool) gorm.ConnPool {
+	switch tx := pool.(type) {
+	case *globalTx, *branchPool:
+		return tx
+	case *gorm.PreparedStmtTX:
+		return acrossShards(tx.Tx)
+	}
+	return nil
 }
 
 // StmtContext makes the global transaction a gorm.Tx, so that a prepared

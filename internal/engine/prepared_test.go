@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"testing"
 
 	"gorm.io/gorm"
@@ -37,5 +38,54 @@ func TestPreparedSessionsUseEachDatabasesStore(t *testing.T) {
 		if keys := store.(*gorm.PreparedStmtDB).Stmts.Keys(); len(keys) == 0 {
 			t.Fatalf("nothing prepared on %s", e.physical[k].name)
 		}
+	}
+}
+
+// TestConfigPrepareStmtPreparesInAShardTransaction: with gorm.Config's
+// PrepareStmt, a statement in a transaction begun on a shard runs prepared,
+// by that database's own store.
+func TestConfigPrepareStmtPreparesInAShardTransaction(t *testing.T) {
+	db, e := openEngine(t, Config{}, true)
+	db.Config.PrepareStmt = true
+	db.ConnPool = gorm.NewPreparedStmtDB(db.ConnPool, 0, 0)
+	must(t, e.Migrator(db).AutoMigrate(&preparedUser{}))
+	var ran gorm.ConnPool
+	must(t, db.Callback().Query().After("gorm:query").Register("test:pool", func(tx *gorm.DB) { ran = tx.Statement.ConnPool }))
+	half := e.Layout().ShardCount() / 2
+	must(t, db.Clauses(hinted{OnShard(half)}).Transaction(func(tx *gorm.DB) error {
+		return tx.Find(&[]preparedUser{}).Error
+	}))
+	prepared, ok := ran.(*gorm.PreparedStmtTX)
+	if !ok {
+		t.Fatalf("the statement in the shard's transaction ran on %T, want prepared", ran)
+	}
+	if k, own := e.physicalOfPool(prepared.PreparedStmtDB.ConnPool); !own || k != 1 {
+		t.Errorf("it was prepared by the store of %d (%v), want the shard's", k, own)
+	}
+}
+
+// TestPreparedSessionSavepointInAShardTransactionRollsBackItsPart: a nested
+// transaction of a prepared session made in a shard's transaction rolls back
+// to its savepoint, and the outer part commits.
+func TestPreparedSessionSavepointInAShardTransactionRollsBackItsPart(t *testing.T) {
+	db, e := openEngine(t, Config{}, true)
+	must(t, e.Migrator(db).AutoMigrate(&preparedUser{}))
+	half := e.Layout().ShardCount() / 2
+	must(t, db.Clauses(hinted{OnShard(half)}).Transaction(func(tx *gorm.DB) error {
+		prepared := tx.Session(&gorm.Session{PrepareStmt: true})
+		must(t, prepared.Create(&preparedUser{Name: "kept"}).Error)
+		inner := prepared.Transaction(func(nested *gorm.DB) error {
+			must(t, nested.Create(&preparedUser{Name: "undone"}).Error)
+			return errors.New("undo the nested part")
+		})
+		if inner == nil || inner.Error() != "undo the nested part" {
+			t.Errorf("the nested transaction: %v", inner)
+		}
+		return nil
+	}))
+	var names []string
+	must(t, db.Clauses(hinted{OnShard(half)}).Model(&preparedUser{}).Order("name").Pluck("name", &names).Error)
+	if len(names) != 1 || names[0] != "kept" {
+		t.Errorf("the shard holds %v, want [kept]", names)
 	}
 }

@@ -37,7 +37,7 @@ func (s *Store) MoveRunning(ctx context.Context, r shardrouter.Range) (bool, err
 	name := s.moveLockName(r)
 	switch s.dialect {
 	case "sqlite":
-		_, held := sqliteMoveLocks.Load(fmt.Sprintf("%p %s", s.db, name))
+		_, held := sqliteMoveLocks.Load(s.sqliteScope(ctx) + " " + name)
 		return held, nil
 	case "postgres":
 		// PostgreSQL tells a lock's holder by its key halves only: take it
@@ -61,6 +61,17 @@ func (s *Store) MoveRunning(ctx context.Context, r shardrouter.Range) (bool, err
 	return held, err
 }
 
+// sqliteScope names the SQLite database of the store's handle: its file, as
+// the database says, so that handles of one file share their locks (an
+// in-memory database: the handle).
+func (s *Store) sqliteScope(ctx context.Context) string {
+	var file string
+	if err := s.db.QueryRowContext(ctx, "SELECT file FROM pragma_database_list WHERE name = 'main'").Scan(&file); err != nil || file == "" {
+		return fmt.Sprintf("%p", s.db)
+	}
+	return file
+}
+
 func (s *Store) moveLockName(r shardrouter.Range) string {
 	return fmt.Sprintf("shardid_move_%s_%d_%d", s.table, r.From, r.To)
 }
@@ -76,7 +87,7 @@ func (s *Store) LockMoveStart(ctx context.Context) (func(), error) {
 // lock takes the named lock: the servers' own, or for SQLite a stand-in.
 func (s *Store) lock(ctx context.Context, name string) (func(), error) {
 	if s.dialect == "sqlite" {
-		name = fmt.Sprintf("%p %s", s.db, name) // SQLite's stand-ins live in this process: one per database handle
+		name = s.sqliteScope(ctx) + " " + name // SQLite's stand-ins live in this process: one per database file
 		if _, taken := sqliteMoveLocks.LoadOrStore(name, struct{}{}); taken {
 			return nil, ErrLocked
 		}

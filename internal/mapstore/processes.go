@@ -3,6 +3,7 @@ package mapstore
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 )
@@ -14,7 +15,12 @@ const liveMargin = 5 * time.Second
 // itself live by, with a heartbeat of every heartbeat: less than the others
 // count it live, by four fifths of the margin, which is left for clocks and
 // for a statement routed just before it ends.
-func TrustWindow(heartbeat time.Duration) time.Duration { return 3*heartbeat + liveMargin/5 }
+func TrustWindow(heartbeat time.Duration) time.Duration {
+	if heartbeat > (math.MaxInt64-liveMargin)/3 {
+		return math.MaxInt64 // a refresh so seldom that its window has no end
+	}
+	return 3*heartbeat + liveMargin/5
+}
 
 // Seen notes that this process follows version.
 func (s *Store) Seen(ctx context.Context, version int64) error {
