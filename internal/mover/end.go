@@ -26,7 +26,7 @@ func (m *Mover) Cancel(ctx context.Context, d Driver, r Range, models []any) err
 	}
 	defer unlock()
 	if mv.servedByTarget() || phaseIndex(mv.st.Phase) >= phaseIndex(PhaseServing) {
-		return fmt.Errorf("%w: logical shards %d-%d are served by %s since map version %d: it is too late to cancel; move them back (Move to %s, which cleans this move up first), or CleanupMove",
+		return fmt.Errorf("%w: logical shards %d-%d are served by %s since map version %d: it is too late to cancel; move them back (Move to %s, which cleans this move up first), or clean it up (CleanupMove, or shardid move cleanup)",
 			ErrInvalid, r.From, r.To, mv.st.To, mv.st.MapVersion, mv.st.From)
 	}
 	if err := mv.unfence(ctx); err != nil {

@@ -41,10 +41,10 @@ func newRun(ctx context.Context, d Driver, req Request) (*run, error) {
 		st = nil // ended: the range may move again
 	}
 	if st != nil && st.Phase == PhaseServing && st.To != req.To {
-		return nil, bad("logical shards %d-%d were moved to %s, whose move is not cleaned up: CleanupMove first, then move them on", r.From, r.To, st.To)
+		return nil, bad("logical shards %d-%d were moved to %s, whose move is not cleaned up: clean it up first (CleanupMove, or shardid move cleanup), then move them on", r.From, r.To, st.To)
 	}
 	if st != nil && st.To != req.To {
-		return nil, bad("logical shards %d-%d are moving to %s; cancel that move first (CancelMove)", r.From, r.To, st.To)
+		return nil, bad("logical shards %d-%d are moving to %s; cancel that move first (CancelMove, or shardid move cancel)", r.From, r.To, st.To)
 	}
 	shardMap := d.ShardMap()
 	from := shardMap.Physical(r.From)
