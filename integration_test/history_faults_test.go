@@ -201,7 +201,8 @@ func (p *holdProxy) close() {
 	}
 }
 
-// physicalViaHold opens b's i-th physical database through a holdProxy.
+// physicalViaHold opens b's i-th physical database (-1: its main one)
+// through a holdProxy.
 func physicalViaHold(t testing.TB, b backend, i int) (gorm.Dialector, *holdProxy) {
 	t.Helper()
 	switch b.name {
@@ -210,14 +211,18 @@ func physicalViaHold(t testing.TB, b backend, i int) (gorm.Dialector, *holdProxy
 		must(t, err)
 		proxy := newHoldProxy(t, cfg.Addr)
 		cfg.Addr = proxy.addr()
-		cfg.DBName = fmt.Sprintf("%s_%d", cfg.DBName, i)
+		if i >= 0 {
+			cfg.DBName = fmt.Sprintf("%s_%d", cfg.DBName, i)
+		}
 		return mysql.Open(cfg.FormatDSN()), proxy
 	default:
 		u, err := url.Parse(requireDSN(t, postgresDSNVar))
 		must(t, err)
 		proxy := newHoldProxy(t, u.Host)
 		u.Host = proxy.addr()
-		u.Path = fmt.Sprintf("%s_%d", u.Path, i)
+		if i >= 0 {
+			u.Path = fmt.Sprintf("%s_%d", u.Path, i)
+		}
 		return postgres.Open(u.String()), proxy
 	}
 }

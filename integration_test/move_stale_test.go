@@ -211,6 +211,98 @@ func TestProcessThatCannotReadTheMapWritesNowhereAndStopsReading(t *testing.T) {
 	}
 }
 
+// slowCreated is a sharded model whose BeforeCreate waits for its test, as
+// a hook calling another service would.
+type slowCreated struct {
+	ID   int64 `shardid:""`
+	Text string
+}
+
+var slowCreateEntered, slowCreateReleased chan struct{}
+
+func (*slowCreated) BeforeCreate(*gorm.DB) error {
+	if slowCreateEntered != nil {
+		close(slowCreateEntered)
+		<-slowCreateReleased
+	}
+	return nil
+}
+
+// TestWriteDelayedPastTheMapsTrustIsRefused: a process cut off from the
+// shared map routes a Create while it still trusts its map; the model's
+// BeforeCreate takes longer than that trust, while another process moves the
+// range and cleans the move up. The Create is refused right before it is
+// sent: nothing lands on the source, whose fence the cleanup dropped.
+func TestWriteDelayedPastTheMapsTrustIsRefused(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newMoveRig(t, b, t.TempDir())
+		for _, db := range []*gorm.DB{r.source, r.target} {
+			must(t, db.Migrator().DropTable(&slowCreated{}))
+		}
+		must(t, r.p.AutoMigrate(r.db, &slowCreated{}))
+		r.seedUsers(t, 50)
+		models := append(append([]any{}, moveModels...), &slowCreated{})
+		staleDB, _, proxy := r.processViaProxy(t, shardid.Config{MapRefresh: 100 * time.Millisecond, MoveWait: 300 * time.Millisecond})
+		id := r.p.Layout().Compose(time.Now(), movingRange.From+7, 1)
+		slowCreateEntered, slowCreateReleased = make(chan struct{}), make(chan struct{})
+		defer func() { slowCreateEntered = nil }()
+		created := make(chan error, 1)
+		go func() { created <- staleDB.Create(&slowCreated{ID: id, Text: "late"}).Error }()
+		<-slowCreateEntered // routed, by a map still trusted
+		proxy.setCut(true)
+		r.move(t, shardid.Move{Models: models})
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		must(t, r.p.CleanupMove(ctx, movingRange, models...))
+		close(slowCreateReleased)
+		if err := <-created; !errors.Is(err, shardid.ErrShardUnavailable) {
+			t.Errorf("the Create whose hook outlasted the map's trust: %v; want ErrShardUnavailable", err)
+		}
+		var onSource int64
+		must(t, r.source.Model(&slowCreated{}).Where("id = ?", id).Count(&onSource).Error)
+		if onSource != 0 {
+			t.Errorf("the Create landed on the source after the cleanup dropped its fence")
+		}
+	})
+}
+
+// TestRefusedWriteInATransactionDoesNotWaitForAHeldMap: a process whose
+// plugin database holds its answers writes, in a transaction, a row of a
+// range moved meanwhile; the source's fence refuses it, and the refusal
+// returns within MoveWait and the map's trust, not when the map answers.
+func TestRefusedWriteInATransactionDoesNotWaitForAHeldMap(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newMoveRig(t, b, t.TempDir())
+		users := r.seedUsers(t, 50)
+		dialector, proxy := physicalViaHold(t, b, -1)
+		heldDB, err := gorm.Open(dialector, &gorm.Config{Logger: logger.Discard})
+		must(t, err)
+		held := shardid.New(shardid.Config{Shards: moveShards(t, b, r.dir), MapRefresh: 5 * time.Second, MoveWait: 300 * time.Millisecond})
+		must(t, heldDB.Use(held))
+		t.Cleanup(func() { proxy.close(); _ = held.Close() })
+		must(t, heldDB.Model(&MvUser{ID: users[0]}).Update("name", "before").Error)
+		release := proxy.holdOn()
+		defer release()
+		r.move(t, shardid.Move{})
+		refused := make(chan error, 1)
+		go func() {
+			refused <- heldDB.Clauses(shardid.ByID(users[1])).Transaction(func(tx *gorm.DB) error {
+				return tx.Model(&MvUser{ID: users[1]}).Update("name", "in a transaction").Error
+			})
+		}()
+		select {
+		case err := <-refused:
+			if !errors.Is(err, shardid.ErrShardMoved) && !errors.Is(err, shardid.ErrShardUnavailable) {
+				t.Errorf("the write in a transaction: %v; want ErrShardMoved or ErrShardUnavailable", err)
+			}
+		case <-time.After(25 * time.Second): // past the trust (16 s) and MoveWait, with room for a loaded machine
+			t.Errorf("the write refused in a transaction waits for the held map")
+			release()
+			<-refused
+		}
+	})
+}
+
 // TestMoveStaleUpdateOfNewRow: a process that has not read the new map yet
 // updates and deletes rows created on the target after the cutover, at once.
 // On the source nothing matches, so no trigger refuses them; the source's

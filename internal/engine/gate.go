@@ -45,6 +45,8 @@ func (e *Engine) gate(kind statementKind) func(*gorm.DB) {
 			k, onShard := e.sentOn(db.Statement)
 			if err := e.checkSent(db.Statement, db.Statement.SQL.String(), k, onShard); err != nil && !fannedOutDry(db) {
 				db.AddError(err)
+			} else if onShard && !db.DryRun {
+				db.AddError(e.mapUsable()) // again: hooks, or a wait for a connection, ran since it was routed
 			}
 		}
 	}

@@ -29,7 +29,7 @@ type mapStore struct {
 	*mapstore.Store
 
 	trust     mapTrust
-	mu        sync.Mutex // one refresh at a time; the ones waiting share its result
+	turn      chan struct{} // one refresh at a time, waited for as long as its caller's context allows
 	version   int64      // the version this process follows; 0: the config's map
 	stop      chan struct{}
 	done      chan struct{}
@@ -86,7 +86,7 @@ func (e *Engine) startMapStore(ctx context.Context) error {
 		heartbeat = defaultMapRefresh
 	}
 	sqlDB, closePool := e.backgroundPool(ctx, app)
-	s := &mapStore{Store: mapstore.New(sqlDB, e.db.Dialector.Name(), e.mapTable(), heartbeat), closePool: closePool}
+	s := &mapStore{Store: mapstore.New(sqlDB, e.db.Dialector.Name(), e.mapTable(), heartbeat), closePool: closePool, turn: make(chan struct{}, 1)}
 	e.maps = s
 	e.inflight.drained = make(chan struct{}, 1)
 	start := time.Now()
@@ -209,8 +209,12 @@ func (e *Engine) refreshLoop(s *mapStore) {
 // routes by it from now on. It returns the version followed afterwards.
 func (e *Engine) refreshMap(ctx context.Context) (int64, error) {
 	s := e.maps
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	select {
+	case s.turn <- struct{}{}:
+		defer func() { <-s.turn }()
+	case <-ctx.Done():
+		return e.MapVersion(), ctx.Err()
+	}
 	stored, err := s.Latest(ctx)
 	if err != nil {
 		return s.version, err

@@ -71,8 +71,12 @@ func (t *mapTrust) expire(within time.Duration, table string) {
 	if time.Now().Before(t.until) {
 		return // a reading renewed it as the timer fired
 	}
-	t.store(fmt.Errorf("%w: this process has not read the shared map in %s for %v (last error: %v); a move may have changed where logical shards are, so statements on sharded models are refused until it reads it again",
-		ErrShardUnavailable, table, within, t.lastErr))
+	why := "its reading has not returned: the plugin's database does not answer, or is busy"
+	if t.lastErr != nil {
+		why = "last error: " + t.lastErr.Error()
+	}
+	t.store(fmt.Errorf("%w: this process has not read the shared map in %s for %v (%s); a move may have changed where logical shards are, so statements on sharded models are refused until it reads it again",
+		ErrShardUnavailable, table, within, why))
 }
 
 func (t *mapTrust) store(err error) {

@@ -478,7 +478,9 @@ func (e *Engine) finish(kind statementKind) func(*gorm.DB) {
 			}
 			if errors.Is(db.Error, ErrShardMoved) && e.maps != nil {
 				// The caller runs it again next: by the map that moved it.
-				_, _ = e.refreshMap(db.Statement.Context)
+				ctx, cancel := context.WithTimeout(db.Statement.Context, e.moveWait()) // a map held back does not hold the refusal
+				_, _ = e.refreshMap(ctx)
+				cancel()
 			}
 		}
 		if state != nil && db.Error != nil && db.Statement.RowsAffected == 0 {
