@@ -30,7 +30,7 @@ type mapStore struct {
 
 	trust     mapTrust
 	turn      chan struct{} // one refresh at a time, waited for as long as its caller's context allows
-	version   int64      // the version this process follows; 0: the config's map
+	version   int64         // the version this process follows; 0: the config's map
 	stop      chan struct{}
 	done      chan struct{}
 	stopOnce  sync.Once
