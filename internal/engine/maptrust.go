@@ -14,9 +14,10 @@ import (
 // read it lately. A move's cleanup counts a process live for three of its
 // refresh periods and a margin after it last noted itself; a process that
 // cannot read the map, or note itself, for three periods and a second
-// refuses statements on sharded models, so that it never reads a frozen copy past that, nor writes
-// to a source whose fence the cleanup dropped. A process that reads a map it
-// cannot route by (a database its config lacks) refuses them at once.
+// refuses statements on sharded models, so that it never reads a frozen
+// copy past that, nor writes to a source whose fence the cleanup dropped. A
+// process that reads a map it cannot route by (a database its config lacks)
+// refuses them at once.
 
 // mapTrust is what a process knows of its map's freshness.
 type mapTrust struct {
@@ -44,6 +45,10 @@ func (t *mapTrust) readAt(start time.Time, within time.Duration, table string) {
 	t.lastErr = nil
 	t.until = start.Add(within)
 	left := time.Until(t.until)
+	if left <= 0 { // a reading so slow that its trust has ended already
+		t.expireLocked(within, table)
+		return
+	}
 	if t.timer == nil {
 		t.timer = time.AfterFunc(left, func() { t.expire(within, table) })
 	} else {
@@ -68,6 +73,10 @@ func (t *mapTrust) failed(err error, table string) {
 func (t *mapTrust) expire(within time.Duration, table string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.expireLocked(within, table)
+}
+
+func (t *mapTrust) expireLocked(within time.Duration, table string) {
 	if time.Now().Before(t.until) {
 		return // a reading renewed it as the timer fired
 	}

@@ -53,3 +53,19 @@ func TestAWriteHeldPastTheMapsTrustIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestAReadingSlowerThanItsTrustIsNotTrusted: a reading of the map that took
+// longer than the trust it gives leaves the map distrusted, at once; a
+// timely one trusts it until its window ends.
+func TestAReadingSlowerThanItsTrustIsNotTrusted(t *testing.T) {
+	var trust mapTrust
+	defer trust.stop()
+	trust.readAt(time.Now().Add(-2*time.Second), time.Second, "map")
+	if err := trust.usable(); !errors.Is(err, ErrShardUnavailable) {
+		t.Errorf("after a reading slower than its trust: %v; want ErrShardUnavailable", err)
+	}
+	trust.readAt(time.Now(), time.Hour, "map")
+	if err := trust.usable(); err != nil {
+		t.Errorf("after a timely reading: %v", err)
+	}
+}
