@@ -66,7 +66,7 @@ func (r *groupRows) Next(dest []driver.Value) error {
 func BenchmarkGroupMerge(b *testing.B) {
 	for _, groups := range []int{1000, 4000} {
 		b.Run(fmt.Sprintf("groups-%d", groups), func(b *testing.B) {
-			db := openFake(b)
+			db := openMain(b)
 			var shards []Shard
 			for i := range 4 {
 				part, err := gorm.Open(sqlite.Dialector{Conn: sql.OpenDB(groupsConnector{groups: groups})}, &gorm.Config{Logger: logger.Discard, DisableAutomaticPing: true})

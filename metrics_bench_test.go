@@ -11,7 +11,7 @@ import (
 // counting and one not, run alternately.
 func BenchmarkStatementCounting(b *testing.B) {
 	open := func(count bool) (*Plugin, func() error, func() error) {
-		routed := openFake(b)
+		routed := openMain(b)
 		var shards []Shard
 		for i := range 4 {
 			shards = append(shards, Shard{Name: fmt.Sprintf("fake-%d", i), DB: openFake(b), Logical: []Range{{From: i * 2048, To: i*2048 + 2047}}})

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -41,6 +42,17 @@ type benchSharded struct {
 func (benchPlain) TableName() string   { return "bench_rows_plain" }
 func (benchSharded) TableName() string { return "bench_rows_shard" }
 
+// openMain opens the plugin's own database of a benchmark over fake
+// physical databases: an SQLite file, as the shared map needs a database
+// that keeps what is written. No statement of a sharded model runs on it.
+func openMain(b *testing.B) *gorm.DB {
+	db, err := gorm.Open(sqlite.Open(filepath.Join(b.TempDir(), "main.db")), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return db
+}
+
 func openFake(b *testing.B) *gorm.DB {
 	pool, _ := newFakeDB()
 	db, err := gorm.Open(sqlite.Dialector{Conn: pool}, &gorm.Config{Logger: logger.Discard, DisableAutomaticPing: true})
@@ -57,7 +69,7 @@ func openFake(b *testing.B) *gorm.DB {
 // no round trip is involved; the ten IDs need all four databases).
 func BenchmarkRoutingCost(b *testing.B) {
 	plain := openFake(b)
-	routed := openFake(b)
+	routed := openMain(b)
 	var shards []Shard
 	for i := range 4 {
 		shards = append(shards, Shard{Name: fmt.Sprintf("fake-%d", i), DB: openFake(b), Logical: []Range{{From: i * 2048, To: i*2048 + 2047}}})
@@ -287,7 +299,7 @@ func (r *orderedRows) Next(dest []driver.Value) error {
 // k-way and stops after n+20. Client CPU per fetched row stays the same
 // when n quadruples: linear in the rows fetched.
 func BenchmarkFanOutMerge(b *testing.B) {
-	db := openFake(b)
+	db := openMain(b)
 	var shards []Shard
 	for i := range 4 {
 		part, err := gorm.Open(sqlite.Dialector{Conn: sql.OpenDB(orderedConnector{part: int64(i)})}, &gorm.Config{Logger: logger.Discard, DisableAutomaticPing: true})
@@ -321,7 +333,7 @@ func BenchmarkFanOutMerge(b *testing.B) {
 // routedOver returns a database whose sharded statements are routed over n
 // fake physical databases, the logical shards spread evenly.
 func routedOver(b *testing.B, n int) (*gorm.DB, *Plugin) {
-	db := openFake(b)
+	db := openMain(b)
 	shards := make([]Shard, n)
 	per := 8192 / n
 	for k := range shards {
