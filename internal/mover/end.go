@@ -32,13 +32,11 @@ func (m *Mover) Cancel(ctx context.Context, d Driver, r Range, models []any) err
 	if err := mv.unfence(ctx); err != nil {
 		return err
 	}
-	// Before the copy, no row of the range on the target is the move's.
-	for _, t := range mv.tables {
-		if mv.st.Phase == PhasePrepare {
-			break
-		}
-		if err := deleteRange(ctx, t, mv.target, r); err != nil {
-			return fmt.Errorf("shardid: deleting the copies of %s on %s: %w", t.name, mv.st.To, err)
+	if mv.st.Phase != PhasePrepare { // before the copy, no row of the range on the target is the move's
+		for _, t := range mv.tables {
+			if err := deleteRange(ctx, t, mv.target, r); err != nil {
+				return fmt.Errorf("shardid: deleting the copies of %s on %s: %w", t.name, mv.st.To, err)
+			}
 		}
 	}
 	mv.st.Phase = PhaseCancelled
