@@ -3,7 +3,6 @@ package engine
 import (
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"gorm.io/gorm"
 )
@@ -22,25 +21,12 @@ type inflight struct {
 	mu      sync.Mutex
 	older   []*routedBy   // versions left while statements of theirs ran
 	drained chan struct{} // the last statement of an older version ended
-	counted counting
 }
 
-// counting holds the routedBy each running statement counts itself in, by
-// the statement: a statement's Settings would allocate on their first use,
-// on every statement. Striped, so that statements on several cores seldom
-// wait for one another.
-type counting struct {
-	stripes [16]countStripe
-}
-
-type countStripe struct {
-	mu sync.Mutex
-	by map[*gorm.Statement]*routedBy
-}
-
-func (c *counting) stripe(stmt *gorm.Statement) *countStripe {
-	return &c.stripes[uintptr(unsafe.Pointer(stmt))>>6%uintptr(len(c.stripes))]
-}
+// inflightKey is the Statement.Settings key of the routedBy a statement
+// counts itself in; keyed by the statement, since statements made from it
+// copy its settings.
+type inflightKey struct{ stmt *gorm.Statement }
 
 // startRouting counts a statement in the version it is about to be routed
 // by: counted first, the map read after is this version or a newer one.
@@ -49,29 +35,21 @@ func (e *Engine) startRouting(stmt *gorm.Statement) {
 	if r == nil {
 		return
 	}
-	s := e.inflight.counted.stripe(stmt)
-	s.mu.Lock()
-	if s.by == nil {
-		s.by = map[*gorm.Statement]*routedBy{}
-	}
-	if _, counted := s.by[stmt]; !counted {
-		s.by[stmt] = r
+	if _, counted := stmt.Settings.LoadOrStore(inflightKey{stmt}, r); !counted {
 		r.running.Add(1)
 	}
-	s.mu.Unlock()
 }
 
 // endRouting uncounts a statement that ends.
 func (e *Engine) endRouting(stmt *gorm.Statement) {
-	if e.inflight.current.Load() == nil {
-		return // never counted: no shared map
+	if settingsUntouched(&stmt.Settings) {
+		return // never counted
 	}
-	s := e.inflight.counted.stripe(stmt)
-	s.mu.Lock()
-	left, ok := s.by[stmt]
-	delete(s.by, stmt)
-	s.mu.Unlock()
-	if ok && left.running.Add(-1) == 0 && left != e.inflight.current.Load() {
+	r, ok := stmt.Settings.LoadAndDelete(inflightKey{stmt})
+	if !ok {
+		return
+	}
+	if left := r.(*routedBy); left.running.Add(-1) == 0 && left != e.inflight.current.Load() {
 		select {
 		case e.inflight.drained <- struct{}{}:
 		default: // one is pending already
