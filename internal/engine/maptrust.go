@@ -46,6 +46,7 @@ func (t *mapTrust) readAt(start time.Time, within time.Duration, table string) {
 	t.until = start.Add(within)
 	left := time.Until(t.until)
 	if left <= 0 { // a reading so slow that its trust has ended already
+		t.lastErr = fmt.Errorf("its last reading took %v", time.Since(start).Round(time.Millisecond))
 		t.expireLocked(within, table)
 		return
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,8 +62,8 @@ func TestAReadingSlowerThanItsTrustIsNotTrusted(t *testing.T) {
 	var trust mapTrust
 	defer trust.stop()
 	trust.readAt(time.Now().Add(-2*time.Second), time.Second, "map")
-	if err := trust.usable(); !errors.Is(err, ErrShardUnavailable) {
-		t.Errorf("after a reading slower than its trust: %v; want ErrShardUnavailable", err)
+	if err := trust.usable(); !errors.Is(err, ErrShardUnavailable) || !strings.Contains(err.Error(), "its last reading took 2") {
+		t.Errorf("after a reading slower than its trust: %v; want ErrShardUnavailable saying how long it took", err)
 	}
 	trust.readAt(time.Now(), time.Hour, "map")
 	if err := trust.usable(); err != nil {
