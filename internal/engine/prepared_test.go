@@ -89,3 +89,34 @@ func TestPreparedSessionSavepointInAShardTransactionRollsBackItsPart(t *testing.
 		t.Errorf("the shard holds %v, want [kept]", names)
 	}
 }
+
+type preparedSetting struct {
+	ID    int64
+	Value string
+}
+
+// TestPreparedSessionStatementsOnAShardAreSeenOnIt: in a prepared session,
+// the plugin knows a statement bound to a shard's prepared store is on that
+// shard: a sharded subquery in an unsharded statement, and raw SQL naming an
+// unsharded table under a shard clause, are refused as without PrepareStmt.
+func TestPreparedSessionStatementsOnAShardAreSeenOnIt(t *testing.T) {
+	db, e := openEngine(t, Config{}, true)
+	must(t, e.Migrator(db).AutoMigrate(&preparedUser{}, &preparedSetting{}))
+	u := preparedUser{Name: "v"}
+	must(t, db.Create(&u).Error)
+	must(t, db.Create(&preparedSetting{Value: "v"}).Error)
+	for _, session := range []struct {
+		name string
+		db   *gorm.DB
+	}{{"plain", db}, {"prepared", db.Session(&gorm.Session{PrepareStmt: true})}} {
+		var settings []preparedSetting
+		sub := session.db.Model(&preparedUser{}).Select("name").Where("id = ?", u.ID)
+		if err := session.db.Where("value IN (?)", sub).Find(&settings).Error; !errors.Is(err, ErrCrossShard) {
+			t.Errorf("%s session: a sharded subquery in an unsharded statement: %v, %d rows; want ErrCrossShard", session.name, err, len(settings))
+		}
+		err := session.db.Clauses(hinted{ByID(u.ID)}).Exec("UPDATE prepared_settings SET value = 'w'").Error
+		if !errors.Is(err, ErrCrossShard) {
+			t.Errorf("%s session: raw SQL on an unsharded table under a shard clause: %v; want ErrCrossShard", session.name, err)
+		}
+	}
+}

@@ -108,8 +108,8 @@ func (e *Engine) rawSQLPhysical(stmt *gorm.Statement) (k int, onShard, bound boo
 		k, bound = e.transactionPhysical(stmt)
 		return k, bound && e.routed(), bound
 	}
-	if k, ok := e.poolOwners.Load(stmt.ConnPool); ok && stmt.ConnPool != e.db.ConnPool {
-		return k.(int), true, false
+	if k, ok := e.physicalOfPool(stmt.ConnPool); ok { // a prepared session's store too
+		return k, true, false
 	}
 	return 0, false, false
 }

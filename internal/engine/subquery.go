@@ -75,8 +75,8 @@ func (e *Engine) databaseOf(stmt *gorm.Statement) (k int, several bool) {
 	if _, ok := loadSetting(stmt, fanOutKey{}); ok {
 		return 0, true
 	}
-	if k, ok := e.poolOwners.Load(stmt.ConnPool); ok {
-		return k.(int), false
+	if k, ok := e.physicalOfPool(stmt.ConnPool); ok {
+		return k, false
 	}
 	if inTransaction(stmt.ConnPool) {
 		if k, ok := e.transactionPhysical(stmt); ok {
