@@ -90,14 +90,7 @@ func (e *Engine) startMapStore(ctx context.Context) error {
 	e.maps = s
 	e.inflight.drained = make(chan struct{}, 1)
 	start := time.Now()
-	err = s.Prepare(ctx)
-	if err == nil {
-		err = e.seedMap(ctx)
-	}
-	if err == nil {
-		_, err = e.refreshMap(ctx)
-	}
-	if err == nil { // refreshMap noted this process at the version it read
+	if _, err = e.readFirstMap(ctx); err == nil { // refreshMap noted this process at the version it read
 		s.trust.readAt(start, s.trustWindow(), s.Table())
 	} else {
 		s.trust.failed(err, s.Table())
@@ -115,6 +108,18 @@ func (e *Engine) startMapStore(ctx context.Context) error {
 	s.stop, s.done = make(chan struct{}), make(chan struct{})
 	go e.refreshLoop(s)
 	return nil
+}
+
+// readFirstMap makes the map's table, seeds it from the config if it has no
+// map, and reads it: at the start, and at each refresh until it succeeds.
+func (e *Engine) readFirstMap(ctx context.Context) (int64, error) {
+	if err := e.maps.Prepare(ctx); err != nil {
+		return 0, err
+	}
+	if err := e.seedMap(ctx); err != nil {
+		return 0, err
+	}
+	return e.refreshMap(ctx)
 }
 
 // seedMap writes the config's map as version 1 if the table has none; of
@@ -180,8 +185,11 @@ func (e *Engine) refreshLoop(s *mapStore) {
 		ctx, cancel := context.WithTimeout(context.Background(), min(s.Heartbeat(), time.Minute)*4)
 		start := time.Now()
 		version, err := e.MapVersion(), error(nil)
-		// Else only a refused write reads the map, once it was read; the process still says it lives.
-		if (e.mapRefresh() > 0 || version == 0) && !drained {
+		switch {
+		case drained: // not a reading: it renews no trust
+		case version == 0:
+			version, err = e.readFirstMap(ctx)
+		case e.mapRefresh() > 0: // else only a refused write reads the map; the process still says it lives
 			version, err = e.refreshMap(ctx)
 		}
 		// The process is live, at the version it routes by, even when it
@@ -191,7 +199,7 @@ func (e *Engine) refreshLoop(s *mapStore) {
 			err = seen
 		}
 		cancel()
-		if err == nil && version > 0 {
+		if err == nil && version > 0 && !drained {
 			s.trust.readAt(start, s.trustWindow(), s.Table())
 		} else if err != nil {
 			s.trust.failed(err, s.Table())
@@ -222,6 +230,7 @@ func (e *Engine) refreshMap(ctx context.Context) (int64, error) {
 	if stored != nil && stored.Version > s.version {
 		next, err := e.mapOfStored(stored)
 		if err != nil {
+			s.trust.cannotRouteBy(err, s.Table()) // whoever read it: a refused write's reading too
 			return s.version, err
 		}
 		if s.version == 0 {
@@ -229,6 +238,7 @@ func (e *Engine) refreshMap(ctx context.Context) (int64, error) {
 		}
 		e.prepareGenerators(e.router.Map(), next, stored)
 		if err := e.router.Swap(next); err != nil {
+			s.trust.cannotRouteBy(err, s.Table())
 			return s.version, err
 		}
 		freezing := slices.Clone(stored.Freezing)
@@ -239,8 +249,10 @@ func (e *Engine) refreshMap(ctx context.Context) (int64, error) {
 		s.version = stored.Version
 		e.mapVersion.Store(stored.Version)
 		e.routeBy(stored.Version)
+		s.trust.routable()
 		return s.version, s.Seen(ctx, e.oldestRouted(s.version))
 	}
+	s.trust.routable()
 	return s.version, nil
 }
 

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -21,16 +20,21 @@ import (
 
 // mapTrust is what a process knows of its map's freshness.
 type mapTrust struct {
-	distrust atomic.Pointer[error] // nil: the map was read lately
-	mu       sync.Mutex
-	timer    *time.Timer // distrusts the map when no reading renews it
-	until    time.Time   // the end of the last reading's trust
-	lastErr  error       // of the last reading that failed
+	distrust   atomic.Pointer[error] // nil: the map was read lately
+	unroutable atomic.Pointer[error] // nil: the newest map read is one this process can route by
+	mu         sync.Mutex
+	timer      *time.Timer // distrusts the map when no reading renews it
+	until      time.Time   // the end of the last reading's trust; zero: never read
+	within     time.Duration
+	lastErr    error // of the last reading that failed
 }
 
 // usable returns the error statements on sharded models fail with while the
 // map is not to be trusted, or nil.
 func (t *mapTrust) usable() error {
+	if err := t.unroutable.Load(); err != nil {
+		return *err
+	}
 	if err := t.distrust.Load(); err != nil {
 		return *err
 	}
@@ -43,7 +47,7 @@ func (t *mapTrust) readAt(start time.Time, within time.Duration, table string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.lastErr = nil
-	t.until = start.Add(within)
+	t.until, t.within = start.Add(within), within
 	left := time.Until(t.until)
 	if left <= 0 { // a reading so slow that its trust has ended already
 		t.lastErr = fmt.Errorf("its last reading took %v", time.Since(start).Round(time.Millisecond))
@@ -58,22 +62,34 @@ func (t *mapTrust) readAt(start time.Time, within time.Duration, table string) {
 	t.distrust.Store(nil)
 }
 
-// failed notes a reading that failed; a map this process cannot route by is
-// distrusted at once.
+// routable notes a reading whose newest map this process routes by.
+func (t *mapTrust) routable() { t.unroutable.Store(nil) }
+
+// failed notes a reading that failed; a map distrusted already says the
+// newest error.
 func (t *mapTrust) failed(err error, table string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.lastErr = err
-	if errors.Is(err, ErrInvalidConfig) {
-		t.store(fmt.Errorf("%w: this process cannot route by the newest shared map, and the map it routes by may send statements to a database that no longer serves their rows: %w",
-			ErrShardUnavailable, err))
+	if t.distrust.Load() != nil {
+		t.expireLocked(t.within, table)
 	}
+}
+
+// cannotRouteBy notes a newest map this process cannot route by: it is
+// distrusted at once, until a reading finds one it can.
+func (t *mapTrust) cannotRouteBy(err error, table string) {
+	var refused error = &mapNotReadError{fmt.Errorf("%w: this process cannot route by the newest shared map, and the map it routes by may send statements to a database that no longer serves their rows: %w",
+		ErrShardUnavailable, err)}
+	t.unroutable.Store(&refused)
+	t.failed(err, table)
 }
 
 // expire distrusts the map: no reading renewed it in time.
 func (t *mapTrust) expire(within time.Duration, table string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.within = within
 	t.expireLocked(within, table)
 }
 
@@ -84,6 +100,11 @@ func (t *mapTrust) expireLocked(within time.Duration, table string) {
 	why := "its reading has not returned: the plugin's database does not answer, or is busy"
 	if t.lastErr != nil {
 		why = "last error: " + t.lastErr.Error()
+	}
+	if t.until.IsZero() {
+		t.store(fmt.Errorf("%w: this process has not read the shared map in %s yet (%s); until it does, it does not know where logical shards are, so statements on sharded models are refused",
+			ErrShardUnavailable, table, why))
+		return
 	}
 	t.store(fmt.Errorf("%w: this process has not read the shared map in %s for %v (%s); a move may have changed where logical shards are, so statements on sharded models are refused until it reads it again",
 		ErrShardUnavailable, table, within, why))
