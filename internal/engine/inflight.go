@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"sync"
 	"sync/atomic"
 
@@ -24,72 +23,37 @@ type inflight struct {
 	drained chan struct{} // the last statement of an older version ended
 }
 
-// countedIn carries, in a statement's context, the routedBy the statement
-// counts itself in: a setting would cost a query two allocations more and a
-// Create three, as GORM copies the settings when it begins a transaction.
-type countedIn struct {
-	context.Context
-	stmt  *gorm.Statement // keyed by the statement: statements made from it share its context
-	in    *routedBy
-	ended bool
-}
-
+// inflightKey is the Statement.Settings key of the routedBy a statement
+// counts itself in; keyed by the statement, since statements made from it
+// copy its settings.
 type inflightKey struct{ stmt *gorm.Statement }
-
-func (c *countedIn) Value(key any) any {
-	if k, ok := key.(inflightKey); ok && k.stmt == c.stmt {
-		return c
-	}
-	return c.Context.Value(key)
-}
-
-// countOf is the count a statement is in, or nil.
-func countOf(stmt *gorm.Statement) *countedIn {
-	if stmt.Context == nil {
-		return nil
-	}
-	c, _ := stmt.Context.Value(inflightKey{stmt}).(*countedIn)
-	if c == nil || c.ended {
-		return nil
-	}
-	return c
-}
 
 // startRouting counts a statement in the version it is about to be routed
 // by: counted first, the map read after is this version or a newer one.
 func (e *Engine) startRouting(stmt *gorm.Statement) {
 	r := e.inflight.current.Load()
-	if r == nil || countOf(stmt) != nil {
+	if r == nil {
 		return
 	}
-	parent := stmt.Context
-	if parent == nil {
-		parent = context.Background()
+	if _, counted := stmt.Settings.LoadOrStore(inflightKey{stmt}, r); !counted {
+		r.running.Add(1)
 	}
-	stmt.Context = &countedIn{Context: parent, stmt: stmt, in: r}
-	r.running.Add(1)
 }
 
 // endRouting uncounts a statement that ends.
 func (e *Engine) endRouting(stmt *gorm.Statement) {
-	c := countOf(stmt)
-	if c == nil {
+	if settingsUntouched(&stmt.Settings) {
+		return // never counted
+	}
+	r, ok := stmt.Settings.LoadAndDelete(inflightKey{stmt})
+	if !ok {
 		return
 	}
-	c.ended = true
-	if left := c.in; left.running.Add(-1) == 0 && left != e.inflight.current.Load() {
+	if left := r.(*routedBy); left.running.Add(-1) == 0 && left != e.inflight.current.Load() {
 		select {
 		case e.inflight.drained <- struct{}{}:
 		default: // one is pending already
 		}
-	}
-}
-
-// dropCount gives an ended statement back the context it came with, unless
-// another plugin has wrapped it since: a statement instance may run again.
-func dropCount(stmt *gorm.Statement) {
-	if c, ok := stmt.Context.(*countedIn); ok && c.stmt == stmt && c.ended {
-		stmt.Context = c.Context
 	}
 }
 

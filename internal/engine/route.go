@@ -465,7 +465,6 @@ func (e *Engine) finish(kind statementKind) func(*gorm.DB) {
 			state = routeStateOf(db.Statement)
 		}
 		dropWriteState(db.Statement) // a statement instance may run again
-		dropCount(db.Statement)
 		if db.Error != nil && e.routed() {
 			db.Error = e.nameDatabase(db, kind)
 			if shard, to, moved := fence.MovedShard(db.Error); moved && !errors.Is(db.Error, ErrShardMoved) {
