@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -290,6 +291,60 @@ func TestAutoMigrateNamesEveryDatabaseItChanged(t *testing.T) {
 		for i, db := range r.direct {
 			if name := fmt.Sprintf("%s-%d", b.name, i); db.Migrator().HasColumn("mg_partlies", "note") && !strings.Contains(changed, name) {
 				t.Errorf("%s has the new column; the error does not name it: %v", name, err)
+			}
+		}
+	})
+}
+
+type mgRaceItem struct {
+	ID   int64 `shardid:""`
+	Name string
+}
+
+type mgRaceNote struct { // unsharded
+	ID   int64
+	Text string
+}
+
+// TestTwoProcessesMigratingAtOnceKeepEachOthersTables: two processes (pods
+// starting together) migrating the same new models at once both succeed,
+// and every table is then on every database it belongs on: the second waits
+// for the first, and does not take, and drop again, tables the first made.
+func TestTwoProcessesMigratingAtOnceKeepEachOthersTables(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		dir := t.TempDir()
+		pods := make([]*gorm.DB, 2)
+		plugins := make([]*shardid.Plugin, 2)
+		for i := range pods {
+			db, err := gorm.Open(b.dialector(t, dir), &gorm.Config{Logger: logger.Discard})
+			must(t, err)
+			if i == 0 {
+				firstStart(t, db)
+			}
+			plugins[i] = shardid.New(shardid.Config{Shards: shards(t, b, dir), Atomic: b.atomicity()})
+			must(t, db.Use(plugins[i]))
+			t.Cleanup(func() { _ = plugins[i].Close() })
+			pods[i] = db
+		}
+		physical := direct(t, b, dir)
+		for round := range 4 {
+			must(t, plugins[0].Migrator(pods[0]).DropTable(&mgRaceItem{}, &mgRaceNote{}))
+			errs := make([]error, 2)
+			var wg sync.WaitGroup
+			for i := range pods {
+				wg.Go(func() { errs[i] = plugins[i].AutoMigrate(pods[i], &mgRaceItem{}, &mgRaceNote{}) })
+			}
+			wg.Wait()
+			if err := errors.Join(errs...); err != nil {
+				t.Fatalf("round %d: two AutoMigrates at once: %v", round, err)
+			}
+			for k, db := range physical {
+				if !db.Migrator().HasTable("mg_race_items") {
+					t.Errorf("round %d: physical database %d lacks mg_race_items", round, k)
+				}
+			}
+			if !pods[1].Migrator().HasTable("mg_race_notes") {
+				t.Errorf("round %d: the plugin's database lacks mg_race_notes", round)
 			}
 		}
 	})

@@ -3,13 +3,16 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/schema"
 
+	"github.com/shardid/shardid/internal/mapstore"
 	"github.com/shardid/shardid/internal/shardmigrator"
 	"github.com/shardid/shardid/strategies"
 )
@@ -84,6 +87,33 @@ func (m migratorPlugin) Reachable(ctx context.Context) error {
 
 // reachAtOnce is how many physical databases Reachable pings at once.
 const reachAtOnce = 16
+
+// migrationPatience is how long a migration waits for another process's
+// (pods migrating as they start) before it gives up.
+const migrationPatience = 5 * time.Minute
+
+// LockMigrations takes the plugin's database's lock of migrations: the map
+// store's, or one made for it when there are no Shards.
+func (m migratorPlugin) LockMigrations(ctx context.Context) (func(), error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	store := (*mapstore.Store)(nil)
+	if m.p.maps != nil {
+		store = m.p.maps.Store
+	} else {
+		sqlDB, err := m.p.db.DB()
+		if err != nil {
+			return nil, err
+		}
+		store = mapstore.New(sqlDB, m.p.db.Dialector.Name(), m.p.mapTable(), defaultMapRefresh)
+	}
+	unlock, err := store.LockMigrations(ctx, migrationPatience)
+	if errors.Is(err, mapstore.ErrLocked) {
+		return nil, fmt.Errorf("another migration of the plugin's database has run for over %v; try again once it ends", migrationPatience)
+	}
+	return unlock, err
+}
 
 func (m migratorPlugin) Model(s *schema.Schema) (*shardmigrator.Model, error) {
 	model, err := m.p.model(s)

@@ -16,8 +16,8 @@ var ErrLocked = errors.New("mapstore: the move's lock is held")
 // lockPatience is how long a run waits for the move's lock.
 const lockPatience = 3 * time.Second
 
-// sqliteMoveLocks stand in for the servers' named locks: SQLite has one
-// writing process.
+// sqliteMoveLocks stand in for the servers' named locks (a move's, the
+// migrations'): SQLite has one writing process.
 var sqliteMoveLocks sync.Map // lock name → struct{}
 
 // LockMove takes the lock of the move of r, which one run at a time holds,
@@ -84,14 +84,41 @@ func (s *Store) LockMoveStart(ctx context.Context) (func(), error) {
 	return s.lock(ctx, fmt.Sprintf("shardid_move_%s_start", s.table))
 }
 
-// lock takes the named lock: the servers' own, or for SQLite a stand-in.
+// migrationLockName is the lock of this database's migrations.
+func (s *Store) migrationLockName() string { return fmt.Sprintf("shardid_migrate_%s", s.table) }
+
+// LockMigrations takes the lock under which one migration at a time runs
+// among the processes of this database, so that of two starting at once the
+// second finds the tables the first made (and does not take them for its
+// own); it waits up to patience for another's, then fails with [ErrLocked].
+func (s *Store) LockMigrations(ctx context.Context, patience time.Duration) (func(), error) {
+	return s.lockWithin(ctx, s.migrationLockName(), patience)
+}
+
+// lock takes the named lock of a move: the servers' own, or for SQLite a
+// stand-in, which a run of this process gives back as it ends.
 func (s *Store) lock(ctx context.Context, name string) (func(), error) {
 	if s.dialect == "sqlite" {
+		return s.lockWithin(ctx, name, 0)
+	}
+	return s.lockWithin(ctx, name, lockPatience)
+}
+
+// lockWithin takes the named lock, waiting up to patience for its holder.
+func (s *Store) lockWithin(ctx context.Context, name string, patience time.Duration) (func(), error) {
+	if s.dialect == "sqlite" {
 		name = s.sqliteScope(ctx) + " " + name // SQLite's stand-ins live in this process: one per database file
-		if _, taken := sqliteMoveLocks.LoadOrStore(name, struct{}{}); taken {
-			return nil, ErrLocked
+		for deadline := time.Now().Add(patience); ; {
+			if _, taken := sqliteMoveLocks.LoadOrStore(name, struct{}{}); !taken {
+				return func() { sqliteMoveLocks.Delete(name) }, nil
+			}
+			if time.Now().After(deadline) {
+				return nil, ErrLocked
+			}
+			if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
+				return nil, err
+			}
 		}
-		return func() { sqliteMoveLocks.Delete(name) }, nil
 	}
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
@@ -103,7 +130,7 @@ func (s *Store) lock(ctx context.Context, name string) (func(), error) {
 		take, release = "SELECT pg_try_advisory_lock(hashtext($1))", "SELECT pg_advisory_unlock(hashtext($1))"
 	}
 	// A run killed a moment ago holds it until its server sees the connection gone.
-	for deadline := time.Now().Add(lockPatience); ; {
+	for deadline := time.Now().Add(patience); ; {
 		var got bool
 		if err := conn.QueryRowContext(ctx, take, name).Scan(&got); err != nil {
 			_ = conn.Close()
@@ -116,10 +143,25 @@ func (s *Store) lock(ctx context.Context, name string) (func(), error) {
 			_ = conn.Close()
 			return nil, ErrLocked
 		}
-		time.Sleep(100 * time.Millisecond)
+		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
+			_ = conn.Close()
+			return nil, err
+		}
 	}
 	return func() {
 		_, _ = conn.ExecContext(context.WithoutCancel(ctx), release, name)
 		_ = conn.Close()
 	}, nil
+}
+
+// sleepCtx waits for d, or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

@@ -69,6 +69,13 @@ func (m Migrator) create(models []any, do func(gorm.Migrator, ...any) error) (er
 			return fmt.Errorf("shardid: nothing was migrated: %w", err)
 		}
 	}
+	// Another process's migration made the tables this one would find
+	// missing, and drop again should it fail: one at a time.
+	unlock, err := m.plugin.LockMigrations(m.db.Statement.Context)
+	if err != nil {
+		return fmt.Errorf("shardid: nothing was migrated: %w", err)
+	}
+	defer unlock()
 	var made []target // each database reached, with the tables the migration created there
 	var madeModels [][]any
 	defer func() { // a refused or failed migration leaves none of the tables it created

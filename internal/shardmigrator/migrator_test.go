@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/glebarez/sqlite"
@@ -20,11 +21,12 @@ import (
 
 // fakePlugin shards the tables it names over two SQLite files.
 type fakePlugin struct {
-	physical []*gorm.DB
-	sharded  map[string]bool // table names
-	prepare  error           // what PrepareStrategies returns
-	down     error           // what Reachable returns
-	events   bytes.Buffer    // what Events gets
+	physical  []*gorm.DB
+	sharded   map[string]bool // table names
+	prepare   error           // what PrepareStrategies returns
+	down      error           // what Reachable returns
+	events    bytes.Buffer    // what Events gets
+	migrating sync.Mutex      // the plugin's lock of migrations, in one process
 }
 
 func (f *fakePlugin) Events() *slog.Logger { return slog.New(slog.NewTextHandler(&f.events, nil)) }
@@ -32,6 +34,10 @@ func (f *fakePlugin) Events() *slog.Logger { return slog.New(slog.NewTextHandler
 func (f *fakePlugin) Routed() bool                    { return true }
 func (f *fakePlugin) Physical() []string              { return []string{"s0", "s1"} }
 func (f *fakePlugin) Reachable(context.Context) error { return f.down }
+func (f *fakePlugin) LockMigrations(context.Context) (func(), error) {
+	f.migrating.Lock()
+	return f.migrating.Unlock, nil
+}
 func (f *fakePlugin) OpenPhysical(_ context.Context, k int) (*gorm.DB, error) {
 	return f.physical[k], nil
 }

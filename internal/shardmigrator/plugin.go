@@ -32,6 +32,10 @@ type Plugin interface {
 	// makes the tagged primary key of s a plain column on first use, and
 	// fails for a tag that cannot be used, before anything is migrated.
 	Model(s *schema.Schema) (*Model, error)
+	// LockMigrations takes the lock under which one migration at a time
+	// runs among the processes of the plugin's database, waiting for
+	// another's; the returned function releases it.
+	LockMigrations(ctx context.Context) (func(), error)
 	// ShardedTable reports whether table holds the rows of a sharded model
 	// the process has seen, or the join rows of its many2many relations.
 	ShardedTable(table string) bool
