@@ -229,6 +229,30 @@ func TestShardedViewNamesItsShards(t *testing.T) {
 	}
 }
 
+// TestAViewMadePartWaySaysHowToFinishIt: a view refused on one database (a
+// view of that name is there already) after it was made on another says so,
+// and what to do: dropping it with DropView and creating it again works.
+func TestAViewMadePartWaySaysHowToFinishIt(t *testing.T) {
+	db, p, direct := revRouted(t, &revPhoto{})
+	must(t, direct[1].Exec("CREATE VIEW photo_urls AS SELECT 1 AS id").Error)
+	create := func() error {
+		return p.Migrator(db).CreateView("photo_urls", gorm.ViewOption{Query: db.Clauses(AllShards()).Model(&revPhoto{}).Select("id, url")})
+	}
+	err := create()
+	if err == nil || !strings.Contains(err.Error(), "drop it with DropView, then create it again") {
+		t.Fatalf("a view refused on the second database: %v; want the advice to drop it and create it again", err)
+	}
+	must(t, p.Migrator(db).DropView("photo_urls"))
+	must(t, create())
+	for i, d := range direct {
+		var sql string
+		must(t, d.Raw("SELECT coalesce(max(sql), '') FROM sqlite_master WHERE type = 'view' AND name = 'photo_urls'").Scan(&sql).Error)
+		if !strings.Contains(sql, "rev_photos") {
+			t.Errorf("database %d after following the advice: %q", i, sql)
+		}
+	}
+}
+
 type dropUser struct {
 	ID   int64 `shardid:""` // instagram: a clock-sequence on each database
 	Name string

@@ -85,11 +85,21 @@ func (m Migrator) each(value any, do func(gorm.Migrator) error) error {
 	return m.eachUnfinished(value, nil, do)
 }
 
+// eachAdvising is each, for a change that running again does not finish:
+// its error gives advice instead.
+func (m Migrator) eachAdvising(value any, advice string, do func(gorm.Migrator) error) error {
+	return m.eachDoing(value, nil, advice, do)
+}
+
 // eachUnfinished is each, but skips the databases where finished says the
 // change is made already, unless it is made on all of them: it finishes a
 // change that stopped part way (a database went down), and a change made
 // everywhere fails as GORM's would on one database.
 func (m Migrator) eachUnfinished(value any, finished func(gorm.Migrator) bool, do func(gorm.Migrator) error) error {
+	return m.eachDoing(value, finished, "run it again to finish it", do)
+}
+
+func (m Migrator) eachDoing(value any, finished func(gorm.Migrator) bool, advice string, do func(gorm.Migrator) error) error {
 	targets, err := m.targets(value)
 	if err != nil {
 		return err
@@ -116,7 +126,7 @@ func (m Migrator) eachUnfinished(value any, finished func(gorm.Migrator) bool, d
 			if len(targets) == 1 {
 				return err
 			}
-			return fmt.Errorf("shardid: on %s: %w%s", t.name, err, doneBefore(done))
+			return fmt.Errorf("shardid: on %s: %w%s", t.name, err, doneBefore(done, advice))
 		}
 		done = append(done, t.name)
 	}
@@ -125,11 +135,11 @@ func (m Migrator) eachUnfinished(value any, finished func(gorm.Migrator) bool, d
 
 // doneBefore tells, in an error, the databases a change was made on before
 // one failed.
-func doneBefore(done []string) string {
+func doneBefore(done []string, advice string) string {
 	if len(done) == 0 {
 		return ""
 	}
-	return fmt.Sprintf(" (made on %s before it failed; run it again to finish it)", strings.Join(done, ", "))
+	return fmt.Sprintf(" (made on %s before it failed; %s)", strings.Join(done, ", "), advice)
 }
 
 // all asks every database value's table lives on; the answer is true only if
@@ -363,7 +373,7 @@ func (m Migrator) CreateView(name string, option gorm.ViewOption) error {
 	if built.Statement.SQL.Len() == 0 {
 		return fmt.Errorf("shardid: the query of view %s builds no SQL", name)
 	}
-	return m.each(placed, func(mig gorm.Migrator) error { return mig.CreateView(name, option) })
+	return m.eachAdvising(placed, "drop it with DropView, then create it again", func(mig gorm.Migrator) error { return mig.CreateView(name, option) })
 }
 
 // DropView drops the view wherever it is (DROP VIEW IF EXISTS).
