@@ -253,6 +253,7 @@ func orderOf(q Query, rowType reflect.Type) (*Order, string) {
 	}
 	key := q.Key
 	o := &Order{Key: key, TieKey: true}
+	var byTable []*schema.Field // ordered by the table's column, not by an output column of its name
 	add := func(table, name string, desc bool) error {
 		if table != "" && table != clause.CurrentTable && !strings.EqualFold(table, q.Schema.Table) {
 			return refuse("%s.%s: a column of another table", table, name)
@@ -269,6 +270,9 @@ func orderOf(q Query, rowType reflect.Type) (*Order, string) {
 			if c.Field == field {
 				return nil // named again (First after Order): the first one orders
 			}
+		}
+		if table != "" {
+			byTable = append(byTable, field)
 		}
 		ok, text := orderable(field)
 		if field != key && !ok {
@@ -306,6 +310,11 @@ func orderOf(q Query, rowType reflect.Type) (*Order, string) {
 	for _, c := range o.Columns {
 		if !selected(q, c.Field) {
 			return nil, refuse("%s: the column is not selected, so the merge cannot read it", c.Field.DBName).Error()
+		}
+	}
+	for _, f := range byTable {
+		if !selectedAsItself(q, f) {
+			return nil, refuse("%s.%s: the database orders by the table's column, and the select list gives its name to another value, which the merge would read", q.Schema.Table, f.DBName).Error()
 		}
 	}
 	if o.TieKey && !selected(q, key) {
@@ -423,6 +432,37 @@ func selected(q Query, f *schema.Field) bool {
 	}
 	return false
 }
+
+// selectedAsItself reports whether the rows carry column f under its own
+// name with its own value: no select list, `*`, or the column itself, maybe
+// qualified, unaliased or aliased to its own name; not another value
+// aliased as f.
+func selectedAsItself(q Query, f *schema.Field) bool {
+	items := slices.Clone(q.Selects)
+	if sel, ok := q.Clauses["SELECT"].Expression.(clause.Select); ok {
+		for _, c := range sel.Columns {
+			items = append(items, c.Name)
+		}
+	}
+	named := func(name string) bool { return strings.EqualFold(name, f.DBName) || name == f.Name }
+	for _, item := range items {
+		for _, part := range strings.Split(item, ",") {
+			m := selectItem.FindStringSubmatch(part)
+			if m == nil || !named(m[1]) {
+				continue // another column (or not read: selected decides)
+			}
+			source := aliasedColumn.FindStringSubmatch(part)
+			if source == nil || !named(source[1]) && source[1] != "*" {
+				return false // f's name on an expression or another column
+			}
+		}
+	}
+	return true
+}
+
+// aliasedColumn reads a select item that is a column, maybe qualified and
+// aliased: its column's name.
+var aliasedColumn = regexp.MustCompile("(?i)^\\s*(?:[`\"]?\\w+[`\"]?\\s*\\.\\s*)?[`\"]?(\\w+|\\*)[`\"]?(?:\\s+as\\s+[`\"]?\\w+[`\"]?)?\\s*$")
 
 var timeType = reflect.TypeOf(time.Time{})
 

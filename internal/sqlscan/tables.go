@@ -124,9 +124,12 @@ type reader struct {
 	limit  int   // the end of the statement or parenthesized group being read
 	match  []int // for each "(", the index of its ")"
 	ctes   []Table
-	depth  int // of statements and groups being read, against hostile nesting
-	scan   Scan
-	err    error
+	// written: the table reference being read is what a statement writes,
+	// always a table, even when a CTE has its name.
+	written bool
+	depth   int // of statements and groups being read, against hostile nesting
+	scan    Scan
+	err     error
 }
 
 // maxDepth bounds the nesting of statements and parentheses read.
@@ -285,11 +288,11 @@ func (r *reader) statement() {
 	case "INSERT", "REPLACE":
 		r.modifiers()
 		r.accept("INTO") // optional in MySQL
-		r.tableRef(target)
+		r.writtenRef(target)
 		r.rest(restFlags{})
 	case "UPDATE":
 		r.modifiers()
-		r.tableRef(fromItem)
+		r.writtenRef(fromItem)
 		r.rest(restFlags{fromList: true})
 	case "DELETE":
 		r.delete()
@@ -351,12 +354,12 @@ func (r *reader) modifiers() {
 func (r *reader) delete() {
 	r.modifiers()
 	if r.accept("FROM") {
-		r.tableRef(fromItem)
+		r.writtenRef(fromItem)
 		r.rest(restFlags{fromList: true, usingTables: true})
 		return
 	}
 	for {
-		r.tableRef(target)
+		r.writtenRef(target)
 		if !r.acceptPunct(",") {
 			break
 		}
@@ -649,10 +652,17 @@ func (r *reader) inner() {
 // table function) when it is a name, and reports whether it was one.
 func (r *reader) inTable() bool {
 	next := r.peek(1).Kind
-	if !r.d.inTable || !r.peek(0).keyword("IN") || next != Word && next != Quoted && next != MaybeQuoted {
+	if !r.d.inTable || !r.peek(0).keyword("IN") || next != Word && next != Quoted && next != MaybeQuoted && next != String {
 		return false
 	}
 	r.pos++
+	if next == String { // x IN 'name': SQLite takes a string there for the table of that name
+		r.pos++
+		if name := (Table{Name: r.peek(-1).Text, Quoted: true}); !r.isCTE(name) {
+			r.addTable(name)
+		}
+		return true
+	}
 	name, ok := r.qualifiedName()
 	switch {
 	case !ok:
@@ -683,8 +693,18 @@ var notAlias = wordSet(`ON USING WHERE GROUP HAVING ORDER LIMIT OFFSET FETCH WIN
 	CONSTRAINT PRIMARY FOREIGN UNIQUE KEY INDEX COLLATE WHEN THEN ELSE END AS PROCEDURE OWNER ATTACH DETACH INHERITS
 	EXCHANGE COMMENT CHARACTER CHARSET AUTO_INCREMENT ROW_FORMAT TABLE`)
 
+// writtenRef reads the table reference a statement writes: a table, never
+// the CTE of its name (SQLite and PostgreSQL write the table; MySQL refuses).
+func (r *reader) writtenRef(kind refKind) {
+	r.written = true
+	r.tableRef(kind)
+	r.written = false
+}
+
 // tableRef reads one table reference and notes its table.
 func (r *reader) tableRef(kind refKind) {
+	written := r.written
+	r.written = false // not the tables of a subquery in it
 	r.accept("ONLY")
 	if kind == fromItem {
 		r.accept("LATERAL")
@@ -709,7 +729,7 @@ func (r *reader) tableRef(kind refKind) {
 		r.alias()
 		return
 	}
-	if !r.isCTE(name) {
+	if written || !r.isCTE(name) {
 		r.addTable(name)
 	}
 	r.acceptPunct("*") // PostgreSQL: t * includes descendant tables
