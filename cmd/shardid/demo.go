@@ -253,6 +253,13 @@ func dialectorFor(dsn string) (gorm.Dialector, error) {
 	return nil, fmt.Errorf("%q: write a MySQL DSN (user@tcp(host:port)/db), a PostgreSQL URL (postgres://...) or an SQLite file (file:path.db)", redactDSN(dsn))
 }
 
+// The demo's bounds, checked before anything is dropped or created.
+const (
+	demoMaxUsers   = 10_000_000
+	demoMaxWorkers = 1024
+	demoMaxPhotos  = 1000
+)
+
 // createUsers creates o.users users with o.photos photos each from
 // o.workers goroutines, calling done after each user.
 func createUsers(db *gorm.DB, o demoOptions, done func()) ([]int64, error) {
@@ -283,6 +290,9 @@ func createUsers(db *gorm.DB, o demoOptions, done func()) ([]int64, error) {
 func runDemo(out, progress io.Writer, o demoOptions) (err error) {
 	if o.users < 1 || o.workers < 1 || o.photos < 0 {
 		return fmt.Errorf("--rows and --workers must be at least 1, --photos at least 0")
+	}
+	if o.users > demoMaxUsers || o.workers > demoMaxWorkers || o.photos > demoMaxPhotos {
+		return fmt.Errorf("--rows at most %d, --workers at most %d, --photos at most %d: the demo keeps every user's ID in memory", demoMaxUsers, demoMaxWorkers, demoMaxPhotos)
 	}
 	if !slices.Contains([]string{"instagram", "snowflake", "segment"}, o.strategy) {
 		return fmt.Errorf("--strategy %q: the demo runs instagram, snowflake or segment", o.strategy)

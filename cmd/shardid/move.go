@@ -90,6 +90,11 @@ func runMove(cmd *cobra.Command, o moveOptions) error {
 		}
 		ctx, stop := interruptible(cmd)
 		defer stop()
+		if m, err := recordedMove(ctx, s, r); err == nil && m.To == o.to && m.Phase == shardid.PhaseServing {
+			fmt.Fprintf(cmd.OutOrStdout(), "logical shards %s were moved from %s to %s already (map version %d): nothing to do\n", rangeText(r), m.From, m.To, m.MapVersion)
+			fmt.Fprintf(cmd.OutOrStdout(), "next              %s keeps a frozen copy: shardid move cleanup --config %s --shards %s\n", m.From, o.config, rangeText(r))
+			return nil
+		}
 		req := shardid.Move{Logical: r, To: o.to, ChunkSize: o.chunk, Throttle: o.throttle, DryRun: o.dryRun}
 		var progress *moveProgress
 		if !o.dryRun {

@@ -1,0 +1,27 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestDemoRefusesDSNsItCannotUse: a demo given a shard without --main, a
+// --main without shards, the plugin's database as a shard, a shard twice or
+// shards of another dialect fails with an error.
+func TestDemoRefusesDSNsItCannotUse(t *testing.T) {
+	dir := t.TempDir()
+	f := func(n string) string { return "file:" + filepath.Join(dir, n) + "?_pragma=busy_timeout(5000)" }
+	for _, args := range [][]string{
+		{"demo", "--rows", "5", "--dsn", f("a.db")},                                           // missing --main
+		{"demo", "--rows", "5", "--main", f("m.db")},                                          // missing --dsn
+		{"demo", "--rows", "5", "--main", f("m.db"), "--dsn", f("m.db"), "--dsn", f("b.db")},  // main is a shard
+		{"demo", "--rows", "5", "--main", f("m2.db"), "--dsn", f("c.db"), "--dsn", f("c.db")}, // the same shard twice
+		{"demo", "--rows", "5", "--main", f("m3.db"), "--dsn", "root@tcp(127.0.0.1:1)/x"},     // other dialect than main
+	} {
+		out, err := runNoPanic(t, args...)
+		if err == nil {
+			t.Errorf("shardid %s: no error\n%s", strings.Join(args, " "), out)
+		}
+	}
+}
