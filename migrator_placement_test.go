@@ -1,0 +1,173 @@
+package shardid
+
+import (
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+)
+
+type mgPlaceItem struct {
+	ID    int64 `shardid:""`
+	Name  string
+	Email string        `gorm:"index:idx_mg_place_email"`
+	Langs []mgPlaceLang `gorm:"many2many:mg_place_item_langs"`
+}
+
+type mgPlaceLang struct { // unsharded
+	ID    int64
+	Code  string
+	Email string `gorm:"index:idx_mg_lang_email"`
+}
+
+type mgPlaceItemV2 struct {
+	ID    int64 `shardid:""`
+	Name  string
+	Email string `gorm:"index:idx_mg_place_email"`
+	Extra string
+}
+
+func (mgPlaceItemV2) TableName() string { return "mg_place_items" }
+
+func openFile(t *testing.T, dir, name string) *gorm.DB {
+	t.Helper()
+	d, err := gorm.Open(sqlite.Open(filepath.Join(dir, name)), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	t.Cleanup(func() {
+		if s, err := d.DB(); err == nil {
+			_ = s.Close()
+		}
+	})
+	return d
+}
+
+// TestEveryMigratorChangeActsWhereTheTableLives: column, index and table
+// changes of an unsharded model act on the plugin's database only, those of a
+// sharded one on every physical database; answers hold for all of them.
+func TestEveryMigratorChangeActsWhereTheTableLives(t *testing.T) {
+	dir := t.TempDir()
+	db, p := openIn(t, dir)
+	must(t, p.AutoMigrate(db, &mgPlaceItem{}, &mgPlaceLang{}))
+	s0, s1 := openFile(t, dir, "s0.db"), openFile(t, dir, "s1.db")
+	mainDB := openFile(t, dir, "main.db")
+	for _, c := range []struct {
+		name  string
+		d     *gorm.DB
+		items bool
+	}{{"main", mainDB, false}, {"s0", s0, true}, {"s1", s1, true}} {
+		for _, tbl := range []string{"mg_place_items", "mg_place_item_langs"} {
+			if c.d.Migrator().HasTable(tbl) != c.items {
+				t.Errorf("%s has %s: %v", c.name, tbl, !c.items)
+			}
+		}
+		if c.d.Migrator().HasTable("mg_place_langs") == c.items {
+			t.Errorf("%s has mg_place_langs: %v", c.name, c.items)
+		}
+	}
+	mig := p.Migrator(db)
+	// Unsharded: only the plugin's database.
+	must(t, mig.RenameColumn(&mgPlaceLang{}, "code", "iso"))
+	if !mainDB.Migrator().HasColumn("mg_place_langs", "iso") {
+		t.Error("RenameColumn of an unsharded model: not on the plugin's database")
+	}
+	must(t, mig.RenameColumn(&mgPlaceLang{}, "iso", "code"))
+	must(t, mig.DropIndex(&mgPlaceLang{}, "idx_mg_lang_email"))
+	if mainDB.Migrator().HasIndex("mg_place_langs", "idx_mg_lang_email") {
+		t.Error("DropIndex of an unsharded model: still on the plugin's database")
+	}
+	must(t, mig.CreateIndex(&mgPlaceLang{}, "idx_mg_lang_email"))
+	must(t, mig.AlterColumn(&mgPlaceLang{}, "Code"))
+	must(t, mig.DropColumn(&mgPlaceLang{}, "Email"))
+	if mainDB.Migrator().HasColumn("mg_place_langs", "email") {
+		t.Error("DropColumn of an unsharded model: still there")
+	}
+	// Sharded: every physical database.
+	must(t, mig.RenameColumn(&mgPlaceItem{}, "name", "title"))
+	for i, d := range []*gorm.DB{s0, s1} {
+		if !d.Migrator().HasColumn("mg_place_items", "title") {
+			t.Errorf("RenameColumn of a sharded model: not on s%d", i)
+		}
+	}
+	if !mig.HasColumn(&mgPlaceItem{}, "title") {
+		t.Error("HasColumn: false though every shard has it")
+	}
+	must(t, s1.Exec("ALTER TABLE mg_place_items DROP COLUMN title").Error)
+	if mig.HasColumn(&mgPlaceItem{}, "title") {
+		t.Error("HasColumn: true though s1 lacks it")
+	}
+	if mig.HasColumn("mg_place_items", "title") {
+		t.Error("HasColumn by name: true though s1 lacks it")
+	}
+	if _, err := mig.ColumnTypes(&mgPlaceItem{}); err == nil {
+		t.Error("ColumnTypes: no error though the shards differ")
+	}
+	must(t, s1.Exec("ALTER TABLE mg_place_items ADD COLUMN title text").Error)
+	must(t, mig.RenameColumn(&mgPlaceItem{}, "title", "name"))
+	must(t, mig.DropIndex(&mgPlaceItem{}, "idx_mg_place_email"))
+	for i, d := range []*gorm.DB{s0, s1} {
+		if d.Migrator().HasIndex("mg_place_items", "idx_mg_place_email") {
+			t.Errorf("DropIndex of a sharded model: still on s%d", i)
+		}
+	}
+	must(t, mig.CreateIndex(&mgPlaceItem{}, "idx_mg_place_email"))
+	if !mig.HasIndex(&mgPlaceItem{}, "idx_mg_place_email") {
+		t.Error("HasIndex false after CreateIndex")
+	}
+	must(t, mig.AlterColumn(&mgPlaceItem{}, "Name"))
+	must(t, mig.DropColumn(&mgPlaceItem{}, "Email"))
+	for i, d := range []*gorm.DB{s0, s1} {
+		if d.Migrator().HasColumn("mg_place_items", "email") {
+			t.Errorf("DropColumn of a sharded model: still on s%d", i)
+		}
+	}
+	// GetTables: every table, once.
+	tables, err := mig.GetTables()
+	must(t, err)
+	for _, want := range []string{"mg_place_items", "mg_place_langs", "mg_place_item_langs"} {
+		if !slices.Contains(tables, want) {
+			t.Errorf("GetTables lacks %s: %v", want, tables)
+		}
+	}
+	// DropTable of the many2many join table, by name and by model.
+	must(t, mig.DropTable("mg_place_item_langs"))
+	for i, d := range []*gorm.DB{s0, s1} {
+		if d.Migrator().HasTable("mg_place_item_langs") {
+			t.Errorf("DropTable of the join table: still on s%d", i)
+		}
+	}
+	if mig.HasTable("mg_place_item_langs") {
+		t.Error("HasTable of the dropped join table: true")
+	}
+	// AutoMigrate again brings it back; a changed model adds its column everywhere.
+	must(t, p.AutoMigrate(db, &mgPlaceItem{}))
+	must(t, p.AutoMigrate(db, &mgPlaceItemV2{}))
+	for i, d := range []*gorm.DB{s0, s1} {
+		if !d.Migrator().HasTable("mg_place_item_langs") || !d.Migrator().HasColumn("mg_place_items", "extra") {
+			t.Errorf("s%d: join table or extra column missing after AutoMigrate", i)
+		}
+	}
+}
+
+// TestAMigratorOfANamedTableMakesItOnEveryShard: Migrator(db.Table(name)) of a sharded model acts on that table on every shard.
+func TestAMigratorOfANamedTableMakesItOnEveryShard(t *testing.T) {
+	dir := t.TempDir()
+	db, p := openIn(t, dir)
+	must(t, p.AutoMigrate(db, &revUser{}))
+	must(t, p.Migrator(db.Table("mg_archived_users")).AutoMigrate(&revUser{}))
+	s0, s1 := openFile(t, dir, "s0.db"), openFile(t, dir, "s1.db")
+	mainDB := openFile(t, dir, "main.db")
+	for i, d := range []*gorm.DB{s0, s1} {
+		if !d.Migrator().HasTable("mg_archived_users") {
+			t.Errorf("s%d lacks mg_archived_users", i)
+		}
+	}
+	if mainDB.Migrator().HasTable("mg_archived_users") {
+		t.Error("the plugin's database has mg_archived_users")
+	}
+	if !p.Migrator(db.Table("mg_archived_users")).HasTable(&revUser{}) {
+		t.Error("HasTable via Table: false")
+	}
+}
