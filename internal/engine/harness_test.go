@@ -19,8 +19,8 @@ func (p *testPlugin) Initialize(db *gorm.DB) error { return p.e.Initialize(db) }
 
 // openEngine opens a SQLite database in a temporary folder with an engine
 // for cfg registered; two physical SQLite databases hold the logical shards
-// when twoShards.
-func openEngine(t testing.TB, cfg Config, twoShards bool) (*gorm.DB, *Engine) {
+// when twoShards; registeredBefore register other plugins' callbacks first.
+func openEngine(t testing.TB, cfg Config, twoShards bool, registeredBefore ...func(*gorm.DB)) (*gorm.DB, *Engine) {
 	t.Helper()
 	dir := t.TempDir()
 	open := func(name string) gorm.Dialector {
@@ -36,6 +36,9 @@ func openEngine(t testing.TB, cfg Config, twoShards bool) (*gorm.DB, *Engine) {
 	db, err := gorm.Open(open("main.db"), &gorm.Config{Logger: logger.Discard})
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, register := range registeredBefore { // another plugin's callbacks, registered first
+		register(db)
 	}
 	p := &testPlugin{}
 	p.e = New(p, cfg)

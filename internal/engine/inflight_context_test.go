@@ -2,13 +2,10 @@ package engine
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/glebarez/sqlite"
 	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
 )
 
 // contextReplacer is a sharded model whose AfterFind hook replaces the
@@ -51,39 +48,6 @@ func TestAStatementWhoseHookReplacesItsContextGivesItsCountBack(t *testing.T) {
 	}
 }
 
-// openEngineAfter is openEngine with another plugin's callbacks registered
-// on the database before the plugin's own (db.Use(other); db.Use(shardid)).
-func openEngineAfter(t testing.TB, first func(*gorm.DB)) (*gorm.DB, *Engine) {
-	t.Helper()
-	dir := t.TempDir()
-	open := func(name string) gorm.Dialector {
-		return sqlite.Open("file:" + filepath.Join(dir, name) + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
-	}
-	var cfg Config
-	half := cfg.Layout.Normalized().ShardCount() / 2
-	cfg.Shards = []Shard{
-		{Name: "a", Dialector: open("a.db"), Logical: []Range{{From: 0, To: half - 1}}},
-		{Name: "b", Dialector: open("b.db"), Logical: []Range{{From: half, To: 2*half - 1}}},
-	}
-	db, err := gorm.Open(open("main.db"), &gorm.Config{Logger: logger.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	first(db)
-	p := &testPlugin{}
-	p.e = New(p, cfg)
-	if err := db.Use(p); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = p.e.Close()
-		if sqlDB, err := db.DB(); err == nil {
-			_ = sqlDB.Close()
-		}
-	})
-	return db, p.e
-}
-
 // TestAStatementUnderAPluginThatRestoresItsContextGivesItsCountBack: another
 // plugin, registered before shardid, that wraps the statement's context
 // before the query (a deadline) and puts back the one it saved after it, as
@@ -93,7 +57,7 @@ func TestAStatementUnderAPluginThatRestoresItsContextGivesItsCountBack(t *testin
 		ctx    context.Context
 		cancel context.CancelFunc
 	}
-	db, e := openEngineAfter(t, func(db *gorm.DB) {
+	db, e := openEngine(t, Config{}, true, func(db *gorm.DB) {
 		must(t, db.Callback().Query().Before("gorm:query").Register("other:deadline_before", func(tx *gorm.DB) {
 			ctx, cancel := context.WithTimeout(tx.Statement.Context, time.Minute)
 			tx.InstanceSet("other:saved", saved{tx.Statement.Context, cancel})
