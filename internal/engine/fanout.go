@@ -438,14 +438,20 @@ func writeRows(stmt *gorm.Statement, kind statementKind) rowSlice {
 func (r rowSlice) value() reflect.Value { return reflect.ValueOf(r.slice).Elem() }
 
 // split tells add which database each row belongs on, by its key; rows
-// without one go with the first keyed row's, or firstPart. It reports
-// whether any row has a key.
+// without one go first, with the first keyed row's, or firstPart. It reports
+// whether GORM restricts the write to the rows' keys.
 func (r rowSlice) split(ctx context.Context, p *Engine, m *model, firstPart int, add func(k, i int)) bool {
 	rows := r.value()
+	if r.isModel && !lastRowKeyed(ctx, m.schema, rows) {
+		for i := range rows.Len() {
+			add(firstPart, i) // no key condition: each part writes by the others alone
+		}
+		return false
+	}
 	pk := m.pk().field
-	keyed := false
+	type keyedRow struct{ k, i int }
+	var keyed []keyedRow
 	var unkeyed []int
-	first := -1
 	for i := range rows.Len() {
 		row := reflect.Indirect(rows.Index(i))
 		if row.Kind() != reflect.Struct || row.Type() != m.schema.ModelType {
@@ -457,20 +463,38 @@ func (r rowSlice) split(ctx context.Context, p *Engine, m *model, firstPart int,
 			unkeyed = append(unkeyed, i)
 			continue
 		}
-		k := p.physicalOf(shard)
-		if first < 0 {
-			first = k
-		}
-		keyed = true
-		add(k, i)
+		keyed = append(keyed, keyedRow{p.physicalOf(shard), i})
 	}
-	if first < 0 {
-		first = firstPart
+	first := firstPart
+	if len(keyed) > 0 {
+		first = keyed[0].k
 	}
+	// First, so that no part ends with a row without a key: GORM would
+	// then leave the part's update without its key condition.
 	for _, i := range unkeyed {
 		add(first, i)
 	}
-	return keyed
+	for _, row := range keyed {
+		add(row.k, row.i)
+	}
+	return len(keyed) > 0
+}
+
+// lastRowKeyed reports whether GORM restricts an update of rows to their
+// keys: it reads the key of the last row alone
+// (callbacks.ConvertToAssignments), and leaves the condition out when it is
+// zero, whatever the other rows hold.
+func lastRowKeyed(ctx context.Context, s *schema.Schema, rows reflect.Value) bool {
+	if rows.Len() == 0 {
+		return false
+	}
+	last := rows.Index(rows.Len() - 1)
+	for _, field := range s.PrimaryFields {
+		if _, zero := field.ValueOf(ctx, last); !zero {
+			return true
+		}
+	}
+	return false
 }
 
 // subset returns a pointer to a new slice of the rows at index: a backing

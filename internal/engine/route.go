@@ -610,6 +610,9 @@ func (e *Engine) routeOf(db *gorm.DB, m *model, kind statementKind, settings *se
 	case shardrouter.OutsideClause:
 		return route.Databases, fmt.Errorf("%w: %s: the statement's conditions name rows outside the shard its clause names", ErrCrossShard, m.schema.Name)
 	case shardrouter.NoShard:
+		if rows := reflect.Indirect(reflect.ValueOf(stmt.Model)); kind == kindUpdate && (rows.Kind() == reflect.Slice || rows.Kind() == reflect.Array) && rows.Len() > 0 {
+			return route.Databases, fmt.Errorf("%w (GORM restricts an update of rows to their IDs only when the last row has one)", e.noShard(m))
+		}
 		return route.Databases, e.noShard(m)
 	}
 	return route.Databases, route.Err
@@ -660,6 +663,9 @@ func (e *Engine) modelShards(stmt *gorm.Statement, m *model, kind statementKind,
 			shards = append(shards, shard)
 		}
 	case kind != kindQuery && (rv.Kind() == reflect.Slice || rv.Kind() == reflect.Array):
+		if kind == kindUpdate && !lastRowKeyed(stmt.Context, m.schema, rv) {
+			return shards // GORM writes by the other conditions alone
+		}
 		for i := range rv.Len() {
 			if shard, ok := shardOfRow(reflect.Indirect(rv.Index(i))); ok {
 				shards = append(shards, shard)
