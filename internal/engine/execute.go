@@ -20,18 +20,21 @@ import (
 // on its database, in GORM's transaction there, run on a goroutine of its
 // own, one part at a time, in turns; each stops at two gates among its
 // callbacks: planned, once its hooks ran and its keys were checked, before it
-// writes; written, once it wrote and its After hooks ran, before its
-// transaction commits. No part writes before every part is planned, and none
-// commits before every part has written: a part that fails before that
-// makes every part roll back, so a refused plan writes nothing anywhere.
+// writes; written, once it wrote, before its After hooks; after hooks, once
+// they ran, before its transaction commits. No part writes before every part
+// is planned, no After hook runs before every part has written, and none
+// commits before every part's After hooks ran: a part that fails before that
+// makes every part roll back, so a refused plan writes nothing anywhere, and
+// a failed write runs no After hook.
 
 // gate is where a part of a write stops for its turn.
 type gate uint8
 
 const (
-	partEnded   gate = iota // not a gate: the part's statement returned
-	gatePlanned             // its hooks ran and its keys were checked; it has not written
-	gateWritten             // it wrote; its transaction has not committed
+	partEnded      gate = iota // not a gate: the part's statement returned
+	gatePlanned                // its hooks ran and its keys were checked; it has not written
+	gateWritten                // it wrote; its After hooks have not run
+	gateAfterHooks             // its After hooks ran; its transaction has not committed
 )
 
 // errPartRolledBack is what a part that was fine reports when another part
@@ -179,9 +182,9 @@ func (e *Engine) runParts(db *gorm.DB, kind statementKind, parts []writePart, ag
 		refused = agree(turns)
 		failed = refused != nil
 	}
-	// Written, then committed: each part planned goes on in turn to its
-	// next gate, and then its end, or rolls back.
-	for range 2 {
+	// Written, its After hooks run, then committed: each part planned goes
+	// on in turn to its next gate, and then its end, or rolls back.
+	for range gateAfterHooks {
 		for i, t := range turns {
 			if t == nil || stopped[i].at == partEnded {
 				continue

@@ -265,6 +265,7 @@ func (e *Engine) fanOutWrite(db *gorm.DB, kind statementKind, m *model, plan sha
 		for i := range writes[1:] {
 			writes[i+1].db.Statement.SkipHooks = true
 			writes[i+1].start = func(part *gorm.DB) bool {
+				part.Statement.Unscoped = part.Statement.Unscoped || first.Unscoped // a hook's, as of the one statement
 				if added := conditionsOf(first)[before:]; len(added) > 0 {
 					part.Statement.AddClause(clause.Where{Exprs: slices.Clone(added)})
 				}
@@ -320,7 +321,8 @@ func (e *Engine) fanOutWrite(db *gorm.DB, kind statementKind, m *model, plan sha
 // row's own value, an Omit of a guarded row): on one database GORM runs every
 // row's hooks on the one statement, so each row's conditions bind every row,
 // and its SET writes every row; no part may hold fewer or write otherwise.
-// What every part's hooks did alike (a "not locked") keeps its meaning.
+// What every part's hooks did alike (a "not locked", Unscoped) keeps its
+// meaning.
 func hooksAgree(m *model, writes []writePart) func([]*turn) error {
 	before := make([]int, len(writes))
 	for i, w := range writes {
@@ -341,6 +343,10 @@ func hooksAgree(m *model, writes []writePart) func([]*turn) error {
 			if !sameConditions(firstAdded, added) {
 				return fmt.Errorf("%w: %s: the rows' Before hooks added conditions that differ between their databases (%v, %v); on one database every row's conditions bind every row: write the rows apart, or add conditions that do not depend on the row",
 					ErrCrossShard, m.schema.Name, firstAdded, added)
+			}
+			if first.stmt.Unscoped != t.stmt.Unscoped {
+				return fmt.Errorf("%w: %s: the rows' Before hooks made the write unscoped on one database and not on another; on one database a hook's Unscoped makes the whole statement so: write the rows apart, or set Unscoped on the statement",
+					ErrCrossShard, m.schema.Name)
 			}
 			if !sameSet(first.set, t.set) {
 				return fmt.Errorf("%w: %s: the rows' Before hooks left SETs that differ between their databases (%v, %v); on one database one SET writes every row: write the rows apart, or set values that do not depend on the row",
