@@ -1,6 +1,7 @@
 package shardid
 
 import (
+	"database/sql/driver"
 	"errors"
 	"strings"
 	"testing"
@@ -81,7 +82,15 @@ type (
 		ID     int64 `shardid:"" gorm:"primaryKey"`
 		Tenant int64 `gorm:"primaryKey"`
 	}
+	badOffsetKey struct {
+		ID offsetID `shardid:""`
+	}
 )
+
+// offsetID stores another number than the one it holds.
+type offsetID int64
+
+func (id offsetID) Value() (driver.Value, error) { return int64(id) + 1000, nil }
 
 func TestInvalidTags(t *testing.T) {
 	db, p := testDB(t, Config{})
@@ -109,6 +118,7 @@ func TestInvalidTags(t *testing.T) {
 		{&badEmbedded{}, "Model", "put it on the ID field"},
 		{&badEmbeddedDeep{}, "Model", "put it on the ID field"},
 		{&badCompositeKey{}, "ID", "one primary key"},
+		{&badOffsetKey{}, "ID", "its Value sends another number"},
 	}
 	for _, c := range cases {
 		// AutoMigrate refuses the tag before creating anything ...

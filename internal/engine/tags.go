@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -159,6 +160,8 @@ func (e *Engine) parseModel(s *schema.Schema) (*model, error) {
 			return nil, bad("type %s cannot be stored: database/sql binds no array (use uuid.UUID, a [16]byte with Value and Scan, or a string)", f.FieldType)
 		case idf.uuidVersion == 0 && kind != reflect.Int64 && kind != reflect.Uint64:
 			return nil, bad("type %s cannot hold an ID of strategy %s (allowed: int64, uint64, shardid.ID; for a string or [16]byte, uuidv7 or uuidv4)", f.FieldType, t.strategy)
+		case idf.uuidVersion == 0 && !bindsAsItsNumber(f.FieldType):
+			return nil, bad("type %s: its Value sends another number than the ID it holds, so rows would be stored under keys the plugin did not make (allowed: int64, uint64, shardid.ID, or a type whose Value sends its number)", f.FieldType)
 		}
 		if f.PrimaryKey && f.TagSettings["AUTOINCREMENT"] != "" && f.TagSettings["AUTOINCREMENT"] != "false" {
 			return nil, bad("a shardid field is filled before the insert and cannot be autoIncrement")
@@ -304,4 +307,22 @@ func neverAutoIncrement(m *model) {
 		}
 		m.schema.FieldsWithDefaultDBValue = withDefault
 	}
+}
+
+// bindsAsItsNumber reports whether an integer ID type binds as the number it
+// holds (a Valuer may send another: an offset, an encoding), tried on a few
+// IDs across the 63 bits.
+func bindsAsItsNumber(t reflect.Type) bool {
+	for _, n := range []int64{1, 1<<40 | 12345, math.MaxInt64} {
+		v := reflect.New(t).Elem()
+		if t.Kind() == reflect.Int64 {
+			v.SetInt(n)
+		} else {
+			v.SetUint(uint64(n))
+		}
+		if bound, err := int64Of(v.Interface()); err != nil || bound != n {
+			return false
+		}
+	}
+	return true
 }
