@@ -149,49 +149,59 @@ func (l Layout) Validate(now time.Time) error {
 	return nil
 }
 
+// The methods below shift by unsigned counts and divide by at least 1ms: on
+// a layout Validate refuses (a negative width, a sub-millisecond unit) they
+// give meaningless fields, never a panic.
+
 // RunsOut returns the first instant the time field cannot hold.
 func (l Layout) RunsOut() time.Time {
 	l = l.Normalized()
-	unitMs := int64(l.TimeUnit / time.Millisecond)
-	ticks := int64(1) << l.TimeBits
-	if unitMs <= 0 || ticks > (math.MaxInt64-max(l.Epoch.UnixMilli(), 0))/unitMs { // an epoch before 1970 is negative
-		return time.UnixMilli(math.MaxInt64).UTC()
-	}
-	return time.UnixMilli(l.Epoch.UnixMilli() + ticks*unitMs).UTC()
+	return l.TimeOf(int64(1) << uint(l.TimeBits))
 }
+
+// unitMs is the time unit in milliseconds, at least 1.
+func (l Layout) unitMs() int64 { return max(int64(l.TimeUnit/time.Millisecond), 1) }
 
 // ShardCount is the number of logical shards, 2^ShardBits.
 func (l Layout) ShardCount() int {
 	if !l.filled { // a normalized layout, as the plugin's, is read as it is: routing asks on every statement
 		l = l.Normalized()
 	}
-	return 1 << l.ShardBits
+	return 1 << uint(l.ShardBits)
 }
 
 // WorkerCount is the number of snowflake worker IDs, 2^WorkerBits.
-func (l Layout) WorkerCount() int { return 1 << l.Normalized().WorkerBits }
+func (l Layout) WorkerCount() int { return 1 << uint(l.Normalized().WorkerBits) }
 
 // IDsPerTick is how many IDs one logical shard can get in one time unit
 // from the strategies that use the whole sequence field (instagram).
-func (l Layout) IDsPerTick() int { return 1 << l.Normalized().SequenceBits }
+func (l Layout) IDsPerTick() int { return 1 << uint(l.Normalized().SequenceBits) }
 
 // WorkerIDsPerTick is how many IDs one snowflake worker can make in one
 // logical shard in one time unit: the sequence below the worker bits.
 func (l Layout) WorkerIDsPerTick() int {
 	l = l.Normalized()
-	return 1 << (l.SequenceBits - l.WorkerBits)
+	return 1 << uint(l.SequenceBits-l.WorkerBits)
 }
 
 // Ticks returns the time field for instant t: whole time units since Epoch.
 func (l Layout) Ticks(t time.Time) int64 {
 	l = l.Normalized()
-	return floorDiv(t.UnixMilli()-l.Epoch.UnixMilli(), int64(l.TimeUnit/time.Millisecond))
+	return floorDiv(t.UnixMilli()-l.Epoch.UnixMilli(), l.unitMs())
 }
 
-// TimeOf returns the start of tick ticks.
+// TimeOf returns the start of tick ticks; past what a time in milliseconds
+// holds, the last instant it does.
 func (l Layout) TimeOf(ticks int64) time.Time {
 	l = l.Normalized()
-	return time.UnixMilli(l.Epoch.UnixMilli() + ticks*int64(l.TimeUnit/time.Millisecond)).UTC()
+	unit, epoch := l.unitMs(), l.Epoch.UnixMilli()
+	if ticks > 0 && ticks > (math.MaxInt64-max(epoch, 0))/unit { // an epoch before 1970 is negative
+		return time.UnixMilli(math.MaxInt64).UTC()
+	}
+	if ticks < 0 && ticks < (math.MinInt64-min(epoch, 0))/unit {
+		return time.UnixMilli(math.MinInt64).UTC()
+	}
+	return time.UnixMilli(epoch + ticks*unit).UTC()
 }
 
 // Compose builds the ID for instant t, logical shard and sequence. Bits of
@@ -201,12 +211,17 @@ func (l Layout) Compose(t time.Time, shard, sequence int) int64 {
 	return l.ComposeTicks(l.Ticks(t), shard, sequence)
 }
 
-// ComposeTicks builds the ID from a raw time field.
+// ComposeTicks builds the ID from a raw time field. Ticks the field cannot
+// hold (before Epoch, or once it ran out) give 0, which no strategy makes and
+// [Layout.Check] refuses: shifted, they would wrap into an ID of another time.
 func (l Layout) ComposeTicks(ticks int64, shard, sequence int) int64 {
 	l = l.Normalized()
-	return ticks<<(l.ShardBits+l.SequenceBits) |
-		int64(shard)&(1<<l.ShardBits-1)<<l.SequenceBits |
-		int64(sequence)&(1<<l.SequenceBits-1)
+	if ticks < 0 || ticks >= int64(1)<<uint(l.TimeBits) {
+		return 0
+	}
+	return ticks<<uint(l.ShardBits+l.SequenceBits) |
+		int64(shard)&(1<<uint(l.ShardBits)-1)<<uint(l.SequenceBits) |
+		int64(sequence)&(1<<uint(l.SequenceBits)-1)
 }
 
 // Shard returns the logical shard of id: (id >> SequenceBits) & (2^ShardBits - 1).
@@ -215,20 +230,20 @@ func (l Layout) Shard(id int64) int {
 	if !l.filled {
 		l = l.Normalized()
 	}
-	return int(id >> l.SequenceBits & (1<<l.ShardBits - 1))
+	return int(id >> uint(l.SequenceBits) & (1<<uint(l.ShardBits) - 1))
 }
 
 // Decode splits id into its fields.
 func (l Layout) Decode(id int64) Parts {
 	l = l.Normalized()
-	seqOnly := l.SequenceBits - l.WorkerBits
-	ticks := id >> (l.ShardBits + l.SequenceBits)
+	seqOnly := uint(l.SequenceBits - l.WorkerBits)
+	ticks := id >> uint(l.ShardBits+l.SequenceBits)
 	return Parts{
 		Time:           l.TimeOf(ticks),
 		Ticks:          ticks,
 		Shard:          l.Shard(id),
-		Worker:         int(id >> seqOnly & (1<<l.WorkerBits - 1)),
-		Sequence:       int(id & (1<<l.SequenceBits - 1)),
+		Worker:         int(id >> seqOnly & (1<<uint(l.WorkerBits) - 1)),
+		Sequence:       int(id & (1<<uint(l.SequenceBits) - 1)),
 		WorkerSequence: int(id & (1<<seqOnly - 1)),
 	}
 }
@@ -244,8 +259,9 @@ func (l Layout) Check(id int64, now time.Time) error {
 	if id <= 0 {
 		return fmt.Errorf("%w: %d is not positive", ErrInvalidID, id)
 	}
-	if t := l.Decode(id).Time; t.After(now.Add(maxFutureSkew)) {
-		return fmt.Errorf("%w: %d decodes to %s, after now", ErrInvalidID, id, t.UTC().Format(time.RFC3339))
+	// By ticks, not times: a coarse unit's far ticks pass what a time holds.
+	if p := l.Decode(id); p.Ticks > l.Ticks(now.Add(maxFutureSkew)) {
+		return fmt.Errorf("%w: %d decodes to %s, after now", ErrInvalidID, id, p.Time.UTC().Format(time.RFC3339))
 	}
 	return nil
 }

@@ -171,3 +171,72 @@ func TestLayoutFillsWhatIsUnset(t *testing.T) {
 		}
 	}
 }
+
+// TestLayoutCheckRefusesFarTicksOfACoarseUnit: a tick of a day late in a
+// 40-bit field is past what a time in milliseconds holds; Check still sees
+// it is after now.
+func TestLayoutCheckRefusesFarTicksOfACoarseUnit(t *testing.T) {
+	l := Layout{TimeUnit: 24 * time.Hour}
+	if err := l.Validate(now); err != nil {
+		t.Fatal(err)
+	}
+	for _, ticks := range []int64{1 << 39, 1<<40 - 1, l.Ticks(now) + 2} {
+		if err := l.Check(l.ComposeTicks(ticks, 1, 1), now); !errors.Is(err, ErrInvalidID) {
+			t.Errorf("an ID of tick %d, past now: Check = %v, want ErrInvalidID", ticks, err)
+		}
+	}
+	if err := l.Check(l.Compose(now, 1, 1), now); err != nil {
+		t.Errorf("an ID of now: %v", err)
+	}
+	if got := l.TimeOf(1<<40 - 1); !got.After(now.AddDate(1000, 0, 0)) {
+		t.Errorf("TimeOf the last tick = %s, want far in the future", got)
+	}
+}
+
+// TestLayoutComposeOutsideTheTimeFieldGivesZero: a time before the epoch,
+// or past the field's end, would wrap into an ID of another time; Compose
+// gives 0 instead, which Check refuses.
+func TestLayoutComposeOutsideTheTimeFieldGivesZero(t *testing.T) {
+	l := Layout{}
+	for _, at := range []time.Time{DefaultEpoch.Add(-time.Millisecond), l.RunsOut(), l.RunsOut().Add(time.Duration(1<<40) * time.Millisecond)} {
+		if id := l.Compose(at, 1, 1); id != 0 || l.Check(id, now) == nil {
+			t.Errorf("Compose(%s) = %d, want 0, which Check refuses", at, id)
+		}
+	}
+	if id := l.Compose(l.RunsOut().Add(-time.Millisecond), 1, 1); id <= 0 {
+		t.Errorf("Compose of the last millisecond = %d, want an ID", id)
+	}
+}
+
+// TestLayoutHelpersDoNotPanicOnLayoutsValidateRefuses: Validate is where a
+// layout's errors are told; its helpers, called on a bad layout, answer
+// without a panic.
+func TestLayoutHelpersDoNotPanicOnLayoutsValidateRefuses(t *testing.T) {
+	for _, l := range []Layout{
+		{TimeBits: -1, ShardBits: 54, SequenceBits: 10},
+		{TimeBits: 40, ShardBits: -3, SequenceBits: 26},
+		{TimeBits: 40, ShardBits: 30, SequenceBits: -7},
+		{WorkerBits: -5},
+		{WorkerBits: 12},
+		{TimeBits: 63, ShardBits: 70, SequenceBits: 64},
+		{TimeUnit: time.Microsecond},
+		{TimeUnit: -time.Hour},
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("%+v: a helper panics: %v", l, r)
+				}
+			}()
+			if l.Validate(now) == nil {
+				t.Errorf("%+v: Validate accepts it", l)
+			}
+			id := l.Compose(now, 1, 1)
+			_ = l.Check(id, now)
+			_ = l.Check(1<<62|12345, now)
+			_ = l.Decode(1<<62 | 12345)
+			_, _, _, _ = l.ShardCount(), l.WorkerCount(), l.IDsPerTick(), l.WorkerIDsPerTick()
+			_, _, _ = l.RunsOut(), l.Shard(1<<62|12345), l.TimeOf(1<<50)
+		}()
+	}
+}
