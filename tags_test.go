@@ -143,3 +143,42 @@ func TestInvalidTags(t *testing.T) {
 		}
 	}
 }
+
+type (
+	eventByInstagram struct {
+		ID   int64 `shardid:"strategy:instagram"`
+		Name string
+	}
+	eventBySnowflake struct {
+		ID   int64 `shardid:"strategy:snowflake"`
+		Name string
+	}
+	eventAgainByInstagram struct {
+		ID   int64 `shardid:"strategy:instagram"`
+		Name string
+	}
+)
+
+func (eventByInstagram) TableName() string      { return "events" }
+func (eventBySnowflake) TableName() string      { return "events" }
+func (eventAgainByInstagram) TableName() string { return "events" }
+
+// TestTwoStrategiesOnOneTableAreRefused: two models of one table whose keys
+// are made by two strategies would make the same ID within a tick (a raw
+// duplicate-key error at insert); the second is refused by its tag, naming
+// the first, and a second model with the same strategy is fine.
+func TestTwoStrategiesOnOneTableAreRefused(t *testing.T) {
+	db, p := testDB(t, Config{})
+	must(t, p.AutoMigrate(db, &eventByInstagram{}))
+	must(t, db.Create(&eventByInstagram{Name: "a"}).Error)
+	err := db.Create(&eventBySnowflake{Name: "b"}).Error
+	if !errors.Is(err, ErrInvalidTag) || !strings.Contains(err.Error(), "eventByInstagram") || !strings.Contains(err.Error(), "instagram") {
+		t.Errorf("a snowflake model of a table an instagram model fills: %v, want ErrInvalidTag naming the other model and its strategy", err)
+	}
+	must(t, db.Create(&eventAgainByInstagram{Name: "c"}).Error)
+	var n int64
+	must(t, db.Model(&eventByInstagram{}).Clauses(AllShards()).Count(&n).Error)
+	if n != 2 {
+		t.Errorf("%d rows, want the 2 of instagram", n)
+	}
+}

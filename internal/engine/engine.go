@@ -95,6 +95,9 @@ type Engine struct {
 
 	models        sync.Map  // *schema.Schema → *modelEntry
 	shardedTables sync.Map  // lower-case table name → model name, for raw SQL
+	// columnStrategies holds, by "table.column", the strategy and model
+	// that fill it: two strategies make the same IDs within a tick.
+	columnStrategies sync.Map
 	joinTables    sync.Map  // lower-case join tables of sharded models' many2many
 	prepared      sync.Map  // physical index (-1: the plugin's own) → *gorm.PreparedStmtDB, for prepared sessions
 	scans         scanCache // what the last gate read of SQL texts
@@ -401,6 +404,10 @@ func (e *Engine) model(s *schema.Schema) (*model, error) {
 	entry.once.Do(func() {
 		m, err := e.parseModel(s)
 		if err != nil {
+			entry.err = err
+			return
+		}
+		if err := e.oneStrategyPerColumn(m); err != nil {
 			entry.err = err
 			return
 		}

@@ -326,3 +326,21 @@ func bindsAsItsNumber(t reflect.Type) bool {
 	}
 	return true
 }
+
+// oneStrategyPerColumn refuses a model whose tagged column another model of
+// the same table fills by another strategy: IDs of two strategies (instagram's
+// sequence, a snowflake worker's) meet within a tick, and the second insert
+// would fail on the primary key.
+func (e *Engine) oneStrategyPerColumn(m *model) error {
+	type filler struct{ strategy, model string }
+	for _, f := range m.fields {
+		key := strings.ToLower(m.schema.Table) + "." + strings.ToLower(f.field.DBName)
+		v, _ := e.columnStrategies.LoadOrStore(key, filler{f.strategy, m.schema.Name})
+		if other := v.(filler); other.strategy != f.strategy {
+			return &FieldError{Model: m.schema.Name, Field: f.field.Name, Err: ErrInvalidTag, Detail: fmt.Sprintf(
+				"strategy %s, where model %s fills %s by strategy %s: two strategies make the same IDs within a tick; give every model of the table one strategy (to change it, stop every writer of the old one first)",
+				f.strategy, other.model, key, other.strategy)}
+		}
+	}
+	return nil
+}
