@@ -5,6 +5,9 @@ import (
 	"errors"
 	"testing"
 
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
 	"github.com/shardid/shardid/shardrouter"
 )
 
@@ -87,6 +90,53 @@ func TestOrConditionsOverSeveralDatabases(t *testing.T) {
 	must(t, db.Clauses(AllShards()).Or("name = ?", "bob").Delete(&revUser{}).Error)
 	if after := total(); after != before-2 {
 		t.Fatalf("AllShards, Or bob, Delete: %d rows left of %d, want the two bobs gone", after, before)
+	}
+}
+
+// TestIDsJoinedByOrNameEachSidesDatabase: IDs joined by Or, or by
+// clause.Or, are the rows of the statement, on the databases of each side's
+// IDs: a read finds both, an update and a delete write both and no other
+// row; a side naming no ID names no database.
+func TestIDsJoinedByOrNameEachSidesDatabase(t *testing.T) {
+	db, p, direct := revRouted(t, &revUser{})
+	users := revOnBoth(t, db, p, func() *revUser { return &revUser{Name: "a"} }, func(u *revUser) int64 { return u.ID })
+	others := revOnBoth(t, db, p, func() *revUser { return &revUser{Name: "a"} }, func(u *revUser) int64 { return u.ID })
+	a, b := users[0].ID, users[1].ID
+	var found []revUser
+	must(t, db.Where("id = ?", a).Or("id = ?", b).Find(&found).Error)
+	if len(found) != 2 {
+		t.Errorf("Where(a).Or(b): %d rows, want both", len(found))
+	}
+	found = nil
+	must(t, db.Where(clause.Or(clause.Eq{Column: "id", Value: a}, clause.Eq{Column: "id", Value: b})).Find(&found).Error)
+	if len(found) != 2 {
+		t.Errorf("clause.Or(a, b): %d rows, want both", len(found))
+	}
+	if err := db.Where("id = ?", a).Or("name = ?", "a").Find(&found).Error; !errors.Is(err, ErrNoShard) {
+		t.Errorf("Where(a).Or(name): %v, want ErrNoShard", err)
+	}
+	res := db.Model(&revUser{}).Where("id = ?", a).Or("id = ?", b).Update("name", "z")
+	must(t, res.Error)
+	if res.RowsAffected != 2 {
+		t.Errorf("an update of a OR b: %d rows, want 2", res.RowsAffected)
+	}
+	for k, d := range direct {
+		var got revUser
+		must(t, d.First(&got, users[k].ID).Error)
+		var other revUser
+		must(t, d.First(&other, others[k].ID).Error)
+		if got.Name != "z" || other.Name != "a" {
+			t.Errorf("database %d: the named row %+v, another %+v; want only the named one updated", k, got, other)
+		}
+	}
+	must(t, db.Where("id = ?", a).Or("id = ?", b).Delete(&revUser{}).Error)
+	for k, d := range direct {
+		if err := d.First(&revUser{}, users[k].ID).Error; !errors.Is(err, gorm.ErrRecordNotFound) {
+			t.Errorf("database %d: the deleted row: %v", k, err)
+		}
+		if err := d.First(&revUser{}, others[k].ID).Error; err != nil {
+			t.Errorf("database %d: a row the delete did not name: %v", k, err)
+		}
 	}
 }
 

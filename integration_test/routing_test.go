@@ -591,14 +591,13 @@ func TestRoutingTrickyForms(t *testing.T) {
 		_, x, y := r.spreadAuthors(t, func() author { return author{Name: "a"} })
 		var found []author
 		for form, tx := range map[string]*gorm.DB{
-			"Where(id).Or(id)":            r.db.Where("id = ?", x.ID).Or("id = ?", y.ID).Find(&found),
 			"Where(id).Or(name)":          r.db.Where("id = ?", x.ID).Or("name = ?", "a").Find(&found),
-			"a grouped OR":                r.db.Where(r.db.Where("id = ?", x.ID).Or("id = ?", y.ID)).Find(&found),
+			"a grouped OR with a name":    r.db.Where(r.db.Where("id = ?", x.ID).Or("name = ?", "a")).Find(&found),
 			"another table's id":          r.db.Where("other.id = ?", x.ID).Find(&found),
 			"Model(&x) with another dest": r.db.Model(&x).Where("name = ?", "a").Find(&found),
 			"Model(&x) deleting by name":  r.db.Model(&x).Where("name = ?", "a").Delete(&author{}),
 			"Table without its model":     r.db.Table("authors").Where("name = ?", "a").Find(&found),
-			"an update with OR":           r.db.Model(&author{}).Where("id = ?", x.ID).Or("id = ?", y.ID).Update("name", "b"),
+			"an update with OR of a name": r.db.Model(&author{}).Where("id = ?", x.ID).Or("name = ?", "a").Update("name", "b"),
 		} {
 			if !errors.Is(tx.Error, shardid.ErrNoShard) {
 				t.Errorf("%s: got %v, want ErrNoShard", form, tx.Error)
@@ -608,6 +607,20 @@ func TestRoutingTrickyForms(t *testing.T) {
 		if !errors.Is(err, shardid.ErrNoShard) {
 			t.Errorf("raw SQL in a transaction on the plugin's database: got %v, want ErrNoShard", err)
 		}
+		// IDs joined by OR name the databases of each side's IDs.
+		for form, find := range map[string]func() *gorm.DB{
+			"Where(id).Or(id)": func() *gorm.DB { return r.db.Where("id = ?", x.ID).Or("id = ?", y.ID).Find(&found) },
+			"a grouped OR":     func() *gorm.DB { return r.db.Where(r.db.Where("id = ?", x.ID).Or("id = ?", y.ID)).Find(&found) },
+		} {
+			found = nil
+			if err := find().Error; err != nil || len(found) != 2 {
+				t.Errorf("%s over two databases: %v, %d rows; want both rows", form, err, len(found))
+			}
+		}
+		if res := r.db.Model(&author{}).Where("id = ?", x.ID).Or("id = ?", y.ID).Update("name", "b"); res.Error != nil || res.RowsAffected != 2 {
+			t.Errorf("an update of IDs joined by OR: %v, %d rows; want both rows", res.Error, res.RowsAffected)
+		}
+		must(t, r.db.Model(&author{}).Where("id IN ?", []int64{x.ID, y.ID}).Update("name", "a").Error)
 		// With AllShards the OR reaches every database and finds both rows.
 		found = nil
 		if err := r.db.Clauses(shardid.AllShards()).Where("id = ?", x.ID).Or("id = ?", y.ID).Find(&found).Error; err != nil || len(found) != 2 {

@@ -10,19 +10,71 @@ import (
 	"gorm.io/gorm/clause"
 )
 
-// ColumnValues returns the values that the AND-ed conditions exprs allow for
-// the column isColumn accepts (given the table the condition names, "" when
-// none, and the column's name), and whether any condition constrains it. Of
-// several such conditions it returns the one with the fewest values: the rows
-// that match all of them are among those. It reads clause.Eq, clause.IN,
-// clause.Expr text of the form `col = ?` or `col IN ?` (alone, or AND-ed
-// with other conditions in one text: keyConjuncts), and nested AND
-// groups. A level that holds an OR (GORM's Or) says nothing, nor does anything
-// under NOT.
+// ColumnValues returns the values that the conditions exprs, a WHERE list,
+// allow for the column isColumn accepts (given the table the condition
+// names, "" when none, and the column's name), and whether they constrain
+// it. Of several AND-ed conditions on it, it returns the one with the fewest
+// values: the rows that match all of them are among those; of conditions
+// joined by OR (GORM's Or, clause.Or), the union of each side's, when every
+// side constrains it. It reads clause.Eq, clause.IN, clause.Expr text of the
+// form `col = ?` or `col IN ?` (alone, or AND-ed with other conditions in one
+// text: keyConjuncts), and nested groups, joined as GORM's Where.Build joins
+// them. Nothing under NOT, nor an OR inside a text, constrains it.
 func ColumnValues(exprs []clause.Expression, isColumn func(table, name string) bool) ([]any, bool) {
-	if slices.ContainsFunc(exprs, func(e clause.Expression) bool { _, or := e.(clause.OrConditions); return or }) {
-		return nil, false
+	if !slices.ContainsFunc(exprs, isOr) {
+		return conjunctValues(exprs, isColumn)
 	}
+	return listValues(whereOrder(exprs), isColumn)
+}
+
+func isOr(e clause.Expression) bool { _, or := e.(clause.OrConditions); return or }
+
+func isSingleOr(e clause.Expression) bool {
+	or, ok := e.(clause.OrConditions)
+	return ok && len(or.Exprs) == 1
+}
+
+// whereOrder is a WHERE list in the order GORM's Where.Build joins it: a
+// lone AND group unwrapped, the first condition not a single Or first.
+func whereOrder(exprs []clause.Expression) []clause.Expression {
+	if len(exprs) == 1 {
+		if and, ok := exprs[0].(clause.AndConditions); ok {
+			exprs = and.Exprs
+		}
+	}
+	exprs = slices.Clone(exprs)
+	if i := slices.IndexFunc(exprs, func(e clause.Expression) bool { return !isSingleOr(e) }); i > 0 {
+		exprs[0], exprs[i] = exprs[i], exprs[0]
+	}
+	return exprs
+}
+
+// listValues reads a list as GORM's buildExprs joins it: a single Or after
+// the first condition joins with OR, and starts a run of AND-ed conditions
+// (SQL's AND binds tighter); each run constrains the column, or the list
+// does not.
+func listValues(exprs []clause.Expression, isColumn func(table, name string) bool) ([]any, bool) {
+	var union []any
+	start := 0
+	for i := 1; i <= len(exprs); i++ {
+		if i < len(exprs) && !isSingleOr(exprs[i]) {
+			continue
+		}
+		values, ok := conjunctValues(exprs[start:i], isColumn)
+		if !ok {
+			return nil, false
+		}
+		if start == 0 && i == len(exprs) {
+			return values, true
+		}
+		union, start = append(union, values...), i
+	}
+	return union, true
+}
+
+// conjunctValues reads AND-ed conditions; a single Or among them is its
+// condition (listValues split the list at the others).
+func conjunctValues(exprs []clause.Expression, isColumn func(table, name string) bool) ([]any, bool) {
 	var best []any
 	found := false
 	consider := func(values []any) {
@@ -51,16 +103,33 @@ func ColumnValues(exprs []clause.Expression, isColumn func(table, name string) b
 				}
 			}
 		case clause.AndConditions:
-			if values, ok := ColumnValues(c.Exprs, isColumn); ok {
+			if values, ok := listValues(c.Exprs, isColumn); ok {
 				consider(values)
 			}
 		case clause.Where:
 			if values, ok := ColumnValues(c.Exprs, isColumn); ok {
 				consider(values)
 			}
+		case clause.OrConditions:
+			if values, ok := orValues(c.Exprs, isColumn); ok {
+				consider(values)
+			}
 		}
 	}
 	return best, found
+}
+
+// orValues reads the conditions of an Or, each a side of it.
+func orValues(exprs []clause.Expression, isColumn func(table, name string) bool) ([]any, bool) {
+	var union []any
+	for _, e := range exprs {
+		values, ok := conjunctValues([]clause.Expression{e}, isColumn)
+		if !ok {
+			return nil, false
+		}
+		union = append(union, values...)
+	}
+	return union, len(exprs) > 0
 }
 
 // placeholderList returns the number of placeholders of c when it is a

@@ -31,11 +31,48 @@ func TestColumnValues(t *testing.T) {
 			clause.Eq{Column: "id", Value: 2},
 		}, []any{2}, true},
 		{"other column", []clause.Expression{clause.Eq{Column: "name", Value: "x"}}, nil, false},
-		{"OR says nothing", []clause.Expression{clause.OrConditions{Exprs: []clause.Expression{clause.Eq{Column: "id", Value: 1}}}}, nil, false},
-		{"Where(a).Or(b) says nothing", []clause.Expression{
+		{"a lone Or is its condition", []clause.Expression{clause.OrConditions{Exprs: []clause.Expression{clause.Eq{Column: "id", Value: 1}}}}, []any{1}, true},
+		{"Where(a).Or(b): the union", []clause.Expression{
 			clause.Eq{Column: "id", Value: 1},
 			clause.OrConditions{Exprs: []clause.Expression{clause.Eq{Column: "id", Value: 2}}},
+		}, []any{1, 2}, true},
+		{"Where(a).Or(other column) says nothing", []clause.Expression{
+			clause.Eq{Column: "id", Value: 1},
+			clause.OrConditions{Exprs: []clause.Expression{clause.Eq{Column: "name", Value: "a"}}},
 		}, nil, false},
+		{"Or(a), b is b OR a", []clause.Expression{
+			clause.OrConditions{Exprs: []clause.Expression{clause.Eq{Column: "id", Value: 1}}},
+			clause.Eq{Column: "id", Value: 2},
+		}, []any{2, 1}, true},
+		{"Or(a), other column: b OR a says nothing", []clause.Expression{
+			clause.OrConditions{Exprs: []clause.Expression{clause.Eq{Column: "id", Value: 1}}},
+			clause.Eq{Column: "name", Value: "b"},
+		}, nil, false},
+		{"a condition after an Or is AND-ed to its side", []clause.Expression{
+			clause.Eq{Column: "name", Value: "a"},
+			clause.OrConditions{Exprs: []clause.Expression{clause.Eq{Column: "name", Value: "b"}}},
+			clause.Eq{Column: "id", Value: 2},
+		}, nil, false},
+		{"each side AND-ed with its run", []clause.Expression{
+			clause.Expr{SQL: "id IN ?", Vars: []any{[]int{1, 2}}},
+			clause.OrConditions{Exprs: []clause.Expression{clause.Eq{Column: "name", Value: "b"}}},
+			clause.Eq{Column: "id", Value: 3},
+		}, []any{1, 2, 3}, true},
+		{"clause.Or of two: the union", []clause.Expression{clause.OrConditions{Exprs: []clause.Expression{
+			clause.Eq{Column: "id", Value: 1}, clause.Expr{SQL: "id IN ?", Vars: []any{[]int{2, 3}}},
+		}}}, []any{1, 2, 3}, true},
+		{"clause.Or of two AND-ed: the fewest", []clause.Expression{
+			clause.Expr{SQL: "id IN ?", Vars: []any{[]int{1, 2, 3}}},
+			clause.OrConditions{Exprs: []clause.Expression{clause.Eq{Column: "id", Value: 1}, clause.Eq{Column: "id", Value: 2}}},
+		}, []any{1, 2}, true},
+		{"clause.Or with a side on another column says nothing", []clause.Expression{clause.OrConditions{Exprs: []clause.Expression{
+			clause.Eq{Column: "id", Value: 1}, clause.Eq{Column: "name", Value: "a"},
+		}}}, nil, false},
+		{"a leading Or in an AND group is AND-ed", []clause.Expression{clause.Eq{Column: "name", Value: "a"}, clause.AndConditions{Exprs: []clause.Expression{
+			clause.OrConditions{Exprs: []clause.Expression{clause.Eq{Column: "id", Value: 1}}},
+			clause.Eq{Column: "name", Value: "b"},
+		}}}, []any{1}, true},
+		{"an OR inside a text says nothing", []clause.Expression{clause.Expr{SQL: "id = ? OR id = ?", Vars: []any{1, 2}}}, nil, false},
 		{"a grouped OR says nothing", []clause.Expression{clause.AndConditions{Exprs: []clause.Expression{
 			clause.Eq{Column: "id", Value: 1},
 			clause.OrConditions{Exprs: []clause.Expression{clause.Eq{Column: "name", Value: "a"}}},

@@ -93,15 +93,15 @@ type Engine struct {
 	savepoints txRegistry[struct{}]         // transactions a nested Transaction has set a savepoint in
 	txMaps     txRegistry[*shardrouter.Map] // the map a shard clause began each transaction by
 
-	models        sync.Map  // *schema.Schema → *modelEntry
-	shardedTables sync.Map  // lower-case table name → model name, for raw SQL
+	models        sync.Map // *schema.Schema → *modelEntry
+	shardedTables sync.Map // lower-case table name → model name, for raw SQL
 	// columnStrategies holds, by "table.column", the strategy and model
 	// that fill it: two strategies make the same IDs within a tick.
 	columnStrategies sync.Map
-	joinTables    sync.Map  // lower-case join tables of sharded models' many2many
-	prepared      sync.Map  // physical index (-1: the plugin's own) → *gorm.PreparedStmtDB, for prepared sessions
-	scans         scanCache // what the last gate read of SQL texts
-	poolOwners    sync.Map  // gorm.ConnPool → the index of the physical database it is the pool of
+	joinTables       sync.Map  // lower-case join tables of sharded models' many2many
+	prepared         sync.Map  // physical index (-1: the plugin's own) → *gorm.PreparedStmtDB, for prepared sessions
+	scans            scanCache // what the last gate read of SQL texts
+	poolOwners       sync.Map  // gorm.ConnPool → the index of the physical database it is the pool of
 
 	unshardedTables sync.Map // lower-case table name → model name, for raw SQL on a shard
 
