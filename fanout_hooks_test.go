@@ -3,10 +3,14 @@ package shardid
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+	"gorm.io/gorm/logger"
 )
 
 type afterHookedRow struct {
@@ -130,4 +134,137 @@ func TestFanOutDeleteMadeUnscopedByAHookDeletesForGoodEverywhere(t *testing.T) {
 		t.Errorf("a delete of rows one database's hooks made unscoped: %v, want ErrCrossShard", err)
 	}
 	left("a refused delete", rows, 1)
+}
+
+// TestFanOutWriteWithoutGORMsTransactionWritesNothingWhenAPartFails: with
+// SkipDefaultTransaction (of a Session, or of the database), GORM begins no
+// transaction for a statement; a write over two databases whose second part
+// fails (a unique index) still writes nothing on the first, as one
+// statement on one database would: an update, a Save of rows, a Create.
+func TestFanOutWriteWithoutGORMsTransactionWritesNothingWhenAPartFails(t *testing.T) {
+	for _, global := range []bool{false, true} {
+		gormConfig := gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: global}
+		db, p, direct, _ := routedOverNWith(t, 2, gormConfig, Config{}, &afterHookedRow{})
+		db = db.Session(&gorm.Session{SkipDefaultTransaction: true})
+		n := 0
+		mk := func() *afterHookedRow { n++; return &afterHookedRow{Name: fmt.Sprint("r", n)} }
+		id := func(r *afterHookedRow) int64 { return r.ID }
+		rows := revOnBoth(t, db, p, mk, id)
+		taken := revOnBoth(t, db, p, mk, id)
+		must(t, direct[1].Model(taken[1]).Update("name", "dup").Error)
+		unchanged := func(what string) {
+			t.Helper()
+			for k, r := range rows {
+				var got afterHookedRow
+				must(t, direct[k].First(&got, r.ID).Error)
+				if got.Name != r.Name {
+					t.Errorf("skipping GORM's transaction on the database too: %v: %s: database %d holds %+v, want the row as it was", global, what, k, got)
+				}
+			}
+		}
+		if err := db.Model(&[]afterHookedRow{*rows[0], *rows[1]}).Update("name", "dup").Error; err == nil {
+			t.Fatal("an update breaking a unique index: no error")
+		}
+		unchanged("an update whose second part failed")
+		saved := []afterHookedRow{{ID: rows[0].ID, Name: "x"}, {ID: rows[1].ID, Name: "dup"}}
+		if err := db.Save(&saved).Error; err == nil {
+			t.Fatal("a Save breaking a unique index: no error")
+		}
+		unchanged("a Save whose second part failed")
+		before := rowsOn(t, direct, &afterHookedRow{})
+		l := p.Layout()
+		batch := []afterHookedRow{ // on database 0, then on database 1, where "dup" is taken
+			{ID: l.Compose(time.Now(), 1, 1), Name: "new"},
+			{ID: l.Compose(time.Now(), l.ShardCount()-1, 1), Name: "dup"},
+		}
+		if err := db.Create(&batch).Error; err == nil {
+			t.Fatal("a Create breaking a unique index: no error")
+		}
+		if after := rowsOn(t, direct, &afterHookedRow{}); after != before {
+			t.Errorf("skipping GORM's transaction on the database too: %v: a Create whose part failed left %d rows", global, after-before)
+		}
+	}
+}
+
+type tableMovingRow struct {
+	ID   int64 `shardid:""`
+	Name string
+}
+
+// BeforeUpdate sends the update to another table, for a value without an ID
+// (an update by conditions) or a row named "shadow".
+func (r *tableMovingRow) BeforeUpdate(tx *gorm.DB) error {
+	if r.ID == 0 || r.Name == "shadow" {
+		tx.Statement.Table = "shadow_rows"
+	}
+	return nil
+}
+
+// TestFanOutWriteWhoseHookSetsAnotherTableIsRefused: the parts of a write
+// over several databases keep to their ranges on the table they were
+// planned on, and those without the hooks would write it; a Before hook
+// that sets another table refuses the statement, nothing written, whether
+// it ran once for one value or for one database's rows.
+func TestFanOutWriteWhoseHookSetsAnotherTableIsRefused(t *testing.T) {
+	db, p, direct := revRouted(t, &tableMovingRow{})
+	rows := revOnBoth(t, db, p, func() *tableMovingRow { return &tableMovingRow{Name: "a"} }, func(r *tableMovingRow) int64 { return r.ID })
+	for _, d := range direct {
+		must(t, d.Exec("CREATE TABLE shadow_rows (id integer primary key, name text)").Error)
+		for _, r := range rows {
+			must(t, d.Exec("INSERT INTO shadow_rows VALUES (?, 'old')", r.ID).Error)
+		}
+	}
+	ids := []int64{rows[0].ID, rows[1].ID}
+	if err := db.Model(&tableMovingRow{}).Where("id IN ?", ids).Update("name", "z").Error; !errors.Is(err, ErrCrossShard) {
+		t.Errorf("a hook run once setting another table: %v, want ErrCrossShard", err)
+	}
+	shadowed := []tableMovingRow{*rows[0], *rows[1]}
+	shadowed[0].Name = "shadow"
+	if err := db.Model(&shadowed).Update("name", "z").Error; !errors.Is(err, ErrCrossShard) {
+		t.Errorf("one database's rows' hook setting another table: %v, want ErrCrossShard", err)
+	}
+	for k, d := range direct {
+		var names []string
+		must(t, d.Raw("SELECT name FROM shadow_rows UNION ALL SELECT name FROM table_moving_rows WHERE id IN ?", ids).Scan(&names).Error)
+		if slices.Contains(names, "z") {
+			t.Errorf("database %d: %v after refused writes, want nothing written", k, names)
+		}
+	}
+}
+
+type returnedRow struct {
+	ID   int64 `shardid:""`
+	Name string
+}
+
+// BeforeUpdate asks for the written rows back.
+func (r *returnedRow) BeforeUpdate(tx *gorm.DB) error {
+	tx.Statement.AddClause(clause.Returning{})
+	return nil
+}
+
+// TestFanOutUpdateWhoseHookAsksForReturningGivesBackTheWrittenRows: rows on
+// two databases whose hooks ask for RETURNING *, some of them kept out by a
+// condition: the caller's slice becomes the rows written, as GORM makes it
+// on one database.
+func TestFanOutUpdateWhoseHookAsksForReturningGivesBackTheWrittenRows(t *testing.T) {
+	db, p, _ := revRouted(t, &returnedRow{})
+	id := func(r *returnedRow) int64 { return r.ID }
+	a := revOnBoth(t, db, p, func() *returnedRow { return &returnedRow{Name: "a"} }, id)
+	b := revOnBoth(t, db, p, func() *returnedRow { return &returnedRow{Name: "b"} }, id)
+	rows := []returnedRow{*a[0], *b[0], *a[1]}
+	must(t, db.Model(&rows).Where("name = ?", "a").Update("name", "z").Error)
+	got := []int64{}
+	for _, r := range rows {
+		if r.Name != "z" {
+			t.Errorf("a row given back: %+v, want name z", r)
+		}
+		got = append(got, r.ID)
+	}
+	slices.Sort(got)
+	want := []int64{a[0].ID, a[1].ID}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("the slice holds %v, want the rows written %v", got, want)
+	}
 }

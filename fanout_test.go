@@ -492,3 +492,32 @@ func TestSliceWriteWithARowWithoutAKeyWritesOnlyTheKeyedRows(t *testing.T) {
 		}
 	}
 }
+
+// TestDeleteOfTheModelsRowsDeletesThemWhereTheyAre: GORM's Delete adds the
+// keys of the statement's Model beside its value's (Model(&rows).Delete(&T{})):
+// they name the rows, on one database or on two, and no other row.
+func TestDeleteOfTheModelsRowsDeletesThemWhereTheyAre(t *testing.T) {
+	db, p, direct := revRouted(t, &namedRow{})
+	mk := func() *namedRow { return &namedRow{Name: "a"} }
+	id := func(r *namedRow) int64 { return r.ID }
+	gone := func(what string, rows []*namedRow, want bool) {
+		t.Helper()
+		for k, r := range rows {
+			err := direct[k].First(&namedRow{}, r.ID).Error
+			if deleted := errors.Is(err, gorm.ErrRecordNotFound); deleted != want {
+				t.Errorf("%s: the row on database %d deleted: %v, want %v", what, k, deleted, want)
+			}
+		}
+	}
+	rows, bystanders := revOnBoth(t, db, p, mk, id), revOnBoth(t, db, p, mk, id)
+	must(t, db.Model(rows[0]).Delete(&namedRow{}).Error)
+	gone("Model(&row).Delete", rows[:1], true)
+	rows = revOnBoth(t, db, p, mk, id)
+	res := db.Model(&[]namedRow{*rows[0], *rows[1]}).Delete(&namedRow{})
+	must(t, res.Error)
+	if res.RowsAffected != 2 {
+		t.Errorf("Model(&rows).Delete over two databases: %d rows affected, want 2", res.RowsAffected)
+	}
+	gone("Model(&rows).Delete", rows, true)
+	gone("rows the deletes did not name", bystanders, false)
+}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 
 	"gorm.io/gorm"
@@ -125,6 +126,13 @@ func (e *Engine) runParts(db *gorm.DB, kind statementKind, parts []writePart, ag
 		db.AddError(err) // nothing ran
 		return
 	}
+	var txs []*sql.Tx
+	if g == nil {
+		if txs, err = e.partTransactions(db, parts); err != nil {
+			db.AddError(err) // nothing ran
+			return
+		}
+	}
 	e.countFanOut(db, kind, len(parts))
 	stops := make(chan partStop)
 	turns := make([]*turn, len(parts))
@@ -196,6 +204,9 @@ func (e *Engine) runParts(db *gorm.DB, kind statementKind, parts []writePart, ag
 	if g != nil {
 		failed = e.endParts(db, g, own, failed, &refused)
 	}
+	if txs != nil {
+		failed = e.endPartTransactions(parts, txs, failed, &refused)
+	}
 	if pan != nil {
 		panic(pan)
 	}
@@ -227,4 +238,46 @@ func ranSQL(stmt *gorm.Statement) string {
 		return v.(*statementClock).sql
 	}
 	return ""
+}
+
+// partTransactions begins a transaction for each part on its database when
+// none would hold it: GORM begins none with SkipDefaultTransaction, and a
+// part that fails must roll back the parts that wrote before it.
+func (e *Engine) partTransactions(db *gorm.DB, parts []writePart) ([]*sql.Tx, error) {
+	if !db.SkipDefaultTransaction || inTransaction(db.Statement.ConnPool) {
+		return nil, nil
+	}
+	ctx := db.Statement.Context
+	txs := make([]*sql.Tx, len(parts))
+	for i, p := range parts {
+		sqlDB, _, err := e.sqlDBOf(ctx, p.k)
+		if err == nil {
+			txs[i], err = sqlDB.BeginTx(ctx, nil)
+		}
+		if err != nil {
+			for _, tx := range txs[:i] {
+				_ = tx.Rollback()
+			}
+			return nil, e.partError(p.k, err)
+		}
+		p.db.Statement.ConnPool = txs[i]
+	}
+	return txs, nil
+}
+
+// endPartTransactions commits the parts' own transactions, one after
+// another, or rolls them all back when a part failed. It returns whether
+// the statement failed, with a commit's error in refused.
+func (e *Engine) endPartTransactions(parts []writePart, txs []*sql.Tx, failed bool, refused *error) bool {
+	for i, tx := range txs {
+		if failed {
+			_ = tx.Rollback()
+			continue
+		}
+		if err := tx.Commit(); err != nil {
+			*refused = errors.Join(*refused, e.partError(parts[i].k, err))
+			failed = true // the parts after it roll back; those before stay committed (BestEffort)
+		}
+	}
+	return failed
 }

@@ -213,7 +213,8 @@ func (e *Engine) fanOutWrite(db *gorm.DB, kind statementKind, m *model, plan sha
 			}
 		})
 	}
-	if !db.AllowGlobalUpdate && !keyed && len(conditionsOf(stmt)) == 0 {
+	byModel := kind == kindDelete && stmt.Model != stmt.Dest && len(e.valueShards(stmt, m, kind, reflect.Indirect(reflect.ValueOf(stmt.Model)), nil)) > 0
+	if !db.AllowGlobalUpdate && !keyed && !byModel && len(conditionsOf(stmt)) == 0 {
 		// As GORM refuses it on one database: each part's condition to its
 		// database's ranges is the plugin's, not a condition of the caller's.
 		db.AddError(gorm.ErrMissingWhereClause)
@@ -261,10 +262,14 @@ func (e *Engine) fanOutWrite(db *gorm.DB, kind statementKind, m *model, plan sha
 			planned = &plannedSet{}
 			first.Settings.Store(plannedSetKey{first}, planned)
 		}
-		before := len(conditionsOf(first))
+		before, table := len(conditionsOf(first)), first.Table
 		for i := range writes[1:] {
 			writes[i+1].db.Statement.SkipHooks = true
 			writes[i+1].start = func(part *gorm.DB) bool {
+				if first.Table != table {
+					part.AddError(hookMovedTable(m, table, first.Table)) // fails at its gate: no part writes
+					return true
+				}
 				part.Statement.Unscoped = part.Statement.Unscoped || first.Unscoped // a hook's, as of the one statement
 				if added := conditionsOf(first)[before:]; len(added) > 0 {
 					part.Statement.AddClause(clause.Where{Exprs: slices.Clone(added)})
@@ -293,6 +298,11 @@ func (e *Engine) fanOutWrite(db *gorm.DB, kind statementKind, m *model, plan sha
 	// rows RETURNING gave, or its own rows, as the hooks and RETURNING
 	// columns left them.
 	target := rows.value()
+	for _, k := range run { // a hook may have asked for RETURNING since
+		if returned, all := returningOf(parts[k].Statement); returned && all || given[k].slice.IsValid() && given[k].slice.Elem().Len() != len(given[k].index) {
+			replaced = true
+		}
+	}
 	if replaced {
 		merged := reflect.MakeSlice(reflect.SliceOf(target.Type().Elem()), 0, 0)
 		for _, k := range physicals {
@@ -328,12 +338,16 @@ func hooksAgree(m *model, writes []writePart) func([]*turn) error {
 	for i, w := range writes {
 		before[i] = len(conditionsOf(w.db.Statement))
 	}
+	table := writes[0].db.Statement.Table
 	return func(turns []*turn) error { // nil: a part not started
 		var first *turn
 		var firstAdded []clause.Expression
 		for i, t := range turns {
 			if t == nil || t.stmt == nil {
 				continue // not started: nothing of its own to write
+			}
+			if t.stmt.Table != table {
+				return hookMovedTable(m, table, t.stmt.Table)
 			}
 			added := t.hooked[min(before[i], len(t.hooked)):]
 			if first == nil {
@@ -355,6 +369,14 @@ func hooksAgree(m *model, writes []writePart) func([]*turn) error {
 		}
 		return nil
 	}
+}
+
+// hookMovedTable refuses a write over several databases whose Before hook
+// set another table: each part's ranges are kept on the table it was planned
+// on, and the parts without the hooks would write that one.
+func hookMovedTable(m *model, planned, set string) error {
+	return fmt.Errorf("%w: %s: a Before hook set the table %s in place of %s in a write over several databases; set it before the statement (db.Table), or write each database's rows apart",
+		ErrCrossShard, m.schema.Name, set, planned)
 }
 
 // sameSet reports whether two parts' SETs write the same columns with the

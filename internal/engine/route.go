@@ -642,13 +642,22 @@ func (e *Engine) keyColumns(list []evidence) []shardrouter.KeyColumn {
 
 // modelShards appends to shards the logical shards of the rows a statement
 // names through its values, as GORM adds them to its conditions: the
-// destination struct of First(&T{ID: id}), the struct or slice of Delete, and
-// the model of Save and Model(&x).Updates.
+// destination struct of First(&T{ID: id}), the struct or slice of Delete
+// and its Model (Model(&rows).Delete(&T{})), and the model of Save and
+// Model(&x).Updates.
 func (e *Engine) modelShards(stmt *gorm.Statement, m *model, kind statementKind, shards []int) []int {
-	rv := reflect.Indirect(stmt.ReflectValue)
 	if kind == kindUpdate {
-		rv = reflect.Indirect(reflect.ValueOf(stmt.Model))
+		return e.valueShards(stmt, m, kind, reflect.Indirect(reflect.ValueOf(stmt.Model)), shards)
 	}
+	shards = e.valueShards(stmt, m, kind, reflect.Indirect(stmt.ReflectValue), shards)
+	if kind == kindDelete && stmt.Model != nil && stmt.Model != stmt.Dest && stmt.ReflectValue.CanAddr() {
+		shards = e.valueShards(stmt, m, kind, reflect.Indirect(reflect.ValueOf(stmt.Model)), shards) // callbacks.Delete adds its keys too
+	}
+	return shards
+}
+
+// valueShards appends the logical shards of the keys of rv, a row or rows.
+func (e *Engine) valueShards(stmt *gorm.Statement, m *model, kind statementKind, rv reflect.Value, shards []int) []int {
 	pk := m.pk().field
 	shardOfRow := func(row reflect.Value) (int, bool) {
 		if row.Kind() != reflect.Struct || row.Type() != m.schema.ModelType {
