@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -579,4 +580,83 @@ func TestCreateThatWroteNothingLeavesItsParentsIDUnset(t *testing.T) {
 	}
 	picture.PlacedOwner.Email, picture.Caption = "b@example.com", "free"
 	must(t, db.Create(&picture).Error)
+}
+
+type segmentRow struct {
+	ID   int64 `shardid:"strategy:segment"`
+	Name string
+}
+
+type instagramRow struct {
+	ID   int64 `shardid:""`
+	Name string
+}
+
+// TestPresetSegmentIDIsNotReadAsATime: a segment ID holds a counter where
+// an instagram one holds time; a preset segment ID whose counter reads as a
+// time ahead (a restored row, under a coarse layout) is created, where an
+// instagram ID of that time is refused as one the plugin cannot have made.
+func TestPresetSegmentIDIsNotReadAsATime(t *testing.T) {
+	db, p := testDB(t, Config{})
+	migrate(t, db, &segmentRow{}, &instagramRow{})
+	l := p.Layout()
+	ahead := l.ComposeTicks(l.Ticks(time.Now().Add(72*time.Hour)), 5, 1)
+	must(t, db.Create(&segmentRow{ID: ahead, Name: "restored"}).Error)
+	if err := db.Create(&instagramRow{ID: ahead}).Error; !errors.Is(err, ErrInvalidID) {
+		t.Errorf("an instagram ID timed three days ahead: %v, want ErrInvalidID", err)
+	}
+}
+
+// TestCreateOfANilRowOrOneRowTwiceIsRefusedWritingNothing: a batch holding a
+// nil row is refused as GORM refuses it (gorm.ErrInvalidData), and one
+// holding one row twice (one pointer, which gets one ID) with
+// ErrInvalidID: on two databases, nothing written.
+func TestCreateOfANilRowOrOneRowTwiceIsRefusedWritingNothing(t *testing.T) {
+	db, _, direct := revRouted(t, &instagramRow{})
+	batch := func() []*instagramRow {
+		rows := make([]*instagramRow, 10)
+		for i := range rows {
+			rows[i] = &instagramRow{Name: fmt.Sprint("r", i)}
+		}
+		return rows
+	}
+	withNil := batch()
+	withNil[3] = nil
+	if err := db.Create(withNil).Error; !errors.Is(err, gorm.ErrInvalidData) {
+		t.Errorf("a batch with a nil row: %v, want gorm.ErrInvalidData", err)
+	}
+	twice := batch()
+	twice[7] = twice[2]
+	if err := db.Create(twice).Error; !errors.Is(err, ErrInvalidID) {
+		t.Errorf("a batch with one row twice: %v, want ErrInvalidID", err)
+	}
+	if n := rowsOn(t, direct, &instagramRow{}); n != 0 {
+		t.Errorf("%d rows written by refused batches", n)
+	}
+}
+
+type uniqueEmail struct {
+	ID    int64  `shardid:"hash:Email"`
+	Email string `gorm:"uniqueIndex"`
+}
+
+// TestCreateSkippedByDoNothingLeavesTheIDZero: an upsert whose row
+// conflicts, ON CONFLICT DO NOTHING, writes nothing and reports no error;
+// its ID is left zero, as GORM leaves an auto-increment key, not an ID that
+// names no row.
+func TestCreateSkippedByDoNothingLeavesTheIDZero(t *testing.T) {
+	db, _ := testDB(t, Config{})
+	migrate(t, db, &uniqueEmail{})
+	must(t, db.Create(&uniqueEmail{Email: "taken@example.com"}).Error)
+	row := uniqueEmail{Email: "taken@example.com"}
+	res := db.Clauses(clause.OnConflict{DoNothing: true}).Create(&row)
+	must(t, res.Error)
+	if res.RowsAffected != 0 || row.ID != 0 {
+		t.Errorf("a skipped row: %d rows affected, ID %d; want 0 and 0", res.RowsAffected, row.ID)
+	}
+	fresh := uniqueEmail{Email: "new@example.com"}
+	must(t, db.Clauses(clause.OnConflict{DoNothing: true}).Create(&fresh).Error)
+	if fresh.ID == 0 {
+		t.Error("a row written with DO NOTHING lost its ID")
+	}
 }

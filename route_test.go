@@ -174,3 +174,30 @@ func TestIDsInAListOfPlaceholders(t *testing.T) {
 		t.Fatalf("%d rows left of %d, want the two named gone", left, before)
 	}
 }
+
+// TestAnOrTextGORMLeavesUnbracketedNamesNoShard: GORM brackets a condition
+// text only when it holds " OR " or " AND " spelled so; "a = ?\nOR b = ?" or
+// "a = ? OR(b = ?)" joins the conditions beside it with OR. Such a text
+// beside an ID condition names no shard (the rows it matches may be on any
+// database), and over every shard each part's ranges bracket all of it, so
+// a copy of a row a database does not serve (a move's) is not read.
+func TestAnOrTextGORMLeavesUnbracketedNamesNoShard(t *testing.T) {
+	db, p, direct := revRouted(t, &revUser{})
+	users := revOnBoth(t, db, p, func() *revUser { return &revUser{Name: "a"} }, func(u *revUser) int64 { return u.ID })
+	var found []revUser
+	for _, text := range []string{"name = ?\nOR name = ?", "name = ? OR(name = ?)", "name = ? ||\tname = ?"} {
+		if err := db.Where("id = ?", users[0].ID).Where(text, "x", "a").Find(&found).Error; !errors.Is(err, ErrNoShard) {
+			t.Errorf("Where(id).Where(%q): %v, want ErrNoShard", text, err)
+		}
+		if err := db.Where(text, "x", "a").Where("id = ?", users[0].ID).Find(&found).Error; !errors.Is(err, ErrNoShard) {
+			t.Errorf("Where(%q).Where(id): %v, want ErrNoShard", text, err)
+		}
+	}
+	stray := *users[1] // database 1's row, copied onto database 0 as a move leaves it
+	must(t, direct[0].Create(&stray).Error)
+	found = nil
+	must(t, db.Clauses(AllShards()).Where("id = ?\nOR name = ?", users[1].ID, "nobody").Find(&found).Error)
+	if len(found) != 1 {
+		t.Errorf("over every shard, an unbracketed OR: %d rows, want the one row once (database 0's copy is not its own)", len(found))
+	}
+}

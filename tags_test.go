@@ -85,6 +85,9 @@ type (
 	badOffsetKey struct {
 		ID offsetID `shardid:""`
 	}
+	badSelfHash struct {
+		ID int64 `shardid:"hash:ID"`
+	}
 )
 
 // offsetID stores another number than the one it holds.
@@ -119,6 +122,7 @@ func TestInvalidTags(t *testing.T) {
 		{&badEmbeddedDeep{}, "Model", "put it on the ID field"},
 		{&badCompositeKey{}, "ID", "one primary key"},
 		{&badOffsetKey{}, "ID", "its Value sends another number"},
+		{&badSelfHash{}, "ID", "its own hash"},
 	}
 	for _, c := range cases {
 		// AutoMigrate refuses the tag before creating anything ...
@@ -180,5 +184,28 @@ func TestTwoStrategiesOnOneTableAreRefused(t *testing.T) {
 	must(t, db.Model(&eventByInstagram{}).Clauses(AllShards()).Count(&n).Error)
 	if n != 2 {
 		t.Errorf("%d rows, want the 2 of instagram", n)
+	}
+}
+
+type hashOfATaggedField struct {
+	ID  int64 `shardid:"hash:Ref"`
+	Ref int64 `shardid:"strategy:snowflake"`
+}
+
+// TestHashOfAnotherTaggedFieldIsTakenOnceItIsFilled: a key hashed from
+// another shardid field of the row is placed by that field's new ID, made
+// first, and the row is found by it.
+func TestHashOfAnotherTaggedFieldIsTakenOnceItIsFilled(t *testing.T) {
+	db, p := testDB(t, Config{})
+	migrate(t, db, &hashOfATaggedField{})
+	row := hashOfATaggedField{}
+	must(t, db.Create(&row).Error)
+	if row.Ref == 0 || row.ID == 0 {
+		t.Fatalf("%+v: want both filled", row)
+	}
+	var back hashOfATaggedField
+	must(t, db.Where("ref = ?", row.Ref).First(&back).Error)
+	if back.ID != row.ID || p.Layout().Shard(row.ID) != p.Layout().Shard(back.ID) {
+		t.Errorf("found by Ref: %+v, want %+v", back, row)
 	}
 }

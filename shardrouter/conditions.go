@@ -75,6 +75,9 @@ func listValues(exprs []clause.Expression, isColumn func(table, name string) boo
 // conjunctValues reads AND-ed conditions; a single Or among them is its
 // condition (listValues split the list at the others).
 func conjunctValues(exprs []clause.Expression, isColumn func(table, name string) bool) ([]any, bool) {
+	if slices.ContainsFunc(exprs, LeaksOr) {
+		return nil, false // its OR joins the others: they are not AND-ed
+	}
 	var best []any
 	found := false
 	consider := func(values []any) {
@@ -328,7 +331,7 @@ func ValueLists(exprs []clause.Expression, isColumn func(table, name string) boo
 // compares one value (col = ?) rather than a list, and returns the new values
 // and whether to use them. A single value is replaced only by one value.
 func MapValues(exprs []clause.Expression, isColumn func(table, name string) bool, visit func(values []any, single bool) ([]any, bool)) []clause.Expression {
-	restrict := !slices.ContainsFunc(exprs, func(e clause.Expression) bool { _, or := e.(clause.OrConditions); return or })
+	restrict := !slices.ContainsFunc(exprs, func(e clause.Expression) bool { return isOr(e) || LeaksOr(e) })
 	group := func(exprs []clause.Expression) []clause.Expression {
 		if !restrict {
 			return copyExprs(exprs)

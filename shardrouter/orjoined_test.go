@@ -33,6 +33,12 @@ func TestGroupedBuildsAsGORMsWhere(t *testing.T) {
 		{[]clause.Expression{a, b}, false},
 		{[]clause.Expression{clause.OrConditions{Exprs: []clause.Expression{a, b}}, c}, false},
 		{[]clause.Expression{or(a)}, true},
+		{[]clause.Expression{a, clause.Expr{SQL: "b = 2\nOR c = 3"}}, true},
+		{[]clause.Expression{clause.Expr{SQL: "b = 2 OR(c = 3)"}}, true},
+		{[]clause.Expression{a, clause.Expr{SQL: "b = 2 OR c = 3"}}, false}, // GORM brackets it
+		{[]clause.Expression{a, clause.Expr{SQL: "b IN (SELECT x FROM t WHERE y = 1\nOR z = 2)"}}, false},
+		{[]clause.Expression{a, clause.Expr{SQL: "name = 'x\nOR y'"}}, false},
+		{[]clause.Expression{a, clause.NotConditions{Exprs: []clause.Expression{clause.Expr{SQL: "b = 2\tOR c = 3"}}}}, true},
 	} {
 		exprs := tc.exprs
 		want := build(clause.Where{Exprs: copyExprs(exprs)})
@@ -43,5 +49,20 @@ func TestGroupedBuildsAsGORMsWhere(t *testing.T) {
 		if OrJoined(exprs) != tc.joined {
 			t.Errorf("%v: OrJoined %v, want %v", exprs, !tc.joined, tc.joined)
 		}
+	}
+}
+
+// A condition text GORM leaves unbracketed with an OR at its top level
+// joins the ID condition beside it with OR: the list names no shard.
+func TestColumnValuesBesideALeakingOrSayNothing(t *testing.T) {
+	isID := func(table, name string) bool { return name == "id" }
+	id := clause.Eq{Column: "id", Value: 1}
+	for _, text := range []string{"a = 1\nOR b = 2", "a = 1 OR(b = 2)", "a = 1 ||b = 2", "a = 1\tXOR b = 2"} {
+		if values, ok := ColumnValues([]clause.Expression{id, clause.Expr{SQL: text}}, isID); ok {
+			t.Errorf("id = 1 beside %q: %v, want nothing", text, values)
+		}
+	}
+	if values, ok := ColumnValues([]clause.Expression{id, clause.Expr{SQL: "a = 1 OR b = 2"}}, isID); !ok || len(values) != 1 {
+		t.Errorf("id = 1 beside a text GORM brackets: %v, %v; want [1]", values, ok)
 	}
 }

@@ -234,13 +234,26 @@ func structRows(m *model, rv reflect.Value, rows []reflect.Value) ([]reflect.Val
 		return append(rows, rv), nil
 	case reflect.Slice, reflect.Array:
 		rows = slices.Grow(rows, rv.Len())
+		var seen map[uintptr]int // the rows given by pointer: one row twice would get one ID, inserted twice
 		for i := range rv.Len() {
 			switch row := reflect.Indirect(rv.Index(i)); row.Kind() {
 			case reflect.Struct:
 				if err := m.ofModel(row.Type()); err != nil {
 					return nil, err
 				}
+				if rv.Index(i).Kind() == reflect.Pointer {
+					if seen == nil {
+						seen = make(map[uintptr]int, rv.Len())
+					}
+					if j, twice := seen[row.Addr().Pointer()]; twice {
+						return nil, &FieldError{Model: m.schema.Name, Field: m.fields[0].field.Name, Err: ErrInvalidID,
+							Detail: fmt.Sprintf("rows #%d and #%d are one row (one pointer twice): it gets one ID, which the insert would repeat; give each row a struct of its own", j, i)}
+					}
+					seen[row.Addr().Pointer()] = i
+				}
 				rows = append(rows, row)
+			case reflect.Invalid: // a nil pointer, which GORM refuses as it builds the INSERT
+				return nil, fmt.Errorf("slice data #%d is invalid: %w", i, gorm.ErrInvalidData)
 			case reflect.Map, reflect.Interface:
 				return nil, &FieldError{Model: m.schema.Name, Field: m.fields[0].field.Name, Err: ErrNoShard,
 					Detail: fmt.Sprintf("cannot assign IDs when creating from a slice of %s; create from the struct or a slice of it", row.Kind())}
@@ -293,13 +306,13 @@ func (e *Engine) fill(ctx context.Context, db *gorm.DB, m *model, settings *sett
 		made = made[:0]
 	}
 	for i, f := range m.fields {
-		if f.colocate != nil && m.tagged(f.colocate) {
+		if f.colocate != nil && m.tagged(f.colocate) || f.hash != nil && m.tagged(f.hash) {
 			write() // this field follows another ID of the same row: that one must be in place
 		}
 		shards, ids := scratch.forRow(i, len(rows))
 		for _, row := range rows {
 			value := f.field.ReflectValueOf(ctx, row)
-			zero, err := e.checkPreset(value)
+			zero, err := e.checkPreset(f, value)
 			if err != nil {
 				return nil, &FieldError{Model: m.schema.Name, Field: f.field.Name, Err: ErrInvalidID, Detail: fmt.Sprintf("preset value: %v", err)}
 			}
@@ -347,9 +360,10 @@ func (e *Engine) fill(ctx context.Context, db *gorm.DB, m *model, settings *sett
 }
 
 // checkPreset reports whether an ID field is unset, and refuses a set value
-// the plugin cannot have made: an int64 that is not positive or is timed too
-// far ahead, text that is not a UUID.
-func (e *Engine) checkPreset(v reflect.Value) (zero bool, err error) {
+// the plugin cannot have made: an int64 that is not positive or, of a
+// strategy that keeps time there, is timed too far ahead; text that is not a
+// UUID.
+func (e *Engine) checkPreset(f *idField, v reflect.Value) (zero bool, err error) {
 	if isUUIDType(v.Type()) {
 		if v.IsZero() {
 			return true, nil
@@ -358,7 +372,13 @@ func (e *Engine) checkPreset(v reflect.Value) (zero bool, err error) {
 		return false, err
 	}
 	id, err := readID(v)
-	if err == nil && id != 0 {
+	switch {
+	case err != nil || id == 0:
+	case f.strategy == strategies.NameSegment || f.strategy == strategies.NameTicket:
+		if id < 0 { // a counter where the time field is: no time to check
+			err = fmt.Errorf("%w: %d is not positive", strategies.ErrInvalidID, id)
+		}
+	default:
 		err = e.layout.Check(id, time.Now()) // read only for a preset ID: most rows have none
 	}
 	return id == 0 && err == nil, err
@@ -376,13 +396,18 @@ func (e *Engine) shardOf(ctx context.Context, db *gorm.DB, m *model, settings *s
 	case f.colocate != nil:
 		source := f.colocate.ReflectValueOf(ctx, row)
 		shard, zero, err := e.fieldShard(source)
+		if f.parent != nil {
+			// A parent GORM creates in this call gives the key its ID, whatever the key held.
+			parentShard, none, parentErr := e.fillParent(ctx, db, f.parent, row, source)
+			if parentErr != nil {
+				return 0, parentErr
+			}
+			if !none {
+				shard, zero, err = parentShard, false, nil
+			}
+		}
 		if err != nil {
 			return 0, noShard("colocate:%s: %v", f.colocate.Name, err)
-		}
-		if zero && f.parent != nil {
-			if shard, zero, err = e.fillParent(ctx, db, f.parent, row, source); err != nil {
-				return 0, err
-			}
 		}
 		if zero {
 			return 0, noShard("colocate:%s is not set; set %s (or the %s it belongs to) to the ID this row lives beside", f.colocate.Name, f.colocate.Name, parentName(f))
@@ -421,13 +446,13 @@ func (e *Engine) shardOf(ctx context.Context, db *gorm.DB, m *model, settings *s
 // into the child's foreign key. It reports zero when there is no such parent,
 // or its ID is not a shardid field.
 func (e *Engine) fillParent(ctx context.Context, db *gorm.DB, rel *schema.Relationship, row, foreignKey reflect.Value) (shard int, zero bool, err error) {
+	parent := reflect.Indirect(rel.Field.ReflectValueOf(ctx, row))
+	if parent.Kind() != reflect.Struct {
+		return 0, true, nil
+	}
 	// Only a parent that GORM will create in this call (not one left out with Omit or Select).
 	columns, restricted := db.Statement.SelectAndOmitColumns(true, false)
 	if saved, named := columns[rel.Name]; named && !saved || !named && restricted {
-		return 0, true, nil
-	}
-	parent := reflect.Indirect(rel.Field.ReflectValueOf(ctx, row))
-	if parent.Kind() != reflect.Struct {
 		return 0, true, nil
 	}
 	pm, err := e.model(rel.FieldSchema)

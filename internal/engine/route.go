@@ -483,9 +483,9 @@ func (e *Engine) finish(kind statementKind) func(*gorm.DB) {
 				cancel()
 			}
 		}
-		if state != nil && db.Error != nil && db.Statement.RowsAffected == 0 {
+		if state != nil && db.Statement.RowsAffected == 0 && (db.Error != nil || !db.DryRun) { // failed, or skipped (ON CONFLICT DO NOTHING)
 			_, rolledBack := db.InstanceGet("gorm:started_transaction") // GORM's own, which took the parents' rows back too
-			state.unfill(rolledBack)
+			state.unfill(rolledBack && db.Error != nil)
 		}
 	}
 }

@@ -191,6 +191,9 @@ func (e *Engine) parseModel(s *schema.Schema) (*model, error) {
 			if src == nil {
 				return nil, bad("hash: no field %q in %s", t.hash, s.Name)
 			}
+			if src == f {
+				return nil, bad("hash: a field cannot be placed by its own hash")
+			}
 			if !hashable(src.FieldType) {
 				return nil, bad("hash: field %s is %s (allowed: string, []byte, integers, [16]byte)", src.Name, src.FieldType)
 			}
@@ -242,8 +245,8 @@ func taggedEmbedded(t reflect.Type, seen ...reflect.Type) string {
 	return ""
 }
 
-// orderColocated puts every field that colocates with another tagged field
-// after it, and refuses cycles.
+// orderColocated puts every field that colocates with, or hashes, another
+// tagged field after it, and refuses cycles.
 func orderColocated(m *model) error {
 	ordered := make([]*idField, 0, len(m.fields))
 	placed := map[*schema.Field]bool{}
@@ -253,7 +256,7 @@ func orderColocated(m *model) error {
 			if placed[f.field] {
 				continue
 			}
-			if f.colocate != nil && m.tagged(f.colocate) && !placed[f.colocate] {
+			if f.colocate != nil && m.tagged(f.colocate) && !placed[f.colocate] || f.hash != nil && m.tagged(f.hash) && !placed[f.hash] {
 				continue
 			}
 			ordered, placed[f.field], progress = append(ordered, f), true, true
@@ -261,7 +264,7 @@ func orderColocated(m *model) error {
 		if !progress {
 			for _, f := range m.fields {
 				if !placed[f.field] {
-					return &FieldError{Model: m.schema.Name, Field: f.field.Name, Err: ErrInvalidTag, Detail: "colocate fields follow each other in a cycle"}
+					return &FieldError{Model: m.schema.Name, Field: f.field.Name, Err: ErrInvalidTag, Detail: "colocate or hash fields follow each other in a cycle"}
 				}
 			}
 		}
