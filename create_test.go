@@ -660,3 +660,29 @@ func TestCreateSkippedByDoNothingLeavesTheIDZero(t *testing.T) {
 		t.Error("a row written with DO NOTHING lost its ID")
 	}
 }
+
+type photoOfNewOwner struct {
+	ID     int64 `shardid:"colocate:UserID"`
+	UserID int64
+	User   *revUser
+}
+
+// TestBelongsToParentCreatedInTheCallPlacesItsChild: GORM sets a child's
+// foreign key to the parent it creates in the same call, whatever the key
+// held; the child is placed beside that parent, on its database.
+func TestBelongsToParentCreatedInTheCallPlacesItsChild(t *testing.T) {
+	db, p, direct := revRouted(t, &revUser{}, &photoOfNewOwner{})
+	for i := range 10 { // former owners of several shards
+		former := revUser{Name: fmt.Sprint("former", i)}
+		must(t, db.Create(&former).Error)
+		photo := photoOfNewOwner{UserID: former.ID, User: &revUser{Name: "new"}}
+		must(t, db.Create(&photo).Error)
+		if photo.UserID != photo.User.ID || p.Layout().Shard(photo.ID) != p.Layout().Shard(photo.User.ID) {
+			t.Fatalf("photo %+v of user %d: want it beside its new user", photo, photo.User.ID)
+		}
+		k := p.ShardMap().Physical(p.Layout().Shard(photo.ID))
+		if err := direct[k].First(&photoOfNewOwner{}, photo.ID).Error; err != nil {
+			t.Fatalf("the photo on its shard's database: %v", err)
+		}
+	}
+}
