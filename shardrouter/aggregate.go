@@ -244,9 +244,15 @@ func (a *Aggregation) resolve(text string, q AggregationQuery, having bool) (int
 			return a.column(o.arg, quoteColumn(q.Quote, q.Table, o.arg, o.qualified)), ""
 		}
 		for i, item := range a.Items[:a.Visible] {
+			if o.qualified {
+				break // a column of the table, never an alias
+			}
 			if item.Alias != "" && strings.EqualFold(item.Alias, o.arg) {
 				if having && q.Dialect == Postgres {
 					return 0, fmt.Sprintf("%q: PostgreSQL's HAVING does not see the select list's aliases", strings.TrimSpace(text))
+				}
+				if _, column := q.ModelColumn(o.arg); having && column && q.Dialect == SQLite {
+					return 0, fmt.Sprintf("%q: SQLite's HAVING reads %s as the table's column, not grouped, of any row of the group", strings.TrimSpace(text), o.arg)
 				}
 				return i, ""
 			}
