@@ -2,8 +2,10 @@ package shardrouter
 
 import (
 	"cmp"
+	"database/sql/driver"
 	"encoding/binary"
 	"math"
+	"math/big"
 	"reflect"
 	"strings"
 	"time"
@@ -314,6 +316,17 @@ func compareValues(a, b any, c Column) (int, error) {
 			return cmp.Compare(b2i(nx), b2i(ny)), nil
 		}
 		return cmp.Compare(x, y), nil
+	case ka == kindInt && kb == kindFloat || ka == kindFloat && kb == kindInt:
+		// SQLite stores a number of a NUMERIC column as an integer or a real, row by row, and compares them as numbers.
+		x, y, sign := a, b, 1
+		if ka == kindFloat {
+			x, y, sign = b, a, -1
+		}
+		f := asFloat(y)
+		if math.IsNaN(f) {
+			return -sign, nil // NaN above every number
+		}
+		return sign * new(big.Float).SetInt64(asInt(x)).Cmp(big.NewFloat(f)), nil
 	case exact(ka) && exact(kb):
 		x, err := asDecimal(a)
 		if err != nil {
@@ -389,6 +402,16 @@ func comparedToSpaces(tail string) int {
 // with integers (and floating-point values with floating-point ones),
 // compared exactly as the database compares them.
 func compareParameter(v, p any, c Column) (int, error) {
+	if valuer, ok := p.(driver.Valuer); ok { // sent as its Value, as database/sql sends it
+		bound, err := valuer.Value()
+		if err != nil {
+			return 0, mergeError("HAVING compares %s with a %T whose Value fails: %v", c.Name, p, err)
+		}
+		p = bound
+	}
+	for rv := reflect.ValueOf(p); rv.Kind() == reflect.Pointer && !rv.IsNil(); rv = reflect.ValueOf(p) {
+		p = rv.Elem().Interface()
+	}
 	var n int64
 	switch number := reflect.ValueOf(p); {
 	case number.CanInt():
