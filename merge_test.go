@@ -4,6 +4,8 @@ import (
 	"database/sql"
 	"errors"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,5 +121,26 @@ func TestOrderedMergeByNullableTimes(t *testing.T) {
 				t.Fatalf("ORDER BY %s: row %d is %d, one database puts %d there", order, i, merged[i].ID, want[i].ID)
 			}
 		}
+	}
+}
+
+// TestOrderByANameTheSelectListGivesAValueOfAnotherType: a select item of
+// another type named as a column ("name AS rank") is what the database
+// orders by, and the merge would read it as the column's type: refused.
+// Another column of a type that orders alike ("rank AS id") merges, as does
+// an order beside the key's name given to another column.
+func TestOrderByANameTheSelectListGivesAValueOfAnotherType(t *testing.T) {
+	db, p, _ := revRouted(t, &revPlain{})
+	for i := range 3 {
+		revOnBoth(t, db, p, func() *revPlain { return &revPlain{Name: strconv.Itoa(9 + i), Rank: int64(i)} }, func(r *revPlain) int64 { return r.ID })
+	}
+	var out []revPlain
+	if err := db.Clauses(AllShards()).Select("id, name AS rank").Order("rank").Find(&out).Error; !errors.Is(err, ErrCrossShard) {
+		t.Errorf("ORDER BY rank, which is the text name: %v, want ErrCrossShard", err)
+	}
+	out = nil
+	must(t, db.Clauses(AllShards()).Select("rank AS id, name").Order("name").Find(&out).Error)
+	if !slices.IsSortedFunc(out, func(a, b revPlain) int { return strings.Compare(a.Name, b.Name) }) || len(out) < 6 {
+		t.Errorf("ORDER BY name beside rank AS id: %+v, want them ordered by name", out)
 	}
 }

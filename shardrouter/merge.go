@@ -317,7 +317,12 @@ func orderOf(q Query, rowType reflect.Type) (*Order, string) {
 			return nil, refuse("%s.%s: the database orders by the table's column, and the select list gives its name to another value, which the merge would read", q.Schema.Table, f.DBName).Error()
 		}
 	}
-	if o.TieKey && !selected(q, key) {
+	for _, c := range o.Columns {
+		if !readsAlike(q, c.Field) {
+			return nil, refuse("%s: the select list gives the column's name to another value, which the merge would read as the column's type", c.Field.DBName).Error()
+		}
+	}
+	if o.TieKey && (!selected(q, key) || !selectedAsItself(q, key)) {
 		o.TieKey = false // ties come in the parts' order, one a database may give them in too
 	}
 	if rowType.Kind() == reflect.Pointer {
@@ -454,6 +459,41 @@ func selectedAsItself(q Query, f *schema.Field) bool {
 			source := aliasedColumn.FindStringSubmatch(part)
 			if source == nil || !named(source[1]) && source[1] != "*" {
 				return false // f's name on an expression or another column
+			}
+		}
+	}
+	return true
+}
+
+// readsAlike reports whether the value the rows carry under f's name
+// orders as f's: f itself, or another column of a type that orders alike
+// aliased as f ("rank AS id"), not an expression.
+func readsAlike(q Query, f *schema.Field) bool {
+	if selectedAsItself(q, f) {
+		return true
+	}
+	items := slices.Clone(q.Selects)
+	if sel, ok := q.Clauses["SELECT"].Expression.(clause.Select); ok {
+		for _, c := range sel.Columns {
+			items = append(items, c.Name)
+		}
+	}
+	for _, item := range items {
+		for _, part := range strings.Split(item, ",") {
+			m := selectItem.FindStringSubmatch(part)
+			if m == nil || !strings.EqualFold(m[1], f.DBName) && m[1] != f.Name {
+				continue
+			}
+			source := aliasedColumn.FindStringSubmatch(part)
+			if source == nil {
+				return false
+			}
+			other := q.Schema.LookUpField(source[1])
+			if other == nil || !ordersAlike(other.FieldType, f.FieldType) {
+				return false
+			}
+			if ok, _ := orderable(other); !ok {
+				return false
 			}
 		}
 	}
