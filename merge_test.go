@@ -144,3 +144,18 @@ func TestOrderByANameTheSelectListGivesAValueOfAnotherType(t *testing.T) {
 		t.Errorf("ORDER BY name beside rank AS id: %+v, want them ordered by name", out)
 	}
 }
+
+// TestDistinctOfAValueAliasedAsTheKey: the key makes rows distinct only as
+// itself; another column aliased as the key ("rank AS id") is merged as
+// DISTINCT values, each once.
+func TestDistinctOfAValueAliasedAsTheKey(t *testing.T) {
+	db, p, _ := revRouted(t, &revPlain{})
+	for range 3 {
+		revOnBoth(t, db, p, func() *revPlain { return &revPlain{Name: "n", Rank: 7} }, func(r *revPlain) int64 { return r.ID })
+	}
+	var ranks []int64
+	must(t, db.Model(&revPlain{}).Clauses(AllShards()).Distinct("rank AS id").Pluck("id", &ranks).Error)
+	if !slices.Equal(ranks, []int64{7}) {
+		t.Errorf("DISTINCT rank AS id over two databases: %v, want [7]", ranks)
+	}
+}

@@ -361,14 +361,14 @@ func aggregating(q Query) bool {
 		return true
 	}
 	sel, _ := q.Clauses["SELECT"].Expression.(clause.Select)
-	if (q.Distinct || sel.Distinct) && !selected(q, q.Key) {
+	if (q.Distinct || sel.Distinct) && !keySelected(q) {
 		return true
 	}
 	if q.Dest != nil && IsNumber(q.Dest.Kind()) && plainCount(q) && !q.Rows {
 		return false // summed as it is
 	}
 	items, distinct, _ := selectItems(q)
-	if distinct && !selected(q, q.Key) {
+	if distinct && !keySelected(q) {
 		return true
 	}
 	for _, item := range items {

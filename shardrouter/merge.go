@@ -118,7 +118,7 @@ func unmergeable(q Query, counting bool) string {
 			return name
 		}
 	}
-	if q.Distinct && !selected(q, q.Key) {
+	if q.Distinct && !keySelected(q) {
 		return "DISTINCT"
 	}
 	if counting {
@@ -135,7 +135,7 @@ func unmergeable(q Query, counting bool) string {
 	switch sel := q.Clauses["SELECT"].Expression.(type) {
 	case nil:
 	case clause.Select:
-		if sel.Distinct && !selected(q, q.Key) {
+		if sel.Distinct && !keySelected(q) {
 			return "DISTINCT"
 		}
 		if sel.Expression != nil {
@@ -437,6 +437,10 @@ func selected(q Query, f *schema.Field) bool {
 	}
 	return false
 }
+
+// keySelected reports whether the rows carry the key as itself, which makes
+// each row distinct; another value aliased as the key does not.
+func keySelected(q Query) bool { return selected(q, q.Key) && selectedAsItself(q, q.Key) }
 
 // selectedAsItself reports whether the rows carry column f under its own
 // name with its own value: no select list, `*`, or the column itself, maybe
