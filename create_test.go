@@ -686,3 +686,28 @@ func TestBelongsToParentCreatedInTheCallPlacesItsChild(t *testing.T) {
 		}
 	}
 }
+
+// TestPresetIDAheadOfTheClockIsNotMadeAgain: rows created with IDs timed a
+// little ahead of now move the clock-sequence past them, as an insert with
+// an explicit key moves an auto-increment; the IDs the plugin makes after
+// never repeat them, when the clock reaches their ticks.
+func TestPresetIDAheadOfTheClockIsNotMadeAgain(t *testing.T) {
+	db, p := testDB(t, Config{})
+	migrate(t, db, &instagramRow{})
+	l := p.Layout()
+	const shard = 77
+	start := l.Ticks(time.Now()) + 50
+	var preset []instagramRow
+	for tick := start; tick < start+200; tick++ {
+		for seq := range 4 {
+			preset = append(preset, instagramRow{ID: l.ComposeTicks(tick, shard, seq), Name: "preset"})
+		}
+	}
+	must(t, db.CreateInBatches(&preset, 200).Error)
+	for end := l.TimeOf(start + 200); time.Now().Before(end); {
+		row := instagramRow{Name: "new"}
+		if err := db.Clauses(OnShard(shard)).Create(&row).Error; err != nil {
+			t.Fatalf("a new row of shard %d beside preset IDs of the coming ticks: %v", shard, err)
+		}
+	}
+}

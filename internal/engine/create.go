@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -305,6 +306,7 @@ func (e *Engine) fill(ctx context.Context, db *gorm.DB, m *model, settings *sett
 		}
 		made = made[:0]
 	}
+	var ahead map[int]int64 // by database, the highest preset ID of the field timed now or later
 	for i, f := range m.fields {
 		if f.colocate != nil && m.tagged(f.colocate) || f.hash != nil && m.tagged(f.hash) {
 			write() // this field follows another ID of the same row: that one must be in place
@@ -317,6 +319,7 @@ func (e *Engine) fill(ctx context.Context, db *gorm.DB, m *model, settings *sett
 				return nil, &FieldError{Model: m.schema.Name, Field: f.field.Name, Err: ErrInvalidID, Detail: fmt.Sprintf("preset value: %v", err)}
 			}
 			if !zero {
+				ahead = e.presetAhead(db, f, value, ahead)
 				continue
 			}
 			if !value.CanSet() { // Create(T{}): the new ID could not reach the caller's row
@@ -329,6 +332,10 @@ func (e *Engine) fill(ctx context.Context, db *gorm.DB, m *model, settings *sett
 			}
 			shards = append(shards, shard)
 		}
+		if err := e.advancePast(ctx, db, m, f, ahead); err != nil {
+			return nil, fmt.Errorf("shardid: %s.%s: %w", m.schema.Name, f.field.Name, err)
+		}
+		clear(ahead)
 		if len(shards) == 0 {
 			continue
 		}
@@ -357,6 +364,43 @@ func (e *Engine) fill(ctx context.Context, db *gorm.DB, m *model, settings *sett
 	}
 	write()
 	return filled, nil
+}
+
+// presetAhead notes in ahead a preset ID of an instagram field timed now or
+// later, by its database: its clock-sequence could issue it again in that
+// tick.
+func (e *Engine) presetAhead(db *gorm.DB, f *idField, value reflect.Value, ahead map[int]int64) map[int]int64 {
+	if _, ok := f.generator.(*strategies.Instagram); !ok {
+		return ahead
+	}
+	id, err := readID(value)
+	if err != nil || e.layout.Decode(id).Ticks < e.layout.Ticks(time.Now()) {
+		return ahead // an earlier tick: the clock-sequence issues no more of it
+	}
+	if ahead == nil {
+		ahead = map[int]int64{}
+	}
+	k := e.mapOf(db.Statement).Physical(e.layout.Shard(id))
+	ahead[k] = max(ahead[k], id)
+	return ahead
+}
+
+// advancePast moves the clock-sequence of each database in ahead past its
+// preset ID, as an auto-increment moves past a key inserted by hand.
+func (e *Engine) advancePast(ctx context.Context, db *gorm.DB, m *model, f *idField, ahead map[int]int64) error {
+	for k, id := range ahead {
+		target, err := e.target(db, m, k)
+		if err != nil {
+			return err
+		}
+		if pool, ok := target.Conn.(*sql.DB); !ok || pool != target.DB {
+			target.DB = nil // SQLite, in the statement's transaction: on its connection, which holds the file's lock
+		}
+		if err := f.generator.(*strategies.Instagram).Advance(ctx, target, target, id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkPreset reports whether an ID field is unset, and refuses a set value
