@@ -9,7 +9,8 @@ import (
 var sqliteCollate = regexp.MustCompile(`(?i)\bCOLLATE\s+["'\x60\[]?(\w+)`)
 
 // SQLiteCollation is the collation of column in a CREATE TABLE statement:
-// BINARY unless its definition names another. The definition is the whole
+// BINARY unless its definition names another; unknown, which the merge
+// refuses to compare by, when the table has no such column. The definition is the whole
 // of the column's, up to its top-level comma, whatever its type's
 // parentheses, and only the column whose name is the definition's first word.
 func SQLiteCollation(ddl, column string) string {
@@ -25,6 +26,7 @@ func SQLiteCollation(ddl, column string) string {
 		if m := sqliteCollate.FindStringSubmatch(definition); m != nil {
 			return m[1]
 		}
+		return "BINARY"
 	}
-	return "BINARY"
+	return "unknown (not a column of the table: of a joined table, or an expression)"
 }

@@ -15,6 +15,7 @@ func TestSQLiteCollationReadsTheColumnsOwnDefinition(t *testing.T) {
 		{"CREATE TABLE t (email text COLLATE RTRIM)", "Email", "RTRIM"},
 		{"CREATE TABLE t (email text)", "email", "BINARY"},
 		{"not a table", "email", "BINARY"},
+		{"CREATE TABLE t (email text)", "word", "unknown (not a column of the table: of a joined table, or an expression)"},
 	} {
 		if got := SQLiteCollation(c.ddl, c.column); got != c.want {
 			t.Errorf("SQLiteCollation(%q, %q) = %q, want %q", c.ddl, c.column, got, c.want)
