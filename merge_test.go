@@ -159,3 +159,20 @@ func TestDistinctOfAValueAliasedAsTheKey(t *testing.T) {
 		t.Errorf("DISTINCT rank AS id over two databases: %v, want [7]", ranks)
 	}
 }
+
+type jsonBodied struct {
+	ID   int64  `shardid:""`
+	Body string `gorm:"type:json"`
+}
+
+// TestOrderByTextOfANumericAffinityColumnOnSQLite: SQLite stores "9" sent
+// to a column declared json (NUMERIC affinity) as the number 9, and orders
+// it before 10; the merge, reading strings, would order "10" first: refused.
+func TestOrderByTextOfANumericAffinityColumnOnSQLite(t *testing.T) {
+	db, p, _ := revRouted(t, &jsonBodied{})
+	revOnBoth(t, db, p, func() *jsonBodied { return &jsonBodied{Body: "9"} }, func(r *jsonBodied) int64 { return r.ID })
+	var out []jsonBodied
+	if err := db.Clauses(AllShards()).Order("body").Find(&out).Error; !errors.Is(err, ErrCrossShard) {
+		t.Errorf("ORDER BY a json column over two SQLite databases: %v, want ErrCrossShard", err)
+	}
+}

@@ -275,6 +275,9 @@ func orderOf(q Query, rowType reflect.Type) (*Order, string) {
 			byTable = append(byTable, field)
 		}
 		ok, text := orderable(field)
+		if text && q.Dialect == SQLite && !sqliteKeepsText(field) {
+			ok = false // SQLite stores a numeric-looking text of such a column as a number, and orders it so
+		}
 		if field != key && !ok {
 			return refuse("%s: the merge orders numbers, booleans, times and text (by a collation that compares bytes) read into a Go type that orders them as the column does, not a %s from a column of type %s", name, field.FieldType, field.DataType)
 		}
@@ -542,6 +545,23 @@ func orderable(f *schema.Field) (ok, text bool) {
 			func(w string) bool { return strings.Contains(sqlType, w) }), true
 	}
 	return false, false
+}
+
+// sqliteKeepsText reports whether SQLite stores text sent to f's column as
+// text, by the affinity its declared type gives it: TEXT (CHAR, CLOB, TEXT)
+// or BLOB (none); INTEGER, REAL and NUMERIC turn "9" into the number 9.
+func sqliteKeepsText(f *schema.Field) bool {
+	if slices.Contains([]schema.DataType{schema.String, ""}, f.DataType) {
+		return true // GORM declares it text
+	}
+	t := strings.ToLower(string(f.DataType))
+	switch {
+	case strings.Contains(t, "int"):
+		return false
+	case strings.Contains(t, "char"), strings.Contains(t, "clob"), strings.Contains(t, "text"), strings.Contains(t, "blob"):
+		return true
+	}
+	return false // REAL, or NUMERIC: json, decimal, anything else
 }
 
 // PartClause is the ORDER BY a part runs with: the query's, with the key
