@@ -176,3 +176,21 @@ func TestOrderByTextOfANumericAffinityColumnOnSQLite(t *testing.T) {
 		t.Errorf("ORDER BY a json column over two SQLite databases: %v, want ErrCrossShard", err)
 	}
 }
+
+// TestTakeOverEveryShardKeepsTheFieldsItDoesNotRead: GORM scans a row into
+// the caller's struct, setting the selected columns' fields only; over
+// several databases the other fields keep what the caller put there.
+func TestTakeOverEveryShardKeepsTheFieldsItDoesNotRead(t *testing.T) {
+	db, p, _ := revRouted(t, &revPlain{})
+	rows := revOnBoth(t, db, p, func() *revPlain { return &revPlain{Name: "n", Rank: 3} }, func(r *revPlain) int64 { return r.ID })
+	got := revPlain{Rank: 42}
+	must(t, db.Clauses(AllShards()).Select("id", "name").Order("id").Take(&got).Error)
+	if got.Rank != 42 || got.Name != "n" || got.ID != min(rows[0].ID, rows[1].ID) {
+		t.Errorf("Take of id and name into a struct holding rank 42: %+v", got)
+	}
+	got = revPlain{Rank: 42}
+	must(t, db.Select("id", "name").Where("id IN ?", []int64{rows[0].ID, rows[1].ID}).First(&got).Error)
+	if got.Rank != 42 || got.ID != min(rows[0].ID, rows[1].ID) {
+		t.Errorf("First of an IN list into a struct holding rank 42: %+v", got)
+	}
+}

@@ -677,7 +677,7 @@ func (e *Engine) fanOutQuery(db *gorm.DB, kind statementKind, m *model, plan sha
 	if target.Kind() == reflect.Slice {
 		target.Set(merged)
 	} else if merged.Len() > 0 {
-		target.Set(merged.Index(0))
+		setScanned(target, merged.Index(0), runs[0].columns, stmt)
 	}
 	if merged.Len() == 0 && stmt.RaiseErrorOnNotFound { // First, or a Find told to, as gorm.Scan does
 		db.Error = gorm.ErrRecordNotFound
@@ -931,4 +931,26 @@ func (e *Engine) preloadFrom(ctx context.Context, db *gorm.DB, k int, rows refle
 		db.AddError(part.Error)
 	}
 	return false
+}
+
+// setScanned gives a struct the fields of row GORM scanned from columns, and
+// keeps its others, as GORM's scan into the struct keeps them; the whole row
+// when a column is not one of its fields (a joined relation's).
+func setScanned(target, row reflect.Value, columns []string, stmt *gorm.Statement) {
+	if stmt.Schema == nil || target.Type() != stmt.Schema.ModelType {
+		target.Set(row)
+		return
+	}
+	fields := make([]*schema.Field, 0, len(columns))
+	for _, column := range columns {
+		field := stmt.Schema.LookUpField(column)
+		if field == nil || field.FieldType == nil || !field.Readable {
+			target.Set(row)
+			return
+		}
+		fields = append(fields, field)
+	}
+	for _, field := range fields {
+		field.ReflectValueOf(stmt.Context, target).Set(field.ReflectValueOf(stmt.Context, row))
+	}
 }

@@ -27,6 +27,9 @@ type queryPart struct {
 	sql  string
 	vars []any
 	rows reflect.Value // a pointer to the part's own slice of rows
+	// columns are the columns its rows came with, which GORM scanned into
+	// their fields.
+	columns []string
 	// values, when set, takes the part's values as they come instead.
 	values *partValues
 	err    error
@@ -155,6 +158,7 @@ func (e *Engine) runQueryPart(ctx context.Context, db *gorm.DB, kind statementKi
 		if part.values != nil {
 			scan.AddError(readValues(rows, part.values))
 		} else {
+			part.columns, _ = rows.Columns()
 			gorm.Scan(rows, scan, 0)
 		}
 		scan.AddError(rows.Close())
