@@ -595,7 +595,6 @@ func TestRoutingTrickyForms(t *testing.T) {
 			"a grouped OR with a name":    r.db.Where(r.db.Where("id = ?", x.ID).Or("name = ?", "a")).Find(&found),
 			"another table's id":          r.db.Where("other.id = ?", x.ID).Find(&found),
 			"Model(&x) with another dest": r.db.Model(&x).Where("name = ?", "a").Find(&found),
-			"Model(&x) deleting by name":  r.db.Model(&x).Where("name = ?", "a").Delete(&author{}),
 			"Table without its model":     r.db.Table("authors").Where("name = ?", "a").Find(&found),
 			"an update with OR of a name": r.db.Model(&author{}).Where("id = ?", x.ID).Or("name = ?", "a").Update("name", "b"),
 		} {
@@ -625,6 +624,14 @@ func TestRoutingTrickyForms(t *testing.T) {
 		found = nil
 		if err := r.db.Clauses(shardid.AllShards()).Where("id = ?", x.ID).Or("id = ?", y.ID).Find(&found).Error; err != nil || len(found) != 2 {
 			t.Fatalf("AllShards with OR: %v, %d rows", err, len(found))
+		}
+		// GORM deletes the rows of the Model beside the value's: x, on its database, and no other.
+		if res := r.db.Model(&x).Where("name = ?", "a").Delete(&author{}); res.Error != nil || res.RowsAffected != 1 {
+			t.Fatalf("Model(&x) deleting by name: %v, %d rows; want x deleted", res.Error, res.RowsAffected)
+		}
+		found = nil
+		if err := r.db.Where("id IN ?", []int64{x.ID, y.ID}).Find(&found).Error; err != nil || len(found) != 1 || found[0].ID != y.ID {
+			t.Fatalf("after Model(&x).Delete: %v, %+v; want y alone", err, found)
 		}
 		// An empty IN list matches nothing, without an error.
 		found = nil
