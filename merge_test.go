@@ -3,6 +3,7 @@ package shardid
 import (
 	"database/sql"
 	"errors"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -184,7 +185,7 @@ func TestTakeOverEveryShardKeepsTheFieldsItDoesNotRead(t *testing.T) {
 	db, p, _ := revRouted(t, &revPlain{})
 	rows := revOnBoth(t, db, p, func() *revPlain { return &revPlain{Name: "n", Rank: 3} }, func(r *revPlain) int64 { return r.ID })
 	got := revPlain{Rank: 42}
-	must(t, db.Clauses(AllShards()).Select("id", "name").Order("id").Take(&got).Error)
+	must(t, db.Clauses(AllShards()).Select("id", "name").Where("id IN ?", []int64{rows[0].ID, rows[1].ID}).Order("id").Take(&got).Error)
 	if got.Rank != 42 || got.Name != "n" || got.ID != min(rows[0].ID, rows[1].ID) {
 		t.Errorf("Take of id and name into a struct holding rank 42: %+v", got)
 	}
@@ -192,5 +193,32 @@ func TestTakeOverEveryShardKeepsTheFieldsItDoesNotRead(t *testing.T) {
 	must(t, db.Select("id", "name").Where("id IN ?", []int64{rows[0].ID, rows[1].ID}).First(&got).Error)
 	if got.Rank != 42 || got.ID != min(rows[0].ID, rows[1].ID) {
 		t.Errorf("First of an IN list into a struct holding rank 42: %+v", got)
+	}
+}
+
+// TestTakeAndFirstIntoOneMapOverEveryShard: one row of the merged rows goes
+// into the caller's map, as GORM scans one database's row into it; none
+// found is gorm.ErrRecordNotFound.
+func TestTakeAndFirstIntoOneMapOverEveryShard(t *testing.T) {
+	db, p, direct := revRouted(t, &revPlain{})
+	rows := revOnBoth(t, db, p, func() *revPlain { return &revPlain{Name: "n", Rank: 3} }, func(r *revPlain) int64 { return r.ID })
+	lowest := int64(math.MaxInt64)
+	for _, d := range direct {
+		var first revPlain
+		must(t, d.Order("id").First(&first).Error)
+		lowest = min(lowest, first.ID)
+	}
+	got := map[string]any{"kept": true}
+	must(t, db.Model(&revPlain{}).Clauses(AllShards()).Where("id = ?", rows[1].ID).Take(&got).Error)
+	if got["id"] != rows[1].ID || got["kept"] != true {
+		t.Errorf("Take into a map: %v, want row %d beside the key it held", got, rows[1].ID)
+	}
+	got = map[string]any{}
+	must(t, db.Model(&revPlain{}).Clauses(AllShards()).First(&got).Error)
+	if got["id"] != lowest {
+		t.Errorf("First into a map: %v, want the lowest ID %d", got, lowest)
+	}
+	if err := db.Model(&revPlain{}).Clauses(AllShards()).Where("name = ?", "nobody").Take(&got).Error; !errors.Is(err, gorm.ErrRecordNotFound) {
+		t.Errorf("Take into a map of no row: %v, want gorm.ErrRecordNotFound", err)
 	}
 }

@@ -676,6 +676,13 @@ func (e *Engine) fanOutQuery(db *gorm.DB, kind statementKind, m *model, plan sha
 	}
 	if target.Kind() == reflect.Slice {
 		target.Set(merged)
+	} else if merged.Len() > 0 && target.Kind() == reflect.Map {
+		if target.IsNil() {
+			target.Set(reflect.MakeMap(target.Type()))
+		}
+		for it := merged.Index(0).MapRange(); it.Next(); { // GORM scans a row into the map's keys
+			target.SetMapIndex(it.Key(), it.Value())
+		}
 	} else if merged.Len() > 0 {
 		setScanned(target, merged.Index(0), runs[0].columns, stmt)
 	}
