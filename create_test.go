@@ -711,3 +711,27 @@ func TestPresetIDAheadOfTheClockIsNotMadeAgain(t *testing.T) {
 		}
 	}
 }
+
+// TestDryRunCreateOverTwoDatabasesShowsEveryRow: DryRun builds the
+// statement and runs it nowhere; a Create whose rows are on two databases
+// shows GORM's one INSERT of every row, as a query over several databases
+// shows its SQL as written, and writes nothing.
+func TestDryRunCreateOverTwoDatabasesShowsEveryRow(t *testing.T) {
+	db, p, direct := revRouted(t, &instagramRow{})
+	rows := make([]instagramRow, 16)
+	res := db.Session(&gorm.Session{DryRun: true}).Create(&rows)
+	must(t, res.Error)
+	databases := map[int]bool{}
+	for _, r := range rows {
+		databases[p.ShardMap().Physical(p.Layout().Shard(r.ID))] = true
+	}
+	if len(databases) < 2 {
+		t.Skip("all 16 rows landed on one database")
+	}
+	if sql := res.Statement.SQL.String(); strings.Count(sql, "),(")+1 != len(rows) {
+		t.Errorf("the DryRun SQL of 16 rows on two databases: %s", sql)
+	}
+	if n := rowsOn(t, direct, &instagramRow{}); n != 0 {
+		t.Errorf("%d rows written by a DryRun", n)
+	}
+}

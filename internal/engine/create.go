@@ -167,6 +167,14 @@ func (e *Engine) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 		return
 	}
 	parts := shardrouter.PlanRows(shards, shardMap)
+	if db.DryRun { // built, never run: GORM's one INSERT of every row, as a fan-out's SQL stays as written
+		physicals := make([]int, len(parts))
+		for i, part := range parts {
+			physicals[i] = part.Database
+		}
+		stmt.Settings.Store(fanOutKey{}, physicals)
+		return
+	}
 	order := make([]int, len(parts))
 	groups := make(map[int][]reflect.Value, len(parts))
 	for i, part := range parts {
