@@ -735,3 +735,26 @@ func TestDryRunCreateOverTwoDatabasesShowsEveryRow(t *testing.T) {
 		t.Errorf("%d rows written by a DryRun", n)
 	}
 }
+
+type photoOfValueOwner struct {
+	ID     int64 `shardid:"colocate:UserID"`
+	UserID int64
+	User   revUser
+}
+
+// TestZeroBelongsToParentLeavesTheKeyAsGiven: GORM saves no belongs-to
+// parent that is a zero struct, and keeps the foreign key the row holds;
+// the row is placed by that key, and no parent row is made.
+func TestZeroBelongsToParentLeavesTheKeyAsGiven(t *testing.T) {
+	db, p := testDB(t, Config{})
+	migrate(t, db, &revUser{}, &photoOfValueOwner{})
+	owner := revUser{Name: "owner"}
+	must(t, db.Create(&owner).Error)
+	photo := photoOfValueOwner{UserID: owner.ID}
+	must(t, db.Create(&photo).Error)
+	var users int64
+	must(t, db.Model(&revUser{}).Count(&users).Error)
+	if photo.UserID != owner.ID || users != 1 || p.Layout().Shard(photo.ID) != p.Layout().Shard(owner.ID) {
+		t.Errorf("photo %+v beside owner %d, %d users; want the owner's key kept and no user made", photo, owner.ID, users)
+	}
+}

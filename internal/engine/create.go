@@ -499,8 +499,8 @@ func (e *Engine) shardOf(ctx context.Context, db *gorm.DB, m *model, settings *s
 // or its ID is not a shardid field.
 func (e *Engine) fillParent(ctx context.Context, db *gorm.DB, rel *schema.Relationship, row, foreignKey reflect.Value) (shard int, zero bool, err error) {
 	parent := reflect.Indirect(rel.Field.ReflectValueOf(ctx, row))
-	if parent.Kind() != reflect.Struct {
-		return 0, true, nil
+	if _, unset := rel.Field.ValueOf(ctx, row); unset || parent.Kind() != reflect.Struct {
+		return 0, true, nil // GORM saves no parent that is nil, or a zero struct
 	}
 	// Only a parent that GORM will create in this call (not one left out with Omit or Select).
 	columns, restricted := db.Statement.SelectAndOmitColumns(true, false)
