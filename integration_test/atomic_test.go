@@ -508,6 +508,11 @@ func TestCreateAfterADeadlockEndedItsTransactionFails(t *testing.T) {
 		blocked := make(chan error, 1)
 		go func() { blocked <- tx.Model(&lockedNote{ID: 2}).Update("text", "tx").Error }()
 		for waiting := int64(0); waiting == 0; time.Sleep(20 * time.Millisecond) { // tx's own wait: the server's list holds other clients' too
+			select {
+			case err := <-blocked:
+				t.Fatalf("tx's update of a row c holds ended without waiting for it: %v", err)
+			default:
+			}
 			must(t, other.Raw("SELECT COUNT(*) FROM information_schema.INNODB_LOCK_WAITS w JOIN information_schema.INNODB_TRX t ON t.trx_id = w.requesting_trx_id WHERE t.trx_mysql_thread_id = ?", txThread).Scan(&waiting).Error)
 		}
 		must(t, c.Model(&lockedNote{ID: 1}).Update("text", "c").Error)
