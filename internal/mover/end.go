@@ -213,17 +213,25 @@ func deleteRange(ctx context.Context, t *movedTable, db execQuerier, r Range) er
 // waitForProcesses waits until no live process routes by a map older than
 // version.
 func waitForProcesses(ctx context.Context, s *mapstore.Store, version int64) error {
+	var seen []string // behind at the last look
+	stillBehind := func() error {
+		return fmt.Errorf("%w: processes still route by a map before version %d: %s: %w", ErrInvalid, version, strings.Join(seen, ", "), ctx.Err())
+	}
 	for {
 		behind, err := s.Behind(ctx, version)
 		if err != nil {
+			if ctx.Err() != nil && len(seen) > 0 {
+				return stillBehind() // the caller's time ran out during a look: name those it waited for
+			}
 			return err
 		}
 		if len(behind) == 0 {
 			return nil
 		}
+		seen = behind
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w: processes still route by a map before version %d: %s: %w", ErrInvalid, version, strings.Join(behind, ", "), ctx.Err())
+			return stillBehind()
 		case <-time.After(s.Heartbeat() / 2):
 		}
 	}
