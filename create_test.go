@@ -587,22 +587,17 @@ type segmentRow struct {
 	Name string
 }
 
-type instagramRow struct {
-	ID   int64 `shardid:""`
-	Name string
-}
-
 // TestPresetSegmentIDIsNotReadAsATime: a segment ID holds a counter where
 // an instagram one holds time; a preset segment ID whose counter reads as a
 // time ahead (a restored row, under a coarse layout) is created, where an
 // instagram ID of that time is refused as one the plugin cannot have made.
 func TestPresetSegmentIDIsNotReadAsATime(t *testing.T) {
 	db, p := testDB(t, Config{})
-	migrate(t, db, &segmentRow{}, &instagramRow{})
+	migrate(t, db, &segmentRow{}, &revUser{})
 	l := p.Layout()
 	ahead := l.ComposeTicks(l.Ticks(time.Now().Add(72*time.Hour)), 5, 1)
 	must(t, db.Create(&segmentRow{ID: ahead, Name: "restored"}).Error)
-	if err := db.Create(&instagramRow{ID: ahead}).Error; !errors.Is(err, ErrInvalidID) {
+	if err := db.Create(&revUser{ID: ahead}).Error; !errors.Is(err, ErrInvalidID) {
 		t.Errorf("an instagram ID timed three days ahead: %v, want ErrInvalidID", err)
 	}
 }
@@ -612,11 +607,11 @@ func TestPresetSegmentIDIsNotReadAsATime(t *testing.T) {
 // holding one row twice (one pointer, which gets one ID) with
 // ErrInvalidID: on two databases, nothing written.
 func TestCreateOfANilRowOrOneRowTwiceIsRefusedWritingNothing(t *testing.T) {
-	db, _, direct := revRouted(t, &instagramRow{})
-	batch := func() []*instagramRow {
-		rows := make([]*instagramRow, 10)
+	db, _, direct := revRouted(t, &revUser{})
+	batch := func() []*revUser {
+		rows := make([]*revUser, 10)
 		for i := range rows {
-			rows[i] = &instagramRow{Name: fmt.Sprint("r", i)}
+			rows[i] = &revUser{Name: fmt.Sprint("r", i)}
 		}
 		return rows
 	}
@@ -630,7 +625,7 @@ func TestCreateOfANilRowOrOneRowTwiceIsRefusedWritingNothing(t *testing.T) {
 	if err := db.Create(twice).Error; !errors.Is(err, ErrInvalidID) {
 		t.Errorf("a batch with one row twice: %v, want ErrInvalidID", err)
 	}
-	if n := rowsOn(t, direct, &instagramRow{}); n != 0 {
+	if n := rowsOn(t, direct, &revUser{}); n != 0 {
 		t.Errorf("%d rows written by refused batches", n)
 	}
 }
@@ -693,19 +688,19 @@ func TestBelongsToParentCreatedInTheCallPlacesItsChild(t *testing.T) {
 // never repeat them, when the clock reaches their ticks.
 func TestPresetIDAheadOfTheClockIsNotMadeAgain(t *testing.T) {
 	db, p := testDB(t, Config{})
-	migrate(t, db, &instagramRow{})
+	migrate(t, db, &revUser{})
 	l := p.Layout()
 	const shard = 77
 	start := l.Ticks(time.Now()) + 50
-	var preset []instagramRow
+	var preset []revUser
 	for tick := start; tick < start+200; tick++ {
 		for seq := range 4 {
-			preset = append(preset, instagramRow{ID: l.ComposeTicks(tick, shard, seq), Name: "preset"})
+			preset = append(preset, revUser{ID: l.ComposeTicks(tick, shard, seq), Name: "preset"})
 		}
 	}
 	must(t, db.CreateInBatches(&preset, 200).Error)
 	for end := l.TimeOf(start + 200); time.Now().Before(end); {
-		row := instagramRow{Name: "new"}
+		row := revUser{Name: "new"}
 		if err := db.Clauses(OnShard(shard)).Create(&row).Error; err != nil {
 			t.Fatalf("a new row of shard %d beside preset IDs of the coming ticks: %v", shard, err)
 		}
@@ -717,8 +712,8 @@ func TestPresetIDAheadOfTheClockIsNotMadeAgain(t *testing.T) {
 // shows GORM's one INSERT of every row, as a query over several databases
 // shows its SQL as written, and writes nothing.
 func TestDryRunCreateOverTwoDatabasesShowsEveryRow(t *testing.T) {
-	db, p, direct := revRouted(t, &instagramRow{})
-	rows := make([]instagramRow, 16)
+	db, p, direct := revRouted(t, &revUser{})
+	rows := make([]revUser, 16)
 	res := db.Session(&gorm.Session{DryRun: true}).Create(&rows)
 	must(t, res.Error)
 	databases := map[int]bool{}
@@ -731,7 +726,7 @@ func TestDryRunCreateOverTwoDatabasesShowsEveryRow(t *testing.T) {
 	if sql := res.Statement.SQL.String(); strings.Count(sql, "),(")+1 != len(rows) {
 		t.Errorf("the DryRun SQL of 16 rows on two databases: %s", sql)
 	}
-	if n := rowsOn(t, direct, &instagramRow{}); n != 0 {
+	if n := rowsOn(t, direct, &revUser{}); n != 0 {
 		t.Errorf("%d rows written by a DryRun", n)
 	}
 }

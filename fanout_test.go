@@ -434,26 +434,21 @@ func TestFindOverEveryShardRaisesNotFoundWhenToldTo(t *testing.T) {
 	}
 }
 
-type namedRow struct {
-	ID   int64 `shardid:""`
-	Name string
-}
-
 // TestSliceWriteWithARowWithoutAKeyWritesOnlyTheKeyedRows: GORM restricts
 // a slice's update to the keys of its rows when its last row has one, and
 // its delete to the rows that have one; a row without a key (not created
 // yet) adds no row to the write on any database. An update whose last row
 // has no key has no key condition, and no other, and writes nothing.
 func TestSliceWriteWithARowWithoutAKeyWritesOnlyTheKeyedRows(t *testing.T) {
-	db, p, direct := revRouted(t, &namedRow{})
-	mk := func() *namedRow { return &namedRow{Name: "a"} }
-	id := func(r *namedRow) int64 { return r.ID }
+	db, p, direct := revRouted(t, &revUser{})
+	mk := func() *revUser { return &revUser{Name: "a"} }
+	id := func(r *revUser) int64 { return r.ID }
 	named := revOnBoth(t, db, p, mk, id)
 	bystanders := revOnBoth(t, db, p, mk, id)
 	unchanged := func(what string) {
 		t.Helper()
 		for k, r := range bystanders {
-			var got namedRow
+			var got revUser
 			must(t, direct[k].First(&got, r.ID).Error)
 			if got.Name != "a" {
 				t.Errorf("%s: a row it does not name, on database %d, became %+v", what, k, got)
@@ -461,13 +456,13 @@ func TestSliceWriteWithARowWithoutAKeyWritesOnlyTheKeyedRows(t *testing.T) {
 		}
 	}
 
-	res := db.Model(&[]namedRow{*named[0], {Name: "new"}, *named[1]}).Updates(map[string]any{"name": "z"})
+	res := db.Model(&[]revUser{*named[0], {Name: "new"}, *named[1]}).Updates(map[string]any{"name": "z"})
 	must(t, res.Error)
 	if res.RowsAffected != 2 {
 		t.Errorf("update of two keyed rows and one without a key: %d rows affected, want 2", res.RowsAffected)
 	}
 	for k, r := range named {
-		var got namedRow
+		var got revUser
 		must(t, direct[k].First(&got, r.ID).Error)
 		if got.Name != "z" {
 			t.Errorf("database %d: the named row is %+v, want name z", k, got)
@@ -475,19 +470,19 @@ func TestSliceWriteWithARowWithoutAKeyWritesOnlyTheKeyedRows(t *testing.T) {
 	}
 	unchanged("an update naming a row without a key")
 
-	if err := db.Model(&[]namedRow{*named[0], *named[1], {Name: "new"}}).Updates(map[string]any{"name": "w"}).Error; err == nil {
+	if err := db.Model(&[]revUser{*named[0], *named[1], {Name: "new"}}).Updates(map[string]any{"name": "w"}).Error; err == nil {
 		t.Error("an update whose last row has no key, without conditions: no error; GORM refuses it (no WHERE)")
 	}
 	unchanged("an update whose last row has no key")
 
-	res = db.Delete(&[]namedRow{*named[0], {Name: "new"}, *named[1]})
+	res = db.Delete(&[]revUser{*named[0], {Name: "new"}, *named[1]})
 	must(t, res.Error)
 	if res.RowsAffected != 2 {
 		t.Errorf("delete of two keyed rows and one without a key: %d rows affected, want 2", res.RowsAffected)
 	}
 	unchanged("a delete naming a row without a key")
 	for k, r := range named {
-		if err := direct[k].First(&namedRow{}, r.ID).Error; !errors.Is(err, gorm.ErrRecordNotFound) {
+		if err := direct[k].First(&revUser{}, r.ID).Error; !errors.Is(err, gorm.ErrRecordNotFound) {
 			t.Errorf("database %d: the named row after the delete: %v, want it gone", k, err)
 		}
 	}
@@ -497,23 +492,23 @@ func TestSliceWriteWithARowWithoutAKeyWritesOnlyTheKeyedRows(t *testing.T) {
 // keys of the statement's Model beside its value's (Model(&rows).Delete(&T{})):
 // they name the rows, on one database or on two, and no other row.
 func TestDeleteOfTheModelsRowsDeletesThemWhereTheyAre(t *testing.T) {
-	db, p, direct := revRouted(t, &namedRow{})
-	mk := func() *namedRow { return &namedRow{Name: "a"} }
-	id := func(r *namedRow) int64 { return r.ID }
-	gone := func(what string, rows []*namedRow, want bool) {
+	db, p, direct := revRouted(t, &revUser{})
+	mk := func() *revUser { return &revUser{Name: "a"} }
+	id := func(r *revUser) int64 { return r.ID }
+	gone := func(what string, rows []*revUser, want bool) {
 		t.Helper()
 		for k, r := range rows {
-			err := direct[k].First(&namedRow{}, r.ID).Error
+			err := direct[k].First(&revUser{}, r.ID).Error
 			if deleted := errors.Is(err, gorm.ErrRecordNotFound); deleted != want {
 				t.Errorf("%s: the row on database %d deleted: %v, want %v", what, k, deleted, want)
 			}
 		}
 	}
 	rows, bystanders := revOnBoth(t, db, p, mk, id), revOnBoth(t, db, p, mk, id)
-	must(t, db.Model(rows[0]).Delete(&namedRow{}).Error)
+	must(t, db.Model(rows[0]).Delete(&revUser{}).Error)
 	gone("Model(&row).Delete", rows[:1], true)
 	rows = revOnBoth(t, db, p, mk, id)
-	res := db.Model(&[]namedRow{*rows[0], *rows[1]}).Delete(&namedRow{})
+	res := db.Model(&[]revUser{*rows[0], *rows[1]}).Delete(&revUser{})
 	must(t, res.Error)
 	if res.RowsAffected != 2 {
 		t.Errorf("Model(&rows).Delete over two databases: %d rows affected, want 2", res.RowsAffected)

@@ -413,14 +413,9 @@ func IsSQLNull(t reflect.Type) bool {
 // selectItem reads the column (or alias) a plain select item gives.
 var selectItem = regexp.MustCompile("(?i)(?:^|\\.|\\s)[`\"]?(\\w+|\\*)[`\"]?\\s*$")
 
-// selected reports whether the query's rows carry column f: no select list
-// (every column), `*`, or an item naming it; and f not omitted.
-func selected(q Query, f *schema.Field) bool {
-	for _, omitted := range q.Omits {
-		if strings.EqualFold(omitted, f.DBName) || omitted == f.Name || omitted == "*" {
-			return false
-		}
-	}
+// selectParts is the query's select list, item by item: its Select
+// arguments and SELECT clause, each split at its commas.
+func selectParts(q Query) []string {
 	var items []string
 	for _, s := range q.Selects {
 		items = append(items, strings.Split(s, ",")...)
@@ -430,11 +425,28 @@ func selected(q Query, f *schema.Field) bool {
 			items = append(items, strings.Split(c.Name, ",")...)
 		}
 	}
+	return items
+}
+
+// named reports whether name is f's column or field name.
+func named(f *schema.Field, name string) bool {
+	return strings.EqualFold(name, f.DBName) || name == f.Name
+}
+
+// selected reports whether the query's rows carry column f: no select list
+// (every column), `*`, or an item naming it; and f not omitted.
+func selected(q Query, f *schema.Field) bool {
+	for _, omitted := range q.Omits {
+		if named(f, omitted) || omitted == "*" {
+			return false
+		}
+	}
+	items := selectParts(q)
 	if len(items) == 0 {
 		return true
 	}
 	for _, item := range items {
-		if m := selectItem.FindStringSubmatch(item); m != nil && (m[1] == "*" || strings.EqualFold(m[1], f.DBName) || m[1] == f.Name) {
+		if m := selectItem.FindStringSubmatch(item); m != nil && (m[1] == "*" || named(f, m[1])) {
 			return true
 		}
 	}
@@ -445,28 +457,32 @@ func selected(q Query, f *schema.Field) bool {
 // each row distinct; another value aliased as the key does not.
 func keySelected(q Query) bool { return selected(q, q.Key) && selectedAsItself(q, q.Key) }
 
+// sourcesNamed returns, for each select item that gives the rows a value
+// under f's name, the column it reads: "*", a column's name, or "" for an
+// expression.
+func sourcesNamed(q Query, f *schema.Field) []string {
+	var sources []string
+	for _, part := range selectParts(q) {
+		if m := selectItem.FindStringSubmatch(part); m == nil || !named(f, m[1]) {
+			continue // another column (or not read: selected decides)
+		}
+		source := ""
+		if m := aliasedColumn.FindStringSubmatch(part); m != nil {
+			source = m[1]
+		}
+		sources = append(sources, source)
+	}
+	return sources
+}
+
 // selectedAsItself reports whether the rows carry column f under its own
 // name with its own value: no select list, `*`, or the column itself, maybe
 // qualified, unaliased or aliased to its own name; not another value
 // aliased as f.
 func selectedAsItself(q Query, f *schema.Field) bool {
-	items := slices.Clone(q.Selects)
-	if sel, ok := q.Clauses["SELECT"].Expression.(clause.Select); ok {
-		for _, c := range sel.Columns {
-			items = append(items, c.Name)
-		}
-	}
-	named := func(name string) bool { return strings.EqualFold(name, f.DBName) || name == f.Name }
-	for _, item := range items {
-		for _, part := range strings.Split(item, ",") {
-			m := selectItem.FindStringSubmatch(part)
-			if m == nil || !named(m[1]) {
-				continue // another column (or not read: selected decides)
-			}
-			source := aliasedColumn.FindStringSubmatch(part)
-			if source == nil || !named(source[1]) && source[1] != "*" {
-				return false // f's name on an expression or another column
-			}
+	for _, source := range sourcesNamed(q, f) {
+		if source != "*" && !named(f, source) {
+			return false // f's name on an expression or another column
 		}
 	}
 	return true
@@ -476,32 +492,16 @@ func selectedAsItself(q Query, f *schema.Field) bool {
 // orders as f's: f itself, or another column of a type that orders alike
 // aliased as f ("rank AS id"), not an expression.
 func readsAlike(q Query, f *schema.Field) bool {
-	if selectedAsItself(q, f) {
-		return true
-	}
-	items := slices.Clone(q.Selects)
-	if sel, ok := q.Clauses["SELECT"].Expression.(clause.Select); ok {
-		for _, c := range sel.Columns {
-			items = append(items, c.Name)
+	for _, source := range sourcesNamed(q, f) {
+		if source == "*" || named(f, source) {
+			continue
 		}
-	}
-	for _, item := range items {
-		for _, part := range strings.Split(item, ",") {
-			m := selectItem.FindStringSubmatch(part)
-			if m == nil || !strings.EqualFold(m[1], f.DBName) && m[1] != f.Name {
-				continue
-			}
-			source := aliasedColumn.FindStringSubmatch(part)
-			if source == nil {
-				return false
-			}
-			other := q.Schema.LookUpField(source[1])
-			if other == nil || !ordersAlike(other.FieldType, f.FieldType) {
-				return false
-			}
-			if ok, _ := orderable(other); !ok {
-				return false
-			}
+		other := q.Schema.LookUpField(source)
+		if other == nil || !ordersAlike(other.FieldType, f.FieldType) {
+			return false
+		}
+		if ok, _ := orderable(other); !ok {
+			return false
 		}
 	}
 	return true
