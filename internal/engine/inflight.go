@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"hash/maphash"
 	"sync"
 	"sync/atomic"
 
@@ -21,35 +22,70 @@ type inflight struct {
 	mu      sync.Mutex
 	older   []*routedBy   // versions left while statements of theirs ran
 	drained chan struct{} // the last statement of an older version ended
+	counted countedStatements
 }
 
-// inflightKey is the Statement.Settings key of the routedBy a statement
-// counts itself in; keyed by the statement, since statements made from it
-// copy its settings.
-type inflightKey struct{ stmt *gorm.Statement }
+// countedStatements holds the routedBy each running statement counts itself
+// in, by statement. A table of the engine's rather than a setting of the
+// statement's: a setting costs each statement two allocations, and GORM
+// copies it into every transaction it begins. Striped, so that goroutines
+// seldom share a lock.
+type countedStatements struct {
+	stripes [64]struct {
+		sync.Mutex
+		by map[*gorm.Statement]*routedBy
+	}
+}
+
+var stripeSeed = maphash.MakeSeed()
+
+func (c *countedStatements) stripe(stmt *gorm.Statement) (*sync.Mutex, *map[*gorm.Statement]*routedBy) {
+	s := &c.stripes[maphash.Comparable(stripeSeed, stmt)%uint64(len(c.stripes))]
+	return &s.Mutex, &s.by
+}
+
+// add counts stmt in r, unless it is counted already.
+func (c *countedStatements) add(stmt *gorm.Statement, r *routedBy) {
+	mu, by := c.stripe(stmt)
+	mu.Lock()
+	defer mu.Unlock()
+	if _, counted := (*by)[stmt]; counted {
+		return
+	}
+	if *by == nil {
+		*by = map[*gorm.Statement]*routedBy{}
+	}
+	(*by)[stmt] = r
+	r.running.Add(1)
+}
+
+// remove returns what stmt was counted in, no longer holding it.
+func (c *countedStatements) remove(stmt *gorm.Statement) (*routedBy, bool) {
+	mu, by := c.stripe(stmt)
+	mu.Lock()
+	defer mu.Unlock()
+	r, ok := (*by)[stmt]
+	if ok {
+		delete(*by, stmt)
+	}
+	return r, ok
+}
 
 // startRouting counts a statement in the version it is about to be routed
 // by: counted first, the map read after is this version or a newer one.
 func (e *Engine) startRouting(stmt *gorm.Statement) {
-	r := e.inflight.current.Load()
-	if r == nil {
-		return
-	}
-	if _, counted := stmt.Settings.LoadOrStore(inflightKey{stmt}, r); !counted {
-		r.running.Add(1)
+	if r := e.inflight.current.Load(); r != nil {
+		e.inflight.counted.add(stmt, r)
 	}
 }
 
 // endRouting uncounts a statement that ends.
 func (e *Engine) endRouting(stmt *gorm.Statement) {
-	if settingsUntouched(&stmt.Settings) {
-		return // never counted
-	}
-	r, ok := stmt.Settings.LoadAndDelete(inflightKey{stmt})
+	left, ok := e.inflight.counted.remove(stmt)
 	if !ok {
 		return
 	}
-	if left := r.(*routedBy); left.running.Add(-1) == 0 && left != e.inflight.current.Load() {
+	if left.running.Add(-1) == 0 && left != e.inflight.current.Load() {
 		select {
 		case e.inflight.drained <- struct{}{}:
 		default: // one is pending already
