@@ -58,6 +58,39 @@ func TestSQLJoinsAlongTheColocateColumnRun(t *testing.T) {
 	}
 }
 
+// A join on a subquery, written as SQL ("JOIN (?) AS s"), is as right as
+// the subquery: one routed to the statement's database runs and finds its
+// rows; one on another database, over every shard, or of an unsharded table
+// is refused, and so is a ? GORM fills with SQL text the plugin cannot read.
+func TestSQLJoinOnASubqueryIsCheckedAsTheSubquery(t *testing.T) {
+	db, p, _ := revRouted(t, &revUser{}, &revPhoto{}, &revPlain{})
+	users := revOnBoth(t, db, p, func() *revUser { return &revUser{Name: "u"} }, func(u *revUser) int64 { return u.ID })
+	for _, u := range users {
+		must(t, db.Create(&revPhoto{UserID: u.ID, URL: "x"}).Error)
+	}
+	join := "JOIN (?) AS s ON s.user_id = rev_users.id"
+	photosOf := func(u *revUser) *gorm.DB { return db.Model(&revPhoto{}).Select("user_id").Where("user_id = ?", u.ID) }
+	for _, outer := range []*gorm.DB{db.Clauses(ByID(users[0].ID)), db.Where("rev_users.id = ?", users[0].ID)} {
+		var found []revUser
+		must(t, outer.Joins(join, photosOf(users[0])).Find(&found).Error)
+		if len(found) != 1 || found[0].ID != users[0].ID {
+			t.Fatalf("a join on the user's own photos found %v, want the user", found)
+		}
+	}
+	refused := map[string]*gorm.DB{
+		"a subquery on the other database": db.Clauses(ByID(users[0].ID)).Joins(join, photosOf(users[1])),
+		"a subquery over every shard":      db.Clauses(ByID(users[0].ID)).Joins(join, db.Model(&revPhoto{}).Select("user_id")),
+		"SQL text in place of a subquery":  db.Clauses(ByID(users[0].ID)).Joins(join, gorm.Expr("SELECT user_id FROM rev_photos")),
+		"an unsharded table's subquery":    db.Clauses(ByID(users[0].ID)).Joins("JOIN (?) AS s ON s.id = rev_users.id", db.Table("other_table").Select("id")),
+	}
+	for name, q := range refused {
+		var found []revUser
+		if err := q.Find(&found).Error; !errors.Is(err, ErrCrossShard) && !errors.Is(err, ErrNoShard) {
+			t.Errorf("%s: %v and %d rows, want ErrCrossShard or ErrNoShard", name, err, len(found))
+		}
+	}
+}
+
 type gateGroup struct {
 	ID   uint
 	Name string

@@ -132,7 +132,7 @@ func (e *Engine) checkJoins(stmt *gorm.Statement, m *model) error {
 			if shardrouter.ColocatedJoin(keyedOf(m), j.Name, e.keyedOf) || e.joinsOwnJoinTable(m, j.Name) {
 				continue
 			}
-			if err := e.checkSQLTables(m, fmt.Sprintf("Joins(%q)", j.Name), e.sqlTables(j.Name), clauseGiven); err != nil {
+			if err := e.checkSQLTables(m, fmt.Sprintf("Joins(%q)", j.Name), e.sqlTables(joinWithoutSubqueries(j.Name, j.Conds)), clauseGiven); err != nil {
 				return err
 			}
 			continue
@@ -157,6 +157,28 @@ func (e *Engine) checkJoins(stmt *gorm.Statement, m *model) error {
 		}
 	}
 	return nil
+}
+
+// joinWithoutSubqueries is the text of a join written as SQL, each ? that
+// GORM fills with a subquery (positionally, as clause.NamedExpr does) read
+// as "SELECT 1": a subquery is routed and checked on its own
+// (checkSubqueries), and the rest of the text then reads as SQL.
+func joinWithoutSubqueries(name string, conds []any) string {
+	var text strings.Builder
+	next := 0
+	for i := range len(name) {
+		if name[i] != '?' || next >= len(conds) {
+			text.WriteByte(name[i])
+			continue
+		}
+		if _, sub := conds[next].(*gorm.DB); sub {
+			text.WriteString("SELECT 1")
+		} else {
+			text.WriteByte('?')
+		}
+		next++
+	}
+	return text.String()
 }
 
 // checkConditionSQL applies checkJoins' rule for SQL to the text of the
