@@ -2,6 +2,7 @@ package integration
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -161,6 +162,75 @@ func TestManyToManyOfAShardedOwner(t *testing.T) {
 		if n != 0 {
 			t.Fatalf("Clear left %d join rows", n)
 		}
+	})
+}
+
+// Models of the many2many of sharded targets: a shelf and the volumes it
+// lists, each volume on a shard of its own.
+type (
+	shelf struct {
+		ID      int64    `shardid:""`
+		Volumes []volume `gorm:"many2many:shelf_volumes"`
+	}
+	volume struct {
+		ID    int64 `shardid:""`
+		Title string
+	}
+)
+
+// A many2many whose targets are sharded too keeps its join rows beside the
+// owner, whichever database each target is on: linking, preloading and
+// unlinking a target of another database works as for one of the owner's.
+func TestManyToManyOfShardedTargets(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		k := newKeys(t, b)
+		for _, d := range k.direct {
+			must(t, d.Migrator().DropTable("shelf_volumes"))
+		}
+		fresh(t, k.db, &volume{}, &shelf{})
+		volumes := make([]volume, 12)
+		for i := range volumes {
+			volumes[i].Title = fmt.Sprint("v", i)
+		}
+		must(t, k.db.Create(&volumes).Error)
+		owner := shelf{}
+		must(t, k.db.Create(&owner).Error)
+		home := k.physicalOf(owner.ID)
+		near := volumes[slices.IndexFunc(volumes, func(v volume) bool { return k.physicalOf(v.ID) == home })]
+		far := volumes[slices.IndexFunc(volumes, func(v volume) bool { return k.physicalOf(v.ID) != home })]
+		joinRowsOf := func(id int64) []int64 { // per physical database
+			t.Helper()
+			counts := make([]int64, len(k.direct))
+			for i, d := range k.direct {
+				must(t, d.Table("shelf_volumes").Where("shelf_id = ?", id).Count(&counts[i]).Error)
+			}
+			return counts
+		}
+		besideOwner := func(what string, id int64, want int64) {
+			t.Helper()
+			for i, n := range joinRowsOf(id) {
+				if i == k.physicalOf(id) && n != want || i != k.physicalOf(id) && n != 0 {
+					t.Fatalf("%s: %v join rows per database, want %d on %d only", what, joinRowsOf(id), want, k.physicalOf(id))
+				}
+			}
+		}
+		must(t, k.db.Model(&owner).Omit("Volumes.*").Association("Volumes").Append(&near, &far))
+		besideOwner("Append of a near and a far volume", owner.ID, 2)
+		var back shelf
+		must(t, k.db.Preload("Volumes").First(&back, owner.ID).Error)
+		titles := []string{}
+		for _, v := range back.Volumes {
+			titles = append(titles, v.Title)
+		}
+		slices.Sort(titles)
+		if want := []string{near.Title, far.Title}; !slices.Equal(titles, want) && !slices.Equal(titles, []string{far.Title, near.Title}) {
+			t.Fatalf("Preload of the volumes: %v, want %v", titles, want)
+		}
+		must(t, k.db.Model(&owner).Association("Volumes").Delete(&far))
+		besideOwner("Delete of the far volume", owner.ID, 1)
+		created := shelf{Volumes: []volume{near, far}}
+		must(t, k.db.Omit("Volumes.*").Create(&created).Error)
+		besideOwner("Create of a shelf with existing volumes", created.ID, 2)
 	})
 }
 

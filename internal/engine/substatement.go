@@ -310,6 +310,9 @@ func (e *Engine) routeJoinRows(db *gorm.DB, creating bool) error {
 			continue
 		}
 		fk := rel.References[0].ForeignKey
+		if !ownsJoinRows(rel.FieldSchema, stmt.Schema.Table, fk.DBName) {
+			continue // a sharded target: its rows are where they live, the join rows beside the owner
+		}
 		values, _ := shardrouter.ColumnValues(where.Exprs, func(table, name string) bool {
 			return (table == "" || strings.EqualFold(table, stmt.Schema.Table)) && strings.EqualFold(name, fk.DBName)
 		})
@@ -335,6 +338,23 @@ func (e *Engine) routeJoinRows(db *gorm.DB, creating bool) error {
 		return fmt.Errorf("%w: %s: join rows of owners on %d physical databases; change them one owner's database at a time", ErrCrossShard, stmt.Schema.Table, set.Len())
 	}
 	return e.bind(db, k)
+}
+
+// ownsJoinRows reports whether owner declares a many2many whose join rows,
+// in joinTable, name it by column: the side they live beside. A target that
+// declares the many2many back owns them too.
+func ownsJoinRows(owner *schema.Schema, joinTable, column string) bool {
+	for _, rel := range owner.Relationships.Many2Many {
+		if rel.JoinTable == nil || !strings.EqualFold(rel.JoinTable.Table, joinTable) {
+			continue
+		}
+		for _, ref := range rel.References {
+			if ref.OwnPrimaryKey && strings.EqualFold(ref.ForeignKey.DBName, column) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // createdValues returns the values of field in the rows a Create writes.
