@@ -109,6 +109,62 @@ func TestSplitCreateIsAtomic(t *testing.T) {
 	})
 }
 
+// TestSplitCreateFailingUnderASavepointIsUndoneByIt: in a transaction
+// across shards, a Create batch over several databases that fails after
+// some of its parts wrote is undone, on every database, by rolling back to a
+// savepoint set before it (a nested Transaction returning its error), and
+// the transaction goes on and commits, as on one database. Without such a
+// savepoint, or rolled back to one set after the failure, the transaction
+// can only roll back: its commit fails and writes nothing.
+func TestSplitCreateFailingUnderASavepointIsUndoneByIt(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r, authors := newEntries(t, b)
+		must(t, r.db.Create(&entry{AuthorID: authors[2].ID, Ref: "taken"}).Error)
+		failing := func(prefix string) []entry {
+			return []entry{{AuthorID: authors[0].ID, Ref: prefix + "0"}, {AuthorID: authors[1].ID, Ref: prefix + "1"}, {AuthorID: authors[2].ID, Ref: "taken"}}
+		}
+		must(t, r.db.Clauses(shardid.AcrossShards()).Transaction(func(tx *gorm.DB) error {
+			must(t, tx.Create(&entry{AuthorID: authors[0].ID, Ref: "before"}).Error)
+			if err := tx.Transaction(func(nested *gorm.DB) error { return nested.Create(new(failing("nested"))).Error }); err == nil {
+				t.Fatal("a batch repeating a unique reference succeeded")
+			}
+			return tx.Create(&entry{AuthorID: authors[1].ID, Ref: "after"}).Error
+		}))
+		var refs []string
+		for _, d := range r.direct {
+			var on []string
+			must(t, d.Model(&entry{}).Pluck("ref", &on).Error)
+			refs = append(refs, on...)
+		}
+		slices.Sort(refs)
+		if want := []string{"after", "before", "taken"}; !slices.Equal(refs, want) {
+			t.Fatalf("rows %v after the savepoint undid the failed batch, want %v", refs, want)
+		}
+		for name, undo := range map[string]func(tx *gorm.DB) error{
+			"no savepoint": func(*gorm.DB) error { return nil },
+			"a savepoint set after the failure": func(tx *gorm.DB) error {
+				must(t, tx.SavePoint("later").Error)
+				return tx.RollbackTo("later").Error
+			},
+		} {
+			err := r.db.Clauses(shardid.AcrossShards()).Transaction(func(tx *gorm.DB) error {
+				if err := tx.Create(new(failing(name))).Error; err == nil {
+					t.Fatal("a batch repeating a unique reference succeeded")
+				}
+				must(t, undo(tx))
+				return tx.Create(&entry{AuthorID: authors[3].ID, Ref: name}).Error
+			})
+			if err == nil {
+				t.Errorf("%s: the transaction committed after a failed batch", name)
+			}
+			if n := r.count(t, &entry{}); n != 3 {
+				t.Errorf("%s: %d rows, want the 3 there before", name, n)
+			}
+		}
+		r.noPrepared(t)
+	})
+}
+
 // TestFanOutUpdateIsAtomic: an update over several databases that fails on
 // one of them (a unique index) changes no row on any.
 func TestFanOutUpdateIsAtomic(t *testing.T) {

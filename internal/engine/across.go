@@ -169,9 +169,11 @@ func sameSavepoint(a, b string) bool {
 // rolling back to one undoes that branch's statements too.
 func (g *globalTx) savepoint(ctx context.Context, kind, name, query string) error {
 	g.mu.Lock()
+	undoesParts := false
 	switch kind {
 	case "set":
-		g.savepoints = append(g.savepoints, name)
+		g.setCount++
+		g.savepoints, g.setAs = append(g.savepoints, name), append(g.setAs, g.setCount)
 	case "rollback", "release":
 		at := -1
 		for i, sp := range g.savepoints {
@@ -187,7 +189,8 @@ func (g *globalTx) savepoint(ctx context.Context, kind, name, query string) erro
 		if kind == "release" {
 			keep = at
 		}
-		g.savepoints = g.savepoints[:keep]
+		undoesParts = kind == "rollback" && g.partsFailed != nil && g.partsFailedIn >= g.setAs[at]
+		g.savepoints, g.setAs = g.savepoints[:keep], g.setAs[:keep]
 	}
 	g.mu.Unlock()
 	err := g.each(g.list(), func(b *branchPool) error {
@@ -196,6 +199,10 @@ func (g *globalTx) savepoint(ctx context.Context, kind, name, query string) erro
 	})
 	if err != nil {
 		g.fail(err) // the branches no longer agree on what was undone: only a rollback is right
+	} else if undoesParts {
+		g.mu.Lock()
+		g.partsFailed, g.partsFailedIn = nil, 0 // the failed statement's parts are undone on every branch
+		g.mu.Unlock()
 	}
 	return err
 }
@@ -211,5 +218,5 @@ func (g *globalTx) setSavepoints(ctx context.Context, b *branchPool) error {
 }
 
 // errAcrossFailed dooms a transaction across shards whose statement over
-// several databases failed after some of its parts wrote.
-var errAcrossFailed = errors.New("shardid: a statement over several databases failed in the transaction across shards after some of its parts wrote: the transaction can only roll back")
+// several databases failed: some of its parts may have written.
+var errAcrossFailed = errors.New("shardid: a statement over several databases failed in the transaction across shards, and its parts on other databases may have written: the transaction can only roll back, or roll back to a savepoint set before the statement")

@@ -56,6 +56,13 @@ type globalTx struct {
 	order      []int    // the branches in the order they were opened
 	failed     error    // a branch rolled back: the transaction cannot commit
 	savepoints []string // open, in the order they were set
+	setAs      []uint64 // each open savepoint's number, in the order they were set
+	setCount   uint64
+	// partsFailed dooms an application's transaction in which a statement
+	// over several databases failed, unless a rollback to a savepoint set
+	// before it (number partsFailedIn or lower) undoes its parts.
+	partsFailed   error
+	partsFailedIn uint64
 }
 
 // branchPool is a branch as a statement's connection pool: GORM begins no
@@ -136,8 +143,8 @@ func (e *Engine) atomicityOf(ctx context.Context, ks []int) (bool, error) {
 func (g *globalTx) branch(ctx context.Context, k int) (*branchPool, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.failed != nil {
-		return nil, g.failed
+	if err := g.failure(); err != nil {
+		return nil, err
 	}
 	if b, ok := g.branches[k]; ok {
 		return b, nil
@@ -178,6 +185,27 @@ func (g *globalTx) fail(err error) {
 	if g.failed == nil {
 		g.failed = err
 	}
+}
+
+// failParts dooms the transaction for a statement over several databases
+// that failed in it, under the savepoints open now.
+func (g *globalTx) failParts() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.partsFailed == nil {
+		g.partsFailed = errAcrossFailed
+		if n := len(g.setAs); n > 0 {
+			g.partsFailedIn = g.setAs[n-1]
+		}
+	}
+}
+
+// failure is why the transaction can only roll back, or nil; g.mu held.
+func (g *globalTx) failure() error {
+	if g.failed != nil {
+		return g.failed
+	}
+	return g.partsFailed
 }
 
 // sqlDBOf returns database k's *sql.DB and name.
@@ -291,7 +319,7 @@ const decideWithin = 30 * time.Second
 func (g *globalTx) doomed() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.failed
+	return g.failure()
 }
 
 // rollback rolls every branch back, even past the end of ctx.
@@ -452,7 +480,7 @@ func (e *Engine) endParts(db *gorm.DB, g *globalTx, own, failed bool, refused *e
 	switch {
 	case !own:
 		if failed {
-			g.fail(errAcrossFailed)
+			g.failParts()
 		}
 		return failed
 	case failed:
