@@ -682,6 +682,25 @@ func TestBelongsToParentCreatedInTheCallPlacesItsChild(t *testing.T) {
 	}
 }
 
+// TestNewParentOfAPresetChildIsMadeOnItsShard: a child created with its
+// ID preset and a belongs-to parent created in the same call gives that
+// parent an ID on the child's shard, so the two stay side by side, both on
+// that shard's database.
+func TestNewParentOfAPresetChildIsMadeOnItsShard(t *testing.T) {
+	db, p, direct := revRouted(t, &revUser{}, &photoOfNewOwner{})
+	l := p.Layout()
+	for _, shard := range []int{3, l.ShardCount() - 5} {
+		photo := photoOfNewOwner{ID: l.Compose(time.Now().Add(-time.Minute), shard, 1), User: &revUser{Name: "new"}}
+		must(t, db.Create(&photo).Error)
+		if l.Shard(photo.User.ID) != shard || photo.UserID != photo.User.ID {
+			t.Fatalf("the new parent of a child preset on shard %d: ID %d (shard %d), child's key %d", shard, photo.User.ID, l.Shard(photo.User.ID), photo.UserID)
+		}
+		k := p.ShardMap().Physical(shard)
+		must(t, direct[k].First(&photoOfNewOwner{}, photo.ID).Error)
+		must(t, direct[k].First(&revUser{}, photo.User.ID).Error)
+	}
+}
+
 // TestPresetIDAheadOfTheClockIsNotMadeAgain: rows created with IDs timed a
 // little ahead of now move the clock-sequence past them, as an insert with
 // an explicit key moves an auto-increment; the IDs the plugin makes after

@@ -328,6 +328,9 @@ func (e *Engine) fill(ctx context.Context, db *gorm.DB, m *model, settings *sett
 			}
 			if !zero {
 				ahead = e.presetAhead(db, f, value, ahead)
+				if err := e.placeParentBy(ctx, db, f, row, value); err != nil {
+					return nil, err
+				}
 				continue
 			}
 			if !value.CanSet() { // Create(T{}): the new ID could not reach the caller's row
@@ -450,7 +453,7 @@ func (e *Engine) shardOf(ctx context.Context, db *gorm.DB, m *model, settings *s
 		shard, zero, err := e.fieldShard(source)
 		if f.parent != nil {
 			// A parent GORM creates in this call gives the key its ID, whatever the key held.
-			parentShard, none, parentErr := e.fillParent(ctx, db, f.parent, row, source)
+			parentShard, none, parentErr := e.fillParent(ctx, db, f.parent, row, source, -1)
 			if parentErr != nil {
 				return 0, parentErr
 			}
@@ -493,11 +496,27 @@ func (e *Engine) shardOf(ctx context.Context, db *gorm.DB, m *model, settings *s
 	return rand.IntN(e.layout.ShardCount()), nil
 }
 
+// placeParentBy gives the belongs-to parent created in the same call as a
+// row whose colocated ID is preset an ID on that ID's shard, so that the row
+// stays beside it.
+func (e *Engine) placeParentBy(ctx context.Context, db *gorm.DB, f *idField, row, preset reflect.Value) error {
+	if f.colocate == nil || f.parent == nil {
+		return nil
+	}
+	shard, zero, err := e.fieldShard(preset)
+	if err != nil || zero {
+		return nil // checkPreset has judged the value
+	}
+	_, _, err = e.fillParent(ctx, db, f.parent, row, f.colocate.ReflectValueOf(ctx, row), shard)
+	return err
+}
+
 // fillParent gives the belongs-to parent about to be created in the same call
-// its ID first, so that its child can be colocated with it, and copies that ID
-// into the child's foreign key. It reports zero when there is no such parent,
-// or its ID is not a shardid field.
-func (e *Engine) fillParent(ctx context.Context, db *gorm.DB, rel *schema.Relationship, row, foreignKey reflect.Value) (shard int, zero bool, err error) {
+// its ID first (on logical shard place, unless it is -1), so that its child
+// can be colocated with it, and copies that ID into the child's foreign key.
+// It reports zero when there is no such parent, or its ID is not a shardid
+// field.
+func (e *Engine) fillParent(ctx context.Context, db *gorm.DB, rel *schema.Relationship, row, foreignKey reflect.Value, place int) (shard int, zero bool, err error) {
 	parent := reflect.Indirect(rel.Field.ReflectValueOf(ctx, row))
 	if _, unset := rel.Field.ValueOf(ctx, row); unset || parent.Kind() != reflect.Struct {
 		return 0, true, nil // GORM saves no parent that is nil, or a zero struct
@@ -512,6 +531,9 @@ func (e *Engine) fillParent(ctx context.Context, db *gorm.DB, rel *schema.Relati
 		return 0, true, err
 	}
 	settings := readSettings(db.Statement)
+	if place >= 0 {
+		settings.hinted, settings.hint = true, OnShard(place)
+	}
 	made, err := e.fill(ctx, db, pm, &settings, []reflect.Value{parent}, nil, nil)
 	if err != nil {
 		return 0, false, err
