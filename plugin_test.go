@@ -211,3 +211,19 @@ func TestPluginOnASecondDatabaseIsRefused(t *testing.T) {
 		t.Fatalf("gorm.Open with a copy of the first database's config: %v", err)
 	}
 }
+
+// TestToSQLShowsAStatementThatNamesNoShard: db.ToSQL (DryRun) of a query on
+// a sharded model that names no shard shows the SQL plain GORM would build,
+// and the statement is refused all the same: it runs nowhere.
+func TestToSQLShowsAStatementThatNamesNoShard(t *testing.T) {
+	db, _, _ := revRouted(t, &revUser{})
+	plain, err := gorm.Open(sqlite.Open(filepath.Join(t.TempDir(), "plain.db")), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	byName := func(tx *gorm.DB) *gorm.DB { return tx.Where("name = ?", "ann").Find(&[]revUser{}) }
+	if got, want := db.ToSQL(byName), plain.ToSQL(byName); got != want || got == "" {
+		t.Fatalf("ToSQL: %q, plain GORM: %q", got, want)
+	}
+	if err := db.Session(&gorm.Session{DryRun: true}).Where("name = ?", "ann").Find(&[]revUser{}).Error; !errors.Is(err, ErrNoShard) {
+		t.Fatalf("DryRun of a query naming no shard: %v, want ErrNoShard", err)
+	}
+}

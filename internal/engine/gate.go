@@ -2,6 +2,7 @@ package engine
 
 import (
 	"database/sql"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -32,6 +33,9 @@ import (
 // gate is the callback right before GORM's executor of kind.
 func (e *Engine) gate(kind statementKind) func(*gorm.DB) {
 	return func(db *gorm.DB) {
+		if db.Error != nil && db.DryRun && (kind == kindQuery || kind == kindRow) && db.Statement.SQL.Len() == 0 && errors.Is(db.Error, ErrNoShard) {
+			buildSQL(db, kind) // shown, as db.ToSQL shows a statement, and refused all the same
+		}
 		if db.Error != nil || !e.routed() {
 			return
 		}
