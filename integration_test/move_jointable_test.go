@@ -185,6 +185,52 @@ func (r *joinRig) split(all []mjLink) (in, out []mjLink) {
 	return in, out
 }
 
+// TestStaleProcessUnlinkingAMovedOwnersLanguagesIsRefused: a process on the
+// map before a move deletes, or clears, the languages of users of the moved
+// range created on the target after the cutover. Its map sends the join
+// rows' statement to the source, which has none of them: its fence says the
+// owner's range moved, so the statement is refused with ErrShardMoved; run
+// again, by the map the refusal made it read, it unlinks them on the target.
+func TestStaleProcessUnlinkingAMovedOwnersLanguagesIsRefused(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newJoinRig(t, b)
+		staleDB, _ := r.open(t, shardid.Config{MapRefresh: time.Hour})
+		clearer, _ := r.open(t, shardid.Config{MapRefresh: time.Hour})
+		for _, db := range []*gorm.DB{staleDB, clearer} {
+			must(t, db.First(&MjUser{}, r.users[0]).Error) // a process that has seen the model
+		}
+		r.move(t, shardid.Move{Models: append(slices.Clone(moveModels), &MjUser{})})
+		l := r.langs
+		owner := func(offset int, langs ...MjLanguage) MjUser {
+			u := MjUser{ID: r.p.Layout().Compose(time.Now(), movingRange.From+offset, 3), Name: "after", Languages: langs}
+			must(t, r.db.Omit("Languages.*").Create(&u).Error)
+			return u
+		}
+		linksOf := func(user int64) []int64 {
+			var langs []int64
+			must(t, r.target.Table("mj_user_languages").Where("mj_user_id = ?", user).Order("mj_language_id").Pluck("mj_language_id", &langs).Error)
+			return langs
+		}
+		one, two := owner(5, l[0], l[1], l[2]), owner(6, l[0], l[1])
+		unlink := func() error { return staleDB.Model(&MjUser{ID: one.ID}).Association("Languages").Delete(&MjLanguage{ID: l[0].ID}) }
+		if err := unlink(); !errors.Is(err, shardid.ErrShardMoved) {
+			t.Fatalf("the stale Association Delete: %v, want ErrShardMoved", err)
+		}
+		must(t, unlink())
+		if got, want := linksOf(one.ID), []int64{l[1].ID, l[2].ID}; !slices.Equal(got, want) {
+			t.Fatalf("after Delete run again the target links %v, want %v", got, want)
+		}
+		clear := func() error { return clearer.Model(&MjUser{ID: two.ID}).Association("Languages").Clear() }
+		if err := clear(); !errors.Is(err, shardid.ErrShardMoved) {
+			t.Fatalf("the stale Association Clear: %v, want ErrShardMoved", err)
+		}
+		must(t, clear())
+		if got := linksOf(two.ID); len(got) != 0 {
+			t.Fatalf("after Clear run again the target links %v", got)
+		}
+	})
+}
+
 // TestMoveCarriesJoinTables moves a range of users with their languages
 // while the application appends, replaces, deletes and clears their
 // languages mid-copy: every join row of the range ends on the target exactly

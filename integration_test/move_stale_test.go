@@ -337,6 +337,101 @@ func TestMoveStaleUpdateOfNewRow(t *testing.T) {
 	})
 }
 
+// TestStaleWriteByKeysOfAMovedAndAKeptRangeIsRefusedWhole: a process on the
+// map before a move updates, or deletes, by a list of keys, a row created on
+// the target after the cutover together with a row of a range the source
+// still serves. Its map sends both to the source, which finds one: the
+// source's fence says a named range moved, so the statement is refused with
+// ErrShardMoved and writes nothing (GORM's transaction takes back the row it
+// found); run again, by the map the refusal made it read, it writes both.
+func TestStaleWriteByKeysOfAMovedAndAKeptRangeIsRefusedWhole(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newMoveRig(t, b, t.TempDir())
+		r.seedUsers(t, 20)
+		updater, stale := r.open(t, shardid.Config{MapRefresh: time.Hour})
+		deleter, _ := r.open(t, shardid.Config{MapRefresh: time.Hour})
+		report := r.move(t, shardid.Move{})
+		if stale.MapVersion() >= report.MapVersion {
+			t.Fatalf("the stale process follows version %d already", stale.MapVersion())
+		}
+		pair := func(offset int) (moved, kept MvUser) {
+			moved, kept = MvUser{Name: "new"}, MvUser{Name: "new"}
+			must(t, r.db.Clauses(shardid.OnShard(movingRange.From+offset)).Create(&moved).Error)
+			must(t, r.db.Clauses(shardid.OnShard(offset)).Create(&kept).Error)
+			return moved, kept
+		}
+		nameOn := func(db *gorm.DB, id int64) string {
+			var u MvUser
+			if err := db.First(&u, id).Error; err != nil {
+				return err.Error()
+			}
+			return u.Name
+		}
+		moved, kept := pair(3)
+		update := func() error {
+			return updater.Model(&MvUser{}).Where("id IN ?", []int64{moved.ID, kept.ID}).Update("name", "renamed").Error
+		}
+		if err := update(); !errors.Is(err, shardid.ErrShardMoved) {
+			t.Fatalf("the stale update by a key list: %v, want ErrShardMoved", err)
+		}
+		if a, b := nameOn(r.target, moved.ID), nameOn(r.source, kept.ID); a != "new" || b != "new" {
+			t.Fatalf("the refused update left the moved row %q and the kept one %q, want both as they were", a, b)
+		}
+		must(t, update())
+		if a, b := nameOn(r.target, moved.ID), nameOn(r.source, kept.ID); a != "renamed" || b != "renamed" {
+			t.Fatalf("the update run again left the moved row %q and the kept one %q", a, b)
+		}
+		moved, kept = pair(4)
+		remove := func() error { return deleter.Delete(&MvUser{}, []int64{moved.ID, kept.ID}).Error }
+		if err := remove(); !errors.Is(err, shardid.ErrShardMoved) {
+			t.Fatalf("the stale delete by a key list: %v, want ErrShardMoved", err)
+		}
+		if a, b := nameOn(r.target, moved.ID), nameOn(r.source, kept.ID); a != "new" || b != "new" {
+			t.Fatalf("the refused delete left the moved row %q and the kept one %q, want both there", a, b)
+		}
+		must(t, remove())
+		if r.target.Find(&[]MvUser{}, moved.ID).RowsAffected != 0 || r.source.Find(&[]MvUser{}, kept.ID).RowsAffected != 0 {
+			t.Fatalf("the delete run again left a row")
+		}
+	})
+}
+
+// TestStaleSplitWriteByKeysOfAMovedRangeIsRefusedWhole: a process on the map
+// before a move updates, by a list of keys, a row created on the target after
+// the cutover and a row of the target's own range. Its map splits the
+// statement: the part on the source, pinned by the moved row's key, finds
+// nothing there, and the source's fence says the range moved: the statement
+// fails whole with ErrShardMoved, the target's part rolled back; run again,
+// it updates both rows on the target.
+func TestStaleSplitWriteByKeysOfAMovedRangeIsRefusedWhole(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newMoveRigServing(t, b, t.TempDir(), []shardid.Range{{From: 0, To: 99}})
+		r.seedUsers(t, 20)
+		staleDB, _ := r.open(t, shardid.Config{MapRefresh: time.Hour})
+		r.move(t, shardid.Move{})
+		moved, own := MvUser{Name: "new"}, MvUser{Name: "new"}
+		must(t, r.db.Clauses(shardid.OnShard(movingRange.From+2)).Create(&moved).Error)
+		must(t, r.db.Clauses(shardid.OnShard(7)).Create(&own).Error)
+		rename := func() error {
+			return staleDB.Model(&MvUser{}).Where("id IN ?", []int64{moved.ID, own.ID}).Update("name", "renamed").Error
+		}
+		if err := rename(); !errors.Is(err, shardid.ErrShardMoved) {
+			t.Fatalf("the stale split update: %v, want ErrShardMoved", err)
+		}
+		var untouched int64
+		must(t, r.target.Model(&MvUser{}).Where("id IN ? AND name = ?", []int64{moved.ID, own.ID}, "new").Count(&untouched).Error)
+		if untouched != 2 {
+			t.Fatalf("the refused update wrote %d rows on the target", 2-untouched)
+		}
+		must(t, rename())
+		var renamed int64
+		must(t, r.target.Model(&MvUser{}).Where("id IN ? AND name = ?", []int64{moved.ID, own.ID}, "renamed").Count(&renamed).Error)
+		if renamed != 2 {
+			t.Fatalf("the update run again renamed %d of the 2 rows", renamed)
+		}
+	})
+}
+
 // TestMovedRefusalReadsTheMap: a process that reads the shared map seldom
 // (MapRefresh an hour) writes the moved range in a transaction after the
 // cutover: refused with ErrShardMoved, which makes it read the map, so the

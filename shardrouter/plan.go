@@ -117,6 +117,35 @@ func PlanRoute(s Statement, m *Map) Route {
 	return Route{Refusal: NoShard}
 }
 
+// SeveralShards reports whether a source of the statement's shards (a key
+// column's values, or its rows) names two logical shards or more: rows a map
+// puts on one database that a move may since have split.
+func SeveralShards(s Statement) bool {
+	several := func(shards func(yield func(int) bool)) bool {
+		first, seen := 0, false
+		for shard := range shards {
+			if seen && shard != first {
+				return true
+			}
+			first, seen = shard, true
+		}
+		return false
+	}
+	for _, key := range s.Keys {
+		values, ok := ColumnValues(s.Where, key.Matches)
+		if ok && several(func(yield func(int) bool) {
+			for _, v := range values {
+				if shard, err := key.ShardOf(v); err == nil && !yield(shard) {
+					return
+				}
+			}
+		}) {
+			return true
+		}
+	}
+	return several(slices.Values(s.Rows))
+}
+
 // oneDatabaseOf is OneDatabase's database, or -1.
 func oneDatabaseOf(shards []int, m *Map) int {
 	if k, one := OneDatabase(shards, m); one {

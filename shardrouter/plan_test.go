@@ -212,3 +212,27 @@ func TestPlanRouteLeavesOutADatabaseServingNothing(t *testing.T) {
 		t.Fatalf("IN (): %v", got)
 	}
 }
+
+func TestSeveralShards(t *testing.T) {
+	key := KeyColumn{
+		Matches: func(_, name string) bool { return name == "id" },
+		ShardOf: func(v any) (int, error) { return int(v.(int64) % 10), nil },
+	}
+	cases := []struct {
+		name string
+		s    Statement
+		want bool
+	}{
+		{"one key", Statement{Keys: []KeyColumn{key}, Where: []clause.Expression{clause.Eq{Column: "id", Value: int64(13)}}}, false},
+		{"two keys of one shard", Statement{Keys: []KeyColumn{key}, Where: []clause.Expression{clause.IN{Column: "id", Values: []any{int64(13), int64(23)}}}}, false},
+		{"two keys of two shards", Statement{Keys: []KeyColumn{key}, Where: []clause.Expression{clause.IN{Column: "id", Values: []any{int64(13), int64(14)}}}}, true},
+		{"rows of two shards", Statement{Keys: []KeyColumn{key}, Rows: []int{3, 3, 4}}, true},
+		{"rows of one shard", Statement{Keys: []KeyColumn{key}, Rows: []int{3, 3}}, false},
+		{"no key", Statement{Keys: []KeyColumn{key}, Where: []clause.Expression{clause.Eq{Column: "name", Value: "a"}}}, false},
+	}
+	for _, c := range cases {
+		if got := SeveralShards(c.s); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -97,8 +98,11 @@ func (e *Engine) retryMoved(kind statementKind, executor string) func(*gorm.DB) 
 			if kind != kindCreate && !db.DryRun {
 				e.partOnStaleMap(db)
 			}
-			if kind != kindCreate && db.Error == nil && db.RowsAffected == 0 && !db.DryRun {
+			if kind != kindCreate && db.Error == nil && !db.DryRun && (db.RowsAffected == 0 || e.namesSeveralShards(db)) {
 				e.missedOnStaleMap(db, kind, executorOf(db, kind, executor))
+			}
+			if kind != kindCreate && db.Error == nil && !db.DryRun {
+				e.joinRowsOnStaleMap(db)
 			}
 			return
 		}
@@ -142,20 +146,78 @@ func (e *Engine) noteHeld(waited time.Duration) {
 	}
 }
 
-// missedOnStaleMap looks again at an update or delete that found no row:
-// when the database it ran on sealed the cutover of a range the statement
-// names, the row may have been created on the new database since, where no
-// trigger of this one sees it. The database decides, not the map's age: its
-// fence is read after the write, in the statement's transaction. The
-// statement then runs where the new map sends it, or, in a transaction,
-// fails with ErrShardMoved.
+// joinRowsOnStaleMap refuses an update or delete of many2many join rows,
+// routed to their owners' database, when that database has sealed the
+// cutover of an owner's range since: the owner's join rows are on the new
+// database, where this statement did not run. Its process reads the map, and
+// the statement run again goes there.
+func (e *Engine) joinRowsOnStaleMap(db *gorm.DB) {
+	stmt := db.Statement
+	if stmt.Schema == nil {
+		return
+	}
+	if _, joins := e.joinTables.Load(strings.ToLower(stmt.Schema.Table)); !joins {
+		return
+	}
+	owners, err := e.joinRowOwners(stmt, false)
+	if err != nil || len(owners) == 0 {
+		return
+	}
+	if db.RowsAffected > 0 && !slices.ContainsFunc(owners, func(s int) bool { return s != owners[0] }) {
+		return // its one owner's rows were here
+	}
+	k, known := e.ranOn(stmt)
+	if !known {
+		return
+	}
+	sealed, err := e.fence().Sealed(stmt.Context, stmt.ConnPool)
+	if err != nil {
+		db.AddError(fmt.Errorf("shardid: %s: whether a range of %s moved cannot be read: %w", stmt.Schema.Table, e.physical[k].name, err))
+		return
+	}
+	for _, r := range sealed {
+		if slices.ContainsFunc(owners, func(s int) bool { return s >= r.From && s <= r.To }) {
+			db.AddError(&MovedError{Shard: r.From, To: "another database", Why: "join rows of an owner that moved, routed by a map before the move; run it again"})
+			e.movedStats.failed.Add(1)
+			return
+		}
+	}
+}
+
+// namesSeveralShards reports whether an update or delete on a sharded
+// model names rows of two logical shards or more, which its map put on one
+// database and a move may since have split.
+func (e *Engine) namesSeveralShards(db *gorm.DB) bool {
+	stmt := db.Statement
+	if stmt.Schema == nil {
+		return false
+	}
+	m, err := e.model(stmt.Schema)
+	if err != nil || m == nil || !m.sharded() {
+		return false
+	}
+	var rowsOnStack [1]int
+	return shardrouter.SeveralShards(shardrouter.Statement{Keys: m.keys, Where: readClauses(stmt).where, Rows: e.modelShards(stmt, m, kindUpdate, rowsOnStack[:0])})
+}
+
+// missedOnStaleMap looks again at an update or delete that found no row, or
+// that names rows of several logical shards: when the database it ran on
+// sealed the cutover of a range the statement names, a row of it may have
+// been created on the new database since, where no trigger of this one sees
+// it. The database decides, not the map's age: its fence is read after the
+// write, in the statement's transaction. The statement then runs where the
+// new map sends it, or, in a transaction, as a part of a statement over
+// several databases, or when its rows are now on several, fails with
+// ErrShardMoved (GORM's transaction takes back what it wrote).
 func (e *Engine) missedOnStaleMap(db *gorm.DB, kind statementKind, execute func(*gorm.DB)) {
 	stmt := db.Statement
 	if stmt.Schema == nil {
 		return
 	}
-	if pinned, ok := loadSetting(stmt, pinKey{}); ok && pinned.(pin).schema == stmt.Schema {
-		return
+	pinned, part := loadSetting(stmt, pinKey{})
+	part = part && pinned.(pin).schema == stmt.Schema
+	if _, kept := loadSetting(stmt, partRangesKey{stmt}); part && kept {
+		return // a part no key value pins: partOnStaleMap read its fence
 	}
 	m, err := e.model(stmt.Schema)
 	if err != nil || m == nil || !m.sharded() {
@@ -171,6 +233,11 @@ func (e *Engine) missedOnStaleMap(db *gorm.DB, kind statementKind, execute func(
 		return
 	}
 	if len(sealed) == 0 || !e.namesRanges(db, m, kind, sealed) {
+		return
+	}
+	if part {
+		db.AddError(&MovedError{Shard: sealed[0].From, To: "another database", Why: "a part of a statement over several databases, routed by a map before the move; run it again"})
+		e.movedStats.failed.Add(1)
 		return
 	}
 	k, err := e.awaitMapAway(db, m, kind, from)
@@ -268,6 +335,9 @@ func (e *Engine) awaitMapAway(db *gorm.DB, m *model, kind statementKind, from in
 			set, err := e.statementPhysicals(db, m, kind, e.router.Map())
 			if k, one := set.Single(); err == nil && one && k != from {
 				return k, nil
+			}
+			if err == nil && set.Len() > 1 { // a map newer than the statement's, which splits its rows
+				return 0, fmt.Errorf("the rows it names are now on %d databases; run it again", set.Len())
 			}
 		}
 		if time.Now().Add(pause).After(deadline) {

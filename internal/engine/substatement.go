@@ -302,8 +302,32 @@ func (e *Engine) routeJoinRows(db *gorm.DB, creating bool) error {
 	if !e.routed() {
 		return nil
 	}
-	where, _ := stmt.Clauses["WHERE"].Expression.(clause.Where)
+	shards, err := e.joinRowOwners(stmt, creating)
+	if err != nil {
+		return err
+	}
 	var set shardrouter.Set
+	for _, s := range shards {
+		set = set.With(e.physicalOf(s))
+	}
+	if set.Empty() {
+		if k, ok := e.boundPhysical(stmt); ok {
+			e.boundTo(stmt, k) // counted, logged and traced on the database it inherited
+		}
+		return nil
+	}
+	k, one := set.Single()
+	if !one {
+		return fmt.Errorf("%w: %s: join rows of owners on %d physical databases; change them one owner's database at a time", ErrCrossShard, stmt.Schema.Table, set.Len())
+	}
+	return e.bind(db, k)
+}
+
+// joinRowOwners returns the logical shards of the owners a statement on a
+// many2many join table names, by its conditions and, creating, its rows.
+func (e *Engine) joinRowOwners(stmt *gorm.Statement, creating bool) ([]int, error) {
+	where, _ := stmt.Clauses["WHERE"].Expression.(clause.Where)
+	var shards []int
 	for _, rel := range stmt.Schema.Relationships.Relations {
 		owner, err := e.model(rel.FieldSchema)
 		if err != nil || owner == nil || !owner.sharded() || len(rel.References) != 1 {
@@ -322,22 +346,12 @@ func (e *Engine) routeJoinRows(db *gorm.DB, creating bool) error {
 		for _, v := range values {
 			s, err := e.valueShard(v, owner.pk().field.FieldType)
 			if err != nil {
-				return fmt.Errorf("%w: %s.%s: %w", ErrNoShard, stmt.Schema.Table, fk.DBName, err)
+				return nil, fmt.Errorf("%w: %s.%s: %w", ErrNoShard, stmt.Schema.Table, fk.DBName, err)
 			}
-			set = set.With(e.physicalOf(s))
+			shards = append(shards, s)
 		}
 	}
-	if set.Empty() {
-		if k, ok := e.boundPhysical(stmt); ok {
-			e.boundTo(stmt, k) // counted, logged and traced on the database it inherited
-		}
-		return nil
-	}
-	k, one := set.Single()
-	if !one {
-		return fmt.Errorf("%w: %s: join rows of owners on %d physical databases; change them one owner's database at a time", ErrCrossShard, stmt.Schema.Table, set.Len())
-	}
-	return e.bind(db, k)
+	return shards, nil
 }
 
 // ownsJoinRows reports whether owner declares a many2many whose join rows,
