@@ -88,6 +88,15 @@ type (
 	badSelfHash struct {
 		ID int64 `shardid:"hash:ID"`
 	}
+	badReadOnlyKey struct {
+		ID int64 `shardid:"" gorm:"<-:false"`
+	}
+	badUpdateOnlyKey struct {
+		ID int64 `shardid:"" gorm:"<-:update"`
+	}
+	badDefaultKey struct {
+		ID int64 `shardid:"" gorm:"default:(abs(random()))"`
+	}
 )
 
 // offsetID stores another number than the one it holds.
@@ -123,6 +132,9 @@ func TestInvalidTags(t *testing.T) {
 		{&badCompositeKey{}, "ID", "one primary key"},
 		{&badOffsetKey{}, "ID", "its Value sends another number"},
 		{&badSelfHash{}, "ID", "its own hash"},
+		{&badReadOnlyKey{}, "ID", "keeps it out"},
+		{&badUpdateOnlyKey{}, "ID", "keeps it out"},
+		{&badDefaultKey{}, "ID", "database default"},
 	}
 	for _, c := range cases {
 		// AutoMigrate refuses the tag before creating anything ...

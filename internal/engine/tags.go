@@ -166,6 +166,12 @@ func (e *Engine) parseModel(s *schema.Schema) (*model, error) {
 		if f.PrimaryKey && f.TagSettings["AUTOINCREMENT"] != "" && f.TagSettings["AUTOINCREMENT"] != "false" {
 			return nil, bad("a shardid field is filled before the insert and cannot be autoIncrement")
 		}
+		if !f.Creatable {
+			return nil, bad("the plugin writes the ID in the INSERT, and the field's gorm tag keeps it out (<-:false, <-:update or ->): allow it to be created")
+		}
+		if f.HasDefaultValue && f.DefaultValueInterface == nil && f.DefaultValue != "" {
+			return nil, bad("the plugin writes the ID in the INSERT, and GORM leaves a field with a database default (default:%s) out of it: drop the default", f.DefaultValue)
+		}
 		if f.PrimaryKey && len(s.PrimaryFields) > 1 {
 			return nil, bad("a sharded model has one primary key, the shardid field; %s has %d: make the others a unique index", s.Name, len(s.PrimaryFields))
 		}
