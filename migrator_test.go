@@ -581,3 +581,27 @@ func TestMigratorRefusesANilModel(t *testing.T) {
 	}
 	refused("AddColumn(nil, \"Name\")", func() error { return p.Migrator(db).AddColumn(nil, "Name") })
 }
+
+// TestDryRunMigratorChangesNoDatabase: the plugin's migrator of a DryRun
+// session, like GORM's own, builds its changes and runs none: a sharded
+// table it drops is still on every shard, and still takes rows. AutoMigrate, which needs a connection of its own,
+// says DryRun is unsupported and makes nothing.
+func TestDryRunMigratorChangesNoDatabase(t *testing.T) {
+	db, p, direct := revRouted(t, &revUser{})
+	dry := db.Session(&gorm.Session{DryRun: true})
+	must(t, p.Migrator(dry).DropTable(&revUser{}))
+	for i, d := range direct {
+		if !d.Migrator().HasTable(&revUser{}) {
+			t.Fatalf("a DryRun DropTable dropped the table on physical database %d", i)
+		}
+	}
+	if err := p.Migrator(dry).AutoMigrate(&revPlain{}); !errors.Is(err, gorm.ErrDryRunModeUnsupported) {
+		t.Fatalf("a DryRun AutoMigrate: %v, want gorm.ErrDryRunModeUnsupported", err)
+	}
+	for i, d := range direct {
+		if d.Migrator().HasTable(&revPlain{}) {
+			t.Fatalf("a DryRun AutoMigrate made a table on physical database %d", i)
+		}
+	}
+	must(t, db.Create(&revUser{Name: "still there"}).Error)
+}

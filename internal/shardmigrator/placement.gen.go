@@ -143,7 +143,7 @@ func (m Migrator) physicalSession(k int) (*gorm.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	tx := opened.Session(&gorm.Session{Context: m.db.Statement.Context})
+	tx := opened.Session(&gorm.Session{Context: m.db.Statement.Context, DryRun: m.db.DryRun}) // a DryRun session's changes are built, not run
 	config := *tx.Config
 	config.DisableForeignKeyConstraintWhenMigrating = true
 	config.IgnoreRelationshipsWhenMigrating = true
