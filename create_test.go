@@ -131,6 +131,33 @@ func TestBeforeCreateSeesTheID(t *testing.T) {
 	}
 }
 
+type textUUIDRow struct {
+	ID   string `gorm:"size:36" shardid:"strategy:uuidv7"`
+	Name string
+}
+
+// TestNilUUIDTextIsRefusedAsAPreset: a UUID key held as text that is the
+// nil UUID is no ID (a uuid.UUID field's nil is empty, and gets a new one):
+// refused with ErrInvalidID, nothing written; an empty one gets a new UUID.
+func TestNilUUIDTextIsRefusedAsAPreset(t *testing.T) {
+	db, _ := testDB(t, Config{})
+	migrate(t, db, &textUUIDRow{})
+	row := textUUIDRow{ID: "00000000-0000-0000-0000-000000000000", Name: "nil"}
+	if err := db.Create(&row).Error; !errors.Is(err, ErrInvalidID) {
+		t.Fatalf("a nil UUID preset: %v, want ErrInvalidID", err)
+	}
+	var n int64
+	must(t, db.Model(&textUUIDRow{}).Clauses(AllShards()).Count(&n).Error)
+	if n != 0 {
+		t.Fatalf("%d rows written", n)
+	}
+	fresh := textUUIDRow{Name: "new"}
+	must(t, db.Create(&fresh).Error)
+	if fresh.ID == "" || strings.Trim(fresh.ID, "0-") == "" {
+		t.Fatalf("an empty key got %q", fresh.ID)
+	}
+}
+
 func TestPresetIDIsKeptOrRefused(t *testing.T) {
 	db, p := testDB(t, Config{})
 	migrate(t, db, allModels()...)

@@ -423,7 +423,10 @@ func (e *Engine) checkPreset(f *idField, v reflect.Value) (zero bool, err error)
 		if v.IsZero() {
 			return true, nil
 		}
-		_, err := uuidOf(v.Interface())
+		u, err := uuidOf(v.Interface())
+		if err == nil && u == uuid.Nil {
+			err = fmt.Errorf("%w: the nil UUID (all zeros) is no ID: leave the field empty for a new one", strategies.ErrInvalidID)
+		}
 		return false, err
 	}
 	id, err := readID(v)
