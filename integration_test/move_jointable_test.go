@@ -212,7 +212,9 @@ func TestStaleProcessUnlinkingAMovedOwnersLanguagesIsRefused(t *testing.T) {
 			return langs
 		}
 		one, two := owner(5, l[0], l[1], l[2]), owner(6, l[0], l[1])
-		unlink := func() error { return staleDB.Model(&MjUser{ID: one.ID}).Association("Languages").Delete(&MjLanguage{ID: l[0].ID}) }
+		unlink := func() error {
+			return staleDB.Model(&MjUser{ID: one.ID}).Association("Languages").Delete(&MjLanguage{ID: l[0].ID})
+		}
 		if err := unlink(); !errors.Is(err, shardid.ErrShardMoved) {
 			t.Fatalf("the stale Association Delete: %v, want ErrShardMoved", err)
 		}
