@@ -605,3 +605,48 @@ func TestDryRunMigratorChangesNoDatabase(t *testing.T) {
 	}
 	must(t, db.Create(&revUser{Name: "still there"}).Error)
 }
+
+type migRegion struct { // unsharded
+	ID   int64
+	Name string
+}
+
+type migBadge struct { // sharded, of a shard of its own
+	ID   int64 `shardid:""`
+	Name string
+}
+
+type migMember struct {
+	ID       int64 `shardid:""`
+	RegionID int64
+	Region   migRegion
+	Badges   []migBadge `gorm:"many2many:mig_member_badges"`
+}
+
+// TestAutoMigrateMakesTheModelsAShardedModelRelatesTo: as GORM's AutoMigrate
+// makes the tables of the models a model belongs to and of its many2many
+// targets, so does the plugin's, each where its rows live: an unsharded
+// parent on the plugin's database only, a sharded target and the join table
+// on every shard.
+func TestAutoMigrateMakesTheModelsAShardedModelRelatesTo(t *testing.T) {
+	dir := t.TempDir()
+	db, p := openIn(t, dir)
+	must(t, p.AutoMigrate(db, &migMember{}))
+	shard, err := gorm.Open(sqlite.Open("file:"+filepath.Join(dir, "s1.db")), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	t.Cleanup(func() {
+		if sqlDB, err := shard.DB(); err == nil {
+			_ = sqlDB.Close()
+		}
+	})
+	for table, onOwn := range map[string]bool{"mig_regions": true, "mig_members": false, "mig_badges": false, "mig_member_badges": false} {
+		if got := db.Migrator().HasTable(table); got != onOwn {
+			t.Errorf("%s on the plugin's database: %v, want %v", table, got, onOwn)
+		}
+		if got := shard.Migrator().HasTable(table); got == onOwn {
+			t.Errorf("%s on a shard: %v, want %v", table, got, !onOwn)
+		}
+	}
+	must(t, db.Create(&migRegion{Name: "north"}).Error)
+	must(t, db.Create(&migBadge{Name: "gold"}).Error)
+}

@@ -31,7 +31,15 @@ func (m Migrator) CreateTable(models ...any) error {
 func (m Migrator) split(models []any) (here, everywhere []any, used map[strategies.Generator]bool, err error) {
 	used = map[strategies.Generator]bool{}
 	joinTables := map[string]bool{}
+	seen := map[reflect.Type]bool{}
+	models = slices.Clone(models)
 	for _, value := range models {
+		if t := reflect.TypeOf(value); t != nil {
+			seen[t] = true
+		}
+	}
+	for i := 0; i < len(models); i++ { // models grows by the ones related to a sharded model
+		value := models[i]
 		sharded, model, s, err := m.sharded(value)
 		if err != nil {
 			return nil, nil, nil, err
@@ -55,8 +63,28 @@ func (m Migrator) split(models []any) (here, everywhere []any, used map[strategi
 				everywhere = append(everywhere, reflect.New(rel.JoinTable.ModelType).Interface())
 			}
 		}
+		models = appendRelated(models, s, seen)
 	}
 	return here, everywhere, used, nil
+}
+
+// appendRelated appends to models those a sharded model's belongs-to and
+// many2many relations name, as GORM's AutoMigrate migrates them with it
+// (the physical databases' migrators follow no relation); each goes where
+// its own table lives.
+func appendRelated(models []any, s *schema.Schema, seen map[reflect.Type]bool) []any {
+	for _, rel := range s.Relationships.Relations {
+		if rel.Field.IgnoreMigration || rel.FieldSchema == nil || rel.Type != schema.BelongsTo && rel.JoinTable == nil {
+			continue
+		}
+		t := reflect.PointerTo(rel.FieldSchema.ModelType)
+		if seen[t] || seen[rel.FieldSchema.ModelType] {
+			continue
+		}
+		seen[t] = true
+		models = append(models, reflect.New(rel.FieldSchema.ModelType).Interface())
+	}
+	return models
 }
 
 func (m Migrator) create(models []any, do func(gorm.Migrator, ...any) error) (err error) {
