@@ -650,3 +650,21 @@ func TestAutoMigrateMakesTheModelsAShardedModelRelatesTo(t *testing.T) {
 	must(t, db.Create(&migRegion{Name: "north"}).Error)
 	must(t, db.Create(&migBadge{Name: "gold"}).Error)
 }
+
+// TestTableDroppedUnderAnotherSpellingIsForgotten: SQLite finds a table by
+// its name in any case; one dropped through the plugin's migrator by
+// another spelling of its name is gone from every shard and from the
+// plugin's record of sharded tables, so a move no longer looks for it.
+func TestTableDroppedUnderAnotherSpellingIsForgotten(t *testing.T) {
+	db, p := openIn(t, t.TempDir())
+	must(t, p.AutoMigrate(db, &dropUser{}, &revUser{}))
+	must(t, p.Migrator(db).DropTable("DROP_USERS"))
+	var recorded []string
+	must(t, db.Table("shardid_tables").Pluck("name", &recorded).Error)
+	if slices.Contains(recorded, "drop_users") || !slices.Contains(recorded, "rev_users") {
+		t.Fatalf("recorded tables %v after DROP_USERS was dropped, want rev_users alone", recorded)
+	}
+	if _, err := p.Move(t.Context(), Move{Logical: Range{From: 0, To: 99}, To: "s1", DryRun: true}); err != nil {
+		t.Fatalf("a move after the drop: %v", err)
+	}
+}

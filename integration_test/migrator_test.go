@@ -349,3 +349,40 @@ func TestTwoProcessesMigratingAtOnceKeepEachOthersTables(t *testing.T) {
 		}
 	})
 }
+
+// schemaItem is a sharded model whose table is in a schema of its own.
+type schemaItem struct {
+	ID   int64 `shardid:""`
+	Name string
+}
+
+func (schemaItem) TableName() string { return "item_schema.schema_items" }
+
+// TestRenameKeepsASchemaQualifiedTableRecordedInItsSchema: PostgreSQL's
+// RENAME TO keeps a table in its schema; the plugin records the renamed
+// table there too, so a move finds it, and forgets it when it is dropped.
+func TestRenameKeepsASchemaQualifiedTableRecordedInItsSchema(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		if b.name != "postgres" {
+			t.Skip("a schema of its own is PostgreSQL's")
+		}
+		r := newRouting(t, b)
+		for _, d := range append([]*gorm.DB{r.db}, r.direct...) {
+			must(t, d.Exec("DROP SCHEMA IF EXISTS item_schema CASCADE").Error)
+			must(t, d.Exec("CREATE SCHEMA item_schema").Error)
+		}
+		must(t, r.plugin.AutoMigrate(r.db, &schemaItem{}))
+		must(t, r.plugin.Migrator(r.db).RenameTable(&schemaItem{}, "schema_items_renamed"))
+		var recorded []string
+		must(t, r.db.Table("shardid_tables").Pluck("name", &recorded).Error)
+		if !slices.Contains(recorded, "item_schema.schema_items_renamed") {
+			t.Fatalf("recorded tables %v, want item_schema.schema_items_renamed", recorded)
+		}
+		must(t, r.plugin.Migrator(r.db).DropTable("item_schema.schema_items_renamed"))
+		recorded = nil
+		must(t, r.db.Table("shardid_tables").Pluck("name", &recorded).Error)
+		if slices.ContainsFunc(recorded, func(name string) bool { return strings.Contains(name, "schema_items") }) {
+			t.Fatalf("recorded tables %v after the renamed table was dropped", recorded)
+		}
+	})
+}

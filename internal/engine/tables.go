@@ -97,8 +97,23 @@ func (e *Engine) unregisterTable(db *gorm.DB, table string) error {
 	if err := e.maps.prepareTables(ctx); err != nil {
 		return err
 	}
-	_, err := e.maps.Exec(ctx, "DELETE FROM "+tablesTable+" WHERE name = ?", table)
+	match := "name = ?"
+	if e.foldsTableNames(ctx) {
+		match = "lower(name) = lower(?)" // the table dropped under another spelling of its name
+	}
+	_, err := e.maps.Exec(ctx, "DELETE FROM "+tablesTable+" WHERE "+match, table)
 	return err
+}
+
+// foldsTableNames reports whether the physical databases find a table by
+// its name in any case (SQLite's).
+func (e *Engine) foldsTableNames(ctx context.Context) bool {
+	for k := range e.physical {
+		if ph, err := e.physical[k].open(ctx); err == nil && ph.db.Dialector.Name() == "sqlite" {
+			return true
+		}
+	}
+	return false
 }
 
 // renameRegisteredTable records a sharded table renamed through the migrator

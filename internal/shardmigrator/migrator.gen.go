@@ -220,7 +220,11 @@ func (m Migrator) RenameTable(oldName, newName any) error {
 	if !sharded || !m.plugin.Routed() {
 		return nil
 	}
-	return m.plugin.RenameRegisteredTable(m.db, m.tableName(oldName), m.tableName(newName))
+	renamed := m.tableName(newName)
+	if qualifier, _, qualified := strings.Cut(m.tableName(oldName), "."); qualified && !strings.Contains(renamed, ".") && m.db.Dialector.Name() == "postgres" {
+		renamed = qualifier + "." + renamed // PostgreSQL's RENAME TO keeps the table in its schema
+	}
+	return m.plugin.RenameRegisteredTable(m.db, m.tableName(oldName), renamed)
 }
 
 // tableName is the table of value: a model's, or a name.
