@@ -57,7 +57,11 @@ const (
 // rows it names, or why it is refused.
 type Route struct {
 	Databases Set
-	Refusal   Refusal
+	// Several says a source of the statement's shards (a key column's
+	// values, its rows) names two logical shards or more: rows one database
+	// holds that a move may since have split.
+	Several bool
+	Refusal Refusal
 	// Err is a key column's error for a value that cannot name a shard.
 	Err error
 }
@@ -70,13 +74,13 @@ type Route struct {
 // rows when they have one. Nothing naming a shard, it is refused with NoShard, unless m has one
 // database.
 func PlanRoute(s Statement, m *Map) Route {
-	named, found, none := m.Serving(), false, false
+	named, found, none, several := m.Serving(), false, false, false
 	for _, key := range s.Keys {
 		values, ok := ColumnValues(s.Where, key.Matches)
 		if !ok {
 			continue
 		}
-		set := Set{}
+		set, first := Set{}, -1
 		for _, v := range values {
 			shard, err := key.ShardOf(v)
 			if errors.Is(err, ErrNull) {
@@ -85,6 +89,8 @@ func PlanRoute(s Statement, m *Map) Route {
 			if err != nil {
 				return Route{Err: err}
 			}
+			several = several || first >= 0 && shard != first
+			first = shard
 			set = set.With(m.Physical(shard))
 		}
 		if set.Empty() { // IN (), or only NULLs
@@ -96,6 +102,7 @@ func PlanRoute(s Statement, m *Map) Route {
 	if len(s.Rows) > 0 {
 		set := Set{}
 		for _, shard := range s.Rows {
+			several = several || shard != s.Rows[0]
 			set = set.With(m.Physical(shard))
 		}
 		named, found = named.Intersect(set), true
@@ -104,7 +111,7 @@ func PlanRoute(s Statement, m *Map) Route {
 	case found && !s.Clause.Empty() && !named.SubsetOf(s.Clause):
 		return Route{Refusal: OutsideClause}
 	case found && !named.Empty():
-		return Route{Databases: named}
+		return Route{Databases: named, Several: several}
 	case found && !s.Clause.Empty(): // conditions on rows of two databases, which no row satisfies at once
 		return Route{Databases: Only(s.Clause.First())}
 	case !s.Clause.Empty():
@@ -115,35 +122,6 @@ func PlanRoute(s Statement, m *Map) Route {
 		return Route{Databases: Only(max(m.Serving().First(), 0))} // any database serving a range answers "no rows"
 	}
 	return Route{Refusal: NoShard}
-}
-
-// SeveralShards reports whether a source of the statement's shards (a key
-// column's values, or its rows) names two logical shards or more: rows a map
-// puts on one database that a move may since have split.
-func SeveralShards(s Statement) bool {
-	several := func(shards func(yield func(int) bool)) bool {
-		first, seen := 0, false
-		for shard := range shards {
-			if seen && shard != first {
-				return true
-			}
-			first, seen = shard, true
-		}
-		return false
-	}
-	for _, key := range s.Keys {
-		values, ok := ColumnValues(s.Where, key.Matches)
-		if ok && several(func(yield func(int) bool) {
-			for _, v := range values {
-				if shard, err := key.ShardOf(v); err == nil && !yield(shard) {
-					return
-				}
-			}
-		}) {
-			return true
-		}
-	}
-	return several(slices.Values(s.Rows))
 }
 
 // oneDatabaseOf is OneDatabase's database, or -1.

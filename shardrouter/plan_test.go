@@ -213,10 +213,14 @@ func TestPlanRouteLeavesOutADatabaseServingNothing(t *testing.T) {
 	}
 }
 
-func TestSeveralShards(t *testing.T) {
+func TestRouteSaysWhenItNamesSeveralShards(t *testing.T) {
 	key := KeyColumn{
 		Matches: func(_, name string) bool { return name == "id" },
 		ShardOf: func(v any) (int, error) { return int(v.(int64) % 10), nil },
+	}
+	m, err := NewMap(10, []Physical{{Name: "a", Logical: []Range{{From: 0, To: 9}}}})
+	if err != nil {
+		t.Fatal(err)
 	}
 	cases := []struct {
 		name string
@@ -228,11 +232,10 @@ func TestSeveralShards(t *testing.T) {
 		{"two keys of two shards", Statement{Keys: []KeyColumn{key}, Where: []clause.Expression{clause.IN{Column: "id", Values: []any{int64(13), int64(14)}}}}, true},
 		{"rows of two shards", Statement{Keys: []KeyColumn{key}, Rows: []int{3, 3, 4}}, true},
 		{"rows of one shard", Statement{Keys: []KeyColumn{key}, Rows: []int{3, 3}}, false},
-		{"no key", Statement{Keys: []KeyColumn{key}, Where: []clause.Expression{clause.Eq{Column: "name", Value: "a"}}}, false},
 	}
 	for _, c := range cases {
-		if got := SeveralShards(c.s); got != c.want {
-			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		if got := PlanRoute(c.s, m); got.Several != c.want || got.Databases.Empty() {
+			t.Errorf("%s: %+v, want Several %v on database a", c.name, got, c.want)
 		}
 	}
 }

@@ -189,6 +189,9 @@ func (e *Engine) joinRowsOnStaleMap(db *gorm.DB) {
 // database and a move may since have split.
 func (e *Engine) namesSeveralShards(db *gorm.DB) bool {
 	stmt := db.Statement
+	if state := routeStateOf(stmt); state != nil && state.boundOn > 0 {
+		return state.severalShards // as its routing found
+	}
 	if stmt.Schema == nil {
 		return false
 	}
@@ -197,7 +200,8 @@ func (e *Engine) namesSeveralShards(db *gorm.DB) bool {
 		return false
 	}
 	var rowsOnStack [1]int
-	return shardrouter.SeveralShards(shardrouter.Statement{Keys: m.keys, Where: readClauses(stmt).where, Rows: e.modelShards(stmt, m, kindUpdate, rowsOnStack[:0])})
+	planned := shardrouter.Statement{Keys: m.keys, Where: readClauses(stmt).where, Rows: e.modelShards(stmt, m, kindUpdate, rowsOnStack[:0])}
+	return shardrouter.PlanRoute(planned, e.mapOf(stmt)).Several
 }
 
 // missedOnStaleMap looks again at an update or delete that found no row, or

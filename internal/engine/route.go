@@ -119,7 +119,7 @@ func (e *Engine) routeStatement(db *gorm.DB, kind statementKind, sub bool, setti
 		return
 	}
 	shardMap := e.router.Map() // one map for the whole statement, though it be swapped meanwhile
-	physicals, err := e.routeOf(db, m, kind, settings, reading.where, shardMap)
+	physicals, several, err := e.routeOf(db, m, kind, settings, reading.where, shardMap)
 	if table, joins := e.joinsJoinTable(stmt); joins && errors.Is(err, ErrNoShard) { // Association(...).Find or Count of a many2many
 		err = fmt.Errorf("%w: %s is joined with %s, the join rows of a sharded model, which are on their owner's database, and the %s rows they name may be on others: read them with Preload, which reads each where it is",
 			ErrCrossShard, m.schema.Name, table, m.schema.Name)
@@ -132,7 +132,9 @@ func (e *Engine) routeStatement(db *gorm.DB, kind statementKind, sub bool, setti
 		return
 	}
 	if k, ok := physicals.Single(); ok {
-		e.bindWrite(db, kind, k, shardMap)
+		if state := e.bindWrite(db, kind, k, shardMap); state != nil {
+			state.severalShards = several
+		}
 		return
 	}
 	stmt.Settings.Store(routingKey{}, &routeState{shardMap: shardMap}) // its parts split their values by it
@@ -159,6 +161,9 @@ type routeState struct {
 	// plus one; gormTx the transaction GORM then began for it there.
 	boundOn int
 	gormTx  gorm.ConnPool
+	// severalShards says the update or delete bound on boundOn names rows of
+	// two logical shards or more, which a move may since have split.
+	severalShards bool
 	// anchored is the write of a Create in a transaction on the plugin's
 	// own database, which commits with it (anchored.go).
 	anchored *globalTx
@@ -280,11 +285,14 @@ func (e *Engine) bind(db *gorm.DB, k int) error {
 
 // bindWrite binds a statement of kind to k, and notes an update or a delete
 // bound outside a transaction: GORM begins one for it there.
-func (e *Engine) bindWrite(db *gorm.DB, kind statementKind, k int, shardMap *shardrouter.Map) {
+func (e *Engine) bindWrite(db *gorm.DB, kind statementKind, k int, shardMap *shardrouter.Map) *routeState {
 	outside := !inTransaction(db.Statement.ConnPool)
 	if db.AddError(e.bind(db, k)) == nil && outside && (kind == kindUpdate || kind == kindDelete) {
-		keepWriteState(db.Statement, shardMap).boundOn = k + 1
+		state := keepWriteState(db.Statement, shardMap)
+		state.boundOn = k + 1
+		return state
 	}
+	return nil
 }
 
 // rowKey returns the primary key of the one row an update names, by its
@@ -579,12 +587,14 @@ func (e *onError) Is(target error) bool {
 // conditions on the key columns and its model's IDs.
 func (e *Engine) statementPhysicals(db *gorm.DB, m *model, kind statementKind, shardMap *shardrouter.Map) (shardrouter.Set, error) {
 	settings := readSettings(db.Statement)
-	return e.routeOf(db, m, kind, &settings, readClauses(db.Statement).where, shardMap)
+	set, _, err := e.routeOf(db, m, kind, &settings, readClauses(db.Statement).where, shardMap)
+	return set, err
 }
 
 // routeOf is statementPhysicals for the statement's Settings and conditions
-// where, read already.
-func (e *Engine) routeOf(db *gorm.DB, m *model, kind statementKind, settings *settingsReading, where []clause.Expression, shardMap *shardrouter.Map) (shardrouter.Set, error) {
+// where, read already; several says its keys or rows name two logical shards
+// or more.
+func (e *Engine) routeOf(db *gorm.DB, m *model, kind statementKind, settings *settingsReading, where []clause.Expression, shardMap *shardrouter.Map) (set shardrouter.Set, several bool, err error) {
 	stmt := db.Statement
 	planned := shardrouter.Statement{Keys: m.keys, Where: where}
 	if settings.hinted {
@@ -594,7 +604,7 @@ func (e *Engine) routeOf(db *gorm.DB, m *model, kind statementKind, settings *se
 		} else {
 			s, err := e.hintShard(h)
 			if err != nil {
-				return shardrouter.Set{}, err
+				return shardrouter.Set{}, false, err
 			}
 			planned.Clause = shardrouter.Only(shardMap.Physical(s))
 		}
@@ -602,20 +612,20 @@ func (e *Engine) routeOf(db *gorm.DB, m *model, kind statementKind, settings *se
 	var rowsOnStack [1]int
 	planned.Rows = e.modelShards(stmt, m, kind, rowsOnStack[:0])
 	if len(planned.Rows) > 0 && shardrouter.OrJoined(where) {
-		return shardrouter.Set{}, fmt.Errorf("%w: %s: a condition given by Or leaves the IDs of the statement's rows, which GORM appends, AND-ed to part of the conditions only: the rows it names may be on any database; give the IDs as a condition, or the Or inside Where(clause.Or(...))",
+		return shardrouter.Set{}, false, fmt.Errorf("%w: %s: a condition given by Or leaves the IDs of the statement's rows, which GORM appends, AND-ed to part of the conditions only: the rows it names may be on any database; give the IDs as a condition, or the Or inside Where(clause.Or(...))",
 			ErrCrossShard, m.schema.Name)
 	}
 	route := shardrouter.PlanRoute(planned, shardMap)
 	switch route.Refusal {
 	case shardrouter.OutsideClause:
-		return route.Databases, fmt.Errorf("%w: %s: the statement's conditions name rows outside the shard its clause names", ErrCrossShard, m.schema.Name)
+		return route.Databases, false, fmt.Errorf("%w: %s: the statement's conditions name rows outside the shard its clause names", ErrCrossShard, m.schema.Name)
 	case shardrouter.NoShard:
 		if rows := reflect.Indirect(reflect.ValueOf(stmt.Model)); kind == kindUpdate && (rows.Kind() == reflect.Slice || rows.Kind() == reflect.Array) && rows.Len() > 0 {
-			return route.Databases, fmt.Errorf("%w (GORM restricts an update of rows to their IDs only when the last row has one)", e.noShard(m))
+			return route.Databases, false, fmt.Errorf("%w (GORM restricts an update of rows to their IDs only when the last row has one)", e.noShard(m))
 		}
-		return route.Databases, e.noShard(m)
+		return route.Databases, false, e.noShard(m)
 	}
-	return route.Databases, route.Err
+	return route.Databases, route.Several, route.Err
 }
 
 func (e *Engine) noShard(m *model) error {
