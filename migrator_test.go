@@ -632,13 +632,7 @@ func TestAutoMigrateMakesTheModelsAShardedModelRelatesTo(t *testing.T) {
 	dir := t.TempDir()
 	db, p := openIn(t, dir)
 	must(t, p.AutoMigrate(db, &migMember{}))
-	shard, err := gorm.Open(sqlite.Open("file:"+filepath.Join(dir, "s1.db")), &gorm.Config{Logger: logger.Discard})
-	must(t, err)
-	t.Cleanup(func() {
-		if sqlDB, err := shard.DB(); err == nil {
-			_ = sqlDB.Close()
-		}
-	})
+	shard := openFile(t, dir, "s1.db")
 	for table, onOwn := range map[string]bool{"mig_regions": true, "mig_members": false, "mig_badges": false, "mig_member_badges": false} {
 		if got := db.Migrator().HasTable(table); got != onOwn {
 			t.Errorf("%s on the plugin's database: %v, want %v", table, got, onOwn)

@@ -166,13 +166,8 @@ func (e *Engine) joinRowsOnStaleMap(db *gorm.DB) {
 	if db.RowsAffected > 0 && !slices.ContainsFunc(owners, func(s int) bool { return s != owners[0] }) {
 		return // its one owner's rows were here
 	}
-	k, known := e.ranOn(stmt)
-	if !known {
-		return
-	}
-	sealed, err := e.fence().Sealed(stmt.Context, stmt.ConnPool)
-	if err != nil {
-		db.AddError(fmt.Errorf("shardid: %s: whether a range of %s moved cannot be read: %w", stmt.Schema.Table, e.physical[k].name, err))
+	sealed, _, ok := e.sealedWhereRan(db)
+	if !ok {
 		return
 	}
 	for _, r := range sealed {
@@ -227,13 +222,8 @@ func (e *Engine) missedOnStaleMap(db *gorm.DB, kind statementKind, execute func(
 	if err != nil || m == nil || !m.sharded() {
 		return
 	}
-	from, known := e.ranOn(stmt)
-	if !known {
-		return
-	}
-	sealed, err := e.fence().Sealed(stmt.Context, stmt.ConnPool)
-	if err != nil {
-		db.AddError(fmt.Errorf("shardid: %s found no row on %s, and whether a range it names moved cannot be read: %w", m.schema.Name, e.physical[from].name, err))
+	sealed, from, ok := e.sealedWhereRan(db)
+	if !ok {
 		return
 	}
 	if len(sealed) == 0 || !e.namesRanges(db, m, kind, sealed) {
@@ -278,13 +268,8 @@ func (e *Engine) partOnStaleMap(db *gorm.DB) {
 	if !ok {
 		return
 	}
-	k, known := e.ranOn(stmt)
-	if !known {
-		return
-	}
-	sealed, err := e.fence().Sealed(stmt.Context, stmt.ConnPool)
-	if err != nil {
-		db.AddError(fmt.Errorf("shardid: whether a range of %s moved cannot be read: %w", e.physical[k].name, err))
+	sealed, _, ok := e.sealedWhereRan(db)
+	if !ok {
 		return
 	}
 	keep := kept.([]Range)
@@ -295,6 +280,24 @@ func (e *Engine) partOnStaleMap(db *gorm.DB) {
 			return
 		}
 	}
+}
+
+// sealedWhereRan reads, in the write's transaction, the fence of the
+// database it ran on: the ranges whose cutover that database sealed. It
+// reports false when that database is not known, or the read failed (the
+// write then fails with why).
+func (e *Engine) sealedWhereRan(db *gorm.DB) ([]Range, int, bool) {
+	stmt := db.Statement
+	k, known := e.ranOn(stmt)
+	if !known {
+		return nil, 0, false
+	}
+	sealed, err := e.fence().Sealed(stmt.Context, stmt.ConnPool)
+	if err != nil {
+		db.AddError(fmt.Errorf("shardid: %s: whether a range of %s moved cannot be read: %w", stmt.Table, e.physical[k].name, err))
+		return nil, k, false
+	}
+	return sealed, k, true
 }
 
 // namesRanges reports whether the statement may name a row of ranges: it is
