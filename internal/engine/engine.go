@@ -104,6 +104,10 @@ type Engine struct {
 	poolOwners       sync.Map  // gorm.ConnPool → the index of the physical database it is the pool of
 
 	unshardedTables sync.Map // lower-case table name → model name, for raw SQL on a shard
+	// recordedTables holds, lower case, the sharded tables shardid_tables
+	// listed at the start: a model (or its join table) this process has not
+	// used yet is sharded all the same.
+	recordedTables sync.Map
 
 	maps        *mapStore    // the shared map; nil without Config.Shards
 	mapVersion  atomic.Int64 // the version of it routed by

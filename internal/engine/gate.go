@@ -80,6 +80,9 @@ func fannedOutDry(db *gorm.DB) bool {
 // (onShard) or the plugin's own, when it names a table the statement's
 // routing does not cover there.
 func (e *Engine) checkSent(stmt *gorm.Statement, sql string, k int, onShard bool) error {
+	if !onShard && ownCopy(stmt) {
+		return nil
+	}
 	scan := e.scanned(sql)
 	own := stmt.Table
 	if stmt.Schema != nil {

@@ -119,6 +119,9 @@ func (e *Engine) readFirstMap(ctx context.Context) (int64, error) {
 	if err := e.seedMap(ctx); err != nil {
 		return 0, err
 	}
+	if err := e.loadRecordedTables(ctx); err != nil {
+		return 0, err
+	}
 	return e.refreshMap(ctx)
 }
 

@@ -137,6 +137,23 @@ func (m migratorPlugin) ShardedTable(table string) bool {
 	return sharded || joins
 }
 
+func (m migratorPlugin) OwnCopy(db *gorm.DB) *gorm.DB {
+	tx := db.Session(&gorm.Session{})
+	tx.Statement.Settings.Store(ownCopyKey{}, true)
+	return tx
+}
+
+// ownCopyKey marks the migrator's session for a table it found by name on
+// the plugin's database.
+type ownCopyKey struct{}
+
+// ownCopy reports whether stmt is the migrator's on a table it found by name
+// on the plugin's database: its SQL may name a table recorded as sharded.
+func ownCopy(stmt *gorm.Statement) bool {
+	_, ok := loadSetting(stmt, ownCopyKey{})
+	return ok
+}
+
 func (m migratorPlugin) PrepareStrategies(db *gorm.DB, used map[strategies.Generator]bool) error {
 	return m.p.prepareStrategies(db, used)
 }

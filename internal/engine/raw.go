@@ -65,6 +65,9 @@ func (e *Engine) routeWithoutModel(db *gorm.DB, sql, what string) error {
 		return err
 	}
 	k, onShard, bound := e.rawSQLPhysical(stmt)
+	if !onShard && ownCopy(stmt) {
+		return nil
+	}
 	if onShard {
 		if err := e.mapUsable(); err != nil {
 			return err
@@ -123,6 +126,12 @@ func (e *Engine) shardedModel(table string) (string, bool) {
 	}
 	if _, ok := e.joinTables.Load(lower); ok {
 		return "many2many", true
+	}
+	if _, ok := e.unshardedTables.Load(lower); ok {
+		return "", false // this process's model of it says unsharded
+	}
+	if _, ok := e.recordedTables.Load(lower); ok {
+		return "(a model this process has not used, recorded as sharded in " + tablesTable + ")", true
 	}
 	return "", false
 }

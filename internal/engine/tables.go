@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"gorm.io/gorm"
 
@@ -88,6 +89,30 @@ func (e *Engine) registerTables(db *gorm.DB, models []any) error {
 	return nil
 }
 
+// loadRecordedTables reads which tables are sharded from the record the
+// plugin keeps of its migrations, so that SQL naming one is routed as such
+// before this process has used its model (a join table GORM names in
+// Association's query, say), not run on the plugin's database.
+func (e *Engine) loadRecordedTables(ctx context.Context) error {
+	if err := e.maps.prepareTables(ctx); err != nil {
+		return err
+	}
+	rows, err := e.maps.DB().QueryContext(ctx, "SELECT name FROM "+tablesTable)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return err
+		}
+		e.recordedTables.Store(strings.ToLower(name), struct{}{})
+		e.recordedTables.Store(bareTable(name), struct{}{})
+	}
+	return rows.Err()
+}
+
 // unregisterTable forgets a sharded table dropped through the migrator.
 func (e *Engine) unregisterTable(db *gorm.DB, table string) error {
 	if e.maps == nil {
@@ -102,6 +127,8 @@ func (e *Engine) unregisterTable(db *gorm.DB, table string) error {
 		match = "lower(name) = lower(?)" // the table dropped under another spelling of its name
 	}
 	_, err := e.maps.Exec(ctx, "DELETE FROM "+tablesTable+" WHERE "+match, table)
+	e.recordedTables.Delete(strings.ToLower(table))
+	e.recordedTables.Delete(bareTable(table))
 	return err
 }
 
@@ -130,6 +157,11 @@ func (e *Engine) renameRegisteredTable(db *gorm.DB, oldName, newName string) err
 		return err
 	}
 	_, err := e.maps.Exec(ctx, "UPDATE "+tablesTable+" SET name = ? WHERE name = ?", newName, oldName)
+	if _, recorded := e.recordedTables.LoadAndDelete(strings.ToLower(oldName)); recorded {
+		e.recordedTables.Delete(bareTable(oldName))
+		e.recordedTables.Store(strings.ToLower(newName), struct{}{})
+		e.recordedTables.Store(bareTable(newName), struct{}{})
+	}
 	return err
 }
 

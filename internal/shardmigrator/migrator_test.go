@@ -49,6 +49,7 @@ func (f *fakePlugin) Model(s *schema.Schema) (*Model, error) {
 	return &Model{Sharded: true, Key: "ID", Generators: []strategies.Generator{nil}}, nil
 }
 func (f *fakePlugin) ShardedTable(table string) bool { return f.sharded[table] }
+func (f *fakePlugin) OwnCopy(db *gorm.DB) *gorm.DB   { return db }
 func (f *fakePlugin) PrepareStrategies(*gorm.DB, map[strategies.Generator]bool) error {
 	return f.prepare
 }

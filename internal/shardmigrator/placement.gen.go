@@ -50,6 +50,7 @@ func (m Migrator) sharded(value any) (bool, *Model, *schema.Schema, error) {
 func (m Migrator) targets(value any) ([]target, error) {
 	own := []target{{name: m.ownName(), migrator: m.own}}
 	if table, isTable := value.(string); isTable && !m.plugin.ShardedTable(table) {
+		own[0].migrator = m.plugin.OwnCopy(m.db).Migrator() // found there by looking
 		where, err := m.locate(table)
 		switch {
 		case err != nil:

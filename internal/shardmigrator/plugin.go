@@ -39,6 +39,10 @@ type Plugin interface {
 	// ShardedTable reports whether table holds the rows of a sharded model
 	// the process has seen, or the join rows of its many2many relations.
 	ShardedTable(table string) bool
+	// OwnCopy is a session of db for a table the migrator found by name on
+	// the plugin's database (a copy plain GORM left there): its statements
+	// run there though the table's name is recorded as sharded.
+	OwnCopy(db *gorm.DB) *gorm.DB
 	// PrepareStrategies creates, in every physical database, what the ID
 	// sources used keep there.
 	PrepareStrategies(db *gorm.DB, used map[strategies.Generator]bool) error

@@ -1,0 +1,125 @@
+package shardid
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+)
+
+type recordedLanguage struct {
+	ID   uint
+	Name string
+}
+
+type recordedUser struct {
+	ID        int64 `shardid:""`
+	Name      string
+	Languages []recordedLanguage `gorm:"many2many:recorded_user_languages"`
+}
+
+// processesOnOneSetOfFiles returns how to start the plugin on the same
+// SQLite files again, as each process of one application does, and the two
+// physical databases opened without it.
+func processesOnOneSetOfFiles(t *testing.T) (start func() (*gorm.DB, *Plugin), direct []*gorm.DB) {
+	t.Helper()
+	dir := t.TempDir()
+	dsn := func(name string) string {
+		return "file:" + filepath.Join(dir, name) + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
+	}
+	for i := range 2 {
+		d, err := gorm.Open(sqlite.Open(dsn(fmt.Sprintf("s%d.db", i))), &gorm.Config{Logger: logger.Discard})
+		must(t, err)
+		direct = append(direct, d)
+	}
+	return func() (*gorm.DB, *Plugin) {
+		db, err := gorm.Open(sqlite.Open(dsn("main.db")), &gorm.Config{Logger: logger.Discard})
+		must(t, err)
+		count := Layout{}.ShardCount()
+		var shards []Shard
+		for i := range 2 {
+			shards = append(shards, Shard{Name: fmt.Sprintf("s%d", i), Dialector: sqlite.Open(dsn(fmt.Sprintf("s%d.db", i))), Logical: []Range{{From: i * count / 2, To: (i+1)*count/2 - 1}}})
+		}
+		p := New(Config{Shards: shards})
+		must(t, db.Use(p))
+		t.Cleanup(func() {
+			_ = p.Close()
+			if sqlDB, err := db.DB(); err == nil {
+				_ = sqlDB.Close()
+			}
+		})
+		return db, p
+	}, direct
+}
+
+// A process that has not used a sharded model yet knows its tables from
+// the record of migrations: the join table GORM names in Association's
+// query, or raw SQL, is not read on the plugin's database, where a table of
+// that name holds no rows of the shards (here one left from before the
+// plugin was adopted).
+func TestShardedTablesOfModelsNotYetUsedAreKnownFromTheRecord(t *testing.T) {
+	start, _ := processesOnOneSetOfFiles(t)
+	first, p := start()
+	// A join table left on the plugin's database from before the plugin.
+	must(t, first.Exec("CREATE TABLE recorded_user_languages (recorded_user_id INTEGER, recorded_language_id INTEGER)").Error)
+	must(t, p.AutoMigrate(first, &recordedUser{}, &recordedLanguage{}))
+	second, _ := start()
+	language := recordedLanguage{Name: "go"}
+	must(t, first.Create(&language).Error)
+	user := recordedUser{Name: "u", Languages: []recordedLanguage{language}}
+	must(t, first.Omit("Languages.*").Create(&user).Error)
+
+	var languages []recordedLanguage
+	err := second.Model(&recordedUser{ID: user.ID}).Association("Languages").Find(&languages)
+	if !errors.Is(err, ErrNoShard) && !errors.Is(err, ErrCrossShard) {
+		t.Fatalf("Association Find in a process that has not used the owner: %v, %d languages; want ErrNoShard or ErrCrossShard", err, len(languages))
+	}
+	var n int64
+	if err := second.Raw("SELECT count(*) FROM recorded_users").Scan(&n).Error; !errors.Is(err, ErrNoShard) {
+		t.Fatalf("raw SQL on a sharded table in a process that has not used its model: %v; want ErrNoShard", err)
+	}
+	// Preload reads the join rows on the owner's shard: the supported form.
+	var found recordedUser
+	must(t, second.Preload("Languages").First(&found, user.ID).Error)
+	if len(found.Languages) != 1 || found.Languages[0].Name != "go" {
+		t.Fatalf("Preload found %+v, want the one language", found.Languages)
+	}
+}
+
+type recordedUserNowPlain struct {
+	ID   int64
+	Name string
+}
+
+func (recordedUserNowPlain) TableName() string { return "recorded_users" }
+
+// A table the record lists as sharded stays so in a process that has not
+// used its model until it is dropped through the plugin's migrator: then a
+// model of that name that is not sharded has its table where its rows live,
+// on the plugin's database.
+func TestARecordedTableIsShardedUntilDropped(t *testing.T) {
+	start, direct := processesOnOneSetOfFiles(t)
+	first, p := start()
+	must(t, p.AutoMigrate(first, &recordedUser{}, &recordedLanguage{}))
+	second, p2 := start()
+	if err := second.AutoMigrate(&recordedUserNowPlain{}); !errors.Is(err, ErrNoShard) {
+		t.Fatalf("plain AutoMigrate of a recorded sharded table's name on the plugin's database: %v; want ErrNoShard", err)
+	}
+	must(t, p2.Migrator(second).DropTable("recorded_users"))
+	for _, direct := range direct {
+		if direct.Migrator().HasTable("recorded_users") {
+			t.Fatal("DropTable by name left the sharded table on a physical database")
+		}
+	}
+	must(t, second.AutoMigrate(&recordedUserNowPlain{}))
+	must(t, second.Create(&recordedUserNowPlain{ID: 1, Name: "plain"}).Error)
+	var n int64
+	must(t, second.Raw("SELECT count(*) FROM recorded_users").Scan(&n).Error)
+	if n != 1 {
+		t.Fatalf("count %d, want 1", n)
+	}
+}
