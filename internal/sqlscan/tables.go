@@ -367,7 +367,7 @@ func (r *reader) delete() {
 	if !r.peek(0).keyword("FROM") {
 		r.fail("DELETE without FROM")
 	}
-	r.rest(restFlags{usingTables: true})
+	r.rest(restFlags{}) // DELETE t FROM ...: a USING there is a join's
 }
 
 // with reads the CTEs of WITH [RECURSIVE] name AS (...), ... : their names
@@ -536,7 +536,7 @@ func (r *reader) drop() {
 type restFlags struct {
 	fromList    bool    // a comma starts another table (FROM a, b; UPDATE a, b)
 	listKind    refKind // what those tables are
-	usingTables bool    // DELETE ... USING t
+	usingTables bool    // DELETE FROM t USING u: the first USING is a table list
 	alterTable  bool    // ALTER TABLE ... RENAME TO t, WITH TABLE t, ATTACH PARTITION t
 	ownedBy     bool    // ALTER SEQUENCE ... OWNED BY t.c
 }
@@ -547,6 +547,7 @@ var clauseWords = wordSet("WHERE GROUP HAVING ORDER LIMIT OFFSET FETCH WINDOW QU
 // rest reads clauses to the end of the statement or group, where FROM,
 // JOIN, INTO and REFERENCES lead to tables and parentheses to subqueries.
 func (r *reader) rest(f restFlags) {
+	scope := len(r.ctes)
 	for !r.done() {
 		t := r.peek(0)
 		prev := Token{}
@@ -570,14 +571,14 @@ func (r *reader) rest(f restFlags) {
 			f.fromList, f.listKind = true, fromItem
 			r.tableRef(fromItem)
 			continue
-		case (t.keyword("JOIN") || t.keyword("STRAIGHT_JOIN")) && !prev.keyword("FOR"): // not MySQL's USE INDEX FOR JOIN
+		case (t.keyword("JOIN") || t.keyword("STRAIGHT_JOIN")) && !r.indexHintFor(): // not MySQL's USE INDEX FOR JOIN
 			r.pos++
 			f.fromList, f.listKind = true, fromItem
 			r.tableRef(fromItem)
 			continue
-		case t.keyword("USING") && f.usingTables && !r.peek(1).is("("):
+		case t.keyword("USING") && f.usingTables: // DELETE FROM t USING ..., before any join's USING (columns)
 			r.pos++
-			f.fromList, f.listKind = true, fromItem
+			f.fromList, f.listKind, f.usingTables = true, fromItem, false
 			r.tableRef(fromItem)
 			continue
 		case t.keyword("INTO"): // SELECT ... INTO t (PostgreSQL makes a table), INTO @v, INTO OUTFILE
@@ -618,13 +619,36 @@ func (r *reader) rest(f restFlags) {
 				r.addTable(splitColumn(column))
 			}
 			continue
-		case t.keyword("ON") && (r.peek(1).keyword("DUPLICATE") || r.peek(1).keyword("CONFLICT")),
-			t.keyword("FOR") && !prev.keyword("INDEX") && !prev.keyword("KEY"),
+		case r.upsertClause(), t.keyword("RETURNING"):
+			f.fromList = false
+			r.ctes = r.ctes[:scope] // a WITH of the INSERT's query is not seen past it
+		case t.keyword("FOR") && !prev.keyword("INDEX") && !prev.keyword("KEY"),
 			t.Kind == Word && clauseWords[strings.ToUpper(t.Text)]:
 			f.fromList = false
 		}
 		r.pos++
 	}
+}
+
+// upsertClause reports whether the current ON starts ON CONFLICT (target)
+// DO or ON DUPLICATE KEY UPDATE, not a join condition on a column so named.
+func (r *reader) upsertClause() bool {
+	if !r.peek(0).keyword("ON") {
+		return false
+	}
+	switch next := r.peek(2); {
+	case r.peek(1).keyword("CONFLICT"):
+		return next.is("(") || next.keyword("DO") || next.keyword("ON")
+	case r.peek(1).keyword("DUPLICATE"):
+		return next.keyword("KEY")
+	}
+	return false
+}
+
+// indexHintFor reports whether the word before the current one is the FOR
+// of MySQL's USE/FORCE/IGNORE INDEX FOR JOIN, not an alias spelled "for".
+func (r *reader) indexHintFor() bool {
+	return r.pos > 1 && r.tokens[r.pos-1].keyword("FOR") && (r.tokens[r.pos-2].keyword("INDEX") || r.tokens[r.pos-2].keyword("KEY"))
 }
 
 // inner reads a parenthesized group that is no statement: an expression, a
@@ -744,7 +768,7 @@ func (r *reader) alias() {
 	switch {
 	case r.accept("AS"):
 		r.pos++
-	case t.Kind == Quoted || t.Kind == Word && !notAlias[strings.ToUpper(t.Text)]:
+	case t.Kind == Quoted || t.Kind == Word && (!notAlias[strings.ToUpper(t.Text)] || r.peek(1).is(",")): // a keyword before a comma is an alias: FROM t qualify, u
 		r.pos++
 	default:
 		return
@@ -764,7 +788,7 @@ func (r *reader) name() (Table, bool) {
 	case t.Kind == Word:
 		r.pos++
 		if r.d.foldLower {
-			return Table{Name: strings.ToLower(t.Text)}, true
+			return Table{Name: asciiLower(t.Text)}, true
 		}
 		return Table{Name: t.Text}, true
 	}
@@ -810,7 +834,7 @@ func (r *reader) isCTE(t Table) bool {
 		return false
 	}
 	for _, cte := range r.ctes {
-		if cte.Name == t.Name || r.d.caseInsensitive && strings.EqualFold(cte.Name, t.Name) {
+		if cte.Name == t.Name || r.d.caseInsensitive && asciiLower(cte.Name) == asciiLower(t.Name) {
 			return true
 		}
 	}
@@ -827,6 +851,17 @@ func (r *reader) addTable(t Table) {
 	if !slices.Contains(r.scan.Tables, t) {
 		r.scan.Tables = append(r.scan.Tables, t)
 	}
+}
+
+// asciiLower folds A-Z only, as PostgreSQL folds unquoted names (in UTF-8)
+// and SQLite compares them: other letters keep their case.
+func asciiLower(name string) string {
+	return strings.Map(func(c rune) rune {
+		if 'A' <= c && c <= 'Z' {
+			return c + 'a' - 'A'
+		}
+		return c
+	}, name)
 }
 
 func wordSet(words string) map[string]bool {

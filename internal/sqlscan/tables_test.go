@@ -25,6 +25,8 @@ var common = map[string]string{
 	"SELECT x FROM a UNION SELECT x FROM b ORDER BY 1":                                          "a b",
 	"(SELECT x FROM a) UNION ALL (SELECT x FROM b)":                                             "a b",
 	"SELECT value AS books FROM settings":                                                       "settings",
+	"SELECT count(*) FROM settings qualify, books":                                              "settings books", // a keyword before a comma is an alias
+	"SELECT count(*) FROM (SELECT 1 AS one) qualify, books":                                     "books",
 	"SELECT 'FROM authors' AS text":                                                             "",
 	"SELECT * FROM settings /* FROM authors */ WHERE 1 = 1":                                     "settings",
 	"SELECT * FROM settings -- FROM authors\nWHERE 1 = 1":                                       "settings",
@@ -93,35 +95,38 @@ var common = map[string]string{
 // byDialect cases read as only one dialect reads them.
 var byDialect = map[string]map[string]string{
 	"mysql": {
-		"SELECT * FROM settings # FROM authors\n":                                   "settings",
-		"SELECT * FROM settings WHERE 1 = 1 --FROM authors":                         "settings authors", // no comment without a space
-		"SELECT * FROM settings WHERE x = 1 -- FROM authors":                        "settings",
-		"SELECT * FROM `app`.`authors`":                                             "app.authors",
-		"SELECT * FROM `we``ird`":                                                   "we`ird",
-		"SELECT * FROM app.authors a":                                               "app.authors",
-		`SELECT * FROM "authors"`:                                                   "authors", // ANSI_QUOTES
-		`SELECT * FROM settings WHERE v = 'it\'s FROM authors'`:                     "settings",
-		`SELECT * FROM settings WHERE v = 'a\\' OR 1 = 1`:                           "settings",
-		`SELECT '\' FROM authors WHERE '\'`:                                         "authors", // read as NO_BACKSLASH_ESCAPES
-		`SELECT "\" FROM authors WHERE "\"`:                                         "authors", // read under ANSI_QUOTES
-		"SELECT /*! * FROM authors */":                                              "authors",
-		"SELECT 1 /*!50001 FROM authors */":                                         "authors",
-		"SELECT 1 /*M!100100 FROM authors */":                                       "authors",
-		"SELECT 1 /*+ BKA(authors) */ FROM settings":                                "settings",
-		"UPDATE a, b SET a.x = b.y WHERE a.id = b.id":                               "a b",
-		"UPDATE a JOIN b ON a.id = b.id SET a.x = 1, a.y = 2":                       "a b",
-		"UPDATE LOW_PRIORITY IGNORE a SET x = 1":                                    "a",
-		"DELETE t1 FROM t1 JOIN t2 ON t1.id = t2.id":                                "t1 t2",
-		"DELETE t1.*, t2 FROM t1, t2, t3 WHERE 1":                                   "t1 t2 t3",
-		"DELETE FROM t1, t2 USING t1 JOIN t3 ON t1.id = t3.id":                      "t1 t2 t3",
-		"INSERT INTO a (x) VALUES (1) ON DUPLICATE KEY UPDATE x = VALUES(x), y = 2": "a",
-		"INSERT a SET x = 1":                                                        "a",
-		"REPLACE INTO authors VALUES (1)":                                           "authors",
-		"CREATE TABLE x LIKE authors":                                               "x authors",
-		"CREATE TABLE x SELECT * FROM authors":                                      "x authors",
-		"CREATE INDEX i USING BTREE ON authors (name)":                              "authors",
-		"DROP INDEX i ON authors":                                                   "authors",
-		"LOCK TABLES authors READ, books AS b WRITE":                                "authors books",
+		"DELETE FROM t USING (t JOIN books ON t.id = books.id)":                         "t books",
+		"DELETE t FROM t JOIN books USING (id)":                                         "t books",
+		"SELECT count(*) FROM (SELECT 1 AS duplicate) c JOIN t s ON duplicate, books a": "t books",
+		"SELECT * FROM settings # FROM authors\n":                                       "settings",
+		"SELECT * FROM settings WHERE 1 = 1 --FROM authors":                             "settings authors", // no comment without a space
+		"SELECT * FROM settings WHERE x = 1 -- FROM authors":                            "settings",
+		"SELECT * FROM `app`.`authors`":                                                 "app.authors",
+		"SELECT * FROM `we``ird`":                                                       "we`ird",
+		"SELECT * FROM app.authors a":                                                   "app.authors",
+		`SELECT * FROM "authors"`:                                                       "authors", // ANSI_QUOTES
+		`SELECT * FROM settings WHERE v = 'it\'s FROM authors'`:                         "settings",
+		`SELECT * FROM settings WHERE v = 'a\\' OR 1 = 1`:                               "settings",
+		`SELECT '\' FROM authors WHERE '\'`:                                             "authors", // read as NO_BACKSLASH_ESCAPES
+		`SELECT "\" FROM authors WHERE "\"`:                                             "authors", // read under ANSI_QUOTES
+		"SELECT /*! * FROM authors */":                                                  "authors",
+		"SELECT 1 /*!50001 FROM authors */":                                             "authors",
+		"SELECT 1 /*M!100100 FROM authors */":                                           "authors",
+		"SELECT 1 /*+ BKA(authors) */ FROM settings":                                    "settings",
+		"UPDATE a, b SET a.x = b.y WHERE a.id = b.id":                                   "a b",
+		"UPDATE a JOIN b ON a.id = b.id SET a.x = 1, a.y = 2":                           "a b",
+		"UPDATE LOW_PRIORITY IGNORE a SET x = 1":                                        "a",
+		"DELETE t1 FROM t1 JOIN t2 ON t1.id = t2.id":                                    "t1 t2",
+		"DELETE t1.*, t2 FROM t1, t2, t3 WHERE 1":                                       "t1 t2 t3",
+		"DELETE FROM t1, t2 USING t1 JOIN t3 ON t1.id = t3.id":                          "t1 t2 t3",
+		"INSERT INTO a (x) VALUES (1) ON DUPLICATE KEY UPDATE x = VALUES(x), y = 2":     "a",
+		"INSERT a SET x = 1":                                                            "a",
+		"REPLACE INTO authors VALUES (1)":                                               "authors",
+		"CREATE TABLE x LIKE authors":                                                   "x authors",
+		"CREATE TABLE x SELECT * FROM authors":                                          "x authors",
+		"CREATE INDEX i USING BTREE ON authors (name)":                                  "authors",
+		"DROP INDEX i ON authors":                                                       "authors",
+		"LOCK TABLES authors READ, books AS b WRITE":                                    "authors books",
 		"UNLOCK TABLES": "",
 		"SELECT * FROM t1 USE INDEX (i1, i2), t2 FORCE INDEX FOR JOIN (i3), t3": "t1 t2 t3",
 		"SELECT x INTO @v FROM authors":                                         "authors",
@@ -139,9 +144,15 @@ var byDialect = map[string]map[string]string{
 		"SELECT 'FROM authors' 'more' FROM settings":                            "settings",
 	},
 	"postgres": {
-		`SELECT * FROM U&"auth\006frs"`:                                                              "authors",
-		`SELECT * FROM U&"\+000061uthors"`:                                                           "authors",
-		`SELECT * FROM U&"a!0075thors" UESCAPE '!'`:                                                  unsure,
+		`SELECT * FROM U&"auth\006frs"`:                              "authors",
+		`SELECT * FROM U&"\+000061uthors"`:                           "authors",
+		`SELECT * FROM U&"a!0075thors" UESCAPE '!'`:                  "authors",
+		`SELECT * FROM U&"a!0075thors" /* c */ UESCAPE '!'`:          "authors",
+		`SELECT * FROM U&"a!0075thors" UESCAPE 'a'`:                  unsure,   // PostgreSQL refuses a hex digit
+		"WITH books\u212a AS (SELECT 1 AS id) SELECT id FROM booksk": "booksk", // the Kelvin sign is not folded
+		"INSERT INTO t (id) WITH books AS (SELECT 1 AS id) SELECT id FROM books ON CONFLICT (id) DO UPDATE SET v = (SELECT max(v) FROM books)": "t books",
+		"DELETE FROM t USING (books a JOIN t b ON a.id = b.id) WHERE t.id = a.id":                                                              "t books",
+		"SELECT count(*) FROM (SELECT true AS conflict) c JOIN t s ON conflict, books a":                                                       "t books",
 		`SELECT * FROM U&"auth\0G6frs"`:                                                              unsure,
 		`SELECT * FROM "public"."authors"`:                                                           "public.authors",
 		`SELECT * FROM "Authors"`:                                                                    "Authors",
@@ -187,6 +198,11 @@ var byDialect = map[string]map[string]string{
 		"SELECT * FROM settings # comment is an operator":                              "settings",
 	},
 	"sqlite": {
+		"SELECT count(*) FROM t offset, books":                        "t books",
+		"SELECT count(*) FROM t AS for JOIN books ON 1=1":             "t books",
+		"SELECT count(*) FROM t for JOIN books ON 1=1":                "t books",
+		"WITH booksſ AS (SELECT 1 AS id) SELECT count(*) FROM bookss": "bookss", // SQLite folds A-Z only
+		"INSERT INTO t (id) WITH books AS (SELECT 1 AS id) SELECT id FROM books WHERE true ON CONFLICT (id) DO UPDATE SET v = (SELECT max(v) FROM books)": "t books",
 		"SELECT * FROM [authors]":                                          "authors",
 		"SELECT * FROM `authors`":                                          "authors",
 		`SELECT * FROM "main"."authors"`:                                   "main.authors",

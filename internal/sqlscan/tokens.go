@@ -315,32 +315,76 @@ func (t *tokenizer) word(i int) (int, error) {
 		if err != nil {
 			return 0, err
 		}
+		escape, next, ok := t.uescape(end)
 		last := &t.tokens[len(t.tokens)-1]
-		name, ok := unicodeEscapes(last.Text)
-		if after := strings.TrimLeft(s[end:], " \t\r\n"); !ok || len(after) >= 7 && strings.EqualFold(after[:7], "UESCAPE") {
+		name, spelled := unicodeEscapes(last.Text, escape)
+		if !ok || !spelled {
 			return 0, fmt.Errorf("%w: a U&\"...\" identifier with escapes at byte %d", ErrUnsure, i)
 		}
 		last.Text = name
-		return end, nil
+		return next, nil
 	}
 	t.add(Word, s[i:j])
 	return j, nil
 }
 
+// uescape reads the UESCAPE 'c' clause that may follow a U&"..."
+// identifier ending at end (after blanks and comments): the escape character
+// its escapes use, backslash without one, and where the identifier ends.
+func (t *tokenizer) uescape(end int) (escape byte, next int, ok bool) {
+	s := t.sql
+	j := t.blank(end)
+	if len(s)-j < 7 || !strings.EqualFold(s[j:j+7], "UESCAPE") || j+7 < len(s) && isIdentChar(s[j+7]) {
+		return '\\', end, true
+	}
+	j = t.blank(j + 7)
+	if j+2 >= len(s) || s[j] != '\'' || s[j+2] != '\'' {
+		return 0, 0, false
+	}
+	c := s[j+1]
+	if isSpace(c) || c == '+' || c == '\'' || c == '"' || strings.IndexByte("0123456789abcdefABCDEF", c) >= 0 {
+		return 0, 0, false // PostgreSQL refuses these
+	}
+	return c, j + 3, true
+}
+
+// blank returns the index of the first byte at or after i that is neither
+// whitespace nor in a comment (or i within an unterminated comment).
+func (t *tokenizer) blank(i int) int {
+	s := t.sql
+	for i < len(s) {
+		switch {
+		case isSpace(s[i]):
+			i++
+		case strings.HasPrefix(s[i:], "--"):
+			i = lineEnd(s, i)
+		case strings.HasPrefix(s[i:], "/*"):
+			end, err := t.comment(i)
+			if err != nil {
+				return i
+			}
+			i = end
+		default:
+			return i
+		}
+	}
+	return i
+}
+
 // unicodeEscapes spells the escapes of a PostgreSQL U&"..." identifier
-// with the default escape character: \XXXX and \+XXXXXX code points, \\ a
-// backslash.
-func unicodeEscapes(text string) (string, bool) {
+// with the escape character escape: \XXXX and \+XXXXXX code points, \\ the
+// escape character itself (as written with backslash).
+func unicodeEscapes(text string, escape byte) (string, bool) {
 	var b strings.Builder
 	for j := 0; j < len(text); j++ {
-		if text[j] != '\\' {
+		if text[j] != escape {
 			b.WriteByte(text[j])
 			continue
 		}
 		digits := 4
 		switch {
-		case j+1 < len(text) && text[j+1] == '\\':
-			b.WriteByte('\\')
+		case j+1 < len(text) && text[j+1] == escape:
+			b.WriteByte(escape)
 			j++
 			continue
 		case j+1 < len(text) && text[j+1] == '+':
