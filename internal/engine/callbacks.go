@@ -28,37 +28,24 @@ func (e *Engine) registerCallbacks(db *gorm.DB) error {
 	list := []hook{
 		{cb.Create().Before(createFirst).Register, "shardid:assign_ids", e.assignIDs},
 		{cb.Create().After("gorm:begin_transaction").Before("gorm:before_create").Register, "shardid:remember_tx", e.rememberTransaction},
-		{cb.Create().After("gorm:save_before_associations").Before("gorm:create").Register, "shardid:check_keys", e.checkCreate},
 		{cb.Create().After("gorm:create").Before("gorm:save_after_associations").Register, "shardid:moved", e.retryMoved(kindCreate, "gorm:create")},
-		{cb.Create().After("shardid:check_keys").Before("gorm:create").Register, "shardid:gate", e.gate(kindCreate)},
-		{cb.Create().After("shardid:gate").Before("gorm:create").Register, "shardid:planned", e.atGate(gatePlanned)},
 		{cb.Create().After("gorm:save_after_associations").Before("gorm:after_create").Register, "shardid:written", e.atGate(gateWritten)},
 		{cb.Create().After("gorm:after_create").Before("gorm:commit_or_rollback_transaction").Register, "shardid:after_hooks", e.atGate(gateAfterHooks)},
 		{cb.Create().After("gorm:commit_or_rollback_transaction").Register, "shardid:finish", e.finish(kindCreate)},
 		{cb.Update().Before(updateFirst).Register, "shardid:route", e.route(kindUpdate)},
 		{cb.Update().After("gorm:begin_transaction").Before("gorm:setup_reflect_value").Register, "shardid:remember_tx", e.rememberTransaction},
-		{cb.Update().After("gorm:save_before_associations").Before("gorm:update").Register, "shardid:check_keys", e.checkUpdate},
 		{cb.Update().After("gorm:update").Before("gorm:save_after_associations").Register, "shardid:moved", e.retryMoved(kindUpdate, "gorm:update")},
-		{cb.Update().After("shardid:check_keys").Before("gorm:update").Register, "shardid:gate", e.gate(kindUpdate)},
-		{cb.Update().After("shardid:gate").Before("gorm:update").Register, "shardid:planned", e.atGate(gatePlanned)},
 		{cb.Update().After("gorm:save_after_associations").Before("gorm:after_update").Register, "shardid:written", e.atGate(gateWritten)},
 		{cb.Update().After("gorm:after_update").Before("gorm:commit_or_rollback_transaction").Register, "shardid:after_hooks", e.atGate(gateAfterHooks)},
 		{cb.Update().After("gorm:commit_or_rollback_transaction").Register, "shardid:finish", e.finish(kindUpdate)},
 		{cb.Delete().Before(deleteFirst).Register, "shardid:route", e.route(kindDelete)},
 		{cb.Delete().After("gorm:begin_transaction").Before("gorm:before_delete").Register, "shardid:remember_tx", e.rememberTransaction},
 		{cb.Delete().After("gorm:delete").Before("gorm:after_delete").Register, "shardid:moved", e.retryMoved(kindDelete, "gorm:delete")},
-		{cb.Delete().After("gorm:delete_before_associations").Before("gorm:delete").Register, "shardid:gate", e.gate(kindDelete)},
-		{cb.Delete().After("shardid:gate").Before("gorm:delete").Register, "shardid:planned", e.atGate(gatePlanned)},
 		{cb.Delete().After("shardid:moved").Before("gorm:after_delete").Register, "shardid:written", e.atGate(gateWritten)},
 		{cb.Delete().After("gorm:after_delete").Before("gorm:commit_or_rollback_transaction").Register, "shardid:after_hooks", e.atGate(gateAfterHooks)},
 		{cb.Delete().After("gorm:commit_or_rollback_transaction").Register, "shardid:finish", e.finish(kindDelete)},
-		{cb.Query().Before("gorm:query").Register, "shardid:route", e.route(kindQuery)},
-		{cb.Query().After("shardid:route").Before("gorm:query").Register, "shardid:gate", e.gate(kindQuery)},
 		{cb.Query().After("gorm:after_query").Register, "shardid:finish", e.finish(kindQuery)},
-		{cb.Row().Before("gorm:row").Register, "shardid:route", e.route(kindRow)},
-		{cb.Row().After("shardid:route").Before("gorm:row").Register, "shardid:gate", e.gate(kindRow)},
 		{cb.Row().After("gorm:row").Register, "shardid:finish", e.finish(kindRow)},
-		{cb.Raw().Before("gorm:raw").Register, "shardid:route", e.route(kindRaw)},
 		{cb.Raw().After("gorm:raw").Register, "shardid:savepoints", e.followSavepoint},
 		{cb.Raw().After("shardid:savepoints").Register, "shardid:finish", e.finish(kindRaw)},
 	}
@@ -99,6 +86,36 @@ func (e *Engine) registerCallbacks(db *gorm.DB) error {
 		{cb.Update(), []string{"gorm:commit_or_rollback_transaction", "gorm:after_update"}},
 		{cb.Delete(), []string{"gorm:commit_or_rollback_transaction", "gorm:after_delete"}},
 		{cb.Row(), []string{"gorm:row"}},
+	}
+	// GORM's executors, wrapped: what is checked, routed and built right
+	// before them runs after every callback placed before them, whenever it
+	// was registered (a tenant scope's condition, a field a callback sets).
+	executors := []struct {
+		chain  gormChain
+		name   string
+		before []func(*gorm.DB)
+	}{
+		{cb.Create(), "gorm:create", []func(*gorm.DB){e.checkCreate, e.gate(kindCreate), e.atGate(gatePlanned)}},
+		{cb.Update(), "gorm:update", []func(*gorm.DB){e.checkUpdate, e.gate(kindUpdate), e.atGate(gatePlanned)}},
+		{cb.Delete(), "gorm:delete", []func(*gorm.DB){e.gate(kindDelete), e.atGate(gatePlanned)}},
+		{cb.Query(), "gorm:query", []func(*gorm.DB){e.route(kindQuery), e.gate(kindQuery)}},
+		{cb.Row(), "gorm:row", []func(*gorm.DB){e.route(kindRow), e.gate(kindRow)}},
+		{cb.Raw(), "gorm:raw", []func(*gorm.DB){e.route(kindRaw)}},
+	}
+	for _, x := range executors {
+		gormOwn := x.chain.Get(x.name)
+		if gormOwn == nil {
+			return fmt.Errorf("shardid: GORM's callback %s is not registered: the plugin routes statements right before it", x.name)
+		}
+		before := x.before
+		if err := x.chain.Replace(x.name, func(db *gorm.DB) {
+			for _, fn := range before {
+				fn(db)
+			}
+			gormOwn(db)
+		}); err != nil {
+			return fmt.Errorf("shardid: wrapping %s: %w", x.name, err)
+		}
 	}
 	for _, last := range lastOfGORM {
 		for _, name := range last.names {

@@ -1,0 +1,132 @@
+package shardid
+
+import (
+	"errors"
+	"reflect"
+	"slices"
+	"testing"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+type tenantRow struct {
+	ID        int64 `shardid:""`
+	CompanyID int
+	Score     int
+	Pos       int
+}
+
+// tenantRowsOnBoth creates rows of companies 1 and 2 until each physical
+// database holds rows of both, and returns every row's ID.
+func tenantRowsOnBoth(t *testing.T, db *gorm.DB, direct []*gorm.DB) []int64 {
+	t.Helper()
+	var ids []int64
+	for i := 0; i < 400; i++ {
+		row := tenantRow{CompanyID: 1 + i%2}
+		must(t, db.Create(&row).Error)
+		ids = append(ids, row.ID)
+		if i >= 8 && tenantCount(t, direct[0], 1) > 0 && tenantCount(t, direct[0], 2) > 0 && tenantCount(t, direct[1], 1) > 0 && tenantCount(t, direct[1], 2) > 0 {
+			return ids
+		}
+	}
+	t.Fatal("could not place rows of both companies on both databases")
+	return nil
+}
+
+func tenantCount(t *testing.T, d *gorm.DB, company int) (n int64) {
+	t.Helper()
+	must(t, d.Model(&tenantRow{}).Where("company_id = ?", company).Count(&n).Error)
+	return n
+}
+
+// A callback the application registers after the plugin, right before
+// GORM's executor, that narrows statements to a tenant (as multi-tenant
+// plugins do) narrows them on every database they run on: reads of one row,
+// of a list over both databases and of every shard, updates and deletes.
+func TestAnApplicationsScopeCallbackNarrowsEveryStatement(t *testing.T) {
+	db, _, direct := revRouted(t, &tenantRow{})
+	ids := tenantRowsOnBoth(t, db, direct)
+	scope := func(db *gorm.DB) {
+		if db.Statement.Schema != nil && db.Statement.Schema.Table == "tenant_rows" {
+			db.Statement.AddClause(clause.Where{Exprs: []clause.Expression{clause.Eq{Column: clause.Column{Table: clause.CurrentTable, Name: "company_id"}, Value: 1}}})
+		}
+	}
+	must(t, db.Callback().Query().Before("gorm:query").Register("app:tenant", scope))
+	must(t, db.Callback().Update().Before("gorm:update").Register("app:tenant", scope))
+	must(t, db.Callback().Delete().Before("gorm:delete").Register("app:tenant", scope))
+	ofCompany1 := tenantCount(t, direct[0], 1) + tenantCount(t, direct[1], 1)
+	ofCompany2 := tenantCount(t, direct[0], 2) + tenantCount(t, direct[1], 2)
+
+	for name, find := range map[string]func(*[]tenantRow) error{
+		"by a list over both databases": func(rows *[]tenantRow) error { return db.Where("id IN ?", ids).Find(rows).Error },
+		"of every shard":                func(rows *[]tenantRow) error { return db.Clauses(AllShards()).Find(rows).Error },
+	} {
+		var rows []tenantRow
+		must(t, find(&rows))
+		if int64(len(rows)) != ofCompany1 || slices.ContainsFunc(rows, func(r tenantRow) bool { return r.CompanyID != 1 }) {
+			t.Errorf("Find %s: %d rows, companies %v; want the %d rows of company 1", name, len(rows), rows, ofCompany1)
+		}
+	}
+	if err := db.First(&tenantRow{}, ids[1]).Error; !errors.Is(err, gorm.ErrRecordNotFound) { // ids[1] is company 2's
+		t.Errorf("First of another company's row: %v, want ErrRecordNotFound", err)
+	}
+
+	updated := db.Model(&tenantRow{}).Where("id IN ?", ids).Update("score", 7)
+	must(t, updated.Error)
+	if updated.RowsAffected != ofCompany1 {
+		t.Errorf("update over both databases affected %d rows, want %d", updated.RowsAffected, ofCompany1)
+	}
+	for k, d := range direct {
+		var n int64
+		must(t, d.Model(&tenantRow{}).Where("company_id = 2 AND score <> 0").Count(&n).Error)
+		if n != 0 {
+			t.Errorf("database %d: %d rows of company 2 updated", k, n)
+		}
+	}
+	deleted := db.Where("id IN ?", ids).Delete(&tenantRow{})
+	must(t, deleted.Error)
+	if deleted.RowsAffected != ofCompany1 {
+		t.Errorf("delete over both databases affected %d rows, want %d", deleted.RowsAffected, ofCompany1)
+	}
+	if left := tenantCount(t, direct[0], 2) + tenantCount(t, direct[1], 2); left != ofCompany2 {
+		t.Errorf("%d rows of company 2 left, want %d", left, ofCompany2)
+	}
+}
+
+// A field an application's callback sets right before GORM's create
+// (on every row of Statement.ReflectValue) is stored, on one database and in a
+// batch split over two.
+func TestAFieldAnApplicationsCallbackSetsBeforeCreateIsStored(t *testing.T) {
+	db, _, direct := revRouted(t, &tenantRow{})
+	must(t, db.Callback().Create().Before("gorm:create").Register("app:position", func(db *gorm.DB) {
+		if db.Statement.Schema == nil || db.Statement.Schema.Table != "tenant_rows" {
+			return
+		}
+		pos, rv := db.Statement.Schema.LookUpField("Pos"), db.Statement.ReflectValue
+		if rv.Kind() != reflect.Slice && rv.Kind() != reflect.Array {
+			db.AddError(pos.Set(db.Statement.Context, rv, 9))
+			return
+		}
+		for i := range rv.Len() {
+			db.AddError(pos.Set(db.Statement.Context, rv.Index(i), 9))
+		}
+	}))
+	one := tenantRow{CompanyID: 1}
+	must(t, db.Create(&one).Error)
+	batch := make([]tenantRow, 8)
+	must(t, db.Create(&batch).Error)
+	stored := map[int64]int{}
+	for _, d := range direct {
+		var rows []tenantRow
+		must(t, d.Find(&rows).Error)
+		for _, r := range rows {
+			stored[r.ID] = r.Pos
+		}
+	}
+	for _, r := range append(batch, one) {
+		if stored[r.ID] != 9 || r.Pos != 9 {
+			t.Errorf("row %d: stored Pos %d, the caller's %d; want 9", r.ID, stored[r.ID], r.Pos)
+		}
+	}
+}
