@@ -337,6 +337,62 @@ func TestMoveStaleUpdateOfNewRow(t *testing.T) {
 	})
 }
 
+// TestStaleWriteByAShardClauseWithoutAModelIsRefused: a process on the map
+// before a move writes, with a shard clause and no model (Exec, or
+// db.Table), a row created on the target after the cutover. Its map sends
+// it to the source, which finds no row: the source's fence says the clause's
+// shard moved, so the write is refused with ErrShardMoved, not reported as
+// done; run again, by the map the refusal made it read, it writes there.
+func TestStaleWriteByAShardClauseWithoutAModelIsRefused(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newMoveRig(t, b, t.TempDir())
+		r.seedUsers(t, 20)
+		writes := map[string]func(db *gorm.DB, id int64) *gorm.DB{
+			"Exec UPDATE": func(db *gorm.DB, id int64) *gorm.DB {
+				return db.Clauses(shardid.ByID(id)).Exec("UPDATE mv_users SET name = ? WHERE id = ?", "written", id)
+			},
+			"Table Update": func(db *gorm.DB, id int64) *gorm.DB {
+				return db.Table("mv_users").Clauses(shardid.ByID(id)).Where("id = ?", id).Update("name", "written")
+			},
+		}
+		stale := map[string]*gorm.DB{}
+		for name := range writes {
+			stale[name], _ = r.open(t, shardid.Config{MapRefresh: time.Hour})
+		}
+		deleter, _ := r.open(t, shardid.Config{MapRefresh: time.Hour})
+		r.move(t, shardid.Move{})
+		fresh := []MvUser{{Name: "new"}, {Name: "new"}, {Name: "new"}}
+		must(t, r.db.Clauses(shardid.OnShard(movingRange.From+1)).Create(&fresh).Error)
+		i := 0
+		for name, write := range writes {
+			id := fresh[i].ID
+			i++
+			if err := write(stale[name], id).Error; !errors.Is(err, shardid.ErrShardMoved) {
+				t.Errorf("%s on the map before the move: %v, want ErrShardMoved", name, err)
+			}
+			var got MvUser
+			must(t, r.target.First(&got, id).Error)
+			if got.Name != "new" {
+				t.Errorf("%s: refused, yet the target row is %q", name, got.Name)
+			}
+			if res := write(stale[name], id); res.Error != nil || res.RowsAffected != 1 {
+				t.Errorf("%s run again: %v, %d rows", name, res.Error, res.RowsAffected)
+			}
+			must(t, r.target.First(&got, id).Error)
+			if got.Name != "written" {
+				t.Errorf("%s run again: the target row is %q", name, got.Name)
+			}
+		}
+		id := fresh[2].ID
+		if err := deleter.Clauses(shardid.ByID(id)).Exec("DELETE FROM mv_users WHERE id = ?", id).Error; !errors.Is(err, shardid.ErrShardMoved) {
+			t.Errorf("Exec DELETE on the map before the move: %v, want ErrShardMoved", err)
+		}
+		if n := r.target.Find(&[]MvUser{}, id).RowsAffected; n != 1 {
+			t.Errorf("Exec DELETE refused, yet %d rows on the target", n)
+		}
+	})
+}
+
 // TestStaleWriteByKeysOfAMovedAndAKeptRangeIsRefusedWhole: a process on the
 // map before a move updates, or deletes, by a list of keys, a row created on
 // the target after the cutover together with a row of a range the source

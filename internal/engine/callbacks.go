@@ -46,7 +46,8 @@ func (e *Engine) registerCallbacks(db *gorm.DB) error {
 		{cb.Delete().After("gorm:commit_or_rollback_transaction").Register, "shardid:finish", e.finish(kindDelete)},
 		{cb.Query().After("gorm:after_query").Register, "shardid:finish", e.finish(kindQuery)},
 		{cb.Row().After("gorm:row").Register, "shardid:finish", e.finish(kindRow)},
-		{cb.Raw().After("gorm:raw").Register, "shardid:savepoints", e.followSavepoint},
+		{cb.Raw().After("gorm:raw").Register, "shardid:moved", e.clauseWriteOnStaleMap},
+		{cb.Raw().After("shardid:moved").Register, "shardid:savepoints", e.followSavepoint},
 		{cb.Raw().After("shardid:savepoints").Register, "shardid:finish", e.finish(kindRaw)},
 	}
 	// The clock of a statement starts before, and stops after, every other

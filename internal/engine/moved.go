@@ -211,6 +211,7 @@ func (e *Engine) namesSeveralShards(db *gorm.DB) bool {
 func (e *Engine) missedOnStaleMap(db *gorm.DB, kind statementKind, execute func(*gorm.DB)) {
 	stmt := db.Statement
 	if stmt.Schema == nil {
+		e.clauseWriteOnStaleMap(db) // db.Table("t"): its shard clause names its shard
 		return
 	}
 	pinned, part := loadSetting(stmt, pinKey{})
@@ -251,6 +252,32 @@ func (e *Engine) missedOnStaleMap(db *gorm.DB, kind statementKind, execute func(
 		return
 	}
 	e.movedStats.retried.Add(1)
+}
+
+// clauseWriteOnStaleMap refuses a write without a model (Exec, or
+// db.Table("t")) that a shard clause sent to a database where it found no
+// row, when that database has sealed the cutover of the clause's shard: its
+// rows are on the new database, where the write did not run. Its process
+// reads the map, and the write run again goes there.
+func (e *Engine) clauseWriteOnStaleMap(db *gorm.DB) {
+	if !e.routed() || db.Error != nil || db.DryRun || db.RowsAffected != 0 {
+		return
+	}
+	h, ok := loadSetting(db.Statement, hintSettingKey{})
+	if !ok {
+		return
+	}
+	shard, err := e.hintShard(h.(Hint))
+	if err != nil {
+		return
+	}
+	sealed, _, ok := e.sealedWhereRan(db)
+	if !ok || !slices.ContainsFunc(sealed, func(r Range) bool { return shard >= r.From && shard <= r.To }) {
+		return
+	}
+	_, _ = e.refreshMap(db.Statement.Context) // best effort: the write run again finds the new map
+	db.AddError(&MovedError{Shard: shard, To: "another database", Why: "a write by a shard clause, routed by a map before the move, found no row where it ran; run it again"})
+	e.movedStats.failed.Add(1)
 }
 
 // partRangesKey is the Statement.Settings key of the ranges a part of an
