@@ -4,9 +4,11 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/callbacks"
 	"gorm.io/gorm/clause"
 )
 
@@ -128,5 +130,49 @@ func TestAFieldAnApplicationsCallbackSetsBeforeCreateIsStored(t *testing.T) {
 		if stored[r.ID] != 9 || r.Pos != 9 {
 			t.Errorf("row %d: stored Pos %d, the caller's %d; want 9", r.ID, stored[r.ID], r.Pos)
 		}
+	}
+}
+
+// A callback before GORM's query that builds the statement's SQL itself
+// (a cache's key, a comment prepended) leaves it routed by its clauses: one
+// row by its ID is read where it lives, with the SQL as the callback built
+// it; a list over both databases and every shard are read in parts built
+// anew; Joins built so cannot be built again per database: refused.
+func TestSQLACallbackBuildsBeforeGORMsQueryIsRoutedByItsClauses(t *testing.T) {
+	db, p, _ := revRouted(t, &gateUser{}, &gatePhoto{}, &gateGroup{})
+	users := revOnBoth(t, db, p, func() *gateUser { return &gateUser{Name: "u"} }, func(u *gateUser) int64 { return u.ID })
+	for _, u := range users {
+		must(t, db.Create(&gatePhoto{UserID: u.ID}).Error)
+	}
+	var sent []string
+	must(t, db.Callback().Query().Before("gorm:query").Register("app:comment", func(db *gorm.DB) {
+		callbacks.BuildQuerySQL(db)
+		sql := "/* app */ " + db.Statement.SQL.String()
+		db.Statement.SQL.Reset()
+		db.Statement.SQL.WriteString(sql)
+		sent = append(sent, sql)
+	}))
+	var one gateUser
+	must(t, db.First(&one, users[1].ID).Error)
+	if one.ID != users[1].ID {
+		t.Errorf("First by the ID of the second database's row: %d", one.ID)
+	}
+	if len(sent) == 0 || !strings.HasPrefix(sent[len(sent)-1], "/* app */") {
+		t.Errorf("the callback's SQL was not built: %q", sent)
+	}
+	var listed []gateUser
+	must(t, db.Find(&listed, []int64{users[0].ID, users[1].ID}).Error)
+	var n int64
+	must(t, db.Model(&gateUser{}).Clauses(AllShards()).Count(&n).Error)
+	if len(listed) != 2 || n < 2 {
+		t.Errorf("over both databases: %d rows listed, %d counted; want both", len(listed), n)
+	}
+	var photos []gatePhoto
+	must(t, db.Joins("User").Where("gate_photos.user_id = ?", users[0].ID).Find(&photos).Error)
+	if len(photos) != 1 || photos[0].User == nil {
+		t.Errorf("Joins on one database: %+v", photos)
+	}
+	if err := db.Joins("User").Clauses(AllShards()).Find(&photos).Error; !errors.Is(err, ErrCrossShard) {
+		t.Errorf("Joins built by the callback over every shard: %v, want ErrCrossShard", err)
 	}
 }

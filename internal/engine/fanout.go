@@ -48,6 +48,10 @@ func (e *Engine) fanOut(db *gorm.DB, kind statementKind, m *model, physicals []i
 		db.AddError(fmt.Errorf("%w: %s: the statement needs %v, and its subquery runs on one database", ErrCrossShard, m.schema.Name, names()))
 		return
 	}
+	if _, built := loadSetting(stmt, joinsBuiltKey{}); built {
+		db.AddError(fmt.Errorf("%w: %s: the statement needs %v, and a callback before GORM's query built its SQL, Joins and all, before the plugin could give each database its part: build it in that callback only when the statement has a shard clause, or read without Joins", ErrCrossShard, m.schema.Name, names()))
+		return
+	}
 	plan := e.planParts(stmt, m, physicals)
 	switch kind {
 	case kindQuery, kindRow:

@@ -67,11 +67,40 @@ func (e *Engine) route(kind statementKind) func(*gorm.DB) {
 			e.routeStatement(db, kind, sub, &settings, nil) // its text is all there is to read
 			return
 		}
+		aheadSQL, aheadVars, ahead := builtAhead(db.Statement, kind)
 		reading := readClauses(db.Statement)
 		e.routeStatement(db, kind, sub, &settings, &reading)
 		e.checkSubqueries(db, reading.subqueries)
+		if ahead && db.Error == nil { // on one database: sent as the callback built it
+			db.Statement.SQL.WriteString(aheadSQL)
+			db.Statement.Vars = aheadVars
+		}
 	}
 }
+
+// builtAhead sets aside the SQL a callback before GORM's query built from
+// the statement's clauses (gorm.io/plugin/caches builds its key so), for the
+// statement to be routed by its clauses: a part of a statement over several
+// databases is built anew from them, one on one database is sent as built.
+func builtAhead(stmt *gorm.Statement, kind statementKind) (string, []any, bool) {
+	if kind != kindQuery && kind != kindRow || stmt.SQL.Len() == 0 {
+		return "", nil, false
+	}
+	if _, fromClauses := stmt.Clauses["FROM"]; !fromClauses { // db.Raw's SQL has none
+		return "", nil, false
+	}
+	sql, vars := stmt.SQL.String(), stmt.Vars
+	stmt.SQL.Reset()
+	stmt.Vars = nil
+	if len(stmt.Joins) > 0 {
+		stmt.Settings.Store(joinsBuiltKey{}, true)
+	}
+	return sql, vars, true
+}
+
+// joinsBuiltKey marks a statement whose Joins a callback built into its FROM
+// clause already: built again, as a part, they would be joined twice.
+type joinsBuiltKey struct{}
 
 // routeStatement routes the statement by its clauses' reading (nil for SQL
 // already built); sub says it is a statement GORM made while running another.
