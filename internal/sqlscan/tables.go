@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // ErrUnsure is wrapped by the errors of SQL whose tables cannot be told for
@@ -247,7 +248,8 @@ func (r *reader) startsStatement() bool {
 	}
 	for _, w := range [...]string{"SELECT", "WITH", "VALUES", "TABLE", "INSERT", "UPDATE", "DELETE", "REPLACE"} {
 		if r.tokens[i].keyword(w) {
-			return true
+			function := i+1 < r.limit && r.tokens[i+1].is("(") && w != "VALUES" && w != "SELECT" && w != "WITH" // REPLACE(s, a, b), INSERT(s, ...)
+			return !function
 		}
 	}
 	return false
@@ -325,6 +327,11 @@ func (r *reader) statement() {
 			}
 		}
 	case "SAVEPOINT", "RELEASE", "ROLLBACK", "BEGIN", "START", "COMMIT", "END", "UNLOCK":
+		if kind == "BEGIN" && r.peek(0).keyword("NOT") { // MariaDB's compound statement: BEGIN NOT ATOMIC ... END
+			r.fail("a compound statement (BEGIN NOT ATOMIC) is not read")
+			r.pos = r.limit
+			return
+		}
 		for ; !r.done(); r.pos++ { // transaction control names no table
 			if k := r.peek(0).Kind; k != Word && k != Quoted {
 				r.fail("%s followed by %q", kind, r.peek(0).Text)
@@ -554,7 +561,14 @@ func (r *reader) rest(f restFlags) {
 		if r.pos > 0 {
 			prev = r.tokens[r.pos-1]
 		}
+		if t.Kind == Word && (prev.is(".") || prev.keyword("AS") && r.outputName()) { // t.from, AS join: a name
+			r.pos++
+			continue
+		}
 		switch {
+		case t.keyword("FOR") && r.peek(1).keyword("SYSTEM_TIME"): // MariaDB: FROM t FOR SYSTEM_TIME ALL, u
+			r.pos += 2
+			continue
 		case t.is("("):
 			if r.startsStatement() {
 				r.group(r.statement)
@@ -623,11 +637,31 @@ func (r *reader) rest(f restFlags) {
 			f.fromList = false
 			r.ctes = r.ctes[:scope] // a WITH of the INSERT's query is not seen past it
 		case t.keyword("FOR") && !prev.keyword("INDEX") && !prev.keyword("KEY"),
-			t.Kind == Word && clauseWords[strings.ToUpper(t.Text)]:
+			t.Kind == Word && clauseWords[strings.ToUpper(t.Text)] && !r.columnNamed() && !(prev.keyword("FOR") && (t.keyword("ORDER") || t.keyword("GROUP"))): // not USE INDEX FOR ORDER BY
 			f.fromList = false
 		}
 		r.pos++
 	}
+}
+
+// outputName reports whether the word after an AS is a name (SELECT 1 AS
+// from), not a keyword that may follow AS (CREATE TABLE x AS TABLE t).
+func (r *reader) outputName() bool {
+	switch t := r.peek(0); {
+	case t.keyword("FROM"), t.keyword("JOIN"), t.keyword("STRAIGHT_JOIN"), t.keyword("INTO"), t.keyword("REFERENCES"):
+		return true
+	case t.keyword("TABLE"):
+		next := r.peek(1)
+		return next.Kind == Punct || next.keyword("FROM")
+	}
+	return false
+}
+
+// columnNamed reports whether the clause word at the current token is a
+// column's name, as what follows it shows: b.id = offset, offset = 1.
+func (r *reader) columnNamed() bool {
+	next := r.peek(1)
+	return next.Kind == Punct && next.Text != "" && strings.Contains("=<>!,).", next.Text)
 }
 
 // upsertClause reports whether the current ON starts ON CONFLICT (target)
@@ -715,7 +749,7 @@ var notAlias = wordSet(`ON USING WHERE GROUP HAVING ORDER LIMIT OFFSET FETCH WIN
 	IGNORE PARTITION INDEXED NOT TABLESAMPLE WITH LOCK READ WRITE LOW_PRIORITY LOCAL IN NOWAIT CASCADE RESTRICT RESTART
 	CONTINUE DEFAULT LIKE FROM TO DO ADD DROP ALTER RENAME MODIFY CHANGE ENGINE AND OR OVERRIDING REFERENCES CHECK
 	CONSTRAINT PRIMARY FOREIGN UNIQUE KEY INDEX COLLATE WHEN THEN ELSE END AS PROCEDURE OWNER ATTACH DETACH INHERITS
-	EXCHANGE COMMENT CHARACTER CHARSET AUTO_INCREMENT ROW_FORMAT TABLE`)
+	EXCHANGE COMMENT CHARACTER CHARSET AUTO_INCREMENT ROW_FORMAT TABLE VALUE`)
 
 // writtenRef reads the table reference a statement writes: a table, never
 // the CTE of its name (SQLite and PostgreSQL write the table; MySQL refuses).
@@ -733,9 +767,9 @@ func (r *reader) tableRef(kind refKind) {
 	if kind == fromItem {
 		r.accept("LATERAL")
 		if r.peek(0).is("(") {
-			if r.startsStatement() {
+			if r.startsStatement() && !r.peek(1).is("(") {
 				r.group(r.statement)
-			} else { // a join in parentheses: (a JOIN b ON ...), MySQL's (a, b)
+			} else { // a join in parentheses: (a JOIN b ON ...), MySQL's (a, b), ((SELECT ...) s, b)
 				r.group(func() { r.tableRef(fromItem); r.rest(restFlags{fromList: true}) })
 			}
 			r.alias()
@@ -784,11 +818,11 @@ func (r *reader) name() (Table, bool) {
 	switch {
 	case t.Kind == Quoted || t.Kind == MaybeQuoted:
 		r.pos++
-		return Table{Name: t.Text, Quoted: true}, true
+		return Table{Name: r.d.truncated(t.Text), Quoted: true}, true
 	case t.Kind == Word:
 		r.pos++
 		if r.d.foldLower {
-			return Table{Name: asciiLower(t.Text)}, true
+			return Table{Name: r.d.truncated(asciiLower(t.Text))}, true
 		}
 		return Table{Name: t.Text}, true
 	}
@@ -851,6 +885,20 @@ func (r *reader) addTable(t Table) {
 	if !slices.Contains(r.scan.Tables, t) {
 		r.scan.Tables = append(r.scan.Tables, t)
 	}
+}
+
+// truncated is name as PostgreSQL keeps it: its first 63 bytes, whole
+// characters (NAMEDATALEN - 1).
+func (d *dialect) truncated(name string) string {
+	const most = 63
+	if !d.foldLower || len(name) <= most {
+		return name
+	}
+	end := most
+	for end > 0 && !utf8.RuneStart(name[end]) {
+		end--
+	}
+	return name[:end]
 }
 
 // asciiLower folds A-Z only, as PostgreSQL folds unquoted names (in UTF-8)

@@ -105,10 +105,10 @@ func (t *tokenizer) run() error {
 		switch {
 		case isSpace(c):
 			i++
-		case c == '-' && next == '-' && (!t.d.dashNeedsSpace || i+2 >= len(s) || isSpace(s[i+2]) || s[i+2] < ' '):
-			i = lineEnd(s, i)
+		case c == '-' && next == '-' && (!t.d.dashNeedsSpace || i+2 >= len(s) || isSpace(s[i+2]) || s[i+2] < ' ' || s[i+2] == 0x7f):
+			i = t.lineEnd(i)
 		case c == '#' && t.d.hashComments:
-			i = lineEnd(s, i)
+			i = t.lineEnd(i)
 		case c == '/' && next == '*':
 			i, err = t.comment(i)
 		case c == '*' && next == '/' && t.inExec:
@@ -179,8 +179,8 @@ func (t *tokenizer) comment(i int) (int, error) {
 			return 0, fmt.Errorf("%w: /*! comment inside another at byte %d", ErrUnsure, i)
 		}
 		i += strings.IndexByte(s[i:], '!') + 1
-		for i < len(s) && isDigit(s[i]) { // the server version it needs
-			i++
+		if i < len(s) && isDigit(s[i]) {
+			return 0, fmt.Errorf("%w: an executable comment for a server version at byte %d, which a server of another version reads as a comment", ErrUnsure, i)
 		}
 		t.inExec = true
 		return i, nil
@@ -308,7 +308,25 @@ func (t *tokenizer) word(i int) (int, error) {
 		j++
 	}
 	if t.d.escapeStrings && j == i+1 && (s[i] == 'E' || s[i] == 'e') && j < len(s) && s[j] == '\'' {
-		return t.quoted(j, String, true, false)
+		end, err := t.quoted(j, String, true, false)
+		if err == nil { // its words as the server spells them: \ooo, \xhh, \uXXXX
+			t.tokens[len(t.tokens)-1].Text = escapeString(s[j+1 : end-1])
+		}
+		return end, err
+	}
+	if t.d.escapeStrings && j == i+1 && (s[i] == 'U' || s[i] == 'u') && strings.HasPrefix(s[j:], "&'") {
+		end, err := t.quoted(j+1, String, false, false) // U&'text': its escapes spell letters
+		if err != nil {
+			return 0, err
+		}
+		escape, next, ok := t.uescape(end)
+		last := &t.tokens[len(t.tokens)-1]
+		text, spelled := unicodeEscapes(last.Text, escape)
+		if !ok || !spelled {
+			return 0, fmt.Errorf("%w: a U&'...' string with escapes at byte %d", ErrUnsure, i)
+		}
+		last.Text = text
+		return next, nil
 	}
 	if t.d.escapeStrings && j == i+1 && (s[i] == 'U' || s[i] == 'u') && strings.HasPrefix(s[j:], "&\"") {
 		end, err := t.quoted(j+1, Quoted, false, false) // U&"name": its \XXXX escapes spell letters
@@ -357,7 +375,7 @@ func (t *tokenizer) blank(i int) int {
 		case isSpace(s[i]):
 			i++
 		case strings.HasPrefix(s[i:], "--"):
-			i = lineEnd(s, i)
+			i = t.lineEnd(i)
 		case strings.HasPrefix(s[i:], "/*"):
 			end, err := t.comment(i)
 			if err != nil {
@@ -404,6 +422,57 @@ func unicodeEscapes(text string, escape byte) (string, bool) {
 	return b.String(), true
 }
 
+var digitsOf = map[int]string{8: "01234567", 16: "0123456789abcdefABCDEF"}
+
+// escapeString spells a PostgreSQL E'...' string's content: ” and the
+// backslash escapes (\ooo octal, \xhh, \uXXXX, \UXXXXXXXX, \b\f\n\r\t, \c).
+func escapeString(text string) string {
+	var b strings.Builder
+	for j := 0; j < len(text); j++ {
+		c := text[j]
+		if c == '\'' && j+1 < len(text) && text[j+1] == '\'' {
+			b.WriteByte(c)
+			j++
+			continue
+		}
+		if c != '\\' || j+1 >= len(text) {
+			b.WriteByte(c)
+			continue
+		}
+		j++
+		digits, base := 0, 16
+		switch e := text[j]; {
+		case e >= '0' && e <= '7':
+			digits, base = 3, 8
+			j--
+		case e == 'x':
+			digits = 2
+		case e == 'u':
+			digits = 4
+		case e == 'U':
+			digits = 8
+		default:
+			if i := strings.IndexByte("bfnrt", e); i >= 0 {
+				e = "\b\f\n\r\t"[i]
+			}
+			b.WriteByte(e)
+			continue
+		}
+		k := j + 1
+		for k < len(text) && k < j+1+digits && strings.IndexByte(digitsOf[base], text[k]) >= 0 {
+			k++
+		}
+		code, err := strconv.ParseUint(text[j+1:k], base, 32)
+		if err != nil || !utf8.ValidRune(rune(code)) {
+			b.WriteString(text[j:k])
+		} else {
+			b.WriteRune(rune(code))
+		}
+		j = k - 1
+	}
+	return b.String()
+}
+
 func isExponent(s string, j int) bool {
 	if j+1 >= len(s) || s[j] != 'e' && s[j] != 'E' {
 		return false
@@ -414,11 +483,17 @@ func isExponent(s string, j int) bool {
 	return isDigit(s[j+1])
 }
 
-func lineEnd(s string, i int) int {
-	if end := strings.IndexAny(s[i:], "\n\r"); end >= 0 {
+// lineEnd is where a line comment at i ends: at a newline, which is \n
+// alone to MySQL and SQLite, \n or \r to PostgreSQL.
+func (t *tokenizer) lineEnd(i int) int {
+	ends := "\n"
+	if t.d.escapeStrings {
+		ends = "\n\r"
+	}
+	if end := strings.IndexAny(t.sql[i:], ends); end >= 0 {
 		return i + end + 1
 	}
-	return len(s)
+	return len(t.sql)
 }
 
 func isSpace(c byte) bool {
