@@ -17,7 +17,8 @@ type Map struct {
 	Version  int64
 	Physical []Physical `json:"physical"`
 	// Floors are the time ticks the snowflake IDs of moved shards must pass
-	// on their new database: a move writes them with the map it makes.
+	// on their new database: a move writes them with the map it makes, and
+	// every later version keeps them, for processes that read that one first.
 	Floors []Floor `json:"floors,omitempty"`
 	// Copies are the frozen copies moves left on their sources until their
 	// cleanup: a statement over several databases reads past them.

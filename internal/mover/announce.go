@@ -36,7 +36,7 @@ func editMapWith(ctx context.Context, d Driver, edit func(next *mapstore.Map) (b
 			return 0, errors.New("the shared map table is empty")
 		}
 		next := *latest
-		next.Version, next.Floors = latest.Version+1, nil
+		next.Version, next.Floors = latest.Version+1, slices.Clone(latest.Floors) // a process that reads a later version first still passes them
 		next.Copies, next.Freezing = slices.Clone(latest.Copies), slices.Clone(latest.Freezing)
 		if changed, err := edit(&next); err != nil || !changed {
 			return latest.Version, err

@@ -297,12 +297,23 @@ func (mv *run) writeMap(ctx context.Context, saved func(version int64) *mapstore
 		}
 		next.Physical = mapstore.MapOf(moved, next.Version).Physical
 		if tick := mv.snowflakeFloor(); tick > 0 {
-			next.Floors = []mapstore.Floor{{Logical: mv.st.Logical, Tick: tick}}
+			next.Floors = withFloor(next.Floors, mapstore.Floor{Logical: mv.st.Logical, Tick: tick})
 		}
 		next.Copies = append(next.Copies, mapstore.Physical{Name: mv.st.From, Logical: []Range{mv.st.Logical}})
 		next.Freezing = withoutFreezing(next.Freezing, mv.st.Logical)
 		return true, nil
 	}, saved)
+}
+
+// withFloor adds floor to floors, in place of one of the same range.
+func withFloor(floors []mapstore.Floor, floor mapstore.Floor) []mapstore.Floor {
+	for i, f := range floors {
+		if f.Logical == floor.Logical {
+			floors[i].Tick = max(f.Tick, floor.Tick)
+			return floors
+		}
+	}
+	return append(floors, floor)
 }
 
 // snowflakeFloor is the time tick the snowflake IDs of the moved shards must
