@@ -123,3 +123,46 @@ func TestARecordedTableIsShardedUntilDropped(t *testing.T) {
 		t.Fatalf("count %d, want 1", n)
 	}
 }
+
+type recordedTag struct {
+	ID     uint
+	Name   string
+	Owners []recordedTagOwner `gorm:"many2many:recorded_owner_tags"`
+}
+
+type recordedTagOwner struct {
+	ID   int64 `shardid:""`
+	Tags []recordedTag `gorm:"many2many:recorded_owner_tags"`
+}
+
+// The join table of a sharded owner's many2many, reached from the unsharded
+// side (Preload of the back-reference) in a process that has not used the
+// owner, is still the owner's: not read on the plugin's database.
+func TestAJoinTableReachedFromItsUnshardedSideStaysSharded(t *testing.T) {
+	start, _ := processesOnOneSetOfFiles(t)
+	first, p := start()
+	must(t, first.Exec("CREATE TABLE recorded_owner_tags (recorded_tag_owner_id INTEGER, recorded_tag_id INTEGER)").Error) // left from before the plugin
+	must(t, p.AutoMigrate(first, &recordedTagOwner{}, &recordedTag{}))
+	tag := recordedTag{Name: "t"}
+	must(t, first.Create(&tag).Error)
+	must(t, first.Omit("Tags.*").Create(&recordedTagOwner{Tags: []recordedTag{tag}}).Error)
+
+	second, _ := start()
+	var found recordedTag
+	err := second.Preload("Owners").First(&found, tag.ID).Error
+	if err == nil && len(found.Owners) != 1 {
+		t.Fatalf("Preload of the owners from the unsharded side: %d owners, no error; want the owner, or a refusal", len(found.Owners))
+	}
+}
+
+// The plugin's migrator does not make a model without tags the owner of a
+// table it recorded as sharded: its rows are on the physical databases.
+func TestTheMigratorRefusesAnUntaggedModelForARecordedTable(t *testing.T) {
+	start, _ := processesOnOneSetOfFiles(t)
+	first, p := start()
+	must(t, p.AutoMigrate(first, &recordedUser{}, &recordedLanguage{}))
+	second, p2 := start()
+	if err := p2.AutoMigrate(second, &recordedUserNowPlain{}); !errors.Is(err, ErrInvalidTag) {
+		t.Fatalf("the plugin's AutoMigrate of an untagged model for a recorded table: %v, want ErrInvalidTag", err)
+	}
+}

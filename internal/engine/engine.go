@@ -104,6 +104,9 @@ type Engine struct {
 	poolOwners       sync.Map  // gorm.ConnPool → the index of the physical database it is the pool of
 
 	unshardedTables sync.Map // lower-case table name → model name, for raw SQL on a shard
+	// unshardedJoinTables are the join tables GORM parsed from an unsharded
+	// side: a table recorded as sharded is its sharded owner's all the same.
+	unshardedJoinTables sync.Map
 	// recordedTables holds, lower case, the sharded tables shardid_tables
 	// listed at the start: a model (or its join table) this process has not
 	// used yet is sharded all the same.
@@ -423,6 +426,10 @@ func (e *Engine) model(s *schema.Schema) (*model, error) {
 		// with any qualifier or none.
 		for _, table := range []string{strings.ToLower(s.Table), bareTable(s.Table)} {
 			if !m.sharded() {
+				if s.ModelType.Name() == "" { // a many2many's join table, which GORM parses as a struct of its own making
+					e.unshardedJoinTables.Store(table, s.Name)
+					continue
+				}
 				e.unshardedTables.Store(table, s.Name)
 				continue
 			}

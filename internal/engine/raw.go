@@ -136,12 +136,23 @@ func (e *Engine) shardedModel(table string) (string, bool) {
 	return "", false
 }
 
+// recordedAsSharded reports whether the plugin's migrator recorded table
+// as sharded, and no model of this process says it is.
+func (e *Engine) recordedAsSharded(table string) bool {
+	_, sharded := e.shardedTables.Load(strings.ToLower(table))
+	_, recorded := e.recordedTables.Load(strings.ToLower(table))
+	return recorded && !sharded
+}
+
 // unshardedModel returns the unsharded model whose table this is.
 func (e *Engine) unshardedModel(table string) (string, bool) {
 	if _, sharded := e.shardedModel(table); sharded {
 		return "", false
 	}
 	model, ok := e.unshardedTables.Load(strings.ToLower(table))
+	if !ok {
+		model, ok = e.unshardedJoinTables.Load(strings.ToLower(table))
+	}
 	if !ok {
 		return "", false
 	}
