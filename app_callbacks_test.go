@@ -176,3 +176,50 @@ func TestSQLACallbackBuildsBeforeGORMsQueryIsRoutedByItsClauses(t *testing.T) {
 		t.Errorf("Joins built by the callback over every shard: %v, want ErrCrossShard", err)
 	}
 }
+
+// An update or delete whose conditions a callback right before GORM's
+// executor widens (an Or) or redirects to a row of the other database is
+// refused, nothing written: it would write one database's rows only.
+func TestAWriteACallbackSendsToAnotherDatabaseIsRefused(t *testing.T) {
+	db, p, direct := revRouted(t, &tenantRow{})
+	rows := revOnBoth(t, db, p, func() *tenantRow { return &tenantRow{CompanyID: 1} }, func(r *tenantRow) int64 { return r.ID })
+	here, there := rows[0].ID, rows[1].ID
+	var change func(*gorm.DB)
+	redirect := func(db *gorm.DB) {
+		if change != nil && db.Statement.Schema != nil && db.Statement.Schema.Table == "tenant_rows" {
+			change(db)
+		}
+	}
+	must(t, db.Callback().Update().Before("gorm:update").Register("app:redirect", redirect))
+	must(t, db.Callback().Delete().Before("gorm:delete").Register("app:redirect", redirect))
+	widen := func(db *gorm.DB) {
+		db.Statement.AddClause(clause.Where{Exprs: []clause.Expression{clause.Or(clause.Eq{Column: clause.Column{Name: "id"}, Value: there})}})
+	}
+	replace := func(db *gorm.DB) {
+		db.Statement.Clauses["WHERE"] = clause.Clause{Name: "WHERE", Expression: clause.Where{Exprs: []clause.Expression{clause.Eq{Column: clause.Column{Name: "id"}, Value: there}}}}
+	}
+	for name, c := range map[string]func(*gorm.DB){"widened by an Or": widen, "redirected": replace} {
+		change = c
+		if err := db.Model(&tenantRow{}).Where("id = ?", here).Update("score", 5).Error; !errors.Is(err, ErrCrossShard) {
+			t.Errorf("update %s: %v, want ErrCrossShard", name, err)
+		}
+		if err := db.Where("id = ?", here).Delete(&tenantRow{}).Error; !errors.Is(err, ErrCrossShard) {
+			t.Errorf("delete %s: %v, want ErrCrossShard", name, err)
+		}
+	}
+	change = nil
+	for k, d := range direct {
+		var rs []tenantRow
+		must(t, d.Find(&rs).Error)
+		if len(rs) == 0 || slices.ContainsFunc(rs, func(r tenantRow) bool { return r.Score != 0 }) {
+			t.Errorf("database %d after the refused writes: %+v", k, rs)
+		}
+	}
+	// Narrowing them (a tenant's scope) keeps them where they were routed.
+	change = func(db *gorm.DB) {
+		db.Statement.AddClause(clause.Where{Exprs: []clause.Expression{clause.Eq{Column: clause.Column{Name: "company_id"}, Value: 1}}})
+	}
+	if res := db.Model(&tenantRow{}).Where("id = ?", here).Update("score", 5); res.Error != nil || res.RowsAffected != 1 {
+		t.Errorf("update narrowed by the callback: %v, %d rows", res.Error, res.RowsAffected)
+	}
+}

@@ -131,7 +131,7 @@ type recordedTag struct {
 }
 
 type recordedTagOwner struct {
-	ID   int64 `shardid:""`
+	ID   int64         `shardid:""`
 	Tags []recordedTag `gorm:"many2many:recorded_owner_tags"`
 }
 

@@ -97,8 +97,8 @@ func (e *Engine) registerCallbacks(db *gorm.DB) error {
 		before []func(*gorm.DB)
 	}{
 		{cb.Create(), "gorm:create", []func(*gorm.DB){e.checkCreate, e.gate(kindCreate), e.atGate(gatePlanned)}},
-		{cb.Update(), "gorm:update", []func(*gorm.DB){e.checkUpdate, e.gate(kindUpdate), e.atGate(gatePlanned)}},
-		{cb.Delete(), "gorm:delete", []func(*gorm.DB){e.gate(kindDelete), e.atGate(gatePlanned)}},
+		{cb.Update(), "gorm:update", []func(*gorm.DB){e.writeStillRouted(kindUpdate), e.checkUpdate, e.gate(kindUpdate), e.atGate(gatePlanned)}},
+		{cb.Delete(), "gorm:delete", []func(*gorm.DB){e.writeStillRouted(kindDelete), e.gate(kindDelete), e.atGate(gatePlanned)}},
 		{cb.Query(), "gorm:query", []func(*gorm.DB){e.route(kindQuery), e.gate(kindQuery)}},
 		{cb.Row(), "gorm:row", []func(*gorm.DB){e.route(kindRow), e.gate(kindRow)}},
 		{cb.Raw(), "gorm:raw", []func(*gorm.DB){e.route(kindRaw)}},

@@ -162,7 +162,7 @@ func (e *Engine) routeStatement(db *gorm.DB, kind statementKind, sub bool, setti
 	}
 	if k, ok := physicals.Single(); ok {
 		if state := e.bindWrite(db, kind, k, shardMap); state != nil {
-			state.severalShards = several
+			state.severalShards, state.where = several, reading.where
 		}
 		return
 	}
@@ -193,6 +193,9 @@ type routeState struct {
 	// severalShards says the update or delete bound on boundOn names rows of
 	// two logical shards or more, which a move may since have split.
 	severalShards bool
+	// where are the conditions it was routed by, to tell whether a callback
+	// or hook changed them since.
+	where []clause.Expression
 	// anchored is the write of a Create in a transaction on the plugin's
 	// own database, which commits with it (anchored.go).
 	anchored *globalTx
@@ -322,6 +325,46 @@ func (e *Engine) bindWrite(db *gorm.DB, kind statementKind, k int, shardMap *sha
 		return state
 	}
 	return nil
+}
+
+// writeStillRouted refuses, right before GORM's executor, an update or
+// delete on one database whose conditions a callback or a hook changed
+// since it was routed (an Or, another key) so that they name rows of
+// another database: it would write this one's only.
+func (e *Engine) writeStillRouted(kind statementKind) func(*gorm.DB) {
+	return func(db *gorm.DB) {
+		stmt := db.Statement
+		if db.Error != nil || !e.routed() || stmt.Schema == nil || stmt.SQL.Len() > 0 {
+			return
+		}
+		if _, part := loadSetting(stmt, pinKey{}); part {
+			return // a part of a statement over several databases: its conditions are checked whole
+		}
+		where := readClauses(stmt).where
+		if state := routeStateOf(stmt); state != nil && len(state.where) == len(where) && (len(where) == 0 || &state.where[0] == &where[0]) {
+			return // as routed
+		}
+		m, err := e.model(stmt.Schema)
+		if err != nil || m == nil || !m.sharded() {
+			return
+		}
+		on, ok := e.sentOn(stmt)
+		if !ok {
+			return
+		}
+		set, err := e.statementPhysicals(db, m, kind, e.mapOf(stmt))
+		if k, one := set.Single(); err == nil && one && k == on {
+			return
+		}
+		if err == nil {
+			where := fmt.Sprintf("%d databases", set.Len())
+			if k, one := set.Single(); one {
+				where = e.physical[k].name
+			}
+			err = fmt.Errorf("%w: %s: after its callbacks and hooks the %s's conditions name rows of %s, and it runs on %s only", ErrCrossShard, m.schema.Name, statementKinds[kind], where, e.physical[on].name)
+		}
+		db.AddError(err)
+	}
 }
 
 // rowKey returns the primary key of the one row an update names, by its
