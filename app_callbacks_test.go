@@ -223,3 +223,19 @@ func TestAWriteACallbackSendsToAnotherDatabaseIsRefused(t *testing.T) {
 		t.Errorf("update narrowed by the callback: %v, %d rows", res.Error, res.RowsAffected)
 	}
 }
+
+// Raw SQL on a statement that ran a query before, whose clauses it keeps,
+// is read as raw SQL, not as SQL built from those clauses: without a shard
+// clause it names a sharded table off a shard, and is refused.
+func TestRawSQLOnAStatementThatRanBeforeIsRawSQL(t *testing.T) {
+	db, p, _ := revRouted(t, &tenantRow{})
+	rows := revOnBoth(t, db, p, func() *tenantRow { return &tenantRow{CompanyID: 1} }, func(r *tenantRow) int64 { return r.ID })
+	q := db.Model(&tenantRow{}).Where("id = ?", rows[0].ID)
+	var first []tenantRow
+	must(t, q.Find(&first).Error)
+	var other []tenantRow
+	err := q.Raw("SELECT * FROM tenant_rows WHERE id = ?", rows[1].ID).Scan(&other).Error
+	if !errors.Is(err, ErrNoShard) && (err != nil || len(other) != 1) {
+		t.Fatalf("raw SQL on a statement that ran a Find: %v, %d rows; want ErrNoShard or the row", err, len(other))
+	}
+}

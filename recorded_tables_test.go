@@ -166,3 +166,14 @@ func TestTheMigratorRefusesAnUntaggedModelForARecordedTable(t *testing.T) {
 		t.Fatalf("the plugin's AutoMigrate of an untagged model for a recorded table: %v, want ErrInvalidTag", err)
 	}
 }
+
+// Every process migrates the same models again at its start (a deploy): the
+// tables it recorded as sharded, join tables among them, are its models'.
+func TestAnotherProcessMigratesTheRecordedModelsAgain(t *testing.T) {
+	start, _ := processesOnOneSetOfFiles(t)
+	first, p := start()
+	must(t, p.AutoMigrate(first, &recordedUser{}, &recordedLanguage{}))
+	second, p2 := start()
+	must(t, p2.AutoMigrate(second, &recordedUser{}, &recordedLanguage{}))
+	must(t, p2.Migrator(second).AutoMigrate(&recordedUser{}))
+}

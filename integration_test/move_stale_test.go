@@ -337,6 +337,57 @@ func TestMoveStaleUpdateOfNewRow(t *testing.T) {
 	})
 }
 
+// TestStatementsThatWriteNoRowOnAMovesSourceDoNotReadItsFence: on a
+// database a move left (its fence table there), a transaction of a shard
+// that did not move runs a SET, and a nested transaction's SAVEPOINT, in a
+// read-only transaction (where PostgreSQL refuses a fence read's FOR
+// SHARE); an UPDATE by a clause that finds nothing, of that shard, is done.
+func TestStatementsThatWriteNoRowOnAMovesSourceDoNotReadItsFence(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newMoveRig(t, b, t.TempDir())
+		r.seedUsers(t, 10)
+		keptRow := MvUser{Name: "kept"}
+		must(t, r.db.Clauses(shardid.OnShard(100)).Create(&keptRow).Error)
+		kept := keptRow.ID
+		r.move(t, shardid.Move{})
+		opts := &sql.TxOptions{ReadOnly: true}
+		if b.name == "sqlite" {
+			opts = nil
+		}
+		set := map[string]string{"postgres": "SET LOCAL statement_timeout = '5s'", "mariadb": "SET @kept = 1", "sqlite": "PRAGMA busy_timeout = 20000"}[b.name]
+		err := r.db.Clauses(shardid.ByID(kept)).Transaction(func(tx *gorm.DB) error {
+			if err := tx.Exec(set).Error; err != nil {
+				t.Errorf("Exec %q in a read-only transaction on the source: %v", set, err)
+				return err
+			}
+			return nil
+		}, opts)
+		if err != nil {
+			t.Errorf("read-only transaction on the source after a move: %v", err)
+		}
+		err = r.db.Clauses(shardid.ByID(kept)).Transaction(func(tx *gorm.DB) error {
+			if err := tx.Transaction(func(tx2 *gorm.DB) error {
+				var u MvUser
+				return tx2.First(&u, kept).Error
+			}); err != nil {
+				t.Errorf("nested Transaction (SAVEPOINT) in a read-only transaction on the source: %v", err)
+				return err
+			}
+			return nil
+		}, opts)
+		if err != nil {
+			t.Errorf("read-only transaction on the source after a move: %v", err)
+		}
+		// Same without a transaction: an UPDATE by a clause that finds no row, no move of its shard.
+		if res := r.db.Clauses(shardid.ByID(kept)).Exec("UPDATE mv_users SET name = ? WHERE id = ?", "x", -1); res.Error != nil || res.RowsAffected != 0 {
+			t.Errorf("Exec UPDATE by a clause finding nothing: %v, %d", res.Error, res.RowsAffected)
+		}
+		if res := r.db.Table("mv_users").Clauses(shardid.ByID(kept)).Where("id = ?", -1).Update("name", "x"); res.Error != nil || res.RowsAffected != 0 {
+			t.Errorf("Table Update by a clause finding nothing: %v, %d", res.Error, res.RowsAffected)
+		}
+	})
+}
+
 // TestStaleWriteByAShardClauseWithoutAModelIsRefused: a process on the map
 // before a move writes, with a shard clause and no model (Exec, or
 // db.Table), a row created on the target after the cutover. Its map sends

@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm/schema"
 
 	"github.com/shardid/shardid/internal/fence"
+	"github.com/shardid/shardid/internal/sqlscan"
 	"github.com/shardid/shardid/shardrouter"
 )
 
@@ -264,8 +265,8 @@ func (e *Engine) clauseWriteOnStaleMap(db *gorm.DB) {
 		return
 	}
 	h, ok := loadSetting(db.Statement, hintSettingKey{})
-	if !ok {
-		return
+	if !ok || db.Statement.Schema == nil && db.Statement.Table == "" && !writesRows(e.db.Dialector.Name(), db.Statement.SQL.String()) {
+		return // not an UPDATE or DELETE: a SET, a SAVEPOINT, DDL (and a read-only transaction's fence read would fail)
 	}
 	shard, err := e.hintShard(h.(Hint))
 	if err != nil {
@@ -278,6 +279,13 @@ func (e *Engine) clauseWriteOnStaleMap(db *gorm.DB) {
 	_, _ = e.refreshMap(db.Statement.Context) // best effort: the write run again finds the new map
 	db.AddError(&MovedError{Shard: shard, To: "another database", Why: "a write by a shard clause, routed by a map before the move, found no row where it ran; run it again"})
 	e.movedStats.failed.Add(1)
+}
+
+// writesRows reports whether raw SQL is an UPDATE or a DELETE (or a WITH
+// before one), which a row's move can make find nothing.
+func writesRows(dialect, sql string) bool {
+	scan, _ := sqlscan.Read(dialect, sql)
+	return slices.ContainsFunc(scan.Kinds, func(k string) bool { return k == "UPDATE" || k == "DELETE" || k == "WITH" })
 }
 
 // partRangesKey is the Statement.Settings key of the ranges a part of an
@@ -321,7 +329,11 @@ func (e *Engine) sealedWhereRan(db *gorm.DB) ([]Range, int, bool) {
 	}
 	sealed, err := e.fence().Sealed(stmt.Context, stmt.ConnPool)
 	if err != nil {
-		db.AddError(fmt.Errorf("shardid: %s: whether a range of %s moved cannot be read: %w", stmt.Table, e.physical[k].name, err))
+		what := stmt.Table
+		if what == "" {
+			what = "the statement"
+		}
+		db.AddError(fmt.Errorf("shardid: %s: whether a range of %s moved cannot be read: %w", what, e.physical[k].name, err))
 		return nil, k, false
 	}
 	return sealed, k, true

@@ -140,8 +140,9 @@ func (e *Engine) shardedModel(table string) (string, bool) {
 // as sharded, and no model of this process says it is.
 func (e *Engine) recordedAsSharded(table string) bool {
 	_, sharded := e.shardedTables.Load(strings.ToLower(table))
+	_, joins := e.joinTables.Load(strings.ToLower(table))
 	_, recorded := e.recordedTables.Load(strings.ToLower(table))
-	return recorded && !sharded
+	return recorded && !sharded && !joins
 }
 
 // unshardedModel returns the unsharded model whose table this is.

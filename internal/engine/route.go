@@ -11,7 +11,9 @@ import (
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
+	"gorm.io/gorm/callbacks"
 	"gorm.io/gorm/clause"
+	"gorm.io/gorm/logger"
 	"gorm.io/gorm/schema"
 
 	"github.com/shardid/shardid/internal/fence"
@@ -67,7 +69,7 @@ func (e *Engine) route(kind statementKind) func(*gorm.DB) {
 			e.routeStatement(db, kind, sub, &settings, nil) // its text is all there is to read
 			return
 		}
-		aheadSQL, aheadVars, ahead := builtAhead(db.Statement, kind)
+		aheadSQL, aheadVars, ahead := builtAhead(db, kind)
 		reading := readClauses(db.Statement)
 		e.routeStatement(db, kind, sub, &settings, &reading)
 		e.checkSubqueries(db, reading.subqueries)
@@ -82,7 +84,8 @@ func (e *Engine) route(kind statementKind) func(*gorm.DB) {
 // the statement's clauses (gorm.io/plugin/caches builds its key so), for the
 // statement to be routed by its clauses: a part of a statement over several
 // databases is built anew from them, one on one database is sent as built.
-func builtAhead(stmt *gorm.Statement, kind statementKind) (string, []any, bool) {
+func builtAhead(db *gorm.DB, kind statementKind) (string, []any, bool) {
+	stmt := db.Statement
 	if kind != kindQuery && kind != kindRow || stmt.SQL.Len() == 0 {
 		return "", nil, false
 	}
@@ -90,12 +93,24 @@ func builtAhead(stmt *gorm.Statement, kind statementKind) (string, []any, bool) 
 		return "", nil, false
 	}
 	sql, vars := stmt.SQL.String(), stmt.Vars
+	if len(stmt.Joins) == 0 && !strings.Contains(sql, clausesSQL(db)) { // with Joins a build joins them again: taken as built
+		return "", nil, false // db.Raw on a statement that ran before, whose clauses it keeps
+	}
 	stmt.SQL.Reset()
 	stmt.Vars = nil
 	if len(stmt.Joins) > 0 {
 		stmt.Settings.Store(joinsBuiltKey{}, true)
 	}
 	return sql, vars, true
+}
+
+// clausesSQL is the SQL GORM builds of a query's clauses, on a copy.
+func clausesSQL(db *gorm.DB) string {
+	built := db.Session(&gorm.Session{DryRun: true, Logger: logger.Discard})
+	built.Statement.SQL.Reset()
+	built.Statement.Vars = nil
+	callbacks.BuildQuerySQL(built)
+	return built.Statement.SQL.String()
 }
 
 // joinsBuiltKey marks a statement whose Joins a callback built into its FROM
