@@ -105,15 +105,31 @@ func readTokens(d *dialect, tokens []Token) (Scan, error) {
 	if r.err == nil {
 		return r.scan, nil
 	}
+	r.scan.Words = tokenWords(d, tokens, r.scan.Words, 0)
+	return r.scan, r.err
+}
+
+// tokenWords appends the words of tokens: identifiers as the server spells
+// them (PostgreSQL's truncated too), and those of strings, read as SQL as
+// well, for a string may be a function's body (DO $$ ... $$).
+func tokenWords(d *dialect, tokens []Token, words []string, depth int) []string {
 	for _, t := range tokens {
 		switch t.Kind {
 		case Word, Quoted, MaybeQuoted:
-			r.scan.Words = append(r.scan.Words, t.Text)
+			words = append(words, t.Text)
+			if short := d.truncated(t.Text); short != t.Text {
+				words = append(words, short)
+			}
 		case String:
-			r.scan.Words = append(r.scan.Words, rawWords(t.Text)...)
+			words = append(words, rawWords(t.Text)...)
+			if depth < 2 {
+				if inner, _, err := tokenize(d, reading{}, t.Text); err == nil {
+					words = tokenWords(d, inner, words, depth+1)
+				}
+			}
 		}
 	}
-	return r.scan, r.err
+	return words
 }
 
 // reader walks the tokens of one reading. The walk is not a parser: it knows
@@ -549,7 +565,7 @@ type restFlags struct {
 }
 
 // clauseWords end a list of tables.
-var clauseWords = wordSet("WHERE GROUP HAVING ORDER LIMIT OFFSET FETCH WINDOW QUALIFY UNION INTERSECT EXCEPT MINUS SET VALUES SELECT RETURNING INTO LOCK PROCEDURE DO")
+var clauseWords = wordSet("WHERE GROUP HAVING ORDER LIMIT OFFSET FETCH WINDOW UNION INTERSECT EXCEPT SET VALUES SELECT RETURNING INTO LOCK PROCEDURE")
 
 // rest reads clauses to the end of the statement or group, where FROM,
 // JOIN, INTO and REFERENCES lead to tables and parentheses to subqueries.
@@ -636,8 +652,8 @@ func (r *reader) rest(f restFlags) {
 		case r.upsertClause(), t.keyword("RETURNING"):
 			f.fromList = false
 			r.ctes = r.ctes[:scope] // a WITH of the INSERT's query is not seen past it
-		case t.keyword("FOR") && !prev.keyword("INDEX") && !prev.keyword("KEY"),
-			t.Kind == Word && clauseWords[strings.ToUpper(t.Text)] && !r.columnNamed() && !(prev.keyword("FOR") && (t.keyword("ORDER") || t.keyword("GROUP"))): // not USE INDEX FOR ORDER BY
+		case t.keyword("FOR") && !prev.keyword("INDEX") && !prev.keyword("KEY") && (r.peek(1).keyword("UPDATE") || r.peek(1).keyword("SHARE") || r.peek(1).keyword("NO") || r.peek(1).keyword("KEY")), // FOR UPDATE, not an alias "for"
+			t.Kind == Word && clauseWords[strings.ToUpper(t.Text)] && r.startsClause() && !(prev.keyword("FOR") && (t.keyword("ORDER") || t.keyword("GROUP"))): // not USE INDEX FOR ORDER BY
 			f.fromList = false
 		}
 		r.pos++
@@ -657,11 +673,36 @@ func (r *reader) outputName() bool {
 	return false
 }
 
-// columnNamed reports whether the clause word at the current token is a
-// column's name, as what follows it shows: b.id = offset, offset = 1.
-func (r *reader) columnNamed() bool {
+// startsClause reports whether the clause word at the current token starts
+// its clause, as what follows it shows; otherwise it is a name (a column
+// b.offset = 1, offset IS NULL, an alias JOIN b lock ON ...), which the
+// databases that do not reserve it take it for.
+func (r *reader) startsClause() bool {
 	next := r.peek(1)
-	return next.Kind == Punct && next.Text != "" && strings.Contains("=<>!,).", next.Text)
+	if next.Kind == Punct && next.Text != "" && strings.Contains("=<>!,).", next.Text) {
+		return false
+	}
+	switch t := r.peek(0); {
+	case t.keyword("GROUP"), t.keyword("ORDER"):
+		return next.keyword("BY")
+	case t.keyword("LIMIT"), t.keyword("OFFSET"):
+		return next.Kind == Number || next.Kind == Param || next.keyword("ALL") || next.Kind == Punct && next.Text != "" && strings.Contains("?(:$@", next.Text)
+	case t.keyword("FETCH"):
+		return next.keyword("FIRST") || next.keyword("NEXT")
+	case t.keyword("WINDOW"):
+		return (next.Kind == Word || next.Kind == Quoted) && r.peek(2).keyword("AS")
+	case t.keyword("LOCK"):
+		return next.keyword("IN") // MySQL: LOCK IN SHARE MODE
+	case t.keyword("PROCEDURE"):
+		return next.keyword("ANALYSE")
+	case t.keyword("SET"):
+		if next.is("(") { // SET (a, b) = ...
+			end := r.match[r.pos+1]
+			return end+1 < r.limit && r.tokens[end+1].is("=")
+		}
+		return (next.Kind == Word || next.Kind == Quoted || next.Kind == MaybeQuoted) && (r.peek(2).is("=") || r.peek(2).is("."))
+	}
+	return true
 }
 
 // upsertClause reports whether the current ON starts ON CONFLICT (target)
@@ -682,7 +723,7 @@ func (r *reader) upsertClause() bool {
 // indexHintFor reports whether the word before the current one is the FOR
 // of MySQL's USE/FORCE/IGNORE INDEX FOR JOIN, not an alias spelled "for".
 func (r *reader) indexHintFor() bool {
-	return r.pos > 1 && r.tokens[r.pos-1].keyword("FOR") && (r.tokens[r.pos-2].keyword("INDEX") || r.tokens[r.pos-2].keyword("KEY"))
+	return r.d.execComments && r.pos > 1 && r.tokens[r.pos-1].keyword("FOR") && (r.tokens[r.pos-2].keyword("INDEX") || r.tokens[r.pos-2].keyword("KEY"))
 }
 
 // inner reads a parenthesized group that is no statement: an expression, a

@@ -142,3 +142,70 @@ func TestAFunctionNamedLikeAStatementIsNoSubquery(t *testing.T) {
 		readsCertainly(t, d, "SELECT * FROM t WHERE (REPLACE(v, 'a', 'b') = 'x')")
 	}
 }
+
+// A clause word (OFFSET, LOCK, DO, SET, VALUES, QUALIFY, MINUS, WINDOW...)
+// that the dialect allows as a bare column in a join condition is a
+// column, as what follows it shows: ", books" after it is read.
+func TestAClauseWordAsABareColumnEndsNoTableList(t *testing.T) {
+	readsTable(t, "sqlite", "SELECT * FROM t JOIN b ON b.id = t.id AND offset IS NULL, books", "books")
+	readsTable(t, "sqlite", "SELECT * FROM t JOIN b ON b.id = t.id AND lock IS NULL, books", "books")
+	readsTable(t, "sqlite", "SELECT * FROM t JOIN b ON lock + 0 = 0 OR 1, books", "books")
+	readsTable(t, "sqlite", "SELECT * FROM t JOIN b ON b.id = t.id AND offset IN (1) OR 1, books", "books")
+	readsTable(t, "mysql", "SELECT count(*) FROM t JOIN b ON b.id = t.id AND do IS NULL, books", "books")
+	readsTable(t, "mysql", "SELECT count(*) FROM t JOIN b ON b.id = t.id AND window IS NULL, books", "books")
+	readsTable(t, "mysql", "SELECT count(*) FROM t JOIN b ON b.id = t.id AND qualify IS NULL, books", "books")
+	readsTable(t, "mysql", "UPDATE t JOIN b ON b.id = t.id AND do IS NULL, books SET books.v = books.v + 1", "books") // writes books
+	readsTable(t, "postgres", "SELECT * FROM b JOIN t ON set IS NULL, books", "books")
+	readsTable(t, "postgres", "SELECT * FROM t JOIN b ON b.id = t.id AND lock IS NULL, books", "books")
+	readsTable(t, "postgres", "SELECT * FROM b JOIN t ON procedure IS NULL AND minus IS NULL AND qualify IS NULL, books", "books")
+}
+
+// The same word as a bare alias not followed by a comma (ON, USING, a
+// column list) is an alias.
+func TestAClauseWordAsAnAliasEndsNoTableList(t *testing.T) {
+	for _, alias := range []string{"lock", "offset", "for", "window", "do"} {
+		readsTable(t, "sqlite", "SELECT * FROM t JOIN b "+alias+" ON 1, books", "books")
+	}
+	readsTable(t, "sqlite", "SELECT * FROM t JOIN b qualify USING (id), books", "books")
+	readsTable(t, "mysql", "SELECT count(*) FROM t JOIN b do ON 1, books", "books")
+	readsTable(t, "postgres", "SELECT count(*) FROM t JOIN b lock ON true, books", "books")
+	readsTable(t, "postgres", "SELECT count(*) FROM t JOIN b minus ON true, books", "books")
+	readsTable(t, "postgres", "SELECT count(*) FROM (SELECT 1) lock(a), books", "books")
+	readsTable(t, "postgres", "SELECT count(*) FROM (SELECT 1) set(a), books", "books")
+}
+
+// SQLite's Tcl-style variable $name(...) (also @ : #) runs to the first
+// ")" or blank and swallows quotes, brackets and comment starts; the
+// reader reads it as one token, as SQLite does.
+// (Runs with sql.Named("a(')", 1) etc. bound.)
+func TestSQLiteTclVariablesAreOneToken(t *testing.T) {
+	for _, sql := range []string{
+		"SELECT $a('), * FROM books WHERE 1 -- ')",
+		"SELECT @a('), * FROM books WHERE 1 -- ')",
+		"SELECT :a('), * FROM books WHERE 1 -- ')",
+		"SELECT #a('), * FROM books WHERE 1 -- ')",
+		"SELECT $a::b('), * FROM books WHERE 1 -- ')",
+		`SELECT $a("), * FROM books WHERE 1 -- ")`,
+		"SELECT $a([), * FROM books WHERE 1 -- ])",
+		"SELECT $a(`), * FROM books WHERE 1 -- `)",
+		"SELECT $x(/*), * FROM books -- */)",
+	} {
+		readsTable(t, "sqlite", sql, "books")
+	}
+}
+
+// A table named key, aliased for, is no MySQL USE KEY FOR JOIN in SQLite.
+func TestSQLiteHasNoIndexHintForJoin(t *testing.T) {
+	readsTable(t, "sqlite", "SELECT * FROM key for JOIN books ON 1", "books")
+}
+
+// Words of SQL read unsure are spelled as PostgreSQL spells them: 63-byte
+// truncation, U&"" escapes inside a DO body, backslash escapes in a plain
+// string under standard_conforming_strings = off.
+func TestPostgresWordsAreSpelledAsTheServerSpellsThem(t *testing.T) {
+	name := strings.Repeat("b", 57) + "_books" // 63 bytes
+	readsTable(t, "postgres", "EXPLAIN ANALYZE SELECT * FROM "+name+"_extra", name)
+	readsTable(t, "postgres", "DO $$ BEGIN PERFORM * FROM "+name+"_extra; END $$", name)
+	readsTable(t, "postgres", `DO $$ BEGIN RAISE NOTICE '%', (SELECT count(*) FROM U&"\0062ooks"); END $$`, "books")
+	readsTable(t, "postgres", `DO 'BEGIN RAISE NOTICE ''%'', (SELECT count(*) FROM \x62ooks); END'`, "books") // standard_conforming_strings = off
+}

@@ -282,9 +282,10 @@ func TestReadKindsAndWords(t *testing.T) {
 	if err != nil || !slices.Equal(scan.Kinds, []string{"SAVEPOINT", "SELECT"}) {
 		t.Fatalf("Kinds = %q, %v", scan.Kinds, err)
 	}
-	// SQL it cannot read gives its identifiers and the words in its strings.
+	// SQL it cannot read gives its identifiers and the words in its strings
+	// (and in them read as SQL, for a function's body).
 	scan, err = Read("postgres", `SHOW "x" /* y */; SELECT 'a b' FROM t`)
-	if !errors.Is(err, ErrUnsure) || !slices.Equal(scan.Words, []string{"SHOW", "x", "SELECT", "a", "b", "FROM", "t"}) {
+	if !errors.Is(err, ErrUnsure) || !slices.Equal(scan.Words, []string{"SHOW", "x", "SELECT", "a", "b", "a", "b", "FROM", "t"}) {
 		t.Errorf("Words = %q, %v", scan.Words, err)
 	}
 	// Text that cannot be split gives every word of it.

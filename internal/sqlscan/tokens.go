@@ -47,12 +47,13 @@ type dialect struct {
 	foldLower       bool // PostgreSQL folds unquoted names to lower case
 	caseInsensitive bool // SQLite compares names without case
 	inTable         bool // SQLite: x IN t reads table t
+	tclVariables    bool // SQLite: $name(...), @name, :name, #name are parameters
 }
 
 var dialects = map[string]*dialect{
 	"mysql":    {hashComments: true, dashNeedsSpace: true, execComments: true, backticks: true, digitIdents: true},
 	"postgres": {nestedComments: true, dollarQuotes: true, escapeStrings: true, foldLower: true},
-	"sqlite":   {brackets: true, backticks: true, caseInsensitive: true, inTable: true},
+	"sqlite":   {brackets: true, backticks: true, caseInsensitive: true, inTable: true, tclVariables: true},
 }
 
 // reading is one way the server may read backslashes in quoted text: MySQL
@@ -114,7 +115,13 @@ func (t *tokenizer) run() error {
 		case c == '*' && next == '/' && t.inExec:
 			i, t.inExec = i+2, false
 		case c == '\'':
+			start := i
 			i, err = t.quoted(i, String, t.r.backslashInSingle, t.d.execComments || t.d.escapeStrings)
+			if err == nil && t.d.escapeStrings && t.r.backslashInSingle { // standard_conforming_strings off: '\x62' spells b
+				t.tokens[len(t.tokens)-1].Text = escapeString(s[start+1 : i-1])
+			}
+		case t.d.tclVariables && (c == '$' || c == '@' || c == ':' || c == '#'):
+			i, err = t.variable(i)
 		case c == '"' && t.d.execComments:
 			i, err = t.quoted(i, MaybeQuoted, t.r.backslashInDouble, true)
 		case c == '"':
@@ -343,6 +350,39 @@ func (t *tokenizer) word(i int) (int, error) {
 		return next, nil
 	}
 	t.add(Word, s[i:j])
+	return j, nil
+}
+
+// variable reads a SQLite parameter at i as SQLite's tokenizer does: $, @,
+// : or # and a name, with Tcl's ::name parts and a (...) suffix that runs
+// to the first ) or blank, whatever it holds (quotes, comment starts).
+func (t *tokenizer) variable(i int) (int, error) {
+	s := t.sql
+	n, j := 0, i+1
+	for j < len(s) {
+		switch c := s[j]; {
+		case isIdentChar(c):
+			n++
+			j++
+			continue
+		case c == '(' && n > 0:
+			for j++; j < len(s) && !isSpace(s[j]) && s[j] != ')'; j++ {
+			}
+			if j >= len(s) || s[j] != ')' {
+				return 0, fmt.Errorf("%w: a parameter %.20q not closed by )", ErrUnsure, s[i:])
+			}
+			j++
+		case c == ':' && j+1 < len(s) && s[j+1] == ':':
+			j += 2
+			continue
+		}
+		break
+	}
+	if n == 0 {
+		t.add(Punct, s[i:i+1])
+		return i + 1, nil
+	}
+	t.add(Param, s[i:j])
 	return j, nil
 }
 
