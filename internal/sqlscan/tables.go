@@ -364,13 +364,28 @@ func (r *reader) statement() {
 func (r *reader) modifiers() {
 	for {
 		switch {
-		case r.accept("LOW_PRIORITY"), r.accept("DELAYED"), r.accept("HIGH_PRIORITY"), r.accept("QUICK"), r.accept("IGNORE"):
-		case r.accept("OR"):
-			r.pos++
+		case r.d.execComments && r.nameFollows(1) && (r.accept("LOW_PRIORITY") || r.accept("DELAYED") || r.accept("HIGH_PRIORITY") || r.accept("QUICK") || r.accept("IGNORE")):
+		case r.d.inTable && r.peek(0).keyword("OR") && r.nameFollows(2):
+			r.pos += 2
 		default:
-			return
+			return // a table so named: UPDATE quick SET ...
 		}
 	}
+}
+
+// nameFollows reports whether the token n after the current one may be a
+// name, so that the current word is a modifier of it rather than a table
+// named like one (FROM only JOIN t, UPDATE quick SET ...).
+func (r *reader) nameFollows(n int) bool {
+	switch t := r.peek(n); t.Kind {
+	case Quoted, MaybeQuoted:
+		return true
+	case Word:
+		return !notAlias[strings.ToUpper(t.Text)] || t.keyword("INTO") || t.keyword("FROM") || t.keyword("LOW_PRIORITY") || t.keyword("IGNORE") || t.keyword("QUICK")
+	case Punct:
+		return t.is("(")
+	}
+	return false
 }
 
 // delete reads DELETE FROM t [USING ...] and MySQL's DELETE t1, t2 FROM ...
@@ -565,7 +580,7 @@ type restFlags struct {
 }
 
 // clauseWords end a list of tables.
-var clauseWords = wordSet("WHERE GROUP HAVING ORDER LIMIT OFFSET FETCH WINDOW UNION INTERSECT EXCEPT SET VALUES SELECT RETURNING INTO LOCK PROCEDURE")
+var clauseWords = wordSet("WHERE GROUP HAVING ORDER LIMIT OFFSET FETCH WINDOW UNION INTERSECT EXCEPT SET SELECT RETURNING INTO LOCK PROCEDURE") // VALUES never follows a table of a list
 
 // rest reads clauses to the end of the statement or group, where FROM,
 // JOIN, INTO and REFERENCES lead to tables and parentheses to subqueries.
@@ -649,7 +664,7 @@ func (r *reader) rest(f restFlags) {
 				r.addTable(splitColumn(column))
 			}
 			continue
-		case r.upsertClause(), t.keyword("RETURNING"):
+		case r.upsertClause(), t.keyword("RETURNING") && r.startsClause():
 			f.fromList = false
 			r.ctes = r.ctes[:scope] // a WITH of the INSERT's query is not seen past it
 		case t.keyword("FOR") && !prev.keyword("INDEX") && !prev.keyword("KEY") && (r.peek(1).keyword("UPDATE") || r.peek(1).keyword("SHARE") || r.peek(1).keyword("NO") || r.peek(1).keyword("KEY")), // FOR UPDATE, not an alias "for"
@@ -692,7 +707,7 @@ func (r *reader) startsClause() bool {
 	case t.keyword("WINDOW"):
 		return (next.Kind == Word || next.Kind == Quoted) && r.peek(2).keyword("AS")
 	case t.keyword("LOCK"):
-		return next.keyword("IN") // MySQL: LOCK IN SHARE MODE
+		return r.d.execComments && next.keyword("IN") // MySQL: LOCK IN SHARE MODE
 	case t.keyword("PROCEDURE"):
 		return next.keyword("ANALYSE")
 	case t.keyword("SET"):
@@ -700,7 +715,8 @@ func (r *reader) startsClause() bool {
 			end := r.match[r.pos+1]
 			return end+1 < r.limit && r.tokens[end+1].is("=")
 		}
-		return (next.Kind == Word || next.Kind == Quoted || next.Kind == MaybeQuoted) && (r.peek(2).is("=") || r.peek(2).is("."))
+		after := r.peek(2)
+		return (next.Kind == Word || next.Kind == Quoted || next.Kind == MaybeQuoted) && (after.is("=") || after.is(".") || after.is("[") || after.is(":"))
 	}
 	return true
 }
@@ -713,7 +729,7 @@ func (r *reader) upsertClause() bool {
 	}
 	switch next := r.peek(2); {
 	case r.peek(1).keyword("CONFLICT"):
-		return next.is("(") || next.keyword("DO") || next.keyword("ON")
+		return next.is("(") || next.keyword("DO") || next.keyword("ON") && r.peek(3).keyword("CONSTRAINT")
 	case r.peek(1).keyword("DUPLICATE"):
 		return next.keyword("KEY")
 	}
@@ -804,9 +820,13 @@ func (r *reader) writtenRef(kind refKind) {
 func (r *reader) tableRef(kind refKind) {
 	written := r.written
 	r.written = false // not the tables of a subquery in it
-	r.accept("ONLY")
+	if r.nameFollows(1) {
+		r.accept("ONLY")
+	}
 	if kind == fromItem {
-		r.accept("LATERAL")
+		if r.nameFollows(1) {
+			r.accept("LATERAL")
+		}
 		if r.peek(0).is("(") {
 			if r.startsStatement() && !r.peek(1).is("(") {
 				r.group(r.statement)
