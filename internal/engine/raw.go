@@ -137,7 +137,8 @@ func (e *Engine) shardedModel(table string) (string, bool) {
 }
 
 // recordedAsSharded reports whether the plugin's migrator recorded table
-// as sharded, and no model of this process says it is.
+// as sharded, though no sharded model of this process (nor its many2many)
+// has it.
 func (e *Engine) recordedAsSharded(table string) bool {
 	_, sharded := e.shardedTables.Load(strings.ToLower(table))
 	_, joins := e.joinTables.Load(strings.ToLower(table))

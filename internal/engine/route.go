@@ -355,7 +355,8 @@ func (e *Engine) writeStillRouted(kind statementKind) func(*gorm.DB) {
 		if _, part := loadSetting(stmt, pinKey{}); part {
 			return // a part of a statement over several databases: its conditions are checked whole
 		}
-		where := readClauses(stmt).where
+		w, _ := stmt.Clauses["WHERE"].Expression.(clause.Where)
+		where := w.Exprs
 		if state := routeStateOf(stmt); state != nil && len(state.where) == len(where) && (len(where) == 0 || &state.where[0] == &where[0]) {
 			return // as routed
 		}
