@@ -23,37 +23,17 @@ type recordedUser struct {
 }
 
 // processesOnOneSetOfFiles returns how to start the plugin on the same
-// SQLite files again, as each process of one application does, and the two
-// physical databases opened without it.
+// SQLite files again, as each process of one application does (openIn), and
+// the two physical databases opened without it.
 func processesOnOneSetOfFiles(t *testing.T) (start func() (*gorm.DB, *Plugin), direct []*gorm.DB) {
 	t.Helper()
 	dir := t.TempDir()
-	dsn := func(name string) string {
-		return "file:" + filepath.Join(dir, name) + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
-	}
 	for i := range 2 {
-		d, err := gorm.Open(sqlite.Open(dsn(fmt.Sprintf("s%d.db", i))), &gorm.Config{Logger: logger.Discard})
+		d, err := gorm.Open(sqlite.Open(filepath.Join(dir, fmt.Sprintf("s%d.db", i))), &gorm.Config{Logger: logger.Discard})
 		must(t, err)
 		direct = append(direct, d)
 	}
-	return func() (*gorm.DB, *Plugin) {
-		db, err := gorm.Open(sqlite.Open(dsn("main.db")), &gorm.Config{Logger: logger.Discard})
-		must(t, err)
-		count := Layout{}.ShardCount()
-		var shards []Shard
-		for i := range 2 {
-			shards = append(shards, Shard{Name: fmt.Sprintf("s%d", i), Dialector: sqlite.Open(dsn(fmt.Sprintf("s%d.db", i))), Logical: []Range{{From: i * count / 2, To: (i+1)*count/2 - 1}}})
-		}
-		p := New(Config{Shards: shards})
-		must(t, db.Use(p))
-		t.Cleanup(func() {
-			_ = p.Close()
-			if sqlDB, err := db.DB(); err == nil {
-				_ = sqlDB.Close()
-			}
-		})
-		return db, p
-	}, direct
+	return func() (*gorm.DB, *Plugin) { return openIn(t, dir) }, direct
 }
 
 // A process that has not used a sharded model yet knows its tables from

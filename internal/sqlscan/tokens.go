@@ -321,8 +321,12 @@ func (t *tokenizer) word(i int) (int, error) {
 		}
 		return end, err
 	}
-	if t.d.escapeStrings && j == i+1 && (s[i] == 'U' || s[i] == 'u') && strings.HasPrefix(s[j:], "&'") {
-		end, err := t.quoted(j+1, String, false, false) // U&'text': its escapes spell letters
+	if t.d.escapeStrings && j == i+1 && (s[i] == 'U' || s[i] == 'u') && (strings.HasPrefix(s[j:], "&'") || strings.HasPrefix(s[j:], "&\"")) {
+		kind := Quoted // U&"name" or U&'text': its escapes spell letters
+		if s[j+1] == '\'' {
+			kind = String
+		}
+		end, err := t.quoted(j+1, kind, false, false)
 		if err != nil {
 			return 0, err
 		}
@@ -330,23 +334,9 @@ func (t *tokenizer) word(i int) (int, error) {
 		last := &t.tokens[len(t.tokens)-1]
 		text, spelled := unicodeEscapes(last.Text, escape)
 		if !ok || !spelled {
-			return 0, fmt.Errorf("%w: a U&'...' string with escapes at byte %d", ErrUnsure, i)
+			return 0, fmt.Errorf("%w: a U&%c...%c with escapes at byte %d", ErrUnsure, s[j+1], s[j+1], i)
 		}
 		last.Text = text
-		return next, nil
-	}
-	if t.d.escapeStrings && j == i+1 && (s[i] == 'U' || s[i] == 'u') && strings.HasPrefix(s[j:], "&\"") {
-		end, err := t.quoted(j+1, Quoted, false, false) // U&"name": its \XXXX escapes spell letters
-		if err != nil {
-			return 0, err
-		}
-		escape, next, ok := t.uescape(end)
-		last := &t.tokens[len(t.tokens)-1]
-		name, spelled := unicodeEscapes(last.Text, escape)
-		if !ok || !spelled {
-			return 0, fmt.Errorf("%w: a U&\"...\" identifier with escapes at byte %d", ErrUnsure, i)
-		}
-		last.Text = name
 		return next, nil
 	}
 	t.add(Word, s[i:j])
