@@ -52,8 +52,8 @@ type hKind int
 
 const (
 	hCreate hKind = iota // Create one row, with its tag
-	hInc                 // UpdateColumn("n", n + 1) of one row by its ID
-	hSet                 // Update("v", value) of one row by its ID
+	hInc                 // n = n + 1 of one row by its ID (UpdateColumn, or Exec under ByID)
+	hSet                 // v = value of one row by its ID (UpdateColumn, or Table(...).Update under ByID)
 	hRead                // First by ID
 	hScan                // AllShards Find of every row: projected on each tag
 	hCount               // AllShards Count

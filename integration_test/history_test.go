@@ -366,8 +366,9 @@ func writeOutcome(err error) hOutcome {
 }
 
 // writer creates rows of its own, three in four of the moving range, and
-// increments, sets and reads them; with fan set it also increments all of
-// them at once with a fan-out write.
+// increments, sets and reads them, some of the writes by the model and some
+// without one (Exec, Table) under a shard clause; with fan set it also
+// increments all of them at once with a fan-out write.
 func (h *histRun) writer(hp *histProcess, client int, fan bool) {
 	var own []hRowRef
 	db := hp.db
@@ -409,14 +410,26 @@ func (h *histRun) writer(hp *histProcess, client int, fan bool) {
 			row := own[rand.IntN(len(own))]
 			op.Kind, op.Tag, op.ID = hInc, row.Tag, row.ID
 			op.Call = h.rec.now()
-			res := db.Model(&HistRow{ID: row.ID}).UpdateColumn("n", gorm.Expr("n + 1"))
+			var res *gorm.DB
+			switch { // writes without a model, under a shard clause, too: the stale process's must not find nothing and succeed
+			case dice < 35:
+				res = db.Clauses(shardid.ByID(row.ID)).Exec("UPDATE hist_rows SET n = n + 1 WHERE id = ?", row.ID)
+			default:
+				res = db.Model(&HistRow{ID: row.ID}).UpdateColumn("n", gorm.Expr("n + 1"))
+			}
 			op.Return = h.rec.now()
 			op.Err, op.Outcome, op.Affected = res.Error, writeOutcome(res.Error), res.RowsAffected
 		case dice < 85:
 			row := own[rand.IntN(len(own))]
 			op.Kind, op.Tag, op.ID, op.Value = hSet, row.Tag, row.ID, fmt.Sprintf("v%d-%d", client, n)
 			op.Call = h.rec.now()
-			res := db.Model(&HistRow{ID: row.ID}).UpdateColumn("v", op.Value)
+			var res *gorm.DB
+			switch {
+			case dice < 70:
+				res = db.Table("hist_rows").Clauses(shardid.ByID(row.ID)).Where("id = ?", row.ID).Update("v", op.Value)
+			default:
+				res = db.Model(&HistRow{ID: row.ID}).UpdateColumn("v", op.Value)
+			}
 			op.Return = h.rec.now()
 			op.Err, op.Outcome, op.Affected = res.Error, writeOutcome(res.Error), res.RowsAffected
 		default:

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -72,5 +73,92 @@ func TestWritesOfModelsWithHooksAreHeldAtTheCutover(t *testing.T) {
 			t.Errorf("the deleted note is on the target still")
 		}
 		t.Logf("%s: held writes %+v", b.name, r.p.MovedWrites())
+	})
+}
+
+// MvGated's Before hooks wait at a gate the test opens: the write has been
+// routed, and its transaction begun, before the hook returns.
+type MvGated struct {
+	ID   int64 `shardid:"strategy:instagram"`
+	Text string
+	gate chan struct{} `gorm:"-"`
+	in   chan struct{} `gorm:"-"`
+}
+
+func (n *MvGated) BeforeCreate(*gorm.DB) error { n.wait(); return nil }
+func (n *MvGated) BeforeUpdate(*gorm.DB) error { n.wait(); return nil }
+func (n *MvGated) BeforeDelete(*gorm.DB) error { n.wait(); return nil }
+
+func (n *MvGated) wait() {
+	if n.gate == nil {
+		return
+	}
+	close(n.in)
+	select {
+	case <-n.gate:
+	case <-time.After(20 * time.Second): // the move waits for it: the test fails, it does not hang
+	}
+}
+
+// TestAWriteWhoseHookSpansTheCutoverIsDecidedByTheFence: a create, update
+// or delete routed to the source before the move, whose hook returns after
+// the cutover, was routed by the map before: its checks read that map, and
+// the source's fence decides. It is refused with ErrShardMoved or runs on
+// the target, never refused as a cross-shard statement, and the source's
+// frozen copy is not written.
+func TestAWriteWhoseHookSpansTheCutoverIsDecidedByTheFence(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		for _, write := range []struct {
+			name string
+			run  func(db *gorm.DB, row *MvGated) error
+			want func(ran bool) (found bool, text string) // the row on the target
+		}{
+			{"create", func(db *gorm.DB, row *MvGated) error { row.Text = "created"; return db.Create(row).Error },
+				func(ran bool) (bool, string) { return ran, "created" }},
+			{"update", func(db *gorm.DB, row *MvGated) error { return db.Model(row).Update("text", "updated").Error },
+				func(ran bool) (bool, string) { return true, map[bool]string{true: "updated", false: "seed"}[ran] }},
+			{"delete", func(db *gorm.DB, row *MvGated) error { return db.Delete(row).Error },
+				func(ran bool) (bool, string) { return !ran, "seed" }},
+		} {
+			t.Run(write.name, func(t *testing.T) {
+				r := newMoveRig(t, b, t.TempDir())
+				must(t, r.source.Migrator().DropTable(&MvGated{}))
+				must(t, r.target.Migrator().DropTable(&MvGated{}))
+				must(t, r.p.AutoMigrate(r.db, &MvGated{}))
+				id := r.p.Layout().Compose(time.Now().Add(-time.Minute), movingRange.From, 0)
+				if write.name != "create" {
+					must(t, r.db.Create(&MvGated{ID: id, Text: "seed"}).Error)
+				}
+
+				gated := MvGated{ID: id, gate: make(chan struct{}), in: make(chan struct{})}
+				done := make(chan error, 1)
+				go func() { done <- write.run(r.db, &gated) }()
+				<-gated.in
+				r.move(t, shardid.Move{Models: append(append([]any{}, moveModels...), &MvGated{}), Progress: func(p shardid.MoveProgress) {
+					if p.Step == "map written" {
+						close(gated.gate)
+					}
+				}})
+				err := <-done
+				if err != nil && !errors.Is(err, shardid.ErrShardMoved) {
+					t.Fatalf("the %s whose hook spanned the cutover: %v, want success or ErrShardMoved", write.name, err)
+				}
+				if err != nil && !strings.HasPrefix(err.Error(), "shardid: on "+b.name+"-source: ") {
+					t.Errorf("the %s's refusal names another database than the source whose fence refused it: %v", write.name, err)
+				}
+				var onSource []MvGated
+				must(t, r.source.Find(&onSource, id).Error)
+				if write.name == "create" && len(onSource) > 0 || write.name != "create" && (len(onSource) != 1 || onSource[0].Text != "seed") {
+					t.Errorf("the source's frozen copy was written: %+v", onSource)
+				}
+				var onTarget []MvGated
+				must(t, r.target.Find(&onTarget, id).Error)
+				found, text := write.want(err == nil)
+				if len(onTarget) != map[bool]int{true: 1}[found] || found && onTarget[0].Text != text {
+					t.Errorf("on the target: %+v, want found %v with %q (the %s returned %v)", onTarget, found, text, write.name, err)
+				}
+				t.Logf("the %s returned %v", write.name, err)
+			})
+		}
 	})
 }

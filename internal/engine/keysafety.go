@@ -192,11 +192,12 @@ func (e *Engine) stillBound(stmt *gorm.Statement, m *model, what string) error {
 	}
 	on, bound := e.boundPhysical(stmt)
 	shard, known := e.rowShard(stmt, m)
-	if !bound || !known || e.physicalOf(shard) == on {
+	k := e.mapOf(stmt).Physical(shard) // by the map it was routed by: a newer one read since is the fence's to decide
+	if !bound || !known || k == on {
 		return nil
 	}
 	return fmt.Errorf("%w: %s: after the hooks the %s names a row of %s, the statement runs on %s",
-		ErrCrossShard, m.schema.Name, what, e.physical[e.physicalOf(shard)].name, e.physical[on].name)
+		ErrCrossShard, m.schema.Name, what, e.physical[k].name, e.physical[on].name)
 }
 
 // checkCreate runs right before gorm:create, after the model's Before hooks
@@ -397,8 +398,8 @@ func (e *Engine) checkCreatedMaps(stmt *gorm.Statement, m *model, on int, bound 
 					Detail: fmt.Sprintf("the ID is of shard %d, its %s column %s does not name that shard", shard, pl.Role, pl.DBName)}
 			}
 		}
-		if bound && e.physicalOf(shard) != on {
-			return fmt.Errorf("%w: %s: a row of %s is created on %s", ErrCrossShard, m.schema.Name, e.physical[e.physicalOf(shard)].name, e.physical[on].name)
+		if k := e.mapOf(stmt).Physical(shard); bound && k != on {
+			return fmt.Errorf("%w: %s: a row of %s is created on %s", ErrCrossShard, m.schema.Name, e.physical[k].name, e.physical[on].name)
 		}
 	}
 	return nil

@@ -567,9 +567,10 @@ func (e *Engine) finish(kind statementKind) func(*gorm.DB) {
 		if kind == kindCreate {
 			state = routeStateOf(db.Statement)
 		}
+		routedBy := e.mapOf(db.Statement)
 		dropWriteState(db.Statement) // a statement instance may run again
 		if db.Error != nil && e.routed() {
-			db.Error = e.nameDatabase(db, kind)
+			db.Error = e.nameDatabase(db, kind, routedBy)
 			if shard, to, moved := fence.MovedShard(db.Error); moved && !errors.Is(db.Error, ErrShardMoved) {
 				// Raw SQL, a part over several databases: refused, not retried.
 				db.Error = &MovedError{Shard: shard, To: to, Why: "run the statement again", Err: db.Error}
@@ -595,8 +596,9 @@ func (e *Engine) finish(kind statementKind) func(*gorm.DB) {
 
 // nameDatabase names the physical database a failed statement ran on. Found
 // only now, on the error path: by its connection, its transaction, or, once
-// GORM has ended the transaction it began, by its rows and conditions again.
-func (e *Engine) nameDatabase(db *gorm.DB, kind statementKind) error {
+// GORM has ended the transaction it began, by its rows and conditions again
+// and the map it was routed by.
+func (e *Engine) nameDatabase(db *gorm.DB, kind statementKind, routedBy *shardrouter.Map) error {
 	stmt, err := db.Statement, db.Error
 	if pinned, ok := loadSetting(stmt, pinKey{}); ok && pinned.(pin).schema == stmt.Schema {
 		return err // a part of a statement over several databases, which names it
@@ -606,7 +608,7 @@ func (e *Engine) nameDatabase(db *gorm.DB, kind statementKind) error {
 	}
 	k, ok := e.boundPhysical(stmt)
 	if !ok && stmt.Schema != nil && !inTransaction(stmt.ConnPool) {
-		k, ok = e.routedAgain(db, kind)
+		k, ok = e.routedAgain(db, kind, routedBy)
 	}
 	if !ok {
 		return err
@@ -616,7 +618,7 @@ func (e *Engine) nameDatabase(db *gorm.DB, kind statementKind) error {
 
 // routedAgain returns the one physical database a write on a sharded model
 // was routed to.
-func (e *Engine) routedAgain(db *gorm.DB, kind statementKind) (int, bool) {
+func (e *Engine) routedAgain(db *gorm.DB, kind statementKind, routedBy *shardrouter.Map) (int, bool) {
 	m, err := e.model(db.Statement.Schema)
 	if err != nil || m == nil || !m.sharded() {
 		return 0, false
@@ -630,14 +632,14 @@ func (e *Engine) routedAgain(db *gorm.DB, kind statementKind) (int, bool) {
 			if err != nil || zero {
 				return 0, false
 			}
-			set = set.With(e.physicalOf(shard))
+			set = set.With(routedBy.Physical(shard))
 		}
 		if err != nil {
 			return 0, false
 		}
 		return set.Single() // not a Create split over several databases, whose parts name theirs
 	case kindUpdate, kindDelete:
-		set, err := e.statementPhysicals(db, m, kind, e.mapOf(db.Statement))
+		set, err := e.statementPhysicals(db, m, kind, routedBy)
 		if err != nil {
 			return 0, false
 		}
