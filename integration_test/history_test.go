@@ -342,11 +342,12 @@ func (h *histRun) hasExtra(t *testing.T) bool {
 	return h.r.source.Migrator().HasColumn(&HistRowV2{}, "Extra")
 }
 
-// noteErr counts an error by its first words, for the figures.
+// noteErr counts an error by its first words, for the figures and the
+// false refusals.
 func (h *histRun) noteErr(kind hKind, err error) {
 	text := err.Error()
-	if len(text) > 60 {
-		text = text[:60]
+	if len(text) > 400 {
+		text = text[:400]
 	}
 	h.errMu.Lock()
 	h.errs[kind.String()+": "+text]++
@@ -623,5 +624,10 @@ func (h *histRun) verify(t *testing.T) {
 		}
 		slices.Sort(lines)
 		t.Logf("errors the clients saw:\n%s", strings.Join(lines, "\n"))
+	}
+	for text, n := range h.errs {
+		if strings.Contains(text, shardid.ErrCrossShard.Error()) { // every write names one row by its ID or its tags under AllShards
+			t.Errorf("%d writes refused as cross-shard: %s", n, text)
+		}
 	}
 }

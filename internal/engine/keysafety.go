@@ -192,12 +192,28 @@ func (e *Engine) stillBound(stmt *gorm.Statement, m *model, what string) error {
 	}
 	on, bound := e.boundPhysical(stmt)
 	shard, known := e.rowShard(stmt, m)
-	k := e.mapOf(stmt).Physical(shard) // by the map it was routed by: a newer one read since is the fence's to decide
-	if !bound || !known || k == on {
+	routedBy := e.mapOf(stmt) // a newer map read since is the fence's to decide
+	k := routedBy.Physical(shard)
+	if !bound || !known || k == on || e.clauseShardOn(stmt, routedBy, k) {
 		return nil
 	}
 	return fmt.Errorf("%w: %s: after the hooks the %s names a row of %s, the statement runs on %s",
 		ErrCrossShard, m.schema.Name, what, e.physical[k].name, e.physical[on].name)
+}
+
+// clauseShardOn reports whether a statement routed by its shard clause alone
+// (db.Table, which keeps no map it was routed by) names a shard that
+// shardMap puts on k: the clause's shard and the row's agree by any one map.
+func (e *Engine) clauseShardOn(stmt *gorm.Statement, shardMap *shardrouter.Map, k int) bool {
+	if routeStateOf(stmt) != nil {
+		return false
+	}
+	h, ok := loadSetting(stmt, hintSettingKey{})
+	if !ok || h.(Hint).kind == hintAll {
+		return false
+	}
+	s, err := e.hintShard(h.(Hint))
+	return err == nil && shardMap.Physical(s) == k
 }
 
 // checkCreate runs right before gorm:create, after the model's Before hooks

@@ -408,7 +408,7 @@ func (e *Engine) runAgain(db *gorm.DB, kind statementKind, execute func(*gorm.DB
 	for range 3 {
 		released, err := e.release(stmt)
 		if err == nil {
-			err = e.moveStatement(db, k, released)
+			err = e.moveStatement(db, k, released, e.mapOf(stmt))
 		}
 		if err != nil {
 			db.Error = errors.Join(db.Error, err)
@@ -514,16 +514,11 @@ func (e *Engine) holdAndRetry(db *gorm.DB, kind statementKind, execute func(*gor
 			}
 			// On the new database, or on the same one again: a cutover that
 			// failed its check thaws the range there, and nothing moved.
-			if err := e.moveStatement(db, k, released); err != nil {
+			if err := e.moveStatement(db, k, released, shardMap); err != nil {
 				return errors.Join(err, e.rebegin(db, from, released))
 			}
 			if kind == kindCreate && k != from { // after the move: on SQLite the IDs are made in its transaction
-				state := routeStateOf(stmt)
-				if state == nil {
-					state = keepWriteState(stmt, shardMap)
-				}
-				state.shardMap = shardMap
-				if err := e.remake(db, m, state.filled); err != nil {
+				if err := e.remake(db, m, routeStateOf(stmt).filled); err != nil {
 					return err
 				}
 			}
@@ -571,7 +566,7 @@ func (e *Engine) rebegin(db *gorm.DB, k int, released bool) error {
 	if !released {
 		return nil
 	}
-	return e.moveStatement(db, k, true)
+	return e.moveStatement(db, k, true, e.mapOf(db.Statement))
 }
 
 // retryPhysical is the one database the statement goes to by shardMap. A
@@ -642,9 +637,9 @@ func (e *Engine) remake(db *gorm.DB, m *model, filled []filledID) error {
 	return nil
 }
 
-// moveStatement sends the statement to physical database k, in a
-// transaction of its own there if GORM's was released.
-func (e *Engine) moveStatement(db *gorm.DB, k int, inTx bool) error {
+// moveStatement sends the statement to physical database k, where map by
+// sends it, in a transaction of its own there if GORM's was released.
+func (e *Engine) moveStatement(db *gorm.DB, k int, inTx bool, by *shardrouter.Map) error {
 	stmt := db.Statement
 	pool, err := e.poolOf(stmt.Context, k, db.ConnPool)
 	if err != nil {
@@ -652,8 +647,9 @@ func (e *Engine) moveStatement(db *gorm.DB, k int, inTx bool) error {
 	}
 	state := routeStateOf(stmt)
 	if state == nil {
-		state = keepWriteState(stmt, e.mapOf(stmt))
+		state = keepWriteState(stmt, by)
 	}
+	state.shardMap = by // its checks from now on read the map that sent it there
 	state.boundOn = k + 1
 	e.boundTo(stmt, k)
 	if !inTx {
