@@ -516,3 +516,32 @@ func TestDeleteOfTheModelsRowsDeletesThemWhereTheyAre(t *testing.T) {
 	gone("Model(&rows).Delete", rows, true)
 	gone("rows the deletes did not name", bystanders, false)
 }
+
+// TestAStatementUsedAgainCountsOnlyItsOwnRows: a *gorm.DB used for a second
+// write over several databases reports that write's rows, as GORM's
+// RowsAffected does on one database, not the sum of both.
+func TestAStatementUsedAgainCountsOnlyItsOwnRows(t *testing.T) {
+	db, p, _ := revRouted(t, &revUser{})
+	rows := revOnBoth(t, db, p, func() *revUser { return &revUser{Name: "a"} }, func(r *revUser) int64 { return r.ID })
+	q := db.Model(&revUser{}).Where("id IN ?", []int64{rows[0].ID, rows[1].ID})
+	for i, write := range []func() *gorm.DB{
+		func() *gorm.DB { return q.Update("name", "b") },
+		func() *gorm.DB { return q.Update("name", "c") },
+		func() *gorm.DB { return q.Delete(&revUser{}) },
+	} {
+		res := write()
+		must(t, res.Error)
+		if res.RowsAffected != 2 {
+			t.Errorf("write %d on the statement used again: %d rows affected, want 2", i, res.RowsAffected)
+		}
+	}
+	created := db.Model(&revUser{})
+	for i := range 2 {
+		batch := []revUser{{Name: "x"}, {Name: "y"}, {Name: "z"}, {Name: "w"}, {Name: "v"}, {Name: "u"}}
+		res := created.Create(&batch)
+		must(t, res.Error)
+		if res.RowsAffected != int64(len(batch)) {
+			t.Errorf("Create %d on the statement used again: %d rows affected, want %d", i, res.RowsAffected, len(batch))
+		}
+	}
+}

@@ -221,11 +221,13 @@ func (e *Engine) runParts(db *gorm.DB, kind statementKind, parts []writePart, ag
 			wrote = wrote && p.db.RowsAffected > 0
 		}
 	}
+	var affected int64 // set, not added to: a *gorm.DB used again keeps its last count
 	for i, p := range parts {
 		if turns[i] != nil && wrote {
-			db.RowsAffected += p.db.RowsAffected
+			affected += p.db.RowsAffected
 		}
 	}
+	db.RowsAffected = affected
 	db.Error = errors.Join(append(errs, refused)...)
 	if db.Error == nil {
 		db.Error = errRouted
