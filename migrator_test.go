@@ -199,6 +199,42 @@ func TestAutoMigrateOfAManyToManyBackReference(t *testing.T) {
 	}
 }
 
+type pkStudent struct { // its ID says primaryKey, as many write it
+	ID      int64 `gorm:"primaryKey" shardid:""`
+	Name    string
+	Courses []pkCourse `gorm:"many2many:pk_student_courses"`
+}
+
+type pkCourse struct {
+	ID    int64 `gorm:"primaryKey" shardid:""`
+	Title string
+}
+
+// TestAManyToManyOfKeysTaggedPrimaryKeyIsMigratedAndUsed: GORM copies the
+// whole tag of a key that says primaryKey into the join table it makes, so
+// the join table's two keys carry shardid tags. It is not a sharded model of
+// two keys: it migrates, and its rows are made beside their owner.
+func TestAManyToManyOfKeysTaggedPrimaryKeyIsMigratedAndUsed(t *testing.T) {
+	db, p, direct := twoSQLiteShards(t)
+	must(t, p.AutoMigrate(db, &pkStudent{}, &pkCourse{}))
+	course := pkCourse{Title: "c"}
+	must(t, db.Create(&course).Error)
+	student := pkStudent{Name: "s"}
+	must(t, db.Create(&student).Error)
+	must(t, db.Model(&student).Omit("Courses.*").Association("Courses").Append(&course)) // the course is written already, maybe on another database
+	k := p.ShardMap().Physical(p.Layout().Shard(student.ID))
+	var n int64
+	must(t, direct[k].Table("pk_student_courses").Where("pk_student_id = ? AND pk_course_id = ?", student.ID, course.ID).Count(&n).Error)
+	if n != 1 {
+		t.Errorf("the join row on its owner's database %d: %d rows, want 1", k, n)
+	}
+	var got pkStudent
+	must(t, db.Preload("Courses", func(tx *gorm.DB) *gorm.DB { return tx.Clauses(AllShards()) }).First(&got, student.ID).Error)
+	if len(got.Courses) != 1 || got.Courses[0].ID != course.ID {
+		t.Errorf("the student's courses read back: %+v", got.Courses)
+	}
+}
+
 // TestShardedViewNamesItsShards: a view over a sharded model is created on
 // every physical database when its query says AllShards; a query naming no
 // shard is refused with ErrNoShard and creates nothing, where GORM would

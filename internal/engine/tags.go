@@ -132,6 +132,12 @@ func (m *model) pk() *idField { return m.key }
 // ErrInvalidTag for the first unusable one.
 func (e *Engine) parseModel(s *schema.Schema) (*model, error) {
 	m := &model{schema: s}
+	if s.ModelType.Name() == "" {
+		// A many2many's join table, a struct GORM makes: its keys copy the
+		// owners' whole tags when these say primaryKey, and their shardid
+		// tags place the owners, not it (its rows live beside their owner).
+		return m, nil
+	}
 	if name := taggedEmbedded(s.ModelType); name != "" {
 		return nil, &FieldError{Model: s.Name, Field: name, Err: ErrInvalidTag,
 			Detail: "the tag is on an embedded struct, whose fields it does not reach: put it on the ID field (beside gorm.Model, ID int64 `shardid:\"\"` hides gorm.Model's ID)"}
