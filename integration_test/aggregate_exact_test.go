@@ -279,6 +279,42 @@ func TestPostgresValuesEqualOtherwiseThanTheirTextAreNotMerged(t *testing.T) {
 	}, rowMaps)
 }
 
+type ciRow struct {
+	ID   int64  `shardid:""`
+	Name string `gorm:"not null"` // PostgreSQL: citext
+}
+
+// TestPostgresCitextIsNotMergedAsItsText: citext compares its values
+// lower-cased, whatever its collation: grouped, counted distinct, ordered or
+// taken MIN of over several databases it is refused, where the merge of its
+// text would find 'a' and 'A' two groups.
+func TestPostgresCitextIsNotMergedAsItsText(t *testing.T) {
+	b := backends[2]
+	if b.name != "postgres" {
+		t.Fatalf("backends[2] is %s", b.name)
+	}
+	requireDSN(t, postgresDSNVar)
+	alter := func(db *gorm.DB) {
+		must(t, db.Exec("CREATE EXTENSION IF NOT EXISTS citext").Error)
+		must(t, db.Exec("ALTER TABLE ci_rows ALTER COLUMN name TYPE citext").Error)
+	}
+	var rows []ciRow
+	for _, name := range []string{"a", "B", "A", "b", "c", "C", "a"} {
+		rows = append(rows, ciRow{Name: name})
+	}
+	tw := newTwin(t, b, &ciRow{}, alter, rows, []int{0, 1, 2, 3})
+	var groups int64
+	must(t, tw.one.Model(&ciRow{}).Group("name").Count(&groups).Error)
+	if groups != 3 {
+		t.Fatalf("one database finds %d groups of name, want 3: citext is not case-insensitive here", groups)
+	}
+	tw.refused(t, "GROUP BY citext", func(db *gorm.DB, into any) *gorm.DB { return db.Select("name, count(*) AS n").Group("name").Find(into) }, rowMaps)
+	tw.refused(t, "Count of the groups of a citext", func(db *gorm.DB, into any) *gorm.DB { return db.Group("name").Count(into.(*int64)) }, number)
+	tw.refused(t, "COUNT(DISTINCT citext)", func(db *gorm.DB, into any) *gorm.DB { return db.Select("count(distinct name)").Find(into) }, number)
+	tw.refused(t, "MIN of a citext", func(db *gorm.DB, into any) *gorm.DB { return db.Select("min(name) AS lo").Find(into) }, rowMaps)
+	tw.refused(t, "rows ordered by a citext", func(db *gorm.DB, into any) *gorm.DB { return db.Order("name, id").Find(into) }, func() any { return &[]ciRow{} })
+}
+
 type measureRow struct {
 	ID    int64    `shardid:""`
 	G     int64    `gorm:"not null"`
