@@ -2,6 +2,7 @@ package shardrouter
 
 import (
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"reflect"
 	"regexp"
@@ -534,6 +535,8 @@ func orderable(f *schema.Field) (ok, text bool) {
 	switch {
 	case t == timeType, t.ConvertibleTo(nullTimeType):
 		return is("time", "date"), false
+	case !sendsItself(t):
+		return false, false // stored as what its Value makes of it (an enum's name, an encoding), ordered so
 	case t.Kind() == reflect.Bool:
 		return is("bool", "bit", "tinyint"), false
 	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64 && t.Kind() != reflect.Uintptr:
@@ -545,6 +548,72 @@ func orderable(f *schema.Field) (ok, text bool) {
 			func(w string) bool { return strings.Contains(sqlType, w) }), true
 	}
 	return false, false
+}
+
+var valuerType = reflect.TypeFor[driver.Valuer]()
+
+// sendsItself reports whether a number, boolean or text type without a
+// Value of its own, or with one that sends the value it holds, tried on a
+// few values.
+func sendsItself(t reflect.Type) (sends bool) {
+	if !t.Implements(valuerType) && !reflect.PointerTo(t).Implements(valuerType) {
+		return true
+	}
+	defer func() {
+		if recover() != nil {
+			sends = false
+		}
+	}()
+	var probes []any
+	switch k := t.Kind(); {
+	case k >= reflect.Int && k <= reflect.Int64:
+		probes = []any{int64(-3), int64(0), int64(1), int64(7)}
+	case k >= reflect.Uint && k <= reflect.Uint64:
+		probes = []any{uint64(0), uint64(1), uint64(7)}
+	case k == reflect.Float32 || k == reflect.Float64:
+		probes = []any{-0.5, 0.0, 2.0}
+	case k == reflect.String:
+		probes = []any{"", "a", "b", "ab"}
+	case k == reflect.Bool:
+		probes = []any{false, true}
+	default:
+		return false
+	}
+	for _, probe := range probes {
+		v := reflect.New(t)
+		v.Elem().Set(reflect.ValueOf(probe).Convert(t))
+		sent, err := v.Interface().(driver.Valuer).Value()
+		if err != nil || !sameValue(sent, probe) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameValue reports whether a driver value is the probe: a number of any
+// width, text as a string or bytes.
+func sameValue(sent, probe any) bool {
+	switch p := probe.(type) {
+	case string:
+		b, isBytes := sent.([]byte)
+		return sent == p || isBytes && string(b) == p
+	case bool:
+		return sent == p
+	}
+	sv, pv := reflect.ValueOf(sent), reflect.ValueOf(probe)
+	switch {
+	case !sv.IsValid():
+		return false
+	case sv.CanInt() && pv.CanInt():
+		return sv.Int() == pv.Int()
+	case sv.CanUint() && pv.CanUint():
+		return sv.Uint() == pv.Uint()
+	case sv.CanInt() && pv.CanUint():
+		return sv.Int() >= 0 && uint64(sv.Int()) == pv.Uint()
+	case sv.CanFloat() && pv.CanFloat():
+		return sv.Float() == pv.Float()
+	}
+	return false
 }
 
 // sqliteKeepsText reports whether SQLite stores text sent to f's column as

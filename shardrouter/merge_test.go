@@ -2,6 +2,7 @@ package shardrouter
 
 import (
 	"database/sql"
+	"database/sql/driver"
 	"reflect"
 	"strings"
 	"sync"
@@ -20,11 +21,38 @@ type mergedPhoto struct {
 	Caption string    `gorm:"not null"`
 	Price   string    `gorm:"type:decimal(10,2)"`
 	Blob    []byte
-	Amount  float64 `gorm:"type:decimal(30,4)"` // read rounded
-	Ext     int64   `gorm:"type:varchar(20)"`   // digits ordered as text by the database
-	Rank    int64   `gorm:"type:bigint unsigned"`
-	Weight  float64 `gorm:"type:double precision"`
+	Amount  float64    `gorm:"type:decimal(30,4)"` // read rounded
+	Ext     int64      `gorm:"type:varchar(20)"`   // digits ordered as text by the database
+	Rank    int64      `gorm:"type:bigint unsigned"`
+	Weight  float64    `gorm:"type:double precision"`
+	Level   namedLevel `gorm:"not null"` // stored as its name
+	Code    rot13      `gorm:"not null"` // stored encoded
+	Owner   ownID      `gorm:"not null"` // stored as its number
 }
+
+// namedLevel is stored as its name: "zeta" for 1, "alpha" for 2.
+type namedLevel int
+
+func (l namedLevel) Value() (driver.Value, error) {
+	return [...]string{"none", "zeta", "alpha"}[l%3], nil
+}
+
+// rot13 is text stored encoded.
+type rot13 string
+
+func (r rot13) Value() (driver.Value, error) {
+	return strings.Map(func(c rune) rune {
+		if c >= 'a' && c <= 'z' {
+			return 'a' + (c-'a'+13)%26
+		}
+		return c
+	}, string(r)), nil
+}
+
+// ownID is stored as the number it holds.
+type ownID int64
+
+func (id ownID) Value() (driver.Value, error) { return int64(id), nil }
 
 func photoSchema(t *testing.T) *schema.Schema {
 	t.Helper()
@@ -84,6 +112,9 @@ func TestPlanMerge(t *testing.T) {
 		"ORDER BY into maps":                                            {q: Query{Dest: reflect.TypeOf([]map[string]any{}), Clauses: orderBy(byName("id", false))}, order: "id"},
 		"ORDER BY a nullable column, NULLs where the dialect puts them": {q: Query{Dest: rows, Clauses: orderBy(byName("views", false))}, order: "views +key"},
 		"ORDER BY text, by a collation read when it runs":               {q: Query{Dest: rows, Clauses: orderBy(byName("caption desc, likes", false))}, order: "caption (text) desc, likes +key"},
+		"ORDER BY a type whose Value stores another value":              {q: Query{Dest: rows, Clauses: orderBy(byName("level", false))}, refused: "level: the merge orders"},
+		"ORDER BY text whose Value stores it encoded":                   {q: Query{Dest: rows, Clauses: orderBy(byName("code", false))}, refused: "code: the merge orders"},
+		"ORDER BY a type whose Value stores the number it holds":        {q: Query{Dest: rows, Clauses: orderBy(byName("owner", false))}, order: "owner +key"},
 		"ORDER BY an exact decimal held in a string":                    {q: Query{Dest: rows, Clauses: orderBy(byName("price", false))}, refused: "price: the merge orders"},
 		"ORDER BY a decimal read into a float":                          {q: Query{Dest: rows, Clauses: orderBy(byName("amount", false))}, refused: "amount: the merge orders"},
 		"ORDER BY digits in text read into an integer":                  {q: Query{Dest: rows, Clauses: orderBy(byName("ext", false))}, refused: "from a column of type varchar(20)"},
