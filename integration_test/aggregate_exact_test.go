@@ -279,6 +279,44 @@ func TestPostgresValuesEqualOtherwiseThanTheirTextAreNotMerged(t *testing.T) {
 	}, rowMaps)
 }
 
+type nullableRow struct {
+	ID    int64     `shardid:""`
+	Score int64     `gorm:"default:null"` // NULL when created as 0
+	Name  string    `gorm:"size:16;default:null"`
+	At    time.Time `gorm:"default:null"`
+}
+
+// TestNullsReadIntoFieldsThatCannotHoldThemOrderAsNulls: a column with
+// NULLs read into an int, a string or a time.Time holds its zero value in
+// Go; merged over several databases, its rows order with the NULLs where
+// the dialect puts them (first ascending in MySQL and SQLite, last in
+// PostgreSQL), not where the zero value would sort.
+func TestNullsReadIntoFieldsThatCannotHoldThemOrderAsNulls(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+		rows := []nullableRow{
+			{}, {}, // all NULL, on database 0
+			{Score: -5, Name: "b", At: at}, {Score: 7, Name: "a", At: at.Add(time.Hour)}, {Score: 3, Name: "c", At: at.Add(-time.Hour)},
+		}
+		alter := func(db *gorm.DB) {
+			if b.name == "mariadb" { // a collation the merge reproduces, NULLs allowed
+				must(t, db.Exec("ALTER TABLE nullable_rows MODIFY name varchar(16) COLLATE utf8mb4_bin NULL").Error)
+			}
+			if b.name == "postgres" {
+				binaryCollation(t, b, db, "nullable_rows", "name")
+			}
+		}
+		tw := newTwin(t, b, &nullableRow{}, alter, rows, []int{0, 0, 1, 2, 3})
+		entries := func() any { return &[]nullableRow{} }
+		for _, c := range []string{"score", "name", "at"} {
+			for _, dir := range []string{"", " desc"} {
+				tw.same(t, "rows ordered by "+c+dir, func(db *gorm.DB, into any) *gorm.DB { return db.Order(c + dir + ", id").Find(into) }, entries)
+				tw.same(t, "the first two ordered by "+c+dir, func(db *gorm.DB, into any) *gorm.DB { return db.Order(c + dir + ", id").Limit(2).Find(into) }, entries)
+			}
+		}
+	})
+}
+
 type ciRow struct {
 	ID   int64  `shardid:""`
 	Name string `gorm:"not null"` // PostgreSQL: citext

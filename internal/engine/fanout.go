@@ -623,6 +623,19 @@ func (e *Engine) fanOutQuery(db *gorm.DB, kind statementKind, m *model, plan sha
 		db.Error = err
 		return
 	}
+	if order != nil {
+		if len(order.Columns) > 64 {
+			db.AddError(fmt.Errorf("%w: %s: ORDER BY more than 64 columns over several physical databases", ErrCrossShard, m.schema.Name))
+			return
+		}
+		var ordered []string
+		for _, c := range order.Columns {
+			ordered = append(ordered, c.Field.DBName)
+		}
+		for i := range runs {
+			runs[i].nullsOf = ordered
+		}
+	}
 	on := make([]int, len(runs))
 	for i, r := range runs {
 		on[i] = r.k
@@ -631,9 +644,10 @@ func (e *Engine) fanOutQuery(db *gorm.DB, kind statementKind, m *model, plan sha
 	e.runQueryParts(db, kind, runs)
 	var errs []error
 	parts := make([]reflect.Value, len(runs))
+	nulls := make([][]uint64, len(runs))
 	for i, r := range runs {
 		errs = append(errs, r.err)
-		parts[i] = r.rows.Elem()
+		parts[i], nulls[i] = r.rows.Elem(), r.nulls
 	}
 	if err := errors.Join(errs...); err != nil {
 		db.Error = err
@@ -659,7 +673,7 @@ func (e *Engine) fanOutQuery(db *gorm.DB, kind statementKind, m *model, plan sha
 				return
 			}
 		}
-		if merged, err = mergeOrdered(stmt, order, how, partType, parts, limit, offset, limited); err != nil {
+		if merged, err = mergeOrdered(stmt, order, how, partType, parts, nulls, limit, offset, limited); err != nil {
 			db.Error = err
 			return
 		}

@@ -67,8 +67,9 @@ func (a orderValue) compare(b orderValue, nullsLast bool) int {
 // merge merges parts, each already in the query's order, k-way into one
 // slice of rowsType, skipping offset rows and stopping after limit: its work
 // is linear in the rows the parts fetched. A part out of the order the merge
-// reads fails it rather than being merged wrong.
-func mergeOrdered(stmt *gorm.Statement, o *shardrouter.Order, order mergeOrder, rowsType reflect.Type, parts []reflect.Value, limit, offset int, limited bool) (reflect.Value, error) {
+// reads fails it rather than being merged wrong. nulls, when a part has
+// them, are the NULLs of its rows' ordered columns as scanned (nullNoting).
+func mergeOrdered(stmt *gorm.Statement, o *shardrouter.Order, order mergeOrder, rowsType reflect.Type, parts []reflect.Value, nulls [][]uint64, limit, offset int, limited bool) (reflect.Value, error) {
 	columns := o.Columns
 	if o.TieKey {
 		columns = append(columns[:len(columns):len(columns)], shardrouter.OrderColumn{Field: o.Key})
@@ -85,6 +86,9 @@ func mergeOrdered(stmt *gorm.Statement, o *shardrouter.Order, order mergeOrder, 
 				v, err := orderValueAt(stmt, o, part.Index(r), column.Field)
 				if err != nil {
 					return reflect.Value{}, err
+				}
+				if c < len(o.Columns) && i < len(nulls) && r < len(nulls[i]) && nulls[i][r]&(1<<c) != 0 {
+					v = orderValue{null: true} // read as its zero value by a field that cannot hold NULL
 				}
 				if order.textTimes && v.offset != 0 {
 					if offsets[c] == 0 {

@@ -41,7 +41,7 @@ func BenchmarkMergeOnly(b *testing.B) {
 		b.Run(fmt.Sprintf("rows-%d", 4*perPart), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				merged, err := mergeOrdered(stmt, order, mergeOrder{}, rowsType, parts, 20, perPart-20, true)
+				merged, err := mergeOrdered(stmt, order, mergeOrder{}, rowsType, parts, nil, 20, perPart-20, true)
 				if err != nil || merged.Len() != 20 {
 					b.Fatal(err, merged.Len())
 				}

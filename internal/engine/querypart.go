@@ -32,8 +32,13 @@ type queryPart struct {
 	columns []string
 	// values, when set, takes the part's values as they come instead.
 	values *partValues
-	err    error
-	pan    any
+	// nullsOf are the columns whose NULLs the merge orders; nulls holds, per
+	// row scanned, a bit per column of them that was NULL: a field that
+	// cannot hold one reads it as its zero value.
+	nullsOf []string
+	nulls   []uint64
+	err     error
+	pan     any
 }
 
 // keyMarker stands, in the SQL built for every part, for the index-th value of
@@ -159,7 +164,7 @@ func (e *Engine) runQueryPart(ctx context.Context, db *gorm.DB, kind statementKi
 			scan.AddError(readValues(rows, part.values))
 		} else {
 			part.columns, _ = rows.Columns()
-			gorm.Scan(rows, scan, 0)
+			gorm.Scan(part.notingNulls(rows), scan, 0)
 		}
 		scan.AddError(rows.Close())
 	} else {
