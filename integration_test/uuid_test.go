@@ -161,3 +161,50 @@ func TestByIDTakesAUUID(t *testing.T) {
 		}
 	})
 }
+
+type typedUUIDRow struct {
+	ID uuid.UUID `gorm:"type:uuid" shardid:"strategy:uuidv4"`
+	G  int64     `gorm:"not null"`
+}
+
+// TestMariaDBsUUIDTypeMergesInItsOwnOrder: MariaDB's UUID type orders a v4
+// UUID by its segments from last to first: merged over four databases, the
+// rows ordered by the key, the first and last of them, and FindInBatches
+// (which pages by id > the last one read, as the server compares it) equal
+// one database's, even where each part holds a single row.
+func TestMariaDBsUUIDTypeMergesInItsOwnOrder(t *testing.T) {
+	b := backends[1]
+	if b.name != "mariadb" {
+		t.Fatalf("backends[1] is %s", b.name)
+	}
+	requireDSN(t, mysqlDSNVar)
+	entries := func() any { return &[]typedUUIDRow{} }
+	one := func() any { return &typedUUIDRow{} }
+	few := newTwin(t, b, &typedUUIDRow{}, nil, []typedUUIDRow{{G: 1}, {G: 2}, {G: 3}, {G: 4}}, []int{0, 1, 2, 3})
+	few.same(t, "rows ordered by the key, one per database", func(db *gorm.DB, into any) *gorm.DB { return db.Order("id").Find(into) }, entries)
+	var rows []typedUUIDRow
+	for i := range 24 {
+		rows = append(rows, typedUUIDRow{G: int64(i % 3)})
+	}
+	tw := newTwin(t, b, &typedUUIDRow{}, nil, rows, []int{0, 1, 2, 3})
+	tw.same(t, "rows ordered by the key", func(db *gorm.DB, into any) *gorm.DB { return db.Order("id").Find(into) }, entries)
+	tw.same(t, "rows ordered by g, then the key", func(db *gorm.DB, into any) *gorm.DB { return db.Order("g desc, id").Limit(9).Find(into) }, entries)
+	tw.same(t, "First", func(db *gorm.DB, into any) *gorm.DB { return db.First(into) }, one)
+	tw.same(t, "Last", func(db *gorm.DB, into any) *gorm.DB { return db.Last(into) }, one)
+	for _, size := range []int{1, 5} {
+		read := func(db *gorm.DB) []uuid.UUID {
+			var batch []typedUUIDRow
+			var ids []uuid.UUID
+			must(t, db.Model(&typedUUIDRow{}).FindInBatches(&batch, size, func(*gorm.DB, int) error {
+				for _, r := range batch {
+					ids = append(ids, r.ID)
+				}
+				return nil
+			}).Error)
+			return ids
+		}
+		if want, got := read(tw.one), read(tw.sharded); !slices.Equal(want, got) {
+			t.Errorf("FindInBatches of %d: one database reads %d rows, four %d:\n%v\n%v", size, len(want), len(got), want, got)
+		}
+	}
+}

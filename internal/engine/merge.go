@@ -90,6 +90,9 @@ func mergeOrdered(stmt *gorm.Statement, o *shardrouter.Order, order mergeOrder, 
 				if c < len(o.Columns) && i < len(nulls) && r < len(nulls[i]) && nulls[i][r]&(1<<c) != 0 {
 					v = orderValue{null: true} // read as its zero value by a field that cannot hold NULL
 				}
+				if order.storedUUIDs && column.Field == o.Key && !v.null {
+					v = mariadbUUIDOrder(v)
+				}
 				if order.textTimes && v.offset != 0 {
 					if offsets[c] == 0 {
 						offsets[c] = v.offset
@@ -135,6 +138,8 @@ type mergeOrder struct {
 	nullsLast bool
 	textTimes bool // SQLite: times order as their text, which holds their UTC offset
 	text      map[*schema.Field]shardrouter.TextComparison
+	// storedUUIDs: the key is of MariaDB's UUID type (mariadbuuid.go).
+	storedUUIDs bool
 }
 
 // mergeOrderOf reads from physical database k, where a query's parts ran,
@@ -162,6 +167,11 @@ func (e *Engine) mergeOrderOf(db *gorm.DB, m *model, o *shardrouter.Order, k int
 			return how, fmt.Errorf("%w: %s: ORDER BY %s over several physical databases: the column's collation (%s) does not order as bytes do, and the merge does not reproduce it in Go", ErrCrossShard, m.schema.Name, c.Field.DBName, collation)
 		}
 		how.text[c.Field] = comparison
+	}
+	if dialect == shardrouter.MySQL && isUUIDType(o.Key.FieldType) {
+		if how.storedUUIDs, err = mariadbUUIDKey(db.Statement.Context, ph.pool, db.Statement.Table, o.Key.DBName); err != nil {
+			return how, e.partError(k, err)
+		}
 	}
 	return how, nil
 }
@@ -204,10 +214,13 @@ func orderValueAt(stmt *gorm.Statement, o *shardrouter.Order, row reflect.Value,
 	return value, nil
 }
 
+// signBit flips an integer's sign, for unsigned and signed values to
+// compare alike as int64.
+const signBit = 1 << 63
+
 // orderValueOf maps an integer, a time or a UUID key to an orderValue that
 // compares as the value does.
 func orderValueOf(v reflect.Value, isUUID bool) (orderValue, error) {
-	const signBit = 1 << 63
 	if v.Kind() == reflect.Interface || v.Kind() == reflect.Pointer {
 		if v.IsNil() {
 			return orderValue{null: true}, nil

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/google/uuid"
 	"gorm.io/gorm"
 
 	"github.com/shardid/shardid/shardrouter"
@@ -48,5 +49,38 @@ func BenchmarkMergeOnly(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(4*perPart), "ns/row")
 		})
+	}
+}
+
+// TestMariaDBsUUIDOrderIsItsStoredForms: versions 1 to 5 order by their
+// segments from last to first, others (v7) by their bytes, as MariaDB
+// 10.11 orders these (checked on the server).
+func TestMariaDBsUUIDOrderIsItsStoredForms(t *testing.T) {
+	inServerOrder := []string{
+		"00000000-0000-7000-8000-000000000002",
+		"00000000-0000-7000-8000-000000000003",
+		"00000001-0000-4000-8000-000000000000",
+		"ffffffff-0000-4000-8000-000000000000",
+		"00000000-0000-4000-8000-000000000001",
+		"00000000-0000-4000-8000-000000000002",
+		"10000000-0000-7000-8000-000000000001",
+	}
+	values := make([]orderValue, len(inServerOrder))
+	for i, s := range inServerOrder {
+		v, err := orderValueOf(reflect.ValueOf(uuid.MustParse(s)), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		values[i] = mariadbUUIDOrder(v)
+	}
+	for i := 1; i < len(values); i++ {
+		if values[i-1].compare(values[i], false) >= 0 {
+			t.Errorf("%s orders before %s on MariaDB, not in the merge", inServerOrder[i-1], inServerOrder[i])
+		}
+	}
+	for version, swapsRFCOnly := range map[string]bool{"10.11.19-MariaDB-0+deb12u1": true, "10.11.1-MariaDB": false, "10.10.3-MariaDB": true, "10.10.2-MariaDB": false, "10.9.8-MariaDB": false, "11.4.2-MariaDB": true} {
+		if got := uuidOrderedBySegmentsOfRFCVersionsOnly(version); got != swapsRFCOnly {
+			t.Errorf("MariaDB %s swaps only versions 1 to 5: %v, want %v", version, got, swapsRFCOnly)
+		}
 	}
 }
