@@ -317,6 +317,40 @@ func TestNullsReadIntoFieldsThatCannotHoldThemOrderAsNulls(t *testing.T) {
 	})
 }
 
+type singleRow struct {
+	ID int64   `shardid:""`
+	F  float32 `gorm:"not null"` // MariaDB: FLOAT
+}
+
+// TestMariaDBsFloatIsNotMergedByItsRoundedText: MySQL and MariaDB send a
+// FLOAT's values rounded to six digits, so 1.0000001 and 1.0000002 come as
+// one value: grouped, distinct or ordered over several databases such a
+// column is refused (PostgreSQL's real, sent exactly, merges).
+func TestMariaDBsFloatIsNotMergedByItsRoundedText(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		var rows []singleRow
+		for _, f := range []float32{1.0000002, 1.0000001, 2.5, 0.5, 1.0000002, 1.0000001} {
+			rows = append(rows, singleRow{F: f})
+		}
+		tw := newTwin(t, b, &singleRow{}, nil, rows, []int{0, 1, 2, 3})
+		queries := map[string]func(db *gorm.DB, into any) *gorm.DB{
+			"GROUP BY a float": func(db *gorm.DB, into any) *gorm.DB {
+				return db.Select("f, count(*) AS n").Group("f").Order("f").Find(into)
+			},
+			"COUNT(DISTINCT float)": func(db *gorm.DB, into any) *gorm.DB { return db.Select("count(distinct f)").Find(into) },
+			"rows ordered by float": func(db *gorm.DB, into any) *gorm.DB { return db.Order("f, id").Find(into) },
+		}
+		into := map[string]func() any{"GROUP BY a float": rowMaps, "COUNT(DISTINCT float)": number, "rows ordered by float": func() any { return &[]singleRow{} }}
+		for name, query := range queries {
+			if b.name == "mariadb" {
+				tw.refused(t, name, query, into[name])
+			} else {
+				tw.same(t, name, query, into[name])
+			}
+		}
+	})
+}
+
 type ciRow struct {
 	ID   int64  `shardid:""`
 	Name string `gorm:"not null"` // PostgreSQL: citext

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"reflect"
 	"strings"
 
 	"gorm.io/gorm"
@@ -109,4 +110,21 @@ func sqliteComparison(collation string) shardrouter.TextComparison {
 		c.Equal, c.Order, c.TrimSpace = true, true, true
 	}
 	return c
+}
+
+// mysqlSinglePrecision reports whether column of table is MySQL's or
+// MariaDB's FLOAT, whose values the server sends as text rounded to six
+// digits.
+func mysqlSinglePrecision(ctx context.Context, pool gorm.ConnPool, table, column string) (bool, error) {
+	var dataType string
+	err := pool.QueryRowContext(ctx, "SELECT DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ?", table, column).Scan(&dataType)
+	return strings.EqualFold(dataType, "float"), err
+}
+
+// isFloat reports whether a field holds a floating-point number.
+func isFloat(t reflect.Type) bool {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64
 }

@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"cmp"
 	"database/sql"
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -103,6 +105,12 @@ func (e *Engine) fanOutAggregate(db *gorm.DB, kind statementKind, m *model, plan
 	if err := e.readCollations(db, runs, dialect, a, columns); err != nil {
 		db.AddError(err)
 		return
+	}
+	for _, j := range a.Keys {
+		if dialect == shardrouter.MySQL && j < len(columns) && strings.EqualFold(columns[j].DatabaseType, "FLOAT") {
+			db.AddError(fmt.Errorf("%w: %s: %s over several physical databases: %s is a FLOAT, whose values MySQL and MariaDB send rounded to six digits, so that values apart in the table would merge as one", ErrCrossShard, m.schema.Name, cmp.Or(a.Items[j].Arg, a.Items[j].SQL), columns[j].Name))
+			return
+		}
 	}
 	merged, err := shardrouter.MergeGroups(a, dialect, columns, values)
 	if err != nil {

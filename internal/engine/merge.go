@@ -155,6 +155,11 @@ func (e *Engine) mergeOrderOf(db *gorm.DB, m *model, o *shardrouter.Order, k int
 	how.nullsLast = dialect == shardrouter.Postgres
 	how.textTimes = dialect == shardrouter.SQLite
 	for _, c := range o.Columns {
+		if dialect == shardrouter.MySQL && isFloat(c.Field.FieldType) {
+			if single, err := mysqlSinglePrecision(db.Statement.Context, ph.pool, db.Statement.Table, c.Field.DBName); err != nil || single {
+				return how, cmp.Or(err, fmt.Errorf("%w: %s: ORDER BY %s over several physical databases: the column is a FLOAT, whose values MySQL and MariaDB send rounded to six digits, so that values apart in the table would order as equal", ErrCrossShard, m.schema.Name, c.Field.DBName))
+			}
+		}
 		if !c.Text {
 			continue
 		}
