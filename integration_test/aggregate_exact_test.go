@@ -357,9 +357,10 @@ type ciRow struct {
 }
 
 // TestPostgresCitextIsNotMergedAsItsText: citext compares its values
-// lower-cased, whatever its collation: grouped, counted distinct, ordered or
-// taken MIN of over several databases it is refused, where the merge of its
-// text would find 'a' and 'A' two groups.
+// lower-cased, whatever its collation, and an array element by element:
+// grouped, counted distinct, ordered or taken MIN of over several databases
+// they are refused, where the merge of their text would find 'a' and 'A' two
+// groups, and {"a b",c} before {a,b}.
 func TestPostgresCitextIsNotMergedAsItsText(t *testing.T) {
 	b := backends[2]
 	if b.name != "postgres" {
@@ -385,6 +386,13 @@ func TestPostgresCitextIsNotMergedAsItsText(t *testing.T) {
 	tw.refused(t, "COUNT(DISTINCT citext)", func(db *gorm.DB, into any) *gorm.DB { return db.Select("count(distinct name)").Find(into) }, number)
 	tw.refused(t, "MIN of a citext", func(db *gorm.DB, into any) *gorm.DB { return db.Select("min(name) AS lo").Find(into) }, rowMaps)
 	tw.refused(t, "rows ordered by a citext", func(db *gorm.DB, into any) *gorm.DB { return db.Order("name, id").Find(into) }, func() any { return &[]ciRow{} })
+
+	// An array of text compares element by element: {a,b} before {"a b",c}.
+	arrays := newTwin(t, b, &ciRow{}, func(db *gorm.DB) {
+		must(t, db.Exec(`ALTER TABLE ci_rows ALTER COLUMN name TYPE text[] COLLATE "C" USING ARRAY[name]`).Error)
+	}, []ciRow{{Name: `{"a b",c}`}, {Name: "{a}"}, {Name: "{a,b}"}, {Name: "{ab}"}}, []int{0, 1, 2, 3})
+	arrays.refused(t, "rows ordered by a text[]", func(db *gorm.DB, into any) *gorm.DB { return db.Order("name, id").Find(into) }, func() any { return &[]ciRow{} })
+	arrays.refused(t, "MIN of a text[]", func(db *gorm.DB, into any) *gorm.DB { return db.Select("min(name) AS lo").Find(into) }, rowMaps)
 }
 
 type measureRow struct {

@@ -23,10 +23,32 @@ func SQLiteCollation(ddl, column string) string {
 		if len(fields) == 0 || !strings.EqualFold(strings.Trim(fields[0], "`\"[]'"), column) {
 			continue
 		}
-		if m := sqliteCollate.FindStringSubmatch(definition); m != nil {
-			return m[1]
+		quoted := quotedAt(definition)
+		for _, m := range sqliteCollate.FindAllStringSubmatchIndex(definition, -1) {
+			if !quoted[m[0]] { // a default's text or a quoted name may say COLLATE too
+				return definition[m[2]:m[3]]
+			}
 		}
 		return "BINARY"
 	}
 	return "unknown (not a column of the table: of a joined table, or an expression)"
+}
+
+
+// quotedAt marks the bytes of a definition inside quotes.
+func quotedAt(definition string) []bool {
+	inside := make([]bool, len(definition))
+	var quote byte
+	for i := range len(definition) {
+		c := definition[i]
+		switch {
+		case quote == 0 && (c == '\'' || c == '"' || c == '`'):
+			quote = c
+		case quote != 0 && c == quote: // a doubled quote closes and opens again
+			quote = 0
+		case quote != 0:
+			inside[i] = true
+		}
+	}
+	return inside
 }

@@ -14,6 +14,8 @@ func TestSQLiteCollationReadsTheColumnsOwnDefinition(t *testing.T) {
 		{"CREATE TABLE t (email text, CONSTRAINT u UNIQUE (email COLLATE NOCASE))", "email", "BINARY"},
 		{"CREATE TABLE t (email text COLLATE RTRIM)", "Email", "RTRIM"},
 		{"CREATE TABLE t (email text)", "email", "BINARY"},
+		{"CREATE TABLE t (code text DEFAULT 'x COLLATE BINARY' COLLATE NOCASE)", "code", "NOCASE"},
+		{`CREATE TABLE t (code text DEFAULT 'it''s COLLATE BINARY' COLLATE "NOCASE")`, "code", "NOCASE"},
 		{"not a table", "email", "BINARY"},
 		{"CREATE TABLE t (email text)", "word", "unknown (not a column of the table: of a joined table, or an expression)"},
 	} {

@@ -49,6 +49,9 @@ WHERE a.attrelid = to_regclass($1) AND a.attname = $2 AND d.datname = current_da
 		if typeName == "citext" { // lower-cased before comparing, whatever its collation
 			return shardrouter.TextComparison{Collation: "none: citext compares its values lower-cased"}, nil
 		}
+		if strings.HasSuffix(typeName, "[]") { // collatable as its elements are
+			return shardrouter.TextComparison{Collation: "none: an array compares element by element, not as its text"}, nil
+		}
 		if !collatable && typeName != "uuid" && typeName != "bytea" {
 			// Sent as text, compared as its type: jsonb's {"a": 1} equals {"a": 1.0}, an interval's 1 day 24 hours.
 			return shardrouter.TextComparison{Collation: "none: a " + typeName + " compares as its type, not as its text"}, nil
