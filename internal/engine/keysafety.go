@@ -192,9 +192,12 @@ func (e *Engine) stillBound(stmt *gorm.Statement, m *model, what string) error {
 	}
 	on, bound := e.boundPhysical(stmt)
 	shard, known := e.rowShard(stmt, m)
+	if !bound || !known {
+		return nil
+	}
 	routedBy := e.mapOf(stmt) // a newer map read since is the fence's to decide
 	k := routedBy.Physical(shard)
-	if !bound || !known || k == on || e.clauseShardOn(stmt, routedBy, k) {
+	if k == on || e.clauseShardOn(stmt, routedBy, k) {
 		return nil
 	}
 	return fmt.Errorf("%w: %s: after the hooks the %s names a row of %s, the statement runs on %s",

@@ -567,7 +567,10 @@ func (e *Engine) finish(kind statementKind) func(*gorm.DB) {
 		if kind == kindCreate {
 			state = routeStateOf(db.Statement)
 		}
-		routedBy := e.mapOf(db.Statement)
+		var routedBy *shardrouter.Map // read before its state is dropped, on the error path only
+		if db.Error != nil {
+			routedBy = e.mapOf(db.Statement)
+		}
 		dropWriteState(db.Statement) // a statement instance may run again
 		if db.Error != nil && e.routed() {
 			db.Error = e.nameDatabase(db, kind, routedBy)
