@@ -393,6 +393,19 @@ func TestPostgresCitextIsNotMergedAsItsText(t *testing.T) {
 	}, []ciRow{{Name: `{"a b",c}`}, {Name: "{a}"}, {Name: "{a,b}"}, {Name: "{ab}"}}, []int{0, 1, 2, 3})
 	arrays.refused(t, "rows ordered by a text[]", func(db *gorm.DB, into any) *gorm.DB { return db.Order("name, id").Find(into) }, func() any { return &[]ciRow{} })
 	arrays.refused(t, "MIN of a text[]", func(db *gorm.DB, into any) *gorm.DB { return db.Select("min(name) AS lo").Find(into) }, rowMaps)
+
+	// The same under domains, whose names say neither.
+	domains := newTwin(t, b, &ciRow{}, func(db *gorm.DB) {
+		must(t, db.Exec("DO $$ BEGIN CREATE DOMAIN ci_email AS citext; EXCEPTION WHEN duplicate_object THEN NULL; END $$").Error)
+		must(t, db.Exec("DO $$ BEGIN CREATE DOMAIN ci_address AS ci_email; EXCEPTION WHEN duplicate_object THEN NULL; END $$").Error)
+		must(t, db.Exec(`ALTER TABLE ci_rows ALTER COLUMN name TYPE ci_address COLLATE "C"`).Error)
+	}, rows, []int{0, 1, 2, 3})
+	domains.refused(t, "GROUP BY a domain over a domain over citext", func(db *gorm.DB, into any) *gorm.DB { return db.Select("name, count(*) AS n").Group("name").Find(into) }, rowMaps)
+	tagged := newTwin(t, b, &ciRow{}, func(db *gorm.DB) {
+		must(t, db.Exec("DO $$ BEGIN CREATE DOMAIN ci_tags AS text[]; EXCEPTION WHEN duplicate_object THEN NULL; END $$").Error)
+		must(t, db.Exec(`ALTER TABLE ci_rows ALTER COLUMN name TYPE ci_tags COLLATE "C" USING ARRAY[name]`).Error)
+	}, []ciRow{{Name: `{"a b",c}`}, {Name: "{a}"}, {Name: "{a,b}"}, {Name: "{ab}"}}, []int{0, 1, 2, 3})
+	tagged.refused(t, "rows ordered by a domain over text[]", func(db *gorm.DB, into any) *gorm.DB { return db.Order("name, id").Find(into) }, func() any { return &[]ciRow{} })
 }
 
 type measureRow struct {

@@ -31,14 +31,16 @@ func textComparison(ctx context.Context, pool gorm.ConnPool, dialect, table, col
 	case shardrouter.Postgres:
 		// libc's C.UTF-8 orders by code point (glibc 2.35 on, musl), as
 		// UTF-8's bytes do; a database default of another provider is not libc's.
-		var name, typeName string
+		var name, typeName, baseName, baseCategory string
 		var deterministic, bytewise, blankPadded, collatable, enum bool
 		err := pool.QueryRowContext(ctx, `SELECT COALESCE(CASE WHEN c.collname = 'default' THEN 'default (' || d.datcollate || ')' ELSE c.collname END, ''), COALESCE(c.collisdeterministic, true),
 	COALESCE(c.collname IN ('C', 'POSIX', 'ucs_basic', 'pg_c_utf8') OR c.collprovider = 'c' AND lower(c.collcollate) IN ('c.utf8', 'c.utf-8')
 		OR c.collname = 'default' AND COALESCE(to_jsonb(d)->>'datlocprovider', 'c') = 'c' AND (d.datcollate IN ('C', 'POSIX') OR lower(d.datcollate) IN ('c.utf8', 'c.utf-8')), false), a.atttypid = 'bpchar'::regtype,
-	a.attcollation <> 0, format_type(a.atttypid, NULL), t.typtype = 'e'
-FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid LEFT JOIN pg_collation c ON c.oid = a.attcollation, pg_database d
-WHERE a.attrelid = to_regclass($1) AND a.attname = $2 AND d.datname = current_database()`, table, column).Scan(&name, &deterministic, &bytewise, &blankPadded, &collatable, &typeName, &enum)
+	a.attcollation <> 0, format_type(a.atttypid, NULL), b.typtype = 'e', b.typname::text, b.typcategory::text
+FROM pg_attribute a LEFT JOIN pg_collation c ON c.oid = a.attcollation, pg_database d,
+	LATERAL (WITH RECURSIVE domains(oid) AS (SELECT a.atttypid UNION ALL SELECT t.typbasetype FROM pg_type t JOIN domains ON t.oid = domains.oid WHERE t.typtype = 'd')
+		SELECT t.* FROM domains JOIN pg_type t ON t.oid = domains.oid WHERE t.typtype <> 'd') b
+WHERE a.attrelid = to_regclass($1) AND a.attname = $2 AND d.datname = current_database()`, table, column).Scan(&name, &deterministic, &bytewise, &blankPadded, &collatable, &typeName, &enum, &baseName, &baseCategory)
 		if err != nil {
 			return shardrouter.TextComparison{}, err
 		}
@@ -46,13 +48,14 @@ WHERE a.attrelid = to_regclass($1) AND a.attname = $2 AND d.datname = current_da
 			// Equal when their labels are; ordered by the labels' positions.
 			return shardrouter.TextComparison{Collation: "none (enum " + typeName + ", ordered by its labels' positions)", Equal: true}, nil
 		}
-		if typeName == "citext" { // lower-cased before comparing, whatever its collation
-			return shardrouter.TextComparison{Collation: "none: citext compares its values lower-cased"}, nil
+		// By the type under its domains, whatever schema holds it.
+		if baseName == "citext" { // lower-cased before comparing, whatever its collation
+			return shardrouter.TextComparison{Collation: "none: " + typeName + " is a citext, which compares its values lower-cased"}, nil
 		}
-		if strings.HasSuffix(typeName, "[]") { // collatable as its elements are
-			return shardrouter.TextComparison{Collation: "none: an array compares element by element, not as its text"}, nil
+		if baseCategory == "A" { // collatable as its elements are
+			return shardrouter.TextComparison{Collation: "none: " + typeName + " is an array, which compares element by element, not as its text"}, nil
 		}
-		if !collatable && typeName != "uuid" && typeName != "bytea" {
+		if !collatable && baseName != "uuid" && baseName != "bytea" {
 			// Sent as text, compared as its type: jsonb's {"a": 1} equals {"a": 1.0}, an interval's 1 day 24 hours.
 			return shardrouter.TextComparison{Collation: "none: a " + typeName + " compares as its type, not as its text"}, nil
 		}
