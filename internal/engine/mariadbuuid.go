@@ -10,14 +10,16 @@ import (
 	"gorm.io/gorm"
 )
 
-// MariaDB's UUID type orders a UUID of versions 1 to 5 (of RFC 4122's
-// variant) by its segments from last to first, as it stores it
-// (nnnnnnnnnnnn-vsss-Vhhh-mmmm-llllllll), and any other by its bytes: the
-// merge orders the key of such a column the same way.
+// MariaDB's UUID type orders a UUID whose seventh byte is 0x01 to 0x5F
+// (versions 1 to 5, and 0 but the nil UUID's) and whose ninth has its top
+// bit set (variants 10x, 110, 111) by its segments from last to first, as it
+// stores it (nnnnnnnnnnnn-vsss-Vhhh-mmmm-llllllll), and any other by its
+// bytes: the merge orders the key of such a column the same way.
 
 // mariadbUUIDKey reports whether column of table is of MariaDB's UUID type
 // on a server that orders it as mariadbUUIDOrder does; an older one (before
-// 10.10.3 and 10.11.2, which stored every UUID so) is refused.
+// 10.10.6 and 10.11.5, which stored UUIDs of versions 6 and later swapped
+// too, as releases between say otherwise) is refused.
 func mariadbUUIDKey(ctx context.Context, pool gorm.ConnPool, table, column string) (bool, error) {
 	var dataType, version string
 	err := pool.QueryRowContext(ctx, "SELECT DATA_TYPE, VERSION() FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ?", table, column).Scan(&dataType, &version)
@@ -25,7 +27,7 @@ func mariadbUUIDKey(ctx context.Context, pool gorm.ConnPool, table, column strin
 		return false, err
 	}
 	if !uuidOrderedBySegmentsOfRFCVersionsOnly(version) {
-		return true, fmt.Errorf("%w: MariaDB %s orders every UUID by its segments from last to first, which the merge does not reproduce: upgrade to 10.11.2 or later", ErrCrossShard, version)
+		return true, fmt.Errorf("%w: MariaDB %s orders UUIDs of versions 6 and later by their segments from last to first, as later releases do not, and the merge does not follow releases: upgrade to 10.11.5 or later", ErrCrossShard, version)
 	}
 	return true, nil
 }
@@ -41,9 +43,9 @@ func uuidOrderedBySegmentsOfRFCVersionsOnly(version string) bool {
 	case n[0] != 10:
 		return n[0] > 10
 	case n[1] == 10:
-		return n[2] >= 3
+		return n[2] >= 6
 	case n[1] == 11:
-		return n[2] >= 2
+		return n[2] >= 5
 	}
 	return n[1] > 11
 }
@@ -53,7 +55,7 @@ func mariadbUUIDOrder(v orderValue) orderValue {
 	var u, stored [16]byte
 	binary.BigEndian.PutUint64(u[:8], uint64(v.hi)^signBit)
 	binary.BigEndian.PutUint64(u[8:], v.lo)
-	if version := u[6] >> 4; version < 1 || version > 5 || u[8]&0xC0 != 0x80 {
+	if u[6] < 0x01 || u[6] > 0x5F || u[8]&0x80 == 0 {
 		return v
 	}
 	copy(stored[0:6], u[10:16])

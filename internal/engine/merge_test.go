@@ -52,16 +52,22 @@ func BenchmarkMergeOnly(b *testing.B) {
 	}
 }
 
-// TestMariaDBsUUIDOrderIsItsStoredForms: versions 1 to 5 order by their
-// segments from last to first, others (v7) by their bytes, as MariaDB
-// 10.11 orders these (checked on the server).
+// TestMariaDBsUUIDOrderIsItsStoredForms: UUIDs whose seventh byte is 0x01
+// to 0x5F and whose ninth has its top bit set order by their segments from
+// last to first, others (v7) by their bytes, as MariaDB 10.11 orders these
+// (checked on the server).
 func TestMariaDBsUUIDOrderIsItsStoredForms(t *testing.T) {
-	inServerOrder := []string{
+	inServerOrder := []string{ // as MariaDB 10.11.19 orders them
+		"00000000-0000-5fff-7000-000000000000", // byte 8's top bit clear: as its bytes
+		"00000000-0000-6000-e000-000000000000", // version 6: as its bytes
+		"00000000-0000-7000-8000-000000000000",
 		"00000000-0000-7000-8000-000000000002",
 		"00000000-0000-7000-8000-000000000003",
-		"00000001-0000-4000-8000-000000000000",
+		"00000001-0000-4000-8000-000000000000", // swapped: by node, clock sequence, ...
 		"ffffffff-0000-4000-8000-000000000000",
 		"00000000-0000-4000-8000-000000000001",
+		"00000000-0000-4000-c000-000000000001", // variant 110: swapped too
+		"00000000-0000-0100-8000-000000000002", // version 0, byte 6 not zero: swapped too
 		"00000000-0000-4000-8000-000000000002",
 		"10000000-0000-7000-8000-000000000001",
 	}
@@ -78,7 +84,7 @@ func TestMariaDBsUUIDOrderIsItsStoredForms(t *testing.T) {
 			t.Errorf("%s orders before %s on MariaDB, not in the merge", inServerOrder[i-1], inServerOrder[i])
 		}
 	}
-	for version, swapsRFCOnly := range map[string]bool{"10.11.19-MariaDB-0+deb12u1": true, "10.11.1-MariaDB": false, "10.10.3-MariaDB": true, "10.10.2-MariaDB": false, "10.9.8-MariaDB": false, "11.4.2-MariaDB": true} {
+	for version, swapsRFCOnly := range map[string]bool{"10.11.19-MariaDB-0+deb12u1": true, "10.11.4-MariaDB": false, "10.11.5-MariaDB": true, "10.10.6-MariaDB": true, "10.10.5-MariaDB": false, "10.9.8-MariaDB": false, "11.4.2-MariaDB": true} {
 		if got := uuidOrderedBySegmentsOfRFCVersionsOnly(version); got != swapsRFCOnly {
 			t.Errorf("MariaDB %s swaps only versions 1 to 5: %v, want %v", version, got, swapsRFCOnly)
 		}
