@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"gorm.io/gorm/clause"
@@ -550,20 +551,24 @@ func orderable(f *schema.Field) (ok, text bool) {
 	return false, false
 }
 
-var valuerType = reflect.TypeFor[driver.Valuer]()
+var (
+	valuerType        = reflect.TypeFor[driver.Valuer]()
+	scannerType       = reflect.TypeFor[sql.Scanner]()
+	sendsItselfByType sync.Map // reflect.Type: bool
+)
 
-// sendsItself reports whether a number, boolean or text type without a
-// Value of its own, or with one that sends the value it holds, tried on a
-// few values.
-func sendsItself(t reflect.Type) (sends bool) {
-	if !t.Implements(valuerType) && !reflect.PointerTo(t).Implements(valuerType) {
+// sendsItself reports whether the values a field of type t is read back as
+// order as the column's: a type without both a Value and a Scan is read
+// back as what is stored; one with both must send the value it holds, tried
+// on a few values (those its Value refuses, or panics on, say nothing).
+func sendsItself(t reflect.Type) bool {
+	converts := func(i reflect.Type) bool { return t.Implements(i) || reflect.PointerTo(t).Implements(i) }
+	if !converts(valuerType) || !converts(scannerType) {
 		return true
 	}
-	defer func() {
-		if recover() != nil {
-			sends = false
-		}
-	}()
+	if known, ok := sendsItselfByType.Load(t); ok {
+		return known.(bool)
+	}
 	var probes []any
 	switch k := t.Kind(); {
 	case k >= reflect.Int && k <= reflect.Int64:
@@ -573,21 +578,31 @@ func sendsItself(t reflect.Type) (sends bool) {
 	case k == reflect.Float32 || k == reflect.Float64:
 		probes = []any{-0.5, 0.0, 2.0}
 	case k == reflect.String:
-		probes = []any{"", "a", "b", "ab"}
+		probes = []any{"", "a", "b", "ab", "open", "Open"}
 	case k == reflect.Bool:
 		probes = []any{false, true}
-	default:
-		return false
 	}
+	sends := len(probes) > 0
 	for _, probe := range probes {
-		v := reflect.New(t)
-		v.Elem().Set(reflect.ValueOf(probe).Convert(t))
-		sent, err := v.Interface().(driver.Valuer).Value()
-		if err != nil || !sameValue(sent, probe) {
-			return false
+		if sent, ok := valueOf(t, probe); ok && !sameValue(sent, probe) {
+			sends = false
 		}
 	}
-	return true
+	sendsItselfByType.Store(t, sends)
+	return sends
+}
+
+// valueOf is what t's Value sends for probe, unless it refuses it.
+func valueOf(t reflect.Type, probe any) (sent any, ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	v := reflect.New(t)
+	v.Elem().Set(reflect.ValueOf(probe).Convert(t))
+	sent, err := v.Interface().(driver.Valuer).Value()
+	return sent, err == nil
 }
 
 // sameValue reports whether a driver value is the probe: a number of any

@@ -3,6 +3,7 @@ package shardrouter
 import (
 	"database/sql"
 	"database/sql/driver"
+	"fmt"
 	"reflect"
 	"strings"
 	"sync"
@@ -25,9 +26,11 @@ type mergedPhoto struct {
 	Ext     int64      `gorm:"type:varchar(20)"`   // digits ordered as text by the database
 	Rank    int64      `gorm:"type:bigint unsigned"`
 	Weight  float64    `gorm:"type:double precision"`
-	Level   namedLevel `gorm:"not null"` // stored as its name
-	Code    rot13      `gorm:"not null"` // stored encoded
+	Level   namedLevel `gorm:"not null"` // stored as its name, read back as its number
+	Code    rot13      `gorm:"not null"` // stored encoded, read back decoded
 	Owner   ownID      `gorm:"not null"` // stored as its number
+	Status  status     `gorm:"not null"` // stored as it is; its Value refuses other labels
+	Shout   upper      `gorm:"not null"` // stored upper-cased, read back as stored
 }
 
 // namedLevel is stored as its name: "zeta" for 1, "alpha" for 2.
@@ -36,23 +39,54 @@ type namedLevel int
 func (l namedLevel) Value() (driver.Value, error) {
 	return [...]string{"none", "zeta", "alpha"}[l%3], nil
 }
+func (l *namedLevel) Scan(v any) error {
+	*l = namedLevel(map[string]int{"zeta": 1, "alpha": 2}[fmt.Sprint(v)])
+	return nil
+}
 
 // rot13 is text stored encoded.
 type rot13 string
 
-func (r rot13) Value() (driver.Value, error) {
+func (r rot13) Value() (driver.Value, error) { return rotate(string(r)), nil }
+func (r *rot13) Scan(v any) error            { *r = rot13(rotate(fmt.Sprint(v))); return nil }
+
+func rotate(s string) string {
 	return strings.Map(func(c rune) rune {
 		if c >= 'a' && c <= 'z' {
 			return 'a' + (c-'a'+13)%26
 		}
 		return c
-	}, string(r)), nil
+	}, s)
 }
 
 // ownID is stored as the number it holds.
 type ownID int64
 
 func (id ownID) Value() (driver.Value, error) { return int64(id), nil }
+func (id *ownID) Scan(v any) error {
+	n, ok := v.(int64)
+	*id = ownID(n)
+	if !ok {
+		return fmt.Errorf("not an int64: %v", v)
+	}
+	return nil
+}
+
+// status is stored as it is, and its Value refuses a label it does not know.
+type status string
+
+func (s status) Value() (driver.Value, error) {
+	if s != "open" && s != "closed" {
+		return nil, fmt.Errorf("unknown status %q", string(s))
+	}
+	return string(s), nil
+}
+func (s *status) Scan(v any) error { *s = status(fmt.Sprint(v)); return nil }
+
+// upper is stored upper-cased, and read back as stored (it has no Scan).
+type upper string
+
+func (u upper) Value() (driver.Value, error) { return strings.ToUpper(string(u)), nil }
 
 func photoSchema(t *testing.T) *schema.Schema {
 	t.Helper()
@@ -115,6 +149,8 @@ func TestPlanMerge(t *testing.T) {
 		"ORDER BY a type whose Value stores another value":              {q: Query{Dest: rows, Clauses: orderBy(byName("level", false))}, refused: "level: the merge orders"},
 		"ORDER BY text whose Value stores it encoded":                   {q: Query{Dest: rows, Clauses: orderBy(byName("code", false))}, refused: "code: the merge orders"},
 		"ORDER BY a type whose Value stores the number it holds":        {q: Query{Dest: rows, Clauses: orderBy(byName("owner", false))}, order: "owner +key"},
+		"ORDER BY a type whose Value refuses some values":               {q: Query{Dest: rows, Clauses: orderBy(byName("status", false))}, order: "status (text) +key"},
+		"ORDER BY a type read back as stored, whatever its Value":       {q: Query{Dest: rows, Clauses: orderBy(byName("shout", false))}, order: "shout (text) +key"},
 		"ORDER BY an exact decimal held in a string":                    {q: Query{Dest: rows, Clauses: orderBy(byName("price", false))}, refused: "price: the merge orders"},
 		"ORDER BY a decimal read into a float":                          {q: Query{Dest: rows, Clauses: orderBy(byName("amount", false))}, refused: "amount: the merge orders"},
 		"ORDER BY digits in text read into an integer":                  {q: Query{Dest: rows, Clauses: orderBy(byName("ext", false))}, refused: "from a column of type varchar(20)"},
