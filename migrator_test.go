@@ -235,6 +235,28 @@ func TestAManyToManyOfKeysTaggedPrimaryKeyIsMigratedAndUsed(t *testing.T) {
 	}
 }
 
+// TestAnUnnamedStructWithAShardidTagIsAShardedModel: an application's
+// struct literal type under db.Table keeps its tag: a Create under a shard
+// clause makes an ID of that shard, on its database.
+func TestAnUnnamedStructWithAShardidTagIsAShardedModel(t *testing.T) {
+	db, p, direct := twoSQLiteShards(t)
+	must(t, p.AutoMigrate(db, &pkCourse{}))
+	shard := p.Layout().ShardCount() - 1
+	row := struct {
+		ID    int64 `shardid:""`
+		Title string
+	}{Title: "anonymous"}
+	must(t, db.Table("pk_courses").Clauses(OnShard(shard)).Create(&row).Error)
+	if got := p.Layout().Shard(row.ID); got != shard {
+		t.Fatalf("the ID %d is of shard %d, want %d", row.ID, got, shard)
+	}
+	var n int64
+	must(t, direct[p.ShardMap().Physical(shard)].Table("pk_courses").Where("id = ? AND title = ?", row.ID, "anonymous").Count(&n).Error)
+	if n != 1 {
+		t.Errorf("the row on its shard's database: %d rows, want 1", n)
+	}
+}
+
 // TestShardedViewNamesItsShards: a view over a sharded model is created on
 // every physical database when its query says AllShards; a query naming no
 // shard is refused with ErrNoShard and creates nothing, where GORM would

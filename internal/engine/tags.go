@@ -132,10 +132,11 @@ func (m *model) pk() *idField { return m.key }
 // ErrInvalidTag for the first unusable one.
 func (e *Engine) parseModel(s *schema.Schema) (*model, error) {
 	m := &model{schema: s}
-	if s.ModelType.Name() == "" {
-		// A many2many's join table, a struct GORM makes: its keys copy the
-		// owners' whole tags when these say primaryKey, and their shardid
-		// tags place the owners, not it (its rows live beside their owner).
+	if s.ModelType.Name() == "" && len(s.PrimaryFields) > 1 {
+		// A many2many's join table, a struct GORM makes of both sides' keys:
+		// they copy the owners' whole tags when these say primaryKey, and
+		// their shardid tags place the owners, not it (its rows live beside
+		// their owner). An application's unnamed struct keeps its tags.
 		return m, nil
 	}
 	if name := taggedEmbedded(s.ModelType); name != "" {
