@@ -23,9 +23,9 @@ func SQLiteCollation(ddl, column string) string {
 		if len(fields) == 0 || !strings.EqualFold(strings.Trim(fields[0], "`\"[]'"), column) {
 			continue
 		}
-		quoted := quotedAt(definition)
+		hidden := hiddenAt(definition)
 		for _, m := range sqliteCollate.FindAllStringSubmatchIndex(definition, -1) {
-			if !quoted[m[0]] { // a default's text or a quoted name may say COLLATE too
+			if !hidden[m[0]] { // a default's text, a comment or an expression may say COLLATE too
 				return definition[m[2]:m[3]]
 			}
 		}
@@ -34,21 +34,52 @@ func SQLiteCollation(ddl, column string) string {
 	return "unknown (not a column of the table: of a joined table, or an expression)"
 }
 
-
-// quotedAt marks the bytes of a definition inside quotes.
-func quotedAt(definition string) []bool {
-	inside := make([]bool, len(definition))
+// hiddenAt marks the bytes of a column's definition that are not its own
+// words: quoted text, comments, and what parentheses hold (a type's size, a
+// CHECK's or a generated column's expression).
+func hiddenAt(definition string) []bool {
+	hidden := make([]bool, len(definition))
 	var quote byte
-	for i := range len(definition) {
-		c := definition[i]
+	depth := 0
+	for i := 0; i < len(definition); i++ {
+		c, rest := definition[i], definition[i:]
 		switch {
-		case quote == 0 && (c == '\'' || c == '"' || c == '`'):
-			quote = c
-		case quote != 0 && c == quote: // a doubled quote closes and opens again
-			quote = 0
 		case quote != 0:
-			inside[i] = true
+			hidden[i] = true
+			if c == quote { // a doubled quote closes and opens again: hidden either way
+				quote = 0
+			}
+			continue
+		case strings.HasPrefix(rest, "--"):
+			end := strings.IndexByte(rest, '\n')
+			if end < 0 {
+				end = len(rest)
+			}
+			for j := range end {
+				hidden[i+j] = true
+			}
+			i += end - 1
+			continue
+		case strings.HasPrefix(rest, "/*"):
+			end := len(rest) // unclosed: to the end
+			if k := strings.Index(rest[2:], "*/"); k >= 0 {
+				end = k + 4
+			}
+			for j := range end {
+				hidden[i+j] = true
+			}
+			i += end - 1
+			continue
+		case c == '\'' || c == '"' || c == '`':
+			quote = c
+		case c == '[':
+			quote = ']'
+		case c == '(':
+			depth++
+		case c == ')':
+			depth--
 		}
+		hidden[i] = quote != 0 || depth > 0
 	}
-	return inside
+	return hidden
 }

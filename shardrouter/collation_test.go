@@ -16,6 +16,11 @@ func TestSQLiteCollationReadsTheColumnsOwnDefinition(t *testing.T) {
 		{"CREATE TABLE t (email text)", "email", "BINARY"},
 		{"CREATE TABLE t (code text DEFAULT 'x COLLATE BINARY' COLLATE NOCASE)", "code", "NOCASE"},
 		{`CREATE TABLE t (code text DEFAULT 'it''s COLLATE BINARY' COLLATE "NOCASE")`, "code", "NOCASE"},
+		{"CREATE TABLE t (code text /* COLLATE BINARY */ COLLATE NOCASE)", "code", "NOCASE"},
+		{"CREATE TABLE t (code text -- COLLATE BINARY\n COLLATE NOCASE, n int)", "code", "NOCASE"},
+		{"CREATE TABLE t (code text CHECK (code COLLATE BINARY <> 'x') COLLATE NOCASE)", "code", "NOCASE"},
+		{"CREATE TABLE t (code text GENERATED ALWAYS AS (lower(n) COLLATE BINARY) COLLATE NOCASE, n text)", "code", "NOCASE"},
+		{"CREATE TABLE t (code varchar(20) COLLATE RTRIM)", "code", "RTRIM"},
 		{"not a table", "email", "BINARY"},
 		{"CREATE TABLE t (email text)", "word", "unknown (not a column of the table: of a joined table, or an expression)"},
 	} {
