@@ -197,17 +197,17 @@ func (e *Engine) stillBound(stmt *gorm.Statement, m *model, what string) error {
 	}
 	routedBy := e.mapOf(stmt) // a newer map read since is the fence's to decide
 	k := routedBy.Physical(shard)
-	if k == on || e.clauseShardOn(stmt, routedBy, k) {
+	if k == on || e.clauseNames(stmt, shard) {
 		return nil
 	}
 	return fmt.Errorf("%w: %s: after the hooks the %s names a row of %s, the statement runs on %s",
 		ErrCrossShard, m.schema.Name, what, e.physical[k].name, e.physical[on].name)
 }
 
-// clauseShardOn reports whether a statement routed by its shard clause alone
-// (db.Table, which keeps no map it was routed by) names a shard that
-// shardMap puts on k: the clause's shard and the row's agree by any one map.
-func (e *Engine) clauseShardOn(stmt *gorm.Statement, shardMap *shardrouter.Map, k int) bool {
+// clauseNames reports whether a statement routed by its shard clause alone
+// (db.Table, which keeps no map it was routed by) names the row's shard
+// there: by whatever map, the row is where the clause sent it.
+func (e *Engine) clauseNames(stmt *gorm.Statement, shard int) bool {
 	if routeStateOf(stmt) != nil {
 		return false
 	}
@@ -216,7 +216,7 @@ func (e *Engine) clauseShardOn(stmt *gorm.Statement, shardMap *shardrouter.Map, 
 		return false
 	}
 	s, err := e.hintShard(h.(Hint))
-	return err == nil && shardMap.Physical(s) == k
+	return err == nil && s == shard
 }
 
 // checkCreate runs right before gorm:create, after the model's Before hooks
