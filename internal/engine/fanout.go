@@ -644,10 +644,16 @@ func (e *Engine) fanOutQuery(db *gorm.DB, kind statementKind, m *model, plan sha
 	e.runQueryParts(db, kind, runs)
 	var errs []error
 	parts := make([]reflect.Value, len(runs))
-	nulls := make([][]uint64, len(runs))
+	var nulls [][]uint64 // of ordered rows only
+	if order != nil {
+		nulls = make([][]uint64, len(runs))
+	}
 	for i, r := range runs {
 		errs = append(errs, r.err)
-		parts[i], nulls[i] = r.rows.Elem(), r.nulls
+		parts[i] = r.rows.Elem()
+		if nulls != nil {
+			nulls[i] = r.nulls
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		db.Error = err
