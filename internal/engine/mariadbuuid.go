@@ -16,10 +16,10 @@ import (
 // stores it (nnnnnnnnnnnn-vsss-Vhhh-mmmm-llllllll), and any other by its
 // bytes: the merge orders the key of such a column the same way.
 
-// mariadbUUIDKey reports whether column of table is of MariaDB's UUID type
-// on a server that orders it as mariadbUUIDOrder does; an older one (before
-// 10.10.6 and 10.11.5, which stored UUIDs of versions 6 and later swapped
-// too, as releases between say otherwise) is refused.
+// mariadbUUIDKey reports whether column of table is of MariaDB's UUID type,
+// on a server that orders it as mariadbUUIDOrder does: releases before
+// 10.10.6 and 10.11.5 swapped other UUIDs too, by rules that changed
+// between them, and are refused.
 func mariadbUUIDKey(ctx context.Context, pool gorm.ConnPool, table, column string) (bool, error) {
 	var dataType, version string
 	err := pool.QueryRowContext(ctx, "SELECT DATA_TYPE, VERSION() FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ?", table, column).Scan(&dataType, &version)
@@ -27,13 +27,13 @@ func mariadbUUIDKey(ctx context.Context, pool gorm.ConnPool, table, column strin
 		return false, err
 	}
 	if !uuidOrderedBySegmentsOfRFCVersionsOnly(version) {
-		return true, fmt.Errorf("%w: MariaDB %s orders UUIDs of versions 6 and later by their segments from last to first, as later releases do not, and the merge does not follow releases: upgrade to 10.11.5 or later", ErrCrossShard, version)
+		return true, fmt.Errorf("%w: ORDER BY a key of MariaDB's UUID type over several physical databases: MariaDB %s orders UUIDs by a rule of its own release, which the merge does not reproduce (it does that of 10.10.6, 10.11.5 and later)", ErrCrossShard, version)
 	}
 	return true, nil
 }
 
 // uuidOrderedBySegmentsOfRFCVersionsOnly reports whether a MariaDB version
-// (as VERSION() gives it) swaps the segments of versions 1 to 5 only.
+// (as VERSION() gives it) orders UUIDs as mariadbUUIDOrder does.
 func uuidOrderedBySegmentsOfRFCVersionsOnly(version string) bool {
 	var n [3]int
 	for i, part := range strings.SplitN(strings.SplitN(version, "-", 2)[0], ".", 3) {
