@@ -429,3 +429,82 @@ func TestCommitBegunAfterCloseIsRefusedWhole(t *testing.T) {
 		}
 	})
 }
+
+// killOnDecision is a log handler that, when a two-phase transaction is
+// decided, runs kill once: the branches then commit on connections their
+// server has just cut.
+type killOnDecision struct {
+	once sync.Once
+	kill func()
+}
+
+func (h *killOnDecision) Enabled(context.Context, slog.Level) bool { return true }
+func (h *killOnDecision) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == "shardid: two-phase: decided" && h.kill != nil {
+		h.once.Do(h.kill)
+	}
+	return nil
+}
+func (h *killOnDecision) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *killOnDecision) WithGroup(string) slog.Handler      { return h }
+
+// TestADecidedTransactionCommitsItsBranchesOnConnectionsCutAtTheDecision:
+// the server of one branch cuts the process's connections to it right
+// after the transaction is decided, and stays up. The branch commits from
+// another session before the statement returns: a read of that database
+// right after sees the write, and holds no lock of it.
+func TestADecidedTransactionCommitsItsBranchesOnConnectionsCutAtTheDecision(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		dir := t.TempDir()
+		phys := direct(t, b, dir)
+		main, err := gorm.Open(b.dialector(t, dir), &gorm.Config{Logger: logger.Discard})
+		must(t, err)
+		killer := &killOnDecision{}
+		p := shardid.New(shardid.Config{Shards: shards(t, b, dir), Atomic: b.atomicity(), Log: slog.New(killer)})
+		firstStart(t, main)
+		must(t, main.Use(p))
+		t.Cleanup(func() { _ = p.Close() })
+		fresh(t, main, &account{})
+		count := p.Layout().ShardCount()
+		accounts := []account{{Balance: 10}, {Balance: 10}}
+		for k := range accounts {
+			must(t, main.Clauses(shardid.OnShard(k*count/physicalShards)).Create(&accounts[k]).Error)
+		}
+		var name string
+		must(t, phys[1].Raw(map[string]string{"mariadb": "SELECT DATABASE()", "postgres": "SELECT current_database()"}[b.name]).Scan(&name).Error)
+		killer.kill = func() {
+			kill := map[string]string{
+				"mariadb":  "SELECT ID FROM information_schema.PROCESSLIST WHERE DB = ? AND ID <> CONNECTION_ID()",
+				"postgres": "SELECT pid FROM pg_stat_activity WHERE datname = ? AND pid <> pg_backend_pid()",
+			}[b.name]
+			var ids []int64
+			must(t, phys[0].Raw(kill, name).Scan(&ids).Error)
+			for _, id := range ids {
+				if b.name == "mariadb" {
+					_ = phys[0].Exec(fmt.Sprintf("KILL CONNECTION %d", id)).Error
+				} else {
+					_ = phys[0].Exec("SELECT pg_terminate_backend(?)", id).Error
+				}
+			}
+			if len(ids) == 0 {
+				t.Errorf("no connection of the plugin's to %s to cut", name)
+			}
+		}
+		ids := []int64{accounts[0].ID, accounts[1].ID}
+		must(t, main.Model(&account{}).Where("id IN ?", ids).Update("balance", gorm.Expr("balance + 1")).Error)
+		sqlDB, err := phys[1].DB()
+		must(t, err)
+		sqlDB.SetMaxIdleConns(0) // the test's own connections to it were cut too
+		sqlDB.SetMaxIdleConns(2)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second) // a branch left prepared holds its row's lock
+		defer cancel()
+		var got account
+		if err := phys[1].WithContext(ctx).Model(&account{}).Where("id = ?", ids[1]).Update("balance", gorm.Expr("balance")).Error; err != nil {
+			t.Fatalf("the row of the cut database is still locked after the transaction returned: %v", err)
+		}
+		must(t, phys[1].First(&got, ids[1]).Error)
+		if got.Balance != 11 {
+			t.Errorf("the cut database's row right after the transaction returned: balance %d, want 11", got.Balance)
+		}
+	})
+}

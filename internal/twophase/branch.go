@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 )
@@ -180,9 +181,48 @@ func (b *Branch) Commit(ctx context.Context) error {
 		steps = []string{"XA COMMIT " + id} // on its own session, which alone may
 	}
 	if b.state == prepared && (b.dialect == "postgres" || b.conn.Load() == nil) { // no session of its own: any may finish it
-		return b.ended(CommitPrepared(ctx, b.db, b.dialect, b.xid))
+		return b.ended(b.commitPrepared(ctx, nil))
 	}
-	return b.ended(b.run(ctx, steps))
+	wasPrepared := b.state == prepared
+	err := b.run(ctx, steps)
+	if err != nil && wasPrepared { // its session's connection lost on the way: the branch is still the decision's
+		err = b.commitPrepared(ctx, err)
+	}
+	return b.ended(err)
+}
+
+// commitPrepared commits a prepared branch from any session, asking again
+// for a while when a connection is lost on the way or, on MySQL and MariaDB,
+// the branch's own session has not ended yet: a decided branch commits
+// before its transaction returns, not at recovery. A branch no longer
+// prepared was committed (its answer lost). cause is why its own session
+// could not.
+func (b *Branch) commitPrepared(ctx context.Context, cause error) error {
+	wait := 25 * time.Millisecond
+	for {
+		err := CommitPrepared(ctx, b.db, b.dialect, b.xid)
+		switch {
+		case err == nil:
+			return nil
+		case UnknownBranch(err) && !b.stillPrepared(ctx):
+			return nil
+		case wait > 1600*time.Millisecond:
+			return errors.Join(cause, err) // left to recovery
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(cause, err, ctx.Err())
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
+}
+
+// stillPrepared reports whether the server lists the branch as prepared (of
+// any session); unsure, it says so.
+func (b *Branch) stillPrepared(ctx context.Context) bool {
+	listed, err := InDoubt(ctx, b.db, b.dialect)
+	return err != nil || slices.Contains(listed, b.xid)
 }
 
 // Rollback rolls the branch back, prepared or not.
@@ -247,11 +287,10 @@ func (b *Branch) Finish(ctx context.Context, commit bool) error {
 	if b.state != prepared {
 		return fmt.Errorf("twophase: branch %+v is not prepared", b.xid)
 	}
-	resolve := RollbackPrepared
 	if commit {
-		resolve = CommitPrepared
+		return b.ended(b.commitPrepared(ctx, nil))
 	}
-	return b.ended(resolve(ctx, b.db, b.dialect, b.xid))
+	return b.ended(RollbackPrepared(ctx, b.db, b.dialect, b.xid))
 }
 
 // Abandon lets the branch go without an outcome: an active one is rolled
