@@ -366,3 +366,24 @@ func endConnections(t *testing.T, b backend, i int) {
 		}
 	}
 }
+
+// TestAPresetIDOfNowOnADatabaseThatRefusesNamesIt: a Create with an ID of
+// now given first moves its database's clock-sequence past it; when the
+// server has dropped its connections and refuses new ones, it fails with
+// ErrShardUnavailable naming the database.
+func TestAPresetIDOfNowOnADatabaseThatRefusesNamesIt(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		dialector, server := physicalAt(t, b, 1, answering)
+		db := plugged(t, b, dialector)
+		s := shardid.Layout{}.ShardCount() - 1
+		preset := func(seq int) error {
+			return db.Create(&author{ID: shardid.Layout{}.Compose(time.Now(), s, seq), Name: "preset"}).Error
+		}
+		must(t, preset(1)) // the clock-sequence is made, a connection pooled
+		server.set(t, refusing)
+		err := bounded(t, "a create with an ID of now given", func() error { return preset(2) })
+		if !errors.Is(err, shardid.ErrShardUnavailable) || !strings.Contains(err.Error(), "on gone") {
+			t.Errorf("a create with an ID of now given, its database refusing: %v; want ErrShardUnavailable naming the database", err)
+		}
+	})
+}
