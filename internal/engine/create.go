@@ -408,7 +408,7 @@ func (e *Engine) advancePast(ctx context.Context, db *gorm.DB, m *model, f *idFi
 			target.DB = nil // SQLite, in the statement's transaction: on its connection, which holds the file's lock
 		}
 		if err := f.generator.(*strategies.Instagram).Advance(ctx, target, target, id); err != nil {
-			return &onError{name: e.physical[k].name, err: err} // ErrShardUnavailable when it cannot be reached
+			return err
 		}
 	}
 	return nil
