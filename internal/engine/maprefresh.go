@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/shardid/shardid/internal/mapstore"
+	"github.com/shardid/shardid/internal/sqlerr"
 	"github.com/shardid/shardid/shardrouter"
 	"github.com/shardid/shardid/strategies"
 )
@@ -112,7 +113,24 @@ func (e *Engine) startMapStore(ctx context.Context) error {
 
 // readFirstMap makes the map's table, seeds it from the config if it has no
 // map, and reads it: at the start, and at each refresh until it succeeds.
+// A conflict with another transaction (a mover writing the map) is tried
+// again at once, for a while.
 func (e *Engine) readFirstMap(ctx context.Context) (int64, error) {
+	for pause := 10 * time.Millisecond; ; pause *= 2 {
+		version, err := e.readFirstMapOnce(ctx)
+		if !sqlerr.Transient(err) || pause > 400*time.Millisecond {
+			return version, err
+		}
+		select { // until it is read, statements on sharded models are refused
+		case <-ctx.Done():
+			return version, err
+		case <-time.After(pause):
+		}
+	}
+}
+
+// readFirstMapOnce is one attempt of readFirstMap.
+func (e *Engine) readFirstMapOnce(ctx context.Context) (int64, error) {
 	if err := e.maps.Prepare(ctx); err != nil {
 		return 0, err
 	}

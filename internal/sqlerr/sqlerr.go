@@ -122,3 +122,15 @@ func Unsent(err error) bool {
 	var retry interface{ SafeToRetry() bool }
 	return errors.As(err, &retry) && retry.SafeToRetry()
 }
+
+// Transient reports whether the server rolled a statement's transaction back
+// for a conflict with another, which the same work run again may not meet:
+// a deadlock (MySQL 1213, PostgreSQL 40P01), a lock wait that timed out
+// (MySQL 1205) or a serialization failure (PostgreSQL 40001).
+func Transient(err error) bool {
+	if number, _, ok := MySQL(err); ok {
+		return number == 1213 || number == 1205
+	}
+	code, _, ok := Postgres(err)
+	return ok && (code == "40P01" || code == "40001")
+}

@@ -95,3 +95,23 @@ func TestUnsent(t *testing.T) {
 		}
 	}
 }
+
+// TestTransientConflictsToldFromOtherErrors: deadlocks, lock waits timed
+// out and serialization failures, of either server, are transient; a
+// unique violation and a plain error are not.
+func TestTransientConflictsToldFromOtherErrors(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{&stateError{Code: "40P01", Message: "deadlock detected"}, true},
+		{fmt.Errorf("reading the map: %w", &stateError{Code: "40001", Message: "could not serialize access"}), true},
+		{&stateError{Code: "23505", Message: "duplicate key"}, false},
+		{errors.New("Error 1213: Deadlock found"), false}, // text alone is not the driver's error
+		{nil, false},
+	} {
+		if got := Transient(c.err); got != c.want {
+			t.Errorf("Transient(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
