@@ -188,16 +188,18 @@ func TestManyToManyOfShardedTargets(t *testing.T) {
 			must(t, d.Migrator().DropTable("shelf_volumes"))
 		}
 		fresh(t, k.db, &volume{}, &shelf{})
-		volumes := make([]volume, 12)
-		for i := range volumes {
-			volumes[i].Title = fmt.Sprint("v", i)
-		}
-		must(t, k.db.Create(&volumes).Error)
 		owner := shelf{}
 		must(t, k.db.Create(&owner).Error)
 		home := k.physicalOf(owner.ID)
-		near := volumes[slices.IndexFunc(volumes, func(v volume) bool { return k.physicalOf(v.ID) == home })]
-		far := volumes[slices.IndexFunc(volumes, func(v volume) bool { return k.physicalOf(v.ID) != home })]
+		var volumes []volume
+		onHome := func(v volume) bool { return k.physicalOf(v.ID) == home }
+		for i := 0; i < 400 && (!slices.ContainsFunc(volumes, onHome) || !slices.ContainsFunc(volumes, func(v volume) bool { return !onHome(v) })); i++ {
+			v := volume{Title: fmt.Sprint("v", i)} // until one is on the owner's database and one on another
+			must(t, k.db.Create(&v).Error)
+			volumes = append(volumes, v)
+		}
+		near := volumes[slices.IndexFunc(volumes, onHome)]
+		far := volumes[slices.IndexFunc(volumes, func(v volume) bool { return !onHome(v) })]
 		joinRowsOf := func(id int64) []int64 { // per physical database
 			t.Helper()
 			counts := make([]int64, len(k.direct))
