@@ -254,11 +254,7 @@ type docRow struct {
 // database finds one group. An enum's labels are equal as their text is:
 // its groups merge.
 func TestPostgresValuesEqualOtherwiseThanTheirTextAreNotMerged(t *testing.T) {
-	b := backends[2]
-	if b.name != "postgres" {
-		t.Fatalf("backends[2] is %s", b.name)
-	}
-	requireDSN(t, postgresDSNVar)
+	b := postgresOnly(t)
 	alter := func(db *gorm.DB) {
 		must(t, db.Exec("ALTER TABLE doc_rows ALTER COLUMN doc TYPE jsonb USING doc::jsonb").Error)
 		must(t, db.Exec("DO $$ BEGIN CREATE TYPE doc_tag AS ENUM ('zeta', 'alpha'); EXCEPTION WHEN duplicate_object THEN NULL; END $$").Error)
@@ -351,6 +347,17 @@ func TestMariaDBsFloatIsNotMergedByItsRoundedText(t *testing.T) {
 	})
 }
 
+// postgresOnly is the PostgreSQL backend of a test of its types alone.
+func postgresOnly(t *testing.T) backend {
+	t.Helper()
+	b := backends[2]
+	if b.name != "postgres" {
+		t.Fatalf("backends[2] is %s", b.name)
+	}
+	requireDSN(t, postgresDSNVar)
+	return b
+}
+
 type ciRow struct {
 	ID   int64  `shardid:""`
 	Name string `gorm:"not null"` // PostgreSQL: citext
@@ -362,11 +369,7 @@ type ciRow struct {
 // they are refused, where the merge of their text would find 'a' and 'A' two
 // groups, and {"a b",c} before {a,b}.
 func TestPostgresCitextIsNotMergedAsItsText(t *testing.T) {
-	b := backends[2]
-	if b.name != "postgres" {
-		t.Fatalf("backends[2] is %s", b.name)
-	}
-	requireDSN(t, postgresDSNVar)
+	b := postgresOnly(t)
 	alter := func(db *gorm.DB) {
 		must(t, db.Exec("CREATE EXTENSION IF NOT EXISTS citext").Error)
 		must(t, db.Exec("ALTER TABLE ci_rows ALTER COLUMN name TYPE citext").Error)
