@@ -345,13 +345,27 @@ func (m Migrator) RenameColumn(value any, oldName, field string) error {
 }
 
 // ColumnTypes returns the table's columns, once every database has the same
-// names and types.
+// names, types, sizes, nullability, keys and defaults: an AlterColumn that
+// stopped part way is not hidden behind the first database's answer.
 func (m Migrator) ColumnTypes(value any) ([]gorm.ColumnType, error) {
 	return agree(m, value, "column types", gorm.Migrator.ColumnTypes, func(a, b []gorm.ColumnType) bool {
 		return slices.EqualFunc(a, b, func(x, y gorm.ColumnType) bool {
-			return x.Name() == y.Name() && strings.EqualFold(x.DatabaseTypeName(), y.DatabaseTypeName())
+			return x.Name() == y.Name() && strings.EqualFold(x.DatabaseTypeName(), y.DatabaseTypeName()) && columnTraits(x) == columnTraits(y)
 		})
 	})
+}
+
+// columnTraits is what a column type reports beside its name and type, each
+// with whether the dialect reports it at all.
+func columnTraits(c gorm.ColumnType) string {
+	length, hasLength := c.Length()
+	precision, scale, hasSize := c.DecimalSize()
+	nullable, hasNullable := c.Nullable()
+	primary, hasPrimary := c.PrimaryKey()
+	unique, hasUnique := c.Unique()
+	increments, hasIncrements := c.AutoIncrement()
+	value, hasDefault := c.DefaultValue()
+	return fmt.Sprint(length, hasLength, precision, scale, hasSize, nullable, hasNullable, primary, hasPrimary, unique, hasUnique, increments, hasIncrements, value, hasDefault)
 }
 
 // CreateView creates the view beside the tables its query reads: on every
@@ -464,10 +478,14 @@ func (m Migrator) RenameIndex(value any, oldName, newName string) error {
 }
 
 // GetIndexes returns the table's indexes, once every database has the same
-// names and columns.
+// names, columns, uniqueness and primary key.
 func (m Migrator) GetIndexes(value any) ([]gorm.Index, error) {
 	return agree(m, value, "indexes", gorm.Migrator.GetIndexes, func(a, b []gorm.Index) bool {
-		key := func(idx gorm.Index) string { return idx.Name() + "(" + strings.Join(idx.Columns(), ",") + ")" }
+		key := func(idx gorm.Index) string {
+			unique, hasUnique := idx.Unique()
+			primary, hasPrimary := idx.PrimaryKey()
+			return fmt.Sprint(idx.Name(), "(", strings.Join(idx.Columns(), ","), ")", unique, hasUnique, primary, hasPrimary)
+		}
 		ka, kb := make([]string, len(a)), make([]string, len(b))
 		for i := range a {
 			ka[i] = key(a[i])

@@ -152,6 +152,40 @@ func TestPhysicalDatabasesThatDisagree(t *testing.T) {
 	}
 }
 
+// TestColumnsAndIndexesThatDifferBeyondTheirNames: a column whose
+// nullability differs between two databases, and an index unique on one of
+// them only, fail with ErrShardsDisagree rather than reading as the first
+// database's.
+func TestColumnsAndIndexesThatDifferBeyondTheirNames(t *testing.T) {
+	db, plugin := open(t, &bytes.Buffer{})
+	m := New(plugin, db)
+	exec := func(sql string, on int) {
+		t.Helper()
+		if err := plugin.physical[on].Exec(sql).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec("CREATE TABLE fake_users (id integer PRIMARY KEY, name varchar(40) NOT NULL)", 0)
+	exec("CREATE TABLE fake_users (id integer PRIMARY KEY, name varchar(40))", 1)
+	if columns, err := m.ColumnTypes(&fakeUser{}); !errors.Is(err, ErrShardsDisagree) {
+		t.Errorf("ColumnTypes = %d columns, %v; want ErrShardsDisagree (NOT NULL on s0 only)", len(columns), err)
+	}
+	exec("CREATE UNIQUE INDEX idx_fake_users_name ON fake_users (name)", 0)
+	exec("CREATE INDEX idx_fake_users_name ON fake_users (name)", 1)
+	if indexes, err := m.GetIndexes(&fakeUser{}); !errors.Is(err, ErrShardsDisagree) {
+		t.Errorf("GetIndexes = %d indexes, %v; want ErrShardsDisagree (unique on s0 only)", len(indexes), err)
+	}
+	exec("DROP TABLE fake_users", 1)
+	exec("CREATE TABLE fake_users (id integer PRIMARY KEY, name varchar(40) NOT NULL)", 1)
+	exec("CREATE UNIQUE INDEX idx_fake_users_name ON fake_users (name)", 1)
+	if _, err := m.ColumnTypes(&fakeUser{}); err != nil {
+		t.Errorf("ColumnTypes of databases that agree: %v", err)
+	}
+	if _, err := m.GetIndexes(&fakeUser{}); err != nil {
+		t.Errorf("GetIndexes of databases that agree: %v", err)
+	}
+}
+
 // TestAFailedMigrationDropsWhatItCreated: a strategy that cannot be prepared
 // leaves no table the migration created.
 func TestAFailedMigrationDropsWhatItCreated(t *testing.T) {
