@@ -173,7 +173,9 @@ type Misplaced = engine.Misplaced
 
 // Audit reads every physical database and reports the rows of the sharded
 // tables the plugin has migrated that sit on a database their logical shard
-// does not map to. Nothing is misplaced after a move is cleaned up.
+// does not map to. Nothing is misplaced after a move is cleaned up. A
+// database it cannot read does not hide the others: what it found on those
+// is returned with an error naming each database it could not read.
 func (p *Plugin) Audit(ctx context.Context) ([]Misplaced, error) { return p.engine().Audit(ctx) }
 
 // MapVersion returns the version of the shared map this process routes by;

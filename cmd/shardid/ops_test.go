@@ -423,3 +423,25 @@ func TestMapFollowsTheTable(t *testing.T) {
 	wantIn(t, out, "map version 2:", "b  4096-8190  4095 logical shards", "c  8191       1 logical shard\n",
 		"warning: shardid: the shared map differs from Config.Shards, and is followed version=2 table=shardid_shard_map")
 }
+
+// TestVerifyWithADatabaseDownReportsTheOthers: a physical database that
+// cannot be opened fails verify, naming it, and does not hide a stray row
+// found on another.
+func TestVerifyWithADatabaseDownReportsTheOthers(t *testing.T) {
+	e := sqliteEnv(t)
+	app := e.application(t)
+	if err := app.plugin.AutoMigrate(app.db, &cmdItem{}); err != nil {
+		t.Fatal(err)
+	}
+	stray := app.plugin.Layout().Compose(time.Now(), 5, 999) // shard 5 maps to a
+	if err := direct(t, e.dsns["b"]).Exec("INSERT INTO shardid_cmd_items (id, name) VALUES (?, ?)", stray, "stray").Error; err != nil {
+		t.Fatal(err)
+	}
+	e.dsns["c"] = "file:" + filepath.Join(t.TempDir(), "no-such-folder", "c.db")
+	e = writeConfig(t, e.dsns)
+	out, err := run(t, "verify", "--config", e.config)
+	if err == nil || !strings.Contains(err.Error(), "on c") {
+		t.Errorf("verify with c down: %v; want an error naming c", err)
+	}
+	wantIn(t, out, "shardid_cmd_items on b: 1 row whose logical shard maps elsewhere\n", fmt.Sprintf("keys %d (logical shard 5, on a)", stray))
+}

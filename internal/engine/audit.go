@@ -14,7 +14,8 @@ type Misplaced = mover.Misplaced
 
 // Audit reads every physical database and reports the rows of the sharded
 // tables the plugin has migrated that sit on a database their logical shard
-// does not map to. Nothing is misplaced after a move is cleaned up.
+// does not map to. Nothing is misplaced after a move is cleaned up; a
+// database it cannot read is named in the error beside what the others hold.
 func (e *Engine) Audit(ctx context.Context) ([]Misplaced, error) {
 	if e.maps == nil {
 		return nil, fmt.Errorf("%w: no Config.Shards: every row is on the plugin's database", ErrInvalidConfig)

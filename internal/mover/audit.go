@@ -3,6 +3,7 @@ package mover
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -27,7 +28,8 @@ type Misplaced struct {
 
 // Audit reads every physical database and reports the rows of the sharded
 // tables the plugin has migrated that sit on a database their logical shard
-// does not map to.
+// does not map to. A database it cannot read does not hide the others: what
+// it found on those is returned with an error naming each it could not read.
 func (m *Mover) Audit(ctx context.Context, d Driver) ([]Misplaced, error) {
 	if _, err := d.RefreshMap(ctx); err != nil {
 		return nil, err
@@ -42,37 +44,50 @@ func (m *Mover) Audit(ctx context.Context, d Driver) ([]Misplaced, error) {
 	}
 	shardMap := d.ShardMap()
 	var found []Misplaced
+	var unread []error
 	for k, name := range d.Databases() {
-		db, err := d.Open(ctx, k)
+		on, err := auditDatabase(ctx, d, k, tables, mapstore.Ranges(shardMap.Logical(k)), moveCopiesOn(name, moves))
+		if err != nil {
+			unread = append(unread, fmt.Errorf("shardid: on %s: %w", name, err))
+			continue
+		}
+		found = append(found, on...)
+	}
+	return found, errors.Join(unread...)
+}
+
+// auditDatabase counts the rows of tables on physical database k outside its
+// own ranges: strays, and those of the moves' copies on it.
+func auditDatabase(ctx context.Context, d Driver, k int, tables []Table, own, copies []Range) ([]Misplaced, error) {
+	db, err := d.Open(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	var found []Misplaced
+	for _, t := range tables {
+		if t.Join && t.Key == "" {
+			continue // no column of its owner's key recorded: migrated by an older version
+		}
+		mt, err := newMovedTable(ctx, d.Fence(), t, db)
 		if err != nil {
 			return nil, err
 		}
-		own, copies := mapstore.Ranges(shardMap.Logical(k)), moveCopiesOn(name, moves)
-		for _, t := range tables {
-			if t.Join && t.Key == "" {
-				continue // no column of its owner's key recorded: migrated by an older version
+		strays := "NOT (" + fence.InRanges(mt.shard, append(slices.Clone(own), copies...)) + ")"
+		inCopies := "(" + fence.InRanges(mt.shard, copies) + ") AND NOT (" + fence.InRanges(mt.shard, own) + ")"
+		for _, part := range []struct {
+			where  string
+			byMove bool
+		}{{strays, false}, {inCopies, true}} {
+			if part.byMove && len(copies) == 0 {
+				continue
 			}
-			mt, err := newMovedTable(ctx, d.Fence(), t, db)
+			m, err := misplacedRows(ctx, db, mt, part.where)
 			if err != nil {
-				return nil, fmt.Errorf("shardid: on %s: %w", name, err)
+				return nil, err
 			}
-			strays := "NOT (" + fence.InRanges(mt.shard, append(slices.Clone(own), copies...)) + ")"
-			inCopies := "(" + fence.InRanges(mt.shard, copies) + ") AND NOT (" + fence.InRanges(mt.shard, own) + ")"
-			for _, part := range []struct {
-				where  string
-				byMove bool
-			}{{strays, false}, {inCopies, true}} {
-				if part.byMove && len(copies) == 0 {
-					continue
-				}
-				m, err := misplacedRows(ctx, db, mt, part.where)
-				if err != nil {
-					return nil, fmt.Errorf("shardid: on %s: %w", name, err)
-				}
-				if m.Rows > 0 {
-					m.Database, m.LeftByMove = name, part.byMove
-					found = append(found, m)
-				}
+			if m.Rows > 0 {
+				m.Database, m.LeftByMove = d.Databases()[k], part.byMove
+				found = append(found, m)
 			}
 		}
 	}
