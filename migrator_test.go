@@ -720,3 +720,52 @@ func TestTableDroppedUnderAnotherSpellingIsForgotten(t *testing.T) {
 		t.Fatalf("a move after the drop: %v", err)
 	}
 }
+
+type failedShelf struct {
+	ID      uint
+	Books   []failedBook `gorm:"many2many:failed_shelf_books"`
+	OwnerID uint
+	Owner   failedOwner
+}
+
+type failedBook struct {
+	ID   uint
+	Name string
+}
+
+type failedOwner struct {
+	ID   uint
+	Name string
+}
+
+type failedNote struct {
+	ID   int64 `shardid:""`
+	Text string
+}
+
+// TestAFailedMigrationDropsTheTablesOfItsModelsRelations: a migration that
+// fails on a shard drops what it made on the plugin's database by following
+// an unsharded model's relations (the related models' tables and the join
+// table), not only the listed model's.
+func TestAFailedMigrationDropsTheTablesOfItsModelsRelations(t *testing.T) {
+	db, p, direct, _ := routedOverN(t, 2, Config{})
+	must(t, direct[1].Exec("CREATE VIEW failed_notes AS SELECT 1 AS id").Error)
+	if err := p.AutoMigrate(db, &failedShelf{}, &failedNote{}); err == nil {
+		t.Fatal("AutoMigrate over a view named as the sharded table succeeded")
+	}
+	for _, table := range []string{"failed_shelves", "failed_books", "failed_shelf_books", "failed_owners"} {
+		if db.Migrator().HasTable(table) {
+			t.Errorf("the failed migration left %s, which it created, on the plugin's database", table)
+		}
+	}
+	if direct[0].Migrator().HasTable("failed_notes") {
+		t.Error("the failed migration left failed_notes on s0")
+	}
+	must(t, direct[1].Exec("DROP VIEW failed_notes").Error)
+	must(t, p.AutoMigrate(db, &failedShelf{}, &failedNote{}))
+	for _, table := range []string{"failed_shelves", "failed_books", "failed_shelf_books", "failed_owners"} {
+		if !db.Migrator().HasTable(table) {
+			t.Errorf("the migration run again made no %s", table)
+		}
+	}
+}

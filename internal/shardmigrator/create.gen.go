@@ -119,7 +119,7 @@ func (m Migrator) create(models []any, do func(gorm.Migrator, ...any) error) (er
 		if m.plugin.Routed() { // else every table lives on the plugin's database
 			plain, crossing = m.crossingSharded(here)
 		}
-		missing, err := missingTables(m.db, append(plain, crossing...))
+		missing, err := missingTables(m.db, append(append(plain, crossing...), relatedTables(m.db, plain)...)) // GORM follows plain's relations
 		if err != nil {
 			return err
 		}
@@ -222,6 +222,42 @@ func (m Migrator) reachesSharded(s *schema.Schema, seen map[*schema.Schema]bool)
 	return false
 }
 
+// relatedTables returns what GORM's AutoMigrate of models makes beside them
+// by following their relations: the related models, and join tables by name.
+func relatedTables(db *gorm.DB, models []any) []any {
+	var schemas []*schema.Schema
+	for _, value := range models {
+		stmt := &gorm.Statement{DB: db}
+		if stmt.Parse(value) == nil {
+			schemas = append(schemas, stmt.Schema)
+		}
+	}
+	var related []any
+	seen, joins := map[*schema.Schema]bool{}, map[string]bool{}
+	for len(schemas) > 0 {
+		s := schemas[0]
+		schemas = schemas[1:]
+		if seen[s] {
+			continue
+		}
+		seen[s] = true
+		for _, rel := range s.Relationships.Relations {
+			if rel.Field.IgnoreMigration || rel.FieldSchema == nil {
+				continue
+			}
+			if rel.JoinTable != nil && !joins[rel.JoinTable.Table] {
+				joins[rel.JoinTable.Table] = true
+				related = append(related, rel.JoinTable.Table)
+			}
+			if !seen[rel.FieldSchema] && !slices.Contains(schemas, rel.FieldSchema) {
+				schemas = append(schemas, rel.FieldSchema)
+				related = append(related, reflect.New(rel.FieldSchema.ModelType).Interface())
+			}
+		}
+	}
+	return related
+}
+
 // shapeOn gives the schemas a physical database's handle parsed (a database
 // given as Shard.DB has a cache of its own) the plugin's view: a tagged
 // primary key is a plain BIGINT.
@@ -284,17 +320,24 @@ func undoneBefore(done []string, failed string) string {
 // database it reached; a table that was there before stays.
 func undoCreated(err error, made []target, models [][]any) error {
 	for i, t := range made {
-		var created []any // those still missing the migration did not create
+		var joins, created []any // those still missing the migration did not create
 		for _, value := range models[i] {
-			if t.migrator.HasTable(value) {
+			if !t.migrator.HasTable(value) {
+				continue
+			}
+			if _, named := value.(string); named {
+				joins = append(joins, value)
+			} else {
 				created = append(created, value)
 			}
 		}
-		if len(created) == 0 {
-			continue
-		}
-		if dropErr := t.migrator.DropTable(created...); dropErr != nil { // in GORM's order: children first
-			err = errors.Join(err, fmt.Errorf("shardid: on %s: dropping the tables the failed migration created: %w", t.name, dropErr))
+		for _, tables := range [][]any{joins, created} { // join tables first, then models in GORM's order: children first
+			if len(tables) == 0 {
+				continue
+			}
+			if dropErr := t.migrator.DropTable(tables...); dropErr != nil {
+				err = errors.Join(err, fmt.Errorf("shardid: on %s: dropping the tables the failed migration created: %w", t.name, dropErr))
+			}
 		}
 	}
 	return err
