@@ -769,3 +769,53 @@ func TestAFailedMigrationDropsTheTablesOfItsModelsRelations(t *testing.T) {
 		}
 	}
 }
+
+type crossingFolder struct {
+	ID      uint
+	OwnerID uint
+	Owner   crossingOwner
+	Labels  []crossingLabel `gorm:"many2many:crossing_folder_labels"`
+	Files   []crossingFile  `gorm:"foreignKey:FolderID"`
+}
+
+type crossingOwner struct {
+	ID   uint
+	Name string
+}
+
+type crossingLabel struct {
+	ID   uint
+	Name string
+}
+
+type crossingFile struct {
+	ID       int64 `shardid:""`
+	FolderID uint
+}
+
+// TestAnUnshardedModelWithAShardedChildGetsItsOtherRelationsTables: an
+// unsharded model with a has-many of a sharded model is migrated on the
+// plugin's database with the tables GORM makes for its other relations (its
+// parent, its many2many target and join table), and is then created with
+// them as without the plugin.
+func TestAnUnshardedModelWithAShardedChildGetsItsOtherRelationsTables(t *testing.T) {
+	db, p, direct, _ := routedOverN(t, 2, Config{})
+	must(t, p.AutoMigrate(db, &crossingFolder{}))
+	for _, table := range []string{"crossing_folders", "crossing_owners", "crossing_labels", "crossing_folder_labels"} {
+		if !db.Migrator().HasTable(table) {
+			t.Errorf("no %s on the plugin's database", table)
+		}
+	}
+	for i, d := range direct {
+		if d.Migrator().HasTable("crossing_folders") || d.Migrator().HasTable("crossing_owners") {
+			t.Errorf("an unsharded table on s%d", i)
+		}
+	}
+	folder := crossingFolder{Owner: crossingOwner{Name: "acme"}, Labels: []crossingLabel{{Name: "x"}}}
+	must(t, db.Create(&folder).Error)
+	var got crossingFolder
+	must(t, db.Preload("Owner").Preload("Labels").First(&got, folder.ID).Error)
+	if got.Owner.Name != "acme" || len(got.Labels) != 1 {
+		t.Errorf("read back %+v", got)
+	}
+}

@@ -181,18 +181,39 @@ func (m Migrator) create(models []any, do func(gorm.Migrator, ...any) error) (er
 // migrate with their relations on the plugin's database, and those related,
 // maybe through other models, to a sharded model: following their relations
 // it would make the sharded table, or the join table beside it, there. The
-// latter come with the join tables of their other many2many relations.
+// latter come with the join tables of their other many2many relations, and
+// the unsharded models they relate to join the one side or the other, as
+// GORM would have made them too.
 func (m Migrator) crossingSharded(models []any) (plain, crossing []any) {
-	for _, value := range models {
+	seen := map[*schema.Schema]bool{}
+	for len(models) > 0 {
+		value := models[0]
+		models = models[1:]
 		stmt := &gorm.Statement{DB: m.db}
-		if stmt.Parse(value) != nil || !m.reachesSharded(stmt.Schema, map[*schema.Schema]bool{}) {
+		if stmt.Parse(value) != nil {
+			plain = append(plain, value) // GORM's migrator tells what is wrong with it
+			continue
+		}
+		if seen[stmt.Schema] {
+			continue
+		}
+		seen[stmt.Schema] = true
+		if !m.reachesSharded(stmt.Schema, map[*schema.Schema]bool{}) {
 			plain = append(plain, value)
 			continue
 		}
 		crossing = append(crossing, value)
-		for _, rel := range stmt.Schema.Relationships.Many2Many {
-			if rel.JoinTable != nil && !rel.Field.IgnoreMigration && !m.plugin.ShardedTable(rel.JoinTable.Table) {
+		for _, rel := range stmt.Schema.Relationships.Relations {
+			if rel.Field.IgnoreMigration || rel.FieldSchema == nil {
+				continue
+			}
+			if rel.JoinTable != nil && !m.plugin.ShardedTable(rel.JoinTable.Table) {
 				crossing = append(crossing, reflect.New(rel.JoinTable.ModelType).Interface())
+			}
+			c := rel.ParseConstraint()
+			madeByGORM := rel.JoinTable != nil || c != nil && c.Schema == stmt.Schema && c.Schema != c.ReferenceSchema // a many2many target, a parent
+			if related, err := m.plugin.Model(rel.FieldSchema); madeByGORM && err == nil && (related == nil || !related.Sharded) {
+				models = append(models, reflect.New(rel.FieldSchema.ModelType).Interface())
 			}
 		}
 	}
