@@ -530,6 +530,91 @@ func TestCreateAfterItsTransactionEndedFails(t *testing.T) {
 	})
 }
 
+// TestAStatementRacingItsTransactionsCommitIsRefused: in a transaction
+// across shards whose Commit is held between its prepare and its decision
+// (the decisions table locked), a Create on a database the transaction has
+// not written fails with sql.ErrTxDone, as a statement after a database's
+// commit, rather than succeeding on a branch the commit never ends; the
+// commit then commits what it prepared, and no transaction stays open.
+func TestAStatementRacingItsTransactionsCommitIsRefused(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r, authors := newEntries(t, b)
+		must(t, r.db.Create(&[]entry{{AuthorID: authors[0].ID, Ref: "x0"}, {AuthorID: authors[1].ID, Ref: "x1"}}).Error) // the decisions table made
+		tx := r.db.Clauses(shardid.AcrossShards()).Begin()
+		must(t, tx.Error)
+		must(t, tx.Create(&entry{AuthorID: authors[0].ID, Ref: "a"}).Error)
+		must(t, tx.Create(&entry{AuthorID: authors[1].ID, Ref: "b"}).Error)
+		unlock := lockDecisions(t, r)
+		committed := make(chan error, 1)
+		go func() { committed <- tx.Commit().Error }()
+		waitForDecisionWrite(t, r)
+		racing := tx.Create(&entry{AuthorID: authors[2].ID, Ref: "c"}).Error
+		unlock()
+		must(t, <-committed)
+		if !errors.Is(racing, sql.ErrTxDone) {
+			t.Errorf("a Create racing the commit: %v, want sql.ErrTxDone", racing)
+		}
+		third := r.direct[r.physicalOf(authors[2].ID)]
+		var rows, open int64
+		must(t, third.Model(&entry{}).Where("ref = ?", "c").Count(&rows).Error)
+		openSQL := "SELECT count(*) FROM information_schema.innodb_trx t JOIN information_schema.processlist p ON p.id = t.trx_mysql_thread_id WHERE p.db = DATABASE()"
+		if b.name == "postgres" {
+			openSQL = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'"
+		}
+		must(t, third.Raw(openSQL).Scan(&open).Error)
+		if rows != 0 || open != 0 {
+			t.Errorf("after the commit, its third database holds %d rows of the racing Create and %d open transactions", rows, open)
+		}
+		if n := r.count(t, &entry{}); n != 4 {
+			t.Errorf("%d rows, want the two written before the commit and the two before it", n)
+		}
+		r.noPrepared(t)
+	})
+}
+
+// lockDecisions locks the table of two-phase decisions on the plugin's
+// database from a session of its own, and returns its unlock.
+func lockDecisions(t *testing.T, r *routing) func() {
+	t.Helper()
+	sqlDB, err := r.db.DB()
+	must(t, err)
+	conn, err := sqlDB.Conn(context.Background())
+	must(t, err)
+	lock, unlock := []string{"LOCK TABLES shardid_transactions WRITE"}, "UNLOCK TABLES"
+	if r.b.name == "postgres" {
+		lock, unlock = []string{"BEGIN", "LOCK TABLE shardid_transactions IN EXCLUSIVE MODE"}, "COMMIT"
+	}
+	for _, q := range lock {
+		_, err := conn.ExecContext(context.Background(), q)
+		must(t, err)
+	}
+	return func() {
+		_, err := conn.ExecContext(context.Background(), unlock)
+		must(t, err)
+		_ = conn.Close()
+	}
+}
+
+// waitForDecisionWrite waits until a session of the plugin's database waits
+// to write a decision.
+func waitForDecisionWrite(t *testing.T, r *routing) {
+	t.Helper()
+	waiting := "SELECT count(*) FROM information_schema.processlist WHERE db = DATABASE() AND info LIKE 'INSERT INTO shardid_transactions%'"
+	if r.b.name == "postgres" {
+		waiting = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'INSERT INTO shardid_transactions%'"
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var n int64
+		must(t, r.db.Raw(waiting).Scan(&n).Error)
+		if n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the commit never came to write its decision")
+		}
+	}
+}
+
 // lockedNote is an unsharded row on the plugin's database.
 type lockedNote struct {
 	ID   int64

@@ -146,7 +146,7 @@ func (g *globalTx) prepareAnchored(ctx context.Context) error {
 	if failed := g.doomed(); failed != nil {
 		return errors.Join(failed, g.rollback(ctx))
 	}
-	branches := g.list()
+	branches := g.endBranches()
 	if len(branches) == 0 {
 		return nil
 	}

@@ -63,6 +63,7 @@ type globalTx struct {
 	// before it (number partsFailedIn or lower) undoes its parts.
 	partsFailed   error
 	partsFailedIn uint64
+	ending        bool // its commit or rollback has taken the branches: no new one opens
 }
 
 // branchPool is a branch as a statement's connection pool: GORM begins no
@@ -149,6 +150,9 @@ func (g *globalTx) branch(ctx context.Context, k int) (*branchPool, error) {
 	if b, ok := g.branches[k]; ok {
 		return b, nil
 	}
+	if g.ending { // a statement racing the commit: part of it, or refused as by a database's transaction
+		return nil, sql.ErrTxDone
+	}
 	if err := g.e.checkTwoPhase(ctx, k); err != nil {
 		return nil, err // PostgreSQL without prepared transactions: refused before anything is written there
 	}
@@ -233,7 +237,7 @@ func (g *globalTx) commit(ctx context.Context) error {
 	if failed := g.doomed(); failed != nil {
 		return errors.Join(failed, g.rollback(ctx))
 	}
-	branches := g.list()
+	branches := g.endBranches()
 	if len(branches) == 0 {
 		return nil
 	}
@@ -326,7 +330,7 @@ func (g *globalTx) doomed() error {
 func (g *globalTx) rollback(ctx context.Context) error {
 	defer g.fail(sql.ErrTxDone)
 	already := g.ended.Swap(true) // GORM rolls back a transaction whose commit failed: counted once
-	branches := g.list()
+	branches := g.endBranches()
 	if len(branches) == 0 {
 		return nil
 	}
@@ -347,6 +351,15 @@ const endWithin = 30 * time.Second
 // recovery.
 func ending(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), endWithin)
+}
+
+// endBranches returns the branches for the transaction's commit or
+// rollback, after which no new branch opens.
+func (g *globalTx) endBranches() []*branchPool {
+	g.mu.Lock()
+	g.ending = true
+	g.mu.Unlock()
+	return g.list()
 }
 
 func (g *globalTx) list() []*branchPool {

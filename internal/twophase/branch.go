@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -37,6 +38,11 @@ type Branch struct {
 	// session says the connection's session settings were changed for the
 	// branch: it is closed, not given back, when the branch ends.
 	session bool
+	// statements holds off the branch's end while a statement runs; once
+	// closing, none starts: none runs between a PREPARE or COMMIT and the
+	// connection's release, where PostgreSQL would run it on its own.
+	statements sync.RWMutex
+	closing    bool
 }
 
 // Options are a branch's own settings.
@@ -93,7 +99,8 @@ func (b *Branch) XID() XID { return b.xid }
 
 // ExecContext runs a statement in the branch.
 func (b *Branch) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	conn := b.conn.Load()
+	conn, done := b.statement()
+	defer done()
 	if conn == nil {
 		return nil, sql.ErrTxDone
 	}
@@ -102,7 +109,8 @@ func (b *Branch) ExecContext(ctx context.Context, query string, args ...any) (sq
 
 // QueryContext runs a query in the branch.
 func (b *Branch) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	conn := b.conn.Load()
+	conn, done := b.statement()
+	defer done()
 	if conn == nil {
 		return nil, sql.ErrTxDone
 	}
@@ -111,7 +119,8 @@ func (b *Branch) QueryContext(ctx context.Context, query string, args ...any) (*
 
 // QueryRowContext runs a query of one row in the branch.
 func (b *Branch) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	conn := b.conn.Load()
+	conn, done := b.statement()
+	defer done()
 	if conn == nil {
 		ended, cancel := context.WithCancel(ctx)
 		cancel() // a Row carries its error: this one says the query did not run
@@ -122,11 +131,39 @@ func (b *Branch) QueryRowContext(ctx context.Context, query string, args ...any)
 
 // PrepareContext prepares a statement on the branch's connection.
 func (b *Branch) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
-	conn := b.conn.Load()
+	conn, done := b.statement()
+	defer done()
 	if conn == nil {
 		return nil, sql.ErrTxDone
 	}
 	return conn.PrepareContext(ctx, query)
+}
+
+// statement returns the connection an application's statement runs on, nil
+// once the branch is ending, and what to call when it has run.
+func (b *Branch) statement() (*sql.Conn, func()) {
+	b.statements.RLock()
+	if b.closing {
+		return nil, b.statements.RUnlock
+	}
+	return b.conn.Load(), b.statements.RUnlock
+}
+
+// close waits for the statements running to end, and lets no other start.
+func (b *Branch) close() {
+	b.statements.Lock()
+	b.closing = true
+	b.statements.Unlock()
+}
+
+// exec runs one of the branch's own steps on its connection.
+func (b *Branch) exec(ctx context.Context, query string) error {
+	conn := b.conn.Load()
+	if conn == nil {
+		return sql.ErrTxDone
+	}
+	_, err := conn.ExecContext(ctx, query)
+	return err
 }
 
 // Prepare makes the branch's writes durable and its outcome the decision's:
@@ -136,6 +173,7 @@ func (b *Branch) Prepare(ctx context.Context) error {
 	if b.state != active {
 		return fmt.Errorf("twophase: branch %+v is not active", b.xid)
 	}
+	b.close()
 	if err := b.unbroken(ctx); err != nil {
 		return err
 	}
@@ -145,7 +183,7 @@ func (b *Branch) Prepare(ctx context.Context) error {
 		steps = []string{"XA END " + id, "XA PREPARE " + id}
 	}
 	for i, step := range steps {
-		if _, err := b.ExecContext(ctx, step); err != nil {
+		if err := b.exec(ctx, step); err != nil {
 			b.discard() // its server rolls an unprepared branch back with the connection
 			if i == len(steps)-1 {
 				b.state = unsure // the PREPARE itself may have run: Rollback looks for it
@@ -163,6 +201,7 @@ func (b *Branch) Prepare(ctx context.Context) error {
 // Commit commits a prepared branch, or an active one in one phase (the only
 // branch of its transaction).
 func (b *Branch) Commit(ctx context.Context) error {
+	b.close()
 	id := b.xid.literal(b.dialect)
 	var steps []string
 	switch {
@@ -227,6 +266,7 @@ func (b *Branch) stillPrepared(ctx context.Context) bool {
 
 // Rollback rolls the branch back, prepared or not.
 func (b *Branch) Rollback(ctx context.Context) error {
+	b.close()
 	id := b.xid.literal(b.dialect)
 	var steps []string
 	switch {
@@ -306,7 +346,7 @@ func (b *Branch) Abandon() {
 // discarded on an error, since the session may be left inside the protocol.
 func (b *Branch) run(ctx context.Context, steps []string) error {
 	for _, step := range steps {
-		if _, err := b.ExecContext(ctx, step); err != nil {
+		if err := b.exec(ctx, step); err != nil {
 			b.discard()
 			return err
 		}
@@ -333,7 +373,7 @@ func (b *Branch) unbroken(ctx context.Context) error {
 	if b.dialect != "postgres" {
 		return nil // a failed statement leaves MySQL's transaction as it was
 	}
-	if _, err := b.ExecContext(ctx, "SELECT 1"); err != nil {
+	if err := b.exec(ctx, "SELECT 1"); err != nil {
 		b.discard()
 		return errors.Join(errBroken, err)
 	}
