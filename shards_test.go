@@ -229,3 +229,61 @@ func TestStatementsAfterCloseSayThePluginIsClosed(t *testing.T) {
 		}
 	}
 }
+
+type closedSnowflake struct {
+	ID   int64 `shardid:"strategy:snowflake"`
+	Name string
+}
+
+type closedSegment struct {
+	ID   int64 `shardid:"strategy:segment"`
+	Name string
+}
+
+type closedUnsharded struct {
+	ID   uint
+	Name string
+}
+
+// TestShardedStatementsAfterCloseFailWithOrWithoutShards: after Close, a
+// Create of each strategy, and a query, on a sharded model fail with
+// ErrShardUnavailable saying the plugin is closed, before an ID is asked
+// of a stopped strategy, whether Config lists shards or not; an unsharded
+// model's run as before.
+func TestShardedStatementsAfterCloseFailWithOrWithoutShards(t *testing.T) {
+	models := []any{&revUser{}, &closedSnowflake{}, &closedSegment{}, &closedUnsharded{}}
+	withShards, p, _ := revRouted(t, models...)
+	file := filepath.Join(t.TempDir(), "alone.db")
+	without, err := gorm.Open(sqlite.Open(file), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	alone := New(Config{Log: quiet})
+	must(t, without.Use(alone))
+	must(t, alone.AutoMigrate(without, models...))
+	for _, c := range []struct {
+		name   string
+		db     *gorm.DB
+		plugin *Plugin
+	}{{"with shards", withShards, p}, {"without shards", without, alone}} {
+		must(t, c.db.Create(&revUser{Name: "before"}).Error)
+		must(t, c.plugin.Close())
+		for _, row := range []any{&revUser{Name: "after"}, &closedSnowflake{Name: "after"}, &closedSegment{Name: "after"}} {
+			if err := c.db.Create(row).Error; !errors.Is(err, ErrShardUnavailable) || !strings.Contains(err.Error(), "the plugin is closed") {
+				t.Errorf("%s: a Create of %T after Close: %v, want ErrShardUnavailable saying the plugin is closed", c.name, row, err)
+			}
+		}
+		var users []revUser
+		if err := c.db.Find(&users).Error; !errors.Is(err, ErrShardUnavailable) {
+			t.Errorf("%s: a query after Close: %v, want ErrShardUnavailable", c.name, err)
+		}
+		if err := c.db.Create(&closedUnsharded{Name: "after"}).Error; err != nil {
+			t.Errorf("%s: an unsharded Create after Close: %v", c.name, err)
+		}
+	}
+	plain, err := gorm.Open(sqlite.Open(file), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	var after int64
+	must(t, plain.Model(&revUser{}).Where("name = ?", "after").Count(&after).Error)
+	if after != 0 {
+		t.Errorf("without shards, %d rows written after Close", after)
+	}
+}

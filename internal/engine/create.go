@@ -47,6 +47,10 @@ func (e *Engine) assignIDs(db *gorm.DB) {
 	if e.routed() && (m == nil || !m.sharded()) && db.AddError(e.keepUnsharded(db, kindCreate)) != nil || m == nil {
 		return
 	}
+	if m.sharded() && e.closed.Load() { // before an ID is asked of a strategy Close stopped
+		db.AddError(errClosed)
+		return
+	}
 	if e.routed() && m.sharded() {
 		e.startRouting(stmt)
 		e.awaitEndedAnchors(stmt.Context)

@@ -496,6 +496,9 @@ func (e *Engine) Close() error {
 	return errors.Join(errs...)
 }
 
+// errClosed fails a statement on a sharded model after Close.
+var errClosed = fmt.Errorf("%w: the plugin is closed", ErrShardUnavailable)
+
 // physicalOf returns the physical database holding logical shard s.
 func (e *Engine) physicalOf(s int) int { return e.router.Map().Physical(s) }
 
