@@ -55,8 +55,10 @@ func NewMap(shardCount int, physical []Physical) (*Map, error) {
 		if strings.TrimSpace(p.Name) == "" {
 			return nil, bad("physical database %d has no name", i)
 		}
-		if j := slices.IndexFunc(physical[:i], func(q Physical) bool { return q.Name == p.Name }); j >= 0 {
+		if j := slices.IndexFunc(physical[:i], func(q Physical) bool { return strings.EqualFold(q.Name, p.Name) }); j >= 0 && physical[j].Name == p.Name {
 			return nil, bad("two physical databases are named %q", p.Name)
+		} else if j >= 0 { // the shared map's tables compare names as MySQL does, without case
+			return nil, bad("two physical databases are named %q and %q, which differ only in case", physical[j].Name, p.Name)
 		}
 		m.names[i] = p.Name
 		for _, r := range p.Logical {

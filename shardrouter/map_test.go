@@ -19,6 +19,7 @@ func TestNewMap(t *testing.T) {
 		{"overlap", []Physical{{"a", []Range{{0, 4096}}}, {"b", []Range{{4096, 8191}}}}, "logical shard 4096 is mapped to both a and b"},
 		{"self overlap", []Physical{{"a", []Range{{0, 8191}, {5, 5}}}}, "logical shard 5 is mapped to both a and a"},
 		{"duplicate name", []Physical{{"a", []Range{{0, 10}}}, {"a", []Range{{11, 8191}}}}, `two physical databases are named "a"`},
+		{"names differing in case", []Physical{{"node", []Range{{0, 10}}}, {"NODE", []Range{{11, 8191}}}}, `two physical databases are named "node" and "NODE", which differ only in case`},
 		{"empty name", []Physical{{" ", []Range{{0, 8191}}}}, "has no name"},
 		{"reversed", []Physical{{"a", []Range{{10, 0}}}}, "not within 0..8191"},
 		{"out of bounds", []Physical{{"a", []Range{{0, 8192}}}}, "not within 0..8191"},
