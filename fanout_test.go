@@ -545,3 +545,27 @@ func TestAStatementUsedAgainCountsOnlyItsOwnRows(t *testing.T) {
 		}
 	}
 }
+
+// TestACountAfterAFindWhoseOffsetDropsItsRowIsZero: Find(...).Count(&n) on
+// a page past the first over several databases counts 0, as one database
+// does (its OFFSET drops the count's one row, and GORM reads no row as 0),
+// not the number of rows the Find before it read.
+func TestACountAfterAFindWhoseOffsetDropsItsRowIsZero(t *testing.T) {
+	db, p, _ := revRouted(t, &revUser{})
+	rows := revOnBoth(t, db, p, func() *revUser { return &revUser{Name: "a"} }, func(r *revUser) int64 { return r.ID })
+	extra := revUser{Name: "b"}
+	must(t, db.Clauses(ByID(rows[0].ID)).Create(&extra).Error)
+	ids := []int64{rows[0].ID, rows[1].ID, extra.ID}
+	for name, q := range map[string]*gorm.DB{
+		"AllShards": db.Clauses(AllShards()).Model(&revUser{}),
+		"IN list":   db.Model(&revUser{}).Where("id IN ?", ids),
+	} {
+		var page []revUser
+		var n int64
+		res := q.Order("id").Limit(2).Offset(1).Find(&page).Count(&n)
+		must(t, res.Error)
+		if len(page) != 2 || n != 0 {
+			t.Errorf("%s: Find read %d rows, then Count %d; want 2 rows, then 0", name, len(page), n)
+		}
+	}
+}

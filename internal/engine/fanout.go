@@ -662,6 +662,7 @@ func (e *Engine) fanOutQuery(db *gorm.DB, kind statementKind, m *model, plan sha
 	if counting {
 		// One database answers a count with one row, which its LIMIT and
 		// OFFSET keep or drop; GORM's Count reads no row as 0.
+		db.RowsAffected = 0 // no row, which Count reads as 0, whatever the statement's last run left
 		if offset == 0 && (!limited || limit > 0) {
 			sumInto(target, parts)
 			db.RowsAffected = 1 // Count reads the sum, not the number of rows
