@@ -819,3 +819,29 @@ func TestAnUnshardedModelWithAShardedChildGetsItsOtherRelationsTables(t *testing
 		t.Errorf("read back %+v", got)
 	}
 }
+
+type crossingPhoto struct {
+	ID      int64 `shardid:""`
+	OwnerID uint
+	Owner   crossingOwner
+}
+
+// TestCreateTableMakesTheModelsGivenAlone: the migrator's CreateTable, as
+// GORM's, makes the tables of the models it is given, not their parents':
+// with a parent's table already there, an unsharded model with a sharded
+// child and a sharded model with an unsharded parent are created all the
+// same.
+func TestCreateTableMakesTheModelsGivenAlone(t *testing.T) {
+	db, p, direct, _ := routedOverN(t, 2, Config{}, &crossingFile{})
+	must(t, p.AutoMigrate(db, &crossingOwner{}))
+	must(t, p.Migrator(db).CreateTable(&crossingFolder{}))
+	must(t, p.Migrator(db).CreateTable(&crossingPhoto{}))
+	if !db.Migrator().HasTable(&crossingFolder{}) {
+		t.Error("no crossing_folders on the plugin's database")
+	}
+	for i, d := range direct {
+		if !d.Migrator().HasTable(&crossingPhoto{}) || d.Migrator().HasTable(&crossingOwner{}) {
+			t.Errorf("s%d: crossing_photos %v, crossing_owners %v; want the sharded table alone", i, d.Migrator().HasTable(&crossingPhoto{}), d.Migrator().HasTable(&crossingOwner{}))
+		}
+	}
+}

@@ -17,18 +17,20 @@ import (
 // ones on every physical database, with an index on each colocate and hash
 // column, and creates what the strategies keep in each physical database.
 func (m Migrator) AutoMigrate(models ...any) error {
-	return m.create(models, gorm.Migrator.AutoMigrate)
+	return m.create(models, gorm.Migrator.AutoMigrate, !m.db.IgnoreRelationshipsWhenMigrating)
 }
 
-// CreateTable is AutoMigrate's placement for CREATE TABLE.
+// CreateTable is AutoMigrate's placement for CREATE TABLE, of the models
+// given alone, as GORM's.
 func (m Migrator) CreateTable(models ...any) error {
-	return m.create(models, gorm.Migrator.CreateTable)
+	return m.create(models, gorm.Migrator.CreateTable, false)
 }
 
 // split parses every model, then groups them by where their tables live. It
 // also collects the many2many join tables of sharded models, which live
-// beside their owner, and the strategies the models use.
-func (m Migrator) split(models []any) (here, everywhere []any, used map[strategies.Generator]bool, err error) {
+// beside their owner, the models related to them when it follows relations,
+// and the strategies the models use.
+func (m Migrator) split(models []any, follow bool) (here, everywhere []any, used map[strategies.Generator]bool, err error) {
 	used = map[strategies.Generator]bool{}
 	joinTables := map[string]bool{}
 	seen := map[reflect.Type]bool{}
@@ -63,7 +65,9 @@ func (m Migrator) split(models []any) (here, everywhere []any, used map[strategi
 				everywhere = append(everywhere, reflect.New(rel.JoinTable.ModelType).Interface())
 			}
 		}
-		models = appendRelated(models, s, seen)
+		if follow {
+			models = appendRelated(models, s, seen)
+		}
 	}
 	return here, everywhere, used, nil
 }
@@ -87,8 +91,10 @@ func appendRelated(models []any, s *schema.Schema, seen map[reflect.Type]bool) [
 	return models
 }
 
-func (m Migrator) create(models []any, do func(gorm.Migrator, ...any) error) (err error) {
-	here, everywhere, used, err := m.split(models)
+// create places models' tables with do; follow says that do makes the
+// tables of their relations too, as AutoMigrate does.
+func (m Migrator) create(models []any, do func(gorm.Migrator, ...any) error, follow bool) (err error) {
+	here, everywhere, used, err := m.split(models, follow)
 	if err != nil {
 		return err
 	}
@@ -117,9 +123,13 @@ func (m Migrator) create(models []any, do func(gorm.Migrator, ...any) error) (er
 		}
 		plain, crossing := here, []any(nil)
 		if m.plugin.Routed() { // else every table lives on the plugin's database
-			plain, crossing = m.crossingSharded(here)
+			plain, crossing = m.crossingSharded(here, follow)
 		}
-		missing, err := missingTables(m.db, append(append(plain, crossing...), relatedTables(m.db, plain)...)) // GORM follows plain's relations
+		candidates := slices.Concat(plain, crossing)
+		if follow {
+			candidates = append(candidates, relatedTables(m.db, plain)...) // GORM makes plain's relations' tables
+		}
+		missing, err := missingTables(m.db, candidates)
 		if err != nil {
 			return err
 		}
@@ -181,10 +191,10 @@ func (m Migrator) create(models []any, do func(gorm.Migrator, ...any) error) (er
 // migrate with their relations on the plugin's database, and those related,
 // maybe through other models, to a sharded model: following their relations
 // it would make the sharded table, or the join table beside it, there. The
-// latter come with the join tables of their other many2many relations, and
-// the unsharded models they relate to join the one side or the other, as
-// GORM would have made them too.
-func (m Migrator) crossingSharded(models []any) (plain, crossing []any) {
+// latter come with the join tables of their other many2many relations and,
+// when it follows relations, the unsharded models they relate to, on the one
+// side or the other, as GORM would have made them too.
+func (m Migrator) crossingSharded(models []any, follow bool) (plain, crossing []any) {
 	seen := map[*schema.Schema]bool{}
 	for len(models) > 0 {
 		value := models[0]
@@ -212,7 +222,7 @@ func (m Migrator) crossingSharded(models []any) (plain, crossing []any) {
 			}
 			c := rel.ParseConstraint()
 			madeByGORM := rel.JoinTable != nil || c != nil && c.Schema == stmt.Schema && c.Schema != c.ReferenceSchema // a many2many target, a parent
-			if related, err := m.plugin.Model(rel.FieldSchema); madeByGORM && err == nil && (related == nil || !related.Sharded) {
+			if related, err := m.plugin.Model(rel.FieldSchema); follow && madeByGORM && err == nil && (related == nil || !related.Sharded) {
 				models = append(models, reflect.New(rel.FieldSchema.ModelType).Interface())
 			}
 		}
