@@ -78,20 +78,21 @@ type Shard struct {
 // databases, the map, the generators, the transactions it knows). It is safe
 // for concurrent use.
 type Engine struct {
-	identity   identityTables // which database each shard name opened (identity.go)
-	config     Config
-	owner      gorm.Plugin       // the shardid.Plugin registered in gorm.Config.Plugins
-	layout     strategies.Layout // normalized
-	generators map[string]strategies.Generator
-	uuids      *strategies.UUIDs
-	db         *gorm.DB
-	physical   []*physical // the databases logical shards live on
-	openers    []*opener   // the physical databases the plugin opens, and closes
-	router     *shardrouter.Router
-	ticketMu   sync.Mutex
-	ticketDBs  []*sql.DB                    // ticket servers the plugin opened, closed by Close
-	savepoints txRegistry[struct{}]         // transactions a nested Transaction has set a savepoint in
-	txMaps     txRegistry[*shardrouter.Map] // the map a shard clause began each transaction by
+	identity     identityTables // which database each shard name opened (identity.go)
+	layoutRecord layoutRecord   // the layout the plugin's database records without Config.Shards (layoutrecord.go)
+	config       Config
+	owner        gorm.Plugin       // the shardid.Plugin registered in gorm.Config.Plugins
+	layout       strategies.Layout // normalized
+	generators   map[string]strategies.Generator
+	uuids        *strategies.UUIDs
+	db           *gorm.DB
+	physical     []*physical // the databases logical shards live on
+	openers      []*opener   // the physical databases the plugin opens, and closes
+	router       *shardrouter.Router
+	ticketMu     sync.Mutex
+	ticketDBs    []*sql.DB                    // ticket servers the plugin opened, closed by Close
+	savepoints   txRegistry[struct{}]         // transactions a nested Transaction has set a savepoint in
+	txMaps       txRegistry[*shardrouter.Map] // the map a shard clause began each transaction by
 
 	models        sync.Map // *schema.Schema → *modelEntry
 	shardedTables sync.Map // lower-case table name → model name, for raw SQL
@@ -352,6 +353,9 @@ type preparer interface {
 // used keep there: the instagram clock-sequence, the snowflake leases, the
 // segment counters.
 func (e *Engine) prepareStrategies(db *gorm.DB, used map[strategies.Generator]bool) error {
+	if err := e.claimLayout(db.Statement.Context); err != nil {
+		return err
+	}
 	if ticket := e.generators[strategies.NameTicket]; ticket != nil && used[ticket] {
 		if err := e.PrepareTicketServers(db.Statement.Context); err != nil {
 			return err
