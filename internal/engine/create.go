@@ -51,9 +51,6 @@ func (e *Engine) assignIDs(db *gorm.DB) {
 		db.AddError(errClosed)
 		return
 	}
-	if m.sharded() && db.AddError(e.checkLayout(stmt.Context)) != nil {
-		return
-	}
 	if e.routed() && m.sharded() {
 		e.startRouting(stmt)
 		e.awaitEndedAnchors(stmt.Context)

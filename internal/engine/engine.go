@@ -78,21 +78,20 @@ type Shard struct {
 // databases, the map, the generators, the transactions it knows). It is safe
 // for concurrent use.
 type Engine struct {
-	identity     identityTables // which database each shard name opened (identity.go)
-	layoutRecord layoutRecord   // the layout the plugin's database records without Config.Shards (layoutrecord.go)
-	config       Config
-	owner        gorm.Plugin       // the shardid.Plugin registered in gorm.Config.Plugins
-	layout       strategies.Layout // normalized
-	generators   map[string]strategies.Generator
-	uuids        *strategies.UUIDs
-	db           *gorm.DB
-	physical     []*physical // the databases logical shards live on
-	openers      []*opener   // the physical databases the plugin opens, and closes
-	router       *shardrouter.Router
-	ticketMu     sync.Mutex
-	ticketDBs    []*sql.DB                    // ticket servers the plugin opened, closed by Close
-	savepoints   txRegistry[struct{}]         // transactions a nested Transaction has set a savepoint in
-	txMaps       txRegistry[*shardrouter.Map] // the map a shard clause began each transaction by
+	identity   identityTables // which database each shard name opened (identity.go)
+	config     Config
+	owner      gorm.Plugin       // the shardid.Plugin registered in gorm.Config.Plugins
+	layout     strategies.Layout // normalized
+	generators map[string]strategies.Generator
+	uuids      *strategies.UUIDs
+	db         *gorm.DB
+	physical   []*physical // the databases logical shards live on
+	openers    []*opener   // the physical databases the plugin opens, and closes
+	router     *shardrouter.Router
+	ticketMu   sync.Mutex
+	ticketDBs  []*sql.DB                    // ticket servers the plugin opened, closed by Close
+	savepoints txRegistry[struct{}]         // transactions a nested Transaction has set a savepoint in
+	txMaps     txRegistry[*shardrouter.Map] // the map a shard clause began each transaction by
 
 	models        sync.Map // *schema.Schema → *modelEntry
 	shardedTables sync.Map // lower-case table name → model name, for raw SQL
@@ -206,6 +205,13 @@ func (e *Engine) Initialize(db *gorm.DB) error {
 			return errors.Join(err, e.Close())
 		}
 		if err := e.startRecovery(context.Background()); err != nil {
+			return errors.Join(err, e.Close())
+		}
+	} else {
+		ctx, cancel := context.WithTimeout(context.Background(), e.config.connectTimeout())
+		err := e.checkLayout(ctx)
+		cancel()
+		if err != nil {
 			return errors.Join(err, e.Close())
 		}
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
-	"sync/atomic"
 
 	"github.com/shardid/shardid/internal/mapstore"
 )
@@ -13,16 +11,10 @@ import (
 // Without Config.Shards no shared map records the ID layout, and the
 // plugin's database does: a table of one row, claimed by the first process
 // that migrates a sharded model with the plugin. A process of another layout
-// is refused there, and at its first ID, before it makes one that could
-// equal another process's.
+// is refused there, and at db.Use, before it makes an ID that could equal
+// another process's.
 
 const layoutTable = "shardid_layout"
-
-// layoutRecord is what a process knows of the record.
-type layoutRecord struct {
-	mu      sync.Mutex
-	checked atomic.Bool // read once: this process's IDs may be made
-}
 
 // claimLayout records the process's layout in the plugin's database unless
 // one is there, and fails unless the one there is the process's.
@@ -40,38 +32,26 @@ func (e *Engine) claimLayout(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("shardid: recording the ID layout in %s: %w", layoutTable, err)
 	}
-	if err := e.sameLayout(stored); err != nil {
-		return err
-	}
-	e.layoutRecord.checked.Store(true)
-	return nil
+	return e.sameLayout(stored)
 }
 
-// checkLayout reads, once, the layout the plugin's database records, and
-// fails if it is another one. No record (the plugin's AutoMigrate not run),
-// or none readable, is left to that AutoMigrate: nothing is written here,
-// where an application's transaction may hold the database.
+// checkLayout reads the layout the plugin's database records, at db.Use,
+// and fails if it is another one. No record (the plugin's AutoMigrate not
+// run yet), or none readable, is left to that AutoMigrate: nothing is
+// written at db.Use, and statements do not wait on a read.
 func (e *Engine) checkLayout(ctx context.Context) error {
-	if e.maps != nil || e.layoutRecord.checked.Load() {
-		return nil
-	}
-	e.layoutRecord.mu.Lock()
-	defer e.layoutRecord.mu.Unlock()
-	if e.layoutRecord.checked.Load() {
+	if e.maps != nil {
 		return nil
 	}
 	own, err := e.db.DB()
 	if err != nil {
-		return nil
+		return nil // a connection of the application's own making: nothing to ask
 	}
 	var stored string
-	if own.QueryRowContext(ctx, "SELECT layout FROM "+layoutTable+" WHERE id = 1").Scan(&stored) == nil {
-		if err := e.sameLayout(stored); err != nil {
-			return err
-		}
+	if own.QueryRowContext(ctx, "SELECT layout FROM "+layoutTable+" WHERE id = 1").Scan(&stored) != nil {
+		return nil
 	}
-	e.layoutRecord.checked.Store(true)
-	return nil
+	return e.sameLayout(stored)
 }
 
 // sameLayout fails unless stored is this process's layout.
