@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -38,8 +39,8 @@ func (c fakeConn) ExecContext(context.Context, string, []driver.NamedValue) (dri
 }
 func (c fakeConn) QueryContext(_ context.Context, query string, _ []driver.NamedValue) (driver.Rows, error) {
 	c.c.statements.Add(1)
-	if strings.Contains(query, "sqlite_version") {
-		return &fakeRows{columns: []string{"version"}, row: []driver.Value{"3.45.0"}}, nil
+	if rows, ok := setupAnswer(query, fmt.Sprintf("fake-%p", c.c)); ok {
+		return rows, nil
 	}
 	return &fakeRows{columns: []string{"id", "name"}, row: []driver.Value{int64(506214187877944320), "n"}}, nil
 }
@@ -64,6 +65,19 @@ func (r *fakeRows) Next(dest []driver.Value) error {
 	r.done = true
 	copy(dest, r.row)
 	return nil
+}
+
+// setupAnswer answers what GORM and the plugin ask a fake database before
+// any statement: SQLite's version, and the database's shardid token, which
+// tells the fake databases apart.
+func setupAnswer(query, token string) (driver.Rows, bool) {
+	switch {
+	case strings.Contains(query, "sqlite_version"):
+		return &fakeRows{columns: []string{"version"}, row: []driver.Value{"3.45.0"}}, true
+	case strings.Contains(query, "shardid_database "):
+		return &fakeRows{columns: []string{"token"}, row: []driver.Value{token}}, true
+	}
+	return nil, false
 }
 
 func newFakeDB() (*sql.DB, *fakeConnector) {

@@ -145,22 +145,38 @@ func TestShardNamesBoundToOtherDatabasesAreRefused(t *testing.T) {
 // spellings the DSN comparison cannot see through (here a symbolic link to
 // its folder) is one database, by its token: two shard names opening it, or
 // a shard opening the plugin's own database, are refused when they open,
-// and nothing is written there.
+// and nothing is written there; shards given as Dialector or as DB alike.
 func TestShardsThatOpenOneDatabaseAreRefused(t *testing.T) {
 	dir := t.TempDir()
 	must(t, os.Mkdir(filepath.Join(dir, "real"), 0o755))
 	must(t, os.Symlink(filepath.Join(dir, "real"), filepath.Join(dir, "link")))
 	dsn := func(name string) string { return "file:" + filepath.Join(dir, name) + "?_pragma=busy_timeout(10000)" }
 	half := Layout{}.ShardCount() / 2
-	for _, c := range []struct{ what, second, says string }{
-		{"two shard names", "link/s0.db", "open one database"},
-		{"a shard and the plugin's database", "link/main.db", "plugin's own database"},
+	shard := func(givenAs, name, file string, logical Range) Shard {
+		if givenAs == "Dialector" {
+			return Shard{Name: name, Dialector: sqlite.Open(dsn(file)), Logical: []Range{logical}}
+		}
+		opened, err := gorm.Open(sqlite.Open(dsn(file)), &gorm.Config{Logger: logger.Discard})
+		must(t, err)
+		t.Cleanup(func() {
+			if sqlDB, err := opened.DB(); err == nil {
+				_ = sqlDB.Close()
+			}
+		})
+		return Shard{Name: name, DB: opened, Logical: []Range{logical}}
+	}
+	for _, c := range []struct{ givenAs, what, second, says string }{
+		{"Dialector", "two shard names", "link/s0.db", "open one database"},
+		{"Dialector", "a shard and the plugin's database", "link/main.db", "plugin's own database"},
+		{"DB", "two shard names", "link/s0.db", "open one database"},
+		{"DB", "a shard and the plugin's database", "link/main.db", "plugin's own database"},
 	} {
+		c.what += " given as " + c.givenAs
 		db, err := gorm.Open(sqlite.Open(dsn("real/main.db")), &gorm.Config{Logger: logger.Discard})
 		must(t, err)
 		p := New(Config{Atomic: BestEffort, Shards: []Shard{
-			{Name: "s0", Dialector: sqlite.Open(dsn("real/s0.db")), Logical: []Range{{From: 0, To: half - 1}}},
-			{Name: "s1", Dialector: sqlite.Open(dsn(c.second)), Logical: []Range{{From: half, To: 2*half - 1}}},
+			shard(c.givenAs, "s0", "real/s0.db", Range{From: 0, To: half - 1}),
+			shard(c.givenAs, "s1", c.second, Range{From: half, To: 2*half - 1}),
 		}})
 		must(t, db.Use(p))
 		must(t, db.Clauses(OnShard(1)).Exec("SELECT 1").Error) // s0 opens first

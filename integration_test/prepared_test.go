@@ -219,10 +219,11 @@ func TestErrorsNameADatabaseThatIsDown(t *testing.T) {
 	must(t, db.Use(p))
 	defer p.Close()
 	must(t, db.AutoMigrate(&author{}))
-	thirdPool, _ := third.DB()
-	must(t, thirdPool.Close())
 	l := p.Layout()
 	down := l.Compose(time.Now(), l.ShardCount()/2+1, 1)
+	must(t, db.Clauses(shardid.ByID(down)).Exec("SELECT 1").Error) // opened, and its token checked, before it goes down
+	thirdPool, _ := third.DB()
+	must(t, thirdPool.Close())
 	var back author
 	for form, err := range map[string]error{
 		"First":  db.First(&back, down).Error,

@@ -237,12 +237,11 @@ func (e *Engine) openShards(db *gorm.DB) error {
 	timeout := e.config.connectTimeout()
 	for k, s := range e.config.Shards {
 		if s.DB != nil {
-			ph, err := readyPhysical(s.Name, s.DB)
+			ph, err := e.givenPhysical(s, k, timeout)
 			if err != nil {
 				return err
 			}
 			e.physical = append(e.physical, ph)
-			e.notePool(ph.ready, k)
 			continue
 		}
 		o := &opener{name: s.Name, timeout: timeout, dial: func() (*gorm.DB, error) {
@@ -276,6 +275,28 @@ func (e *Engine) openShards(db *gorm.DB) error {
 		e.openers = append(e.openers, o)
 	}
 	return nil
+}
+
+// givenPhysical is shard s given open as DB, physical database k. Its
+// first statement checks its token, as a shard given as Dialector is
+// checked when opened; its pool stays the application's, never closed.
+func (e *Engine) givenPhysical(s Shard, k int, timeout time.Duration) (*physical, error) {
+	given, err := newOpenPhysical(s.Name, s.DB) // a pool of another kind is refused at db.Use
+	if err != nil {
+		return nil, err
+	}
+	e.notePool(given, k)
+	o := &opener{name: s.Name, timeout: timeout, ready: func(*openPhysical) {}, dial: func() (*gorm.DB, error) {
+		if given.sqlDB != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			if err := e.checkIdentity(ctx, s.Name, given.sqlDB, s.DB.Dialector.Name()); err != nil {
+				return nil, err
+			}
+		}
+		return s.DB, nil
+	}}
+	return &physical{name: s.Name, opener: o}, nil
 }
 
 // notePool remembers that opened, its statements' pool and its *sql.DB (on
