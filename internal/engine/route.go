@@ -857,11 +857,21 @@ func (e *Engine) hashShard(key reflect.Value, loose bool) (int, error) {
 
 var errEmptyKey = fmt.Errorf("%w: an empty key has no shard", ErrNoShard)
 
-// rowHashShard is the logical shard of a row's hash key: its Go value, as a
-// condition's is read, whatever a Value method of its type makes of it, so
-// that a row keeps its shard across versions.
+// rowHashShard is the logical shard of a created row's hash key: its Go
+// value, as a condition's is read, whatever a Value method of its type makes
+// of it, so that a row keeps its shard across versions. A zero key of a
+// field with a default is the default GORM's Create writes in its place; one
+// the database fills in is not known before the INSERT.
 func (e *Engine) rowHashShard(ctx context.Context, f *idField, row reflect.Value) (int, error) {
-	key, err := asKind(f.hash.ReflectValueOf(ctx, row).Interface(), f.hash.FieldType)
+	stored := f.hash.ReflectValueOf(ctx, row)
+	value := stored.Interface()
+	if f.hash.HasDefaultValue && stored.IsZero() {
+		if f.hash.DefaultValueInterface == nil {
+			return 0, fmt.Errorf("%w: it is zero, and the database writes the column's default (default:%s) in its place: set the key", ErrNoShard, f.hash.DefaultValue)
+		}
+		value = f.hash.DefaultValueInterface
+	}
+	key, err := asKind(value, f.hash.FieldType)
 	if err != nil {
 		return 0, err
 	}

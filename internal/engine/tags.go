@@ -187,7 +187,7 @@ func (e *Engine) parseModel(s *schema.Schema) (*model, error) {
 			return nil, bad("strategy ticket needs ticket servers: set Config.Ticket.Servers")
 		}
 		if t.colocate != "" {
-			src := s.LookUpField(t.colocate)
+			src := tagField(s, f, t.colocate)
 			switch {
 			case src == nil:
 				return nil, bad("colocate: no field %q in %s", t.colocate, s.Name)
@@ -200,7 +200,7 @@ func (e *Engine) parseModel(s *schema.Schema) (*model, error) {
 			idf.parent = belongsToBy(s, src)
 		}
 		if t.hash != "" {
-			src := s.LookUpField(t.hash)
+			src := tagField(s, f, t.hash)
 			if src == nil {
 				return nil, bad("hash: no field %q in %s", t.hash, s.Name)
 			}
@@ -256,6 +256,19 @@ func taggedEmbedded(t reflect.Type, seen ...reflect.Type) string {
 		}
 	}
 	return ""
+}
+
+// tagField is the field named name in the tag of field of: the one nearest
+// it, as Go's selectors pick (a sibling before a field of the same name in an
+// embedded struct, which GORM's FieldsByName may hold instead), else the
+// field or column GORM's lookup finds.
+func tagField(s *schema.Schema, of *schema.Field, name string) *schema.Field {
+	for depth := len(of.BindNames) - 1; depth >= 0; depth-- {
+		if f, ok := s.FieldsByBindName[strings.Join(append(slices.Clip(of.BindNames[:depth]), name), ".")]; ok {
+			return f
+		}
+	}
+	return s.LookUpField(name)
 }
 
 // orderColocated puts every field that colocates with, or hashes, another
