@@ -221,7 +221,11 @@ func (e *Engine) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 		part.Statement.Model, part.Statement.Dest = nil, dests[i].Interface()
 		writes[i] = writePart{k: k, db: part}
 	}
-	e.runParts(db, kindCreate, writes, nil)
+	if undone := e.runParts(db, kindCreate, writes, nil); undone {
+		if state := routeStateOf(stmt); state != nil {
+			state.undone = true // its IDs, and those of the Creates its parts ran, are given back
+		}
+	}
 	if replaced && (db.Error == nil || db.Error == errRouted) {
 		for i, k := range order { // the rows RETURNING gave, in the order they were inserted, back into the caller's
 			back := dests[i].Elem()

@@ -112,8 +112,9 @@ func (e *Engine) atGate(g gate) func(*gorm.DB) {
 // database. agree, if set, is asked once every part is planned, with each
 // part's turn, which holds its conditions after its hooks and its SET (nil
 // for a part not started); its error refuses the statement, every part
-// rolled back.
-func (e *Engine) runParts(db *gorm.DB, kind statementKind, parts []writePart, agree func([]*turn) error) {
+// rolled back. It returns whether the statement failed with every part
+// rolled back by it, so that nothing it ran stays written.
+func (e *Engine) runParts(db *gorm.DB, kind statementKind, parts []writePart, agree func([]*turn) error) (undone bool) {
 	processor := db.Callback().Create()
 	switch kind {
 	case kindUpdate:
@@ -124,13 +125,13 @@ func (e *Engine) runParts(db *gorm.DB, kind statementKind, parts []writePart, ag
 	g, own, err := e.partsTransaction(db, parts)
 	if err != nil {
 		db.AddError(err) // nothing ran
-		return
+		return true
 	}
 	var txs []*sql.Tx
 	if g == nil {
 		if txs, err = e.partTransactions(db, parts); err != nil {
 			db.AddError(err) // nothing ran
-			return
+			return true
 		}
 	}
 	e.countFanOut(db, kind, len(parts))
@@ -201,6 +202,13 @@ func (e *Engine) runParts(db *gorm.DB, kind statementKind, parts []writePart, ag
 			wait(i)
 		}
 	}
+	// Rolled back next, none committed (a commit that fails may leave some);
+	// parts in GORM's own transactions committed as they ended.
+	committed := false
+	for i, t := range turns {
+		committed = committed || t != nil && stopped[i].at == partEnded && stopped[i].err == nil
+	}
+	undone = failed && (own || txs != nil || g == nil && !committed)
 	if g != nil {
 		failed = e.endParts(db, g, own, failed, &refused)
 	}
@@ -232,6 +240,7 @@ func (e *Engine) runParts(db *gorm.DB, kind statementKind, parts []writePart, ag
 	if db.Error == nil {
 		db.Error = errRouted
 	}
+	return undone
 }
 
 // ranSQL is the SQL a statement ran, as its clock kept it for tracers.

@@ -73,17 +73,32 @@ type filledID struct {
 // they came with, as GORM leaves an auto-increment key unset when its INSERT
 // fails: a row retried with another colocate or hash value gets a new ID, not
 // the one made for its old shard. The parents created in the same call, and
-// the keys naming them, too when the transaction that wrote them rolled
-// back; in the application's, they are written.
-func (state *routeState) unfill(parentsRolledBack bool) {
+// the keys naming them, and the rows the Creates it ran wrote in its
+// transaction, too when that transaction rolled back; in the application's,
+// they are written.
+func (state *routeState) unfill(rolledBack bool) {
 	made := state.filled
-	if parentsRolledBack {
-		made = append(slices.Clip(made), state.parents...)
+	if rolledBack {
+		made = append(append(slices.Clip(made), state.parents...), state.nested...)
 	}
 	for _, m := range made {
 		m.value.SetZero()
 	}
-	state.filled, state.parents = nil, nil
+	state.filled, state.parents, state.nested = nil, nil, nil
+}
+
+// handUp gives the IDs a Create made and kept to the Create whose
+// transaction it ran in (an association's save, a part of a split Create), so
+// that they are given back if that transaction rolls back.
+func handUp(stmt *gorm.Statement, state *routeState) {
+	enclosing, ok := stmt.Context.Value(routingKey{}).(*writeContext)
+	if !ok || enclosing.stmt == stmt {
+		return
+	}
+	if _, part := loadSetting(stmt, pinKey{}); !part && (!inTransaction(stmt.ConnPool) || enclosing.stmt.ConnPool != stmt.ConnPool) {
+		return // committed on its own
+	}
+	enclosing.nested = append(append(append(enclosing.nested, state.filled...), state.parents...), state.nested...)
 }
 
 // retryMoved runs right after GORM executes a write. A write the source of a

@@ -203,6 +203,12 @@ type routeState struct {
 	// parents are the IDs made for belongs-to parents created in the same
 	// call, and the rows' keys that name them.
 	parents []filledID
+	// nested are the IDs that Creates run in this one's transaction (its
+	// associations', its parts') made and kept: given back with its own
+	// when that transaction rolls back.
+	nested []filledID
+	// undone says a Create run in parts failed with every part rolled back.
+	undone  bool
 	scratch idScratch
 	// boundOn is the database a Create was bound to outside a transaction,
 	// plus one; gormTx the transaction GORM then began for it there.
@@ -593,9 +599,14 @@ func (e *Engine) finish(kind statementKind) func(*gorm.DB) {
 				cancel()
 			}
 		}
-		if state != nil && db.Statement.RowsAffected == 0 && (db.Error != nil || !db.DryRun) { // failed, or skipped (ON CONFLICT DO NOTHING)
-			_, rolledBack := db.InstanceGet("gorm:started_transaction") // GORM's own, which took the parents' rows back too
-			state.unfill(rolledBack && db.Error != nil)
+		if state != nil {
+			_, began := db.InstanceGet("gorm:started_transaction") // GORM's own, which took the parents' and children's rows back too
+			rolledBack := (began || state.undone) && db.Error != nil
+			if rolledBack || db.Statement.RowsAffected == 0 && (db.Error != nil || !db.DryRun) { // undone, failed, or skipped (ON CONFLICT DO NOTHING)
+				state.unfill(rolledBack)
+			} else {
+				handUp(db.Statement, state)
+			}
 		}
 	}
 }
