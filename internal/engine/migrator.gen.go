@@ -166,6 +166,10 @@ func (m migratorPlugin) RegisterTables(db *gorm.DB, models []any) error {
 	return m.p.registerTables(db, models)
 }
 
+func (m migratorPlugin) CheckNewTables(db *gorm.DB, models []any) error {
+	return m.p.checkNewTables(db, models)
+}
+
 func (m migratorPlugin) UnregisterTable(db *gorm.DB, table string) error {
 	return m.p.unregisterTable(db, table)
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -63,6 +64,21 @@ func (e *Engine) registerTables(db *gorm.DB, models []any) error {
 	if err := e.prepareOwnTables(ctx); err != nil {
 		return err
 	}
+	for _, t := range e.shardedTablesOf(db, models) {
+		if _, err := e.maps.Exec(ctx, "DELETE FROM "+tablesTable+" WHERE name = ?", t.Name); err != nil {
+			return err
+		}
+		if _, err := e.maps.Exec(ctx, "INSERT INTO "+tablesTable+" (name, key_column, key_kind, strategy) VALUES (?, ?, ?, ?)", t.Name, t.Key, int(t.Kind), t.Strategy); err != nil && !mapstore.DuplicateKey(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// shardedTablesOf returns the sharded tables of models: each sharded
+// model's, and the join tables of its many2many relations.
+func (e *Engine) shardedTablesOf(db *gorm.DB, models []any) []shardedTable {
+	var list []shardedTable
 	for _, value := range models {
 		stmt := &gorm.Statement{DB: db}
 		if err := stmt.Parse(value); err != nil {
@@ -76,14 +92,46 @@ func (e *Engine) registerTables(db *gorm.DB, models []any) error {
 		if db.Statement.Table != "" {
 			own.Name = db.Statement.Table // Migrator(db.Table(name)): the model's rows are in that table
 		}
-		list := append([]shardedTable{own}, e.joinTablesOf(m)...)
-		for _, t := range list {
-			if _, err := e.maps.Exec(ctx, "DELETE FROM "+tablesTable+" WHERE name = ?", t.Name); err != nil {
-				return err
-			}
-			if _, err := e.maps.Exec(ctx, "INSERT INTO "+tablesTable+" (name, key_column, key_kind, strategy) VALUES (?, ?, ?, ?)", t.Name, t.Key, int(t.Kind), t.Strategy); err != nil && !mapstore.DuplicateKey(err) {
-				return err
-			}
+		list = append(append(list, own), e.joinTablesOf(m)...)
+	}
+	return list
+}
+
+// checkNewTables refuses, before anything is made, a sharded table the
+// plugin has not recorded while a move is unfinished (until its cleanup): the
+// move fences and copies the tables recorded when it began, so the new
+// table's rows of the moving range would stay on the source, unfenced. The
+// migrations' lock, which a move takes as it records itself, makes the check
+// and the creation one step.
+func (e *Engine) checkNewTables(db *gorm.DB, models []any) error {
+	if e.maps == nil {
+		return nil // no Shards: nothing moves
+	}
+	ctx := db.Statement.Context
+	recorded, err := e.registeredTables(ctx)
+	if err != nil && !errors.Is(err, errNoShardedTables) {
+		return err
+	}
+	var fresh []string
+	for _, t := range e.shardedTablesOf(db, models) {
+		if !slices.ContainsFunc(recorded, func(r shardedTable) bool { return strings.EqualFold(r.Name, t.Name) }) {
+			fresh = append(fresh, t.Name)
+		}
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	if err := e.maps.PrepareMoves(ctx); err != nil {
+		return err
+	}
+	moves, err := e.maps.Moves(ctx)
+	if err != nil {
+		return err
+	}
+	for _, st := range moves {
+		if st.Phase != mover.PhaseCancelled && st.Phase != mover.PhaseCleaned {
+			return fmt.Errorf("%w: the move of logical shards %d-%d to %s (%s) carries the sharded tables recorded when it began, and would neither fence nor copy the new %v: nothing was migrated; finish the move (CleanupMove) or cancel it, then migrate",
+				mover.ErrInvalid, st.Logical.From, st.Logical.To, st.To, st.Phase, fresh)
 		}
 	}
 	return nil

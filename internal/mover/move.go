@@ -177,7 +177,7 @@ func cleanUpToMoveBack(ctx context.Context, d Driver, req Request) error {
 }
 
 // startRun checks the request and records a new move, under the store's
-// start lock: the check that no other move is under way off the source and
+// start lock and its migrations' lock: the check that no other move is under way off the source and
 // the record are one step, which a move started at the same time waits for.
 // A new move is recorded before any change, so that a run that dies is
 // resumed.
@@ -190,12 +190,25 @@ func startRun(ctx context.Context, d Driver, req Request) (*run, error) {
 		return nil, err
 	}
 	defer unlock()
+	// A migration making a new sharded table waits, or is refused once the
+	// move is recorded: the tables read here are all the move carries.
+	unlockMigrations, err := d.Store().LockMigrations(ctx, migrationWait)
+	if errors.Is(err, mapstore.ErrLocked) {
+		return nil, fmt.Errorf("%w: a migration of the plugin's database has run for over %v; run the move again once it ends", ErrInvalid, migrationWait)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer unlockMigrations()
 	mv, err := newRun(ctx, d, req)
 	if err != nil || req.DryRun || mv.resumed {
 		return mv, err
 	}
 	return mv, d.Store().SaveMove(ctx, mv.st)
 }
+
+// migrationWait is how long a move's start waits for a migration under way.
+const migrationWait = time.Minute
 
 // lockMove takes the lock of the move of r, which one run at a time holds,
 // be it a mover, a cancel or a cleanup; it fails at once if another has it.

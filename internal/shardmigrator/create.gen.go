@@ -110,6 +110,11 @@ func (m Migrator) create(models []any, do func(gorm.Migrator, ...any) error, fol
 		return fmt.Errorf("shardid: nothing was migrated: %w", err)
 	}
 	defer unlock()
+	if len(everywhere) > 0 {
+		if err := m.plugin.CheckNewTables(m.db, everywhere); err != nil {
+			return err
+		}
+	}
 	var made []target // each database reached, with the tables the migration created there
 	var madeModels [][]any
 	defer func() { // a refused or failed migration leaves none of the tables it created

@@ -54,6 +54,7 @@ func (f *fakePlugin) PrepareStrategies(*gorm.DB, map[strategies.Generator]bool) 
 	return f.prepare
 }
 func (f *fakePlugin) RegisterTables(*gorm.DB, []any) error   { return nil }
+func (f *fakePlugin) CheckNewTables(*gorm.DB, []any) error   { return nil }
 func (f *fakePlugin) UnregisterTable(*gorm.DB, string) error { return nil }
 func (f *fakePlugin) RenameRegisteredTable(*gorm.DB, string, string) error {
 	return nil

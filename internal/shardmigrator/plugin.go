@@ -46,6 +46,10 @@ type Plugin interface {
 	// PrepareStrategies creates, in every physical database, what the ID
 	// sources used keep there.
 	PrepareStrategies(db *gorm.DB, used map[strategies.Generator]bool) error
+	// CheckNewTables fails, before anything is made and under the
+	// migrations' lock, when models have a sharded table the plugin has not
+	// recorded while a move, which would not carry it, is unfinished.
+	CheckNewTables(db *gorm.DB, models []any) error
 	// RegisterTables records the sharded tables among models, once migrated,
 	// where a move or an audit without Go models finds them.
 	RegisterTables(db *gorm.DB, models []any) error
