@@ -30,7 +30,7 @@ func (e *Engine) registerCallbacks(db *gorm.DB) error {
 		{cb.Create().After("gorm:begin_transaction").Before("gorm:before_create").Register, "shardid:remember_tx", e.rememberTransaction},
 		{cb.Create().After("gorm:create").Before("gorm:save_after_associations").Register, "shardid:moved", e.retryMoved(kindCreate, "gorm:create")},
 		{cb.Create().After("gorm:save_after_associations").Before("gorm:after_create").Register, "shardid:written", e.atGate(gateWritten)},
-		{cb.Create().After("gorm:after_create").Before("gorm:commit_or_rollback_transaction").Register, "shardid:after_hooks", e.atGate(gateAfterHooks)},
+		{cb.Create().After("gorm:after_create").Before("gorm:commit_or_rollback_transaction").Register, "shardid:after_hooks", e.createBeforeCommit()},
 		{cb.Create().After("gorm:commit_or_rollback_transaction").Register, "shardid:finish", e.finish(kindCreate)},
 		{cb.Update().Before(updateFirst).Register, "shardid:route", e.route(kindUpdate)},
 		{cb.Update().After("gorm:begin_transaction").Before("gorm:setup_reflect_value").Register, "shardid:remember_tx", e.rememberTransaction},

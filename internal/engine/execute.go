@@ -106,6 +106,21 @@ func (e *Engine) atGate(g gate) func(*gorm.DB) {
 	}
 }
 
+// createBeforeCommit is a Create's gate after its hooks, which also notes a
+// failure before GORM's commit: that rolls the rows back, where a commit
+// that fails may have written them (the IDs are kept for a retry to find).
+func (e *Engine) createBeforeCommit() func(*gorm.DB) {
+	gate := e.atGate(gateAfterHooks)
+	return func(db *gorm.DB) {
+		gate(db)
+		if db.Error != nil && db.Error != errRouted {
+			if state := routeStateOf(db.Statement); state != nil {
+				state.failedBeforeCommit = true
+			}
+		}
+	}
+}
+
 // runParts runs the parts of a write over several databases as one
 // statement (see above), and makes the statement's outcome theirs: the rows
 // they affected, and the errors of the parts that failed, each naming its

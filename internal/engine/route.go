@@ -207,9 +207,10 @@ type routeState struct {
 	// associations', its parts') made and kept: given back with its own
 	// when that transaction rolls back.
 	nested []filledID
-	// undone says a Create run in parts failed with every part rolled back.
-	undone  bool
-	scratch idScratch
+	// undone says a Create run in parts failed with every part rolled back;
+	// failedBeforeCommit, that it failed before GORM's commit.
+	undone, failedBeforeCommit bool
+	scratch                    idScratch
 	// boundOn is the database a Create was bound to outside a transaction,
 	// plus one; gormTx the transaction GORM then began for it there.
 	boundOn int
@@ -601,7 +602,7 @@ func (e *Engine) finish(kind statementKind) func(*gorm.DB) {
 		}
 		if state != nil {
 			_, began := db.InstanceGet("gorm:started_transaction") // GORM's own, which took the parents' and children's rows back too
-			rolledBack := (began || state.undone) && db.Error != nil
+			rolledBack := (began && state.failedBeforeCommit || state.undone) && db.Error != nil
 			if rolledBack || db.Statement.RowsAffected == 0 && (db.Error != nil || !db.DryRun) { // undone, failed, or skipped (ON CONFLICT DO NOTHING)
 				state.unfill(rolledBack)
 			} else {
