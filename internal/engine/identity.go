@@ -41,6 +41,9 @@ func (e *Engine) checkIdentity(ctx context.Context, name string, physical *sql.D
 	if err != nil || physical == nil {
 		return nil // handles that only build SQL
 	}
+	if e.maps != nil {
+		own = e.maps.DB() // the plugin's own pool: the application's transaction may hold the last connection of its
+	}
 	token, err := databaseToken(ctx, physical, dialect)
 	if err != nil {
 		return fmt.Errorf("%w: %s: reading its shardid token: %w", ErrShardUnavailable, name, err)

@@ -170,6 +170,10 @@ func (m migratorPlugin) CheckNewTables(db *gorm.DB, models []any) error {
 	return m.p.checkNewTables(db, models)
 }
 
+func (m migratorPlugin) CheckTableUnmoved(db *gorm.DB, table string) error {
+	return m.p.checkTableUnmoved(db, table)
+}
+
 func (m migratorPlugin) UnregisterTable(db *gorm.DB, table string) error {
 	return m.p.unregisterTable(db, table)
 }

@@ -129,12 +129,41 @@ func (e *Engine) checkNewTables(db *gorm.DB, models []any) error {
 		return err
 	}
 	for _, st := range moves {
-		if st.Phase != mover.PhaseCancelled && st.Phase != mover.PhaseCleaned {
+		if unfinished(st) {
 			return fmt.Errorf("%w: the move of logical shards %d-%d to %s (%s) carries the sharded tables recorded when it began, and would neither fence nor copy the new %v: nothing was migrated; finish the move (CleanupMove) or cancel it, then migrate",
 				mover.ErrInvalid, st.Logical.From, st.Logical.To, st.To, st.Phase, fresh)
 		}
 	}
 	return nil
+}
+
+// checkTableUnmoved refuses to drop or rename a sharded table while an
+// unfinished move carries it: its triggers, copy and cleanup name it.
+func (e *Engine) checkTableUnmoved(db *gorm.DB, table string) error {
+	if e.maps == nil {
+		return nil
+	}
+	ctx := db.Statement.Context
+	if err := e.maps.PrepareMoves(ctx); err != nil {
+		return err
+	}
+	moves, err := e.maps.Moves(ctx)
+	if err != nil {
+		return err
+	}
+	for _, st := range moves {
+		if unfinished(st) && slices.ContainsFunc(st.Tables, func(t string) bool { return strings.EqualFold(t, table) || bareTable(t) == bareTable(table) }) {
+			return fmt.Errorf("%w: the move of logical shards %d-%d to %s (%s) carries table %s: nothing was changed; finish the move (CleanupMove) or cancel it first",
+				mover.ErrInvalid, st.Logical.From, st.Logical.To, st.To, st.Phase, table)
+		}
+	}
+	return nil
+}
+
+// unfinished reports whether a move is neither cancelled nor cleaned up: the
+// source still fences its range, or holds its copy.
+func unfinished(st *mapstore.MoveState) bool {
+	return st.Phase != mover.PhaseCancelled && st.Phase != mover.PhaseCleaned
 }
 
 // loadRecordedTables reads which tables are sharded from the record the

@@ -79,9 +79,16 @@ func (s *Store) moveLockName(r shardrouter.Range) string {
 // LockMoveStart takes the lock under which a new move checks that no other
 // move is under way off its source and records itself, so that of two moves
 // started at once the second sees the first: one holder at a time, as
-// LockMove.
-func (s *Store) LockMoveStart(ctx context.Context) (func(), error) {
-	return s.lock(ctx, fmt.Sprintf("shardid_move_%s_start", s.table))
+// LockMove. Then, on the same connection, it takes the migrations' lock,
+// waiting up to migrations for a migration under way, so that a migration
+// making a new table and a move recording the tables it carries are one
+// after the other.
+func (s *Store) LockMoveStart(ctx context.Context, migrations time.Duration) (func(), error) {
+	start := namedLock{fmt.Sprintf("shardid_move_%s_start", s.table), lockPatience}
+	if s.dialect == "sqlite" {
+		start.patience = 0
+	}
+	return s.lockAll(ctx, start, namedLock{s.migrationLockName(), migrations})
 }
 
 // migrationLockName is the lock of this database's migrations.
@@ -92,33 +99,30 @@ func (s *Store) migrationLockName() string { return fmt.Sprintf("shardid_migrate
 // second finds the tables the first made (and does not take them for its
 // own); it waits up to patience for another's, then fails with [ErrLocked].
 func (s *Store) LockMigrations(ctx context.Context, patience time.Duration) (func(), error) {
-	return s.lockWithin(ctx, s.migrationLockName(), patience)
+	return s.lockAll(ctx, namedLock{s.migrationLockName(), patience})
 }
 
 // lock takes the named lock of a move: the servers' own, or for SQLite a
 // stand-in, which a run of this process gives back as it ends.
 func (s *Store) lock(ctx context.Context, name string) (func(), error) {
 	if s.dialect == "sqlite" {
-		return s.lockWithin(ctx, name, 0)
+		return s.lockAll(ctx, namedLock{name, 0})
 	}
-	return s.lockWithin(ctx, name, lockPatience)
+	return s.lockAll(ctx, namedLock{name, lockPatience})
 }
 
-// lockWithin takes the named lock, waiting up to patience for its holder.
-func (s *Store) lockWithin(ctx context.Context, name string, patience time.Duration) (func(), error) {
+// namedLock is a lock's name and how long to wait for its holder.
+type namedLock struct {
+	name     string
+	patience time.Duration
+}
+
+// lockAll takes the named locks in order, on one connection of the store's
+// pool (a small pool shared with the application keeps room for the work
+// done under them), and gives back those taken when one is not.
+func (s *Store) lockAll(ctx context.Context, locks ...namedLock) (func(), error) {
 	if s.dialect == "sqlite" {
-		name = s.sqliteScope(ctx) + " " + name // SQLite's stand-ins live in this process: one per database file
-		for deadline := time.Now().Add(patience); ; {
-			if _, taken := sqliteMoveLocks.LoadOrStore(name, struct{}{}); !taken {
-				return func() { sqliteMoveLocks.Delete(name) }, nil
-			}
-			if time.Now().After(deadline) {
-				return nil, ErrLocked
-			}
-			if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
-				return nil, err
-			}
-		}
+		return s.lockSQLite(ctx, locks)
 	}
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
@@ -129,29 +133,66 @@ func (s *Store) lockWithin(ctx context.Context, name string, patience time.Durat
 	if s.dialect == "postgres" {
 		take, release = "SELECT pg_try_advisory_lock(hashtext($1))", "SELECT pg_advisory_unlock(hashtext($1))"
 	}
-	// A run killed a moment ago holds it until its server sees the connection gone.
-	for deadline := time.Now().Add(patience); ; {
-		var got bool
-		if err := conn.QueryRowContext(ctx, take, name).Scan(&got); err != nil {
-			_ = conn.Close()
-			return nil, err
+	var held []string
+	unlock := func() {
+		for i := len(held) - 1; i >= 0; i-- {
+			_, _ = conn.ExecContext(context.WithoutCancel(ctx), release, held[i])
 		}
-		if got {
-			break
-		}
-		if time.Now().After(deadline) {
-			_ = conn.Close()
-			return nil, ErrLocked
-		}
-		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
-			_ = conn.Close()
-			return nil, err
+		_ = conn.Close()
+	}
+	for _, l := range locks {
+		// A run killed a moment ago holds it until its server sees the connection gone.
+		for deadline := time.Now().Add(l.patience); ; {
+			var got bool
+			if err := conn.QueryRowContext(ctx, take, l.name).Scan(&got); err != nil {
+				unlock()
+				return nil, err
+			}
+			if got {
+				held = append(held, l.name)
+				break
+			}
+			if time.Now().After(deadline) {
+				unlock()
+				return nil, ErrLocked
+			}
+			if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
+				unlock()
+				return nil, err
+			}
 		}
 	}
-	return func() {
-		_, _ = conn.ExecContext(context.WithoutCancel(ctx), release, name)
-		_ = conn.Close()
-	}, nil
+	return unlock, nil
+}
+
+// lockSQLite takes SQLite's stand-ins of the named locks, which live in this
+// process: one per database file.
+func (s *Store) lockSQLite(ctx context.Context, locks []namedLock) (func(), error) {
+	var held []string
+	unlock := func() {
+		for _, name := range held {
+			sqliteMoveLocks.Delete(name)
+		}
+	}
+	scope := s.sqliteScope(ctx)
+	for _, l := range locks {
+		name := scope + " " + l.name
+		for deadline := time.Now().Add(l.patience); ; {
+			if _, taken := sqliteMoveLocks.LoadOrStore(name, struct{}{}); !taken {
+				held = append(held, name)
+				break
+			}
+			if time.Now().After(deadline) {
+				unlock()
+				return nil, ErrLocked
+			}
+			if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
+				unlock()
+				return nil, err
+			}
+		}
+	}
+	return unlock, nil
 }
 
 // sleepCtx waits for d, or until ctx ends.

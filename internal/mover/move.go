@@ -182,24 +182,16 @@ func cleanUpToMoveBack(ctx context.Context, d Driver, req Request) error {
 // A new move is recorded before any change, so that a run that dies is
 // resumed.
 func startRun(ctx context.Context, d Driver, req Request) (*run, error) {
-	unlock, err := d.Store().LockMoveStart(ctx)
+	// A migration making a new sharded table waits, or is refused once the
+	// move is recorded: the tables read here are all the move carries.
+	unlock, err := d.Store().LockMoveStart(ctx, migrationWait)
 	if errors.Is(err, mapstore.ErrLocked) {
-		return nil, fmt.Errorf("%w: another move is starting; run this one again in a moment", ErrInvalid)
+		return nil, fmt.Errorf("%w: another move is starting, or a migration of the plugin's database has run for over %v; run this one again once it ends", ErrInvalid, migrationWait)
 	}
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	// A migration making a new sharded table waits, or is refused once the
-	// move is recorded: the tables read here are all the move carries.
-	unlockMigrations, err := d.Store().LockMigrations(ctx, migrationWait)
-	if errors.Is(err, mapstore.ErrLocked) {
-		return nil, fmt.Errorf("%w: a migration of the plugin's database has run for over %v; run the move again once it ends", ErrInvalid, migrationWait)
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer unlockMigrations()
 	mv, err := newRun(ctx, d, req)
 	if err != nil || req.DryRun || mv.resumed {
 		return mv, err

@@ -41,16 +41,23 @@ func (m Migrator) DropTable(models ...any) error {
 		if err != nil {
 			return err
 		}
+		table, named := value.(string)
+		if !named && sharded {
+			table = s.Table
+			if m.db.Statement.Table != "" {
+				table = m.db.Statement.Table // Migrator(db.Table(name)) drops that table
+			}
+		}
+		routed := sharded && m.plugin.Routed()
+		if routed {
+			if err := m.plugin.CheckTableUnmoved(m.db, table); err != nil {
+				return err
+			}
+		}
 		if err := m.each(value, func(mig gorm.Migrator) error { return mig.DropTable(value) }); err != nil {
 			return err
 		}
-		if table, named := value.(string); sharded && m.plugin.Routed() {
-			if !named {
-				table = s.Table
-				if m.db.Statement.Table != "" {
-					table = m.db.Statement.Table // Migrator(db.Table(name)) dropped that table
-				}
-			}
+		if routed {
 			if err := m.plugin.UnregisterTable(m.db, table); err != nil {
 				return err
 			}
@@ -207,6 +214,11 @@ func (m Migrator) RenameTable(oldName, newName any) error {
 	}
 	if err != nil {
 		return err
+	}
+	if sharded && m.plugin.Routed() {
+		if err := m.plugin.CheckTableUnmoved(m.db, m.tableName(oldName)); err != nil {
+			return err
+		}
 	}
 	if err := m.eachUnfinished(placed, func(mig gorm.Migrator) bool {
 		tables, err := mig.GetTables()

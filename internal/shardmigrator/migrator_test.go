@@ -53,9 +53,10 @@ func (f *fakePlugin) OwnCopy(db *gorm.DB) *gorm.DB   { return db }
 func (f *fakePlugin) PrepareStrategies(*gorm.DB, map[strategies.Generator]bool) error {
 	return f.prepare
 }
-func (f *fakePlugin) RegisterTables(*gorm.DB, []any) error   { return nil }
-func (f *fakePlugin) CheckNewTables(*gorm.DB, []any) error   { return nil }
-func (f *fakePlugin) UnregisterTable(*gorm.DB, string) error { return nil }
+func (f *fakePlugin) RegisterTables(*gorm.DB, []any) error     { return nil }
+func (f *fakePlugin) CheckNewTables(*gorm.DB, []any) error     { return nil }
+func (f *fakePlugin) CheckTableUnmoved(*gorm.DB, string) error { return nil }
+func (f *fakePlugin) UnregisterTable(*gorm.DB, string) error   { return nil }
 func (f *fakePlugin) RenameRegisteredTable(*gorm.DB, string, string) error {
 	return nil
 }

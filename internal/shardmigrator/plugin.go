@@ -50,6 +50,9 @@ type Plugin interface {
 	// migrations' lock, when models have a sharded table the plugin has not
 	// recorded while a move, which would not carry it, is unfinished.
 	CheckNewTables(db *gorm.DB, models []any) error
+	// CheckTableUnmoved fails when an unfinished move carries table, a
+	// sharded table about to be dropped or renamed.
+	CheckTableUnmoved(db *gorm.DB, table string) error
 	// RegisterTables records the sharded tables among models, once migrated,
 	// where a move or an audit without Go models finds them.
 	RegisterTables(db *gorm.DB, models []any) error
