@@ -17,12 +17,12 @@ import (
 
 // TestANewShardedTableWaitsForTheMoveToEnd: a move carries the sharded
 // tables recorded when it began, so ids.AutoMigrate of a new sharded model
-// during it, from the copy to its cleanup, is refused with nothing made (its
-// rows of the range would stay on the source, unfenced, and be lost at the
-// cutover); a table the move carries may still change, but not be dropped
-// or renamed. Once the move is
-// cleaned up, the new model migrates, and its rows of the range are written
-// where the range now lives.
+// during it is refused with nothing made (its rows of the range would stay
+// on the source, unfenced, and be lost at the cutover), and after the
+// cutover as long as a process routes by the map before it; a table the
+// move carries may still change, but not be dropped or renamed. Once every
+// process has the move's map, the new model migrates, and its rows of the
+// range are written where the range now lives.
 func TestANewShardedTableWaitsForTheMoveToEnd(t *testing.T) {
 	forEachServer(t, func(t *testing.T, b backend) {
 		dir := t.TempDir()
@@ -31,6 +31,7 @@ func TestANewShardedTableWaitsForTheMoveToEnd(t *testing.T) {
 		}
 		r := newMoveRig(t, b, dir)
 		r.seedUsers(t, 120)
+		_, stale := r.open(t, shardid.Config{MapRefresh: time.Hour}) // a process that keeps the map before the move
 		refuseNewTable := func(when string) {
 			t.Helper()
 			if err := r.p.AutoMigrate(r.db, &MvNote{}); !errors.Is(err, shardid.ErrMoveInvalid) {
@@ -57,7 +58,7 @@ func TestANewShardedTableWaitsForTheMoveToEnd(t *testing.T) {
 		if !tried {
 			t.Fatal("the move copied no chunk: nothing was migrated during it")
 		}
-		refuseNewTable("before the move's cleanup")
+		refuseNewTable("while a process routes by the map before the move")
 		migrator := r.p.Migrator(r.db)
 		for what, change := range map[string]func() error{
 			"a drop":   func() error { return migrator.DropTable(&MvDoc{}) },
@@ -72,8 +73,9 @@ func TestANewShardedTableWaitsForTheMoveToEnd(t *testing.T) {
 				t.Errorf("the refused drop or rename changed the %s's tables", name)
 			}
 		}
-		must(t, r.p.CleanupMove(ctx, movingRange))
+		must(t, stale.Close()) // every live process now routes by the move's map: the new table's rows go to the target
 		must(t, r.p.AutoMigrate(r.db, &MvNote{}))
+		must(t, r.p.CleanupMove(ctx, movingRange))
 		note := MvNote{Body: "after the move"}
 		must(t, r.db.Clauses(shardid.OnShard(movingRange.From)).Create(&note).Error)
 		var onTarget int64

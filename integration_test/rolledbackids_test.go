@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
 
 	"github.com/shardid/shardid"
 )
@@ -110,6 +111,44 @@ func TestACreateRolledBackAfterItsInsertGivesBackItsIDs(t *testing.T) {
 		must(t, tx.Commit().Error)
 		if got := r.where(t, &rbFamily{}, inTransaction.ID); len(got) != 1 {
 			t.Errorf("the row the application's transaction committed, by its ID: on %v", got)
+		}
+	})
+}
+
+var errAfterTheCommit = errors.New("a step after the commit failed")
+
+// TestACreateCommittedThenFailedKeepsItsIDs: an application's callback after
+// GORM's commit (registered before db.Use, so it runs before the plugin's
+// last one) fails a Create whose rows are committed: the row and its child
+// keep their IDs, as their rows hold them.
+func TestACreateCommittedThenFailedKeepsItsIDs(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		dir := t.TempDir()
+		main, err := gorm.Open(b.dialector(t, dir), &gorm.Config{Logger: logger.Discard})
+		must(t, err)
+		must(t, main.Callback().Create().After("gorm:commit_or_rollback_transaction").Register("app:after_commit", func(db *gorm.DB) {
+			if db.Statement.Schema != nil && db.Statement.Schema.Table == "rb_families" && db.Error == nil {
+				db.AddError(errAfterTheCommit)
+			}
+		}))
+		p := shardid.New(shardid.Config{Shards: shards(t, b, dir), Atomic: b.atomicity()})
+		firstStart(t, main)
+		must(t, main.Use(p))
+		t.Cleanup(func() { _ = p.Close() })
+		r := &routing{b: b, db: main, direct: direct(t, b, dir), plugin: p}
+		fresh(t, main, &rbFamily{}, &rbKid{})
+		family := rbFamily{Email: "committed@example.com", Kids: []rbKid{{Name: "kid"}}}
+		if err := main.Create(&family).Error; !errors.Is(err, errAfterTheCommit) {
+			t.Fatalf("a Create failed after its commit: %v, want the callback's error", err)
+		}
+		if family.ID == 0 || family.Kids[0].ID == 0 {
+			t.Fatalf("a Create committed, then failed: IDs family %d, kid %d, want both kept", family.ID, family.Kids[0].ID)
+		}
+		if got := r.where(t, &rbFamily{}, family.ID); len(got) != 1 {
+			t.Errorf("the committed family, by its ID: on %v", got)
+		}
+		if got := r.where(t, &rbKid{}, family.Kids[0].ID); len(got) != 1 {
+			t.Errorf("the committed kid, by its ID: on %v", got)
 		}
 	})
 }

@@ -98,9 +98,10 @@ func (e *Engine) shardedTablesOf(db *gorm.DB, models []any) []shardedTable {
 }
 
 // checkNewTables refuses, before anything is made, a sharded table the
-// plugin has not recorded while a move is unfinished (until its cleanup): the
-// move fences and copies the tables recorded when it began, so the new
-// table's rows of the moving range would stay on the source, unfenced. The
+// plugin has not recorded while a move is unfinished (until its cleanup, or
+// once it serves, until every live process routes by its map): the move
+// fences and copies the tables recorded when it began, so the new table's
+// rows of the moving range would stay on the source, unfenced. The
 // migrations' lock, which a move takes as it records itself, makes the check
 // and the creation one step.
 func (e *Engine) checkNewTables(db *gorm.DB, models []any) error {
@@ -129,12 +130,30 @@ func (e *Engine) checkNewTables(db *gorm.DB, models []any) error {
 		return err
 	}
 	for _, st := range moves {
-		if unfinished(st) {
-			return fmt.Errorf("%w: the move of logical shards %d-%d to %s (%s) carries the sharded tables recorded when it began, and would neither fence nor copy the new %v: nothing was migrated; finish the move (CleanupMove) or cancel it, then migrate",
-				mover.ErrInvalid, st.Logical.From, st.Logical.To, st.To, st.Phase, fresh)
+		if !unfinished(st) {
+			continue
 		}
+		var behind []string
+		if st.Phase == mover.PhaseServing { // the new tables' rows go to the target, unless a process routes by the map before
+			if behind, err = e.maps.Behind(ctx, st.MapVersion); err != nil {
+				return err
+			}
+			if len(behind) == 0 {
+				continue
+			}
+		}
+		return fmt.Errorf("%w: the move of logical shards %d-%d to %s (%s%s) carries the sharded tables recorded when it began, and would neither fence nor copy the new %v: nothing was migrated; finish the move (CleanupMove) or cancel it, then migrate",
+			mover.ErrInvalid, st.Logical.From, st.Logical.To, st.To, st.Phase, behindNote(behind), fresh)
 	}
 	return nil
+}
+
+// behindNote names the processes that route by a map before a move's.
+func behindNote(behind []string) string {
+	if len(behind) == 0 {
+		return ""
+	}
+	return "; processes still on the map before it: " + strings.Join(behind, ", ")
 }
 
 // checkTableUnmoved refuses to drop or rename a sharded table while an
