@@ -17,6 +17,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/schema"
 
+	"github.com/shardid/shardid/internal/dsn"
 	"github.com/shardid/shardid/shardrouter"
 )
 
@@ -418,7 +419,7 @@ func identities(db *gorm.DB, dialector gorm.Dialector) []any {
 func describeIdentity(key any) string {
 	switch k := key.(type) {
 	case dsnKey:
-		return fmt.Sprintf("DSN %q", string(k))
+		return fmt.Sprintf("DSN %q", dsn.Redact(string(k)))
 	case databaseKey:
 		return fmt.Sprintf("the same database, %s, under two spellings of its DSN", strings.ReplaceAll(string(k), "|", " "))
 	case *gorm.DB:
