@@ -111,7 +111,8 @@ func (p *Plugin) annotate(db *gorm.DB) {
 		span.SetAttributes(PhysicalKey.StringSlice(r.Physical))
 	}
 	switch len(r.Logical) {
-	case 0:
+	case 0: // set even so: an application's span of several statements holds the last one's, not an earlier one's
+		span.SetAttributes(LogicalKey.IntSlice([]int{}))
 	case 1:
 		span.SetAttributes(LogicalKey.Int(r.Logical[0]))
 	default:

@@ -94,7 +94,51 @@ func readConfig(path string) (*fileConfig, error) {
 	if dec.More() {
 		return nil, fmt.Errorf("%s: more than one JSON value", path)
 	}
+	if key := repeatedKey(body); key != "" {
+		return nil, fmt.Errorf("%s: %q is given twice in one object; give it once", path, key)
+	}
 	return c, c.check()
+}
+
+// repeatedKey returns a key that an object of the JSON document body holds
+// twice, of which encoding/json keeps the last without a word, or "".
+func repeatedKey(body []byte) string {
+	type level struct {
+		keys    map[string]bool // nil in an array
+		wantKey bool
+	}
+	var stack []*level
+	valueDone := func() {
+		if n := len(stack); n > 0 && stack[n-1].keys != nil {
+			stack[n-1].wantKey = true
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "" // the end, or a syntax error the decoder has reported
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &level{keys: map[string]bool{}, wantKey: true})
+		case json.Delim('['):
+			stack = append(stack, &level{})
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			valueDone()
+		default:
+			if top := len(stack) - 1; top >= 0 && stack[top].keys != nil && stack[top].wantKey {
+				key, _ := tok.(string)
+				if stack[top].keys[key] {
+					return key
+				}
+				stack[top].keys[key], stack[top].wantKey = true, false
+				continue
+			}
+			valueDone()
+		}
+	}
 }
 
 // fieldError names the file and the field of a bad value.

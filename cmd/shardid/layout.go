@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -58,7 +59,7 @@ With --json it prints one object: "time_bits", "shard_bits",
 such as "1ms"), "logical_shards", "ids_per_tick" and "ids_per_second" (per
 logical shard), "workers", "worker_ids_per_tick" and
 "worker_ids_per_second" (with worker bits), and "runs_out" (RFC 3339); the
-first six are the names of the config file's "layout".`,
+first six are the names of the config file's "layout"; "runs_out_in_years".`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			l, err := flags.layout()
@@ -91,15 +92,16 @@ type layoutInfo struct {
 	Workers          int       `json:"workers,omitempty"`
 	WorkerIDsPerTick int       `json:"worker_ids_per_tick,omitempty"`
 	WorkerIDsPerSec  float64   `json:"worker_ids_per_second,omitempty"`
-	RunsOut          time.Time `json:"runs_out"`
+	RunsOut          string    `json:"runs_out"` // RFC 3339; past the year 9999, with the year's every digit
+	RunsOutYears     float64   `json:"runs_out_in_years"`
 }
 
 // layoutInfoOf describes a normalized layout.
 func layoutInfoOf(l shardid.Layout) layoutInfo {
 	info := layoutInfo{TimeBits: l.TimeBits, ShardBits: l.ShardBits, SequenceBits: l.SequenceBits, WorkerBits: l.WorkerBits,
 		Epoch: l.Epoch.UTC(), Unit: l.TimeUnit.String(), LogicalShards: l.ShardCount(), IDsPerTick: l.IDsPerTick(),
-		RunsOut: l.RunsOut().UTC()}
-	ticksPerSecond := float64(time.Second / l.TimeUnit)
+		RunsOut: l.RunsOut().UTC().Format(time.RFC3339Nano), RunsOutYears: yearsUntil(l.RunsOut())}
+	ticksPerSecond := float64(time.Second) / float64(l.TimeUnit) // a tick of a second or more, or of 3 ms, too
 	info.IDsPerSecond = float64(info.IDsPerTick) * ticksPerSecond
 	if l.WorkerBits > 0 {
 		info.Workers, info.WorkerIDsPerTick = l.WorkerCount(), l.WorkerIDsPerTick()
@@ -121,5 +123,11 @@ func describeLayout(w io.Writer, l layoutInfo) {
 		fmt.Fprintf(w, "snowflake       %s, each %d IDs per tick per logical shard, %.0f per second\n", plural(int64(l.Workers), "worker"),
 			l.WorkerIDsPerTick, l.WorkerIDsPerSec)
 	}
-	fmt.Fprintf(w, "runs out        %s (in %.1f years)\n", l.RunsOut.Format(time.DateOnly), time.Until(l.RunsOut).Hours()/24/365.25)
+	fmt.Fprintf(w, "runs out        %s (in %.1f years)\n", l.RunsOut[:strings.Index(l.RunsOut, "T")], l.RunsOutYears)
+}
+
+// yearsUntil is the years from now to t, which may be beyond what a
+// time.Duration holds (292 years).
+func yearsUntil(t time.Time) float64 {
+	return float64(t.Unix()-time.Now().Unix()) / (365.25 * 24 * 3600)
 }

@@ -107,7 +107,11 @@ func runMove(cmd *cobra.Command, o moveOptions) error {
 		}
 		if err != nil {
 			if m, recorded := recordedMove(context.WithoutCancel(ctx), s, r); recorded == nil && !o.dryRun && underWay(m.Phase) && !m.Running {
-				fmt.Fprintf(cmd.OutOrStdout(), "the move stopped in phase %s; run the same command again to resume it, or cancel it (shardid move cancel)\n", m.Phase)
+				if m.To == o.to {
+					fmt.Fprintf(cmd.OutOrStdout(), "the move stopped in phase %s; run the same command again to resume it, or cancel it (shardid move cancel)\n", m.Phase)
+				} else { // the move of record goes elsewhere: this command never resumes it
+					fmt.Fprintf(cmd.OutOrStdout(), "the move of record of %s goes to %s, stopped in phase %s; resume it with --to %s, or cancel it (shardid move cancel)\n", rangeText(r), m.To, m.Phase, m.To)
+				}
 			}
 			return err
 		}

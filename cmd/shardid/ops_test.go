@@ -370,6 +370,8 @@ func TestOperatorsBadInput(t *testing.T) {
 		{[]string{"verify", "--config", missing}, missing},
 		{[]string{"move", "status", "--config", file("bad.json", "{\"main\": \"x\",\n\"shards\": [}")}, "bad.json: line 2"},
 		{[]string{"map", "--config", file("unknown.json", `{"main": "file:m.db", "shrads": []}`)}, `unknown.json: json: unknown field "shrads"`},
+		{[]string{"map", "--config", file("twice.json", `{"main": "file:m.db", "shards": [{"name": "a", "name": "b"}]}`)}, `twice.json: "name" is given twice in one object`},
+		{[]string{"map", "--config", file("twice-main.json", `{"main": "file:a.db", "shards": [], "main": "file:b.db"}`)}, `twice-main.json: "main" is given twice`},
 		{[]string{"map", "--config", good(func(c map[string]any) { delete(c, "main") })}, ": main: missing"},
 		{[]string{"map", "--config", good(func(c map[string]any) { shard(c, 1)["dsn"] = "nonsense" })}, `: shards[1].dsn: "nonsense": write a MySQL DSN`},
 		{[]string{"map", "--config", good(func(c map[string]any) { shard(c, 0)["logical"] = "0-x" })}, `: shards[0].logical: "0-x" is not FROM-TO`},

@@ -56,6 +56,14 @@ func TestLayoutJSON(t *testing.T) {
 	if runsOut, _ := got["runs_out"].(string); !strings.HasPrefix(runsOut, "2059-11-04T") {
 		t.Errorf("layout --json: runs_out is %v", got["runs_out"])
 	}
+	if years, _ := got["runs_out_in_years"].(float64); years < 30 || years > 40 {
+		t.Errorf("layout --json: runs_out_in_years is %v", got["runs_out_in_years"])
+	}
+	// A tick of ten seconds: a tenth of its IDs per second, and a date past 9999.
+	jsonOf(t, &got, "layout", "--unit", "10s", "--json")
+	if got["ids_per_second"] != 102.4 || !strings.HasPrefix(got["runs_out"].(string), "350446-") || got["runs_out_in_years"].(float64) < 348000 {
+		t.Errorf("layout --json of a 10 s tick: %v", got)
+	}
 	jsonOf(t, &got, "layout", "--shard-bits", "12", "--json")
 	if got["shard_bits"] != 12.0 || got["sequence_bits"] != 11.0 || got["ids_per_tick"] != 2048.0 {
 		t.Errorf("layout --json of a partly given layout: %v", got)
