@@ -98,12 +98,12 @@ func (e *Engine) shardedTablesOf(db *gorm.DB, models []any) []shardedTable {
 }
 
 // checkNewTables refuses, before anything is made, a sharded table the
-// plugin has not recorded while a move is unfinished (until its cleanup, or
-// once it serves, until every live process routes by its map): the move
-// fences and copies the tables recorded when it began, so the new table's
-// rows of the moving range would stay on the source, unfenced. The
-// migrations' lock, which a move takes as it records itself, makes the check
-// and the creation one step.
+// plugin has not recorded while a move is under way: from its start until it
+// serves and every live process routes by its map. The move fences and
+// copies the tables recorded when it began, so the new table's rows of the
+// moving range would stay on the source, unfenced. The migrations' lock,
+// which a move takes as it records itself, makes the check and the creation
+// one step.
 func (e *Engine) checkNewTables(db *gorm.DB, models []any) error {
 	if e.maps == nil {
 		return nil // no Shards: nothing moves

@@ -84,11 +84,7 @@ func (s *Store) moveLockName(r shardrouter.Range) string {
 // making a new table and a move recording the tables it carries are one
 // after the other.
 func (s *Store) LockMoveStart(ctx context.Context, migrations time.Duration) (func(), error) {
-	start := namedLock{fmt.Sprintf("shardid_move_%s_start", s.table), lockPatience}
-	if s.dialect == "sqlite" {
-		start.patience = 0
-	}
-	return s.lockAll(ctx, start, namedLock{s.migrationLockName(), migrations})
+	return s.lockAll(ctx, namedLock{fmt.Sprintf("shardid_move_%s_start", s.table), s.movePatience()}, namedLock{s.migrationLockName(), migrations})
 }
 
 // migrationLockName is the lock of this database's migrations.
@@ -105,10 +101,16 @@ func (s *Store) LockMigrations(ctx context.Context, patience time.Duration) (fun
 // lock takes the named lock of a move: the servers' own, or for SQLite a
 // stand-in, which a run of this process gives back as it ends.
 func (s *Store) lock(ctx context.Context, name string) (func(), error) {
+	return s.lockAll(ctx, namedLock{name, s.movePatience()})
+}
+
+// movePatience is how long a run waits for a move's lock: on SQLite, whose
+// stand-ins a run of this process holds, not at all.
+func (s *Store) movePatience() time.Duration {
 	if s.dialect == "sqlite" {
-		return s.lockAll(ctx, namedLock{name, 0})
+		return 0
 	}
-	return s.lockAll(ctx, namedLock{name, lockPatience})
+	return lockPatience
 }
 
 // namedLock is a lock's name and how long to wait for its holder.

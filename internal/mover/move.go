@@ -177,13 +177,12 @@ func cleanUpToMoveBack(ctx context.Context, d Driver, req Request) error {
 }
 
 // startRun checks the request and records a new move, under the store's
-// start lock and its migrations' lock: the check that no other move is under way off the source and
-// the record are one step, which a move started at the same time waits for.
+// start lock and its migrations' lock: the check that no other move is under
+// way off the source, the tables it carries, and the record are one step,
+// which a move or a migration started at the same time waits for.
 // A new move is recorded before any change, so that a run that dies is
 // resumed.
 func startRun(ctx context.Context, d Driver, req Request) (*run, error) {
-	// A migration making a new sharded table waits, or is refused once the
-	// move is recorded: the tables read here are all the move carries.
 	unlock, err := d.Store().LockMoveStart(ctx, migrationWait)
 	if errors.Is(err, mapstore.ErrLocked) {
 		return nil, fmt.Errorf("%w: another move is starting, or a migration of the plugin's database has run for over %v; run this one again once it ends", ErrInvalid, migrationWait)

@@ -48,7 +48,7 @@ type Plugin interface {
 	PrepareStrategies(db *gorm.DB, used map[strategies.Generator]bool) error
 	// CheckNewTables fails, before anything is made and under the
 	// migrations' lock, when models have a sharded table the plugin has not
-	// recorded while a move, which would not carry it, is unfinished.
+	// recorded while a move, which would not carry it, is under way.
 	CheckNewTables(db *gorm.DB, models []any) error
 	// CheckTableUnmoved fails when an unfinished move carries table, a
 	// sharded table about to be dropped or renamed.
