@@ -16,13 +16,25 @@ import (
 // account on each.
 func twoDatabasesOneDelayed(t *testing.T, b backend, cfg shardid.Config) (*routing, *holdProxy, [2]account) {
 	t.Helper()
+	var proxy *holdProxy
+	r, accounts := twoDatabasesOneProxied(t, b, cfg, func() gorm.Dialector {
+		dialector, held := physicalViaHold(t, b, 1)
+		proxy = held
+		return dialector
+	})
+	return r, proxy, accounts
+}
+
+// twoDatabasesOneProxied opens the plugin over two physical databases of b,
+// the second through the proxy of via, with an account on each.
+func twoDatabasesOneProxied(t *testing.T, b backend, cfg shardid.Config, via func() gorm.Dialector) (*routing, [2]account) {
+	t.Helper()
 	dir := t.TempDir()
 	list := shards(t, b, dir)[:2]
 	count := shardid.Layout{}.ShardCount()
 	list[0].Logical = []shardid.Range{{From: 0, To: count/2 - 1}}
 	list[1].Logical = []shardid.Range{{From: count / 2, To: count - 1}}
-	var proxy *holdProxy
-	list[1].Dialector, proxy = physicalViaHold(t, b, 1)
+	list[1].Dialector = via()
 	cfg.Shards = list
 	db := open(t, b, dir, cfg)
 	r := &routing{b: b, db: db, direct: direct(t, b, dir)[:2], plugin: db.Config.Plugins["shardid"].(*shardid.Plugin)}
@@ -32,7 +44,7 @@ func twoDatabasesOneDelayed(t *testing.T, b backend, cfg shardid.Config) (*routi
 		accounts[k] = account{Balance: 100}
 		must(t, db.Clauses(shardid.OnShard(k*count/2)).Create(&accounts[k]).Error)
 	}
-	return r, proxy, accounts
+	return r, accounts
 }
 
 // TestWriteOverDatabasesFinishesCommitPastItsDeadline: a write over two

@@ -205,25 +205,43 @@ func (p *holdProxy) close() {
 // through a holdProxy.
 func physicalViaHold(t testing.TB, b backend, i int) (gorm.Dialector, *holdProxy) {
 	t.Helper()
+	var proxy *holdProxy
+	return physicalVia(t, b, i, false, func(upstream string) string {
+		proxy = newHoldProxy(t, upstream)
+		return proxy.addr()
+	}), proxy
+}
+
+// physicalVia opens b's i-th physical database (-1: its main one) through a
+// proxy that listen starts, given the server's address, and whose address it
+// returns; quick bounds a connection's dial to a second.
+func physicalVia(t testing.TB, b backend, i int, quick bool, listen func(upstream string) string) gorm.Dialector {
+	t.Helper()
 	switch b.name {
 	case "mariadb":
 		cfg, err := mysqldriver.ParseDSN(requireDSN(t, mysqlDSNVar))
 		must(t, err)
-		proxy := newHoldProxy(t, cfg.Addr)
-		cfg.Addr = proxy.addr()
+		cfg.Addr = listen(cfg.Addr)
+		if quick {
+			cfg.Timeout = time.Second
+		}
 		if i >= 0 {
 			cfg.DBName = fmt.Sprintf("%s_%d", cfg.DBName, i)
 		}
-		return mysql.Open(cfg.FormatDSN()), proxy
+		return mysql.Open(cfg.FormatDSN())
 	default:
 		u, err := url.Parse(requireDSN(t, postgresDSNVar))
 		must(t, err)
-		proxy := newHoldProxy(t, u.Host)
-		u.Host = proxy.addr()
+		u.Host = listen(u.Host)
+		if quick {
+			q := u.Query()
+			q.Set("connect_timeout", "1")
+			u.RawQuery = q.Encode()
+		}
 		if i >= 0 {
 			u.Path = fmt.Sprintf("%s_%d", u.Path, i)
 		}
-		return postgres.Open(u.String()), proxy
+		return postgres.Open(u.String())
 	}
 }
 

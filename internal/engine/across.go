@@ -100,12 +100,17 @@ func (g *globalTx) PrepareContext(ctx context.Context, query string) (*sql.Stmt,
 
 // Commit commits every branch in two phases; once the context the
 // transaction began with is done, it rolls them back instead, as
-// database/sql's Commit does.
+// database/sql's Commit does. Its deadline bounds the prepare (and a
+// commit in one phase); a decided commit finishes past it.
 func (g *globalTx) Commit() error {
 	if g.ctx != nil && g.ctx.Err() != nil {
 		return errors.Join(g.ctx.Err(), g.rollback(g.context()))
 	}
-	return g.commit(g.context())
+	ctx := g.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return g.commit(ctx)
 }
 
 // Rollback rolls every branch back.

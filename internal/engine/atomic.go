@@ -14,6 +14,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/shardid/shardid/internal/sqlerr"
 	"github.com/shardid/shardid/internal/twophase"
 )
 
@@ -64,6 +65,10 @@ type globalTx struct {
 	partsFailed   error
 	partsFailedIn uint64
 	ending        bool // its commit or rollback has taken the branches: no new one opens
+	// writing counts the writes over several databases under way in it,
+	// which its end waits for: each is in the commit, or dooms it, whole.
+	writing   int
+	writesEnd sync.Cond // on mu, signalled as the last of them ends
 }
 
 // branchPool is a branch as a statement's connection pool: GORM begins no
@@ -108,7 +113,9 @@ var gidSeq atomic.Uint64
 // newGlobalTx starts a global transaction; branches open as they are used.
 func (e *Engine) newGlobalTx() *globalTx {
 	gid := twophase.GID{Cluster: e.cluster, Process: e.processToken(), Started: time.Now(), Seq: gidSeq.Add(1)}
-	return &globalTx{e: e, gid: gid.String(), branches: map[int]*branchPool{}}
+	g := &globalTx{e: e, gid: gid.String(), branches: map[int]*branchPool{}}
+	g.writesEnd.L = &g.mu
+	return g
 }
 
 // processToken names this process in global transaction IDs: the random
@@ -234,22 +241,27 @@ func (e *Engine) sqlDBOf(ctx context.Context, k int) (*sql.DB, string, error) {
 func (g *globalTx) commit(ctx context.Context) error {
 	defer g.fail(sql.ErrTxDone) // a statement after the end fails, as after a database's transaction
 	defer g.ended.Store(true)
+	branches := g.endBranches() // after the writes over several databases under way, whose failure dooms it
 	if failed := g.doomed(); failed != nil {
 		return errors.Join(failed, g.rollback(ctx))
 	}
-	branches := g.endBranches()
 	if len(branches) == 0 {
 		return nil
 	}
 	counts := &g.e.txCounts
 	if len(branches) == 1 {
-		err := g.named(branches[0], branches[0].branch.Commit(ctx))
-		if err == nil {
+		err := branches[0].branch.Commit(ctx)
+		switch {
+		case err == nil:
 			g.e.countEnded(&counts.committed, 1, 0)
-		} else {
+		case answerLost(err):
+			g.e.countEnded(&counts.inDoubt, 1, 0)
+			return fmt.Errorf("%w: %s: the answer to its commit was lost, and it may have committed: a transaction on one database commits in one phase, which leaves nothing for recovery; read its rows to know: %w",
+				ErrInDoubt, g.gid, g.named(branches[0], err))
+		default:
 			g.e.countEnded(&counts.rolledBack, 1, 0) // its database rolled it back
 		}
-		return err
+		return g.named(branches[0], err)
 	}
 	// Once decided, its branches commit on the pools, which Close keeps open
 	// until they have.
@@ -358,8 +370,32 @@ func ending(ctx context.Context) (context.Context, context.CancelFunc) {
 func (g *globalTx) endBranches() []*branchPool {
 	g.mu.Lock()
 	g.ending = true
+	for g.writing > 0 {
+		g.writesEnd.Wait()
+	}
 	g.mu.Unlock()
 	return g.list()
+}
+
+// startWrite counts a write over several databases in the transaction, or
+// refuses it once the transaction's end has begun, before any part runs.
+func (g *globalTx) startWrite() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ending {
+		return sql.ErrTxDone
+	}
+	g.writing++
+	return nil
+}
+
+// endWrite ends what startWrite counted.
+func (g *globalTx) endWrite() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.writing--; g.writing == 0 {
+		g.writesEnd.Broadcast()
+	}
 }
 
 func (g *globalTx) list() []*branchPool {
@@ -395,6 +431,12 @@ func (g *globalTx) named(b *branchPool, err error) error {
 	}
 	_, name, _ := g.e.sqlDBOf(context.Background(), b.k)
 	return &onError{name: name, err: err}
+}
+
+// answerLost reports whether a commit's error leaves its outcome unknown:
+// the connection was lost, or the caller's context ended, once it was sent.
+func answerLost(err error) bool {
+	return (sqlerr.Unreachable(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) && !sqlerr.Unsent(err)
 }
 
 // decisions is the table of the plugin's commit decisions.

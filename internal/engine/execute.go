@@ -138,6 +138,13 @@ func (e *Engine) runParts(db *gorm.DB, kind statementKind, parts []writePart, ag
 		processor = db.Callback().Delete()
 	}
 	g, own, err := e.partsTransaction(db, parts)
+	if err == nil && g != nil && !own {
+		// In an application's transaction: its commit waits for this write,
+		// or this write, begun after the commit, is refused whole.
+		if err = g.startWrite(); err == nil {
+			defer g.endWrite()
+		}
+	}
 	if err != nil {
 		db.AddError(err) // nothing ran
 		return true

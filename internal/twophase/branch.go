@@ -292,7 +292,8 @@ func (b *Branch) Rollback(ctx context.Context) error {
 // may have run: one the server does not know was never prepared. MySQL and
 // MariaDB tell other sessions they do not know a branch until its own
 // session has ended, which the closed connection's may not have yet: asked
-// again for a while, then left to recovery.
+// again while the server lists it prepared, as long as a lost commit's
+// answer is, then left to recovery.
 func (b *Branch) rollbackUnsure(ctx context.Context) error {
 	wait := 25 * time.Millisecond
 	for {
@@ -300,7 +301,7 @@ func (b *Branch) rollbackUnsure(ctx context.Context) error {
 		if err == nil || !UnknownBranch(err) {
 			return err
 		}
-		if b.dialect != "mysql" || wait > 400*time.Millisecond {
+		if b.dialect != "mysql" || wait > 1600*time.Millisecond || !b.stillPrepared(ctx) {
 			return nil // not prepared, or, past this, for recovery to find
 		}
 		select {
