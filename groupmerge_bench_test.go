@@ -41,7 +41,7 @@ func (groupsConn) ExecContext(context.Context, string, []driver.NamedValue) (dri
 	return driver.RowsAffected(0), nil // the plugin's token table, made when the database opens
 }
 func (c groupsConn) QueryContext(_ context.Context, query string, _ []driver.NamedValue) (driver.Rows, error) {
-	if rows, ok := setupAnswer(query, fmt.Sprintf("groups-%d", c.part)); ok {
+	if rows, ok := setupAnswer(query, func() string { return fmt.Sprintf("groups-%d", c.part) }); ok {
 		return rows, nil
 	}
 	return &groupRows{left: c.groups}, nil

@@ -601,8 +601,11 @@ func (e *Engine) finish(kind statementKind) func(*gorm.DB) {
 			}
 		}
 		if state != nil {
-			_, began := db.InstanceGet("gorm:started_transaction") // GORM's own, which took the parents' and children's rows back too
-			rolledBack := (began && state.failedBeforeCommit || state.undone) && db.Error != nil
+			rolledBack := false
+			if db.Error != nil { // looked up then only: InstanceGet costs two allocations
+				_, began := db.InstanceGet("gorm:started_transaction") // GORM's own, which took the parents' and children's rows back too
+				rolledBack = began && state.failedBeforeCommit || state.undone
+			}
 			if rolledBack || db.Statement.RowsAffected == 0 && (db.Error != nil || !db.DryRun) { // undone, failed, or skipped (ON CONFLICT DO NOTHING)
 				state.unfill(rolledBack)
 			} else {
