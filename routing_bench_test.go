@@ -346,7 +346,7 @@ func routedOver(b *testing.B, n int) (*gorm.DB, *Plugin) {
 		b.Fatal(err)
 	}
 	for k := range shards { // each opened, its token checked, before anything is timed
-		if err := db.Clauses(OnShard(k*per)).Exec("SELECT 1").Error; err != nil {
+		if err := db.Clauses(OnShard(k * per)).Exec("SELECT 1").Error; err != nil {
 			b.Fatal(err)
 		}
 	}
