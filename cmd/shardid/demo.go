@@ -303,6 +303,9 @@ func runDemo(out, progress io.Writer, o demoOptions) (err error) {
 	}
 	defer func() { err = errors.Join(s.namingDSNs(err), s.cleanup()) }()
 	db := s.db
+	if err := s.forgetBoundDatabases(); err != nil {
+		return err
+	}
 	migrator := s.plugin.Migrator(db)
 	if err := migrator.DropTable(&DemoPhoto{}, &DemoUser{}); err != nil {
 		return err
@@ -402,6 +405,22 @@ func runDemo(out, progress io.Writer, o demoOptions) (err error) {
 		fmt.Fprintf(out, "kept      the SQLite files in %s\n", s.dir)
 	}
 	return nil
+}
+
+// forgetBoundDatabases forgets which databases the demo's shard names opened
+// in an earlier run, as operations.md tells for a database replaced on
+// purpose: each run starts afresh on the --dsn it is given, which may be
+// other databases than the last run's.
+func (s *demoSetup) forgetBoundDatabases() error {
+	const bound = "shardid_shard_databases" // the plugin's record of the database each shard name opened
+	if !s.db.Migrator().HasTable(bound) {
+		return nil
+	}
+	names := make([]string, len(s.direct))
+	for i := range names {
+		names[i] = demoShardName(i)
+	}
+	return s.db.Exec("DELETE FROM "+bound+" WHERE name IN ?", names).Error
 }
 
 // checkPlacement reads every physical database directly and checks that each

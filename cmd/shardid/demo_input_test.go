@@ -25,3 +25,16 @@ func TestDemoRefusesDSNsItCannotUse(t *testing.T) {
 		}
 	}
 }
+
+// TestDemoRunsAgainOnOtherDatabases: a demo run again with the same --main
+// and other --dsn databases starts afresh, as the CI runs it on MariaDB
+// with two strategies: the databases its shard names opened before are
+// forgotten, not taken for swapped DSNs.
+func TestDemoRunsAgainOnOtherDatabases(t *testing.T) {
+	dir := t.TempDir()
+	f := func(n string) string { return "file:" + filepath.Join(dir, n) + "?_pragma=busy_timeout(5000)" }
+	mustRun(t, "demo", "--rows", "20", "--main", f("main.db"), "--dsn", f("a.db"), "--dsn", f("b.db"))
+	if out, err := run(t, "demo", "--rows", "20", "--strategy", "snowflake", "--main", f("main.db"), "--dsn", f("c.db"), "--dsn", f("d.db")); err != nil {
+		t.Fatalf("the demo again on other databases: %v\n%s", err, out)
+	}
+}
