@@ -289,7 +289,7 @@ func transfersUnderFaults(t *testing.T, b backend, proxyOnMain bool) {
 		}
 	}
 	t.Logf("%s: %d writes: %d ok, %d err, %d in doubt; %d violations; recovery errors %d; stats %+v; triggers fired %d",
-		b.name, len(results), counts[chaosOK], counts[chaosErr], counts[chaosInDoubt], bad, recErrs, plugin.TransactionStats(), proxy.trigFired)
+		b.name, len(results), counts[chaosOK], counts[chaosErr], counts[chaosInDoubt], bad, recErrs, plugin.TransactionStats(), proxy.fired())
 	if testing.Verbose() {
 		errKinds := map[string]int{}
 		for _, res := range results {

@@ -28,11 +28,10 @@ type chaosProxy struct {
 	// trigger: the next statement containing text cuts its connection,
 	// after forwarding it when after, keeping the server side open for
 	// serverLinger.
-	trigText     string
-	trigAfter    bool
-	trigLinger   time.Duration
-	trigFired    int
-	trigFiredLog []string
+	trigText   string
+	trigAfter  bool
+	trigLinger time.Duration
+	trigFired  int
 }
 
 type chaosPair struct {
@@ -97,11 +96,10 @@ func (p *chaosProxy) forward(pair *chaosPair) {
 		if n > 0 {
 			p.mu.Lock()
 			fire := p.trigText != "" && bytes.Contains(buf[:n], []byte(p.trigText))
-			after, linger, text := p.trigAfter, p.trigLinger, p.trigText
+			after, linger := p.trigAfter, p.trigLinger
 			if fire {
 				p.trigText = ""
 				p.trigFired++
-				p.trigFiredLog = append(p.trigFiredLog, fmt.Sprintf("%s after=%v linger=%v", text, after, linger))
 			}
 			p.mu.Unlock()
 			if fire {
@@ -193,6 +191,13 @@ func (p *chaosProxy) setRefuse(v bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.refuse = v
+}
+
+// fired is how many statements' text cut their connection.
+func (p *chaosProxy) fired() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.trigFired
 }
 
 func (p *chaosProxy) calm() {
