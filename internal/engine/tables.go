@@ -122,17 +122,11 @@ func (e *Engine) checkNewTables(db *gorm.DB, models []any) error {
 	if len(fresh) == 0 {
 		return nil
 	}
-	if err := e.maps.PrepareMoves(ctx); err != nil {
-		return err
-	}
-	moves, err := e.maps.Moves(ctx)
+	moves, err := e.unfinishedMoves(ctx)
 	if err != nil {
 		return err
 	}
 	for _, st := range moves {
-		if !unfinished(st) {
-			continue
-		}
 		var behind []string
 		if st.Phase == mover.PhaseServing { // the new tables' rows go to the target, unless a process routes by the map before
 			if behind, err = e.maps.Behind(ctx, st.MapVersion); err != nil {
@@ -162,16 +156,12 @@ func (e *Engine) checkTableUnmoved(db *gorm.DB, table string) error {
 	if e.maps == nil {
 		return nil
 	}
-	ctx := db.Statement.Context
-	if err := e.maps.PrepareMoves(ctx); err != nil {
-		return err
-	}
-	moves, err := e.maps.Moves(ctx)
+	moves, err := e.unfinishedMoves(db.Statement.Context)
 	if err != nil {
 		return err
 	}
 	for _, st := range moves {
-		if unfinished(st) && slices.ContainsFunc(st.Tables, func(t string) bool { return strings.EqualFold(t, table) || bareTable(t) == bareTable(table) }) {
+		if slices.ContainsFunc(st.Tables, func(t string) bool { return strings.EqualFold(t, table) || bareTable(t) == bareTable(table) }) {
 			return fmt.Errorf("%w: the move of logical shards %d-%d to %s (%s) carries table %s: nothing was changed; finish the move (CleanupMove) or cancel it first",
 				mover.ErrInvalid, st.Logical.From, st.Logical.To, st.To, st.Phase, table)
 		}
@@ -179,10 +169,16 @@ func (e *Engine) checkTableUnmoved(db *gorm.DB, table string) error {
 	return nil
 }
 
-// unfinished reports whether a move is neither cancelled nor cleaned up: the
-// source still fences its range, or holds its copy.
-func unfinished(st *mapstore.MoveState) bool {
-	return st.Phase != mover.PhaseCancelled && st.Phase != mover.PhaseCleaned
+// unfinishedMoves returns the moves neither cancelled nor cleaned up: their
+// sources still fence their ranges, or hold their copies.
+func (e *Engine) unfinishedMoves(ctx context.Context) ([]*mapstore.MoveState, error) {
+	if err := e.maps.PrepareMoves(ctx); err != nil {
+		return nil, err
+	}
+	moves, err := e.maps.Moves(ctx)
+	return slices.DeleteFunc(moves, func(st *mapstore.MoveState) bool {
+		return st.Phase == mover.PhaseCancelled || st.Phase == mover.PhaseCleaned
+	}), err
 }
 
 // loadRecordedTables reads which tables are sharded from the record the
