@@ -437,7 +437,11 @@ func TestSegmentStepAdaptsToHowLongBlocksLast(t *testing.T) {
 			if err := s.Generate(ctx, target, make([]int, left), make([]int64, left)); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "the next block is reserved", func() bool { return sequenceState(t, s).Refills == refills+1 })
+			// Refills counts a block when it is reserved, a moment before it is installed.
+			eventually(t, "the next block is reserved and installed", func() bool {
+				state := sequenceState(t, s)
+				return state.Refills == refills+1 && !state.Refilling
+			})
 			if state := sequenceState(t, s); state.Left != wantNext || state.Step != wantNext {
 				t.Fatalf("after a block that lasted %s: next block of %d (step %d), want %d", lasted, state.Left, state.Step, wantNext)
 			}
