@@ -100,7 +100,7 @@ func TestAnApplicationsScopeCallbackNarrowsEveryStatement(t *testing.T) {
 // (on every row of Statement.ReflectValue) is stored, on one database and in a
 // batch split over two.
 func TestAFieldAnApplicationsCallbackSetsBeforeCreateIsStored(t *testing.T) {
-	db, _, direct := revRouted(t, &tenantRow{})
+	db, p, direct := revRouted(t, &tenantRow{})
 	must(t, db.Callback().Create().Before("gorm:create").Register("app:position", func(db *gorm.DB) {
 		if db.Statement.Schema == nil || db.Statement.Schema.Table != "tenant_rows" {
 			return
@@ -117,11 +117,17 @@ func TestAFieldAnApplicationsCallbackSetsBeforeCreateIsStored(t *testing.T) {
 	one := tenantRow{CompanyID: 1}
 	must(t, db.Create(&one).Error)
 	batch := make([]tenantRow, 8)
+	for i, id := range spreadIDs(p.Layout(), len(batch)) {
+		batch[i].ID = id
+	}
 	must(t, db.Create(&batch).Error)
 	stored := map[int64]int{}
-	for _, d := range direct {
+	for k, d := range direct {
 		var rows []tenantRow
 		must(t, d.Find(&rows).Error)
+		if len(rows) < len(batch)/2 {
+			t.Fatalf("physical %d holds %d rows: the batch is not split over both", k, len(rows))
+		}
 		for _, r := range rows {
 			stored[r.ID] = r.Pos
 		}

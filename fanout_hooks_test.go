@@ -268,3 +268,83 @@ func TestFanOutUpdateWhoseHookAsksForReturningGivesBackTheWrittenRows(t *testing
 		t.Errorf("the slice holds %v, want the rows written %v", got, want)
 	}
 }
+
+// instanceHooked reads, in its hooks, a value given with GORM's
+// InstanceSet, GORM's way to pass settings to the hooks of the statement.
+type instanceHooked struct {
+	ID   int64 `shardid:""`
+	Name string
+	Note string
+}
+
+func (h *instanceHooked) BeforeCreate(tx *gorm.DB) error {
+	v, ok := tx.InstanceGet("shardid_test:who")
+	h.Note = fmt.Sprintf("%v/%v", v, ok)
+	return nil
+}
+
+func (h *instanceHooked) BeforeUpdate(tx *gorm.DB) error {
+	v, ok := tx.InstanceGet("shardid_test:who")
+	tx.Statement.SetColumn("note", fmt.Sprintf("%v/%v", v, ok))
+	return nil
+}
+
+// TestInstanceSetReachesTheHooksOfASplitCreate: db.InstanceSet(k, v).Create(&rows)
+// lets every row's BeforeCreate read v with tx.InstanceGet(k) in plain GORM, and
+// with the plugin, whether the rows are on one database or split over two.
+func TestInstanceSetReachesTheHooksOfASplitCreate(t *testing.T) {
+	db, p, direct := revRouted(t, &instanceHooked{})
+	on := func(id int64) int { return p.ShardMap().Physical(p.Layout().Shard(id)) }
+
+	one := instanceHooked{Name: "one"}
+	must(t, db.InstanceSet("shardid_test:who", "alice").Create(&one).Error)
+	if one.Note != "alice/true" {
+		t.Errorf("one row, one database: the hook read %q, want %q", one.Note, "alice/true")
+	}
+
+	rows := make([]instanceHooked, 16)
+	for i, id := range spreadIDs(p.Layout(), len(rows)) {
+		rows[i] = instanceHooked{ID: id, Name: "split"}
+	}
+	must(t, db.InstanceSet("shardid_test:who", "alice").Create(&rows).Error)
+	seen := map[int]bool{}
+	for _, r := range rows {
+		seen[on(r.ID)] = true
+	}
+	if len(seen) != 2 {
+		t.Fatal("the rows did not spread over both databases")
+	}
+	for i, d := range direct {
+		var stored []instanceHooked
+		must(t, d.Where("name = ?", "split").Find(&stored).Error)
+		for _, s := range stored {
+			if s.Note != "alice/true" {
+				t.Errorf("physical %d: row %d was written with note %q, want %q (what plain GORM writes)", i, s.ID, s.Note, "alice/true")
+			}
+		}
+	}
+}
+
+// TestInstanceSetReachesTheHooksOfAnUpdateOverTwoDatabases: the same for
+// an update by IDs whose rows are on two physical databases.
+func TestInstanceSetReachesTheHooksOfAnUpdateOverTwoDatabases(t *testing.T) {
+	db, p, direct := revRouted(t, &instanceHooked{})
+	rows := revOnBoth(t, db, p, func() *instanceHooked { return &instanceHooked{Name: "x"} }, func(r *instanceHooked) int64 { return r.ID })
+
+	must(t, db.InstanceSet("shardid_test:who", "carol").Model(&instanceHooked{}).Where("id = ?", rows[0].ID).Update("name", "one").Error)
+	var got instanceHooked
+	must(t, direct[0].First(&got, rows[0].ID).Error)
+	if got.Note != "carol/true" {
+		t.Errorf("an update on one database: the hook read %q, want %q", got.Note, "carol/true")
+	}
+
+	ids := []int64{rows[0].ID, rows[1].ID}
+	must(t, db.InstanceSet("shardid_test:who", "carol").Model(&instanceHooked{}).Where("id IN ?", ids).Update("name", "two").Error)
+	for i, d := range direct {
+		var stored instanceHooked
+		must(t, d.First(&stored, ids[i]).Error)
+		if stored.Name != "two" || stored.Note != "carol/true" {
+			t.Errorf("physical %d: row %d is %q with note %q, want %q with note %q (what plain GORM writes)", i, stored.ID, stored.Name, stored.Note, "two", "carol/true")
+		}
+	}
+}

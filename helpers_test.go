@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/glebarez/sqlite"
 	"gorm.io/gorm"
@@ -89,6 +90,16 @@ func revOnBoth[T any](t *testing.T, db *gorm.DB, p *Plugin, mk func() *T, id fun
 		t.Fatal("could not place rows on both databases")
 	}
 	return seen[:]
+}
+
+// spreadIDs returns n IDs of a second ago on logical shards spread evenly
+// over the layout's, so over every physical database that holds a range.
+func spreadIDs(l Layout, n int) []int64 {
+	ids := make([]int64, n)
+	for i := range ids {
+		ids[i] = l.Compose(time.Now().Add(-time.Second), i*l.ShardCount()/n, 1)
+	}
+	return ids
 }
 
 // revRoutedN spreads the logical shards over n SQLite databases.

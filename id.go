@@ -4,6 +4,8 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"strconv"
+
+	"github.com/shardid/shardid/internal/errs"
 )
 
 // ID is a 64-bit shardid primary key. It is stored as BIGINT and written to
@@ -59,7 +61,7 @@ func (id *ID) UnmarshalJSON(b []byte) error {
 func (id *ID) parse(s string) error {
 	v, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
-		return fmt.Errorf("shardid: %q is not an ID: %w", s, err)
+		return errs.Wrap(err, "%q is not an ID", s)
 	}
 	*id = ID(v)
 	return nil

@@ -4,13 +4,16 @@ import (
 	"database/sql"
 	"errors"
 	"math"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/glebarez/sqlite"
 	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
 )
 
 // An ordered merge over several databases whose destination lacks the key
@@ -220,5 +223,46 @@ func TestTakeAndFirstIntoOneMapOverEveryShard(t *testing.T) {
 	}
 	if err := db.Model(&revPlain{}).Clauses(AllShards()).Where("name = ?", "nobody").Take(&got).Error; !errors.Is(err, gorm.ErrRecordNotFound) {
 		t.Errorf("Take into a map of no row: %v, want gorm.ErrRecordNotFound", err)
+	}
+}
+
+type distinctCountRow struct {
+	ID   int64 `shardid:""`
+	Name string
+	Qty  int64
+}
+
+// TestDistinctColumnsCountOverEveryShardAsPlainGORM: GORM builds
+// Distinct("name", "qty").Count(&n) (and Distinct("lower(name)").Count) as
+// SELECT DISTINCT count(*) FROM ...: one row, the number of rows. Over every
+// shard it is merged as Count(&n) is, to plain GORM's answer on one database.
+func TestDistinctColumnsCountOverEveryShardAsPlainGORM(t *testing.T) {
+	db, _, _ := revRouted(t, &distinctCountRow{})
+	ref, err := gorm.Open(sqlite.Open("file:"+filepath.Join(t.TempDir(), "ref.db")), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	must(t, ref.AutoMigrate(&distinctCountRow{}))
+	names := []string{"a", "b", "a", "c"}
+	for i := 0; i < 24; i++ {
+		r := distinctCountRow{Name: names[i%len(names)], Qty: int64(i % 3)}
+		must(t, db.Create(&r).Error)
+		must(t, ref.Create(&r).Error)
+	}
+	for _, form := range []struct {
+		name string
+		run  func(*gorm.DB, *int64) error
+	}{
+		{`Distinct("name", "qty").Count`, func(d *gorm.DB, n *int64) error {
+			return d.Model(&distinctCountRow{}).Distinct("name", "qty").Count(n).Error
+		}},
+		{`Distinct("lower(name)").Count`, func(d *gorm.DB, n *int64) error {
+			return d.Model(&distinctCountRow{}).Distinct("lower(name)").Count(n).Error
+		}},
+	} {
+		var want, got int64
+		must(t, form.run(ref, &want))
+		err := form.run(db.Clauses(AllShards()), &got)
+		if err != nil || got != want {
+			t.Errorf("%s over every shard: %d, %v; plain GORM on one database: %d", form.name, got, err, want)
+		}
 	}
 }

@@ -171,11 +171,17 @@ func (p *Plugin) MoveStats() []MoveStats {
 // apart, by their own keys.
 type Misplaced = engine.Misplaced
 
+// UnreadDatabaseError is a physical database Audit could not read: its
+// Database and the Err that stopped it. Audit joins one for each such
+// database (errors.Join), beside what it found on the others.
+type UnreadDatabaseError = engine.UnreadDatabaseError
+
 // Audit reads every physical database and reports the rows of the sharded
 // tables the plugin has migrated that sit on a database their logical shard
 // does not map to. Nothing is misplaced after a move is cleaned up. A
 // database it cannot read does not hide the others: what it found on those
-// is returned with an error naming each database it could not read.
+// is returned with an [UnreadDatabaseError] for each database it could not
+// read, joined.
 func (p *Plugin) Audit(ctx context.Context) ([]Misplaced, error) { return p.engine().Audit(ctx) }
 
 // MapVersion returns the version of the shared map this process routes by;

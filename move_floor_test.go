@@ -31,6 +31,14 @@ type floorReading struct {
 // move's own version), with the worker and clock of a machine behind the one
 // that wrote the copied rows, makes no ID those rows hold.
 func TestSnowflakeFloorOfAMoveHoldsInLaterMapVersions(t *testing.T) {
+	snowflakesOfAMoveAreNotMadeAgain(t, func(v int) *floorReading { return &floorReading{V: v} }, func(r *floorReading) int64 { return r.ID })
+}
+
+// snowflakesOfAMoveAreNotMadeAgain writes rows of T from a process whose
+// clock is 3 s ahead, moves their range and cleans the move up, then makes
+// rows from a process on the clock behind them: none may hold a snowflake
+// (the one snowflakeOf reads) a copied row holds.
+func snowflakesOfAMoveAreNotMadeAgain[T any](t *testing.T, newRow func(v int) *T, snowflakeOf func(*T) int64) {
 	dir := t.TempDir()
 	open := func(name string) gorm.Dialector { return sqlite.Open(filepath.Join(dir, name+".db")) }
 	const shard = 7000
@@ -45,6 +53,7 @@ func TestSnowflakeFloorOfAMoveHoldsInLaterMapVersions(t *testing.T) {
 			},
 			MapRefresh: 100 * time.Millisecond,
 			Snowflake:  SnowflakeConfig{Lease: strategies.LeaseOptions{ClockTolerance: 10 * time.Second}},
+			Log:        quiet,
 			clock:      clock,
 		})
 		must(t, db.Use(p))
@@ -52,25 +61,97 @@ func TestSnowflakeFloorOfAMoveHoldsInLaterMapVersions(t *testing.T) {
 		return db, p
 	}
 	mover, p := start(nil) // worker 0 on both databases
-	must(t, p.AutoMigrate(mover, &floorReading{}))
+	must(t, p.AutoMigrate(mover, newRow(0)))
 	ahead, aheadPlugin := start(aheadClock{3 * time.Second}) // worker 1 on a
 	written := map[int64]bool{}
 	for until := time.Now().Add(2 * time.Second); time.Now().Before(until); {
-		r := floorReading{V: 1}
-		must(t, ahead.Clauses(OnShard(shard)).Create(&r).Error)
-		written[r.ID] = true
+		r := newRow(1)
+		must(t, ahead.Clauses(OnShard(shard)).Create(r).Error)
+		written[snowflakeOf(r)] = true
 	}
 	must(t, aheadPlugin.Close())
-	report, err := p.Move(context.Background(), Move{Logical: Range{From: 6144, To: 8191}, To: "b", Models: []any{&floorReading{}}})
+	report, err := p.Move(context.Background(), Move{Logical: Range{From: 6144, To: 8191}, To: "b", Models: []any{newRow(0)}})
 	must(t, err)
-	must(t, p.CleanupMove(context.Background(), report.Logical, &floorReading{}))
+	must(t, p.CleanupMove(context.Background(), report.Logical, newRow(0)))
 
 	later, _ := start(nil) // worker 1 on b, on a clock behind the copied rows'
 	for until := time.Now().Add(time.Second); time.Now().Before(until); {
-		r := floorReading{V: 2}
-		must(t, later.Clauses(OnShard(shard)).Create(&r).Error)
-		if written[r.ID] {
-			t.Fatalf("ID %d, made after the move's cleanup, is a copied row's", r.ID)
+		r := newRow(2)
+		must(t, later.Clauses(OnShard(shard)).Create(r).Error)
+		if written[snowflakeOf(r)] {
+			t.Fatalf("snowflake %d, made after the move's cleanup, is a copied row's", snowflakeOf(r))
 		}
+	}
+}
+
+// Models with an ID column beside the key, of another strategy than the
+// key's: a move advances that column's ID source too.
+type (
+	floorInvoice struct {
+		ID     int64 `shardid:""`
+		Number int64 `shardid:"strategy:segment;colocate:ID"`
+	}
+	floorTagged struct {
+		ID  int64 `shardid:""`
+		Ref int64 `shardid:"strategy:snowflake;colocate:ID"`
+	}
+)
+
+// After a move, the target's segment counter of the table issues, for the
+// moved shards, numbers above those the source's issued to a column beside
+// the key.
+func TestAMoveAdvancesTheSegmentCounterOfAColumnBesideTheKey(t *testing.T) {
+	dir := t.TempDir()
+	open := func(name string) gorm.Dialector { return sqlite.Open(filepath.Join(dir, name+".db")) }
+	db, err := gorm.Open(open("main"), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	p := New(Config{Shards: []Shard{
+		{Name: "a", Dialector: open("a"), Logical: []Range{{From: 0, To: 8191}}},
+		{Name: "b", Dialector: open("b")},
+	}, Log: quiet})
+	must(t, db.Use(p))
+	t.Cleanup(func() { _ = p.Close() })
+	must(t, p.AutoMigrate(db, &floorInvoice{}))
+	const shard = 7000
+	seen := map[int64]bool{}
+	create := func(n int) {
+		for range n {
+			inv := floorInvoice{}
+			must(t, db.Clauses(OnShard(shard)).Create(&inv).Error)
+			if seen[inv.Number] {
+				t.Fatalf("number %d issued twice in one table", inv.Number)
+			}
+			seen[inv.Number] = true
+		}
+	}
+	create(5)
+	_, err = p.Move(context.Background(), Move{Logical: Range{From: 6144, To: 8191}, To: "b"}) // every recorded table, as shardid_tables lists it
+	must(t, err)
+	create(5)
+}
+
+// The snowflake floor of a move covers a snowflake column beside the key:
+// a process behind the clock that wrote the copied rows makes none of their
+// values on the target.
+func TestAMovesSnowflakeFloorCoversAColumnBesideTheKey(t *testing.T) {
+	snowflakesOfAMoveAreNotMadeAgain(t, func(int) *floorTagged { return &floorTagged{} }, func(r *floorTagged) int64 { return r.Ref })
+}
+
+// A list of sharded tables made before it kept their other ID columns gains
+// the column, and a migration fills it.
+func TestARecordOfShardedTablesMadeBeforeItKeptIDColumnsKeepsThem(t *testing.T) {
+	dir := t.TempDir()
+	open := func(name string) gorm.Dialector { return sqlite.Open(filepath.Join(dir, name+".db")) }
+	db, err := gorm.Open(open("main"), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	must(t, db.Exec("CREATE TABLE shardid_tables (name VARCHAR(191) NOT NULL PRIMARY KEY, key_column VARCHAR(191) NOT NULL, key_kind INT NOT NULL, strategy VARCHAR(32) NOT NULL)").Error)
+	p := New(Config{Shards: []Shard{{Name: "a", Dialector: open("a"), Logical: []Range{{From: 0, To: 8191}}}}, Log: quiet})
+	must(t, db.Use(p))
+	t.Cleanup(func() { _ = p.Close() })
+	must(t, p.AutoMigrate(db, &floorInvoice{}))
+	var columns string
+	must(t, db.Raw("SELECT id_columns FROM shardid_tables WHERE name = ?", "floor_invoices").Scan(&columns).Error)
+	if columns != "number:segment" {
+		t.Errorf("id_columns %q, want number:segment", columns)
 	}
 }

@@ -253,3 +253,37 @@ func TestAMovesRunIsSeenByAnotherPluginOfItsFiles(t *testing.T) {
 		t.Errorf("another plugin of the same files sees the move as %+v; want it running", seen)
 	}
 }
+
+type dryRunMoved struct {
+	ID   int64 `shardid:""`
+	Name string
+}
+
+// TestAMovesDryRunRefusesWhatItsPrepareWould: a range whose target already
+// holds a row of it (left there, not copied by a move) is refused by the
+// move's prepare (ErrMoveInvalid), and by its dry run too, with the models
+// given or not.
+func TestAMovesDryRunRefusesWhatItsPrepareWould(t *testing.T) {
+	for _, models := range [][]any{nil, {&dryRunMoved{}}} {
+		db, p, direct := revRouted(t, &dryRunMoved{})
+		l := p.Layout()
+		const shard = 7 // on s0
+		must(t, db.Create(&dryRunMoved{ID: l.Compose(time.Now(), shard, 1), Name: "on the source"}).Error)
+		must(t, direct[1].Create(&dryRunMoved{ID: l.Compose(time.Now(), shard, 2), Name: "stray on the target"}).Error)
+		move := Move{Logical: Range{From: shard, To: shard}, To: "s1", Models: models}
+
+		move.DryRun = true
+		_, dryErr := p.Move(t.Context(), move)
+		move.DryRun = false
+		_, err := p.Move(t.Context(), move)
+		if !errors.Is(err, ErrMoveInvalid) {
+			t.Fatalf("models %v: the move itself: %v, want ErrMoveInvalid (the target holds a row of the range)", models, err)
+		}
+		if n := strings.Count(err.Error(), "shardid:"); n != 1 {
+			t.Errorf("models %v: the refusal says shardid: %d times, want once: %v", models, n, err)
+		}
+		if dryErr == nil {
+			t.Errorf("models %v: the dry run reported a plan; the move it plans is refused: %v", models, err)
+		}
+	}
+}

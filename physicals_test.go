@@ -222,3 +222,32 @@ func TestAllShardsLeavesOutADatabaseServingNothing(t *testing.T) {
 		t.Fatalf("a read naming no row: %v", err)
 	}
 }
+
+// An SQLite shard in memory lives only while a connection to it is open:
+// PoolIdleTimeout leaves its idle connections open, and its rows with them.
+func TestAnInMemorySQLiteShardKeepsItsIdleConnections(t *testing.T) {
+	dir := t.TempDir()
+	db, err := gorm.Open(sqlite.Open(filepath.Join(dir, "main.db")), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	memory := fmt.Sprintf("file:idle_memory_%d?mode=memory&cache=shared", time.Now().UnixNano())
+	p := shardid.New(shardid.Config{Shards: []shardid.Shard{{Name: "memory", Dialector: sqlite.Open(memory), Logical: []shardid.Range{{From: 0, To: shardid.Layout{}.ShardCount() - 1}}}},
+		PoolIdleTimeout: 10 * time.Millisecond, MapRefresh: -1})
+	if err := db.Use(p); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	if err := p.AutoMigrate(db, &manyUser{}); err != nil {
+		t.Fatal(err)
+	}
+	u := manyUser{Name: "kept"}
+	if err := db.Create(&u).Error; err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2500 * time.Millisecond) // database/sql closes connections idle too long about once a second
+	var got manyUser
+	if err := db.First(&got, u.ID).Error; err != nil || got.Name != "kept" {
+		t.Fatalf("the row written before the shard went idle: %+v, %v", got, err)
+	}
+}

@@ -177,6 +177,84 @@ func TestRawSQLOnAnUnshardedTableFromAShardIsRefused(t *testing.T) {
 	}
 }
 
+// A one-shard clause lets a statement name any sharded table on its shard,
+// not an unsharded model's: a select item or a SET value reading it would
+// read a table of that name on the shard (a leftover copy), not the rows on
+// the plugin's database.
+func TestAShardClauseDoesNotLetAModelStatementReadAnUnshardedTable(t *testing.T) {
+	db, p, direct := routedSQLite(t)
+	must(t, db.Create(&rawSetting{Value: "real"}).Error)
+	a := rawAuthor{Name: "a"}
+	must(t, db.Create(&a).Error)
+	k := p.ShardMap().Physical(p.Layout().Shard(a.ID))
+	migrate(t, direct[k], &rawSetting{})
+	must(t, direct[k].Create(&rawSetting{Value: "stale"}).Error)
+
+	type out struct {
+		ID    int64
+		Value string
+	}
+	var got []out
+	err := db.Clauses(ByID(a.ID)).Model(&rawAuthor{}).Where("id = ?", a.ID).
+		Select("id, (SELECT max(value) FROM raw_settings) AS value").Scan(&got).Error
+	if !errors.Is(err, ErrCrossShard) {
+		t.Errorf("a select item naming the unsharded table: got %v, %+v; want ErrCrossShard", err, got)
+	}
+	err = db.Clauses(ByID(a.ID)).Model(&a).Update("name", gorm.Expr("(SELECT max(value) FROM raw_settings)")).Error
+	if !errors.Is(err, ErrCrossShard) {
+		t.Errorf("a SET value naming the unsharded table: got %v, want ErrCrossShard", err)
+	}
+	var stored rawAuthor
+	must(t, direct[k].First(&stored, a.ID).Error)
+	if stored.Name != "a" {
+		t.Errorf("the row was written from the shard's copy: name %q", stored.Name)
+	}
+}
+
+// Only PostgreSQL cuts a long name: on SQLite (and MySQL) a table named by
+// the first 63 bytes of a sharded table's longer name is another table, an
+// unsharded model's here, whose statements run as without the plugin, and
+// which a statement on a shard may not read.
+type (
+	rawLongSharded struct {
+		ID   int64 `shardid:""`
+		Name string
+	}
+	rawLongPlain struct {
+		ID   int64
+		Name string
+	}
+)
+
+var rawLongPrefix = strings.Repeat("p", 63)
+
+func (rawLongSharded) TableName() string { return rawLongPrefix + "_archive" }
+func (rawLongPlain) TableName() string   { return rawLongPrefix }
+
+func TestATableNamedByTheFirst63BytesOfAShardedTablesNameIsAnotherTableOffPostgreSQL(t *testing.T) {
+	db, p, direct := twoSQLiteShards(t)
+	migrate(t, db, &rawLongPlain{})
+	for _, d := range direct {
+		migrate(t, d, &rawLongSharded{})
+	}
+	a := rawLongSharded{Name: "a"}
+	must(t, db.Create(&a).Error)
+	if err := db.Create(&rawLongPlain{Name: "plain"}).Error; err != nil {
+		t.Errorf("Create of the unsharded model: %v", err)
+	}
+	if err := db.Exec("DELETE FROM " + rawLongPrefix + " WHERE name = 'nothing'").Error; err != nil {
+		t.Errorf("raw SQL on the unsharded table: %v", err)
+	}
+	k := p.ShardMap().Physical(p.Layout().Shard(a.ID))
+	migrate(t, direct[k], &rawLongPlain{}) // a leftover copy on the shard
+	var got []map[string]any
+	err := db.Model(&rawLongSharded{}).Where("id = ?", a.ID).
+		Select("id, (SELECT max(name) FROM " + rawLongPrefix + ") AS name").Find(&got).Error
+	if !errors.Is(err, ErrCrossShard) {
+		t.Errorf("a statement on a shard naming the unsharded table: %v, %v; want ErrCrossShard", err, got)
+	}
+}
+
 func TestRawSQLUnroutedIsUntouched(t *testing.T) {
 	db, _ := testDB(t, Config{})
 	migrate(t, db, &rawAuthor{})

@@ -221,3 +221,61 @@ func TestHashOfAnotherTaggedFieldIsTakenOnceItIsFilled(t *testing.T) {
 		t.Errorf("found by Ref: %+v, want %+v", back, row)
 	}
 }
+
+type (
+	twoContactsContact struct{ Email string }
+	// twoContacts' hash:Email could be either embedded struct's: refused,
+	// as Go refuses the selector; its column names one.
+	twoContacts struct {
+		ID   int64              `shardid:"hash:Email"`
+		Home twoContactsContact `gorm:"embedded;embeddedPrefix:home_"`
+		Work twoContactsContact `gorm:"embedded;embeddedPrefix:work_"`
+	}
+	twoContactsByColumn struct {
+		ID   int64              `shardid:"hash:work_email"`
+		Home twoContactsContact `gorm:"embedded;embeddedPrefix:home_"`
+		Work twoContactsContact `gorm:"embedded;embeddedPrefix:work_"`
+	}
+)
+
+// A tag naming a field that two embedded structs hold at one depth is
+// refused rather than read as either's; its column names one.
+func TestATagNamingAFieldOfTwoEmbeddedStructsIsRefused(t *testing.T) {
+	db, p := testDB(t, Config{})
+	if err := p.AutoMigrate(db, &twoContacts{}); !errors.Is(err, ErrInvalidTag) || !strings.Contains(err.Error(), "two embedded structs") {
+		t.Errorf("hash:Email over two embedded Email fields: %v; want ErrInvalidTag", err)
+	}
+	must(t, p.AutoMigrate(db, &twoContactsByColumn{}))
+	row := twoContactsByColumn{Home: twoContactsContact{Email: "home@x.io"}, Work: twoContactsContact{Email: "work@x.io"}}
+	must(t, db.Create(&row).Error)
+	key, err := HashKey("work@x.io")
+	must(t, err)
+	if shard := p.Layout().Shard(row.ID); shard != int(key%uint64(p.Layout().ShardCount())) {
+		t.Errorf("hash:work_email placed the row in shard %d, not its work email's", shard)
+	}
+}
+
+type (
+	PromotedContact struct{ Email string }
+	// promotedBesideNamed's Email is its anonymous struct's, which Go
+	// promotes, not the named embedded struct's.
+	promotedBesideNamed struct {
+		ID int64 `shardid:"hash:Email"`
+		PromotedContact
+		Billing PromotedContact `gorm:"embedded;embeddedPrefix:billing_"`
+	}
+)
+
+// A tag naming a field one anonymous struct promotes takes it, beside a
+// named embedded struct holding a field of the same name.
+func TestATagNamesTheFieldGoPromotes(t *testing.T) {
+	db, p := testDB(t, Config{})
+	must(t, p.AutoMigrate(db, &promotedBesideNamed{}))
+	row := promotedBesideNamed{PromotedContact: PromotedContact{Email: "home@x.io"}, Billing: PromotedContact{Email: "bill@x.io"}}
+	must(t, db.Create(&row).Error)
+	key, err := HashKey("home@x.io")
+	must(t, err)
+	if shard := p.Layout().Shard(row.ID); shard != int(key%uint64(p.Layout().ShardCount())) {
+		t.Errorf("the row is in shard %d, not its promoted Email's", shard)
+	}
+}

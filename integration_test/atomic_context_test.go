@@ -55,12 +55,20 @@ func TestWriteOverDatabasesFinishesCommitPastItsDeadline(t *testing.T) {
 	forEachServer(t, func(t *testing.T, b backend) {
 		r, proxy, accounts := twoDatabasesOneDelayed(t, b, shardid.Config{})
 		commit := map[string]string{"mariadb": "XA COMMIT", "postgres": "COMMIT PREPARED"}[b.name]
-		proxy.delayStatements(commit, 2*time.Second)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		// The context ends as the second branch's commit reaches the proxy,
+		// which sends it on a second later: past its deadline, however long
+		// what came before took.
+		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
+		proxy.delayStatements(commit, time.Second)
+		proxy.whenDelayed(cancel)
 		ids := []int64{accounts[0].ID, accounts[1].ID}
 		must(t, r.db.WithContext(ctx).Model(&account{}).Where("id IN ?", ids).Update("balance", 7).Error)
 		proxy.delayStatements("", 0)
+		proxy.whenDelayed(nil)
+		if ctx.Err() == nil {
+			t.Fatalf("no %s reached the second database's proxy: the test shows nothing", commit)
+		}
 		for k, d := range r.direct {
 			var got account
 			must(t, d.First(&got, ids[k]).Error)

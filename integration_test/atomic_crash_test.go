@@ -406,7 +406,15 @@ func TestCommitBegunAfterCloseIsRefusedWhole(t *testing.T) {
 		go func() { first <- transfer(accounts[0], 10, func() {}) }()
 		<-decided // the first is between its decision and its branches' commits
 		go func() { closed <- plugin.Close() }()
-		time.Sleep(300 * time.Millisecond) // Close waits for the first
+		// Close has begun (and waits for the first) once Ping says the plugin is not open.
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+			if _, err := plugin.Ping(context.Background()); errors.Is(err, shardid.ErrPluginNotOpen) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("Close did not begin within a minute")
+			}
+		}
 		close(commit)
 		time.Sleep(300 * time.Millisecond) // the second's commit waits behind Close
 		close(release)
@@ -496,7 +504,7 @@ func TestADecidedTransactionCommitsItsBranchesOnConnectionsCutAtTheDecision(t *t
 		must(t, err)
 		sqlDB.SetMaxIdleConns(0) // the test's own connections to it were cut too
 		sqlDB.SetMaxIdleConns(2)
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second) // a branch left prepared holds its row's lock
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a branch left prepared holds its row's lock until recovery
 		defer cancel()
 		var got account
 		if err := phys[1].WithContext(ctx).Model(&account{}).Where("id = ?", ids[1]).Update("balance", gorm.Expr("balance")).Error; err != nil {

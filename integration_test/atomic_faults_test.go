@@ -166,13 +166,13 @@ func TestATransactionAcrossShardsEndsByItsContextsDeadline(t *testing.T) {
 
 // TestAPrepareWhoseAnswerIsLostIsRolledBackOnceItsSessionEnds: a transfer
 // across two databases whose PREPARE runs on the second and whose answer is
-// lost, the server ending that session only 3 s later (a half-open
+// lost, the server ending that session only a second later (a half-open
 // connection), is rolled back when the session ends, not left prepared,
 // holding its row's lock, until recovery.
 func TestAPrepareWhoseAnswerIsLostIsRolledBackOnceItsSessionEnds(t *testing.T) {
 	forEachServer(t, func(t *testing.T, b backend) {
 		r, proxy, accounts := twoDatabasesOneChaotic(t, b)
-		proxy.arm(map[string]string{"mariadb": "XA PREPARE", "postgres": "PREPARE TRANSACTION"}[b.name], true, 3*time.Second)
+		proxy.arm(map[string]string{"mariadb": "XA PREPARE", "postgres": "PREPARE TRANSACTION"}[b.name], true, time.Second)
 		err := r.db.Clauses(shardid.AcrossShards()).Transaction(func(tx *gorm.DB) error {
 			for k := range accounts {
 				if err := tx.Model(&accounts[k]).Update("balance", gorm.Expr("balance + 5")).Error; err != nil {

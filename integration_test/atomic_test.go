@@ -686,6 +686,9 @@ func TestSplitCreateWhoseContextEndsWhileDecidingCommits(t *testing.T) {
 		conn, err := sqlDB.Conn(context.Background())
 		must(t, err)
 		defer conn.Close()
+		var database string // the plugin's: the server also serves other test processes
+		current := map[string]string{"mariadb": "SELECT DATABASE()", "postgres": "SELECT current_database()"}[b.name]
+		must(t, conn.QueryRowContext(context.Background(), current).Scan(&database))
 		lock, unlock := []string{"LOCK TABLES shardid_transactions WRITE"}, "UNLOCK TABLES"
 		if b.name == "postgres" {
 			lock, unlock = []string{"BEGIN", "LOCK TABLE shardid_transactions IN EXCLUSIVE MODE"}, "COMMIT"
@@ -696,9 +699,9 @@ func TestSplitCreateWhoseContextEndsWhileDecidingCommits(t *testing.T) {
 		}
 		// The context ends once the decision waits for the lock, which is
 		// then let go.
-		waiting := "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'INSERT INTO shardid_transactions%'"
+		waiting := "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = ? AND INFO LIKE 'INSERT INTO shardid_transactions%'"
 		if b.name == "postgres" {
-			waiting = "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO shardid_transactions%'"
+			waiting = "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = ? AND wait_event_type = 'Lock' AND query LIKE 'INSERT INTO shardid_transactions%'"
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
@@ -707,7 +710,7 @@ func TestSplitCreateWhoseContextEndsWhileDecidingCommits(t *testing.T) {
 			var n int64
 			for n == 0 {
 				time.Sleep(20 * time.Millisecond)
-				if err := r.direct[0].Raw(waiting).Scan(&n).Error; err != nil {
+				if err := r.direct[0].Raw(waiting, database).Scan(&n).Error; err != nil {
 					unlocked <- err
 					return
 				}

@@ -2,7 +2,9 @@ package integration
 
 import (
 	"fmt"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -21,18 +23,28 @@ type dtRepro struct {
 }
 
 // createUsers is a statement creating n users into *into, spread over the
-// physical databases (nine users all on one of three is a 1-in-6561 chance).
+// physical databases by preset IDs that take them in turn: a repro over
+// several databases never runs on one by chance.
 func createUsers(n int, into *[]dtUser) dtStmt {
-	return dtStmt{"Create(users)", fmt.Sprintf("users := make([]dtUser, %d); db.Create(&users)", n), func(e *env) outcome {
+	layout := shardid.Layout{}.Normalized()
+	ids := make([]int64, n) // the same in the plugin's run and the reference's
+	for i := range ids {
+		shard := (i%dtPhysical)*layout.ShardCount()/dtPhysical + i/dtPhysical
+		ids[i] = layout.Compose(time.Now().Add(-time.Second), shard, int(presetSequence.Add(1))%layout.IDsPerTick())
+	}
+	return dtStmt{"Create(users)", fmt.Sprintf("users := make([]dtUser, %d) with IDs taking the databases in turn; db.Create(&users)", n), func(e *env) outcome {
 		us := make([]dtUser, n)
 		for i := range us {
-			us[i].Name = dtNames[i%len(dtNames)]
+			us[i] = dtUser{ID: ids[i], Name: dtNames[i%len(dtNames)]}
 		}
 		o := e.write(&us, func(db *gorm.DB) *gorm.DB { return db.Create(&us) })
 		*into = us
 		return o
 	}}
 }
+
+// presetSequence keeps the IDs createUsers presets apart within a tick.
+var presetSequence atomic.Int64
 
 // physicalIndex is the physical database of an ID under the default layout,
 // as newRig maps the logical shards.

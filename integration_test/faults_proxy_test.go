@@ -37,7 +37,12 @@ type chaosProxy struct {
 type chaosPair struct {
 	client, server net.Conn
 	muted          atomic.Bool
+	answered       chan struct{} // closed once the server answers while muted
+	answeredOnce   sync.Once
 }
+
+// heard notes that the server answered the statement whose answer is lost.
+func (pair *chaosPair) heard() { pair.answeredOnce.Do(func() { close(pair.answered) }) }
 
 func newChaosProxy(t testing.TB, upstream string) *chaosProxy {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -68,7 +73,7 @@ func (p *chaosProxy) serve() {
 			_ = client.Close()
 			continue
 		}
-		pair := &chaosPair{client: client, server: server}
+		pair := &chaosPair{client: client, server: server, answered: make(chan struct{})}
 		p.mu.Lock()
 		p.pairs[pair] = true
 		p.mu.Unlock()
@@ -114,7 +119,10 @@ func (p *chaosProxy) forward(pair *chaosPair) {
 				return
 			}
 			if fire {
-				time.Sleep(20 * time.Millisecond) // the server has it; its answer is lost
+				select { // the server has run it; its answer is lost
+				case <-pair.answered:
+				case <-time.After(30 * time.Second):
+				}
 				p.drop(pair, linger)
 				return
 			}
@@ -131,13 +139,14 @@ func (p *chaosProxy) answer(pair *chaosPair) {
 	for {
 		n, err := pair.server.Read(buf)
 		if n > 0 {
+			if pair.muted.Load() {
+				pair.heard()
+				continue
+			}
 			p.mu.Lock()
 			gate := p.gate
 			p.mu.Unlock()
 			<-gate
-			if pair.muted.Load() {
-				continue
-			}
 			if _, werr := pair.client.Write(buf[:n]); werr != nil {
 				p.drop(pair, 0)
 				return

@@ -74,7 +74,9 @@ func TestLeaseFencingAcrossProcesses(t *testing.T) {
 			time.Sleep(fencingTTL + 300*time.Millisecond)
 
 			// The lease has expired in the database: this process takes worker 0.
-			parent, err := strategies.NewLeasedSnowflake(fencingLayout, strategies.LeaseOptions{Table: table, TTL: fencingTTL})
+			// Only the stopped child's lease needs to lapse: this one's is long,
+			// so a busy machine cannot make it lapse too.
+			parent, err := strategies.NewLeasedSnowflake(fencingLayout, strategies.LeaseOptions{Table: table, TTL: time.Minute})
 			must(t, err)
 			defer parent.Close()
 			var parentIDs []int64
@@ -108,7 +110,14 @@ func TestLeaseFencingAcrossProcesses(t *testing.T) {
 				t.Fatalf("this process leased worker %d, want the stopped child's worker 0", w)
 			}
 			must(t, child.Process.Signal(syscall.SIGCONT))
-			time.Sleep(time.Second) // both make IDs in the same shard
+			// Both make IDs in the same shard until the child has made one with
+			// the worker it leased after finding its own taken.
+			for deadline := time.Now().Add(time.Minute); !slices.ContainsFunc(readIDs(t, idFile)[stoppedAt:], func(id int64) bool { return fencingLayout.Decode(id).Worker == 1 }); {
+				if time.Now().After(deadline) {
+					t.Fatal("the child made no ID with worker 1 within a minute of resuming")
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
 			close(stop)
 			wg.Wait()
 			_ = stdin.Close()

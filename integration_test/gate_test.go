@@ -87,7 +87,7 @@ func TestLastGateRefusesTablesItsRoutingDoesNotCover(t *testing.T) {
 			"an unsharded model's subquery": r.db.Where("id IN (SELECT id FROM gt_users)").Find(&[]GtCountry{}).Error,
 			"an unsharded Table(...).Joins": r.db.Table("gt_countries").Joins("JOIN gt_users ON gt_users.id = gt_countries.id").Find(&n).Error,
 			"a struct without the tag":      r.db.Find(&[]GtUserView{}).Error,
-			"a name qualified by a schema":  r.db.Where("id IN (SELECT id FROM " + qualifier(b) + ".gt_users)").Find(&[]GtCountry{}).Error,
+			"a name qualified by a schema":  r.db.Where("id IN (SELECT id FROM " + qualifier(t, r.db, b) + ".gt_users)").Find(&[]GtCountry{}).Error,
 		}
 		if b.name == "sqlite" {
 			offShard["a table after IN"] = r.db.Where("id IN gt_users").Find(&[]GtCountry{}).Error
@@ -115,13 +115,15 @@ func TestLastGateRefusesTablesItsRoutingDoesNotCover(t *testing.T) {
 	})
 }
 
-// qualifier is the schema or database a backend's tables are in.
-func qualifier(b backend) string {
+// qualifier is the schema or database a backend's tables are in on main.
+func qualifier(t *testing.T, main *gorm.DB, b backend) string {
 	switch b.name {
 	case "postgres":
 		return "public"
 	case "sqlite":
 		return "main"
 	}
-	return "shardid_test_integration" // MariaDB's database, as the variable names it with the package's suffix
+	var database string // MariaDB's: the package's, or its part's
+	must(t, main.Raw("SELECT DATABASE()").Scan(&database).Error)
+	return database
 }

@@ -320,3 +320,144 @@ func TestLooseHashKeyFindsWhatItsColumnFinds(t *testing.T) {
 		}
 	})
 }
+
+// String hash keys in columns given another type.
+type (
+	hcUUIDRef struct {
+		ID  int64  `shardid:"hash:Ref"`
+		Ref string `gorm:"type:uuid"`
+	}
+	hcIntRef struct {
+		ID  int64  `shardid:"hash:Ref"`
+		Ref string `gorm:"type:int"`
+	}
+	hcDomainRef struct {
+		ID  int64  `shardid:"hash:Ref"`
+		Ref string `gorm:"type:hc_work_email"`
+	}
+	hcBinaryRef struct {
+		ID  int64  `shardid:"hash:Ref"`
+		Ref string `gorm:"type:binary(16)"`
+	}
+)
+
+// TestAHashColumnThatComparesAsItsTypeIsRefused: a string hash key in a
+// column that compares its values as its type (PostgreSQL's uuid, stored
+// lower-cased; a number; a citext under two domains; MariaDB's binary(n),
+// which pads a short value) finds rows the key's hash does not place there:
+// refused, as a loose collation is.
+func TestAHashColumnThatComparesAsItsTypeIsRefused(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		models := map[string][]any{
+			"mariadb":  {&hcBinaryRef{}, &hcIntRef{}},
+			"postgres": {&hcUUIDRef{}, &hcIntRef{}, &hcDomainRef{}},
+		}[b.name]
+		if b.name == "postgres" {
+			for _, db := range r.direct {
+				must(t, db.Exec("CREATE EXTENSION IF NOT EXISTS citext").Error)
+				must(t, db.Exec("DROP DOMAIN IF EXISTS hc_work_email CASCADE").Error)
+				must(t, db.Exec("DROP DOMAIN IF EXISTS hc_email CASCADE").Error)
+				must(t, db.Exec("CREATE DOMAIN hc_email AS citext").Error)
+				must(t, db.Exec("CREATE DOMAIN hc_work_email AS hc_email").Error)
+			}
+		}
+		for _, model := range models {
+			must(t, r.plugin.Migrator(r.db).DropTable(model))
+			if err := r.plugin.AutoMigrate(r.db, model); !errors.Is(err, shardid.ErrInvalidTag) || !strings.Contains(err.Error(), ".ref") {
+				t.Errorf("a string hash key in the column of %T: %v; want ErrInvalidTag naming it", model, err)
+			}
+		}
+	})
+}
+
+// hcSizedCode's hash column holds ten characters; hcSizedText's is text,
+// which keeps a longer key whole.
+type (
+	hcSizedCode struct {
+		ID   int64  `shardid:"hash:Code"`
+		Code string `gorm:"size:10;uniqueIndex"`
+	}
+	hcSizedText struct {
+		ID   int64  `shardid:"hash:Code"`
+		Code string `gorm:"type:text;size:10"`
+	}
+	hcRegionKey struct { // an enum's labels compare exactly
+		ID     int64  `shardid:"hash:Region"`
+		Region string `gorm:"type:hc_region"`
+	}
+)
+
+// TestAHashKeyLongerThanItsColumnIsRefused: the database drops the trailing
+// spaces of a value past its column's size, and would store a key other
+// than the one its row was placed by: such a key is refused, nothing
+// written.
+func TestAHashKeyLongerThanItsColumnIsRefused(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		must(t, r.plugin.Migrator(r.db).DropTable(&hcSizedCode{}))
+		must(t, r.plugin.AutoMigrate(r.db, &hcSizedCode{}))
+		row := hcSizedCode{Code: "ABCDE00000  "}
+		if err := r.db.Create(&row).Error; !errors.Is(err, shardid.ErrNoShard) {
+			t.Errorf("a key two spaces past its column's size: %v; want ErrNoShard", err)
+		}
+		if n := r.count(t, &hcSizedCode{}); n != 0 {
+			t.Errorf("%d rows written", n)
+		}
+		must(t, r.db.Create(&hcSizedCode{Code: "ABCDE00000"}).Error)
+		if b.name == "postgres" {
+			must(t, r.plugin.Migrator(r.db).DropTable(&hcSizedText{}))
+			must(t, r.plugin.AutoMigrate(r.db, &hcSizedText{}))
+			must(t, r.db.Create(&hcSizedText{Code: "ABCDE00000  "}).Error) // text keeps it whole
+		}
+	})
+}
+
+// TestAHashKeyInAnEnumColumnMigrates: PostgreSQL compares an enum's labels
+// exactly, as the key is hashed.
+func TestAHashKeyInAnEnumColumnMigrates(t *testing.T) {
+	b := backends[2] // postgres
+	r := newRouting(t, b)
+	must(t, r.plugin.Migrator(r.db).DropTable(&hcRegionKey{}))
+	for _, db := range r.direct {
+		must(t, db.Exec("DROP TYPE IF EXISTS hc_region").Error)
+		must(t, db.Exec("CREATE TYPE hc_region AS ENUM ('north', 'south')").Error)
+	}
+	must(t, r.plugin.AutoMigrate(r.db, &hcRegionKey{}))
+	row := hcRegionKey{Region: "north"}
+	must(t, r.db.Create(&row).Error)
+	var got hcRegionKey
+	must(t, r.db.Where("region = ?", "north").First(&got).Error)
+	must(t, r.plugin.Migrator(r.db).DropTable(&hcRegionKey{}))
+}
+
+// Loose hash keys in columns of a language's collation, and of the root's.
+type (
+	hcGermanKey struct {
+		ID    int64  `shardid:"hash:Email;collation:loose"`
+		Email string `gorm:"type:varchar(191) CHARACTER SET utf8mb4 COLLATE utf8mb4_german2_ci"`
+	}
+	hcRootKey struct {
+		ID    int64  `shardid:"hash:Email;collation:loose"`
+		Email string `gorm:"type:varchar(191) CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"`
+	}
+	hcAccentKey struct { // the root's, telling accents apart: no coarser than the key
+		ID    int64  `shardid:"hash:Email;collation:loose"`
+		Email string `gorm:"type:varchar(191) CHARACTER SET utf8mb4 COLLATE utf8mb4_uca1400_as_ci"`
+	}
+)
+
+// TestALooseHashKeyOnALanguagesCollationIsRefused: collation:loose folds
+// keys as the root collation compares them; MariaDB's german2_ci finds
+// müller equal to mueller, which the key tells apart: refused.
+func TestALooseHashKeyOnALanguagesCollationIsRefused(t *testing.T) {
+	b := backends[1] // mariadb
+	r := newRouting(t, b)
+	m := r.plugin.Migrator(r.db)
+	must(t, m.DropTable(&hcGermanKey{}, &hcRootKey{}))
+	if err := r.plugin.AutoMigrate(r.db, &hcGermanKey{}); !errors.Is(err, shardid.ErrInvalidTag) || !strings.Contains(err.Error(), "utf8mb4_german2_ci") {
+		t.Errorf("a loose key on utf8mb4_german2_ci: %v; want ErrInvalidTag naming it", err)
+	}
+	must(t, r.plugin.AutoMigrate(r.db, &hcRootKey{}, &hcAccentKey{}))
+	must(t, m.DropTable(&hcGermanKey{}, &hcRootKey{}, &hcAccentKey{}))
+}

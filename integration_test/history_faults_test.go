@@ -33,6 +33,7 @@ type holdProxy struct {
 	// delayText, in a statement, holds it for delay before it is sent on.
 	delayText string
 	delay     time.Duration
+	onDelay   func() // called as each delayed statement reaches the proxy
 	// holdText, in a statement, holds every later answer on its
 	// connection, the statement's own among them, until held is closed.
 	holdText string
@@ -116,13 +117,16 @@ func (p *holdProxy) forward(server, client net.Conn, own chan<- (<-chan struct{}
 		n, err := client.Read(buf)
 		if n > 0 {
 			p.mu.Lock()
-			text, delay := p.delayText, p.delay
+			text, delay, onDelay := p.delayText, p.delay, p.onDelay
 			if p.holdText != "" && bytes.Contains(buf[:n], []byte(p.holdText)) {
 				p.holdText = ""
 				own <- p.held // before the statement goes on: its answer is held
 			}
 			p.mu.Unlock()
 			if text != "" && bytes.Contains(buf[:n], []byte(text)) {
+				if onDelay != nil {
+					onDelay()
+				}
 				time.Sleep(delay)
 			}
 			if _, werr := server.Write(buf[:n]); werr != nil {
@@ -141,6 +145,14 @@ func (p *holdProxy) delayStatements(text string, d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.delayText, p.delay = text, d
+}
+
+// whenDelayed calls f as each statement delayStatements delays reaches the
+// proxy, before it is held: a fence at that point of the client's work.
+func (p *holdProxy) whenDelayed(f func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.onDelay = f
 }
 
 // holdAnswersFrom holds the answers on the connection of the first

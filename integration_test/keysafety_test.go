@@ -266,8 +266,12 @@ func TestKeySafetyCreates(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		k := newKeys(t, b)
 		fresh(t, k.db, &normalTenant{}, &seat{})
-		all, x, y := k.spreadAuthors(t, func() author { return author{Name: "a"} })
-		x2 := all[slices.IndexFunc(all, func(a author) bool { return a.ID != x.ID && k.physicalOf(a.ID) == k.physicalOf(x.ID) })]
+		_, x, y := k.spreadAuthors(t, func() author { return author{Name: "a"} })
+		x2 := author{Name: "a"} // on x's database, on another logical shard (databases hold aligned ranges)
+		must(t, k.db.Clauses(shardid.OnShard(k.plugin.Layout().Shard(x.ID)^1)).Create(&x2).Error)
+		if k.physicalOf(x2.ID) != k.physicalOf(x.ID) || x2.ID == x.ID {
+			t.Fatalf("author %d is not another on the database of %d", x2.ID, x.ID)
+		}
 		count := k.plugin.Layout().ShardCount()
 		shardOfKey := func(key string) int {
 			h, err := shardid.HashKey(key)

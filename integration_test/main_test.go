@@ -1,14 +1,18 @@
 package integration
 
 import (
+	"os"
 	"testing"
 
 	"github.com/shardid/shardid/integration_test/internal/testdb"
 )
 
 // TestMain runs this package's database tests on databases of its own, as
-// go test runs the packages of the module at once.
+// go test runs the packages of the module at once; a run of every test, the
+// longest package of the suite, is shared out among two processes at once,
+// its longest tests first.
 func TestMain(m *testing.M) {
 	testdb.Package("integration")
-	m.Run()
+	os.Exit(testdb.RunInParts(m, 2, "TestDifferential", "TestHistoryLinearizableThroughMoves", "TestUniqueAcrossProcesses",
+		"TestMoveCrashAndResume", "TestMoveOnlineUnderLoad", "TestInstagramTwoProcessesOneShard"))
 }

@@ -78,7 +78,7 @@ func TestMoveAndAudit(t *testing.T) {
 func TestSharedMap(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		r := newMoveRig(t, b, t.TempDir())
-		other, otherPlugin := r.open(t, shardid.Config{MapRefresh: 20 * time.Millisecond})
+		other, otherPlugin := r.open(t, shardid.Config{MapRefresh: 500 * time.Millisecond}) // refreshes, each with the time a busy machine needs
 		if v := otherPlugin.MapVersion(); v != 1 {
 			t.Fatalf("a second process follows version %d, want the seeded 1", v)
 		}

@@ -41,7 +41,8 @@ func TestMoveWriterProcess(t *testing.T) {
 	i := slices.IndexFunc(backends, func(b backend) bool { return b.name == parts[0] })
 	dir, process := parts[1], parts[2]
 	r := &moveRig{b: backends[i], dir: dir}
-	db, p := r.open(t, shardid.Config{})
+	// A held write waits out the cutover, however long a busy machine makes it.
+	db, p := r.open(t, shardid.Config{MoveWait: time.Minute})
 	stop := filepath.Join(dir, "stop")
 	var wg sync.WaitGroup
 	for g := range writerGoroutines {
@@ -231,7 +232,8 @@ func TestMoveOnlineUnderLoad(t *testing.T) {
 				}
 			})
 			waitForJournals(t, dir, writerProcesses*writerGoroutines)
-			report := r.move(t, shardid.Move{})
+			// A long freeze lease: no lapse while a busy machine renews it late.
+			report := r.move(t, shardid.Move{FreezeLease: 30 * time.Second})
 			time.Sleep(1500 * time.Millisecond) // the writers go on, on the new map
 			must(t, os.WriteFile(filepath.Join(dir, "stop"), nil, 0o644))
 			for _, c := range children {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -114,6 +116,85 @@ func TestAMoveStartsOnASmallPoolItSharesWithTheApplication(t *testing.T) {
 		defer cancel()
 		if _, err := p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", DryRun: true}); err != nil {
 			t.Errorf("a move's dry run on a pool of three connections shared with the application: %v", err)
+		}
+	})
+}
+
+// statementHook is a Logger that calls onSQL with each statement's SQL once
+// it ran, on the goroutine that ran it.
+type statementHook struct {
+	logger.Interface
+	mu    sync.Mutex
+	onSQL func(sql string)
+}
+
+func (l *statementHook) LogMode(logger.LogLevel) logger.Interface { return l }
+
+func (l *statementHook) Trace(_ context.Context, _ time.Time, fc func() (string, int64), _ error) {
+	l.mu.Lock()
+	f := l.onSQL
+	l.mu.Unlock()
+	if f != nil {
+		sql, _ := fc()
+		f(sql)
+	}
+}
+
+// A rename of a sharded table checks that no move carries it and renames it
+// under the migrations' lock: a move that would start between the check
+// and the rename (here, while the migrator reads each database's tables)
+// waits for the lock, so no move is recorded carrying a table renamed away.
+func TestAMoveDoesNotStartBetweenARenamesCheckAndTheRename(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		dir := t.TempDir()
+		for _, k := range []int{moveSource, moveTarget} {
+			must(t, direct(t, b, dir)[k].Migrator().DropTable("mv_photos_renamed"))
+		}
+		t.Cleanup(func() {
+			for _, k := range []int{moveSource, moveTarget} {
+				_ = direct(t, b, dir)[k].Migrator().DropTable("mv_photos_renamed")
+			}
+		})
+		r := newMoveRig(t, b, dir)
+		r.seedUsers(t, 20)
+		must(t, r.p.Close())
+		hook := &statementHook{Interface: logger.Discard}
+		db, err := gorm.Open(b.dialector(t, dir), &gorm.Config{Logger: hook})
+		must(t, err)
+		count := shardid.Layout{}.ShardCount()
+		p := shardid.New(shardid.Config{Atomic: b.atomicity(), Shards: []shardid.Shard{
+			{Name: b.name + "-target", Dialector: b.physical(t, dir, moveTarget)},
+			{Name: b.name + "-source", Dialector: b.physical(t, dir, moveSource), Logical: []shardid.Range{{From: 0, To: count - 1}}},
+		}})
+		must(t, db.Use(p))
+		t.Cleanup(func() { _ = p.Close() })
+
+		var moveErr error
+		var once sync.Once
+		hook.mu.Lock()
+		hook.onSQL = func(sql string) {
+			if strings.Contains(strings.ToLower(sql), "select table_name from information_schema.tables") {
+				once.Do(func() { // the rename's check has passed: it reads each database's tables
+					ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+					defer cancel()
+					_, moveErr = p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target"})
+				})
+			}
+		}
+		hook.mu.Unlock()
+		renameErr := p.Migrator(db).RenameTable(&MvPhoto{}, "mv_photos_renamed")
+		hook.mu.Lock()
+		hook.onSQL = nil
+		hook.mu.Unlock()
+		var moves int64 // none without the table, which the first move makes
+		if err := db.Raw("SELECT COUNT(*) FROM shardid_moves").Scan(&moves).Error; err != nil {
+			moves = 0
+		}
+		if renameErr == nil && moves > 0 {
+			t.Errorf("the rename succeeded, and a move begun after its check was recorded carrying the table (move: %v)", moveErr)
+		}
+		if renameErr != nil && moveErr != nil {
+			t.Errorf("neither the rename (%v) nor the move (%v) went through", renameErr, moveErr)
 		}
 	})
 }

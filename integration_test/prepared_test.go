@@ -34,9 +34,11 @@ func TestPreparedStatementsPerDatabase(t *testing.T) {
 					db = mainDB.Session(&gorm.Session{PrepareStmt: true})
 				}
 				authors := make([]author, 24)
+				count := p.Layout().ShardCount()
 				for i := range authors {
 					authors[i].Name = "prepared"
-					must(t, db.Create(&authors[i]).Error) // one INSERT text, on every database
+					onDatabase := (i%physicalShards)*count/physicalShards + i/physicalShards // one INSERT text, on every database in turn
+					must(t, db.Clauses(shardid.OnShard(onDatabase)).Create(&authors[i]).Error)
 				}
 				for _, a := range authors {
 					r.mustBeOnItsShard(t, &author{}, a.ID)

@@ -152,3 +152,146 @@ func TestACreateCommittedThenFailedKeepsItsIDs(t *testing.T) {
 		}
 	})
 }
+
+// A Create in the application's transaction on the plugin's own database
+// (its rows anchored to it, committed with it) that fails after its INSERT
+// takes its rows back at once, and gives back its IDs: retried with another
+// hash key in another transaction, the row goes to its new key's shard.
+// CreateInBatches, which runs its batches in such a transaction, gives back
+// the IDs of the batch that failed; those before it keep theirs, as GORM
+// keeps the keys an auto-increment gave the batches before a failed one.
+func TestACreateInATransactionOnThePluginsDatabaseRolledBackGivesBackItsIDs(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		fresh(t, r.db, &rbFamily{}, &rbKid{})
+		f := rbFamily{Email: "anchored@example.com", Fails: true}
+		var createErr error
+		must(t, r.db.Transaction(func(tx *gorm.DB) error {
+			createErr = tx.Create(&f).Error
+			return nil // the application commits all the same
+		}))
+		if !errors.Is(createErr, errRefusedAfterWriting) || f.ID != 0 {
+			t.Fatalf("a Create failing after its INSERT: %v, ID %d; want the hook's error and no ID", createErr, f.ID)
+		}
+		if n := r.count(t, &rbFamily{}); n != 0 {
+			t.Fatalf("%d families written", n)
+		}
+		f.Email, f.Fails = "anchored-retried@example.com", false
+		must(t, r.db.Transaction(func(tx *gorm.DB) error { return tx.Create(&f).Error }))
+		key, err := shardid.HashKey(f.Email)
+		must(t, err)
+		if shard, want := r.plugin.Layout().Shard(f.ID), int(key%uint64(r.plugin.Layout().ShardCount())); shard != want {
+			t.Errorf("retried with another email, the row is in shard %d, not its email's %d", shard, want)
+		}
+
+		fresh(t, r.db, &rbFamily{}, &rbKid{})
+		rows := make([]rbFamily, 4)
+		for i := range rows {
+			rows[i] = rbFamily{Email: fmt.Sprintf("batch-%d@example.com", i), Fails: i == 3}
+		}
+		if err := r.db.CreateInBatches(&rows, 2).Error; !errors.Is(err, errRefusedAfterWriting) {
+			t.Fatalf("CreateInBatches: %v, want the hook's error", err)
+		}
+		if n := r.count(t, &rbFamily{}); n != 0 {
+			t.Fatalf("CreateInBatches failed, and %d families are written", n)
+		}
+		if rows[2].ID != 0 || rows[3].ID != 0 {
+			t.Errorf("the failed batch keeps IDs %d, %d", rows[2].ID, rows[3].ID)
+		}
+	})
+}
+
+// The IDs a write's Creates made (Save of a row with a new child) are given
+// back when the write's transaction rolls back: its After hook failed.
+func TestASaveRolledBackGivesBackTheIDsOfTheChildrenItCreated(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		fresh(t, r.db, &RbSaved{}, &RbSavedKid{})
+		saved := RbSaved{Email: "save@example.com"}
+		must(t, r.db.Create(&saved).Error)
+		saved.Fails, saved.Note = true, "changed"
+		saved.Kids = []RbSavedKid{{Name: "new"}}
+		if err := r.db.Save(&saved).Error; !errors.Is(err, errRefusedAfterWriting) {
+			t.Fatalf("Save: %v, want the hook's error", err)
+		}
+		if n := r.count(t, &RbSavedKid{}); n != 0 {
+			t.Fatalf("%d children written", n)
+		}
+		if saved.Kids[0].ID != 0 {
+			t.Errorf("the child's Create was rolled back with the Save, and kept ID %d", saved.Kids[0].ID)
+		}
+	})
+}
+
+type (
+	RbSaved struct {
+		ID    int64 `shardid:"hash:Email"`
+		Email string
+		Note  string
+		Fails bool `gorm:"-"` // its AfterUpdate fails
+		Kids  []RbSavedKid
+	}
+	RbSavedKid struct {
+		ID        int64 `shardid:"colocate:RbSavedID"`
+		RbSavedID int64
+		Name      string
+	}
+)
+
+func (s *RbSaved) AfterUpdate(*gorm.DB) error {
+	if s.Fails {
+		return errRefusedAfterWriting
+	}
+	return nil
+}
+
+// With BestEffort, a Create split over two databases whose first part's
+// commit answer is lost keeps that part's IDs: its row may be, and here is,
+// written.
+func TestACreateWhosePartsCommitAnswerIsLostKeepsThatPartsIDs(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		for proxied := range 2 {
+			t.Run(fmt.Sprint("lost-on-", proxied), func(t *testing.T) {
+				dir := t.TempDir()
+				list := shards(t, b, dir)[:2]
+				count := shardid.Layout{}.ShardCount()
+				list[0].Logical = []shardid.Range{{From: 0, To: count/2 - 1}}
+				list[1].Logical = []shardid.Range{{From: count / 2, To: count - 1}}
+				dialector, proxy := physicalViaChaos(t, b, proxied)
+				list[proxied].Dialector = dialector
+				db := open(t, b, dir, shardid.Config{Shards: list, Atomic: shardid.BestEffort})
+				direct := direct(t, b, dir)[:2]
+				fresh(t, db, &rbFamily{}, &rbKid{})
+				var families []rbFamily
+				var on [2]bool
+				for i := 0; len(families) < 2; i++ {
+					email := fmt.Sprintf("lost-%d@example.com", i)
+					key, err := shardid.HashKey(email)
+					must(t, err)
+					k := 0
+					if int(key%uint64(count)) >= count/2 {
+						k = 1
+					}
+					if !on[k] {
+						on[k] = true
+						families = append(families, rbFamily{Email: email})
+					}
+				}
+				proxy.arm(map[string]string{"mariadb": "COMMIT", "postgres": "commit"}[b.name], true, 0)
+				err := db.Create(&families).Error
+				proxy.calm()
+				for _, f := range families {
+					var rows int64
+					for _, d := range direct {
+						var n int64
+						must(t, d.Model(&rbFamily{}).Where("email = ?", f.Email).Count(&n).Error)
+						rows += n
+					}
+					if rows > 0 && f.ID == 0 {
+						t.Errorf("family %s is written, and its ID was given back (the Create: %v)", f.Email, err)
+					}
+				}
+			})
+		}
+	})
+}

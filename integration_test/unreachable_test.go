@@ -148,8 +148,8 @@ func plugged(t *testing.T, b backend, dialector gorm.Dialector) *gorm.DB {
 // The bound of the tests: a fault is reported within connectTimeout, with
 // room for a busy machine.
 const (
-	connectTimeout = time.Second
-	faultBound     = 4 * time.Second
+	connectTimeout = 2 * time.Second  // the healthy database's dials, on a busy machine, take far less
+	faultBound     = 10 * time.Second // a silent fault costs a connectTimeout, twice where Begin retries
 )
 
 // TestUnreachableShard: on MariaDB and PostgreSQL, a physical database that

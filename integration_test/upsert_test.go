@@ -2,6 +2,7 @@ package integration
 
 import (
 	"testing"
+	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -37,9 +38,13 @@ func TestUpsertRowsAffectedAsWithoutThePlugin(t *testing.T) {
 		fresh(t, k.db, &upPlayer{}, &upBadge{})
 		must(t, k.main.Migrator().DropTable(&upPlayer{}, &upBadge{}))
 		must(t, k.main.AutoMigrate(&upPlayer{}, &upBadge{}))
+		// Preset IDs spread the players evenly over the logical shards, so
+		// over every database; older than any ID idOfShardOf makes.
+		l := k.plugin.Layout()
 		players := make([]upPlayer, 6)
 		for i := range players {
-			players[i] = upPlayer{Name: "p", Score: i}
+			shard := i * l.ShardCount() / len(players)
+			players[i] = upPlayer{ID: l.Compose(time.Now().Add(-2*time.Second), shard, l.IDsPerTick()-1), Name: "p", Score: i}
 		}
 		must(t, k.db.Create(&players).Error)
 		must(t, k.main.Create(&players).Error) // the reference, with the same IDs

@@ -130,6 +130,9 @@ func PlanAggregation(q AggregationQuery) (*Aggregation, string) {
 		}
 	}
 	a.Visible = len(a.Items)
+	if q.Distinct && len(q.GroupBy) == 0 && !slices.ContainsFunc(a.Items, func(i Item) bool { return i.Func == "" }) {
+		q.Distinct, a.Grouped = false, false // aggregates alone make one row, which DISTINCT keeps as it is (GORM's Distinct(a, b).Count)
+	}
 	if q.Distinct && aggregated {
 		return nil, "DISTINCT with aggregates"
 	}

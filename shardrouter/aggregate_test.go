@@ -90,8 +90,10 @@ func TestPlanAggregation(t *testing.T) {
 			Having: gt("photos.likes > ?", 2), Dialect: MySQL}, refused: "neither an alias nor a grouped column"},
 		"a column named in another case: as the model names it": {q: AggregationQuery{Select: []string{"userid", "count(*)"}, GroupBy: []string{"USERID"}, OrderBy: []string{"max(UserId)"}},
 			parts: "`UserID`, count(*), MAX(`UserID`)", keys: []int{0}, order: "2"},
-		"DISTINCT with aggregates": {q: AggregationQuery{Select: []string{"count(*)"}, Distinct: true}, refused: "DISTINCT with aggregates"},
-		"no select list":           {q: AggregationQuery{GroupBy: []string{"owner"}}, refused: "without a select list"},
+		"DISTINCT of aggregates alone: their one row, merged": {q: AggregationQuery{Select: []string{"count(*)", "sum(likes)"}, Distinct: true},
+			parts: "count(*), sum(likes)"},
+		"DISTINCT with aggregates of groups": {q: AggregationQuery{Select: []string{"owner", "count(*)"}, GroupBy: []string{"owner"}, Distinct: true}, refused: "DISTINCT with aggregates"},
+		"no select list":                     {q: AggregationQuery{GroupBy: []string{"owner"}}, refused: "without a select list"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c.q.Table, c.q.Quote, c.q.ModelColumn = "photos", quoted, photoColumns

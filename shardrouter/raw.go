@@ -124,10 +124,14 @@ func CheckSent(s SentSQL, sharded, unsharded Catalog) RawRoute {
 			if model, ok := sharded(name); ok {
 				return RawRoute{Refusal: ShardedOffShard, Table: name, Model: model}
 			}
-		case s.Covered != nil && s.Covered(name):
 		default:
+			// Before coverage, which a one-shard clause gives every name:
+			// no clause brings an unsharded model's rows onto a shard.
 			if model, ok := unsharded(name); ok {
 				return RawRoute{Refusal: UnshardedOnShard, Table: name, Model: model}
+			}
+			if s.Covered != nil && s.Covered(name) {
+				break
 			}
 			if model, ok := sharded(name); ok {
 				return RawRoute{Refusal: ShardedUncovered, Table: name, Model: model}

@@ -59,19 +59,20 @@ func TestCheckSent(t *testing.T) {
 		refusal RawRefusal
 		table   string
 	}{
-		"its own table on its shard":                          {sql: onShard(Table{Name: "users"})},
-		"its own many2many join table":                        {sql: onShard(Table{Name: "users"}, Table{Name: "user_groups"})},
-		"another sharded table its routing does not cover":    {sql: onShard(Table{Name: "users"}, Table{Name: "photos"}), refusal: ShardedUncovered, table: "photos"},
-		"another sharded table qualified by its schema":       {sql: onShard(Table{Name: "users"}, Table{Qualifier: "public", Name: "photos"}), refusal: ShardedUncovered, table: "photos"},
-		"another sharded table in another case":               {sql: onShard(Table{Name: "users"}, Table{Name: "PHOTOS"}), refusal: ShardedUncovered, table: "PHOTOS"},
-		"an unsharded table on a shard":                       {sql: onShard(Table{Name: "users"}, Table{Name: "countries"}), refusal: UnshardedOnShard, table: "countries"},
-		"a catalog table of a sharded name":                   {sql: onShard(Table{Name: "users"}, Table{Qualifier: "pg_catalog", Name: "photos"})},
-		"a table of no model":                                 {sql: onShard(Table{Name: "users"}, Table{Name: "logs"})},
-		"every sharded table covered, as under a clause":      {sql: SentSQL{RawSQL: RawSQL{Tables: []Table{{Name: "photos"}}, OnShard: true}, Covered: func(string) bool { return true }}},
-		"nothing covered":                                     {sql: SentSQL{RawSQL: RawSQL{Tables: []Table{{Name: "users"}}, OnShard: true}}, refusal: ShardedUncovered, table: "users"},
-		"a sharded table off a shard":                         {sql: SentSQL{RawSQL: RawSQL{Tables: []Table{{Name: "countries"}, {Name: "users"}}}}, refusal: ShardedOffShard, table: "users"},
-		"an unsharded table off a shard":                      {sql: SentSQL{RawSQL: RawSQL{Tables: []Table{{Name: "countries"}}}}},
-		"SQL not read for certain, an uncovered sharded word": {sql: SentSQL{RawSQL: RawSQL{Unread: true, Words: []string{"users", "photos"}, OnShard: true}, Covered: own}, refusal: ShardedUncovered, table: "photos"},
+		"its own table on its shard":                               {sql: onShard(Table{Name: "users"})},
+		"its own many2many join table":                             {sql: onShard(Table{Name: "users"}, Table{Name: "user_groups"})},
+		"another sharded table its routing does not cover":         {sql: onShard(Table{Name: "users"}, Table{Name: "photos"}), refusal: ShardedUncovered, table: "photos"},
+		"another sharded table qualified by its schema":            {sql: onShard(Table{Name: "users"}, Table{Qualifier: "public", Name: "photos"}), refusal: ShardedUncovered, table: "photos"},
+		"another sharded table in another case":                    {sql: onShard(Table{Name: "users"}, Table{Name: "PHOTOS"}), refusal: ShardedUncovered, table: "PHOTOS"},
+		"an unsharded table on a shard":                            {sql: onShard(Table{Name: "users"}, Table{Name: "countries"}), refusal: UnshardedOnShard, table: "countries"},
+		"a catalog table of a sharded name":                        {sql: onShard(Table{Name: "users"}, Table{Qualifier: "pg_catalog", Name: "photos"})},
+		"a table of no model":                                      {sql: onShard(Table{Name: "users"}, Table{Name: "logs"})},
+		"every sharded table covered, as under a clause":           {sql: SentSQL{RawSQL: RawSQL{Tables: []Table{{Name: "photos"}}, OnShard: true}, Covered: func(string) bool { return true }}},
+		"an unsharded table under a clause that covers every name": {sql: SentSQL{RawSQL: RawSQL{Tables: []Table{{Name: "users"}, {Name: "countries"}}, OnShard: true}, Covered: func(string) bool { return true }}, refusal: UnshardedOnShard, table: "countries"},
+		"nothing covered":                                          {sql: SentSQL{RawSQL: RawSQL{Tables: []Table{{Name: "users"}}, OnShard: true}}, refusal: ShardedUncovered, table: "users"},
+		"a sharded table off a shard":                              {sql: SentSQL{RawSQL: RawSQL{Tables: []Table{{Name: "countries"}, {Name: "users"}}}}, refusal: ShardedOffShard, table: "users"},
+		"an unsharded table off a shard":                           {sql: SentSQL{RawSQL: RawSQL{Tables: []Table{{Name: "countries"}}}}},
+		"SQL not read for certain, an uncovered sharded word":      {sql: SentSQL{RawSQL: RawSQL{Unread: true, Words: []string{"users", "photos"}, OnShard: true}, Covered: own}, refusal: ShardedUncovered, table: "photos"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			route := CheckSent(c.sql, sharded, unsharded)

@@ -62,6 +62,16 @@ func (g *Instagram) Advance(ctx context.Context, source, target Target, atLeast 
 	return nil
 }
 
+// IssuedPast reports whether target's clock-sequence, as far as this
+// process has seen it reserve outside a transaction, has issued past the
+// time tick of id: it never issues an ID of that tick again, and id needs no
+// Advance. The database's clock, not the process's, decides, as the two may
+// differ.
+func (g *Instagram) IssuedPast(target Target, id int64) bool {
+	c, err := g.clock(target)
+	return err == nil && id >= 0 && c.confirmed.Load()>>g.layout.SequenceBits > g.layout.Decode(id).Ticks
+}
+
 // prepared is the clock of target, its tables created on target's pool.
 func (g *Instagram) prepared(ctx context.Context, target Target) (*databaseClock, error) {
 	conn := poolOf(target)

@@ -135,6 +135,9 @@ type databaseClock struct {
 	// never goes below it, even where a rolled-back transaction (SQLite runs
 	// the clock in the caller's) took the database's clock row back with it
 	issued atomic.Int64
+	// confirmed is the highest value this process has reserved outside a
+	// transaction: the database's clock-sequence is past it for certain
+	confirmed atomic.Int64
 	// markedAt is when the mark was last written (Unix nanoseconds); it is
 	// rewritten at least every markEvery, which repairs a mark that went back
 	// under this process (a failover to a lagging replica, a restore)
@@ -216,6 +219,7 @@ func (c *databaseClock) reserve(ctx context.Context, conn Conn, n int, markAhead
 	for old := c.issued.Load(); old < last && !c.issued.CompareAndSwap(old, last); old = c.issued.Load() {
 	}
 	if c.sql.advanceMark == "" || last < c.mark.Load() && time.Now().UnixNano()-c.markedAt.Load() < int64(markEvery) {
+		c.confirm(conn, last)
 		return last, nil
 	}
 	// The mark must be durable above last before last is handed out.
@@ -226,5 +230,16 @@ func (c *databaseClock) reserve(ctx context.Context, conn Conn, n int, markAhead
 	c.markedAt.Store(time.Now().UnixNano())
 	for old := c.mark.Load(); old < mark && !c.mark.CompareAndSwap(old, mark); old = c.mark.Load() {
 	}
+	c.confirm(conn, last)
 	return last, nil
+}
+
+// confirm notes last as reserved for certain, unless conn is a transaction,
+// which may yet roll the clock row back.
+func (c *databaseClock) confirm(conn Conn, last int64) {
+	if isTransaction(conn) {
+		return
+	}
+	for old := c.confirmed.Load(); old < last && !c.confirmed.CompareAndSwap(old, last); old = c.confirmed.Load() {
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/shardid/shardid"
+	"github.com/shardid/shardid/internal/dsn"
 )
 
 // configHelp is what the operators' commands say about --config.
@@ -52,6 +53,9 @@ type fileConfig struct {
 	MapRefresh string      `json:"map_refresh"`
 	MapTable   string      `json:"map_table"`
 	path       string      // the file it was read from, for errors
+	// connectTimeout, when set, bounds the plugin's dials: a command that
+	// gave up on a database does not wait for the plugin's own bound to close.
+	connectTimeout time.Duration
 }
 
 type fileShard struct {
@@ -191,7 +195,7 @@ func (c *fileConfig) layout() (shardid.Layout, error) {
 	f := c.Layout
 	l := shardid.Layout{TimeBits: f.TimeBits, ShardBits: f.ShardBits, SequenceBits: f.SequenceBits, WorkerBits: f.WorkerBits}
 	if f.Epoch != "" {
-		epoch, err := time.Parse(time.RFC3339, f.Epoch)
+		epoch, err := parseEpoch(f.Epoch)
 		if err != nil {
 			return l, c.fieldError("layout.epoch", "%v", err)
 		}
@@ -294,7 +298,7 @@ func openConfigOf(c *fileConfig, warnings io.Writer, sharedMap bool) (*opsSetup,
 	if err != nil {
 		return nil, c.fieldError("main", "%v", err)
 	}
-	cfg := shardid.Config{Layout: layout, MapRefresh: refresh, MapTable: c.MapTable, Log: slog.New(warnHandler{warnings})}
+	cfg := shardid.Config{Layout: layout, MapRefresh: refresh, MapTable: c.MapTable, ConnectTimeout: c.connectTimeout, Log: slog.New(warnHandler{warnings})}
 	for _, s := range c.Shards {
 		d, err := dialectorFor(s.DSN)
 		if err != nil {
@@ -306,18 +310,67 @@ func openConfigOf(c *fileConfig, warnings io.Writer, sharedMap bool) (*opsSetup,
 		}
 		cfg.Shards = append(cfg.Shards, shardid.Shard{Name: s.Name, Dialector: d, Logical: ranges})
 	}
-	db, err := gorm.Open(main, &gorm.Config{Logger: logger.Discard}) // the commands report failed statements as their errors
+	db, err := openMain(main, c.dialBound())
 	if err != nil {
-		return nil, fmt.Errorf("%s: main: %w", c.path, err)
+		return nil, fmt.Errorf("%s: main: %w", c.path, dsn.RedactError(err, c.Main)) // a driver refusing a DSN prints it
 	}
 	if table := c.mapTable(); sharedMap && !db.Migrator().HasTable(table) {
 		return nil, errors.Join(c.fieldError("map_table", "%s is not on main: no application shares its map there (give the application's Config.MapTable; an application creates it when it starts)", table), closeDB(db))
+	} else if sharedMap {
+		// An empty table would be seeded from this file, which is only the operator's copy.
+		var versions int64
+		if err := db.Table(table).Count(&versions).Error; err != nil {
+			return nil, errors.Join(fmt.Errorf("%s: reading %s on main: %w", c.path, table, err), closeDB(db))
+		}
+		if versions == 0 {
+			return nil, errors.Join(c.fieldError("map_table", "%s on main holds no map: no command writes one from its file (an application seeds it when it starts)", table), closeDB(db))
+		}
 	}
 	plugin := shardid.New(cfg)
 	if err := db.Use(plugin); err != nil {
 		return nil, errors.Join(fmt.Errorf("%s: %w", c.path, err), closeDB(db))
 	}
 	return &opsSetup{db: db, plugin: plugin, config: c}, nil
+}
+
+// defaultConnectTimeout is the plugin's (Config.ConnectTimeout), which
+// bounds opening the plugin's database too.
+const defaultConnectTimeout = 5 * time.Second
+
+// dialBound is how long a database has to open.
+func (c *fileConfig) dialBound() time.Duration {
+	if c.connectTimeout > 0 {
+		return c.connectTimeout
+	}
+	return defaultConnectTimeout
+}
+
+// openMain opens the plugin's database within bound: gorm.Open's dial and
+// ping take no context, and a server that accepts and never answers would
+// hold the command for as long as its driver waits, maybe for ever.
+func openMain(d gorm.Dialector, bound time.Duration) (*gorm.DB, error) {
+	type result struct {
+		db  *gorm.DB
+		err error
+	}
+	opened := make(chan result, 1)
+	go func() {
+		db, err := gorm.Open(d, &gorm.Config{Logger: logger.Discard}) // the commands report failed statements as their errors
+		opened <- result{db, err}
+	}()
+	timer := time.NewTimer(bound)
+	defer timer.Stop()
+	select {
+	case r := <-opened:
+		return r.db, r.err
+	case <-timer.C:
+		go func() { // closed once it opens, if ever
+			if r := <-opened; r.err == nil {
+				_ = closeDB(r.db)
+			}
+		}()
+		return nil, fmt.Errorf("it did not answer within %v", bound)
+	}
 }
 
 // close releases the plugin (its process entry in the shared map's tables
@@ -344,10 +397,17 @@ func withSharedMap(cmd *cobra.Command, path string, fn func(*opsSetup) error) (e
 }
 
 func withConfigOf(cmd *cobra.Command, path string, sharedMap bool, fn func(*opsSetup) error) (err error) {
+	return withConfigBounded(cmd, path, sharedMap, 0, fn)
+}
+
+// withConfigBounded is withConfigOf whose plugin dials each database within
+// connectTimeout (0: the plugin's default).
+func withConfigBounded(cmd *cobra.Command, path string, sharedMap bool, connectTimeout time.Duration, fn func(*opsSetup) error) (err error) {
 	c, err := readConfig(path)
 	if err != nil {
 		return err
 	}
+	c.connectTimeout = connectTimeout
 	s, err := openConfigOf(c, cmd.ErrOrStderr(), sharedMap)
 	if err != nil {
 		return err

@@ -25,6 +25,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/shardid/shardid"
+	"github.com/shardid/shardid/internal/dsn"
 )
 
 // warnings is the demo's log of the plugin's events: its leases taken would
@@ -107,6 +108,7 @@ func (s *demoSetup) namingDSNs(err error) error {
 	if err == nil || len(s.dsns) == 0 {
 		return err
 	}
+	err = dsn.RedactError(err, s.dsns...) // a driver's error may print its DSN
 	var notes []string
 	for _, found := range demoShardNames.FindAllStringSubmatch(err.Error(), -1) {
 		if k, _ := strconv.Atoi(found[1]); k < len(s.dsns) && !slices.Contains(notes, found[0]) {
@@ -215,7 +217,11 @@ func openDemo(o demoOptions) (*demoSetup, error) {
 	if main.Name() == "sqlite" {
 		atomicity = shardid.BestEffort // SQLite has no two-phase commit: a batch over several databases is written part by part
 	}
-	s.plugin = shardid.New(shardid.Config{Shards: shards, DefaultStrategy: o.strategy, MapTable: "shardid_demo_shard_map", Log: warnings, Atomic: atomicity})
+	const mapTable = "shardid_demo_shard_map"
+	if err := db.Migrator().DropTable(mapTable); err != nil { // each run starts afresh: an earlier run's map, on other --dsn, would win
+		return nil, s.namingDSNs(err)
+	}
+	s.plugin = shardid.New(shardid.Config{Shards: shards, DefaultStrategy: o.strategy, MapTable: mapTable, Log: warnings, Atomic: atomicity})
 	if err := db.Use(s.plugin); err != nil {
 		return nil, s.namingDSNs(err)
 	}

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -36,5 +38,22 @@ func TestDemoRunsAgainOnOtherDatabases(t *testing.T) {
 	mustRun(t, "demo", "--rows", "20", "--main", f("main.db"), "--dsn", f("a.db"), "--dsn", f("b.db"))
 	if out, err := run(t, "demo", "--rows", "20", "--strategy", "snowflake", "--main", f("main.db"), "--dsn", f("c.db"), "--dsn", f("d.db")); err != nil {
 		t.Fatalf("the demo again on other databases: %v\n%s", err, out)
+	}
+	// Its map is made again from the --dsn it is given, as many as they are:
+	// each database holds users.
+	for _, dsns := range [][]string{{"e.db", "f.db", "g.db"}, {"h.db", "i.db"}} {
+		args := []string{"demo", "--rows", "60", "--main", f("main.db")}
+		for _, d := range dsns {
+			args = append(args, "--dsn", f(d))
+		}
+		out, err := run(t, args...)
+		if err != nil {
+			t.Fatalf("the demo again on %d databases: %v\n%s", len(dsns), err, out)
+		}
+		for k := range dsns {
+			if holds := regexp.MustCompile(fmt.Sprintf(`physical-%d: [1-9]\d* users`, k)); !holds.MatchString(out) {
+				t.Errorf("the demo again on %d databases: physical-%d holds no user\n%s", len(dsns), k, out)
+			}
+		}
 	}
 }

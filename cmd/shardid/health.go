@@ -21,7 +21,7 @@ func healthCommand() *cobra.Command {
 		Use:   "health --config FILE [--json]",
 		Short: "Ping every physical database and print each one's state and round trip; non-zero exit when one is down",
 		Long: `Health pings every physical database of the config file at once (the plugin's
-own database must answer for the command to start) and prints each one's
+own database must answer within --timeout for the command to start) and prints each one's
 state, up or down, and the round trip of its ping. A database that has not
 answered within --timeout is down. The exit status is non-zero when one is
 down.
@@ -37,7 +37,7 @@ down) and, when down, "error".
 			if timeout < 0 {
 				return fmt.Errorf("--timeout cannot be negative")
 			}
-			return withConfig(cmd, config, func(s *opsSetup) error {
+			return withConfigBounded(cmd, config, true, timeout, func(s *opsSetup) error {
 				ctx := cmd.Context()
 				if timeout > 0 {
 					var cancel context.CancelFunc

@@ -2,9 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 func TestHealth(t *testing.T) {
@@ -52,4 +56,67 @@ func TestHealth(t *testing.T) {
 	if _, err := run(t, "health", "--config", e.config, "--timeout", "-1s"); err == nil || !strings.Contains(err.Error(), "--timeout") {
 		t.Errorf("a negative --timeout: %v", err)
 	}
+}
+
+// TestHealthEndsWithinItsTimeout: health --timeout 1s, with a physical
+// database or the plugin's own that accepts connections and never answers,
+// reports it down (or fails to start) and returns soon after, not once the
+// plugin's own dial bound (5 s) has passed, nor never.
+func TestHealthEndsWithinItsTimeout(t *testing.T) {
+	e := mysqlEnv(t)
+	e.application(t) // the shared map
+	cfg, err := mysql.ParseDSN(e.dsns["c"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Addr = silentServer(t)
+	e.dsns["c"] = cfg.FormatDSN()
+	e = writeConfig(t, e.dsns)
+	start := time.Now()
+	out, err := run(t, "health", "--config", e.config, "--timeout", "1s") // time for the healthy ones on a busy machine
+	took := time.Since(start)
+	if err == nil || !strings.Contains(out, "down") {
+		t.Fatalf("health with c silent: %v\n%s", err, out)
+	}
+	if took > 4*time.Second { // the plugin's dial bound is 5 s
+		t.Errorf("health --timeout 1s, c silent, took %s to return\n%s", took.Round(time.Millisecond), out)
+	}
+
+	dir := t.TempDir()
+	dsns := map[string]string{"main": "root@tcp(" + silentServer(t) + ")/app"}
+	for _, name := range []string{"a", "b", "c"} {
+		dsns[name] = "file:" + filepath.Join(dir, name+".db")
+	}
+	e = writeConfig(t, dsns)
+	start = time.Now()
+	out, err = run(t, "health", "--config", e.config, "--timeout", "1s")
+	if took := time.Since(start); err == nil || took > 4*time.Second {
+		t.Errorf("health --timeout 1s, main silent: %v after %s\n%s", err, took.Round(time.Millisecond), out)
+	}
+}
+
+// silentServer listens on a local port until the test ends, accepting
+// connections and never answering, and returns its address.
+func silentServer(t *testing.T) string {
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan net.Conn, 16)
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c // held open, never answered
+		}
+	}()
+	t.Cleanup(func() {
+		silent.Close()
+		for len(accepted) > 0 {
+			(<-accepted).Close()
+		}
+	})
+	return silent.Addr().String()
 }

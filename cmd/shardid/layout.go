@@ -32,7 +32,7 @@ func (f *layoutFlags) register(cmd *cobra.Command) {
 func (f *layoutFlags) layout() (shardid.Layout, error) {
 	l := shardid.Layout{TimeBits: f.timeBits, ShardBits: f.shardBits, SequenceBits: f.sequenceBits, WorkerBits: f.workerBits, TimeUnit: f.unit}
 	if f.epoch != "" {
-		epoch, err := time.Parse(time.RFC3339, f.epoch)
+		epoch, err := parseEpoch(f.epoch)
 		if err != nil {
 			return l, fmt.Errorf("--epoch: %w", err)
 		}
@@ -42,6 +42,16 @@ func (f *layoutFlags) layout() (shardid.Layout, error) {
 		return l, err
 	}
 	return l.Normalized(), nil
+}
+
+// parseEpoch reads an RFC 3339 epoch; the zero time, which a Layout takes
+// for the default epoch, is refused rather than silently replaced.
+func parseEpoch(text string) (time.Time, error) {
+	epoch, err := time.Parse(time.RFC3339, text)
+	if err == nil && epoch.IsZero() {
+		return epoch, fmt.Errorf("%s is the zero time, which a layout takes for its default epoch (%s): leave the epoch out for that", text, shardid.Layout{}.Normalized().Epoch.Format(time.RFC3339))
+	}
+	return epoch, err
 }
 
 func layoutCommand() *cobra.Command {

@@ -256,3 +256,23 @@ func TestDemoCountsOne(t *testing.T) {
 		t.Fatalf("a plural for one:\n%s", out)
 	}
 }
+
+// TestAZeroEpochIsRefused: an epoch given as the zero time, which a Layout
+// would silently take for its default epoch, is refused by name, from a
+// flag and from a config file.
+func TestAZeroEpochIsRefused(t *testing.T) {
+	zero := "0001-01-01T00:00:00Z"
+	if _, err := run(t, "layout", "--epoch", zero); err == nil || !strings.Contains(err.Error(), "--epoch: "+zero+" is the zero time") {
+		t.Errorf("layout --epoch %s: %v, want it refused as the zero time", zero, err)
+	}
+	dir := t.TempDir()
+	body := fmt.Sprintf(`{"main": "file:%s", "shards": [{"name": "a", "dsn": "file:%s", "logical": "0-8191"}], "layout": {"epoch": %q}}`,
+		filepath.Join(dir, "main.db"), filepath.Join(dir, "a.db"), zero)
+	config := filepath.Join(dir, "shards.json")
+	if err := os.WriteFile(config, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, "map", "--config", config); err == nil || !strings.Contains(err.Error(), "layout.epoch") || !strings.Contains(err.Error(), "zero time") {
+		t.Errorf("a config with layout.epoch %s: %v, want it refused by name", zero, err)
+	}
+}

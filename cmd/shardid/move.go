@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -67,10 +68,11 @@ func shardsFlag(text string) (shardid.Range, error) {
 	return r, nil
 }
 
-// interruptible is the command's context, ended by Ctrl-C: a move stopped so
-// keeps its state and resumes when run again.
+// interruptible is the command's context, ended by Ctrl-C or SIGTERM (a
+// scheduler stopping a job): a move stopped so keeps its state, leaves the
+// shared map's tables as a process that ends does, and resumes when run again.
 func interruptible(cmd *cobra.Command) (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(cmd.Context(), os.Interrupt)
+	return signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 }
 
 func runMove(cmd *cobra.Command, o moveOptions) error {

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,16 +17,7 @@ import (
 // nothing, instead of a plan or a report of a move.
 func TestAMoveRunAgainAfterItsCutoverSaysItHasNothingToDo(t *testing.T) {
 	e := sqliteEnv(t)
-	app := e.application(t)
-	if err := app.plugin.AutoMigrate(app.db, &cmdItem{}); err != nil {
-		t.Fatal(err)
-	}
-	layout := app.plugin.Layout()
-	for i, shard := range []int{0, 10} {
-		if err := app.db.Create(&cmdItem{ID: layout.Compose(time.Now(), shard, i), Name: "x"}).Error; err != nil {
-			t.Fatal(err)
-		}
-	}
+	e.applicationWithItems(t, 0, 10)
 	mustRun(t, "move", "--config", e.config, "--shards", "0-10", "--to", "c")
 	for _, args := range [][]string{
 		{"move", "--config", e.config, "--shards", "0-10", "--to", "c", "--dry-run"},
@@ -42,16 +35,7 @@ func TestAMoveRunAgainAfterItsCutoverSaysItHasNothingToDo(t *testing.T) {
 // its hint resumes the move to c, not the command just refused.
 func TestAMoveToAnotherTargetThanTheStoppedOnesNamesThatTarget(t *testing.T) {
 	e := sqliteEnv(t)
-	app := e.application(t)
-	if err := app.plugin.AutoMigrate(app.db, &cmdItem{}); err != nil {
-		t.Fatal(err)
-	}
-	layout := app.plugin.Layout()
-	for i, shard := range []int{0, 5, 700, 1023} {
-		if err := app.db.Create(&cmdItem{ID: layout.Compose(time.Now(), shard, i), Name: "x"}).Error; err != nil {
-			t.Fatal(err)
-		}
-	}
+	app, _ := e.applicationWithItems(t, 0, 5, 700, 1023)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	_, err := app.plugin.Move(ctx, shardid.Move{Logical: shardid.Range{From: 0, To: 1023}, To: "c", ChunkSize: 1, Progress: func(p shardid.MoveProgress) {
@@ -65,5 +49,43 @@ func TestAMoveToAnotherTargetThanTheStoppedOnesNamesThatTarget(t *testing.T) {
 	out, err := run(t, "move", "--config", e.config, "--shards", "0-1023", "--to", "b")
 	if err == nil || strings.Contains(out, "run the same command again") || !strings.Contains(out, "resume it with --to c") {
 		t.Errorf("shardid move --to b of a range whose move to c stopped: %v\n%s", err, out)
+	}
+}
+
+// TestAMoveStoppedBySIGTERMKeepsItsStateAndResumes: SIGTERM, which a
+// scheduler sends to stop a job, stops a move as Ctrl-C does: the command
+// ends with the hint to resume, and running it again finishes the move.
+func TestAMoveStoppedBySIGTERMKeepsItsStateAndResumes(t *testing.T) {
+	e := sqliteEnv(t)
+	e.applicationWithItems(t, 0, 5, 700, 1023)
+	type result struct {
+		out string
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, err := run(t, "move", "--config", e.config, "--shards", "0-1023", "--to", "c", "--chunk", "1", "--throttle", "1h") // it cannot end before the signal
+		done <- result{out, err}
+	}()
+	main := direct(t, e.dsns["main"])
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		var copying int64
+		if err := main.Raw("SELECT count(*) FROM shardid_moves WHERE phase = 'copy'").Scan(&copying).Error; err == nil && copying > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the move did not reach its copy")
+		}
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	stopped := <-done
+	if stopped.err == nil || !strings.Contains(stopped.out, "run the same command again to resume it") {
+		t.Fatalf("the move sent SIGTERM in its copy: %v\n%s", stopped.err, stopped.out)
+	}
+	out, err := run(t, "move", "--config", e.config, "--shards", "0-1023", "--to", "c")
+	if err != nil || !strings.Contains(out, "moved (resumed)") {
+		t.Fatalf("the move run again: %v\n%s", err, out)
 	}
 }

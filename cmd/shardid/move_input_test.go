@@ -5,7 +5,6 @@ import (
 	"math"
 	"strings"
 	"testing"
-	"time"
 )
 
 // runNoPanic runs the command, turning a panic into an error.
@@ -41,16 +40,7 @@ func TestDemoRefusesSizesItCannotHold(t *testing.T) {
 // or of one that ended, and unknown commands fail with an error.
 func TestMoveRefusesWhatItCannotDo(t *testing.T) {
 	e := sqliteEnv(t)
-	app := e.application(t)
-	if err := app.plugin.AutoMigrate(app.db, &cmdItem{}); err != nil {
-		t.Fatal(err)
-	}
-	layout := app.plugin.Layout()
-	for i, shard := range []int{0, 10, 4000, 4200, 8191} {
-		if err := app.db.Create(&cmdItem{ID: layout.Compose(time.Now(), shard, i), Name: "x"}).Error; err != nil {
-			t.Fatal(err)
-		}
-	}
+	e.applicationWithItems(t, 0, 10, 4000, 4200, 8191)
 	for _, args := range [][]string{
 		{"move", "--config", e.config, "--shards", "0-10", "--to", "a"},
 		{"move", "--config", e.config, "--shards", "0-10", "--to", "a", "--dry-run"},
@@ -86,6 +76,56 @@ func TestMoveRefusesWhatItCannotDo(t *testing.T) {
 		out, err := runNoPanic(t, args...)
 		if err == nil {
 			t.Errorf("shardid %s: no error\n%s", strings.Join(args, " "), out)
+		}
+	}
+}
+
+// TestAMoveWhoseSourceLacksATableNamesTheSource: a move (or its dry run)
+// whose source lacks a sharded table, dropped there by hand, fails naming
+// the source, as every other error of a physical database does.
+func TestAMoveWhoseSourceLacksATableNamesTheSource(t *testing.T) {
+	e := sqliteEnv(t)
+	app, _ := e.applicationWithItems(t, 4096)
+	_ = app.close()
+	if err := direct(t, e.dsns["b"]).Exec("DROP TABLE shardid_cmd_items").Error; err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"move", "--config", e.config, "--shards", "4096-4100", "--to", "c"},
+		{"move", "--config", e.config, "--shards", "4096-4100", "--to", "c", "--dry-run"},
+	} {
+		out, err := run(t, args...)
+		if err == nil {
+			t.Fatalf("shardid %s: no error\n%s", strings.Join(args, " "), out)
+		}
+		if !strings.Contains(err.Error(), "source b") {
+			t.Errorf("shardid %s: %v; want the error to name b, the database whose table is missing", strings.Join(args, " "), err)
+		}
+	}
+}
+
+// TestADryRunRefusesWhatTheMoveWould: a dry run of a move whose target
+// lacks a sharded table fails as the move would, in its prepare, instead of
+// printing a plan; neither records a move.
+func TestADryRunRefusesWhatTheMoveWould(t *testing.T) {
+	e := sqliteEnv(t)
+	app, _ := e.applicationWithItems(t, 4096)
+	_ = app.close()
+	if err := direct(t, e.dsns["c"]).Exec("DROP TABLE shardid_cmd_items").Error; err != nil {
+		t.Fatal(err)
+	}
+	for _, dryRun := range []bool{true, false} {
+		args := []string{"move", "--config", e.config, "--shards", "4096-4100", "--to", "c"}
+		if dryRun {
+			args = append(args, "--dry-run")
+		}
+		out, err := run(t, args...)
+		if err == nil || !strings.Contains(err.Error(), "prepare") || !strings.Contains(err.Error(), "table shardid_cmd_items on c") {
+			t.Errorf("shardid %s, c lacking the table: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		var moves int64
+		if err := direct(t, e.dsns["main"]).Raw("SELECT count(*) FROM shardid_moves WHERE phase <> 'prepare'").Scan(&moves).Error; err != nil || moves != 0 {
+			t.Errorf("after shardid %s: %d moves past their prepare (%v)", strings.Join(args, " "), moves, err)
 		}
 	}
 }

@@ -170,6 +170,25 @@ func (e opsEnv) application(t *testing.T) *opsSetup {
 	return s
 }
 
+// applicationWithItems is the application with cmdItem migrated and an item
+// in each of the logical shards, whose IDs it returns in their order.
+func (e opsEnv) applicationWithItems(t *testing.T, shards ...int) (*opsSetup, []int64) {
+	t.Helper()
+	app := e.application(t)
+	if err := app.plugin.AutoMigrate(app.db, &cmdItem{}); err != nil {
+		t.Fatal(err)
+	}
+	layout := app.plugin.Layout()
+	ids := make([]int64, len(shards))
+	for i, shard := range shards {
+		ids[i] = layout.Compose(time.Now(), shard, i)
+		if err := app.db.Create(&cmdItem{ID: ids[i], Name: "x"}).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	return app, ids
+}
+
 // idsIn returns the keys of shardid_cmd_items on db whose logical shard is in r.
 func idsIn(t *testing.T, db *gorm.DB, layout shardid.Layout, r shardid.Range) []int64 {
 	t.Helper()
@@ -427,8 +446,10 @@ func TestMapFollowsTheTable(t *testing.T) {
 }
 
 // TestVerifyWithADatabaseDownReportsTheOthers: a physical database that
-// cannot be opened fails verify, naming it, and does not hide a stray row
-// found on another.
+// cannot be opened fails verify, naming it once, and does not hide a stray
+// row found on another; with nothing found elsewhere, verify says what it
+// read and does not claim every row is in place; --json prints the report
+// with the database under unread_databases.
 func TestVerifyWithADatabaseDownReportsTheOthers(t *testing.T) {
 	e := sqliteEnv(t)
 	app := e.application(t)
@@ -442,8 +463,29 @@ func TestVerifyWithADatabaseDownReportsTheOthers(t *testing.T) {
 	e.dsns["c"] = "file:" + filepath.Join(t.TempDir(), "no-such-folder", "c.db")
 	e = writeConfig(t, e.dsns)
 	out, err := run(t, "verify", "--config", e.config)
-	if err == nil || !strings.Contains(err.Error(), "on c") {
-		t.Errorf("verify with c down: %v; want an error naming c", err)
+	if err == nil || !strings.HasPrefix(err.Error(), "shardid: on c: ") || strings.Count(err.Error(), "shardid:") != 1 {
+		t.Errorf("verify with c down: %v; want an error naming c, with one prefix", err)
 	}
-	wantIn(t, out, "shardid_cmd_items on b: 1 row whose logical shard maps elsewhere\n", fmt.Sprintf("keys %d (logical shard 5, on a)", stray))
+	wantIn(t, out, "shardid_cmd_items on b: 1 row whose logical shard maps elsewhere\n", fmt.Sprintf("keys %d (logical shard 5, on a)", stray), "c could not be read: shardid: on c: ")
+
+	if err := direct(t, e.dsns["b"]).Exec("DELETE FROM shardid_cmd_items").Error; err != nil {
+		t.Fatal(err)
+	}
+	out, err = run(t, "verify", "--config", e.config)
+	if err == nil || strings.Contains(out, "all rows are on") {
+		t.Errorf("verify with c down and nothing misplaced elsewhere: %v\n%s", err, out)
+	}
+	wantIn(t, out, "c could not be read: ", "all rows of the databases read are on the database their shard maps to (map version 1)\n")
+	stdout, _, err := runApart(t, "verify", "--config", e.config, "--json")
+	var report struct {
+		Misplaced *int64           `json:"misplaced_rows"`
+		Unread    []map[string]any `json:"unread_databases"`
+	}
+	if jsonErr := json.Unmarshal([]byte(stdout), &report); jsonErr != nil || err == nil {
+		t.Fatalf("verify --json with c down: %v, %v\n%s", err, jsonErr, stdout)
+	}
+	if report.Misplaced == nil || *report.Misplaced != 0 || len(report.Unread) != 1 || report.Unread[0]["database"] != "c" ||
+		!strings.Contains(fmt.Sprint(report.Unread[0]["error"]), "unable to open database file") {
+		t.Errorf("verify --json with c down: %s", stdout)
+	}
 }

@@ -110,6 +110,9 @@ func TestVerifyJSON(t *testing.T) {
 		t.Fatalf("verify --json: %v\n%s", err, out)
 	}
 	tables, _ := got["tables"].([]any)
+	if unread, ok := got["unread_databases"].([]any); !ok || len(unread) != 0 {
+		t.Errorf("verify --json with every database read: unread_databases %v, want []", got["unread_databases"])
+	}
 	if got["misplaced_rows"] != 1.0 || got["left_by_moves_rows"] != 0.0 || len(tables) != 1 {
 		t.Fatalf("verify --json: %v", got)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -31,20 +32,23 @@ non-zero only when other rows are misplaced, or a database could not be
 read (what the others hold is still listed).
 
 With --json it prints one object: "map_version", "misplaced_rows",
-"left_by_moves_rows", and "tables", one object per table and database with
+"left_by_moves_rows", "tables", one object per table and database with
 misplaced rows: "table", "database", "rows", "left_by_move" and "keys" (up
 to ten, each with "key" as a string and, for an ID or UUID key,
-"logical_shard" and "belongs_on").
+"logical_shard" and "belongs_on"), and "unread_databases", one object per
+database that could not be read: "database" and "error".
 
 ` + configHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withConfig(cmd, config, func(s *opsSetup) error {
 				found, err := s.plugin.Audit(cmd.Context())
-				if err != nil && len(found) == 0 {
+				unread, readAny := unreadDatabases(err)
+				if !readAny {
 					return err
 				}
 				report := verifyReportOf(s.plugin, found)
+				report.Unread = unread
 				if asJSON {
 					if err := printJSON(cmd.OutOrStdout(), report); err != nil {
 						return err
@@ -73,6 +77,7 @@ type verifyReport struct {
 	Misplaced   int64         `json:"misplaced_rows"`
 	LeftByMoves int64         `json:"left_by_moves_rows"`
 	Tables      []verifyTable `json:"tables"`
+	Unread      []verifyError `json:"unread_databases"`
 }
 
 type verifyTable struct {
@@ -87,6 +92,34 @@ type verifyKey struct {
 	Key          string `json:"key"`
 	LogicalShard *int   `json:"logical_shard,omitempty"`
 	BelongsOn    string `json:"belongs_on,omitempty"`
+}
+
+// verifyError is a physical database verify could not read, and why.
+type verifyError struct {
+	Database string `json:"database"`
+	Error    string `json:"error"`
+}
+
+// unreadDatabases lists the databases err says Audit could not read;
+// readAny is false when err stopped it before it read any (the map, the
+// plugin's database), so there is nothing to report but err.
+func unreadDatabases(err error) (unread []verifyError, readAny bool) {
+	unread = []verifyError{}
+	if err == nil {
+		return unread, true
+	}
+	all := []error{err}
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		all = joined.Unwrap()
+	}
+	for _, e := range all {
+		var u *shardid.UnreadDatabaseError
+		if !errors.As(e, &u) {
+			return nil, false
+		}
+		unread = append(unread, verifyError{Database: u.Database, Error: u.Error()})
+	}
+	return unread, true
 }
 
 func verifyReportOf(plugin *shardid.Plugin, found []shardid.Misplaced) verifyReport {
@@ -128,8 +161,13 @@ func printVerify(w io.Writer, report verifyReport) {
 			fmt.Fprintf(w, "  keys %s\n", strings.Join(keys, ", "))
 		}
 	}
+	for _, u := range report.Unread {
+		fmt.Fprintf(w, "%s could not be read: %s\n", u.Database, u.Error)
+	}
 	switch {
 	case report.Misplaced > 0:
+	case len(report.Unread) > 0:
+		fmt.Fprintf(w, "all rows of the databases read are on the database their shard maps to (map version %d)\n", report.MapVersion)
 	case report.LeftByMoves > 0:
 		fmt.Fprintf(w, "all other rows are on the database their shard maps to (map version %d)\n", report.MapVersion)
 	default:

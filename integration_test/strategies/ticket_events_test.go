@@ -51,7 +51,7 @@ func TestTicketServerDownAndBackLogged(t *testing.T) {
 		t.Run(d.dialect, func(t *testing.T) {
 			table := ticketTable(t)
 			var out syncBuffer
-			opts := TicketOptions{Table: table, Backoff: 20 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, Timeout: time.Second,
+			opts := TicketOptions{Table: table, Backoff: 20 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, Timeout: 5 * time.Second,
 				Log: slog.New(slog.NewJSONHandler(&out, nil))}
 			var proxies []*tcpProxy
 			var servers []TicketServer

@@ -269,7 +269,7 @@ func TestTicketFailoverTable2(t *testing.T) {
 
 func testTicketTable2(t *testing.T, d ticketDB) {
 	table := ticketTable(t)
-	opts := TicketOptions{Table: table, Backoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, Timeout: time.Second}
+	opts := TicketOptions{Table: table, Backoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, Timeout: 5 * time.Second} // healthy servers answer within it on a busy machine
 	var proxies []*tcpProxy
 	var servers []TicketServer
 	for i := range 4 {
@@ -511,7 +511,9 @@ func TestTicketMySQLContentionIsNotAFailure(t *testing.T) {
 	server := d.server(t, table, "only", 0, 1, nil)
 	var gens []*Ticket
 	for range 16 {
-		gens = append(gens, newTestTicket(t, []TicketServer{server}, TicketOptions{Table: table}))
+		// A statement's timeout far past a deep lock queue on a busy
+		// machine: a deadlock, not a slow server, is what is tested.
+		gens = append(gens, newTestTicket(t, []TicketServer{server}, TicketOptions{Table: table, Timeout: 30 * time.Second}))
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
@@ -610,7 +612,7 @@ func TestTicketStalledServerFailsOverWithinTheTimeout(t *testing.T) {
 	table := ticketTable(t)
 	proxy := newTCPProxy(t, d.target(d.dsn(0)))
 	servers := []TicketServer{d.server(t, table, "stalled", 0, 1, proxy), d.server(t, table, "steady", 1, 2, nil)}
-	const timeout = 500 * time.Millisecond
+	const timeout = 2 * time.Second // the steady server answers within it on a busy machine
 	g := newTestTicket(t, servers, TicketOptions{Table: table, Timeout: timeout, Backoff: 10 * time.Second, MaxBackoff: 10 * time.Second})
 	shards := shardsOn(t, g, []int{1, 2}, 6) // of the stalled server
 	proxy.Stall()

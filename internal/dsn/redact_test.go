@@ -1,6 +1,8 @@
 package dsn
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -30,5 +32,26 @@ func TestRedactHidesEveryKindOfPassword(t *testing.T) {
 		if strings.Contains(c.dsn, "s3") && strings.Contains(Redact(c.dsn), "s3") {
 			t.Errorf("Redact(%q) shows the password", c.dsn)
 		}
+	}
+}
+
+func TestRedactErrorHidesThePasswordADriverPrints(t *testing.T) {
+	cause := errors.New("refused")
+	for _, c := range []struct{ dsn, printed string }{
+		{"postgres://app@db/app?password=s3cretpw&sslmode=bogus", "cannot parse `postgres://app@db/app?password=s3cretpw&sslmode=bogus`"},
+		{"postgres://app:s3cretpw:s3cr%zzet@db/app", "cannot parse `postgres://app:s3cretpw:xxxxx@db/app`"},
+		{"postgres://app:s3c%40ret@db/app", "password authentication failed for s3c@ret"},
+		{"root:s3cretpw@tcp(db:3306)/app?timeout=abc", "invalid DSN root:s3cretpw@tcp(db:3306)/app?timeout=abc"},
+		{"host=db password='s3cret pw' dbname=app", "cannot parse host=db password='s3cret pw'"},
+		{"postgres://app@db/app?password=s3c&sslmode=bogus", "cannot parse `postgres://app@db/app?password=s3c&sslmode=bogus`"}, // too short to be told from other text, but in its DSN
+	} {
+		err := RedactError(fmt.Errorf("%s: %w", c.printed, cause), c.dsn)
+		if strings.Contains(err.Error(), "s3c") || !errors.Is(err, cause) {
+			t.Errorf("RedactError of %q for %s = %q (wrapping the cause: %v)", c.printed, c.dsn, err, errors.Is(err, cause))
+		}
+	}
+	plain := errors.New("connection refused")
+	if got := RedactError(plain, "postgres://app:s3cret@db/app"); got != plain {
+		t.Errorf("an error without the password came back as %v", got)
 	}
 }

@@ -129,29 +129,34 @@ func (e *Engine) endAnchored(db *gorm.DB) {
 	state.anchored = nil
 	ctx := db.Statement.Context
 	if db.Error != nil && db.Error != errRouted {
-		_ = g.rollback(ctx)
+		state.undone = g.rollback(ctx) == nil // its writes taken back, its IDs with them
 		return
 	}
-	if err := g.prepareAnchored(ctx); err != nil {
-		db.Error = err
+	if undone, err := g.prepareAnchored(ctx); err != nil {
+		db.Error, state.undone = err, undone
 	}
 }
 
 // prepareAnchored prepares every branch of the statement and records the
 // anchor's commit in it, or the databases the statement adds to it; the
-// first statement starts the anchor's watcher.
-func (g *globalTx) prepareAnchored(ctx context.Context) error {
+// first statement starts the anchor's watcher. A failure says whether the
+// branches were rolled back.
+func (g *globalTx) prepareAnchored(ctx context.Context) (bool, error) {
 	defer g.fail(sql.ErrTxDone)
 	defer g.ended.Store(true)
+	rolledBack := func(err error) (bool, error) {
+		rollbackErr := g.rollback(ctx)
+		return rollbackErr == nil, errors.Join(err, rollbackErr)
+	}
 	if failed := g.doomed(); failed != nil {
-		return errors.Join(failed, g.rollback(ctx))
+		return rolledBack(failed)
 	}
 	branches := g.endBranches()
 	if len(branches) == 0 {
-		return nil
+		return false, nil
 	}
 	if err := g.each(branches, func(b *branchPool) error { return b.branch.Prepare(ctx) }); err != nil {
-		return errors.Join(err, g.rollback(ctx))
+		return rolledBack(err)
 	}
 	w, a := &g.e.anchored, g.anchor
 	w.mu.Lock()
@@ -174,7 +179,7 @@ func (g *globalTx) prepareAnchored(ctx context.Context) error {
 		err = decisionKept(ctx, decisions, a)
 	}
 	if err != nil {
-		return errors.Join(err, g.rollback(ctx))
+		return rolledBack(err)
 	}
 	for _, b := range branches {
 		b.branch.Detach() // the watcher finishes them from sessions of its own
@@ -183,7 +188,7 @@ func (g *globalTx) prepareAnchored(ctx context.Context) error {
 	a.recorded = databases
 	a.branches = append(a.branches, branches...)
 	w.mu.Unlock()
-	return nil
+	return false, nil
 }
 
 // decisionKept fails when the anchor's decision is gone: MySQL rolls a

@@ -12,6 +12,9 @@ import (
 // logical shards the map sends elsewhere: the mover's report as it is.
 type Misplaced = mover.Misplaced
 
+// UnreadDatabaseError is a physical database Audit could not read.
+type UnreadDatabaseError = mover.UnreadDatabaseError
+
 // Audit reads every physical database and reports the rows of the sharded
 // tables the plugin has migrated that sit on a database their logical shard
 // does not map to. Nothing is misplaced after a move is cleaned up; a

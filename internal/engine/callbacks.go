@@ -5,6 +5,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
+
+	"github.com/shardid/shardid/internal/errs"
 )
 
 // registerCallbacks adds the plugin's hooks. IDs are assigned, and every
@@ -30,19 +32,19 @@ func (e *Engine) registerCallbacks(db *gorm.DB) error {
 		{cb.Create().After("gorm:begin_transaction").Before("gorm:before_create").Register, "shardid:remember_tx", e.rememberTransaction},
 		{cb.Create().After("gorm:create").Before("gorm:save_after_associations").Register, "shardid:moved", e.retryMoved(kindCreate, "gorm:create")},
 		{cb.Create().After("gorm:save_after_associations").Before("gorm:after_create").Register, "shardid:written", e.atGate(gateWritten)},
-		{cb.Create().After("gorm:after_create").Before("gorm:commit_or_rollback_transaction").Register, "shardid:after_hooks", e.createBeforeCommit()},
+		{cb.Create().After("gorm:after_create").Before("gorm:commit_or_rollback_transaction").Register, "shardid:after_hooks", e.writeBeforeCommit()},
 		{cb.Create().After("gorm:commit_or_rollback_transaction").Register, "shardid:finish", e.finish(kindCreate)},
 		{cb.Update().Before(updateFirst).Register, "shardid:route", e.route(kindUpdate)},
 		{cb.Update().After("gorm:begin_transaction").Before("gorm:setup_reflect_value").Register, "shardid:remember_tx", e.rememberTransaction},
 		{cb.Update().After("gorm:update").Before("gorm:save_after_associations").Register, "shardid:moved", e.retryMoved(kindUpdate, "gorm:update")},
 		{cb.Update().After("gorm:save_after_associations").Before("gorm:after_update").Register, "shardid:written", e.atGate(gateWritten)},
-		{cb.Update().After("gorm:after_update").Before("gorm:commit_or_rollback_transaction").Register, "shardid:after_hooks", e.atGate(gateAfterHooks)},
+		{cb.Update().After("gorm:after_update").Before("gorm:commit_or_rollback_transaction").Register, "shardid:after_hooks", e.writeBeforeCommit()},
 		{cb.Update().After("gorm:commit_or_rollback_transaction").Register, "shardid:finish", e.finish(kindUpdate)},
 		{cb.Delete().Before(deleteFirst).Register, "shardid:route", e.route(kindDelete)},
 		{cb.Delete().After("gorm:begin_transaction").Before("gorm:before_delete").Register, "shardid:remember_tx", e.rememberTransaction},
 		{cb.Delete().After("gorm:delete").Before("gorm:after_delete").Register, "shardid:moved", e.retryMoved(kindDelete, "gorm:delete")},
 		{cb.Delete().After("shardid:moved").Before("gorm:after_delete").Register, "shardid:written", e.atGate(gateWritten)},
-		{cb.Delete().After("gorm:after_delete").Before("gorm:commit_or_rollback_transaction").Register, "shardid:after_hooks", e.atGate(gateAfterHooks)},
+		{cb.Delete().After("gorm:after_delete").Before("gorm:commit_or_rollback_transaction").Register, "shardid:after_hooks", e.writeBeforeCommit()},
 		{cb.Delete().After("gorm:commit_or_rollback_transaction").Register, "shardid:finish", e.finish(kindDelete)},
 		{cb.Query().After("gorm:after_query").Register, "shardid:finish", e.finish(kindQuery)},
 		{cb.Row().After("gorm:row").Register, "shardid:finish", e.finish(kindRow)},
@@ -69,7 +71,7 @@ func (e *Engine) registerCallbacks(db *gorm.DB) error {
 		hook{cb.Raw().After("*").Register, "shardid:stop_clock", e.stopClock(kindRaw)})
 	for _, h := range list {
 		if err := h.register(h.name, h.fn); err != nil {
-			return fmt.Errorf("shardid: registering %s: %w", h.name, err)
+			return errs.Wrap(err, "registering %s", h.name)
 		}
 	}
 	// The last of GORM's own callbacks of each chain, wrapped: a replacement
@@ -115,14 +117,14 @@ func (e *Engine) registerCallbacks(db *gorm.DB) error {
 			}
 			gormOwn(db)
 		}); err != nil {
-			return fmt.Errorf("shardid: wrapping %s: %w", x.name, err)
+			return errs.Wrap(err, "wrapping %s", x.name)
 		}
 	}
 	for _, last := range lastOfGORM {
 		for _, name := range last.names {
 			if gormOwn := last.chain.Get(name); gormOwn != nil {
 				if err := last.chain.Replace(name, func(db *gorm.DB) { gormOwn(db); endRouted(db) }); err != nil {
-					return fmt.Errorf("shardid: wrapping %s: %w", name, err)
+					return errs.Wrap(err, "wrapping %s", name)
 				}
 				break
 			}
@@ -146,6 +148,7 @@ type gormChain interface {
 func endRouted(db *gorm.DB) {
 	if db.Error == errRouted {
 		db.Error = nil
+		keepResult(db)
 	}
 	if db.Statement.SQL.Len() == 0 && fanLogsOpen.Load() > 0 { // a statement over several databases, failed or not
 		if v, ok := loadSetting(db.Statement, fanLogKey{db.Statement}); ok {

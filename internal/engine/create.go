@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
 
+	"github.com/shardid/shardid/internal/errs"
 	"github.com/shardid/shardid/internal/twophase"
 	"github.com/shardid/shardid/shardrouter"
 	"github.com/shardid/shardid/strategies"
@@ -211,6 +212,7 @@ func (e *Engine) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 		dests[i] = reflect.New(subset.Type()) // addressable, as GORM's scan of RETURNING needs
 		dests[i].Elem().Set(subset)
 		part := db.Session(&gorm.Session{Context: stmt.Context, Initialized: true}) // a statement of its own, run as it is
+		keepInstanceSettings(stmt, part.Statement)
 		part.Config.NowFunc = func() time.Time { return now }
 		pool, err := e.poolOf(stmt.Context, k, stmt.ConnPool)
 		if part.AddError(err) == nil {
@@ -352,7 +354,7 @@ func (e *Engine) fill(ctx context.Context, db *gorm.DB, m *model, settings *sett
 			shards = append(shards, shard)
 		}
 		if err := e.advancePast(ctx, db, m, f, ahead); err != nil {
-			return nil, fmt.Errorf("shardid: %s.%s: %w", m.schema.Name, f.field.Name, err)
+			return nil, errs.Wrap(err, "%s.%s", m.schema.Name, f.field.Name)
 		}
 		clear(ahead)
 		if len(shards) == 0 {
@@ -368,7 +370,7 @@ func (e *Engine) fill(ctx context.Context, db *gorm.DB, m *model, settings *sett
 			for i, shard := range shards {
 				var err error
 				if uuids[i], err = e.uuids.New(f.uuidVersion, shard); err != nil {
-					return nil, fmt.Errorf("shardid: %s.%s: %w", m.schema.Name, f.field.Name, err)
+					return nil, errs.Wrap(err, "%s.%s", m.schema.Name, f.field.Name)
 				}
 			}
 			made = append(made, fieldIDs{field: f, uuids: uuids})
@@ -377,7 +379,7 @@ func (e *Engine) fill(ctx context.Context, db *gorm.DB, m *model, settings *sett
 		ids = ids[:len(shards)]
 		err := e.generate(ctx, db, m, f, shards, ids)
 		if err != nil {
-			return nil, fmt.Errorf("shardid: %s.%s: %w", m.schema.Name, f.field.Name, err)
+			return nil, errs.Wrap(err, "%s.%s", m.schema.Name, f.field.Name)
 		}
 		made = append(made, fieldIDs{field: f, ids: ids})
 	}
@@ -385,16 +387,16 @@ func (e *Engine) fill(ctx context.Context, db *gorm.DB, m *model, settings *sett
 	return filled, nil
 }
 
-// presetAhead notes in ahead a preset ID of an instagram field timed now or
-// later, by its database: its clock-sequence could issue it again in that
-// tick.
+// presetAhead notes in ahead a preset ID of an instagram field, by its
+// database: its clock-sequence could issue it again, unless it has issued
+// past its tick (advancePast asks).
 func (e *Engine) presetAhead(db *gorm.DB, f *idField, value reflect.Value, ahead map[int]int64) map[int]int64 {
 	if _, ok := f.generator.(*strategies.Instagram); !ok {
 		return ahead
 	}
 	id, err := readID(value)
-	if err != nil || e.layout.Decode(id).Ticks < e.layout.Ticks(time.Now()) {
-		return ahead // an earlier tick: the clock-sequence issues no more of it
+	if err != nil {
+		return ahead
 	}
 	if ahead == nil {
 		ahead = map[int]int64{}
@@ -410,12 +412,17 @@ func (e *Engine) advancePast(ctx context.Context, db *gorm.DB, m *model, f *idFi
 	for k, id := range ahead {
 		target, err := e.target(db, m, k)
 		if err != nil {
+			e.boundTo(db.Statement, k) // the statement's database, counted there
 			return err
+		}
+		clock := f.generator.(*strategies.Instagram)
+		if clock.IssuedPast(target, id) {
+			continue // by the database's clock, not this process's, which may be ahead of it
 		}
 		if pool, ok := target.Conn.(*sql.DB); !ok || pool != target.DB {
 			target.DB = nil // SQLite, in the statement's transaction: on its connection, which holds the file's lock
 		}
-		if err := f.generator.(*strategies.Instagram).Advance(ctx, target, target, id); err != nil {
+		if err := clock.Advance(ctx, target, target, id); err != nil {
 			return err
 		}
 	}

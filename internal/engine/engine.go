@@ -16,8 +16,11 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/schema"
 
+	"github.com/shardid/shardid/internal/dsn"
+	"github.com/shardid/shardid/internal/errs"
 	"github.com/shardid/shardid/internal/mapstore"
 	"github.com/shardid/shardid/internal/mover"
+	"github.com/shardid/shardid/internal/sqlscan"
 	"github.com/shardid/shardid/shardrouter"
 	"github.com/shardid/shardid/strategies"
 )
@@ -103,14 +106,16 @@ type Engine struct {
 	scans            scanCache // what the last gate read of SQL texts
 	poolOwners       sync.Map  // gorm.ConnPool → the index of the physical database it is the pool of
 
-	unshardedTables sync.Map // lower-case table name → model name, for raw SQL on a shard
+	unshardedTables sync.Map // lower-case table name → unshardedTable, for raw SQL on a shard
 	// unshardedJoinTables are the join tables GORM parsed from an unsharded
 	// side: a table recorded as sharded is its sharded owner's all the same.
 	unshardedJoinTables sync.Map
-	// recordedTables holds, lower case, the sharded tables shardid_tables
-	// listed at the start: a model (or its join table) this process has not
-	// used yet is sharded all the same.
+	// recordedTables holds, by each of tableKeys, the sharded tables
+	// shardid_tables listed at the start, each as recorded, lower case (""
+	// where two recorded tables share the key): a model (or its join table)
+	// this process has not used yet is sharded all the same.
 	recordedTables sync.Map
+	recordedFull   sync.Map // the recorded tables' names, lower case
 
 	maps        *mapStore    // the shared map; nil without Config.Shards
 	mapVersion  atomic.Int64 // the version of it routed by
@@ -291,12 +296,12 @@ func (e *Engine) openTicketServer(db *gorm.DB, s TicketServer) (strategies.Ticke
 	if opened == nil {
 		var err error
 		if opened, err = gorm.Open(s.Dialector, &gorm.Config{Logger: db.Logger, DisableAutomaticPing: true}); err != nil {
-			return strategies.TicketServer{}, nil, fmt.Errorf("shardid: opening ticket server %s: %w", s.Name, err)
+			return strategies.TicketServer{}, nil, errs.Wrap(dsn.RedactError(err, dsnOf(s.Dialector)), "opening ticket server %s", s.Name)
 		}
 	}
 	sqlDB, err := opened.DB()
 	if err != nil {
-		return strategies.TicketServer{}, nil, fmt.Errorf("shardid: ticket server %s: %w", s.Name, err)
+		return strategies.TicketServer{}, nil, errs.Wrap(err, "ticket server %s", s.Name)
 	}
 	var own *sql.DB
 	if s.DB == nil {
@@ -379,7 +384,7 @@ func (e *Engine) prepareStrategies(db *gorm.DB, used map[strategies.Generator]bo
 				return err
 			}
 			if err := prep.Prepare(db.Statement.Context, target); err != nil {
-				return fmt.Errorf("shardid: on %s: %w", ph.name, err)
+				return errs.Wrap(err, "on %s", ph.name)
 			}
 		}
 	}
@@ -434,20 +439,21 @@ func (e *Engine) model(s *schema.Schema) (*model, error) {
 		}
 		// By its name as written and without its schema, as SQL names it
 		// with any qualifier or none.
-		for _, table := range []string{strings.ToLower(s.Table), bareTable(s.Table)} {
+		for _, table := range e.tableKeys(s.Table) {
 			if !m.sharded() {
 				if s.ModelType.Name() == "" { // a many2many's join table, which GORM parses as a struct of its own making
 					e.unshardedJoinTables.Store(table, s.Name)
 					continue
 				}
-				e.unshardedTables.Store(table, s.Name)
+				e.unshardedTables.Store(table, unshardedTable{model: s.Name, table: strings.ToLower(s.Table)})
 				continue
 			}
 			e.shardedTables.Store(table, s.Name)
 			for _, rel := range s.Relationships.Many2Many {
 				if rel.JoinTable != nil {
-					e.joinTables.Store(strings.ToLower(rel.JoinTable.Table), struct{}{})
-					e.joinTables.Store(bareTable(rel.JoinTable.Table), struct{}{})
+					for _, key := range e.tableKeys(rel.JoinTable.Table) {
+						e.joinTables.Store(key, struct{}{})
+					}
 				}
 			}
 		}
@@ -474,4 +480,30 @@ type Range = shardrouter.Range
 // that qualifies it: SQL text may name it either way.
 func bareTable(table string) string {
 	return strings.ToLower(table[strings.LastIndexByte(table, '.')+1:])
+}
+
+// tableKeys are the names, lower case, that SQL may give table by: as
+// written, without its qualifier, and on PostgreSQL cut to 63 bytes as it
+// cuts a longer name (and the SQL scanner with it).
+func (e *Engine) tableKeys(table string) []string {
+	keys := []string{strings.ToLower(table), bareTable(table)}
+	if short := e.keptName(keys[1]); short != keys[1] {
+		keys = append(keys, short)
+	}
+	return keys
+}
+
+// keptName is a name as the plugin's database keeps it, and the SQL scanner
+// reads it: PostgreSQL cuts a long one.
+func (e *Engine) keptName(name string) string {
+	if e.db == nil || e.db.Dialector.Name() != "postgres" {
+		return name
+	}
+	return sqlscan.PostgresName(name)
+}
+
+// sameTable says whether a table the SQL scanner read is own, a bare table
+// name.
+func (e *Engine) sameTable(scanned, own string) bool {
+	return strings.EqualFold(scanned, own) || len(own) > len(scanned) && strings.EqualFold(scanned, e.keptName(own))
 }

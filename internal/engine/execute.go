@@ -106,10 +106,11 @@ func (e *Engine) atGate(g gate) func(*gorm.DB) {
 	}
 }
 
-// createBeforeCommit is a Create's gate after its hooks, which also notes a
-// failure before GORM's commit: that rolls the rows back, where a commit
-// that fails may have written them (the IDs are kept for a retry to find).
-func (e *Engine) createBeforeCommit() func(*gorm.DB) {
+// writeBeforeCommit is a write's gate after its hooks, which also notes a
+// failure before GORM's commit: that rolls the rows back, the IDs its
+// Creates made with them, where a commit that fails may have written them
+// (the IDs are kept for a retry to find).
+func (e *Engine) writeBeforeCommit() func(*gorm.DB) {
 	gate := e.atGate(gateAfterHooks)
 	return func(db *gorm.DB) {
 		gate(db)
@@ -215,20 +216,22 @@ func (e *Engine) runParts(db *gorm.DB, kind statementKind, parts []writePart, ag
 	}
 	// Written, its After hooks run, then committed: each part planned goes
 	// on in turn to its next gate, and then its end, or rolls back.
-	for range gateAfterHooks {
+	sentToCommit := make([]bool, len(parts)) // past its last gate, on to GORM's commit
+	for at := range gateAfterHooks {
 		for i, t := range turns {
 			if t == nil || stopped[i].at == partEnded {
 				continue
 			}
 			t.resume <- !failed
+			sentToCommit[i] = at == gateAfterHooks-1 && !failed
 			wait(i)
 		}
 	}
-	// Rolled back next, none committed (a commit that fails may leave some);
-	// parts in GORM's own transactions committed as they ended.
+	// Rolled back next, none committed; parts in GORM's own transactions
+	// committed as they ended, or may have where their commit failed.
 	committed := false
 	for i, t := range turns {
-		committed = committed || t != nil && stopped[i].at == partEnded && stopped[i].err == nil
+		committed = committed || t != nil && stopped[i].at == partEnded && (stopped[i].err == nil || sentToCommit[i])
 	}
 	undone = failed && (own || txs != nil || g == nil && !committed)
 	if g != nil {

@@ -80,6 +80,7 @@ func (e *Engine) planParts(stmt *gorm.Statement, m *model, physicals []int) shar
 // values planned gives them.
 func (e *Engine) part(db *gorm.DB, m *model, planned shardrouter.Part) *gorm.DB {
 	part := db.Session(&gorm.Session{Initialized: true}) // one copy of the statement, context and all
+	keepInstanceSettings(db.Statement, part.Statement)
 	k := planned.Database
 	if c, ok := part.Statement.Clauses["WHERE"]; ok {
 		if where, ok := c.Expression.(clause.Where); ok {

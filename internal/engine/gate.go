@@ -89,8 +89,8 @@ func (e *Engine) checkSent(stmt *gorm.Statement, sql string, k int, onShard bool
 		own = stmt.Schema.Table
 	}
 	own = own[strings.LastIndexByte(own, '.')+1:] // as the SQL's tables are compared: by name
-	ownAgain := slices.ContainsFunc(scan.repeated, func(t shardrouter.Table) bool { return strings.EqualFold(t.Name, own) })
-	if onShard && !scan.unread && !ownAgain && !slices.ContainsFunc(scan.tables, func(t shardrouter.Table) bool { return !strings.EqualFold(t.Name, own) }) {
+	ownAgain := slices.ContainsFunc(scan.repeated, func(t shardrouter.Table) bool { return e.sameTable(t.Name, own) })
+	if onShard && !scan.unread && !ownAgain && !slices.ContainsFunc(scan.tables, func(t shardrouter.Table) bool { return !e.sameTable(t.Name, own) }) {
 		return nil // its own table alone, as most statements name
 	}
 	sent := shardrouter.SentSQL{RawSQL: shardrouter.RawSQL{Tables: scan.tables, Words: scan.words, Unread: scan.unread}}
@@ -124,7 +124,7 @@ func (e *Engine) coverage(stmt *gorm.Statement, own string, scan *scannedSQL) fu
 	return func(table string) bool {
 		again := slices.ContainsFunc(scan.repeated, func(t shardrouter.Table) bool { return strings.EqualFold(t.Name, table) })
 		uses := 0
-		if strings.EqualFold(table, own) {
+		if e.sameTable(table, own) {
 			uses = 1
 		}
 		if uses == 1 && !again {
@@ -170,9 +170,14 @@ func (e *Engine) approvedTables(stmt *gorm.Statement) map[string]int {
 		}
 	}
 	for _, j := range stmt.Joins {
+		if j.Expression != nil {
+			continue // a join on a subquery, which a one-shard clause alone lets run
+		}
 		if path, ok := shardrouter.RelationPath(stmt.Schema, j.Name); ok {
 			for _, rel := range path {
-				approved[bareTable(rel.FieldSchema.Table)]++
+				for _, key := range e.tableKeys(rel.FieldSchema.Table)[1:] { // as the scanner reads it: bare, cut as PostgreSQL cuts it
+					approved[key]++
+				}
 			}
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/shardid/shardid/internal/errs"
 	"github.com/shardid/shardid/internal/sqlscan"
 )
 
@@ -53,21 +54,21 @@ func (e *Engine) checkIdentity(ctx context.Context, name string, physical *sql.D
 	ownDialect := e.db.Dialector.Name()
 	ownToken, err := databaseToken(ctx, own, ownDialect)
 	if err != nil {
-		return fmt.Errorf("shardid: %s: reading the plugin's database's own token: %w", name, err)
+		return errs.Wrap(err, "%s: reading the plugin's database's own token", name)
 	}
 	if ownToken == token {
 		return fmt.Errorf("%w: shard %s opens the plugin's own database (both carry the token %s in %s), which holds no logical shard: give the shard a database of its own",
 			ErrInvalidConfig, name, token, databaseTokenTable)
 	}
 	if err := createTable(ctx, own, boundTokensTable+" (name VARCHAR(191) NOT NULL PRIMARY KEY, token VARCHAR(64) NOT NULL)"); err != nil {
-		return fmt.Errorf("shardid: %s: creating %s: %w", name, boundTokensTable, err)
+		return errs.Wrap(err, "%s: creating %s", name, boundTokensTable)
 	}
 	var bound string
 	switch err := own.QueryRowContext(ctx, inDialect(ownDialect, "SELECT token FROM "+boundTokensTable+" WHERE name = ?"), name).Scan(&bound); {
 	case err == nil && bound != token:
 		return swapped(name, token, bound)
 	case err != nil && !errors.Is(err, sql.ErrNoRows):
-		return fmt.Errorf("shardid: %s: reading the database the plugin's database records for it: %w", name, err)
+		return errs.Wrap(err, "%s: reading the database the plugin's database records for it", name)
 	}
 	if err := e.noOtherShardOpens(ctx, own, ownDialect, token, name); err != nil {
 		return err // nothing recorded: the config, once put right, opens
@@ -75,7 +76,7 @@ func (e *Engine) checkIdentity(ctx context.Context, name string, physical *sql.D
 	bound, err = claimToken(ctx, own, ownDialect, "",
 		"INSERT INTO "+boundTokensTable+" (token, name) VALUES (?, ?)", "SELECT token FROM "+boundTokensTable+" WHERE name = ?", token, name)
 	if err != nil {
-		return fmt.Errorf("shardid: %s: reading the database the plugin's database records for it: %w", name, err)
+		return errs.Wrap(err, "%s: reading the database the plugin's database records for it", name)
 	}
 	if bound != token {
 		return swapped(name, token, bound)
@@ -99,7 +100,7 @@ func swapped(name, token, bound string) error {
 func (e *Engine) noOtherShardOpens(ctx context.Context, own *sql.DB, dialect, token, name string) error {
 	others, err := namesBoundTo(ctx, own, dialect, token, name)
 	if err != nil {
-		return fmt.Errorf("shardid: %s: reading the names the plugin's database records for its database: %w", name, err)
+		return errs.Wrap(err, "%s: reading the names the plugin's database records for its database", name)
 	}
 	for _, other := range others {
 		if e.shardNamed(other) {

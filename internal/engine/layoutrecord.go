@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/shardid/shardid/internal/errs"
 	"github.com/shardid/shardid/internal/mapstore"
 )
 
@@ -30,7 +31,7 @@ func (e *Engine) claimLayout(ctx context.Context) error {
 	stored, err := claimToken(ctx, own, e.db.Dialector.Name(), layoutTable+" (id INT NOT NULL PRIMARY KEY, layout VARCHAR(255) NOT NULL)",
 		"INSERT INTO "+layoutTable+" (id, layout) VALUES (1, ?)", "SELECT layout FROM "+layoutTable+" WHERE id = 1", string(mine))
 	if err != nil {
-		return fmt.Errorf("shardid: recording the ID layout in %s: %w", layoutTable, err)
+		return errs.Wrap(err, "recording the ID layout in %s", layoutTable)
 	}
 	return e.sameLayout(stored)
 }

@@ -10,8 +10,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/shardid/shardid/internal/errs"
 	"github.com/shardid/shardid/internal/mapstore"
 	"github.com/shardid/shardid/internal/sqlerr"
 	"github.com/shardid/shardid/shardrouter"
@@ -36,6 +38,7 @@ type mapStore struct {
 	done      chan struct{}
 	stopOnce  sync.Once
 	closePool func() error // of the pool it runs on, once it stops
+	idColumns atomic.Bool  // shardid_tables has its id_columns column
 }
 
 // mapOfStored builds the router's map from a stored version: the physical
@@ -68,7 +71,7 @@ func (e *Engine) mapOfStored(stored *mapstore.Map) (*shardrouter.Map, error) {
 	}
 	m, err := shardrouter.NewMap(e.layout.ShardCount(), physical)
 	if err != nil {
-		return nil, fmt.Errorf("shardid: map version %d in %s: %w", stored.Version, e.maps.Table(), err)
+		return nil, errs.Wrap(err, "map version %d in %s", stored.Version, e.maps.Table())
 	}
 	return m, nil
 }

@@ -62,10 +62,14 @@ var trustSlowHold chan struct{}
 
 func (*trustSlow) AfterFind(*gorm.DB) error {
 	if trustSlowHold != nil {
+		close(trustSlowEntered)
 		<-trustSlowHold
 	}
 	return nil
 }
+
+// trustSlowEntered is closed once a find is held in AfterFind.
+var trustSlowEntered chan struct{}
 
 // TestAMapThatCannotBeRoutedByStaysDistrustedWhenOlderStatementsEnd: the
 // end of an older map version's last statement wakes the refresh loop to note
@@ -76,14 +80,14 @@ func TestAMapThatCannotBeRoutedByStaysDistrustedWhenOlderStatementsEnd(t *testin
 	must(t, e.Migrator(db).AutoMigrate(&trustSlow{}))
 	must(t, db.Clauses(hinted{OnShard(1)}).Create(&trustSlow{Name: "seed"}).Error)
 	// A statement counted in version 1, still running.
-	trustSlowHold = make(chan struct{})
+	trustSlowHold, trustSlowEntered = make(chan struct{}), make(chan struct{})
 	defer func() { trustSlowHold = nil }()
 	done := make(chan error, 1)
 	go func() {
 		var rows []trustSlow
 		done <- db.Clauses(hinted{OnShard(1)}).Find(&rows).Error
 	}()
-	time.Sleep(200 * time.Millisecond)
+	<-trustSlowEntered
 	// Version 2: the same map, followed.
 	ctx := context.Background()
 	latest, err := e.maps.Latest(ctx)
@@ -96,7 +100,7 @@ func TestAMapThatCannotBeRoutedByStaysDistrustedWhenOlderStatementsEnd(t *testin
 	}
 	// Version 3: unroutable; wait for the refresh loop to distrust it.
 	writeUnroutableMap(t, e)
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for e.mapUsable() == nil {
 		if time.Now().After(deadline) {
 			t.Fatal("the unroutable map was never distrusted")

@@ -14,6 +14,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/schema"
 
+	"github.com/shardid/shardid/internal/errs"
 	"github.com/shardid/shardid/shardrouter"
 )
 
@@ -214,7 +215,7 @@ func orderValueAt(stmt *gorm.Statement, o *shardrouter.Order, row reflect.Value,
 	}
 	value, err := orderValueOf(v, f == o.Key && isUUIDType(f.FieldType))
 	if err != nil {
-		return orderValue{}, fmt.Errorf("shardid: %s: a row's %s cannot be ordered: %w", stmt.Schema.Name, f.DBName, err)
+		return orderValue{}, errs.Wrap(err, "%s: a row's %s cannot be ordered", stmt.Schema.Name, f.DBName)
 	}
 	return value, nil
 }

@@ -14,6 +14,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/schema"
 
+	"github.com/shardid/shardid/internal/errs"
 	"github.com/shardid/shardid/internal/fence"
 	"github.com/shardid/shardid/internal/sqlscan"
 	"github.com/shardid/shardid/shardrouter"
@@ -348,7 +349,7 @@ func (e *Engine) sealedWhereRan(db *gorm.DB) ([]Range, int, bool) {
 		if what == "" {
 			what = "the statement"
 		}
-		db.AddError(fmt.Errorf("shardid: %s: whether a range of %s moved cannot be read: %w", what, e.physical[k].name, err))
+		db.AddError(errs.Wrap(err, "%s: whether a range of %s moved cannot be read", what, e.physical[k].name))
 		return nil, k, false
 	}
 	return sealed, k, true

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/shardid/shardid/internal/errs"
 	"github.com/shardid/shardid/strategies"
 )
 
@@ -164,7 +165,7 @@ func (t pingTarget) ping(ctx context.Context) (time.Duration, error) {
 func (t pingTarget) failure(err error) error {
 	switch {
 	case t.kind == KindTicket:
-		return fmt.Errorf("shardid: ticket server %s: %w", t.name, err)
+		return errs.Wrap(err, "ticket server %s", t.name)
 	case errors.Is(err, ErrShardUnavailable):
 		return err
 	}

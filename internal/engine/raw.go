@@ -127,10 +127,11 @@ func (e *Engine) shardedModel(table string) (string, bool) {
 	if _, ok := e.joinTables.Load(lower); ok {
 		return "many2many", true
 	}
-	if _, ok := e.unshardedTables.Load(lower); ok {
-		return "", false // this process's model of it says unsharded
+	recorded, isRecorded := e.recordedTables.Load(lower)
+	if u, ok := e.unshardedTables.Load(lower); ok && (!isRecorded || recorded.(string) == u.(unshardedTable).table) {
+		return "", false // this process's model of it says unsharded: a table recorded before, not another schema's of the same name
 	}
-	if _, ok := e.recordedTables.Load(lower); ok {
+	if isRecorded {
 		return "(a model this process has not used, recorded as sharded in " + tablesTable + ")", true
 	}
 	return "", false
@@ -151,15 +152,18 @@ func (e *Engine) unshardedModel(table string) (string, bool) {
 	if _, sharded := e.shardedModel(table); sharded {
 		return "", false
 	}
-	model, ok := e.unshardedTables.Load(strings.ToLower(table))
-	if !ok {
-		model, ok = e.unshardedJoinTables.Load(strings.ToLower(table))
+	if u, ok := e.unshardedTables.Load(strings.ToLower(table)); ok {
+		return u.(unshardedTable).model, true
 	}
-	if !ok {
-		return "", false
+	if model, ok := e.unshardedJoinTables.Load(strings.ToLower(table)); ok {
+		return model.(string), true
 	}
-	return model.(string), true
+	return "", false
 }
+
+// unshardedTable is an unsharded model's: its name, and its table as its
+// model names it, lower case.
+type unshardedTable struct{ model, table string }
 
 func unreadNote(unread error) string {
 	if unread == nil {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
@@ -572,9 +573,10 @@ func (e *Engine) finish(kind statementKind) func(*gorm.DB) {
 		}
 		if db.Error == errRouted {
 			db.Error = nil
+			keepResult(db)
 		}
-		var state *routeState // a Create's, whose IDs a failure gives back
-		if kind == kindCreate {
+		var state *routeState // a Create's, whose IDs a failure gives back; a failed write's, with the IDs of the Creates it ran
+		if kind == kindCreate || db.Error != nil && (kind == kindUpdate || kind == kindDelete) {
 			state = routeStateOf(db.Statement)
 		}
 		var routedBy *shardrouter.Map // read before its state is dropped, on the error path only
@@ -690,7 +692,7 @@ func (e *onError) Error() string {
 	if inner, ok := e.err.(*onError); ok && inner.name == e.name {
 		return inner.Error() // named once
 	}
-	return "shardid: on " + e.name + ": " + e.err.Error()
+	return "shardid: on " + e.name + ": " + strings.TrimPrefix(e.err.Error(), "shardid: ")
 }
 func (e *onError) Unwrap() error { return e.err }
 
@@ -828,17 +830,18 @@ func (e evidence) matches(table, name string) bool {
 // evidenceOf lists the columns whose values name the shard of a model whose
 // primary key is the shardid field f: the key itself, then its colocate or
 // hash column.
-func evidenceOf(table string, f *idField) []evidence {
+func evidenceOf(s *schema.Schema, f *idField) []evidence {
+	table := s.Table
 	idShard := func(field *schema.Field) func(p *Engine, v any) (int, error) {
 		return func(p *Engine, v any) (int, error) { return p.valueShard(v, field.FieldType) }
 	}
-	list := []evidence{{table: table, names: []string{clause.PrimaryKey, f.field.DBName, f.field.Name}, shardOf: idShard(f.field)}}
+	list := []evidence{{table: table, names: append([]string{clause.PrimaryKey}, columnNames(s, f.field)...), shardOf: idShard(f.field)}}
 	if f.colocate != nil {
-		list = append(list, evidence{table: table, names: []string{f.colocate.DBName, f.colocate.Name}, shardOf: idShard(f.colocate)})
+		list = append(list, evidence{table: table, names: columnNames(s, f.colocate), shardOf: idShard(f.colocate)})
 	}
 	if f.hash != nil {
 		hashed, loose := f.hash, f.looseHash
-		list = append(list, evidence{table: table, names: []string{hashed.DBName, hashed.Name}, shardOf: func(p *Engine, v any) (int, error) {
+		list = append(list, evidence{table: table, names: columnNames(s, hashed), shardOf: func(p *Engine, v any) (int, error) {
 			// The database compares the column's type: hash the value as that type.
 			key, err := asKind(v, hashed.FieldType)
 			if errors.Is(err, errNull) {
@@ -851,6 +854,17 @@ func evidenceOf(table string, f *idField) []evidence {
 		}})
 	}
 	return list
+}
+
+// columnNames are the names a condition may give field's column by: its
+// own, and its Go name, unless that is another column's.
+func columnNames(s *schema.Schema, field *schema.Field) []string {
+	for _, other := range s.Fields {
+		if other != field && other.DBName != "" && strings.EqualFold(other.DBName, field.Name) {
+			return []string{field.DBName}
+		}
+	}
+	return []string{field.DBName, field.Name}
 }
 
 // hashShard is the logical shard of a hash key, given as a value of the hash
@@ -890,7 +904,21 @@ func (e *Engine) rowHashShard(ctx context.Context, f *idField, row reflect.Value
 	if err != nil {
 		return 0, err
 	}
+	if e.cutsPastSize(f) && utf8.RuneCountInString(key.String()) > f.hash.Size {
+		// The database cuts trailing spaces past the size, or refuses the row: stored otherwise than placed.
+		return 0, fmt.Errorf("%w: %s is %d characters, longer than its column's size %d", ErrNoShard, f.hash.Name, utf8.RuneCountInString(key.String()), f.hash.Size)
+	}
 	return e.hashShard(key, f.looseHash)
+}
+
+// cutsPastSize reports whether the database cuts an exact string key past
+// its field's size: a varchar(size) of GORM's making on MySQL/MariaDB or
+// PostgreSQL (SQLite keeps it whole; a type given, or a Valuer's value, may
+// hold more), which drops the trailing spaces past it.
+func (e *Engine) cutsPastSize(f *idField) bool {
+	h := f.hash
+	return h.Size > 0 && !f.looseHash && h.FieldType.Kind() == reflect.String && h.TagSettings["TYPE"] == "" &&
+		!h.FieldType.Implements(valuerType) && !reflect.PointerTo(h.FieldType).Implements(valuerType) && e.db.Dialector.Name() != "sqlite"
 }
 
 // asKind reads a condition's value as the hash field's type t, as the

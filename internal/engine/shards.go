@@ -245,7 +245,8 @@ func (e *Engine) openShards(db *gorm.DB) error {
 			e.physical = append(e.physical, ph)
 			continue
 		}
-		o := &opener{name: s.Name, timeout: timeout, dial: func() (*gorm.DB, error) {
+		o := &opener{name: s.Name, timeout: timeout, dial: func() (_ *gorm.DB, err error) {
+			defer func() { err = dsn.RedactError(err, dsnOf(s.Dialector)) }()      // a driver refusing a DSN prints it
 			dialector, pool, err := boundedDialector(s.Dialector, s.Name, timeout) // each connection's dial and handshake bounded, now and later
 			if err != nil {
 				return nil, err
@@ -267,7 +268,7 @@ func (e *Engine) openShards(db *gorm.DB) error {
 			return opened, nil
 		}}
 		o.ready = func(opened *openPhysical) {
-			if idle := e.config.PoolIdleTimeout; idle > 0 && opened.sqlDB != nil {
+			if idle := e.config.PoolIdleTimeout; idle > 0 && opened.sqlDB != nil && !inMemory(opened) {
 				opened.sqlDB.SetConnMaxIdleTime(idle)
 			}
 			e.notePool(opened, k)
@@ -542,4 +543,16 @@ func (e *Engine) pool(ctx context.Context, k int) (gorm.ConnPool, error) {
 		return nil, err
 	}
 	return opened.pool, nil
+}
+
+// inMemory reports whether a physical database is SQLite's in memory, which
+// lives only while a connection to it is open: its idle connections are
+// kept.
+func inMemory(opened *openPhysical) bool {
+	if opened.db == nil || opened.db.Dialector.Name() != "sqlite" {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return !sqliteOnFile(ctx, opened.sqlDB)
 }

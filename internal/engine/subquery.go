@@ -8,6 +8,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/logger"
+
+	"github.com/shardid/shardid/internal/errs"
 )
 
 // A *gorm.DB bound as a value of a statement's clauses (Where("x IN (?)",
@@ -38,7 +40,7 @@ func (e *Engine) checkSubqueries(db *gorm.DB, subs []*gorm.DB) {
 	for _, sub := range subs {
 		k, err := e.subqueryDatabase(sub)
 		if err != nil {
-			db.AddError(fmt.Errorf("shardid: a subquery: %w", err))
+			db.AddError(errs.Wrap(err, "a subquery"))
 			return
 		}
 		if k != outer {

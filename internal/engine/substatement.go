@@ -127,6 +127,10 @@ func (e *Engine) checkJoins(stmt *gorm.Statement, m *model) error {
 	}
 	clauseGiven := oneShardClause(stmt)
 	for _, j := range stmt.Joins {
+		if j.Expression != nil && !clauseGiven { // gorm.G's join on a subquery: GORM joins by the caller's ON alone, whatever j.Name
+			return fmt.Errorf("%w: %s: a join on a subquery (%s): GORM joins its rows by the ON given, and the subquery reads the database the statement runs on only; give the statement a shard clause (OnShard, ByID, ByKey) to read that shard's rows, or read them apart",
+				ErrCrossShard, m.schema.Name, j.Name)
+		}
 		path, ok := shardrouter.RelationPath(stmt.Schema, j.Name)
 		if !ok {
 			if shardrouter.ColocatedJoin(keyedOf(m), j.Name, e.keyedOf) || e.joinsOwnJoinTable(m, j.Name) {

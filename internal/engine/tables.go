@@ -12,6 +12,7 @@ import (
 	"github.com/shardid/shardid/internal/fence"
 	"github.com/shardid/shardid/internal/mapstore"
 	"github.com/shardid/shardid/internal/mover"
+	"github.com/shardid/shardid/strategies"
 )
 
 // tablesTable lists, in the plugin's own database, the sharded tables the
@@ -21,18 +22,62 @@ const tablesTable = "shardid_tables"
 
 // shardedTable is a sharded table as the tables table records it.
 type shardedTable struct {
-	Name     string
-	Key      string        // the column carrying the shard: the primary key, or a join table's column of its owner's key
-	Kind     fence.KeyKind // how the key carries it
-	Strategy string        // the key's strategy, whose ID source a move advances
+	Name      string
+	Key       string        // the column carrying the shard: the primary key, or a join table's column of its owner's key
+	Kind      fence.KeyKind // how the key carries it
+	Strategy  string        // the key's strategy, whose ID source a move advances
+	IDColumns []mover.IDColumn
 }
 
 func (s *mapStore) prepareTables(ctx context.Context) error {
-	_, err := s.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+tablesTable+" (name VARCHAR(191) NOT NULL PRIMARY KEY, key_column VARCHAR(191) NOT NULL, key_kind INT NOT NULL, strategy VARCHAR(32) NOT NULL)")
+	_, err := s.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+tablesTable+" (name VARCHAR(191) NOT NULL PRIMARY KEY, key_column VARCHAR(191) NOT NULL, key_kind INT NOT NULL, strategy VARCHAR(32) NOT NULL, id_columns VARCHAR(1000) NOT NULL DEFAULT '')")
 	if err != nil && !mapstore.AlreadyExists(err) {
 		return err
 	}
+	return s.addIDColumns(ctx)
+}
+
+// addIDColumns adds id_columns to a shardid_tables made before it was.
+func (s *mapStore) addIDColumns(ctx context.Context) error {
+	if s.idColumns.Load() {
+		return nil
+	}
+	probe := func() error {
+		rows, err := s.DB().QueryContext(ctx, "SELECT id_columns FROM "+tablesTable+" WHERE 1 = 0")
+		if err == nil {
+			rows.Close()
+		}
+		return err
+	}
+	if probe() != nil {
+		_, err := s.Exec(ctx, "ALTER TABLE "+tablesTable+" ADD COLUMN id_columns VARCHAR(1000) NOT NULL DEFAULT ''")
+		if err != nil && probe() != nil { // not another process's column
+			return err
+		}
+	}
+	s.idColumns.Store(true)
 	return nil
+}
+
+// idColumnsText is how shardid_tables keeps a table's other ID columns:
+// "column:strategy", comma-separated.
+func idColumnsText(columns []mover.IDColumn) string {
+	parts := make([]string, len(columns))
+	for i, c := range columns {
+		parts[i] = c.Column + ":" + c.Strategy
+	}
+	return strings.Join(parts, ",")
+}
+
+// parseIDColumns reads idColumnsText.
+func parseIDColumns(text string) []mover.IDColumn {
+	var columns []mover.IDColumn
+	for part := range strings.SplitSeq(text, ",") {
+		if column, strategy, ok := strings.Cut(part, ":"); ok {
+			columns = append(columns, mover.IDColumn{Column: column, Strategy: strategy})
+		}
+	}
+	return columns
 }
 
 // prepareOwnTables creates again the tables the plugin keeps on its own
@@ -68,7 +113,7 @@ func (e *Engine) registerTables(db *gorm.DB, models []any) error {
 		if _, err := e.maps.Exec(ctx, "DELETE FROM "+tablesTable+" WHERE name = ?", t.Name); err != nil {
 			return err
 		}
-		if _, err := e.maps.Exec(ctx, "INSERT INTO "+tablesTable+" (name, key_column, key_kind, strategy) VALUES (?, ?, ?, ?)", t.Name, t.Key, int(t.Kind), t.Strategy); err != nil && !mapstore.DuplicateKey(err) {
+		if _, err := e.maps.Exec(ctx, "INSERT INTO "+tablesTable+" (name, key_column, key_kind, strategy, id_columns) VALUES (?, ?, ?, ?, ?)", t.Name, t.Key, int(t.Kind), t.Strategy, idColumnsText(t.IDColumns)); err != nil && !mapstore.DuplicateKey(err) {
 			return err
 		}
 	}
@@ -199,10 +244,44 @@ func (e *Engine) loadRecordedTables(ctx context.Context) error {
 		if err := rows.Scan(&name); err != nil {
 			return err
 		}
-		e.recordedTables.Store(strings.ToLower(name), struct{}{})
-		e.recordedTables.Store(bareTable(name), struct{}{})
+		e.recordTable(name)
 	}
 	return rows.Err()
+}
+
+// recordTable notes a table recorded as sharded under each name SQL may
+// give it; a key two recorded tables share names neither for certain.
+func (e *Engine) recordTable(name string) {
+	full := strings.ToLower(name)
+	e.recordedFull.Store(full, struct{}{})
+	for _, key := range e.tableKeys(name) {
+		if was, loaded := e.recordedTables.LoadOrStore(key, full); loaded && was.(string) != full {
+			e.recordedTables.Store(key, "")
+		}
+	}
+}
+
+// forgetRecordedTable undoes recordTable: each of its keys names the
+// recorded tables left that share it, if any.
+func (e *Engine) forgetRecordedTable(name string) {
+	e.recordedFull.Delete(strings.ToLower(name))
+	for _, key := range e.tableKeys(name) {
+		var holders []string
+		e.recordedFull.Range(func(other, _ any) bool {
+			if slices.Contains(e.tableKeys(other.(string)), key) {
+				holders = append(holders, other.(string))
+			}
+			return true
+		})
+		switch len(holders) {
+		case 0:
+			e.recordedTables.Delete(key)
+		case 1:
+			e.recordedTables.Store(key, holders[0])
+		default:
+			e.recordedTables.Store(key, "")
+		}
+	}
 }
 
 // unregisterTable forgets a sharded table dropped through the migrator.
@@ -219,8 +298,7 @@ func (e *Engine) unregisterTable(db *gorm.DB, table string) error {
 		match = "lower(name) = lower(?)" // the table dropped under another spelling of its name
 	}
 	_, err := e.maps.Exec(ctx, "DELETE FROM "+tablesTable+" WHERE "+match, table)
-	e.recordedTables.Delete(strings.ToLower(table))
-	e.recordedTables.Delete(bareTable(table))
+	e.forgetRecordedTable(table)
 	return err
 }
 
@@ -249,10 +327,9 @@ func (e *Engine) renameRegisteredTable(db *gorm.DB, oldName, newName string) err
 		return err
 	}
 	_, err := e.maps.Exec(ctx, "UPDATE "+tablesTable+" SET name = ? WHERE name = ?", newName, oldName)
-	if _, recorded := e.recordedTables.LoadAndDelete(strings.ToLower(oldName)); recorded {
-		e.recordedTables.Delete(bareTable(oldName))
-		e.recordedTables.Store(strings.ToLower(newName), struct{}{})
-		e.recordedTables.Store(bareTable(newName), struct{}{})
+	if _, recorded := e.recordedTables.Load(strings.ToLower(oldName)); recorded {
+		e.forgetRecordedTable(oldName)
+		e.recordTable(newName)
 	}
 	return err
 }
@@ -297,6 +374,11 @@ func shardedTableOf(m *model) shardedTable {
 	if key.uuidVersion != 0 {
 		t.Kind = fence.KeyUUIDText
 	}
+	for _, f := range m.fields {
+		if f != key && f.uuidVersion == 0 && f.strategy != strategies.NameTicket { // a ticket server is one for every database
+			t.IDColumns = append(t.IDColumns, mover.IDColumn{Column: f.field.DBName, Strategy: f.strategy})
+		}
+	}
 	return t
 }
 
@@ -308,7 +390,7 @@ func (e *Engine) registeredTables(ctx context.Context) ([]shardedTable, error) {
 	if err := e.maps.prepareTables(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := e.maps.DB().QueryContext(ctx, "SELECT name, key_column, key_kind, strategy FROM "+tablesTable+" ORDER BY name")
+	rows, err := e.maps.DB().QueryContext(ctx, "SELECT name, key_column, key_kind, strategy, id_columns FROM "+tablesTable+" ORDER BY name")
 	if err != nil {
 		return nil, err
 	}
@@ -317,10 +399,12 @@ func (e *Engine) registeredTables(ctx context.Context) ([]shardedTable, error) {
 	for rows.Next() {
 		var t shardedTable
 		var kind int
-		if err := rows.Scan(&t.Name, &t.Key, &kind, &t.Strategy); err != nil {
+		var idColumns string
+		if err := rows.Scan(&t.Name, &t.Key, &kind, &t.Strategy, &idColumns); err != nil {
 			return nil, err
 		}
 		t.Kind = fence.KeyKind(kind)
+		t.IDColumns = parseIDColumns(idColumns)
 		list = append(list, t)
 	}
 	if err := rows.Err(); err != nil {

@@ -189,6 +189,8 @@ func (e *Engine) parseModel(s *schema.Schema) (*model, error) {
 		if t.colocate != "" {
 			src := tagField(s, f, t.colocate)
 			switch {
+			case src == nil && ambiguous(s, t.colocate):
+				return nil, bad("colocate: %q names a field of each of two embedded structs: name its column instead", t.colocate)
 			case src == nil:
 				return nil, bad("colocate: no field %q in %s", t.colocate, s.Name)
 			case src == f:
@@ -201,6 +203,9 @@ func (e *Engine) parseModel(s *schema.Schema) (*model, error) {
 		}
 		if t.hash != "" {
 			src := tagField(s, f, t.hash)
+			if src == nil && ambiguous(s, t.hash) {
+				return nil, bad("hash: %q names a field of each of two embedded structs: name its column instead", t.hash)
+			}
 			if src == nil {
 				return nil, bad("hash: no field %q in %s", t.hash, s.Name)
 			}
@@ -222,7 +227,7 @@ func (e *Engine) parseModel(s *schema.Schema) (*model, error) {
 	}
 	for _, f := range m.fields {
 		if f.field.PrimaryKey && len(s.PrimaryFields) == 1 {
-			m.key, m.evidence = f, evidenceOf(s.Table, f)
+			m.key, m.evidence = f, evidenceOf(s, f)
 			m.keys = e.keyColumns(m.evidence)
 			m.placings = e.placingsOf(f, m.keys)
 		}
@@ -268,7 +273,66 @@ func tagField(s *schema.Schema, of *schema.Field, name string) *schema.Field {
 			return f
 		}
 	}
+	if f, count := nearestNamed(s, name, true); count > 0 { // promoted through anonymous structs, as Go's selector finds it
+		return f
+	}
+	if _, count := nearestNamed(s, name, false); count > 1 {
+		return nil
+	}
 	return s.LookUpField(name)
+}
+
+// ambiguous reports whether name is held at one depth by two embedded
+// structs, anonymous (Go refuses the selector) or named with GORM's
+// embedded tag.
+func ambiguous(s *schema.Schema, name string) bool {
+	if _, count := nearestNamed(s, name, true); count > 0 {
+		return count > 1
+	}
+	_, count := nearestNamed(s, name, false)
+	return count > 1
+}
+
+// nearestNamed returns the field named name nearest the model, promoted
+// only (through anonymous structs) or any, and how many are that near: one
+// when it is unique.
+func nearestNamed(s *schema.Schema, name string, promotedOnly bool) (*schema.Field, int) {
+	var nearest *schema.Field
+	count := 0
+	for _, f := range s.Fields {
+		if f.Name != name || promotedOnly && !promoted(s.ModelType, f.BindNames) {
+			continue
+		}
+		switch {
+		case nearest == nil || len(f.BindNames) < len(nearest.BindNames):
+			nearest, count = f, 1
+		case len(f.BindNames) == len(nearest.BindNames):
+			count++
+		}
+	}
+	if count != 1 {
+		return nil, count
+	}
+	return nearest, 1
+}
+
+// promoted reports whether every struct on the path to a field is embedded
+// anonymously, so that Go promotes the field.
+func promoted(t reflect.Type, path []string) bool {
+	for _, name := range path[:len(path)-1] {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct {
+			return false
+		}
+		sf, ok := t.FieldByName(name)
+		if !ok || !sf.Anonymous || len(sf.Index) != 1 {
+			return false
+		}
+		t = sf.Type
+	}
+	return true
 }
 
 // orderColocated puts every field that colocates with, or hashes, another

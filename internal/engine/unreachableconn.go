@@ -42,7 +42,42 @@ func (c *boundedConn) BeginTx(ctx context.Context, opts driver.TxOptions) (drive
 	if err != nil && ctx.Err() == nil && (sqlerr.Unreachable(err) || sqlerr.Unsent(err)) {
 		return nil, fmt.Errorf("%w: %s: %w: %w", ErrShardUnavailable, c.name, driver.ErrBadConn, err)
 	}
-	return tx, err
+	if err != nil {
+		return nil, err
+	}
+	return boundedTx{Tx: tx, name: c.name}, nil
+}
+
+// boundedTx is a transaction of a boundedConn: its commit or rollback on a
+// connection lost fails with ErrShardUnavailable naming the database, as its
+// statements do (GORM's Commit and Rollback run no callback that would name
+// it).
+type boundedTx struct {
+	driver.Tx
+	name string
+}
+
+func (t boundedTx) Commit() error {
+	if err := t.Tx.Commit(); err != nil {
+		switch {
+		case sqlerr.Unsent(err):
+			return fmt.Errorf("%w: %s: the connection was lost before the commit was sent, and the transaction did not commit: %w", ErrShardUnavailable, t.name, err)
+		case sqlerr.Unreachable(err):
+			return fmt.Errorf("%w: %s: the commit's answer was lost, and whether it committed is unknown: %w", ErrShardUnavailable, t.name, err)
+		}
+		return err
+	}
+	return nil
+}
+
+func (t boundedTx) Rollback() error {
+	if err := t.Tx.Rollback(); err != nil {
+		if sqlerr.Unreachable(err) || sqlerr.Unsent(err) {
+			return fmt.Errorf("%w: %s: rolling back: %w", ErrShardUnavailable, t.name, err)
+		}
+		return err
+	}
+	return nil
 }
 
 func (c *boundedConn) begin(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {

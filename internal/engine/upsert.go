@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
 
+	"github.com/shardid/shardid/internal/errs"
 	"github.com/shardid/shardid/shardrouter"
 )
 
@@ -141,7 +142,7 @@ func (e *Engine) conflictsElsewhere(stmt *gorm.Statement, m *model, keys [][]*sc
 			stmt.Quote(stmt.Table), strings.Join(where, " OR "), stmt.Quote(pk.DBName), stmt.Quote(column.DBName))
 		held, err := stmt.ConnPool.QueryContext(stmt.Context, query, append(args, id, value)...)
 		if err != nil {
-			return false, fmt.Errorf("shardid: reading the rows an upsert of %s may conflict with: %w", m.schema.Name, err)
+			return false, errs.Wrap(err, "reading the rows an upsert of %s may conflict with", m.schema.Name)
 		}
 		found := held.Next()
 		err = held.Err()

@@ -5,10 +5,10 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
+	"github.com/shardid/shardid/internal/errs"
 	"github.com/shardid/shardid/shardrouter"
 )
 
@@ -28,7 +28,7 @@ type MoveState struct {
 	Done       map[string]bool     `json:"done,omitempty"`    // tables copied completely
 	Columns    map[string][]string `json:"columns,omitempty"` // the source's columns per table the copy carries
 	Changes    int64               `json:"changes"`
-	MaxKeys    map[string]int64    `json:"max_keys,omitempty"` // the highest int64 key seen per table, deleted rows too
+	MaxKeys    map[string]int64    `json:"max_keys,omitempty"` // the highest int64 key seen per table, deleted rows too; of another ID column, as "table.column"
 	Frozen     time.Duration       `json:"frozen"`
 	FrozenAt   time.Time           `json:"frozen_at"`
 	MapVersion int64               `json:"map_version"`
@@ -58,7 +58,7 @@ func (s *Store) LoadMove(ctx context.Context, r shardrouter.Range) (*MoveState, 
 	}
 	st, err := decodeMove(body)
 	if err != nil {
-		return nil, fmt.Errorf("shardid: the state of the move of %d-%d in %s: %w", r.From, r.To, movesTable, err)
+		return nil, errs.Wrap(err, "the state of the move of %d-%d in %s", r.From, r.To, movesTable)
 	}
 	return st, nil
 }

@@ -5,9 +5,9 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
+	"github.com/shardid/shardid/internal/errs"
 	"github.com/shardid/shardid/shardrouter"
 )
 
@@ -100,7 +100,7 @@ func (s *Store) Latest(ctx context.Context) (*Map, error) {
 	}
 	stored := &Map{Version: version}
 	if err := json.Unmarshal([]byte(body), stored); err != nil {
-		return nil, fmt.Errorf("shardid: map version %d in %s: %w", version, s.table, err)
+		return nil, errs.Wrap(err, "map version %d in %s", version, s.table)
 	}
 	return stored, nil
 }

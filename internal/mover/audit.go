@@ -4,8 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/shardid/shardid/internal/fence"
 	"github.com/shardid/shardid/internal/mapstore"
@@ -25,6 +25,22 @@ type Misplaced struct {
 	// which Cleanup deletes.
 	LeftByMove bool
 }
+
+// UnreadDatabaseError is a physical database Audit could not read. Audit
+// joins one for each, beside what it found on the others.
+type UnreadDatabaseError struct {
+	Database string
+	Err      error
+}
+
+func (e *UnreadDatabaseError) Error() string {
+	if e.Err == nil {
+		return "shardid: on " + e.Database + ": not read"
+	}
+	return "shardid: on " + e.Database + ": " + strings.TrimPrefix(e.Err.Error(), "shardid: ")
+}
+
+func (e *UnreadDatabaseError) Unwrap() error { return e.Err }
 
 // Audit reads every physical database and reports the rows of the sharded
 // tables the plugin has migrated that sit on a database their logical shard
@@ -48,7 +64,7 @@ func (m *Mover) Audit(ctx context.Context, d Driver) ([]Misplaced, error) {
 	for k, name := range d.Databases() {
 		on, err := auditDatabase(ctx, d, k, tables, mapstore.Ranges(shardMap.Logical(k)), moveCopiesOn(name, moves))
 		if err != nil {
-			unread = append(unread, fmt.Errorf("shardid: on %s: %w", name, err))
+			unread = append(unread, &UnreadDatabaseError{Database: name, Err: err})
 			continue
 		}
 		found = append(found, on...)

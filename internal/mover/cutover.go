@@ -322,13 +322,21 @@ func (mv *run) snowflakeFloor() int64 {
 	layout := mv.d.Layout()
 	var tick int64
 	for _, t := range mv.tables {
-		if t.strategy != strategies.NameSnowflake {
-			continue
+		maxima := map[string]int64{}
+		if t.strategy == strategies.NameSnowflake {
+			maxima[t.name] = mv.st.MaxKeys[t.name]
 		}
-		// The freeze's own time too: IDs of rows deleted before the move.
-		tick = max(tick, layout.Ticks(mv.st.FrozenAt))
-		if mv.st.MaxKeys[t.name] > 0 {
-			tick = max(tick, layout.Decode(mv.st.MaxKeys[t.name]).Ticks)
+		for _, c := range t.idColumns {
+			if c.Strategy == strategies.NameSnowflake {
+				maxima[t.name+"."+c.Column] = mv.st.MaxKeys[t.name+"."+c.Column]
+			}
+		}
+		for _, highest := range maxima {
+			// The freeze's own time too: IDs of rows deleted before the move.
+			tick = max(tick, layout.Ticks(mv.st.FrozenAt))
+			if highest > 0 {
+				tick = max(tick, layout.Decode(highest).Ticks)
+			}
 		}
 	}
 	return tick

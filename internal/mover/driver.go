@@ -61,4 +61,10 @@ type Table struct {
 	Strategy string        // the key's strategy, whose ID source a move advances
 	Join     bool          // a many2many join table beside a sharded owner; Strategy says whether its other side is sharded too
 	Model    reflect.Type  // the model, when the move was given it: to create the target's table
+	// IDColumns are its other int64 columns that a strategy fills, whose ID
+	// sources a move advances too.
+	IDColumns []IDColumn
 }
+
+// IDColumn is a column, not the key, that a strategy fills.
+type IDColumn struct{ Column, Strategy string }

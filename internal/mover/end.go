@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardid/shardid/internal/errs"
 	"github.com/shardid/shardid/internal/mapstore"
 )
 
@@ -35,7 +36,7 @@ func (m *Mover) Cancel(ctx context.Context, d Driver, r Range, models []any) err
 	if mv.st.Phase != PhasePrepare { // before the copy, no row of the range on the target is the move's
 		for _, t := range mv.tables {
 			if err := deleteRange(ctx, t, mv.target, r); err != nil {
-				return fmt.Errorf("shardid: deleting the copies of %s on %s: %w", t.name, mv.st.To, err)
+				return errs.Wrap(err, "deleting the copies of %s on %s", t.name, mv.st.To)
 			}
 		}
 	}
@@ -122,7 +123,7 @@ func (mv *run) deleteCopies(ctx context.Context) (err error) {
 	}
 	for _, t := range mv.tables {
 		if err := deleteRange(ctx, t, conn, mv.st.Logical); err != nil {
-			return fmt.Errorf("shardid: deleting the copies of %s on %s: %w", t.name, mv.st.From, err)
+			return errs.Wrap(err, "deleting the copies of %s on %s", t.name, mv.st.From)
 		}
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/shardid/shardid/internal/errs"
 	"github.com/shardid/shardid/internal/sqlscan"
 )
 
@@ -58,7 +59,7 @@ func joinPrimaryKey(ctx context.Context, db *sql.DB, dialect, table, owner strin
 	}
 	rows, err := readRows(ctx, db, 1, q, name)
 	if err != nil {
-		return nil, fmt.Errorf("shardid: reading the primary key of %s: %w", table, err)
+		return nil, errs.Wrap(err, "reading the primary key of %s", table)
 	}
 	pk := []string{owner}
 	for _, row := range rows {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shardid/shardid/internal/errs"
 	"github.com/shardid/shardid/internal/fence"
 	"github.com/shardid/shardid/internal/mapstore"
 	"github.com/shardid/shardid/shardrouter"
@@ -136,7 +137,7 @@ func (m *Mover) Move(ctx context.Context, d Driver, req Request) (*Report, error
 		if err := step.run(ctx); err != nil {
 			err = mv.columnsChangedUnder(ctx, err)
 			log.Warn("shardid: move phase failed", "from", req.Logical.From, "through", req.Logical.To, "to", req.To, "phase", step.phase, "error", err)
-			return mv.report(resumed), fmt.Errorf("shardid: move of %d-%d to %s, %s: %w", req.Logical.From, req.Logical.To, req.To, step.phase, err)
+			return mv.report(resumed), errs.Wrap(err, "move of %d-%d to %s, %s", req.Logical.From, req.Logical.To, req.To, step.phase)
 		}
 		next := PhaseServing
 		if i+1 < len(steps) {
@@ -171,7 +172,7 @@ func cleanUpToMoveBack(ctx context.Context, d Driver, req Request) error {
 		err = mv.cleanup(ctx)
 	}
 	if err != nil {
-		return fmt.Errorf("shardid: cleaning up the move of %d-%d to %s before moving them back: %w", req.Logical.From, req.Logical.To, st.To, err)
+		return errs.Wrap(err, "cleaning up the move of %d-%d to %s before moving them back", req.Logical.From, req.Logical.To, st.To)
 	}
 	return nil
 }

@@ -66,29 +66,60 @@ func (mv *run) prepareTarget(ctx context.Context) error {
 		}
 	}
 	for _, t := range mv.tables {
-		columns, err := columnsOf(ctx, mv.target, t.dialect, t.name)
-		if err != nil && sqlerr.Unreachable(err) {
-			return fmt.Errorf("table %s on %s: %w", t.name, mv.st.To, err)
-		}
-		if err != nil {
-			return fmt.Errorf("%w: table %s on %s: %w: migrate the models with %s in Config.Shards (ids.AutoMigrate), then move again", ErrInvalid, t.name, mv.st.To, err, mv.st.To)
-		}
-		for _, c := range t.columns {
-			if !slices.Contains(columns, c) {
-				return fmt.Errorf("%w: table %s on %s has no column %s, which the source has: migrate it first", ErrInvalid, t.name, mv.st.To, c)
-			}
-		}
-		// The copy begins after the prepare: every row of the range on the target is then the move's.
-		found, err := misplacedRows(ctx, mv.target, t, fence.InRanges(t.shard, []Range{mv.st.Logical}))
-		if err != nil {
-			return fmt.Errorf("table %s on %s: %w", t.name, mv.st.To, err)
-		}
-		if found.Rows > 0 {
-			return fmt.Errorf("%w: table %s on %s already holds rows of logical shards %d-%d (%d; keys %v), which no move copied there: delete them, or move them where they belong, first",
-				ErrInvalid, t.name, mv.st.To, mv.st.Logical.From, mv.st.Logical.To, found.Rows, found.Keys)
+		if err := mv.checkTarget(ctx, t); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// checkTarget checks t on the target: it has the source's columns, and no
+// row of the range.
+func (mv *run) checkTarget(ctx context.Context, t *movedTable) error {
+	columns, err := columnsOf(ctx, mv.target, t.dialect, t.name)
+	if err != nil && sqlerr.Unreachable(err) {
+		return fmt.Errorf("table %s on %s: %w", t.name, mv.st.To, err)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: table %s on %s: %w: migrate the models with %s in Config.Shards (ids.AutoMigrate), then move again", ErrInvalid, t.name, mv.st.To, err, mv.st.To)
+	}
+	for _, c := range t.columns {
+		if !slices.Contains(columns, c) {
+			return fmt.Errorf("%w: table %s on %s has no column %s, which the source has: migrate it first", ErrInvalid, t.name, mv.st.To, c)
+		}
+	}
+	return mv.checkNoRowsOfRange(ctx, t)
+}
+
+// checkNoRowsOfRange refuses t on the target holding rows of the range: the
+// copy begins after the prepare, and every row of the range there is then
+// the move's.
+func (mv *run) checkNoRowsOfRange(ctx context.Context, t *movedTable) error {
+	found, err := misplacedRows(ctx, mv.target, t, fence.InRanges(t.shard, []Range{mv.st.Logical}))
+	if err != nil {
+		return fmt.Errorf("table %s on %s: %w", t.name, mv.st.To, err)
+	}
+	if found.Rows > 0 {
+		return fmt.Errorf("%w: table %s on %s already holds rows of logical shards %d-%d (%d; keys %v), which no move copied there: delete them, or move them where they belong, first",
+			ErrInvalid, t.name, mv.st.To, mv.st.Logical.From, mv.st.Logical.To, found.Rows, found.Keys)
+	}
+	return nil
+}
+
+// wouldRefuse is what the prepare would refuse of t on the target, read
+// without changing anything: a table it cannot migrate (no model given) is
+// checked whole, one it migrates for rows of the range, if it is there.
+func (mv *run) wouldRefuse(ctx context.Context, t *movedTable) error {
+	if t.modelType == nil {
+		return mv.checkTarget(ctx, t)
+	}
+	if _, err := columnsOf(ctx, mv.target, t.dialect, t.name); err != nil {
+		if sqlerr.Unreachable(err) {
+			return fmt.Errorf("table %s on %s: %w", t.name, mv.st.To, err)
+		}
+		return nil // the prepare makes it
+	}
+	return mv.checkNoRowsOfRange(ctx, t)
 }
 
 // advance makes the target's ID sources issue, for the moved shards, only IDs
@@ -103,8 +134,30 @@ func (mv *run) advance(ctx context.Context) error {
 		if err := mv.d.AdvanceIDs(ctx, t.name, t.strategy, mv.from, mv.to, mv.st.MaxKeys[t.name]); err != nil {
 			return err
 		}
+		for _, c := range t.idColumns {
+			highest, err := mv.highestOf(ctx, t, c.Column)
+			if err != nil {
+				return err
+			}
+			if err := mv.d.AdvanceIDs(ctx, t.name, c.Strategy, mv.from, mv.to, highest); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
+}
+
+// highestOf notes, and returns, the highest value of an ID column of the
+// range on the source, under the key "table.column" of the move's maxima.
+func (mv *run) highestOf(ctx context.Context, t *movedTable, column string) (int64, error) {
+	var highest sql.NullInt64
+	q := "SELECT MAX(" + sqlscan.Quote(t.dialect, column) + ") FROM " + sqlscan.Quote(t.dialect, t.name) + " WHERE " + t.inRange
+	if err := mv.source.QueryRowContext(ctx, q, mv.st.Logical.From, mv.st.Logical.To).Scan(&highest); err != nil {
+		return 0, err
+	}
+	key := t.name + "." + column
+	mv.st.MaxKeys[key] = max(mv.st.MaxKeys[key], highest.Int64)
+	return mv.st.MaxKeys[key], nil
 }
 
 // highestKey notes the highest int64 key of the range on the source.

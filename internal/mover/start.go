@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/shardid/shardid/internal/errs"
 	"github.com/shardid/shardid/internal/fence"
 	"github.com/shardid/shardid/internal/mapstore"
 )
@@ -22,7 +23,7 @@ func newRun(ctx context.Context, d Driver, req Request) (*run, error) {
 		return nil, err
 	}
 	if _, err := d.RefreshMap(ctx); err != nil {
-		return nil, fmt.Errorf("shardid: reading the shared map: %w", err)
+		return nil, errs.Wrap(err, "reading the shared map")
 	}
 	layout, names := d.Layout(), d.Databases()
 	r := req.Logical
@@ -76,7 +77,7 @@ func newRun(ctx context.Context, d Driver, req Request) (*run, error) {
 		*db = opened
 	}
 	if mv.tables, err = movedTables(ctx, d, req.Models, st, mv.source); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the move's source %s: %w", names[from], err)
 	}
 	mv.resumed = st != nil
 	if st == nil {
@@ -151,14 +152,19 @@ func oneMoveAt(ctx context.Context, store *mapstore.Store, source string, r Rang
 	return nil
 }
 
-// plan reports what the move would copy.
+// plan reports what the move would copy, or what its prepare would refuse.
 func (mv *run) plan(ctx context.Context) (*Report, error) {
 	report := mv.report(false)
 	report.Rows = map[string]int64{}
 	for _, t := range mv.tables {
+		if !mv.resumed {
+			if err := mv.wouldRefuse(ctx, t); err != nil {
+				return nil, errs.Wrap(err, "move of %d-%d to %s, %s", mv.st.Logical.From, mv.st.Logical.To, mv.st.To, PhasePrepare)
+			}
+		}
 		n, err := t.count(ctx, mv.source, mv.st.Logical)
 		if err != nil {
-			return nil, fmt.Errorf("shardid: counting %s on %s: %w", t.name, mv.st.From, err)
+			return nil, errs.Wrap(err, "counting %s on %s", t.name, mv.st.From)
 		}
 		report.Rows[t.name] = n
 	}

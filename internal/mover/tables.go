@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/shardid/shardid/internal/errs"
 	"github.com/shardid/shardid/internal/fence"
 	"github.com/shardid/shardid/internal/mapstore"
 	"github.com/shardid/shardid/internal/sqlscan"
@@ -17,6 +18,7 @@ import (
 type movedTable struct {
 	name      string
 	strategy  string       // the key's strategy
+	idColumns []IDColumn   // its other columns a strategy fills
 	modelType reflect.Type // the model, when the move was given it
 	key       string       // the column carrying the shard: the primary key, or a join table's column of its owner's key
 	pk        []string     // the primary key's columns, by which the copy orders and upserts; a join table's owner column first
@@ -80,11 +82,11 @@ func movedTables(ctx context.Context, d Driver, models []any, st *mapstore.MoveS
 // newMovedTable describes one sharded table for the copy: its columns are
 // the source's, every one of them.
 func newMovedTable(ctx context.Context, f fence.Fence, t Table, source *sql.DB) (*movedTable, error) {
-	mt := &movedTable{name: t.Name, key: t.Key, pk: []string{t.Key}, join: t.Join, strategy: t.Strategy, modelType: t.Model, dialect: f.Dialect,
+	mt := &movedTable{name: t.Name, key: t.Key, pk: []string{t.Key}, join: t.Join, strategy: t.Strategy, idColumns: t.IDColumns, modelType: t.Model, dialect: f.Dialect,
 		fenced: fence.Table{Name: t.Name, Key: t.Key, Kind: t.Kind}}
 	columns, err := columnsOf(ctx, source, mt.dialect, t.Name)
 	if err != nil {
-		return nil, fmt.Errorf("shardid: reading the columns of %s: %w", t.Name, err)
+		return nil, errs.Wrap(err, "reading the columns of %s", t.Name)
 	}
 	if !slices.Contains(columns, t.Key) {
 		return nil, fmt.Errorf("%w: table %s has no column %s", ErrInvalid, t.Name, t.Key)

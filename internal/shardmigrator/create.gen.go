@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/schema"
 
+	"github.com/shardid/shardid/internal/errs"
 	"github.com/shardid/shardid/strategies"
 )
 
@@ -100,14 +101,14 @@ func (m Migrator) create(models []any, do func(gorm.Migrator, ...any) error, fol
 	}
 	if len(everywhere) > 0 {
 		if err := m.plugin.Reachable(m.db.Statement.Context); err != nil {
-			return fmt.Errorf("shardid: nothing was migrated: %w", err)
+			return errs.Wrap(err, "nothing was migrated")
 		}
 	}
 	// Another process's migration made the tables this one would find
 	// missing, and drop again should it fail: one at a time.
 	unlock, err := m.plugin.LockMigrations(m.db.Statement.Context)
 	if err != nil {
-		return fmt.Errorf("shardid: nothing was migrated: %w", err)
+		return errs.Wrap(err, "nothing was migrated")
 	}
 	defer unlock()
 	if len(everywhere) > 0 {
@@ -171,7 +172,7 @@ func (m Migrator) create(models []any, do func(gorm.Migrator, ...any) error, fol
 			return err
 		}
 		if err := m.exactHashColumns(tx, everywhere); err != nil {
-			return fmt.Errorf("shardid: on %s: %w", name, err)
+			return errs.Wrap(err, "on %s", name)
 		}
 		missing, err := missingTables(tx, everywhere)
 		if err != nil {
@@ -186,7 +187,7 @@ func (m Migrator) create(models []any, do func(gorm.Migrator, ...any) error, fol
 			return err
 		}
 		if err := m.indexPlacingColumns(tx, everywhere); err != nil {
-			return fmt.Errorf("shardid: on %s: %w", name, err)
+			return errs.Wrap(err, "on %s", name)
 		}
 	}
 	return m.plugin.RegisterTables(m.db, everywhere)
@@ -372,7 +373,7 @@ func undoCreated(err error, made []target, models [][]any) error {
 				continue
 			}
 			if dropErr := t.migrator.DropTable(tables...); dropErr != nil {
-				err = errors.Join(err, fmt.Errorf("shardid: on %s: dropping the tables the failed migration created: %w", t.name, dropErr))
+				err = errors.Join(err, errs.Wrap(dropErr, "on %s: dropping the tables the failed migration created", t.name))
 			}
 		}
 	}

@@ -3,11 +3,13 @@ package shardmigrator
 import (
 	"fmt"
 	"reflect"
+	"regexp"
 	"strings"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/schema"
 
+	"github.com/shardid/shardid/internal/errs"
 	"github.com/shardid/shardid/shardrouter"
 )
 
@@ -24,7 +26,23 @@ var exactCollations = []string{"utf8mb4_nopad_bin", "utf8mb4_0900_bin"}
 // hashTextField returns the string hash field of a sharded model that must
 // compare exactly (not tagged collation:loose), if any.
 func hashTextField(model *Model) *schema.Field {
-	if model == nil || !model.Sharded || model.Hash == nil || model.LooseHash || model.Hash.FieldType.Kind() != reflect.String {
+	if f := stringHashField(model); f != nil && !model.LooseHash {
+		return f
+	}
+	return nil
+}
+
+// looseHashField returns the string hash field tagged collation:loose, if
+// any.
+func looseHashField(model *Model) *schema.Field {
+	if f := stringHashField(model); f != nil && model.LooseHash {
+		return f
+	}
+	return nil
+}
+
+func stringHashField(model *Model) *schema.Field {
+	if model == nil || !model.Sharded || model.Hash == nil || model.Hash.FieldType.Kind() != reflect.String {
 		return nil
 	}
 	return model.Hash
@@ -63,6 +81,12 @@ func (m Migrator) exactHashColumns(db *gorm.DB, models []any) error {
 // eachHashTextField calls do for the string hash field of each sharded model
 // among models, parsed on db.
 func (m Migrator) eachHashTextField(db *gorm.DB, models []any, do func(stmt *gorm.Statement, model *Model, f *schema.Field) error) error {
+	return m.eachHashField(db, models, hashTextField, do)
+}
+
+// eachHashField calls do for the hash field pick returns of each sharded
+// model among models, parsed on db.
+func (m Migrator) eachHashField(db *gorm.DB, models []any, pick func(*Model) *schema.Field, do func(stmt *gorm.Statement, model *Model, f *schema.Field) error) error {
 	for _, value := range models {
 		stmt := &gorm.Statement{DB: db}
 		if stmt.Parse(value) != nil {
@@ -72,7 +96,7 @@ func (m Migrator) eachHashTextField(db *gorm.DB, models []any, do func(stmt *gor
 		if err != nil {
 			return err
 		}
-		if f := hashTextField(model); f != nil {
+		if f := pick(model); f != nil {
 			if err := do(stmt, model, f); err != nil {
 				return err
 			}
@@ -101,10 +125,13 @@ func exactCollation(db *gorm.DB) (string, error) {
 // checkHashColumns refuses, after a migration on db (named where), a string
 // hash column that compares otherwise than byte for byte.
 func (m Migrator) checkHashColumns(db *gorm.DB, models []any, where string) error {
+	if err := m.checkLooseColumns(db, models, where); err != nil {
+		return err
+	}
 	return m.eachHashTextField(db, models, func(stmt *gorm.Statement, model *Model, f *schema.Field) error {
 		inexact, err := inexactComparison(db, stmt.Schema.Table, f.DBName)
 		if err != nil {
-			return fmt.Errorf("shardid: on %s: reading the collation of %s.%s: %w", where, stmt.Schema.Table, f.DBName, err)
+			return errs.Wrap(err, "on %s: reading the collation of %s.%s", where, stmt.Schema.Table, f.DBName)
 		}
 		if inexact != "" {
 			return m.plugin.TagError(stmt.Schema.Name, model.Key, fmt.Sprintf(
@@ -117,6 +144,32 @@ func (m Migrator) checkHashColumns(db *gorm.DB, models []any, where string) erro
 	})
 }
 
+// rootCollation is a MySQL/MariaDB collation whose equality LooseKey
+// follows: the Unicode algorithm's root order, or MySQL's general one, not
+// a language's (german2_ci finds ü equal to ue).
+var rootCollation = regexp.MustCompile(`^[a-z0-9]+_(general|unicode|unicode_520|uca1400|0900)(_nopad)?(_a[is])?_c[is]$`)
+
+// checkLooseColumns refuses, on MySQL/MariaDB, a collation:loose column
+// whose collation is a language's.
+func (m Migrator) checkLooseColumns(db *gorm.DB, models []any, where string) error {
+	if db.Dialector.Name() != "mysql" {
+		return nil
+	}
+	return m.eachHashField(db, models, looseHashField, func(stmt *gorm.Statement, model *Model, f *schema.Field) error {
+		var collation *string
+		err := db.Raw("SELECT COLLATION_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ?", stmt.Schema.Table, f.DBName).Row().Scan(&collation)
+		if err != nil {
+			return errs.Wrap(err, "on %s: reading the collation of %s.%s", where, stmt.Schema.Table, f.DBName)
+		}
+		if collation == nil || strings.HasSuffix(strings.ToLower(*collation), "_bin") || rootCollation.MatchString(strings.ToLower(*collation)) {
+			return nil // exact, or compared as LooseKey folds
+		}
+		return m.plugin.TagError(stmt.Schema.Name, model.Key, fmt.Sprintf(
+			"collation:loose hashes %s as the Unicode algorithm's root collation compares it, but on %s column %s.%s has collation %s, a language's, which finds other keys equal: give the column a root collation (utf8mb4_unicode_ci, utf8mb4_uca1400_ai_ci, utf8mb4_0900_ai_ci)",
+			f.Name, where, stmt.Schema.Table, f.DBName, *collation))
+	})
+}
+
 // inexactComparison says how the column compares otherwise than byte for
 // byte, or "" when it does not.
 func inexactComparison(db *gorm.DB, table, column string) (string, error) {
@@ -125,8 +178,17 @@ func inexactComparison(db *gorm.DB, table, column string) (string, error) {
 		var collation *string
 		var dataType string
 		err := db.Raw("SELECT COLLATION_NAME, DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ?", table, column).Row().Scan(&collation, &dataType)
-		if err != nil || collation == nil { // a binary type has no collation
+		if err != nil {
 			return "", err
+		}
+		if collation == nil { // not text
+			switch strings.ToLower(dataType) {
+			case "varbinary", "tinyblob", "blob", "mediumblob", "longblob":
+				return "", nil
+			case "binary":
+				return "is binary(n), which pads a shorter value with zero bytes", nil
+			}
+			return "is " + dataType + ", which compares its values as that type, not as their text", nil
 		}
 		if strings.EqualFold(dataType, "char") { // stored padded, read back stripped, whatever the collation
 			return "is char(n), which drops trailing spaces", nil
@@ -140,13 +202,15 @@ func inexactComparison(db *gorm.DB, table, column string) (string, error) {
 		}
 		return "has collation " + *collation + ", which ignores case or accents", nil
 	case "postgres":
-		var typ string // the column's type, or a domain's base type
+		var typ, kind string // the type under the column's domains, however many, and its kind
 		var deterministic *bool
-		err := db.Raw(`SELECT b.typname, c.collisdeterministic
-			FROM pg_attribute a JOIN pg_class t ON a.attrelid = t.oid JOIN pg_type ty ON a.atttypid = ty.oid
-			JOIN pg_type b ON b.oid = CASE WHEN ty.typtype = 'd' THEN ty.typbasetype ELSE ty.oid END
-			LEFT JOIN pg_collation c ON a.attcollation = c.oid
-			WHERE t.relname = ? AND a.attname = ? AND pg_table_is_visible(t.oid)`, table, column).Row().Scan(&typ, &deterministic)
+		var collatable bool
+		err := db.Raw(`SELECT b.typname, b.typtype, c.collisdeterministic, a.attcollation <> 0
+			FROM pg_attribute a JOIN pg_class t ON a.attrelid = t.oid
+			LEFT JOIN pg_collation c ON a.attcollation = c.oid,
+			LATERAL (WITH RECURSIVE domains(oid) AS (SELECT a.atttypid UNION ALL SELECT ty.typbasetype FROM pg_type ty JOIN domains ON ty.oid = domains.oid WHERE ty.typtype = 'd')
+				SELECT ty.typname, ty.typtype FROM domains JOIN pg_type ty ON ty.oid = domains.oid WHERE ty.typtype <> 'd') b
+			WHERE t.relname = ? AND a.attname = ? AND pg_table_is_visible(t.oid)`, table, column).Row().Scan(&typ, &kind, &deterministic, &collatable)
 		switch {
 		case err != nil:
 			return "", err
@@ -154,6 +218,8 @@ func inexactComparison(db *gorm.DB, table, column string) (string, error) {
 			return "is citext, which ignores case", nil
 		case typ == "bpchar":
 			return "is char(n), which ignores trailing spaces", nil
+		case !collatable && typ != "bytea" && kind != "e": // an enum's labels compare exactly
+			return "is " + typ + ", which compares its values as that type, not as their text", nil
 		case deterministic != nil && !*deterministic:
 			return "has a nondeterministic collation", nil
 		}

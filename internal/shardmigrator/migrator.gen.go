@@ -10,6 +10,8 @@ import (
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/logger"
 	"gorm.io/gorm/schema"
+
+	"github.com/shardid/shardid/internal/errs"
 )
 
 // Migrator is the shard-aware migrator: every gorm.Migrator method, run on
@@ -37,31 +39,44 @@ func (m Migrator) DropTable(models ...any) error {
 		return err
 	}
 	for _, value := range models {
-		sharded, _, s, err := m.sharded(value) // asked before the drop: a dropped table is found nowhere
+		if err := m.dropTable(value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dropTable drops one value's tables; a sharded one's under the migrations'
+// lock, which a move takes to record its tables: none starts carrying it
+// between the check and the drop.
+func (m Migrator) dropTable(value any) error {
+	sharded, _, s, err := m.sharded(value) // asked before the drop: a dropped table is found nowhere
+	if err != nil {
+		return err
+	}
+	table, named := value.(string)
+	if !named && sharded {
+		table = s.Table
+		if m.db.Statement.Table != "" {
+			table = m.db.Statement.Table // Migrator(db.Table(name)) drops that table
+		}
+	}
+	routed := sharded && m.plugin.Routed()
+	if routed {
+		unlock, err := m.plugin.LockMigrations(m.db.Statement.Context)
 		if err != nil {
+			return errs.Wrap(err, "%s was not dropped", table)
+		}
+		defer unlock()
+		if err := m.plugin.CheckTableUnmoved(m.db, table); err != nil {
 			return err
 		}
-		table, named := value.(string)
-		if !named && sharded {
-			table = s.Table
-			if m.db.Statement.Table != "" {
-				table = m.db.Statement.Table // Migrator(db.Table(name)) drops that table
-			}
-		}
-		routed := sharded && m.plugin.Routed()
-		if routed {
-			if err := m.plugin.CheckTableUnmoved(m.db, table); err != nil {
-				return err
-			}
-		}
-		if err := m.each(value, func(mig gorm.Migrator) error { return mig.DropTable(value) }); err != nil {
-			return err
-		}
-		if routed {
-			if err := m.plugin.UnregisterTable(m.db, table); err != nil {
-				return err
-			}
-		}
+	}
+	if err := m.each(value, func(mig gorm.Migrator) error { return mig.DropTable(value) }); err != nil {
+		return err
+	}
+	if routed {
+		return m.plugin.UnregisterTable(m.db, table)
 	}
 	return nil
 }
@@ -80,7 +95,7 @@ func (m Migrator) reachableFor(values ...any) error {
 	}
 	if several {
 		if err := m.plugin.Reachable(m.db.Statement.Context); err != nil {
-			return fmt.Errorf("shardid: nothing was changed: %w", err)
+			return errs.Wrap(err, "nothing was changed")
 		}
 	}
 	return nil
@@ -113,7 +128,7 @@ func (m Migrator) eachDoing(value any, finished func(gorm.Migrator) bool, advice
 	}
 	if len(targets) > 1 {
 		if err := m.plugin.Reachable(m.db.Statement.Context); err != nil {
-			return fmt.Errorf("shardid: nothing was changed: %w", err)
+			return errs.Wrap(err, "nothing was changed")
 		}
 	}
 	if finished != nil && len(targets) > 1 {
@@ -185,7 +200,7 @@ func agree[T any](m Migrator, value any, question string, ask func(gorm.Migrator
 			if len(targets) == 1 {
 				return first, err
 			}
-			return first, fmt.Errorf("shardid: on %s: %w", t.name, err)
+			return first, errs.Wrap(err, "on %s", t.name)
 		}
 		if i == 0 {
 			first = answer
@@ -215,7 +230,12 @@ func (m Migrator) RenameTable(oldName, newName any) error {
 	if err != nil {
 		return err
 	}
-	if sharded && m.plugin.Routed() {
+	if sharded && m.plugin.Routed() { // under the migrations' lock, as dropTable
+		unlock, err := m.plugin.LockMigrations(m.db.Statement.Context)
+		if err != nil {
+			return errs.Wrap(err, "%s was not renamed", m.tableName(oldName))
+		}
+		defer unlock()
 		if err := m.plugin.CheckTableUnmoved(m.db, m.tableName(oldName)); err != nil {
 			return err
 		}
@@ -264,7 +284,7 @@ func (m Migrator) GetTables() ([]string, error) {
 		}
 		more, err := mig.GetTables()
 		if err != nil {
-			return nil, fmt.Errorf("shardid: on %s: %w", name, err)
+			return nil, errs.Wrap(err, "on %s", name)
 		}
 		tables = append(tables, more...)
 	}
@@ -398,7 +418,7 @@ func (m Migrator) CreateView(name string, option gorm.ViewOption) error {
 	}
 	built := option.Query.Session(&gorm.Session{DryRun: true, Logger: logger.Discard}).Clauses() // a statement of its own, as GORM builds it
 	if err := built.Callback().Query().Execute(built).Error; err != nil {
-		return fmt.Errorf("shardid: the query of view %s: %w", name, err)
+		return errs.Wrap(err, "the query of view %s", name)
 	}
 	if built.Statement.SQL.Len() == 0 {
 		return fmt.Errorf("shardid: the query of view %s builds no SQL", name)
@@ -410,7 +430,7 @@ func (m Migrator) CreateView(name string, option gorm.ViewOption) error {
 func (m Migrator) DropView(name string) error {
 	if m.plugin.Routed() {
 		if err := m.plugin.Reachable(m.db.Statement.Context); err != nil {
-			return fmt.Errorf("shardid: nothing was changed: %w", err)
+			return errs.Wrap(err, "nothing was changed")
 		}
 	}
 	if err := m.own.DropView(name); err != nil || !m.plugin.Routed() {
@@ -422,7 +442,7 @@ func (m Migrator) DropView(name string) error {
 			return err
 		}
 		if err := mig.DropView(name); err != nil {
-			return fmt.Errorf("shardid: on %s: %w", physical, err)
+			return errs.Wrap(err, "on %s", physical)
 		}
 	}
 	return nil

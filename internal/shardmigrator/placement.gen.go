@@ -1,11 +1,12 @@
 package shardmigrator
 
 import (
-	"fmt"
 	"slices"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/schema"
+
+	"github.com/shardid/shardid/internal/errs"
 )
 
 // target is one database a migration step runs on.
@@ -20,7 +21,7 @@ type target struct {
 // that a bad one, or a nil model, fails before anything changes.
 func (m Migrator) sharded(value any) (bool, *Model, *schema.Schema, error) {
 	if value == nil { // GORM's migrator panics on it; the plugin never panics on what it is given
-		return false, nil, nil, fmt.Errorf("shardid: the migrator was given a nil model: %w", gorm.ErrInvalidValue)
+		return false, nil, nil, errs.Wrap(gorm.ErrInvalidValue, "the migrator was given a nil model")
 	}
 	if table, isTable := value.(string); isTable {
 		if m.plugin.ShardedTable(table) {
@@ -104,7 +105,7 @@ func (m Migrator) locate(table string) (placement, error) {
 	}
 	physical, err := m.physicalTargets()
 	if err != nil { // a shard it cannot reach might hold the table
-		return onOwn, fmt.Errorf("shardid: looking for table %s: %w", table, err)
+		return onOwn, errs.Wrap(err, "looking for table %s", table)
 	}
 	if !slices.ContainsFunc(physical, func(t target) bool { return t.migrator.HasTable(table) }) {
 		return onOwn, nil

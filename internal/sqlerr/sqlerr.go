@@ -110,7 +110,9 @@ func Unreachable(err error) bool {
 	if number, _, ok := MySQL(err); ok {
 		return number == 1053
 	}
-	return first(err, func(e error) bool { return e.Error() == "invalid connection" }) != nil // the driver's ErrInvalidConn
+	// go-sql-driver's ErrInvalidConn; pgx's error of a connection found
+	// closed, or closed under the statement.
+	return first(err, func(e error) bool { return e.Error() == "invalid connection" || e.Error() == "conn closed" }) != nil
 }
 
 // Unsent reports whether the driver says that err occurred before anything

@@ -56,6 +56,7 @@ func TestUnreachableToldFromRefusals(t *testing.T) {
 		driver.ErrBadConn,
 		io.ErrUnexpectedEOF,
 		errors.New("invalid connection"),
+		errors.New("conn closed"), // pgx, of a connection closed under the statement
 		&stateError{Code: "08006", Message: "connection failure"},
 		&stateError{Code: "57P01", Message: "terminating connection due to administrator command"},
 	}

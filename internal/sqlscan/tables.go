@@ -948,11 +948,19 @@ func (r *reader) addTable(t Table) {
 	}
 }
 
-// truncated is name as PostgreSQL keeps it: its first 63 bytes, whole
-// characters (NAMEDATALEN - 1).
+// truncated is name as the dialect keeps it.
 func (d *dialect) truncated(name string) string {
+	if !d.foldLower {
+		return name
+	}
+	return PostgresName(name)
+}
+
+// PostgresName is name as PostgreSQL keeps it: its first 63 bytes, whole
+// characters (NAMEDATALEN - 1).
+func PostgresName(name string) string {
 	const most = 63
-	if !d.foldLower || len(name) <= most {
+	if len(name) <= most {
 		return name
 	}
 	end := most

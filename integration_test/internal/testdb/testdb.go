@@ -57,8 +57,9 @@ var (
 
 // Package names the test package whose tests run in this process, for the
 // names of its databases; call it from TestMain, before m.Run. Child
-// processes re-running the test binary derive the same names.
-func Package(name string) { packageName = name }
+// processes re-running the test binary derive the same names; a part of a
+// run cut in parts (RunInParts) takes names of its own.
+func Package(name string) { packageName = partName(name) }
 
 // Require returns this package's DSN on the server in variable, skipping the
 // test without it; its databases are created if missing.

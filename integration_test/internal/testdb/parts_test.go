@@ -1,0 +1,68 @@
+package testdb
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestARunInPartsIsCachedOnWhatEveryTestRead: go test caches a package's
+// passing result keyed on the variables and files its tests read, which a
+// run in parts gathers from every child: a variable that a test fails on,
+// read by the first test of the run, is not answered from the cache.
+func TestARunInPartsIsCachedOnWhatEveryTestRead(t *testing.T) {
+	if err := os.MkdirAll("testdata", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("testdata", "parts_")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir); os.Remove("testdata") })
+	fixture := `package fixture
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/shardid/shardid/integration_test/internal/testdb"
+)
+
+func TestMain(m *testing.M) {
+	testdb.Package("fixture")
+	os.Exit(testdb.RunInParts(m, 2, "TestReads"))
+}
+
+func TestReads(t *testing.T) {
+	if os.Getenv("SHARDID_TEST_PARTS_FIXTURE") == "bad" {
+		t.Fatal("SHARDID_TEST_PARTS_FIXTURE is bad")
+	}
+}
+
+func TestSlow(t *testing.T)  { time.Sleep(300 * time.Millisecond) }
+func TestOther(t *testing.T) {}
+func TestLast(t *testing.T)  {}
+`
+	if err := os.WriteFile(filepath.Join(dir, "fixture_test.go"), []byte(fixture), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	goTest := func(value string) (string, error) {
+		cmd := exec.Command("go", "test", "./"+filepath.ToSlash(dir))
+		cmd.Env = append(os.Environ(), "SHARDID_TEST_PARTS_FIXTURE="+value)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	for _, value := range []string{"good", "good"} {
+		if out, err := goTest(value); err != nil {
+			t.Fatalf("SHARDID_TEST_PARTS_FIXTURE=%s: %v\n%s", value, err, out)
+		}
+	}
+	out, err := goTest("bad")
+	if err == nil {
+		t.Errorf("SHARDID_TEST_PARTS_FIXTURE=bad, which TestReads fails on: go test passed%s\n%s",
+			map[bool]string{true: " from its cache", false: ""}[strings.Contains(out, "(cached)")], out)
+	}
+}

@@ -1,0 +1,117 @@
+package integration
+
+import (
+	"errors"
+	"testing"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/shardid/shardid"
+)
+
+// PostgreSQL keeps the first 63 bytes of a longer name, and so does the
+// plugin's reading of SQL: a sharded table is known by that name too.
+const tnLongTable = "customer_accounts_with_verified_billing_addresses_and_payment_profiles"
+
+type (
+	TnAccount struct {
+		ID   int64 `shardid:""`
+		Name string
+	}
+	TnOrder struct {
+		ID        int64 `shardid:"colocate:AccountID"`
+		AccountID int64
+	}
+	// TnMember is sharded, in schema tn_app of every database.
+	TnMember struct {
+		ID   int64 `shardid:""`
+		Name string
+	}
+	// TnLegacyMember is unsharded, public.tn_members: the same name in
+	// another schema.
+	TnLegacyMember struct {
+		ID   int64
+		Name string
+	}
+)
+
+func (TnAccount) TableName() string      { return tnLongTable }
+func (TnMember) TableName() string       { return "tn_app.tn_members" }
+func (TnLegacyMember) TableName() string { return "public.tn_members" }
+
+// A sharded table whose name PostgreSQL cuts is refused where SQL names it
+// outside its routing: off a shard, and in a select item of another model's
+// statement on one shard, which would count that database's rows only.
+func TestATableNameLongerThanPostgreSQLKeepsIsKnownByWhatItKeeps(t *testing.T) {
+	b := backends[2]
+	r := newRouting(t, b)
+	fresh(t, r.db, &TnAccount{}, &TnOrder{})
+	count := r.plugin.Layout().ShardCount()
+	var accounts []TnAccount
+	for k := range physicalShards {
+		a := TnAccount{Name: "a"}
+		must(t, r.db.Clauses(shardid.OnShard(k*count/physicalShards)).Create(&a).Error)
+		accounts = append(accounts, a)
+	}
+	order := TnOrder{AccountID: accounts[0].ID}
+	must(t, r.db.Create(&order).Error)
+
+	var n int64
+	if err := r.db.Raw("SELECT count(*) FROM " + tnLongTable).Scan(&n).Error; !errors.Is(err, shardid.ErrNoShard) {
+		t.Errorf("raw SQL naming it off a shard: %v (count %d), want ErrNoShard", err, n)
+	}
+	var got []map[string]any
+	err := r.db.Model(&TnOrder{}).Where("account_id = ?", order.AccountID).
+		Select("id, (SELECT count(*) FROM " + tnLongTable + ") AS accounts").Find(&got).Error
+	if !errors.Is(err, shardid.ErrCrossShard) {
+		t.Errorf("a select item naming it on one shard: %v, %v; want ErrCrossShard", err, got)
+	}
+	// Its own statements, which name it in full, run.
+	var all []TnAccount
+	must(t, r.db.Clauses(shardid.AllShards()).Find(&all).Error)
+	if len(all) != physicalShards {
+		t.Errorf("its own Find over all shards read %d rows, want %d", len(all), physicalShards)
+	}
+}
+
+// A process that knows a sharded table from shardid_tables only, and uses
+// an unsharded model of the same name in another schema, still refuses SQL
+// naming the sharded one off a shard: the plugin's database holds a copy
+// left from before the data was sharded.
+func TestARecordedShardedTableIsNotHiddenByAnUnshardedTableOfItsNameInAnotherSchema(t *testing.T) {
+	b := backends[2]
+	dir := t.TempDir()
+	main, err := gorm.Open(b.dialector(t, dir), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	for _, d := range append(direct(t, b, dir), main) {
+		must(t, d.Exec("CREATE SCHEMA IF NOT EXISTS tn_app").Error)
+	}
+	for _, sql := range []string{
+		"DROP TABLE IF EXISTS public.tn_members", "DROP TABLE IF EXISTS tn_app.tn_members",
+		"CREATE TABLE public.tn_members (id bigint PRIMARY KEY, name text)",
+		"CREATE TABLE tn_app.tn_members (id bigint PRIMARY KEY, name text)",
+		"INSERT INTO tn_app.tn_members VALUES (1, 'left behind'), (2, 'left behind')",
+	} {
+		must(t, main.Exec(sql).Error)
+	}
+	cfg := shardid.Config{Shards: shards(t, b, dir), Atomic: b.atomicity()}
+	first := shardid.New(cfg)
+	firstStart(t, main)
+	must(t, main.Use(first))
+	fresh(t, main, &TnMember{}) // recorded in shardid_tables as sharded
+	must(t, main.Create(&TnMember{Name: "sharded"}).Error)
+	must(t, first.Close())
+
+	other, err := gorm.Open(b.dialector(t, dir), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	p := shardid.New(cfg)
+	must(t, other.Use(p))
+	t.Cleanup(func() { _ = p.Close() })
+	var legacy []TnLegacyMember
+	_ = other.Find(&legacy).Error // the process knows its unsharded model of public.tn_members
+	var n int64
+	if err := other.Raw("SELECT count(*) FROM tn_app.tn_members").Scan(&n).Error; !errors.Is(err, shardid.ErrNoShard) {
+		t.Errorf("raw SQL naming the recorded sharded table: %v (read %d rows of the plugin's database), want ErrNoShard", err, n)
+	}
+}
