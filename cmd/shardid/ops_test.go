@@ -449,7 +449,8 @@ func TestMapFollowsTheTable(t *testing.T) {
 // cannot be opened fails verify, naming it once, and does not hide a stray
 // row found on another; with nothing found elsewhere, verify says what it
 // read and does not claim every row is in place; --json prints the report
-// with the database under unread_databases.
+// with the database under unread_databases; with every database down it
+// says nothing was verified.
 func TestVerifyWithADatabaseDownReportsTheOthers(t *testing.T) {
 	e := sqliteEnv(t)
 	app := e.application(t)
@@ -488,4 +489,14 @@ func TestVerifyWithADatabaseDownReportsTheOthers(t *testing.T) {
 		!strings.Contains(fmt.Sprint(report.Unread[0]["error"]), "unable to open database file") {
 		t.Errorf("verify --json with c down: %s", stdout)
 	}
+
+	for _, name := range []string{"a", "b"} {
+		e.dsns[name] = "file:" + filepath.Join(t.TempDir(), "no-such-folder", name+".db")
+	}
+	e = writeConfig(t, e.dsns)
+	out, err = run(t, "verify", "--config", e.config)
+	if err == nil || strings.Contains(out, "all rows") {
+		t.Errorf("verify with every database down claims rows are in place: %v\n%s", err, out)
+	}
+	wantIn(t, out, "a could not be read: ", "b could not be read: ", "c could not be read: ", "no database could be read: no row was verified\n")
 }

@@ -78,6 +78,7 @@ type verifyReport struct {
 	LeftByMoves int64         `json:"left_by_moves_rows"`
 	Tables      []verifyTable `json:"tables"`
 	Unread      []verifyError `json:"unread_databases"`
+	databases   int           // how many physical databases there are
 }
 
 type verifyTable struct {
@@ -124,7 +125,7 @@ func unreadDatabases(err error) (unread []verifyError, readAny bool) {
 
 func verifyReportOf(plugin *shardid.Plugin, found []shardid.Misplaced) verifyReport {
 	layout, shardMap := plugin.Layout(), plugin.ShardMap()
-	report := verifyReport{MapVersion: plugin.MapVersion(), Tables: []verifyTable{}}
+	report := verifyReport{MapVersion: plugin.MapVersion(), Tables: []verifyTable{}, databases: len(plugin.Physicals())}
 	for _, m := range found {
 		if m.LeftByMove {
 			report.LeftByMoves += m.Rows
@@ -166,6 +167,8 @@ func printVerify(w io.Writer, report verifyReport) {
 	}
 	switch {
 	case report.Misplaced > 0:
+	case len(report.Unread) >= report.databases:
+		fmt.Fprintln(w, "no database could be read: no row was verified")
 	case len(report.Unread) > 0:
 		fmt.Fprintf(w, "all rows of the databases read are on the database their shard maps to (map version %d)\n", report.MapVersion)
 	case report.LeftByMoves > 0:
