@@ -116,6 +116,22 @@ func TestWithResultCountsTheRowsOfEveryDatabase(t *testing.T) {
 	}
 }
 
+// TestWithResultHoldsTheErrorOfTheWholeStatement: a write the plugin runs in
+// parts over two databases, one of which fails, leaves in gorm.WithResult the
+// error the statement returns, as GORM does for one statement, not the raw
+// error of the part that failed.
+func TestWithResultHoldsTheErrorOfTheWholeStatement(t *testing.T) {
+	ctx := context.Background()
+	db, p, _ := revRouted(t, &revUser{})
+	taken := revOnBoth(t, db, p, func() *revUser { return &revUser{Name: "x"} }, func(u *revUser) int64 { return u.ID })
+	batch := []revUser{{ID: taken[0].ID + 1, Name: "new"}, {ID: taken[1].ID, Name: "taken"}} // the second's ID is in use on its database
+	res := gorm.WithResult()
+	err := gorm.G[revUser](db, res).CreateInBatches(ctx, &batch, 100)
+	if err == nil || res.Error == nil || res.Error.Error() != err.Error() {
+		t.Errorf("a Create over two databases, one part refused: returned %v, WithResult holds %v; want the same", err, res.Error)
+	}
+}
+
 // TestGenericsStatementsGoWhereTheirShardIs: gorm.G's create, reads by ID,
 // over every shard and under a shard clause given as an option, and its
 // writes by ID run where the rows' shards are, as the chainable API's do.
