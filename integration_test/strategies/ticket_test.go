@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -307,6 +308,7 @@ func testTicketTable2(t *testing.T, d ticketDB) {
 	}
 	stop := make(chan struct{})
 	var background sync.WaitGroup
+	var backgroundCalls atomic.Int64 // ended
 	background.Go(func() {
 		rng := mrand.New(mrand.NewPCG(1, 2))
 		for {
@@ -315,25 +317,34 @@ func testTicketTable2(t *testing.T, d ticketDB) {
 				return
 			default:
 				generate(rng)
+				backgroundCalls.Add(1)
 			}
 		}
 	})
 
-	// settle lets requests in flight when a proxy was cut finish before a
-	// phase's counts start.
-	const settle = 50 * time.Millisecond
+	// settle waits for the background call in flight at a cut to end: its tickets answered before the cut are counted only then.
+	settle := func() {
+		t.Helper()
+		ended := backgroundCalls.Load()
+		for deadline := time.Now().Add(30 * time.Second); backgroundCalls.Load() <= ended; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the background caller made no call in 30s")
+			}
+		}
+	}
 	phases := []struct {
 		name  string
 		setup func()
 		down  []int
 	}{
 		{"all up", func() {}, nil},
-		{"server 1 down", func() { proxies[0].Cut(); time.Sleep(settle) }, []int{0}},
-		{"servers 1, 2 down", func() { proxies[1].Cut(); time.Sleep(settle) }, []int{0, 1}},
+		{"server 1 down", func() { proxies[0].Cut(); settle() }, []int{0}},
+		{"servers 1, 2 down", func() { proxies[1].Cut(); settle() }, []int{0, 1}},
 		{"1, 2 back", func() {
 			proxies[0].Restore()
 			proxies[1].Restore()
-			time.Sleep(opts.MaxBackoff + settle)
+			time.Sleep(opts.MaxBackoff)
+			settle()
 		}, nil},
 		{"server 4 added", func() {
 			if err := g.AddServer(context.Background(), servers[3]); err != nil {
