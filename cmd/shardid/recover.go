@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/shardid/shardid"
 )
 
 func recoverCommand() *cobra.Command {
@@ -24,12 +26,17 @@ reached.
 ` + configHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withConfig(cmd, config, func(s *opsSetup) error {
-				err := s.plugin.RecoverTransactions(cmd.Context())
-				stats := s.plugin.TransactionStats()
-				fmt.Fprintf(cmd.OutOrStdout(), "prepared branches: %d committed, %d rolled back\n", stats.RecoveredCommit, stats.RecoveredRollback)
-				return err
+			var plugin *shardid.Plugin
+			err := withConfig(cmd, config, func(s *opsSetup) error {
+				plugin = s.plugin
+				return s.plugin.RecoverTransactions(cmd.Context())
 			})
+			if plugin != nil {
+				// Read after Close, which waits for the recovery db.Use started: what it resolved is this run's too.
+				stats := plugin.TransactionStats()
+				fmt.Fprintf(cmd.OutOrStdout(), "prepared branches: %d committed, %d rolled back\n", stats.RecoveredCommit, stats.RecoveredRollback)
+			}
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&config, "config", "", "the config file (JSON) naming the plugin's database and the physical databases")
