@@ -136,23 +136,27 @@ func TestLeaseHeartbeatRenews(t *testing.T) {
 func TestLeaseFencedBeforeAnotherMayTakeIt(t *testing.T) {
 	for _, target := range allTargets(t) {
 		t.Run(target.Dialect, func(t *testing.T) {
-			// A tenth of the TTL is the fence's margin: room for the goroutine
-			// watching a to be scheduled on a busy machine before b may take over.
 			lo := LeaseOptions{Table: leaseTableFor(t, target), TTL: 5 * time.Second}
 			a := leased(t, oneWorker, lo)
 			partitioned := ownPool(t, target)
 			generate(t, a, partitioned, 1)
 			must(t, partitioned.DB.Close()) // the heartbeat fails from now on, as in a partition
-			var fencedAt atomic.Int64
+			// The start of a's last call that issued an ID: one started after b took
+			// the worker and still issuing is the overlap; stamps taken before a call
+			// and after b's can only hide one, never invent it on a slow machine.
+			var lastIssuedStart atomic.Int64
+			fenced := make(chan struct{})
 			go func() {
+				defer close(fenced)
 				for {
+					start := time.Now().UnixNano()
 					if err := a.Generate(context.Background(), partitioned, []int{3}, make([]int64, 1)); err != nil {
 						if !errors.Is(err, ErrLeaseLost) {
 							t.Errorf("a: %v, want ErrLeaseLost", err)
 						}
-						fencedAt.Store(time.Now().UnixNano())
 						return
 					}
+					lastIssuedStart.Store(start)
 				}
 			}()
 			b := leased(t, oneWorker, lo)
@@ -167,8 +171,13 @@ func TestLeaseFencedBeforeAnotherMayTakeIt(t *testing.T) {
 				time.Sleep(2 * time.Millisecond)
 			}
 			takenAt := time.Now().UnixNano()
-			if f := fencedAt.Load(); f == 0 || f > takenAt {
-				t.Fatalf("b took worker 0 before a stopped issuing (fenced %d, taken %d)", f, takenAt)
+			select {
+			case <-fenced:
+			case <-time.After(time.Minute):
+				t.Fatal("a still issues IDs a minute after b took its worker")
+			}
+			if last := lastIssuedStart.Load(); last > takenAt {
+				t.Fatalf("a issued an ID in a call it started after b took worker 0 (started %d, taken %d)", last, takenAt)
 			}
 			if w := workerOf(t, b); w != 0 {
 				t.Fatalf("b leased %d, want the expired worker 0", w)
