@@ -18,6 +18,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/shardid/shardid"
+	"github.com/shardid/shardid/internal/twophase"
 )
 
 // cmdItem is the sharded model the operators' commands move.
@@ -97,6 +98,9 @@ func mysqlEnv(t *testing.T) opsEnv {
 			t.Fatal(err)
 		}
 		dsns[name] = cfg.FormatDSN()
+	}
+	rollBackLeftBranches(t, dsns)
+	for name := range dsns {
 		db := direct(t, dsns[name])
 		var tables []string
 		if err := db.Raw("SHOW TABLES").Scan(&tables).Error; err != nil {
@@ -133,11 +137,52 @@ func postgresEnv(t *testing.T) opsEnv {
 		}
 		u.Path = "/" + base + suffix
 		dsns[name] = u.String()
+	}
+	rollBackLeftBranches(t, dsns)
+	for name := range dsns {
 		if err := direct(t, dsns[name]).Exec("DROP SCHEMA public CASCADE; CREATE SCHEMA public").Error; err != nil {
 			t.Fatal(err)
 		}
 	}
 	return writeConfig(t, dsns)
+}
+
+// rollBackLeftBranches rolls back the plugin's branches that a run which
+// failed or was killed (TestRecover's, say) left prepared on the package's
+// databases: they keep their rows locked, so the tables could not be
+// dropped, and once the decisions table is dropped no recovery finds them.
+func rollBackLeftBranches(t *testing.T, dsns map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, name := range []string{"main", "a", "b", "c"} {
+		db := direct(t, dsns[name])
+		sqlDB, err := db.DB()
+		if err != nil {
+			t.Fatal(err)
+		}
+		dialect, cluster := db.Dialector.Name(), ""
+		if dialect == "mysql" {
+			// XA RECOVER lists every database's branches, other packages' too: only those of the cluster main records are this package's.
+			if err := sqlDB.QueryRowContext(ctx, "SELECT outcome FROM shardid_transactions WHERE gid = 'cluster'").Scan(&cluster); err != nil {
+				return // no decisions table or no cluster yet: no branch of the package's
+			}
+		}
+		xids, err := twophase.InDoubt(ctx, sqlDB, dialect)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range xids {
+			if g, ok := twophase.ParseGID(x.GID); dialect == "mysql" && (!ok || g.Cluster != cluster) {
+				continue
+			}
+			if err := twophase.RollbackPrepared(ctx, sqlDB, dialect, x); err != nil && !twophase.UnknownBranch(err) {
+				t.Fatalf("rolling back %s left prepared on %s: %v", x.GID, name, err)
+			}
+		}
+		if dialect == "mysql" {
+			return // the server's whole list was read on main
+		}
+	}
 }
 
 // direct opens a database without the plugin, as an operator would.
