@@ -4,12 +4,16 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/shardid/shardid/integration_test/internal/testdb"
 )
 
 var serverDialects = []string{"mysql", "postgres"}
@@ -261,6 +265,94 @@ func TestInstallNamesTheTransactionThatKeepsTheTable(t *testing.T) {
 				t.Fatal(err)
 			}
 			if err := fx.f.Install(ctx, fx.db, fx.ints); err != nil { // and the server has let go of the attempt the deadline ended
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// openNeighbour opens the package's first extra database, <own>_0, on the
+// same server as openDB's, with no fence tables left from an earlier test.
+func openNeighbour(t *testing.T, dialect string) *sql.DB {
+	t.Helper()
+	var db *sql.DB
+	var err error
+	switch dialect {
+	case "mysql":
+		cfg, perr := mysql.ParseDSN(testdb.Require(t, testdb.MySQLVar))
+		if perr != nil {
+			t.Fatal(perr)
+		}
+		cfg.DBName += "_0"
+		db, err = sql.Open("mysql", cfg.FormatDSN())
+	case "postgres":
+		u, perr := url.Parse(testdb.Require(t, testdb.PostgresVar))
+		if perr != nil {
+			t.Fatal(perr)
+		}
+		u.Path += "_0"
+		db, err = sql.Open("pgx", u.String())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	for _, table := range []string{fenceTable, changesTable, tablesTable} {
+		mustExec(t, db, "DROP TABLE IF EXISTS "+table)
+	}
+	return db
+}
+
+// A database's fence takes a lock of its own: a Freeze waiting for a writer
+// in one database holds up no fence of another on the same server, where a
+// renewal that waited would let its freeze lapse.
+func TestAFenceWaitingInOneDatabaseHoldsUpNoOtherDatabases(t *testing.T) {
+	ctx := context.Background()
+	for _, dialect := range serverDialects {
+		t.Run(dialect, func(t *testing.T) {
+			fx := openFixture(t, dialect)
+			tx, err := fx.db.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = tx.Rollback() }()
+			if _, err := tx.Exec("INSERT INTO fence_ints (id, note) VALUES ("+fx.placeholderAt(1)+", 'a')", intID(6)); err != nil {
+				t.Fatal(err)
+			}
+			frozen := make(chan error, 1)
+			go func() { frozen <- fx.f.Freeze(ctx, fx.db, moveRange) }()
+			waitUntil(t, fx.db, freezeWaiting[dialect], frozen) // the Freeze holds its lock, waiting for the writer
+
+			other := openNeighbour(t, dialect)
+			f := newFence(dialect)
+			neighbour := make(chan error, 1)
+			go func() {
+				err := f.Prepare(ctx, other)
+				if err == nil {
+					err = f.Open(ctx, other, moveRange, "pg-c")
+				}
+				if err == nil {
+					err = f.FreezeFor(ctx, other, moveRange, time.Minute)
+				}
+				neighbour <- err
+			}()
+			select {
+			case err := <-neighbour:
+				if err != nil {
+					t.Fatalf("the other database's fence: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("the other database's fence waited for this one's Freeze")
+			}
+			select {
+			case err := <-frozen:
+				t.Fatalf("Freeze returned (%v) while a writer of the range was open", err)
+			default:
+			}
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-frozen; err != nil {
 				t.Fatal(err)
 			}
 		})

@@ -166,8 +166,14 @@ func (mysqlDialect) uninstall(ctx context.Context, db *sql.DB, t Table) error {
 	return nil
 }
 
+// fenceLockName is the fence lock's name in SQL: the database's, 40 characters within MySQL's 64.
+const fenceLockName = "SHA1(CONCAT(DATABASE(), '.shardid_move_fence'))"
+
 // locked holds a named lock around the transaction: InnoDB takes no gap
-// locks under READ COMMITTED, so two Opens could both see no overlap.
+// locks under READ COMMITTED, so two Opens could both see no overlap. The
+// name is the database's: a server's named locks are shared by all its
+// databases, and another's Freeze waiting for its writers would hold this
+// one's renewals.
 func (mysqlDialect) locked(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx) error) error {
 	conn, err := db.Conn(ctx)
 	if err != nil {
@@ -175,13 +181,13 @@ func (mysqlDialect) locked(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx) 
 	}
 	defer conn.Close()
 	var got sql.NullInt64
-	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK('shardid_move_fence', 60)").Scan(&got); err != nil {
+	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK("+fenceLockName+", 60)").Scan(&got); err != nil {
 		return err
 	}
 	if got.Int64 != 1 {
 		return fmt.Errorf("another process holds the fence lock")
 	}
-	defer conn.ExecContext(context.WithoutCancel(ctx), "DO RELEASE_LOCK('shardid_move_fence')")
+	defer conn.ExecContext(context.WithoutCancel(ctx), "DO RELEASE_LOCK("+fenceLockName+")")
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return err
