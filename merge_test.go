@@ -1,6 +1,7 @@
 package shardid
 
 import (
+	"cmp"
 	"database/sql"
 	"errors"
 	"math"
@@ -263,6 +264,27 @@ func TestDistinctColumnsCountOverEveryShardAsPlainGORM(t *testing.T) {
 		err := form.run(db.Clauses(AllShards()), &got)
 		if err != nil || got != want {
 			t.Errorf("%s over every shard: %d, %v; plain GORM on one database: %d", form.name, got, err, want)
+		}
+	}
+}
+
+// TestOrderByTheTablesAliasOverEveryShard: a query whose Table names its table
+// with an alias, ordered by the alias's columns, merges the rows of every
+// database in that order, as one database gives them.
+func TestOrderByTheTablesAliasOverEveryShard(t *testing.T) {
+	db, p, _ := revRouted(t, &revUser{})
+	rows := make([]revUser, 6)
+	for i, id := range spreadIDs(p.Layout(), len(rows)) {
+		rows[i] = revUser{ID: id, Name: string(rune('f' - i%3))}
+	}
+	must(t, db.Create(&rows).Error)
+	for _, table := range []string{"rev_users AS u", "rev_users u"} {
+		var got []revUser
+		must(t, db.Clauses(AllShards()).Table(table).Order("u.name").Order("u.id DESC").Find(&got).Error)
+		want := slices.Clone(rows)
+		slices.SortFunc(want, func(a, b revUser) int { return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(b.ID, a.ID)) })
+		if !slices.Equal(got, want) {
+			t.Errorf("Table(%q) ordered by u.name, u.id DESC over every shard: %v, want %v", table, got, want)
 		}
 	}
 }

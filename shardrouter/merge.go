@@ -26,6 +26,8 @@ type Query struct {
 	Selects   []string
 	Omits     []string
 	TableExpr *clause.Expr
+	// Table is the name the query's FROM gives its table: the alias of Table("t AS u").
+	Table string
 	// Dest is the type the destination points to; nil when it is no pointer.
 	Dest reflect.Type
 	// Rows: the query is Row, Rows or Scan, read through *sql.Rows.
@@ -257,7 +259,7 @@ func orderOf(q Query, rowType reflect.Type) (*Order, string) {
 	o := &Order{Key: key, TieKey: true}
 	var byTable []*schema.Field // ordered by the table's column, not by an output column of its name
 	add := func(table, name string, desc bool) error {
-		if table != "" && table != clause.CurrentTable && !strings.EqualFold(table, q.Schema.Table) {
+		if table != "" && table != clause.CurrentTable && !strings.EqualFold(table, q.Schema.Table) && !strings.EqualFold(table, q.Table) {
 			return refuse("%s.%s: a column of another table", table, name)
 		}
 		field := key

@@ -159,6 +159,8 @@ func TestPlanMerge(t *testing.T) {
 		"ORDER BY bytes":                                                    {q: Query{Dest: rows, Clauses: orderBy(byName("blob", false))}, refused: "blob: the merge orders"},
 		"ORDER BY an expression":                                            {q: Query{Dest: rows, Clauses: orderBy(byName("likes * 2", false))}, refused: `right: "likes * 2"`},
 		"ORDER BY another table's column":                                   {q: Query{Dest: rows, Clauses: orderBy(byName("users.id", false))}, refused: "users.id: a column of another table"},
+		"ORDER BY a column of the table's alias":                            {q: Query{Dest: rows, Table: "p", Clauses: orderBy(byName("p.likes desc", false))}, order: "likes desc +key"},
+		"ORDER BY a column of another alias":                                {q: Query{Dest: rows, Table: "p", Clauses: orderBy(byName("u.likes", false))}, refused: "u.likes: a column of another table"},
 		"ORDER BY a column not selected":                                    {q: Query{Dest: rows, Selects: []string{"id"}, Clauses: orderBy(byName("likes", false))}, refused: "likes: the column is not selected"},
 		"ORDER BY into rows of another type":                                {q: Query{Dest: reflect.TypeOf([]struct{ ID int64 }{}), Clauses: orderBy(byName("id", false))}, refused: "into rows of"},
 		"ORDER BY a column, the key not selected: ties in the parts' order": {q: Query{Dest: rows, Selects: []string{"likes, views"}, Clauses: orderBy(byName("likes", false))}, order: "likes"},

@@ -584,7 +584,7 @@ func returningOf(stmt *gorm.Statement) (returning, replaced bool) {
 func (e *Engine) fanOutQuery(db *gorm.DB, kind statementKind, m *model, plan shardrouter.Parts) {
 	stmt := db.Statement
 	query := shardrouter.Query{Schema: stmt.Schema, Key: m.pk().field, Clauses: stmt.Clauses, Distinct: stmt.Distinct,
-		Selects: stmt.Selects, Omits: stmt.Omits, TableExpr: stmt.TableExpr, Rows: kind == kindRow,
+		Selects: stmt.Selects, Omits: stmt.Omits, TableExpr: stmt.TableExpr, Table: stmt.Table, Rows: kind == kindRow,
 		Quote: func(name string) string { return stmt.Quote(name) }, Dialect: e.dialectOf(stmt, plan)}
 	dest := reflect.ValueOf(stmt.Dest)
 	if dest.Kind() == reflect.Pointer && !dest.IsNil() {

@@ -149,9 +149,9 @@ func (e *Engine) readCollations(db *gorm.DB, runs []queryPart, dialect string, a
 				return err
 			}
 		}
-		comparison, err := textComparison(db.Statement.Context, pool, dialect, db.Statement.Table, item.Arg)
+		comparison, err := textComparison(db.Statement.Context, pool, dialect, fromTable(db.Statement), item.Arg)
 		if err != nil {
-			return e.partError(runs[0].k, fmt.Errorf("reading the collation of %s.%s: %w", db.Statement.Table, item.Arg, err))
+			return e.partError(runs[0].k, fmt.Errorf("reading the collation of %s.%s: %w", fromTable(db.Statement), item.Arg, err))
 		}
 		columns[j].Text = comparison
 	}

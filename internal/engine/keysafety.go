@@ -330,13 +330,7 @@ func (e *Engine) statementModel(stmt *gorm.Statement) (*model, error) {
 	if stmt.Schema != nil {
 		return e.model(stmt.Schema)
 	}
-	table := stmt.Table
-	if stmt.TableExpr != nil { // Table("authors AS a")
-		if words := strings.Fields(stmt.TableExpr.SQL); len(words) > 0 {
-			table = words[0]
-		}
-	}
-	table = strings.Trim(table[strings.LastIndexByte(table, '.')+1:], "`\"")
+	table := fromTable(stmt)
 	if table == "" {
 		return nil, nil
 	}

@@ -415,3 +415,16 @@ func (e *Engine) registeredTables(ctx context.Context) ([]shardedTable, error) {
 	}
 	return slices.Clip(list), nil
 }
+
+// fromTable is the table a statement reads its rows from, by name: its
+// Table's, or for Table("authors AS a"), whose Table is the alias, the
+// expression's first word.
+func fromTable(stmt *gorm.Statement) string {
+	table := stmt.Table
+	if stmt.TableExpr != nil {
+		if words := strings.Fields(stmt.TableExpr.SQL); len(words) > 0 {
+			table = words[0]
+		}
+	}
+	return strings.Trim(table[strings.LastIndexByte(table, '.')+1:], "`\"")
+}
