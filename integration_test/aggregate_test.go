@@ -275,9 +275,9 @@ func TestAggregatesNotExactAreRefused(t *testing.T) {
 
 // TestOrderByAnyColumnMergesAsOneDatabase: rows over four databases ordered
 // by a nullable column (NULLs where the dialect puts them), several
-// columns, descending, or text of a collation that compares bytes, come in
-// the order one database gives; text of another collation is refused,
-// naming it.
+// columns, descending, or text of a collation that compares bytes, named
+// by the table's alias too, come in the order one database gives; text of
+// another collation is refused, naming it.
 func TestOrderByAnyColumnMergesAsOneDatabase(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		a := newAggregates(t, b)
@@ -288,6 +288,9 @@ func TestOrderByAnyColumnMergesAsOneDatabase(t *testing.T) {
 				return db.Order(order).Limit(7).Offset(9).Find(into).Error
 			}, entries)
 		}
+		a.same(t, "ORDER BY the table's alias", func(db *gorm.DB, into any) error {
+			return db.Table("ledger_entries AS e").Order("e.code, e.at desc").Find(into).Error
+		}, entries)
 		var rows []ledgerEntry
 		err := a.sharded.Order("region, id").Find(&rows).Error
 		if b.name == "sqlite" {
