@@ -482,9 +482,9 @@ func (s *Snowflake) renew(ctx context.Context, slot *leaseSlot) bool {
 	if !errors.Is(err, errLeaseTaken) {
 		return err == nil // after other errors the lease runs out on its own if they go on
 	}
+	slot.lost.Add(1) // first: Stats never shows the lease gone and the loss uncounted
 	l.validUntil.Store(0)
 	slot.current.CompareAndSwap(l, nil)
-	slot.lost.Add(1)
 	s.leases.opts.Log.Warn("shardid: snowflake worker lease lost to another process; taking another", "database", slot.name, "worker", l.worker)
 	_, err = s.takeLease(ctx, slot)
 	return err == nil
