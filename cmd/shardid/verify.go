@@ -167,7 +167,7 @@ func printVerify(w io.Writer, report verifyReport) {
 	}
 	switch {
 	case report.Misplaced > 0:
-	case len(report.Unread) >= report.databases:
+	case len(report.Unread) > 0 && len(report.Unread) >= report.databases:
 		fmt.Fprintln(w, "no database could be read: no row was verified")
 	case len(report.Unread) > 0:
 		fmt.Fprintf(w, "all rows of the databases read are on the database their shard maps to (map version %d)\n", report.MapVersion)
