@@ -33,6 +33,7 @@ func TestUseRefusesBadConfig(t *testing.T) {
 		{"map table", Config{MapTable: "map; DROP TABLE users"}, ErrInvalidConfig, "MapTable"},
 		{"negative connect timeout", Config{ConnectTimeout: -time.Second}, ErrInvalidConfig, "ConnectTimeout -1s is negative"},
 		{"negative move wait", Config{MoveWait: -1}, ErrInvalidConfig, "MoveWait"},
+		{"negative in-doubt wait", Config{InDoubtAfter: -time.Minute}, ErrInvalidConfig, "InDoubtAfter -1m0s is negative"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -262,7 +262,7 @@ func moveCleanupCommand(o *moveOptions) *cobra.Command {
 		Use:   "cleanup --config FILE --shards FROM-TO [--wait D]",
 		Short: "End a move after its cutover: delete the source's frozen copy of the range and drop its triggers",
 		Long: `Cleanup waits until every live process routes by the map the move wrote (a
-process is live if it read the map within three refresh periods), up to
+process is live if it read the map within three refresh periods and 5 s), up to
 --wait, then deletes the source's copy of the range in chunks and drops the
 triggers. If processes still lag after --wait it fails, naming them.`,
 		Args: cobra.NoArgs,

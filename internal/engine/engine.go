@@ -178,7 +178,7 @@ func (e *Engine) Initialize(db *gorm.DB) error {
 	if e.config.DefaultStrategy == "" {
 		e.config.DefaultStrategy = strategies.NameInstagram
 	}
-	for name, d := range map[string]time.Duration{"ConnectTimeout": e.config.ConnectTimeout, "PoolIdleTimeout": e.config.PoolIdleTimeout, "MoveWait": e.config.MoveWait} {
+	for name, d := range map[string]time.Duration{"ConnectTimeout": e.config.ConnectTimeout, "PoolIdleTimeout": e.config.PoolIdleTimeout, "MoveWait": e.config.MoveWait, "InDoubtAfter": e.config.InDoubtAfter} {
 		if d < 0 {
 			return fmt.Errorf("%w: %s %v is negative (zero is the default)", ErrInvalidConfig, name, d)
 		}
