@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"sync"
@@ -257,7 +258,12 @@ func TestInstallNamesTheTransactionThatKeepsTheTable(t *testing.T) {
 			bounded, cancel := context.WithTimeout(ctx, 3*time.Second)
 			defer cancel()
 			err = fx.f.Install(bounded, fx.db, fx.ints)
-			named := map[string]string{"postgres": "INSERT INTO fence_ints", "mysql": "thread "}[dialect] // MySQL keeps no idle session's last statement
+			var database string
+			if err := fx.db.QueryRow(map[string]string{"postgres": "SELECT current_database()", "mysql": "SELECT DATABASE()"}[dialect]).Scan(&database); err != nil {
+				t.Fatal(err)
+			}
+			// MySQL keeps no idle session's last statement: the thread is named, with its database.
+			named := map[string]string{"postgres": "INSERT INTO fence_ints", "mysql": fmt.Sprintf("on database %q", database)}[dialect]
 			if err == nil || !strings.Contains(err.Error(), named) || !strings.Contains(err.Error(), "in a transaction for") {
 				t.Fatalf("Install while a transaction keeps the table: %v; want the transaction named", err)
 			}

@@ -235,10 +235,12 @@ func checkKeyType(t Table, dataType string, ints, texts []string) error {
 func (mysqlDialect) waitSnapshots(context.Context, *sql.DB) error { return nil }
 
 // holders names the oldest open transactions: MySQL keeps a table's
-// metadata lock until the transaction that touched it ends.
+// metadata lock until the transaction that touched it ends. The server
+// lists those of every database: its sessions' current database comes first.
 func (mysqlDialect) holders(ctx context.Context, db *sql.DB, _ string) ([]string, error) {
-	rows, err := db.QueryContext(ctx, `SELECT trx_mysql_thread_id, TIMESTAMPDIFF(SECOND, trx_started, NOW()), trx_state, COALESCE(LEFT(trx_query, 120), '')
-		FROM information_schema.innodb_trx WHERE trx_mysql_thread_id <> CONNECTION_ID() ORDER BY trx_started LIMIT 5`)
+	rows, err := db.QueryContext(ctx, `SELECT t.trx_mysql_thread_id, COALESCE(p.DB, ''), TIMESTAMPDIFF(SECOND, t.trx_started, NOW()), t.trx_state, COALESCE(LEFT(t.trx_query, 120), '')
+		FROM information_schema.innodb_trx t LEFT JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id
+		WHERE t.trx_mysql_thread_id <> CONNECTION_ID() ORDER BY COALESCE(p.DB = DATABASE(), 0) DESC, t.trx_started LIMIT 5`)
 	if err != nil {
 		return nil, err
 	}
@@ -246,11 +248,11 @@ func (mysqlDialect) holders(ctx context.Context, db *sql.DB, _ string) ([]string
 	var found []string
 	for rows.Next() {
 		var thread, seconds int64
-		var state, query string
-		if err := rows.Scan(&thread, &seconds, &state, &query); err != nil {
+		var database, state, query string
+		if err := rows.Scan(&thread, &database, &seconds, &state, &query); err != nil {
 			return nil, err
 		}
-		found = append(found, fmt.Sprintf("thread %d (%s, in a transaction for %ds): %s", thread, state, seconds, query))
+		found = append(found, fmt.Sprintf("thread %d on database %q (%s, in a transaction for %ds): %s", thread, database, state, seconds, query))
 	}
 	return found, rows.Err()
 }
