@@ -5,16 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/shardid/shardid/integration_test/internal/testdb"
 )
 
 var serverDialects = []string{"mysql", "postgres"}
@@ -46,31 +42,40 @@ var freezeWaiting = map[string]string{
 		AND wait_event_type = 'Lock' AND query LIKE 'UPDATE shardid_move_fence%'`,
 }
 
-func TestFreezeWaitsForWritersInFlight(t *testing.T) {
+// freezeBehindWriter opens a transaction writing a row of moveRange and starts
+// a Freeze of the range, returning once the Freeze waits for that writer.
+func freezeBehindWriter(t *testing.T, fx *fixture, inFlight int64) (*sql.Tx, <-chan error) {
+	t.Helper()
 	ctx := context.Background()
+	tx, err := fx.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback() })
+	if _, err := tx.Exec("INSERT INTO fence_ints (id, note) VALUES ("+fx.placeholderAt(1)+", 'a')", inFlight); err != nil {
+		t.Fatal(err)
+	}
+	frozen := make(chan error, 1)
+	go func() { frozen <- fx.f.Freeze(ctx, fx.db, moveRange) }()
+	waitUntil(t, fx.db, freezeWaiting[fx.dialect], frozen) // Freeze is blocked on the writer's share lock
+	select {
+	case err := <-frozen:
+		t.Fatalf("Freeze returned (%v) while a writer of the range was open", err)
+	default:
+	}
+	return tx, frozen
+}
+
+func TestFreezeWaitsForWritersInFlight(t *testing.T) {
 	for _, dialect := range serverDialects {
 		t.Run(dialect, func(t *testing.T) {
 			fx := openFixture(t, dialect)
-			tx, err := fx.db.BeginTx(ctx, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
 			inFlight := intID(6)
-			if _, err := tx.Exec("INSERT INTO fence_ints (id, note) VALUES ("+fx.placeholderAt(1)+", 'a')", inFlight); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- fx.f.Freeze(ctx, fx.db, moveRange) }()
-			waitUntil(t, fx.db, freezeWaiting[dialect], done) // Freeze is blocked on the writer's share lock
-			select {
-			case err := <-done:
-				t.Fatalf("Freeze returned (%v) while a writer of the range was open", err)
-			default:
-			}
+			tx, frozen := freezeBehindWriter(t, fx, inFlight)
 			if err := tx.Commit(); err != nil {
 				t.Fatal(err)
 			}
-			if err := <-done; err != nil {
+			if err := <-frozen; err != nil {
 				t.Fatal(err)
 			}
 			changes := fx.changes(t)
@@ -277,38 +282,6 @@ func TestInstallNamesTheTransactionThatKeepsTheTable(t *testing.T) {
 	}
 }
 
-// openNeighbour opens the package's first extra database, <own>_0, on the
-// same server as openDB's, with no fence tables left from an earlier test.
-func openNeighbour(t *testing.T, dialect string) *sql.DB {
-	t.Helper()
-	var db *sql.DB
-	var err error
-	switch dialect {
-	case "mysql":
-		cfg, perr := mysql.ParseDSN(testdb.Require(t, testdb.MySQLVar))
-		if perr != nil {
-			t.Fatal(perr)
-		}
-		cfg.DBName += "_0"
-		db, err = sql.Open("mysql", cfg.FormatDSN())
-	case "postgres":
-		u, perr := url.Parse(testdb.Require(t, testdb.PostgresVar))
-		if perr != nil {
-			t.Fatal(perr)
-		}
-		u.Path += "_0"
-		db, err = sql.Open("pgx", u.String())
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	for _, table := range []string{fenceTable, changesTable, tablesTable} {
-		mustExec(t, db, "DROP TABLE IF EXISTS "+table)
-	}
-	return db
-}
-
 // A database's fence takes a lock of its own: a Freeze waiting for a writer
 // in one database holds up no fence of another on the same server, where a
 // renewal that waited would let its freeze lapse.
@@ -317,19 +290,9 @@ func TestAFenceWaitingInOneDatabaseHoldsUpNoOtherDatabases(t *testing.T) {
 	for _, dialect := range serverDialects {
 		t.Run(dialect, func(t *testing.T) {
 			fx := openFixture(t, dialect)
-			tx, err := fx.db.BeginTx(ctx, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() { _ = tx.Rollback() }()
-			if _, err := tx.Exec("INSERT INTO fence_ints (id, note) VALUES ("+fx.placeholderAt(1)+", 'a')", intID(6)); err != nil {
-				t.Fatal(err)
-			}
-			frozen := make(chan error, 1)
-			go func() { frozen <- fx.f.Freeze(ctx, fx.db, moveRange) }()
-			waitUntil(t, fx.db, freezeWaiting[dialect], frozen) // the Freeze holds its lock, waiting for the writer
+			tx, frozen := freezeBehindWriter(t, fx, intID(6)) // the Freeze holds its lock, waiting for the writer
 
-			other := openNeighbour(t, dialect)
+			other := openDBSuffixed(t, dialect, "_0") // on the same server
 			f := newFence(dialect)
 			neighbour := make(chan error, 1)
 			go func() {

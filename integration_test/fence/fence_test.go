@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -43,13 +44,30 @@ func newFence(dialect string) fence.Fence {
 // earlier test.
 func openDB(t *testing.T, dialect string) *sql.DB {
 	t.Helper()
+	return openDBSuffixed(t, dialect, "")
+}
+
+// openDBSuffixed is openDB of the package's database named with suffix
+// (_0 is the first extra one, on the same server), SQLite's file aside.
+func openDBSuffixed(t *testing.T, dialect, suffix string) *sql.DB {
+	t.Helper()
 	var db *sql.DB
 	var err error
 	switch dialect {
 	case "mysql":
-		db, err = sql.Open("mysql", testdb.Require(t, testdb.MySQLVar))
+		cfg, perr := mysql.ParseDSN(testdb.Require(t, testdb.MySQLVar))
+		if perr != nil {
+			t.Fatal(perr)
+		}
+		cfg.DBName += suffix
+		db, err = sql.Open("mysql", cfg.FormatDSN())
 	case "postgres":
-		db, err = sql.Open("pgx", testdb.Require(t, testdb.PostgresVar))
+		u, perr := url.Parse(testdb.Require(t, testdb.PostgresVar))
+		if perr != nil {
+			t.Fatal(perr)
+		}
+		u.Path += suffix
+		db, err = sql.Open("pgx", u.String())
 	default:
 		db, err = sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "fence.db")+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
 	}
