@@ -131,6 +131,9 @@ func (mv *run) deleteCopies(ctx context.Context) (err error) {
 
 // endingRun locks and loads a move that is to be cancelled or cleaned up.
 func endingRun(ctx context.Context, d Driver, r Range, models []any) (*run, func(), error) {
+	if err := withinLayout(d, r); err != nil {
+		return nil, nil, err
+	}
 	unlock, err := lockMove(ctx, d.Store(), r)
 	if err != nil {
 		return nil, nil, err

@@ -102,6 +102,9 @@ type run struct {
 // cutover. Its state is kept in the store: running the same move again
 // after a failure or a crash resumes it.
 func (m *Mover) Move(ctx context.Context, d Driver, req Request) (*Report, error) {
+	if err := withinLayout(d, req.Logical); err != nil {
+		return nil, err
+	}
 	unlock, err := lockMove(ctx, d.Store(), req.Logical)
 	if err != nil {
 		return nil, err

@@ -25,10 +25,10 @@ func newRun(ctx context.Context, d Driver, req Request) (*run, error) {
 	if _, err := d.RefreshMap(ctx); err != nil {
 		return nil, errs.Wrap(err, "reading the shared map")
 	}
-	layout, names := d.Layout(), d.Databases()
+	names := d.Databases()
 	r := req.Logical
-	if r.From < 0 || r.From > r.To || r.To >= layout.ShardCount() {
-		return nil, bad("logical shards %d-%d are not within 0-%d", r.From, r.To, layout.ShardCount()-1)
+	if err := withinLayout(d, r); err != nil {
+		return nil, err
 	}
 	to := slices.Index(names, req.To)
 	if to < 0 {
@@ -126,6 +126,16 @@ func copyAnewWhereColumnsChanged(st *mapstore.MoveState, tables []*movedTable) {
 	}
 }
 
+// withinLayout refuses a range that is not one of the layout's logical
+// shards, before any statement takes it (PostgreSQL would refuse a number
+// past its int4 column in its own words).
+func withinLayout(d Driver, r Range) error {
+	if n := d.Layout().ShardCount(); r.From < 0 || r.From > r.To || r.To >= n {
+		return fmt.Errorf("%w: logical shards %d-%d are not within 0-%d", ErrInvalid, r.From, r.To, n-1)
+	}
+	return nil
+}
+
 // oneMoveAt refuses a second move off the same source while one runs (the
 // source's change log is the move's), and a move of r overlapping one that
 // has not ended.
@@ -137,6 +147,10 @@ func oneMoveAt(ctx context.Context, store *mapstore.Store, source string, r Rang
 	for _, st := range list {
 		if phaseIndex(st.Phase) < 0 || phaseIndex(st.Phase) >= phaseIndex(PhaseCleaned) {
 			continue
+		}
+		if st.From == source && st.Phase == PhaseServing {
+			return fmt.Errorf("%w: logical shards %d-%d moved off %s to %s, which serves them, and %s keeps their frozen copy until that move is cleaned up: clean it up first (CleanupMove, or shardid move cleanup)",
+				ErrInvalid, st.Logical.From, st.Logical.To, source, st.To, source)
 		}
 		if st.From == source {
 			return fmt.Errorf("%w: logical shards %d-%d are moving off %s (phase %s); finish or cancel that move first",
