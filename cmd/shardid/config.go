@@ -56,6 +56,9 @@ type fileConfig struct {
 	// connectTimeout, when set, bounds the plugin's dials: a command that
 	// gave up on a database does not wait for the plugin's own bound to close.
 	connectTimeout time.Duration
+	// existing makes the commands open main's SQLite file only if it
+	// exists: a mistyped path is refused, not made empty.
+	existing bool
 }
 
 type fileShard struct {
@@ -294,7 +297,12 @@ func openConfigOf(c *fileConfig, warnings io.Writer, sharedMap bool) (*opsSetup,
 	if err != nil {
 		return nil, err
 	}
-	main, err := dialectorFor(c.Main)
+	if path, ok := sqliteFile(c.Main); ok && c.existing {
+		if _, err := os.Stat(path); err != nil {
+			return nil, c.fieldError("main", "%v: the commands open the application's databases and never make one", err)
+		}
+	}
+	main, err := dialectorFor(c.opened(c.Main))
 	if err != nil {
 		return nil, c.fieldError("main", "%v", err)
 	}
@@ -331,6 +339,37 @@ func openConfigOf(c *fileConfig, warnings io.Writer, sharedMap bool) (*opsSetup,
 		return nil, errors.Join(fmt.Errorf("%s: %w", c.path, err), closeDB(db))
 	}
 	return &opsSetup{db: db, plugin: plugin, config: c}, nil
+}
+
+// sqliteFile is the file an SQLite DSN names, and whether it names one (not
+// a database in memory).
+func sqliteFile(d string) (string, bool) {
+	rest, found := strings.CutPrefix(d, "file:")
+	if !found {
+		return "", false
+	}
+	path, query, _ := strings.Cut(rest, "?")
+	if path == "" || strings.HasPrefix(path, ":memory:") || strings.Contains(query, "mode=memory") {
+		return "", false
+	}
+	return path, true
+}
+
+// opened is the DSN the command opens: an SQLite file with mode=rw, which
+// fails on a missing file instead of making it, when c opens existing
+// databases only and the DSN gives no mode of its own.
+func (c *fileConfig) opened(d string) string {
+	if _, ok := sqliteFile(d); !ok || !c.existing {
+		return d
+	}
+	_, query, hasQuery := strings.Cut(d, "?")
+	switch {
+	case strings.Contains(query, "mode="):
+		return d
+	case hasQuery:
+		return d + "&mode=rw"
+	}
+	return d + "?mode=rw"
 }
 
 // defaultConnectTimeout is the plugin's (Config.ConnectTimeout), which
@@ -407,7 +446,7 @@ func withConfigBounded(cmd *cobra.Command, path string, sharedMap bool, connectT
 	if err != nil {
 		return err
 	}
-	c.connectTimeout = connectTimeout
+	c.connectTimeout, c.existing = connectTimeout, true
 	s, err := openConfigOf(c, cmd.ErrOrStderr(), sharedMap)
 	if err != nil {
 		return err

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardid/shardid"
+)
+
+// TestACommandCreatesNoSQLiteFileForAPathThatIsMissing: an operator's file
+// whose SQLite path is mistyped does not make a database there, neither for
+// main (an empty file, then "map_table is not on main") nor for a shard (a
+// new file given a shardid token, then "are two shards' DSNs swapped?"):
+// main is refused naming the missing file, the shard is down, and no file
+// appears.
+func TestACommandCreatesNoSQLiteFileForAPathThatIsMissing(t *testing.T) {
+	e := sqliteEnv(t)
+	e.application(t)
+	dir := t.TempDir()
+	typo := filepath.Join(dir, "typo.db")
+
+	dsns := map[string]string{"main": "file:" + typo, "a": e.dsns["a"], "b": e.dsns["b"], "c": e.dsns["c"]}
+	for _, args := range [][]string{{"map"}, {"health"}, {"verify"}, {"move", "status"}, {"recover"}} {
+		args = append(args, "--config", writeConfig(t, dsns).config)
+		out, err := run(t, args...)
+		if err == nil || !strings.Contains(err.Error(), "main") || !strings.Contains(err.Error(), typo) {
+			t.Errorf("shardid %s, main a missing file: %v; want an error naming main and %s\n%s", strings.Join(args, " "), err, typo, out)
+		}
+		if _, err := os.Stat(typo); err == nil {
+			t.Fatalf("shardid %s created %s, main's missing file", strings.Join(args, " "), typo)
+		}
+	}
+}
+
+// TestACommandCreatesNoSQLiteFileForAShardPathThatIsMissing: the same for
+// a shard: a mistyped path is not made a database given a shardid token,
+// reported as "are two shards' DSNs swapped?".
+func TestACommandCreatesNoSQLiteFileForAShardPathThatIsMissing(t *testing.T) {
+	e := sqliteEnv(t)
+	app := e.application(t)
+	if err := app.plugin.AutoMigrate(app.db, &cmdItem{}); err != nil { // the application opens every shard
+		t.Fatal(err)
+	}
+	typo := filepath.Join(t.TempDir(), "typo.db")
+	dsns := map[string]string{"main": e.dsns["main"], "a": e.dsns["a"], "b": e.dsns["b"], "c": "file:" + typo}
+	for _, args := range [][]string{{"health"}, {"verify"}, {"recover"}} {
+		args = append(args, "--config", writeConfig(t, dsns).config)
+		out, err := run(t, args...)
+		if err == nil || strings.Contains(out+err.Error(), "swapped") {
+			t.Errorf("shardid %s, shard c a missing file: %v; want c down, not a database swapped\n%s", strings.Join(args, " "), err, out)
+		}
+		if _, err := os.Stat(typo); err == nil {
+			t.Fatalf("shardid %s created %s, shard c's missing file", strings.Join(args, " "), typo)
+		}
+	}
+}
+
+// TestAMoveOfARangePastTheLayoutSaysSo: --shards beyond the layout's
+// logical shards is refused naming the bounds on every kind of database,
+// before any SQL takes the range (PostgreSQL refused a number past int4 in
+// its own words: "failed to encode args[1]").
+func TestAMoveOfARangePastTheLayoutSaysSo(t *testing.T) {
+	for name, env := range map[string]func(*testing.T) opsEnv{"sqlite": sqliteEnv, "mysql": mysqlEnv, "postgres": postgresEnv} {
+		t.Run(name, func(t *testing.T) {
+			e := env(t)
+			e.applicationWithItems(t, 0)
+			for _, shards := range []string{"0-9223372036854775807", "0-2147483648", "8192"} {
+				for _, extra := range [][]string{nil, {"--dry-run"}} {
+					args := append([]string{"move", "--config", e.config, "--shards", shards, "--to", "c"}, extra...)
+					out, err := runNoPanic(t, args...)
+					if err == nil || !strings.Contains(err.Error(), "not within 0-8191") {
+						t.Errorf("shardid %s: %v; want it refused as not within 0-8191\n%s", strings.Join(args, " "), err, out)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestAMoveOffASourceAwaitingCleanupSaysToCleanItUp: a second move off a
+// source whose earlier move serves its target and awaits its cleanup is
+// refused telling to clean that move up, not to "finish or cancel" it: it is
+// finished, and too late to cancel.
+func TestAMoveOffASourceAwaitingCleanupSaysToCleanItUp(t *testing.T) {
+	e := sqliteEnv(t)
+	e.applicationWithItems(t, 0, 20)
+	mustRun(t, "move", "--config", e.config, "--shards", "0-10", "--to", "c")
+	for _, extra := range [][]string{nil, {"--dry-run"}} {
+		args := append([]string{"move", "--config", e.config, "--shards", "20-30", "--to", "c"}, extra...)
+		out, err := run(t, args...)
+		if err == nil || !strings.Contains(err.Error(), "clean") || strings.Contains(err.Error(), "cancel") {
+			t.Errorf("shardid %s, a's move of 0-10 awaiting its cleanup: %v; want it to say to clean that move up, and not to cancel it\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	// As it says: cleaned up, the second move runs.
+	mustRun(t, "move", "cleanup", "--config", e.config, "--shards", "0-10", "--wait", "30s")
+	mustRun(t, "move", "--config", e.config, "--shards", "20-30", "--to", "c")
+}
+
+// TestACleanupWaitBoundsOnlyTheWaitForLaggingProcesses: move cleanup's help
+// says --wait is how long it waits for processes that route by an older
+// map, then deletes the copy; with no process behind, a short --wait does
+// not stop the deletion part way ("context deadline exceeded", part of the
+// copy deleted).
+func TestACleanupWaitBoundsOnlyTheWaitForLaggingProcesses(t *testing.T) {
+	e := sqliteEnv(t)
+	app := e.application(t)
+	if err := app.plugin.AutoMigrate(app.db, &cmdItem{}); err != nil {
+		t.Fatal(err)
+	}
+	layout := app.plugin.Layout()
+	rows, start := make([]cmdItem, 20000), time.Now().Add(-time.Hour)
+	for i := range rows {
+		rows[i] = cmdItem{ID: layout.Compose(start.Add(time.Duration(i/10)*time.Millisecond), i%10, 0), Name: "x"}
+	}
+	if err := direct(t, e.dsns["a"]).CreateInBatches(rows, 500).Error; err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "move", "--config", e.config, "--shards", "0-9", "--to", "c", "--chunk", "5000")
+	_ = app.close() // no process behind the new map: nothing to wait for
+	help := mustRun(t, "move", "cleanup", "--help")
+	wantIn(t, help, "how long to wait for processes that still route by an older map")
+	out, err := run(t, "move", "cleanup", "--config", e.config, "--shards", "0-9", "--wait", "50ms")
+	if err != nil {
+		t.Errorf("move cleanup --wait 50ms, no process behind: %v; --wait bounds the wait for processes, not the deletion\n%s", err, out)
+	}
+	if left := idsIn(t, direct(t, e.dsns["a"]), layout, shardid.Range{From: 0, To: 9}); err != nil && len(left) > 0 && len(left) < len(rows) {
+		t.Errorf("the cleanup stopped part way: %d of %d rows of the copy left on a", len(left), len(rows))
+	}
+}
