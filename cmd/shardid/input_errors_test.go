@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -129,5 +130,34 @@ func TestACleanupWaitBoundsOnlyTheWaitForLaggingProcesses(t *testing.T) {
 	}
 	if left := idsIn(t, direct(t, e.dsns["a"]), layout, shardid.Range{From: 0, To: 9}); err != nil && len(left) > 0 && len(left) < len(rows) {
 		t.Errorf("the cleanup stopped part way: %d of %d rows of the copy left on a", len(left), len(rows))
+	}
+}
+
+// TestADatabaseDownIsReportedOnce: a PostgreSQL shard that refuses
+// connections is down with its driver's error said once, not twice (the
+// creation of the token table, tried again, joined the same failure).
+func TestADatabaseDownIsReportedOnce(t *testing.T) {
+	e := postgresEnv(t)
+	e.applicationWithItems(t, 0)
+	e.dsns["c"] = "postgres://postgres@127.0.0.1:1/nowhere?connect_timeout=2"
+	e = writeConfig(t, e.dsns)
+	var health struct {
+		Databases []struct{ Name, Error string } `json:"databases"`
+	}
+	var verify struct {
+		Unread []struct{ Database, Error string } `json:"unread_databases"`
+	}
+	stdout, _, err := runApart(t, "health", "--config", e.config, "--json")
+	if jsonErr := json.Unmarshal([]byte(stdout), &health); err == nil || jsonErr != nil || len(health.Databases) != 3 {
+		t.Fatalf("health --json with c down: %v, %v\n%s", err, jsonErr, stdout)
+	}
+	stdout, _, err = runApart(t, "verify", "--config", e.config, "--json")
+	if jsonErr := json.Unmarshal([]byte(stdout), &verify); err == nil || jsonErr != nil || len(verify.Unread) != 1 {
+		t.Fatalf("verify --json with c down: %v, %v\n%s", err, jsonErr, stdout)
+	}
+	for what, text := range map[string]string{"health": health.Databases[2].Error, "verify": verify.Unread[0].Error} {
+		if n := strings.Count(text, "failed to connect to"); n != 1 {
+			t.Errorf("%s --json says c's failure %d times:\n%s", what, n, text)
+		}
 	}
 }

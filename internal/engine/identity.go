@@ -174,6 +174,9 @@ func createTable(ctx context.Context, db *sql.DB, table string) error {
 	if _, err := db.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS "+table); err != nil {
 		// Two processes creating one table at once on PostgreSQL: one fails, and the table is there.
 		if _, again := db.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS "+table); again != nil {
+			if again.Error() == err.Error() { // a database that does not answer, said once
+				return err
+			}
 			return errors.Join(err, again)
 		}
 	}
