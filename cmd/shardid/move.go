@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shardid/shardid"
+	"github.com/shardid/shardid/internal/mover"
 )
 
 type moveOptions struct {
@@ -281,9 +282,7 @@ triggers. If processes still lag after --wait it fails, naming them.`,
 				if err != nil {
 					return err
 				}
-				waitCtx, cancel := context.WithTimeout(ctx, wait)
-				defer cancel()
-				if err := s.plugin.CleanupMove(waitCtx, r); err != nil {
+				if err := s.plugin.CleanupMove(mover.WithProcessWait(ctx, wait), r); err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "cleaned up the move of logical shards %s: their copies on %s are deleted and its triggers dropped; %s serves them\n",

@@ -63,7 +63,9 @@ func (mv *run) cleanup(ctx context.Context) error {
 	if mv.st.Phase != PhaseServing {
 		return fmt.Errorf("%w: the move of %d-%d is in phase %s; only a move that reached %s can be cleaned up", ErrInvalid, r.From, r.To, mv.st.Phase, PhaseServing)
 	}
-	if err := waitForProcesses(ctx, d.Store(), mv.st.MapVersion); err != nil {
+	waitCtx, cancel := processWait(ctx)
+	defer cancel()
+	if err := waitForProcesses(waitCtx, d.Store(), mv.st.MapVersion); err != nil {
 		return err
 	}
 	if mv.fence.Dialect == "sqlite" {
@@ -86,6 +88,24 @@ func (mv *run) cleanup(ctx context.Context) error {
 	}
 	mv.st.Phase = PhaseCleaned
 	return d.Store().SaveMove(ctx, mv.st)
+}
+
+type processWaitKey struct{}
+
+// WithProcessWait bounds a cleanup's wait for processes that route by an
+// older map to wait, and not the deletion that follows it, which only ctx
+// bounds: a large copy takes longer to delete than anyone would wait for a
+// lagging process (the command's --wait).
+func WithProcessWait(ctx context.Context, wait time.Duration) context.Context {
+	return context.WithValue(ctx, processWaitKey{}, wait)
+}
+
+// processWait is ctx bounded by its WithProcessWait, if it has one.
+func processWait(ctx context.Context) (context.Context, context.CancelFunc) {
+	if wait, ok := ctx.Value(processWaitKey{}).(time.Duration); ok {
+		return context.WithTimeout(ctx, wait)
+	}
+	return ctx, func() {}
 }
 
 // forgetCopy writes the next map version without the frozen copy of r on
