@@ -139,6 +139,10 @@ type Engine struct {
 	endLifetime context.CancelFunc
 }
 
+// minPeriod is the shortest positive MapRefresh and InDoubtAfter: the
+// periods of loops on the plugin's database.
+const minPeriod = time.Millisecond
+
 // New returns the engine of the plugin owner, for cfg; Initialize validates
 // cfg.
 func New(owner gorm.Plugin, cfg Config) *Engine {
@@ -182,6 +186,17 @@ func (e *Engine) Initialize(db *gorm.DB) error {
 		if d < 0 {
 			return fmt.Errorf("%w: %s %v is negative (zero is the default)", ErrInvalidConfig, name, d)
 		}
+	}
+	for name, d := range map[string]time.Duration{"MapRefresh": e.config.MapRefresh, "InDoubtAfter": e.config.InDoubtAfter} {
+		if d > 0 && d < minPeriod {
+			// Each sets the period of a loop on the plugin's database: a few
+			// nanoseconds (an untyped 5 meant as seconds) would spin it, and a
+			// map read bounded by a few of them never completes.
+			return fmt.Errorf("%w: %s %v is under %v: a time.Duration counts nanoseconds (write 5 * time.Second)", ErrInvalidConfig, name, d, minPeriod)
+		}
+	}
+	if e.config.Atomic != TwoPhase && e.config.Atomic != BestEffort {
+		return fmt.Errorf("%w: Atomic %d (allowed: shardid.TwoPhaseCommit, shardid.BestEffort)", ErrInvalidConfig, e.config.Atomic)
 	}
 	if e.config.MapTable != "" && !plainTable.MatchString(e.config.MapTable) {
 		return fmt.Errorf("%w: MapTable %q (letters, digits and _, at most 63, not starting with a digit)", ErrInvalidConfig, e.config.MapTable)
