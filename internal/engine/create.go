@@ -49,7 +49,7 @@ func (e *Engine) assignIDs(db *gorm.DB) {
 		return
 	}
 	if m.sharded() && e.closed.Load() { // before an ID is asked of a strategy Close stopped
-		db.AddError(errClosed)
+		db.AddError(e.closedError(""))
 		return
 	}
 	if e.routed() && m.sharded() {

@@ -127,6 +127,7 @@ type Engine struct {
 	tracer      atomic.Pointer[PartTracer]       // nil until TraceParts
 	countWanted atomic.Bool                      // CountStatements was called, maybe before Initialize
 	closed      atomic.Bool                      // set by Close
+	useFailed   error                            // the error of an Initialize that failed after registering its callbacks, set before closed
 	background  sync.WaitGroup                   // work begun off a statement's path, waited for by Close
 	twoPhase    sync.Map                         // physical index → error of its two-phase commit check (nil: usable)
 	recovery    recoveryLoop
@@ -214,7 +215,7 @@ func (e *Engine) Initialize(db *gorm.DB) error {
 		return errors.Join(err, e.Close())
 	}
 	if err := e.registerCallbacks(db); err != nil {
-		return errors.Join(err, e.Close())
+		return e.failUse(err)
 	}
 	e.db = db
 	if e.countWanted.Load() {
@@ -222,20 +223,41 @@ func (e *Engine) Initialize(db *gorm.DB) error {
 	}
 	if e.routed() {
 		if err := e.startMapStore(context.Background()); err != nil {
-			return errors.Join(err, e.Close())
+			return e.failUse(err)
 		}
 		if err := e.startRecovery(context.Background()); err != nil {
-			return errors.Join(err, e.Close())
+			return e.failUse(err)
 		}
 	} else {
 		ctx, cancel := context.WithTimeout(context.Background(), e.config.connectTimeout())
 		err := e.checkLayout(ctx)
 		cancel()
 		if err != nil {
-			return errors.Join(err, e.Close())
+			return e.failUse(err)
 		}
 	}
 	return nil
+}
+
+// failUse closes the engine of an Initialize that failed once its callbacks
+// were registered: GORM keeps them on the database, and they refuse the
+// statements on sharded models with err rather than as closed.
+func (e *Engine) failUse(err error) error {
+	e.useFailed = err
+	return errors.Join(err, e.Close())
+}
+
+// closedError is why a statement is refused once the engine is closed:
+// Close, or the error of a db.Use that failed; name is the database's, if
+// the statement has one.
+func (e *Engine) closedError(name string) error {
+	switch {
+	case e.useFailed != nil:
+		return fmt.Errorf("shardid: the statement is refused: db.Use failed: %w", e.useFailed)
+	case name != "":
+		return fmt.Errorf("%w: %s: the plugin is closed", ErrShardUnavailable, name)
+	}
+	return errClosed
 }
 
 func (e *Engine) buildGenerators() error {

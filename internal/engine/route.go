@@ -138,7 +138,7 @@ func (e *Engine) routeStatement(db *gorm.DB, kind statementKind, sub bool, setti
 	}
 	m, err := e.model(stmt.Schema) // a bad tag fails every statement on the model
 	if err == nil && m != nil && m.sharded() && e.closed.Load() {
-		err = errClosed // with Config.Shards or without
+		err = e.closedError("") // with Config.Shards or without
 	}
 	if err != nil || !e.routed() {
 		db.AddError(err)

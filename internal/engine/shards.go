@@ -536,7 +536,7 @@ func (e *Engine) opened(ctx context.Context, k int) (*openPhysical, error) {
 // pool returns the connection pool of physical database k.
 func (e *Engine) pool(ctx context.Context, k int) (gorm.ConnPool, error) {
 	if e.closed.Load() { // its pools are closed, or closing: a statement says why, as one on a pool never opened does
-		return nil, fmt.Errorf("%w: %s: the plugin is closed", ErrShardUnavailable, e.physical[k].name)
+		return nil, e.closedError(e.physical[k].name)
 	}
 	opened, err := e.opened(ctx, k)
 	if err != nil {
