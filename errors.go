@@ -41,7 +41,8 @@ var (
 	// Config.MoveWait has passed without the new map.
 	ErrShardMoved = engine.ErrShardMoved
 	// ErrPluginNotOpen is returned by [Plugin.Ping] for a nil plugin, one never
-	// registered with db.Use, or one closed.
+	// registered with db.Use, or one closed; and by the plugin's migrator
+	// (AutoMigrate), RecoverTransactions and SwapShardMap before db.Use.
 	ErrPluginNotOpen = engine.ErrPluginNotOpen
 	// ErrNotAtomic is returned, before anything is written, for a write over
 	// several physical databases that cannot commit atomically: SQLite, or a

@@ -238,7 +238,8 @@ func (p *Plugin) PrepareTicketServers(ctx context.Context) error {
 func (p *Plugin) Stats() map[string]strategies.Stats { return p.engine().Stats() }
 
 // ShardMap returns the current map of logical shards to physical databases;
-// Name(Physical(Layout().Shard(id))) is where the row with id lives.
+// Name(Physical(Layout().Shard(id))) is where the row with id lives. It is
+// nil before db.Use.
 func (p *Plugin) ShardMap() *shardrouter.Map { return p.engine().ShardMap() }
 
 // SwapShardMap replaces the map of logical shards to physical databases,

@@ -147,7 +147,9 @@ const minPeriod = time.Millisecond
 // New returns the engine of the plugin owner, for cfg; Initialize validates
 // cfg.
 func New(owner gorm.Plugin, cfg Config) *Engine {
-	return &Engine{owner: owner, config: cfg, handOff: handOff}
+	// The layout is the config's from the start: Layout() before db.Use
+	// must not read as the default one.
+	return &Engine{owner: owner, config: cfg, handOff: handOff, layout: cfg.Layout.Normalized()}
 }
 
 // Layout returns the layout the plugin makes IDs with, defaults filled in.
@@ -169,7 +171,6 @@ func (e *Engine) Initialize(db *gorm.DB) error {
 	if err := e.config.Layout.Validate(time.Now()); err != nil {
 		return err
 	}
-	e.layout = e.config.Layout.Normalized()
 	e.lifetime, e.endLifetime = context.WithCancel(context.Background())
 	if e.config.Log == nil {
 		e.config.Log = slog.Default()
@@ -500,7 +501,13 @@ func (e *Engine) model(s *schema.Schema) (*model, error) {
 
 // ShardMap returns the current map of logical shards to physical databases;
 // Name(Physical(Layout().Shard(id))) is where the row with id lives.
-func (e *Engine) ShardMap() *shardrouter.Map { return e.router.Map() }
+// Before db.Use it is nil.
+func (e *Engine) ShardMap() *shardrouter.Map {
+	if e.router == nil {
+		return nil
+	}
+	return e.router.Map()
+}
 
 // SwapShardMap replaces the map of logical shards to physical databases,
 // atomically: statements routed after it returns use m. The map must name
@@ -508,7 +515,12 @@ func (e *Engine) ShardMap() *shardrouter.Map { return e.router.Map() }
 // Moving a logical shard is more than a swap: its rows must be copied first,
 // and, for instagram, the target database's clock-sequence advanced past the
 // source's, so that no ID is made twice.
-func (e *Engine) SwapShardMap(m *shardrouter.Map) error { return e.router.Swap(m) }
+func (e *Engine) SwapShardMap(m *shardrouter.Map) error {
+	if err := e.registered(); err != nil {
+		return err
+	}
+	return e.router.Swap(m)
+}
 
 // Range is an inclusive range of logical shards.
 type Range = shardrouter.Range

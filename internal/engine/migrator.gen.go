@@ -44,6 +44,9 @@ func (m migratorPlugin) Physical() []string {
 }
 
 func (m migratorPlugin) OpenPhysical(ctx context.Context, k int) (*gorm.DB, error) {
+	if err := m.p.registered(); err != nil {
+		return nil, err
+	}
 	opened, err := m.p.opened(ctx, k)
 	if err != nil {
 		return nil, err
@@ -95,6 +98,9 @@ const migrationPatience = 5 * time.Minute
 // LockMigrations takes the plugin's database's lock of migrations: the map
 // store's, or one made for it when there are no Shards.
 func (m migratorPlugin) LockMigrations(ctx context.Context) (func(), error) {
+	if err := m.p.registered(); err != nil {
+		return nil, err
+	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -116,6 +122,9 @@ func (m migratorPlugin) LockMigrations(ctx context.Context) (func(), error) {
 }
 
 func (m migratorPlugin) Model(s *schema.Schema) (*shardmigrator.Model, error) {
+	if err := m.p.registered(); err != nil { // its tags would be read without the config's strategies
+		return nil, err
+	}
 	model, err := m.p.model(s)
 	if err == nil && (model == nil || !model.sharded()) && m.p.recordedAsSharded(s.Table) {
 		return nil, &FieldError{Model: s.Name, Field: "table " + s.Table, Err: ErrInvalidTag,

@@ -101,6 +101,15 @@ collect:
 	return results, nil
 }
 
+// registered refuses, with ErrPluginNotOpen, what needs the database of
+// db.Use before it: the migrator, the shard map.
+func (e *Engine) registered() error {
+	if e.db == nil || e.router == nil {
+		return fmt.Errorf("%w: not registered with db.Use (register it before migrating or swapping its map)", ErrPluginNotOpen)
+	}
+	return nil
+}
+
 // checkOpen refuses a plugin that has no databases to ping.
 func (e *Engine) checkOpen() error {
 	switch {

@@ -97,6 +97,9 @@ func (e *Engine) inDoubtAfter() time.Duration {
 // action is logged with its global transaction ID. A database it cannot
 // reach is an error; the others are recovered anyway.
 func (e *Engine) RecoverTransactions(ctx context.Context) error {
+	if err := e.registered(); err != nil {
+		return err
+	}
 	if !e.twoPhaseHere() {
 		return nil
 	}
