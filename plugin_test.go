@@ -34,6 +34,11 @@ func TestUseRefusesBadConfig(t *testing.T) {
 		{"negative connect timeout", Config{ConnectTimeout: -time.Second}, ErrInvalidConfig, "ConnectTimeout -1s is negative"},
 		{"negative move wait", Config{MoveWait: -1}, ErrInvalidConfig, "MoveWait"},
 		{"negative in-doubt wait", Config{InDoubtAfter: -time.Minute}, ErrInvalidConfig, "InDoubtAfter -1m0s is negative"},
+		{"unknown atomicity", Config{Atomic: Atomicity(2)}, ErrInvalidConfig, "Atomic 2"},
+		// An untyped 5 meant as seconds: the map's loop would spin, and refuse every statement.
+		{"map refresh of nanoseconds", Config{MapRefresh: 5}, ErrInvalidConfig, "MapRefresh 5ns is under 1ms"},
+		{"map refresh of a microsecond", Config{MapRefresh: time.Microsecond}, ErrInvalidConfig, "MapRefresh 1µs is under 1ms"},
+		{"in-doubt wait of nanoseconds", Config{InDoubtAfter: 60}, ErrInvalidConfig, "InDoubtAfter 60ns is under 1ms"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -260,4 +265,121 @@ func TestProcessesWithoutShardsShareTheLayoutTheirDatabaseRecords(t *testing.T) 
 	againDB, _, err := process(Layout{})
 	must(t, err)
 	must(t, againDB.Create(&revUser{Name: "again"}).Error)
+}
+
+// TestAStatementAfterAFailedUseNamesItsError: GORM keeps the callbacks of a
+// db.Use that failed after registering them (here a layout other than the
+// one the database records); a statement on a sharded model is then refused
+// with that Use's error, not as if the plugin had been closed, and writes
+// nothing. A good Use afterwards works.
+func TestAStatementAfterAFailedUseNamesItsError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.db")
+	openAgain := func() *gorm.DB {
+		again, err := gorm.Open(sqlite.Open(path), &gorm.Config{Logger: logger.Discard})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if sqlDB, err := again.DB(); err == nil {
+				_ = sqlDB.Close()
+			}
+		})
+		return again
+	}
+	p := New(Config{})
+	first := openAgain()
+	must(t, first.Use(p))
+	must(t, p.AutoMigrate(first, &revUser{}))
+	must(t, p.Close())
+
+	db2 := openAgain()
+	bad := New(Config{Layout: Layout{ShardBits: 12}})
+	if err := db2.Use(bad); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("Use with a layout other than the recorded one: %v, want ErrInvalidConfig", err)
+	}
+	u := revUser{Name: "x"}
+	if err := db2.Create(&u).Error; !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "db.Use failed") || errors.Is(err, ErrShardUnavailable) || u.ID != 0 {
+		t.Errorf("Create after a failed Use: %v (ID %d); want the Use's ErrInvalidConfig, saying db.Use failed, and no ID", err, u.ID)
+	}
+	if err := db2.First(&revUser{}, 1).Error; !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("First after a failed Use: %v; want the Use's ErrInvalidConfig", err)
+	}
+	var n int64
+	must(t, openAgain().Table("rev_users").Count(&n).Error)
+	if n != 0 {
+		t.Errorf("%d rows written after a failed Use", n)
+	}
+	good := New(Config{})
+	must(t, db2.Use(good))
+	t.Cleanup(func() { _ = good.Close() })
+	must(t, db2.Create(&revUser{Name: "y"}).Error)
+}
+
+// TestLayoutBeforeUseIsTheConfiguredOne: Layout() before db.Use is the
+// configured layout with its defaults filled in, not the default layout.
+func TestLayoutBeforeUseIsTheConfiguredOne(t *testing.T) {
+	p := New(Config{Layout: Layout{ShardBits: 12}})
+	if l := p.Layout(); l.ShardBits != 12 || l.SequenceBits != 11 || l.ShardCount() != 4096 {
+		t.Errorf("Layout() before Use: %+v (ShardCount %d), want 40/12/11", l, l.ShardCount())
+	}
+}
+
+// TestPluginMethodsBeforeUseDoNotPanic: every method of a plugin not yet
+// registered with db.Use returns (what needs its database fails with
+// ErrPluginNotOpen), with Config.Shards and without.
+func TestPluginMethodsBeforeUseDoNotPanic(t *testing.T) {
+	db, err := gorm.Open(sqlite.Open(filepath.Join(t.TempDir(), "m.db")), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	calls := map[string]func(p *Plugin) error{
+		"Migrator":    func(p *Plugin) error { return p.Migrator(db).CreateTable(&revUser{}) },
+		"AutoMigrate": func(p *Plugin) error { return p.AutoMigrate(db, &revUser{}) },
+		"Move": func(p *Plugin) error {
+			_, err := p.Move(ctx, Move{Logical: Range{From: 0, To: 1}, To: "x"})
+			return err
+		},
+		"CancelMove":           func(p *Plugin) error { return p.CancelMove(ctx, Range{From: 0, To: 1}) },
+		"CleanupMove":          func(p *Plugin) error { return p.CleanupMove(ctx, Range{From: 0, To: 1}) },
+		"Moves":                func(p *Plugin) error { _, err := p.Moves(ctx); return err },
+		"MoveStats":            func(p *Plugin) error { _ = p.MoveStats(); return nil },
+		"Audit":                func(p *Plugin) error { _, err := p.Audit(ctx); return err },
+		"MapVersion":           func(p *Plugin) error { _ = p.MapVersion(); return nil },
+		"RefreshMap":           func(p *Plugin) error { _, err := p.RefreshMap(ctx); return err },
+		"Ping":                 func(p *Plugin) error { _, err := p.Ping(ctx); return err },
+		"CountStatements":      func(p *Plugin) error { p.CountStatements(); return nil },
+		"StatementStats":       func(p *Plugin) error { _ = p.StatementStats(); return nil },
+		"FanOutStats":          func(p *Plugin) error { _ = p.FanOutStats(); return nil },
+		"PoolStats":            func(p *Plugin) error { _ = p.PoolStats(); return nil },
+		"Physicals":            func(p *Plugin) error { _ = p.Physicals(); return nil },
+		"RouteOf":              func(p *Plugin) error { _, _ = p.RouteOf(db.Model(&revUser{})); return nil },
+		"MovedWrites":          func(p *Plugin) error { _ = p.MovedWrites(); return nil },
+		"RecoverTransactions":  func(p *Plugin) error { return p.RecoverTransactions(ctx) },
+		"TransactionStats":     func(p *Plugin) error { _ = p.TransactionStats(); return nil },
+		"AddTicketServer":      func(p *Plugin) error { return p.AddTicketServer(ctx, TicketServer{Name: "t", DB: db, Offset: 1}) },
+		"PrepareTicketServers": func(p *Plugin) error { return p.PrepareTicketServers(ctx) },
+		"Stats":                func(p *Plugin) error { _ = p.Stats(); return nil },
+		"ShardMap":             func(p *Plugin) error { _ = p.ShardMap(); return nil },
+		"SwapShardMap":         func(p *Plugin) error { return p.SwapShardMap(nil) },
+		"Close":                func(p *Plugin) error { return p.Close() },
+	}
+	mustNotOpen := map[string]bool{"Migrator": true, "AutoMigrate": true, "RecoverTransactions": true, "SwapShardMap": true}
+	for name, call := range calls {
+		for _, cfg := range []Config{{}, {Shards: []Shard{{Name: "a", DB: db, Logical: []Range{{From: 0, To: 8191}}}}}} {
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Errorf("%s before db.Use (%d shards): panic: %v", name, len(cfg.Shards), r)
+					}
+				}()
+				if err := call(New(cfg)); mustNotOpen[name] && !errors.Is(err, ErrPluginNotOpen) {
+					t.Errorf("%s before db.Use (%d shards): %v; want ErrPluginNotOpen", name, len(cfg.Shards), err)
+				}
+			}()
+		}
+	}
+	if m := New(Config{}).ShardMap(); m != nil {
+		t.Errorf("ShardMap before db.Use: %v; want nil", m)
+	}
 }
