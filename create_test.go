@@ -861,3 +861,42 @@ func TestAPresetIDAfterAnAdvanceRolledBackIsNotMadeAgain(t *testing.T) {
 	}
 	t.Fatal("no ID past the preset's tick in 10 s")
 }
+
+type (
+	keyedByName struct {
+		ID   int64 `shardid:"hash:Name"`
+		Name string
+	}
+	keyedByNameUntagged struct {
+		ID   int64
+		Name string
+	}
+)
+
+func (keyedByName) TableName() string         { return "keyed_by_names" }
+func (keyedByNameUntagged) TableName() string { return "keyed_by_names" }
+
+// TestAModelWithoutTheTagCreatesNoKeylessRowInAShardedTable: without
+// Config.Shards, a model of a sharded table without the shardid tag may not
+// create a row without its ID, which the database's counter would give
+// (max(id)+1, an ID the table's strategy issues too); it may with the ID
+// set, and read the table.
+func TestAModelWithoutTheTagCreatesNoKeylessRowInAShardedTable(t *testing.T) {
+	db, _ := testDB(t, Config{})
+	migrate(t, db, &keyedByName{})
+	sharded := keyedByName{Name: "k"}
+	must(t, db.Create(&sharded).Error)
+	for _, value := range []any{&keyedByNameUntagged{Name: "k"}, &[]keyedByNameUntagged{{ID: sharded.ID + 1, Name: "k"}, {Name: "k"}}} {
+		err := db.Create(value).Error
+		if !errors.Is(err, ErrInvalidTag) || !strings.Contains(err.Error(), "keyed_by_names is sharded (model keyedByName)") {
+			t.Errorf("Create of %T without an ID: %v; want ErrInvalidTag naming the sharded model", value, err)
+		}
+	}
+	var n int64
+	must(t, db.Model(&keyedByNameUntagged{}).Count(&n).Error)
+	if n != 1 {
+		t.Errorf("the table holds %d rows after the refused Creates; want 1", n)
+	}
+	must(t, db.Create(&keyedByNameUntagged{ID: sharded.ID + 1, Name: "k"}).Error) // a row copied with its ID
+	must(t, db.Create(&keyedByName{Name: "k"}).Error)
+}

@@ -45,6 +45,9 @@ func (e *Engine) assignIDs(db *gorm.DB) {
 		db.AddError(err)
 		return
 	}
+	if !e.routed() && (m == nil || !m.sharded()) && db.AddError(e.createIntoShardedTable(stmt)) != nil {
+		return // with Config.Shards, keepUnsharded refuses any statement of it on a sharded table
+	}
 	if e.routed() && (m == nil || !m.sharded()) && db.AddError(e.keepUnsharded(db, kindCreate)) != nil || m == nil {
 		return
 	}
@@ -82,6 +85,32 @@ func (e *Engine) assignIDs(db *gorm.DB) {
 	if e.routed() && db.AddError(e.createWithinClause(stmt, m, &settings, rows)) == nil {
 		e.routeCreate(db, m, rows)
 	}
+}
+
+// createIntoShardedTable refuses a Create through a model without the
+// shardid tag into a sharded model's table of a row with no key: the
+// database would fill it from its own counter, which gives IDs the table's
+// strategy issues too.
+func (e *Engine) createIntoShardedTable(stmt *gorm.Statement) error {
+	owner, sharded := e.shardedModel(stmt.Table)
+	key := stmt.Schema.PrioritizedPrimaryField
+	if !sharded || key == nil {
+		return nil
+	}
+	keyless := false
+	switch rows := reflect.Indirect(stmt.ReflectValue); rows.Kind() {
+	case reflect.Slice, reflect.Array:
+		for i := 0; i < rows.Len() && !keyless; i++ {
+			_, keyless = key.ValueOf(stmt.Context, reflect.Indirect(rows.Index(i)))
+		}
+	case reflect.Struct:
+		_, keyless = key.ValueOf(stmt.Context, rows)
+	}
+	if !keyless {
+		return nil
+	}
+	return &FieldError{Model: stmt.Schema.Name, Field: key.Name, Err: ErrInvalidTag,
+		Detail: fmt.Sprintf("table %s is sharded (model %s), and this model has no shardid tag: a row created without its ID would take one from the database's counter, which the table's strategy issues too; create it through %s, or set its ID", stmt.Table, owner, owner)}
 }
 
 // createWithinClause refuses a Create under a one-shard clause whose rows,
