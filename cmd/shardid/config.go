@@ -308,7 +308,12 @@ func openConfigOf(c *fileConfig, warnings io.Writer, sharedMap bool) (*opsSetup,
 	}
 	cfg := shardid.Config{Layout: layout, MapRefresh: refresh, MapTable: c.MapTable, ConnectTimeout: c.connectTimeout, Log: slog.New(warnHandler{warnings})}
 	for _, s := range c.Shards {
-		d, err := dialectorFor(s.DSN)
+		if path, ok := sqliteFile(s.DSN); ok && c.existing {
+			if _, err := os.Stat(path); err != nil {
+				fmt.Fprintf(warnings, "shardid: shard %s: %v: the commands open the application's databases and never make one (the application makes a shard's file when it first uses it; for a new shard, create an empty file there); it is reported down\n", s.Name, err)
+			}
+		}
+		d, err := dialectorFor(c.opened(s.DSN))
 		if err != nil {
 			return nil, err
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,6 +31,31 @@ func TestACommandCreatesNoSQLiteFileForAPathThatIsMissing(t *testing.T) {
 		}
 		if _, err := os.Stat(typo); err == nil {
 			t.Fatalf("shardid %s created %s, main's missing file", strings.Join(args, " "), typo)
+		}
+	}
+}
+
+// TestACommandCreatesNoSQLiteFileForAShardPathThatIsMissing: the same for
+// a shard: a mistyped path is not made a database given a shardid token,
+// reported as "are two shards' DSNs swapped?"; the shard is down, and the
+// command says which file it did not find.
+func TestACommandCreatesNoSQLiteFileForAShardPathThatIsMissing(t *testing.T) {
+	e := sqliteEnv(t)
+	app := e.application(t)
+	if err := app.plugin.AutoMigrate(app.db, &cmdItem{}); err != nil { // the application opens every shard
+		t.Fatal(err)
+	}
+	typo := filepath.Join(t.TempDir(), "typo.db")
+	dsns := map[string]string{"main": e.dsns["main"], "a": e.dsns["a"], "b": e.dsns["b"], "c": "file:" + typo}
+	for _, args := range [][]string{{"health"}, {"verify"}, {"recover"}} {
+		args = append(args, "--config", writeConfig(t, dsns).config)
+		out, err := run(t, args...)
+		failed := err != nil || args[0] == "recover" // SQLite has no prepared transactions to recover
+		if !failed || strings.Contains(fmt.Sprint(out, err), "swapped") || !strings.Contains(out, "shard c: ") || !strings.Contains(out, typo) {
+			t.Errorf("shardid %s, shard c a missing file: %v; want c down, its missing file named, not a database swapped\n%s", strings.Join(args, " "), err, out)
+		}
+		if _, err := os.Stat(typo); err == nil {
+			t.Fatalf("shardid %s created %s, shard c's missing file", strings.Join(args, " "), typo)
 		}
 	}
 }
