@@ -193,7 +193,9 @@ func (m *statementMetrics) count(k int, kind statementKind, start time.Time, err
 	}
 	counter.buckets[i].Add(1)
 	counter.nanos.Add(uint64(took))
-	if err != nil && err != errRouted && !errors.Is(err, gorm.ErrRecordNotFound) {
+	// A part rolled back because another part of its statement failed did
+	// not fail on its database: the failure counts on the database that did.
+	if err != nil && err != errRouted && !errors.Is(err, gorm.ErrRecordNotFound) && !errors.Is(err, errPartRolledBack) {
 		counter.errors.Add(1)
 	}
 }
