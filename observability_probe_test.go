@@ -52,4 +52,3 @@ func TestRolledBackPartIsNotCountedAsAnErrorOnItsDatabase(t *testing.T) {
 		}
 	}
 }
-
