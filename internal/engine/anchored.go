@@ -38,6 +38,7 @@ type anchor struct {
 	statements int // anchored so far, naming their branches apart
 	recorded   []string
 	branches   []*branchPool // prepared, for the watcher to finish
+	prepared   time.Time     // when its first branch was prepared, for TransactionStats.InDoubtSeconds
 	writes     []*globalTx   // every statement's, for the watcher to roll back those never prepared (a panic skipped their end)
 	done       chan struct{} // closed once they are finished
 	savepoints []savepointMark
@@ -155,6 +156,7 @@ func (g *globalTx) prepareAnchored(ctx context.Context) (bool, error) {
 	if len(branches) == 0 {
 		return false, nil
 	}
+	preparedAt := time.Now()
 	if err := g.each(branches, func(b *branchPool) error { return b.branch.Prepare(ctx) }); err != nil {
 		return rolledBack(err)
 	}
@@ -187,6 +189,9 @@ func (g *globalTx) prepareAnchored(ctx context.Context) (bool, error) {
 	w.mu.Lock()
 	a.recorded = databases
 	a.branches = append(a.branches, branches...)
+	if a.prepared.IsZero() {
+		a.prepared = preparedAt
+	}
 	w.mu.Unlock()
 	return false, nil
 }
@@ -235,7 +240,7 @@ func (e *Engine) watchAnchor(a *anchor) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	e.anchored.mu.Lock()
-	branches, writes := a.branches, a.writes
+	branches, writes, prepared := a.branches, a.writes, a.prepared
 	e.anchored.mu.Unlock()
 	for _, g := range writes {
 		if !g.ended.Load() {
@@ -252,7 +257,7 @@ func (e *Engine) watchAnchor(a *anchor) {
 	}
 	counts := &e.txCounts
 	if commit {
-		e.countEnded(&counts.committed, len(branches), 0)
+		e.countEnded(&counts.committed, len(branches), time.Since(prepared))
 	} else {
 		e.countEnded(&counts.rolledBack, len(branches), 0)
 	}
