@@ -45,7 +45,8 @@ func (e *Engine) countRecovered(outcome twophase.Outcome) {
 
 // countEnded counts a transaction its coordinator ended.
 func (e *Engine) countEnded(outcome *atomic.Uint64, branches int, inDoubt time.Duration) {
-	outcome.Add(1)
+	// The outcome last: a reader that sees it counted sees its branches and time too.
 	e.txCounts.branches.Add(uint64(branches))
 	e.txCounts.inDoubtNanos.Add(uint64(inDoubt))
+	outcome.Add(1)
 }
