@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/shardid/shardid/internal/errs"
 	"github.com/shardid/shardid/internal/fence"
@@ -106,12 +107,14 @@ func newMovedTable(ctx context.Context, f fence.Fence, t Table, source *sql.DB) 
 	return mt, nil
 }
 
-// columnsOf returns a table's columns on db, in their order. PostgreSQL's
+// columnsOf returns a table's columns on db, in their order, but for its
+// generated columns, which the databases compute and refuse a value for
+// (each side computes its own from the columns copied). PostgreSQL's
 // are read from its catalog: a driver's cached plan of SELECT * fails once
 // a migration changed the table ("cached plan must not change result type").
 func columnsOf(ctx context.Context, db *sql.DB, dialect, table string) ([]string, error) {
 	if dialect == "postgres" {
-		rows, err := readRows(ctx, db, 1, "SELECT attname FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+		rows, err := readRows(ctx, db, 1, "SELECT attname FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped AND attgenerated = '' ORDER BY attnum",
 			sqlscan.Quote(dialect, table))
 		columns := make([]string, len(rows))
 		for i, row := range rows {
@@ -127,7 +130,18 @@ func columnsOf(ctx context.Context, db *sql.DB, dialect, table string) ([]string
 		return nil, err
 	}
 	defer rows.Close()
-	return rows.Columns()
+	all, err := rows.Columns()
+	if err != nil || dialect != "mysql" {
+		return all, err
+	}
+	generated, err := readRows(ctx, db, 1, "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? "+
+		"AND EXTRA IN ('VIRTUAL GENERATED', 'STORED GENERATED', 'VIRTUAL', 'PERSISTENT', 'STORED')", table)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(all, func(c string) bool {
+		return slices.ContainsFunc(generated, func(g []any) bool { return strings.EqualFold(asText(g[0]), c) })
+	}), nil
 }
 
 // keyIndex is where the key is among the columns.

@@ -1,0 +1,657 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/shardid/shardid"
+)
+
+// Models of the fidelity probes: one wide table of many column types, a
+// colocated child, a many2many with an unsharded side, a table with keyword
+// column names.
+type (
+	FpTag struct {
+		ID   int64
+		Name string
+	}
+	FpItem struct {
+		ID        int64 `shardid:"strategy:snowflake"`
+		CreatedAt time.Time
+		UpdatedAt time.Time
+		DeletedAt gorm.DeletedAt `gorm:"index"`
+		At        time.Time      `gorm:"precision:6"`
+		MaybeAt   *time.Time     `gorm:"precision:6"`
+		Amount    string         `gorm:"type:decimal(20,6)"`
+		MaybeAmt  *string        `gorm:"type:decimal(30,10)"`
+		F64       float64
+		F32       float32
+		Flag      bool
+		MaybeFlag *bool
+		Blob      []byte
+		Text      string  `gorm:"type:text"`
+		Doc       string  `gorm:"type:json"`
+		Dflt      string  `gorm:"size:20;default:'dflt'"`
+		A         int     `gorm:"uniqueIndex:idx_fp_items_ab"`
+		B         string  `gorm:"size:20;uniqueIndex:idx_fp_items_ab"`
+		Tags      []FpTag `gorm:"many2many:fp_item_tags"`
+	}
+	FpChild struct {
+		ID     int64 `shardid:"strategy:snowflake;colocate:ItemID"`
+		ItemID int64 `gorm:"index"`
+		Data   []byte
+		Note   *string
+	}
+	FpKeyword struct {
+		ID    int64  `shardid:"strategy:snowflake"`
+		Order int    `gorm:"column:order"`
+		Key   string `gorm:"column:key;size:40"`
+		Group string `gorm:"column:group;size:40"`
+	}
+)
+
+var fpModels = []any{&FpItem{}, &FpChild{}, &FpKeyword{}}
+
+var fpTables = []string{"fp_items", "fp_children", "fp_keywords", "fp_item_tags", "fp_tags"}
+
+// newFidelityRig is a move rig with the probes' models migrated too.
+func newFidelityRig(t *testing.T, b backend, extra ...any) *moveRig {
+	t.Helper()
+	dir := t.TempDir()
+	drop := func() {
+		for _, db := range direct(t, b, dir)[moveSource : moveTarget+1] {
+			for _, m := range extra {
+				_ = db.Migrator().DropTable(m)
+			}
+			for _, tb := range fpTables {
+				_ = db.Migrator().DropTable(tb)
+			}
+		}
+		if main, err := gorm.Open(b.dialector(t, dir)); err == nil {
+			_ = main.Migrator().DropTable("fp_tags")
+			if s, err := main.DB(); err == nil {
+				_ = s.Close()
+			}
+		}
+	}
+	drop()
+	r := newMoveRig(t, b, dir)
+	t.Cleanup(drop)
+	must(t, r.p.AutoMigrate(r.db, append(append([]any{}, fpModels...), extra...)...))
+	return r
+}
+
+var fpLoc = time.FixedZone("fp+05:45", 5*3600+45*60)
+
+func fpBlob(n int, seed byte) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*7) + seed
+	}
+	if n > 3 {
+		b[0], b[n-1], b[n/2] = 0, 0, 0
+	}
+	return b
+}
+
+const fpText = "quote ' double \" backslash \\ \\n percent % under _ tab\t cr\r nl\n bell\x07 esc\x1b unicode ÄÖü ñ 中文 emoji 😀🏳️‍🌈 end"
+
+// fpItem is the i-th item of the probes, of logical shard s.
+func fpItem(i int) FpItem {
+	at := time.Date(2024, 3, 31, 1, 59, 59, 123456000, fpLoc).Add(time.Duration(i) * time.Hour)
+	it := FpItem{
+		At:     at,
+		Amount: fmt.Sprintf("%d.%06d", 12345678901234-i, 999999-i),
+		F64:    []float64{math.MaxFloat64, math.SmallestNonzeroFloat64, -1e-300, 0.1 + 0.2, 1.0000000000000002, -123456789.123456789, math.Copysign(0, -1)}[i%7],
+		F32:    []float32{1.0000001, 16777217, math.MaxFloat32, -math.SmallestNonzeroFloat32, 3.1415927}[i%5],
+		Flag:   i%2 == 0,
+		Blob:   fpBlob(10+i, byte(i)),
+		Text:   fpText + fmt.Sprint(i),
+		Doc:    fmt.Sprintf(`{"i": %d, "s": "a\"b\\c ü 😀", "n": null, "f": 1.5e300, "arr": [1, "x", {"k": true}]}`, i),
+		A:      i % 3,
+		B:      fmt.Sprintf("b%d", i),
+	}
+	if i%3 == 0 {
+		it.MaybeAt = ptr(at.Add(-time.Microsecond))
+		it.MaybeAmt = ptr("-0.0000000001")
+		it.MaybeFlag = ptr(false)
+	}
+	if i%4 == 0 {
+		it.Blob = nil
+	}
+	if i%5 == 0 {
+		it.Blob = []byte{}
+	}
+	if i%11 == 0 {
+		it.Text = ""
+	}
+	return it
+}
+
+const fpRows = 60
+
+type fpSeed struct {
+	items, children, keywords []int64
+	tags                      []FpTag
+}
+
+// seedFidelity writes the probes' rows, in the moving range and out of it.
+func seedFidelity(t *testing.T, r *moveRig) fpSeed {
+	t.Helper()
+	var s fpSeed
+	for i := 0; i < 4; i++ {
+		tag := FpTag{Name: fmt.Sprintf("tag%d", i)}
+		must(t, r.db.Create(&tag).Error)
+		s.tags = append(s.tags, tag)
+	}
+	for i := 0; i < fpRows; i++ {
+		shard := movingRange.From + i%40
+		if i%10 == 9 {
+			shard = i // out of the range
+		}
+		it := fpItem(i)
+		must(t, r.db.Clauses(shardid.OnShard(shard)).Create(&it).Error)
+		s.items = append(s.items, it.ID)
+		if i%2 == 0 {
+			must(t, r.db.Model(&it).Omit("Tags.*").Association("Tags").Append(&s.tags[i%4], &s.tags[(i+1)%4]))
+		}
+		c := FpChild{ItemID: it.ID, Data: fpBlob(3+i, 9)}
+		if i%3 == 0 {
+			c.Note = ptr(fpText)
+		}
+		must(t, r.db.Create(&c).Error)
+		s.children = append(s.children, c.ID)
+		k := FpKeyword{Order: i, Key: "k'" + fmt.Sprint(i), Group: "g`\"" + fmt.Sprint(i)}
+		must(t, r.db.Clauses(shardid.OnShard(shard)).Create(&k).Error)
+		s.keywords = append(s.keywords, k.ID)
+	}
+	// soft-deleted rows in the range
+	for _, id := range s.items[:6:6] {
+		must(t, r.db.Delete(&FpItem{ID: id}).Error)
+	}
+	return s
+}
+
+// fpWrite writes during the move: updates of blobs (to 1 MB ones among
+// them), NULLs set and unset, soft and hard deletes, new rows.
+func fpWrite(t *testing.T, r *moveRig, s *fpSeed, round int) {
+	t.Helper()
+	for j, id := range s.items {
+		if j%10 == 9 {
+			continue
+		}
+		switch (j + round) % 6 {
+		case 0:
+			must(t, r.db.Unscoped().Model(&FpItem{ID: id}).Updates(map[string]any{"blob": fpBlob(1<<20, byte(round)), "maybe_at": nil, "maybe_amt": nil, "maybe_flag": nil}).Error)
+		case 1:
+			must(t, r.db.Unscoped().Model(&FpItem{ID: id}).Updates(map[string]any{"blob": nil, "maybe_at": time.Date(2038, 1, 19, 3, 14, 7, 999999000, time.UTC), "f64": math.Copysign(0, -1), "f32": float32(1.0000002), "text": fpText + "upd"}).Error)
+		case 2:
+			must(t, r.db.Unscoped().Model(&FpItem{ID: id}).Updates(map[string]any{"doc": `{"updated": [true, false, null], "q": "\u0000-free \\ \" '"}`, "amount": "-0.000001", "flag": true, "maybe_flag": true}).Error)
+		}
+	}
+	for j, id := range s.children {
+		if (j+round)%4 == 0 && j%10 != 9 {
+			must(t, r.db.Model(&FpChild{ID: id}).Updates(map[string]any{"data": fpBlob(100000, byte(j)), "note": nil}).Error)
+		}
+	}
+	// new rows, a hard and a soft delete
+	for i := 0; i < 5; i++ {
+		it := fpItem(1000*round + i)
+		it.B = fmt.Sprintf("new%d-%d", round, i)
+		must(t, r.db.Clauses(shardid.OnShard(movingRange.From+100+i)).Create(&it).Error)
+		s.items = append(s.items, it.ID)
+		must(t, r.db.Model(&it).Omit("Tags.*").Association("Tags").Append(&s.tags[i%4]))
+		c := FpChild{ItemID: it.ID, Data: fpBlob(7, 1)}
+		must(t, r.db.Create(&c).Error)
+	}
+	del := s.items[10+round]
+	must(t, r.db.Unscoped().Select("Tags").Delete(&FpItem{ID: del}).Error)
+	must(t, r.db.Delete(&FpItem{ID: s.items[20+round]}).Error)
+	must(t, r.db.Model(&FpItem{ID: s.items[22+round]}).Omit("Tags.*").Association("Tags").Replace(&s.tags[3]))
+	must(t, r.db.Model(&FpKeyword{ID: s.keywords[4+round]}).Updates(map[string]any{"order": -1, "key": nil, "group": "upd"}).Error)
+}
+
+// dumpRange reads a table's rows of the moving range directly, keyed by
+// the text of their primary key, each as exact text of its values (the
+// binary protocol on MariaDB, through an argument).
+func dumpRange(t *testing.T, r *moveRig, db *gorm.DB, table, keyCol string) map[string]string {
+	t.Helper()
+	q := fmt.Sprintf("SELECT * FROM %s WHERE 1 = ?", quoteIdent(r.b.name, table))
+	rows, err := db.Raw(q, 1).Rows()
+	must(t, err)
+	defer rows.Close()
+	cols, err := rows.Columns()
+	must(t, err)
+	out := map[string]string{}
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		must(t, rows.Scan(ptrs...))
+		var key int64
+		var parts []string
+		for i, v := range vals {
+			if cols[i] == keyCol {
+				switch k := v.(type) {
+				case int64:
+					key = k
+				default:
+					_, _ = fmt.Sscan(fmt.Sprint(k), &key)
+				}
+			}
+			parts = append(parts, cols[i]+"="+exactText(v))
+		}
+		if s := r.p.Layout().Shard(key); s < movingRange.From || s > movingRange.To {
+			continue
+		}
+		k := strings.Join(parts[:1], "")
+		if keyCol != "id" {
+			k = strings.Join(parts, ";") // join rows: the whole row is the key
+		} else {
+			k = fmt.Sprint(key)
+		}
+		if _, dup := out[k]; dup {
+			t.Fatalf("%s: row %s twice", table, k)
+		}
+		out[k] = strings.Join(parts, "; ")
+	}
+	must(t, rows.Err())
+	return out
+}
+
+func exactText(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "NULL"
+	case []byte:
+		return fmt.Sprintf("bytes(%d):%x", len(x), x)
+	case float64:
+		return fmt.Sprintf("f64:%b", x)
+	case float32:
+		return fmt.Sprintf("f32:%b", x)
+	case time.Time:
+		return "time:" + x.UTC().Format(time.RFC3339Nano) + "@" + x.Location().String()
+	}
+	return fmt.Sprintf("%T:%#v", v, v)
+}
+
+func quoteIdent(backend, name string) string {
+	if backend == "mariadb" {
+		return "`" + strings.ReplaceAll(name, "`", "``") + "`"
+	}
+	parts := strings.Split(name, ".")
+	for i, p := range parts {
+		parts[i] = `"` + p + `"`
+	}
+	return strings.Join(parts, ".")
+}
+
+type fpTable struct{ name, key string }
+
+var fpCompared = []fpTable{{"fp_items", "id"}, {"fp_children", "item_id"}, {"fp_keywords", "id"}, {"fp_item_tags", "fp_item_id"}}
+
+// compareSides fails the test unless the target holds the source's rows of
+// the range exactly.
+func compareSides(t *testing.T, r *moveRig, tables []fpTable) map[string]map[string]string {
+	t.Helper()
+	snap := map[string]map[string]string{}
+	for _, tb := range tables {
+		src := dumpRange(t, r, r.source, tb.name, tb.key)
+		dst := dumpRange(t, r, r.target, tb.name, tb.key)
+		snap[tb.name] = src
+		if len(src) == 0 {
+			t.Errorf("%s: no rows of the range on the source", tb.name)
+		}
+		var diffs []string
+		for k, v := range src {
+			if dst[k] != v {
+				diffs = append(diffs, fmt.Sprintf("%s\n  source: %.600s\n  target: %.600s", k, v, dst[k]))
+			}
+		}
+		for k := range dst {
+			if _, ok := src[k]; !ok {
+				diffs = append(diffs, fmt.Sprintf("%s only on the target: %.300s", k, dst[k]))
+			}
+		}
+		sort.Strings(diffs)
+		if len(diffs) > 0 {
+			t.Errorf("%s: %d rows differ after the move:\n%s", tb.name, len(diffs), strings.Join(diffs[:min(5, len(diffs))], "\n"))
+		}
+	}
+	return snap
+}
+
+// TestMoveFidelityProbe: a move of rows of many column types, written to
+// during the copy and the catch-up, leaves the target holding the source's
+// rows exactly, and after the cleanup the source none of them.
+func TestMoveFidelityProbe(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newFidelityRig(t, b)
+		s := seedFidelity(t, r)
+		wrote := map[string]bool{}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		_, err := r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", ChunkSize: 7, CatchUpBelow: 1,
+			Models: append(append([]any{}, moveModels...), fpModels...), Progress: func(p shardid.MoveProgress) {
+				key := p.Phase + p.Step
+				if p.Phase == shardid.PhaseCopy && p.Table != "fp_items" {
+					return
+				}
+				if wrote[key] || (p.Phase != shardid.PhaseCopy && p.Phase != shardid.PhaseCatchUp) {
+					return
+				}
+				wrote[key] = true
+				fpWrite(t, r, &s, len(wrote))
+			}})
+		must(t, err)
+		if len(wrote) < 2 {
+			t.Fatalf("wrote in %v only", wrote)
+		}
+		before := compareSides(t, r, fpCompared)
+		// the same through the plugin
+		var items []FpItem
+		must(t, r.db.Unscoped().Preload("Tags").Find(&items, s.items).Error)
+		for _, it := range items {
+			if sh := r.p.Layout().Shard(it.ID); sh >= movingRange.From && sh <= movingRange.To && it.Blob != nil && len(it.Blob) == 1<<20 && !bytes.Equal(it.Blob[1:10], fpBlob(1<<20, it.Blob[1]-7)[1:10]) {
+				t.Errorf("blob of %d altered", it.ID)
+			}
+		}
+		must(t, r.p.CleanupMove(ctx, movingRange))
+		for _, tb := range fpCompared {
+			if left := dumpRange(t, r, r.source, tb.name, tb.key); len(left) > 0 {
+				t.Errorf("%s: %d rows of the range left on the source after the cleanup", tb.name, len(left))
+			}
+			if after := dumpRange(t, r, r.target, tb.name, tb.key); fmt.Sprint(after) != fmt.Sprint(before[tb.name]) {
+				t.Errorf("%s: the target's rows changed at the cleanup", tb.name)
+			}
+		}
+	})
+}
+
+// FpCheck is the table the corruption probes alter on the target.
+type FpCheck struct {
+	ID   int64 `shardid:"strategy:snowflake"`
+	F32  float32
+	F64  float64
+	Blob []byte
+	S1   *string   `gorm:"size:20"`
+	S2   *string   `gorm:"size:20"`
+	At   time.Time `gorm:"precision:6"`
+}
+
+type fpCorruption struct {
+	name     string
+	seed     FpCheck
+	set      string // SQL assignment on the target
+	backends string
+}
+
+// TestMoveCheckCatchesAValueAlteredOnTheTarget: a value of a copied row
+// altered on the target behind the mover's back, after the copy, fails the
+// cutover's check.
+func TestMoveCheckCatchesAValueAlteredOnTheTarget(t *testing.T) {
+	at := time.Date(2024, 1, 2, 3, 4, 5, 123456000, time.UTC)
+	cases := []fpCorruption{
+		{"float32 last bit", FpCheck{F32: 1.0000001, At: at}, "f32 = 1.0000002", "mariadb postgres"},
+		{"float32 above 2^24", FpCheck{F32: 16777216, At: at}, "f32 = 16777218", "mariadb postgres"},
+		{"null blob to a zero byte", FpCheck{At: at}, "blob = x'00'", "mariadb"},
+		{"null blob to a zero byte", FpCheck{At: at}, `blob = '\x00'::bytea`, "postgres"},
+		{"separator moved between columns", FpCheck{S1: ptr("a|b"), S2: ptr("c"), At: at}, "s1 = 'a', s2 = 'b|c'", "mariadb postgres"},
+		{"null text to a NUL", FpCheck{S1: nil, S2: ptr("c"), At: at}, `s1 = '\0'`, "mariadb"},
+		{"negative zero", FpCheck{F64: math.Copysign(0, -1), At: at}, "f64 = 0", "mariadb postgres"},
+		{"microsecond", FpCheck{At: at}, "at = at + INTERVAL 1 MICROSECOND", "mariadb"},
+		{"microsecond", FpCheck{At: at}, "at = at + INTERVAL '1 microsecond'", "postgres"},
+		{"double last bit", FpCheck{F64: 0.1 + 0.2, At: at}, "f64 = 0.30000000000000000", "mariadb postgres"},
+	}
+	forEachServer(t, func(t *testing.T, b backend) {
+		for _, c := range cases {
+			if !strings.Contains(c.backends, b.name) {
+				continue
+			}
+			t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {
+				r := newFidelityRig(t, b, &FpCheck{})
+				row := c.seed
+				must(t, r.db.Clauses(shardid.OnShard(movingRange.From+3)).Create(&row).Error)
+				var before, after string
+				must(t, r.source.Raw("SELECT CONCAT(f32, '/', f64) FROM fp_checks WHERE id = ?", row.ID).Scan(&before).Error)
+				done := false
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				defer cancel()
+				_, err := r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target",
+					Models: append(append([]any{&FpCheck{}}, moveModels...), fpModels...), Progress: func(p shardid.MoveProgress) {
+						if p.Phase != shardid.PhaseCatchUp || done {
+							return
+						}
+						done = true
+						res := r.target.Exec("UPDATE fp_checks SET "+c.set+" WHERE id = ?", row.ID)
+						must(t, res.Error)
+						if res.RowsAffected != 1 {
+							t.Errorf("the corruption changed %d rows", res.RowsAffected)
+						}
+						must(t, r.target.Raw("SELECT CONCAT(f32, '/', f64) FROM fp_checks WHERE id = ?", row.ID).Scan(&after).Error)
+					}})
+				if !done {
+					t.Fatalf("no catch-up: %v", err)
+				}
+				src := dumpRange(t, r, r.source, "fp_checks", "id")
+				dst := dumpRange(t, r, r.target, "fp_checks", "id")
+				if fmt.Sprint(src) == fmt.Sprint(dst) {
+					t.Fatalf("the corruption changed nothing the test sees: %v", src)
+				}
+				if err == nil {
+					t.Fatalf("the move succeeded with the target's row altered (%s):\n source %v\n target %v", c.set, src, dst)
+				}
+				if !strings.Contains(err.Error(), "fp_checks") {
+					t.Fatalf("the move failed with %v; want its check naming fp_checks", err)
+				}
+			})
+		}
+	})
+}
+
+// Per-backend column types.
+type (
+	FpMy struct {
+		ID   int64      `shardid:"strategy:snowflake"`
+		U64  uint64     `gorm:"type:bigint unsigned"`
+		U8   uint8      `gorm:"type:tinyint unsigned"`
+		Bin  []byte     `gorm:"type:binary(16)"`
+		Uuid string     `gorm:"type:char(36)"`
+		E    string     `gorm:"type:enum('a','b','c d')"`
+		Set  string     `gorm:"type:set('x','y','z')"`
+		Ts   time.Time  `gorm:"type:timestamp(6) NULL"`
+		Dt   *time.Time `gorm:"type:datetime(6)"`
+		D    string     `gorm:"type:date"`
+		Tm   string     `gorm:"type:time(6)"`
+		Yr   int        `gorm:"type:year"`
+		Bits []byte     `gorm:"type:bit(12)"`
+		Js   string     `gorm:"type:json"`
+		Ch   string     `gorm:"type:char(5)"`
+		Vb   []byte     `gorm:"type:varbinary(20)"`
+		Lat  string     `gorm:"type:varchar(20) CHARACTER SET latin1"`
+		Dflt int        `gorm:"default:42"`
+	}
+	FpPg struct {
+		ID     int64     `shardid:"strategy:snowflake"`
+		U      string    `gorm:"type:uuid"`
+		MaybeU *string   `gorm:"type:uuid"`
+		Jb     string    `gorm:"type:jsonb"`
+		J      string    `gorm:"type:json"`
+		Tz     time.Time `gorm:"type:timestamptz(6)"`
+		Ts     time.Time `gorm:"type:timestamp(6)"`
+		Arr    string    `gorm:"type:text[]"`
+		Iarr   string    `gorm:"type:int8[]"`
+		Iv     string    `gorm:"type:interval"`
+		N      string    `gorm:"type:numeric"`
+		Tm     string    `gorm:"type:time(6)"`
+		Ttz    string    `gorm:"type:timetz"`
+		Inet   string    `gorm:"type:inet"`
+		Bits   string    `gorm:"type:bit varying(12)"`
+		Mon    string    `gorm:"type:money"`
+		F4     float32   `gorm:"type:real"`
+		Ch     string    `gorm:"type:char(5)"`
+		Xml    string    `gorm:"type:xml"`
+		Ts2    string    `gorm:"type:tsvector"`
+		Dflt   int       `gorm:"default:42"`
+	}
+)
+
+func TestMoveFidelityOfBackendTypes(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		var model any = &FpMy{}
+		if b.name == "postgres" {
+			model = &FpPg{}
+		}
+		r := newFidelityRig(t, b, model)
+		table := map[string]string{"mariadb": "fp_mies", "postgres": "fp_pgs"}[b.name]
+		var ids []int64
+		for i := 0; i < 30; i++ {
+			shard := movingRange.From + i
+			var row any
+			if b.name == "mariadb" {
+				dt := time.Date(1000+i*30, 1, 1, 0, 0, 0, 999999000, time.UTC)
+				m := FpMy{U64: math.MaxUint64 - uint64(i), U8: 255, Bin: []byte{0xde, 0xad, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, Uuid: "0191d3c4-6d4e-7cc0-8a2a-0123456789ab",
+					E: []string{"a", "b", "c d"}[i%3], Set: "x,z", Ts: time.Date(2037, 12, 31, 23, 59, 59, 999999000, time.UTC), D: "9999-12-31", Tm: "-838:59:59.000000", Yr: 2155,
+					Bits: []byte{0x0f, 0xff}, Js: `{"a": "\u00e9\\\"", "b": [1.0, 2e10]}`, Ch: "ab", Vb: []byte{1, 0, 0}, Lat: "caf\u00e9"}
+				if i%2 == 0 {
+					m.Dt = &dt
+				}
+				row = &m
+			} else {
+				p := FpPg{U: "0191d3c4-6d4e-7cc0-8a2a-0123456789ab", Jb: `{"b": [1.0, 2e10, "\u00e9"], "a": {"z": null}}`, J: `{"b" : 1,  "b": 2 }`,
+					Tz: time.Date(2024, 10, 27, 2, 30, 0, 1000, time.FixedZone("x", -3*3600-30*60)), Ts: time.Date(1, 1, 1, 0, 0, 0, 1000, time.UTC),
+					Arr: `{"a,b","c\"d",NULL,""}`, Iarr: "{1,-9223372036854775808}", Iv: "1 year 2 mons -3 days 04:05:06.789", N: "123456789012345678901234567890.000000000000000000001",
+					Tm: "23:59:59.999999", Ttz: "12:00:00+05:45", Inet: "2001:db8::1/64", Bits: "101", Mon: "12.34", F4: 1.0000001, Ch: "ab", Xml: "<a x='1'>&amp;</a>", Ts2: "a:1 fat:2,3 cat"}
+				if i%2 == 0 {
+					p.MaybeU = ptr("ffffffff-ffff-ffff-ffff-ffffffffffff")
+				}
+				if i%3 == 0 {
+					p.N = "NaN"
+				}
+				row = &p
+			}
+			must(t, r.db.Clauses(shardid.OnShard(shard)).Create(row).Error)
+			if b.name == "mariadb" {
+				ids = append(ids, row.(*FpMy).ID)
+			} else {
+				ids = append(ids, row.(*FpPg).ID)
+			}
+		}
+		wrote := false
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		_, err := r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", ChunkSize: 7,
+			Models: append(append([]any{model}, moveModels...), fpModels...), Progress: func(p shardid.MoveProgress) {
+				if p.Table != table || p.Step != "chunk" || wrote {
+					return
+				}
+				wrote = true
+				for i, id := range ids {
+					switch i % 3 {
+					case 0:
+						if b.name == "mariadb" {
+							must(t, r.db.Model(&FpMy{ID: id}).Updates(map[string]any{"u64": uint64(math.MaxUint64), "dt": nil, "bin": []byte{0, 0, 0}, "e": "c d"}).Error)
+						} else {
+							must(t, r.db.Model(&FpPg{ID: id}).Updates(map[string]any{"maybe_u": nil, "jb": `[]`, "arr": "{}", "n": "-0.0"}).Error)
+						}
+					case 1:
+						if b.name == "mariadb" {
+							must(t, r.db.Delete(&FpMy{ID: id}).Error)
+						} else {
+							must(t, r.db.Delete(&FpPg{ID: id}).Error)
+						}
+					}
+				}
+			}})
+		must(t, err)
+		compareSides(t, r, []fpTable{{table, "id"}})
+		must(t, r.p.CleanupMove(ctx, movingRange))
+		if left := dumpRange(t, r, r.source, table, "id"); len(left) > 0 {
+			t.Errorf("%d rows left", len(left))
+		}
+	})
+}
+
+type (
+	FpGenMy struct {
+		ID     int64 `shardid:"strategy:snowflake"`
+		N      int
+		Double int `gorm:"->;type:int AS (n * 2) VIRTUAL"`
+		Stored int `gorm:"->;type:int AS (n * 3) PERSISTENT"`
+	}
+	FpGenPg struct {
+		ID     int64 `shardid:"strategy:snowflake"`
+		N      int
+		Stored int `gorm:"->;-:migration"` // made below: GORM's migrator cannot migrate it twice
+	}
+	FpMixed struct {
+		ID   int64 `shardid:"strategy:snowflake"`
+		Name string
+	}
+	FpBig struct {
+		ID   int64 `shardid:"strategy:snowflake"`
+		Blob []byte
+	}
+)
+
+func (FpGenMy) TableName() string { return "fp_gens" }
+func (FpGenPg) TableName() string { return "fp_gens" }
+func (FpMixed) TableName() string { return "FpMixedCase" }
+
+// moveWith seeds n rows of model (made by mk) in the range and moves it.
+func moveWith(t *testing.T, r *moveRig, model any, mk func(i int) any, n int, chunk int) error {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		must(t, r.db.Clauses(shardid.OnShard(movingRange.From+i)).Create(mk(i)).Error)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, err := r.p.Move(ctx, shardid.Move{Logical: movingRange, To: r.b.name + "-target", ChunkSize: chunk,
+		Models: append(append([]any{model}, moveModels...), fpModels...)})
+	return err
+}
+
+func TestMoveCarriesATableWithGeneratedColumns(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		var model any = &FpGenMy{}
+		mk := func(i int) any { return &FpGenMy{N: i} }
+		if b.name == "postgres" {
+			model, mk = &FpGenPg{}, func(i int) any { return &FpGenPg{N: i} }
+		}
+		r := newFidelityRig(t, b, model)
+		if b.name == "postgres" {
+			for _, db := range []*gorm.DB{r.source, r.target} {
+				must(t, db.Exec("ALTER TABLE fp_gens ADD COLUMN stored int GENERATED ALWAYS AS (n * 3) STORED").Error)
+			}
+		}
+		must(t, moveWith(t, r, model, mk, 10, 0))
+		compareSides(t, r, []fpTable{{"fp_gens", "id"}})
+	})
+}
+
+func TestMoveCarriesAMixedCaseTable(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newFidelityRig(t, b, &FpMixed{})
+		must(t, moveWith(t, r, &FpMixed{}, func(i int) any { return &FpMixed{Name: fmt.Sprint(i)} }, 10, 3))
+		compareSides(t, r, []fpTable{{"FpMixedCase", "id"}})
+		must(t, r.p.CleanupMove(context.Background(), movingRange))
+	})
+}
+
+func TestMoveCarriesLargeBlobsInDefaultChunks(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newFidelityRig(t, b, &FpBig{})
+		must(t, moveWith(t, r, &FpBig{}, func(i int) any { return &FpBig{Blob: fpBlob(1<<20, byte(i))} }, 40, 0))
+		compareSides(t, r, []fpTable{{"fp_bigs", "id"}})
+	})
+}
