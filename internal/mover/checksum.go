@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/big"
+	"slices"
 	"strings"
 
 	"github.com/shardid/shardid/internal/sqlscan"
@@ -62,12 +63,23 @@ func (t *movedTable) summarize(ctx context.Context, db *sql.DB, r Range) (summar
 	var s summary
 	switch t.dialect {
 	case "mysql":
+		floats, err := readRows(ctx, db, 1, "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND DATA_TYPE = 'float'", t.name)
+		if err != nil {
+			return s, err
+		}
+		// Each value as N (NULL) or V, its length and its text: no value
+		// reads as another's, a NULL as a NUL or a '|' as the boundary of
+		// two columns; a FLOAT as the DOUBLE it is (its text has six digits).
 		cols := make([]string, len(t.columns))
 		for i, c := range t.columns {
-			cols[i] = "IFNULL(" + sqlscan.Quote(t.dialect, c) + ", '\\0')"
+			v := sqlscan.Quote(t.dialect, c)
+			if slices.ContainsFunc(floats, func(f []any) bool { return strings.EqualFold(asText(f[0]), c) }) {
+				v = "(" + v + " + 0e0)"
+			}
+			cols[i] = "IF(" + v + " IS NULL, 'N', CONCAT('V', LENGTH(" + v + "), ':', " + v + "))"
 		}
-		q := "SELECT COUNT(*), CAST(COALESCE(SUM(CRC32(CONCAT_WS('|', " + strings.Join(cols, ", ") + "))), 0) AS CHAR) FROM " + sqlscan.Quote(t.dialect, t.name) + " WHERE " + t.inRange
-		err := inUTC(ctx, db, t.dialect, func(q2 rowQuerier) error { return q2.QueryRowContext(ctx, q, r.From, r.To).Scan(&s.Rows, &s.Sum) })
+		q := "SELECT COUNT(*), CAST(COALESCE(SUM(CRC32(CONCAT(" + strings.Join(cols, ", ") + "))), 0) AS CHAR) FROM " + sqlscan.Quote(t.dialect, t.name) + " WHERE " + t.inRange
+		err = inUTC(ctx, db, t.dialect, func(q2 rowQuerier) error { return q2.QueryRowContext(ctx, q, r.From, r.To).Scan(&s.Rows, &s.Sum) })
 		return s, err
 	case "postgres":
 		q := "SELECT count(*), COALESCE(sum(hashtextextended(ROW(" + t.quotedColumns() + ")::text, 0)), 0)::text FROM " + sqlscan.Quote(t.dialect, t.name) + " WHERE " + t.inRange
