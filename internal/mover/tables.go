@@ -83,6 +83,10 @@ func movedTables(ctx context.Context, d Driver, models []any, st *mapstore.MoveS
 // newMovedTable describes one sharded table for the copy: its columns are
 // the source's, every one of them.
 func newMovedTable(ctx context.Context, f fence.Fence, t Table, source *sql.DB) (*movedTable, error) {
+	if strings.Contains(t.Name, ".") {
+		// The copy, the triggers and the checks name a table within each database's own schema.
+		return nil, fmt.Errorf("%w: table %s is named with its schema: a move carries the tables of each database's own schema only (PostgreSQL's search_path, MySQL's database of the DSN)", ErrInvalid, t.Name)
+	}
 	mt := &movedTable{name: t.Name, key: t.Key, pk: []string{t.Key}, join: t.Join, strategy: t.Strategy, idColumns: t.IDColumns, modelType: t.Model, dialect: f.Dialect,
 		fenced: fence.Table{Name: t.Name, Key: t.Key, Kind: t.Kind}}
 	columns, err := columnsOf(ctx, source, mt.dialect, t.Name)

@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -15,7 +16,7 @@ import (
 	"github.com/shardid/shardid"
 )
 
-// Models of the fidelity probes: one wide table of many column types, a
+// Models of the fidelity tests: one wide table of many column types, a
 // colocated child, a many2many with an unsharded side, a table with keyword
 // column names.
 type (
@@ -62,7 +63,7 @@ var fpModels = []any{&FpItem{}, &FpChild{}, &FpKeyword{}}
 
 var fpTables = []string{"fp_items", "fp_children", "fp_keywords", "fp_item_tags", "fp_tags"}
 
-// newFidelityRig is a move rig with the probes' models migrated too.
+// newFidelityRig is a move rig with the fidelity tests' models migrated too.
 func newFidelityRig(t *testing.T, b backend, extra ...any) *moveRig {
 	t.Helper()
 	dir := t.TempDir()
@@ -104,7 +105,7 @@ func fpBlob(n int, seed byte) []byte {
 
 const fpText = "quote ' double \" backslash \\ \\n percent % under _ tab\t cr\r nl\n bell\x07 esc\x1b unicode ÄÖü ñ 中文 emoji 😀🏳️‍🌈 end"
 
-// fpItem is the i-th item of the probes, of logical shard s.
+// fpItem is the i-th item of the fidelity tests.
 func fpItem(i int) FpItem {
 	at := time.Date(2024, 3, 31, 1, 59, 59, 123456000, fpLoc).Add(time.Duration(i) * time.Hour)
 	it := FpItem{
@@ -143,7 +144,7 @@ type fpSeed struct {
 	tags                      []FpTag
 }
 
-// seedFidelity writes the probes' rows, in the moving range and out of it.
+// seedFidelity writes the fidelity tests' rows, in the moving range and out of it.
 func seedFidelity(t *testing.T, r *moveRig) fpSeed {
 	t.Helper()
 	var s fpSeed
@@ -331,10 +332,10 @@ func compareSides(t *testing.T, r *moveRig, tables []fpTable) map[string]map[str
 	return snap
 }
 
-// TestMoveFidelityProbe: a move of rows of many column types, written to
+// TestMoveKeepsEveryValueOfManyColumnTypes: a move of rows of many column types, written to
 // during the copy and the catch-up, leaves the target holding the source's
 // rows exactly, and after the cleanup the source none of them.
-func TestMoveFidelityProbe(t *testing.T) {
+func TestMoveKeepsEveryValueOfManyColumnTypes(t *testing.T) {
 	forEachServer(t, func(t *testing.T, b backend) {
 		r := newFidelityRig(t, b)
 		s := seedFidelity(t, r)
@@ -378,7 +379,7 @@ func TestMoveFidelityProbe(t *testing.T) {
 	})
 }
 
-// FpCheck is the table the corruption probes alter on the target.
+// FpCheck is the table the corruption tests alter on the target.
 type FpCheck struct {
 	ID   int64 `shardid:"strategy:snowflake"`
 	F32  float32
@@ -505,7 +506,11 @@ type (
 	}
 )
 
-func TestMoveFidelityOfBackendTypes(t *testing.T) {
+// TestMoveKeepsEveryValueOfEachServersOwnTypes: the same for the types of
+// each server (MariaDB's unsigned, binary, ENUM, SET, BIT, YEAR, TIME;
+// PostgreSQL's uuid, jsonb, arrays, interval, numeric NaN, money, inet, xml,
+// tsvector), updated to NULL and deleted during the copy.
+func TestMoveKeepsEveryValueOfEachServersOwnTypes(t *testing.T) {
 	forEachServer(t, func(t *testing.T, b backend) {
 		var model any = &FpMy{}
 		if b.name == "postgres" {
@@ -573,6 +578,9 @@ func TestMoveFidelityOfBackendTypes(t *testing.T) {
 				}
 			}})
 		must(t, err)
+		if !wrote {
+			t.Fatal("no writes during the copy")
+		}
 		compareSides(t, r, []fpTable{{table, "id"}})
 		must(t, r.p.CleanupMove(ctx, movingRange))
 		if left := dumpRange(t, r, r.source, table, "id"); len(left) > 0 {
@@ -620,6 +628,9 @@ func moveWith(t *testing.T, r *moveRig, model any, mk func(i int) any, n int, ch
 	return err
 }
 
+// TestMoveCarriesATableWithGeneratedColumns: the copy leaves generated
+// columns out, which the servers refuse a value for; each side computes its
+// own, and they agree.
 func TestMoveCarriesATableWithGeneratedColumns(t *testing.T) {
 	forEachServer(t, func(t *testing.T, b backend) {
 		var model any = &FpGenMy{}
@@ -638,6 +649,8 @@ func TestMoveCarriesATableWithGeneratedColumns(t *testing.T) {
 	})
 }
 
+// TestMoveCarriesAMixedCaseTable: a table whose name has capitals moves,
+// and its cleanup deletes the source's copy.
 func TestMoveCarriesAMixedCaseTable(t *testing.T) {
 	forEachServer(t, func(t *testing.T, b backend) {
 		r := newFidelityRig(t, b, &FpMixed{})
@@ -647,10 +660,89 @@ func TestMoveCarriesAMixedCaseTable(t *testing.T) {
 	})
 }
 
+// TestMoveCarriesLargeBlobsInDefaultChunks: rows of 1 MB blobs move in
+// chunks of the default size, within the servers' packet limits.
 func TestMoveCarriesLargeBlobsInDefaultChunks(t *testing.T) {
 	forEachServer(t, func(t *testing.T, b backend) {
 		r := newFidelityRig(t, b, &FpBig{})
 		must(t, moveWith(t, r, &FpBig{}, func(i int) any { return &FpBig{Blob: fpBlob(1<<20, byte(i))} }, 40, 0))
 		compareSides(t, r, []fpTable{{"fp_bigs", "id"}})
+	})
+}
+
+type FpSchemaThing struct {
+	ID   int64 `shardid:"strategy:snowflake"`
+	Name string
+}
+
+func (FpSchemaThing) TableName() string { return "fp_sch.fp_things" }
+
+// TestMoveRefusesASchemaQualifiedTable: a model whose table is named with
+// its schema (PostgreSQL's schema.table) is refused by a move before
+// anything changes, naming the table: the target holds none of its rows,
+// the source all of them, and the range stays where it was.
+func TestMoveRefusesASchemaQualifiedTable(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		if b.name != "postgres" {
+			t.Skip("PostgreSQL's schemas")
+		}
+		dir := t.TempDir()
+		for _, db := range direct(t, b, dir)[moveSource : moveTarget+1] {
+			must(t, db.Exec("CREATE SCHEMA IF NOT EXISTS fp_sch").Error)
+			must(t, db.Exec("DROP TABLE IF EXISTS fp_sch.fp_things").Error)
+		}
+		r := newFidelityRig(t, b, &FpSchemaThing{})
+		version := r.p.MapVersion()
+		err := moveWith(t, r, &FpSchemaThing{}, func(i int) any { return &FpSchemaThing{Name: fmt.Sprint(i)} }, 10, 3)
+		if !errors.Is(err, shardid.ErrMoveInvalid) || !strings.Contains(err.Error(), "fp_sch.fp_things is named with its schema") {
+			t.Fatalf("a move of a schema-qualified table: %v; want ErrMoveInvalid naming it", err)
+		}
+		if n := len(dumpRange(t, r, r.target, "fp_sch.fp_things", "id")); n != 0 {
+			t.Errorf("the refused move left %d rows on the target", n)
+		}
+		if n := len(dumpRange(t, r, r.source, "fp_sch.fp_things", "id")); n != 10 {
+			t.Errorf("the source holds %d rows of the range after the refused move; want 10", n)
+		}
+		if v, err := r.p.RefreshMap(context.Background()); err != nil || v != version {
+			t.Errorf("the map after the refused move: version %d (%v); want %d", v, err, version)
+		}
+	})
+}
+
+// TestMoveCheckCatchesADoubleAlteredUnderExtraFloatDigitsZero: a server
+// (or database) configured with extra_float_digits = 0 prints float8 with
+// 15 digits; the check still tells two doubles apart.
+func TestMoveCheckCatchesADoubleAlteredUnderExtraFloatDigitsZero(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		if b.name != "postgres" {
+			t.Skip("PostgreSQL's extra_float_digits")
+		}
+		dir := t.TempDir()
+		main, err := gorm.Open(b.dialector(t, dir))
+		must(t, err)
+		for _, i := range []int{moveSource, moveTarget} {
+			var cur string
+			must(t, main.Raw("SELECT current_database()").Scan(&cur).Error)
+			name := fmt.Sprintf("%s_%d", cur, i)
+			must(t, main.Exec("ALTER DATABASE "+name+" SET extra_float_digits = 0").Error)
+			t.Cleanup(func() { _ = main.Exec("ALTER DATABASE " + name + " RESET extra_float_digits").Error })
+		}
+		r := newFidelityRig(t, b, &FpCheck{})
+		row := FpCheck{F64: 0.30000000000000004, At: time.Now()}
+		must(t, r.db.Clauses(shardid.OnShard(movingRange.From+3)).Create(&row).Error)
+		done := false
+		_, err = r.p.Move(context.Background(), shardid.Move{Logical: movingRange, To: b.name + "-target",
+			Models: append(append([]any{&FpCheck{}}, moveModels...), fpModels...), Progress: func(p shardid.MoveProgress) {
+				if p.Phase == shardid.PhaseCatchUp && !done {
+					done = true
+					must(t, r.target.Exec("UPDATE fp_checks SET f64 = 0.3 WHERE id = ?", row.ID).Error)
+				}
+			}})
+		if err == nil {
+			t.Fatalf("the move succeeded with the target's double altered: %v / %v", dumpRange(t, r, r.source, "fp_checks", "id"), dumpRange(t, r, r.target, "fp_checks", "id"))
+		}
+		if !errors.Is(err, shardid.ErrMoveVerify) || !strings.Contains(err.Error(), "fp_checks") {
+			t.Fatalf("the move failed with %v; want its check naming fp_checks", err)
+		}
 	})
 }
