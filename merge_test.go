@@ -288,3 +288,32 @@ func TestOrderByTheTablesAliasOverEveryShard(t *testing.T) {
 		}
 	}
 }
+
+// TestRowOfAFailedStatementScansItsError: Row of a statement on a sharded
+// model that failed (a part over several databases, a refusal) gives a row
+// whose Scan returns the error, as Row on one database does for a query
+// that failed; not nil, whose Scan panics.
+func TestRowOfAFailedStatementScansItsError(t *testing.T) {
+	db, _, direct, _ := revRoutedN(t, 3, &revUser{})
+	must(t, direct[1].Exec("DROP TABLE rev_users").Error)
+	var n int64
+	for name, row := range map[string]func() *sql.Row{
+		"a part failing":  func() *sql.Row { return db.Model(&revUser{}).Clauses(AllShards()).Select("count(*)").Row() },
+		"one database's":  func() *sql.Row { return db.Model(&revUser{}).Clauses(OnShard(3000)).Select("count(*)").Row() },
+		"a refused query": func() *sql.Row { return db.Model(&revUser{}).Where("name = ?", "x").Select("count(*)").Row() },
+	} {
+		r := row()
+		if r == nil {
+			t.Errorf("Row of %s: nil", name)
+			continue
+		}
+		if err := r.Scan(&n); err == nil {
+			t.Errorf("Row of %s: Scan succeeded; want the statement's error", name)
+		} else if name == "a refused query" && !errors.Is(err, ErrNoShard) {
+			t.Errorf("Row of %s: Scan: %v; want ErrNoShard", name, err)
+		}
+	}
+	if r := db.Model(&revUser{}).Clauses(OnShard(0)).Select("count(*)").Row(); r == nil || r.Scan(&n) != nil || n != 0 {
+		t.Errorf("Row of a database that answers: %v", r)
+	}
+}

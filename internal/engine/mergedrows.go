@@ -58,9 +58,20 @@ func (mergedConn) Begin() (driver.Tx, error)           { return nil, errMergedRe
 // CheckNamedValue lets the result itself through as the query's argument.
 func (mergedConn) CheckNamedValue(*driver.NamedValue) error { return nil }
 
+// failedRow is a row whose Scan returns err.
+func failedRow(ctx context.Context, err error) *sql.Row {
+	return mergedDB().QueryRowContext(context.WithoutCancel(ctx), "", failedQuery{err})
+}
+
+// failedQuery is the argument of a query that fails with err.
+type failedQuery struct{ err error }
+
 func (mergedConn) QueryContext(_ context.Context, _ string, args []driver.NamedValue) (driver.Rows, error) {
 	if len(args) != 1 {
 		return nil, errMergedReadOnly
+	}
+	if failed, ok := args[0].Value.(failedQuery); ok {
+		return nil, failed.err
 	}
 	r, ok := args[0].Value.(*mergedResult)
 	if !ok {

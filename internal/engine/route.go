@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"reflect"
@@ -602,6 +603,9 @@ func (e *Engine) finish(kind statementKind) func(*gorm.DB) {
 				cancel()
 			}
 		}
+		if kind == kindRow && db.Error != nil {
+			e.giveFailedRow(db)
+		}
 		if state != nil {
 			rolledBack := false
 			if db.Error != nil { // looked up then only: InstanceGet costs two allocations
@@ -615,6 +619,24 @@ func (e *Engine) finish(kind statementKind) func(*gorm.DB) {
 			}
 		}
 	}
+}
+
+// giveFailedRow hands Row of a failed statement on a sharded model a row
+// whose Scan returns the error, as one database's failed query does: GORM
+// hands nil when a callback failed (a refusal, a part over several
+// databases), whose Scan panics in the caller.
+func (e *Engine) giveFailedRow(db *gorm.DB) {
+	stmt := db.Statement
+	if many, _ := loadSetting(stmt, "rows"); many == true || stmt.Schema == nil {
+		return
+	}
+	if row, ok := stmt.Dest.(*sql.Row); ok && row != nil {
+		return
+	}
+	if m, err := e.model(stmt.Schema); err == nil && (m == nil || !m.sharded()) {
+		return // a statement the plugin left to GORM, as without it
+	}
+	stmt.Dest = failedRow(stmt.Context, db.Error)
 }
 
 // nameDatabase names the physical database a failed statement ran on. Found
