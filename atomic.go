@@ -17,6 +17,7 @@ const (
 )
 
 // TransactionStats counts the writes over several databases committed in
-// two phases, by outcome: by their coordinator (committed, rolled back,
+// two phases, and the transactions begun AcrossShards (one that wrote on one
+// database commits there in one phase), by outcome: by their coordinator (committed, rolled back,
 // left in doubt) and branches finished by recovery.
 type TransactionStats = engine.TransactionStats

@@ -209,7 +209,8 @@ func (p *Plugin) RecoverTransactions(ctx context.Context) error {
 }
 
 // TransactionStats counts the writes over several databases committed in
-// two phases, by outcome.
+// two phases, and the transactions begun AcrossShards (one that wrote on
+// one database commits there in one phase), by outcome.
 func (p *Plugin) TransactionStats() TransactionStats { return p.engine().TransactionStats() }
 
 // Close releases the snowflake worker leases and stops the strategies'

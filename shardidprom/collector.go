@@ -74,7 +74,7 @@ var (
 	moveCopied      = desc("shardid_move_rows_copied", "Rows a running move has copied, by table.", "from", "to", "logical", "table")
 	moveBacklog     = desc("shardid_move_backlog", "Changes logged on a running move's source and not yet replayed.", "from", "to", "logical")
 	moveFrozen      = desc("shardid_move_frozen_seconds", "How long a running move has refused writes of its range.", "from", "to", "logical")
-	transactions    = desc("shardid_transactions_total", "Writes over several databases committed in two phases that their process ended, by outcome: committed, rolled_back, in_doubt (left to recovery).", "outcome")
+	transactions    = desc("shardid_transactions_total", "Writes over several databases committed in two phases, and transactions begun AcrossShards, that their process ended, by outcome: committed, rolled_back, in_doubt (left to recovery).", "outcome")
 	recovered       = desc("shardid_transaction_branches_recovered_total", "Prepared branches recovery finished, by outcome: commit, rollback.", "outcome")
 	branches        = desc("shardid_transaction_branches_total", "Branches of the writes over several databases that ended.")
 	inDoubt         = desc("shardid_transaction_in_doubt_seconds_total", "Time from a write's first prepare to its last commit, summed.")

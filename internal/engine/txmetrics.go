@@ -8,7 +8,8 @@ import (
 )
 
 // TransactionStats counts the transactions over several databases that
-// committed in two phases, by outcome, since db.Use.
+// committed in two phases, and those begun AcrossShards (one that wrote on
+// one database commits there in one phase), by outcome, since db.Use.
 type TransactionStats struct {
 	Committed         uint64  // by their coordinator
 	RolledBack        uint64  // by their coordinator: a part failed, or the application rolled back
