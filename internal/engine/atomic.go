@@ -38,6 +38,9 @@ const decisionsTable = "shardid_transactions"
 // transaction's branches.
 const ownDatabase = -1
 
+// ownDatabaseName is how errors and logs name the plugin's own database.
+const ownDatabaseName = "the plugin's database"
+
 // globalTx is one write over several databases, or an application's
 // transaction across shards: a branch on each database it touches, opened
 // on first use, committed together.
@@ -223,7 +226,7 @@ func (g *globalTx) failure() error {
 func (e *Engine) sqlDBOf(ctx context.Context, k int) (*sql.DB, string, error) {
 	if k == ownDatabase {
 		sqlDB, err := e.db.DB()
-		return sqlDB, "the plugin's database", err
+		return sqlDB, ownDatabaseName, err
 	}
 	opened, err := e.opened(ctx, k)
 	if err != nil {

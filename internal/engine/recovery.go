@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -128,11 +130,27 @@ func (e *Engine) RecoverTransactions(ctx context.Context) error {
 			continue
 		}
 		e.countRecovered(a.Outcome)
+		database := e.branchDatabase(a)
 		e.config.Log.Info("shardid: recovered a branch of a transaction over several databases",
-			"gid", a.GID, "database", a.Database, "outcome", string(a.Outcome), "error", a.Err)
+			"gid", a.GID, "database", database, "outcome", string(a.Outcome), "error", a.Err)
 		if a.Err != nil {
-			errs = append(errs, &onError{name: a.Database, err: a.Err})
+			errs = append(errs, &onError{name: database, err: a.Err})
 		}
 	}
 	return errors.Join(append(errs, err)...)
+}
+
+// branchDatabase names the database of a recovered branch by its name, which
+// begins with its database's place among the shards: MySQL lists a server's
+// branches on each of its databases, and recovery finishes one on the first
+// that lists it, often the plugin's own.
+func (e *Engine) branchDatabase(a twophase.Action) string {
+	digits := len(a.Branch) - len(strings.TrimLeft(a.Branch, "0123456789"))
+	if k, err := strconv.Atoi(a.Branch[:digits]); err == nil && k >= 0 && k < len(e.physical) {
+		return e.physical[k].name
+	}
+	if strings.HasPrefix(a.Branch, branchName(ownDatabase)) {
+		return ownDatabaseName
+	}
+	return a.Database
 }
