@@ -93,9 +93,17 @@ func (s *Scan) merge(o Scan) {
 }
 
 // rawWords returns every run of identifier characters in text, wherever it
-// stands.
+// stands; where text holds backslashes, also those of text read with
+// MySQL's backslash escapes ('FROM\nt' names t, 'us\ers' is users).
 func rawWords(text string) []string {
-	return strings.FieldsFunc(text, func(r rune) bool { return r < 0x80 && !isIdentChar(byte(r)) })
+	fields := func(text string) []string {
+		return strings.FieldsFunc(text, func(r rune) bool { return r < 0x80 && !isIdentChar(byte(r)) })
+	}
+	words := fields(text)
+	if strings.IndexByte(text, '\\') >= 0 {
+		words = append(words, fields(unescape(text, 0, true))...)
+	}
+	return words
 }
 
 // readTokens finds the tables of the statements in tokens.
@@ -115,11 +123,14 @@ func readTokens(d *dialect, tokens []Token) (Scan, error) {
 func tokenWords(d *dialect, tokens []Token, words []string, depth int) []string {
 	for _, t := range tokens {
 		switch t.Kind {
-		case Word, Quoted, MaybeQuoted:
+		case Word, Quoted:
 			words = append(words, t.Text)
 			if short := d.truncated(t.Text); short != t.Text {
 				words = append(words, short)
 			}
+		case MaybeQuoted: // MySQL "...": a name under ANSI_QUOTES, a string else (EXECUTE IMMEDIATE "DELETE FROM t")
+			words = append(words, t.Text)
+			fallthrough
 		case String:
 			words = append(words, rawWords(t.Text)...)
 			if depth < 2 {
@@ -183,14 +194,21 @@ func (r *reader) script() {
 		return
 	}
 	ends = append(ends, len(r.tokens))
+	if r.d.dollarQuotes {
+		for i, t := range r.tokens[:max(len(r.tokens)-1, 0)] {
+			if (t.Kind == Word || t.Kind == Quoted) && stringReaders[asciiLower(t.Text)] && r.tokens[i+1].is("(") {
+				r.fail("%s reads the table, or runs the query, a string names", t.Text) // its Words hold the string's
+			}
+		}
+	}
 	for _, end := range ends {
 		r.limit = end
 		if r.pos < end {
 			first := r.tokens[r.pos]
-			r.scan.Kinds = append(r.scan.Kinds, strings.ToUpper(first.Text))
+			r.scan.Kinds = append(r.scan.Kinds, asciiUpper(first.Text))
 			r.statement()
 			if r.pos != end {
-				r.fail("%s statement not read to its end", strings.ToUpper(first.Text))
+				r.fail("%s statement not read to its end", asciiUpper(first.Text))
 			}
 		}
 		r.pos = end + 1
@@ -200,7 +218,9 @@ func (r *reader) script() {
 func (t Token) is(punct string) bool { return t.Kind == Punct && t.Text == punct }
 
 // keyword reports whether t is the unquoted word w (upper case).
-func (t Token) keyword(w string) bool { return t.Kind == Word && strings.EqualFold(t.Text, w) }
+// Servers read keywords in ASCII: "aſ" (U+017F, which Unicode folds to s)
+// is a name, not AS.
+func (t Token) keyword(w string) bool { return t.Kind == Word && asciiUpper(t.Text) == asciiUpper(w) }
 
 func (r *reader) done() bool { return r.pos >= r.limit }
 
@@ -292,7 +312,7 @@ func (r *reader) statement() {
 		r.pos = r.limit
 		return
 	}
-	kind := strings.ToUpper(t.Text)
+	kind := asciiUpper(t.Text)
 	r.pos++
 	switch kind {
 	case "WITH":
@@ -381,7 +401,7 @@ func (r *reader) nameFollows(n int) bool {
 	case Quoted, MaybeQuoted:
 		return true
 	case Word:
-		return !notAlias[strings.ToUpper(t.Text)] || t.keyword("INTO") || t.keyword("FROM") || t.keyword("LOW_PRIORITY") || t.keyword("IGNORE") || t.keyword("QUICK")
+		return !notAlias[asciiUpper(t.Text)] || t.keyword("INTO") || t.keyword("FROM") || t.keyword("LOW_PRIORITY") || t.keyword("IGNORE") || t.keyword("QUICK")
 	case Punct:
 		return t.is("(")
 	}
@@ -472,7 +492,12 @@ func (r *reader) startsWith() bool {
 func (r *reader) create() {
 	r.accept("OR", "REPLACE")
 	for r.accept("UNIQUE") || r.accept("FULLTEXT") || r.accept("SPATIAL") || r.accept("TEMP") || r.accept("TEMPORARY") ||
-		r.accept("UNLOGGED") || r.accept("GLOBAL") || r.accept("LOCAL") || r.accept("VIRTUAL") || r.accept("MATERIALIZED") {
+		r.accept("UNLOGGED") || r.accept("GLOBAL") || r.accept("LOCAL") || r.accept("MATERIALIZED") {
+	}
+	if r.peek(0).keyword("VIRTUAL") { // SQLite: its module may read a table its arguments name, fts5(content='t')
+		r.fail("CREATE VIRTUAL TABLE is not read")
+		r.pos = r.limit
+		return
 	}
 	switch {
 	case r.accept("INDEX"):
@@ -579,6 +604,14 @@ type restFlags struct {
 	ownedBy     bool    // ALTER SEQUENCE ... OWNED BY t.c
 }
 
+// stringReaders are PostgreSQL's functions that read a table, or run a
+// query, named by a string argument.
+var stringReaders = map[string]bool{
+	"table_to_xml": true, "table_to_xmlschema": true, "table_to_xml_and_xmlschema": true,
+	"query_to_xml": true, "query_to_xmlschema": true, "query_to_xml_and_xmlschema": true,
+	"ts_stat": true, "ts_rewrite": true,
+}
+
 // clauseWords end a list of tables.
 var clauseWords = wordSet("WHERE GROUP HAVING ORDER LIMIT OFFSET FETCH WINDOW UNION INTERSECT EXCEPT SET SELECT RETURNING INTO LOCK PROCEDURE") // VALUES never follows a table of a list
 
@@ -668,7 +701,7 @@ func (r *reader) rest(f restFlags) {
 			f.fromList = false
 			r.ctes = r.ctes[:scope] // a WITH of the INSERT's query is not seen past it
 		case t.keyword("FOR") && !prev.keyword("INDEX") && !prev.keyword("KEY") && (r.peek(1).keyword("UPDATE") || r.peek(1).keyword("SHARE") || r.peek(1).keyword("NO") || r.peek(1).keyword("KEY")), // FOR UPDATE, not an alias "for"
-			t.Kind == Word && clauseWords[strings.ToUpper(t.Text)] && r.startsClause() && !(prev.keyword("FOR") && (t.keyword("ORDER") || t.keyword("GROUP"))): // not USE INDEX FOR ORDER BY
+			t.Kind == Word && clauseWords[asciiUpper(t.Text)] && r.startsClause() && !(prev.keyword("FOR") && (t.keyword("ORDER") || t.keyword("GROUP"))): // not USE INDEX FOR ORDER BY
 			f.fromList = false
 		}
 		r.pos++
@@ -863,7 +896,7 @@ func (r *reader) alias() {
 	switch {
 	case r.accept("AS"):
 		r.pos++
-	case t.Kind == Quoted || t.Kind == Word && (!notAlias[strings.ToUpper(t.Text)] || r.peek(1).is(",")): // a keyword before a comma is an alias: FROM t qualify, u
+	case t.Kind == Quoted || t.Kind == Word && (!notAlias[asciiUpper(t.Text)] || r.peek(1).is(",")): // a keyword before a comma is an alias: FROM t qualify, u
 		r.pos++
 	default:
 		return
@@ -979,6 +1012,17 @@ func asciiLower(name string) string {
 		}
 		return c
 	}, name)
+}
+
+// asciiUpper folds a-z only, as the servers read keywords: a word with
+// another letter is a name, whatever Unicode folds it to.
+func asciiUpper(word string) string {
+	return strings.Map(func(c rune) rune {
+		if 'a' <= c && c <= 'z' {
+			return c + 'A' - 'a'
+		}
+		return c
+	}, word)
 }
 
 func wordSet(words string) map[string]bool {

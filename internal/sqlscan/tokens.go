@@ -38,7 +38,7 @@ type dialect struct {
 	hashComments    bool // MySQL: # starts a comment
 	dashNeedsSpace  bool // MySQL: "--" starts a comment only before whitespace
 	nestedComments  bool // PostgreSQL: /* /* */ */
-	execComments    bool // MySQL: /*! ... */ and /*M! ... */ are run
+	execComments    bool // MySQL: /*! ... */ is run (and MariaDB's /*M! ... */, which MySQL skips)
 	dollarQuotes    bool // PostgreSQL: $$...$$, $tag$...$tag$
 	escapeStrings   bool // PostgreSQL: E'...' with backslash escapes
 	brackets        bool // SQLite: [name]
@@ -181,7 +181,10 @@ func (t *tokenizer) qualifierDot(i int) bool {
 // whose content is SQL.
 func (t *tokenizer) comment(i int) (int, error) {
 	s := t.sql
-	if t.d.execComments && (strings.HasPrefix(s[i:], "/*!") || strings.HasPrefix(s[i:], "/*M!")) {
+	if t.d.execComments && strings.HasPrefix(s[i:], "/*M!") {
+		return 0, fmt.Errorf("%w: a MariaDB executable comment /*M! at byte %d, which MySQL reads as a comment", ErrUnsure, i)
+	}
+	if t.d.execComments && strings.HasPrefix(s[i:], "/*!") {
 		if t.inExec {
 			return 0, fmt.Errorf("%w: /*! comment inside another at byte %d", ErrUnsure, i)
 		}
@@ -238,11 +241,23 @@ func (t *tokenizer) quoted(i int, k Kind, backslash, ambiguous bool) (int, error
 	return 0, t.unterminated(i)
 }
 
-// unescape makes doubled quotes, and with backslash \x, single characters.
+// unescape makes doubled quotes single, and with backslash reads MySQL's
+// escapes: \n, \t, \r, \b, \0 and \Z are the characters they stand for
+// (which separate words), \% and \_ keep their backslash, and \x is x.
 func unescape(text string, q byte, backslash bool) string {
 	var b strings.Builder
 	for j := 0; j < len(text); j++ {
-		if backslash && text[j] == '\\' && j+1 < len(text) || text[j] == q && j+1 < len(text) && text[j+1] == q {
+		switch {
+		case backslash && text[j] == '\\' && j+1 < len(text):
+			j++
+			if i := strings.IndexByte("ntrb0Z", text[j]); i >= 0 {
+				b.WriteByte("\n\t\r\b\x00\x1a"[i])
+				continue
+			}
+			if text[j] == '%' || text[j] == '_' {
+				b.WriteByte('\\')
+			}
+		case text[j] == q && j+1 < len(text) && text[j+1] == q:
 			j++
 		}
 		b.WriteByte(text[j])
