@@ -53,6 +53,10 @@ type globalTx struct {
 	branchTag string          // after the database in a branch's name: the statement's, among an anchor's
 	options   twophase.Options
 	ended     atomic.Bool // committed, rolled back, or (anchored) prepared
+	// decided says its commit was recorded: its branches are the
+	// decision's, and no rollback (the application's after Commit, or a
+	// second Commit) may touch one whose commit was left to recovery.
+	decided atomic.Bool
 
 	mu sync.Mutex // guards the fields below: parts open branches at once
 	// branches by database, ownDatabase for the plugin's own.
@@ -302,6 +306,7 @@ func (g *globalTx) commit(ctx context.Context) error {
 	case outcome != twophase.Committed:
 		return errors.Join(fmt.Errorf("shardid: %s was rolled back by recovery before it could commit", g.gid), g.rollback(ctx))
 	}
+	g.decided.Store(true)
 	log.Debug("shardid: two-phase: decided", "gid", g.gid, "outcome", string(outcome))
 	finishing, cancel := ending(ctx)
 	defer cancel()
@@ -344,6 +349,9 @@ func (g *globalTx) doomed() error {
 // rollback rolls every branch back, even past the end of ctx.
 func (g *globalTx) rollback(ctx context.Context) error {
 	defer g.fail(sql.ErrTxDone)
+	if g.decided.Load() {
+		return sql.ErrTxDone // committed: a branch left to recovery is the decision's to commit
+	}
 	already := g.ended.Swap(true) // GORM rolls back a transaction whose commit failed: counted once
 	branches := g.endBranches()
 	if len(branches) == 0 {
