@@ -103,6 +103,9 @@ func (g *globalTx) PrepareContext(ctx context.Context, query string) (*sql.Stmt,
 // database/sql's Commit does. Its deadline bounds the prepare (and a
 // commit in one phase); a decided commit finishes past it.
 func (g *globalTx) Commit() error {
+	if !g.claimed.CompareAndSwap(false, true) {
+		return sql.ErrTxDone // a Rollback, or another Commit, came first (from another goroutine too): it alone ends the branches
+	}
 	if g.ctx != nil && g.ctx.Err() != nil {
 		return errors.Join(g.ctx.Err(), g.rollback(g.context()))
 	}
@@ -113,8 +116,15 @@ func (g *globalTx) Commit() error {
 	return g.commit(ctx)
 }
 
-// Rollback rolls every branch back.
-func (g *globalTx) Rollback() error { return g.rollback(g.context()) }
+// Rollback rolls every branch back. Like database/sql's, once Commit or
+// Rollback has been called (from any goroutine), it does nothing and
+// returns sql.ErrTxDone.
+func (g *globalTx) Rollback() error {
+	if !g.claimed.CompareAndSwap(false, true) {
+		return sql.ErrTxDone
+	}
+	return g.rollback(g.context())
+}
 
 // context is what the transaction's own steps run under: the context it
 // began with, not cancelled with it (a commit half done must finish).

@@ -57,6 +57,9 @@ type globalTx struct {
 	// decision's, and no rollback (the application's after Commit, or a
 	// second Commit) may touch one whose commit was left to recovery.
 	decided atomic.Bool
+	// claimed says the application's Commit or Rollback has been called:
+	// the first one alone ends the transaction, as with database/sql.
+	claimed atomic.Bool
 
 	mu sync.Mutex // guards the fields below: parts open branches at once
 	// branches by database, ownDatabase for the plugin's own.
