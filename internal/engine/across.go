@@ -55,6 +55,18 @@ func (a *acrossBeginner) PrepareContext(ctx context.Context, query string) (*sql
 	return a.pool.PrepareContext(ctx, query)
 }
 
+// GetDBConn gives GORM's DB(), and so Connection, the database the
+// statement had: outside Begin and Transaction the clause does nothing.
+func (a *acrossBeginner) GetDBConn() (*sql.DB, error) {
+	switch pool := a.pool.(type) {
+	case *sql.DB:
+		return pool, nil
+	case gorm.GetDBConnector:
+		return pool.GetDBConn()
+	}
+	return nil, gorm.ErrInvalidDB
+}
+
 // The global transaction as the connection pool of its transaction's
 // statements: what the plugin does not route (raw SQL on no sharded
 // table, savepoints) reaches it. SQL runs in the branch on the plugin's own
