@@ -184,6 +184,18 @@ func savepointStatement(query string) (kind, name string, ok bool) {
 	return kind, raw[0], true
 }
 
+// maybeSavepoint says, cheaply, whether query may be a savepoint statement
+// (savepointStatement reads it whole).
+func maybeSavepoint(query string) bool {
+	query = strings.TrimLeft(query, " \t\r\n")
+	for _, word := range [...]string{"SAVEPOINT", "ROLLBACK", "RELEASE"} {
+		if len(query) >= len(word) && strings.EqualFold(query[:len(word)], word) {
+			return true
+		}
+	}
+	return false
+}
+
 // sameSavepoint says whether two savepoint names, as written, name the same
 // savepoint: quotes dropped, case folded.
 func sameSavepoint(a, b string) bool {

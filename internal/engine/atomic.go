@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"slices"
@@ -91,6 +92,14 @@ type branchPool struct {
 }
 
 func (b *branchPool) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	// A savepoint a statement of the branch sets (a hook's nested
+	// Transaction) is the transaction's: set on, and rolled back to on,
+	// every branch, as the statements under it may write on any.
+	if maybeSavepoint(query) {
+		if kind, name, ok := savepointStatement(query); ok {
+			return driver.RowsAffected(0), b.g.savepoint(ctx, kind, name, query)
+		}
+	}
 	return b.branch.ExecContext(ctx, query, args...)
 }
 
