@@ -461,3 +461,75 @@ func TestALooseHashKeyOnALanguagesCollationIsRefused(t *testing.T) {
 	must(t, r.plugin.AutoMigrate(r.db, &hcRootKey{}, &hcAccentKey{}))
 	must(t, m.DropTable(&hcGermanKey{}, &hcRootKey{}, &hcAccentKey{}))
 }
+
+// Hash columns of ten characters given as their type, and one left to the
+// plugin without a size (varchar(191) on MariaDB).
+type (
+	hcTypedVarcharCode struct {
+		ID   int64  `shardid:"hash:Code"`
+		Code string `gorm:"type:varchar(10)"`
+	}
+	hcTypedNopadCode struct {
+		ID   int64  `shardid:"hash:Code"`
+		Code string `gorm:"type:varchar(10) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin"`
+	}
+	hcUnsizedCode struct {
+		ID   int64 `shardid:"hash:Code"`
+		Code string
+	}
+)
+
+// TestAHashKeyLongerThanAVarcharItsTypeOrThePluginGivesIsRefused: the
+// database drops the trailing spaces past a varchar's size whether the
+// model gives the type (varchar(10)) or leaves it, without a size, to the
+// plugin's migrator (varchar(191) on MariaDB): the row would be stored
+// under a key other than the one it was placed by, on a database a lookup
+// by the stored key does not ask. Refused, nothing written.
+func TestAHashKeyLongerThanAVarcharItsTypeOrThePluginGivesIsRefused(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		m := r.plugin.Migrator(r.db)
+		var typed any = &hcTypedVarcharCode{}
+		if b.name == "mariadb" {
+			typed = &hcTypedNopadCode{}
+		}
+		models := []any{typed}
+		if b.name == "mariadb" { // PostgreSQL's is text, which keeps a key whole
+			models = append(models, &hcUnsizedCode{})
+		}
+		for _, model := range models {
+			must(t, m.DropTable(model))
+			must(t, r.plugin.AutoMigrate(r.db, model))
+		}
+		create := func(code string) error {
+			if b.name == "mariadb" {
+				return r.db.Create(&hcTypedNopadCode{Code: code}).Error
+			}
+			return r.db.Create(&hcTypedVarcharCode{Code: code}).Error
+		}
+		for i := range 8 { // each would land, stored cut, on the shard of its padded key
+			if err := create(fmt.Sprintf("ABCDE0000%d  ", i)); !errors.Is(err, shardid.ErrNoShard) {
+				t.Errorf("a key two spaces past its varchar(10): %v; want ErrNoShard", err)
+			}
+		}
+		if n := r.count(t, typed); n != 0 {
+			t.Errorf("%d rows written", n)
+		}
+		must(t, create("ABCDE00000"))
+		if b.name == "mariadb" {
+			for i := range 8 {
+				long := strings.Repeat("a", 190) + fmt.Sprint(i) + "  "
+				if err := r.db.Create(&hcUnsizedCode{Code: long}).Error; !errors.Is(err, shardid.ErrNoShard) {
+					t.Errorf("a key two spaces past its varchar(191): %v; want ErrNoShard", err)
+				}
+			}
+			if n := r.count(t, &hcUnsizedCode{}); n != 0 {
+				t.Errorf("%d rows written", n)
+			}
+			must(t, r.db.Create(&hcUnsizedCode{Code: strings.Repeat("a", 191)}).Error)
+		}
+		for _, model := range models {
+			must(t, m.DropTable(model))
+		}
+	})
+}

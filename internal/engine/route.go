@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -926,22 +927,42 @@ func (e *Engine) rowHashShard(ctx context.Context, f *idField, row reflect.Value
 	if err != nil {
 		return 0, err
 	}
-	if e.cutsPastSize(f) && utf8.RuneCountInString(key.String()) > f.hash.Size {
+	if size := e.cutPastSize(f); size > 0 && utf8.RuneCountInString(key.String()) > size {
 		// The database cuts trailing spaces past the size, or refuses the row: stored otherwise than placed.
-		return 0, fmt.Errorf("%w: %s is %d characters, longer than its column's size %d", ErrNoShard, f.hash.Name, utf8.RuneCountInString(key.String()), f.hash.Size)
+		return 0, fmt.Errorf("%w: %s is %d characters, longer than its column's size %d", ErrNoShard, f.hash.Name, utf8.RuneCountInString(key.String()), size)
 	}
 	return e.hashShard(key, f.looseHash)
 }
 
-// cutsPastSize reports whether the database cuts an exact string key past
-// its field's size: a varchar(size) of GORM's making on MySQL/MariaDB or
-// PostgreSQL (SQLite keeps it whole; a type given, or a Valuer's value, may
-// hold more), which drops the trailing spaces past it.
-func (e *Engine) cutsPastSize(f *idField) bool {
+// cutPastSize returns the size past which the database cuts an exact string
+// key, dropping the trailing spaces past it, or 0: a varchar(size) on
+// MySQL/MariaDB or PostgreSQL, whether GORM makes it from the field's size,
+// the plugin's migrator from none (varchar(191) on MySQL/MariaDB, as
+// exactHashColumns makes it) or the model gives it as its type
+// (varchar(10), character varying(10)). SQLite keeps a key whole; a
+// Valuer's value may hold more.
+func (e *Engine) cutPastSize(f *idField) int {
 	h := f.hash
-	return h.Size > 0 && !f.looseHash && h.FieldType.Kind() == reflect.String && h.TagSettings["TYPE"] == "" &&
-		!h.FieldType.Implements(valuerType) && !reflect.PointerTo(h.FieldType).Implements(valuerType) && e.db.Dialector.Name() != "sqlite"
+	if f.looseHash || h.FieldType.Kind() != reflect.String || h.FieldType.Implements(valuerType) ||
+		reflect.PointerTo(h.FieldType).Implements(valuerType) || e.db.Dialector.Name() == "sqlite" {
+		return 0
+	}
+	if typ := h.TagSettings["TYPE"]; typ != "" {
+		if m := varcharType.FindStringSubmatch(typ); m != nil {
+			size, _ := strconv.Atoi(m[1])
+			return size
+		}
+		return 0
+	}
+	if h.Size == 0 && e.db.Dialector.Name() == "mysql" {
+		return 191 // the plugin's migrator makes an exact hash column without a size varchar(191)
+	}
+	return h.Size
 }
+
+// varcharType is a column type that holds up to its size in characters,
+// cutting trailing spaces past it.
+var varcharType = regexp.MustCompile(`(?i)^\s*(?:varchar|character\s+varying|char\s+varying|nvarchar|national\s+(?:character|char)\s+varying|national\s+varchar)\s*\(\s*(\d+)\s*\)`)
 
 // asKind reads a condition's value as the hash field's type t, as the
 // database compares it with the column: a value of the field's own kind (a
