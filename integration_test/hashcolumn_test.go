@@ -533,3 +533,35 @@ func TestAHashKeyLongerThanAVarcharItsTypeOrThePluginGivesIsRefused(t *testing.T
 		}
 	})
 }
+
+// TestAnUpdateToAHashKeyLongerThanItsColumnIsRefused: an update whose new
+// key, padded past its column's size, hashes to the row's own shard would
+// be stored cut to a key whose hash names another database, where a lookup
+// by it does not find the row: refused, as on Create.
+func TestAnUpdateToAHashKeyLongerThanItsColumnIsRefused(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		must(t, r.plugin.Migrator(r.db).DropTable(&hcSizedCode{}))
+		must(t, r.plugin.AutoMigrate(r.db, &hcSizedCode{}))
+		row := hcSizedCode{Code: "ROW0000000"}
+		must(t, r.db.Create(&row).Error)
+		count := uint64(r.plugin.Layout().ShardCount())
+		shardOf := func(key string) int { h, _ := shardid.HashKey(key); return int(h % count) }
+		own := shardOf(row.Code)
+		stored := "" // a key of ten whose padded form hashes to the row's shard, and itself to another database's
+		for i := 0; stored == ""; i++ {
+			key := fmt.Sprintf("K%09d", i)
+			if shardOf(key+"  ") == own && r.physicalOfShard(shardOf(key)) != r.physicalOf(row.ID) {
+				stored = key
+			}
+		}
+		err := r.db.Model(&row).Update("code", stored+"  ").Error
+		if !errors.Is(err, shardid.ErrCrossShard) {
+			t.Errorf("an update to a key two spaces past its column's size: %v; want ErrCrossShard", err)
+		}
+		var got []hcSizedCode
+		if err := r.db.Where("code = ?", stored).Find(&got).Error; err != nil || r.count(t, &hcSizedCode{}, "code = ?", stored) != int64(len(got)) {
+			t.Errorf("the row stored under %q: found %v, %v; its databases hold %d", stored, got, err, r.count(t, &hcSizedCode{}, "code = ?", stored))
+		}
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/callbacks"
@@ -154,6 +155,20 @@ func (e *Engine) placingsOf(key *idField, keys []shardrouter.KeyColumn) []shardr
 	}
 	for i := range list {
 		list[i].ShardOf = keys[i].ShardOf // evidenceOf lists the same columns in the same order
+	}
+	if key.hash == nil {
+		return list
+	}
+	if size := e.cutPastSize(key); size > 0 {
+		// A new key past its column's size would be stored cut, under a key of another shard, as on Create.
+		last := len(list) - 1
+		byValue := list[last].ShardOf
+		list[last].ShardOf = func(v any) (int, error) {
+			if k, err := asKind(v, key.hash.FieldType); err == nil && utf8.RuneCountInString(k.String()) > size {
+				return 0, fmt.Errorf("%w: %s is %d characters, longer than its column's size %d", ErrNoShard, key.hash.Name, utf8.RuneCountInString(k.String()), size)
+			}
+			return byValue(v)
+		}
 	}
 	return list
 }
