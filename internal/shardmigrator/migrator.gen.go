@@ -378,9 +378,14 @@ func (m Migrator) RenameColumn(value any, oldName, field string) error {
 
 // ColumnTypes returns the table's columns, once every database has the same
 // names, types, sizes, nullability, keys and defaults: an AlterColumn that
-// stopped part way is not hidden behind the first database's answer.
+// stopped part way is not hidden behind the first database's answer. The
+// columns' order is not compared: a table made afresh on one database (one
+// added to the map, one whose copy was dropped) has them in the model's order,
+// where the others have those AutoMigrate added at the end.
 func (m Migrator) ColumnTypes(value any) ([]gorm.ColumnType, error) {
 	return agree(m, value, "column types", gorm.Migrator.ColumnTypes, func(a, b []gorm.ColumnType) bool {
+		byName := func(x, y gorm.ColumnType) int { return strings.Compare(x.Name(), y.Name()) }
+		a, b = slices.SortedFunc(slices.Values(a), byName), slices.SortedFunc(slices.Values(b), byName)
 		return slices.EqualFunc(a, b, func(x, y gorm.ColumnType) bool {
 			return x.Name() == y.Name() && strings.EqualFold(x.DatabaseTypeName(), y.DatabaseTypeName()) && columnTraits(x) == columnTraits(y)
 		})
