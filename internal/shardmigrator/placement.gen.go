@@ -59,10 +59,10 @@ func (m Migrator) targets(value any) ([]target, error) {
 		case where == onOwn:
 			return own, nil
 		case where == onBoth:
-			list, err := m.physicalTargets()
+			list, err := m.physicalTargets(nil)
 			return append(own, list...), err
 		}
-		return m.physicalTargets()
+		return m.physicalTargets(nil)
 	}
 	sharded, _, _, err := m.sharded(value)
 	if err != nil {
@@ -71,18 +71,31 @@ func (m Migrator) targets(value any) ([]target, error) {
 	if !sharded || !m.plugin.Routed() {
 		return own, nil
 	}
-	return m.physicalTargets()
+	return m.physicalTargets(value)
 }
 
-func (m Migrator) physicalTargets() ([]target, error) {
+// physicalTargets returns the migrators of the physical databases; those
+// given a model see its schema as AutoMigrate makes it there (a plain BIGINT
+// key, an exact collation of a string hash column), so that AlterColumn,
+// AddColumn or MigrateColumn of a process that has not migrated the model
+// keeps them.
+func (m Migrator) physicalTargets(model any) ([]target, error) {
 	names := m.plugin.Physical()
 	list := make([]target, len(names))
 	for k, name := range names {
-		mig, err := m.physicalMigrator(k)
+		tx, err := m.physicalSession(k)
 		if err != nil {
 			return nil, err
 		}
-		list[k] = target{name: name, migrator: mig}
+		if model != nil {
+			if err := m.shapeOn(tx, []any{model}); err != nil {
+				return nil, err
+			}
+			if err := m.exactHashColumns(tx, []any{model}); err != nil { // asked before any change: a database down fails it here
+				return nil, errs.Wrap(err, "nothing was changed: on %s", name)
+			}
+		}
+		list[k] = target{name: name, migrator: tx.Migrator()}
 	}
 	return list, nil
 }
@@ -103,7 +116,7 @@ func (m Migrator) locate(table string) (placement, error) {
 	if !m.plugin.Routed() {
 		return onOwn, nil
 	}
-	physical, err := m.physicalTargets()
+	physical, err := m.physicalTargets(nil)
 	if err != nil { // a shard it cannot reach might hold the table
 		return onOwn, errs.Wrap(err, "looking for table %s", table)
 	}
