@@ -34,7 +34,11 @@ func TestMoveFreezeWaitsForATransactionAcrossShards(t *testing.T) {
 				}})
 			moved <- err
 		}()
-		<-inCatchUp
+		select {
+		case <-inCatchUp:
+		case err := <-moved:
+			t.Fatalf("the move ended before its catch-up: %v", err)
+		}
 		tx := r.db.Clauses(shardid.AcrossShards()).Begin()
 		must(t, tx.Error)
 		must(t, tx.Model(&MvUser{ID: users[0]}).Update("name", "in a transaction across shards").Error)
