@@ -599,20 +599,24 @@ func lockDecisions(t *testing.T, r *routing) func() {
 // to write a decision.
 func waitForDecisionWrite(t *testing.T, r *routing) {
 	t.Helper()
-	waiting := "SELECT count(*) FROM information_schema.processlist WHERE db = DATABASE() AND info LIKE 'INSERT INTO shardid_transactions%'"
-	if r.b.name == "postgres" {
-		waiting = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'INSERT INTO shardid_transactions%'"
-	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		var n int64
-		must(t, r.db.Raw(waiting).Scan(&n).Error)
-		if n > 0 {
-			return
-		}
+	for deadline := time.Now().Add(30 * time.Second); !decisionWriteWaits(t, r); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the commit never came to write its decision")
 		}
 	}
+}
+
+// decisionWriteWaits reports whether a session of the plugin's database
+// waits to write a decision.
+func decisionWriteWaits(t *testing.T, r *routing) bool {
+	t.Helper()
+	waiting := "SELECT count(*) FROM information_schema.processlist WHERE db = DATABASE() AND info LIKE 'INSERT INTO shardid_transactions%'"
+	if r.b.name == "postgres" {
+		waiting = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'INSERT INTO shardid_transactions%'"
+	}
+	var n int64
+	must(t, r.db.Raw(waiting).Scan(&n).Error)
+	return n > 0
 }
 
 // lockedNote is an unsharded row on the plugin's database.
