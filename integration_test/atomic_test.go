@@ -588,11 +588,19 @@ func lockDecisions(t *testing.T, r *routing) func() {
 		_, err := conn.ExecContext(context.Background(), q)
 		must(t, err)
 	}
-	return func() {
-		_, err := conn.ExecContext(context.Background(), unlock)
-		must(t, err)
-		_ = conn.Close()
+	var once sync.Once
+	release := func() error {
+		var err error
+		once.Do(func() {
+			_, err = conn.ExecContext(context.Background(), unlock)
+			err = errors.Join(err, conn.Close())
+		})
+		return err
 	}
+	// A test that fails holding the lock releases it before the plugin's
+	// Close, which waits for the commit held behind it.
+	t.Cleanup(func() { _ = release() })
+	return func() { must(t, release()) }
 }
 
 // waitForDecisionWrite waits until a session of the plugin's database waits
