@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
 	"github.com/shardid/shardid"
@@ -391,6 +392,55 @@ func TestAssociationFindBetweenShardedModelsSaysUsePreload(t *testing.T) {
 		must(t, k.db.Preload("Ports").First(&back, v.ID).Error)
 		if len(back.Ports) != 1 || back.Ports[0].Name != "lisbon" {
 			t.Fatalf("Preload: %+v", back.Ports)
+		}
+	})
+}
+
+// TestAssociationsOfOwnersOnSeveralDatabases: Find, Count, Append and Clear of
+// a slice of owners on two databases read and write each owner's children
+// beside it; an Append whose second owner is refused leaves the first saved
+// (GORM saves one owner at a time), and in a transaction across shards
+// nothing.
+func TestAssociationsOfOwnersOnSeveralDatabases(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		k := newKeys(t, b)
+		_, x, y := k.spreadAuthors(t, func() author { return author{Name: "a"} })
+		booksOf := func(a author) int64 { return k.count(t, &book{}, "author_id = ?", a.ID) }
+		owners := func() []author { return []author{{ID: x.ID}, {ID: y.ID}} }
+		two := owners()
+		must(t, k.db.Model(&two).Association("Books").Append(&book{Title: "x1"}, &book{Title: "y1"}))
+		for _, a := range []author{x, y} {
+			var bk book
+			must(t, k.db.Where("author_id = ?", a.ID).First(&bk).Error)
+			k.mustBeOnItsShard(t, &book{}, int64(bk.ID))
+			if k.physicalOf(int64(bk.ID)) != k.physicalOf(a.ID) {
+				t.Fatalf("the book of author %d is not beside it", a.ID)
+			}
+		}
+		var found []book
+		must(t, k.db.Model(&two).Association("Books").Find(&found))
+		if n := k.db.Model(&two).Association("Books").Count(); len(found) != 2 || n != 2 {
+			t.Fatalf("Find %d books, Count %d; want 2", len(found), n)
+		}
+		// y is given a book whose ID is of x's shard: refused.
+		wrong := func() *book { return &book{ID: shardid.ID(k.idOfShardOf(x.ID)), Title: "wrong"} }
+		if b.atomicity() == shardid.TwoPhaseCommit {
+			err := k.db.Clauses(shardid.AcrossShards()).Transaction(func(tx *gorm.DB) error {
+				two := owners()
+				return tx.Model(&two).Association("Books").Append(&book{Title: "x2"}, wrong())
+			})
+			if !errors.Is(err, shardid.ErrCrossShard) || booksOf(x) != 1 || booksOf(y) != 1 {
+				t.Fatalf("Append across shards: %v, %d and %d books; want ErrCrossShard, 1 and 1", err, booksOf(x), booksOf(y))
+			}
+		}
+		two = owners()
+		if err := k.db.Model(&two).Association("Books").Append(&book{Title: "x3"}, wrong()); !errors.Is(err, shardid.ErrCrossShard) || booksOf(x) != 2 || booksOf(y) != 1 {
+			t.Fatalf("Append: %v, %d and %d books; want ErrCrossShard, x's saved (2) and y's not (1)", err, booksOf(x), booksOf(y))
+		}
+		two = owners()
+		must(t, k.db.Model(&two).Association("Books").Clear())
+		if booksOf(x) != 0 || booksOf(y) != 0 || k.count(t, &book{}, "author_id IS NULL") != 3 {
+			t.Fatalf("Clear left books linked")
 		}
 	})
 }
