@@ -7,6 +7,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/shardid/shardid/internal/sqlscan"
 	"github.com/shardid/shardid/shardrouter"
 )
 
@@ -29,6 +30,7 @@ func textComparison(ctx context.Context, pool gorm.ConnPool, dialect, table, col
 		}
 		return mysqlComparison(*collation, deref(charset), dataType), nil
 	case shardrouter.Postgres:
+		// The table by its name as GORM quotes it ("Authors" of NoLowerCase), else as PostgreSQL folds it.
 		// libc's C.UTF-8 orders by code point (glibc 2.35 on, musl), as
 		// UTF-8's bytes do; a database default of another provider is not libc's.
 		var name, typeName, baseName, baseCategory string
@@ -40,7 +42,7 @@ func textComparison(ctx context.Context, pool gorm.ConnPool, dialect, table, col
 FROM pg_attribute a LEFT JOIN pg_collation c ON c.oid = a.attcollation, pg_database d,
 	LATERAL (WITH RECURSIVE domains(oid) AS (SELECT a.atttypid UNION ALL SELECT t.typbasetype FROM pg_type t JOIN domains ON t.oid = domains.oid WHERE t.typtype = 'd')
 		SELECT t.* FROM domains JOIN pg_type t ON t.oid = domains.oid WHERE t.typtype <> 'd') b
-WHERE a.attrelid = to_regclass($1) AND a.attname = $2 AND d.datname = current_database()`, table, column).Scan(&name, &deterministic, &bytewise, &blankPadded, &collatable, &typeName, &enum, &baseName, &baseCategory)
+WHERE a.attrelid = COALESCE(to_regclass($1), to_regclass($2)) AND a.attname = $3 AND d.datname = current_database()`, sqlscan.Quote(dialect, table), table, column).Scan(&name, &deterministic, &bytewise, &blankPadded, &collatable, &typeName, &enum, &baseName, &baseCategory)
 		if err != nil {
 			return shardrouter.TextComparison{}, err
 		}
