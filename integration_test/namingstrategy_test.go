@@ -77,3 +77,41 @@ func openWithConfig(t *testing.T, b backend, dir string, cfg *gorm.Config) *gorm
 	t.Cleanup(func() { _ = p.Close() })
 	return db
 }
+
+// TestMergedTextOfTablesInASchema: with NamingStrategy{TablePrefix: "app."}
+// GORM names PostgreSQL tables in schema app; text grouped, distinct or
+// ordered over every database merges as for tables of the search path.
+func TestMergedTextOfTablesInASchema(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		if b.name != "postgres" {
+			t.Skip("schemas of PostgreSQL")
+		}
+		dir := t.TempDir()
+		for _, d := range direct(t, b, dir) {
+			must(t, d.Exec("CREATE SCHEMA IF NOT EXISTS app").Error)
+			t.Cleanup(func() { _ = d.Exec("DROP SCHEMA app CASCADE").Error })
+		}
+		db := openWithConfig(t, b, dir, &gorm.Config{NamingStrategy: schema.NamingStrategy{TablePrefix: "app."}, Logger: logger.Discard})
+		fresh(t, db, &CaseAuthor{}, &CaseBook{})
+		t.Cleanup(func() { _ = migrator(db).DropTable(&CaseAuthor{}, &CaseBook{}) })
+		authors := make([]CaseAuthor, 24)
+		for i := range authors {
+			authors[i] = CaseAuthor{Name: []string{"ada", "bob", "cy"}[i%3]}
+		}
+		must(t, db.Create(&authors).Error)
+		all := func() *gorm.DB { return db.Clauses(shardid.AllShards()) }
+		var groups []struct {
+			Name string
+			N    int64
+		}
+		must(t, all().Model(&CaseAuthor{}).Select("name, count(*) AS n").Group("name").Order("name").Scan(&groups).Error)
+		if len(groups) != 3 || groups[0].Name != "ada" || groups[0].N != 8 || groups[2].Name != "cy" {
+			t.Fatalf("grouped by name: %+v, want ada, bob, cy with 8 each", groups)
+		}
+		var ordered []CaseAuthor
+		must(t, all().Order("name, id").Find(&ordered).Error)
+		if len(ordered) != len(authors) || ordered[0].Name != "ada" || ordered[len(ordered)-1].Name != "cy" {
+			t.Fatalf("ordered by name: %d rows, first %q, last %q", len(ordered), ordered[0].Name, ordered[len(ordered)-1].Name)
+		}
+	})
+}

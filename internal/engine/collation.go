@@ -18,8 +18,9 @@ import (
 // plugin), from the first part's database.
 
 // textComparison asks the physical database behind pool how column of
-// table compares.
-func textComparison(ctx context.Context, pool gorm.ConnPool, dialect, table, column string) (shardrouter.TextComparison, error) {
+// the table named by parts (its schema, if named, then its name) compares.
+func textComparison(ctx context.Context, pool gorm.ConnPool, dialect string, parts []string, column string) (shardrouter.TextComparison, error) {
+	table := parts[len(parts)-1]
 	switch dialect {
 	case shardrouter.MySQL:
 		var collation, charset *string
@@ -30,7 +31,8 @@ func textComparison(ctx context.Context, pool gorm.ConnPool, dialect, table, col
 		}
 		return mysqlComparison(*collation, deref(charset), dataType), nil
 	case shardrouter.Postgres:
-		// The table by its name as GORM quotes it ("Authors" of NoLowerCase), else as PostgreSQL folds it.
+		// The table by its name as GORM quotes it ("Authors" of NoLowerCase, "app"."authors" of
+		// TablePrefix "app."), else as PostgreSQL folds it.
 		// libc's C.UTF-8 orders by code point (glibc 2.35 on, musl), as
 		// UTF-8's bytes do; a database default of another provider is not libc's.
 		var name, typeName, baseName, baseCategory string
@@ -42,7 +44,7 @@ func textComparison(ctx context.Context, pool gorm.ConnPool, dialect, table, col
 FROM pg_attribute a LEFT JOIN pg_collation c ON c.oid = a.attcollation, pg_database d,
 	LATERAL (WITH RECURSIVE domains(oid) AS (SELECT a.atttypid UNION ALL SELECT t.typbasetype FROM pg_type t JOIN domains ON t.oid = domains.oid WHERE t.typtype = 'd')
 		SELECT t.* FROM domains JOIN pg_type t ON t.oid = domains.oid WHERE t.typtype <> 'd') b
-WHERE a.attrelid = COALESCE(to_regclass($1), to_regclass($2)) AND a.attname = $3 AND d.datname = current_database()`, sqlscan.Quote(dialect, table), table, column).Scan(&name, &deterministic, &bytewise, &blankPadded, &collatable, &typeName, &enum, &baseName, &baseCategory)
+WHERE a.attrelid = COALESCE(to_regclass($1), to_regclass($2)) AND a.attname = $3 AND d.datname = current_database()`, quotedName(dialect, parts), strings.Join(parts, "."), column).Scan(&name, &deterministic, &bytewise, &blankPadded, &collatable, &typeName, &enum, &baseName, &baseCategory)
 		if err != nil {
 			return shardrouter.TextComparison{}, err
 		}
@@ -73,6 +75,15 @@ WHERE a.attrelid = COALESCE(to_regclass($1), to_regclass($2)) AND a.attname = $3
 		return sqliteComparison(shardrouter.SQLiteCollation(ddl, column)), nil
 	}
 	return shardrouter.TextComparison{Collation: dialect + " (unknown)"}, nil
+}
+
+// quotedName quotes each part of a table's name, as GORM does.
+func quotedName(dialect string, parts []string) string {
+	quoted := make([]string, len(parts))
+	for i, p := range parts {
+		quoted[i] = sqlscan.Quote(dialect, p)
+	}
+	return strings.Join(quoted, ".")
 }
 
 // mysqlComparison reads a MySQL or MariaDB column's collation: a binary

@@ -149,7 +149,7 @@ func (e *Engine) readCollations(db *gorm.DB, runs []queryPart, dialect string, a
 				return err
 			}
 		}
-		comparison, err := textComparison(db.Statement.Context, pool, dialect, fromTable(db.Statement), item.Arg)
+		comparison, err := textComparison(db.Statement.Context, pool, dialect, fromTableParts(db.Statement), item.Arg)
 		if err != nil {
 			return e.partError(runs[0].k, fmt.Errorf("reading the collation of %s.%s: %w", fromTable(db.Statement), item.Arg, err))
 		}

@@ -164,7 +164,7 @@ func (e *Engine) mergeOrderOf(db *gorm.DB, m *model, o *shardrouter.Order, k int
 		if !c.Text {
 			continue
 		}
-		comparison, err := textComparison(db.Statement.Context, ph.pool, dialect, fromTable(db.Statement), c.Field.DBName)
+		comparison, err := textComparison(db.Statement.Context, ph.pool, dialect, fromTableParts(db.Statement), c.Field.DBName)
 		if err != nil {
 			return how, e.partError(k, fmt.Errorf("reading the collation of %s.%s: %w", fromTable(db.Statement), c.Field.DBName, err))
 		}

@@ -420,11 +420,22 @@ func (e *Engine) registeredTables(ctx context.Context) ([]shardedTable, error) {
 // Table's, or for Table("authors AS a"), whose Table is the alias, the
 // expression's first word.
 func fromTable(stmt *gorm.Statement) string {
+	parts := fromTableParts(stmt)
+	return parts[len(parts)-1]
+}
+
+// fromTableParts is fromTable with its schema, if named (TablePrefix
+// "app."): each part of the name, unquoted.
+func fromTableParts(stmt *gorm.Statement) []string {
 	table := stmt.Table
 	if stmt.TableExpr != nil {
 		if words := strings.Fields(stmt.TableExpr.SQL); len(words) > 0 {
 			table = words[0]
 		}
 	}
-	return strings.Trim(table[strings.LastIndexByte(table, '.')+1:], "`\"")
+	parts := strings.Split(table, ".")
+	for i, p := range parts {
+		parts[i] = strings.Trim(p, "`\"")
+	}
+	return parts
 }
