@@ -386,3 +386,36 @@ func TestRenameKeepsASchemaQualifiedTableRecordedInItsSchema(t *testing.T) {
 		}
 	})
 }
+
+// TestAutoMigrateInDryRunRunsNothing: the plugin's AutoMigrate and
+// CreateTable in DryRun (a session's or the config's) refuse with
+// gorm.ErrDryRunModeUnsupported, making no table anywhere, where they
+// panicked on MariaDB (GORM's DryRun gives its migrator no rows to read).
+func TestAutoMigrateInDryRunRunsNothing(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		dir := t.TempDir()
+		db := open(t, b, dir, shardid.Config{Shards: shards(t, b, dir)})
+		must(t, migrator(db).DropTable(&author{}, &book{}, &tenant{}))
+		ids := db.Config.Plugins[(&shardid.Plugin{}).Name()].(*shardid.Plugin)
+		dry := db.Session(&gorm.Session{DryRun: true})
+		configDB, err := gorm.Open(b.dialector(t, dir), &gorm.Config{DryRun: true, Logger: logger.Discard})
+		must(t, err)
+		configIDs := shardid.New(shardid.Config{Shards: shards(t, b, dir), Atomic: b.atomicity()})
+		must(t, configDB.Use(configIDs))
+		t.Cleanup(func() { _ = configIDs.Close() })
+		for name, migrate := range map[string]func() error{
+			"AutoMigrate":           func() error { return ids.AutoMigrate(dry, &author{}, &book{}, &tenant{}) },
+			"CreateTable":           func() error { return ids.Migrator(dry).CreateTable(&author{}, &book{}, &tenant{}) },
+			"AutoMigrate of Config": func() error { return configIDs.AutoMigrate(configDB, &author{}, &book{}, &tenant{}) },
+		} {
+			if err := migrate(); !errors.Is(err, gorm.ErrDryRunModeUnsupported) {
+				t.Errorf("%s in DryRun: %v, want gorm.ErrDryRunModeUnsupported", name, err)
+			}
+		}
+		for i, d := range direct(t, b, dir) {
+			if d.Migrator().HasTable(&author{}) || d.Migrator().HasTable(&tenant{}) {
+				t.Errorf("physical %d has a table the DryRun migration would make", i)
+			}
+		}
+	})
+}

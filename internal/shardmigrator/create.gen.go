@@ -95,6 +95,9 @@ func appendRelated(models []any, s *schema.Schema, seen map[reflect.Type]bool) [
 // create places models' tables with do; follow says that do makes the
 // tables of their relations too, as AutoMigrate does.
 func (m Migrator) create(models []any, do func(gorm.Migrator, ...any) error, follow bool) (err error) {
+	if m.db.DryRun { // it reads each database's tables to place, undo and check what it makes: nothing to read, nothing run
+		return fmt.Errorf("shardid: the plugin's migrator: %w", gorm.ErrDryRunModeUnsupported)
+	}
 	here, everywhere, used, err := m.split(models, follow)
 	if err != nil {
 		return err
