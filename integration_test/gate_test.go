@@ -127,3 +127,28 @@ func qualifier(t *testing.T, main *gorm.DB, b backend) string {
 	must(t, main.Raw("SELECT DATABASE()").Scan(&database).Error)
 	return database
 }
+
+// TestToSQLShowsAWriteThatNamesNoShard: db.ToSQL of an update or delete
+// whose conditions name no shard shows the SQL plain GORM builds, as it
+// does for such a query, and the statement in DryRun is refused all the
+// same (ErrNoShard), running nowhere.
+func TestToSQLShowsAWriteThatNamesNoShard(t *testing.T) {
+	b := backends[0]
+	r := newRouting(t, b)
+	plain, err := gorm.Open(b.dialector(t, t.TempDir()), &gorm.Config{Logger: r.db.Logger})
+	must(t, err)
+	for name, write := range map[string]func(tx *gorm.DB) *gorm.DB{
+		"Update": func(tx *gorm.DB) *gorm.DB { return tx.Model(&author{}).Where("name = ?", "x").Update("name", "y") },
+		"Updates": func(tx *gorm.DB) *gorm.DB {
+			return tx.Model(&author{}).Where("name = ?", "x").Updates(map[string]any{"name": "y"})
+		},
+		"Delete": func(tx *gorm.DB) *gorm.DB { return tx.Where("name = ?", "x").Delete(&author{}) },
+	} {
+		if got, want := r.db.ToSQL(write), plain.ToSQL(write); got != want {
+			t.Errorf("ToSQL of %s: %q, want GORM's %q", name, got, want)
+		}
+		if err := write(r.db.Session(&gorm.Session{DryRun: true})).Error; !errors.Is(err, shardid.ErrNoShard) {
+			t.Errorf("%s in DryRun: %v, want ErrNoShard", name, err)
+		}
+	}
+}

@@ -33,8 +33,8 @@ import (
 // gate is the callback right before GORM's executor of kind.
 func (e *Engine) gate(kind statementKind) func(*gorm.DB) {
 	return func(db *gorm.DB) {
-		if db.Error != nil && db.DryRun && (kind == kindQuery || kind == kindRow) && db.Statement.SQL.Len() == 0 && errors.Is(db.Error, ErrNoShard) {
-			buildSQL(db, kind) // shown, as db.ToSQL shows a statement, and refused all the same
+		if db.Error != nil && db.DryRun && db.Statement.SQL.Len() == 0 && errors.Is(db.Error, ErrNoShard) {
+			buildSQL(db, kind) // shown, as db.ToSQL shows a statement (a read or a write), and refused all the same
 		}
 		if db.Error != nil || !e.routed() {
 			return
