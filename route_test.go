@@ -196,3 +196,45 @@ func TestAnOrTextGORMLeavesUnbracketedNamesNoShard(t *testing.T) {
 		t.Errorf("over every shard, an unbracketed OR: %d rows, want the one row once (database 0's copy is not its own)", len(found))
 	}
 }
+
+// TestAShardClauseReadsOnlyTheRangesItsDatabaseServes: a statement that a
+// shard clause (ByID, OnShard, ByKey) sends to one database, with no key
+// condition of its own, reads the rows of the ranges the map gives that
+// database, as a part over several databases does: a copy of another
+// database's row there (a move's, part way or not yet cleaned up) is not
+// read, counted or scanned.
+func TestAShardClauseReadsOnlyTheRangesItsDatabaseServes(t *testing.T) {
+	db, p, direct := revRouted(t, &revUser{})
+	users := revOnBoth(t, db, p, func() *revUser { return &revUser{Name: "a"} }, func(u *revUser) int64 { return u.ID })
+	stray := *users[1] // database 1's row, copied onto database 0 as a move leaves it
+	must(t, direct[0].Create(&stray).Error)
+	own := p.Layout().Shard(users[0].ID)
+	for name, hint := range map[string]Clause{"ByID": ByID(users[0].ID), "OnShard": OnShard(own)} {
+		var found []revUser
+		must(t, db.Clauses(hint).Where("name = ?", "a").Find(&found).Error)
+		if len(found) != 1 || found[0].ID != users[0].ID {
+			t.Errorf("%s of database 0's user, Find by name: %v; want that user alone, not database 1's row copied there", name, found)
+		}
+		var n int64
+		must(t, db.Clauses(hint).Model(&revUser{}).Where("name = ?", "a").Count(&n).Error)
+		if n != 1 {
+			t.Errorf("%s, Count by name: %d, want 1", name, n)
+		}
+		must(t, db.Clauses(hint).Model(&revUser{}).Select("count(*)").Where("name = ?", "a").Row().Scan(&n))
+		if n != 1 {
+			t.Errorf("%s, Row of count(*) by name: %d, want 1", name, n)
+		}
+		found = nil
+		must(t, db.Clauses(hint).Where("name = ?", "x").Or("name = ?", "a").Find(&found).Error)
+		if len(found) != 1 {
+			t.Errorf("%s, Find by name with an Or: %d rows, want 1 (the ranges AND-ed to all of it)", name, len(found))
+		}
+	}
+	var found []revUser
+	tx := db.Clauses(ByID(users[0].ID)).Begin()
+	must(t, tx.Where("name = ?", "a").Find(&found).Error)
+	must(t, tx.Commit().Error)
+	if len(found) != 1 {
+		t.Errorf("in a transaction begun with ByID, Find by name: %d rows, want 1", len(found))
+	}
+}

@@ -65,7 +65,7 @@ func PlanParts(where []clause.Expression, keys []KeyColumn, databases []int, m *
 	for _, k := range databases {
 		part := Part{Database: k, Values: make([][][]any, len(keys)), Pinned: pinned}
 		if !pinned {
-			part.Keep = m.keep(k)
+			part.Keep = m.Keep(k)
 		}
 		empty := false
 		for i := range keys {
@@ -88,9 +88,10 @@ func PlanParts(where []clause.Expression, keys []KeyColumn, databases []int, m *
 	return plan
 }
 
-// keep is the ranges database k holds (empty, not nil, for none), or nil
-// when it holds every shard.
-func (m *Map) keep(k int) []Range {
+// Keep is the ranges database k holds (empty, not nil, for none), or nil
+// when it holds every shard: what a statement there that no key pins
+// keeps to.
+func (m *Map) Keep(k int) []Range {
 	rs := m.ranges[k]
 	if len(rs) == 1 && rs[0] == (Range{From: 0, To: len(m.owner) - 1}) {
 		return nil

@@ -61,7 +61,10 @@ type Route struct {
 	// values, its rows) names two logical shards or more: rows one database
 	// holds that a move may since have split.
 	Several bool
-	Refusal Refusal
+	// ByClause says the shard clause alone named the databases: no key
+	// condition or row pins the statement's rows to a shard.
+	ByClause bool
+	Refusal  Refusal
 	// Err is a key column's error for a value that cannot name a shard.
 	Err error
 }
@@ -115,7 +118,7 @@ func PlanRoute(s Statement, m *Map) Route {
 	case found && !s.Clause.Empty(): // conditions on rows of two databases, which no row satisfies at once
 		return Route{Databases: Only(s.Clause.First())}
 	case !s.Clause.Empty():
-		return Route{Databases: s.Clause.copied()} // a copy: what the caller gave stays its own, on its stack
+		return Route{Databases: s.Clause.copied(), ByClause: true} // a copy: what the caller gave stays its own, on its stack
 	case found && oneDatabaseOf(s.Rows, m) >= 0: // no row matches: the statement's own rows' database says so, where its checks expect it
 		return Route{Databases: Only(oneDatabaseOf(s.Rows, m))}
 	case found, none, m.Len() == 1:

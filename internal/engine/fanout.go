@@ -98,15 +98,7 @@ func (e *Engine) part(db *gorm.DB, m *model, planned shardrouter.Part) *gorm.DB 
 			part.Statement.Clauses["WHERE"] = c
 		}
 	}
-	if keep := e.keepTo(m, db.Statement.Table, planned.Keep); keep != nil {
-		if c, ok := part.Statement.Clauses["WHERE"]; ok {
-			if where, ok := c.Expression.(clause.Where); ok && shardrouter.OrJoined(where.Exprs) {
-				c.Expression = clause.Where{Exprs: []clause.Expression{shardrouter.Grouped(where.Exprs)}} // the ranges AND-ed to all of it, not to its last Or
-				part.Statement.Clauses["WHERE"] = c
-			}
-		}
-		part.Statement.AddClause(clause.Where{Exprs: []clause.Expression{keep}})
-	}
+	e.keepStatementTo(part.Statement, m, db.Statement.Table, planned.Keep)
 	pool, err := e.partPool(db.Statement, k)
 	if part.AddError(err) == nil {
 		part.Statement.ConnPool = pool
@@ -125,6 +117,21 @@ func (e *Engine) partPool(stmt *gorm.Statement, k int) (gorm.ConnPool, error) {
 		return g.branch(stmt.Context, k)
 	}
 	return e.pool(stmt.Context, k)
+}
+
+// keepStatementTo ANDs keepTo's condition to the statement's conditions.
+func (e *Engine) keepStatementTo(stmt *gorm.Statement, m *model, table string, keep []Range) {
+	cond := e.keepTo(m, table, keep)
+	if cond == nil {
+		return
+	}
+	if c, ok := stmt.Clauses["WHERE"]; ok {
+		if where, ok := c.Expression.(clause.Where); ok && shardrouter.OrJoined(where.Exprs) {
+			c.Expression = clause.Where{Exprs: []clause.Expression{shardrouter.Grouped(where.Exprs)}} // the ranges AND-ed to all of it, not to its last Or
+			stmt.Clauses["WHERE"] = c
+		}
+	}
+	stmt.AddClause(clause.Where{Exprs: []clause.Expression{cond}})
 }
 
 // keepToRanges is false only in the benchmark that prices keepTo.

@@ -169,7 +169,8 @@ func (e *Engine) routeStatement(db *gorm.DB, kind statementKind, sub bool, setti
 		return
 	}
 	shardMap := e.router.Map() // one map for the whole statement, though it be swapped meanwhile
-	physicals, several, err := e.routeOf(db, m, kind, settings, reading.where, shardMap)
+	route, err := e.routeOf(db, m, kind, settings, reading.where, shardMap)
+	physicals, several := route.Databases, route.Several
 	if table, joins := e.joinsJoinTable(stmt); joins && errors.Is(err, ErrNoShard) { // Association(...).Find or Count of a many2many
 		err = fmt.Errorf("%w: %s is joined with %s, the join rows of a sharded model, which are on their owner's database, and the %s rows they name may be on others: read them with Preload, which reads each where it is",
 			ErrCrossShard, m.schema.Name, table, m.schema.Name)
@@ -182,6 +183,11 @@ func (e *Engine) routeStatement(db *gorm.DB, kind statementKind, sub bool, setti
 		return
 	}
 	if k, ok := physicals.Single(); ok {
+		if route.ByClause && (kind == kindQuery || kind == kindRow) {
+			// No key pins its rows: it reads the ranges the map gives k only, as a part over several
+			// databases does, not a move's copy of another range k holds.
+			e.keepStatementTo(stmt, m, stmt.Table, shardMap.Keep(k))
+		}
 		if state := e.bindWrite(db, kind, k, shardMap); state != nil {
 			state.severalShards, state.where = several, reading.where
 		}
@@ -730,14 +736,13 @@ func (e *onError) Is(target error) bool {
 // conditions on the key columns and its model's IDs.
 func (e *Engine) statementPhysicals(db *gorm.DB, m *model, kind statementKind, shardMap *shardrouter.Map) (shardrouter.Set, error) {
 	settings := readSettings(db.Statement)
-	set, _, err := e.routeOf(db, m, kind, &settings, readClauses(db.Statement).where, shardMap)
-	return set, err
+	route, err := e.routeOf(db, m, kind, &settings, readClauses(db.Statement).where, shardMap)
+	return route.Databases, err
 }
 
 // routeOf is statementPhysicals for the statement's Settings and conditions
-// where, read already; several says its keys or rows name two logical shards
-// or more.
-func (e *Engine) routeOf(db *gorm.DB, m *model, kind statementKind, settings *settingsReading, where []clause.Expression, shardMap *shardrouter.Map) (set shardrouter.Set, several bool, err error) {
+// where, read already, as the planner's route.
+func (e *Engine) routeOf(db *gorm.DB, m *model, kind statementKind, settings *settingsReading, where []clause.Expression, shardMap *shardrouter.Map) (shardrouter.Route, error) {
 	stmt := db.Statement
 	planned := shardrouter.Statement{Keys: m.keys, Where: where}
 	if settings.hinted {
@@ -747,7 +752,7 @@ func (e *Engine) routeOf(db *gorm.DB, m *model, kind statementKind, settings *se
 		} else {
 			s, err := e.hintShard(h)
 			if err != nil {
-				return shardrouter.Set{}, false, err
+				return shardrouter.Route{}, err
 			}
 			planned.Clause = shardrouter.Only(shardMap.Physical(s))
 		}
@@ -755,20 +760,20 @@ func (e *Engine) routeOf(db *gorm.DB, m *model, kind statementKind, settings *se
 	var rowsOnStack [1]int
 	planned.Rows = e.modelShards(stmt, m, kind, rowsOnStack[:0])
 	if len(planned.Rows) > 0 && shardrouter.OrJoined(where) {
-		return shardrouter.Set{}, false, fmt.Errorf("%w: %s: a condition given by Or leaves the IDs of the statement's rows, which GORM appends, AND-ed to part of the conditions only: the rows it names may be on any database; give the IDs as a condition, or the Or inside Where(clause.Or(...))",
+		return shardrouter.Route{}, fmt.Errorf("%w: %s: a condition given by Or leaves the IDs of the statement's rows, which GORM appends, AND-ed to part of the conditions only: the rows it names may be on any database; give the IDs as a condition, or the Or inside Where(clause.Or(...))",
 			ErrCrossShard, m.schema.Name)
 	}
 	route := shardrouter.PlanRoute(planned, shardMap)
 	switch route.Refusal {
 	case shardrouter.OutsideClause:
-		return route.Databases, false, fmt.Errorf("%w: %s: the statement's conditions name rows outside the shard its clause names", ErrCrossShard, m.schema.Name)
+		return shardrouter.Route{Databases: route.Databases}, fmt.Errorf("%w: %s: the statement's conditions name rows outside the shard its clause names", ErrCrossShard, m.schema.Name)
 	case shardrouter.NoShard:
 		if rows := reflect.Indirect(reflect.ValueOf(stmt.Model)); kind == kindUpdate && (rows.Kind() == reflect.Slice || rows.Kind() == reflect.Array) && rows.Len() > 0 {
-			return route.Databases, false, fmt.Errorf("%w (GORM restricts an update of rows to their IDs only when the last row has one)", e.noShard(m))
+			return shardrouter.Route{Databases: route.Databases}, fmt.Errorf("%w (GORM restricts an update of rows to their IDs only when the last row has one)", e.noShard(m))
 		}
-		return route.Databases, false, e.noShard(m)
+		return shardrouter.Route{Databases: route.Databases}, e.noShard(m)
 	}
-	return route.Databases, route.Several, route.Err
+	return route, route.Err
 }
 
 func (e *Engine) noShard(m *model) error {
