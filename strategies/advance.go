@@ -63,13 +63,19 @@ func (g *Instagram) Advance(ctx context.Context, source, target Target, atLeast 
 }
 
 // IssuedPast reports whether target's clock-sequence, as far as this
-// process has seen it reserve outside a transaction, has issued past the
-// time tick of id: it never issues an ID of that tick again, and id needs no
-// Advance. The database's clock, not the process's, decides, as the two may
+// process has seen it reserve outside a transaction, has issued the value
+// id was made from or a later one: it never issues that value again, and id
+// needs no Advance (the IDs a Create just made, written by its parts, among
+// them). The database's clock, not the process's, decides, as the two may
 // differ.
 func (g *Instagram) IssuedPast(target Target, id int64) bool {
 	c, err := g.clock(target)
-	return err == nil && id >= 0 && c.confirmed.Load()>>g.layout.SequenceBits > g.layout.Decode(id).Ticks
+	if err != nil || id < 0 {
+		return false
+	}
+	// The clock-sequence value id was made from: the clock never gives it, or one below it, again.
+	parts := g.layout.Decode(id)
+	return c.confirmed.Load() >= parts.Ticks<<g.layout.SequenceBits|int64(parts.Sequence)
 }
 
 // prepared is the clock of target, its tables created on target's pool.
