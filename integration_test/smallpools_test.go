@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -106,5 +108,75 @@ func TestSplitCreateOnPoolsOfOneConnection(t *testing.T) {
 			}
 			settled(t, pools, runtime.NumGoroutine())
 		}
+	})
+}
+
+// TestStatementsOverDatabasesOnPoolsOfOneConnection: many goroutines run
+// statements over two databases whose pools hold one connection each
+// (updates and reads over both, split Creates, transactions across shards):
+// none waits on one database's connection while holding the other's for
+// good, every statement ends, and the balances add up.
+func TestStatementsOverDatabasesOnPoolsOfOneConnection(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r, pools, accounts := smallPools(t, b, 1, shardid.Config{})
+		ids := []int64{accounts[0].ID, accounts[1].ID}
+		before := runtime.NumGoroutine()
+		const workers, rounds = 8, 5
+		errs := make(chan error, workers*rounds)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		db := r.db.WithContext(ctx)
+		done := make(chan struct{})
+		var added int64
+		go func() {
+			defer close(done)
+			var wg sync.WaitGroup
+			for w := range workers {
+				wg.Go(func() {
+					for range rounds {
+						var err error
+						switch w % 4 {
+						case 0:
+							err = db.Model(&account{}).Where("id IN ?", ids).Update("balance", gorm.Expr("balance + 1")).Error
+							if err == nil {
+								atomic.AddInt64(&added, 2)
+							}
+						case 1:
+							var got []account
+							err = db.Where("id IN ?", ids).Find(&got).Error
+						case 2:
+							err = db.Clauses(shardid.AcrossShards()).Transaction(func(tx *gorm.DB) error {
+								if err := tx.Model(&accounts[0]).Update("balance", gorm.Expr("balance - 1")).Error; err != nil {
+									return err
+								}
+								return tx.Model(&accounts[1]).Update("balance", gorm.Expr("balance + 1")).Error
+							})
+						case 3:
+							rows := make([]account, 8)
+							err = db.Create(&rows).Error
+						}
+						errs <- err
+					}
+				})
+			}
+			wg.Wait()
+		}()
+		select {
+		case <-done:
+		case <-time.After(40 * time.Second):
+			t.Fatal("statements still running 10 s past their contexts' deadline")
+		}
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Errorf("a statement failed: %v", err)
+			}
+		}
+		got := balances(t, r, accounts)
+		if got[0]+got[1] != 200+added {
+			t.Errorf("balances %v add up to %d, want %d", got, got[0]+got[1], 200+added)
+		}
+		settled(t, pools, before)
+		r.noPrepared(t)
 	})
 }

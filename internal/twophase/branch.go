@@ -191,10 +191,10 @@ func (b *Branch) Prepare(ctx context.Context) error {
 			return err
 		}
 	}
+	// The connection is kept for the decision even on PostgreSQL, where any
+	// session may finish it: one taken from the pool then could wait for a
+	// statement that holds it, waiting on this branch's locks.
 	b.state = prepared
-	if b.dialect == "postgres" {
-		b.release() // a prepared transaction belongs to no session there
-	}
 	return nil
 }
 
@@ -218,8 +218,10 @@ func (b *Branch) Commit(ctx context.Context) error {
 		steps = []string{"COMMIT"}
 	case b.dialect == "mysql":
 		steps = []string{"XA COMMIT " + id} // on its own session, which alone may
+	default:
+		steps = []string{"COMMIT PREPARED " + id}
 	}
-	if b.state == prepared && (b.dialect == "postgres" || b.conn.Load() == nil) { // no session of its own: any may finish it
+	if b.state == prepared && b.conn.Load() == nil { // no session of its own: any may finish it
 		return b.ended(b.commitPrepared(ctx, nil))
 	}
 	wasPrepared := b.state == prepared
@@ -278,14 +280,21 @@ func (b *Branch) Rollback(ctx context.Context) error {
 		steps = []string{"ROLLBACK"}
 	case b.dialect == "mysql":
 		steps = []string{"XA ROLLBACK " + id}
+	default:
+		steps = []string{"ROLLBACK PREPARED " + id}
 	}
-	if b.state == prepared && (b.dialect == "postgres" || b.conn.Load() == nil) { // no session of its own: any may finish it
+	if b.state == prepared && b.conn.Load() == nil { // no session of its own: any may finish it
 		return b.ended(RollbackPrepared(ctx, b.db, b.dialect, b.xid))
 	}
 	if b.state == unsure {
 		return b.ended(b.rollbackUnsure(ctx))
 	}
-	return b.ended(b.run(ctx, steps))
+	wasPrepared := b.state == prepared
+	err := b.run(ctx, steps)
+	if err != nil && wasPrepared && b.dialect == "postgres" { // its connection lost on the way: any session may
+		err = RollbackPrepared(ctx, b.db, b.dialect, b.xid)
+	}
+	return b.ended(err)
 }
 
 // rollbackUnsure rolls back, from another session, a branch whose PREPARE
@@ -318,6 +327,10 @@ func (b *Branch) rollbackUnsure(ctx context.Context) error {
 // its session while that lives.
 func (b *Branch) Detach() {
 	if b.state == prepared && b.conn.Load() != nil {
+		if b.dialect == "postgres" {
+			b.release() // its session is out of the transaction: the pool may have it
+			return
+		}
 		b.discard()
 		b.state = prepared
 	}
