@@ -2,6 +2,8 @@ package integration
 
 import (
 	"context"
+	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -209,5 +211,31 @@ func TestTransactionWhoseOneCommitFailsIsCountedRolledBack(t *testing.T) {
 		if rolledBack := after.RolledBack - before.RolledBack; rolledBack != 1 {
 			t.Fatalf("a transaction whose COMMIT failed counted %d rolled back (%+v)", rolledBack, after)
 		}
+	})
+}
+
+// TestWriteOverDatabasesWhoseContextEndsBeforeItsPrepareFailsWithIt: a
+// write over two databases whose context is cancelled once its parts have
+// written (by a callback after the write), before its branches prepare,
+// fails with context.Canceled, as GORM's commit on one database does, not
+// as a failed statement; nothing is written, nothing left prepared.
+func TestWriteOverDatabasesWhoseContextEndsBeforeItsPrepareFailsWithIt(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r, pools, accounts := smallPools(t, b, 0, shardid.Config{})
+		var cancel context.CancelFunc
+		must(t, r.db.Callback().Update().After("gorm:update").Register("test:cancel", func(*gorm.DB) { cancel() }))
+		before := runtime.NumGoroutine()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		ids := []int64{accounts[0].ID, accounts[1].ID}
+		err := r.db.WithContext(ctx).Model(&account{}).Where("id IN ?", ids).Update("balance", 7).Error
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("err = %v, want context.Canceled", err)
+		}
+		if got := balances(t, r, accounts); got != [2]int64{100, 100} {
+			t.Errorf("balances %v after the cancelled update, want 100 each", got)
+		}
+		r.noPrepared(t)
+		settled(t, pools, before)
 	})
 }

@@ -389,6 +389,9 @@ func (b *Branch) unbroken(ctx context.Context) error {
 	}
 	if err := b.exec(ctx, "SELECT 1"); err != nil {
 		b.discard()
+		if ctx.Err() != nil { // not a failed statement: the check never ran, and the branch rolls back with its connection
+			return ctx.Err()
+		}
 		return errors.Join(errBroken, err)
 	}
 	return nil
