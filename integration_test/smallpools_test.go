@@ -180,3 +180,43 @@ func TestStatementsOverDatabasesOnPoolsOfOneConnection(t *testing.T) {
 		r.noPrepared(t)
 	})
 }
+
+// TestCreateInBatchesOverDatabasesOnPoolsOfOneConnection: goroutines
+// running CreateInBatches of rows on two databases at once, each pool of
+// one connection, all write their rows: a batch's part, holding its
+// database's connection, does not wait for the commit of another
+// CreateInBatches's branches, which needs that connection.
+func TestCreateInBatchesOverDatabasesOnPoolsOfOneConnection(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r, pools, accounts := smallPools(t, b, 1, shardid.Config{})
+		fresh(t, r.db, &leg{})
+		before := runtime.NumGoroutine()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		const workers, rounds = 8, 3
+		errs := make(chan error, workers*rounds)
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Go(func() {
+				for range rounds {
+					legs := []leg{{AccountID: accounts[0].ID}, {AccountID: accounts[1].ID}, {AccountID: accounts[0].ID}, {AccountID: accounts[1].ID}}
+					errs <- r.db.WithContext(ctx).CreateInBatches(&legs, 2).Error
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatalf("a CreateInBatches failed: %v", err)
+			}
+		}
+		var n int64
+		must(t, r.db.Clauses(shardid.AllShards()).Model(&leg{}).Count(&n).Error)
+		if n != workers*rounds*4 {
+			t.Errorf("%d rows, want %d", n, workers*rounds*4)
+		}
+		r.noPrepared(t)
+		settled(t, pools, before)
+	})
+}

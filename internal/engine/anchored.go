@@ -273,6 +273,22 @@ func (e *Engine) awaitEndedAnchors(ctx context.Context) {
 	if e.anchored.pending.Load() == 0 {
 		return
 	}
+	e.waitForAnchors(ctx)
+}
+
+// awaitEndedAnchorsOf is awaitEndedAnchors for stmt, which a part of a
+// statement over several databases skips: its statement waited before any
+// part held a connection, which the branches' commits may need.
+func (e *Engine) awaitEndedAnchorsOf(stmt *gorm.Statement) {
+	if e.anchored.pending.Load() == 0 {
+		return
+	}
+	if _, part := loadSetting(stmt, pinKey{}); !part {
+		e.waitForAnchors(stmt.Context)
+	}
+}
+
+func (e *Engine) waitForAnchors(ctx context.Context) {
 	e.anchored.mu.Lock()
 	var waits []chan struct{}
 	for tx, a := range e.anchored.byTx {

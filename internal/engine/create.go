@@ -57,7 +57,7 @@ func (e *Engine) assignIDs(db *gorm.DB) {
 	}
 	if e.routed() && m.sharded() {
 		e.startRouting(stmt)
-		e.awaitEndedAnchors(stmt.Context)
+		e.awaitEndedAnchorsOf(stmt)
 		e.holdIfAnnounced(db, kindCreate)
 		if db.AddError(e.mapUsable()) != nil { // after the hold, which may outlast the map's trust
 			return

@@ -64,7 +64,7 @@ func (e *Engine) route(kind statementKind) func(*gorm.DB) {
 		}
 		e.unprepareTransaction(db.Statement)
 		e.startRouting(db.Statement)
-		e.awaitEndedAnchors(db.Statement.Context)
+		e.awaitEndedAnchorsOf(db.Statement)
 		if (kind == kindUpdate || kind == kindDelete) && !sub {
 			e.holdIfAnnounced(db, kind)
 		}
