@@ -95,21 +95,27 @@ type opener struct {
 	ready   func(*openPhysical) // told of the database once it is open
 	opened  atomic.Pointer[openPhysical]
 
-	mu      sync.Mutex    // protects the fields below
-	attempt chan struct{} // closed when the running attempt ends; nil: none runs
-	failure error         // the last attempt's
+	mu      sync.Mutex // protects the fields below
+	attempt *attempt   // the running one; nil: none runs
 	closed  bool
 }
 
-// start begins an attempt unless one runs or the database is open.
-func (o *opener) start() chan struct{} {
+// attempt is one try at opening the database.
+type attempt struct {
+	done chan struct{} // closed when it ends
+	err  error         // its failure, set before done is closed
+}
+
+// start begins an attempt unless one runs or the database is open (nil);
+// begun says this call began it.
+func (o *opener) start() (_ *attempt, begun bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.attempt != nil || o.opened.Load() != nil || o.closed {
-		return o.attempt
+		return o.attempt, false
 	}
-	done := make(chan struct{})
-	o.attempt = done
+	a := &attempt{done: make(chan struct{})}
+	o.attempt = a
 	go func() {
 		db, err := o.dial()
 		var opened *openPhysical
@@ -118,7 +124,7 @@ func (o *opener) start() chan struct{} {
 		}
 		o.mu.Lock()
 		defer o.mu.Unlock()
-		o.attempt, o.failure = nil, err
+		o.attempt, a.err = nil, err
 		switch {
 		case err == nil && o.closed:
 			_ = opened.close()
@@ -126,41 +132,46 @@ func (o *opener) start() chan struct{} {
 			o.ready(opened)
 			o.opened.Store(opened)
 		}
-		close(done)
+		close(a.done)
 	}()
-	return done
+	return a, true
 }
 
 // get returns the open database, waiting for an attempt up to the timeout.
+// An attempt it joined, begun before it, that fails is followed by one of its
+// own within the same bound: the database may have come back since.
 func (o *opener) get(ctx context.Context) (*openPhysical, error) {
 	if opened := o.opened.Load(); opened != nil {
 		return opened, nil
 	}
-	done := o.start()
-	if done == nil { // opened meanwhile, or closed
+	timer := time.NewTimer(o.timeout)
+	defer timer.Stop()
+	for {
+		a, begun := o.start()
+		if a == nil { // opened meanwhile, or closed
+			if opened := o.opened.Load(); opened != nil {
+				return opened, nil
+			}
+			return nil, fmt.Errorf("%w: %s: the plugin is closed", ErrShardUnavailable, o.name)
+		}
+		select {
+		case <-a.done:
+		case <-timer.C:
+			return nil, fmt.Errorf("%w: %s did not answer within %v (Config.ConnectTimeout)", ErrShardUnavailable, o.name, o.timeout)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: %s: %w", ErrShardUnavailable, o.name, ctx.Err())
+		}
 		if opened := o.opened.Load(); opened != nil {
 			return opened, nil
 		}
-		return nil, fmt.Errorf("%w: %s: the plugin is closed", ErrShardUnavailable, o.name)
+		if !begun || a.err == nil { // begun before this call (or opened as the plugin closed): once more, within the bound
+			continue
+		}
+		if errors.Is(a.err, ErrShardUnavailable) {
+			return nil, a.err // names the database already
+		}
+		return nil, fmt.Errorf("%w: opening %s: %w", ErrShardUnavailable, o.name, a.err)
 	}
-	timer := time.NewTimer(o.timeout)
-	defer timer.Stop()
-	select {
-	case <-done:
-	case <-timer.C:
-		return nil, fmt.Errorf("%w: %s did not answer within %v (Config.ConnectTimeout)", ErrShardUnavailable, o.name, o.timeout)
-	case <-ctx.Done():
-		return nil, fmt.Errorf("%w: %s: %w", ErrShardUnavailable, o.name, ctx.Err())
-	}
-	if opened := o.opened.Load(); opened != nil {
-		return opened, nil
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if errors.Is(o.failure, ErrShardUnavailable) {
-		return nil, o.failure // names the database already
-	}
-	return nil, fmt.Errorf("%w: opening %s: %w", ErrShardUnavailable, o.name, o.failure)
 }
 
 // close closes the database if it is open, and any that an attempt still
