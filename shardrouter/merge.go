@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
+	"math"
 	"reflect"
 	"regexp"
 	"slices"
@@ -670,7 +671,8 @@ func limitOf(q Query) (limit, offset int, limited bool) {
 	}
 	offset = max(l.Offset, 0)
 	if l.Limit != nil && *l.Limit >= 0 { // Limit(-1) cancels a limit
-		return *l.Limit, offset, true
+		// Parts fetch OFFSET+LIMIT rows: capped so that the sum cannot overflow (Limit(math.MaxInt) means all).
+		return min(*l.Limit, math.MaxInt-offset), offset, true
 	}
 	return 0, offset, false
 }
