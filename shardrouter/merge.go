@@ -427,7 +427,11 @@ func selectParts(q Query) []string {
 	}
 	if sel, ok := q.Clauses["SELECT"].Expression.(clause.Select); ok {
 		for _, c := range sel.Columns {
-			items = append(items, strings.Split(c.Name, ",")...)
+			name := c.Name
+			if !c.Raw && c.Table != "" && c.Table != clause.CurrentTable {
+				name = c.Table + "." + name // clause.Column{Table: "books", Name: "id"} is books' id
+			}
+			items = append(items, strings.Split(name, ",")...)
 		}
 	}
 	return items
@@ -460,7 +464,30 @@ func selected(q Query, f *schema.Field) bool {
 
 // keySelected reports whether the rows carry the key as itself, which makes
 // each row distinct; another value aliased as the key does not.
-func keySelected(q Query) bool { return selected(q, q.Key) && selectedAsItself(q, q.Key) }
+// The key must be read from the model's own table: another table's column
+// of its name (a joined table's id, NULL on every unmatched row) does not.
+func keySelected(q Query) bool {
+	if !selected(q, q.Key) || !selectedAsItself(q, q.Key) {
+		return false
+	}
+	items := selectParts(q)
+	for _, item := range items {
+		if m := aliasedColumn.FindStringSubmatch(item); m != nil && (m[1] == "*" || named(q.Key, m[1])) && !ofOtherTable(q, item) {
+			return true
+		}
+	}
+	return len(items) == 0
+}
+
+// qualifier reads the table that qualifies a select item's column.
+var qualifier = regexp.MustCompile("^\\s*[`\"]?(\\w+)[`\"]?\\s*\\.")
+
+// ofOtherTable reports whether a select item reads a column qualified by
+// another table than the query's own (its name or its alias).
+func ofOtherTable(q Query, item string) bool {
+	m := qualifier.FindStringSubmatch(item)
+	return m != nil && !strings.EqualFold(m[1], q.Schema.Table) && !strings.EqualFold(m[1], q.Table)
+}
 
 // sourcesNamed returns, for each select item that gives the rows a value
 // under f's name, the column it reads: "*", a column's name, or "" for an

@@ -133,6 +133,8 @@ func selectItems(q Query) (items []string, distinct bool, why string) {
 		for _, c := range sel.Columns {
 			if c.Raw {
 				items = append(items, splitTopLevel(c.Name, ',')...)
+			} else if c.Table != "" && c.Table != clause.CurrentTable {
+				items = append(items, c.Table+"."+c.Name) // another table's column, not the model's of its name
 			} else {
 				items = append(items, c.Name)
 			}
