@@ -205,7 +205,10 @@ func TestAnOrTextGORMLeavesUnbracketedNamesNoShard(t *testing.T) {
 // read, counted or scanned.
 func TestAShardClauseReadsOnlyTheRangesItsDatabaseServes(t *testing.T) {
 	db, p, direct := revRouted(t, &revUser{})
-	users := revOnBoth(t, db, p, func() *revUser { return &revUser{Name: "a"} }, func(u *revUser) int64 { return u.ID })
+	users := revOnBoth(t, db, p, func() *revUser { return &revUser{Name: "other"} }, func(u *revUser) int64 { return u.ID })
+	for _, u := range users { // the two alone of their name
+		must(t, db.Model(u).Update("name", "a").Error)
+	}
 	stray := *users[1] // database 1's row, copied onto database 0 as a move leaves it
 	must(t, direct[0].Create(&stray).Error)
 	own := p.Layout().Shard(users[0].ID)
