@@ -584,13 +584,29 @@ func returningOf(stmt *gorm.Statement) (returning, replaced bool) {
 	return true, len(r.Columns) == 0 || len(r.Columns) == 1 && r.Columns[0].Name == "*"
 }
 
+// builtClauses are the statement's clauses its SQL is built of: a clause
+// kept for another kind of statement (gorm.io/hints' index hint sets one on
+// UPDATE too) is not in a query's SQL, so it is nothing to merge.
+func builtClauses(stmt *gorm.Statement) map[string]clause.Clause {
+	if len(stmt.BuildClauses) == 0 {
+		return stmt.Clauses
+	}
+	built := make(map[string]clause.Clause, len(stmt.Clauses))
+	for name, c := range stmt.Clauses {
+		if slices.Contains(stmt.BuildClauses, name) {
+			built[name] = c
+		}
+	}
+	return built
+}
+
 // fanOutQuery runs the query on every physical database that may hold its
 // rows at once, and merges the rows into the statement's destination: a sum
 // for a count, a k-way merge of the parts when ordered, else the parts one
 // after another. Preloads and AfterFind hooks run once, on the merged rows.
 func (e *Engine) fanOutQuery(db *gorm.DB, kind statementKind, m *model, plan shardrouter.Parts) {
 	stmt := db.Statement
-	query := shardrouter.Query{Schema: stmt.Schema, Key: m.pk().field, Clauses: stmt.Clauses, Distinct: stmt.Distinct,
+	query := shardrouter.Query{Schema: stmt.Schema, Key: m.pk().field, Clauses: builtClauses(stmt), Distinct: stmt.Distinct,
 		Selects: stmt.Selects, Omits: stmt.Omits, TableExpr: stmt.TableExpr, Table: stmt.Table, Rows: kind == kindRow,
 		Quote: func(name string) string { return stmt.Quote(name) }, Dialect: e.dialectOf(stmt, plan)}
 	dest := reflect.ValueOf(stmt.Dest)

@@ -1,0 +1,444 @@
+package integration
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+	"gorm.io/gorm/logger"
+	"gorm.io/hints"
+
+	"github.com/shardid/shardid"
+)
+
+// sqlLog keeps every SQL text a session sends, fan-out parts split apart.
+type sqlLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (s *sqlLog) LogMode(logger.LogLevel) logger.Interface { return s }
+func (s *sqlLog) Info(context.Context, string, ...any)     {}
+func (s *sqlLog) Warn(context.Context, string, ...any)     {}
+func (s *sqlLog) Error(context.Context, string, ...any)    {}
+func (s *sqlLog) Trace(_ context.Context, _ time.Time, fc func() (string, int64), _ error) {
+	line, _ := fc()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lines = append(s.lines, partInLine.Split(line, -1)...)
+}
+
+// of returns the texts that name table and hold word, and clears the log.
+func (s *sqlLog) of(table, word string) (with, without []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, l := range s.lines {
+		if !strings.Contains(l, table) {
+			continue
+		}
+		if strings.Contains(l, word) {
+			with = append(with, l)
+		} else {
+			without = append(without, l)
+		}
+	}
+	s.lines = nil
+	return with, without
+}
+
+func idsOf(as []author) []int64 {
+	out := make([]int64, len(as))
+	for i, a := range as {
+		out[i] = a.ID
+	}
+	return out
+}
+
+// TestHintCommentsReachEveryPart: gorm.io/hints' comments, given as clauses,
+// are in the SQL of every database a read or a write over several runs on.
+func TestHintCommentsReachEveryPart(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		all := r.onEvery(t)
+		ids := idsOf(all)
+		log := &sqlLog{}
+		db := r.db.Session(&gorm.Session{Logger: log})
+		var found []author
+		must(t, db.Clauses(hints.Comment("select", "hinted")).Find(&found, ids).Error)
+		if len(found) != len(ids) {
+			t.Fatalf("%d rows of %d", len(found), len(ids))
+		}
+		with, without := log.of("authors", "hinted")
+		if len(without) > 0 || len(with) != physicalShards {
+			t.Fatalf("a select's comment: with %q, without %q", with, without)
+		}
+		must(t, db.Clauses(hints.CommentBefore("update", "hinted")).Model(&author{}).Where("id IN ?", ids).Update("name", "u").Error)
+		with, without = log.of("authors", "hinted")
+		if len(without) > 0 || len(with) != physicalShards {
+			t.Fatalf("an update's comment: with %q, without %q", with, without)
+		}
+		var n int64
+		must(t, db.Clauses(hints.Comment("select", "hinted"), shardid.AllShards()).Model(&author{}).Count(&n).Error)
+		with, without = log.of("authors", "hinted")
+		if len(without) > 0 || len(with) != physicalShards || n != int64(len(ids)) {
+			t.Fatalf("a count's comment (%d): with %q, without %q", n, with, without)
+		}
+	})
+}
+
+// TestLockingReachesEveryBranch: a read with FOR UPDATE over several
+// databases in a transaction across shards locks the rows on each database
+// until the transaction ends.
+func TestLockingReachesEveryBranch(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		all := r.onEvery(t)
+		ids := idsOf(all)
+		log := &sqlLog{}
+		db := r.db.Session(&gorm.Session{Logger: log})
+		err := db.Clauses(shardid.AcrossShards()).Transaction(func(tx *gorm.DB) error {
+			var locked []author
+			if err := tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).Find(&locked, ids).Error; err != nil {
+				return err
+			}
+			if len(locked) != len(ids) {
+				return fmt.Errorf("%d rows of %d", len(locked), len(ids))
+			}
+			for i, d := range r.direct {
+				var a author
+				err := d.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Options: clause.LockingOptionsNoWait}).First(&a, all[i].ID).Error
+				if err == nil {
+					return fmt.Errorf("database %d: row %d not locked", i, all[i].ID)
+				}
+			}
+			return nil
+		})
+		must(t, err)
+		with, without := log.of("authors", "FOR UPDATE")
+		if len(with) != physicalShards {
+			t.Fatalf("FOR UPDATE: with %q, without %q", with, without)
+		}
+		// After the commit, the locks are gone.
+		for i, d := range r.direct {
+			var a author
+			must(t, d.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Options: clause.LockingOptionsNoWait}).First(&a, all[i].ID).Error)
+		}
+	})
+}
+
+// TestReturningOverSeveralDatabases: an update and a delete with RETURNING
+// whose rows are on several databases give back every row, as one
+// database does.
+func TestReturningOverSeveralDatabases(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		if b.name == "mariadb" {
+			t.Skip("GORM's mysql dialector sends no RETURNING")
+		}
+		r := newRouting(t, b)
+		all := r.onEvery(t)
+		ids := idsOf(all)
+		var updated []author
+		res := r.db.Model(&updated).Clauses(clause.Returning{}).Where("id IN ?", ids).Update("name", "returned")
+		must(t, res.Error)
+		if res.RowsAffected != int64(len(ids)) || len(updated) != len(ids) {
+			t.Fatalf("update returning: %d affected, %d rows, want %d", res.RowsAffected, len(updated), len(ids))
+		}
+		for _, u := range updated {
+			if u.Name != "returned" || !slices.Contains(ids, u.ID) {
+				t.Fatalf("update returning row %+v", u)
+			}
+		}
+		var deleted []author
+		res = r.db.Clauses(clause.Returning{Columns: []clause.Column{{Name: "id"}, {Name: "name"}}}).Where("id IN ?", ids).Delete(&deleted)
+		must(t, res.Error)
+		got := idsOf(deleted)
+		slices.Sort(got)
+		want := slices.Clone(ids)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Fatalf("delete returning: %v, want %v", got, want)
+		}
+		if n := r.count(t, &author{}, "id IN ?", ids); n != 0 {
+			t.Fatalf("%d rows left", n)
+		}
+	})
+}
+
+// TestUpsertFormsOverSeveralDatabases: OnConflict forms and INSERT IGNORE
+// of a batch over several databases write what one database writes.
+func TestUpsertFormsOverSeveralDatabases(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		all := r.onEvery(t)
+		again := make([]author, len(all))
+		for i, a := range all {
+			again[i] = author{ID: a.ID, Name: "again"}
+		}
+		res := r.db.Clauses(clause.OnConflict{DoNothing: true}).Create(&again)
+		must(t, res.Error)
+		if n := r.count(t, &author{}, "name = ?", "again"); n != 0 {
+			t.Fatalf("DoNothing wrote %d rows", n)
+		}
+		res = r.db.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "id"}}, DoUpdates: clause.AssignmentColumns([]string{"name"})}).Create(&again)
+		must(t, res.Error)
+		if n := r.count(t, &author{}, "name = ?", "again"); n != int64(len(all)) {
+			t.Fatalf("DoUpdates wrote %d rows of %d", n, len(all))
+		}
+		for i := range again {
+			again[i].Name = "expr"
+		}
+		res = r.db.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "id"}}, DoUpdates: clause.Assignments(map[string]any{"name": gorm.Expr("'set by expr'")})}).Create(&again)
+		must(t, res.Error)
+		if n := r.count(t, &author{}, "name = ?", "set by expr"); n != int64(len(all)) {
+			t.Fatalf("DoUpdates by expression wrote %d rows of %d", n, len(all))
+		}
+		if b.name == "mariadb" {
+			for i := range again {
+				again[i].Name = "ignored"
+			}
+			res = r.db.Clauses(clause.Insert{Modifier: "IGNORE"}).Create(&again)
+			must(t, res.Error)
+			if n := r.count(t, &author{}, "name = ?", "ignored"); n != 0 {
+				t.Fatalf("INSERT IGNORE wrote %d rows", n)
+			}
+		}
+	})
+}
+
+// ownerRef is a key type of the application's, stored through Valuer and
+// Scanner.
+type ownerRef struct{ V int64 }
+
+func (o ownerRef) Value() (driver.Value, error) { return o.V, nil }
+func (o *ownerRef) Scan(v any) error {
+	switch x := v.(type) {
+	case int64:
+		o.V = x
+	case []byte:
+		_, err := fmt.Sscan(string(x), &o.V)
+		return err
+	default:
+		return fmt.Errorf("ownerRef: %T", v)
+	}
+	return nil
+}
+
+type profileAddr struct {
+	City string
+	Rank int
+}
+
+type profile struct {
+	ID      int64       `shardid:"colocate:OwnerID"`
+	OwnerID int64       `gorm:"index"`
+	Tags    []string    `gorm:"serializer:json"`
+	Addr    profileAddr `gorm:"embedded;embeddedPrefix:addr_"`
+}
+
+type keyedNote struct {
+	ID    int64    `shardid:"hash:Owner"`
+	Owner ownerRef `gorm:"index"`
+	Body  string
+}
+
+// TestSerializedAndEmbeddedFieldsOverSeveralDatabases: rows with JSON and
+// embedded fields read over several databases, ordered by an embedded
+// column, come back as one database gives them.
+func TestSerializedAndEmbeddedFieldsOverSeveralDatabases(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		fresh(t, r.db, &profile{})
+		all := r.onEvery(t)
+		for i, a := range all {
+			p := profile{OwnerID: a.ID, Tags: []string{"t", fmt.Sprint(i)}, Addr: profileAddr{City: fmt.Sprintf("c%d", len(all)-i), Rank: len(all) - i}}
+			must(t, r.db.Create(&p).Error)
+			if got := r.where(t, &profile{}, p.ID); !slices.Equal(got, []int{r.physicalOf(a.ID)}) {
+				t.Fatalf("profile on %v, owner on %d", got, r.physicalOf(a.ID))
+			}
+		}
+		var ps []profile
+		must(t, r.db.Clauses(shardid.AllShards()).Order("addr_rank").Limit(3).Find(&ps).Error)
+		if len(ps) != 3 || ps[0].Addr.Rank != 1 || ps[2].Addr.Rank != 3 || ps[0].Addr.City != "c1" || len(ps[0].Tags) != 2 {
+			t.Fatalf("merged rows %+v", ps)
+		}
+		var ranks []int
+		must(t, r.db.Model(&profile{}).Clauses(shardid.AllShards()).Order(clause.OrderByColumn{Column: clause.Column{Name: "addr_rank"}, Desc: true}).Pluck("addr_rank", &ranks).Error)
+		if !sort.IsSorted(sort.Reverse(sort.IntSlice(ranks))) || len(ranks) != len(all) {
+			t.Fatalf("plucked %v", ranks)
+		}
+		// Scopes and clause.Expr conditions naming the owner route to its database.
+		byOwner := func(id int64) func(*gorm.DB) *gorm.DB {
+			return func(tx *gorm.DB) *gorm.DB { return tx.Where(clause.Expr{SQL: "owner_id = ?", Vars: []any{id}}) }
+		}
+		var one profile
+		must(t, r.db.Scopes(byOwner(all[1].ID)).First(&one).Error)
+		if one.OwnerID != all[1].ID {
+			t.Fatalf("scoped read %+v", one)
+		}
+	})
+}
+
+// TestValuerHashKey: a hash key of a type with Value and Scan places a row
+// by its value, finds it by the same value and reads it back.
+func TestValuerHashKey(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		if err := migrator(r.db).AutoMigrate(&keyedNote{}); err != nil {
+			if errors.Is(err, shardid.ErrInvalidTag) {
+				return // a key type the hash does not know is refused by name
+			}
+			t.Fatal(err)
+		}
+		notes := make([]keyedNote, 30)
+		for i := range notes {
+			notes[i] = keyedNote{Owner: ownerRef{int64(i + 1)}, Body: "n"}
+		}
+		err := r.db.Create(&notes).Error
+		if err != nil {
+			if errors.Is(err, shardid.ErrInvalidTag) || errors.Is(err, shardid.ErrNoShard) {
+				t.Logf("refused: %v", err)
+				return
+			}
+			t.Fatal(err)
+		}
+		for _, n := range notes {
+			if got := r.where(t, &keyedNote{}, n.ID); !slices.Equal(got, []int{r.physicalOf(n.ID)}) {
+				t.Fatalf("note %d on %v, want %d", n.ID, got, r.physicalOf(n.ID))
+			}
+			var back keyedNote
+			must(t, r.db.Where("owner = ?", n.Owner).First(&back).Error)
+			if back.ID != n.ID {
+				t.Fatalf("by owner %v: %+v", n.Owner, back)
+			}
+		}
+	})
+}
+
+// TestDeleteReturningOnMariaDB: MariaDB 10.5+ deletes with RETURNING; rows
+// on several databases all come back.
+func TestDeleteReturningOnMariaDB(t *testing.T) {
+	for _, b := range backends {
+		if b.name != "mariadb" {
+			continue
+		}
+		r := newRouting(t, b)
+		all := r.onEvery(t)
+		ids := idsOf(all)
+		var deleted []author
+		res := r.db.Clauses(clause.Returning{}).Where("id IN ?", ids).Delete(&deleted)
+		must(t, res.Error)
+		got := idsOf(deleted)
+		slices.Sort(got)
+		want := slices.Clone(ids)
+		slices.Sort(want)
+		if !slices.Equal(got, want) || res.RowsAffected != int64(len(ids)) {
+			t.Fatalf("delete returning: %v (%d), want %v", got, res.RowsAffected, want)
+		}
+		if n := r.count(t, &author{}, "id IN ?", ids); n != 0 {
+			t.Fatalf("%d rows left", n)
+		}
+	}
+}
+
+// TestLockingFormsOnOneAndSeveralDatabases: FOR SHARE, NOWAIT, SKIP LOCKED
+// and FOR UPDATE OF the model's table read as on one database.
+func TestLockingFormsOnOneAndSeveralDatabases(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		all := r.onEvery(t)
+		ids := idsOf(all)
+		forms := []clause.Locking{
+			{Strength: clause.LockingStrengthShare},
+			{Strength: clause.LockingStrengthUpdate, Options: clause.LockingOptionsNoWait},
+			{Strength: clause.LockingStrengthUpdate, Options: clause.LockingOptionsSkipLocked},
+		}
+		if b.name == "postgres" {
+			forms = append(forms, clause.Locking{Strength: clause.LockingStrengthUpdate, Table: clause.Table{Name: "authors"}})
+		}
+		for _, l := range forms {
+			err := r.db.Clauses(shardid.AcrossShards()).Transaction(func(tx *gorm.DB) error {
+				var one author
+				if err := tx.Clauses(l).First(&one, ids[0]).Error; err != nil {
+					return fmt.Errorf("one database: %w", err)
+				}
+				var found []author
+				if err := tx.Clauses(l).Order("id").Find(&found, ids).Error; err != nil {
+					return fmt.Errorf("several databases: %w", err)
+				}
+				if len(found) != len(ids) {
+					return fmt.Errorf("%d rows of %d", len(found), len(ids))
+				}
+				return nil
+			})
+			if err != nil {
+				t.Errorf("%+v: %v", l, err)
+			}
+			var one author
+			if err := r.db.Clauses(shardid.ByID(ids[1])).Transaction(func(tx *gorm.DB) error {
+				return tx.Clauses(l).First(&one, ids[1]).Error
+			}); err != nil {
+				t.Errorf("%+v in a shard's transaction: %v", l, err)
+			}
+		}
+	})
+}
+
+// TestQualifiedColumnsRoute: conditions and selects that qualify columns
+// with the model's own table read as unqualified ones.
+func TestQualifiedColumnsRoute(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		all := r.onEvery(t)
+		ids := idsOf(all)
+		var one author
+		must(t, r.db.Select("authors.id, authors.name").Where("authors.id = ?", ids[2]).First(&one).Error)
+		if one.ID != ids[2] {
+			t.Fatalf("got %+v", one)
+		}
+		var found []author
+		must(t, r.db.Select("authors.id", "authors.name").Where("authors.id IN ?", ids).Order("authors.id").Find(&found).Error)
+		if len(found) != len(ids) || !slices.IsSortedFunc(found, func(a, b author) int { return int(a.ID>>40) - int(b.ID>>40) }) {
+			t.Fatalf("got %d rows", len(found))
+		}
+	})
+}
+
+// TestIndexHintsOnMariaDB: gorm.io/hints' index hints reach every part.
+func TestIndexHintsOnMariaDB(t *testing.T) {
+	for _, b := range backends {
+		if b.name != "mariadb" {
+			continue
+		}
+		r := newRouting(t, b)
+		all := r.onEvery(t)
+		ids := idsOf(all)
+		log := &sqlLog{}
+		db := r.db.Session(&gorm.Session{Logger: log})
+		var found []author
+		must(t, db.Clauses(hints.UseIndex("PRIMARY")).Find(&found, ids).Error)
+		with, without := log.of("authors", "USE INDEX")
+		if len(found) != len(ids) || len(with) != physicalShards {
+			t.Fatalf("%d rows; with %q, without %q", len(found), with, without)
+		}
+		var n int64
+		must(t, db.Clauses(hints.ForceIndex("PRIMARY"), shardid.AllShards()).Model(&author{}).Count(&n).Error)
+		with, without = log.of("authors", "FORCE INDEX")
+		if len(with) != physicalShards {
+			t.Fatalf("count: with %q, without %q", with, without)
+		}
+		must(t, db.Clauses(hints.New("MAX_EXECUTION_TIME(1000)")).Find(&found, ids).Error)
+		with, without = log.of("authors", "MAX_EXECUTION_TIME")
+		if len(with) != physicalShards {
+			t.Fatalf("optimizer hint: with %q, without %q", with, without)
+		}
+	}
+}
