@@ -93,3 +93,56 @@ func TestShardTransactionBesideDBResolverNamesTheClauseOrder(t *testing.T) {
 		t.Errorf("the row reads %q, want the first transaction's name only", got.Name)
 	}
 }
+
+// TestDBResolverSourcesDoNotTakeShardedWrites: dbresolver told to write a
+// sharded model to a source of its own leaves its writes to shardid: a
+// Create over several databases, an update, a delete, a transaction on a
+// shard and a read with dbresolver.Write reach the shards, and nothing
+// reaches the source.
+func TestDBResolverSourcesDoNotTakeShardedWrites(t *testing.T) {
+	b := backends[0]
+	r := newRouting(t, b)
+	sourcePath := filepath.Join(t.TempDir(), "source.db")
+	source, err := gorm.Open(sqlite.Open(sqliteDSN(sourcePath)), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	must(t, source.AutoMigrate(&author{}, &book{}))
+	must(t, r.db.Use(dbresolver.Register(dbresolver.Config{
+		Sources:  []gorm.Dialector{sqlite.Open(sqliteDSN(sourcePath))},
+		Replicas: []gorm.Dialector{sqlite.Open(sqliteDSN(sourcePath))},
+	}, &author{}, &book{})))
+	rows := make([]author, 30)
+	for i := range rows {
+		rows[i] = author{Name: "r", Books: []book{{Title: "t"}}}
+	}
+	must(t, r.db.Create(&rows).Error)
+	ids := idsOf(rows)
+	for _, a := range rows {
+		r.mustBeOnItsShard(t, &author{}, a.ID)
+	}
+	must(t, r.db.Model(&author{}).Where("id IN ?", ids).Update("name", "u").Error)
+	must(t, r.db.Clauses(dbresolver.Write).Clauses(shardid.ByID(ids[0])).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Model(&author{ID: ids[0]}).Update("name", "tx").Error; err != nil {
+			return err
+		}
+		return tx.Create(&author{Name: "in tx"}).Error
+	}))
+	var found []author
+	must(t, r.db.Clauses(dbresolver.Write).Find(&found, ids).Error)
+	if len(found) != len(ids) {
+		t.Fatalf("dbresolver.Write read %d rows of %d", len(found), len(ids))
+	}
+	must(t, r.db.Select("Books").Where("id IN ?", ids[1:]).Delete(&author{}).Error)
+	var onSource int64
+	must(t, source.Model(&author{}).Count(&onSource).Error)
+	var booksOnSource int64
+	must(t, source.Model(&book{}).Count(&booksOnSource).Error)
+	if onSource+booksOnSource != 0 {
+		t.Fatalf("dbresolver's source holds %d authors, %d books", onSource, booksOnSource)
+	}
+	if n := r.count(t, &author{}, "name = ?", "tx"); n != 1 {
+		t.Fatalf("%d authors renamed in the transaction", n)
+	}
+	if n := r.count(t, &author{}); n != 2 {
+		t.Fatalf("%d authors left, want 2", n)
+	}
+}

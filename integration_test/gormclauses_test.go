@@ -442,3 +442,139 @@ func TestIndexHintsOnMariaDB(t *testing.T) {
 		}
 	}
 }
+
+// TestOrderByExpressionsOverSeveralDatabases: an ORDER BY given as
+// clause.Expr or clause.OrderBy over several databases gives the rows one
+// database gives, or is refused.
+func TestOrderByExpressionsOverSeveralDatabases(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		all := r.onEvery(t)
+		ids := idsOf(all)
+		for i, id := range ids {
+			must(t, r.db.Model(&author{ID: id}).Update("name", fmt.Sprintf("n%d", (i*7)%len(ids))).Error)
+		}
+		sorted := slices.Clone(ids)
+		slices.Sort(sorted)
+		forms := map[string]func(*gorm.DB) *gorm.DB{
+			"Expr id DESC": func(d *gorm.DB) *gorm.DB { return d.Order(clause.Expr{SQL: "id DESC"}) },
+			"Expr ? DESC": func(d *gorm.DB) *gorm.DB {
+				return d.Order(clause.Expr{SQL: "? DESC", Vars: []any{clause.Column{Name: "id"}}})
+			},
+			"OrderBy Expr": func(d *gorm.DB) *gorm.DB {
+				return d.Clauses(clause.OrderBy{Expression: clause.Expr{SQL: "id DESC"}})
+			},
+			"OrderBy Expr minus": func(d *gorm.DB) *gorm.DB {
+				return d.Clauses(clause.OrderBy{Expression: clause.Expr{SQL: "0 - id"}})
+			},
+			"NamedExpr": func(d *gorm.DB) *gorm.DB {
+				return d.Order(clause.NamedExpr{SQL: "id DESC"})
+			},
+			"Expr CASE": func(d *gorm.DB) *gorm.DB {
+				return d.Order(clause.Expr{SQL: "CASE WHEN id = ? THEN 0 ELSE 1 END, id DESC", Vars: []any{sorted[0]}})
+			},
+			"Order string with comma": func(d *gorm.DB) *gorm.DB { return d.Order("name ASC, id DESC") },
+		}
+		for name, f := range forms {
+			// One database's answer: the same query on every database's rows
+			// brought together, in SQLite (or the same server) by the same ORDER BY.
+			var got []author
+			err := f(r.db.Clauses(shardid.AllShards())).Limit(3).Find(&got).Error
+			if err != nil {
+				if errors.Is(err, shardid.ErrCrossShard) {
+					t.Logf("%s: refused: %v", name, err)
+					continue
+				}
+				t.Errorf("%s: %v", name, err)
+				continue
+			}
+			var want []author
+			for _, d := range r.direct {
+				var part []author
+				must(t, f(d).Find(&part).Error)
+				want = append(want, part...)
+			}
+			// the expected rows: sort all of them on the plugin's database as one
+			tmp := r.direct[0]
+			must(t, tmp.Exec("DROP TABLE IF EXISTS expect_authors").Error)
+			must(t, tmp.Exec("CREATE TABLE expect_authors AS SELECT * FROM authors WHERE 1 = 0").Error)
+			for _, w := range want {
+				must(t, tmp.Exec("INSERT INTO expect_authors (id, name) VALUES (?, ?)", w.ID, w.Name).Error)
+			}
+			var exp []author
+			must(t, f(tmp.Table("expect_authors")).Limit(3).Find(&exp).Error)
+			if !slices.EqualFunc(got, exp, func(a, b author) bool { return a.ID == b.ID }) {
+				t.Errorf("%s: got %v, one database gives %v", name, idsOf(got), idsOf(exp))
+			} else {
+				t.Logf("%s: merged as one database", name)
+			}
+		}
+	})
+}
+
+// TestHintsOnWritesOverSeveralDatabases: comments and index hints on a
+// Create, an update and a delete over several databases reach each part and
+// write what one database writes.
+func TestHintsOnWritesOverSeveralDatabases(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		log := &sqlLog{}
+		db := r.db.Session(&gorm.Session{Logger: log})
+		rows := make([]author, 40)
+		for i := range rows {
+			rows[i].Name = "h"
+		}
+		must(t, db.Clauses(hints.CommentBefore("insert", "hinted")).Create(&rows).Error)
+		with, without := log.of("authors", "hinted")
+		if b.name != "sqlite" && (len(without) > 0 || len(with) != physicalShards) { // GORM's SQLite INSERT drops it on one database too
+			t.Errorf("insert's comment: with %q, without %q", with, without)
+		}
+		ids := idsOf(rows)
+		var upd *gorm.DB
+		if b.name == "mariadb" {
+			upd = db.Clauses(hints.UseIndex("PRIMARY"))
+		} else {
+			upd = db.Clauses(hints.CommentAfter("where", "hinted"))
+		}
+		res := upd.Model(&author{}).Where("id IN ?", ids).Update("name", "updated")
+		must(t, res.Error)
+		if res.RowsAffected != int64(len(ids)) || r.count(t, &author{}, "name = ?", "updated") != int64(len(ids)) {
+			t.Errorf("update: %d affected", res.RowsAffected)
+		}
+		log.of("", "")
+		res = db.Clauses(hints.CommentBefore("delete", "hinted")).Where("id IN ?", ids).Delete(&author{})
+		must(t, res.Error)
+		with, without = log.of("authors", "hinted")
+		if res.RowsAffected != int64(len(ids)) || r.count(t, &author{}) != 0 || len(without) > 0 {
+			t.Errorf("delete: %d affected; with %q, without %q", res.RowsAffected, with, without)
+		}
+	})
+}
+
+// TestScopesCarryShardClauses: a scope that gives AllShards, or a condition
+// on the key, routes as the same clause given directly.
+func TestScopesCarryShardClauses(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		all := r.onEvery(t)
+		everywhere := func(d *gorm.DB) *gorm.DB { return d.Clauses(shardid.AllShards()) }
+		byIDs := func(ids []int64) func(*gorm.DB) *gorm.DB {
+			return func(d *gorm.DB) *gorm.DB { return d.Where("id IN ?", ids) }
+		}
+		var n int64
+		must(t, r.db.Model(&author{}).Scopes(everywhere).Count(&n).Error)
+		if n != r.count(t, &author{}) {
+			t.Fatalf("count %d", n)
+		}
+		res := r.db.Scopes(byIDs(idsOf(all))).Model(&author{}).Update("name", "scoped")
+		must(t, res.Error)
+		if res.RowsAffected != int64(len(all)) {
+			t.Fatalf("scoped update %d", res.RowsAffected)
+		}
+		var found []author
+		must(t, r.db.Scopes(everywhere).Where("name = ?", "scoped").Find(&found).Error)
+		if len(found) != len(all) {
+			t.Fatalf("found %d", len(found))
+		}
+	})
+}
