@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -575,6 +576,256 @@ func TestScopesCarryShardClauses(t *testing.T) {
 		must(t, r.db.Scopes(everywhere).Where("name = ?", "scoped").Find(&found).Error)
 		if len(found) != len(all) {
 			t.Fatalf("found %d", len(found))
+		}
+	})
+}
+
+// userKey is an ID type of the application's, an integer with Value and Scan.
+type userKey int64
+
+func (k userKey) Value() (driver.Value, error) { return int64(k), nil }
+func (k *userKey) Scan(v any) error {
+	var o ownerRef
+	if err := o.Scan(v); err != nil {
+		return err
+	}
+	*k = userKey(o.V)
+	return nil
+}
+
+type keyedUser struct {
+	ID    userKey `shardid:""`
+	Name  string
+	Cards []keyedCard `gorm:"foreignKey:UserID"`
+}
+
+type keyedCard struct {
+	ID     userKey `shardid:"colocate:UserID"`
+	UserID userKey
+	Body   string
+}
+
+// TestValuerIntegerKeys: an ID and a colocate key of an integer type with
+// Value and Scan place, find, preload, update and delete rows on their
+// databases.
+func TestValuerIntegerKeys(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		if err := migrator(r.db).AutoMigrate(&keyedUser{}, &keyedCard{}); err != nil {
+			if errors.Is(err, shardid.ErrInvalidTag) {
+				t.Logf("refused: %v", err)
+				return
+			}
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = migrator(r.db).DropTable(&keyedCard{}, &keyedUser{}) })
+		users := make([]keyedUser, 20)
+		for i := range users {
+			users[i] = keyedUser{Name: "u", Cards: []keyedCard{{Body: "c"}, {Body: "d"}}}
+		}
+		must(t, r.db.Create(&users).Error)
+		var ids []userKey
+		for _, u := range users {
+			ids = append(ids, u.ID)
+			r.mustBeOnItsShard(t, &keyedUser{}, int64(u.ID))
+			for _, c := range u.Cards {
+				if r.physicalOf(int64(c.ID)) != r.physicalOf(int64(u.ID)) {
+					t.Fatal("a card is not beside its user")
+				}
+				r.mustBeOnItsShard(t, &keyedCard{}, int64(c.ID))
+			}
+		}
+		var back []keyedUser
+		must(t, r.db.Preload("Cards").Find(&back, ids).Error)
+		if len(back) != len(users) || len(back[0].Cards) != 2 {
+			t.Fatalf("read %d users", len(back))
+		}
+		var one keyedUser
+		must(t, r.db.First(&one, ids[3]).Error)
+		var cards []keyedCard
+		must(t, r.db.Where("user_id = ?", ids[3]).Find(&cards).Error)
+		if one.ID != ids[3] || len(cards) != 2 {
+			t.Fatalf("by key: %+v, %d cards", one, len(cards))
+		}
+		must(t, r.db.Model(&one).Update("name", "v").Error)
+		res := r.db.Where("user_id IN ?", ids).Delete(&keyedCard{})
+		must(t, res.Error)
+		if res.RowsAffected != int64(2*len(ids)) {
+			t.Fatalf("deleted %d cards", res.RowsAffected)
+		}
+	})
+}
+
+// TestClauseExpressionConditionsRoute: conditions given as GORM's clause
+// expressions read the rows one database holding every row gives, or are
+// refused.
+func TestClauseExpressionConditionsRoute(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		all := r.onEvery(t)
+		ids := idsOf(all)
+		x := ids[0]
+		anyIDs := make([]any, len(ids))
+		for i, id := range ids {
+			anyIDs[i] = id
+		}
+		forms := map[string][]any{
+			"Eq":                 {clause.Eq{Column: "id", Value: x}},
+			"Eq primary":         {clause.Eq{Column: clause.PrimaryColumn, Value: x}},
+			"Eq current table":   {clause.Eq{Column: clause.Column{Table: clause.CurrentTable, Name: "id"}, Value: x}},
+			"IN primary":         {clause.IN{Column: clause.PrimaryColumn, Values: anyIDs}},
+			"Neq":                {clause.Neq{Column: "id", Value: x}},
+			"Gt":                 {clause.Gt{Column: "id", Value: x}},
+			"Lte":                {clause.Lte{Column: "id", Value: x}},
+			"Not Eq":             {clause.Not(clause.Eq{Column: "id", Value: x})},
+			"Not IN":             {clause.Not(clause.IN{Column: "id", Values: anyIDs[:1]})},
+			"Or of Eq":           {clause.Or(clause.Eq{Column: "id", Value: x}, clause.Eq{Column: "id", Value: ids[1]})},
+			"And Eq Neq":         {clause.And(clause.Eq{Column: "id", Value: x}, clause.Neq{Column: "name", Value: "zz"})},
+			"Expr":               {clause.Expr{SQL: "id = ?", Vars: []any{x}}},
+			"Expr IN":            {clause.Expr{SQL: "id IN ?", Vars: []any{ids}}},
+			"Expr not":           {clause.Expr{SQL: "id <> ?", Vars: []any{x}}},
+			"Expr NOT IN":        {clause.Expr{SQL: "id NOT IN ?", Vars: []any{ids[:1]}}},
+			"NamedExpr":          {clause.NamedExpr{SQL: "id = @id", Vars: []any{sql.Named("id", x)}}},
+			"NamedExpr not":      {clause.NamedExpr{SQL: "id <> @id", Vars: []any{sql.Named("id", x)}}},
+			"text named":         {"id = @id", sql.Named("id", x)},
+			"text named map":     {"id <> @id", map[string]any{"id": x}},
+			"Like":               {clause.Like{Column: "id", Value: fmt.Sprint(x)}},
+			"Expr minus":         {clause.Expr{SQL: "id - ? = 0", Vars: []any{x}}},
+			"Expr id = ? + 0":    {clause.Expr{SQL: "id = ? + 0", Vars: []any{x}}},
+			"text id = ? * 1":    {"id = ? * 1", x},
+			"text id = -?":       {"id = -?", -x},
+			"text id = ?-1":      {"id = ?-1", x + 1},
+			"text id = ? OR 1=1": {"id = ? OR 1 = 1", x},
+		}
+		for name, cond := range forms {
+			var got []author
+			err := r.db.Where(cond[0], cond[1:]...).Find(&got).Error
+			var want []int64
+			var plainErr error
+			for _, d := range r.direct {
+				var part []author
+				plainErr = errors.Join(plainErr, d.Where(cond[0], cond[1:]...).Find(&part).Error)
+				want = append(want, idsOf(part)...)
+			}
+			if plainErr != nil {
+				continue // the database refuses it without the plugin too
+			}
+			if err != nil {
+				if errors.Is(err, shardid.ErrNoShard) || errors.Is(err, shardid.ErrCrossShard) {
+					continue
+				}
+				t.Errorf("%s: %v", name, err)
+				continue
+			}
+			g := idsOf(got)
+			slices.Sort(g)
+			slices.Sort(want)
+			if !slices.Equal(g, want) {
+				t.Errorf("%s: got %d rows %v, one database gives %d %v", name, len(g), g, len(want), want)
+			}
+		}
+	})
+}
+
+type scored struct {
+	ID    int64 `shardid:""`
+	Name  string
+	Score int       `gorm:"default:7"`
+	Tags  []string  `gorm:"serializer:json"`
+	Made  time.Time `gorm:"autoCreateTime"`
+}
+
+// TestCreateReturnsDefaultsOnEveryDatabase: a Create split over several
+// databases fills each row's database defaults, as one database's RETURNING
+// does, also with OnConflict and serialized fields.
+func TestCreateReturnsDefaultsOnEveryDatabase(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		fresh(t, r.db, &scored{})
+		rows := make([]scored, 40)
+		for i := range rows {
+			rows[i] = scored{Name: "s", Tags: []string{fmt.Sprint(i)}}
+		}
+		must(t, r.db.Create(&rows).Error)
+		for _, s := range rows {
+			if s.Score != 7 {
+				t.Fatalf("row %d: score %d, want the default 7", s.ID, s.Score)
+			}
+		}
+		again := make([]scored, len(rows))
+		for i, s := range rows {
+			again[i] = scored{ID: s.ID, Name: "again", Tags: []string{"x"}}
+		}
+		res := r.db.Clauses(clause.OnConflict{UpdateAll: true}).Create(&again)
+		must(t, res.Error)
+		var back []scored
+		must(t, r.db.Find(&back, idsOf2(rows)).Error)
+		for _, s := range back {
+			if s.Name != "again" || len(s.Tags) != 1 || s.Tags[0] != "x" {
+				t.Fatalf("after the upsert: %+v", s)
+			}
+		}
+	})
+}
+
+func idsOf2(rows []scored) []int64 {
+	out := make([]int64, len(rows))
+	for i, s := range rows {
+		out[i] = s.ID
+	}
+	return out
+}
+
+type softNote struct {
+	ID        int64 `shardid:""`
+	Body      string
+	DeletedAt gorm.DeletedAt `gorm:"index"`
+}
+
+// TestSoftDeleteReturningOverSeveralDatabases: a soft delete with RETURNING
+// of rows on several databases stamps and returns every row.
+func TestSoftDeleteReturningOverSeveralDatabases(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		if b.name == "mariadb" {
+			t.Skip("MariaDB has no UPDATE … RETURNING")
+		}
+		r := newRouting(t, b)
+		fresh(t, r.db, &softNote{})
+		rows := make([]softNote, 30)
+		for i := range rows {
+			rows[i].Body = "n"
+		}
+		must(t, r.db.Create(&rows).Error)
+		ids := make([]int64, len(rows))
+		for i, s := range rows {
+			ids[i] = s.ID
+		}
+		var gone []softNote
+		res := r.db.Clauses(clause.Returning{}).Where("id IN ?", ids).Delete(&gone)
+		must(t, res.Error)
+		if res.RowsAffected != int64(len(ids)) || len(gone) != len(ids) {
+			t.Fatalf("%d affected, %d returned, want %d", res.RowsAffected, len(gone), len(ids))
+		}
+		for _, g := range gone {
+			if !g.DeletedAt.Valid {
+				t.Fatalf("returned row %d without its stamp", g.ID)
+			}
+		}
+		var stamped int64
+		for _, d := range r.direct {
+			var n int64
+			must(t, d.Unscoped().Model(&softNote{}).Where("deleted_at IS NOT NULL").Count(&n).Error)
+			stamped += n
+		}
+		if stamped != int64(len(ids)) {
+			t.Fatalf("%d rows stamped", stamped)
+		}
+		var left int64
+		must(t, r.db.Model(&softNote{}).Clauses(shardid.AllShards()).Count(&left).Error)
+		var all int64
+		must(t, r.db.Unscoped().Model(&softNote{}).Clauses(shardid.AllShards()).Count(&all).Error)
+		if left != 0 || all != int64(len(ids)) {
+			t.Fatalf("%d visible, %d unscoped", left, all)
 		}
 	})
 }
