@@ -829,3 +829,28 @@ func TestSoftDeleteReturningOverSeveralDatabases(t *testing.T) {
 		}
 	})
 }
+
+// TestIndexHintsWithJoinsOnMariaDB: an index hint on a read that joins a
+// colocated model runs as on one database.
+func TestIndexHintsWithJoinsOnMariaDB(t *testing.T) {
+	for _, b := range backends {
+		if b.name != "mariadb" {
+			continue
+		}
+		r := newRouting(t, b)
+		all := r.onEvery(t)
+		var bookIDs []shardid.ID
+		for _, a := range all {
+			bk := book{AuthorID: a.ID, Title: "t"}
+			must(t, r.db.Create(&bk).Error)
+			bookIDs = append(bookIDs, bk.ID)
+		}
+		var one []book
+		must(t, r.db.Clauses(hints.UseIndex("PRIMARY").ForJoin()).Joins("JOIN authors ON authors.id = books.author_id").Where("books.author_id = ?", all[0].ID).Find(&one).Error)
+		var many []book
+		must(t, r.db.Clauses(hints.ForceIndex("PRIMARY")).Joins("JOIN authors ON authors.id = books.author_id").Find(&many, bookIDs).Error)
+		if len(one) != 1 || len(many) != len(bookIDs) {
+			t.Fatalf("%d and %d rows", len(one), len(many))
+		}
+	}
+}
