@@ -854,3 +854,40 @@ func TestIndexHintsWithJoinsOnMariaDB(t *testing.T) {
 		}
 	}
 }
+
+// TestHintsReachAggregateParts: a comment and an optimizer hint on an
+// aggregate or grouped read over several databases are in every part.
+func TestHintsReachAggregateParts(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		all := r.onEvery(t)
+		log := &sqlLog{}
+		db := r.db.Session(&gorm.Session{Logger: log})
+		var agg struct {
+			M int64
+			N int64
+		}
+		must(t, db.Clauses(hints.Comment("select", "hinted"), shardid.AllShards()).Model(&author{}).Select("max(id) AS m, count(*) AS n").Scan(&agg).Error)
+		with, without := log.of("authors", "hinted")
+		if agg.N != r.count(t, &author{}) || len(with) != physicalShards {
+			t.Errorf("aggregate %+v; with %q, without %q", agg, with, without)
+		}
+		var groups []struct {
+			K int64
+			N int64
+		}
+		must(t, db.Clauses(hints.CommentAfter("select", "hinted"), shardid.AllShards()).Model(&author{}).Select("id AS k, count(*) AS n").Group("id").Scan(&groups).Error)
+		with, without = log.of("authors", "hinted")
+		if len(groups) == 0 || len(with) != physicalShards {
+			t.Errorf("groups %+v; with %q, without %q", groups, with, without)
+		}
+		if b.name == "mariadb" {
+			must(t, db.Clauses(hints.New("MAX_EXECUTION_TIME(1000)"), shardid.AllShards()).Model(&author{}).Select("max(id) AS m, count(*) AS n").Scan(&agg).Error)
+			with, without = log.of("authors", "MAX_EXECUTION_TIME")
+			if len(with) != physicalShards {
+				t.Errorf("optimizer hint: with %q, without %q", with, without)
+			}
+		}
+		_ = all
+	})
+}

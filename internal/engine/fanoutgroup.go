@@ -67,7 +67,9 @@ func (e *Engine) fanOutAggregate(db *gorm.DB, kind statementKind, m *model, plan
 		}
 		ps.Selects = nil
 		distinct := a.CountGroups || a.Grouped && len(a.Keys) == len(a.Items) && stmt.Distinct
-		ps.Clauses["SELECT"] = clause.Clause{Name: "SELECT", Expression: clause.Select{Distinct: distinct, Columns: []clause.Column{{Name: a.SelectList(), Raw: true}}}}
+		sel := ps.Clauses["SELECT"] // its hints and comments (gorm.io/hints) stay in every part
+		sel.Name, sel.Expression = "SELECT", clause.Select{Distinct: distinct, Columns: []clause.Column{{Name: a.SelectList(), Raw: true}}}
+		ps.Clauses["SELECT"] = sel
 		var rows []map[string]any // unread: the part's values are read as they come
 		ps.Dest = &rows
 		ps.BuildClauses = stmt.BuildClauses
