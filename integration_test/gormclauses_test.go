@@ -891,3 +891,42 @@ func TestHintsReachAggregateParts(t *testing.T) {
 		_ = all
 	})
 }
+
+// TestLocksConflictAcrossShardTransactions: rows locked FOR UPDATE over
+// several databases in one transaction across shards are skipped by another's
+// SKIP LOCKED and refused to its NOWAIT, which writes nothing; the first
+// commits its update everywhere.
+func TestLocksConflictAcrossShardTransactions(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		all := r.onEvery(t)
+		ids := idsOf(all)
+		first := r.db.Clauses(shardid.AcrossShards()).Begin()
+		must(t, first.Error)
+		var locked []author
+		must(t, first.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).Find(&locked, ids).Error)
+		err := r.db.Clauses(shardid.AcrossShards()).Transaction(func(tx *gorm.DB) error {
+			var skipped []author
+			if err := tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Options: clause.LockingOptionsSkipLocked}).Find(&skipped, ids).Error; err != nil {
+				return err
+			}
+			if len(skipped) != 0 {
+				return fmt.Errorf("SKIP LOCKED read %d locked rows", len(skipped))
+			}
+			var none []author
+			if err := tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Options: clause.LockingOptionsNoWait}).Find(&none, ids).Error; err == nil {
+				return fmt.Errorf("NOWAIT read %d locked rows", len(none))
+			}
+			return errors.New("conflict")
+		})
+		if err == nil || err.Error() != "conflict" {
+			t.Fatalf("the second transaction: %v", err)
+		}
+		must(t, first.Model(&author{}).Where("id IN ?", ids).Update("name", "first").Error)
+		must(t, first.Commit().Error)
+		if n := r.count(t, &author{}, "name = ?", "first"); n != int64(len(ids)) {
+			t.Fatalf("%d rows of %d renamed", n, len(ids))
+		}
+		r.noPrepared(t)
+	})
+}
