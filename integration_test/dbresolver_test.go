@@ -2,6 +2,7 @@ package integration
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -145,4 +146,40 @@ func TestDBResolverSourcesDoNotTakeShardedWrites(t *testing.T) {
 	if n := r.count(t, &author{}); n != 2 {
 		t.Fatalf("%d authors left, want 2", n)
 	}
+}
+
+// TestDBResolverReplicasInsideTransactionAcrossShards: with dbresolver
+// sending a sharded model's reads to a replica, reads in a transaction across
+// shards read that transaction's own writes on every database, and so do
+// reads after its commit.
+func TestDBResolverReplicasInsideTransactionAcrossShards(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		all := r.onEvery(t)
+		ids := idsOf(all)
+		// The replica: the plugin's own database, which holds no authors.
+		must(t, r.db.Use(dbresolver.Register(dbresolver.Config{Replicas: []gorm.Dialector{b.dialector(t, t.TempDir())}}, &author{})))
+		must(t, r.db.Clauses(shardid.AcrossShards()).Transaction(func(tx *gorm.DB) error {
+			if err := tx.Model(&author{}).Where("id IN ?", ids).Update("name", "in tx").Error; err != nil {
+				return err
+			}
+			var seen []author
+			if err := tx.Where("name = ?", "in tx").Find(&seen, ids).Error; err != nil {
+				return err
+			}
+			if len(seen) != len(ids) {
+				return fmt.Errorf("the transaction reads %d of its %d writes", len(seen), len(ids))
+			}
+			var one author
+			if err := tx.First(&one, ids[1]).Error; err != nil || one.Name != "in tx" {
+				return fmt.Errorf("one row in the transaction: %v %+v", err, one)
+			}
+			return nil
+		}))
+		var after []author
+		must(t, r.db.Where("name = ?", "in tx").Find(&after, ids).Error)
+		if len(after) != len(ids) {
+			t.Fatalf("after the commit: %d of %d", len(after), len(ids))
+		}
+	})
 }
