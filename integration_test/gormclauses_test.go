@@ -930,3 +930,44 @@ func TestLocksConflictAcrossShardTransactions(t *testing.T) {
 		r.noPrepared(t)
 	})
 }
+
+// TestDoNothingCountsInsertedRowsOverSeveralDatabases: a batch over several
+// databases, half of it already there, with ON CONFLICT DO NOTHING (INSERT
+// IGNORE, INSERT OR IGNORE) counts and writes the new rows only, as one
+// database does.
+func TestDoNothingCountsInsertedRowsOverSeveralDatabases(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		old := r.onEvery(t)
+		modifiers := map[string]clause.Expression{"do nothing": clause.OnConflict{DoNothing: true}}
+		if b.name == "mariadb" {
+			modifiers["ignore"] = clause.Insert{Modifier: "IGNORE"}
+		}
+		if b.name == "sqlite" {
+			modifiers["or ignore"] = clause.Insert{Modifier: "OR IGNORE"}
+		}
+		for name, m := range modifiers {
+			fresh := make([]author, 20)
+			for i := range fresh {
+				fresh[i].Name = "new " + name
+			}
+			must(t, r.db.Create(&fresh).Error) // IDs made, then removed, so the batch has both
+			must(t, r.db.Where("id IN ?", idsOf(fresh)).Delete(&author{}).Error)
+			batch := append([]author{}, fresh...)
+			for _, o := range old {
+				batch = append(batch, author{ID: o.ID, Name: "not written"})
+			}
+			res := r.db.Clauses(m).Create(&batch)
+			must(t, res.Error)
+			if got := r.count(t, &author{}, "name = ?", "new "+name); got != int64(len(fresh)) {
+				t.Errorf("%s: %d new rows written, want %d", name, got, len(fresh))
+			}
+			if n := r.count(t, &author{}, "name = ?", "not written"); n != 0 {
+				t.Errorf("%s: %d old rows overwritten", name, n)
+			}
+			if res.RowsAffected != int64(len(fresh)) {
+				t.Errorf("%s: RowsAffected %d, want %d", name, res.RowsAffected, len(fresh))
+			}
+		}
+	})
+}
