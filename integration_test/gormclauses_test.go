@@ -971,3 +971,52 @@ func TestDoNothingCountsInsertedRowsOverSeveralDatabases(t *testing.T) {
 		}
 	})
 }
+
+type lockedBook struct {
+	ID       shardid.ID `shardid:"colocate:AuthorID"`
+	AuthorID int64
+	Author   author
+	Title    string
+}
+
+func (lockedBook) TableName() string { return "books" }
+
+// TestLockingOfJoinedRows: FOR UPDATE OF the model's table, with a
+// colocated join, on one database and over several in a transaction across
+// shards, reads as on one database.
+func TestLockingOfJoinedRows(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		all := r.onEvery(t)
+		var bookIDs []shardid.ID
+		for _, a := range all {
+			bk := book{AuthorID: a.ID, Title: "t"}
+			must(t, r.db.Create(&bk).Error)
+			bookIDs = append(bookIDs, bk.ID)
+		}
+		locks := []clause.Locking{{Strength: clause.LockingStrengthUpdate}}
+		if b.name == "postgres" {
+			locks = append(locks, clause.Locking{Strength: clause.LockingStrengthUpdate, Table: clause.Table{Name: clause.CurrentTable}},
+				clause.Locking{Strength: clause.LockingStrengthShare, Table: clause.Table{Name: "Author"}})
+		}
+		for _, l := range locks {
+			err := r.db.Clauses(shardid.AcrossShards()).Transaction(func(tx *gorm.DB) error {
+				var one []lockedBook
+				if err := tx.Clauses(l).InnerJoins("Author").Where("books.author_id = ?", all[0].ID).Find(&one).Error; err != nil {
+					return fmt.Errorf("one database: %w", err)
+				}
+				var many []lockedBook
+				if err := tx.Clauses(l).InnerJoins("Author").Find(&many, bookIDs).Error; err != nil {
+					return fmt.Errorf("several: %w", err)
+				}
+				if len(one) != 1 || len(many) != len(bookIDs) || many[0].Author.ID == 0 {
+					return fmt.Errorf("%d and %d rows", len(one), len(many))
+				}
+				return nil
+			})
+			if err != nil {
+				t.Errorf("%+v: %v", l, err)
+			}
+		}
+	})
+}
