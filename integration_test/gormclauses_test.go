@@ -1020,3 +1020,55 @@ func TestLockingOfJoinedRows(t *testing.T) {
 		}
 	})
 }
+
+type embeddedOwner struct {
+	OwnerID int64
+	Label   string
+}
+
+type embeddedNote struct {
+	ID   int64         `shardid:"colocate:OwnerID"`
+	Ref  embeddedOwner `gorm:"embedded;embeddedPrefix:ref_"`
+	Body string
+}
+
+// TestColocateKeyInEmbeddedStruct: a colocate key inside an embedded struct
+// with a prefix places rows beside their owner and routes conditions on its
+// column, or is refused by name.
+func TestColocateKeyInEmbeddedStruct(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		if err := migrator(r.db).AutoMigrate(&embeddedNote{}); err != nil {
+			if errors.Is(err, shardid.ErrInvalidTag) {
+				t.Logf("refused: %v", err)
+				return
+			}
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = migrator(r.db).DropTable(&embeddedNote{}) })
+		all := r.onEvery(t)
+		for _, a := range all {
+			n := embeddedNote{Ref: embeddedOwner{OwnerID: a.ID, Label: "l"}, Body: "b"}
+			must(t, r.db.Create(&n).Error)
+			if got := r.where(t, &embeddedNote{}, n.ID); !slices.Equal(got, []int{r.physicalOf(a.ID)}) {
+				t.Fatalf("note on %v, owner on %d", got, r.physicalOf(a.ID))
+			}
+			var back []embeddedNote
+			must(t, r.db.Where("ref_owner_id = ?", a.ID).Find(&back).Error)
+			if len(back) != 1 || back[0].ID != n.ID {
+				t.Fatalf("by owner: %+v", back)
+			}
+			var byStruct []embeddedNote
+			must(t, r.db.Where(&embeddedNote{Ref: embeddedOwner{OwnerID: a.ID}}).Find(&byStruct).Error)
+			if len(byStruct) != 1 {
+				t.Fatalf("by struct: %+v", byStruct)
+			}
+		}
+		n := embeddedNote{ID: int64(0), Ref: embeddedOwner{OwnerID: all[0].ID}}
+		must(t, r.db.Create(&n).Error)
+		err := r.db.Model(&n).Update("ref_owner_id", all[1].ID).Error
+		if !errors.Is(err, shardid.ErrCrossShard) {
+			t.Fatalf("moving a note to another owner's shard: %v", err)
+		}
+	})
+}
