@@ -1072,3 +1072,44 @@ func TestColocateKeyInEmbeddedStruct(t *testing.T) {
 		}
 	})
 }
+
+// TestLockingCountsAndAggregatesOnMariaDB: FOR UPDATE on a count and on an
+// aggregate over several databases, in a transaction across shards, locks
+// the rows on each database, as on one.
+func TestLockingCountsAndAggregatesOnMariaDB(t *testing.T) {
+	for _, b := range backends {
+		if b.name != "mariadb" {
+			continue
+		}
+		r := newRouting(t, b)
+		all := r.onEvery(t)
+		ids := idsOf(all)
+		reads := map[string]func(tx *gorm.DB) error{
+			"count": func(tx *gorm.DB) error {
+				var n int64
+				return tx.Model(&author{}).Where("id IN ?", ids).Count(&n).Error
+			},
+			"aggregate": func(tx *gorm.DB) error {
+				var m struct{ M int64 }
+				return tx.Model(&author{}).Where("id IN ?", ids).Select("max(id) AS m").Scan(&m).Error
+			},
+		}
+		for name, read := range reads {
+			err := r.db.Clauses(shardid.AcrossShards()).Transaction(func(tx *gorm.DB) error {
+				if err := read(tx.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})); err != nil {
+					return err
+				}
+				for i, d := range r.direct {
+					var a author
+					if d.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Options: clause.LockingOptionsNoWait}).First(&a, all[i].ID).Error == nil {
+						return fmt.Errorf("database %d: not locked", i)
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		}
+	}
+}
