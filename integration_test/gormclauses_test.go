@@ -1113,3 +1113,44 @@ func TestLockingCountsAndAggregatesOnMariaDB(t *testing.T) {
 		}
 	}
 }
+
+// TestReturningIntoOneStructCountsAsOneDatabase: an update and a delete with
+// RETURNING into one struct over several databases count the rows written,
+// as GORM counts them on one database, or are refused with nothing written.
+func TestReturningIntoOneStructCountsAsOneDatabase(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		if b.name == "mariadb" {
+			t.Skip("MariaDB has no UPDATE … RETURNING")
+		}
+		r := newRouting(t, b)
+		all := r.onEvery(t)
+		ids := idsOf(all)
+		plain := r.direct[0]
+		plainIDs := []int64{1, 2, 3, 4}
+		for _, id := range plainIDs {
+			must(t, plain.Create(&author{ID: id, Name: "p"}).Error)
+		}
+		var p, s author
+		pu := plain.Model(&p).Clauses(clause.Returning{}).Where("id IN ?", plainIDs).Update("name", "x")
+		su := r.db.Model(&s).Clauses(clause.Returning{}).Where("id IN ?", ids).Update("name", "x")
+		must(t, pu.Error)
+		if errors.Is(su.Error, shardid.ErrCrossShard) {
+			if n := r.count(t, &author{}, "name = ?", "x"); n != 0 {
+				t.Fatalf("refused, yet %d rows written", n)
+			}
+			return // refused by name, nothing written
+		}
+		must(t, su.Error)
+		if pu.RowsAffected != su.RowsAffected || (p.ID == 0) != (s.ID == 0) || p.Name != s.Name {
+			t.Errorf("update: one database %d %+v, several %d %+v", pu.RowsAffected, p, su.RowsAffected, s)
+		}
+		var pd, sd author
+		pdel := plain.Clauses(clause.Returning{}).Where("id IN ?", plainIDs).Delete(&pd)
+		sdel := r.db.Clauses(clause.Returning{}).Where("id IN ?", ids).Delete(&sd)
+		must(t, pdel.Error)
+		must(t, sdel.Error)
+		if pdel.RowsAffected != sdel.RowsAffected || (pd.ID == 0) != (sd.ID == 0) {
+			t.Errorf("delete: one database %d %+v, several %d %+v", pdel.RowsAffected, pd, sdel.RowsAffected, sd)
+		}
+	})
+}
