@@ -139,6 +139,25 @@ func (f Fence) Sealed(ctx context.Context, q Querier) ([]Range, error) {
 	return sealed, rows.Err()
 }
 
+// IsOpen reports whether r has a fence row on db: Open recorded it and no
+// Close removed it since. A database never fenced has none.
+func (f Fence) IsOpen(ctx context.Context, db *sql.DB, r Range) (bool, error) {
+	d, err := f.dialect()
+	if err != nil {
+		return false, err
+	}
+	var n int
+	err = db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+fenceTable+" WHERE range_from = "+d.placeholder(1)+
+		" AND range_to = "+d.placeholder(2), r.From, r.To).Scan(&n)
+	if d.missingTable(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("fence: read the fence of %d-%d: %w", r.From, r.To, err)
+	}
+	return n > 0, nil
+}
+
 func scanOne(rows *sql.Rows, dest any) error {
 	defer rows.Close()
 	if !rows.Next() {

@@ -120,6 +120,9 @@ func (m *Mover) Move(ctx context.Context, d Driver, req Request) (*Report, error
 	if req.DryRun {
 		return mv.plan(ctx)
 	}
+	if err := mv.stillFenced(ctx); err != nil {
+		return nil, err
+	}
 	defer m.track(mv)()
 	resumed := mv.resumed
 	steps := []struct {
@@ -213,6 +216,22 @@ func lockMove(ctx context.Context, s *mapstore.Store, r Range) (func(), error) {
 		return nil, fmt.Errorf("%w: another run holds the move of %d-%d (a mover, a cancel or a cleanup); wait for it to end", ErrInvalid, r.From, r.To)
 	}
 	return unlock, err
+}
+
+// stillFenced refuses to resume a move past its prepare whose source no
+// longer fences the range: a cancel of it began, and the writes since went
+// unlogged, so only the cancel run again can end it.
+func (mv *run) stillFenced(ctx context.Context) error {
+	i := phaseIndex(mv.st.Phase)
+	if !mv.resumed || i <= phaseIndex(PhasePrepare) || i >= phaseIndex(PhaseServing) || mv.servedByTarget() {
+		return nil
+	}
+	open, err := mv.fence.IsOpen(ctx, mv.source, mv.fr)
+	if err != nil || open {
+		return err
+	}
+	return fmt.Errorf("%w: the move of %d-%d to %s was being cancelled: %s no longer fences the range, and its writes since are not logged; run CancelMove to end it, then move the range anew",
+		ErrInvalid, mv.st.Logical.From, mv.st.Logical.To, mv.st.To, mv.st.From)
 }
 
 func phaseIndex(phase string) int {
