@@ -149,7 +149,7 @@ func (f Fence) IsOpen(ctx context.Context, db *sql.DB, r Range) (bool, error) {
 	var n int
 	err = db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+fenceTable+" WHERE range_from = "+d.placeholder(1)+
 		" AND range_to = "+d.placeholder(2), r.From, r.To).Scan(&n)
-	if d.missingTable(err) {
+	if err != nil && d.missingTable(err) {
 		return false, nil
 	}
 	if err != nil {

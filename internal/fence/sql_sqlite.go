@@ -210,7 +210,7 @@ func (sqliteDialect) frozenChanged(ctx context.Context, tx *sql.Tx, f Fence) err
 func (sqliteDialect) forUpdate() string { return "" }
 
 func (sqliteDialect) missingTable(err error) bool {
-	return strings.Contains(err.Error(), "no such table: shardid_move_") // one of the fence's own tables
+	return err != nil && strings.Contains(err.Error(), "no such table: shardid_move_") // one of the fence's own tables
 }
 
 func (sqliteDialect) bypass(context.Context, *sql.Conn) error { return ErrBypassUnsupported }
