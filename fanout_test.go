@@ -546,6 +546,38 @@ func TestAStatementUsedAgainCountsOnlyItsOwnRows(t *testing.T) {
 	}
 }
 
+// TestAStatementUsedAgainAfterGORMsOwnTransactionEndsNoneThatIsNotThere: a
+// *gorm.DB whose first Create ran on one database, in a transaction GORM
+// began there, and whose next Create is split over two databases, or refused
+// before GORM's begin, succeeds, or fails with its own error only: GORM's
+// note of the first transaction, kept in the statement, does not make it
+// end one the second did not begin.
+func TestAStatementUsedAgainAfterGORMsOwnTransactionEndsNoneThatIsNotThere(t *testing.T) {
+	db, p, _ := revRouted(t, &revUser{})
+	ids := spreadIDs(p.Layout(), 2)
+	if p.ShardMap().Physical(p.Layout().Shard(ids[0])) == p.ShardMap().Physical(p.Layout().Shard(ids[1])) {
+		t.Fatal("the two IDs are on one database")
+	}
+	created := db.Model(&revUser{})
+	must(t, created.Create(&revUser{Name: "on one"}).Error)
+	split := []revUser{{ID: ids[0], Name: "x"}, {ID: ids[1], Name: "y"}}
+	res := created.Create(&split)
+	must(t, res.Error)
+	if res.RowsAffected != 2 {
+		t.Errorf("the split Create affected %d rows, want 2", res.RowsAffected)
+	}
+	var n int64
+	must(t, db.Clauses(AllShards()).Model(&revUser{}).Count(&n).Error)
+	if n != 3 {
+		t.Errorf("%d rows stored, want 3", n)
+	}
+	must(t, created.Create(&revUser{Name: "on one again"}).Error)
+	err := created.Create(&revUser{ID: -1}).Error
+	if err == nil || errors.Is(err, gorm.ErrInvalidTransaction) || strings.Contains(err.Error(), gorm.ErrInvalidTransaction.Error()) {
+		t.Errorf("a refused Create on the statement used again: %v; want its own error only", err)
+	}
+}
+
 // TestACountAfterAFindWhoseOffsetDropsItsRowIsZero: Find(...).Count(&n) on
 // a page past the first over several databases counts 0, as one database
 // does (its OFFSET drops the count's one row, and GORM reads no row as 0),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -114,12 +115,25 @@ func (e *Engine) writeBeforeCommit() func(*gorm.DB) {
 	gate := e.atGate(gateAfterHooks)
 	return func(db *gorm.DB) {
 		gate(db)
+		forgetStaleBegin(db)
 		if db.Error != nil && db.Error != errRouted {
 			if state := routeStateOf(db.Statement); state != nil {
 				state.failedBeforeCommit = true
 			}
 		}
 	}
+}
+
+// forgetStaleBegin drops GORM's note that it began the statement's
+// transaction when the statement holds none: GORM keeps the note in the
+// statement's settings, and a *gorm.DB used again for a write that the
+// plugin ran part by part, or refused, before GORM's begin would have GORM
+// end a transaction that is not there ("invalid transaction").
+func forgetStaleBegin(db *gorm.DB) {
+	if _, inOne := db.Statement.ConnPool.(gorm.TxCommitter); inOne {
+		return
+	}
+	db.Statement.Settings.Delete(fmt.Sprintf("%p", db.Statement) + "gorm:started_transaction")
 }
 
 // runParts runs the parts of a write over several databases as one
