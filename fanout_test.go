@@ -547,11 +547,11 @@ func TestAStatementUsedAgainCountsOnlyItsOwnRows(t *testing.T) {
 }
 
 // TestAStatementUsedAgainAfterGORMsOwnTransactionEndsNoneThatIsNotThere: a
-// *gorm.DB whose first Create ran on one database, in a transaction GORM
-// began there, and whose next Create is split over two databases, or refused
-// before GORM's begin, succeeds, or fails with its own error only: GORM's
-// note of the first transaction, kept in the statement, does not make it
-// end one the second did not begin.
+// *gorm.DB whose first write (Create, Update, Delete) ran on one database,
+// in a transaction GORM began there, and whose next write runs over two
+// databases, or is refused before GORM's begin, succeeds, or fails with its
+// own error only: GORM's note of the first transaction, kept in the
+// statement, does not make it end one the second did not begin.
 func TestAStatementUsedAgainAfterGORMsOwnTransactionEndsNoneThatIsNotThere(t *testing.T) {
 	db, p, _ := revRouted(t, &revUser{})
 	ids := spreadIDs(p.Layout(), 2)
@@ -575,6 +575,22 @@ func TestAStatementUsedAgainAfterGORMsOwnTransactionEndsNoneThatIsNotThere(t *te
 	err := created.Create(&revUser{ID: -1}).Error
 	if err == nil || errors.Is(err, gorm.ErrInvalidTransaction) || strings.Contains(err.Error(), gorm.ErrInvalidTransaction.Error()) {
 		t.Errorf("a refused Create on the statement used again: %v; want its own error only", err)
+	}
+	// An update and a delete, on one database and then, with GORM's
+	// conditions kept and one more, on two.
+	updated := db.Model(&revUser{}).Where("id = ?", ids[0])
+	must(t, updated.Update("name", "on one").Error)
+	res = updated.Or("id = ?", ids[1]).Update("name", "on two")
+	must(t, res.Error)
+	if res.RowsAffected != 2 {
+		t.Errorf("the update over two databases affected %d rows, want 2", res.RowsAffected)
+	}
+	deleted := db.Where("id = ?", ids[0])
+	must(t, deleted.Delete(&revUser{}).Error)
+	res = deleted.Or("id = ?", ids[1]).Delete(&revUser{})
+	must(t, res.Error)
+	if res.RowsAffected != 1 {
+		t.Errorf("the delete over two databases affected %d rows, want 1 (the other was deleted before)", res.RowsAffected)
 	}
 }
 
