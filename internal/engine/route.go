@@ -592,6 +592,7 @@ func (e *Engine) finish(kind statementKind) func(*gorm.DB) {
 			routedBy = e.mapOf(db.Statement)
 		}
 		dropWriteState(db.Statement) // a statement instance may run again
+		e.leaveShardPool(db)
 		if db.Error != nil && e.routed() {
 			db.Error = e.nameDatabase(db, kind, routedBy)
 			if shard, to, moved := fence.MovedShard(db.Error); moved && !errors.Is(db.Error, ErrShardMoved) {
@@ -625,6 +626,24 @@ func (e *Engine) finish(kind statementKind) func(*gorm.DB) {
 				handUp(db.Statement, state)
 			}
 		}
+	}
+}
+
+// leaveShardPool gives a statement that routing sent to a shard's pool,
+// outside a transaction, the plugin's own pool back as it ends: the *gorm.DB
+// used again (its Begin, its next statement) starts where a new one would.
+// A pool a shard clause chose stays, for Begin to begin on that shard, and a
+// DryRun statement's, which tells where a subquery it built runs.
+func (e *Engine) leaveShardPool(db *gorm.DB) {
+	stmt := db.Statement
+	if !e.routed() || db.DryRun || inTransaction(stmt.ConnPool) {
+		return
+	}
+	if _, hinted := loadSetting(stmt, txPhysicalKey{}); hinted {
+		return
+	}
+	if _, ok := e.physicalOfPool(stmt.ConnPool); ok {
+		stmt.ConnPool = e.ownPool(stmt.ConnPool)
 	}
 }
 
