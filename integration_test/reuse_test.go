@@ -44,3 +44,34 @@ func TestAStatementUsedAgainWritesOverSeveralDatabasesAfterOneDatabasesWrite(t *
 		r.noPrepared(t)
 	})
 }
+
+// TestAStatementUsedAgainInATransactionOnThePluginsDatabaseWritesEveryRow:
+// a *gorm.DB of a transaction on the plugin's own database, used for one
+// Create after another of rows on different databases (each commits with
+// that transaction), writes every row once the transaction commits, as a
+// new *gorm.DB for each Create does: a Create is not sent on the ended
+// branch of the one before, whose rows its failure would take back.
+func TestAStatementUsedAgainInATransactionOnThePluginsDatabaseWritesEveryRow(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		fresh(t, r.db, &reused{})
+		l := r.plugin.Layout()
+		count, at := l.ShardCount(), time.Now().Add(-time.Second)
+		id := func(database, seq int) int64 { // of a logical shard on that database
+			return l.Compose(at, database*count/physicalShards, seq)
+		}
+		tx := r.db.Begin()
+		must(t, tx.Error)
+		created := tx.Model(&reused{})
+		for i, rows := range []any{&reused{ID: id(0, 1)}, &reused{ID: id(1, 1)}, &[]reused{{ID: id(2, 1)}, {ID: id(3, 1)}}} {
+			if err := created.Create(rows).Error; err != nil {
+				t.Errorf("Create %d on the transaction's statement used again: %v", i, err)
+			}
+		}
+		must(t, tx.Commit().Error)
+		r.noPrepared(t)
+		if n := r.count(t, &reused{}); n != 4 {
+			t.Errorf("%d rows written, want 4", n)
+		}
+	})
+}

@@ -83,7 +83,7 @@ func (e *Engine) anchoredCreate(db *gorm.DB) (*globalTx, error) {
 	a.writes = append(a.writes, g)
 	e.anchored.mu.Unlock()
 	g.implicit, g.anchor, g.options = true, a, twophase.Options{LockWait: anchoredLockWait}
-	state.anchored = g
+	state.anchored, state.anchorPool = g, stmt.ConnPool
 	stmt.ConnPool = g
 	return g, nil
 }
@@ -121,21 +121,25 @@ func (w *anchoredWrites) of(tx *sql.Tx, e *Engine) *anchor {
 
 // endAnchored ends the anchored write of a Create, in its last callback:
 // prepared and recorded in its anchor if it succeeded, rolled back if not.
-func (e *Engine) endAnchored(db *gorm.DB) {
+// It returns the anchor's pool, which the statement is to be given back as
+// it ends (nil if it was not anchored): run again, a *gorm.DB left on the
+// write's ended branch would write there.
+func (e *Engine) endAnchored(db *gorm.DB) gorm.ConnPool {
 	state := routeStateOf(db.Statement)
 	if state == nil || state.anchored == nil {
-		return
+		return nil
 	}
 	g := state.anchored
 	state.anchored = nil
 	ctx := db.Statement.Context
 	if db.Error != nil && db.Error != errRouted {
 		state.undone = g.rollback(ctx) == nil // its writes taken back, its IDs with them
-		return
+		return state.anchorPool
 	}
 	if undone, err := g.prepareAnchored(ctx); err != nil {
 		db.Error, state.undone = err, undone
 	}
+	return state.anchorPool
 }
 
 // prepareAnchored prepares every branch of the statement and records the

@@ -231,8 +231,10 @@ type routeState struct {
 	// or hook changed them since.
 	where []clause.Expression
 	// anchored is the write of a Create in a transaction on the plugin's
-	// own database, which commits with it (anchored.go).
-	anchored *globalTx
+	// own database, which commits with it (anchored.go); anchorPool is
+	// that transaction's pool, which the statement had before.
+	anchored   *globalTx
+	anchorPool gorm.ConnPool
 }
 
 // writeContext carries a write's routeState in the statement's context: a
@@ -576,8 +578,9 @@ func (e *Engine) finish(kind statementKind) func(*gorm.DB) {
 	return func(db *gorm.DB) {
 		doneRunning(db.Statement)
 		e.endRouting(db.Statement)
+		var anchorPool gorm.ConnPool
 		if kind == kindCreate {
-			e.endAnchored(db)
+			anchorPool = e.endAnchored(db)
 		}
 		if db.Error == errRouted {
 			db.Error = nil
@@ -625,6 +628,9 @@ func (e *Engine) finish(kind statementKind) func(*gorm.DB) {
 			} else {
 				handUp(db.Statement, state)
 			}
+		}
+		if anchorPool != nil {
+			db.Statement.ConnPool = anchorPool
 		}
 	}
 }
