@@ -119,11 +119,12 @@ func (e *Engine) partPool(stmt *gorm.Statement, k int) (gorm.ConnPool, error) {
 	return e.pool(stmt.Context, k)
 }
 
-// keepStatementTo ANDs keepTo's condition to the statement's conditions.
-func (e *Engine) keepStatementTo(stmt *gorm.Statement, m *model, table string, keep []Range) {
+// keepStatementTo ANDs keepTo's condition to the statement's conditions,
+// and reports whether there was one.
+func (e *Engine) keepStatementTo(stmt *gorm.Statement, m *model, table string, keep []Range) bool {
 	cond := e.keepTo(m, table, keep)
 	if cond == nil {
-		return
+		return false
 	}
 	if c, ok := stmt.Clauses["WHERE"]; ok {
 		if where, ok := c.Expression.(clause.Where); ok && shardrouter.OrJoined(where.Exprs) {
@@ -132,6 +133,54 @@ func (e *Engine) keepStatementTo(stmt *gorm.Statement, m *model, table string, k
 		}
 	}
 	stmt.AddClause(clause.Where{Exprs: []clause.Expression{cond}})
+	return true
+}
+
+// ownWhereKey is the Settings key of a statement's WHERE clause as it was
+// before routing kept the statement to its database's ranges.
+type ownWhereKey struct{ stmt *gorm.Statement }
+
+type ownWhere struct {
+	where clause.Clause
+	had   bool
+	kept  int // the conditions once kept, the ranges' last: GORM's added after them are the statement's
+}
+
+// keepStatementToOnce is keepStatementTo on a statement that may run again:
+// it is given back its own conditions as it ends (giveOwnWhereBack), so
+// that its next run is kept to the ranges of the map of then.
+func (e *Engine) keepStatementToOnce(stmt *gorm.Statement, m *model, table string, keep []Range) {
+	where, had := stmt.Clauses["WHERE"]
+	if !e.keepStatementTo(stmt, m, table, keep) {
+		return
+	}
+	if w, ok := stmt.Clauses["WHERE"].Expression.(clause.Where); ok {
+		stmt.Settings.Store(ownWhereKey{stmt}, ownWhere{where: where, had: had, kept: len(w.Exprs)})
+	}
+}
+
+// giveOwnWhereBack gives the statement back its WHERE clause without the
+// ranges keepStatementToOnce added, with the conditions GORM added since (a
+// struct's key, as it builds First(&T{ID: id})), as on one database.
+func giveOwnWhereBack(stmt *gorm.Statement) {
+	v, ok := loadSetting(stmt, ownWhereKey{stmt})
+	if !ok {
+		return
+	}
+	stmt.Settings.Delete(ownWhereKey{stmt})
+	own := v.(ownWhere)
+	now, _ := stmt.Clauses["WHERE"].Expression.(clause.Where)
+	var since []clause.Expression
+	if len(now.Exprs) > own.kept {
+		since = now.Exprs[own.kept:]
+	}
+	if !own.had && len(since) == 0 {
+		delete(stmt.Clauses, "WHERE")
+		return
+	}
+	before, _ := own.where.Expression.(clause.Where)
+	own.where.Expression = clause.Where{Exprs: append(slices.Clip(before.Exprs), since...)}
+	stmt.Clauses["WHERE"] = own.where
 }
 
 // keepToRanges is false only in the benchmark that prices keepTo.

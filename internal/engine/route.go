@@ -186,7 +186,7 @@ func (e *Engine) routeStatement(db *gorm.DB, kind statementKind, sub bool, setti
 		if route.ByClause && (kind == kindQuery || kind == kindRow) {
 			// No key pins its rows: it reads the ranges the map gives k only, as a part over several
 			// databases does, not a move's copy of another range k holds.
-			e.keepStatementTo(stmt, m, stmt.Table, shardMap.Keep(k))
+			e.keepStatementToOnce(stmt, m, stmt.Table, shardMap.Keep(k))
 		}
 		if state := e.bindWrite(db, kind, k, shardMap); state != nil {
 			state.severalShards, state.where = several, reading.where
@@ -577,6 +577,7 @@ func (e *Engine) rememberTransaction(db *gorm.DB) {
 func (e *Engine) finish(kind statementKind) func(*gorm.DB) {
 	return func(db *gorm.DB) {
 		doneRunning(db.Statement)
+		giveOwnWhereBack(db.Statement)
 		e.endRouting(db.Statement)
 		var anchorPool gorm.ConnPool
 		if kind == kindCreate {
