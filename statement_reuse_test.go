@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 )
 
 // reuseTag is an unsharded model, which lives on the plugin's database.
@@ -72,5 +73,38 @@ func TestAStatementWithAShardClauseUsedAgainAfterAMoveReadsTheNewRanges(t *testi
 		if len(rows) != 2 || n != 2 {
 			t.Errorf("%s: after the move the statement used again read %d rows and counted %d, want 2 and 2", name, len(rows), n)
 		}
+	}
+}
+
+// TestAnUpsertUsedAgainRetriedAfterAMoveKeepsItsOwnConflictClause: a
+// *gorm.DB whose first Create was an upsert updating every column, used
+// again for a Create that skips conflicting rows (DoNothing) which a stale
+// process sends to a moved range's source and runs again on its new
+// database, still skips the existing row there: the retry is built from the
+// second Create's clause, not the first one's, and leaves the row as it was.
+func TestAnUpsertUsedAgainRetriedAfterAMoveKeepsItsOwnConflictClause(t *testing.T) {
+	ps := processes{t, t.TempDir()}
+	half := Layout{}.ShardCount() / 2
+	shards := []Shard{
+		{Name: "a", Dialector: ps.file("a.db"), Logical: []Range{{From: 0, To: half - 1}}},
+		{Name: "b", Dialector: ps.file("b.db"), Logical: []Range{{From: half, To: 2*half - 1}}},
+	}
+	mover, p, err := ps.open(Config{Shards: shards})
+	must(t, err)
+	must(t, p.AutoMigrate(mover, &revUser{}))
+	stale, _, err := ps.open(Config{Shards: shards, MapRefresh: -1}) // follows the map only when a write is refused as moved
+	must(t, err)
+	at := time.Now().Add(-time.Second)
+	kept, upserted := p.Layout().Compose(at, 1, 1), p.Layout().Compose(at, 2, 1)
+	must(t, mover.Create(&revUser{ID: kept, Name: "kept"}).Error)
+	created := stale.Model(&revUser{})
+	must(t, created.Clauses(clause.OnConflict{UpdateAll: true}).Create(&revUser{ID: upserted, Name: "upserted"}).Error)
+	_, err = p.Move(context.Background(), Move{Logical: Range{From: 0, To: half - 1}, To: "b"})
+	must(t, err)
+	must(t, created.Clauses(clause.OnConflict{DoNothing: true}).Create(&revUser{ID: kept, Name: "overwritten"}).Error)
+	var row revUser
+	must(t, mover.First(&row, kept).Error)
+	if row.Name != "kept" {
+		t.Errorf("the existing row is named %q after a Create that skips conflicts, want %q", row.Name, "kept")
 	}
 }

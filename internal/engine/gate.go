@@ -320,11 +320,17 @@ type onConflictKey struct{ stmt *gorm.Statement }
 // keepOnConflict keeps an UpdateAll upsert's ON CONFLICT clause as given:
 // each build appends the assignments again, so a statement built anew (a
 // write held at a move's cutover and run on the new database) starts from it.
+// A clause kept by an earlier run of a *gorm.DB used again is forgotten: the
+// statement's own is this run's.
 func keepOnConflict(stmt *gorm.Statement) {
 	if c, ok := stmt.Clauses["ON CONFLICT"]; ok {
 		if oc, _ := c.Expression.(clause.OnConflict); oc.UpdateAll {
 			stmt.Settings.Store(onConflictKey{stmt}, c)
+			return
 		}
+	}
+	if !settingsUntouched(&stmt.Settings) {
+		stmt.Settings.Delete(onConflictKey{stmt})
 	}
 }
 
