@@ -108,3 +108,26 @@ func TestAnUpsertUsedAgainRetriedAfterAMoveKeepsItsOwnConflictClause(t *testing.
 		t.Errorf("the existing row is named %q after a Create that skips conflicts, want %q", row.Name, "kept")
 	}
 }
+
+// TestAShardClauseHandleUsedAgainAfterAMoveBeginsOnTheNewDatabase: a
+// *gorm.DB given a shard clause once (a handle kept for a tenant) and used
+// for a transaction after a move of its shard begins that transaction on
+// the shard's new database, as a new handle does: the database the clause
+// chose when it was given does not hold the transaction, which its retry
+// would otherwise meet again and again (ErrShardMoved, "retry the
+// transaction").
+func TestAShardClauseHandleUsedAgainAfterAMoveBeginsOnTheNewDatabase(t *testing.T) {
+	t.Skip("finding, not fixed: KeepHint binds the handle's pool when the clause is given; Begin reads it with no callback to bind it anew (a beginner pool resolving the clause at BeginTx, as acrossBeginner does, would)")
+	db, p, _ := revRouted(t, &revUser{})
+	l := p.Layout()
+	id := l.Compose(time.Now().Add(-time.Second), 1, 1)
+	must(t, db.Create(&revUser{ID: id, Name: "a"}).Error)
+	handle := db.Clauses(ByID(id))
+	rename := func(tx *gorm.DB) error { return tx.Model(&revUser{}).Where("id = ?", id).Update("name", "b").Error }
+	must(t, handle.Transaction(rename))
+	_, err := p.Move(context.Background(), Move{Logical: Range{From: 0, To: l.ShardCount()/2 - 1}, To: "s1"})
+	must(t, err)
+	if err := handle.Transaction(rename); err != nil {
+		t.Errorf("a transaction on the handle after its shard moved: %v; want it to begin on the new database", err)
+	}
+}
