@@ -131,3 +131,25 @@ func TestAShardClauseHandleUsedAgainAfterAMoveBeginsOnTheNewDatabase(t *testing.
 		t.Errorf("a transaction on the handle after its shard moved: %v; want it to begin on the new database", err)
 	}
 }
+
+// TestAShardClauseHandleUsedForAWriteThenBeginsOnItsShard: a *gorm.DB given
+// a shard clause and used for an Update or a Create (GORM's transaction for
+// it ends by giving the statement the pool the *gorm.DB was opened with)
+// then begins a transaction on the clause's shard, as a new handle does, in
+// which a write of that shard's row runs.
+func TestAShardClauseHandleUsedForAWriteThenBeginsOnItsShard(t *testing.T) {
+	db, p, _ := revRouted(t, &revUser{})
+	id := p.Layout().Compose(time.Now().Add(-time.Second), 1, 1)
+	must(t, db.Create(&revUser{ID: id, Name: "a"}).Error)
+	rename := func(tx *gorm.DB) error { return tx.Model(&revUser{}).Where("id = ?", id).Update("name", "b").Error }
+	for name, write := range map[string]func(*gorm.DB) error{
+		"Update": func(h *gorm.DB) error { return h.Model(&revUser{}).Where("id = ?", id).Update("name", "c").Error },
+		"Create": func(h *gorm.DB) error { return h.Create(&revUser{Name: "d"}).Error },
+	} {
+		handle := db.Clauses(ByID(id))
+		must(t, write(handle))
+		if err := handle.Transaction(rename); err != nil {
+			t.Errorf("a transaction on the handle after its %s: %v", name, err)
+		}
+	}
+}

@@ -639,14 +639,21 @@ func (e *Engine) finish(kind statementKind) func(*gorm.DB) {
 // leaveShardPool gives a statement that routing sent to a shard's pool,
 // outside a transaction, the plugin's own pool back as it ends: the *gorm.DB
 // used again (its Begin, its next statement) starts where a new one would.
-// A pool a shard clause chose stays, for Begin to begin on that shard, and a
-// DryRun statement's, which tells where a subquery it built runs.
+// A statement whose shard clause chose a pool gets that one back (GORM gives
+// a statement whose transaction it ended the pool the *gorm.DB was opened
+// with), for Begin to begin on that shard; a DryRun statement keeps its own,
+// which tells where a subquery it built runs.
 func (e *Engine) leaveShardPool(db *gorm.DB) {
 	stmt := db.Statement
 	if !e.routed() || db.DryRun || inTransaction(stmt.ConnPool) {
 		return
 	}
-	if _, hinted := loadSetting(stmt, txPhysicalKey{}); hinted {
+	if v, hinted := loadSetting(stmt, txPhysicalKey{}); hinted {
+		if on, ok := e.physicalOfPool(stmt.ConnPool); !ok || on != v.(int) {
+			if pool, err := e.poolOf(stmt.Context, v.(int), stmt.ConnPool); err == nil {
+				stmt.ConnPool = pool
+			}
+		}
 		return
 	}
 	if _, ok := e.physicalOfPool(stmt.ConnPool); ok {
