@@ -75,8 +75,9 @@ type unavailableKey struct{}
 
 // KeepHint keeps h in the statement. e, the engine of the statement's
 // plugin, may be nil; outside a transaction it also points the statement
-// at the shard's database, so that Begin and Transaction begin there, or
-// fails the statement when that database cannot be opened.
+// at the shard's database (a clausePool, which follows the shard's moves),
+// so that Begin and Transaction begin there, or fails the statement when
+// that database cannot be opened.
 func (e *Engine) KeepHint(stmt *gorm.Statement, h Hint) {
 	if h.kind == hintAcross {
 		// Not a route: the statements of the transaction route themselves.
@@ -97,13 +98,18 @@ func (e *Engine) KeepHint(stmt *gorm.Statement, h Hint) {
 	}
 	shardMap := e.router.Map()
 	k := shardMap.Physical(s)
-	pool, err := e.poolOf(stmt.Context, k, stmt.ConnPool)
-	if err != nil {
+	if _, err := e.poolOf(stmt.Context, k, stmt.ConnPool); err != nil {
 		stmt.DB.AddError(err) // ErrShardUnavailable, naming the database: not a transaction begun elsewhere
 		stmt.Settings.Store(unavailableKey{}, k)
 		return
 	}
-	stmt.ConnPool = pool
+	had := stmt.ConnPool
+	if c, ok := had.(*clausePool); ok {
+		had = c.had
+	}
+	c := &clausePool{e: e, shard: s, had: had}
+	stmt.ConnPool = c
+	stmt.Settings.Store(clausePoolKey{}, c)
 	stmt.Settings.Store(txPhysicalKey{}, k)
 	stmt.Settings.Store(txMapKey{}, shardMap)
 }

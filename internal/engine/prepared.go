@@ -28,6 +28,9 @@ func (e *Engine) ownPool(current gorm.ConnPool) gorm.ConnPool {
 }
 
 func (e *Engine) preparedFor(key int, pool, current gorm.ConnPool) gorm.ConnPool {
+	if c, ok := current.(*clausePool); ok {
+		current = c.had
+	}
 	if _, prepared := current.(*gorm.PreparedStmtDB); !prepared {
 		return pool
 	}

@@ -335,7 +335,7 @@ func (e *Engine) bind(db *gorm.DB, k int) error {
 			return fmt.Errorf("%w: the statement belongs on %s, and its transaction is not one begun there: begin it with db.Clauses(shardid.ByID(id)), shardid.OnShard(n) or shardid.ByKey(key) (a transaction on the plugin's own database holds no logical shard)%s",
 				ErrCrossShard, e.physical[k].name, resolverAfterHint(stmt))
 		case on != k && e.movedAway(stmt, on):
-			return &MovedError{Shard: -1, To: e.physical[k].name, Why: fmt.Sprintf("the transaction on %s began before the move; retry the transaction, its shard clause given anew (a *gorm.DB kept with one begins where the clause chose when it was given)", e.physical[on].name)}
+			return &MovedError{Shard: -1, To: e.physical[k].name, Why: fmt.Sprintf("the transaction on %s began before the move; retry the transaction", e.physical[on].name)}
 		case on != k:
 			return fmt.Errorf("%w: the transaction is on %s, the statement belongs on %s", ErrCrossShard, e.physical[on].name, e.physical[k].name)
 		}
@@ -524,6 +524,9 @@ func (e *Engine) transactionPhysical(stmt *gorm.Statement) (int, bool) {
 		}
 		return k, ok
 	}
+	if c, ok := stmt.ConnPool.(*clausePool); ok {
+		return c.physical(), true
+	}
 	if v, ok := loadSetting(stmt, txPhysicalKey{}); ok {
 		e.noteTransactionMap(stmt)
 		return v.(int), true
@@ -648,12 +651,8 @@ func (e *Engine) leaveShardPool(db *gorm.DB) {
 	if !e.routed() || db.DryRun || inTransaction(stmt.ConnPool) {
 		return
 	}
-	if v, hinted := loadSetting(stmt, txPhysicalKey{}); hinted {
-		if on, ok := e.physicalOfPool(stmt.ConnPool); !ok || on != v.(int) {
-			if pool, err := e.poolOf(stmt.Context, v.(int), stmt.ConnPool); err == nil {
-				stmt.ConnPool = pool
-			}
-		}
+	if c, hinted := loadSetting(stmt, clausePoolKey{}); hinted {
+		stmt.ConnPool = c.(*clausePool)
 		return
 	}
 	if _, ok := e.physicalOfPool(stmt.ConnPool); ok {

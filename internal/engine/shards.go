@@ -329,8 +329,11 @@ func (e *Engine) physicalOfPool(pool gorm.ConnPool) (int, bool) {
 	if k, ok := e.poolOwners.Load(pool); ok {
 		return k.(int), true
 	}
-	if prepared, ok := pool.(*gorm.PreparedStmtDB); ok {
-		return e.physicalOfPool(prepared.ConnPool)
+	switch pool := pool.(type) {
+	case *gorm.PreparedStmtDB:
+		return e.physicalOfPool(pool.ConnPool)
+	case *clausePool:
+		return pool.physical(), true
 	}
 	return 0, false
 }
