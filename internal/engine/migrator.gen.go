@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/schema"
 
+	"github.com/shardid/shardid/internal/fence"
 	"github.com/shardid/shardid/internal/mapstore"
 	"github.com/shardid/shardid/internal/shardmigrator"
 	"github.com/shardid/shardid/strategies"
@@ -119,6 +120,39 @@ func (m migratorPlugin) LockMigrations(ctx context.Context) (func(), error) {
 		return nil, fmt.Errorf("another migration of the plugin's database has run for over %v; try again once it ends", migrationPatience)
 	}
 	return unlock, err
+}
+
+// KeepFences begins a change of a physical database's tables on its session
+// db; on SQLite in a transaction, at whose end the triggers of the moves
+// fencing tables there are made again (fence.KeepTriggers): SQLite's
+// migrator remakes a table to alter it.
+func (m migratorPlugin) KeepFences(db *gorm.DB) (*gorm.DB, func(error) error, error) {
+	if db.Dialector.Name() != "sqlite" || db.DryRun {
+		return db, func(err error) error { return err }, nil
+	}
+	f := fence.Fence{Dialect: "sqlite", ShardBits: m.p.layout.ShardBits, SequenceBits: m.p.layout.SequenceBits}
+	tx := db.Begin()
+	if tx.Error != nil {
+		return nil, nil, tx.Error
+	}
+	ctx := tx.Statement.Context
+	q, ok := tx.Statement.ConnPool.(fence.Execer)
+	err := f.HoldForMigration(ctx, q)
+	if !ok {
+		err = fmt.Errorf("shardid: a transaction of %T cannot keep a move's triggers", tx.Statement.ConnPool)
+	}
+	if err != nil {
+		return nil, nil, errors.Join(err, tx.Rollback().Error)
+	}
+	return tx, func(err error) error {
+		if err == nil {
+			err = f.KeepTriggers(ctx, q)
+		}
+		if err != nil {
+			return errors.Join(err, tx.Rollback().Error)
+		}
+		return tx.Commit().Error
+	}, nil
 }
 
 func (m migratorPlugin) Model(s *schema.Schema) (*shardmigrator.Model, error) {

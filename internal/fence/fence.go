@@ -95,7 +95,7 @@ type dialect interface {
 	waitSnapshots(ctx context.Context, db *sql.DB) error
 	locked(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx) error) error
 	// frozenChanged lets a dialect whose triggers bake in the fence state renew them.
-	frozenChanged(ctx context.Context, tx *sql.Tx, f Fence) error
+	frozenChanged(ctx context.Context, tx Execer, f Fence) error
 	bypass(ctx context.Context, conn *sql.Conn) error
 	placeholder(n int) string
 	forUpdate() string // locks the rows a SELECT reads, where locked has not

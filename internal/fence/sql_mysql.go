@@ -199,7 +199,7 @@ func (mysqlDialect) locked(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx) 
 	return tx.Commit()
 }
 
-func (mysqlDialect) frozenChanged(context.Context, *sql.Tx, Fence) error { return nil }
+func (mysqlDialect) frozenChanged(context.Context, Execer, Fence) error { return nil }
 
 func (mysqlDialect) forUpdate() string { return " FOR UPDATE" }
 

@@ -196,7 +196,7 @@ func (postgresDialect) locked(ctx context.Context, db *sql.DB, fn func(tx *sql.T
 	return tx.Commit()
 }
 
-func (postgresDialect) frozenChanged(context.Context, *sql.Tx, Fence) error { return nil }
+func (postgresDialect) frozenChanged(context.Context, Execer, Fence) error { return nil }
 
 func (postgresDialect) forUpdate() string { return " FOR UPDATE" }
 

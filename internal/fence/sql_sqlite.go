@@ -73,7 +73,7 @@ func checkSQLiteKeyType(t Table, dataType string) error {
 }
 
 // sqliteCreate replaces t's triggers with ones naming the current frozen targets.
-func sqliteCreate(ctx context.Context, tx *sql.Tx, f Fence, t Table) error {
+func sqliteCreate(ctx context.Context, tx Execer, f Fence, t Table) error {
 	var targets []string
 	rows, err := tx.QueryContext(ctx, "SELECT DISTINCT target FROM "+fenceTable+" WHERE frozen = 1 ORDER BY target")
 	if err != nil {
@@ -181,7 +181,7 @@ func (sqliteDialect) locked(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx)
 	return tx.Commit()
 }
 
-func (sqliteDialect) frozenChanged(ctx context.Context, tx *sql.Tx, f Fence) error {
+func (sqliteDialect) frozenChanged(ctx context.Context, tx Execer, f Fence) error {
 	rows, err := tx.QueryContext(ctx, "SELECT name, key_column, kind FROM "+tablesTable+" ORDER BY name")
 	if err != nil {
 		return err

@@ -142,7 +142,7 @@ func (m Migrator) create(models []any, do func(gorm.Migrator, ...any) error, fol
 		if err != nil {
 			return err
 		}
-		made, madeModels = append(made, target{m.ownName(), m.own}), append(madeModels, missing)
+		made, madeModels = append(made, target{name: m.ownName(), migrator: m.own}), append(madeModels, missing)
 		if len(plain) > 0 {
 			if err := do(m.own, plain...); err != nil {
 				return err
@@ -181,8 +181,12 @@ func (m Migrator) create(models []any, do func(gorm.Migrator, ...any) error, fol
 		if err != nil {
 			return fmt.Errorf("shardid: on %s: %w%s", name, err, undoneBefore(done, ""))
 		}
-		made, madeModels = append(made, target{name, tx.Migrator()}), append(madeModels, missing)
-		if err := do(tx.Migrator(), everywhere...); err != nil {
+		made, madeModels = append(made, target{name: name, migrator: tx.Migrator()}), append(madeModels, missing)
+		keeping, end, err := m.plugin.KeepFences(tx)
+		if err == nil {
+			err = end(do(keeping.Migrator(), everywhere...))
+		}
+		if err != nil {
 			return fmt.Errorf("shardid: on %s: %w%s", name, err, undoneBefore(done, name)) // GORM migrates a table with several statements: some may have run on name
 		}
 		done = append(done, name)

@@ -144,7 +144,11 @@ func (m Migrator) eachDoing(value any, finished func(gorm.Migrator) bool, advice
 	}
 	var done []string
 	for _, t := range targets {
-		if err := do(t.migrator); err != nil {
+		mig, end, err := t.begin(m.plugin)
+		if err == nil {
+			err = end(do(mig))
+		}
+		if err != nil {
 			if len(targets) == 1 {
 				return err
 			}
@@ -153,6 +157,19 @@ func (m Migrator) eachDoing(value any, finished func(gorm.Migrator) bool, advice
 		done = append(done, t.name)
 	}
 	return nil
+}
+
+// begin begins a change of t's database, which end ends; a physical
+// one's keeps the triggers of a move there (Plugin.KeepFences).
+func (t target) begin(p Plugin) (gorm.Migrator, func(error) error, error) {
+	if t.db == nil {
+		return t.migrator, func(err error) error { return err }, nil
+	}
+	tx, end, err := p.KeepFences(t.db)
+	if err != nil {
+		return nil, nil, err
+	}
+	return tx.Migrator(), end, nil
 }
 
 // doneBefore tells, in an error, the databases a change was made on before

@@ -53,7 +53,10 @@ func (f *fakePlugin) OwnCopy(db *gorm.DB) *gorm.DB   { return db }
 func (f *fakePlugin) PrepareStrategies(*gorm.DB, map[strategies.Generator]bool) error {
 	return f.prepare
 }
-func (f *fakePlugin) RegisterTables(*gorm.DB, []any) error     { return nil }
+func (f *fakePlugin) RegisterTables(*gorm.DB, []any) error { return nil }
+func (f *fakePlugin) KeepFences(db *gorm.DB) (*gorm.DB, func(error) error, error) {
+	return db, func(err error) error { return err }, nil
+}
 func (f *fakePlugin) CheckNewTables(*gorm.DB, []any) error     { return nil }
 func (f *fakePlugin) CheckTableUnmoved(*gorm.DB, string) error { return nil }
 func (f *fakePlugin) UnregisterTable(*gorm.DB, string) error   { return nil }

@@ -13,6 +13,7 @@ import (
 type target struct {
 	name     string
 	migrator gorm.Migrator
+	db       *gorm.DB // a physical database's session, whose changes keep a move's triggers; nil for the plugin's
 }
 
 // sharded reports whether value (a model or a table name) is the table of a
@@ -95,7 +96,7 @@ func (m Migrator) physicalTargets(model any) ([]target, error) {
 				return nil, errs.Wrap(err, "nothing was changed: on %s", name)
 			}
 		}
-		list[k] = target{name: name, migrator: tx.Migrator()}
+		list[k] = target{name: name, migrator: tx.Migrator(), db: tx}
 	}
 	return list, nil
 }

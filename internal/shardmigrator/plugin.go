@@ -53,6 +53,11 @@ type Plugin interface {
 	// CheckTableUnmoved fails when an unfinished move carries table, a
 	// sharded table about to be dropped or renamed.
 	CheckTableUnmoved(db *gorm.DB, table string) error
+	// KeepFences begins a change of a physical database's tables on its
+	// session db, which keeps the triggers a move has there: the change is
+	// made on the session it returns, then ended, with its error, by end,
+	// which returns the change's outcome.
+	KeepFences(db *gorm.DB) (tx *gorm.DB, end func(error) error, err error)
 	// RegisterTables records the sharded tables among models, once migrated,
 	// where a move or an audit without Go models finds them.
 	RegisterTables(db *gorm.DB, models []any) error

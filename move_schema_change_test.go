@@ -1,0 +1,126 @@
+package shardid
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+)
+
+// schNote is a sharded model a new version migrates during a move:
+// schNoteV2 gives its column note a default, which SQLite's migrator alters
+// by making the table anew.
+type (
+	schNote struct {
+		ID   int64 `shardid:""`
+		Body string
+		Note string `gorm:"size:32"`
+	}
+	schNoteV2 struct {
+		ID   int64 `shardid:""`
+		Body string
+		Note string `gorm:"size:32;default:none"`
+	}
+)
+
+func (schNote) TableName() string   { return "sch_notes" }
+func (schNoteV2) TableName() string { return "sch_notes" }
+
+// schMoving is the range the tests move, off a onto b.
+var schMoving = Range{From: 0, To: 4095}
+
+// schRig opens a process over the SQLite files a (every shard) and b (none),
+// with notes of the moving range on a; it returns the process, its plugin,
+// the notes' keys and a and b opened directly.
+func schRig(t *testing.T, ps processes, cfg Config) (*gorm.DB, *Plugin, []int64, *gorm.DB, *gorm.DB) {
+	t.Helper()
+	cfg.Shards = []Shard{
+		{Name: "a", Dialector: ps.file("a.db"), Logical: []Range{{From: 0, To: Layout{}.ShardCount() - 1}}},
+		{Name: "b", Dialector: ps.file("b.db")},
+	}
+	db, p, err := ps.open(cfg)
+	must(t, err)
+	must(t, p.AutoMigrate(db, &schNote{}))
+	var ids []int64
+	for i := range 30 {
+		n := schNote{Body: "before"}
+		must(t, db.Clauses(OnShard(i)).Create(&n).Error)
+		ids = append(ids, n.ID)
+	}
+	a, err := gorm.Open(ps.file("a.db"), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	b, err := gorm.Open(ps.file("b.db"), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	return db, p, ids, a, b
+}
+
+// bodies counts the notes of db by body.
+func bodies(t *testing.T, db *gorm.DB) map[string]int {
+	t.Helper()
+	var got []schNote
+	must(t, db.Find(&got).Error)
+	n := map[string]int{}
+	for _, g := range got {
+		n[g.Body]++
+	}
+	return n
+}
+
+// TestAColumnAlteredOnSQLiteDuringAMoveKeepsItsWrites: a new version's
+// AutoMigrate that alters a column while a move copies (SQLite's migrator
+// makes the table anew, which drops its triggers) keeps the move's
+// triggers: the writes of the range after it are logged and replayed, and
+// the move completes with every note's last write on the target.
+func TestAColumnAlteredOnSQLiteDuringAMoveKeepsItsWrites(t *testing.T) {
+	db, p, ids, _, b := schRig(t, processes{t, t.TempDir()}, Config{})
+	migrated := false
+	_, err := p.Move(context.Background(), Move{Logical: schMoving, To: "b", ChunkSize: 10, Progress: func(pr MoveProgress) {
+		if migrated || pr.Phase != PhaseCopy {
+			return
+		}
+		migrated = true
+		must(t, p.AutoMigrate(db, &schNoteV2{}))
+		must(t, db.Model(&schNote{}).Where("id IN ?", ids).Update("body", "after").Error)
+	}})
+	if err != nil {
+		t.Fatalf("a move during which a column was altered: %v; want it done", err)
+	}
+	if got := bodies(t, b); got["after"] != len(ids) {
+		t.Errorf("the target holds the notes %v; want all %d with the write made after the migration", got, len(ids))
+	}
+}
+
+// TestAColumnAlteredOnSQLiteAfterACutoverKeepsTheSourceSealed: once a
+// move served its range, the source's sealed triggers refuse a write of it
+// from a process still on the old map; a migration that makes the table
+// anew (AutoMigrate altering a column, DropColumn) keeps them, so such a
+// write is held and made on the target, not left on the source's frozen
+// copy, which the cleanup deletes.
+func TestAColumnAlteredOnSQLiteAfterACutoverKeepsTheSourceSealed(t *testing.T) {
+	for name, change := range map[string]func(*Plugin, *gorm.DB) error{
+		"AutoMigrate": func(p *Plugin, db *gorm.DB) error { return p.AutoMigrate(db, &schNoteV2{}) },
+		"DropColumn":  func(p *Plugin, db *gorm.DB) error { return p.Migrator(db).DropColumn(&schNote{}, "Note") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			ps := processes{t, t.TempDir()}
+			db, p, ids, a, b := schRig(t, ps, Config{})
+			stale, _, err := ps.open(Config{MapRefresh: time.Hour, Shards: []Shard{ // routes by the old map until a write is refused
+				{Name: "a", Dialector: ps.file("a.db"), Logical: []Range{{From: 0, To: Layout{}.ShardCount() - 1}}},
+				{Name: "b", Dialector: ps.file("b.db")},
+			}})
+			must(t, err)
+			_, err = p.Move(context.Background(), Move{Logical: schMoving, To: "b"})
+			must(t, err)
+			must(t, change(p, db))
+			must(t, stale.Model(&schNoteV2{ID: ids[0]}).Update("body", "late").Error)
+			if got := bodies(t, a); got["late"] != 0 {
+				t.Errorf("the source's frozen copy took a write of the moved range: %v", got)
+			}
+			if got := bodies(t, b); got["late"] != 1 {
+				t.Errorf("the target holds %v; want the late write", got)
+			}
+		})
+	}
+}
