@@ -2,6 +2,8 @@ package shardid
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -122,5 +124,48 @@ func TestAColumnAlteredOnSQLiteAfterACutoverKeepsTheSourceSealed(t *testing.T) {
 				t.Errorf("the target holds %v; want the late write", got)
 			}
 		})
+	}
+}
+
+// schNoteV3 is schNote with a column a migration adds.
+type schNoteV3 struct {
+	ID    int64 `shardid:""`
+	Body  string
+	Note  string `gorm:"size:32"`
+	Extra string
+}
+
+func (schNoteV3) TableName() string { return "sch_notes" }
+
+// TestAMoveWhoseSourceGainedAColumnTheTargetLacksSaysToFinishTheMigration:
+// a column added during a move by a migration that stopped part way (on
+// the source, not on the target) fails the move's check, run after run,
+// saying that the target lacks the column and to finish the migration, not
+// only to run the move again, which cannot carry it; once the migration is
+// finished, the move run again carries the column's values.
+func TestAMoveWhoseSourceGainedAColumnTheTargetLacksSaysToFinishTheMigration(t *testing.T) {
+	db, p, ids, a, b := schRig(t, processes{t, t.TempDir()}, Config{})
+	added := false
+	_, err := p.Move(context.Background(), Move{Logical: schMoving, To: "b", ChunkSize: 10, Progress: func(pr MoveProgress) {
+		if added || pr.Phase != PhaseCopy {
+			return
+		}
+		added = true
+		must(t, a.Migrator().AddColumn(&schNoteV3{}, "Extra")) // the plugin's AddColumn, stopped after a
+		must(t, db.Model(&schNoteV3{}).Where("id IN ?", ids).Update("extra", "x").Error)
+	}})
+	for run := 1; run <= 2; run++ {
+		if !errors.Is(err, ErrMoveVerify) || !strings.Contains(err.Error(), "sch_notes on b has no column extra") || !strings.Contains(err.Error(), "finish the migration") {
+			t.Fatalf("run %d of a move whose source gained a column the target lacks: %v; want ErrMoveVerify saying b lacks extra and to finish the migration", run, err)
+		}
+		_, err = p.Move(context.Background(), Move{Logical: schMoving, To: "b"})
+	}
+	must(t, p.Migrator(db).AddColumn(&schNoteV3{}, "Extra")) // finishes it on b
+	_, err = p.Move(context.Background(), Move{Logical: schMoving, To: "b"})
+	must(t, err)
+	var carried int64
+	must(t, b.Table("sch_notes").Where("extra = ?", "x").Count(&carried).Error)
+	if carried != int64(len(ids)) {
+		t.Errorf("the target holds %d notes with the added column's value; want %d", carried, len(ids))
 	}
 }

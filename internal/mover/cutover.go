@@ -185,10 +185,29 @@ func (mv *run) sameColumns(ctx context.Context) error {
 			return err
 		}
 		if !slices.Equal(now, t.columns) {
-			return columnsChanged(t, mv.st.From, describeChange(t.columns, now))
+			return mv.columnsChangedOnSource(ctx, t, now)
 		}
 	}
 	return nil
+}
+
+// columnsChangedOnSource is the check's failure for a table whose columns
+// on the source are now, no longer those the copy began with; a column
+// added there that the target lacks (a migration that stopped part way)
+// must be migrated there before a copy anew can carry it.
+func (mv *run) columnsChangedOnSource(ctx context.Context, t *movedTable, now []string) error {
+	onTarget, err := columnsOf(ctx, mv.target, t.dialect, t.name)
+	if lacks := missing(now, onTarget); err == nil && len(lacks) > 0 {
+		return targetLacks(t, mv.st.To, mv.st.From, lacks)
+	}
+	return columnsChanged(t, mv.st.From, describeChange(t.columns, now))
+}
+
+// targetLacks is the check's failure for a table that lacks on the target
+// columns the source has: running the move again cannot carry them.
+func targetLacks(t *movedTable, target, source string, lacks []string) error {
+	return fmt.Errorf("%w: %s on %s has no column %s, which %s has: finish the migration on every database (ids.AutoMigrate, or the migrator's change run again), then run the move again",
+		ErrVerify, t.name, target, strings.Join(lacks, ", "), source)
 }
 
 // columnsChangedUnder makes a phase's failure the move's check failing when
@@ -203,12 +222,12 @@ func (mv *run) columnsChangedUnder(ctx context.Context, failure error) error {
 	for _, t := range mv.tables {
 		onSource, err := columnsOf(ctx, mv.source, t.dialect, t.name)
 		if err == nil && !slices.Equal(onSource, t.columns) {
-			return fmt.Errorf("%w (it failed with: %v)", columnsChanged(t, mv.st.From, describeChange(t.columns, onSource)), failure)
+			return fmt.Errorf("%w (it failed with: %v)", mv.columnsChangedOnSource(ctx, t, onSource), failure)
 		}
 		// The target may hold more columns than the source, not fewer.
 		onTarget, err := columnsOf(ctx, mv.target, t.dialect, t.name)
 		if lacks := missing(t.columns, onTarget); err == nil && len(lacks) > 0 {
-			return fmt.Errorf("%w (it failed with: %v)", columnsChanged(t, mv.st.To, "dropped "+strings.Join(lacks, ", ")), failure)
+			return fmt.Errorf("%w (it failed with: %v)", targetLacks(t, mv.st.To, mv.st.From, lacks), failure)
 		}
 	}
 	return failure
