@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -168,4 +169,40 @@ func TestAMoveWhoseSourceGainedAColumnTheTargetLacksSaysToFinishTheMigration(t *
 	if carried != int64(len(ids)) {
 		t.Errorf("the target holds %d notes with the added column's value; want %d", carried, len(ids))
 	}
+}
+
+// TestAMigrationOnSQLiteUnderWritesIsNotRefusedBusy: a migration that
+// makes a table anew, run again and again while writers write it, is not
+// refused with SQLITE_BUSY: its transaction takes the database's write lock
+// before it reads anything, on a database never fenced too.
+func TestAMigrationOnSQLiteUnderWritesIsNotRefusedBusy(t *testing.T) {
+	db, p, _, _, _ := schRig(t, processes{t, t.TempDir()}, Config{})
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range 3 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := db.Clauses(OnShard(g*100 + i%50)).Create(&schNote{Body: "w"}).Error; err != nil {
+					t.Errorf("a write during the migrations: %v", err)
+					return
+				}
+			}
+		})
+	}
+	for i := range 20 {
+		model := any(&schNote{})
+		if i%2 == 0 {
+			model = &schNoteV2{}
+		}
+		if err := p.AutoMigrate(db, model); err != nil {
+			t.Errorf("migration %d under writes: %v", i, err)
+		}
+	}
+	close(stop)
+	wg.Wait()
 }

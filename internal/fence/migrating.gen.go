@@ -18,18 +18,24 @@ type Execer interface {
 
 // HoldForMigration begins, in the transaction tx, a migration of the
 // database's tables that KeepTriggers ends: on SQLite, it takes the write
-// lock first, so that no write comes between the migration and the
-// triggers made again, and a reader never has to upgrade (SQLITE_BUSY).
+// lock first (making the fence table, if it must, to write), so that no
+// write comes between the migration and the triggers made again, and a
+// reader never has to upgrade (SQLITE_BUSY).
 // Other databases keep a table's triggers when they alter it.
 func (f Fence) HoldForMigration(ctx context.Context, tx Execer) error {
 	d := sqliteDialect{}
 	if f.Dialect != "sqlite" {
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, "UPDATE "+fenceTable+" SET frozen = frozen WHERE 0"); err != nil && !d.missingTable(err) {
-		return err
+	lock := "UPDATE " + fenceTable + " SET frozen = frozen WHERE 0"
+	_, err := tx.ExecContext(ctx, lock)
+	if d.missingTable(err) { // never fenced: making its fence table is the first write
+		if _, err := tx.ExecContext(ctx, sqliteTables[0]); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, lock)
 	}
-	return nil
+	return err
 }
 
 // KeepTriggers makes again, in tx, the triggers of every table the fence

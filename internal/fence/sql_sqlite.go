@@ -14,27 +14,30 @@ type sqliteDialect struct{}
 
 func (sqliteDialect) placeholder(int) string { return "?" }
 
-func (sqliteDialect) prepare(ctx context.Context, db *sql.DB) error {
-	for _, ddl := range []string{
-		"CREATE TABLE IF NOT EXISTS " + fenceTable + ` (
+// sqliteTables makes the fence's tables, the fence table first.
+var sqliteTables = []string{
+	"CREATE TABLE IF NOT EXISTS " + fenceTable + ` (
 			range_from INTEGER NOT NULL PRIMARY KEY,
 			range_to INTEGER NOT NULL,
 			target TEXT NOT NULL,
 			frozen INTEGER NOT NULL DEFAULT 0,
 			frozen_until INTEGER NULL
 		)`,
-		"CREATE TABLE IF NOT EXISTS " + changesTable + ` (
+	"CREATE TABLE IF NOT EXISTS " + changesTable + ` (
 			seq INTEGER PRIMARY KEY AUTOINCREMENT,
 			table_name TEXT NOT NULL,
 			key_int INTEGER NULL,
 			key_text TEXT NULL
 		)`,
-		"CREATE TABLE IF NOT EXISTS " + tablesTable + ` (
+	"CREATE TABLE IF NOT EXISTS " + tablesTable + ` (
 			name TEXT NOT NULL PRIMARY KEY,
 			key_column TEXT NOT NULL,
 			kind INTEGER NOT NULL
 		)`,
-	} {
+}
+
+func (sqliteDialect) prepare(ctx context.Context, db *sql.DB) error {
+	for _, ddl := range sqliteTables {
 		if _, err := db.ExecContext(ctx, ddl); err != nil {
 			return err
 		}
