@@ -15,6 +15,7 @@ import (
 	"github.com/shardid/shardid/internal/fence"
 	"github.com/shardid/shardid/internal/mapstore"
 	"github.com/shardid/shardid/internal/mover"
+	"github.com/shardid/shardid/internal/shardmigrator"
 	"github.com/shardid/shardid/shardrouter"
 	"github.com/shardid/shardid/strategies"
 )
@@ -59,8 +60,8 @@ func (d moverDriver) MapOf(stored *mapstore.Map) (*shardrouter.Map, error) {
 	return d.p.mapOfStored(stored)
 }
 
-func (d moverDriver) Migrate(ctx context.Context, models []any) error {
-	return d.p.Migrator(d.p.db.WithContext(ctx)).AutoMigrate(models...)
+func (d moverDriver) Migrate(ctx context.Context, target string, models []any) error {
+	return d.p.Migrator(shardmigrator.OnlyOn(d.p.db.WithContext(ctx), target)).AutoMigrate(models...)
 }
 
 func (d moverDriver) Events() *slog.Logger { return d.p.config.Log }

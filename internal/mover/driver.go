@@ -41,9 +41,9 @@ type Driver interface {
 	// tables; for no models, every sharded table the plugin has migrated.
 	// Its errors for models that cannot move wrap [ErrInvalid].
 	Tables(ctx context.Context, models []any) ([]Table, error)
-	// Migrate creates or completes the models' tables on every physical
-	// database, the move's target among them.
-	Migrate(ctx context.Context, models []any) error
+	// Migrate makes the models' tables on the physical database target
+	// alone, changing no other database.
+	Migrate(ctx context.Context, target string, models []any) error
 	// AdvanceIDs makes the ID source of strategy for table on database to
 	// issue only IDs above those database from issued and above atLeast.
 	// Its error names the table and the database.

@@ -51,17 +51,26 @@ func (mv *run) prepare(ctx context.Context) error {
 	return mv.advance(ctx)
 }
 
-// prepareTarget migrates the target's tables and checks them: each has the
-// source's columns, and no row of the range.
+// prepareTarget makes the target's missing tables and checks them all: each
+// has the source's columns, and no row of the range. A table there is not
+// changed: models older than the application's would take back its
+// migrations.
 func (mv *run) prepareTarget(ctx context.Context) error {
 	var models []any
 	for _, t := range mv.tables {
-		if t.modelType != nil {
+		if t.modelType == nil {
+			continue
+		}
+		_, err := columnsOf(ctx, mv.target, t.dialect, t.name)
+		if err != nil && sqlerr.Unreachable(err) {
+			return fmt.Errorf("table %s on %s: %w", t.name, mv.st.To, err)
+		}
+		if err != nil {
 			models = append(models, reflect.New(t.modelType).Interface())
 		}
 	}
 	if len(models) > 0 {
-		if err := mv.d.Migrate(ctx, models); err != nil {
+		if err := mv.d.Migrate(ctx, mv.st.To, models); err != nil {
 			return err
 		}
 	}

@@ -27,6 +27,20 @@ func (m Migrator) CreateTable(models ...any) error {
 	return m.create(models, gorm.Migrator.CreateTable, false)
 }
 
+// onlyKey names the one physical database a session's migrations of sharded
+// tables run on (OnlyOn).
+type onlyKey struct{}
+
+// OnlyOn is a session of db whose AutoMigrate and CreateTable make sharded
+// tables on the physical database name alone, and change nothing on the
+// others nor on the plugin's database: a move's prepare makes its target's
+// missing tables so, whatever the version of the models it was given.
+func OnlyOn(db *gorm.DB, name string) *gorm.DB {
+	tx := db.Session(&gorm.Session{})
+	tx.Statement.Settings.Store(onlyKey{}, name)
+	return tx
+}
+
 // split parses every model, then groups them by where their tables live. It
 // also collects the many2many join tables of sharded models, which live
 // beside their owner, the models related to them when it follows relations,
@@ -126,7 +140,8 @@ func (m Migrator) create(models []any, do func(gorm.Migrator, ...any) error, fol
 			err = undoCreated(err, made, madeModels)
 		}
 	}()
-	if len(here) > 0 {
+	only, restricted := m.db.Statement.Settings.Load(onlyKey{})
+	if len(here) > 0 && !restricted {
 		if err := m.exactHashColumns(m.db, here); err != nil {
 			return err
 		}
@@ -167,6 +182,9 @@ func (m Migrator) create(models []any, do func(gorm.Migrator, ...any) error, fol
 	}
 	var done []string
 	for k, name := range m.plugin.Physical() {
+		if restricted && name != only {
+			continue
+		}
 		tx, err := m.physicalSession(k)
 		if err != nil {
 			return err
