@@ -206,3 +206,55 @@ func TestAMigrationOnSQLiteUnderWritesIsNotRefusedBusy(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+// schPage is a sharded model whose table another process makes during a
+// move.
+type schPage struct {
+	ID    int64 `shardid:""`
+	Title string
+}
+
+func (schPage) TableName() string { return "sch_pages" }
+
+// TestAMoveFailsItsCheckOnAShardedTableMadeDuringIt: a sharded table
+// recorded while a move runs, by a migration that raced its start (here
+// another process's, whose migrations' lock SQLite does not share, made as
+// it would: the table on every database, then its record), fails the
+// move's cutover naming it, the range served by the source with the new
+// table's rows; cancelled and run again, the move carries them.
+func TestAMoveFailsItsCheckOnAShardedTableMadeDuringIt(t *testing.T) {
+	ps := processes{t, t.TempDir()}
+	db, p, _, a, b := schRig(t, ps, Config{})
+	main, err := gorm.Open(ps.file("main.db"), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	var page schPage
+	made := false
+	_, err = p.Move(context.Background(), Move{Logical: schMoving, To: "b", ChunkSize: 10, Progress: func(pr MoveProgress) {
+		if made || pr.Phase != PhaseCopy {
+			return
+		}
+		made = true
+		for _, physical := range []*gorm.DB{a, b} {
+			must(t, physical.Exec("CREATE TABLE sch_pages (id INTEGER NOT NULL PRIMARY KEY, title TEXT)").Error)
+		}
+		must(t, main.Exec("INSERT INTO shardid_tables SELECT 'sch_pages', key_column, key_kind, strategy, id_columns FROM shardid_tables WHERE name = 'sch_notes'").Error)
+		page = schPage{Title: "new"}
+		must(t, db.Clauses(OnShard(3)).Create(&page).Error)
+	}})
+	if !errors.Is(err, ErrMoveVerify) || !strings.Contains(err.Error(), "sch_pages") {
+		t.Fatalf("a move during which a sharded table was made: %v; want ErrMoveVerify naming sch_pages", err)
+	}
+	if got := db.First(&schPage{}, page.ID).Error; got != nil {
+		t.Fatalf("the page written during the move after it failed: %v", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	must(t, p.CancelMove(ctx, schMoving))
+	_, err = p.Move(ctx, Move{Logical: schMoving, To: "b"})
+	must(t, err)
+	var onTarget int64
+	must(t, b.Table("sch_pages").Where("id = ?", page.ID).Count(&onTarget).Error)
+	if onTarget != 1 {
+		t.Errorf("the target holds the page %d times after the move run again; want once", onTarget)
+	}
+}

@@ -82,6 +82,9 @@ func (mv *run) cutoverOnce(ctx context.Context) (err error) {
 	if err := mv.sameColumns(frozen); err != nil {
 		return lapsed(err)
 	}
+	if err := mv.noNewTables(frozen); err != nil {
+		return lapsed(err)
+	}
 	for {
 		n, err := mv.replay(frozen)
 		if err != nil {
@@ -187,6 +190,29 @@ func (mv *run) sameColumns(ctx context.Context) error {
 		if !slices.Equal(now, t.columns) {
 			return mv.columnsChangedOnSource(ctx, t, now)
 		}
+	}
+	return nil
+}
+
+// noNewTables fails the move's check when a sharded table it does not carry
+// was recorded since it began: a migration that raced its start (on SQLite
+// the migrations' lock holds within one process). The move neither fences
+// nor copies it, and its rows of the range would stay on the source, which
+// the new map no longer reads.
+func (mv *run) noNewTables(ctx context.Context) error {
+	recorded, err := mv.d.Tables(ctx, nil)
+	if err != nil {
+		return err
+	}
+	var fresh []string
+	for _, t := range recorded {
+		if !slices.ContainsFunc(mv.tables, func(m *movedTable) bool { return strings.EqualFold(m.name, t.Name) }) {
+			fresh = append(fresh, t.Name)
+		}
+	}
+	if len(fresh) > 0 {
+		return fmt.Errorf("%w: the sharded tables %v were made during the move, which neither fences nor copies them (a migration that raced its start): cancel it (CancelMove), then move again",
+			ErrVerify, fresh)
 	}
 	return nil
 }

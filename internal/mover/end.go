@@ -178,7 +178,7 @@ func loadEnding(ctx context.Context, d Driver, r Range, models []any) (*run, err
 	if st == nil || st.Phase == PhaseCancelled || st.Phase == PhaseCleaned {
 		return nil, fmt.Errorf("%w: no move of logical shards %d-%d under way", ErrInvalid, r.From, r.To)
 	}
-	return newRun(ctx, d, Request{Logical: r, To: st.To, Models: models})
+	return newRun(ctx, d, Request{Logical: r, To: st.To, Models: models, ending: true})
 }
 
 // unfence removes the range's fence row and the triggers and change log it

@@ -51,6 +51,7 @@ type Request struct {
 	FreezeLease  time.Duration
 	Progress     func(Progress)
 	DryRun       bool
+	ending       bool // a cancel's or cleanup's run: it ends what the move began with
 }
 
 // Progress is where a move is. It is plain data, safe for concurrent reads.

@@ -76,7 +76,7 @@ func newRun(ctx context.Context, d Driver, req Request) (*run, error) {
 		}
 		*db = opened
 	}
-	if mv.tables, err = movedTables(ctx, d, req.Models, st, mv.source); err != nil {
+	if mv.tables, err = movedTables(ctx, d, req.Models, st, mv.source, req.ending); err != nil {
 		return nil, fmt.Errorf("the move's source %s: %w", names[from], err)
 	}
 	mv.resumed = st != nil

@@ -34,7 +34,7 @@ type movedTable struct {
 // movedTables resolves the models of a move, or else the sharded tables the
 // plugin has migrated, to the tables and columns to copy; a resumed move
 // must carry the tables it began with.
-func movedTables(ctx context.Context, d Driver, models []any, st *mapstore.MoveState, source *sql.DB) ([]*movedTable, error) {
+func movedTables(ctx context.Context, d Driver, models []any, st *mapstore.MoveState, source *sql.DB, ending bool) ([]*movedTable, error) {
 	list, err := d.Tables(ctx, models)
 	if err != nil {
 		return nil, err
@@ -62,8 +62,9 @@ func movedTables(ctx context.Context, d Driver, models []any, st *mapstore.MoveS
 		// A table the move did not begin with has no triggers and no copy.
 		// Once it serves, one is left out: made once every process routed
 		// by the move's map (checkNewTables), it holds no row of the range
-		// on the source.
-		if st.Phase == PhaseServing {
+		// on the source. A cancel or cleanup ends what the move began with
+		// alone (one made during it, racing its start, fails its cutover).
+		if st.Phase == PhaseServing || ending {
 			tables = slices.DeleteFunc(tables, func(t *movedTable) bool { return !slices.Contains(st.Tables, t.name) })
 		}
 		for _, t := range tables {
