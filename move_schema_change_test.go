@@ -258,3 +258,20 @@ func TestAMoveFailsItsCheckOnAShardedTableMadeDuringIt(t *testing.T) {
 		t.Errorf("the target holds the page %d times after the move run again; want once", onTarget)
 	}
 }
+
+// TestAMoveToATargetLackingAColumnIsRefusedDryRunOrNot: a target whose
+// table lacks a column the source has (a migration that stopped part way,
+// by another connection than the move's, whose SQLite schema it must not
+// read stale) is not migrated by the move's prepare, which changes no table
+// there: the move is refused with ErrMoveInvalid saying to migrate it, and
+// its dry run says so too, before anything changes.
+func TestAMoveToATargetLackingAColumnIsRefusedDryRunOrNot(t *testing.T) {
+	_, p, _, a, _ := schRig(t, processes{t, t.TempDir()}, Config{})
+	must(t, a.Migrator().AddColumn(&schNoteV3{}, "Extra")) // the plugin's AddColumn, stopped after a
+	for _, dry := range []bool{true, false} {
+		_, err := p.Move(context.Background(), Move{Logical: schMoving, To: "b", Models: []any{&schNoteV3{}}, DryRun: dry})
+		if !errors.Is(err, ErrMoveInvalid) || !strings.Contains(err.Error(), "has no column extra") {
+			t.Errorf("a move (dry run %v) to a target lacking the column extra: %v; want ErrMoveInvalid naming it", dry, err)
+		}
+	}
+}

@@ -242,7 +242,7 @@ func targetLacks(t *movedTable, target, source string, lacks []string) error {
 // dropped since fails them with the driver's error. A failure with the
 // columns as they were is returned as it is.
 func (mv *run) columnsChangedUnder(ctx context.Context, failure error) error {
-	if errors.Is(failure, ErrVerify) || ctx.Err() != nil {
+	if errors.Is(failure, ErrVerify) || errors.Is(failure, ErrInvalid) || ctx.Err() != nil { // a refusal says why already
 		return failure
 	}
 	for _, t := range mv.tables {

@@ -116,8 +116,8 @@ func (mv *run) checkNoRowsOfRange(ctx context.Context, t *movedTable) error {
 }
 
 // wouldRefuse is what the prepare would refuse of t on the target, read
-// without changing anything: a table it cannot migrate (no model given) is
-// checked whole, one it migrates for rows of the range, if it is there.
+// without changing anything: a table there, or one it cannot make (no
+// model given), is checked whole.
 func (mv *run) wouldRefuse(ctx context.Context, t *movedTable) error {
 	if t.modelType == nil {
 		return mv.checkTarget(ctx, t)
@@ -128,7 +128,7 @@ func (mv *run) wouldRefuse(ctx context.Context, t *movedTable) error {
 		}
 		return nil // the prepare makes it
 	}
-	return mv.checkNoRowsOfRange(ctx, t)
+	return mv.checkTarget(ctx, t)
 }
 
 // advance makes the target's ID sources issue, for the moved shards, only IDs

@@ -130,6 +130,19 @@ func columnsOf(ctx context.Context, db *sql.DB, dialect, table string) ([]string
 		}
 		return columns, err
 	}
+	if dialect == "sqlite" {
+		// Read by a statement that runs: the column names of one that never
+		// steps come from the connection's schema, which may predate a migration.
+		rows, err := readRows(ctx, db, 1, "SELECT name FROM pragma_table_info(?) ORDER BY cid", table)
+		columns := make([]string, len(rows))
+		for i, row := range rows {
+			columns[i] = asText(row[0])
+		}
+		if err == nil && len(columns) == 0 {
+			err = fmt.Errorf("no such table: %s", table)
+		}
+		return columns, err
+	}
 	rows, err := db.QueryContext(ctx, "SELECT * FROM "+sqlscan.Quote(dialect, table)+" WHERE 1 = 0")
 	if err != nil {
 		return nil, err
