@@ -316,6 +316,54 @@ func TestGORMFormsOverEveryShardAnswerAsOneDatabase(t *testing.T) {
 		c("Where in a subquery of itself", func(db *gorm.DB, into any) *gorm.DB {
 			return db.Where("grp IN (?)", db.Session(&gorm.Session{NewDB: true}).Model(&formItem{}).Select("grp").Where("score > 0")).Order("id").Find(into)
 		}, items)
+		c("alias without AS", func(db *gorm.DB, into any) *gorm.DB {
+			return m(db).Select("grp, count(*) n, sum(score) total").Group("grp").Order("grp").Find(into)
+		}, rowMaps)
+		c("alias upper case", func(db *gorm.DB, into any) *gorm.DB {
+			return m(db).Select("grp AS G, COUNT(*) AS N").Group("grp").Order("N desc, G").Find(into)
+		}, rowMaps)
+		c("alias quoted", func(db *gorm.DB, into any) *gorm.DB {
+			q := map[string]string{"mariadb": "`"}[b.name]
+			if q == "" {
+				q = `"`
+			}
+			return m(db).Select("grp, count(*) AS " + q + "the n" + q).Group("grp").Order(q + "the n" + q + ", grp").Find(into)
+		}, rowMaps)
+		c("Group by an alias", func(db *gorm.DB, into any) *gorm.DB {
+			return m(db).Select("grp AS g, count(*) AS n").Group("g").Order("g").Find(into)
+		}, rowMaps)
+		c("a column twice", func(db *gorm.DB, into any) *gorm.DB {
+			return m(db).Select("grp, grp AS g2, count(*) AS n").Group("grp").Order("grp").Find(into)
+		}, rowMaps)
+		c("an aggregate twice", func(db *gorm.DB, into any) *gorm.DB {
+			return m(db).Select("count(*) AS a, count(*) AS b, count(score) AS c").Find(into)
+		}, rowMaps)
+		c("spaces in an aggregate", func(db *gorm.DB, into any) *gorm.DB {
+			return m(db).Select("COUNT( * ) AS a, MAX( score ) AS b").Find(into)
+		}, rowMaps)
+		c("qualified aggregate", func(db *gorm.DB, into any) *gorm.DB {
+			return m(db).Select("form_items.grp, sum(form_items.score) AS s").Group("form_items.grp").Order("form_items.grp").Find(into)
+		}, rowMaps)
+		c("Select slice", func(db *gorm.DB, into any) *gorm.DB {
+			return m(db).Select([]string{"grp", "count(*) as n"}).Group("grp").Order("n, grp").Find(into)
+		}, rowMaps)
+		c("Select Expr", func(db *gorm.DB, into any) *gorm.DB {
+			return m(db).Select("?", clause.Expr{SQL: "count(*)"}).Find(into)
+		}, rowMaps)
+		c("count(id) and count(1)", func(db *gorm.DB, into any) *gorm.DB {
+			return m(db).Select("count(id) AS a, count(1) AS b, count(0) AS c").Find(into)
+		}, rowMaps)
+		c("count of NULL", func(db *gorm.DB, into any) *gorm.DB { return m(db).Select("count(NULL) AS a").Find(into) }, rowMaps)
+		c("sum of a constant", func(db *gorm.DB, into any) *gorm.DB { return m(db).Select("sum(1) AS a, max(1) AS b").Find(into) }, rowMaps)
+		c("min of the key", func(db *gorm.DB, into any) *gorm.DB {
+			return m(db).Select("min(id) AS a, max(id) AS b").Where("grp = ?", 2).Find(into)
+		}, rowMaps)
+		c("distinct count of two", func(db *gorm.DB, into any) *gorm.DB {
+			return m(db).Select("count(distinct grp) AS a, count(distinct score) AS b").Find(into)
+		}, rowMaps)
+		c("count distinct with group", func(db *gorm.DB, into any) *gorm.DB {
+			return m(db).Select("grp, count(distinct name) AS a").Group("grp").Order("grp").Find(into)
+		}, rowMaps)
 		c("Rows", func(db *gorm.DB, into any) *gorm.DB {
 			rows, err := m(db).Select("grp, count(*)").Group("grp").Order("grp").Rows()
 			if err != nil {
@@ -391,6 +439,28 @@ func TestGORMWritesOverEveryShardAnswerAsOneDatabase(t *testing.T) {
 		w("Delete none", func(db *gorm.DB, _ any) *gorm.DB { return db.Where("grp = ?", 99).Delete(&formItem{}) }, none)
 		w("UpdateColumn", func(db *gorm.DB, _ any) *gorm.DB {
 			return m(db).Where("grp = ?", 3).UpdateColumn("score", gorm.Expr("coalesce(score, 0) * 2"))
+		}, none)
+		w("First into a row holding its ID", func(db *gorm.DB, into any) *gorm.DB {
+			into.(*formItem).ID = all[5].ID
+			return db.First(into)
+		}, item)
+		w("First into a row holding another row's ID", func(db *gorm.DB, into any) *gorm.DB {
+			into.(*formItem).ID = all[6].ID
+			return db.Where("grp = ?", all[7].Grp).First(into)
+		}, item)
+		w("Model with an ID, Update", func(db *gorm.DB, _ any) *gorm.DB {
+			return db.Model(&formItem{ID: all[8].ID}).Where("grp >= ?", 0).Update("name", "m")
+		}, none)
+		w("Save an existing row", func(db *gorm.DB, _ any) *gorm.DB {
+			row := all[9]
+			row.Name = "saved"
+			return db.Save(&row)
+		}, none)
+		w("Delete a row holding its ID, with a condition", func(db *gorm.DB, _ any) *gorm.DB {
+			return db.Where("grp = ?", all[10].Grp+1).Delete(&formItem{ID: all[10].ID})
+		}, none)
+		w("Updates of rows holding IDs", func(db *gorm.DB, _ any) *gorm.DB {
+			return db.Model(&[]formItem{{ID: all[11].ID}, {ID: all[12].ID}}).Update("name", "both")
 		}, none)
 		w("FirstOrCreate found", func(db *gorm.DB, into any) *gorm.DB {
 			return db.Where(formItem{Grp: 3, Name: "B"}).FirstOrCreate(into)
