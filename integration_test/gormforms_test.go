@@ -385,6 +385,23 @@ func TestGORMFormsOverEveryShardAnswerAsOneDatabase(t *testing.T) {
 			}
 			return db
 		}, items)
+		c("Limit cancelled", func(db *gorm.DB, into any) *gorm.DB { return db.Order("id").Limit(5).Limit(-1).Find(into) }, items)
+		c("Limit(-1).Offset", func(db *gorm.DB, into any) *gorm.DB { return db.Order("id desc").Limit(-1).Offset(3).Find(into) }, items)
+		c("Offset cancelled", func(db *gorm.DB, into any) *gorm.DB { return db.Order("id").Limit(3).Offset(4).Offset(-1).Find(into) }, items)
+		c("Limit clause", func(db *gorm.DB, into any) *gorm.DB {
+			n := 3
+			return db.Clauses(clause.Limit{Limit: &n, Offset: 2}).Order("id").Find(into)
+		}, items)
+		c("Limit twice", func(db *gorm.DB, into any) *gorm.DB { return db.Order("id").Limit(9).Offset(1).Limit(2).Find(into) }, items)
+		c("Count Limit(-1)", func(db *gorm.DB, into any) *gorm.DB { return m(db).Limit(-1).Count(into.(*int64)) }, number)
+		c("Group Limit cancelled", func(db *gorm.DB, into any) *gorm.DB {
+			return m(db).Select("grp, count(*) AS n").Group("grp").Order("grp").Limit(1).Limit(-1).Find(into)
+		}, rowMaps)
+		c("Distinct Limit cancelled", func(db *gorm.DB, into any) *gorm.DB {
+			return m(db).Distinct("grp").Order("grp").Limit(1).Limit(-1).Offset(1).Pluck("grp", into)
+		}, func() any { return &[]int64{} })
+		c("First after Limit", func(db *gorm.DB, into any) *gorm.DB { return db.Limit(5).Offset(2).First(into) }, item)
+		c("Last with Offset", func(db *gorm.DB, into any) *gorm.DB { return db.Offset(3).Limit(10).Last(into) }, item)
 		c("Rows", func(db *gorm.DB, into any) *gorm.DB {
 			rows, err := m(db).Select("grp, count(*)").Group("grp").Order("grp").Rows()
 			if err != nil {
@@ -741,4 +758,125 @@ func nullKind(db *gorm.DB) *gorm.DB {
 		db.Error = errors.New("NULL into int64")
 	}
 	return db
+}
+
+type avgRow struct {
+	ID    int64 `shardid:""`
+	G     int64 `gorm:"not null"`
+	Units int64 `gorm:"not null"`
+}
+
+// TestAveragesRoundAsTheDatabaseRounds: averages of integers merged from
+// each part's SUM and COUNT round at the dialect's scale as one database
+// does: halves away from zero on MariaDB, negative values, exact values, and
+// sums past 2^53.
+func TestAveragesRoundAsTheDatabaseRounds(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		var rows []avgRow
+		add := func(g int64, units ...int64) {
+			for _, u := range units {
+				rows = append(rows, avgRow{G: g, Units: u})
+			}
+		}
+		zeros := func(n int) []int64 { return make([]int64, n) }
+		add(1, append(zeros(31), 1)...)
+		add(2, append(zeros(31), -1)...)
+		add(3, -5, 0, 0)
+		add(4, 1, 0, 0)
+		add(5, 1<<62, 1<<62-1, 3)
+		add(6, -(1 << 62), 1<<53+1, 7, 7, 7, 7, 7)
+		add(7, 2, 2, 2, 2, 2, 2, 1)
+		add(8, 1e15, 2e15+1, 3)
+		tw := newTwin(t, b, &avgRow{}, nil, rows, []int{0, 1, 2, 3, 1, 2, 3})
+		for _, sel := range []string{"g, avg(units) AS a", "g, avg(units) AS a, sum(units) AS s, count(*) AS n"} {
+			check(t, tw, sel, func(db *gorm.DB, into any) *gorm.DB {
+				return db.Model(&avgRow{}).Select(sel).Group("g").Order("g").Find(into)
+			}, rowMaps)
+		}
+		check(t, tw, "avg of every row", func(db *gorm.DB, into any) *gorm.DB { return db.Model(&avgRow{}).Select("avg(units) AS a").Find(into) }, rowMaps)
+		check(t, tw, "avg of a group", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Model(&avgRow{}).Select("avg(units) AS a").Where("g = ?", 6).Find(into)
+		}, rowMaps)
+		check(t, tw, "ordered by avg", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Model(&avgRow{}).Select("g, avg(units) AS a").Group("g").Order("a, g").Find(into)
+		}, rowMaps)
+		check(t, tw, "HAVING avg", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Model(&avgRow{}).Select("g, avg(units) AS a").Group("g").Having("avg(units) > ?", 0).Order("g").Find(into)
+		}, rowMaps)
+	})
+}
+
+// TestGenericsFormsOverEveryShardAnswerAsOneDatabase: gorm.G's Find, First,
+// Count, Take, Last, Scan and its updates and deletes, given AllShards as an
+// option, answer as gorm.G on one database without the plugin.
+func TestGenericsFormsOverEveryShardAnswerAsOneDatabase(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		tw := newFormTwin(t, b)
+		ctx := context.Background()
+		plain := tw.sharded.Session(&gorm.Session{NewDB: true}).Model(&formItem{})
+		g := func(db *gorm.DB) gorm.Interface[formItem] {
+			if db == tw.one {
+				return gorm.G[formItem](db)
+			}
+			return gorm.G[formItem](plain, shardid.AllShards())
+		}
+		res := func(db *gorm.DB, err error) *gorm.DB {
+			db = db.Session(&gorm.Session{})
+			db.Error = err
+			return db
+		}
+		side := func(db *gorm.DB) *gorm.DB {
+			if db.Statement.ConnPool == tw.one.Statement.ConnPool {
+				return tw.one
+			}
+			return plain
+		}
+		c := func(name string, q func(db *gorm.DB, into any) *gorm.DB, into func() any) {
+			check(t, tw, name, q, into)
+		}
+		c("G Find ordered", func(db *gorm.DB, into any) *gorm.DB {
+			rows, err := g(side(db)).Where("grp > ?", 0).Order("score desc, id").Limit(5).Offset(1).Find(ctx)
+			*into.(*[]formItem) = rows
+			return res(db, err)
+		}, items)
+		c("G First", func(db *gorm.DB, into any) *gorm.DB {
+			row, err := g(side(db)).Where("grp = ?", 2).First(ctx)
+			*into.(*formItem) = row
+			return res(db, err)
+		}, item)
+		c("G Last", func(db *gorm.DB, into any) *gorm.DB {
+			row, err := g(side(db)).Last(ctx)
+			*into.(*formItem) = row
+			return res(db, err)
+		}, item)
+		c("G First none", func(db *gorm.DB, into any) *gorm.DB {
+			row, err := g(side(db)).Where("grp = ?", 99).First(ctx)
+			*into.(*formItem) = row
+			return res(db, err)
+		}, item)
+		c("G Count", func(db *gorm.DB, into any) *gorm.DB {
+			n, err := g(side(db)).Where("score IS NOT NULL").Count(ctx, "*")
+			*into.(*int64) = n
+			return res(db, err)
+		}, number)
+		c("G Count column", func(db *gorm.DB, into any) *gorm.DB {
+			n, err := g(side(db)).Count(ctx, "score")
+			*into.(*int64) = n
+			return res(db, err)
+		}, number)
+		c("G Select Scan", func(db *gorm.DB, into any) *gorm.DB {
+			return res(db, g(side(db)).Select("grp, count(*) AS n").Group("grp").Order("grp").Scan(ctx, into))
+		}, rowMaps)
+		c("G Update", func(db *gorm.DB, into any) *gorm.DB {
+			n, err := g(side(db)).Where("grp = ?", 3).Update(ctx, "name", "g")
+			*into.(*int64) = int64(n)
+			return res(db, err)
+		}, number)
+		c("G Delete", func(db *gorm.DB, into any) *gorm.DB {
+			n, err := g(side(db)).Where("grp = ?", 0).Delete(ctx)
+			*into.(*int64) = int64(n)
+			return res(db, err)
+		}, number)
+		sameRows(t, tw, "G writes")
+	})
 }
