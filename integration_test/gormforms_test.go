@@ -402,6 +402,78 @@ func TestGORMFormsOverEveryShardAnswerAsOneDatabase(t *testing.T) {
 		}, func() any { return &[]int64{} })
 		c("First after Limit", func(db *gorm.DB, into any) *gorm.DB { return db.Limit(5).Offset(2).First(into) }, item)
 		c("Last with Offset", func(db *gorm.DB, into any) *gorm.DB { return db.Offset(3).Limit(10).Last(into) }, item)
+		c("ordered into a struct without the column", func(db *gorm.DB, into any) *gorm.DB { return m(db).Order("score, id").Find(into) }, func() any {
+			return &[]struct {
+				ID   int64
+				Name string
+			}{}
+		})
+		c("ordered into a struct naming the column otherwise", func(db *gorm.DB, into any) *gorm.DB { return m(db).Order("score desc, id").Find(into) }, func() any {
+			return &[]struct {
+				ID int64
+				S  *int64 `gorm:"column:score"`
+			}{}
+		})
+		c("ordered into a struct with a field of the column's name from another column", func(db *gorm.DB, into any) *gorm.DB {
+			return m(db).Select("id, grp AS score, score AS grp").Order("score, id").Find(into)
+		}, func() any {
+			return &[]struct {
+				ID    int64
+				Score int64
+				Grp   *int64
+			}{}
+		})
+		c("ordered by an alias of another column", func(db *gorm.DB, into any) *gorm.DB {
+			return m(db).Select("id, score AS grp").Order("grp, id").Find(into)
+		}, rowMaps)
+		c("ordered into an embedded struct", func(db *gorm.DB, into any) *gorm.DB { return m(db).Order("at desc, id").Limit(6).Find(into) }, func() any {
+			type inner struct {
+				At time.Time
+			}
+			return &[]struct {
+				ID int64
+				inner
+			}{}
+		})
+		c("ordered into a struct, Scan", func(db *gorm.DB, into any) *gorm.DB { return m(db).Order("grp desc, id").Limit(4).Scan(into) }, func() any {
+			return &[]struct {
+				ID  int64
+				Grp int64
+			}{}
+		})
+		c("ordered by a column the struct ignores", func(db *gorm.DB, into any) *gorm.DB { return m(db).Order("grp, id").Find(into) }, func() any {
+			return &[]struct {
+				ID  int64
+				Grp int64 `gorm:"-"`
+			}{}
+		})
+		c("ordered by a column read-only in the struct", func(db *gorm.DB, into any) *gorm.DB { return m(db).Order("grp, id").Find(into) }, func() any {
+			return &[]struct {
+				ID  int64
+				Grp int64 `gorm:"->:false;<-"`
+			}{}
+		})
+		c("model ordered by an alias of a nullable column", func(db *gorm.DB, into any) *gorm.DB {
+			return m(db).Select("id, score AS grp, grp AS score").Order("grp desc, id").Limit(9).Find(into)
+		}, items)
+		c("model ordered by the key aliased", func(db *gorm.DB, into any) *gorm.DB {
+			return m(db).Select("grp AS id, id AS grp").Order("grp desc").Limit(5).Find(into)
+		}, items)
+		c("model ordered by a table-qualified column named as an alias", func(db *gorm.DB, into any) *gorm.DB {
+			return m(db).Select("id, score AS grp").Order("form_items.grp, id").Limit(7).Find(into)
+		}, items)
+		c("Row of no groups", func(db *gorm.DB, into any) *gorm.DB {
+			db.Error = m(db).Select("grp, count(*)").Group("grp").Having("count(*) > ?", 100).Row().Scan(into, new(int64))
+			return db
+		}, number)
+		c("Row of an aggregate of nothing", func(db *gorm.DB, into any) *gorm.DB {
+			db.Error = m(db).Select("sum(score)").Where("grp = ?", 99).Row().Scan(into)
+			return db
+		}, func() any { return &sql.NullInt64{} })
+		c("Row of the first group", func(db *gorm.DB, into any) *gorm.DB {
+			db.Error = m(db).Select("grp, count(*)").Group("grp").Order("count(*) desc, grp desc").Row().Scan(into, new(int64))
+			return db
+		}, number)
 		c("Rows", func(db *gorm.DB, into any) *gorm.DB {
 			rows, err := m(db).Select("grp, count(*)").Group("grp").Order("grp").Rows()
 			if err != nil {
