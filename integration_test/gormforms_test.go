@@ -38,6 +38,9 @@ func newFormTwin(t *testing.T, b backend) *twin {
 			s := int64(i%5 - 2)
 			r.Score = &s
 		}
+		if i%7 == 6 { // soft-deleted, at times of their own
+			r.DeletedAt = gorm.DeletedAt{Time: base.Add(time.Duration(i) * time.Hour), Valid: true}
+		}
 		rows = append(rows, r)
 	}
 	return newTwin(t, b, &formItem{}, func(db *gorm.DB) { binaryCollation(t, b, db, "form_items", "name") }, rows, []int{0, 1, 2, 3, 2, 1, 0})
@@ -474,6 +477,15 @@ func TestGORMFormsOverEveryShardAnswerAsOneDatabase(t *testing.T) {
 			db.Error = m(db).Select("grp, count(*)").Group("grp").Order("count(*) desc, grp desc").Row().Scan(into, new(int64))
 			return db
 		}, number)
+		c("Unscoped ordered by the deletion", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Unscoped().Order("deleted_at desc, id").Limit(4).Find(into)
+		}, items)
+		c("Unscoped Count", func(db *gorm.DB, into any) *gorm.DB {
+			return m(db).Unscoped().Where("deleted_at IS NOT NULL").Count(into.(*int64))
+		}, number)
+		c("max of the deletion", func(db *gorm.DB, into any) *gorm.DB {
+			return m(db).Unscoped().Select("max(deleted_at) AS d, count(deleted_at) AS n").Find(into)
+		}, rowMaps)
 		c("Rows", func(db *gorm.DB, into any) *gorm.DB {
 			rows, err := m(db).Select("grp, count(*)").Group("grp").Order("grp").Rows()
 			if err != nil {
@@ -527,7 +539,7 @@ func TestGORMWritesOverEveryShardAnswerAsOneDatabase(t *testing.T) {
 		tw := newFormTwin(t, b)
 		m := func(db *gorm.DB) *gorm.DB { return db.Model(&formItem{}) }
 		var all []formItem
-		must(t, tw.one.Order("id").Find(&all).Error)
+		must(t, tw.one.Unscoped().Order("id").Find(&all).Error)
 		ids := []int64{all[0].ID, all[1].ID, all[2].ID, all[3].ID}
 		none := func() any { return new(int) }
 		w := func(name string, q func(db *gorm.DB, into any) *gorm.DB, into func() any) {
@@ -743,6 +755,15 @@ func TestKeyConditionsRouteAsOneDatabaseAnswers(t *testing.T) {
 		check(t, keyed, "clause.Eq of another table", func(db *gorm.DB, into any) *gorm.DB {
 			return db.Where(clause.Eq{Column: clause.Column{Table: "x", Name: "id"}, Value: a}).Find(into)
 		}, items)
+		check(t, keyed, "IN ordered by another column, limited", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Where("id IN ?", []int64{all[0].ID, all[1].ID, all[2].ID, all[3].ID, z}).Order("score desc, id").Limit(3).Offset(1).Find(into)
+		}, items)
+		check(t, keyed, "IN distinct", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Where("id IN ?", []int64{all[0].ID, all[1].ID, all[2].ID, all[3].ID}).Distinct("grp").Order("grp").Find(into)
+		}, func() any { return &[]int64{} })
+		check(t, keyed, "IN Or IN", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Where("id IN ?", ids).Or("id = ?", z).Order("id desc").Limit(2).Find(into)
+		}, items)
 		check(t, keyed, "Count IN", func(db *gorm.DB, into any) *gorm.DB {
 			return db.Model(&formItem{}).Where("id IN ?", ids).Count(into.(*int64))
 		}, number)
@@ -950,5 +971,38 @@ func TestGenericsFormsOverEveryShardAnswerAsOneDatabase(t *testing.T) {
 			return res(db, err)
 		}, number)
 		sameRows(t, tw, "G writes")
+	})
+}
+
+type uniRow struct {
+	ID  int64  `shardid:""`
+	Tag string `gorm:"size:32;not null"`
+}
+
+// TestUnicodeTextMergesAsTheDatabaseOrders: text beyond ASCII (accents,
+// ligatures, non-breaking space, supplementary characters, the replacement
+// character) in a column of a byte-ordered collation (SQLite's BINARY,
+// MariaDB's utf8mb4_bin, PostgreSQL's database default where it orders by
+// code point) orders, is distinct and has its MIN and MAX over four
+// databases as on one; a default that does not is refused.
+func TestUnicodeTextMergesAsTheDatabaseOrders(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		var rows []uniRow
+		for _, s := range []string{"é", "z", "Z", "ä", "😀", "\u00a0", "\uFFFD", "a", "a b", "ab", "\U00010000", "Ω", "\u212B", "\u00C5", "ﬀ", "ß", "ss", "\t", "-", "_"} {
+			rows = append(rows, uniRow{Tag: s})
+		}
+		alter := func(db *gorm.DB) {
+			if b.name == "mariadb" {
+				must(t, db.Exec("ALTER TABLE uni_rows MODIFY tag varchar(32) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL").Error)
+			}
+		}
+		tw := newTwin(t, b, &uniRow{}, alter, rows, []int{0, 1, 2, 3, 2})
+		check(t, tw, "ordered", func(db *gorm.DB, into any) *gorm.DB { return db.Model(&uniRow{}).Order("tag, id").Find(into) }, func() any { return &[]uniRow{} })
+		check(t, tw, "distinct", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Model(&uniRow{}).Distinct("tag").Order("tag desc").Find(into)
+		}, strs)
+		check(t, tw, "MIN and MAX", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Model(&uniRow{}).Select("min(tag) AS lo, max(tag) AS hi").Find(into)
+		}, rowMaps)
 	})
 }
