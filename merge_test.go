@@ -3,7 +3,9 @@ package shardid
 import (
 	"cmp"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
+	"fmt"
 	"math"
 	"path/filepath"
 	"slices"
@@ -315,5 +317,54 @@ func TestRowOfAFailedStatementScansItsError(t *testing.T) {
 	}
 	if r := db.Model(&revUser{}).Clauses(OnShard(0)).Select("count(*)").Row(); r == nil || r.Scan(&n) != nil || n != 0 {
 		t.Errorf("Row of a database that answers: %v", r)
+	}
+}
+
+// foldedText is sent as it is and read back lower-cased.
+type foldedText string
+
+func (f foldedText) Value() (driver.Value, error) { return string(f), nil }
+func (f *foldedText) Scan(v any) error {
+	switch s := v.(type) {
+	case string:
+		*f = foldedText(strings.ToLower(s))
+	case []byte:
+		*f = foldedText(strings.ToLower(string(s)))
+	default:
+		return fmt.Errorf("foldedText: %T", v)
+	}
+	return nil
+}
+
+type foldedRow struct {
+	ID    int64      `shardid:""`
+	Email foldedText `gorm:"not null"`
+}
+
+// TestOrderByATypeWhoseScanChangesItsValue: a field whose Value sends what
+// it holds but whose Scan reads back another value (lower-cased) orders in
+// Go otherwise than the database orders the stored text ("Bob" before
+// "alice" as bytes, "alice" before "bob" once read): rows ordered by it over
+// several databases are refused, or come in one database's order.
+func TestOrderByATypeWhoseScanChangesItsValue(t *testing.T) {
+	db, p, _ := revRouted(t, &foldedRow{})
+	one, err := gorm.Open(sqlite.Open("file:"+filepath.Join(t.TempDir(), "one.db")), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	t.Cleanup(func() {
+		if sqlDB, err := one.DB(); err == nil {
+			_ = sqlDB.Close()
+		}
+	})
+	must(t, one.AutoMigrate(&foldedRow{}))
+	ids := spreadIDs(p.Layout(), 2)
+	for i, email := range []foldedText{"Bob", "alice"} {
+		must(t, db.Create(&foldedRow{ID: ids[i], Email: email}).Error)
+		must(t, one.Create(&foldedRow{ID: ids[i], Email: email}).Error)
+	}
+	var want, got []foldedRow
+	must(t, one.Order("email").Find(&want).Error)
+	err = db.Clauses(AllShards()).Order("email").Find(&got).Error
+	if !errors.Is(err, ErrCrossShard) && (err != nil || !slices.Equal(want, got)) {
+		t.Errorf("ORDER BY a field whose Scan lower-cases it: one database %v, two %v (%v); want one database's rows or ErrCrossShard", want, got, err)
 	}
 }

@@ -589,8 +589,9 @@ var (
 
 // sendsItself reports whether the values a field of type t is read back as
 // order as the column's: a type without both a Value and a Scan is read
-// back as what is stored; one with both must send the value it holds, tried
-// on a few values (those its Value refuses, or panics on, say nothing).
+// back as what is stored; one with both must send the value it holds and
+// read back what it sent, tried on a few values (those its Value or Scan
+// refuses, or panics on, say nothing).
 func sendsItself(t reflect.Type) bool {
 	converts := func(i reflect.Type) bool { return t.Implements(i) || reflect.PointerTo(t).Implements(i) }
 	if !converts(valuerType) || !converts(scannerType) {
@@ -614,8 +615,12 @@ func sendsItself(t reflect.Type) bool {
 	}
 	sends := len(probes) > 0
 	for _, probe := range probes {
-		if sent, ok := valueOf(t, probe); ok && !sameValue(sent, probe) {
+		sent, ok := valueOf(t, probe)
+		if ok && !sameValue(sent, probe) {
 			sends = false
+		}
+		if read, ok := scanOf(t, sent); ok && !reflect.DeepEqual(read, reflect.ValueOf(probe).Convert(t).Interface()) {
+			sends = false // read back as another value (lower-cased, say), which the merge would order by
 		}
 	}
 	sendsItselfByType.Store(t, sends)
@@ -633,6 +638,25 @@ func valueOf(t reflect.Type, probe any) (sent any, ok bool) {
 	v.Elem().Set(reflect.ValueOf(probe).Convert(t))
 	sent, err := v.Interface().(driver.Valuer).Value()
 	return sent, err == nil
+}
+
+// scanOf is what t's Scan reads from the driver value sent, unless it
+// refuses it.
+func scanOf(t reflect.Type, sent any) (read any, ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	v := reflect.New(t)
+	scanner, isScanner := v.Interface().(sql.Scanner)
+	if !isScanner || sent == nil {
+		return nil, false
+	}
+	if err := scanner.Scan(sent); err != nil {
+		return nil, false
+	}
+	return v.Elem().Interface(), true
 }
 
 // sameValue reports whether a driver value is the probe: a number of any
