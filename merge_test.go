@@ -368,3 +368,46 @@ func TestOrderByATypeWhoseScanChangesItsValue(t *testing.T) {
 		t.Errorf("ORDER BY a field whose Scan lower-cases it: one database %v, two %v (%v); want one database's rows or ErrCrossShard", want, got, err)
 	}
 }
+
+// scannedFolded has no Value (GORM sends the text it holds) and a Scan
+// that reads it back lower-cased.
+type scannedFolded string
+
+func (f *scannedFolded) Scan(v any) error {
+	var s foldedText
+	err := s.Scan(v)
+	*f = scannedFolded(s)
+	return err
+}
+
+type scannedFoldedRow struct {
+	ID    int64         `shardid:""`
+	Email scannedFolded `gorm:"not null"`
+}
+
+// TestOrderByATypeWithOnlyAScanThatChangesItsValue: a Scan alone that
+// reads the stored text back lower-cased orders in Go otherwise than the
+// database: rows ordered by it over several databases are refused, or come
+// in one database's order.
+func TestOrderByATypeWithOnlyAScanThatChangesItsValue(t *testing.T) {
+	db, p, _ := revRouted(t, &scannedFoldedRow{})
+	one, err := gorm.Open(sqlite.Open("file:"+filepath.Join(t.TempDir(), "one.db")), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	t.Cleanup(func() {
+		if sqlDB, err := one.DB(); err == nil {
+			_ = sqlDB.Close()
+		}
+	})
+	must(t, one.AutoMigrate(&scannedFoldedRow{}))
+	ids := spreadIDs(p.Layout(), 2)
+	for i, email := range []scannedFolded{"Bob", "alice"} {
+		must(t, db.Create(&scannedFoldedRow{ID: ids[i], Email: email}).Error)
+		must(t, one.Create(&scannedFoldedRow{ID: ids[i], Email: email}).Error)
+	}
+	var want, got []scannedFoldedRow
+	must(t, one.Order("email").Find(&want).Error)
+	err = db.Clauses(AllShards()).Order("email").Find(&got).Error
+	if !errors.Is(err, ErrCrossShard) && (err != nil || !slices.Equal(want, got)) {
+		t.Errorf("ORDER BY a field whose Scan alone lower-cases it: one database %v, two %v (%v); want one database's rows or ErrCrossShard", want, got, err)
+	}
+}

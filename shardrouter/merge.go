@@ -588,15 +588,16 @@ var (
 )
 
 // sendsItself reports whether the values a field of type t is read back as
-// order as the column's: a type without both a Value and a Scan is read
-// back as what is stored; one with both must send the value it holds and
-// read back what it sent, tried on a few values (those its Value or Scan
-// refuses, or panics on, say nothing).
+// order as the column's: a type without a Scan is read back as what is
+// stored; one with a Scan must send the value it holds (through its Value,
+// if it has one) and read back what it sent, tried on a few values (those
+// its Value or Scan refuses, or panics on, say nothing).
 func sendsItself(t reflect.Type) bool {
 	converts := func(i reflect.Type) bool { return t.Implements(i) || reflect.PointerTo(t).Implements(i) }
-	if !converts(valuerType) || !converts(scannerType) {
+	if !converts(scannerType) {
 		return true
 	}
+	hasValue := converts(valuerType)
 	if known, ok := sendsItselfByType.Load(t); ok {
 		return known.(bool)
 	}
@@ -613,9 +614,12 @@ func sendsItself(t reflect.Type) bool {
 	case k == reflect.Bool:
 		probes = []any{false, true}
 	}
-	sends := len(probes) > 0
+	sends := len(probes) > 0 || !hasValue // a kind with no probes is read back as stored unless a Value makes it another
 	for _, probe := range probes {
-		sent, ok := valueOf(t, probe)
+		sent, ok := probe, true // without a Value, the driver is sent the value of its kind
+		if hasValue {
+			sent, ok = valueOf(t, probe)
+		}
 		if ok && !sameValue(sent, probe) {
 			sends = false
 		}
