@@ -367,6 +367,12 @@ func TestOrderByATypeWhoseScanChangesItsValue(t *testing.T) {
 	if !errors.Is(err, ErrCrossShard) && (err != nil || !slices.Equal(want, got)) {
 		t.Errorf("ORDER BY a field whose Scan lower-cases it: one database %v, two %v (%v); want one database's rows or ErrCrossShard", want, got, err)
 	}
+	var wantMaps, gotMaps []map[string]any // GORM scans a map's value of the model's column through its field
+	must(t, one.Model(&foldedRow{}).Order("email").Find(&wantMaps).Error)
+	err = db.Clauses(AllShards()).Model(&foldedRow{}).Order("email").Find(&gotMaps).Error
+	if !errors.Is(err, ErrCrossShard) && (err != nil || fmt.Sprint(wantMaps) != fmt.Sprint(gotMaps)) {
+		t.Errorf("ORDER BY a field whose Scan lower-cases it, into maps: one database %v, two %v (%v); want one database's rows or ErrCrossShard", wantMaps, gotMaps, err)
+	}
 }
 
 // scannedFolded has no Value (GORM sends the text it holds) and a Scan

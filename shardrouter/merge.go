@@ -283,6 +283,9 @@ func orderOf(q Query, rowType reflect.Type) (*Order, string) {
 		if text && q.Dialect == SQLite && !sqliteKeepsText(field) {
 			ok = false // SQLite stores a numeric-looking text of such a column as a number, and orders it so
 		}
+		if !readsBackAsSent(elemType(field.FieldType)) {
+			ok = false // the merge would order the values its Scan made (into maps too, which GORM scans through the field), not the stored ones
+		}
 		if field != key && !ok {
 			return refuse("%s: the merge orders numbers, booleans, times and text (by a collation that compares bytes) read into a Go type that orders them as the column does, not a %s from a column of type %s", name, field.FieldType, field.DataType)
 		}
@@ -585,50 +588,78 @@ var (
 	valuerType        = reflect.TypeFor[driver.Valuer]()
 	scannerType       = reflect.TypeFor[sql.Scanner]()
 	sendsItselfByType sync.Map // reflect.Type: bool
+	readsBackByType   sync.Map // reflect.Type: bool
 )
 
 // sendsItself reports whether the values a field of type t is read back as
-// order as the column's: a type without a Scan is read back as what is
-// stored; one with a Scan must send the value it holds (through its Value,
-// if it has one) and read back what it sent, tried on a few values (those
-// its Value or Scan refuses, or panics on, say nothing).
+// order as the column's: a type without both a Value and a Scan is read
+// back as what is stored; one with both must send the value it holds, tried
+// on a few values (those its Value refuses, or panics on, say nothing).
 func sendsItself(t reflect.Type) bool {
-	converts := func(i reflect.Type) bool { return t.Implements(i) || reflect.PointerTo(t).Implements(i) }
-	if !converts(scannerType) {
+	if !converts(t, valuerType) || !converts(t, scannerType) {
 		return true
 	}
-	hasValue := converts(valuerType)
 	if known, ok := sendsItselfByType.Load(t); ok {
 		return known.(bool)
 	}
-	var probes []any
-	switch k := t.Kind(); {
-	case k >= reflect.Int && k <= reflect.Int64:
-		probes = []any{int64(-3), int64(0), int64(1), int64(7)}
-	case k >= reflect.Uint && k <= reflect.Uint64:
-		probes = []any{uint64(0), uint64(1), uint64(7)}
-	case k == reflect.Float32 || k == reflect.Float64:
-		probes = []any{-0.5, 0.0, 2.0}
-	case k == reflect.String:
-		probes = []any{"", "a", "b", "ab", "open", "Open"}
-	case k == reflect.Bool:
-		probes = []any{false, true}
-	}
-	sends := len(probes) > 0 || !hasValue // a kind with no probes is read back as stored unless a Value makes it another
+	probes := probesOf(t.Kind())
+	sends := len(probes) > 0
 	for _, probe := range probes {
-		sent, ok := probe, true // without a Value, the driver is sent the value of its kind
-		if hasValue {
-			sent, ok = valueOf(t, probe)
-		}
-		if ok && !sameValue(sent, probe) {
+		if sent, ok := valueOf(t, probe); ok && !sameValue(sent, probe) {
 			sends = false
-		}
-		if read, ok := scanOf(t, sent); ok && !reflect.DeepEqual(read, reflect.ValueOf(probe).Convert(t).Interface()) {
-			sends = false // read back as another value (lower-cased, say), which the merge would order by
 		}
 	}
 	sendsItselfByType.Store(t, sends)
 	return sends
+}
+
+// readsBackAsSent reports whether a field of type t holds, once scanned,
+// the value it sent (through its Value, or as the value of its kind): a
+// Scan that changes it (lower-cases text, say) gives values that order
+// otherwise than the stored ones, tried on a few values (those its Value
+// or Scan refuses, or panics on, say nothing).
+func readsBackAsSent(t reflect.Type) bool {
+	if !converts(t, scannerType) {
+		return true
+	}
+	if known, ok := readsBackByType.Load(t); ok {
+		return known.(bool)
+	}
+	reads := true
+	for _, probe := range probesOf(t.Kind()) {
+		sent, ok := probe, true // without a Value, the driver is sent the value of its kind
+		if converts(t, valuerType) {
+			sent, ok = valueOf(t, probe)
+		}
+		if !ok {
+			continue
+		}
+		if read, ok := scanOf(t, sent); ok && !reflect.DeepEqual(read, reflect.ValueOf(probe).Convert(t).Interface()) {
+			reads = false
+		}
+	}
+	readsBackByType.Store(t, reads)
+	return reads
+}
+
+// converts reports whether t, or a pointer to it, implements i.
+func converts(t, i reflect.Type) bool { return t.Implements(i) || reflect.PointerTo(t).Implements(i) }
+
+// probesOf is a few values of kind k to try a type's Value and Scan on.
+func probesOf(k reflect.Kind) []any {
+	switch {
+	case k >= reflect.Int && k <= reflect.Int64:
+		return []any{int64(-3), int64(0), int64(1), int64(7)}
+	case k >= reflect.Uint && k <= reflect.Uint64:
+		return []any{uint64(0), uint64(1), uint64(7)}
+	case k == reflect.Float32 || k == reflect.Float64:
+		return []any{-0.5, 0.0, 2.0}
+	case k == reflect.String:
+		return []any{"", "a", "b", "ab", "open", "Open"}
+	case k == reflect.Bool:
+		return []any{false, true}
+	}
+	return nil
 }
 
 // valueOf is what t's Value sends for probe, unless it refuses it.
@@ -730,4 +761,12 @@ func limitOf(q Query) (limit, offset int, limited bool) {
 		return min(*l.Limit, math.MaxInt-offset), offset, true
 	}
 	return 0, offset, false
+}
+
+// elemType is t, or what t points to.
+func elemType(t reflect.Type) reflect.Type {
+	if t.Kind() == reflect.Pointer {
+		return t.Elem()
+	}
+	return t
 }
