@@ -417,3 +417,37 @@ func TestOrderByATypeWithOnlyAScanThatChangesItsValue(t *testing.T) {
 		t.Errorf("ORDER BY a field whose Scan alone lower-cases it: one database %v, two %v (%v); want one database's rows or ErrCrossShard", want, got, err)
 	}
 }
+
+type serializedLabel struct {
+	ID    int64  `shardid:""`
+	Label string `gorm:"serializer:json"`
+}
+
+// TestOrderByASerializedFieldOverEveryShard: a field with a GORM
+// serializer is stored as its encoding ("a<" as the JSON text "a\u003c")
+// and the database orders that text, which orders otherwise than the
+// decoded values the merge would read ("a<" before "a=", "a\u003c" after
+// it): rows ordered by it over several databases are refused, or come in
+// one database's order.
+func TestOrderByASerializedFieldOverEveryShard(t *testing.T) {
+	db, p, _ := revRouted(t, &serializedLabel{})
+	one, err := gorm.Open(sqlite.Open("file:"+filepath.Join(t.TempDir(), "one.db")), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	t.Cleanup(func() {
+		if sqlDB, err := one.DB(); err == nil {
+			_ = sqlDB.Close()
+		}
+	})
+	must(t, one.AutoMigrate(&serializedLabel{}))
+	ids := spreadIDs(p.Layout(), 2)
+	for i, label := range []string{"a<", "a="} {
+		must(t, db.Create(&serializedLabel{ID: ids[i], Label: label}).Error)
+		must(t, one.Create(&serializedLabel{ID: ids[i], Label: label}).Error)
+	}
+	var want, got []serializedLabel
+	must(t, one.Order("label").Find(&want).Error)
+	err = db.Clauses(AllShards()).Order("label").Find(&got).Error
+	if !errors.Is(err, ErrCrossShard) && (err != nil || !slices.Equal(want, got)) {
+		t.Errorf("ORDER BY a JSON-serialized field: one database %v, two %v (%v); want one database's rows or ErrCrossShard", want, got, err)
+	}
+}

@@ -567,6 +567,8 @@ func orderable(f *schema.Field) (ok, text bool) {
 		return !declared || slices.ContainsFunc(words, func(w string) bool { return strings.Contains(sqlType, w) })
 	}
 	switch {
+	case f.Serializer != nil:
+		return false, false // stored as its serializer's encoding (JSON text, say), ordered so
 	case t == timeType, t.ConvertibleTo(nullTimeType):
 		return is("time", "date"), false
 	case !sendsItself(t):
