@@ -1,0 +1,221 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"testing"
+	"time"
+
+	"gorm.io/driver/mysql"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+
+	"github.com/shardid/shardid"
+)
+
+// TestFailingStatementsRepeatedLeaveNothingBehind: failing and cancelled
+// statements over two databases, each form repeated many times (an update
+// whose part fails, a transaction across shards whose function fails after
+// writing both, a read whose context is cancelled, a fan-out part whose hook
+// panics), leave no goroutine, connection, prepared branch or heap growing
+// with the count of repeats.
+func TestFailingStatementsRepeatedLeaveNothingBehind(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r, pools, accounts := smallPools(t, b, 4, shardid.Config{})
+		ids := []int64{accounts[0].ID, accounts[1].ID}
+		boom := errors.New("boom")
+		forms := map[string]func() error{
+			"failing part": func() error {
+				return r.db.Model(&account{}).Where("id IN ?", ids).Update("balance", gorm.Expr("no_such_column + 1")).Error
+			},
+			"failing transaction": func() error {
+				return r.db.Clauses(shardid.AcrossShards()).Transaction(func(tx *gorm.DB) error {
+					for _, a := range accounts {
+						if err := tx.Model(&a).Update("balance", gorm.Expr("balance + 1")).Error; err != nil {
+							return err
+						}
+					}
+					return boom
+				})
+			},
+			"cancelled read": func() error {
+				ctx, cancel := context.WithCancel(context.Background())
+				cancel()
+				var got []account
+				return r.db.WithContext(ctx).Where("id IN ?", ids).Find(&got).Error
+			},
+			"timed out read": func() error {
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+				defer cancel()
+				cond, args := sleepWhere(b, accounts[1].ID, 1)
+				var got []account
+				return r.db.WithContext(ctx).Where("id IN ?", ids).Where(cond, args...).Find(&got).Error
+			},
+			"failing across commit": func() error {
+				return r.db.Clauses(shardid.AcrossShards()).Transaction(func(tx *gorm.DB) error {
+					if err := tx.Model(&accounts[0]).Update("balance", gorm.Expr("balance + 1")).Error; err != nil {
+						return err
+					}
+					return tx.Model(&accounts[1]).Update("balance", gorm.Expr("no_such_column")).Error
+				})
+			},
+		}
+		for name, form := range forms {
+			t.Run(name, func(t *testing.T) {
+				measure := func(n int) (int, uint64) {
+					for range n {
+						if err := form(); err == nil {
+							t.Fatalf("%s succeeded", name)
+						}
+					}
+					settled(t, pools, 1<<30)
+					deadline := time.Now().Add(10 * time.Second)
+					var g int
+					for g = runtime.NumGoroutine(); time.Now().Before(deadline); g = runtime.NumGoroutine() {
+						time.Sleep(100 * time.Millisecond)
+						if runtime.NumGoroutine() == g {
+							break
+						}
+					}
+					runtime.GC()
+					runtime.GC()
+					var ms runtime.MemStats
+					runtime.ReadMemStats(&ms)
+					return g, ms.HeapAlloc
+				}
+				g0, h0 := measure(20)
+				g1, h1 := measure(300)
+				t.Logf("%s: goroutines %d -> %d, heap %d -> %d, open %d/%d", name, g0, g1, h0, h1, pools[0].Stats().OpenConnections, pools[1].Stats().OpenConnections)
+				if g1 > g0+20 {
+					t.Errorf("goroutines grew from %d to %d over 300 repeats", g0, g1)
+				}
+				if h1 > h0+8<<20 {
+					t.Errorf("heap grew from %d to %d over 300 repeats", h0, h1)
+				}
+				r.noPrepared(t)
+			})
+		}
+	})
+}
+
+type soakFlake struct {
+	ID   int64 `shardid:"strategy:snowflake"`
+	Name string
+}
+
+type soakSegment struct {
+	ID   int64 `shardid:"strategy:segment"`
+	Name string
+}
+
+// serverConnections counts the connections to the databases of the test on
+// the server, other than the one asking.
+func serverConnections(t *testing.T, b backend, db *gorm.DB) int64 {
+	t.Helper()
+	var n int64
+	q := "SELECT count(*) FROM information_schema.PROCESSLIST WHERE DB LIKE CONCAT(DATABASE(), '%') AND ID <> CONNECTION_ID()"
+	if b.name == "postgres" {
+		q = "SELECT count(*) FROM pg_stat_activity WHERE datname LIKE current_database() || '%' AND pid <> pg_backend_pid()"
+	}
+	must(t, db.Raw(q).Scan(&n).Error)
+	return n
+}
+
+// TestPluginsOpenedAndClosedRepeatedlyLeaveNothingBehind: a process that
+// opens a plugin over physical databases it dials itself, with its map
+// refresh, recovery, snowflake lease and segment blocks in use and a write
+// over two databases done, and closes it, many times over, ends with as many
+// goroutines and server connections as after the first few rounds.
+func TestPluginsOpenedAndClosedRepeatedlyLeaveNothingBehind(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		dir := t.TempDir()
+		watch, err := gorm.Open(b.dialector(t, dir), &gorm.Config{})
+		must(t, err)
+		defer func() {
+			if s, err := watch.DB(); err == nil {
+				_ = s.Close()
+			}
+		}()
+		cfg := shardid.Config{Shards: shards(t, b, dir), MapRefresh: 50 * time.Millisecond, InDoubtAfter: 100 * time.Millisecond, PoolIdleTimeout: time.Second}
+		round := func() {
+			db := open(t, b, dir, cfg)
+			p := db.Config.Plugins["shardid"].(*shardid.Plugin)
+			must(t, migrator(db).AutoMigrate(&account{}, &soakFlake{}, &soakSegment{}))
+			must(t, db.Create(&[]account{{Balance: 1}, {Balance: 2}, {Balance: 3}, {Balance: 4}}).Error)
+			must(t, db.Create(&soakFlake{Name: "x"}).Error)
+			must(t, db.Create(&soakSegment{Name: "x"}).Error)
+			time.Sleep(30 * time.Millisecond)
+			must(t, p.Close())
+			if s, err := db.DB(); err == nil {
+				_ = s.Close()
+			}
+		}
+		measure := func(n int) (int, int64) {
+			for range n {
+				round()
+			}
+			var g int
+			var c int64
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				g, c = runtime.NumGoroutine(), serverConnections(t, b, watch)
+				time.Sleep(200 * time.Millisecond)
+				if (g == runtime.NumGoroutine() && c == serverConnections(t, b, watch)) || time.Now().After(deadline) {
+					return g, c
+				}
+			}
+		}
+		g0, c0 := measure(3)
+		g1, c1 := measure(25)
+		t.Logf("goroutines %d -> %d, server connections %d -> %d", g0, g1, c0, c1)
+		if g1 > g0+10 {
+			t.Errorf("goroutines grew from %d to %d over 25 plugins opened and closed", g0, g1)
+		}
+		if c1 > c0+5 {
+			t.Errorf("server connections grew from %d to %d over 25 plugins opened and closed", c0, c1)
+		}
+	})
+}
+
+// TestStatementsOnADatabaseThatIsDownLeaveNothingBehind: statements on a
+// physical database whose server refuses connections fail, each one trying
+// to open it again, and a process retrying them for long holds no more
+// goroutines or heap after hundreds of tries than after a few.
+func TestStatementsOnADatabaseThatIsDownLeaveNothingBehind(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		dir := t.TempDir()
+		list := shards(t, b, dir)[:2]
+		count := shardid.Layout{}.ShardCount()
+		list[0].Logical = []shardid.Range{{From: 0, To: count/2 - 1}}
+		list[1].Logical = []shardid.Range{{From: count / 2, To: count - 1}}
+		list[1].Dialector = map[string]gorm.Dialector{
+			"mariadb":  mysql.Open("root@tcp(127.0.0.1:1)/nothing"),
+			"postgres": postgres.Open("postgres://postgres@127.0.0.1:1/nothing?sslmode=disable"),
+		}[b.name]
+		db := open(t, b, dir, shardid.Config{Shards: list, ConnectTimeout: 200 * time.Millisecond})
+		measure := func(n int) (int, uint64) {
+			for range n {
+				var a account
+				if err := db.Clauses(shardid.OnShard(count-1)).First(&a).Error; err == nil {
+					t.Fatal("a read on a database that is down succeeded")
+				}
+			}
+			time.Sleep(300 * time.Millisecond)
+			runtime.GC()
+			runtime.GC()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			return runtime.NumGoroutine(), ms.HeapAlloc
+		}
+		g0, h0 := measure(10)
+		g1, h1 := measure(300)
+		t.Logf("goroutines %d -> %d, heap %d -> %d", g0, g1, h0, h1)
+		if g1 > g0+20 {
+			t.Errorf("goroutines grew from %d to %d over 300 statements on a database that is down", g0, g1)
+		}
+		if h1 > h0+8<<20 {
+			t.Errorf("heap grew from %d to %d over 300 statements on a database that is down", h0, h1)
+		}
+	})
+}
