@@ -207,15 +207,20 @@ type scannedSQL struct {
 	unread   bool
 }
 
-// scanCacheSize bounds the texts kept read: GORM's SQL of one shape differs
-// only by its placeholders, and an application has few shapes.
-const scanCacheSize = 4096
+// scanCacheSize and scanCacheBytes bound the texts kept read: GORM's SQL of
+// one shape differs only by its placeholders, and an application has few
+// shapes; texts with values written in are many, and can be long.
+const (
+	scanCacheSize  = 4096
+	scanCacheBytes = 4 << 20
+)
 
 // scanCache keeps what the tokenizer read of SQL texts, by dialect and
 // text. It is safe for concurrent use.
 type scanCache struct {
 	texts sync.Map // string → *scannedSQL
 	count atomic.Int64
+	bytes atomic.Int64 // of the texts kept
 }
 
 // scanned reads sql, once per text.
@@ -232,12 +237,25 @@ func (e *Engine) scanned(sql string) *scannedSQL {
 	for _, t := range scan.Repeated {
 		read.repeated = append(read.repeated, shardrouter.Table{Qualifier: t.Qualifier, Name: t.Name})
 	}
-	if e.scans.count.Load() < scanCacheSize {
-		if _, loaded := e.scans.texts.LoadOrStore(sql, read); !loaded {
-			e.scans.count.Add(1)
-		}
-	}
+	e.scans.keep(sql, read)
 	return read
+}
+
+// keep adds a text read, starting the cache over once full: a long-running
+// process keeps reading its shapes from the cache after one-off texts filled it.
+func (c *scanCache) keep(sql string, read *scannedSQL) {
+	if len(sql) > scanCacheBytes/16 {
+		return // a text this long is read once more rather than kept
+	}
+	if c.count.Load() >= scanCacheSize || c.bytes.Load()+int64(len(sql)) > scanCacheBytes {
+		c.texts.Clear()
+		c.count.Store(0)
+		c.bytes.Store(0)
+	}
+	if _, loaded := c.texts.LoadOrStore(sql, read); !loaded {
+		c.count.Add(1)
+		c.bytes.Add(int64(len(sql)))
+	}
 }
 
 // buildSQL builds the statement's SQL as GORM's executor of kind would

@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"fmt"
+	"runtime"
+	"strings"
 	"testing"
 
 	"gorm.io/gorm"
@@ -39,4 +42,35 @@ func BenchmarkGate(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestGateCacheHoldsBoundedMemoryForDistinctLargeTexts: statements whose SQL
+// texts are all different and large (values written into the SQL, not bound)
+// leave the heap after a collection about where it was: what the gate keeps
+// of the texts it read is bounded in bytes, not only in count.
+func TestGateCacheHoldsBoundedMemoryForDistinctLargeTexts(t *testing.T) {
+	db, e := openEngine(t, Config{}, true)
+	must(t, e.Migrator(db).AutoMigrate(&gateRow{}))
+	heap := func() uint64 {
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	filler := strings.Repeat("x", 32<<10)
+	run := func(from, to int) {
+		for i := from; i < to; i++ {
+			var rows []gateRow
+			must(t, db.Clauses(hinted{OnShard(1)}).Where(fmt.Sprintf("name <> '%s%d'", filler, i)).Find(&rows).Error)
+		}
+	}
+	run(0, 20)
+	before := heap()
+	run(20, 1020)
+	after := heap()
+	t.Logf("heap %d -> %d after 1000 texts of 32 KiB", before, after)
+	if after > before+12<<20 {
+		t.Errorf("heap grew by %d MiB over 1000 distinct texts of 32 KiB", (after-before)>>20)
+	}
 }
