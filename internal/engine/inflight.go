@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
+	"weak"
 
 	"gorm.io/gorm"
 )
@@ -30,43 +31,63 @@ type inflight struct {
 // statement's: a setting costs each statement two allocations, and GORM
 // copies it into every transaction it begins. Striped, so that goroutines
 // seldom share a lock.
+// Weakly: a statement whose callback panicked never reaches the last one,
+// and is uncounted once collected (forgetCollected).
 type countedStatements struct {
 	stripes [64]struct {
 		sync.Mutex
-		by map[*gorm.Statement]*routedBy
+		by map[weak.Pointer[gorm.Statement]]*routedBy
 	}
 }
 
 var stripeSeed = maphash.MakeSeed()
 
-func (c *countedStatements) stripe(stmt *gorm.Statement) (*sync.Mutex, *map[*gorm.Statement]*routedBy) {
+func (c *countedStatements) stripe(stmt *gorm.Statement) (*sync.Mutex, *map[weak.Pointer[gorm.Statement]]*routedBy) {
 	s := &c.stripes[maphash.Comparable(stripeSeed, stmt)%uint64(len(c.stripes))]
 	return &s.Mutex, &s.by
+}
+
+// forgetCollected uncounts the statements collected without having ended
+// (a panic in one of their callbacks, recovered by the application).
+func (c *countedStatements) forgetCollected() {
+	for i := range c.stripes {
+		s := &c.stripes[i]
+		s.Lock()
+		for key, r := range s.by {
+			if key.Value() == nil {
+				delete(s.by, key)
+				r.running.Add(-1)
+			}
+		}
+		s.Unlock()
+	}
 }
 
 // add counts stmt in r, unless it is counted already.
 func (c *countedStatements) add(stmt *gorm.Statement, r *routedBy) {
 	mu, by := c.stripe(stmt)
+	key := weak.Make(stmt)
 	mu.Lock()
 	defer mu.Unlock()
-	if _, counted := (*by)[stmt]; counted {
+	if _, counted := (*by)[key]; counted {
 		return
 	}
 	if *by == nil {
-		*by = map[*gorm.Statement]*routedBy{}
+		*by = map[weak.Pointer[gorm.Statement]]*routedBy{}
 	}
-	(*by)[stmt] = r
+	(*by)[key] = r
 	r.running.Add(1)
 }
 
 // remove returns what stmt was counted in, no longer holding it.
 func (c *countedStatements) remove(stmt *gorm.Statement) (*routedBy, bool) {
 	mu, by := c.stripe(stmt)
+	key := weak.Make(stmt)
 	mu.Lock()
 	defer mu.Unlock()
-	r, ok := (*by)[stmt]
+	r, ok := (*by)[key]
 	if ok {
-		delete(*by, stmt)
+		delete(*by, key)
 	}
 	return r, ok
 }
@@ -107,6 +128,7 @@ func (e *Engine) routeBy(version int64) {
 // oldestRouted is the oldest map version a running statement routes by:
 // the version the process says it follows.
 func (e *Engine) oldestRouted(current int64) int64 {
+	e.inflight.counted.forgetCollected()
 	e.inflight.mu.Lock()
 	defer e.inflight.mu.Unlock()
 	oldest := current

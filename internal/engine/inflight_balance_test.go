@@ -2,8 +2,10 @@ package engine
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"gorm.io/gorm"
 )
@@ -239,4 +241,54 @@ func TestStatementsCountedWhileTheMapVersionChangesGiveTheirCountsBack(t *testin
 	close(done)
 	<-swapped
 	countedBalanced(t, e, "concurrent")
+}
+
+// countedPanics panics in its AfterFind, as an application's hook may.
+type countedPanics struct {
+	ID   int64 `shardid:""`
+	Name string
+}
+
+func (*countedPanics) AfterFind(*gorm.DB) error { panic("hook") }
+
+// TestAStatementWhosePanicIsRecoveredGivesItsCountBack: statements whose
+// hook panics, the panic recovered by the caller (as net/http recovers a
+// handler's), skip the plugin's last callback; once they are collected none
+// is counted running, nothing of them is kept, and the process says it
+// follows the newer map version it routes by, not the one they began in.
+func TestAStatementWhosePanicIsRecoveredGivesItsCountBack(t *testing.T) {
+	db, e := openEngine(t, Config{Atomic: BestEffort}, true)
+	must(t, e.Migrator(db).AutoMigrate(&countedPanics{}))
+	row := countedPanics{Name: "a"}
+	must(t, db.Clauses(hinted{OnShard(1)}).Create(&row).Error)
+	for range 200 {
+		func() {
+			defer func() { _ = recover() }()
+			var got countedPanics
+			db.First(&got, row.ID)
+		}()
+	}
+	version := e.MapVersion()
+	e.routeBy(version + 1) // a newer map: the panicked statements began in the older
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		runtime.GC()
+		if oldest := e.oldestRouted(version + 1); oldest == version+1 {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the process says it follows version %d, older than the %d it routes by, for statements that panicked", oldest, version+1)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	countedBalanced(t, e, "after recovered panics")
+	kept := 0
+	for i := range e.inflight.counted.stripes {
+		s := &e.inflight.counted.stripes[i]
+		s.Lock()
+		kept += len(s.by)
+		s.Unlock()
+	}
+	if kept != 0 {
+		t.Errorf("%d statements kept counted after they were collected", kept)
+	}
 }
