@@ -101,6 +101,22 @@ func TestFailingStatementsRepeatedLeaveNothingBehind(t *testing.T) {
 				return nil
 			})
 		}
+		fresh(t, r.db, &leg{})
+		forms["rolled back anchor"] = func() error {
+			return r.db.Transaction(func(tx *gorm.DB) error { // on the plugin's database: the Create commits with it
+				legs := []leg{{AccountID: accounts[0].ID}, {AccountID: accounts[1].ID}}
+				if err := tx.Create(&legs).Error; err != nil {
+					return err
+				}
+				return boom
+			})
+		}
+		taken := leg{AccountID: accounts[0].ID}
+		must(t, r.db.Create(&taken).Error)
+		forms["failing batch"] = func() error {
+			legs := []leg{{AccountID: accounts[0].ID}, {AccountID: accounts[1].ID}, {AccountID: accounts[0].ID, ID: taken.ID}}
+			return r.db.CreateInBatches(&legs, 2).Error // the last batch's ID is taken
+		}
 		for name, form := range forms {
 			t.Run(name, func(t *testing.T) {
 				measure := func(n int) (int, uint64) {
