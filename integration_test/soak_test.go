@@ -101,6 +101,21 @@ func TestFailingStatementsRepeatedLeaveNothingBehind(t *testing.T) {
 				return nil
 			})
 		}
+		forms["panicking across transaction"] = func() (err error) {
+			defer func() {
+				if recover() != nil {
+					err = boom
+				}
+			}()
+			return r.db.Clauses(shardid.AcrossShards()).Transaction(func(tx *gorm.DB) error {
+				for _, a := range accounts {
+					if err := tx.Model(&a).Update("balance", gorm.Expr("balance + 1")).Error; err != nil {
+						return err
+					}
+				}
+				panic("in the transaction")
+			})
+		}
 		fresh(t, r.db, &leg{})
 		forms["rolled back anchor"] = func() error {
 			return r.db.Transaction(func(tx *gorm.DB) error { // on the plugin's database: the Create commits with it
