@@ -302,3 +302,71 @@ func soakRepeats() int {
 	}
 	return 1000
 }
+
+// TestPluginClosedUnderSlowReadsLeavesNothingBehind: a plugin closed while
+// reads over both databases wait on a slow one, opened and closed so many
+// times, ends with as many goroutines and server connections as after the
+// first rounds: the reads end, and nothing they began outlives them.
+func TestPluginClosedUnderSlowReadsLeavesNothingBehind(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		dir := t.TempDir()
+		watch, err := gorm.Open(b.dialector(t, dir), &gorm.Config{})
+		must(t, err)
+		defer func() {
+			if s, err := watch.DB(); err == nil {
+				_ = s.Close()
+			}
+		}()
+		cfg := shardid.Config{Shards: shards(t, b, dir)}
+		setup := open(t, b, dir, cfg)
+		fresh(t, setup, &account{})
+		must(t, setup.Create(&[]account{{Balance: 1}, {Balance: 2}, {Balance: 3}, {Balance: 4}}).Error)
+		var all []account
+		must(t, setup.Clauses(shardid.AllShards()).Find(&all).Error)
+		round := func() {
+			db := open(t, b, dir, cfg)
+			p := db.Config.Plugins["shardid"].(*shardid.Plugin)
+			cond, args := sleepWhere(b, all[0].ID, 0.5)
+			done := make(chan struct{})
+			for range 3 {
+				go func() {
+					defer func() { done <- struct{}{} }()
+					var got []account
+					_ = db.Clauses(shardid.AllShards()).Where(cond, args...).Find(&got).Error
+				}()
+			}
+			time.Sleep(100 * time.Millisecond)
+			_ = p.Close()
+			for range 3 {
+				<-done
+			}
+			if s, err := db.DB(); err == nil {
+				_ = s.Close()
+			}
+		}
+		measure := func(n int) (int, int64) {
+			for range n {
+				round()
+			}
+			var g int
+			var c int64
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				g, c = runtime.NumGoroutine(), serverConnections(t, b, watch)
+				time.Sleep(300 * time.Millisecond)
+				if (g == runtime.NumGoroutine() && c == serverConnections(t, b, watch)) || time.Now().After(deadline) {
+					return g, c
+				}
+			}
+		}
+		g0, c0 := measure(2)
+		g1, c1 := measure(15)
+		t.Logf("goroutines %d -> %d, server connections %d -> %d", g0, g1, c0, c1)
+		if g1 > g0+10 {
+			t.Errorf("goroutines grew from %d to %d over 15 plugins closed under reads", g0, g1)
+		}
+		if c1 > c0+5 {
+			t.Errorf("server connections grew from %d to %d over 15 plugins closed under reads", c0, c1)
+		}
+	})
+}
