@@ -116,7 +116,18 @@ func TestFailingStatementsRepeatedLeaveNothingBehind(t *testing.T) {
 				panic("in the transaction")
 			})
 		}
-		fresh(t, r.db, &leg{})
+		fresh(t, r.db, &leg{}, &soakGuarded{})
+		count := shardid.Layout{}.ShardCount()
+		guarded := []soakGuarded{{Version: 1}, {Version: 2}}
+		for k := range guarded {
+			must(t, r.db.Clauses(shardid.OnShard(k*count/2)).Create(&guarded[k]).Error)
+		}
+		forms["plan refused by hooks"] = func() error {
+			if err := r.db.Model(&guarded).Update("balance", gorm.Expr("balance + 1")).Error; !errors.Is(err, shardid.ErrCrossShard) {
+				t.Fatalf("err = %v, want ErrCrossShard", err)
+			}
+			return boom
+		}
 		forms["rolled back anchor"] = func() error {
 			return r.db.Transaction(func(tx *gorm.DB) error { // on the plugin's database: the Create commits with it
 				legs := []leg{{AccountID: accounts[0].ID}, {AccountID: accounts[1].ID}}
@@ -172,6 +183,19 @@ func TestFailingStatementsRepeatedLeaveNothingBehind(t *testing.T) {
 			})
 		}
 	})
+}
+
+// soakGuarded's BeforeUpdate adds a condition on the row's own version,
+// which differs between rows on different databases.
+type soakGuarded struct {
+	ID      int64 `shardid:""`
+	Balance int64
+	Version int64
+}
+
+func (g *soakGuarded) BeforeUpdate(tx *gorm.DB) error {
+	tx.Statement.Where("version = ?", g.Version)
+	return nil
 }
 
 type soakFlake struct {
