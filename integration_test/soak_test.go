@@ -116,6 +116,20 @@ func TestFailingStatementsRepeatedLeaveNothingBehind(t *testing.T) {
 				panic("in the transaction")
 			})
 		}
+		forms["panicking hook in an across transaction"] = func() (err error) {
+			defer func() {
+				if recover() != nil {
+					err = boom
+				}
+			}()
+			return r.db.Clauses(shardid.AcrossShards()).Transaction(func(tx *gorm.DB) error {
+				if err := tx.Model(&accounts[0]).Update("balance", gorm.Expr("balance + 1")).Error; err != nil {
+					return err
+				}
+				ctx := context.WithValue(context.Background(), panicKey{}, true)
+				return tx.WithContext(ctx).Model(&accounts[1]).Update("balance", gorm.Expr("balance + 1")).Error
+			})
+		}
 		fresh(t, r.db, &leg{}, &soakGuarded{})
 		count := shardid.Layout{}.ShardCount()
 		guarded := []soakGuarded{{Version: 1}, {Version: 2}}
