@@ -357,3 +357,28 @@ func TestRawSQLInAHookOfAPlainCreateDoesNotMissItsRowSilently(t *testing.T) {
 	}
 	t.Fatal("no hooked row landed on database 1")
 }
+
+// TestRawRowUnderAClauseOfAnUnreachableDatabaseFailsItsScan: Row of raw SQL
+// under a shard clause whose database cannot be opened returns a row whose
+// Scan fails with ErrShardUnavailable naming the database, as a sharded
+// model's failed Row does, not nil, whose Scan panics in the caller.
+func TestRawRowUnderAClauseOfAnUnreachableDatabaseFailsItsScan(t *testing.T) {
+	dir := t.TempDir()
+	half := Layout{}.ShardCount() / 2
+	db, err := gorm.Open(sqlite.Open("file:"+filepath.Join(dir, "main.db")), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	p := New(Config{Shards: []Shard{
+		{Name: "s0", Dialector: sqlite.Open("file:" + filepath.Join(dir, "s0.db")), Logical: []Range{{From: 0, To: half - 1}}},
+		{Name: "s1", Dialector: sqlite.Open("file:" + filepath.Join(dir, "missing", "s1.db")), Logical: []Range{{From: half, To: 2*half - 1}}},
+	}})
+	must(t, db.Use(p))
+	t.Cleanup(func() { _ = p.Close() })
+	row := db.Clauses(OnShard(half+1)).Raw("SELECT 1").Row()
+	if row == nil {
+		t.Fatal("Row of raw SQL under the clause of an unreachable database: nil, want a row whose Scan fails")
+	}
+	var n int
+	if err := row.Scan(&n); !errors.Is(err, ErrShardUnavailable) || !strings.Contains(err.Error(), "s1") {
+		t.Errorf("Scan: %v, want ErrShardUnavailable naming s1", err)
+	}
+}

@@ -660,22 +660,33 @@ func (e *Engine) leaveShardPool(db *gorm.DB) {
 	}
 }
 
-// giveFailedRow hands Row of a failed statement on a sharded model a row
+// giveFailedRow hands Row of a failed statement on a sharded model, or of
+// raw SQL under a shard clause, a row
 // whose Scan returns the error, as one database's failed query does: GORM
 // hands nil when a callback failed (a refusal, a part over several
 // databases), whose Scan panics in the caller.
 func (e *Engine) giveFailedRow(db *gorm.DB) {
 	stmt := db.Statement
-	if many, _ := loadSetting(stmt, "rows"); many == true || stmt.Schema == nil {
+	if many, _ := loadSetting(stmt, "rows"); many == true || stmt.Schema == nil && !hasShardClause(stmt) {
 		return
 	}
 	if row, ok := stmt.Dest.(*sql.Row); ok && row != nil {
 		return
 	}
-	if m, err := e.model(stmt.Schema); err == nil && (m == nil || !m.sharded()) {
-		return // a statement the plugin left to GORM, as without it
+	if stmt.Schema != nil { // else raw SQL under a shard clause, which the plugin failed
+		if m, err := e.model(stmt.Schema); err == nil && (m == nil || !m.sharded()) {
+			return // a statement the plugin left to GORM, as without it
+		}
 	}
 	stmt.Dest = failedRow(stmt.Context, db.Error)
+}
+
+// hasShardClause reports whether a shard clause chose the statement's
+// database, or failed it as unavailable.
+func hasShardClause(stmt *gorm.Statement) bool {
+	_, pooled := loadSetting(stmt, clausePoolKey{})
+	_, unavailable := loadSetting(stmt, unavailableKey{})
+	return pooled || unavailable
 }
 
 // nameDatabase names the physical database a failed statement ran on. Found
