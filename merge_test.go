@@ -451,3 +451,51 @@ func TestOrderByASerializedFieldOverEveryShard(t *testing.T) {
 		t.Errorf("ORDER BY a JSON-serialized field: one database %v, two %v (%v); want one database's rows or ErrCrossShard", want, got, err)
 	}
 }
+
+// trimmedText has no Value and a Scan that trims the spaces around the
+// text, as types for padded CHAR columns do.
+type trimmedText string
+
+func (f *trimmedText) Scan(v any) error {
+	switch s := v.(type) {
+	case string:
+		*f = trimmedText(strings.TrimSpace(s))
+	case []byte:
+		*f = trimmedText(strings.TrimSpace(string(s)))
+	default:
+		return fmt.Errorf("trimmedText: %T", v)
+	}
+	return nil
+}
+
+type trimmedRow struct {
+	ID   int64       `shardid:""`
+	Code trimmedText `gorm:"not null"`
+}
+
+// TestOrderByATypeWhoseScanTrimsSpaces: a field whose Scan trims the spaces
+// around the stored text reads " b" back as "b", which orders after "a"
+// where the stored " b" orders before it: rows ordered by it over several
+// databases are refused, or come in one database's order.
+func TestOrderByATypeWhoseScanTrimsSpaces(t *testing.T) {
+	db, p, _ := revRouted(t, &trimmedRow{})
+	one, err := gorm.Open(sqlite.Open("file:"+filepath.Join(t.TempDir(), "one.db")), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	t.Cleanup(func() {
+		if sqlDB, err := one.DB(); err == nil {
+			_ = sqlDB.Close()
+		}
+	})
+	must(t, one.AutoMigrate(&trimmedRow{}))
+	ids := spreadIDs(p.Layout(), 2)
+	for i, code := range []trimmedText{" b", "a"} {
+		must(t, db.Create(&trimmedRow{ID: ids[i], Code: code}).Error)
+		must(t, one.Create(&trimmedRow{ID: ids[i], Code: code}).Error)
+	}
+	var want, got []trimmedRow
+	must(t, one.Order("code").Find(&want).Error)
+	err = db.Clauses(AllShards()).Order("code").Find(&got).Error
+	if !errors.Is(err, ErrCrossShard) && (err != nil || !slices.Equal(want, got)) {
+		t.Errorf("ORDER BY a field whose Scan trims it: one database %v, two %v (%v); want one database's rows or ErrCrossShard", want, got, err)
+	}
+}

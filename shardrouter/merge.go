@@ -657,7 +657,7 @@ func probesOf(k reflect.Kind) []any {
 	case k == reflect.Float32 || k == reflect.Float64:
 		return []any{-0.5, 0.0, 2.0}
 	case k == reflect.String:
-		return []any{"", "a", "b", "ab", "open", "Open"}
+		return []any{"", "a", "b", "ab", "open", "Open", " a", "a "} // spaces: a Scan that trims them reads " b" before "a" back after it
 	case k == reflect.Bool:
 		return []any{false, true}
 	}
