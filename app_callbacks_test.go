@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/callbacks"
@@ -243,5 +244,32 @@ func TestRawSQLOnAStatementThatRanBeforeIsRawSQL(t *testing.T) {
 	err := q.Raw("SELECT * FROM tenant_rows WHERE id = ?", rows[1].ID).Scan(&other).Error
 	if !errors.Is(err, ErrNoShard) && (err != nil || len(other) != 1) {
 		t.Fatalf("raw SQL on a statement that ran a Find: %v, %d rows; want ErrNoShard or the row", err, len(other))
+	}
+}
+
+// TestRawSQLOnAStatementThatRanBeforeRunsItsOwnText: raw SQL scanned on a
+// *gorm.DB that ran a query before (under a shard clause, or of an unsharded
+// model) runs its own text, as GORM alone runs it, not the query its kept
+// clauses build: it reads the row it names, not the earlier query's.
+func TestRawSQLOnAStatementThatRanBeforeRunsItsOwnText(t *testing.T) {
+	db, p, _ := revRouted(t, &tenantRow{})
+	must(t, p.AutoMigrate(db, &reuseTag{}))
+	at := time.Now().Add(-time.Second)
+	a, b := p.Layout().Compose(at, 1, 1), p.Layout().Compose(at, 1, 2)
+	must(t, db.Create(&[]tenantRow{{ID: a, CompanyID: 1}, {ID: b, CompanyID: 2}}).Error)
+	must(t, db.Create(&[]reuseTag{{ID: 1, Name: "a"}, {ID: 2, Name: "b"}}).Error)
+	sharded := db.Clauses(ByID(a)).Model(&tenantRow{}).Where("id = ?", a)
+	var first []tenantRow
+	must(t, sharded.Find(&first).Error)
+	var other []tenantRow
+	if err := sharded.Raw("SELECT * FROM tenant_rows WHERE id = ?", b).Scan(&other).Error; err != nil || len(other) != 1 || other[0].ID != b {
+		t.Errorf("raw SQL under a shard clause on a statement that ran a Find: %v, %v; want the row %d", err, other, b)
+	}
+	plain := db.Model(&reuseTag{}).Where("id = ?", 1)
+	var tags []reuseTag
+	must(t, plain.Find(&tags).Error)
+	var name string
+	if err := plain.Raw("SELECT name FROM reuse_tags WHERE id = ?", 2).Scan(&name).Error; err != nil || name != "b" {
+		t.Errorf("raw SQL of an unsharded model on a statement that ran a Find: %q, %v; want %q", name, err, "b")
 	}
 }

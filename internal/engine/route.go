@@ -107,9 +107,15 @@ func builtAhead(db *gorm.DB, kind statementKind) (string, []any, bool) {
 	return sql, vars, true
 }
 
-// clausesSQL is the SQL GORM builds of a query's clauses, on a copy.
+// clausesSQL is the SQL GORM builds of a query's clauses, on a copy: a
+// Session given a Context copies the statement, which one without shares.
 func clausesSQL(db *gorm.DB) string {
-	built := db.Session(&gorm.Session{DryRun: true, Logger: logger.Discard})
+	ctx := db.Statement.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	built := db.Session(&gorm.Session{DryRun: true, Logger: logger.Discard, Context: ctx})
+	built.Statement.BuildClauses = db.Statement.BuildClauses // the copy has none
 	built.Statement.SQL.Reset()
 	built.Statement.Vars = nil
 	callbacks.BuildQuerySQL(built)
