@@ -373,7 +373,7 @@ func TestRawRowUnderAClauseOfAnUnreachableDatabaseFailsItsScan(t *testing.T) {
 	}})
 	must(t, db.Use(p))
 	t.Cleanup(func() { _ = p.Close() })
-	row := db.Clauses(OnShard(half+1)).Raw("SELECT 1").Row()
+	row := db.Clauses(OnShard(half + 1)).Raw("SELECT 1").Row()
 	if row == nil {
 		t.Fatal("Row of raw SQL under the clause of an unreachable database: nil, want a row whose Scan fails")
 	}
