@@ -499,3 +499,35 @@ func TestOrderByATypeWhoseScanTrimsSpaces(t *testing.T) {
 		t.Errorf("ORDER BY a field whose Scan trims it: one database %v, two %v (%v); want one database's rows or ErrCrossShard", want, got, err)
 	}
 }
+
+type plainEmailRow struct {
+	ID    int64  `shardid:""`
+	Email string `gorm:"not null"`
+}
+
+// TestPluckOrderedIntoATypeWhoseScanChangesItsValue: a column of plain text
+// plucked, ordered by itself, over several databases into a type whose Scan
+// reads it back lower-cased orders in Go otherwise than the databases order
+// the stored text: it is refused, or comes in one database's order.
+func TestPluckOrderedIntoATypeWhoseScanChangesItsValue(t *testing.T) {
+	db, p, _ := revRouted(t, &plainEmailRow{})
+	one, err := gorm.Open(sqlite.Open("file:"+filepath.Join(t.TempDir(), "one.db")), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	t.Cleanup(func() {
+		if sqlDB, err := one.DB(); err == nil {
+			_ = sqlDB.Close()
+		}
+	})
+	must(t, one.AutoMigrate(&plainEmailRow{}))
+	ids := spreadIDs(p.Layout(), 2)
+	for i, email := range []string{"Bob", "alice"} {
+		must(t, db.Create(&plainEmailRow{ID: ids[i], Email: email}).Error)
+		must(t, one.Create(&plainEmailRow{ID: ids[i], Email: email}).Error)
+	}
+	var want, got []foldedText
+	must(t, one.Model(&plainEmailRow{}).Order("email").Pluck("email", &want).Error)
+	err = db.Clauses(AllShards()).Model(&plainEmailRow{}).Order("email").Pluck("email", &got).Error
+	if !errors.Is(err, ErrCrossShard) && (err != nil || !slices.Equal(want, got)) {
+		t.Errorf("Pluck ordered into a type whose Scan lower-cases it: one database %v, two %v (%v); want one database's order or ErrCrossShard", want, got, err)
+	}
+}

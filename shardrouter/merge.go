@@ -355,8 +355,8 @@ func plucksOrderColumn(q Query, o *Order, value reflect.Type) bool {
 	if !ok || len(sel.Columns) != 1 || len(q.Selects) > 1 || o.TieKey || len(o.Columns) == 0 {
 		return false
 	}
-	if !ordersAlike(value, o.Columns[0].Field.FieldType) {
-		return false
+	if !ordersAlike(value, o.Columns[0].Field.FieldType) || !readsBackAsSent(unwrapped(value)) {
+		return false // the merge orders the values the destination's Scan made
 	}
 	m := selectItem.FindStringSubmatch(sel.Columns[0].Name)
 	if !plainColumn.MatchString(sel.Columns[0].Name) || m == nil {
