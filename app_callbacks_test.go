@@ -265,6 +265,10 @@ func TestRawSQLOnAStatementThatRanBeforeRunsItsOwnText(t *testing.T) {
 	if err := sharded.Raw("SELECT * FROM tenant_rows WHERE id = ?", b).Scan(&other).Error; err != nil || len(other) != 1 || other[0].ID != b {
 		t.Errorf("raw SQL under a shard clause on a statement that ran a Find: %v, %v; want the row %d", err, other, b)
 	}
+	other = nil
+	if err := sharded.Raw("SELECT * FROM tenant_rows WHERE id = ?", b).Find(&other).Error; err != nil || len(other) != 1 || other[0].ID != b {
+		t.Errorf("raw SQL found under a shard clause on a statement that ran a Find: %v, %v; want the row %d", err, other, b)
+	}
 	plain := db.Model(&reuseTag{}).Where("id = ?", 1)
 	var tags []reuseTag
 	must(t, plain.Find(&tags).Error)
