@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"gorm.io/gorm"
@@ -484,6 +485,66 @@ func TestAssociationFormsOverSeveralDatabasesAnswerAsOneDatabase(t *testing.T) {
 			})
 			return all0, r.RowsAffected, r.Error
 		})
+		c("Preload(clause.Associations) over databases", func(db *gorm.DB, ids []int64) (any, int64, error) {
+			var os []asOwner
+			r := all(db).Preload(clause.Associations).Order("id").Find(&os)
+			for i := range os { // children in no order of their own
+				slices.SortFunc(os[i].Items, func(a, b asItem) int { return strings.Compare(a.Title+fmt.Sprint(a.Rank), b.Title+fmt.Sprint(b.Rank)) })
+				slices.SortFunc(os[i].Notes, func(a, b asNote) int { return strings.Compare(a.Body, b.Body) })
+				slices.SortFunc(os[i].Marks, func(a, b asMark) int { return int(a.ID - b.ID) })
+			}
+			return os, r.RowsAffected, r.Error
+		})
+		c("Find has-one of owners over databases", func(db *gorm.DB, ids []int64) (any, int64, error) {
+			os := asLoad(db, ids)
+			var cs []asCard
+			err := db.Model(&os).Order("no").Association("Card").Find(&cs)
+			return cs, 0, err
+		})
+		c("Find belongs-to of a child", func(db *gorm.DB, ids []int64) (any, int64, error) {
+			var it asItem
+			must(t, db.Where("owner_id = ?", ids[1]).Order("title").First(&it).Error)
+			var o asOwner
+			err := db.Model(&it).Association("Owner").Find(&o)
+			return o, 0, err
+		})
+		c("Find belongs-to of children over databases", func(db *gorm.DB, ids []int64) (any, int64, error) {
+			var is []asItem
+			must(t, db.Where("owner_id IN ?", ids).Order("owner_id, title").Find(&is).Error)
+			var os []asOwner
+			err := db.Model(&is).Order("id").Association("Owner").Find(&os)
+			return os, 0, err
+		})
+		c("Replace belongs-to with a new owner", func(db *gorm.DB, ids []int64) (any, int64, error) {
+			var it asItem
+			must(t, db.Where("owner_id = ?", ids[1]).Order("title").First(&it).Error)
+			err := db.Model(&it).Association("Owner").Replace(&asOwner{Name: "bnew"})
+			return nil, 0, err
+		})
+		c("Replace belongs-to with an owner of another database", func(db *gorm.DB, ids []int64) (any, int64, error) {
+			var it asItem
+			must(t, db.Where("owner_id = ?", ids[2]).Order("title").First(&it).Error)
+			err := db.Model(&it).Association("Owner").Replace(&asOwner{ID: ids[3]})
+			return nil, 0, err
+		})
+		c("Clear belongs-to", func(db *gorm.DB, ids []int64) (any, int64, error) {
+			var it asItem
+			must(t, db.Where("owner_id = ?", ids[2]).Order("title").First(&it).Error)
+			err := db.Model(&it).Association("Owner").Clear()
+			return it, 0, err
+		})
+		c("FullSaveAssociations Save of owners over databases", func(db *gorm.DB, ids []int64) (any, int64, error) {
+			var os []asOwner
+			must(t, db.Preload("Items", func(tx *gorm.DB) *gorm.DB { return tx.Order("title, rank") }).Where("id IN ?", ids[1:3]).Order("id").Find(&os).Error)
+			for i := range os {
+				os[i].Name += "!"
+				if len(os[i].Items) > 0 {
+					os[i].Items[0].Rank = 9
+				}
+			}
+			r := db.Session(&gorm.Session{FullSaveAssociations: true}).Save(&os)
+			return os, r.RowsAffected, r.Error
+		})
 		c("Clear many2many", func(db *gorm.DB, ids []int64) (any, int64, error) {
 			o := asOwner{ID: ids[0]}
 			err := db.Model(&o).Association("Marks").Clear()
@@ -523,4 +584,50 @@ func changes(before, after []string) (removed, added []string) {
 		}
 	}
 	return removed, added
+}
+
+// TestAttachingAChildToAnOwnerOfAnotherLogicalShardOnTheSameDatabaseIsRefused:
+// two owners on one physical database but in different logical shards (a
+// move may part them later): Append, Replace and a Save that hands an
+// existing child to the other owner are refused with ErrCrossShard and write
+// nothing, as across databases, so that no child's colocate column names a
+// shard other than its ID's.
+func TestAttachingAChildToAnOwnerOfAnotherLogicalShardOnTheSameDatabaseIsRefused(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		tw := newAsTwin(t, b)
+		db := tw.r.db
+		other := asOwner{Name: "neighbour"}
+		must(t, db.Clauses(shardid.OnShard(1)).Create(&other).Error)
+		if tw.r.physicalOf(other.ID) != tw.r.physicalOf(tw.owners[0]) || tw.r.plugin.Layout().Shard(other.ID) == tw.r.plugin.Layout().Shard(tw.owners[0]) {
+			t.Skip("the layout puts logical shards 0 and 1 on different databases")
+		}
+		forms := map[string]func(it asItem) error{
+			"Append": func(it asItem) error { return db.Model(&asOwner{ID: other.ID}).Association("Items").Append(&it) },
+			"Replace": func(it asItem) error {
+				return db.Model(&asOwner{ID: other.ID}).Association("Items").Replace(&it)
+			},
+			"Save of the owner with the child": func(it asItem) error {
+				o := other
+				o.Items = []asItem{it}
+				return db.Save(&o).Error
+			},
+			"Save of the child with the new owner ID": func(it asItem) error {
+				it.OwnerID = other.ID
+				return db.Save(&it).Error
+			},
+			"Update of the child's owner ID": func(it asItem) error {
+				return db.Model(&it).Update("owner_id", other.ID).Error
+			},
+		}
+		for name, form := range forms {
+			var it asItem
+			must(t, db.Where("owner_id = ?", tw.owners[0]).Order("title").First(&it).Error)
+			err := form(it)
+			var now asItem
+			must(t, db.Where("owner_id = ?", tw.owners[0]).Where("id = ?", it.ID).Find(&now).Error)
+			if !errors.Is(err, shardid.ErrCrossShard) || now.ID != it.ID {
+				t.Errorf("%s: %v; the child's owner is still the first: %v", name, err, now.ID == it.ID)
+			}
+		}
+	})
 }
