@@ -545,6 +545,53 @@ func TestAssociationFormsOverSeveralDatabasesAnswerAsOneDatabase(t *testing.T) {
 			r := db.Session(&gorm.Session{FullSaveAssociations: true}).Save(&os)
 			return os, r.RowsAffected, r.Error
 		})
+		c("Preload with Select of columns over databases", func(db *gorm.DB, ids []int64) (any, int64, error) {
+			var os []asOwner
+			r := db.Preload("Items", func(tx *gorm.DB) *gorm.DB {
+				return tx.Select("owner_id", "title").Order("title desc, owner_id").Offset(1).Limit(4)
+			}).Where("id IN ?", ids).Order("id").Find(&os)
+			return os, r.RowsAffected, r.Error
+		})
+		c("Preload polymorphic with Limit over databases", func(db *gorm.DB, ids []int64) (any, int64, error) {
+			var os []asOwner
+			r := db.Preload("Notes", func(tx *gorm.DB) *gorm.DB { return tx.Order("body desc, owner_id desc").Limit(2) }).Where("id IN ?", ids).Order("id").Find(&os)
+			return os, r.RowsAffected, r.Error
+		})
+		c("Joins has-one with conditions", func(db *gorm.DB, ids []int64) (any, int64, error) {
+			var os []asOwner
+			r := all(db).Joins("Card", db.Session(&gorm.Session{NewDB: true}).Where(&asCard{No: "c1"})).Order("as_owners.id").Find(&os)
+			return os, r.RowsAffected, r.Error
+		})
+		c("InnerJoins has-one", func(db *gorm.DB, ids []int64) (any, int64, error) {
+			var os []asOwner
+			r := all(db).InnerJoins("Card").Order("as_owners.id").Find(&os)
+			return os, r.RowsAffected, r.Error
+		})
+		c("Preload deep nested of owners kept by Limit", func(db *gorm.DB, ids []int64) (any, int64, error) {
+			var os []asOwner
+			r := all(db).Preload("Items", func(tx *gorm.DB) *gorm.DB { return tx.Order("title, rank") }).Preload("Items.Owner.Card").Order("id desc").Limit(3).Find(&os)
+			return os, r.RowsAffected, r.Error
+		})
+		c("Count polymorphic of owners over databases", func(db *gorm.DB, ids []int64) (any, int64, error) {
+			os := asLoad(db, ids)
+			a := db.Model(&os).Association("Notes")
+			return nil, a.Count(), a.Error
+		})
+		c("Create with Select of one association", func(db *gorm.DB, ids []int64) (any, int64, error) {
+			o := asOwner{ID: ids[2] + 5, Name: "sel", Items: []asItem{{Title: "si"}}, Card: &asCard{No: "not"}}
+			r := db.Select("ID", "Name", "Items").Create(&o)
+			return o, r.RowsAffected, r.Error
+		})
+		c("Create nested with Returning", func(db *gorm.DB, ids []int64) (any, int64, error) {
+			o := asOwner{ID: ids[1] + 5, Name: "ret", Items: []asItem{{Title: "ri", Rank: 4}}}
+			r := db.Clauses(clause.Returning{}).Create(&o)
+			return o, r.RowsAffected, r.Error
+		})
+		c("Updates with an association", func(db *gorm.DB, ids []int64) (any, int64, error) {
+			o := asOwner{ID: ids[3]}
+			r := db.Model(&o).Updates(asOwner{Name: "upd", Items: []asItem{{Title: "ui"}}})
+			return o, r.RowsAffected, r.Error
+		})
 		c("Clear many2many", func(db *gorm.DB, ids []int64) (any, int64, error) {
 			o := asOwner{ID: ids[0]}
 			err := db.Model(&o).Association("Marks").Clear()
