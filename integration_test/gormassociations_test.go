@@ -202,6 +202,15 @@ func (tw *asTwin) assoc(t *testing.T, name string, form func(db *gorm.DB, owners
 	}
 }
 
+// byID begins a transaction on id's shard on the plugin's side; plain GORM
+// needs no clause.
+func byID(db *gorm.DB, id int64) *gorm.DB {
+	if _, ok := db.Config.Plugins[(&shardid.Plugin{}).Name()]; ok {
+		return db.Clauses(shardid.ByID(id))
+	}
+	return db
+}
+
 func asLoad(db *gorm.DB, ids []int64) []asOwner {
 	var os []asOwner
 	db.Where("id IN ?", ids).Order("id").Find(&os)
@@ -591,6 +600,41 @@ func TestAssociationFormsOverSeveralDatabasesAnswerAsOneDatabase(t *testing.T) {
 			o := asOwner{ID: ids[3]}
 			r := db.Model(&o).Updates(asOwner{Name: "upd", Items: []asItem{{Title: "ui"}}})
 			return o, r.RowsAffected, r.Error
+		})
+		c("Transaction: nested Create, Append, Count, Preload", func(db *gorm.DB, ids []int64) (any, int64, error) {
+			var n int64
+			var back asOwner
+			err := byID(db, ids[0]).Transaction(func(tx *gorm.DB) error {
+				o := asOwner{ID: ids[0] + 7, Name: "tx", Items: []asItem{{Title: "t1"}}, Notes: []asNote{{Body: "tn"}}}
+				if err := tx.Create(&o).Error; err != nil {
+					return err
+				}
+				if err := tx.Model(&o).Association("Items").Append(&asItem{Title: "t2"}); err != nil {
+					return err
+				}
+				n = tx.Model(&o).Association("Items").Count()
+				return tx.Preload("Items", func(q *gorm.DB) *gorm.DB { return q.Order("title") }).Preload("Notes").First(&back, o.ID).Error
+			})
+			return back, n, err
+		})
+		c("Transaction: children of owners of two databases", func(db *gorm.DB, ids []int64) (any, int64, error) {
+			err := byID(db, ids[1]).Transaction(func(tx *gorm.DB) error {
+				if err := tx.Model(&asOwner{ID: ids[1]}).Association("Items").Append(&asItem{Title: "x1"}); err != nil {
+					return err
+				}
+				return tx.Model(&asOwner{ID: ids[2]}).Association("Items").Append(&asItem{Title: "x2"})
+			})
+			return nil, 0, err
+		})
+		c("Transaction rolled back after an association save", func(db *gorm.DB, ids []int64) (any, int64, error) {
+			o := asOwner{ID: ids[3]}
+			err := byID(db, ids[3]).Transaction(func(tx *gorm.DB) error {
+				if err := tx.Model(&o).Association("Items").Replace(&asItem{Title: "gone"}); err != nil {
+					return err
+				}
+				return errors.New("roll back")
+			})
+			return nil, 0, err
 		})
 		c("Clear many2many", func(db *gorm.DB, ids []int64) (any, int64, error) {
 			o := asOwner{ID: ids[0]}
