@@ -636,6 +636,24 @@ func TestAssociationFormsOverSeveralDatabasesAnswerAsOneDatabase(t *testing.T) {
 			})
 			return nil, 0, err
 		})
+		c("Preload with a condition on child IDs of several databases", func(db *gorm.DB, ids []int64) (any, int64, error) {
+			var iids []int64
+			must(t, db.Model(&asItem{}).Where("owner_id IN ? AND title = ?", ids, "a").Pluck("id", &iids).Error)
+			var os []asOwner
+			r := db.Preload("Items", "id IN ?", iids).Where("id IN ?", ids).Order("id").Find(&os)
+			return os, r.RowsAffected, r.Error
+		})
+		c("Find has-many of repeated owners and an absent one", func(db *gorm.DB, ids []int64) (any, int64, error) {
+			os := []asOwner{{ID: ids[0]}, {ID: ids[2]}, {ID: ids[0]}, {ID: ids[3] + 11}}
+			var is []asItem
+			err := db.Model(&os).Order("owner_id, title, rank").Association("Items").Find(&is)
+			return is, 0, err
+		})
+		c("Select(Items).Delete of owners one absent", func(db *gorm.DB, ids []int64) (any, int64, error) {
+			os := []asOwner{{ID: ids[0]}, {ID: ids[1] + 11}}
+			r := db.Select("Items").Delete(&os)
+			return os, r.RowsAffected, r.Error
+		})
 		c("Clear many2many", func(db *gorm.DB, ids []int64) (any, int64, error) {
 			o := asOwner{ID: ids[0]}
 			err := db.Model(&o).Association("Marks").Clear()
