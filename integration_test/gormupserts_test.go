@@ -1,0 +1,266 @@
+package integration
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/shardid/shardid"
+)
+
+// upsItem is the model of the upsert forms: unique by its code as well as
+// its key, with a soft delete. On the plain database its key is GORM's
+// auto-increment, which the plugin answers as (RETURNING the stored key).
+type upsItem struct {
+	ID        int64  `shardid:""`
+	Code      string `gorm:"uniqueIndex;size:32"`
+	Name      string `gorm:"size:32"`
+	N         int
+	DeletedAt gorm.DeletedAt
+}
+
+// upsTwin holds the plugin's databases and one plain database with the
+// same rows, and makes IDs on a chosen physical database.
+type upsTwin struct {
+	k    *keys
+	base time.Time
+	seq  int
+	// blind compares keys made by the insert (zero keys) as equal: those
+	// above made, the last ID the test composed, or below first, the first.
+	blind       bool
+	first, made int64
+	// unreturned compares the error and the rows stored only: GORM with an
+	// auto-increment key counts a DoNothing's every row whose key is preset
+	// as returned (documented in limits.md).
+	unreturned bool
+}
+
+// idOn makes a fresh ID placing its row on physical database p.
+func (u *upsTwin) idOn(p int) int64 {
+	l := u.k.plugin.Layout()
+	u.seq++
+	id := l.Compose(u.base, p*l.ShardCount()/physicalShards, u.seq)
+	if u.first == 0 || id < u.first {
+		u.first = id
+	}
+	u.made = max(u.made, id)
+	return id
+}
+
+// rows reads every row, deleted or not, in the order of its key.
+func (u *upsTwin) rows(t *testing.T, db *gorm.DB) string {
+	t.Helper()
+	var rows []upsItem
+	must(t, db.Session(&gorm.Session{}).Unscoped().Order("id").Find(&rows).Error)
+	var out []string
+	for _, r := range rows {
+		if u.blind && (r.ID > u.made || r.ID < u.first) {
+			r.ID = -1 // made by the plugin on one side, by the database on the other
+		}
+		out = append(out, fmt.Sprintf("{%q %d %q %d deleted:%v}\n", r.Code, r.ID, r.Name, r.N, r.DeletedAt.Valid))
+	}
+	slices.Sort(out) // by code: the made keys order differently on each side
+	return strings.Join(out, "")
+}
+
+// blindIDs zeroes in v (an upsItem or a slice of them) the keys made by the
+// insert itself.
+func (u *upsTwin) blindIDs(v any) {
+	switch x := v.(type) {
+	case *upsItem:
+		if x.ID > u.made || x.ID < u.first {
+			x.ID = -1
+		}
+	case *[]upsItem:
+		for i := range *x {
+			u.blindIDs(&(*x)[i])
+		}
+	}
+}
+
+// same runs write through the plugin and on the plain database: both give
+// the same error kind, RowsAffected, values scanned back into into, and
+// stored rows; or the plugin refuses it with a named error, writing nothing.
+func (u *upsTwin) same(t *testing.T, name string, write func(db *gorm.DB, into any) *gorm.DB, into func() any) {
+	t.Helper()
+	sharded := u.k.db.Clauses(shardid.AllShards()).Session(&gorm.Session{})
+	before := u.rows(t, sharded)
+	want, got := into(), into()
+	g := write(u.k.db.Session(&gorm.Session{}), got)
+	if errors.Is(g.Error, shardid.ErrCrossShard) || errors.Is(g.Error, shardid.ErrNoShard) || errors.Is(g.Error, shardid.ErrNotAtomic) {
+		t.Logf("%s: refused: %v", name, g.Error)
+		if after := u.rows(t, sharded); after != before {
+			t.Errorf("%s: refused, yet wrote:\nbefore:\n%safter:\n%s", name, before, after)
+		}
+		return
+	}
+	w := write(u.k.main.Session(&gorm.Session{}), want)
+	if u.blind {
+		u.blindIDs(want)
+		u.blindIDs(got)
+	}
+	switch {
+	case (w.Error == nil) != (g.Error == nil) || w.Error != nil && !errors.Is(g.Error, w.Error) && !strings.Contains(g.Error.Error(), w.Error.Error()):
+		t.Errorf("%s: one database: %v; every shard: %v", name, w.Error, g.Error)
+	case w.Error == nil && !u.unreturned && (!reflect.DeepEqual(want, got) || w.RowsAffected != g.RowsAffected):
+		t.Errorf("%s:\none database: %+v (%d rows)\nevery shard:  %+v (%d rows)", name, want, w.RowsAffected, got, g.RowsAffected)
+	}
+	if w, g := u.rows(t, u.k.main), u.rows(t, sharded); w != g {
+		t.Errorf("after %s:\none database:\n%severy shard:\n%s", name, w, g)
+	}
+}
+
+// stored is same for a DoNothing, comparing the error and the rows stored.
+func (u *upsTwin) stored(t *testing.T, name string, write func(db *gorm.DB, into any) *gorm.DB, into func() any) {
+	t.Helper()
+	u.unreturned = true
+	defer func() { u.unreturned = false }()
+	u.same(t, name, write, into)
+}
+
+func newUpsTwin(t *testing.T, b backend) (*upsTwin, []upsItem) {
+	k := newKeys(t, b)
+	fresh(t, k.db, &upsItem{})
+	must(t, k.main.Migrator().DropTable(&upsItem{}))
+	must(t, k.main.AutoMigrate(&upsItem{}))
+	u := &upsTwin{k: k, base: time.Now().Add(-3 * time.Second)}
+	seed := make([]upsItem, physicalShards)
+	for p := range seed {
+		seed[p] = upsItem{ID: u.idOn(p), Code: fmt.Sprint("c", p), Name: "seed", N: p}
+		must(t, k.db.Create(&seed[p]).Error)
+		must(t, k.main.Create(&seed[p]).Error)
+	}
+	return u, seed
+}
+
+// TestUpsertFormsAnswerAsOneDatabase: GORM's upsert forms (OnConflict
+// DoNothing, UpdateAll, AssignmentColumns, Assignments, Columns naming the
+// key or the other unique column, Where), Save of new, existing and zero-key
+// rows and of batches over several databases, CreateInBatches with
+// OnConflict, on a model unique by a second column and soft-deleted, give
+// through the plugin the error kind, RowsAffected, values scanned back and
+// rows stored that they give on one database without it, or are refused
+// with a named error, writing nothing.
+func TestUpsertFormsAnswerAsOneDatabase(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		u, seed := newUpsTwin(t, b)
+		one := func() any { return &upsItem{} }
+		many := func() any { return &[]upsItem{} }
+		code := []clause.Column{{Name: "code"}}
+		key := []clause.Column{{Name: "id"}}
+		create := func(oc clause.OnConflict, row upsItem) func(db *gorm.DB, into any) *gorm.DB {
+			return func(db *gorm.DB, into any) *gorm.DB {
+				*into.(*upsItem) = row
+				return db.Clauses(oc).Create(into)
+			}
+		}
+		createAll := func(oc clause.OnConflict, rows ...upsItem) func(db *gorm.DB, into any) *gorm.DB {
+			return func(db *gorm.DB, into any) *gorm.DB {
+				*into.(*[]upsItem) = append([]upsItem(nil), rows...)
+				return db.Clauses(oc).Create(into)
+			}
+		}
+		s0, s1, s2, s3 := seed[0], seed[1], seed[2], seed[3]
+		u.stored(t, "DoNothing over an existing key", create(clause.OnConflict{DoNothing: true}, upsItem{ID: s0.ID, Code: "x", Name: "n"}), one)
+		u.stored(t, "DoNothing of a new row", create(clause.OnConflict{DoNothing: true}, upsItem{ID: u.idOn(1), Code: "d1", Name: "n"}), one)
+		u.stored(t, "DoNothing over the code on its database", create(clause.OnConflict{DoNothing: true}, upsItem{ID: u.idOn(2), Code: s2.Code, Name: "n"}), one)
+		u.stored(t, "DoNothing Columns(code) over the code on its database", create(clause.OnConflict{Columns: code, DoNothing: true}, upsItem{ID: u.idOn(3), Code: s3.Code}), one)
+		u.same(t, "UpdateAll over an existing key", create(clause.OnConflict{UpdateAll: true}, upsItem{ID: s0.ID, Code: s0.Code, Name: "all", N: 10}), one)
+		u.same(t, "UpdateAll unchanged", create(clause.OnConflict{UpdateAll: true}, upsItem{ID: s0.ID, Code: s0.Code, Name: "all", N: 10}), one)
+		u.same(t, "UpdateAll Columns(code) over the code on its database", create(clause.OnConflict{Columns: code, UpdateAll: true}, upsItem{ID: u.idOn(1), Code: s1.Code, Name: "bycode", N: 11}), one)
+		u.same(t, "AssignmentColumns Columns(id)", create(clause.OnConflict{Columns: key, DoUpdates: clause.AssignmentColumns([]string{"name"})}, upsItem{ID: s2.ID, Code: s2.Code, Name: "ac"}), one)
+		u.same(t, "AssignmentColumns Columns(code)", create(clause.OnConflict{Columns: code, DoUpdates: clause.AssignmentColumns([]string{"name", "n"})}, upsItem{ID: u.idOn(2), Code: s2.Code, Name: "ac2", N: 22}), one)
+		u.same(t, "Assignments map", create(clause.OnConflict{Columns: key, DoUpdates: clause.Assignments(map[string]any{"n": gorm.Expr("n + 100")})}, upsItem{ID: s3.ID, Code: s3.Code}), one)
+		u.same(t, "Assignments map, Columns(code)", create(clause.OnConflict{Columns: code, DoUpdates: clause.Assignments(map[string]any{"name": "m"})}, upsItem{ID: u.idOn(3), Code: s3.Code}), one)
+		if b.name != "mariadb" {
+			u.same(t, "Where false", create(clause.OnConflict{Columns: key, Where: clause.Where{Exprs: []clause.Expression{clause.Expr{SQL: "1 = 0"}}}, DoUpdates: clause.AssignmentColumns([]string{"name"})}, upsItem{ID: s0.ID, Code: s0.Code, Name: "w"}), one)
+			u.same(t, "Where true", create(clause.OnConflict{Columns: key, Where: clause.Where{Exprs: []clause.Expression{clause.Expr{SQL: "1 = 1"}}}, DoUpdates: clause.AssignmentColumns([]string{"name"})}, upsItem{ID: s0.ID, Code: s0.Code, Name: "w"}), one)
+		}
+		if b.name == "postgres" {
+			u.same(t, "OnConstraint", create(clause.OnConflict{OnConstraint: "ups_items_pkey", DoUpdates: clause.AssignmentColumns([]string{"name"})}, upsItem{ID: s1.ID, Code: s1.Code, Name: "oc"}), one)
+		}
+		u.same(t, "UpdateAll of a batch over every database", createAll(clause.OnConflict{UpdateAll: true},
+			upsItem{ID: s0.ID, Code: s0.Code, Name: "b"}, upsItem{ID: s1.ID, Code: s1.Code, Name: "b"},
+			upsItem{ID: u.idOn(2), Code: "b2", Name: "b"}, upsItem{ID: s3.ID, Code: s3.Code, Name: "all", N: 10}), many)
+		u.stored(t, "DoNothing of a batch over every database", createAll(clause.OnConflict{DoNothing: true},
+			upsItem{ID: s0.ID, Code: "y0"}, upsItem{ID: u.idOn(1), Code: "y1"}, upsItem{ID: u.idOn(2), Code: "b2"}, upsItem{ID: u.idOn(3), Code: "y3"}), many)
+		u.same(t, "Save of an existing row", func(db *gorm.DB, into any) *gorm.DB {
+			*into.(*upsItem) = upsItem{ID: s2.ID, Code: s2.Code, Name: "saved", N: 5}
+			return db.Save(into)
+		}, one)
+		u.same(t, "Save of an unchanged row", func(db *gorm.DB, into any) *gorm.DB {
+			*into.(*upsItem) = upsItem{ID: s2.ID, Code: s2.Code, Name: "saved", N: 5}
+			return db.Save(into)
+		}, one)
+		n0, n1, n3 := u.idOn(0), u.idOn(1), u.idOn(3)
+		u.same(t, "Save of a new row with its key", func(db *gorm.DB, into any) *gorm.DB {
+			*into.(*upsItem) = upsItem{ID: n0, Code: "s0", Name: "new"}
+			return db.Save(into)
+		}, one)
+		u.same(t, "Save of a slice of new and existing rows", func(db *gorm.DB, into any) *gorm.DB {
+			*into.(*[]upsItem) = []upsItem{{ID: s0.ID, Code: s0.Code, Name: "ss"}, {ID: n1, Code: "ss1"}, {ID: s3.ID, Code: s3.Code, Name: "ss"}}
+			return db.Save(into)
+		}, many)
+		u.same(t, "Save of a soft-deleted row", func(db *gorm.DB, into any) *gorm.DB {
+			if err := db.Delete(&upsItem{ID: s1.ID}).Error; err != nil {
+				return db
+			}
+			*into.(*upsItem) = upsItem{ID: s1.ID, Code: s1.Code, Name: "undeleted"}
+			return db.Save(into)
+		}, one)
+		u.same(t, "CreateInBatches with UpdateAll", func(db *gorm.DB, into any) *gorm.DB {
+			*into.(*[]upsItem) = []upsItem{{ID: s0.ID, Code: s0.Code, Name: "cib"}, {ID: s2.ID, Code: s2.Code, Name: "cib"}, {ID: n3, Code: "cib3"}}
+			return db.Clauses(clause.OnConflict{UpdateAll: true}).CreateInBatches(into, 2)
+		}, many)
+	})
+}
+
+// TestUpsertFormsOfNewKeysAnswerAsOneDatabase: Save of a row with a zero
+// key, of a slice mixing zero keys with existing rows over several
+// databases, FirstOrCreate with Attrs and Assign creating or updating (a
+// soft-deleted row's code too), give
+// through the plugin what they give on one database, the keys each side
+// makes aside; or are refused with a named error, writing nothing.
+func TestUpsertFormsOfNewKeysAnswerAsOneDatabase(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		u, seed := newUpsTwin(t, b)
+		u.blind = true
+		one := func() any { return &upsItem{} }
+		many := func() any { return &[]upsItem{} }
+		s0, s1, s2, s3 := seed[0], seed[1], seed[2], seed[3]
+		u.same(t, "Save of a zero key", func(db *gorm.DB, into any) *gorm.DB {
+			*into.(*upsItem) = upsItem{Code: "z0", Name: "zero"}
+			return db.Save(into)
+		}, one)
+		u.same(t, "Save of a slice of zero keys and existing rows", func(db *gorm.DB, into any) *gorm.DB {
+			*into.(*[]upsItem) = []upsItem{{ID: s0.ID, Code: s0.Code, Name: "zs"}, {Code: "z1"}, {ID: s3.ID, Code: s3.Code, Name: "zs"}}
+			return db.Save(into)
+		}, many)
+		u.same(t, "Save of a slice of zero keys", func(db *gorm.DB, into any) *gorm.DB {
+			*into.(*[]upsItem) = []upsItem{{Code: "z2"}, {Code: "z3"}}
+			return db.Save(into)
+		}, many)
+		all := func(db *gorm.DB) *gorm.DB { return db.Clauses(shardid.AllShards()) }
+		u.same(t, "FirstOrCreate creating", func(db *gorm.DB, into any) *gorm.DB {
+			return all(db).Where(upsItem{Code: "f0"}).Attrs(upsItem{Name: "attr"}).FirstOrCreate(into)
+		}, one)
+		u.same(t, "FirstOrCreate creating with Assign", func(db *gorm.DB, into any) *gorm.DB {
+			return all(db).Where(upsItem{Code: "f1"}).Assign(upsItem{N: 7}).FirstOrCreate(into)
+		}, one)
+		u.same(t, "FirstOrCreate found with Assign", func(db *gorm.DB, into any) *gorm.DB {
+			return all(db).Where(upsItem{Code: s1.Code}).Assign(upsItem{N: 8}).FirstOrCreate(into)
+		}, one)
+		must(t, u.k.db.Delete(&upsItem{ID: s2.ID}).Error)
+		must(t, u.k.main.Delete(&upsItem{ID: s2.ID}).Error)
+		u.same(t, "FirstOrCreate of a soft-deleted row", func(db *gorm.DB, into any) *gorm.DB {
+			return all(db).Where(upsItem{Code: s2.Code}).Attrs(upsItem{ID: u.idOn(2)}).FirstOrCreate(into)
+		}, one)
+	})
+}
