@@ -200,6 +200,7 @@ func TestUpsertFormsAnswerAsOneDatabase(t *testing.T) {
 			return db.Save(into)
 		}, one)
 		n0, n1, n3 := u.idOn(0), u.idOn(1), u.idOn(3)
+		r1, r2 := u.idOn(1), u.idOn(2)
 		u.same(t, "Save of a new row with its key", func(db *gorm.DB, into any) *gorm.DB {
 			*into.(*upsItem) = upsItem{ID: n0, Code: "s0", Name: "new"}
 			return db.Save(into)
@@ -215,6 +216,45 @@ func TestUpsertFormsAnswerAsOneDatabase(t *testing.T) {
 			*into.(*upsItem) = upsItem{ID: s1.ID, Code: s1.Code, Name: "undeleted"}
 			return db.Save(into)
 		}, one)
+		u.same(t, "UpdateAll Columns(code) of a batch over several databases, some over a code", createAll(clause.OnConflict{Columns: code, UpdateAll: true},
+			upsItem{ID: u.idOn(1), Code: s1.Code, Name: "bc"}, upsItem{ID: u.idOn(2), Code: "bc2", Name: "bc"},
+			upsItem{ID: u.idOn(3), Code: s3.Code, Name: "bc"}, upsItem{ID: u.idOn(0), Code: "bc0", Name: "bc"}), many)
+		u.same(t, "UpdateAll with Omit", func(db *gorm.DB, into any) *gorm.DB {
+			*into.(*[]upsItem) = []upsItem{{ID: s0.ID, Code: s0.Code, Name: "omit", N: 50}, {ID: s2.ID, Code: s2.Code, Name: "omit", N: 50}}
+			return db.Omit("n").Clauses(clause.OnConflict{UpdateAll: true}).Create(into)
+		}, many)
+		u.same(t, "Save with Select", func(db *gorm.DB, into any) *gorm.DB {
+			*into.(*upsItem) = upsItem{ID: s3.ID, Code: s3.Code, Name: "sel", N: 60}
+			return db.Select("n").Save(into)
+		}, one)
+		u.same(t, "Save with Select of a new row", func(db *gorm.DB, into any) *gorm.DB {
+			*into.(*upsItem) = upsItem{ID: n0 + 1, Code: "ssel", Name: "sel", N: 61}
+			return db.Select("id", "code", "n").Save(into)
+		}, one)
+		u.same(t, "UpdateAll of a batch naming one key twice", createAll(clause.OnConflict{UpdateAll: true},
+			upsItem{ID: s1.ID, Code: s1.Code, Name: "twice1"}, upsItem{ID: s1.ID, Code: s1.Code, Name: "twice2"}), many)
+		if b.name != "mariadb" {
+			u.same(t, "UpdateAll Columns(code) RETURNING every column over several databases", func(db *gorm.DB, into any) *gorm.DB {
+				*into.(*[]upsItem) = []upsItem{{ID: r1, Code: s1.Code, Name: "ret"}, {ID: r2, Code: "ret2", Name: "ret"}}
+				return db.Clauses(clause.Returning{}, clause.OnConflict{Columns: code, UpdateAll: true}).Create(into)
+			}, many)
+			u.same(t, "DoUpdates Where false of a batch over several databases", createAll(clause.OnConflict{Columns: key, Where: clause.Where{Exprs: []clause.Expression{clause.Expr{SQL: "1 = 0"}}}, DoUpdates: clause.AssignmentColumns([]string{"name"})},
+				upsItem{ID: s0.ID, Code: s0.Code, Name: "wf"}, upsItem{ID: s3.ID, Code: s3.Code, Name: "wf"}), many)
+		}
+		u.same(t, "Save in a transaction of rows on several databases", func(db *gorm.DB, into any) *gorm.DB {
+			*into.(*[]upsItem) = []upsItem{{ID: s0.ID, Code: s0.Code, Name: "tx"}, {ID: s2.ID, Code: s2.Code, Name: "tx"}}
+			var res *gorm.DB
+			err := db.Transaction(func(tx *gorm.DB) error {
+				res = tx.Save(into)
+				return res.Error
+			})
+			if res == nil {
+				db.AddError(err)
+				return db
+			}
+			res.Error = err
+			return res
+		}, many)
 		u.same(t, "CreateInBatches with UpdateAll", func(db *gorm.DB, into any) *gorm.DB {
 			*into.(*[]upsItem) = []upsItem{{ID: s0.ID, Code: s0.Code, Name: "cib"}, {ID: s2.ID, Code: s2.Code, Name: "cib"}, {ID: n3, Code: "cib3"}}
 			return db.Clauses(clause.OnConflict{UpdateAll: true}).CreateInBatches(into, 2)
@@ -262,5 +302,101 @@ func TestUpsertFormsOfNewKeysAnswerAsOneDatabase(t *testing.T) {
 		u.same(t, "FirstOrCreate of a soft-deleted row", func(db *gorm.DB, into any) *gorm.DB {
 			return all(db).Where(upsItem{Code: s2.Code}).Attrs(upsItem{ID: u.idOn(2)}).FirstOrCreate(into)
 		}, one)
+	})
+}
+
+// upsAccount is placed by the hash of its email, which is unique too.
+type upsAccount struct {
+	ID    int64  `shardid:"hash:Email"`
+	Email string `gorm:"uniqueIndex;size:64"`
+	Name  string `gorm:"size:32"`
+	N     int
+}
+
+// TestUpsertFormsOfAHashKeyAnswerAsOneDatabase: on a model placed by the
+// hash of a unique email, upserts conflicting on the email (rows with zero
+// keys, alone or in a batch over several databases), Save of a zero key
+// whose email is taken and FirstOrCreate by the email give through the
+// plugin the error kind, RowsAffected, keys read back (the stored row's) and
+// rows stored that they give on one database, the keys made by each side for
+// new rows aside.
+func TestUpsertFormsOfAHashKeyAnswerAsOneDatabase(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		k := newKeys(t, b)
+		fresh(t, k.db, &upsAccount{})
+		must(t, k.main.Migrator().DropTable(&upsAccount{}))
+		must(t, k.main.AutoMigrate(&upsAccount{}))
+		seed := []upsAccount{{Email: "a@x"}, {Email: "b@x"}, {Email: "c@x"}, {Email: "d@x"}, {Email: "e@x"}, {Email: "f@x"}}
+		must(t, k.db.Create(&seed).Error)
+		must(t, k.main.Create(&seed).Error)
+		seeded := map[int64]bool{}
+		for _, s := range seed {
+			seeded[s.ID] = true
+		}
+		blind := func(rows []upsAccount) string {
+			var out []string
+			for _, r := range rows {
+				if !seeded[r.ID] {
+					r.ID = -1 // made by the plugin on one side, by the database on the other
+				}
+				out = append(out, fmt.Sprintf("%+v", r))
+			}
+			slices.Sort(out)
+			return strings.Join(out, "\n")
+		}
+		stored := func(db *gorm.DB) string {
+			var rows []upsAccount
+			must(t, db.Order("id").Find(&rows).Error)
+			return blind(rows)
+		}
+		sharded := k.db.Clauses(shardid.AllShards())
+		same := func(name string, write func(db *gorm.DB, rows *[]upsAccount) *gorm.DB) {
+			t.Helper()
+			before := stored(sharded)
+			var want, got []upsAccount
+			g := write(k.db.Session(&gorm.Session{}), &got)
+			if errors.Is(g.Error, shardid.ErrCrossShard) || errors.Is(g.Error, shardid.ErrNoShard) || errors.Is(g.Error, shardid.ErrNotAtomic) {
+				t.Logf("%s: refused: %v", name, g.Error)
+				if stored(sharded) != before {
+					t.Errorf("%s: refused, yet wrote", name)
+				}
+				return
+			}
+			w := write(k.main.Session(&gorm.Session{}), &want)
+			switch {
+			case (w.Error == nil) != (g.Error == nil):
+				t.Errorf("%s: one database: %v; every shard: %v", name, w.Error, g.Error)
+			case w.Error == nil && (blind(want) != blind(got) || w.RowsAffected != g.RowsAffected):
+				t.Errorf("%s:\none database: %s (%d rows)\nevery shard:  %s (%d rows)", name, blind(want), w.RowsAffected, blind(got), g.RowsAffected)
+			}
+			if w, g := stored(k.main), stored(sharded); w != g {
+				t.Errorf("after %s:\none database:\n%s\nevery shard:\n%s", name, w, g)
+			}
+		}
+		byEmail := []clause.Column{{Name: "email"}}
+		same("UpdateAll Columns(email) of a zero key over a taken email", func(db *gorm.DB, rows *[]upsAccount) *gorm.DB {
+			*rows = []upsAccount{{Email: "a@x", Name: "up", N: 1}}
+			return db.Clauses(clause.OnConflict{Columns: byEmail, UpdateAll: true}).Create(&(*rows)[0])
+		})
+		same("UpdateAll Columns(email) of a batch of zero keys over several databases", func(db *gorm.DB, rows *[]upsAccount) *gorm.DB {
+			*rows = []upsAccount{{Email: "b@x", Name: "up"}, {Email: "new1@x", Name: "up"}, {Email: "c@x", Name: "up", N: 2}, {Email: "new2@x", Name: "up"}, {Email: "d@x", Name: "up"}}
+			return db.Clauses(clause.OnConflict{Columns: byEmail, UpdateAll: true}).Create(rows)
+		})
+		same("AssignmentColumns Columns(email) of a batch over several databases", func(db *gorm.DB, rows *[]upsAccount) *gorm.DB {
+			*rows = []upsAccount{{Email: "e@x", N: 5}, {Email: "f@x", N: 6}, {Email: "new3@x", N: 7}}
+			return db.Clauses(clause.OnConflict{Columns: byEmail, DoUpdates: clause.AssignmentColumns([]string{"n"})}).Create(rows)
+		})
+		same("Save of a zero key over a taken email", func(db *gorm.DB, rows *[]upsAccount) *gorm.DB {
+			*rows = []upsAccount{{Email: "a@x", Name: "dup"}}
+			return db.Save(&(*rows)[0])
+		})
+		same("FirstOrCreate by email, found, with Assign", func(db *gorm.DB, rows *[]upsAccount) *gorm.DB {
+			*rows = make([]upsAccount, 1)
+			return db.Where(upsAccount{Email: "b@x"}).Assign(upsAccount{N: 9}).FirstOrCreate(&(*rows)[0])
+		})
+		same("FirstOrCreate by email, new", func(db *gorm.DB, rows *[]upsAccount) *gorm.DB {
+			*rows = make([]upsAccount, 1)
+			return db.Where(upsAccount{Email: "new4@x"}).Attrs(upsAccount{Name: "attr"}).FirstOrCreate(&(*rows)[0])
+		})
 	})
 }
