@@ -400,3 +400,91 @@ func TestUpsertFormsOfAHashKeyAnswerAsOneDatabase(t *testing.T) {
 		})
 	})
 }
+
+// upsBadge is placed beside its owner and unique by its code.
+type upsBadge struct {
+	ID      int64 `shardid:"colocate:OwnerID"`
+	OwnerID int64
+	Code    string `gorm:"uniqueIndex;size:32"`
+	Level   int
+}
+
+// TestUpsertFormsOfAColocatedModelAnswerAsOneDatabase: on a model placed
+// beside its owner and unique by a code, upserts over a code held by a
+// badge of the same owner or of another owner on the same database, and
+// Save of such rows, give through the plugin what they give on one
+// database, or are refused with a named error (an upsert that would move a
+// row to another owner's shard), writing nothing.
+func TestUpsertFormsOfAColocatedModelAnswerAsOneDatabase(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		k := newKeys(t, b)
+		fresh(t, k.db, &upsBadge{})
+		must(t, k.main.Migrator().DropTable(&upsBadge{}))
+		must(t, k.main.AutoMigrate(&upsBadge{}))
+		l := k.plugin.Layout()
+		base, seq := time.Now().Add(-3*time.Second), 0
+		on := func(shard int) int64 { seq++; return l.Compose(base, shard, seq) }
+		// Owners x and y share a logical shard, z is on another database.
+		sx, sz := 0, l.ShardCount()-1
+		x, y, z := on(sx), on(sx), on(sz)
+		seed := []upsBadge{{ID: on(sx), OwnerID: x, Code: "x1"}, {ID: on(sx), OwnerID: y, Code: "y1"}, {ID: on(sz), OwnerID: z, Code: "z1"}}
+		must(t, k.db.Create(&seed).Error)
+		must(t, k.main.Create(&seed).Error)
+		u := &upsTwin{k: k}
+		stored := func(db *gorm.DB) string {
+			var rows []upsBadge
+			must(t, db.Order("id").Find(&rows).Error)
+			return fmt.Sprintf("%+v", rows)
+		}
+		sharded := k.db.Clauses(shardid.AllShards())
+		same := func(name string, write func(db *gorm.DB) (*gorm.DB, any)) {
+			t.Helper()
+			before := stored(sharded)
+			g, got := write(k.db.Session(&gorm.Session{}))
+			if errors.Is(g.Error, shardid.ErrCrossShard) || errors.Is(g.Error, shardid.ErrNoShard) || errors.Is(g.Error, shardid.ErrNotAtomic) {
+				t.Logf("%s: refused: %v", name, g.Error)
+				if stored(sharded) != before {
+					t.Errorf("%s: refused, yet wrote", name)
+				}
+				return
+			}
+			w, want := write(k.main.Session(&gorm.Session{}))
+			switch {
+			case (w.Error == nil) != (g.Error == nil):
+				t.Errorf("%s: one database: %v; every shard: %v", name, w.Error, g.Error)
+			case w.Error == nil && (!reflect.DeepEqual(want, got) || w.RowsAffected != g.RowsAffected):
+				t.Errorf("%s:\none database: %+v (%d rows)\nevery shard:  %+v (%d rows)", name, want, w.RowsAffected, got, g.RowsAffected)
+			}
+			if w, g := stored(k.main), stored(sharded); w != g {
+				t.Errorf("after %s:\none database:\n%s\nevery shard:\n%s", name, w, g)
+			}
+		}
+		_ = u
+		byCode := []clause.Column{{Name: "code"}}
+		n1, n2, n3, n4, n5 := on(sx), on(sx), on(sx), on(sz), on(sx)
+		same("UpdateAll Columns(code) over the same owner's code", func(db *gorm.DB) (*gorm.DB, any) {
+			row := upsBadge{ID: n1, OwnerID: x, Code: "x1", Level: 1}
+			return db.Clauses(clause.OnConflict{Columns: byCode, UpdateAll: true}).Create(&row), row
+		})
+		same("UpdateAll Columns(code) over another owner's code on the same database", func(db *gorm.DB) (*gorm.DB, any) {
+			row := upsBadge{ID: n2, OwnerID: x, Code: "y1", Level: 2}
+			return db.Clauses(clause.OnConflict{Columns: byCode, UpdateAll: true}).Create(&row), row
+		})
+		same("AssignmentColumns(level) Columns(code) over another owner's code", func(db *gorm.DB) (*gorm.DB, any) {
+			row := upsBadge{ID: n3, OwnerID: x, Code: "y1", Level: 3}
+			return db.Clauses(clause.OnConflict{Columns: byCode, DoUpdates: clause.AssignmentColumns([]string{"level"})}).Create(&row), row
+		})
+		same("UpdateAll over another owner's code, no target", func(db *gorm.DB) (*gorm.DB, any) {
+			row := upsBadge{ID: n5, OwnerID: x, Code: "y1", Level: 4}
+			return db.Clauses(clause.OnConflict{UpdateAll: true}).Create(&row), row
+		})
+		same("Save of a new row over a code on its database", func(db *gorm.DB) (*gorm.DB, any) {
+			row := upsBadge{ID: n4, OwnerID: z, Code: "z1", Level: 5}
+			return db.Save(&row), row
+		})
+		same("Save of a batch over two databases", func(db *gorm.DB) (*gorm.DB, any) {
+			rows := []upsBadge{{ID: seed[0].ID, OwnerID: x, Code: "x1", Level: 6}, {ID: seed[2].ID, OwnerID: z, Code: "z1", Level: 6}}
+			return db.Save(&rows), rows
+		})
+	})
+}
