@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -134,6 +135,46 @@ func TestSaveOfASliceWithAnotherUniqueKey(t *testing.T) {
 		must(t, r.db.Model(&upBadge{}).Clauses(shardid.AllShards()).Order("level").Pluck("level", &levels).Error)
 		if len(levels) != len(badges) || levels[0] != 1 || levels[len(levels)-1] != len(badges) {
 			t.Fatalf("levels after Save: %v", levels)
+		}
+	})
+}
+
+// TestUpsertWithAWhereReadsBackTheStoredKey: a one-row upsert with a WHERE,
+// conflicting on a unique column other than the key, reads back the key of
+// the row it updated (where the dialect has RETURNING, as GORM does for an
+// auto-increment key), not the ID the plugin made, which is stored nowhere;
+// one its WHERE skips keeps the key it was given (a zero key stays zero) and
+// reports no row affected.
+func TestUpsertWithAWhereReadsBackTheStoredKey(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		if b.name == "mariadb" {
+			t.Skip("ON DUPLICATE KEY UPDATE has no WHERE")
+		}
+		k := newKeys(t, b)
+		fresh(t, k.db, &upBadge{})
+		owner := k.idOfShardOf(1)
+		stored := upBadge{PlayerID: owner, Code: "gold", Level: 1}
+		must(t, k.db.Create(&stored).Error)
+		upsert := func(where string, row *upBadge) *gorm.DB {
+			return k.db.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "code"}}, Where: clause.Where{Exprs: []clause.Expression{clause.Expr{SQL: where}}},
+				DoUpdates: clause.AssignmentColumns([]string{"level"})}).Create(row)
+		}
+		row := upBadge{PlayerID: owner, Code: "gold", Level: 2}
+		res := upsert("1 = 1", &row)
+		must(t, res.Error)
+		if row.ID != stored.ID || res.RowsAffected != 1 {
+			t.Errorf("updated over the code: ID %d (%d rows), want the stored row's %d (1 row)", row.ID, res.RowsAffected, stored.ID)
+		}
+		skipped := upBadge{PlayerID: owner, Code: "gold", Level: 3}
+		res = upsert("1 = 0", &skipped)
+		must(t, res.Error)
+		if skipped.ID != 0 || res.RowsAffected != 0 {
+			t.Errorf("skipped by its WHERE: ID %d (%d rows), want 0 (0 rows)", skipped.ID, res.RowsAffected)
+		}
+		var levels []int
+		must(t, k.db.Model(&upBadge{}).Clauses(shardid.AllShards()).Order("level").Pluck("level", &levels).Error)
+		if !slices.Equal(levels, []int{2}) {
+			t.Errorf("levels stored: %v, want [2]", levels)
 		}
 	})
 }

@@ -81,7 +81,7 @@ func (e *Engine) assignIDs(db *gorm.DB) {
 		return
 	}
 	state.filled = filled
-	returnStoredKey(stmt, m)
+	returnStoredKey(stmt, m, len(rows))
 	if e.routed() && db.AddError(e.createWithinClause(stmt, m, &settings, rows)) == nil {
 		e.routeCreate(db, m, rows)
 	}
@@ -141,14 +141,14 @@ func (e *Engine) createWithinClause(stmt *gorm.Statement, m *model, settings *se
 // unique column the stored row keeps its own ID, not the one the plugin made,
 // as GORM reads back a key the database makes for an auto-increment key (and
 // counts the rows read back as affected, not MySQL's 2 for an update). Not
-// for an upsert whose WHERE may skip rows: GORM matches the rows read back to
-// the rows given by position, which a skipped row would shift onto another's
-// key, and the keys the plugin made are those stored.
-func returnStoredKey(stmt *gorm.Statement, m *model) {
+// for an upsert of several rows whose WHERE may skip rows: GORM matches the
+// rows read back to the rows given by position, which a skipped row would
+// shift onto another's key, and the keys the plugin made are those stored.
+func returnStoredKey(stmt *gorm.Statement, m *model, rows int) {
 	c, upsert := stmt.Clauses["ON CONFLICT"]
 	onConflict, _ := c.Expression.(clause.OnConflict)
 	_, returning := stmt.Clauses["RETURNING"]
-	if !upsert || onConflict.DoNothing || len(onConflict.Where.Exprs) > 0 || returning || !slices.Contains(stmt.BuildClauses, "RETURNING") {
+	if !upsert || onConflict.DoNothing || len(onConflict.Where.Exprs) > 0 && rows > 1 || returning || !slices.Contains(stmt.BuildClauses, "RETURNING") {
 		return
 	}
 	stmt.AddClause(clause.Returning{Columns: []clause.Column{{Name: m.pk().field.DBName}}})
