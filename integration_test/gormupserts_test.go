@@ -491,3 +491,85 @@ func TestUpsertFormsOfAColocatedModelAnswerAsOneDatabase(t *testing.T) {
 		})
 	})
 }
+
+// upsMember embeds gorm.Model, its ID hidden by the plugin's key.
+type upsMember struct {
+	gorm.Model
+	ID   int64  `shardid:""`
+	Name string `gorm:"size:32"`
+}
+
+// TestUpsertFormsOfAGormModelAnswerAsOneDatabase: on a model embedding
+// gorm.Model (times and a soft delete), UpdateAll over existing rows of
+// several databases, Save of an existing, a soft-deleted and a new row give
+// through the plugin the RowsAffected, keys and rows (deleted or not, their
+// creation time kept) that they give on one database.
+func TestUpsertFormsOfAGormModelAnswerAsOneDatabase(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		k := newKeys(t, b)
+		fresh(t, k.db, &upsMember{})
+		must(t, k.main.Migrator().DropTable(&upsMember{}))
+		must(t, k.main.AutoMigrate(&upsMember{}))
+		l := k.plugin.Layout()
+		base, seq := time.Now().Add(-3*time.Second), 0
+		on := func(p int) int64 { seq++; return l.Compose(base, p*l.ShardCount()/physicalShards, seq) }
+		created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		seed := []upsMember{{ID: on(0), Name: "a"}, {ID: on(1), Name: "b"}, {ID: on(2), Name: "c"}}
+		for i := range seed {
+			seed[i].CreatedAt, seed[i].UpdatedAt = created, created
+		}
+		must(t, k.db.Create(&seed).Error)
+		must(t, k.main.Create(&seed).Error)
+		show := func(rows []upsMember) string {
+			out := ""
+			for _, r := range rows {
+				out += fmt.Sprintf("{%d %q created:%v updated:%v deleted:%v} ", r.ID, r.Name, r.CreatedAt.UTC().Equal(created), r.UpdatedAt.UTC().Equal(created), r.DeletedAt.Valid)
+			}
+			return out
+		}
+		stored := func(db *gorm.DB) string {
+			var rows []upsMember
+			must(t, db.Unscoped().Order("id").Find(&rows).Error)
+			return show(rows)
+		}
+		sharded := k.db.Clauses(shardid.AllShards())
+		same := func(name string, write func(db *gorm.DB, rows *[]upsMember) *gorm.DB) {
+			t.Helper()
+			var want, got []upsMember
+			g := write(k.db.Session(&gorm.Session{}), &got)
+			w := write(k.main.Session(&gorm.Session{}), &want)
+			if (w.Error == nil) != (g.Error == nil) || w.RowsAffected != g.RowsAffected || show(want) != show(got) {
+				t.Errorf("%s:\none database: %v %s (%d rows)\nevery shard:  %v %s (%d rows)", name, w.Error, show(want), w.RowsAffected, g.Error, show(got), g.RowsAffected)
+			}
+			if w, g := stored(k.main), stored(sharded); w != g {
+				t.Errorf("after %s:\none database: %s\nevery shard:  %s", name, w, g)
+			}
+		}
+		must(t, k.db.Delete(&upsMember{ID: seed[1].ID}).Error)
+		must(t, k.main.Delete(&upsMember{ID: seed[1].ID}).Error)
+		fresh1 := on(1)
+		same("UpdateAll over rows of several databases", func(db *gorm.DB, rows *[]upsMember) *gorm.DB {
+			*rows = []upsMember{{ID: seed[0].ID, Name: "up"}, {ID: seed[2].ID, Name: "up"}}
+			return db.Clauses(clause.OnConflict{UpdateAll: true}).Create(rows)
+		})
+		same("Save of an existing row", func(db *gorm.DB, rows *[]upsMember) *gorm.DB {
+			*rows = []upsMember{seed[0]}
+			(*rows)[0].Name = "saved"
+			return db.Save(&(*rows)[0])
+		})
+		same("Save of a soft-deleted row", func(db *gorm.DB, rows *[]upsMember) *gorm.DB {
+			*rows = []upsMember{seed[1]}
+			(*rows)[0].Name = "saved"
+			return db.Save(&(*rows)[0])
+		})
+		same("Save of a new row", func(db *gorm.DB, rows *[]upsMember) *gorm.DB {
+			*rows = []upsMember{{ID: fresh1, Name: "new"}}
+			(*rows)[0].CreatedAt = created
+			return db.Save(&(*rows)[0])
+		})
+		same("Save of a slice of existing rows over several databases", func(db *gorm.DB, rows *[]upsMember) *gorm.DB {
+			*rows = []upsMember{seed[0], seed[2]}
+			return db.Save(rows)
+		})
+	})
+}
