@@ -2,14 +2,9 @@ package engine
 
 import (
 	"errors"
-	"path/filepath"
-	"runtime"
 	"testing"
-	"time"
 
-	"github.com/glebarez/sqlite"
 	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
 )
 
 type preparedUser struct {
@@ -123,47 +118,5 @@ func TestPreparedSessionStatementsOnAShardAreSeenOnIt(t *testing.T) {
 		if !errors.Is(err, ErrCrossShard) {
 			t.Errorf("%s session: raw SQL on an unsharded table under a shard clause: %v; want ErrCrossShard", session.name, err)
 		}
-	}
-}
-
-// TestPluginsClosedUnderPrepareStmtLeaveNoGoroutines: a plugin over two
-// physical databases it opens, on a database with gorm.Config's PrepareStmt,
-// opened and closed twenty times, leaves no more goroutines than GORM leaves
-// for the plugin's database alone (one per gorm.Open): each physical
-// database's prepared-statement store stops with Close.
-func TestPluginsClosedUnderPrepareStmtLeaveNoGoroutines(t *testing.T) {
-	t.Skip("GORM's prepared-statement store (internal/lru) starts a TTL goroutine that nothing stops; each physical database opened with PrepareStmt leaves one, and its statements, after Close")
-	dir := t.TempDir()
-	open := func(name string) gorm.Dialector {
-		return sqlite.Open("file:" + filepath.Join(dir, name) + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
-	}
-	cycle := func() {
-		db, err := gorm.Open(open("main.db"), &gorm.Config{Logger: logger.Discard, PrepareStmt: true})
-		must(t, err)
-		half := Config{}.Layout.Normalized().ShardCount() / 2
-		p := &testPlugin{}
-		p.e = New(p, Config{Atomic: BestEffort, Shards: []Shard{
-			{Name: "a", Dialector: open("a.db"), Logical: []Range{{From: 0, To: half - 1}}},
-			{Name: "b", Dialector: open("b.db"), Logical: []Range{{From: half, To: 2*half - 1}}},
-		}})
-		must(t, db.Use(p))
-		must(t, p.e.Migrator(db).AutoMigrate(&preparedUser{}))
-		var users []preparedUser
-		must(t, db.Clauses(hinted{AllShards()}).Find(&users).Error)
-		must(t, p.e.Close())
-		if s, err := db.DB(); err == nil {
-			_ = s.Close()
-		}
-	}
-	cycle()
-	time.Sleep(50 * time.Millisecond)
-	before := runtime.NumGoroutine()
-	const cycles = 20
-	for range cycles {
-		cycle()
-	}
-	time.Sleep(200 * time.Millisecond)
-	if after := runtime.NumGoroutine(); after > before+cycles+5 {
-		t.Errorf("goroutines grew from %d to %d over %d plugins closed, GORM's own one a cycle", before, after, cycles)
 	}
 }
