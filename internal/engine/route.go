@@ -605,7 +605,6 @@ func (e *Engine) finish(kind statementKind) func(*gorm.DB) {
 			routedBy = e.mapOf(db.Statement)
 		}
 		dropWriteState(db.Statement) // a statement instance may run again
-		e.leaveShardPool(db)
 		if db.Error != nil && e.routed() {
 			db.Error = e.nameDatabase(db, kind, routedBy)
 			if shard, to, moved := fence.MovedShard(db.Error); moved && !errors.Is(db.Error, ErrShardMoved) {
@@ -639,6 +638,7 @@ func (e *Engine) finish(kind statementKind) func(*gorm.DB) {
 				handUp(db.Statement, state)
 			}
 		}
+		e.leaveShardPool(db) // after its error is named, by its pool among others
 		if anchorPool != nil {
 			db.Statement.ConnPool = anchorPool
 		}
