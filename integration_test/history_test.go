@@ -368,11 +368,20 @@ func writeOutcome(err error) hOutcome {
 
 // writer creates rows of its own, three in four of the moving range, and
 // increments, sets and reads them, some of the writes by the model and some
-// without one (Exec, Table) under a shard clause; with fan set it also
+// without one (Exec, Table) under a shard clause, given anew or on a handle
+// kept with it from the first write on (a transaction there begins where
+// the map sends the shard then); with fan set it also
 // increments all of them at once with a fan-out write.
 func (h *histRun) writer(hp *histProcess, client int, fan bool) {
 	var own []hRowRef
 	db := hp.db
+	kept := map[int64]*gorm.DB{} // a handle given the row's shard clause once, used across moves
+	handle := func(id int64) *gorm.DB {
+		if kept[id] == nil {
+			kept[id] = db.Clauses(shardid.ByID(id))
+		}
+		return kept[id]
+	}
 	for n := 0; !h.stop.Load(); n++ {
 		op := &hOp{Client: client, Process: hp.id}
 		dice := rand.IntN(100)
@@ -413,6 +422,16 @@ func (h *histRun) writer(hp *histProcess, client int, fan bool) {
 			op.Call = h.rec.now()
 			var res *gorm.DB
 			switch { // writes without a model, under a shard clause, too: the stale process's must not find nothing and succeed
+			case dice < 30:
+				var inner *gorm.DB
+				err := handle(row.ID).Transaction(func(tx *gorm.DB) error {
+					inner = tx.Exec("UPDATE hist_rows SET n = n + 1 WHERE id = ?", row.ID)
+					return inner.Error
+				})
+				res = &gorm.DB{Error: err}
+				if err == nil {
+					res.RowsAffected = inner.RowsAffected
+				}
 			case dice < 35:
 				res = db.Clauses(shardid.ByID(row.ID)).Exec("UPDATE hist_rows SET n = n + 1 WHERE id = ?", row.ID)
 			default:
@@ -426,6 +445,8 @@ func (h *histRun) writer(hp *histProcess, client int, fan bool) {
 			op.Call = h.rec.now()
 			var res *gorm.DB
 			switch {
+			case dice < 68:
+				res = handle(row.ID).Session(&gorm.Session{}).Table("hist_rows").Where("id = ?", row.ID).Update("v", op.Value)
 			case dice < 70:
 				res = db.Table("hist_rows").Clauses(shardid.ByID(row.ID)).Where("id = ?", row.ID).Update("v", op.Value)
 			default:
