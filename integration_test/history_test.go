@@ -120,6 +120,7 @@ type histRun struct {
 	moves, attempts, cancels, holds int
 	faults                          []string
 	errs                            map[string]int // errors by kind, for the figures
+	stuck                           []string       // kept handles that failed twice after the moves
 	errMu                           sync.Mutex
 }
 
@@ -423,15 +424,7 @@ func (h *histRun) writer(hp *histProcess, client int, fan bool) {
 			var res *gorm.DB
 			switch { // writes without a model, under a shard clause, too: the stale process's must not find nothing and succeed
 			case dice < 30:
-				var inner *gorm.DB
-				err := handle(row.ID).Transaction(func(tx *gorm.DB) error {
-					inner = tx.Exec("UPDATE hist_rows SET n = n + 1 WHERE id = ?", row.ID)
-					return inner.Error
-				})
-				res = &gorm.DB{Error: err}
-				if err == nil {
-					res.RowsAffected = inner.RowsAffected
-				}
+				res = keptIncrement(handle(row.ID), row.ID)
 			case dice < 35:
 				res = db.Clauses(shardid.ByID(row.ID)).Exec("UPDATE hist_rows SET n = n + 1 WHERE id = ?", row.ID)
 			default:
@@ -463,6 +456,45 @@ func (h *histRun) writer(hp *histProcess, client int, fan bool) {
 		h.rec.add(op)
 		time.Sleep(time.Duration(1+rand.IntN(3)) * time.Millisecond)
 	}
+	// Every kept handle still writes after the moves: a first try may be
+	// refused as moved (a process on the old map learns the new one from
+	// the refusal), a second may not.
+	for _, row := range own {
+		if kept[row.ID] == nil {
+			continue
+		}
+		var err error
+		for range 2 {
+			op := &hOp{Client: client, Process: hp.id, Kind: hInc, Tag: row.Tag, ID: row.ID, Call: h.rec.now()}
+			res := keptIncrement(kept[row.ID], row.ID)
+			op.Return = h.rec.now()
+			op.Err, op.Outcome, op.Affected = res.Error, writeOutcome(res.Error), res.RowsAffected
+			h.rec.add(op)
+			if err = res.Error; err == nil {
+				break
+			}
+		}
+		if err != nil {
+			h.errMu.Lock()
+			h.stuck = append(h.stuck, fmt.Sprintf("%s's handle for %s: %v", hp.name, row.Tag, err))
+			h.errMu.Unlock()
+		}
+	}
+}
+
+// keptIncrement increments a row in a transaction begun on a handle kept
+// with the row's shard clause.
+func keptIncrement(handle *gorm.DB, id int64) *gorm.DB {
+	var inner *gorm.DB
+	err := handle.Transaction(func(tx *gorm.DB) error {
+		inner = tx.Exec("UPDATE hist_rows SET n = n + 1 WHERE id = ?", id)
+		return inner.Error
+	})
+	res := &gorm.DB{Error: err}
+	if err == nil {
+		res.RowsAffected = inner.RowsAffected
+	}
+	return res
 }
 
 // read reads one row by its ID.
@@ -645,6 +677,9 @@ func (h *histRun) verify(t *testing.T) {
 		}
 		slices.Sort(lines)
 		t.Logf("errors the clients saw:\n%s", strings.Join(lines, "\n"))
+	}
+	for _, s := range h.stuck {
+		t.Errorf("a handle kept with a shard clause fails after the moves: %s", s)
 	}
 	for text, n := range h.errs {
 		if strings.Contains(text, shardid.ErrCrossShard.Error()) { // every write names one row by its ID or its tags under AllShards
