@@ -140,6 +140,59 @@ func TestBatchAndPageReadsOverDatabasesAnswerAsOneDatabase(t *testing.T) {
 				}, batchItems)
 			}
 		}
+		for _, lim := range []int{1, 2, 5} {
+			c(fmt.Sprintf("pages of %d distinct rows", lim), func(db *gorm.DB, into any) *gorm.DB {
+				all := into.(*[]map[string]any)
+				var r *gorm.DB
+				for off := 0; off < 40; off += lim {
+					var page []map[string]any
+					r = m(db.Session(&gorm.Session{})).Distinct("grp", "name").Order("grp desc, name").Limit(lim).Offset(off).Find(&page)
+					if r.Error != nil {
+						return r
+					}
+					*all = append(*all, page...)
+				}
+				return r
+			}, rowMaps)
+			c(fmt.Sprintf("pages of %d groups", lim), func(db *gorm.DB, into any) *gorm.DB {
+				all := into.(*[]map[string]any)
+				var r *gorm.DB
+				for off := 0; off < 20; off += lim {
+					var page []map[string]any
+					r = m(db.Session(&gorm.Session{})).Select("name, count(*) AS n, max(score) AS hi").Group("name").Order("n desc, name").Limit(lim).Offset(off).Find(&page)
+					if r.Error != nil {
+						return r
+					}
+					*all = append(*all, page...)
+				}
+				return r
+			}, rowMaps)
+			c(fmt.Sprintf("pages of %d plucked distinct", lim), func(db *gorm.DB, into any) *gorm.DB {
+				all := into.(*[]string)
+				var r *gorm.DB
+				for off := 0; off < 20; off += lim {
+					var page []string
+					r = m(db.Session(&gorm.Session{})).Distinct().Order("name desc").Limit(lim).Offset(off).Pluck("name", &page)
+					if r.Error != nil {
+						return r
+					}
+					*all = append(*all, page...)
+				}
+				return r
+			}, strs)
+		}
+		c("Find of none into a map", func(db *gorm.DB, into any) *gorm.DB { return m(db).Where("grp = ?", 9).Find(into) }, func() any { return &map[string]any{} })
+		c("Take of none into a map", func(db *gorm.DB, into any) *gorm.DB { return m(db).Where("grp = ?", 9).Take(into) }, func() any { return &map[string]any{} })
+		c("Find of none into a struct", func(db *gorm.DB, into any) *gorm.DB { return db.Where("grp = ?", 9).Find(into) }, func() any { return &batchItem{} })
+		c("Find of none into a filled map", func(db *gorm.DB, into any) *gorm.DB { return m(db).Where("grp = ?", 9).Find(into) }, func() any { return &map[string]any{"kept": 1} })
+		c("Find into a filled map", func(db *gorm.DB, into any) *gorm.DB { return m(db).Order("id").Limit(1).Find(into) }, func() any { return &map[string]any{"kept": 1} })
+		c("Find into a filled slice", func(db *gorm.DB, into any) *gorm.DB { return db.Order("id").Limit(3).Find(into) }, func() any { return &[]batchItem{{Name: "kept"}} })
+		c("Find of none into a filled slice", func(db *gorm.DB, into any) *gorm.DB { return db.Where("grp = ?", 9).Find(into) }, func() any { return &[]batchItem{{Name: "kept"}} })
+		c("Find into a filled struct", func(db *gorm.DB, into any) *gorm.DB { return db.Select("id", "grp").Order("id").Limit(1).Find(into) }, func() any { return &batchItem{Name: "kept"} })
+		c("Find of none into a filled struct", func(db *gorm.DB, into any) *gorm.DB { return db.Where("grp = ?", 9).Find(into) }, func() any { return &batchItem{Name: "kept"} })
+		c("Pluck into a filled slice", func(db *gorm.DB, into any) *gorm.DB { return m(db).Order("id").Pluck("id", into) }, func() any { return &[]int64{7} })
+		c("Pluck of none into a filled slice", func(db *gorm.DB, into any) *gorm.DB { return m(db).Where("grp = ?", 9).Pluck("id", into) }, func() any { return &[]int64{7} })
+		c("Count into a filled number", func(db *gorm.DB, into any) *gorm.DB { return m(db).Where("grp = ?", 9).Count(into.(*int64)) }, func() any { n := int64(5); return &n })
 		c("Count Distinct name", func(db *gorm.DB, into any) *gorm.DB { return m(db).Distinct("name").Count(into.(*int64)) }, number)
 		c("Count Distinct name unscoped", func(db *gorm.DB, into any) *gorm.DB { return m(db).Unscoped().Distinct("name").Count(into.(*int64)) }, number)
 		c("Count Distinct where", func(db *gorm.DB, into any) *gorm.DB {
@@ -721,5 +774,36 @@ func TestOrderByAColumnNotSelectedIsRefusedOverDatabases(t *testing.T) {
 		refused("First", func(db *gorm.DB, into any) *gorm.DB { return db.Select("name").First(into) }, one)
 		refused("Last", func(db *gorm.DB, into any) *gorm.DB { return db.Select("name").Last(into) }, one)
 		refused("Pluck of another column", func(db *gorm.DB, into any) *gorm.DB { return db.Order("id desc").Limit(3).Pluck("name", into) }, strs)
+	})
+}
+
+// TestMapDestinationsOverDatabasesFilledAsGORMFillsThem: a read over
+// several databases into a slice of maps appends to what it holds, and one
+// into a map given by value fills that map, as GORM's Scan does on one
+// database.
+func TestMapDestinationsOverDatabasesFilledAsGORMFillsThem(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		tw := newBatchTwin(t, b, 15)
+		tw.same(t, "Find into filled maps", func(db *gorm.DB, into any) *gorm.DB { return db.Order("id").Limit(2).Find(into) }, func() any { return &[]map[string]any{{"kept": 1}} })
+		filledMaps := func() any { return &[]map[string]any{{"kept": 1}} }
+		tw.same(t, "Find of none into filled maps", func(db *gorm.DB, into any) *gorm.DB { return db.Where("grp = ?", 9).Find(into) }, filledMaps)
+		tw.same(t, "Find into filled maps, unordered", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Select("name").Where("grp = ? AND score = ?", 2, 0).Find(into)
+		}, filledMaps)
+		tw.same(t, "groups into filled maps", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Select("grp, count(*) AS n").Group("grp").Order("grp").Find(into)
+		}, filledMaps)
+		tw.same(t, "distinct into filled maps", func(db *gorm.DB, into any) *gorm.DB { return db.Distinct("grp").Order("grp").Find(into) }, filledMaps)
+		tw.same(t, "Scan of groups into filled maps", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Select("grp, count(*) AS n").Group("grp").Order("grp").Scan(into)
+		}, filledMaps)
+		tw.same(t, "First into a map value", func(db *gorm.DB, into any) *gorm.DB { return db.First(*into.(*map[string]any)) }, func() any { return &map[string]any{"kept": 1} })
+		tw.same(t, "Find into a map value", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Order("id desc").Limit(2).Find(*into.(*map[string]any))
+		}, func() any { return &map[string]any{} })
+		tw.same(t, "groups into a map value", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Select("count(*) AS n, max(name) AS hi").Find(*into.(*map[string]any))
+		}, func() any { return &map[string]any{"kept": 1} })
+		tw.same(t, "Find of none into a map value", func(db *gorm.DB, into any) *gorm.DB { return db.Where("grp = ?", 9).Find(*into.(*map[string]any)) }, func() any { return &map[string]any{"kept": 1} })
 	})
 }

@@ -659,6 +659,11 @@ func (e *Engine) fanOutQuery(db *gorm.DB, kind statementKind, m *model, plan sha
 		Selects: stmt.Selects, Omits: stmt.Omits, TableExpr: stmt.TableExpr, Table: stmt.Table, Rows: kind == kindRow,
 		Quote: func(name string) string { return stmt.Quote(name) }, Dialect: e.dialectOf(stmt, plan)}
 	dest := reflect.ValueOf(stmt.Dest)
+	if dest.Kind() == reflect.Map && !dest.IsNil() { // GORM's Scan fills a map given by value: merge into it through a pointer
+		ptr := reflect.New(dest.Type())
+		ptr.Elem().Set(dest)
+		dest = ptr
+	}
 	if dest.Kind() == reflect.Pointer && !dest.IsNil() {
 		query.Dest = dest.Type().Elem()
 	}
@@ -772,7 +777,9 @@ func (e *Engine) fanOutQuery(db *gorm.DB, kind statementKind, m *model, plan sha
 	if target.Kind() != reflect.Slice {
 		db.RowsAffected = min(db.RowsAffected, 1) // GORM reads one row into a struct
 	}
-	if target.Kind() == reflect.Slice {
+	if _, appends := stmt.Dest.(*[]map[string]any); appends {
+		target.Set(reflect.AppendSlice(target, merged)) // GORM's Scan appends to a slice of maps, where it replaces other slices
+	} else if target.Kind() == reflect.Slice {
 		target.Set(merged)
 	} else if merged.Len() > 0 && target.Kind() == reflect.Map {
 		if target.IsNil() {
