@@ -807,3 +807,60 @@ func TestMapDestinationsOverDatabasesFilledAsGORMFillsThem(t *testing.T) {
 		tw.same(t, "Find of none into a map value", func(db *gorm.DB, into any) *gorm.DB { return db.Where("grp = ?", 9).Find(*into.(*map[string]any)) }, func() any { return &map[string]any{"kept": 1} })
 	})
 }
+
+// hOwner's kids are created with it, colocated; a kid named "before" fails
+// its BeforeCreate.
+type hOwner struct {
+	ID   int64 `shardid:""`
+	Name string
+	Kids []hKid
+}
+
+type hKid struct {
+	ID       int64 `shardid:"colocate:HOwnerID"`
+	HOwnerID int64
+	Name     string
+}
+
+func (k *hKid) BeforeCreate(*gorm.DB) error {
+	if k.Name == "before" {
+		return errHookedRow
+	}
+	return nil
+}
+
+// TestCreateInBatchesWithChildrenFailingInALaterBatch: CreateInBatches of
+// owners over four databases with their children, a child of the third
+// batch refused by its hook, writes no owner and no child, as one database.
+func TestCreateInBatchesWithChildrenFailingInALaterBatch(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		fresh(t, r.db, &hOwner{}, &hKid{})
+		owners := make([]hOwner, 11)
+		for i := range owners {
+			owners[i] = hOwner{Name: fmt.Sprint("o", i), Kids: []hKid{{Name: "a"}, {Name: "b"}}}
+		}
+		owners[9].Kids[1].Name = "before"
+		if err := r.db.CreateInBatches(&owners, 4).Error; !errors.Is(err, errHookedRow) {
+			t.Fatalf("CreateInBatches: %v, want the hook's error", err)
+		}
+		if n, k := r.count(t, &hOwner{}), r.count(t, &hKid{}); n != 0 || k != 0 {
+			t.Errorf("the failed CreateInBatches left %d owners and %d kids", n, k)
+		}
+		owners[9].Kids[1].Name = "fixed"
+		must(t, r.db.CreateInBatches(&owners, 4).Error)
+		var n, k int64
+		must(t, r.db.Model(&hOwner{}).Clauses(shardid.AllShards()).Count(&n).Error)
+		must(t, r.db.Model(&hKid{}).Clauses(shardid.AllShards()).Count(&k).Error)
+		if n != 11 || k != 22 {
+			t.Errorf("retried: %d owners and %d kids, want 11 and 22", n, k)
+		}
+		for _, o := range owners {
+			for _, k := range o.Kids {
+				if got := r.where(t, &hKid{}, k.ID); len(got) != 1 || got[0] != r.physicalOf(o.ID) {
+					t.Errorf("kid %d of owner %d (on %d) is on %v", k.ID, o.ID, r.physicalOf(o.ID), got)
+				}
+			}
+		}
+	})
+}
