@@ -864,3 +864,19 @@ func TestCreateInBatchesWithChildrenFailingInALaterBatch(t *testing.T) {
 		}
 	})
 }
+
+// TestCountDistinctBesideGroupsIsRefusedOverDatabases: COUNT(DISTINCT col)
+// grouped or beside other items, which the merge does not count per group,
+// is refused over several databases rather than summed.
+func TestCountDistinctBesideGroupsIsRefusedOverDatabases(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		tw := newBatchTwin(t, b, 9)
+		tw.refused(t, "Distinct Group Count", func(db *gorm.DB, into any) *gorm.DB { return db.Distinct("name").Group("grp").Count(into.(*int64)) }, number)
+		tw.refused(t, "count distinct per group", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Select("grp, count(distinct name) AS n").Group("grp").Find(into)
+		}, rowMaps)
+		tw.refused(t, "count distinct beside count", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Select("count(distinct name) AS a, count(*) AS b").Find(into)
+		}, rowMaps)
+	})
+}
