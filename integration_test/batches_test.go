@@ -252,6 +252,23 @@ func TestBatchAndPageReadsOverDatabasesAnswerAsOneDatabase(t *testing.T) {
 		c("Find into another type ordered", func(db *gorm.DB, into any) *gorm.DB {
 			return m(db).Order("name desc, id").Find(into)
 		}, func() any { return &[]other{} })
+		c("Find into another type, one group", func(db *gorm.DB, into any) *gorm.DB {
+			var rows []other
+			r := m(db).Where("grp = ?", 1).Find(&rows)
+			slices.SortFunc(rows, func(a, b other) int { return cmp.Compare(a.ID, b.ID) })
+			*into.(*[]other) = rows
+			return r
+		}, func() any { return &[]other{} })
+		c("Find into another type with aliases", func(db *gorm.DB, into any) *gorm.DB {
+			var rows []other
+			r := m(db).Select("id", "grp AS score", "name AS extra").Where("grp = ?", 2).Find(&rows)
+			slices.SortFunc(rows, func(a, b other) int { return cmp.Compare(a.ID, b.ID) })
+			*into.(*[]other) = rows
+			return r
+		}, func() any { return &[]other{} })
+		c("Find one into another type", func(db *gorm.DB, into any) *gorm.DB { return m(db).Where("grp = ? AND score = ?", 2, 0).Find(into) }, func() any { return &other{} })
+		c("Take into another type", func(db *gorm.DB, into any) *gorm.DB { return m(db).Where("grp = ? AND score = ?", 2, 0).Take(into) }, func() any { return &other{} })
+		c("First into another type", func(db *gorm.DB, into any) *gorm.DB { return m(db).First(into) }, func() any { return &other{} })
 		c("Scan into one of another type", func(db *gorm.DB, into any) *gorm.DB {
 			return m(db).Order("name desc, id").Scan(into)
 		}, func() any { return &other{} })
@@ -543,6 +560,7 @@ func TestCreateInBatchesFailingInALaterBatch(t *testing.T) {
 				name := fmt.Sprintf("%s, SkipDefaultTransaction %v", failing, skip)
 				sides := map[string]*gorm.DB{"one database": one, "four databases": r.db}
 				counts := map[string][2]int64{}
+				affected := map[string]int64{}
 				for side, db := range sides {
 					must(t, db.Session(&gorm.Session{AllowGlobalUpdate: true}).Clauses(shardid.AllShards()).Delete(&hookedItem{}).Error)
 					rows := make([]hookedItem, 17)
@@ -551,9 +569,11 @@ func TestCreateInBatchesFailingInALaterBatch(t *testing.T) {
 					}
 					rows[12].Name = failing
 					s := db.Session(&gorm.Session{SkipDefaultTransaction: skip})
-					if err := s.CreateInBatches(&rows, 5).Error; !errors.Is(err, errHookedRow) {
-						t.Errorf("%s on %s: %v, want the hook's error", name, side, err)
+					res := s.CreateInBatches(&rows, 5)
+					if !errors.Is(res.Error, errHookedRow) {
+						t.Errorf("%s on %s: %v, want the hook's error", name, side, res.Error)
 					}
+					affected[side] = res.RowsAffected
 					first := count(db)
 					rows[12].Name = "fixed"
 					err := s.CreateInBatches(&rows, 5).Error
@@ -565,6 +585,9 @@ func TestCreateInBatchesFailingInALaterBatch(t *testing.T) {
 						first += 5 // one database keeps the failed batch's INSERT; the plugin's own transaction of a batch over several databases rolls it back (routing.md)
 					}
 					counts[side] = [2]int64{first, retried}
+				}
+				if affected["one database"] != affected["four databases"] {
+					t.Errorf("%s: RowsAffected: one database %d, four databases %d", name, affected["one database"], affected["four databases"])
 				}
 				if counts["one database"] != counts["four databases"] {
 					t.Errorf("%s: rows after the failure and after the retry: one database %v, four databases %v", name, counts["one database"], counts["four databases"])
