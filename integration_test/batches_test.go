@@ -903,3 +903,37 @@ func TestCountDistinctBesideGroupsIsRefusedOverDatabases(t *testing.T) {
 		}, rowMaps)
 	})
 }
+
+// TestFindInBatchesDeletingEachBatchOverDatabases: FindInBatches whose
+// callback deletes its batch (soft, then for good) leaves what one
+// database leaves.
+func TestFindInBatchesDeletingEachBatchOverDatabases(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		tw := newBatchTwin(t, b, 21)
+		for _, unscoped := range []bool{false, true} {
+			run := func(db *gorm.DB) (int64, []int64, error) {
+				var batch []batchItem
+				r := db.Where("grp <> ?", 1).FindInBatches(&batch, 4, func(tx *gorm.DB, n int) error {
+					if unscoped {
+						tx = tx.Unscoped()
+					}
+					return tx.Delete(&batch).Error
+				})
+				var ids []int64
+				if err := db.Session(&gorm.Session{}).Model(&batchItem{}).Unscoped().Where("deleted_at IS NULL").Order("id").Pluck("id", &ids).Error; err != nil {
+					return 0, nil, err
+				}
+				var all int64
+				if err := db.Session(&gorm.Session{}).Model(&batchItem{}).Unscoped().Count(&all).Error; err != nil {
+					return 0, nil, err
+				}
+				return r.RowsAffected*1000 + all, ids, r.Error
+			}
+			wn, want, werr := run(tw.one)
+			gn, got, gerr := run(tw.sharded)
+			if werr != nil || gerr != nil || wn != gn || !slices.Equal(want, got) {
+				t.Errorf("unscoped %v: one database %v, %d, %v; every shard %v, %d, %v", unscoped, werr, wn, want, gerr, gn, got)
+			}
+		}
+	})
+}
