@@ -937,3 +937,26 @@ func TestFindInBatchesDeletingEachBatchOverDatabases(t *testing.T) {
 		}
 	})
 }
+
+// TestCreateInBatchesRefusedInALaterBatch: CreateInBatches of colocated
+// rows over four databases whose third batch holds a row the plugin refuses
+// (a preset ID of another shard than its owner's) writes no row.
+func TestCreateInBatchesRefusedInALaterBatch(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		authors := r.onEvery(t)
+		books := make([]book, 13)
+		for i := range books {
+			books[i] = book{AuthorID: authors[i%len(authors)].ID, Title: fmt.Sprint("b", i)}
+		}
+		books[10].ID = shardid.ID(r.idOfShardOf(authors[(10+1)%len(authors)].ID))
+		if err := r.db.CreateInBatches(&books, 4).Error; !errors.Is(err, shardid.ErrCrossShard) {
+			t.Fatalf("CreateInBatches: %v, want ErrCrossShard", err)
+		}
+		var n int64
+		must(t, r.db.Model(&book{}).Clauses(shardid.AllShards()).Count(&n).Error)
+		if n != 0 {
+			t.Errorf("the refused CreateInBatches left %d books", n)
+		}
+	})
+}
