@@ -152,8 +152,28 @@ func (mv *run) advance(ctx context.Context) error {
 				return err
 			}
 		}
+		for _, c := range t.sequenced {
+			highest, err := mv.highestOf(ctx, t, c)
+			if err != nil {
+				return err
+			}
+			if err := advanceSequence(ctx, mv.target, t.name, c, highest); err != nil {
+				return fmt.Errorf("advancing the sequence of %s.%s on %s: %w", t.name, c, mv.st.To, err)
+			}
+		}
 	}
 	return nil
+}
+
+// advanceSequence makes the sequence filling a PostgreSQL column (serial,
+// identity) on db issue only values above highest: the copy writes the
+// source's values, which do not advance it, and its next rows would take
+// them again.
+func advanceSequence(ctx context.Context, db *sql.DB, table, column string, highest int64) error {
+	_, err := db.ExecContext(ctx, `SELECT setval(q.s, $3) FROM (SELECT pg_get_serial_sequence($1, $2)::regclass AS s) q
+WHERE q.s IS NOT NULL AND $3 > COALESCE((SELECT p.last_value FROM pg_sequences p WHERE format('%I.%I', p.schemaname, p.sequencename)::regclass = q.s), 0)`,
+		sqlscan.Quote("postgres", table), column, highest)
+	return err
 }
 
 // highestOf notes, and returns, the highest value of an ID column of the

@@ -25,10 +25,15 @@ type movedTable struct {
 	pk        []string     // the primary key's columns, by which the copy orders and upserts; a join table's owner column first
 	join      bool         // a many2many join table beside a sharded owner: its rows are replaced by owner
 	columns   []string     // every column of the source's table
-	fenced    fence.Table
-	dialect   string
-	shard     string // SQL: the row's logical shard, from its key
-	inRange   string // WHERE condition: the row's shard is within ? and ?
+	// PostgreSQL's columns a sequence fills (serial, identity), whose
+	// sequence on the target a move advances past the copied values, and
+	// those GENERATED ALWAYS AS IDENTITY, written only with OVERRIDING
+	// SYSTEM VALUE and never set by an update.
+	sequenced, alwaysIdentity []string
+	fenced                    fence.Table
+	dialect                   string
+	shard                     string // SQL: the row's logical shard, from its key
+	inRange                   string // WHERE condition: the row's shard is within ? and ?
 }
 
 // movedTables resolves the models of a move, or else the sharded tables the
@@ -98,6 +103,11 @@ func newMovedTable(ctx context.Context, f fence.Fence, t Table, source *sql.DB) 
 		return nil, fmt.Errorf("%w: table %s has no column %s", ErrInvalid, t.Name, t.Key)
 	}
 	mt.columns = columns
+	if mt.dialect == "postgres" {
+		if mt.sequenced, mt.alwaysIdentity, err = sequencedColumns(ctx, source, t.Name); err != nil {
+			return nil, errs.Wrap(err, "reading the sequences of %s", t.Name)
+		}
+	}
 	if t.Join {
 		if mt.pk, err = joinPrimaryKey(ctx, source, mt.dialect, t.Name, t.Key); err != nil {
 			return nil, err
@@ -160,6 +170,20 @@ func columnsOf(ctx context.Context, db *sql.DB, dialect, table string) ([]string
 	return slices.DeleteFunc(all, func(c string) bool {
 		return slices.ContainsFunc(generated, func(g []any) bool { return strings.EqualFold(asText(g[0]), c) })
 	}), nil
+}
+
+// sequencedColumns reads a PostgreSQL table's columns that a sequence
+// fills, and those of them GENERATED ALWAYS AS IDENTITY.
+func sequencedColumns(ctx context.Context, db *sql.DB, table string) (sequenced, always []string, err error) {
+	rows, err := readRows(ctx, db, 2, "SELECT attname, attidentity = 'a' FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped "+
+		"AND (attidentity <> '' OR pg_get_serial_sequence($1, attname) IS NOT NULL) ORDER BY attnum", sqlscan.Quote("postgres", table))
+	for _, row := range rows {
+		sequenced = append(sequenced, asText(row[0]))
+		if b, _ := row[1].(bool); b {
+			always = append(always, asText(row[0]))
+		}
+	}
+	return sequenced, always, err
 }
 
 // keyIndex is where the key is among the columns.

@@ -95,7 +95,11 @@ func (t *movedTable) upsert(ctx context.Context, db execQuerier, rows [][]any) e
 
 func (t *movedTable) upsertSome(ctx context.Context, db execQuerier, rows [][]any) error {
 	var b strings.Builder
-	b.WriteString("INSERT INTO " + sqlscan.Quote(t.dialect, t.name) + " (" + t.quotedColumns() + ") VALUES ")
+	b.WriteString("INSERT INTO " + sqlscan.Quote(t.dialect, t.name) + " (" + t.quotedColumns() + ")")
+	if len(t.alwaysIdentity) > 0 {
+		b.WriteString(" OVERRIDING SYSTEM VALUE") // the source's values, which PostgreSQL refuses for such a column otherwise
+	}
+	b.WriteString(" VALUES ")
 	args := make([]any, 0, len(rows)*len(t.columns))
 	for i, row := range rows {
 		if i > 0 {
@@ -110,7 +114,7 @@ func (t *movedTable) upsertSome(ctx context.Context, db execQuerier, rows [][]an
 		samePK = append(samePK, q+" = VALUES("+q+")")
 	}
 	for _, c := range t.columns {
-		if slices.Contains(t.pk, c) {
+		if slices.Contains(t.pk, c) || slices.Contains(t.alwaysIdentity, c) { // an update may not set it; an update never changes it but to a new value, which the checks catch
 			continue
 		}
 		q := sqlscan.Quote(t.dialect, c)
