@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"reflect"
+	"slices"
 	"strings"
 
 	"gorm.io/gorm"
@@ -26,6 +27,10 @@ func textComparison(ctx context.Context, pool gorm.ConnPool, dialect string, par
 		var collation, charset *string
 		var dataType string
 		err := pool.QueryRowContext(ctx, "SELECT COLLATION_NAME, CHARACTER_SET_NAME, DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ?", table, column).Scan(&collation, &charset, &dataType)
+		if err == nil && collation == nil && slices.Contains([]string{"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"}, strings.ToLower(dataType)) {
+			binary := "binary" // a binary string, whose collation information_schema leaves NULL, compares its bytes
+			collation, charset = &binary, &binary
+		}
 		if err != nil || collation == nil {
 			return shardrouter.TextComparison{}, err
 		}
