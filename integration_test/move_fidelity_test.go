@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"gorm.io/gorm"
 
 	"github.com/shardid/shardid"
@@ -743,6 +744,44 @@ func TestMoveCheckCatchesADoubleAlteredUnderExtraFloatDigitsZero(t *testing.T) {
 		}
 		if !errors.Is(err, shardid.ErrMoveVerify) || !strings.Contains(err.Error(), "fp_checks") {
 			t.Fatalf("the move failed with %v; want its check naming fp_checks", err)
+		}
+	})
+}
+
+type FpBinaryUUID struct {
+	ID   uuid.UUID `gorm:"type:uuid" shardid:"strategy:uuidv7"` // MariaDB's UUID type: 16 bytes
+	Name string
+}
+
+// TestMoveRefusesABinaryUUIDKeyBeforeAnythingChanges: a model whose key is
+// of MariaDB's UUID type (stored as bytes, which the triggers cannot read)
+// is refused by a move before anything changes: no move recorded, no
+// trigger on any table of the source, the range where it was.
+func TestMoveRefusesABinaryUUIDKeyBeforeAnythingChanges(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		if b.name != "mariadb" {
+			t.Skip("MariaDB's UUID type")
+		}
+		dir := t.TempDir()
+		for _, db := range direct(t, b, dir)[moveSource : moveTarget+1] {
+			_ = db.Migrator().DropTable(&FpBinaryUUID{})
+		}
+		r := newFidelityRig(t, b, &FpBinaryUUID{})
+		version := r.p.MapVersion()
+		err := moveWith(t, r, &FpBinaryUUID{}, func(i int) any { return &FpBinaryUUID{Name: fmt.Sprint(i)} }, 5, 3)
+		if !errors.Is(err, shardid.ErrMoveInvalid) || !strings.Contains(err.Error(), "fp_binary_uuids") {
+			t.Fatalf("a move of a table keyed by MariaDB's UUID type: %v; want ErrMoveInvalid naming it", err)
+		}
+		if moves, err := r.p.Moves(context.Background()); err != nil || len(moves) != 0 {
+			t.Errorf("the refused move left %v recorded (%v)", moves, err)
+		}
+		var triggers []string
+		must(t, r.source.Raw("SELECT trigger_name FROM information_schema.triggers WHERE trigger_schema = DATABASE()").Scan(&triggers).Error)
+		if len(triggers) > 0 {
+			t.Errorf("the refused move left triggers on the source: %v", triggers)
+		}
+		if v, err := r.p.RefreshMap(context.Background()); err != nil || v != version {
+			t.Errorf("the map after the refused move: version %d (%v); want %d", v, err, version)
 		}
 	})
 }

@@ -88,6 +88,7 @@ var targetPattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]+$`)
 type dialect interface {
 	prepare(ctx context.Context, db *sql.DB) error
 	install(ctx context.Context, db *sql.DB, f Fence, t Table) error
+	checkKey(ctx context.Context, db *sql.DB, t Table) error
 	uninstall(ctx context.Context, db *sql.DB, t Table) error
 	// locked runs fn in a transaction that no other fence change runs beside.
 	// waitSnapshots waits for the transactions whose snapshot is older than
@@ -145,6 +146,19 @@ func (f Fence) Prepare(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("fence: prepare: %w", err)
 	}
 	return nil
+}
+
+// CheckKey returns ErrUnsupportedKey, as Install would, for t's key column
+// on db of another type than Kind says, changing nothing.
+func (f Fence) CheckKey(ctx context.Context, db *sql.DB, t Table) error {
+	d, err := f.dialect()
+	if err != nil {
+		return err
+	}
+	if err := checkTable(t); err != nil {
+		return err
+	}
+	return d.checkKey(ctx, db, t)
 }
 
 // Install creates t's BEFORE INSERT, UPDATE and DELETE row triggers, or

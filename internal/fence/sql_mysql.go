@@ -38,7 +38,7 @@ func (mysqlDialect) prepare(ctx context.Context, db *sql.DB) error {
 		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '`+fenceTable+`' AND COLUMN_NAME = 'frozen_until'`)
 }
 
-func (mysqlDialect) install(ctx context.Context, db *sql.DB, f Fence, t Table) error {
+func (mysqlDialect) checkKey(ctx context.Context, db *sql.DB, t Table) error {
 	var dataType string
 	err := db.QueryRowContext(ctx, `SELECT DATA_TYPE FROM information_schema.COLUMNS
 		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ?`, t.Name, t.Key).Scan(&dataType)
@@ -47,9 +47,13 @@ func (mysqlDialect) install(ctx context.Context, db *sql.DB, f Fence, t Table) e
 	} else if err != nil {
 		return err
 	}
-	if err := checkKeyType(t, strings.ToLower(dataType),
+	return checkKeyType(t, strings.ToLower(dataType),
 		[]string{"bigint", "int", "mediumint", "smallint", "tinyint"},
-		[]string{"char", "varchar", "text", "tinytext", "mediumtext", "longtext"}); err != nil {
+		[]string{"char", "varchar", "text", "tinytext", "mediumtext", "longtext"})
+}
+
+func (d mysqlDialect) install(ctx context.Context, db *sql.DB, f Fence, t Table) error {
+	if err := d.checkKey(ctx, db, t); err != nil {
 		return err
 	}
 	var version string

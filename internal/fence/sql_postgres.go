@@ -44,6 +44,27 @@ func (d postgresDialect) prepare(ctx context.Context, db *sql.DB) error {
 	})
 }
 
+func (postgresDialect) checkKey(ctx context.Context, db *sql.DB, t Table) error {
+	_, err := postgresKey(ctx, db, t)
+	return err
+}
+
+// postgresKey checks t's key column and returns the schema it is in.
+func postgresKey(ctx context.Context, db interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}, t Table) (string, error) {
+	var schema, dataType string
+	err := db.QueryRowContext(ctx, `SELECT current_schema(), data_type FROM information_schema.columns
+		WHERE table_schema = current_schema() AND table_name = $1 AND column_name = $2`, t.Name, t.Key).Scan(&schema, &dataType)
+	if err == sql.ErrNoRows {
+		return "", fmt.Errorf("%w: no column %s.%s", ErrUnsupportedKey, t.Name, t.Key)
+	} else if err != nil {
+		return "", err
+	}
+	return schema, checkKeyType(t, dataType, []string{"bigint", "integer", "smallint"},
+		[]string{"uuid", "text", "character varying", "character"})
+}
+
 func (d postgresDialect) install(ctx context.Context, db *sql.DB, f Fence, t Table) error {
 	return d.locked(ctx, db, func(tx *sql.Tx) error {
 		// Writers queue behind a trigger waiting for the table: wait briefly,
@@ -51,16 +72,8 @@ func (d postgresDialect) install(ctx context.Context, db *sql.DB, f Fence, t Tab
 		if _, err := tx.ExecContext(ctx, "SET LOCAL lock_timeout = '"+installLockWait+"s'"); err != nil {
 			return err
 		}
-		var schema, dataType string
-		err := tx.QueryRowContext(ctx, `SELECT current_schema(), data_type FROM information_schema.columns
-			WHERE table_schema = current_schema() AND table_name = $1 AND column_name = $2`, t.Name, t.Key).Scan(&schema, &dataType)
-		if err == sql.ErrNoRows {
-			return fmt.Errorf("%w: no column %s.%s", ErrUnsupportedKey, t.Name, t.Key)
-		} else if err != nil {
-			return err
-		}
-		if err := checkKeyType(t, dataType, []string{"bigint", "integer", "smallint"},
-			[]string{"uuid", "text", "character varying", "character"}); err != nil {
+		schema, err := postgresKey(ctx, tx, t)
+		if err != nil {
 			return err
 		}
 		for _, op := range ops {

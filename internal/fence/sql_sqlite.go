@@ -45,7 +45,7 @@ func (sqliteDialect) prepare(ctx context.Context, db *sql.DB) error {
 	return addDeadline(ctx, db, "SELECT COUNT(*) FROM pragma_table_info('"+fenceTable+"') WHERE name = 'frozen_until'")
 }
 
-func (d sqliteDialect) install(ctx context.Context, db *sql.DB, f Fence, t Table) error {
+func (sqliteDialect) checkKey(ctx context.Context, db *sql.DB, t Table) error {
 	var dataType string
 	err := db.QueryRowContext(ctx, "SELECT type FROM pragma_table_info(?) WHERE name = ?", t.Name, t.Key).Scan(&dataType)
 	if err == sql.ErrNoRows {
@@ -53,7 +53,11 @@ func (d sqliteDialect) install(ctx context.Context, db *sql.DB, f Fence, t Table
 	} else if err != nil {
 		return err
 	}
-	if err := checkSQLiteKeyType(t, strings.ToUpper(dataType)); err != nil {
+	return checkSQLiteKeyType(t, strings.ToUpper(dataType))
+}
+
+func (d sqliteDialect) install(ctx context.Context, db *sql.DB, f Fence, t Table) error {
+	if err := d.checkKey(ctx, db, t); err != nil {
 		return err
 	}
 	return d.locked(ctx, db, func(tx *sql.Tx) error {

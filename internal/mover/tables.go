@@ -3,6 +3,7 @@ package mover
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -55,6 +56,13 @@ func movedTables(ctx context.Context, d Driver, models []any, st *mapstore.MoveS
 		mt, err := newMovedTable(ctx, d.Fence(), t, source)
 		if err != nil {
 			return nil, err
+		}
+		if !ending { // a key the triggers cannot read is refused before the move changes anything
+			if err := d.Fence().CheckKey(ctx, source, mt.fenced); errors.Is(err, fence.ErrUnsupportedKey) {
+				return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+			} else if err != nil {
+				return nil, err
+			}
 		}
 		tables = append(tables, mt)
 	}
