@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	mysqldriver "github.com/go-sql-driver/mysql"
 	"github.com/google/uuid"
+	"gorm.io/driver/mysql"
 	"gorm.io/gorm"
 
 	"github.com/shardid/shardid"
@@ -782,6 +784,50 @@ func TestMoveRefusesABinaryUUIDKeyBeforeAnythingChanges(t *testing.T) {
 		}
 		if v, err := r.p.RefreshMap(context.Background()); err != nil || v != version {
 			t.Errorf("the map after the refused move: version %d (%v); want %d", v, err, version)
+		}
+	})
+}
+
+// FpInterpolated holds the values MySQL's text protocol changes: a FLOAT
+// (sent rounded to six digits) and text of another character set than the
+// connection's (bound as a _binary literal, stored unconverted).
+type FpInterpolated struct {
+	ID   int64   `shardid:"strategy:snowflake"`
+	F32  float32 `gorm:"type:float"`
+	Lat  string  `gorm:"type:varchar(20) CHARACTER SET latin1"`
+	Blob []byte
+}
+
+// TestMoveKeepsValuesWithInterpolatedParameters: with interpolateParams in
+// the DSN, a common setting of go-sql-driver/mysql, a move still copies a
+// FLOAT's every bit and latin1 text as it is, and succeeds.
+func TestMoveKeepsValuesWithInterpolatedParameters(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		if b.name != "mariadb" {
+			t.Skip("go-sql-driver/mysql's interpolateParams")
+		}
+		physical := b.physical
+		b.physical = func(t testing.TB, dir string, i int) gorm.Dialector {
+			cfg, err := mysqldriver.ParseDSN(physical(t, dir, i).(*mysql.Dialector).DSN)
+			must(t, err)
+			cfg.InterpolateParams = true
+			return mysql.Open(cfg.FormatDSN())
+		}
+		r := newFidelityRig(t, b, &FpInterpolated{})
+		ids := map[int64]bool{}
+		for i := 0; i < 8; i++ {
+			row := FpInterpolated{F32: []float32{1.0000001, 16777217, math.MaxFloat32, 3.1415927}[i%4], Lat: "café ÿ" + fmt.Sprint(i), Blob: fpBlob(5+i, byte(i))}
+			must(t, r.db.Clauses(shardid.OnShard(movingRange.From+i)).Create(&row).Error)
+			ids[row.ID] = true
+		}
+		must(t, moveWith(t, r, &FpInterpolated{}, func(i int) any { return &FpInterpolated{F32: 0.1, Lat: "é"} }, 2, 3))
+		compareSides(t, r, []fpTable{{"fp_interpolateds", "id"}})
+		var moved []FpInterpolated
+		must(t, r.target.Find(&moved).Error)
+		for _, m := range moved {
+			if ids[m.ID] && !strings.HasPrefix(m.Lat, "café ÿ") {
+				t.Errorf("row %d: latin1 text %q after the move", m.ID, m.Lat)
+			}
 		}
 	})
 }

@@ -44,7 +44,7 @@ func (mv *run) copyTable(ctx context.Context, t *movedTable) error {
 		if started {
 			args = append(args, t.afterArgs(cursor)...)
 		}
-		rows, err := readRows(ctx, mv.source, len(t.columns), t.chunkQuery(started, limit), args...)
+		rows, err := t.readValues(ctx, mv.source, t.chunkQuery(started, limit), args...)
 		if err != nil {
 			return err
 		}

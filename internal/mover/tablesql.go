@@ -77,6 +77,50 @@ func readRows(ctx context.Context, db rangeQuerier, width int, query string, arg
 	return out, rows.Err()
 }
 
+// On MySQL a row's values are read and written by a statement prepared on
+// purpose: the driver's binary protocol carries them exactly whatever the
+// DSN's interpolateParams, with which the text protocol sends a FLOAT
+// rounded to six digits and bytes are bound as _binary literals, stored
+// without conversion to the column's character set.
+type (
+	preparer interface {
+		PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
+	}
+	preparedQuerier struct{ stmt *sql.Stmt }
+)
+
+func (p preparedQuerier) QueryContext(ctx context.Context, _ string, args ...any) (*sql.Rows, error) {
+	return p.stmt.QueryContext(ctx, args...)
+}
+
+// readValues reads rows of t's columns by query.
+func (t *movedTable) readValues(ctx context.Context, db rangeQuerier, query string, args ...any) ([][]any, error) {
+	p, ok := db.(preparer)
+	if !ok || t.dialect != "mysql" {
+		return readRows(ctx, db, len(t.columns), query, args...)
+	}
+	stmt, err := p.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	defer stmt.Close()
+	return readRows(ctx, preparedQuerier{stmt}, len(t.columns), query, args...)
+}
+
+// writeValues runs a statement writing rows' values.
+func (t *movedTable) writeValues(ctx context.Context, db execQuerier, query string, args ...any) (sql.Result, error) {
+	p, ok := db.(preparer)
+	if !ok || t.dialect != "mysql" {
+		return db.ExecContext(ctx, query, args...)
+	}
+	stmt, err := p.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	defer stmt.Close()
+	return stmt.ExecContext(ctx, args...)
+}
+
 // maxParameters keeps a statement within every driver's limit (SQLite's 32766).
 const maxParameters = 30000
 
@@ -137,7 +181,7 @@ func (t *movedTable) upsertSome(ctx context.Context, db execQuerier, rows [][]an
 	default:
 		b.WriteString(" ON CONFLICT (" + t.quotedPK() + ") DO UPDATE SET " + strings.Join(sets, ", "))
 	}
-	res, err := db.ExecContext(ctx, b.String(), args...)
+	res, err := t.writeValues(ctx, db, b.String(), args...)
 	if err != nil || t.dialect != "mysql" {
 		return err
 	}
@@ -255,7 +299,7 @@ type (
 // byKeys reads the rows with the given keys.
 func (t *movedTable) byKeys(ctx context.Context, db *sql.DB, keys []any) ([][]any, error) {
 	q := "SELECT " + t.quotedColumns() + " FROM " + sqlscan.Quote(t.dialect, t.name) + " WHERE " + sqlscan.Quote(t.dialect, t.key) + " IN (" + placeholders(t.dialect, 0, len(keys)) + ")"
-	return readRows(ctx, db, len(t.columns), q, keys...)
+	return t.readValues(ctx, db, q, keys...)
 }
 
 // deleteKeys deletes the rows with the given keys, on conn or db.
