@@ -30,17 +30,24 @@ type SqIdentity struct {
 // values of columns a sequence fills (serial, identity, AUTO_INCREMENT),
 // GENERATED ALWAYS ones among them, updated during the copy, and leaves the
 // target's sequences past them: rows created there after the move take new
-// values, as on one database, not the copied rows' again.
+// values, as on one database, not the copied rows' again; so do those of a
+// sequence a column's default names (not owned by the column).
 func TestMoveLeavesTheTargetsSequencesPastTheCopiedValues(t *testing.T) {
 	forEachServer(t, func(t *testing.T, b backend) {
 		dir := t.TempDir()
 		for _, db := range direct(t, b, dir)[moveSource : moveTarget+1] {
 			_ = db.Migrator().DropTable(&SqItem{}, &SqIdentity{})
+			if b.name == "postgres" {
+				must(t, db.Exec("DROP SEQUENCE IF EXISTS sq_refs").Error)
+			}
 		}
 		r := newFidelityRig(t, b, &SqItem{}, &SqIdentity{})
 		if b.name == "postgres" {
 			for _, db := range []*gorm.DB{r.source, r.target} {
 				must(t, db.Exec("ALTER TABLE sq_identities ADD COLUMN num bigint GENERATED ALWAYS AS IDENTITY").Error)
+				// a sequence of its own, not owned by the column, and text a sequence numbers
+				must(t, db.Exec("CREATE SEQUENCE IF NOT EXISTS sq_refs").Error)
+				must(t, db.Exec("ALTER TABLE sq_identities ADD COLUMN ref bigint DEFAULT nextval('sq_refs'), ADD COLUMN code text DEFAULT 'c-' || nextval('sq_refs')").Error)
 			}
 		}
 		var ids []int64
@@ -88,9 +95,9 @@ func TestMoveLeavesTheTargetsSequencesPastTheCopiedValues(t *testing.T) {
 		}
 		if b.name == "postgres" {
 			var dups int64
-			must(t, r.target.Raw("SELECT count(*) - count(DISTINCT num) FROM sq_identities").Scan(&dups).Error)
+			must(t, r.target.Raw("SELECT count(*) - count(DISTINCT num) + count(*) - count(DISTINCT ref) FROM sq_identities").Scan(&dups).Error)
 			if dups != 0 {
-				t.Errorf("%d identity values taken twice on the target", dups)
+				t.Errorf("%d sequence values taken twice on the target", dups)
 			}
 		}
 	})

@@ -152,27 +152,42 @@ func (mv *run) advance(ctx context.Context) error {
 				return err
 			}
 		}
-		for _, c := range t.sequenced {
-			highest, err := mv.highestOf(ctx, t, c)
-			if err != nil {
-				return err
-			}
-			if err := advanceSequence(ctx, mv.target, t.name, c, highest); err != nil {
-				return fmt.Errorf("advancing the sequence of %s.%s on %s: %w", t.name, c, mv.st.To, err)
-			}
+		if err := mv.advanceSequences(ctx, t); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// advanceSequence makes the sequence filling a PostgreSQL column (serial,
-// identity) on db issue only values above highest: the copy writes the
-// source's values, which do not advance it, and its next rows would take
+// advanceSequences makes the target's sequences that fill t's columns
+// (serial, identity, a default's nextval) issue only values above the
+// range's highest of each on the source: the copy writes the source's
+// values, which do not advance them, and the target's next rows would take
 // them again.
-func advanceSequence(ctx context.Context, db *sql.DB, table, column string, highest int64) error {
-	_, err := db.ExecContext(ctx, `SELECT setval(q.s, $3) FROM (SELECT pg_get_serial_sequence($1, $2)::regclass AS s) q
-WHERE q.s IS NOT NULL AND $3 > COALESCE((SELECT p.last_value FROM pg_sequences p WHERE format('%I.%I', p.schemaname, p.sequencename)::regclass = q.s), 0)`,
-		sqlscan.Quote("postgres", table), column, highest)
+func (mv *run) advanceSequences(ctx context.Context, t *movedTable) error {
+	if t.dialect != "postgres" {
+		return nil // MySQL's AUTO_INCREMENT moves past a value written into it
+	}
+	sequences, _, err := sequencedColumns(ctx, mv.target, t.name)
+	if err != nil {
+		return fmt.Errorf("reading the sequences of %s on %s: %w", t.name, mv.st.To, err)
+	}
+	for _, s := range sequences {
+		highest, err := mv.highestOf(ctx, t, s.column)
+		if err != nil {
+			return err
+		}
+		if err := advanceSequence(ctx, mv.target, s.sequence, highest); err != nil {
+			return fmt.Errorf("advancing the sequence %s of %s.%s on %s: %w", s.sequence, t.name, s.column, mv.st.To, err)
+		}
+	}
+	return nil
+}
+
+// advanceSequence makes sequence on db issue only values above highest.
+func advanceSequence(ctx context.Context, db *sql.DB, sequence string, highest int64) error {
+	_, err := db.ExecContext(ctx, `SELECT setval($1::regclass, $2) WHERE $2 > COALESCE((SELECT p.last_value FROM pg_sequences p
+	WHERE format('%I.%I', p.schemaname, p.sequencename)::regclass = $1::regclass), 0)`, sequence, highest)
 	return err
 }
 

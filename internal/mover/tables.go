@@ -26,15 +26,13 @@ type movedTable struct {
 	pk        []string     // the primary key's columns, by which the copy orders and upserts; a join table's owner column first
 	join      bool         // a many2many join table beside a sharded owner: its rows are replaced by owner
 	columns   []string     // every column of the source's table
-	// PostgreSQL's columns a sequence fills (serial, identity), whose
-	// sequence on the target a move advances past the copied values, and
-	// those GENERATED ALWAYS AS IDENTITY, written only with OVERRIDING
-	// SYSTEM VALUE and never set by an update.
-	sequenced, alwaysIdentity []string
-	fenced                    fence.Table
-	dialect                   string
-	shard                     string // SQL: the row's logical shard, from its key
-	inRange                   string // WHERE condition: the row's shard is within ? and ?
+	// PostgreSQL's columns GENERATED ALWAYS AS IDENTITY, written only with
+	// OVERRIDING SYSTEM VALUE and never set by an update.
+	alwaysIdentity []string
+	fenced         fence.Table
+	dialect        string
+	shard          string // SQL: the row's logical shard, from its key
+	inRange        string // WHERE condition: the row's shard is within ? and ?
 }
 
 // movedTables resolves the models of a move, or else the sharded tables the
@@ -112,7 +110,7 @@ func newMovedTable(ctx context.Context, f fence.Fence, t Table, source *sql.DB) 
 	}
 	mt.columns = columns
 	if mt.dialect == "postgres" {
-		if mt.sequenced, mt.alwaysIdentity, err = sequencedColumns(ctx, source, t.Name); err != nil {
+		if _, mt.alwaysIdentity, err = sequencedColumns(ctx, source, t.Name); err != nil {
 			return nil, errs.Wrap(err, "reading the sequences of %s", t.Name)
 		}
 	}
@@ -181,18 +179,29 @@ func columnsOf(ctx context.Context, db *sql.DB, dialect, table string) ([]string
 }
 
 // sequencedColumns reads a PostgreSQL table's columns that a sequence
-// fills, and those of them GENERATED ALWAYS AS IDENTITY.
-func sequencedColumns(ctx context.Context, db *sql.DB, table string) (sequenced, always []string, err error) {
-	rows, err := readRows(ctx, db, 2, "SELECT attname, attidentity = 'a' FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped "+
-		"AND (attidentity <> '' OR pg_get_serial_sequence($1, attname) IS NOT NULL) ORDER BY attnum", sqlscan.Quote("postgres", table))
+// fills, each with its sequence (an identity's, a serial's or any other a
+// default's nextval names), and those GENERATED ALWAYS AS IDENTITY.
+func sequencedColumns(ctx context.Context, db *sql.DB, table string) (sequenced []columnSequence, always []string, err error) {
+	rows, err := readRows(ctx, db, 3, `SELECT a.attname, s.seq, a.attidentity = 'a' FROM pg_attribute a, LATERAL (
+	SELECT pg_get_serial_sequence($1, a.attname) AS seq WHERE a.attidentity <> ''
+	UNION
+	SELECT d.refobjid::regclass::text FROM pg_attrdef ad
+		JOIN pg_depend d ON d.classid = 'pg_attrdef'::regclass AND d.objid = ad.oid AND d.refclassid = 'pg_class'::regclass
+		JOIN pg_class c ON c.oid = d.refobjid AND c.relkind = 'S'
+	WHERE ad.adrelid = a.attrelid AND ad.adnum = a.attnum) s
+WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped AND s.seq IS NOT NULL
+	AND a.atttypid IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype) ORDER BY a.attnum`, sqlscan.Quote("postgres", table))
 	for _, row := range rows {
-		sequenced = append(sequenced, asText(row[0]))
-		if b, _ := row[1].(bool); b {
+		sequenced = append(sequenced, columnSequence{column: asText(row[0]), sequence: asText(row[1])})
+		if b, _ := row[2].(bool); b && !slices.Contains(always, asText(row[0])) {
 			always = append(always, asText(row[0]))
 		}
 	}
 	return sequenced, always, err
 }
+
+// columnSequence is a column and a sequence that fills it.
+type columnSequence struct{ column, sequence string }
 
 // keyIndex is where the key is among the columns.
 func (t *movedTable) keyIndex() int {
