@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/shardid/shardid/internal/fence"
@@ -165,10 +166,14 @@ func (mv *run) advance(ctx context.Context) error {
 // values, which do not advance them, and the target's next rows would take
 // them again.
 func (mv *run) advanceSequences(ctx context.Context, t *movedTable) error {
-	if t.dialect != "postgres" {
-		return nil // MySQL's AUTO_INCREMENT moves past a value written into it
+	var sequences []columnSequence
+	var err error
+	switch t.dialect {
+	case "postgres":
+		sequences, _, err = sequencedColumns(ctx, mv.target, t.name)
+	case "mysql": // AUTO_INCREMENT moves past a value written into it; a MariaDB SEQUENCE does not
+		sequences, err = mariadbSequencedColumns(ctx, mv.target, t.name)
 	}
-	sequences, _, err := sequencedColumns(ctx, mv.target, t.name)
 	if err != nil {
 		return fmt.Errorf("reading the sequences of %s on %s: %w", t.name, mv.st.To, err)
 	}
@@ -177,7 +182,7 @@ func (mv *run) advanceSequences(ctx context.Context, t *movedTable) error {
 		if err != nil {
 			return err
 		}
-		if err := advanceSequence(ctx, mv.target, s.sequence, highest); err != nil {
+		if err := advanceSequence(ctx, mv.target, t.dialect, s.sequence, highest); err != nil {
 			return fmt.Errorf("advancing the sequence %s of %s.%s on %s: %w", s.sequence, t.name, s.column, mv.st.To, err)
 		}
 	}
@@ -185,10 +190,35 @@ func (mv *run) advanceSequences(ctx context.Context, t *movedTable) error {
 }
 
 // advanceSequence makes sequence on db issue only values above highest.
-func advanceSequence(ctx context.Context, db *sql.DB, sequence string, highest int64) error {
-	_, err := db.ExecContext(ctx, `SELECT setval($1::regclass, $2) WHERE $2 > COALESCE((SELECT p.last_value FROM pg_sequences p
-	WHERE format('%I.%I', p.schemaname, p.sequencename)::regclass = $1::regclass), 0)`, sequence, highest)
+// MariaDB's SETVAL never moves a sequence back.
+func advanceSequence(ctx context.Context, db *sql.DB, dialect, sequence string, highest int64) error {
+	if dialect == "mysql" {
+		if highest < 1 {
+			return nil // below a sequence's first value: nothing to pass
+		}
+		_, err := db.ExecContext(ctx, "SELECT SETVAL("+sequence+", "+strconv.FormatInt(highest, 10)+")") // a literal: SETVAL takes no parameter
+		return err
+	}
+	// Read and set in one statement: a nextval of another session between
+	// the two could still be issued again, as with any setval.
+	_, err := db.ExecContext(ctx, `SELECT setval($1::regclass, $2) FROM pg_sequences p
+	WHERE format('%I.%I', p.schemaname, p.sequencename)::regclass = $1::regclass AND p.increment_by > 0
+		AND $2 > COALESCE(p.last_value, p.start_value - 1) AND $2 <= p.max_value`, sequence, highest)
 	return err
+}
+
+// mariadbSequencedColumns reads a MariaDB table's integer columns whose
+// default takes a SEQUENCE's next value, each with its sequence's name as
+// the server quotes it.
+func mariadbSequencedColumns(ctx context.Context, db *sql.DB, table string) ([]columnSequence, error) {
+	rows, err := readRows(ctx, db, 2, "SELECT COLUMN_NAME, COLUMN_DEFAULT FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? "+
+		"AND DATA_TYPE IN ('tinyint', 'smallint', 'mediumint', 'int', 'bigint') AND COLUMN_DEFAULT LIKE 'nextval(%)'", table)
+	var sequences []columnSequence
+	for _, row := range rows {
+		def := asText(row[1])
+		sequences = append(sequences, columnSequence{column: asText(row[0]), sequence: def[len("nextval(") : len(def)-1]})
+	}
+	return sequences, err
 }
 
 // highestOf notes, and returns, the highest value of an ID column of the
