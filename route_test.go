@@ -241,3 +241,45 @@ func TestAShardClauseReadsOnlyTheRangesItsDatabaseServes(t *testing.T) {
 		t.Errorf("in a transaction begun with ByID, Find by name: %d rows, want 1", len(found))
 	}
 }
+
+// An ID that is not positive names no row (the plugin writes none): in a
+// list beside real IDs it is passed over, as NULL is, and alone it finds and
+// changes nothing, as on one database, rather than refusing the statement.
+func TestAKeyThatIsNotPositiveMatchesNoRow(t *testing.T) {
+	db, p, _ := revRouted(t, &revUser{})
+	users := revOnBoth(t, db, p, func() *revUser { return &revUser{Name: "u"} }, func(u *revUser) int64 { return u.ID })
+	a, b := users[0].ID, users[1].ID
+	var found []revUser
+	must(t, db.Find(&found, []int64{0, a, b, -3}).Error)
+	if len(found) != 2 {
+		t.Errorf("Find of [0, a, b, -3] found %d rows, want 2", len(found))
+	}
+	found = nil
+	must(t, db.Where("id IN ?", []any{"0", a}).Find(&found).Error)
+	if len(found) != 1 || found[0].ID != a {
+		t.Errorf(`Where("id IN ?", ["0", a]) found %v, want a`, found)
+	}
+	var one revUser
+	if err := db.First(&one, 0).Error; !errors.Is(err, gorm.ErrRecordNotFound) {
+		t.Errorf("First(&row, 0): %v, want gorm.ErrRecordNotFound", err)
+	}
+	res := db.Delete(&revUser{}, -1)
+	if res.Error != nil || res.RowsAffected != 0 {
+		t.Errorf("Delete(&row, -1): %v, %d rows, want none", res.Error, res.RowsAffected)
+	}
+	var n int64
+	must(t, db.Model(&revUser{}).Clauses(AllShards()).Count(&n).Error)
+	if n != 2 {
+		t.Errorf("%d rows left, want 2", n)
+	}
+	// A condition that is no integer still names no shard, and a written key is still checked.
+	if err := db.Where("id = ?", "abc").Find(&found).Error; !errors.Is(err, ErrNoShard) {
+		t.Errorf(`Where("id = ?", "abc"): %v, want ErrNoShard`, err)
+	}
+	if err := db.Create(&revUser{ID: -5}).Error; !errors.Is(err, ErrInvalidID) {
+		t.Errorf("Create with ID -5: %v, want ErrInvalidID", err)
+	}
+	if err := db.Table("rev_users").Clauses(ByID(a)).Create(map[string]any{"id": 0, "name": "m"}).Error; !errors.Is(err, ErrNoShard) || errors.Is(err, shardrouter.ErrNull) {
+		t.Errorf("Create from a map with ID 0: %v, want ErrNoShard", err)
+	}
+}

@@ -847,6 +847,26 @@ func (e *Engine) keyColumns(list []evidence) []shardrouter.KeyColumn {
 	return keys
 }
 
+// conditionKeys are the key columns as a statement's conditions read them:
+// an integer primary key that is not positive names no row (the plugin
+// writes none), so, as NULL, it matches nothing on any database, where a
+// written value (placings) is still refused.
+func (e *Engine) conditionKeys(list []evidence, key *idField) []shardrouter.KeyColumn {
+	keys := e.keyColumns(list)
+	if isUUIDType(key.field.FieldType) {
+		return keys
+	}
+	byValue := keys[0].ShardOf
+	keys[0].ShardOf = func(v any) (int, error) {
+		shard, err := byValue(v)
+		if id, idErr := int64Of(v); err != nil && idErr == nil && id <= 0 {
+			return 0, errNull
+		}
+		return shard, err
+	}
+	return keys
+}
+
 // modelShards appends to shards the logical shards of the rows a statement
 // names through its values, as GORM adds them to its conditions: the
 // destination struct of First(&T{ID: id}), the struct or slice of Delete

@@ -228,8 +228,8 @@ func (e *Engine) parseModel(s *schema.Schema) (*model, error) {
 	for _, f := range m.fields {
 		if f.field.PrimaryKey && len(s.PrimaryFields) == 1 {
 			m.key, m.evidence = f, evidenceOf(s, f)
-			m.keys = e.keyColumns(m.evidence)
-			m.placings = e.placingsOf(f, m.keys)
+			m.keys = e.conditionKeys(m.evidence, f)
+			m.placings = e.placingsOf(f, e.keyColumns(m.evidence))
 		}
 	}
 	return m, nil
