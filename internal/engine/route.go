@@ -848,18 +848,23 @@ func (e *Engine) keyColumns(list []evidence) []shardrouter.KeyColumn {
 }
 
 // conditionKeys are the key columns as a statement's conditions read them:
-// an integer primary key that is not positive names no row (the plugin
-// writes none), so, as NULL, it matches nothing on any database, where a
-// written value (placings) is still refused.
+// a primary key the plugin never writes (an integer that is not positive,
+// an empty UUID text) names no row, so, as NULL, it matches nothing on any
+// database, where a written value (placings) is still refused.
 func (e *Engine) conditionKeys(list []evidence, key *idField) []shardrouter.KeyColumn {
 	keys := e.keyColumns(list)
-	if isUUIDType(key.field.FieldType) {
-		return keys
-	}
+	uuidKey := isUUIDType(key.field.FieldType)
 	byValue := keys[0].ShardOf
 	keys[0].ShardOf = func(v any) (int, error) {
 		shard, err := byValue(v)
-		if id, idErr := int64Of(v); err != nil && idErr == nil && id <= 0 {
+		if err == nil || errors.Is(err, errNull) {
+			return shard, err
+		}
+		if uuidKey {
+			if bound, bindErr := boundValue(v); bindErr == nil && (bound == "" || reflect.DeepEqual(bound, []byte{})) {
+				return 0, errNull
+			}
+		} else if id, idErr := int64Of(v); idErr == nil && id <= 0 {
 			return 0, errNull
 		}
 		return shard, err
