@@ -617,3 +617,30 @@ func TestACountAfterAFindWhoseOffsetDropsItsRowIsZero(t *testing.T) {
 		}
 	}
 }
+
+// A read over several databases fills the destinations GORM fills on one:
+// an array (its first rows, the count of all) and a pointer to a nil slice
+// pointer, which GORM allocates.
+func TestFanOutIntoAnArrayOrAPointerToASlicePointer(t *testing.T) {
+	db, p, _ := revRouted(t, &revUser{})
+	users := revOnBoth(t, db, p, func() *revUser { return &revUser{Name: "u"} }, func(u *revUser) int64 { return u.ID })
+	ids := []int64{users[0].ID, users[1].ID}
+	var three [3]revUser
+	res := db.Where("id IN ?", ids).Order("id").Find(&three)
+	if res.Error != nil || res.RowsAffected != 2 || three[0].ID != min(ids[0], ids[1]) || three[1].ID != max(ids[0], ids[1]) || three[2].ID != 0 {
+		t.Errorf("Find into [3]T: %v, %d rows, %v", res.Error, res.RowsAffected, three)
+	}
+	var one [1]*revUser
+	res = db.Where("id IN ?", ids).Order("id desc").Find(&one)
+	if res.Error != nil || res.RowsAffected != 2 || one[0] == nil || one[0].ID != max(ids[0], ids[1]) {
+		t.Errorf("Find into [1]*T: %v, %d rows, %v", res.Error, res.RowsAffected, one)
+	}
+	var rows *[]revUser
+	if err := db.Where("id IN ?", ids).Find(&rows).Error; err != nil || rows == nil || len(*rows) != 2 {
+		t.Errorf("Find into **[]T: %v, %v", err, rows)
+	}
+	var row *revUser
+	if err := db.Where("id IN ?", ids).First(&row).Error; err != nil || row == nil || row.ID != min(ids[0], ids[1]) {
+		t.Errorf("First into **T: %v, %v", err, row)
+	}
+}

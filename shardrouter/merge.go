@@ -76,6 +76,8 @@ func PlanMerge(q Query) Merge {
 	switch {
 	case q.Dest.Kind() == reflect.Struct, q.Dest.Kind() == reflect.Map && q.Dest.Key().Kind() == reflect.String:
 		merge.PartType = reflect.SliceOf(q.Dest) // one row of the merged ones goes into it
+	case q.Dest.Kind() == reflect.Array:
+		merge.PartType = reflect.SliceOf(q.Dest.Elem()) // the first merged rows go into it
 	case q.Dest.Kind() != reflect.Slice && !IsNumber(q.Dest.Kind()):
 		return Merge{Refused: fmt.Sprintf("results from several physical databases cannot be merged into a %s", q.Dest)}
 	}

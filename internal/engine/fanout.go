@@ -664,6 +664,9 @@ func (e *Engine) fanOutQuery(db *gorm.DB, kind statementKind, m *model, plan sha
 		ptr.Elem().Set(dest)
 		dest = ptr
 	}
+	for dest.Kind() == reflect.Pointer && !dest.IsNil() && dest.Elem().Kind() == reflect.Pointer && !dest.Elem().IsNil() {
+		dest = dest.Elem() // a pointer to a pointer, GORM's processor allocated: fill what it points to, as GORM does
+	}
 	if dest.Kind() == reflect.Pointer && !dest.IsNil() {
 		query.Dest = dest.Type().Elem()
 	}
@@ -774,13 +777,16 @@ func (e *Engine) fanOutQuery(db *gorm.DB, kind statementKind, m *model, plan sha
 		merged = window(merged, limit, offset, limited)
 	}
 	db.RowsAffected = int64(merged.Len())
-	if target.Kind() != reflect.Slice {
+	if target.Kind() != reflect.Slice && target.Kind() != reflect.Array {
 		db.RowsAffected = min(db.RowsAffected, 1) // GORM reads one row into a struct
 	}
 	if _, appends := stmt.Dest.(*[]map[string]any); appends {
 		target.Set(reflect.AppendSlice(target, merged)) // GORM's Scan appends to a slice of maps, where it replaces other slices
 	} else if target.Kind() == reflect.Slice {
 		target.Set(merged)
+	} else if target.Kind() == reflect.Array { // GORM's Scan zeroes an array and fills it with the first rows
+		target.Set(reflect.Zero(target.Type()))
+		reflect.Copy(target, merged)
 	} else if merged.Len() > 0 && target.Kind() == reflect.Map {
 		if target.IsNil() {
 			target.Set(reflect.MakeMap(target.Type()))
