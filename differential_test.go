@@ -139,7 +139,7 @@ func randomStatementsMatch(t *testing.T, seed int64, steps int) {
 		var desc string
 		// each op runs f on a side and returns a comparable result
 		var f func(db *gorm.DB) (any, int64, error)
-		switch op := rng.Intn(56); op {
+		switch op := rng.Intn(57); op {
 		case 0:
 			r := newRow()
 			desc = fmt.Sprintf("Create(%+v)", r)
@@ -865,6 +865,18 @@ func randomStatementsMatch(t *testing.T, seed int64, steps int) {
 					res = q.Where("name IN ?", []string{"a", "B"}).Offset(1).Count(&n)
 				}
 				return fmt.Sprint(n, vs), res.RowsAffected, res.Error
+			}
+		case 56:
+			ids, del := someIDs(), rng.Intn(2) == 0
+			desc = fmt.Sprintf("Where(id IN %v).Order(qty).Limit(1) delete=%v unscoped=%v", ids, del, unscoped)
+			f = func(db *gorm.DB) (any, int64, error) {
+				q := scope(db, unscoped).Model(&diffRow{}).Where("id IN ?", ids).Order("qty").Limit(1)
+				if del {
+					res := q.Delete(&diffRow{})
+					return nil, res.RowsAffected, res.Error
+				}
+				res := q.Update("name", "l")
+				return nil, res.RowsAffected, res.Error
 			}
 		}
 		before := contents(sh)
