@@ -139,7 +139,7 @@ func randomStatementsMatch(t *testing.T, seed int64, steps int) {
 		var desc string
 		// each op runs f on a side and returns a comparable result
 		var f func(db *gorm.DB) (any, int64, error)
-		switch op := rng.Intn(57); op {
+		switch op := rng.Intn(58); op {
 		case 0:
 			r := newRow()
 			desc = fmt.Sprintf("Create(%+v)", r)
@@ -877,6 +877,17 @@ func randomStatementsMatch(t *testing.T, seed int64, steps int) {
 				}
 				res := q.Update("name", "l")
 				return nil, res.RowsAffected, res.Error
+			}
+		case 57:
+			id, v := someID(), rng.Intn(10)
+			desc = fmt.Sprintf("Where(map id %d).Attrs.Assign(qty %d).FirstOrCreate unscoped=%v", id, v, unscoped)
+			f = func(db *gorm.DB) (any, int64, error) {
+				var row diffRow
+				res := scope(db, unscoped).Where(map[string]any{"id": id}).Attrs(diffRow{Name: "t"}).Assign(map[string]any{"qty": v}).FirstOrCreate(&row)
+				if db == sh && res.Error == nil && !slices.Contains(known, row.ID) {
+					known = append(known, row.ID)
+				}
+				return diffViews([]diffRow{row}), res.RowsAffected, res.Error
 			}
 		}
 		before := contents(sh)
