@@ -139,7 +139,7 @@ func randomStatementsMatch(t *testing.T, seed int64, steps int) {
 		var desc string
 		// each op runs f on a side and returns a comparable result
 		var f func(db *gorm.DB) (any, int64, error)
-		switch op := rng.Intn(58); op {
+		switch op := rng.Intn(59); op {
 		case 0:
 			r := newRow()
 			desc = fmt.Sprintf("Create(%+v)", r)
@@ -888,6 +888,19 @@ func randomStatementsMatch(t *testing.T, seed int64, steps int) {
 					known = append(known, row.ID)
 				}
 				return diffViews([]diffRow{row}), res.RowsAffected, res.Error
+			}
+		case 58:
+			orders := []any{
+				"score NULLS LAST, id", "score DESC NULLS FIRST, id", "score ASC, id DESC", "SCORE desc, ID",
+				clause.OrderByColumn{Column: clause.Column{Name: "qty"}, Desc: true},
+				"diff_rows.qty, diff_rows.id", "`qty` DESC, `id` DESC", "name COLLATE BINARY, id",
+			}
+			o, limit := orders[rng.Intn(len(orders))], rng.Intn(4)-1
+			desc = fmt.Sprintf("AllShards Order(%v).Order(id).Limit(%d) unscoped=%v", o, limit, unscoped)
+			f = func(db *gorm.DB) (any, int64, error) {
+				var rows []diffRow
+				res := scope(all(db), unscoped).Order(o).Order("id").Limit(limit).Find(&rows)
+				return diffViews(rows), res.RowsAffected, res.Error
 			}
 		}
 		before := contents(sh)
