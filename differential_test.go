@@ -139,7 +139,7 @@ func randomStatementsMatch(t *testing.T, seed int64, steps int) {
 		var desc string
 		// each op runs f on a side and returns a comparable result
 		var f func(db *gorm.DB) (any, int64, error)
-		switch op := rng.Intn(59); op {
+		switch op := rng.Intn(61); op {
 		case 0:
 			r := newRow()
 			desc = fmt.Sprintf("Create(%+v)", r)
@@ -901,6 +901,57 @@ func randomStatementsMatch(t *testing.T, seed int64, steps int) {
 				var rows []diffRow
 				res := scope(all(db), unscoped).Order(o).Order("id").Limit(limit).Find(&rows)
 				return diffViews(rows), res.RowsAffected, res.Error
+			}
+		case 59:
+			a, ids, kind, every := someID(), someIDs(), rng.Intn(6), rng.Intn(2) == 0
+			desc = fmt.Sprintf("Or combination %d of %d, %v AllShards=%v unscoped=%v", kind, a, ids, every, unscoped)
+			f = func(db *gorm.DB) (any, int64, error) {
+				if every {
+					db = all(db)
+				}
+				q := scope(db, unscoped).Model(&diffRow{})
+				switch kind {
+				case 0:
+					q = q.Where("id IN ?", ids).Or("name = ?", "a")
+				case 1:
+					q = q.Where("id = ?", a).Or("id IN ?", ids)
+				case 2:
+					q = q.Or("id = ?", a).Where("qty > ?", 2)
+				case 3:
+					q = q.Where(q.Session(&gorm.Session{NewDB: true}).Where("id = ?", a).Or("id IN ?", ids)).Where("qty >= ?", 0)
+				case 4:
+					q = q.Not(map[string]any{"id": ids}).Where("qty < ?", 5)
+				default:
+					q = q.Where(clause.Or(clause.Eq{Column: clause.PrimaryColumn, Value: a}, clause.IN{Column: clause.PrimaryColumn, Values: []any{a + 1}}))
+				}
+				var rows []diffRow
+				res := q.Order("id").Find(&rows)
+				return diffViews(rows), res.RowsAffected, res.Error
+			}
+		case 60:
+			a, ids, kind, every := someID(), someIDs(), rng.Intn(4), rng.Intn(2) == 0
+			desc = fmt.Sprintf("Or-first write %d of %d, rows %v AllShards=%v unscoped=%v", kind, a, ids, every, unscoped)
+			f = func(db *gorm.DB) (any, int64, error) {
+				if every {
+					db = all(db)
+				}
+				rows := make([]diffRow, len(ids))
+				for i, id := range ids {
+					rows[i].ID = id
+				}
+				q := scope(db, unscoped).Or("id = ?", a)
+				var res *gorm.DB
+				switch kind {
+				case 0:
+					res = q.Delete(&rows)
+				case 1:
+					res = q.Where("qty > ?", 2).Delete(&diffRow{})
+				case 2:
+					res = q.Model(&rows).Update("qty", 9)
+				default:
+					res = q.Model(&diffRow{}).Where("qty < ?", 4).Update("name", "o")
+				}
+				return nil, res.RowsAffected, res.Error
 			}
 		}
 		before := contents(sh)

@@ -644,3 +644,23 @@ func TestFanOutIntoAnArrayOrAPointerToASlicePointer(t *testing.T) {
 		t.Errorf("First into **T: %v, %v", err, row)
 	}
 }
+
+// A read over every shard of a soft-deleted model whose first condition is
+// given by Or reads what GORM reads on one database: GORM's soft delete wraps
+// such a list in clause.And, which keeps the Or first and joins the next
+// condition with AND (`id = a AND qty > 2`), where a list without it moves
+// the Or behind (`qty > 2 OR id = a`).
+func TestLeadingOrOfSoftDeletedModelReadsAsOneDatabase(t *testing.T) {
+	db, p, _, _ := revRoutedN(t, 4, &diffRow{})
+	ids := spreadIDs(p.Layout(), 4)
+	must(t, db.Create(&[]diffRow{{ID: ids[0], Qty: 1}, {ID: ids[1], Qty: 5}, {ID: ids[2], Qty: 7}}).Error)
+	var rows []diffRow
+	must(t, db.Clauses(AllShards()).Or("id = ?", ids[0]).Where("qty > ?", 2).Find(&rows).Error)
+	if len(rows) != 0 {
+		t.Fatalf("read %d rows, GORM on one database reads none (id = a AND qty > 2)", len(rows))
+	}
+	must(t, db.Clauses(AllShards()).Unscoped().Or("id = ?", ids[0]).Where("qty > ?", 2).Find(&rows).Error)
+	if len(rows) != 3 {
+		t.Fatalf("Unscoped read %d rows, GORM on one database reads 3 (qty > 2 OR id = a)", len(rows))
+	}
+}

@@ -85,3 +85,18 @@ func (b bracketed) Build(builder clause.Builder) {
 func Grouped(exprs []clause.Expression) clause.Expression {
 	return bracketed{exprs: copyExprs(exprs)} // copied: GORM's Where.Build reorders the list it builds
 }
+
+// GroupedAnd is the WHERE list exprs as one condition, in brackets, built as
+// clause.And builds it (GORM's soft delete wraps a list holding an Or so):
+// its conditions in their order.
+func GroupedAnd(exprs []clause.Expression) clause.Expression {
+	return bracketedAnd{exprs: copyExprs(exprs)}
+}
+
+type bracketedAnd struct{ exprs []clause.Expression }
+
+func (b bracketedAnd) Build(builder clause.Builder) {
+	builder.WriteByte('(')
+	clause.And(b.exprs...).Build(builder)
+	builder.WriteByte(')')
+}

@@ -128,7 +128,11 @@ func (e *Engine) keepStatementTo(stmt *gorm.Statement, m *model, table string, k
 	}
 	if c, ok := stmt.Clauses["WHERE"]; ok {
 		if where, ok := c.Expression.(clause.Where); ok && shardrouter.OrJoined(where.Exprs) {
-			c.Expression = clause.Where{Exprs: []clause.Expression{shardrouter.Grouped(where.Exprs)}} // the ranges AND-ed to all of it, not to its last Or
+			g := shardrouter.Grouped(where.Exprs) // the ranges AND-ed to all of it, not to its last Or
+			if softDeleteWillWrap(stmt) {
+				g = shardrouter.GroupedAnd(where.Exprs) // built as GORM's soft delete will wrap it, a leading Or kept in place
+			}
+			c.Expression = clause.Where{Exprs: []clause.Expression{g}}
 			stmt.Clauses["WHERE"] = c
 		}
 	}
@@ -1071,4 +1075,20 @@ func setScanned(target, row reflect.Value, columns []string, stmt *gorm.Statemen
 	for _, field := range fields {
 		field.ReflectValueOf(stmt.Context, target).Set(field.ReflectValueOf(stmt.Context, row))
 	}
+}
+
+// softDeleteWillWrap reports whether gorm.DeletedAt's clause will still run
+// on stmt: it wraps a WHERE list holding an Or in clause.And, which builds
+// the list without moving a leading Or behind the next condition.
+func softDeleteWillWrap(stmt *gorm.Statement) bool {
+	if stmt.Unscoped || stmt.Schema == nil {
+		return false
+	}
+	if _, done := stmt.Clauses["soft_delete_enabled"]; done {
+		return false
+	}
+	return slices.ContainsFunc(stmt.Schema.QueryClauses, func(c clause.Interface) bool {
+		_, ok := c.(gorm.SoftDeleteQueryClause)
+		return ok
+	})
 }
