@@ -133,6 +133,28 @@ func randomStatementsMatch(t *testing.T, seed int64, steps int) {
 		return db
 	}
 
+	// createBatch creates a copy of batch on a side by create; the plain
+	// side's rows take the IDs the sharded side gave them.
+	createBatch := func(batch []diffRow, create func(db *gorm.DB, rows *[]diffRow) *gorm.DB) func(db *gorm.DB) (any, int64, error) {
+		return func(db *gorm.DB) (any, int64, error) {
+			rows := slices.Clone(batch)
+			if db == plain {
+				for i := range rows {
+					rows[i].ID = known[len(known)-len(rows)+i]
+				}
+			}
+			res := create(db, &rows)
+			var ids []int64
+			for _, r := range rows {
+				ids = append(ids, r.ID)
+			}
+			if db == sh && res.Error == nil {
+				known = append(known, ids...)
+			}
+			return ids, res.RowsAffected, res.Error
+		}
+	}
+
 	compared := 0
 	for step := 0; step < steps; step++ {
 		unscoped := rng.Intn(4) == 0
@@ -160,23 +182,7 @@ func randomStatementsMatch(t *testing.T, seed int64, steps int) {
 				batch[i] = newRow()
 			}
 			desc = fmt.Sprintf("Create(batch of %d)", len(batch))
-			f = func(db *gorm.DB) (any, int64, error) {
-				rows := slices.Clone(batch)
-				if db == plain {
-					for i := range rows {
-						rows[i].ID = known[len(known)-len(rows)+i]
-					}
-				}
-				res := db.Create(&rows)
-				var ids []int64
-				for _, r := range rows {
-					ids = append(ids, r.ID)
-				}
-				if db == sh && res.Error == nil {
-					known = append(known, ids...)
-				}
-				return ids, res.RowsAffected, res.Error
-			}
+			f = createBatch(batch, func(db *gorm.DB, rows *[]diffRow) *gorm.DB { return db.Create(rows) })
 		case 2:
 			id := someID()
 			desc = fmt.Sprintf("First(&row, %d) unscoped=%v", id, unscoped)
@@ -464,23 +470,7 @@ func randomStatementsMatch(t *testing.T, seed int64, steps int) {
 			}
 			size := 1 + rng.Intn(3)
 			desc = fmt.Sprintf("CreateInBatches(%d rows, %d)", len(batch), size)
-			f = func(db *gorm.DB) (any, int64, error) {
-				rows := slices.Clone(batch)
-				if db == plain {
-					for i := range rows {
-						rows[i].ID = known[len(known)-len(rows)+i]
-					}
-				}
-				res := db.CreateInBatches(&rows, size)
-				var ids []int64
-				for _, r := range rows {
-					ids = append(ids, r.ID)
-				}
-				if db == sh && res.Error == nil {
-					known = append(known, ids...)
-				}
-				return ids, res.RowsAffected, res.Error
-			}
+			f = createBatch(batch, func(db *gorm.DB, rows *[]diffRow) *gorm.DB { return db.CreateInBatches(rows, size) })
 		case 30:
 			ids := someIDs()
 			desc = fmt.Sprintf("Returning Where(id IN %v).Delete unscoped=%v", ids, unscoped)
