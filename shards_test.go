@@ -102,6 +102,26 @@ func TestShardOnAPoolThatIsNotAnSQLDBIsRefused(t *testing.T) {
 	}
 }
 
+// A shard's *gorm.DB that gorm.Open did not make is refused by name, where
+// reading its dialect would panic.
+func TestShardDBNotOpenedByGORMIsRefused(t *testing.T) {
+	count := Layout{}.ShardCount()
+	for name, shard := range map[string]*gorm.DB{
+		"zero":           {},
+		"config only":    {Config: &gorm.Config{}},
+		"no connections": {Config: &gorm.Config{Dialector: sqlite.Open(":memory:")}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			db, err := gorm.Open(sqlite.Open(filepath.Join(t.TempDir(), "main.db")), &gorm.Config{Logger: logger.Discard})
+			must(t, err)
+			p := New(Config{Shards: []Shard{{Name: "a", DB: shard, Logical: []Range{{From: 0, To: count - 1}}}}})
+			if err := db.Use(p); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "shard a: its *gorm.DB was not opened by gorm.Open") {
+				t.Fatalf("db.Use with a %s gorm.DB as a shard: %v, want ErrInvalidConfig naming it", name, err)
+			}
+		})
+	}
+}
+
 // TestShardNamesBoundToOtherDatabasesAreRefused: a process whose config
 // swaps two shards' DSNs (the names and ranges as before) is refused when a
 // statement first opens one of them, and writes nothing there; the

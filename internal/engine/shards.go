@@ -347,6 +347,8 @@ func (e *Engine) checkShard(db *gorm.DB, s Shard) error {
 		return fmt.Errorf("%w: shard %s: give Dialector or DB, not both", ErrInvalidConfig, s.Name)
 	case s.DB == nil && s.Dialector == nil:
 		return fmt.Errorf("%w: shard %s: no Dialector or DB", ErrInvalidConfig, s.Name)
+	case s.DB != nil && (s.DB.Config == nil || s.DB.Statement == nil || s.DB.ConnPool == nil):
+		return fmt.Errorf("%w: shard %s: its *gorm.DB was not opened by gorm.Open (a zero gorm.DB has no dialect or connections)", ErrInvalidConfig, s.Name)
 	}
 	dialector := s.Dialector
 	if s.DB != nil {
