@@ -59,7 +59,8 @@ func kindOf(v any, c Column) valueKind {
 // exact numbers (sent as text by some drivers).
 func exactNumberType(t string) bool {
 	t = strings.ToUpper(t)
-	return strings.Contains(t, "DECIMAL") || strings.Contains(t, "NUMERIC") || strings.Contains(t, "INT")
+	integer := strings.Contains(t, "INT") && !strings.Contains(t, "INTERVAL") && !strings.Contains(t, "POINT")
+	return integer || strings.Contains(t, "DECIMAL") || strings.Contains(t, "NUMERIC")
 }
 
 func asInt(v any) int64 {

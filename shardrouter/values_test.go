@@ -3,6 +3,7 @@ package shardrouter
 import (
 	"database/sql"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -38,5 +39,27 @@ func TestCompareParameterBehindAPointerOrAValuer(t *testing.T) {
 		if _, err := compareParameter(int64(3), p, c); err == nil {
 			t.Errorf("3 against %#v: no error, want a refusal", p)
 		}
+	}
+}
+
+// Only numeric types read as exact numbers: INTERVAL and POINT, which hold
+// "INT" in their names, are values compared as their type, refused as text
+// of an unknown comparison, not as malformed numbers.
+func TestOnlyNumericTypesReadAsExactNumbers(t *testing.T) {
+	for _, tc := range []struct {
+		databaseType string
+		want         valueKind
+	}{
+		{"INT", kindDecimal}, {"BIGINT", kindDecimal}, {"UNSIGNED INT", kindDecimal}, {"INT8", kindDecimal},
+		{"INTEGER", kindDecimal}, {"NUMERIC", kindDecimal}, {"DECIMAL", kindDecimal},
+		{"INTERVAL", kindText}, {"POINT", kindText}, {"MULTIPOINT", kindText}, {"TEXT", kindText},
+	} {
+		if got := kindOf("1", Column{DatabaseType: tc.databaseType}); got != tc.want {
+			t.Errorf("kind of text in a %s column: %d, want %d", tc.databaseType, got, tc.want)
+		}
+	}
+	_, err := compareValues("1 day", "02:00:00", Column{Name: "took", DatabaseType: "INTERVAL"})
+	if err == nil || strings.Contains(err.Error(), "not an exact number") {
+		t.Errorf("comparing two intervals: %v, want a refusal that does not call them malformed numbers", err)
 	}
 }
