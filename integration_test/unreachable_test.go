@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -288,6 +289,52 @@ func TestUnreachableEndedConnectionsRedial(t *testing.T) {
 		// After it, on its new connection: a read is not retried on an ended one, as pgx may have sent it.
 		if err := db.First(&author{}, a.ID).Error; err != nil {
 			t.Fatalf("a read after the transaction: %v", err)
+		}
+	})
+}
+
+// TestRecoveryListsTheOthersWhileSeveralDatabasesHang: on MariaDB and
+// PostgreSQL, physical databases whose servers accept connections and never
+// answer each cost recovery a ConnectTimeout to open; six of them, before one
+// that answers, do not spend a pass's context (three ConnectTimeouts) before
+// that one is listed: the pass fails on each silent one, and on nothing else.
+func TestRecoveryListsTheOthersWhileSeveralDatabasesHang(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		const hung, timeout = 6, time.Second
+		var list []shardid.Shard
+		for i := range hung {
+			dialector, _ := physicalAt(t, b, i+1, silent)
+			list = append(list, shardid.Shard{Name: fmt.Sprintf("silent-%d", i), Dialector: dialector}) // serves no logical shard
+		}
+		list = append(list, shardid.Shard{Name: "answering", Dialector: b.physical(t, "", 0), Logical: []shardid.Range{{From: 0, To: shardid.Layout{}.ShardCount() - 1}}})
+		db, err := gorm.Open(b.dialector(t, ""), &gorm.Config{Logger: logger.Discard})
+		must(t, err)
+		t.Cleanup(func() {
+			if sqlDB, err := db.DB(); err == nil {
+				_ = sqlDB.Close()
+			}
+		})
+		p := shardid.New(shardid.Config{Shards: list, ConnectTimeout: timeout})
+		firstStart(t, db)
+		must(t, db.Use(p))
+		t.Cleanup(func() { _ = p.Close() })
+		_ = p.RecoverTransactions(context.Background()) // waits for the pass db.Use began, which would hold the next one up
+
+		ctx, cancel := context.WithTimeout(context.Background(), hung/2*timeout)
+		defer cancel()
+		err = p.RecoverTransactions(ctx)
+		if err == nil {
+			t.Fatalf("recovery with %d silent databases: no error; want one naming each", hung)
+		}
+		for i := range hung {
+			if !strings.Contains(err.Error(), fmt.Sprintf("silent-%d", i)) {
+				t.Errorf("recovery's error does not name silent-%d: %v", i, err)
+			}
+		}
+		for _, line := range strings.Split(err.Error(), "\n") {
+			if !strings.Contains(line, "silent-") {
+				t.Errorf("recovery failed on more than the silent databases (%q), the answering one unlisted: %v", line, err)
+			}
 		}
 	})
 }

@@ -107,15 +107,12 @@ func (e *Engine) RecoverTransactions(ctx context.Context) error {
 	}
 	e.recovery.running.Lock()
 	defer e.recovery.running.Unlock()
-	var errs []error
 	r := twophase.Recovery{Decisions: e.decisions(), Cluster: e.cluster, Patience: e.inDoubtAfter(), KeepAborts: keepAborts}
-	for k := ownDatabase; k < len(e.physical); k++ {
-		sqlDB, name, err := e.sqlDBOf(ctx, k)
-		if err != nil {
-			errs = append(errs, err)
-			continue
+	databases, errs := e.openForRecovery(ctx)
+	for _, db := range databases {
+		if db.DB != nil {
+			r.Databases = append(r.Databases, db)
 		}
-		r.Databases = append(r.Databases, twophase.Database{Name: name, DB: sqlDB, Dialect: e.db.Dialector.Name()})
 	}
 	if e.maps != nil {
 		live, err := e.maps.LiveTokens(ctx)
@@ -138,6 +135,35 @@ func (e *Engine) RecoverTransactions(ctx context.Context) error {
 		}
 	}
 	return errors.Join(append(errs, err)...)
+}
+
+// recoveryOpens is how many databases recovery opens at once.
+const recoveryOpens = 16
+
+// openForRecovery opens the plugin's database and every physical one, a few
+// at once: each that does not answer costs up to ConnectTimeout, and one after
+// another they would spend the pass's context before the others were listed.
+// The list is in the order of the databases; one that failed has no DB.
+func (e *Engine) openForRecovery(ctx context.Context) ([]twophase.Database, []error) {
+	n := len(e.physical) - ownDatabase
+	databases, errs := make([]twophase.Database, n), make([]error, n)
+	turns := make(chan struct{}, recoveryOpens)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		turns <- struct{}{}
+		go func() {
+			defer func() { <-turns; wg.Done() }()
+			sqlDB, name, err := e.sqlDBOf(ctx, i+ownDatabase)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			databases[i] = twophase.Database{Name: name, DB: sqlDB, Dialect: e.db.Dialector.Name()}
+		}()
+	}
+	wg.Wait()
+	return databases, errs
 }
 
 // branchDatabase names the database of a recovered branch by its name, which
