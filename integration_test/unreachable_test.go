@@ -301,42 +301,86 @@ func TestUnreachableEndedConnectionsRedial(t *testing.T) {
 func TestRecoveryListsTheOthersWhileSeveralDatabasesHang(t *testing.T) {
 	forEachServer(t, func(t *testing.T, b backend) {
 		const hung, timeout = 6, time.Second
-		var list []shardid.Shard
+		var silentOnes []gorm.Dialector
 		for i := range hung {
 			dialector, _ := physicalAt(t, b, i+1, silent)
-			list = append(list, shardid.Shard{Name: fmt.Sprintf("silent-%d", i), Dialector: dialector}) // serves no logical shard
+			silentOnes = append(silentOnes, dialector)
 		}
-		list = append(list, shardid.Shard{Name: "answering", Dialector: b.physical(t, "", 0), Logical: []shardid.Range{{From: 0, To: shardid.Layout{}.ShardCount() - 1}}})
-		db, err := gorm.Open(b.dialector(t, ""), &gorm.Config{Logger: logger.Discard})
-		must(t, err)
-		t.Cleanup(func() {
-			if sqlDB, err := db.DB(); err == nil {
-				_ = sqlDB.Close()
-			}
-		})
-		p := shardid.New(shardid.Config{Shards: list, ConnectTimeout: timeout})
-		firstStart(t, db)
-		must(t, db.Use(p))
-		t.Cleanup(func() { _ = p.Close() })
+		p := recoveryBehind(t, b, silentOnes, timeout)
 		_ = p.RecoverTransactions(context.Background()) // waits for the pass db.Use began, which would hold the next one up
+		recoveryFailsOnlyOnSilent(t, p, hung, hung/2*timeout)
+	})
+}
 
-		ctx, cancel := context.WithTimeout(context.Background(), hung/2*timeout)
-		defer cancel()
-		err = p.RecoverTransactions(ctx)
-		if err == nil {
-			t.Fatalf("recovery with %d silent databases: no error; want one naming each", hung)
-		}
+// TestRecoveryListsTheOthersWhileServedDatabasesGoSilent: on MariaDB and
+// PostgreSQL, physical databases recovery has opened and listed, whose
+// servers then go silent, each hold their listing up to ConnectTimeout
+// (a new connection's dial); three of them, before one that answers, do not
+// spend a pass's context (two ConnectTimeouts) before that one is listed.
+func TestRecoveryListsTheOthersWhileServedDatabasesGoSilent(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		const hung, timeout = 3, 2 * time.Second
+		var servedOnes []gorm.Dialector
+		var servers []*faultyServer
 		for i := range hung {
-			if !strings.Contains(err.Error(), fmt.Sprintf("silent-%d", i)) {
-				t.Errorf("recovery's error does not name silent-%d: %v", i, err)
-			}
+			dialector, server := physicalAt(t, b, i+1, answering)
+			servedOnes, servers = append(servedOnes, dialector), append(servers, server)
 		}
-		for _, line := range strings.Split(err.Error(), "\n") {
-			if !strings.Contains(line, "silent-") {
-				t.Errorf("recovery failed on more than the silent databases (%q), the answering one unlisted: %v", line, err)
-			}
+		p := recoveryBehind(t, b, servedOnes, timeout)
+		must(t, p.RecoverTransactions(context.Background())) // every database opened and listed
+		for _, server := range servers {
+			server.set(t, silent)
+		}
+		time.Sleep(1100 * time.Millisecond) // pgx checks a pooled connection after a second idle, and dials again
+		recoveryFailsOnlyOnSilent(t, p, hung, 2*timeout)
+	})
+}
+
+// recoveryBehind registers a plugin with two-phase commit over physical
+// databases silent-0, silent-1 …, opened with dialectors and serving no
+// logical shard, then "answering", b's physical database 0, serving them all.
+func recoveryBehind(t *testing.T, b backend, dialectors []gorm.Dialector, timeout time.Duration) *shardid.Plugin {
+	t.Helper()
+	var list []shardid.Shard
+	for i, dialector := range dialectors {
+		list = append(list, shardid.Shard{Name: fmt.Sprintf("silent-%d", i), Dialector: dialector})
+	}
+	list = append(list, shardid.Shard{Name: "answering", Dialector: b.physical(t, "", 0), Logical: []shardid.Range{{From: 0, To: shardid.Layout{}.ShardCount() - 1}}})
+	db, err := gorm.Open(b.dialector(t, ""), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	t.Cleanup(func() {
+		if sqlDB, err := db.DB(); err == nil {
+			_ = sqlDB.Close()
 		}
 	})
+	p := shardid.New(shardid.Config{Shards: list, ConnectTimeout: timeout})
+	firstStart(t, db)
+	must(t, db.Use(p))
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+// recoveryFailsOnlyOnSilent runs a recovery pass with the context given and
+// checks that it failed on each of the silent databases and on nothing else:
+// the answering one, after them, was listed.
+func recoveryFailsOnlyOnSilent(t *testing.T, p *shardid.Plugin, hung int, pass time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), pass)
+	defer cancel()
+	err := p.RecoverTransactions(ctx)
+	if err == nil {
+		t.Fatalf("recovery with %d silent databases: no error; want one naming each", hung)
+	}
+	for i := range hung {
+		if !strings.Contains(err.Error(), fmt.Sprintf("silent-%d", i)) {
+			t.Errorf("recovery's error does not name silent-%d: %v", i, err)
+		}
+	}
+	for _, line := range strings.Split(err.Error(), "\n") {
+		if !strings.Contains(line, "silent-") {
+			t.Errorf("recovery failed on more than the silent databases (%q), the answering one unlisted: %v", line, err)
+		}
+	}
 }
 
 // TestUnreachableBeginAfterRefusal: on MariaDB and PostgreSQL, a Begin on a

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/shardid/shardid/internal/sqlerr"
@@ -124,14 +125,14 @@ func (r Recovery) Run(ctx context.Context) ([]Action, error) {
 	var branches []branch
 	listed := map[XID]bool{} // MySQL lists a server's branches on each of its databases
 	looked := map[string]bool{}
-	for _, db := range r.Databases {
-		xids, err := InDoubt(ctx, db.DB, db.Dialect)
-		if err != nil {
+	lists, listErrs := r.list(ctx)
+	for i, db := range r.Databases {
+		if err := listErrs[i]; err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", db.Name, err))
 			continue
 		}
 		looked[db.Name] = true
-		for _, xid := range xids {
+		for _, xid := range lists[i] {
 			if g, ok := ParseGID(xid.GID); !ok || g.Cluster != r.Cluster {
 				continue
 			}
@@ -170,6 +171,28 @@ func (r Recovery) Run(ctx context.Context) ([]Action, error) {
 	}
 	errs = append(errs, r.forget(ctx, found, looked, started))
 	return actions, errors.Join(errs...)
+}
+
+// listsAtOnce is how many databases Run lists at once.
+const listsAtOnce = 16
+
+// list lists the prepared branches of each database, a few at once: a
+// database that does not answer holds its listing until its dial's bound or
+// ctx ends, and one after another they would leave the others unlisted.
+func (r Recovery) list(ctx context.Context) ([][]XID, []error) {
+	lists, errs := make([][]XID, len(r.Databases)), make([]error, len(r.Databases))
+	turns := make(chan struct{}, listsAtOnce)
+	var wg sync.WaitGroup
+	for i, db := range r.Databases {
+		wg.Add(1)
+		turns <- struct{}{}
+		go func() {
+			defer func() { <-turns; wg.Done() }()
+			lists[i], errs[i] = InDoubt(ctx, db.DB, db.Dialect)
+		}()
+	}
+	wg.Wait()
+	return lists, errs
 }
 
 // outcome is what holds for gid, recording an abort when its coordinator
