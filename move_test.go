@@ -287,3 +287,81 @@ func TestAMovesDryRunRefusesWhatItsPrepareWould(t *testing.T) {
 		}
 	}
 }
+
+// TestMapTablesSharingThePluginDatabaseKeepApart: two sets of shards share
+// one plugin database by Config.MapTable, with the same shard names for
+// other databases. Each set opens its own databases, moves and cleans up
+// with its own models, and lists its own moves; the other set's processes,
+// at a version of their own map, do not hold back its cleanup.
+func TestMapTablesSharingThePluginDatabaseKeepApart(t *testing.T) {
+	type setAUser struct {
+		ID   int64 `shardid:""`
+		Name string
+	}
+	type setBOrder struct {
+		ID   int64 `shardid:""`
+		Item string
+	}
+	dir := t.TempDir()
+	dsn := func(name string) string {
+		return "file:" + filepath.Join(dir, name) + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
+	}
+	count := Layout{}.ShardCount()
+	open := func(mapTable, prefix string) (*gorm.DB, *Plugin) {
+		db, err := gorm.Open(sqlite.Open(dsn("main.db")), &gorm.Config{Logger: logger.Discard})
+		must(t, err)
+		p := New(Config{MapTable: mapTable, Atomic: BestEffort, Shards: []Shard{
+			{Name: "s0", Dialector: sqlite.Open(dsn(prefix + "0.db")), Logical: []Range{{From: 0, To: count - 1}}},
+			{Name: "s1", Dialector: sqlite.Open(dsn(prefix + "1.db"))},
+		}})
+		must(t, db.Use(p))
+		t.Cleanup(func() {
+			_ = p.Close()
+			if sqlDB, err := db.DB(); err == nil {
+				_ = sqlDB.Close()
+			}
+		})
+		return db, p
+	}
+	dbA, pA := open("app_a_map", "a")
+	dbB, pB := open("app_b_map", "b")
+	must(t, pA.AutoMigrate(dbA, &setAUser{}))
+	must(t, pB.AutoMigrate(dbB, &setBOrder{}))
+	user, order := setAUser{Name: "ada"}, setBOrder{Item: "tea"}
+	must(t, dbA.Clauses(OnShard(10)).Create(&user).Error)
+	must(t, dbB.Clauses(OnShard(10)).Create(&order).Error)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	move := Range{From: 0, To: count/2 - 1}
+	if _, err := pA.Move(ctx, Move{Logical: move, To: "s1", Models: []any{&setAUser{}}}); err != nil {
+		t.Fatalf("set A's move of its own model: %v", err)
+	}
+	if err := pA.CleanupMove(ctx, move); err != nil {
+		t.Fatalf("set A's cleanup, set B's process live at its own map's version: %v", err)
+	}
+	if moves, err := pB.Moves(ctx); err != nil || len(moves) != 0 {
+		t.Fatalf("set B lists moves %+v, %v; want none: set A's move is not its", moves, err)
+	}
+	if v := pB.MapVersion(); v != 1 {
+		t.Fatalf("set B routes by version %d of its map; want 1", v)
+	}
+	for _, c := range []struct {
+		file  string
+		table string
+		want  int64
+	}{{"a0.db", "set_a_users", 0}, {"a1.db", "set_a_users", 1}, {"b0.db", "set_b_orders", 1}, {"b1.db", "set_b_orders", 0}} {
+		direct, err := gorm.Open(sqlite.Open(dsn(c.file)), &gorm.Config{Logger: logger.Discard})
+		must(t, err)
+		var n int64
+		err = direct.Table(c.table).Count(&n).Error
+		if sqlDB, e := direct.DB(); e == nil {
+			_ = sqlDB.Close()
+		}
+		if c.want > 0 && err != nil || n != c.want {
+			t.Errorf("%s holds %d rows of %s (%v); want %d", c.file, n, c.table, err, c.want)
+		}
+	}
+	var back setBOrder
+	must(t, dbB.First(&back, order.ID).Error)
+}

@@ -31,6 +31,8 @@ func TestUseRefusesBadConfig(t *testing.T) {
 		{"worker with bits", Config{Layout: Layout{WorkerBits: 2}, Snowflake: SnowflakeConfig{FixedWorker: true, WorkerID: 4}}, ErrInvalidConfig, "0..3"},
 		{"lease table", Config{Snowflake: SnowflakeConfig{Lease: strategies.LeaseOptions{Table: "x; DROP"}}}, ErrInvalidConfig, "plain SQL identifier"},
 		{"map table", Config{MapTable: "map; DROP TABLE users"}, ErrInvalidConfig, "MapTable"},
+		// Its kept tables (MapTable_databases) would pass the dialects' 63 characters.
+		{"map table too long for its kept tables", Config{MapTable: strings.Repeat("m", 54)}, ErrInvalidConfig, "at most 53"},
 		{"negative connect timeout", Config{ConnectTimeout: -time.Second}, ErrInvalidConfig, "ConnectTimeout -1s is negative"},
 		{"negative move wait", Config{MoveWait: -1}, ErrInvalidConfig, "MoveWait"},
 		{"negative in-doubt wait", Config{InDoubtAfter: -time.Minute}, ErrInvalidConfig, "InDoubtAfter -1m0s is negative"},

@@ -26,6 +26,7 @@ import (
 
 	"github.com/shardid/shardid"
 	"github.com/shardid/shardid/internal/dsn"
+	"github.com/shardid/shardid/internal/mapstore"
 )
 
 // warnings is the demo's log of the plugin's events: its leases taken would
@@ -217,11 +218,10 @@ func openDemo(o demoOptions) (*demoSetup, error) {
 	if main.Name() == "sqlite" {
 		atomicity = shardid.BestEffort // SQLite has no two-phase commit: a batch over several databases is written part by part
 	}
-	const mapTable = "shardid_demo_shard_map"
-	if err := db.Migrator().DropTable(mapTable); err != nil { // each run starts afresh: an earlier run's map, on other --dsn, would win
+	if err := db.Migrator().DropTable(demoMapTable); err != nil { // each run starts afresh: an earlier run's map, on other --dsn, would win
 		return nil, s.namingDSNs(err)
 	}
-	s.plugin = shardid.New(shardid.Config{Shards: shards, DefaultStrategy: o.strategy, MapTable: mapTable, Log: warnings, Atomic: atomicity})
+	s.plugin = shardid.New(shardid.Config{Shards: shards, DefaultStrategy: o.strategy, MapTable: demoMapTable, Log: warnings, Atomic: atomicity})
 	if err := db.Use(s.plugin); err != nil {
 		return nil, s.namingDSNs(err)
 	}
@@ -413,12 +413,15 @@ func runDemo(out, progress io.Writer, o demoOptions) (err error) {
 	return nil
 }
 
+// demoMapTable is the demo's shared map, apart from an application's on the same database.
+const demoMapTable = "shardid_demo_shard_map"
+
 // forgetBoundDatabases forgets which databases the demo's shard names opened
 // in an earlier run, as operations.md tells for a database replaced on
 // purpose: each run starts afresh on the --dsn it is given, which may be
 // other databases than the last run's.
 func (s *demoSetup) forgetBoundDatabases() error {
-	const bound = "shardid_shard_databases" // the plugin's record of the database each shard name opened
+	bound := mapstore.KeptTable(demoMapTable, "shardid_shard_databases", "_databases") // the plugin's record of the database each shard name of its map opened
 	if !s.db.Migrator().HasTable(bound) {
 		return nil
 	}

@@ -25,7 +25,7 @@ func (e *Engine) Audit(ctx context.Context) ([]Misplaced, error) {
 	}
 	misplaced, err := e.moves.Audit(ctx, moverDriver{e})
 	if errors.Is(err, errNoShardedTables) { // not an invalid move: nothing the plugin migrated to audit
-		return nil, fmt.Errorf("shardid: audit: %w: migrate the models with the plugin (Plugin.AutoMigrate), which records their tables there", errNoShardedTables)
+		return nil, fmt.Errorf("shardid: audit: %s %w: migrate the models with the plugin (Plugin.AutoMigrate), which records their tables there", e.tablesTable(), errNoShardedTables)
 	}
 	return misplaced, err
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/shardid/shardid/internal/errs"
+	"github.com/shardid/shardid/internal/mapstore"
 	"github.com/shardid/shardid/internal/sqlscan"
 )
 
@@ -26,8 +27,15 @@ import (
 
 const (
 	databaseTokenTable = "shardid_database"        // on each physical database and the plugin's: its token
-	boundTokensTable   = "shardid_shard_databases" // on the plugin's database: each shard name's token
+	boundTokensTable   = "shardid_shard_databases" // on the plugin's database: each shard name's token, the default map's
 )
+
+// boundTokens is the table of the plugin's database recording the token
+// each shard name of this plugin's map opened: another map's shard of the
+// same name is another database.
+func (e *Engine) boundTokens() string {
+	return mapstore.KeptTable(e.mapTable(), boundTokensTable, "_databases")
+}
 
 // identityTables serializes the checks of a process.
 type identityTables struct{ mu sync.Mutex }
@@ -60,13 +68,13 @@ func (e *Engine) checkIdentity(ctx context.Context, name string, physical *sql.D
 		return fmt.Errorf("%w: shard %s opens the plugin's own database (both carry the token %s in %s), which holds no logical shard: give the shard a database of its own",
 			ErrInvalidConfig, name, token, databaseTokenTable)
 	}
-	if err := createTable(ctx, own, boundTokensTable+" (name VARCHAR(191) NOT NULL PRIMARY KEY, token VARCHAR(64) NOT NULL)"); err != nil {
-		return errs.Wrap(err, "%s: creating %s", name, boundTokensTable)
+	if err := createTable(ctx, own, e.boundTokens()+" (name VARCHAR(191) NOT NULL PRIMARY KEY, token VARCHAR(64) NOT NULL)"); err != nil {
+		return errs.Wrap(err, "%s: creating %s", name, e.boundTokens())
 	}
 	var bound string
-	switch err := own.QueryRowContext(ctx, inDialect(ownDialect, "SELECT token FROM "+boundTokensTable+" WHERE name = ?"), name).Scan(&bound); {
+	switch err := own.QueryRowContext(ctx, inDialect(ownDialect, "SELECT token FROM "+e.boundTokens()+" WHERE name = ?"), name).Scan(&bound); {
 	case err == nil && bound != token:
-		return swapped(name, token, bound)
+		return swapped(name, token, bound, e.boundTokens())
 	case err != nil && !errors.Is(err, sql.ErrNoRows):
 		return errs.Wrap(err, "%s: reading the database the plugin's database records for it", name)
 	}
@@ -74,31 +82,31 @@ func (e *Engine) checkIdentity(ctx context.Context, name string, physical *sql.D
 		return err // nothing recorded: the config, once put right, opens
 	}
 	bound, err = claimToken(ctx, own, ownDialect, "",
-		"INSERT INTO "+boundTokensTable+" (token, name) VALUES (?, ?)", "SELECT token FROM "+boundTokensTable+" WHERE name = ?", token, name)
+		"INSERT INTO "+e.boundTokens()+" (token, name) VALUES (?, ?)", "SELECT token FROM "+e.boundTokens()+" WHERE name = ?", token, name)
 	if err != nil {
 		return errs.Wrap(err, "%s: reading the database the plugin's database records for it", name)
 	}
 	if bound != token {
-		return swapped(name, token, bound)
+		return swapped(name, token, bound, e.boundTokens())
 	}
 	if err := e.noOtherShardOpens(ctx, own, ownDialect, token, name); err != nil {
 		// Another process recorded the other name meanwhile: this one's goes.
-		return errors.Join(err, forgetBinding(ctx, own, ownDialect, token, name))
+		return errors.Join(err, e.forgetBinding(ctx, own, ownDialect, token, name))
 	}
 	return nil
 }
 
 // swapped is the error of shard name opening the database of token, where
 // the plugin's database records bound for it.
-func swapped(name, token, bound string) error {
+func swapped(name, token, bound, table string) error {
 	return fmt.Errorf("%w: shard %s opens another database than the one it named before (its token is %s; the plugin's database records %s in %s): are two shards' DSNs swapped? If the database was replaced on purpose, delete the shard's row there",
-		ErrInvalidConfig, name, token, bound, boundTokensTable)
+		ErrInvalidConfig, name, token, bound, table)
 }
 
 // noOtherShardOpens fails when the plugin's database records token for a
 // configured shard name other than name.
 func (e *Engine) noOtherShardOpens(ctx context.Context, own *sql.DB, dialect, token, name string) error {
-	others, err := namesBoundTo(ctx, own, dialect, token, name)
+	others, err := namesBoundTo(ctx, own, dialect, e.boundTokens(), token, name)
 	if err != nil {
 		return errs.Wrap(err, "%s: reading the names the plugin's database records for its database", name)
 	}
@@ -112,8 +120,8 @@ func (e *Engine) noOtherShardOpens(ctx context.Context, own *sql.DB, dialect, to
 }
 
 // forgetBinding deletes the record of name opening the database of token.
-func forgetBinding(ctx context.Context, own *sql.DB, dialect, token, name string) error {
-	_, err := own.ExecContext(ctx, inDialect(dialect, "DELETE FROM "+boundTokensTable+" WHERE name = ? AND token = ?"), name, token)
+func (e *Engine) forgetBinding(ctx context.Context, own *sql.DB, dialect, token, name string) error {
+	_, err := own.ExecContext(ctx, inDialect(dialect, "DELETE FROM "+e.boundTokens()+" WHERE name = ? AND token = ?"), name, token)
 	return err
 }
 
@@ -125,8 +133,8 @@ func databaseToken(ctx context.Context, db *sql.DB, dialect string) (string, err
 
 // namesBoundTo returns the shard names other than name that the plugin's
 // database records for token.
-func namesBoundTo(ctx context.Context, own *sql.DB, dialect, token, name string) ([]string, error) {
-	rows, err := own.QueryContext(ctx, inDialect(dialect, "SELECT name FROM "+boundTokensTable+" WHERE token = ? AND name <> ?"), token, name)
+func namesBoundTo(ctx context.Context, own *sql.DB, dialect, table, token, name string) ([]string, error) {
+	rows, err := own.QueryContext(ctx, inDialect(dialect, "SELECT name FROM "+table+" WHERE token = ? AND name <> ?"), token, name)
 	if err != nil {
 		return nil, err
 	}

@@ -21,7 +21,7 @@ import (
 )
 
 // defaultMapTable is the shared map's table in the plugin's own database.
-const defaultMapTable = "shardid_shard_map"
+const defaultMapTable = mapstore.DefaultTable
 
 // defaultMapRefresh is how often a process reads the shared map.
 const defaultMapRefresh = time.Second

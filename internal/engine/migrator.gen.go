@@ -162,7 +162,7 @@ func (m migratorPlugin) Model(s *schema.Schema) (*shardmigrator.Model, error) {
 	model, err := m.p.model(s)
 	if err == nil && (model == nil || !model.sharded()) && m.p.recordedAsSharded(s.Table) {
 		return nil, &FieldError{Model: s.Name, Field: "table " + s.Table, Err: ErrInvalidTag,
-			Detail: "the plugin's migrator recorded this table as sharded (" + tablesTable + "), and its rows are on the physical databases; a model without shardid tags cannot take it: drop it through the plugin's migrator first, or tag the model"}
+			Detail: "the plugin's migrator recorded this table as sharded (" + m.p.tablesTable() + "), and its rows are on the physical databases; a model without shardid tags cannot take it: drop it through the plugin's migrator first, or tag the model"}
 	}
 	if model == nil {
 		return nil, err

@@ -132,7 +132,7 @@ func (e *Engine) shardedModel(table string) (string, bool) {
 		return "", false // this process's model of it says unsharded: a table recorded before, not another schema's of the same name
 	}
 	if isRecorded {
-		return "(a model this process has not used, recorded as sharded in " + tablesTable + ")", true
+		return "(a model this process has not used, recorded as sharded in " + e.tablesTable() + ")", true
 	}
 	return "", false
 }

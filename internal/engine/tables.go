@@ -17,8 +17,17 @@ import (
 
 // tablesTable lists, in the plugin's own database, the sharded tables the
 // plugin has migrated, so that a move or an audit run by the command, which
-// has no Go models, knows them.
+// has no Go models, knows them: the default map's; another map's is named
+// after it (tablesTable of Engine).
 const tablesTable = "shardid_tables"
+
+// tablesTable is the table listing the sharded tables of this plugin's map.
+func (e *Engine) tablesTable() string {
+	return mapstore.KeptTable(e.mapTable(), tablesTable, "_tables")
+}
+
+// tables is the table listing the sharded tables of the store's map.
+func (s *mapStore) tables() string { return mapstore.KeptTable(s.Table(), tablesTable, "_tables") }
 
 // shardedTable is a sharded table as the tables table records it.
 type shardedTable struct {
@@ -30,7 +39,7 @@ type shardedTable struct {
 }
 
 func (s *mapStore) prepareTables(ctx context.Context) error {
-	_, err := s.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+tablesTable+" (name VARCHAR(191) NOT NULL PRIMARY KEY, key_column VARCHAR(191) NOT NULL, key_kind INT NOT NULL, strategy VARCHAR(32) NOT NULL, id_columns VARCHAR(1000) NOT NULL DEFAULT '')")
+	_, err := s.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+s.tables()+" (name VARCHAR(191) NOT NULL PRIMARY KEY, key_column VARCHAR(191) NOT NULL, key_kind INT NOT NULL, strategy VARCHAR(32) NOT NULL, id_columns VARCHAR(1000) NOT NULL DEFAULT '')")
 	if err != nil && !mapstore.AlreadyExists(err) {
 		return err
 	}
@@ -43,14 +52,14 @@ func (s *mapStore) addIDColumns(ctx context.Context) error {
 		return nil
 	}
 	probe := func() error {
-		rows, err := s.DB().QueryContext(ctx, "SELECT id_columns FROM "+tablesTable+" WHERE 1 = 0")
+		rows, err := s.DB().QueryContext(ctx, "SELECT id_columns FROM "+s.tables()+" WHERE 1 = 0")
 		if err == nil {
 			rows.Close()
 		}
 		return err
 	}
 	if probe() != nil {
-		_, err := s.Exec(ctx, "ALTER TABLE "+tablesTable+" ADD COLUMN id_columns VARCHAR(1000) NOT NULL DEFAULT ''")
+		_, err := s.Exec(ctx, "ALTER TABLE "+s.tables()+" ADD COLUMN id_columns VARCHAR(1000) NOT NULL DEFAULT ''")
 		if err != nil && probe() != nil { // not another process's column
 			return err
 		}
@@ -110,10 +119,10 @@ func (e *Engine) registerTables(db *gorm.DB, models []any) error {
 		return err
 	}
 	for _, t := range e.shardedTablesOf(db, models) {
-		if _, err := e.maps.Exec(ctx, "DELETE FROM "+tablesTable+" WHERE name = ?", t.Name); err != nil {
+		if _, err := e.maps.Exec(ctx, "DELETE FROM "+e.maps.tables()+" WHERE name = ?", t.Name); err != nil {
 			return err
 		}
-		if _, err := e.maps.Exec(ctx, "INSERT INTO "+tablesTable+" (name, key_column, key_kind, strategy, id_columns) VALUES (?, ?, ?, ?, ?)", t.Name, t.Key, int(t.Kind), t.Strategy, idColumnsText(t.IDColumns)); err != nil && !mapstore.DuplicateKey(err) {
+		if _, err := e.maps.Exec(ctx, "INSERT INTO "+e.maps.tables()+" (name, key_column, key_kind, strategy, id_columns) VALUES (?, ?, ?, ?, ?)", t.Name, t.Key, int(t.Kind), t.Strategy, idColumnsText(t.IDColumns)); err != nil && !mapstore.DuplicateKey(err) {
 			return err
 		}
 	}
@@ -234,7 +243,7 @@ func (e *Engine) loadRecordedTables(ctx context.Context) error {
 	if err := e.maps.prepareTables(ctx); err != nil {
 		return err
 	}
-	rows, err := e.maps.DB().QueryContext(ctx, "SELECT name FROM "+tablesTable)
+	rows, err := e.maps.DB().QueryContext(ctx, "SELECT name FROM "+e.maps.tables())
 	if err != nil {
 		return err
 	}
@@ -297,7 +306,7 @@ func (e *Engine) unregisterTable(db *gorm.DB, table string) error {
 	if e.foldsTableNames(ctx) {
 		match = "lower(name) = lower(?)" // the table dropped under another spelling of its name
 	}
-	_, err := e.maps.Exec(ctx, "DELETE FROM "+tablesTable+" WHERE "+match, table)
+	_, err := e.maps.Exec(ctx, "DELETE FROM "+e.maps.tables()+" WHERE "+match, table)
 	e.forgetRecordedTable(table)
 	return err
 }
@@ -323,10 +332,10 @@ func (e *Engine) renameRegisteredTable(db *gorm.DB, oldName, newName string) err
 	if err := e.maps.prepareTables(ctx); err != nil {
 		return err
 	}
-	if _, err := e.maps.Exec(ctx, "DELETE FROM "+tablesTable+" WHERE name = ?", newName); err != nil { // a stale record of a table gone by then: the old one stays until the rename is recorded
+	if _, err := e.maps.Exec(ctx, "DELETE FROM "+e.maps.tables()+" WHERE name = ?", newName); err != nil { // a stale record of a table gone by then: the old one stays until the rename is recorded
 		return err
 	}
-	_, err := e.maps.Exec(ctx, "UPDATE "+tablesTable+" SET name = ? WHERE name = ?", newName, oldName)
+	_, err := e.maps.Exec(ctx, "UPDATE "+e.maps.tables()+" SET name = ? WHERE name = ?", newName, oldName)
 	if _, recorded := e.recordedTables.Load(strings.ToLower(oldName)); recorded {
 		e.forgetRecordedTable(oldName)
 		e.recordTable(newName)
@@ -383,14 +392,14 @@ func shardedTableOf(m *model) shardedTable {
 }
 
 // errNoShardedTables says that the plugin has migrated no sharded table.
-var errNoShardedTables = fmt.Errorf("%s lists no sharded tables", tablesTable)
+var errNoShardedTables = errors.New("lists no sharded tables")
 
 // registeredTables returns the sharded tables the plugin has migrated.
 func (e *Engine) registeredTables(ctx context.Context) ([]shardedTable, error) {
 	if err := e.maps.prepareTables(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := e.maps.DB().QueryContext(ctx, "SELECT name, key_column, key_kind, strategy, id_columns FROM "+tablesTable+" ORDER BY name")
+	rows, err := e.maps.DB().QueryContext(ctx, "SELECT name, key_column, key_kind, strategy, id_columns FROM "+e.maps.tables()+" ORDER BY name")
 	if err != nil {
 		return nil, err
 	}
@@ -411,7 +420,7 @@ func (e *Engine) registeredTables(ctx context.Context) ([]shardedTable, error) {
 		return nil, err
 	}
 	if len(list) == 0 {
-		return nil, fmt.Errorf("%w: %w: migrate the models with the plugin (Plugin.AutoMigrate) first", mover.ErrInvalid, errNoShardedTables)
+		return nil, fmt.Errorf("%w: %s %w: migrate the models with the plugin (Plugin.AutoMigrate) first", mover.ErrInvalid, e.maps.tables(), errNoShardedTables)
 	}
 	return slices.Clip(list), nil
 }

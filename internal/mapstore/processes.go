@@ -32,8 +32,8 @@ func (s *Store) Seen(ctx context.Context, version int64) error {
 	if n, err := res.RowsAffected(); err == nil && n > 0 {
 		return nil
 	}
-	_, err = s.Exec(ctx, "INSERT INTO "+processesTable+" (owner, map_version, seen_ms, refresh_ms) SELECT ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM "+processesTable+" WHERE owner = ?)",
-		s.owner, version, now, s.heartbeat.Milliseconds(), s.owner)
+	_, err = s.Exec(ctx, "INSERT INTO "+processesTable+" (owner, map_version, seen_ms, refresh_ms, map_table) SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM "+processesTable+" WHERE owner = ?)",
+		s.owner, version, now, s.heartbeat.Milliseconds(), s.table, s.owner)
 	return err
 }
 
@@ -43,12 +43,14 @@ func (s *Store) Forget(ctx context.Context) error {
 	return err
 }
 
-// Behind lists the live processes that follow a version older than version:
-// those seen within three of their own heartbeats and a margin for clocks.
+// Behind lists the live processes of this map that follow a version older
+// than version: those seen within three of their own heartbeats and a margin
+// for clocks. Another map's versions count apart; a process of a version
+// that did not say its map counts for every map.
 func (s *Store) Behind(ctx context.Context, version int64) ([]string, error) {
 	now := time.Now().UnixMilli()
 	rows, err := s.db.QueryContext(ctx, storeSQL(s.dialect, "SELECT owner, map_version FROM "+processesTable+
-		" WHERE seen_ms + 3 * refresh_ms + ? >= ? AND map_version < ? ORDER BY owner"), liveMargin.Milliseconds(), now, version)
+		" WHERE seen_ms + 3 * refresh_ms + ? >= ? AND map_version < ? AND map_table IN (?, '') ORDER BY owner"), liveMargin.Milliseconds(), now, version, s.table)
 	if err != nil {
 		return nil, err
 	}

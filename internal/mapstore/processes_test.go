@@ -2,8 +2,11 @@ package mapstore
 
 import (
 	"context"
+	"database/sql"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestBehind: a live process that follows an older version is behind until
@@ -31,5 +34,39 @@ func TestBehind(t *testing.T) {
 	}
 	if behind, err := s.Behind(ctx, 2); err != nil || len(behind) != 0 {
 		t.Fatalf("Behind(2) after Forget: %v, %v", behind, err)
+	}
+}
+
+// TestBehindCountsTheProcessesOfItsMap: a process of another map table on
+// the same database is not behind this map's versions; one noted by a
+// version that kept no map table (the column added to its table) is.
+func TestBehindCountsTheProcessesOfItsMap(t *testing.T) {
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "main.db")+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("CREATE TABLE " + processesTable + " (owner VARCHAR(191) NOT NULL PRIMARY KEY, map_version BIGINT NOT NULL, seen_ms BIGINT NOT NULL, refresh_ms BIGINT NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("INSERT INTO "+processesTable+" VALUES ('old:1:00000001', 1, ?, 1000)", time.Now().UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	mine, other := New(db, "sqlite", DefaultTable, time.Second), New(db, "sqlite", "other_map", time.Second)
+	for _, s := range []*Store{mine, other} {
+		if err := s.Prepare(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := other.Seen(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	behind, err := mine.Behind(ctx, 5)
+	if err != nil || len(behind) != 1 || !strings.HasPrefix(behind[0], "old:1:") {
+		t.Fatalf("Behind(5) of %s: %v, %v; want only the process that named no map", DefaultTable, behind, err)
+	}
+	if got := KeptTable("other_map", "shardid_moves", "_moves"); got != "other_map_moves" {
+		t.Fatalf("KeptTable: %s", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/shardid/shardid/internal/sqlscan"
@@ -14,7 +15,31 @@ import (
 
 // processesTable lists the processes that follow the map, and the version
 // each follows, so that a move's cleanup knows when none routes by an older one.
+// It is one for every map of the database (recovery asks it which processes
+// live); its map_table column tells each process's map.
 const processesTable = "shardid_process_maps"
+
+// DefaultTable is the shared map's table unless the application names another.
+const DefaultTable = "shardid_shard_map"
+
+// longestKeptSuffix is the longest suffix KeptTable is given.
+const longestKeptSuffix = "_databases"
+
+// MaxTableName is the longest map table name: one whose kept tables'
+// names (KeptTable) fit the dialects' identifiers of 63 characters.
+const MaxTableName = 63 - len(longestKeptSuffix)
+
+// KeptTable names a table the plugin keeps beside the map table mapTable
+// (its moves, its sharded tables, the databases its shard names opened):
+// base beside DefaultTable, whose tables keep the names they always had,
+// and mapTable followed by suffix beside any other, so that sets of shards
+// sharing one plugin database (Config.MapTable) keep them apart.
+func KeptTable(mapTable, base, suffix string) string {
+	if mapTable == DefaultTable || mapTable == "" {
+		return base
+	}
+	return mapTable + suffix
+}
 
 // Store reads and writes the shared map, the processes that follow it and
 // the moves' state in one database. It is safe for concurrent use.
@@ -22,6 +47,8 @@ type Store struct {
 	db        *sql.DB
 	dialect   string
 	table     string        // the map's table
+	moves     string        // the moves' table, KeptTable's
+	probed    atomic.Bool   // processesTable has its map_table column
 	owner     string        // this process, in the processes table
 	heartbeat time.Duration // how often this process notes itself live
 }
@@ -31,7 +58,7 @@ type Store struct {
 // need no quoting; the caller validates it.
 func New(db *sql.DB, dialect, table string, heartbeat time.Duration) *Store {
 	host, _ := os.Hostname()
-	return &Store{db: db, dialect: dialect, table: table, heartbeat: heartbeat,
+	return &Store{db: db, dialect: dialect, table: table, heartbeat: heartbeat, moves: KeptTable(table, movesTable, "_moves"),
 		owner: fmt.Sprintf("%s:%d:%08x", host, os.Getpid(), randomSuffix())}
 }
 
@@ -69,11 +96,35 @@ func (s *Store) Prepare(ctx context.Context) error {
 	text := "TEXT"
 	for _, ddl := range []string{
 		"CREATE TABLE IF NOT EXISTS " + s.table + " (version BIGINT NOT NULL PRIMARY KEY, map " + text + " NOT NULL, created_ms BIGINT NOT NULL)",
-		"CREATE TABLE IF NOT EXISTS " + processesTable + " (owner VARCHAR(191) NOT NULL PRIMARY KEY, map_version BIGINT NOT NULL, seen_ms BIGINT NOT NULL, refresh_ms BIGINT NOT NULL)",
+		"CREATE TABLE IF NOT EXISTS " + processesTable + " (owner VARCHAR(191) NOT NULL PRIMARY KEY, map_version BIGINT NOT NULL, seen_ms BIGINT NOT NULL, refresh_ms BIGINT NOT NULL, map_table VARCHAR(191) NOT NULL DEFAULT '')",
 	} {
 		if _, err := s.Exec(ctx, ddl); err != nil && !AlreadyExists(err) {
 			return err
 		}
 	}
+	return s.addMapTableColumn(ctx)
+}
+
+// addMapTableColumn adds map_table to a processes table made before it was;
+// the rows of processes of those versions keep ”, which every map counts
+// as its own.
+func (s *Store) addMapTableColumn(ctx context.Context) error {
+	if s.probed.Load() {
+		return nil
+	}
+	probe := func() error {
+		rows, err := s.db.QueryContext(ctx, "SELECT map_table FROM "+processesTable+" WHERE 1 = 0")
+		if err == nil {
+			rows.Close()
+		}
+		return err
+	}
+	if probe() != nil {
+		_, err := s.Exec(ctx, "ALTER TABLE "+processesTable+" ADD COLUMN map_table VARCHAR(191) NOT NULL DEFAULT ''")
+		if err != nil && probe() != nil { // not another process's column
+			return err
+		}
+	}
+	s.probed.Store(true)
 	return nil
 }
