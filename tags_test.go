@@ -3,10 +3,14 @@ package shardid
 import (
 	"database/sql/driver"
 	"errors"
+	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/glebarez/sqlite"
 	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
 )
 
 // Models with bad tags, each failing at its first statement.
@@ -278,4 +282,78 @@ func TestATagNamesTheFieldGoPromotes(t *testing.T) {
 	if shard := p.Layout().Shard(row.ID); shard != int(key%uint64(p.Layout().ShardCount())) {
 		t.Errorf("the row is in shard %d, not its promoted Email's", shard)
 	}
+}
+
+// The same table under three tags a deploy might change between: the rule
+// that places its rows by the email, by the work address, and by the email
+// compared loosely.
+type (
+	placedByEmail struct {
+		ID    int64  `shardid:"hash:Email"`
+		Email string `gorm:"size:100"`
+		Work  string `gorm:"size:100"`
+	}
+	placedByWork struct {
+		ID    int64  `shardid:"hash:Work"`
+		Email string `gorm:"size:100"`
+		Work  string `gorm:"size:100"`
+	}
+	placedByLooseEmail struct {
+		ID    int64  `shardid:"hash:Email;collation:loose"`
+		Email string `gorm:"size:100"`
+		Work  string `gorm:"size:100"`
+	}
+)
+
+func (placedByEmail) TableName() string      { return "placed_accounts" }
+func (placedByWork) TableName() string       { return "placed_accounts" }
+func (placedByLooseEmail) TableName() string { return "placed_accounts" }
+
+// TestAChangedPlacementRuleIsRefused: a table's rows were placed by one
+// hash rule; a process whose model of it places by another (a tag changed
+// between deploys) would look for them on other shards by its conditions
+// and miss them. Its AutoMigrate and its statements are refused with
+// ErrInvalidTag naming both rules, nothing written.
+func TestAChangedPlacementRuleIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	count := Layout{}.ShardCount()
+	open := func() (*gorm.DB, *Plugin) {
+		db, err := gorm.Open(sqlite.Open(filepath.Join(dir, "main.db")+"?_pragma=busy_timeout(10000)"), &gorm.Config{Logger: logger.Discard})
+		must(t, err)
+		p := New(Config{Atomic: BestEffort, Shards: []Shard{
+			{Name: "a", Dialector: sqlite.Open(filepath.Join(dir, "a.db")), Logical: []Range{{From: 0, To: count/2 - 1}}},
+			{Name: "b", Dialector: sqlite.Open(filepath.Join(dir, "b.db")), Logical: []Range{{From: count / 2, To: count - 1}}},
+		}})
+		must(t, db.Use(p))
+		t.Cleanup(func() {
+			_ = p.Close()
+			if sqlDB, err := db.DB(); err == nil {
+				_ = sqlDB.Close()
+			}
+		})
+		return db, p
+	}
+	db, p := open()
+	must(t, p.AutoMigrate(db, &placedByEmail{}))
+	for i := range 8 {
+		must(t, db.Create(&placedByEmail{Email: fmt.Sprintf("dan%d@x.io", i), Work: fmt.Sprintf("w%d", i)}).Error)
+	}
+	next, nextPlugin := open() // the next deploy's process, beside the last one's
+	if err := nextPlugin.AutoMigrate(next, &placedByWork{}); !errors.Is(err, ErrInvalidTag) || !strings.Contains(err.Error(), "hash:email") || !strings.Contains(err.Error(), "hash:work") {
+		t.Fatalf("AutoMigrate of the table under another hash column: %v; want ErrInvalidTag naming both rules", err)
+	}
+	var found placedByWork
+	if err := next.Where("work = ?", "w1").First(&found).Error; !errors.Is(err, ErrInvalidTag) {
+		t.Fatalf("a read by the new rule's column: %v; want ErrInvalidTag", err)
+	}
+	if err := next.Create(&placedByLooseEmail{Email: "eve@x.io"}).Error; !errors.Is(err, ErrInvalidTag) || !strings.Contains(err.Error(), "collation:loose") {
+		t.Fatalf("a Create under the email compared loosely: %v; want ErrInvalidTag", err)
+	}
+	var n int64
+	must(t, db.Clauses(AllShards()).Model(&placedByEmail{}).Count(&n).Error)
+	if n != 8 {
+		t.Fatalf("%d rows; want the 8 created by the first rule, nothing written by the refused ones", n)
+	}
+	var again placedByEmail
+	must(t, next.Where("email = ?", "dan3@x.io").First(&again).Error) // the rule the rows were placed by still reads them
 }

@@ -116,6 +116,9 @@ type Engine struct {
 	// this process has not used yet is sharded all the same.
 	recordedTables sync.Map
 	recordedFull   sync.Map // the recorded tables' names, lower case
+	// recordedPlacements holds, by lower-case table name, the rule that
+	// placed each recorded table's rows (placementOf), where recorded.
+	recordedPlacements sync.Map
 
 	maps        *mapStore    // the shared map; nil without Config.Shards
 	mapVersion  atomic.Int64 // the version of it routed by
@@ -469,6 +472,10 @@ func (e *Engine) model(s *schema.Schema) (*model, error) {
 			return
 		}
 		if err := e.oneStrategyPerColumn(m); err != nil {
+			entry.err = err
+			return
+		}
+		if err := e.samePlacement(m, s.Table); err != nil {
 			entry.err = err
 			return
 		}

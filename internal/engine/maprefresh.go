@@ -39,6 +39,7 @@ type mapStore struct {
 	stopOnce  sync.Once
 	closePool func() error // of the pool it runs on, once it stops
 	idColumns atomic.Bool  // shardid_tables has its id_columns column
+	placement atomic.Bool  // shardid_tables has its placement column
 }
 
 // mapOfStored builds the router's map from a stored version: the physical

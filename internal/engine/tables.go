@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -36,20 +37,82 @@ type shardedTable struct {
 	Kind      fence.KeyKind // how the key carries it
 	Strategy  string        // the key's strategy, whose ID source a move advances
 	IDColumns []mover.IDColumn
+	Placement *string // the rule that places a new row (placementOf); nil: a join table's, or not recorded
 }
 
 func (s *mapStore) prepareTables(ctx context.Context) error {
-	_, err := s.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+s.tables()+" (name VARCHAR(191) NOT NULL PRIMARY KEY, key_column VARCHAR(191) NOT NULL, key_kind INT NOT NULL, strategy VARCHAR(32) NOT NULL, id_columns VARCHAR(1000) NOT NULL DEFAULT '')")
+	_, err := s.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+s.tables()+" (name VARCHAR(191) NOT NULL PRIMARY KEY, key_column VARCHAR(191) NOT NULL, key_kind INT NOT NULL, strategy VARCHAR(32) NOT NULL, id_columns VARCHAR(1000) NOT NULL DEFAULT '', placement VARCHAR(400))")
 	if err != nil && !mapstore.AlreadyExists(err) {
 		return err
 	}
 	return s.addIDColumns(ctx)
 }
 
+// placementOf writes the rule by which a sharded model places a new row:
+// conditions on its column find the rows by that rule alone.
+func placementOf(m *model) string {
+	switch key := m.pk(); {
+	case key.hash != nil && key.looseHash:
+		return "hash:" + key.hash.DBName + ";collation:loose"
+	case key.hash != nil:
+		return "hash:" + key.hash.DBName
+	case key.colocate != nil:
+		return "colocate:" + key.colocate.DBName
+	}
+	return ""
+}
+
+// describePlacement says a placement rule in words.
+func describePlacement(rule string) string {
+	if rule == "" {
+		return "no colocate or hash rule (spread over every logical shard)"
+	}
+	return rule
+}
+
+// samePlacement refuses a sharded model of table whose placement rule is
+// not the one its recorded rows were placed by: a read by the new rule's
+// column would look for them on other shards, and miss them.
+func (e *Engine) samePlacement(m *model, table string) error {
+	if !m.sharded() {
+		return nil
+	}
+	recorded, ok := e.recordedPlacements.Load(strings.ToLower(table))
+	if !ok || recorded.(string) == placementOf(m) {
+		return nil
+	}
+	return &FieldError{Model: m.schema.Name, Field: m.pk().field.Name, Err: ErrInvalidTag,
+		Detail: fmt.Sprintf("table %s holds rows placed by %s (%s records it), and this tag places them by %s: a condition on the rule's column would look for those rows on other shards and miss them; keep the tag as it was, or copy the rows into a new table (a table dropped through the plugin's migrator is forgotten)",
+			table, describePlacement(recorded.(string)), e.tablesTable(), describePlacement(placementOf(m)))}
+}
+
+// addPlacementColumn adds placement to a shardid_tables made before it was;
+// its rows' rules, not recorded then, stay NULL.
+func (s *mapStore) addPlacementColumn(ctx context.Context) error {
+	if s.placement.Load() {
+		return nil
+	}
+	probe := func() error {
+		rows, err := s.DB().QueryContext(ctx, "SELECT placement FROM "+s.tables()+" WHERE 1 = 0")
+		if err == nil {
+			rows.Close()
+		}
+		return err
+	}
+	if probe() != nil {
+		_, err := s.Exec(ctx, "ALTER TABLE "+s.tables()+" ADD COLUMN placement VARCHAR(400)")
+		if err != nil && probe() != nil { // not another process's column
+			return err
+		}
+	}
+	s.placement.Store(true)
+	return nil
+}
+
 // addIDColumns adds id_columns to a shardid_tables made before it was.
 func (s *mapStore) addIDColumns(ctx context.Context) error {
 	if s.idColumns.Load() {
-		return nil
+		return s.addPlacementColumn(ctx)
 	}
 	probe := func() error {
 		rows, err := s.DB().QueryContext(ctx, "SELECT id_columns FROM "+s.tables()+" WHERE 1 = 0")
@@ -65,7 +128,7 @@ func (s *mapStore) addIDColumns(ctx context.Context) error {
 		}
 	}
 	s.idColumns.Store(true)
-	return nil
+	return s.addPlacementColumn(ctx)
 }
 
 // idColumnsText is how shardid_tables keeps a table's other ID columns:
@@ -122,8 +185,11 @@ func (e *Engine) registerTables(db *gorm.DB, models []any) error {
 		if _, err := e.maps.Exec(ctx, "DELETE FROM "+e.maps.tables()+" WHERE name = ?", t.Name); err != nil {
 			return err
 		}
-		if _, err := e.maps.Exec(ctx, "INSERT INTO "+e.maps.tables()+" (name, key_column, key_kind, strategy, id_columns) VALUES (?, ?, ?, ?, ?)", t.Name, t.Key, int(t.Kind), t.Strategy, idColumnsText(t.IDColumns)); err != nil && !mapstore.DuplicateKey(err) {
+		if _, err := e.maps.Exec(ctx, "INSERT INTO "+e.maps.tables()+" (name, key_column, key_kind, strategy, id_columns, placement) VALUES (?, ?, ?, ?, ?, ?)", t.Name, t.Key, int(t.Kind), t.Strategy, idColumnsText(t.IDColumns), t.Placement); err != nil && !mapstore.DuplicateKey(err) {
 			return err
+		}
+		if t.Placement != nil {
+			e.recordedPlacements.Store(strings.ToLower(t.Name), *t.Placement)
 		}
 	}
 	return nil
@@ -169,8 +235,14 @@ func (e *Engine) checkNewTables(db *gorm.DB, models []any) error {
 	}
 	var fresh []string
 	for _, t := range e.shardedTablesOf(db, models) {
-		if !slices.ContainsFunc(recorded, func(r shardedTable) bool { return strings.EqualFold(r.Name, t.Name) }) {
+		k := slices.IndexFunc(recorded, func(r shardedTable) bool { return strings.EqualFold(r.Name, t.Name) })
+		if k < 0 {
 			fresh = append(fresh, t.Name)
+			continue
+		}
+		if was := recorded[k].Placement; was != nil && t.Placement != nil && *was != *t.Placement {
+			return fmt.Errorf("%w: table %s holds rows placed by %s (%s records it), and its model now places them by %s: a condition on the rule's column would look for those rows on other shards and miss them; nothing was migrated: keep the tag as it was, or copy the rows into a new table (a table dropped through the plugin's migrator is forgotten)",
+				ErrInvalidTag, t.Name, describePlacement(*was), e.maps.tables(), describePlacement(*t.Placement))
 		}
 	}
 	if len(fresh) == 0 {
@@ -243,17 +315,21 @@ func (e *Engine) loadRecordedTables(ctx context.Context) error {
 	if err := e.maps.prepareTables(ctx); err != nil {
 		return err
 	}
-	rows, err := e.maps.DB().QueryContext(ctx, "SELECT name FROM "+e.maps.tables())
+	rows, err := e.maps.DB().QueryContext(ctx, "SELECT name, placement FROM "+e.maps.tables())
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var name string
-		if err := rows.Scan(&name); err != nil {
+		var placement sql.NullString
+		if err := rows.Scan(&name, &placement); err != nil {
 			return err
 		}
 		e.recordTable(name)
+		if placement.Valid {
+			e.recordedPlacements.Store(strings.ToLower(name), placement.String)
+		}
 	}
 	return rows.Err()
 }
@@ -379,7 +455,8 @@ func (e *Engine) joinTablesOf(m *model) []shardedTable {
 // shardedTableOf describes a sharded model's table.
 func shardedTableOf(m *model) shardedTable {
 	key := m.pk()
-	t := shardedTable{Name: m.schema.Table, Key: key.field.DBName, Kind: fence.KeyInt64, Strategy: key.strategy}
+	placement := placementOf(m)
+	t := shardedTable{Name: m.schema.Table, Key: key.field.DBName, Kind: fence.KeyInt64, Strategy: key.strategy, Placement: &placement}
 	if key.uuidVersion != 0 {
 		t.Kind = fence.KeyUUIDText
 	}
@@ -399,7 +476,7 @@ func (e *Engine) registeredTables(ctx context.Context) ([]shardedTable, error) {
 	if err := e.maps.prepareTables(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := e.maps.DB().QueryContext(ctx, "SELECT name, key_column, key_kind, strategy, id_columns FROM "+e.maps.tables()+" ORDER BY name")
+	rows, err := e.maps.DB().QueryContext(ctx, "SELECT name, key_column, key_kind, strategy, id_columns, placement FROM "+e.maps.tables()+" ORDER BY name")
 	if err != nil {
 		return nil, err
 	}
@@ -409,8 +486,12 @@ func (e *Engine) registeredTables(ctx context.Context) ([]shardedTable, error) {
 		var t shardedTable
 		var kind int
 		var idColumns string
-		if err := rows.Scan(&t.Name, &t.Key, &kind, &t.Strategy, &idColumns); err != nil {
+		var placement sql.NullString
+		if err := rows.Scan(&t.Name, &t.Key, &kind, &t.Strategy, &idColumns, &placement); err != nil {
 			return nil, err
+		}
+		if placement.Valid {
+			t.Placement = &placement.String
 		}
 		t.Kind = fence.KeyKind(kind)
 		t.IDColumns = parseIDColumns(idColumns)
