@@ -237,7 +237,7 @@ func TestAMoveFailsItsCheckOnAShardedTableMadeDuringIt(t *testing.T) {
 		for _, physical := range []*gorm.DB{a, b} {
 			must(t, physical.Exec("CREATE TABLE sch_pages (id INTEGER NOT NULL PRIMARY KEY, title TEXT)").Error)
 		}
-		must(t, main.Exec("INSERT INTO shardid_tables SELECT 'sch_pages', key_column, key_kind, strategy, id_columns FROM shardid_tables WHERE name = 'sch_notes'").Error)
+		must(t, main.Exec("INSERT INTO shardid_tables (name, key_column, key_kind, strategy, id_columns) SELECT 'sch_pages', key_column, key_kind, strategy, id_columns FROM shardid_tables WHERE name = 'sch_notes'").Error)
 		page = schPage{Title: "new"}
 		must(t, db.Clauses(OnShard(3)).Create(&page).Error)
 	}})

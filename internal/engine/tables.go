@@ -384,6 +384,7 @@ func (e *Engine) unregisterTable(db *gorm.DB, table string) error {
 	}
 	_, err := e.maps.Exec(ctx, "DELETE FROM "+e.maps.tables()+" WHERE "+match, table)
 	e.forgetRecordedTable(table)
+	e.recordedPlacements.Delete(strings.ToLower(table)) // a table made again under that name places its rows anew
 	return err
 }
 
@@ -415,6 +416,10 @@ func (e *Engine) renameRegisteredTable(db *gorm.DB, oldName, newName string) err
 	if _, recorded := e.recordedTables.Load(strings.ToLower(oldName)); recorded {
 		e.forgetRecordedTable(oldName)
 		e.recordTable(newName)
+	}
+	e.recordedPlacements.Delete(strings.ToLower(newName))
+	if rule, ok := e.recordedPlacements.LoadAndDelete(strings.ToLower(oldName)); ok {
+		e.recordedPlacements.Store(strings.ToLower(newName), rule)
 	}
 	return err
 }
