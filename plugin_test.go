@@ -385,3 +385,42 @@ func TestPluginMethodsBeforeUseDoNotPanic(t *testing.T) {
 		t.Errorf("ShardMap before db.Use: %v; want nil", m)
 	}
 }
+
+// TestAProcessWithoutShardsIsRefusedBesideASharedMap: one pod of a
+// deployment whose config lost its Shards, on the plugin's database where
+// the others keep their shared map, would put every sharded row on the
+// plugin's database, where they neither write nor read them. It is refused
+// at db.Use with ErrInvalidConfig naming the map and its databases, and
+// nothing is made there.
+func TestAProcessWithoutShardsIsRefusedBesideASharedMap(t *testing.T) {
+	dir := t.TempDir()
+	main := filepath.Join(dir, "main.db") + "?_pragma=busy_timeout(10000)"
+	count := Layout{}.ShardCount()
+	routed, err := gorm.Open(sqlite.Open(main), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	p := New(Config{Atomic: BestEffort, Shards: []Shard{
+		{Name: "pg-a", Dialector: sqlite.Open(filepath.Join(dir, "a.db")), Logical: []Range{{From: 0, To: count/2 - 1}}},
+		{Name: "pg-b", Dialector: sqlite.Open(filepath.Join(dir, "b.db")), Logical: []Range{{From: count / 2, To: count - 1}}},
+	}})
+	must(t, routed.Use(p))
+	defer p.Close()
+	must(t, p.AutoMigrate(routed, &revUser{}))
+
+	lost, err := gorm.Open(sqlite.Open(main), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	bare := New(Config{})
+	err = lost.Use(bare)
+	defer bare.Close()
+	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "shardid_shard_map") || !strings.Contains(err.Error(), "pg-a, pg-b") {
+		t.Fatalf("db.Use without Shards beside a shared map: %v; want ErrInvalidConfig naming the map and its databases", err)
+	}
+	if lost.Migrator().HasTable(&revUser{}) {
+		t.Fatal("the sharded table was made on the plugin's database")
+	}
+	// A process of sharded models not of that map opts out with a map table of its own.
+	other, err := gorm.Open(sqlite.Open(main), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	apart := New(Config{MapTable: "other_app_map"})
+	must(t, other.Use(apart))
+	defer apart.Close()
+}

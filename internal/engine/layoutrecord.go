@@ -2,8 +2,10 @@ package engine
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/shardid/shardid/internal/errs"
 	"github.com/shardid/shardid/internal/mapstore"
@@ -27,6 +29,9 @@ func (e *Engine) claimLayout(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := e.noSharedMap(ctx, own); err != nil {
+		return err
+	}
 	mine, _ := json.Marshal(e.storedLayout())
 	stored, err := claimToken(ctx, own, e.db.Dialector.Name(), layoutTable+" (id INT NOT NULL PRIMARY KEY, layout VARCHAR(255) NOT NULL)",
 		"INSERT INTO "+layoutTable+" (id, layout) VALUES (1, ?)", "SELECT layout FROM "+layoutTable+" WHERE id = 1", string(mine))
@@ -48,6 +53,9 @@ func (e *Engine) checkLayout(ctx context.Context) error {
 	if err != nil {
 		return nil // a connection of the application's own making: nothing to ask
 	}
+	if err := e.noSharedMap(ctx, own); err != nil {
+		return err
+	}
 	var stored string
 	if own.QueryRowContext(ctx, "SELECT layout FROM "+layoutTable+" WHERE id = 1").Scan(&stored) != nil {
 		return nil
@@ -63,4 +71,25 @@ func (e *Engine) sameLayout(stored string) error {
 			ErrInvalidConfig, stored, layoutTable, *e.storedLayout())
 	}
 	return nil
+}
+
+// noSharedMap fails when the plugin's database holds a shared map under
+// this process's map table: the processes of that map spread the logical
+// shards over physical databases, and this one, without Config.Shards (a
+// config that lost them), would put every sharded row on the plugin's own
+// database, where the others neither write nor read them. No map there, or
+// none readable, passes.
+func (e *Engine) noSharedMap(ctx context.Context, own *sql.DB) error {
+	stored, err := mapstore.New(own, e.db.Dialector.Name(), e.mapTable(), defaultMapRefresh).Latest(ctx)
+	if err != nil || stored == nil {
+		return nil
+	}
+	var names []string
+	for _, ph := range stored.Physical {
+		if len(ph.Logical) > 0 {
+			names = append(names, ph.Name)
+		}
+	}
+	return fmt.Errorf("%w: the plugin's database holds the shared map %s (version %d), by which processes with Config.Shards keep the sharded rows on %s, and this process has no Config.Shards: it would write and read every sharded row on the plugin's database instead; give it the same Config.Shards (or, for sharded models not of that map, a MapTable of its own)",
+		ErrInvalidConfig, e.mapTable(), stored.Version, strings.Join(names, ", "))
 }
