@@ -3,6 +3,7 @@ package shardid
 import (
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/glebarez/sqlite"
@@ -69,6 +70,30 @@ func TestWritesOverSeveralDatabasesOnSQLite(t *testing.T) {
 		must(t, d.Model(&revUser{}).Order("name").Pluck("name", &names).Error)
 		if len(names) != 1 || names[0] != []string{"a", "b"}[k] {
 			t.Errorf("database %d holds %v after the refused writes, want only %q", k, names, []string{"a", "b"}[k])
+		}
+	}
+}
+
+// A sharded statement in a transaction begun without a clause, on the
+// plugin's own database, is refused, and the error names AcrossShards too:
+// a sign-up's new rows have no ID to give a ByID clause before they exist.
+func TestATransactionWithoutAClauseNamesAcrossShardsForItsNewRows(t *testing.T) {
+	db, _, direct := revRouted(t, &revPlain{})
+	err := db.Transaction(func(tx *gorm.DB) error {
+		r := revPlain{Name: "new"}
+		if err := tx.Create(&r).Error; err != nil {
+			return err
+		}
+		return tx.Model(&r).Update("name", "renamed").Error
+	})
+	if !errors.Is(err, ErrCrossShard) || !strings.Contains(err.Error(), "shardid.AcrossShards()") {
+		t.Fatalf("update of a row created in a transaction without a clause: %v, want ErrCrossShard naming AcrossShards", err)
+	}
+	for i, d := range direct {
+		var n int64
+		must(t, d.Model(&revPlain{}).Count(&n).Error)
+		if n != 0 {
+			t.Errorf("database %d holds %d rows of the refused transaction", i, n)
 		}
 	}
 }

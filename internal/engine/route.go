@@ -338,7 +338,7 @@ func (e *Engine) bind(db *gorm.DB, k int) error {
 		on, ok := e.transactionPhysical(stmt)
 		switch {
 		case !ok:
-			return fmt.Errorf("%w: the statement belongs on %s, and its transaction is not one begun there: begin it with db.Clauses(shardid.ByID(id)), shardid.OnShard(n) or shardid.ByKey(key) (a transaction on the plugin's own database holds no logical shard)%s",
+			return fmt.Errorf("%w: the statement belongs on %s, and its transaction is not one begun there: begin it with db.Clauses(shardid.ByID(id)), shardid.OnShard(n) or shardid.ByKey(key), or, for rows it creates and then reads or changes (a sign-up), with db.Clauses(shardid.AcrossShards()) (a transaction on the plugin's own database holds no logical shard)%s",
 				ErrCrossShard, e.physical[k].name, resolverAfterHint(stmt))
 		case on != k && e.movedAway(stmt, on):
 			return &MovedError{Shard: -1, To: e.physical[k].name, Why: fmt.Sprintf("the transaction on %s began before the move; retry the transaction", e.physical[on].name)}
