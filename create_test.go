@@ -900,3 +900,31 @@ func TestAModelWithoutTheTagCreatesNoKeylessRowInAShardedTable(t *testing.T) {
 	must(t, db.Create(&keyedByNameUntagged{ID: sharded.ID + 1, Name: "k"}).Error) // a row copied with its ID
 	must(t, db.Create(&keyedByName{Name: "k"}).Error)
 }
+
+// A callback that fills in a new row's colocate field (a tenant from the
+// context) places the row when it runs before shardid:assign_ids; run after
+// it, as one before gorm:create does, it is too late, and the error says
+// where to register it.
+func TestAColocateFieldACallbackFillsInPlacesTheRowBeforeAssignIDs(t *testing.T) {
+	db, p := testDB(t, Config{})
+	migrate(t, db, allModels()...)
+	owner := user{Name: "owner"}
+	must(t, db.Create(&owner).Error)
+	fill := func(db *gorm.DB) {
+		if ph, ok := db.Statement.Dest.(*photo); ok && ph.UserID == 0 {
+			ph.UserID = owner.ID
+		}
+	}
+	must(t, db.Callback().Create().Before("gorm:create").Register("test:late_owner", fill))
+	err := db.Create(&photo{URL: "late"}).Error
+	if !errors.Is(err, ErrNoShard) || !strings.Contains(err.Error(), `Before("shardid:assign_ids")`) {
+		t.Fatalf("colocate field set after the row was placed: %v, want ErrNoShard naming shardid:assign_ids", err)
+	}
+	must(t, db.Callback().Create().Remove("test:late_owner"))
+	must(t, db.Callback().Create().Before("shardid:assign_ids").Register("test:owner", fill))
+	ph := photo{URL: "early"}
+	must(t, db.Create(&ph).Error)
+	if p.Layout().Shard(int64(ph.ID)) != p.Layout().Shard(owner.ID) {
+		t.Errorf("photo in shard %d, its owner in %d", p.Layout().Shard(int64(ph.ID)), p.Layout().Shard(owner.ID))
+	}
+}

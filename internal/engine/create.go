@@ -486,6 +486,10 @@ func (e *Engine) checkPreset(f *idField, v reflect.Value) (zero bool, err error)
 	return id == 0 && err == nil, err
 }
 
+// placedBefore says when a Create places its rows, for the field a callback
+// or hook of the application fills in too late.
+const placedBefore = `, before the Create places the row: a callback that fills it in runs before shardid:assign_ids (Callback().Create().Before("shardid:assign_ids")), a BeforeCreate hook runs too late`
+
 // shardOf picks the logical shard of a new row by the field's tag: the shard
 // of the colocate ID, the hash of the hash field, or else the shard of the
 // statement's shard clause, or one of the shards of its transaction's
@@ -512,13 +516,13 @@ func (e *Engine) shardOf(ctx context.Context, db *gorm.DB, m *model, settings *s
 			return 0, noShard("colocate:%s: %v", f.colocate.Name, err)
 		}
 		if zero {
-			return 0, noShard("colocate:%s is not set; set %s (or the %s it belongs to) to the ID this row lives beside", f.colocate.Name, f.colocate.Name, parentName(f))
+			return 0, noShard("colocate:%s is not set; set %s (or the %s it belongs to) to the ID this row lives beside%s", f.colocate.Name, f.colocate.Name, parentName(f), placedBefore)
 		}
 		return shard, nil
 	case f.hash != nil:
 		shard, err := e.rowHashShard(ctx, f, row)
 		if errors.Is(err, errEmptyKey) {
-			return 0, noShard("hash:%s is empty; the row's shard is the hash of its value", f.hash.Name)
+			return 0, noShard("hash:%s is empty; the row's shard is the hash of its value%s", f.hash.Name, placedBefore)
 		}
 		if err != nil {
 			return 0, noShard("hash:%s: %v", f.hash.Name, err)
