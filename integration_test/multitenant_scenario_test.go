@@ -452,6 +452,8 @@ func saasScenario(t *testing.T, w *saasTwin) {
 	saasThird(t, w, tenants, p0, task0)
 	saasSignupForms(t, w)
 	saasHooks(t, w, tenants, p0)
+	saasReports(t, w, tenants, p0)
+	saasLogin(t, w, tenants)
 }
 
 func saasMore(t *testing.T, w *saasTwin, tenants []int64, p0 saasProject, task0 saasTask, owner0 saasUser) {
@@ -974,5 +976,123 @@ func saasHooks(t *testing.T, w *saasTwin, tenants []int64, p0 saasProject) {
 		}
 		err := db.Where("id = ?", t0).Where(q, v).Find(&ts).Error
 		return len(ts), err
+	})
+}
+
+func saasReports(t *testing.T, w *saasTwin, tenants []int64, p0 saasProject) {
+	ctx := context.Background()
+	type top struct {
+		TenantID int64
+		N        int64
+		Pts      int64
+		Last     time.Time
+	}
+	w.step(t, "top tenants by tasks", func(db *gorm.DB) (any, error) {
+		var rs []top
+		err := db.Model(&saasTask{}).Clauses(shardid.AllShards()).Select("tenant_id, count(*) AS n, sum(points) AS pts, max(due_at) AS last").
+			Group("tenant_id").Having("sum(points) > ?", 5).Order("n desc, tenant_id").Limit(3).Find(&rs).Error
+		for i := range rs {
+			rs[i].Last = rs[i].Last.UTC()
+		}
+		return rs, err
+	})
+	w.step(t, "joins count", func(db *gorm.DB) (any, error) {
+		var n int64
+		err := db.Model(&saasTask{}).Joins("Project").Where("saas_tasks.project_id = ?", p0.ID).Count(&n).Error
+		return n, err
+	})
+	w.step(t, "joins across ordered page", func(db *gorm.DB) (any, error) {
+		var ts []saasTask
+		err := db.Clauses(shardid.AllShards()).Joins("Project").Order("saas_tasks.id desc").Limit(4).Offset(3).Find(&ts).Error
+		return ts, err
+	})
+	w.step(t, "IN colocate page", func(db *gorm.DB) (any, error) {
+		var us []saasUser
+		err := db.Where("tenant_id IN ?", tenants).Order("id").Limit(3).Offset(2).Find(&us).Error
+		return us, err
+	})
+	w.step(t, "maps across ordered", func(db *gorm.DB) (any, error) {
+		var ms []map[string]any
+		err := db.Model(&saasProject{}).Clauses(shardid.AllShards()).Select("id, tenant_id, created_at").Order("created_at, id").Find(&ms).Error
+		for _, m := range ms {
+			m["created_at"] = "t"
+		}
+		return ms, err
+	})
+	w.step(t, "preload all associations", func(db *gorm.DB) (any, error) {
+		var ts []saasTask
+		err := db.Preload(clause.Associations).Where("project_id = ?", p0.ID).Order("id").Find(&ts).Error
+		return ts, err
+	})
+	w.step(t, "select updates", func(db *gorm.DB) (any, error) {
+		res := db.Model(&saasProject{ID: p0.ID}).Select("name", "status").Updates(saasProject{Name: "Sel", Status: ""})
+		return res.RowsAffected, res.Error
+	})
+	w.step(t, "delete users of two tenants by ids", func(db *gorm.DB) (any, error) {
+		var ids []int64
+		if err := db.Model(&saasUser{}).Where("tenant_id IN ? AND email LIKE ?", tenants[:2], "b%@x.io").Order("id").Pluck("id", &ids).Error; err != nil {
+			return nil, err
+		}
+		res := db.Delete(&saasUser{}, ids)
+		return []any{ids, res.RowsAffected}, res.Error
+	})
+	w.step(t, "generics batches", func(db *gorm.DB) (any, error) {
+		us := []saasUser{{TenantID: tenants[0], Email: "gb1@x.io"}, {TenantID: tenants[1], Email: "gb1@x.io"}, {TenantID: tenants[2], Email: "gb1@x.io"}}
+		err := gorm.G[saasUser](db).CreateInBatches(ctx, &us, 2)
+		return len(us), err
+	})
+	w.step(t, "having aggregate not selected", func(db *gorm.DB) (any, error) {
+		var rs []top
+		err := db.Model(&saasTask{}).Where("tenant_id IN ?", tenants).Clauses(shardid.AllShards()).Select("tenant_id, count(*) AS n").
+			Group("tenant_id").Having("max(points) >= ?", 5).Order("tenant_id").Find(&rs).Error
+		return rs, err
+	})
+	w.step(t, "count distinct", func(db *gorm.DB) (any, error) {
+		var n int64
+		err := db.Model(&saasTask{}).Clauses(shardid.AllShards()).Select("count(distinct project_id)").Scan(&n).Error
+		return n, err
+	})
+}
+
+func saasLogin(t *testing.T, w *saasTwin, tenants []int64) {
+	w.step(t, "login by email across tenants", func(db *gorm.DB) (any, error) {
+		var u saasUser
+		err := db.Clauses(shardid.AllShards()).Preload("Tenant").Where("email = ?", "owner@t1.io").First(&u).Error
+		return u, err
+	})
+	w.step(t, "login take", func(db *gorm.DB) (any, error) {
+		var u saasUser
+		err := db.Clauses(shardid.AllShards()).Where("email = ? AND deleted_at IS NULL", "owner@t2.io").Take(&u).Error
+		return u.Email, err
+	})
+	w.step(t, "login not found", func(db *gorm.DB) (any, error) {
+		var u saasUser
+		err := db.Clauses(shardid.AllShards()).Where("email = ?", "nobody@x.io").First(&u).Error
+		return errors.Is(err, gorm.ErrRecordNotFound), nil
+	})
+	w.step(t, "memberships of an email", func(db *gorm.DB) (any, error) {
+		var us []saasUser
+		err := db.Clauses(shardid.AllShards()).Joins("Tenant").Where("saas_users.email = ?", "gb1@x.io").Order("saas_users.id").Find(&us).Error
+		return us, err
+	})
+	w.step(t, "soft-deleted user's email taken again", func(db *gorm.DB) (any, error) {
+		if err := db.Where("tenant_id = ? AND email = ?", tenants[2], "u1@t2.io").Delete(&saasUser{}).Error; err != nil {
+			return nil, err
+		}
+		return nil, db.Create(&saasUser{TenantID: tenants[2], Email: "u1@t2.io"}).Error
+	})
+	w.step(t, "save a soft-deleted row", func(db *gorm.DB) (any, error) {
+		var u saasUser
+		if err := db.Unscoped().Where("tenant_id = ? AND email = ?", tenants[2], "u1@t2.io").First(&u).Error; err != nil {
+			return nil, err
+		}
+		u.Name = "ghost"
+		res := db.Save(&u)
+		return res.RowsAffected, res.Error
+	})
+	w.step(t, "last across", func(db *gorm.DB) (any, error) {
+		var u saasUser
+		err := db.Clauses(shardid.AllShards()).Where("role = ?", "viewer").Last(&u).Error
+		return u.Email, err
 	})
 }
