@@ -664,3 +664,43 @@ func TestLeadingOrOfSoftDeletedModelReadsAsOneDatabase(t *testing.T) {
 		t.Fatalf("Unscoped read %d rows, GORM on one database reads 3 (qty > 2 OR id = a)", len(rows))
 	}
 }
+
+type m2mOrg struct {
+	ID int64 `shardid:""`
+}
+
+type m2mBox struct {
+	ID     int64 `shardid:"colocate:OrgID"`
+	OrgID  int64
+	Labels []m2mLabel `gorm:"many2many:m2m_box_labels"`
+}
+
+type m2mLabel struct {
+	ID    int64 `shardid:"colocate:OrgID"`
+	OrgID int64
+	Name  string
+}
+
+// A many2many's Association Find joins its targets with the join rows on the
+// owner's database: refused without a clause, the error saying the two ways
+// (Preload, or the owner's shard where the targets live beside it); with the
+// owner's shard it reads them there, as one database does.
+func TestManyToManyAssociationFindOnTheOwnersShard(t *testing.T) {
+	db, _, _ := revRouted(t, &m2mOrg{}, &m2mBox{}, &m2mLabel{})
+	org := m2mOrg{}
+	must(t, db.Create(&org).Error)
+	box := m2mBox{OrgID: org.ID}
+	labels := []m2mLabel{{OrgID: org.ID, Name: "a"}, {OrgID: org.ID, Name: "b"}}
+	must(t, db.Create(&box).Error)
+	must(t, db.Create(&labels).Error)
+	must(t, db.Model(&box).Omit("Labels.*").Association("Labels").Append(&labels[0], &labels[1]))
+	var got []m2mLabel
+	err := db.Model(&box).Association("Labels").Find(&got)
+	if !errors.Is(err, ErrCrossShard) || !strings.Contains(err.Error(), "shardid.ByID(ownerID)") {
+		t.Fatalf("Association Find without a clause: %v, want ErrCrossShard naming Preload and the owner's shard", err)
+	}
+	must(t, db.Clauses(ByID(box.ID)).Model(&box).Association("Labels").Find(&got))
+	if len(got) != 2 {
+		t.Fatalf("Association Find on the owner's shard: %d labels, want 2", len(got))
+	}
+}

@@ -178,7 +178,7 @@ func (e *Engine) routeStatement(db *gorm.DB, kind statementKind, sub bool, setti
 	route, err := e.routeOf(db, m, kind, settings, reading.where, shardMap)
 	physicals, several := route.Databases, route.Several
 	if table, joins := e.joinsJoinTable(stmt); joins && errors.Is(err, ErrNoShard) { // Association(...).Find or Count of a many2many
-		err = fmt.Errorf("%w: %s is joined with %s, the join rows of a sharded model, which are on their owner's database, and the %s rows they name may be on others: read them with Preload, which reads each where it is",
+		err = fmt.Errorf("%w: %s is joined with %s, the join rows of a sharded model, which are on their owner's database, and the %s rows they name may be on others: read them with Preload, which reads each where it is, or, where they live beside their owner, give the owner's shard (db.Clauses(shardid.ByID(ownerID)))",
 			ErrCrossShard, m.schema.Name, table, m.schema.Name)
 	}
 	if err != nil && sub && errors.Is(err, ErrNoShard) {
