@@ -98,10 +98,11 @@ type saasTwin struct {
 	refusals []string
 }
 
-func newSaasTwin(t *testing.T, b backend) *saasTwin {
+func newSaasTwin(t *testing.T, b backend, cfg gorm.Config) *saasTwin {
 	t.Helper()
 	dir := t.TempDir()
-	main, err := gorm.Open(b.dialector(t, dir), &gorm.Config{Logger: logger.Discard})
+	cfg.Logger = logger.Discard
+	main, err := gorm.Open(b.dialector(t, dir), &cfg)
 	must(t, err)
 	count := shardid.Layout{}.ShardCount()
 	shs := []shardid.Shard{
@@ -131,7 +132,7 @@ func newSaasTwin(t *testing.T, b backend) *saasTwin {
 	must(t, w.one.AutoMigrate(saasModels...))
 
 	// the IDs the plugin gave, in the order the statements gave them
-	must(t, main.Callback().Create().After("shardid:assign_ids").Before("gorm:begin_transaction").Register("saas:record", func(db *gorm.DB) {
+	must(t, main.Callback().Create().After("shardid:assign_ids").Before("gorm:before_create").Register("saas:record", func(db *gorm.DB) {
 		if db.Statement.Schema == nil || db.Statement.Schema.PrioritizedPrimaryField == nil {
 			return
 		}
@@ -337,12 +338,28 @@ func tenantShard(tid int64) func(*gorm.DB) *gorm.DB {
 
 func TestAMultiTenantApplicationMatchesOneDatabase(t *testing.T) {
 	forEachServer(t, func(t *testing.T, b backend) {
-		w := newSaasTwin(t, b)
+		w := newSaasTwin(t, b, gorm.Config{})
 		saasScenario(t, w)
 		for _, r := range w.refusals {
 			t.Log(r)
 		}
 	})
+}
+
+// The same application with the settings of gorm.Config applications often
+// turn on: prepared statements, no default transaction.
+func TestAMultiTenantApplicationWithGORMSettingsMatchesOneDatabase(t *testing.T) {
+	for name, cfg := range map[string]gorm.Config{"prepared": {PrepareStmt: true}, "skip-transaction": {SkipDefaultTransaction: true}} {
+		t.Run(name, func(t *testing.T) {
+			forEachServer(t, func(t *testing.T, b backend) {
+				w := newSaasTwin(t, b, cfg)
+				saasScenario(t, w)
+				for _, r := range w.refusals {
+					t.Log(r)
+				}
+			})
+		})
+	}
 }
 
 // saasStamps blanks the times the two sides set by their own clocks.
