@@ -454,6 +454,7 @@ func saasScenario(t *testing.T, w *saasTwin) {
 	saasHooks(t, w, tenants, p0)
 	saasReports(t, w, tenants, p0)
 	saasLogin(t, w, tenants)
+	saasDeletes(t, w, tenants)
 }
 
 func saasMore(t *testing.T, w *saasTwin, tenants []int64, p0 saasProject, task0 saasTask, owner0 saasUser) {
@@ -1094,5 +1095,51 @@ func saasLogin(t *testing.T, w *saasTwin, tenants []int64) {
 		var u saasUser
 		err := db.Clauses(shardid.AllShards()).Where("role = ?", "viewer").Last(&u).Error
 		return u.Email, err
+	})
+}
+
+func saasDeletes(t *testing.T, w *saasTwin, tenants []int64) {
+	var p saasProject
+	must(t, w.one.Where("tenant_id = ?", tenants[1]).First(&p).Error)
+	var tasks []saasTask
+	must(t, w.one.Where("project_id = ?", p.ID).Order("id").Find(&tasks).Error)
+	w.step(t, "delete task with its associations", func(db *gorm.DB) (any, error) {
+		res := db.Select(clause.Associations).Delete(&saasTask{ID: tasks[0].ID})
+		return res.RowsAffected, res.Error
+	})
+	w.step(t, "hard delete tasks of two tenants with tags", func(db *gorm.DB) (any, error) {
+		var ts []saasTask
+		if err := db.Where("project_id = ?", p.ID).Order("id").Find(&ts).Error; err != nil {
+			return nil, err
+		}
+		var other []saasTask
+		var q saasProject
+		if err := db.Where("tenant_id = ?", tenants[2]).Order("id").First(&q).Error; err != nil {
+			return nil, err
+		}
+		if err := db.Where("project_id = ?", q.ID).Order("id").Limit(2).Find(&other).Error; err != nil {
+			return nil, err
+		}
+		all := append(ts[:2:2], other...)
+		res := db.Unscoped().Select("Tags", "Comments").Delete(&all)
+		return res.RowsAffected, res.Error
+	})
+	w.step(t, "delete a tenant with everything", func(db *gorm.DB) (any, error) {
+		tid := tenants[3]
+		err := db.Clauses(shardid.ByID(tid)).Transaction(func(tx *gorm.DB) error {
+			for _, m := range []any{&saasComment{}, &saasTag{}, &saasUser{}, &saasProject{}} {
+				if err := tx.Unscoped().Where("tenant_id = ?", tid).Delete(m).Error; err != nil {
+					return err
+				}
+			}
+			if err := tx.Exec("DELETE FROM saas_task_tags WHERE saas_task_id IN (SELECT id FROM saas_tasks WHERE tenant_id = ?)", tid).Error; err != nil {
+				return err
+			}
+			if err := tx.Unscoped().Where("tenant_id = ?", tid).Delete(&saasTask{}).Error; err != nil {
+				return err
+			}
+			return tx.Unscoped().Delete(&saasTenant{ID: tid}).Error
+		})
+		return nil, err
 	})
 }
