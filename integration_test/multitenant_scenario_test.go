@@ -455,6 +455,7 @@ func saasScenario(t *testing.T, w *saasTwin) {
 	saasReports(t, w, tenants, p0)
 	saasLogin(t, w, tenants)
 	saasDeletes(t, w, tenants)
+	saasQueryCallback(t, w, tenants)
 }
 
 func saasMore(t *testing.T, w *saasTwin, tenants []int64, p0 saasProject, task0 saasTask, owner0 saasUser) {
@@ -1141,5 +1142,41 @@ func saasDeletes(t *testing.T, w *saasTwin, tenants []int64) {
 			return tx.Unscoped().Delete(&saasTenant{ID: tid}).Error
 		})
 		return nil, err
+	})
+}
+
+type saasScopeKey struct{}
+
+// A global tenant filter as applications register it: a query callback
+// that adds the tenant's condition, and on the sharded side its shard.
+func saasQueryCallback(t *testing.T, w *saasTwin, tenants []int64) {
+	for _, db := range []*gorm.DB{w.sh, w.one} {
+		sharded := db == w.sh
+		must(t, db.Callback().Query().Before("gorm:query").Register("saas:scope", func(db *gorm.DB) {
+			tid, ok := db.Statement.Context.Value(saasScopeKey{}).(int64)
+			if !ok || db.Statement.Schema == nil || db.Statement.Schema.LookUpField("TenantID") == nil {
+				return
+			}
+			db.Statement.AddClause(clause.Where{Exprs: []clause.Expression{clause.Eq{Column: clause.Column{Table: clause.CurrentTable, Name: "tenant_id"}, Value: tid}}})
+			if sharded {
+				shardid.ByID(tid).ModifyStatement(db.Statement)
+			}
+		}))
+	}
+	ctx := context.WithValue(context.Background(), saasScopeKey{}, tenants[1])
+	w.step(t, "global tenant filter on tasks", func(db *gorm.DB) (any, error) {
+		var ts []saasTask
+		err := db.WithContext(ctx).Order("id").Find(&ts).Error
+		return ts, err
+	})
+	w.step(t, "global tenant filter with preload", func(db *gorm.DB) (any, error) {
+		var ps []saasProject
+		err := db.WithContext(ctx).Preload("Tasks.Tags").Order("id").Find(&ps).Error
+		return ps, err
+	})
+	w.step(t, "global tenant filter count", func(db *gorm.DB) (any, error) {
+		var n int64
+		err := db.WithContext(ctx).Model(&saasUser{}).Count(&n).Error
+		return n, err
 	})
 }
