@@ -456,6 +456,7 @@ func saasScenario(t *testing.T, w *saasTwin) {
 	saasLogin(t, w, tenants)
 	saasDeletes(t, w, tenants)
 	saasQueryCallback(t, w, tenants)
+	saasPreloadLimits(t, w, tenants)
 }
 
 func saasMore(t *testing.T, w *saasTwin, tenants []int64, p0 saasProject, task0 saasTask, owner0 saasUser) {
@@ -1178,5 +1179,20 @@ func saasQueryCallback(t *testing.T, w *saasTwin, tenants []int64) {
 		var n int64
 		err := db.WithContext(ctx).Model(&saasUser{}).Count(&n).Error
 		return n, err
+	})
+}
+
+func saasPreloadLimits(t *testing.T, w *saasTwin, tenants []int64) {
+	var p saasProject
+	must(t, w.one.Where("tenant_id = ?", tenants[2]).Order("id").First(&p).Error)
+	w.step(t, "preload with limit of one owner", func(db *gorm.DB) (any, error) {
+		var got saasProject
+		err := db.Preload("Tasks", func(tx *gorm.DB) *gorm.DB { return tx.Order("points desc, id").Limit(2) }).First(&got, p.ID).Error
+		return got, err
+	})
+	w.step(t, "many2many preload with limit of one owner's tasks", func(db *gorm.DB) (any, error) {
+		var ts []saasTask
+		err := db.Preload("Tags", func(tx *gorm.DB) *gorm.DB { return tx.Order("name").Limit(2) }).Where("project_id = ?", p.ID).Order("id").Find(&ts).Error
+		return ts, err
 	})
 }
