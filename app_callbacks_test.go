@@ -277,3 +277,80 @@ func TestRawSQLOnAStatementThatRanBeforeRunsItsOwnText(t *testing.T) {
 		t.Errorf("raw SQL of an unsharded model on a statement that ran a Find: %q, %v; want %q", name, err, "b")
 	}
 }
+
+type outboxedRow struct {
+	ID   int64 `shardid:""`
+	Name string
+}
+
+type outboxEntry struct {
+	ID    int64 `shardid:"colocate:RowID"`
+	RowID int64
+	Verb  string
+}
+
+// A callback the application registers after GORM's executor
+// (After("gorm:create"), which GORM runs after its own last callback),
+// writing an outbox row for each row the statement wrote, runs once per
+// statement, as GORM runs it, also when the statement's rows are on two
+// databases: one outbox row per row, beside it.
+func TestACallbackAfterGORMsLastRunsOncePerStatementOverSeveralDatabases(t *testing.T) {
+	db, p, direct := revRouted(t, &outboxedRow{}, &outboxEntry{})
+	var calls int
+	outbox := func(verb string) func(*gorm.DB) {
+		return func(db *gorm.DB) {
+			if db.Error != nil || db.Statement.Schema == nil || db.Statement.Schema.Table != "outboxed_rows" {
+				return
+			}
+			calls++
+			rv := reflect.Indirect(reflect.ValueOf(db.Statement.Model)) // the rows, also of an update given a map
+			for i := range rv.Len() {
+				row := reflect.Indirect(rv.Index(i)).Addr().Interface().(*outboxedRow)
+				db.AddError(db.Session(&gorm.Session{NewDB: true}).Create(&outboxEntry{RowID: row.ID, Verb: verb}).Error)
+			}
+		}
+	}
+	must(t, db.Callback().Create().After("gorm:create").Register("app:outbox", outbox("create")))
+	must(t, db.Callback().Update().After("gorm:update").Register("app:outbox", outbox("update")))
+	must(t, db.Callback().Delete().After("gorm:delete").Register("app:outbox", outbox("delete")))
+
+	rows := make([]outboxedRow, 8)
+	for i := range rows {
+		rows[i].Name = "a"
+	}
+	ids := func() []int64 {
+		var ids []int64
+		for _, r := range rows {
+			ids = append(ids, r.ID)
+		}
+		return ids
+	}
+	for _, c := range []struct {
+		verb string
+		run  func() *gorm.DB
+	}{
+		{"create", func() *gorm.DB { return db.Create(&rows) }},
+		{"update", func() *gorm.DB { return db.Model(&rows).Update("name", "b") }},
+		{"delete", func() *gorm.DB { return db.Delete(&rows) }},
+	} {
+		calls = 0
+		must(t, c.run().Error)
+		var on [2]int
+		for _, id := range ids() {
+			on[p.ShardMap().Physical(p.Layout().Shard(id))]++
+		}
+		if on[0] == 0 || on[1] == 0 {
+			t.Fatalf("the rows are on one database only (%v): the test needs both", on)
+		}
+		if calls != 1 {
+			t.Errorf("%s over two databases: the callback ran %d times, want once, as GORM runs it", c.verb, calls)
+		}
+		for k, d := range direct {
+			var n int64
+			must(t, d.Model(&outboxEntry{}).Where("verb = ?", c.verb).Count(&n).Error)
+			if n != int64(on[k]) {
+				t.Errorf("%s: database %d holds %d outbox rows, want %d, one per row beside it", c.verb, k, n, on[k])
+			}
+		}
+	}
+}

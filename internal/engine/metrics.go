@@ -152,6 +152,9 @@ func (e *Engine) countFanOut(db *gorm.DB, kind statementKind, parts int) {
 // plugin's context still wraps is left there stopped, for nothing to find.
 func (e *Engine) stopClock(kind statementKind) func(*gorm.DB) {
 	return func(db *gorm.DB) {
+		if db.Error == errPartEnded {
+			db.Error = nil // after the callbacks that passed over the part (endRouted)
+		}
 		stmt := db.Statement
 		physical := -1
 		c := clockOf(stmt)

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"reflect"
@@ -642,8 +643,20 @@ func (e *Engine) finish(kind statementKind) func(*gorm.DB) {
 		if anchorPool != nil {
 			db.Statement.ConnPool = anchorPool
 		}
+		if t, part := db.Statement.Context.Value(turnKey{}).(*turn); part && t.stmt == db.Statement && db.Error == nil {
+			// The callbacks registered after the plugin that GORM runs last (an
+			// application's After("gorm:create")) run once, for the whole
+			// statement, as without the plugin: a part's end is marked for them
+			// to pass over, and unmarked by stopClock.
+			db.Error = errPartEnded
+		}
 	}
 }
+
+// errPartEnded marks a part of a write over several databases that has
+// ended (finish); driver.ErrSkip, which tracing plugins
+// (gorm.io/plugin/opentelemetry) do not record as a failure.
+var errPartEnded = driver.ErrSkip
 
 // leaveShardPool gives a statement that routing sent to a shard's pool,
 // outside a transaction, the plugin's own pool back as it ends: the *gorm.DB
