@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -345,6 +346,46 @@ func TestInstanceSetReachesTheHooksOfAnUpdateOverTwoDatabases(t *testing.T) {
 		must(t, d.First(&stored, ids[i]).Error)
 		if stored.Name != "two" || stored.Note != "carol/true" {
 			t.Errorf("physical %d: row %d is %q with note %q, want %q with note %q (what plain GORM writes)", i, stored.ID, stored.Name, stored.Note, "two", "carol/true")
+		}
+	}
+}
+
+// tallyRow's AfterUpdate adds one to the tally of another row, as hooks
+// keep counters.
+type tallyRow struct {
+	ID      int64 `shardid:""`
+	Name    string
+	N       int
+	TallyOf int64 `gorm:"-"`
+}
+
+func (r *tallyRow) AfterUpdate(tx *gorm.DB) error {
+	if r.TallyOf == 0 {
+		return nil
+	}
+	return tx.Model(&tallyRow{ID: r.TallyOf}).Update("n", gorm.Expr("n + 1")).Error
+}
+
+// A hook of a write on one database that writes a row of another database
+// is refused with ErrCrossShard saying that GORM's transaction of the write
+// holds one database and what to do, and nothing is written: the hooked
+// row's update rolls back with it.
+func TestAHookWritingAnotherDatabaseInsideGORMsTransactionIsRefusedSayingWhy(t *testing.T) {
+	db, p, direct := revRouted(t, &tallyRow{})
+	rows := revOnBoth(t, db, p, func() *tallyRow { return &tallyRow{Name: "a"} }, func(r *tallyRow) int64 { return r.ID })
+	hooked, tally := rows[0], rows[1]
+	hooked.TallyOf = tally.ID
+	err := db.Model(hooked).Update("name", "b").Error
+	if !errors.Is(err, ErrCrossShard) || !strings.Contains(err.Error(), "transaction GORM began") || !strings.Contains(err.Error(), "AcrossShards") {
+		t.Fatalf("a hook updating a row of the other database: %v, want ErrCrossShard naming GORM's transaction and AcrossShards", err)
+	}
+	for k, d := range direct {
+		var got []tallyRow
+		must(t, d.Find(&got).Error)
+		for _, r := range got {
+			if r.Name != "a" || r.N != 0 {
+				t.Errorf("database %d after the refused update: %+v", k, r)
+			}
 		}
 	}
 }

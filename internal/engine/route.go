@@ -343,6 +343,9 @@ func (e *Engine) bind(db *gorm.DB, k int) error {
 				ErrCrossShard, e.physical[k].name, resolverAfterHint(stmt))
 		case on != k && e.movedAway(stmt, on):
 			return &MovedError{Shard: -1, To: e.physical[k].name, Why: fmt.Sprintf("the transaction on %s began before the move; retry the transaction", e.physical[on].name)}
+		case on != k && inGORMsTransaction(stmt):
+			return fmt.Errorf("%w: the statement belongs on %s, and runs in the transaction GORM began on %s for the write whose hook or callback runs it, which holds that database only: run it after that write, or run the write in db.Clauses(shardid.AcrossShards()).Transaction, which spans databases",
+				ErrCrossShard, e.physical[k].name, e.physical[on].name)
 		case on != k:
 			return fmt.Errorf("%w: the transaction is on %s, the statement belongs on %s", ErrCrossShard, e.physical[on].name, e.physical[k].name)
 		}
