@@ -354,3 +354,49 @@ func TestACallbackAfterGORMsLastRunsOncePerStatementOverSeveralDatabases(t *test
 		}
 	}
 }
+
+type destStampedRow struct {
+	ID   int64 `shardid:""`
+	Name string
+}
+
+// A callback that finds a Create's rows by the type the caller gave them
+// (Statement.Dest as *[]T, or *[]*T) finds them in each part of a Create
+// split over two databases, as in GORM's one statement: what it sets is
+// stored, and the caller's rows hold it.
+func TestACallbackFindsTheRowsOfASplitCreateAsTheCallerGaveThem(t *testing.T) {
+	db, _, direct := revRouted(t, &destStampedRow{})
+	byPointer := false // the type the caller gives the rows, the only one the callback knows
+	must(t, db.Callback().Create().Before("gorm:create").Register("app:stamp", func(db *gorm.DB) {
+		if rows, ok := db.Statement.Dest.(*[]destStampedRow); ok && !byPointer {
+			for i := range *rows {
+				(*rows)[i].Name = "stamped"
+			}
+		}
+		if rows, ok := db.Statement.Dest.(*[]*destStampedRow); ok && byPointer {
+			for _, r := range *rows {
+				r.Name = "stamped"
+			}
+		}
+	}))
+	values := make([]destStampedRow, 8)
+	must(t, db.Create(&values).Error)
+	byPointer = true
+	pointers := make([]*destStampedRow, 8)
+	for i := range pointers {
+		pointers[i] = &destStampedRow{}
+	}
+	must(t, db.Create(&pointers).Error)
+	for i := range values {
+		if values[i].Name != "stamped" || pointers[i].Name != "stamped" {
+			t.Fatalf("the caller's rows: %+v, %+v; want each stamped", values[i], *pointers[i])
+		}
+	}
+	for k, d := range direct {
+		var names []string
+		must(t, d.Model(&destStampedRow{}).Pluck("name", &names).Error)
+		if len(names) == 0 || slices.ContainsFunc(names, func(n string) bool { return n != "stamped" }) {
+			t.Errorf("database %d holds %q, want rows, each stamped", k, names)
+		}
+	}
+}

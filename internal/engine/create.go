@@ -233,10 +233,19 @@ func (e *Engine) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 	writes := make([]writePart, len(order))
 	dests := make([]reflect.Value, len(order))
 	now := db.NowFunc() // one statement, one time, on every database
+	// Each part holds its rows as the caller's slice does, so that callbacks
+	// and hooks reading the statement's Dest find its type: pointers to the
+	// caller's rows, or copies of them, copied back once the parts ran.
+	elem := reflect.Indirect(stmt.ReflectValue).Type().Elem()
+	byValue := elem.Kind() != reflect.Pointer
 	for i, k := range order {
-		subset := reflect.MakeSlice(reflect.SliceOf(reflect.PointerTo(m.schema.ModelType)), 0, len(groups[k]))
+		subset := reflect.MakeSlice(reflect.SliceOf(elem), 0, len(groups[k]))
 		for _, row := range groups[k] {
-			subset = reflect.Append(subset, row.Addr())
+			if byValue {
+				subset = reflect.Append(subset, row)
+			} else {
+				subset = reflect.Append(subset, row.Addr())
+			}
 		}
 		dests[i] = reflect.New(subset.Type()) // addressable, as GORM's scan of RETURNING needs
 		dests[i].Elem().Set(subset)
@@ -252,18 +261,23 @@ func (e *Engine) routeCreate(db *gorm.DB, m *model, rows []reflect.Value) {
 		part.Statement.Model, part.Statement.Dest = nil, dests[i].Interface()
 		writes[i] = writePart{k: k, db: part}
 	}
-	if undone := e.runParts(db, kindCreate, writes, nil); undone {
+	undone := e.runParts(db, kindCreate, writes, nil)
+	if undone {
 		if state := routeStateOf(stmt); state != nil {
 			state.undone = true // its IDs, and those of the Creates its parts ran, are given back
 		}
 	}
-	if replaced && (db.Error == nil || db.Error == errRouted) {
-		for i, k := range order { // the rows RETURNING gave, in the order they were inserted, back into the caller's
-			back := dests[i].Elem()
-			for j, row := range groups[k] {
-				if j < back.Len() && back.Index(j).Pointer() != row.Addr().Pointer() {
-					row.Set(back.Index(j).Elem())
+	for i, k := range order { // copies back into the caller's rows, and the rows RETURNING gave, in the order they were inserted
+		back := dests[i].Elem()
+		for j, row := range groups[k] {
+			switch {
+			case j >= back.Len():
+			case byValue:
+				if !undone { // undone, the rows keep what they came with: the IDs its parts made are given back in the copies
+					row.Set(back.Index(j))
 				}
+			case replaced && (db.Error == nil || db.Error == errRouted) && back.Index(j).Pointer() != row.Addr().Pointer():
+				row.Set(back.Index(j).Elem())
 			}
 		}
 	}
