@@ -15,7 +15,7 @@ import (
 
 // moveProgress shows a move's progress: on a terminal a bar per table, else
 // a plain line for each new phase or table and at most one a second within
-// it (logs stay short). It is not safe for concurrent use; a move reports
+// it (logs stay short), and its last before the next or the end. It is not safe for concurrent use; a move reports
 // from one goroutine.
 type moveProgress struct {
 	w        io.Writer
@@ -23,6 +23,7 @@ type moveProgress struct {
 	bar      *progressbar.ProgressBar
 	current  string // the phase and table of the last report
 	lastLine time.Time
+	skipped  string // the last line not printed, printed before the next phase or table
 }
 
 func newMoveProgress(w io.Writer) *moveProgress {
@@ -41,11 +42,16 @@ func (p *moveProgress) update(m shardid.MoveProgress) {
 	changed := key != p.current
 	p.current = key
 	if !p.terminal {
+		line := "move: " + describeProgress(m)
 		if !changed && time.Since(p.lastLine) < time.Second {
+			p.skipped = line
 			return
 		}
-		p.lastLine = time.Now()
-		fmt.Fprintln(p.w, "move: "+describeProgress(m))
+		if changed {
+			p.flushSkipped() // where the phase or table ended, not where it was last printed
+		}
+		p.skipped, p.lastLine = "", time.Now()
+		fmt.Fprintln(p.w, line)
 		return
 	}
 	if changed || p.bar == nil {
@@ -86,8 +92,18 @@ func describeProgress(m shardid.MoveProgress) string {
 	return strings.Join(parts, " ")
 }
 
-// finish ends the current bar, leaving it on its own line.
+// flushSkipped prints the last line not printed, if any.
+func (p *moveProgress) flushSkipped() {
+	if p.skipped != "" {
+		fmt.Fprintln(p.w, p.skipped)
+		p.skipped = ""
+	}
+}
+
+// finish ends the current bar, leaving it on its own line, or prints the
+// last line not printed.
 func (p *moveProgress) finish() {
+	p.flushSkipped()
 	if p.bar != nil {
 		_ = p.bar.Finish()
 		fmt.Fprintln(p.w)

@@ -47,3 +47,20 @@ func TestDemoDrawsNoBarOffATerminal(t *testing.T) {
 		t.Fatalf("the demo wrote to a non-terminal stderr:\n%q", errOut)
 	}
 }
+
+// A log shows where each phase or table of a move ended, not only the first
+// report of it: a copy of a second or less printed its first chunk only.
+func TestAMoveProgressLogShowsWhereEachPhaseEnded(t *testing.T) {
+	var log bytes.Buffer
+	p := newMoveProgress(&log)
+	for copied := range int64(29) {
+		p.update(shardid.MoveProgress{Phase: shardid.PhaseCopy, Table: "items", Copied: copied, Total: 28})
+	}
+	p.update(shardid.MoveProgress{Phase: shardid.PhaseCatchUp, Table: "items", Backlog: 3})
+	p.update(shardid.MoveProgress{Phase: shardid.PhaseCatchUp, Table: "items", Backlog: 0})
+	p.finish()
+	want := "move: copy items: 0 of 28 rows\nmove: copy items: 28 of 28 rows\nmove: catch-up items: 3 changes behind\nmove: catch-up items: 0 changes behind\n"
+	if log.String() != want {
+		t.Fatalf("the log:\n%s\nwant:\n%s", log.String(), want)
+	}
+}
