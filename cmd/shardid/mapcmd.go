@@ -26,7 +26,9 @@ With --json it prints one object: "version", "logical_shards" (how many),
 "physical", one object per database with "name", "ranges" (of logical
 shards, objects {"from": N, "to": N}, inclusive) and "logical_shards" (how
 many), and "moves", the moves under way or awaiting cleanup, each with
-"logical" (a range), "from", "to" and "phase".
+"logical" (a range), "from", "to", "phase" and "running" (whether a run,
+a mover, cancel or cleanup, holds it now; a move under way that none holds
+stopped, and resumes when run again).
 
 ` + configHelp,
 		Args: cobra.NoArgs,

@@ -3,11 +3,13 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/spf13/cobra"
 
 	"github.com/shardid/shardid"
 )
@@ -145,4 +147,40 @@ func TestMoveStatusSaysWhetherARunHoldsTheMove(t *testing.T) {
 			t.Errorf("a move in phase %s, running %v: RUN %q, want %q\n%s", c.move.Phase, c.move.Running, got, c.want, out.String())
 		}
 	}
+}
+
+// Every field a command prints with --json is named in its --help.
+func TestJSONHelpNamesEveryField(t *testing.T) {
+	for _, c := range []struct {
+		cmd    *cobra.Command
+		output any
+	}{
+		{mapCommand(), mapInfo{}}, {verifyCommand(), verifyReport{}}, {healthCommand(), healthReport{}},
+		{decodeCommand(), decoded{}}, {layoutCommand(), layoutInfo{}},
+	} {
+		for _, field := range jsonFields(reflect.TypeOf(c.output)) {
+			if !strings.Contains(c.cmd.Long, `"`+field+`"`) {
+				t.Errorf("shardid %s --help does not name the field %q of its --json", c.cmd.Name(), field)
+			}
+		}
+	}
+}
+
+// jsonFields lists the JSON names of t's fields, and of the structs within.
+func jsonFields(t reflect.Type) []string {
+	for t.Kind() == reflect.Slice || t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct || t == reflect.TypeOf(time.Time{}) {
+		return nil
+	}
+	var names []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && name != "-" {
+			names = append(names, name)
+			names = append(names, jsonFields(f.Type)...)
+		}
+	}
+	return names
 }
