@@ -545,3 +545,35 @@ func TestVerifyWithADatabaseDownReportsTheOthers(t *testing.T) {
 	}
 	wantIn(t, out, "a could not be read: ", "b could not be read: ", "c could not be read: ", "no database could be read: no row was verified\n")
 }
+
+// Verify says of the rows a move under way has copied to its target that a
+// cancel deletes them, not that its cleanup deletes the source's copy, and
+// counts them as the target holds them.
+func TestVerifySaysWhatAMoveUnderWayLeavesOnItsTarget(t *testing.T) {
+	for name, env := range map[string]func(*testing.T) opsEnv{"sqlite": sqliteEnv, "mysql": mysqlEnv, "postgres": postgresEnv} {
+		t.Run(name, func(t *testing.T) {
+			e := env(t)
+			app, _ := e.applicationWithItems(t, 4096, 4200, 4500, 4900)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			_, err := app.plugin.Move(ctx, shardid.Move{Logical: shardid.Range{From: 4096, To: 5000}, To: "c", ChunkSize: 1,
+				Progress: func(p shardid.MoveProgress) {
+					if p.Phase == shardid.PhaseCopy && p.Copied > 1 {
+						cancel()
+					}
+				}})
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("the move stopped during its copy returned %v", err)
+			}
+			var onC int64
+			if err := direct(t, e.dsns["c"]).Table("shardid_cmd_items").Count(&onC).Error; err != nil || onC == 0 {
+				t.Fatalf("c holds %d rows of the stopped move: %v", onC, err)
+			}
+			out := mustRun(t, "verify", "--config", e.config)
+			wantIn(t, out, fmt.Sprintf("shardid_cmd_items on c: %s whose logical shard maps elsewhere (a move's copy under way: its cutover serves them here, shardid move cancel deletes them)\n", plural(onC, "row")))
+			if strings.Contains(out, "cleanup") {
+				t.Errorf("verify says a cleanup deletes the target's copy of a move under way:\n%s", out)
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -25,9 +26,11 @@ every physical database, and reports the rows whose logical shard the shared
 map sends to another database: the table, the database, how many, and up to
 ten of their keys with the database each belongs on.
 
-Rows that a move left on its source until "shardid move cleanup" are listed
-and marked, but are not counted as misplaced: the source's triggers refuse
-their writes and the plugin no longer reads them there. The exit status is
+A move's copy is listed and marked, but not counted as misplaced: the rows
+a move under way has copied to its target (its cutover serves them there,
+"shardid move cancel" deletes them), and those it left on its source after
+the cutover until "shardid move cleanup" (the source's triggers refuse their
+writes and the plugin no longer reads them there). The exit status is
 non-zero only when other rows are misplaced, or a database could not be
 read (what the others hold is still listed).
 
@@ -47,7 +50,11 @@ database that could not be read: "database" and "error".
 				if !readAny {
 					return err
 				}
-				report := verifyReportOf(s.plugin, found)
+				moves, movesErr := s.plugin.Moves(cmd.Context())
+				if movesErr != nil {
+					return movesErr
+				}
+				report := verifyReportOf(s.plugin, found, moves)
 				report.Unread = unread
 				if asJSON {
 					if err := printJSON(cmd.OutOrStdout(), report); err != nil {
@@ -87,6 +94,7 @@ type verifyTable struct {
 	Rows       int64       `json:"rows"`
 	LeftByMove bool        `json:"left_by_move"`
 	Keys       []verifyKey `json:"keys"`
+	copying    bool        // a move's copy on its target, before the cutover, not a source's frozen copy
 }
 
 type verifyKey struct {
@@ -123,7 +131,7 @@ func unreadDatabases(err error) (unread []verifyError, readAny bool) {
 	return unread, true
 }
 
-func verifyReportOf(plugin *shardid.Plugin, found []shardid.Misplaced) verifyReport {
+func verifyReportOf(plugin *shardid.Plugin, found []shardid.Misplaced, moves []shardid.MoveStatus) verifyReport {
 	layout, shardMap := plugin.Layout(), plugin.ShardMap()
 	report := verifyReport{MapVersion: plugin.MapVersion(), Tables: []verifyTable{}, databases: len(plugin.Physicals())}
 	for _, m := range found {
@@ -133,6 +141,11 @@ func verifyReportOf(plugin *shardid.Plugin, found []shardid.Misplaced) verifyRep
 			report.Misplaced += m.Rows
 		}
 		table := verifyTable{Table: m.Table, Database: m.Database, Rows: m.Rows, LeftByMove: m.LeftByMove, Keys: make([]verifyKey, len(m.Keys))}
+		table.copying = m.LeftByMove && slices.ContainsFunc(moves, func(mv shardid.MoveStatus) bool {
+			return mv.To == m.Database && underWay(mv.Phase) && !slices.ContainsFunc(moves, func(other shardid.MoveStatus) bool {
+				return other.From == m.Database && other.Phase == shardid.PhaseServing
+			})
+		})
 		for i, k := range m.Keys {
 			table.Keys[i].Key = fmt.Sprint(k)
 			if shard, ok := shardOfKey(layout, k); ok {
@@ -147,7 +160,10 @@ func verifyReportOf(plugin *shardid.Plugin, found []shardid.Misplaced) verifyRep
 func printVerify(w io.Writer, report verifyReport) {
 	for _, m := range report.Tables {
 		note := ""
-		if m.LeftByMove {
+		switch {
+		case m.copying: // the rows of a move under way on its target, which a cancel deletes
+			note = " (a move's copy under way: its cutover serves them here, shardid move cancel deletes them)"
+		case m.LeftByMove:
 			note = " (a move's copy: its cutover serves the target's, shardid move cleanup deletes the source's)"
 		}
 		fmt.Fprintf(w, "%s on %s: %s whose logical shard maps elsewhere%s\n", m.Table, m.Database, plural(m.Rows, "row"), note)
