@@ -96,6 +96,17 @@ type MoveStatus struct {
 	Running bool
 }
 
+// Process is a process of the shared map, as the plugin's database records
+// it: each notes itself there with the map version it routes by, every
+// MapRefresh; a move's cleanup waits for the live ones to follow its map.
+type Process struct {
+	Owner      string    // host:pid:random
+	MapVersion int64     // the version it last said it routes by
+	Seen       time.Time // when it last said so
+	Live       bool      // seen within three of its heartbeats and a margin for clocks
+	Self       bool      // the process that asked
+}
+
 // MoveStats is where a move that this process runs is, for exporters.
 type MoveStats struct {
 	Logical  Range
@@ -149,6 +160,20 @@ func (p *Plugin) Moves(ctx context.Context) ([]MoveStatus, error) {
 	out := make([]MoveStatus, len(list))
 	for i, st := range list {
 		out[i] = MoveStatus(st)
+	}
+	return out, nil
+}
+
+// Processes lists the processes of the shared map, live ones first, and the
+// map version each routes by; none without Config.Shards.
+func (p *Plugin) Processes(ctx context.Context) ([]Process, error) {
+	list, err := p.engine().Processes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Process, len(list))
+	for i, pr := range list {
+		out[i] = Process(pr)
 	}
 	return out, nil
 }

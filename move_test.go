@@ -365,3 +365,46 @@ func TestMapTablesSharingThePluginDatabaseKeepApart(t *testing.T) {
 	var back setBOrder
 	must(t, dbB.First(&back, order.ID).Error)
 }
+
+// Processes lists each live process of the map with the version it routes
+// by (one whose config cannot follow a move stays on the old one), not the
+// processes of another MapTable in the same database, and none that closed.
+func TestProcessesListsTheVersionEachProcessRoutesBy(t *testing.T) {
+	ps := processes{t, t.TempDir()}
+	every := []Range{{From: 0, To: Layout{}.ShardCount() - 1}}
+	open := func(cfg Config) (*gorm.DB, *Plugin) {
+		cfg.MapRefresh = 100 * time.Millisecond
+		db, p, err := ps.open(cfg)
+		must(t, err)
+		return db, p
+	}
+	oldDB, old := open(Config{Shards: []Shard{{Name: "a", Dialector: ps.file("a.db"), Logical: every}}})
+	must(t, old.AutoMigrate(oldDB, &revUser{}))
+	newDB, current := open(Config{Shards: []Shard{{Name: "a", Dialector: ps.file("a.db"), Logical: every}, {Name: "b", Dialector: ps.file("b.db")}}})
+	must(t, current.AutoMigrate(newDB, &revUser{}))
+	_, other := open(Config{MapTable: "other_map", Shards: []Shard{{Name: "a", Dialector: ps.file("other.db"), Logical: every}}})
+	_, err := current.Move(context.Background(), Move{Logical: Range{From: 0, To: 4095}, To: "b"})
+	must(t, err)
+	// Each process notes its version at its next refresh.
+	var list []Process
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if list, err = current.Processes(context.Background()); err == nil && len(list) == 2 && list[0].MapVersion != list[1].MapVersion {
+			break
+		}
+	}
+	must(t, err)
+	versions := map[int64]bool{}
+	for _, pr := range list {
+		versions[pr.MapVersion] = pr.Live
+	}
+	if len(list) != 2 || !versions[old.MapVersion()] || !versions[current.MapVersion()] || old.MapVersion() == current.MapVersion() {
+		t.Fatalf("Processes: %+v; want two live processes, at versions %d and %d", list, old.MapVersion(), current.MapVersion())
+	}
+	if others, err := other.Processes(context.Background()); err != nil || len(others) != 1 {
+		t.Fatalf("Processes of another MapTable: %+v, %v; want its own process only", others, err)
+	}
+	must(t, old.Close())
+	if list, err = current.Processes(context.Background()); err != nil || len(list) != 1 || list[0].MapVersion != current.MapVersion() {
+		t.Fatalf("Processes after the old one closed: %+v, %v; want the current process only", list, err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -28,7 +29,12 @@ shards, objects {"from": N, "to": N}, inclusive) and "logical_shards" (how
 many), and "moves", the moves under way or awaiting cleanup, each with
 "logical" (a range), "from", "to", "phase" and "running" (whether a run,
 a mover, cancel or cleanup, holds it now; a move under way that none holds
-stopped, and resumes when run again).
+stopped, and resumes when run again), and "processes", each process that
+notes itself in the plugin's database as following the map (the
+application's, other commands', this one's), with "owner" (host:pid:random),
+"map_version" (the version it routes by), "seen" (when it last said so),
+"live" (seen lately; a move's cleanup waits for the live ones to follow its
+map) and "this_command".
 
 ` + configHelp,
 		Args: cobra.NoArgs,
@@ -42,7 +48,11 @@ stopped, and resumes when run again).
 				if err != nil {
 					return err
 				}
-				info := mapInfoOf(version, s.plugin.ShardMap(), moves)
+				processes, err := s.plugin.Processes(cmd.Context())
+				if err != nil {
+					return fmt.Errorf("reading the map's processes: %w", err)
+				}
+				info := mapInfoOf(version, s.plugin.ShardMap(), moves, processes)
 				if asJSON {
 					return printJSON(cmd.OutOrStdout(), info)
 				}
@@ -62,6 +72,17 @@ type mapInfo struct {
 	LogicalShards int           `json:"logical_shards"`
 	Physical      []mapPhysical `json:"physical"`
 	Moves         []mapMove     `json:"moves"`
+	Processes     []mapProcess  `json:"processes"`
+}
+
+// mapProcess is a process of the map: an application's, another command's,
+// or this command's own.
+type mapProcess struct {
+	Owner       string    `json:"owner"`
+	MapVersion  int64     `json:"map_version"`
+	Seen        time.Time `json:"seen"`
+	Live        bool      `json:"live"`
+	ThisCommand bool      `json:"this_command"`
 }
 
 type mapPhysical struct {
@@ -84,8 +105,11 @@ type shardRange struct {
 	To   int `json:"to"`
 }
 
-func mapInfoOf(version int64, m *shardrouter.Map, moves []shardid.MoveStatus) mapInfo {
-	info := mapInfo{Version: version, LogicalShards: m.ShardCount(), Physical: make([]mapPhysical, m.Len()), Moves: []mapMove{}}
+func mapInfoOf(version int64, m *shardrouter.Map, moves []shardid.MoveStatus, processes []shardid.Process) mapInfo {
+	info := mapInfo{Version: version, LogicalShards: m.ShardCount(), Physical: make([]mapPhysical, m.Len()), Moves: []mapMove{}, Processes: []mapProcess{}}
+	for _, pr := range processes {
+		info.Processes = append(info.Processes, mapProcess{Owner: pr.Owner, MapVersion: pr.MapVersion, Seen: pr.Seen.UTC(), Live: pr.Live, ThisCommand: pr.Self})
+	}
 	for k := range m.Len() {
 		shards := m.Logical(k)
 		info.Physical[k] = mapPhysical{Name: m.Name(k), Ranges: rangesOf(shards), LogicalShards: len(shards)}
@@ -119,6 +143,19 @@ func printMap(w io.Writer, info mapInfo) {
 			fmt.Fprintf(w, "moving logical shards %s from %s to %s: stopped in phase %s, no mover running; run the move again to resume it, or cancel it\n", logical, mv.From, mv.To, mv.Phase)
 		}
 	}
+	fmt.Fprintf(w, "processes that follow the map: %d\n", len(info.Processes))
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, pr := range info.Processes {
+		state := "live"
+		if !pr.Live {
+			state = "silent (counted gone)"
+		}
+		if pr.ThisCommand {
+			state += ", this command"
+		}
+		fmt.Fprintf(tw, "  %s\tversion %d\tseen %s\t%s\n", pr.Owner, pr.MapVersion, pr.Seen.Format(time.RFC3339), state)
+	}
+	_ = tw.Flush()
 }
 
 // rangesOf groups sorted logical shards into ranges.

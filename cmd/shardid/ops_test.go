@@ -316,6 +316,7 @@ func testOperatorsCommands(t *testing.T, e opsEnv) {
 	out = mustRun(t, "map", "--config", e.config)
 	wantIn(t, out, "map version 5: 8192 logical shards on 3 physical databases", "a  1024-4095  3072 logical shards",
 		"b  4096-8191  4096 logical shards", "c  0-1023     1024 logical shards", "a keeps a frozen copy")
+	mapListsItsProcesses(t, e.config)
 	wantIn(t, mustRun(t, "move", "status", "--config", e.config), "0-1023  a     c   serving  -    4")
 
 	// Before the cleanup, verify marks a's copy and passes.
@@ -396,6 +397,38 @@ func testOperatorsCommands(t *testing.T, e opsEnv) {
 	wantIn(t, out, "moved (resumed) logical shards 6000-6100 from b to c", "shardid_cmd_items  1 row copied", "map version       12") // each prepare and cutover announces itself in a version of its own
 	if got := idsIn(t, c, layout, resumed); len(got) != 1 {
 		t.Fatalf("c holds %v of the resumed range, want its row", got)
+	}
+}
+
+// mapListsItsProcesses checks that map --json lists the processes that
+// follow the map: the application's, live, and this command's own.
+func mapListsItsProcesses(t *testing.T, config string) {
+	t.Helper()
+	var listed struct {
+		Processes []struct {
+			MapVersion  int64 `json:"map_version"`
+			Live        bool  `json:"live"`
+			ThisCommand bool  `json:"this_command"`
+		} `json:"processes"`
+	}
+	stdout, _, err := runApart(t, "map", "--config", config, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(stdout), &listed); err != nil {
+		t.Fatal(err)
+	}
+	var application, command int
+	for _, pr := range listed.Processes {
+		switch {
+		case pr.ThisCommand:
+			command++
+		case pr.Live && pr.MapVersion >= 1:
+			application++
+		}
+	}
+	if command != 1 || application < 1 {
+		t.Errorf("map --json lists the processes %+v; want the application's, live, and this command's", listed.Processes)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/shardid/shardid/internal/mapstore"
 	"github.com/shardid/shardid/internal/mover"
 	"github.com/shardid/shardid/internal/sqlerr"
 )
@@ -71,3 +72,12 @@ func (e *Engine) Moves(ctx context.Context) ([]mover.Status, error) {
 
 // MoveStats returns the moves this process is running.
 func (e *Engine) MoveStats() []mover.Stats { return e.moves.Stats() }
+
+// Processes lists the processes of the shared map and the version each
+// follows; none without Config.Shards.
+func (e *Engine) Processes(ctx context.Context) ([]mapstore.Process, error) {
+	if e.maps == nil {
+		return nil, nil
+	}
+	return e.maps.Processes(ctx)
+}

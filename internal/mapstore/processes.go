@@ -34,8 +34,17 @@ func (s *Store) Seen(ctx context.Context, version int64) error {
 	}
 	_, err = s.Exec(ctx, "INSERT INTO "+processesTable+" (owner, map_version, seen_ms, refresh_ms, map_table) SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM "+processesTable+" WHERE owner = ?)",
 		s.owner, version, now, s.heartbeat.Milliseconds(), s.table, s.owner)
+	if err != nil {
+		return err
+	}
+	// A process that starts forgets those that stopped without a word (a
+	// crash) long ago: counted gone since, they would pile up.
+	_, err = s.Exec(ctx, "DELETE FROM "+processesTable+" WHERE seen_ms + 3 * refresh_ms + ? < ?", liveMargin.Milliseconds(), now-forgetSilentAfter.Milliseconds())
 	return err
 }
+
+// forgetSilentAfter is how long a process counted gone stays listed.
+const forgetSilentAfter = 24 * time.Hour
 
 // Forget removes this process from the processes table, when it stops.
 func (s *Store) Forget(ctx context.Context) error {
@@ -85,4 +94,39 @@ func (s *Store) LiveTokens(ctx context.Context) (map[string]bool, error) {
 		live[owner[strings.LastIndexByte(owner, ':')+1:]] = true
 	}
 	return live, rows.Err()
+}
+
+// Process is a process of this map as the processes table records it.
+type Process struct {
+	Owner      string
+	MapVersion int64
+	Seen       time.Time
+	Live       bool // seen within three of its own heartbeats and a margin for clocks
+	Self       bool // the process that asked
+}
+
+// Processes lists the processes recorded for this map (and those of
+// versions that did not say their map), live ones first, each by owner.
+func (s *Store) Processes(ctx context.Context) ([]Process, error) {
+	if err := s.addMapTableColumn(ctx); err != nil {
+		return nil, err
+	}
+	now := time.Now().UnixMilli()
+	rows, err := s.db.QueryContext(ctx, storeSQL(s.dialect, "SELECT owner, map_version, seen_ms, seen_ms + 3 * refresh_ms + ? >= ? FROM "+processesTable+
+		" WHERE map_table IN (?, '') ORDER BY 4 DESC, owner"), liveMargin.Milliseconds(), now, s.table)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var list []Process
+	for rows.Next() {
+		var p Process
+		var seen int64
+		if err := rows.Scan(&p.Owner, &p.MapVersion, &seen, &p.Live); err != nil {
+			return nil, err
+		}
+		p.Seen, p.Self = time.UnixMilli(seen), p.Owner == s.owner
+		list = append(list, p)
+	}
+	return list, rows.Err()
 }

@@ -70,3 +70,23 @@ func TestBehindCountsTheProcessesOfItsMap(t *testing.T) {
 		t.Fatalf("KeptTable: %s", got)
 	}
 }
+
+// A process that starts forgets the processes silent for more than a day
+// (crashed, never to say they stopped), and keeps those silent lately,
+// which Processes lists as not live.
+func TestAStartingProcessForgetsTheLongSilent(t *testing.T) {
+	s, ctx := openStore(t), context.Background()
+	now := time.Now()
+	for owner, seen := range map[string]time.Time{"crashed:1:00000001": now.Add(-49 * time.Hour), "crashed:2:00000002": now.Add(-time.Hour)} {
+		if _, err := s.Exec(ctx, "INSERT INTO "+processesTable+" (owner, map_version, seen_ms, refresh_ms, map_table) VALUES (?, 1, ?, 1000, ?)", owner, seen.UnixMilli(), s.Table()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Seen(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.Processes(ctx)
+	if err != nil || len(list) != 2 || !list[0].Live || !list[0].Self || list[1].Owner != "crashed:2:00000002" || list[1].Live {
+		t.Fatalf("Processes: %+v, %v; want this one, live, then the one silent for an hour, not live", list, err)
+	}
+}
