@@ -106,7 +106,7 @@ func (s *Store) Prepare(ctx context.Context) error {
 }
 
 // addMapTableColumn adds map_table to a processes table made before it was;
-// the rows of processes of those versions keep '', which every map counts
+// the rows of processes of those versions keep it empty, which every map counts
 // as its own.
 func (s *Store) addMapTableColumn(ctx context.Context) error {
 	if s.probed.Load() {
