@@ -1,7 +1,9 @@
 package shardid
 
 import (
+	"database/sql/driver"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -398,5 +400,61 @@ func TestACallbackFindsTheRowsOfASplitCreateAsTheCallerGaveThem(t *testing.T) {
 		if len(names) == 0 || slices.ContainsFunc(names, func(n string) bool { return n != "stamped" }) {
 			t.Errorf("database %d holds %q, want rows, each stamped", k, names)
 		}
+	}
+}
+
+// A callback after GORM's executor that wraps the statement's error in the
+// application's own (a repository's error type) leaves a write over two
+// databases as without the plugin: no error, every row written on both.
+// The part's end mark it wrapped failed the part after it committed, and
+// the parts after it rolled back: half an update, and an error.
+func TestACallbackWrappingTheErrorLeavesAWriteOverSeveralDatabasesWhole(t *testing.T) {
+	db, p, direct := revRouted(t, &outboxedRow{})
+	wrap := func(db *gorm.DB) {
+		if db.Error != nil {
+			db.Error = fmt.Errorf("repository: %w", db.Error)
+		}
+	}
+	must(t, db.Callback().Create().After("gorm:create").Register("app:errors", wrap))
+	must(t, db.Callback().Update().After("gorm:update").Register("app:errors", wrap))
+	must(t, db.Callback().Delete().After("gorm:delete").Register("app:errors", wrap))
+	rows := make([]outboxedRow, 8)
+	count := func(name string) (on [2]int64) {
+		for k, d := range direct {
+			must(t, d.Model(&outboxedRow{}).Where("name = ?", name).Count(&on[k]).Error)
+		}
+		return on
+	}
+	must(t, db.Create(&rows).Error)
+	var want [2]int64
+	for _, r := range rows {
+		want[p.ShardMap().Physical(p.Layout().Shard(r.ID))]++
+	}
+	if want[0] == 0 || want[1] == 0 {
+		t.Fatalf("the rows are on one database only (%v): the test needs both", want)
+	}
+	if got := count(""); got != want {
+		t.Fatalf("created: the databases hold %v rows, want %v", got, want)
+	}
+	if res := db.Model(&rows).Update("name", "b"); res.Error != nil || res.RowsAffected != 8 || count("b") != want {
+		t.Errorf("update over two databases: %v, %d rows; the databases hold %v updated, want %v", res.Error, res.RowsAffected, count("b"), want)
+	}
+	if err := db.Delete(&rows).Error; err != nil || count("b") != [2]int64{} {
+		t.Errorf("delete over two databases: %v; the databases hold %v rows, want none", err, count("b"))
+	}
+}
+
+// A callback after GORM's executor that adds its own error to every
+// statement, not checking db.Error first, fails a write over several
+// databases with its error, not with the plugin's mark of a part's end.
+func TestACallbacksErrorOnAPartOfAWriteIsNotThePluginsMark(t *testing.T) {
+	db, _, _ := revRouted(t, &outboxedRow{})
+	refused := errors.New("refused by the application")
+	must(t, db.Callback().Create().After("gorm:create").Register("app:refuse", func(db *gorm.DB) {
+		db.AddError(refused)
+	}))
+	err := db.Create(make([]outboxedRow, 8)).Error
+	if !errors.Is(err, refused) || errors.Is(err, driver.ErrSkip) || strings.Contains(err.Error(), driver.ErrSkip.Error()) {
+		t.Errorf("got %v, want the application's error, without driver.ErrSkip", err)
 	}
 }

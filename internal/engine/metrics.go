@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -146,14 +147,28 @@ func (e *Engine) countFanOut(db *gorm.DB, kind statementKind, parts int) {
 	}
 }
 
+// unmarkPartEnd takes finish's mark of a part's end off err: also where a
+// callback after it wrapped the mark (an application's error type), which
+// would fail the part after it committed, or added its own error to it,
+// which is then the part's error as without the mark.
+func unmarkPartEnd(err error) error {
+	if errors.Is(err, errPartEnded) {
+		return nil
+	}
+	if strings.HasPrefix(err.Error(), errPartEnded.Error()+"; ") && errors.Unwrap(err) != nil { // gorm.DB.AddError's
+		return errors.Unwrap(err)
+	}
+	return err
+}
+
 // stopClock is the last callback of every statement: it makes the line GORM
 // logs for it, counts it on its physical database, if it was bound to one,
 // and gives the statement back the context it came with. A clock that a
 // plugin's context still wraps is left there stopped, for nothing to find.
 func (e *Engine) stopClock(kind statementKind) func(*gorm.DB) {
 	return func(db *gorm.DB) {
-		if db.Error == errPartEnded {
-			db.Error = nil // after the callbacks that passed over the part (endRouted)
+		if db.Error != nil {
+			db.Error = unmarkPartEnd(db.Error) // after the callbacks that passed over the part (finish)
 		}
 		stmt := db.Statement
 		physical := -1
