@@ -362,3 +362,56 @@ func TestAChangedPlacementRuleIsRefused(t *testing.T) {
 	must(t, p.AutoMigrate(db, &placedByWork{}))
 	must(t, db.Create(&placedByWork{Email: "eve@x.io", Work: "w9"}).Error)
 }
+
+type placedWithOwner struct {
+	ID      int64 `shardid:"colocate:OwnerID"`
+	OwnerID int64
+	Title   string
+}
+
+// placedTitle is a narrower model of placedWithOwner's table, without its rule.
+type placedTitle struct {
+	ID    int64 `shardid:""`
+	Title string
+}
+
+func (placedTitle) TableName() string { return "placed_with_owners" }
+
+// A model of a table without the table's placement rule (a narrower model
+// of its columns) reads, updates and deletes its rows by their IDs, or on
+// every shard, as before the rule was recorded: none is missed. Its Create
+// is refused, writing nothing: the row would not be beside its owner,
+// where the rule's conditions look for it.
+func TestAModelWithoutThePlacementRuleReadsTheRowsAndCreatesNone(t *testing.T) {
+	db, _, direct := revRouted(t, &placedWithOwner{})
+	row := placedWithOwner{OwnerID: 7, Title: "a"}
+	must(t, db.Create(&row).Error)
+	var got placedTitle
+	if err := db.First(&got, row.ID).Error; err != nil || got.Title != "a" {
+		t.Fatalf("a read by ID through the narrower model: %+v, %v; want the row", got, err)
+	}
+	var all []placedTitle
+	if err := db.Clauses(AllShards()).Where("title = ?", "a").Find(&all).Error; err != nil || len(all) != 1 {
+		t.Fatalf("a read on every shard through the narrower model: %+v, %v; want the row", all, err)
+	}
+	if err := db.Model(&placedTitle{ID: row.ID}).Update("title", "b").Error; err != nil {
+		t.Fatalf("an update by ID through the narrower model: %v", err)
+	}
+	must(t, db.First(&row, row.ID).Error)
+	if row.Title != "b" {
+		t.Fatalf("the row after the update: %+v; want title b", row)
+	}
+	if err := db.Create(&placedTitle{Title: "c"}).Error; !errors.Is(err, ErrInvalidTag) || !strings.Contains(err.Error(), "colocate:owner_id") {
+		t.Fatalf("a Create through the narrower model: %v; want ErrInvalidTag naming the table's rule", err)
+	}
+	for k, d := range direct {
+		var n int64
+		must(t, d.Table("placed_with_owners").Where("title = ?", "c").Count(&n).Error)
+		if n != 0 {
+			t.Errorf("database %d holds %d rows the refused Create wrote", k, n)
+		}
+	}
+	if err := db.Delete(&placedTitle{ID: row.ID}).Error; err != nil {
+		t.Fatalf("a delete by ID through the narrower model: %v", err)
+	}
+}

@@ -51,6 +51,9 @@ func (e *Engine) assignIDs(db *gorm.DB) {
 	if e.routed() && (m == nil || !m.sharded()) && db.AddError(e.keepUnsharded(db, kindCreate)) != nil || m == nil {
 		return
 	}
+	if db.AddError(m.placedOtherwise) != nil {
+		return
+	}
 	if m.sharded() && e.closed.Load() { // before an ID is asked of a strategy Close stopped
 		db.AddError(e.closedError(""))
 		return

@@ -475,10 +475,12 @@ func (e *Engine) model(s *schema.Schema) (*model, error) {
 			entry.err = err
 			return
 		}
-		if err := e.samePlacement(m, s.Table); err != nil {
+		err = e.samePlacement(m, s.Table)
+		if err != nil && placementOf(m) != "" {
 			entry.err = err
 			return
 		}
+		m.placedOtherwise = err // a model without the rule finds rows by their IDs, or on every shard: its Creates only are refused
 		if len(m.fields) > 0 {
 			neverAutoIncrement(m)
 			entry.model = m

@@ -81,6 +81,11 @@ func (e *Engine) samePlacement(m *model, table string) error {
 	if !ok || recorded.(string) == placementOf(m) {
 		return nil
 	}
+	if placementOf(m) == "" {
+		return &FieldError{Model: m.schema.Name, Field: m.pk().field.Name, Err: ErrInvalidTag,
+			Detail: fmt.Sprintf("table %s holds rows placed by %s (%s records it), and this tag has no colocate or hash rule: it reads and changes the rows by their IDs, or on every shard, but a row it created would not be where the rule's conditions look; create the rows through a model with the rule",
+				table, recorded.(string), e.tablesTable())}
+	}
 	return &FieldError{Model: m.schema.Name, Field: m.pk().field.Name, Err: ErrInvalidTag,
 		Detail: fmt.Sprintf("table %s holds rows placed by %s (%s records it), and this tag places them by %s: a condition on the rule's column would look for those rows on other shards and miss them; keep the tag as it was, or copy the rows into a new table (a table dropped through the plugin's migrator is forgotten)",
 			table, describePlacement(recorded.(string)), e.tablesTable(), describePlacement(placementOf(m)))}

@@ -119,6 +119,10 @@ type model struct {
 	evidence []evidence              // columns whose values name a row's shard, the key first
 	keys     []shardrouter.KeyColumn // the evidence, as the planner reads it
 	placings []shardrouter.Placing   // the columns whose values place a row, the key first
+	// placedOtherwise refuses a Create of a model without a placement rule
+	// on a table recorded with one (samePlacement): its reads find the rows
+	// by their IDs, but a row it placed would be where the rule's readers miss it.
+	placedOtherwise error
 }
 
 // sharded reports whether the model's rows are spread over logical shards:
