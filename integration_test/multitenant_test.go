@@ -166,15 +166,7 @@ func newSaasTwin(t *testing.T, b backend, cfg gorm.Config) *saasTwin {
 			_ = f.Set(db.Statement.Context, v, q[0])
 			w.queue[k] = q[1:]
 		}
-		rv := db.Statement.ReflectValue
-		switch rv.Kind() {
-		case reflect.Slice, reflect.Array:
-			for i := range rv.Len() {
-				set(reflect.Indirect(rv.Index(i)))
-			}
-		case reflect.Struct:
-			set(rv)
-		}
+		eachRow(db, set)
 	}))
 	t.Cleanup(func() {
 		for _, d := range append(w.direct, w.one, admin) {
@@ -202,19 +194,23 @@ func saasSig(db *gorm.DB, v reflect.Value) string {
 
 func (w *saasTwin) each(db *gorm.DB, fn func(reflect.Value, int64)) {
 	f := db.Statement.Schema.PrioritizedPrimaryField
-	get := func(v reflect.Value) {
+	eachRow(db, func(v reflect.Value) {
 		if x, zero := f.ValueOf(db.Statement.Context, v); !zero {
 			fn(v, reflect.ValueOf(x).Int())
 		}
-	}
+	})
+}
+
+// eachRow calls fn with each row the statement writes.
+func eachRow(db *gorm.DB, fn func(reflect.Value)) {
 	rv := db.Statement.ReflectValue
 	switch rv.Kind() {
 	case reflect.Slice, reflect.Array:
 		for i := range rv.Len() {
-			get(reflect.Indirect(rv.Index(i)))
+			fn(reflect.Indirect(rv.Index(i)))
 		}
 	case reflect.Struct:
-		get(rv)
+		fn(rv)
 	}
 }
 
