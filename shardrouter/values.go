@@ -59,7 +59,10 @@ func kindOf(v any, c Column) valueKind {
 // exact numbers (sent as text by some drivers).
 func exactNumberType(t string) bool {
 	t = strings.ToUpper(t)
-	integer := strings.Contains(t, "INT") && !strings.Contains(t, "INTERVAL") && !strings.Contains(t, "POINT")
+	// PostgreSQL's arrays (_INT4), ranges and intervals, and the spatial
+	// points, hold INT in their names but are not numbers.
+	integer := strings.Contains(t, "INT") && !strings.HasPrefix(t, "_") &&
+		!strings.Contains(t, "INTERVAL") && !strings.Contains(t, "POINT") && !strings.Contains(t, "RANGE")
 	return integer || strings.Contains(t, "DECIMAL") || strings.Contains(t, "NUMERIC")
 }
 

@@ -42,9 +42,10 @@ func TestCompareParameterBehindAPointerOrAValuer(t *testing.T) {
 	}
 }
 
-// Only numeric types read as exact numbers: INTERVAL and POINT, which hold
-// "INT" in their names, are values compared as their type, refused as text
-// of an unknown comparison, not as malformed numbers.
+// Only numeric types read as exact numbers: INTERVAL, POINT, PostgreSQL's
+// ranges and arrays, which hold "INT" in their names, are values compared as
+// their type, refused as text of an unknown comparison, not as malformed
+// numbers.
 func TestOnlyNumericTypesReadAsExactNumbers(t *testing.T) {
 	for _, tc := range []struct {
 		databaseType string
@@ -53,6 +54,7 @@ func TestOnlyNumericTypesReadAsExactNumbers(t *testing.T) {
 		{"INT", kindDecimal}, {"BIGINT", kindDecimal}, {"UNSIGNED INT", kindDecimal}, {"INT8", kindDecimal},
 		{"INTEGER", kindDecimal}, {"NUMERIC", kindDecimal}, {"DECIMAL", kindDecimal},
 		{"INTERVAL", kindText}, {"POINT", kindText}, {"MULTIPOINT", kindText}, {"TEXT", kindText},
+		{"INT4RANGE", kindText}, {"INT8MULTIRANGE", kindText}, {"_INT4", kindText},
 	} {
 		if got := kindOf("1", Column{DatabaseType: tc.databaseType}); got != tc.want {
 			t.Errorf("kind of text in a %s column: %d, want %d", tc.databaseType, got, tc.want)
