@@ -82,8 +82,13 @@ func TestMapJSON(t *testing.T) {
 		{Name: "b", Ranges: []shardRange{{4096, 8191}}, LogicalShards: 4096},
 		{Name: "c", Ranges: []shardRange{}, LogicalShards: 0},
 	}}
+	processes := got.Processes
+	got.Processes = nil // each run's own: the application's and this command's
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("map --json:\n%+v\nwant\n%+v", got, want)
+	}
+	if len(processes) != 2 || processes[0].ThisCommand == processes[1].ThisCommand || !processes[0].Live || !processes[1].Live || processes[0].MapVersion != 1 || processes[1].MapVersion != 1 {
+		t.Errorf("map --json lists the processes %+v; want the application's and this command's, live at version 1", processes)
 	}
 }
 
