@@ -149,16 +149,35 @@ func (e *Engine) countFanOut(db *gorm.DB, kind statementKind, parts int) {
 
 // unmarkPartEnd takes finish's mark of a part's end off err: also where a
 // callback after it wrapped the mark (an application's error type), which
-// would fail the part after it committed, or added its own error to it,
-// which is then the part's error as without the mark.
+// would fail the part after it committed, or added or joined its own error
+// to it, which is then the part's error as without the mark.
 func unmarkPartEnd(err error) error {
-	if errors.Is(err, errPartEnded) {
+	if !errors.Is(err, errPartEnded) {
+		if strings.HasPrefix(err.Error(), errPartEnded.Error()+"; ") && errors.Unwrap(err) != nil { // gorm.DB.AddError's
+			return errors.Unwrap(err)
+		}
+		return err
+	}
+	return errors.Join(othersThanTheMark(err)...)
+}
+
+// othersThanTheMark returns the errors err wraps, leaves of its tree, but
+// the mark of a part's end.
+func othersThanTheMark(err error) []error {
+	switch e := err.(type) {
+	case interface{ Unwrap() []error }:
+		var others []error
+		for _, inner := range e.Unwrap() {
+			others = append(others, othersThanTheMark(inner)...)
+		}
+		return others
+	case interface{ Unwrap() error }:
+		return othersThanTheMark(e.Unwrap())
+	}
+	if err == nil || err == errPartEnded {
 		return nil
 	}
-	if strings.HasPrefix(err.Error(), errPartEnded.Error()+"; ") && errors.Unwrap(err) != nil { // gorm.DB.AddError's
-		return errors.Unwrap(err)
-	}
-	return err
+	return []error{err}
 }
 
 // stopClock is the last callback of every statement: it makes the line GORM
