@@ -83,8 +83,8 @@ func (mv *run) prepareTarget(ctx context.Context) error {
 	return nil
 }
 
-// checkTarget checks t on the target: it has the source's columns, and no
-// row of the range.
+// checkTarget checks t on the target: it has the source's columns, each
+// able to take the source's values, and no row of the range.
 func (mv *run) checkTarget(ctx context.Context, t *movedTable) error {
 	columns, err := columnsOf(ctx, mv.target, t.dialect, t.name)
 	if err != nil && sqlerr.Unreachable(err) {
@@ -93,12 +93,33 @@ func (mv *run) checkTarget(ctx context.Context, t *movedTable) error {
 	if err != nil {
 		return fmt.Errorf("%w: table %s on %s: %w: migrate the models with %s in Config.Shards (ids.AutoMigrate), then move again", ErrInvalid, t.name, mv.st.To, err, mv.st.To)
 	}
+	if err := mv.checkColumnsFit(ctx, t); err != nil {
+		return err
+	}
 	for _, c := range t.columns {
 		if !slices.Contains(columns, c) {
 			return fmt.Errorf("%w: table %s on %s has no column %s, which the source has: migrate it first", ErrInvalid, t.name, mv.st.To, c)
 		}
 	}
 	return mv.checkNoRowsOfRange(ctx, t)
+}
+
+// checkColumnsFit refuses t on the target when its columns cannot take
+// every row of the source's as it is: the copy would fail with the
+// driver's error after the source was fenced, or change values unseen.
+func (mv *run) checkColumnsFit(ctx context.Context, t *movedTable) error {
+	source, err := describeColumns(ctx, mv.source, t.dialect, t.name)
+	if err != nil {
+		return fmt.Errorf("reading the columns of %s on %s: %w", t.name, mv.st.From, err)
+	}
+	target, err := describeColumns(ctx, mv.target, t.dialect, t.name)
+	if err != nil {
+		return fmt.Errorf("reading the columns of %s on %s: %w", t.name, mv.st.To, err)
+	}
+	if why := misfit(source, target, mv.st.From, mv.st.To); why != "" {
+		return fmt.Errorf("%w: table %s on %s: %s; then move again", ErrInvalid, t.name, mv.st.To, why)
+	}
+	return nil
 }
 
 // checkNoRowsOfRange refuses t on the target holding rows of the range: the
