@@ -340,3 +340,37 @@ func TestMoveRefusesATargetWhoseColumnsCannotTakeTheSourcesRows(t *testing.T) {
 		})
 	}
 }
+
+// TestMoveNamesATargetColumnMadeNotNullWithoutADefaultDuringIt: a column
+// the source lacks, added on the target alone while the move copies, NOT
+// NULL without a default, fails the move with ErrMoveVerify naming the
+// table, the column and the target and saying what to do, rather than
+// with the driver's error; once the column has a default there, the move
+// run again goes through with every sheet.
+func TestMoveNamesATargetColumnMadeNotNullWithoutADefaultDuringIt(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r, sheets := newSheetRig(t, b)
+		target := b.name + "-target"
+		altered := false
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		_, err := r.p.Move(ctx, shardid.Move{Logical: movingRange, To: target, Models: sheetModels, ChunkSize: 5, Progress: func(p shardid.MoveProgress) {
+			if altered || p.Table != "mv_sheets" || p.Step != "chunk" {
+				return
+			}
+			altered = true
+			must(t, r.target.Exec("ALTER TABLE mv_sheets ADD COLUMN region VARCHAR(20) NOT NULL DEFAULT 'x'").Error) // the rows copied so far take one
+			must(t, r.target.Exec("ALTER TABLE mv_sheets ALTER COLUMN region DROP DEFAULT").Error)
+		}})
+		if !altered {
+			t.Fatalf("the move never copied a chunk of mv_sheets (its error: %v)", err)
+		}
+		if !errors.Is(err, shardid.ErrMoveVerify) || !strings.Contains(err.Error(), "mv_sheets") || !strings.Contains(err.Error(), "region") ||
+			!strings.Contains(err.Error(), target) || !strings.Contains(err.Error(), "give the column a default") {
+			t.Fatalf("the move: %v; want ErrMoveVerify naming mv_sheets, region and %s, saying to give the column a default", err, target)
+		}
+		must(t, r.target.Exec("ALTER TABLE mv_sheets ALTER COLUMN region SET DEFAULT 'eu'").Error)
+		r.move(t, shardid.Move{Models: sheetModels})
+		wantSheetsOnTarget(t, r, sheets)
+	})
+}

@@ -239,8 +239,9 @@ func targetLacks(t *movedTable, target, source string, lacks []string) error {
 // columnsChangedUnder makes a phase's failure the move's check failing when
 // a table's columns changed under it (a migration during the move): the
 // copy's and the replay's SQL name the columns the copy began with, and one
-// dropped since fails them with the driver's error. A failure with the
-// columns as they were is returned as it is.
+// dropped since fails them with the driver's error, as does a target's
+// column changed so that it cannot take the source's rows. A failure with
+// the columns as they were is returned as it is.
 func (mv *run) columnsChangedUnder(ctx context.Context, failure error) error {
 	if errors.Is(failure, ErrVerify) || errors.Is(failure, ErrInvalid) || ctx.Err() != nil { // a refusal says why already
 		return failure
@@ -254,6 +255,10 @@ func (mv *run) columnsChangedUnder(ctx context.Context, failure error) error {
 		onTarget, err := columnsOf(ctx, mv.target, t.dialect, t.name)
 		if lacks := missing(t.columns, onTarget); err == nil && len(lacks) > 0 {
 			return fmt.Errorf("%w (it failed with: %v)", targetLacks(t, mv.st.To, mv.st.From, lacks), failure)
+		}
+		// A migration of the target alone since the prepare checked it.
+		if why, err := mv.columnsMisfit(ctx, t); err == nil && why != "" {
+			return fmt.Errorf("%w: table %s on %s: %s; then run the move again (it failed with: %v)", ErrVerify, t.name, mv.st.To, why, failure)
 		}
 	}
 	return failure

@@ -108,18 +108,25 @@ func (mv *run) checkTarget(ctx context.Context, t *movedTable) error {
 // every row of the source's as it is: the copy would fail with the
 // driver's error after the source was fenced, or change values unseen.
 func (mv *run) checkColumnsFit(ctx context.Context, t *movedTable) error {
+	why, err := mv.columnsMisfit(ctx, t)
+	if err != nil || why == "" {
+		return err
+	}
+	return fmt.Errorf("%w: table %s on %s: %s; then move again", ErrInvalid, t.name, mv.st.To, why)
+}
+
+// columnsMisfit is why t's columns on the target cannot take every row of
+// the source's as it is, or "".
+func (mv *run) columnsMisfit(ctx context.Context, t *movedTable) (string, error) {
 	source, err := describeColumns(ctx, mv.source, t.dialect, t.name)
 	if err != nil {
-		return fmt.Errorf("reading the columns of %s on %s: %w", t.name, mv.st.From, err)
+		return "", fmt.Errorf("reading the columns of %s on %s: %w", t.name, mv.st.From, err)
 	}
 	target, err := describeColumns(ctx, mv.target, t.dialect, t.name)
 	if err != nil {
-		return fmt.Errorf("reading the columns of %s on %s: %w", t.name, mv.st.To, err)
+		return "", fmt.Errorf("reading the columns of %s on %s: %w", t.name, mv.st.To, err)
 	}
-	if why := misfit(source, target, mv.st.From, mv.st.To); why != "" {
-		return fmt.Errorf("%w: table %s on %s: %s; then move again", ErrInvalid, t.name, mv.st.To, why)
-	}
-	return nil
+	return misfit(source, target, mv.st.From, mv.st.To), nil
 }
 
 // checkNoRowsOfRange refuses t on the target holding rows of the range: the
