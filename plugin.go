@@ -74,6 +74,17 @@ type Config struct {
 	// a coordinator that stopped has its branches rolled back at once.
 	// Recovery runs at db.Use and every half of it. Default: 1m.
 	InDoubtAfter time.Duration
+	// PartsAtOnce bounds how many parts of one statement over several
+	// physical databases (AllShards, a Count, an IN list of IDs over
+	// several) run at once, each on a connection of its database; the next
+	// part starts as one ends. Default (0): 16, as recovery opens databases:
+	// enough to keep a few servers busy, while a statement over 1,024
+	// databases on 4 servers takes 16 connections, not 256 a server, above
+	// MySQL's default max_connections of 151. 1 runs the parts one after
+	// another; negative is refused. A write over several databases holds a
+	// transaction, and so a connection, on each of them until it commits
+	// (its parts run in turns).
+	PartsAtOnce int
 	// MapTable names the shared map's table in the plugin's database, for
 	// several sets of shards that share that database. Default:
 	// shardid_shard_map.
@@ -182,7 +193,7 @@ func (c Config) engine() engine.Config {
 		Layout: c.Layout, DefaultStrategy: c.DefaultStrategy, Snowflake: engine.SnowflakeConfig(c.Snowflake),
 		Segment: c.Segment, Ticket: engine.TicketConfig{Servers: servers, Options: c.Ticket.Options}, Shards: shards,
 		ConnectTimeout: c.ConnectTimeout, MapRefresh: c.MapRefresh, PoolIdleTimeout: c.PoolIdleTimeout, MoveWait: c.MoveWait,
-		Atomic: engine.Atomicity(c.Atomic), InDoubtAfter: c.InDoubtAfter, MapTable: c.MapTable, LogPhysical: c.LogPhysical, Log: c.Log, Clock: c.clock,
+		Atomic: engine.Atomicity(c.Atomic), InDoubtAfter: c.InDoubtAfter, PartsAtOnce: c.PartsAtOnce, MapTable: c.MapTable, LogPhysical: c.LogPhysical, Log: c.Log, Clock: c.clock,
 	}
 }
 

@@ -36,6 +36,7 @@ func TestUseRefusesBadConfig(t *testing.T) {
 		{"negative connect timeout", Config{ConnectTimeout: -time.Second}, ErrInvalidConfig, "ConnectTimeout -1s is negative"},
 		{"negative move wait", Config{MoveWait: -1}, ErrInvalidConfig, "MoveWait"},
 		{"negative in-doubt wait", Config{InDoubtAfter: -time.Minute}, ErrInvalidConfig, "InDoubtAfter -1m0s is negative"},
+		{"negative parts at once", Config{PartsAtOnce: -1}, ErrInvalidConfig, "PartsAtOnce -1 is negative (zero is the default, 16)"},
 		{"unknown atomicity", Config{Atomic: Atomicity(2)}, ErrInvalidConfig, "Atomic 2"},
 		// An untyped 5 meant as seconds: the map's loop would spin, and refuse every statement.
 		{"map refresh of nanoseconds", Config{MapRefresh: 5}, ErrInvalidConfig, "MapRefresh 5ns is under 1ms"},

@@ -40,6 +40,7 @@ type Config struct {
 	MoveWait        time.Duration
 	Atomic          Atomicity
 	InDoubtAfter    time.Duration
+	PartsAtOnce     int
 	MapTable        string
 	LogPhysical     bool
 	Log             *slog.Logger
@@ -199,6 +200,9 @@ func (e *Engine) Initialize(db *gorm.DB) error {
 			// map read bounded by a few of them never completes.
 			return fmt.Errorf("%w: %s %v is under %v: a time.Duration counts nanoseconds (write 5 * time.Second)", ErrInvalidConfig, name, d, minPeriod)
 		}
+	}
+	if e.config.PartsAtOnce < 0 {
+		return fmt.Errorf("%w: PartsAtOnce %d is negative (zero is the default, %d)", ErrInvalidConfig, e.config.PartsAtOnce, defaultPartsAtOnce)
 	}
 	if e.config.Atomic != TwoPhase && e.config.Atomic != BestEffort {
 		return fmt.Errorf("%w: Atomic %d (allowed: shardid.TwoPhaseCommit, shardid.BestEffort)", ErrInvalidConfig, e.config.Atomic)

@@ -2,9 +2,12 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"gorm.io/gorm"
@@ -39,6 +42,7 @@ type queryPart struct {
 	nulls   []uint64
 	err     error
 	pan     any
+	notRun  bool // not begun when another part failed or the context ended
 }
 
 // keyMarker stands, in the SQL built for every part, for the index-th value of
@@ -202,7 +206,7 @@ func (e *Engine) runQueryParts(db *gorm.DB, kind statementKind, parts []queryPar
 			run(&parts[i])
 		}
 	} else {
-		e.partsAtOnce(parts, run)
+		e.partsAtOnce(stmt.Context, parts, run)
 	}
 	for _, part := range parts {
 		if part.pan != nil {
@@ -222,16 +226,85 @@ func (e *Engine) partsInTurn(parts []queryPart) bool {
 	return inTurn(times, e.handOff)
 }
 
-// partsAtOnce runs each part on a worker of its own, the first in this
-// goroutine.
-func (e *Engine) partsAtOnce(parts []queryPart, run func(*queryPart)) {
-	var wg sync.WaitGroup
-	for i := range parts[min(1, len(parts)):] { // the first part runs in this goroutine
-		wg.Add(1)
-		goPart(func() { defer wg.Done(); run(&parts[i+1]) })
+// defaultPartsAtOnce is Config.PartsAtOnce's default, as recovery's
+// recoveryOpens: each part takes a connection of its database.
+const defaultPartsAtOnce = 16
+
+// partsAtOnce is how many parts of one statement run at once.
+func (c Config) partsAtOnce() int {
+	if c.PartsAtOnce <= 0 {
+		return defaultPartsAtOnce
 	}
-	if len(parts) > 0 {
-		run(&parts[0])
-	}
-	wg.Wait()
+	return c.PartsAtOnce
 }
+
+// partsAtOnce runs each part on a worker of its own, the first in this
+// goroutine, at most Config.PartsAtOnce at once: beyond that, as many lanes
+// (this goroutine the first) each run the next part not begun, until a part
+// fails or ctx ends; the parts then not begun do not run, and the first of
+// them fails for them all. The bound is per statement: with slots shared by
+// statements, parts holding them all could wait on the locks of a
+// transaction whose commit waits for a statement that needs a slot.
+func (e *Engine) partsAtOnce(ctx context.Context, parts []queryPart, run func(*queryPart)) {
+	var wg sync.WaitGroup
+	lanes := e.config.partsAtOnce()
+	if len(parts) <= lanes {
+		for i := range parts[min(1, len(parts)):] { // the first part runs in this goroutine
+			wg.Add(1)
+			goPart(func() { defer wg.Done(); run(&parts[i+1]) })
+		}
+		if len(parts) > 0 {
+			run(&parts[0])
+		}
+		wg.Wait()
+		return
+	}
+	var next atomic.Int64 // the next part no lane has taken
+	next.Store(int64(lanes))
+	var stop atomic.Bool
+	lane := func(i int) {
+		for ; i < len(parts); i = int(next.Add(1) - 1) {
+			if stop.Load() || ctx.Err() != nil {
+				parts[i].notRun = true
+				continue
+			}
+			run(&parts[i])
+			if parts[i].err != nil || parts[i].pan != nil {
+				stop.Store(true) // the statement fails: its other parts would be read for nothing
+			}
+		}
+	}
+	for i := 1; i < lanes; i++ {
+		wg.Add(1)
+		goPart(func() { defer wg.Done(); lane(i) })
+	}
+	lane(0)
+	wg.Wait()
+	notRun(ctx, parts)
+}
+
+// notRun gives the first part not run an error that counts them, so that
+// the statement fails: its rows would be missing from the merge.
+func notRun(ctx context.Context, parts []queryPart) {
+	first, n := -1, 0
+	for i := range parts {
+		if parts[i].notRun {
+			if n == 0 {
+				first = i
+			}
+			n++
+		}
+	}
+	if n == 0 {
+		return
+	}
+	cause := errPartFailed
+	if err := ctx.Err(); err != nil {
+		cause = err
+	}
+	parts[first].err = fmt.Errorf("shardid: %d of the statement's %d parts not run: %w", n, len(parts), cause)
+}
+
+// errPartFailed is why the parts of a statement not begun when another
+// failed do not run.
+var errPartFailed = errors.New("another part failed")
