@@ -459,27 +459,41 @@ func TestAnchoredCreatePanickingLeavesNoLock(t *testing.T) {
 // TestReadsOverEveryShardInATransactionSeeItsWrites: a query over every
 // shard inside a transaction across shards reads through the
 // transaction's branches: its Find, Count and sum see the writes the
-// transaction made and has not committed.
+// transaction made and has not committed. So it does with fewer parts at
+// once than databases (Config.PartsAtOnce 1 and 2 of 4), its first count
+// beginning the branches, which stay open until the commit.
 func TestReadsOverEveryShardInATransactionSeeItsWrites(t *testing.T) {
 	forEachServer(t, func(t *testing.T, b backend) {
-		r := newRouting(t, b)
-		fresh(t, r.db, &account{})
-		accounts := accountsOnEvery(t, r)
-		must(t, r.db.Clauses(shardid.AcrossShards()).Transaction(func(tx *gorm.DB) error {
-			for _, a := range accounts {
-				must(t, tx.Model(&account{ID: a.ID}).Update("balance", 7).Error)
-			}
-			var n int64
-			must(t, tx.Clauses(shardid.AllShards()).Model(&account{}).Where("balance = ?", 7).Count(&n).Error)
-			var found []account
-			must(t, tx.Clauses(shardid.AllShards()).Where("balance = ?", 7).Find(&found).Error)
-			var sum int64
-			must(t, tx.Clauses(shardid.AllShards()).Model(&account{}).Select("sum(balance)").Scan(&sum).Error)
-			if want := int64(len(accounts)); n != want || int64(len(found)) != want || sum != 7*want {
-				t.Errorf("inside the transaction: count %d, found %d, sum %d; want %d, %d, %d", n, len(found), sum, want, want, 7*want)
-			}
-			return nil
-		}))
+		for _, atOnce := range []int{0, 1, 2} {
+			t.Run(fmt.Sprint("PartsAtOnce ", atOnce), func(t *testing.T) {
+				r := newRoutingWith(t, b, shardid.Config{PartsAtOnce: atOnce})
+				fresh(t, r.db, &account{})
+				accounts := accountsOnEvery(t, r)
+				must(t, r.db.Clauses(shardid.AcrossShards()).Transaction(func(tx *gorm.DB) error {
+					var before int64
+					must(t, tx.Clauses(shardid.AllShards()).Model(&account{}).Count(&before).Error)
+					for _, a := range accounts {
+						must(t, tx.Model(&account{ID: a.ID}).Update("balance", 7).Error)
+					}
+					var n int64
+					must(t, tx.Clauses(shardid.AllShards()).Model(&account{}).Where("balance = ?", 7).Count(&n).Error)
+					var found []account
+					must(t, tx.Clauses(shardid.AllShards()).Where("balance = ?", 7).Find(&found).Error)
+					var sum int64
+					must(t, tx.Clauses(shardid.AllShards()).Model(&account{}).Select("sum(balance)").Scan(&sum).Error)
+					if want := int64(len(accounts)); before != want || n != want || int64(len(found)) != want || sum != 7*want {
+						t.Errorf("inside the transaction: count %d then %d, found %d, sum %d; want %d, %d, %d, %d", before, n, len(found), sum, want, want, want, 7*want)
+					}
+					return nil
+				}))
+				var n int64
+				must(t, r.db.Clauses(shardid.AllShards()).Model(&account{}).Where("balance = ?", 7).Count(&n).Error)
+				if n != int64(len(accounts)) {
+					t.Errorf("after the commit: %d accounts of balance 7, want %d", n, len(accounts))
+				}
+				r.noPrepared(t)
+			})
+		}
 	})
 }
 

@@ -47,12 +47,19 @@ type routing struct {
 
 func newRouting(t *testing.T, b backend) *routing {
 	t.Helper()
+	return newRoutingWith(t, b, shardid.Config{})
+}
+
+// newRoutingWith is newRouting with cfg, its Shards and Atomic the rig's.
+func newRoutingWith(t *testing.T, b backend, cfg shardid.Config) *routing {
+	t.Helper()
 	dir := t.TempDir()
 	main, err := gorm.Open(b.dialector(t, dir), &gorm.Config{Logger: logger.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := shardid.New(shardid.Config{Shards: shards(t, b, dir), Atomic: b.atomicity()})
+	cfg.Shards, cfg.Atomic = shards(t, b, dir), b.atomicity()
+	p := shardid.New(cfg)
 	firstStart(t, main)
 	if err := main.Use(p); err != nil {
 		t.Fatal(err)
