@@ -42,7 +42,6 @@ type queryPart struct {
 	nulls   []uint64
 	err     error
 	pan     any
-	notRun  bool // not begun when another part failed or the context ended
 }
 
 // keyMarker stands, in the SQL built for every part, for the index-th value of
@@ -265,7 +264,7 @@ func (e *Engine) partsAtOnce(ctx context.Context, parts []queryPart, run func(*q
 	lane := func(i int) {
 		for ; i < len(parts); i = int(next.Add(1) - 1) {
 			if stop.Load() || ctx.Err() != nil {
-				parts[i].notRun = true
+				parts[i].err = errNotRun
 				continue
 			}
 			run(&parts[i])
@@ -283,15 +282,16 @@ func (e *Engine) partsAtOnce(ctx context.Context, parts []queryPart, run func(*q
 	notRun(ctx, parts)
 }
 
-// notRun gives the first part not run an error that counts them, so that
-// the statement fails: its rows would be missing from the merge.
+// notRun gives the first part not run an error that counts them, and the
+// others none, so that the statement fails: their rows would be missing.
 func notRun(ctx context.Context, parts []queryPart) {
 	first, n := -1, 0
 	for i := range parts {
-		if parts[i].notRun {
+		if parts[i].err == errNotRun {
 			if n == 0 {
 				first = i
 			}
+			parts[i].err = nil
 			n++
 		}
 	}
@@ -304,6 +304,9 @@ func notRun(ctx context.Context, parts []queryPart) {
 	}
 	parts[first].err = fmt.Errorf("shardid: %d of the statement's %d parts not run: %w", n, len(parts), cause)
 }
+
+// errNotRun marks a part not run until notRun counts them.
+var errNotRun = errors.New("not run")
 
 // errPartFailed is why the parts of a statement not begun when another
 // failed do not run.
