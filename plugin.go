@@ -74,16 +74,17 @@ type Config struct {
 	// a coordinator that stopped has its branches rolled back at once.
 	// Recovery runs at db.Use and every half of it. Default: 1m.
 	InDoubtAfter time.Duration
-	// PartsAtOnce bounds how many parts of one statement over several
-	// physical databases (AllShards, a Count, an IN list of IDs over
-	// several) run at once, each on a connection of its database; the next
-	// part starts as one ends. Default (0): 16, as recovery opens databases:
-	// enough to keep a few servers busy, while a statement over 1,024
-	// databases on 4 servers takes 16 connections, not 256 a server, above
-	// MySQL's default max_connections of 151. 1 runs the parts one after
-	// another; negative is refused. A write over several databases holds a
-	// transaction, and so a connection, on each of them until it commits
-	// (its parts run in turns).
+	// PartsAtOnce bounds how many parts of one query over several physical
+	// databases (AllShards, a Count, an IN list of IDs over several) run at
+	// once, each on a connection of its database; the next part starts as
+	// one ends, and once a part failed or the context ended, the parts not
+	// begun do not run. Default (0): 16, as recovery opens databases: enough
+	// to keep a few servers busy, while a query over 1,024 databases on 4
+	// servers takes 16 connections, not 256 of a server's, above MySQL's
+	// default max_connections of 151. 1 runs the parts one after another;
+	// negative is refused. A write over several databases runs its parts in
+	// turns, but holds a transaction, so a connection, on each of them until
+	// it commits.
 	PartsAtOnce int
 	// MapTable names the shared map's table in the plugin's database, for
 	// several sets of shards that share that database. Default:

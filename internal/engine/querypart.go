@@ -182,9 +182,9 @@ func (e *Engine) runQueryPart(ctx context.Context, db *gorm.DB, kind statementKi
 	return nil
 }
 
-// runQueryParts runs the parts at once, each on its database, scanning the
-// rows as GORM does into the part's own slice, its line kept for the
-// statement's (logs.go).
+// runQueryParts runs the parts at once, at most Config.PartsAtOnce of them,
+// each on its database, scanning the rows as GORM does into the part's own
+// slice, its line kept for the statement's (logs.go).
 func (e *Engine) runQueryParts(db *gorm.DB, kind statementKind, parts []queryPart) {
 	stmt := db.Statement
 	e.countFanOut(db, kind, len(parts))
@@ -200,12 +200,18 @@ func (e *Engine) runQueryParts(db *gorm.DB, kind statementKind, parts []queryPar
 		part.err = e.runQueryPart(ctx, db, kind, part, log)
 		end(part.sql, part.err)
 	}
-	if e.partsInTurn(parts) {
+	lanes := e.config.partsAtOnce()
+	switch inTurn := e.partsInTurn(parts); {
+	case len(parts) > lanes && inTurn:
+		partsInLanes(stmt.Context, parts, run, 1)
+	case len(parts) > lanes:
+		partsInLanes(stmt.Context, parts, run, lanes)
+	case inTurn:
 		for i := range parts {
 			run(&parts[i])
 		}
-	} else {
-		e.partsAtOnce(stmt.Context, parts, run)
+	default:
+		partsAtOnce(parts, run)
 	}
 	for _, part := range parts {
 		if part.pan != nil {
@@ -238,26 +244,27 @@ func (c Config) partsAtOnce() int {
 }
 
 // partsAtOnce runs each part on a worker of its own, the first in this
-// goroutine, at most Config.PartsAtOnce at once: beyond that, as many lanes
-// (this goroutine the first) each run the next part not begun, until a part
-// fails or ctx ends; the parts then not begun do not run, and the first of
-// them fails for them all. The bound is per statement: with slots shared by
-// statements, parts holding them all could wait on the locks of a
-// transaction whose commit waits for a statement that needs a slot.
-func (e *Engine) partsAtOnce(ctx context.Context, parts []queryPart, run func(*queryPart)) {
+// goroutine.
+func partsAtOnce(parts []queryPart, run func(*queryPart)) {
 	var wg sync.WaitGroup
-	lanes := e.config.partsAtOnce()
-	if len(parts) <= lanes {
-		for i := range parts[min(1, len(parts)):] { // the first part runs in this goroutine
-			wg.Add(1)
-			goPart(func() { defer wg.Done(); run(&parts[i+1]) })
-		}
-		if len(parts) > 0 {
-			run(&parts[0])
-		}
-		wg.Wait()
-		return
+	for i := range parts[min(1, len(parts)):] { // the first part runs in this goroutine
+		wg.Add(1)
+		goPart(func() { defer wg.Done(); run(&parts[i+1]) })
 	}
+	if len(parts) > 0 {
+		run(&parts[0])
+	}
+	wg.Wait()
+}
+
+// partsInLanes runs the parts of a statement over more databases than
+// Config.PartsAtOnce in that many lanes, or in one, this goroutine's,
+// where they run in turn: each lane runs the next part not begun, until a
+// part fails or ctx ends; the parts then not begun do not run, and the
+// first of them fails for them all. The bound is per statement: with slots
+// shared by statements, parts holding them all could wait on the locks of a
+// transaction whose commit waits for a statement that needs a slot.
+func partsInLanes(ctx context.Context, parts []queryPart, run func(*queryPart), lanes int) {
 	var next atomic.Int64 // the next part no lane has taken
 	next.Store(int64(lanes))
 	var stop atomic.Bool
@@ -273,11 +280,12 @@ func (e *Engine) partsAtOnce(ctx context.Context, parts []queryPart, run func(*q
 			}
 		}
 	}
+	var wg sync.WaitGroup
 	for i := 1; i < lanes; i++ {
 		wg.Add(1)
 		goPart(func() { defer wg.Done(); lane(i) })
 	}
-	lane(0)
+	lane(0) // the first part runs in this goroutine
 	wg.Wait()
 	notRun(ctx, parts)
 }
