@@ -60,6 +60,7 @@ type lease struct {
 type leaseSlot struct {
 	name     string
 	db       *sql.DB
+	target   Target // the database, for the lease check: its Conn is the pool
 	sql      leaseSQL
 	current  atomic.Pointer[lease] // nil: none held
 	acquire  sync.Mutex            // one taker at a time; guards prepared
@@ -174,7 +175,7 @@ func (s *Snowflake) prepareAgain(ctx context.Context, slot *leaseSlot) error {
 	slot.acquire.Lock()
 	defer slot.acquire.Unlock()
 	slot.prepared = false
-	if err := slot.prepare(ctx); err != nil {
+	if err := s.prepare(ctx, slot); err != nil {
 		return err
 	}
 	l := slot.current.Load()
@@ -241,15 +242,22 @@ func (k *leaseKeeper) slot(target Target) (*leaseSlot, error) {
 	if err != nil {
 		return nil, err
 	}
-	slot := &leaseSlot{name: target.Name, db: target.DB, sql: q, stop: make(chan struct{}), done: make(chan struct{})}
+	checked := Target{Name: target.Name, Dialect: target.Dialect, Conn: target.DB, DB: target.DB}
+	slot := &leaseSlot{name: target.Name, db: target.DB, target: checked, sql: q, stop: make(chan struct{}), done: make(chan struct{})}
 	list = append(list[:len(list):len(list)], slot)
 	k.slots.Store(&list)
 	return slot, nil
 }
 
-func (slot *leaseSlot) prepare(ctx context.Context) error {
+// prepare runs the lease check, if any, and creates the lease table.
+func (s *Snowflake) prepare(ctx context.Context, slot *leaseSlot) error {
 	if slot.prepared {
 		return nil
+	}
+	if s.leaseCheck != nil {
+		if err := s.leaseCheck(ctx, slot.target, s.leases.opts.Table); err != nil {
+			return err
+		}
 	}
 	if err := runDDL(ctx, slot.db, slot.sql.create, slot.sql.transactionalDDL); err != nil {
 		return fmt.Errorf("strategies: creating the lease table on %s: %w", slot.name, err)
@@ -285,7 +293,7 @@ func (s *Snowflake) takeLease(ctx context.Context, slot *leaseSlot) (*lease, err
 	if slot.halted {
 		return nil, fmt.Errorf("%w: the generator is closed", ErrLeaseLost)
 	}
-	if err := slot.prepare(ctx); err != nil {
+	if err := s.prepare(ctx, slot); err != nil {
 		return nil, err
 	}
 	l, floor, err := s.claim(ctx, slot)

@@ -319,3 +319,37 @@ func TestLeaseOfAnotherWidthWaitsPastItsTime(t *testing.T) {
 		t.Fatalf("the new width's first ID has tick %d, not past %d, which width 6 used", got, used)
 	}
 }
+
+// TestLeaseCheckRunsOncePerDatabaseBeforeTheLease: a leased generator asks
+// its lease check, with the database and the lease table, before it creates
+// the table and takes its first lease there; a refusal stops the IDs for
+// that database, and once it passes, further IDs do not ask it again.
+func TestLeaseCheckRunsOncePerDatabaseBeforeTheLease(t *testing.T) {
+	target := sqliteTarget(t)
+	refuse := errors.New("refused")
+	var asked atomic.Int32
+	var answer atomic.Pointer[error]
+	answer.Store(&refuse)
+	check := func(_ context.Context, on Target, table string) error {
+		asked.Add(1)
+		if on.Name != "test" || on.DB != target.DB || table != "checked_workers" {
+			t.Errorf("check asked for %s (%v) and table %s", on.Name, on.DB == target.DB, table)
+		}
+		return *answer.Load()
+	}
+	g := leased(t, Layout{}, LeaseOptions{Table: "checked_workers"}, WithLeaseCheck(check))
+	if err := g.Generate(context.Background(), target, []int{1}, make([]int64, 1)); !errors.Is(err, refuse) {
+		t.Fatalf("Generate with the check refusing: %v, want its error", err)
+	}
+	var tables int
+	if err := target.DB.QueryRow("SELECT count(*) FROM sqlite_master WHERE name = 'checked_workers'").Scan(&tables); err != nil || tables != 0 {
+		t.Fatalf("lease table made before the check passed: %d (%v)", tables, err)
+	}
+	var pass error
+	answer.Store(&pass)
+	generate(t, g, target, 3)
+	generate(t, g, target, 3)
+	if n := asked.Load(); n != 2 {
+		t.Fatalf("check asked %d times, want 2: once refused, once passed", n)
+	}
+}

@@ -34,6 +34,7 @@ type Snowflake struct {
 	shardMask       int
 	shards          []shardSequence
 	leases          *leaseKeeper // nil: a fixed worker ID
+	leaseCheck      LeaseCheck   // nil: none
 
 	overflowWaits, clockWaits atomic.Uint64
 }
@@ -53,6 +54,18 @@ type SnowflakeOption func(*Snowflake)
 
 // WithClock makes the generator read time from c instead of [SystemClock].
 func WithClock(c Clock) SnowflakeOption { return func(s *Snowflake) { s.clock = c } }
+
+// LeaseCheck is asked, for a database and the lease table a leased
+// generator names, whether it may lease a worker ID there; an error stops
+// the lease, and so every ID for that database's shards.
+type LeaseCheck func(ctx context.Context, target Target, leaseTable string) error
+
+// WithLeaseCheck makes a leased generator run check in each database before
+// it creates the lease table there and takes its first lease (and again
+// should it create the table again): once per database, not per ID.
+func WithLeaseCheck(check LeaseCheck) SnowflakeOption {
+	return func(s *Snowflake) { s.leaseCheck = check }
+}
 
 // NewSnowflake returns a generator for layout and worker. It fails with
 // [ErrInvalidLayout] or [ErrInvalidWorker].
