@@ -282,7 +282,7 @@ func (e *Engine) buildGenerators() error {
 	if sc := e.config.Snowflake; sc.FixedWorker {
 		snowflake, err = strategies.NewSnowflake(e.layout, sc.WorkerID, opts...)
 	} else {
-		snowflake, err = strategies.NewLeasedSnowflake(e.layout, sc.Lease, opts...)
+		snowflake, err = strategies.NewLeasedSnowflake(e.layout, sc.Lease, append(opts, strategies.WithLeaseCheck(checkLeaseTable))...)
 	}
 	if err != nil {
 		return fmt.Errorf("%w: Snowflake: %w", ErrInvalidConfig, err)
