@@ -132,7 +132,7 @@ func (r *joinRig) write(t *testing.T, step int) {
 		if i == 2 && len(r.spoken[u]) == 0 {
 			continue
 		}
-		if err := op(u); err != nil {
+		if err := r.retryBusy(func() error { return op(u) }); err != nil {
 			t.Errorf("write %d on user %d mid-copy: %v", i, u, err)
 		}
 	}
@@ -294,6 +294,22 @@ func TestMoveCarriesJoinTables(t *testing.T) {
 			t.Errorf("the audit found %+v, want the join row of user %d on the target", found, wrong.User)
 		}
 	})
+}
+
+// retryBusy runs an association write again while SQLite refuses it as
+// busy: a transaction that read before it writes is refused at once, not
+// made to wait, when another connection (the mover's, on the source) wrote
+// since it began. Each write here may run twice (inserts do nothing on
+// conflict); MariaDB and PostgreSQL wait on locks instead and are not retried.
+func (r *joinRig) retryBusy(write func() error) error {
+	for range 50 {
+		err := write()
+		if err == nil || r.b.name != "sqlite" || !strings.Contains(err.Error(), "database is locked") {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return write()
 }
 
 // preloadsSpoken reads every user with its languages through the plugin.
