@@ -70,6 +70,7 @@ type moveRig struct {
 	p              *shardid.Plugin
 	source, target *gorm.DB
 	targetServes   []shardid.Range // the target's logical shards before the move (none by default)
+	names          []string        // the source's and the target's shard names, if not moveShards'
 }
 
 // newMoveRig starts from nothing: no map, no move, no triggers, empty tables.
@@ -82,8 +83,15 @@ func newMoveRig(t testing.TB, b backend, dir string) *moveRig {
 // shards targetServes before the move, taken from the source.
 func newMoveRigServing(t testing.TB, b backend, dir string, targetServes []shardid.Range) *moveRig {
 	t.Helper()
+	return newMoveRigWith(t, &moveRig{b: b, dir: dir, targetServes: targetServes})
+}
+
+// newMoveRigWith is newMoveRig with r's targetServes and names.
+func newMoveRigWith(t testing.TB, r *moveRig) *moveRig {
+	t.Helper()
+	b, dir := r.b, r.dir
 	phys := direct(t, b, dir)
-	r := &moveRig{b: b, dir: dir, source: phys[moveSource], target: phys[moveTarget], targetServes: targetServes}
+	r.source, r.target = phys[moveSource], phys[moveTarget]
 	main, err := gorm.Open(b.dialector(t, dir), &gorm.Config{Logger: logger.Discard})
 	must(t, err)
 	for _, table := range []string{"shardid_shard_map", "shardid_moves", "shardid_tables", "shardid_process_maps"} {
@@ -126,6 +134,9 @@ func (r *moveRig) open(t testing.TB, cfg shardid.Config) (*gorm.DB, *shardid.Plu
 		t.Fatal(err)
 	}
 	cfg.Shards = moveShards(t, r.b, r.dir)
+	for i, name := range r.names {
+		cfg.Shards[i].Name = name
+	}
 	if r.targetServes != nil {
 		cfg.Shards[1].Logical = r.targetServes
 		cfg.Shards[0].Logical = nil

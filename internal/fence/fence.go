@@ -221,6 +221,15 @@ func (f Fence) Uninstall(ctx context.Context, db *sql.DB, t Table) error {
 	return nil
 }
 
+// CheckTarget returns ErrInvalid for a target name Open refuses: the
+// triggers write it into their refusal, which MovedShard reads back.
+func CheckTarget(target string) error {
+	if len(target) > maxTarget || !targetPattern.MatchString(target) {
+		return fmt.Errorf("%w: target %q (1 to %d of A-Z a-z 0-9 _ . : -)", ErrInvalid, target, maxTarget)
+	}
+	return nil
+}
+
 // Open records r as capturing towards target: writes of it go on and are
 // logged by the triggers Install creates after it. Creating a trigger waits
 // for the transactions that wrote the table before (MySQL's metadata lock,
@@ -238,8 +247,8 @@ func (f Fence) Open(ctx context.Context, db *sql.DB, r Range, target string) err
 	if err := f.checkRange(r); err != nil {
 		return err
 	}
-	if len(target) > maxTarget || !targetPattern.MatchString(target) {
-		return fmt.Errorf("%w: target %q (1 to %d of A-Z a-z 0-9 _ . : -)", ErrInvalid, target, maxTarget)
+	if err := CheckTarget(target); err != nil {
+		return err
 	}
 	err = d.locked(ctx, db, func(tx *sql.Tx) error {
 		p1, p2 := d.placeholder(1), d.placeholder(2)

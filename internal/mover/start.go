@@ -34,6 +34,9 @@ func newRun(ctx context.Context, d Driver, req Request) (*run, error) {
 	if to < 0 {
 		return nil, bad("%q is not a physical database of Config.Shards", req.To)
 	}
+	if err := fence.CheckTarget(req.To); err != nil { // before the target's tables are made, not at the fence
+		return nil, bad("shard %q cannot take a move: the triggers name the target in their refusal, %w", req.To, err)
+	}
 	st, err := store.LoadMove(ctx, r)
 	if err != nil {
 		return nil, err
