@@ -19,6 +19,7 @@ import (
 
 	"github.com/shardid/shardid"
 	"github.com/shardid/shardid/internal/dsn"
+	"github.com/shardid/shardid/internal/sqlscan"
 )
 
 // configHelp is what the operators' commands say about --config.
@@ -327,12 +328,14 @@ func openConfigOf(c *fileConfig, warnings io.Writer, sharedMap bool) (*opsSetup,
 	if err != nil {
 		return nil, fmt.Errorf("%s: main: %w", c.path, dsn.RedactError(err, c.Main)) // a driver refusing a DSN prints it
 	}
-	if table := c.mapTable(); sharedMap && !db.Migrator().HasTable(table) {
+	table := c.mapTable()
+	held := sqlscan.Folded(db.Dialector.Name(), table) // the plugin names it as if unquoted
+	if sharedMap && !db.Migrator().HasTable(held) {
 		return nil, errors.Join(c.fieldError("map_table", "%s is not on main: no application shares its map there (give the application's Config.MapTable; an application creates it when it starts)", table), closeDB(db))
 	} else if sharedMap {
 		// An empty table would be seeded from this file, which is only the operator's copy.
 		var versions int64
-		if err := db.Table(table).Count(&versions).Error; err != nil {
+		if err := db.Table(held).Count(&versions).Error; err != nil {
 			return nil, errors.Join(fmt.Errorf("%s: reading %s on main: %w", c.path, table, err), closeDB(db))
 		}
 		if versions == 0 {

@@ -37,6 +37,11 @@ func (e *Engine) boundTokens() string {
 	return mapstore.KeptTable(e.mapTable(), boundTokensTable, "_databases")
 }
 
+// quotedBoundTokens is boundTokens in SQL on the plugin's database.
+func (e *Engine) quotedBoundTokens() string {
+	return sqlscan.QuoteFolded(e.db.Dialector.Name(), e.boundTokens())
+}
+
 // identityTables serializes the checks of a process.
 type identityTables struct{ mu sync.Mutex }
 
@@ -71,11 +76,11 @@ func (e *Engine) checkIdentity(ctx context.Context, name string, physical *sql.D
 	if err := e.checkMapOwner(ctx, name, physical, dialect, ownToken); err != nil {
 		return err // before anything is recorded for the map this process names
 	}
-	if err := createTable(ctx, own, e.boundTokens()+" (name VARCHAR(191) NOT NULL PRIMARY KEY, token VARCHAR(64) NOT NULL)"); err != nil {
+	if err := createTable(ctx, own, e.quotedBoundTokens()+" (name VARCHAR(191) NOT NULL PRIMARY KEY, token VARCHAR(64) NOT NULL)"); err != nil {
 		return errs.Wrap(err, "%s: creating %s", name, e.boundTokens())
 	}
 	var bound string
-	switch err := own.QueryRowContext(ctx, inDialect(ownDialect, "SELECT token FROM "+e.boundTokens()+" WHERE name = ?"), name).Scan(&bound); {
+	switch err := own.QueryRowContext(ctx, inDialect(ownDialect, "SELECT token FROM "+e.quotedBoundTokens()+" WHERE name = ?"), name).Scan(&bound); {
 	case err == nil && bound != token:
 		return swapped(name, token, bound, e.boundTokens())
 	case err != nil && !errors.Is(err, sql.ErrNoRows):
@@ -85,7 +90,7 @@ func (e *Engine) checkIdentity(ctx context.Context, name string, physical *sql.D
 		return err // nothing recorded: the config, once put right, opens
 	}
 	bound, err = claimToken(ctx, own, ownDialect, "",
-		"INSERT INTO "+e.boundTokens()+" (token, name) VALUES (?, ?)", "SELECT token FROM "+e.boundTokens()+" WHERE name = ?", token, name)
+		"INSERT INTO "+e.quotedBoundTokens()+" (token, name) VALUES (?, ?)", "SELECT token FROM "+e.quotedBoundTokens()+" WHERE name = ?", token, name)
 	if err != nil {
 		return errs.Wrap(err, "%s: reading the database the plugin's database records for it", name)
 	}
@@ -109,7 +114,7 @@ func swapped(name, token, bound, table string) error {
 // noOtherShardOpens fails when the plugin's database records token for a
 // configured shard name other than name.
 func (e *Engine) noOtherShardOpens(ctx context.Context, own *sql.DB, dialect, token, name string) error {
-	others, err := namesBoundTo(ctx, own, dialect, e.boundTokens(), token, name)
+	others, err := namesBoundTo(ctx, own, dialect, e.quotedBoundTokens(), token, name)
 	if err != nil {
 		return errs.Wrap(err, "%s: reading the names the plugin's database records for its database", name)
 	}
@@ -124,7 +129,7 @@ func (e *Engine) noOtherShardOpens(ctx context.Context, own *sql.DB, dialect, to
 
 // forgetBinding deletes the record of name opening the database of token.
 func (e *Engine) forgetBinding(ctx context.Context, own *sql.DB, dialect, token, name string) error {
-	_, err := own.ExecContext(ctx, inDialect(dialect, "DELETE FROM "+e.boundTokens()+" WHERE name = ? AND token = ?"), name, token)
+	_, err := own.ExecContext(ctx, inDialect(dialect, "DELETE FROM "+e.quotedBoundTokens()+" WHERE name = ? AND token = ?"), name, token)
 	return err
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/shardid/shardid/internal/fence"
 	"github.com/shardid/shardid/internal/mapstore"
 	"github.com/shardid/shardid/internal/mover"
+	"github.com/shardid/shardid/internal/sqlscan"
 	"github.com/shardid/shardid/strategies"
 )
 
@@ -30,6 +31,9 @@ func (e *Engine) tablesTable() string {
 // tables is the table listing the sharded tables of the store's map.
 func (s *mapStore) tables() string { return mapstore.KeptTable(s.Table(), tablesTable, "_tables") }
 
+// quotedTables is tables in SQL.
+func (s *mapStore) quotedTables() string { return sqlscan.QuoteFolded(s.Dialect(), s.tables()) }
+
 // shardedTable is a sharded table as the tables table records it.
 type shardedTable struct {
 	Name      string
@@ -41,7 +45,7 @@ type shardedTable struct {
 }
 
 func (s *mapStore) prepareTables(ctx context.Context) error {
-	_, err := s.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+s.tables()+" (name VARCHAR(191) NOT NULL PRIMARY KEY, key_column VARCHAR(191) NOT NULL, key_kind INT NOT NULL, strategy VARCHAR(32) NOT NULL, id_columns VARCHAR(1000) NOT NULL DEFAULT '', placement VARCHAR(400))")
+	_, err := s.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+s.quotedTables()+" (name VARCHAR(191) NOT NULL PRIMARY KEY, key_column VARCHAR(191) NOT NULL, key_kind INT NOT NULL, strategy VARCHAR(32) NOT NULL, id_columns VARCHAR(1000) NOT NULL DEFAULT '', placement VARCHAR(400))")
 	if err != nil && !mapstore.AlreadyExists(err) {
 		return err
 	}
@@ -98,14 +102,14 @@ func (s *mapStore) addPlacementColumn(ctx context.Context) error {
 		return nil
 	}
 	probe := func() error {
-		rows, err := s.DB().QueryContext(ctx, "SELECT placement FROM "+s.tables()+" WHERE 1 = 0")
+		rows, err := s.DB().QueryContext(ctx, "SELECT placement FROM "+s.quotedTables()+" WHERE 1 = 0")
 		if err == nil {
 			rows.Close()
 		}
 		return err
 	}
 	if probe() != nil {
-		_, err := s.Exec(ctx, "ALTER TABLE "+s.tables()+" ADD COLUMN placement VARCHAR(400)")
+		_, err := s.Exec(ctx, "ALTER TABLE "+s.quotedTables()+" ADD COLUMN placement VARCHAR(400)")
 		if err != nil && probe() != nil { // not another process's column
 			return err
 		}
@@ -120,14 +124,14 @@ func (s *mapStore) addIDColumns(ctx context.Context) error {
 		return s.addPlacementColumn(ctx)
 	}
 	probe := func() error {
-		rows, err := s.DB().QueryContext(ctx, "SELECT id_columns FROM "+s.tables()+" WHERE 1 = 0")
+		rows, err := s.DB().QueryContext(ctx, "SELECT id_columns FROM "+s.quotedTables()+" WHERE 1 = 0")
 		if err == nil {
 			rows.Close()
 		}
 		return err
 	}
 	if probe() != nil {
-		_, err := s.Exec(ctx, "ALTER TABLE "+s.tables()+" ADD COLUMN id_columns VARCHAR(1000) NOT NULL DEFAULT ''")
+		_, err := s.Exec(ctx, "ALTER TABLE "+s.quotedTables()+" ADD COLUMN id_columns VARCHAR(1000) NOT NULL DEFAULT ''")
 		if err != nil && probe() != nil { // not another process's column
 			return err
 		}
@@ -187,10 +191,10 @@ func (e *Engine) registerTables(db *gorm.DB, models []any) error {
 		return err
 	}
 	for _, t := range e.shardedTablesOf(db, models) {
-		if _, err := e.maps.Exec(ctx, "DELETE FROM "+e.maps.tables()+" WHERE name = ?", t.Name); err != nil {
+		if _, err := e.maps.Exec(ctx, "DELETE FROM "+e.maps.quotedTables()+" WHERE name = ?", t.Name); err != nil {
 			return err
 		}
-		if _, err := e.maps.Exec(ctx, "INSERT INTO "+e.maps.tables()+" (name, key_column, key_kind, strategy, id_columns, placement) VALUES (?, ?, ?, ?, ?, ?)", t.Name, t.Key, int(t.Kind), t.Strategy, idColumnsText(t.IDColumns), t.Placement); err != nil && !mapstore.DuplicateKey(err) {
+		if _, err := e.maps.Exec(ctx, "INSERT INTO "+e.maps.quotedTables()+" (name, key_column, key_kind, strategy, id_columns, placement) VALUES (?, ?, ?, ?, ?, ?)", t.Name, t.Key, int(t.Kind), t.Strategy, idColumnsText(t.IDColumns), t.Placement); err != nil && !mapstore.DuplicateKey(err) {
 			return err
 		}
 		if t.Placement != nil {
@@ -320,7 +324,7 @@ func (e *Engine) loadRecordedTables(ctx context.Context) error {
 	if err := e.maps.prepareTables(ctx); err != nil {
 		return err
 	}
-	rows, err := e.maps.DB().QueryContext(ctx, "SELECT name, placement FROM "+e.maps.tables())
+	rows, err := e.maps.DB().QueryContext(ctx, "SELECT name, placement FROM "+e.maps.quotedTables())
 	if err != nil {
 		return err
 	}
@@ -387,7 +391,7 @@ func (e *Engine) unregisterTable(db *gorm.DB, table string) error {
 	if e.foldsTableNames(ctx) {
 		match = "lower(name) = lower(?)" // the table dropped under another spelling of its name
 	}
-	_, err := e.maps.Exec(ctx, "DELETE FROM "+e.maps.tables()+" WHERE "+match, table)
+	_, err := e.maps.Exec(ctx, "DELETE FROM "+e.maps.quotedTables()+" WHERE "+match, table)
 	e.forgetRecordedTable(table)
 	e.recordedPlacements.Delete(strings.ToLower(table)) // a table made again under that name places its rows anew
 	return err
@@ -414,10 +418,10 @@ func (e *Engine) renameRegisteredTable(db *gorm.DB, oldName, newName string) err
 	if err := e.maps.prepareTables(ctx); err != nil {
 		return err
 	}
-	if _, err := e.maps.Exec(ctx, "DELETE FROM "+e.maps.tables()+" WHERE name = ?", newName); err != nil { // a stale record of a table gone by then: the old one stays until the rename is recorded
+	if _, err := e.maps.Exec(ctx, "DELETE FROM "+e.maps.quotedTables()+" WHERE name = ?", newName); err != nil { // a stale record of a table gone by then: the old one stays until the rename is recorded
 		return err
 	}
-	_, err := e.maps.Exec(ctx, "UPDATE "+e.maps.tables()+" SET name = ? WHERE name = ?", newName, oldName)
+	_, err := e.maps.Exec(ctx, "UPDATE "+e.maps.quotedTables()+" SET name = ? WHERE name = ?", newName, oldName)
 	if _, recorded := e.recordedTables.Load(strings.ToLower(oldName)); recorded {
 		e.forgetRecordedTable(oldName)
 		e.recordTable(newName)
@@ -486,7 +490,7 @@ func (e *Engine) registeredTables(ctx context.Context) ([]shardedTable, error) {
 	if err := e.maps.prepareTables(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := e.maps.DB().QueryContext(ctx, "SELECT name, key_column, key_kind, strategy, id_columns, placement FROM "+e.maps.tables()+" ORDER BY name")
+	rows, err := e.maps.DB().QueryContext(ctx, "SELECT name, key_column, key_kind, strategy, id_columns, placement FROM "+e.maps.quotedTables()+" ORDER BY name")
 	if err != nil {
 		return nil, err
 	}

@@ -40,7 +40,7 @@ type MoveState struct {
 
 // PrepareMoves creates the moves table if it is missing.
 func (s *Store) PrepareMoves(ctx context.Context) error {
-	_, err := s.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+s.moves+" (from_shard INT NOT NULL, to_shard INT NOT NULL, phase VARCHAR(32) NOT NULL, state TEXT NOT NULL, updated_ms BIGINT NOT NULL, PRIMARY KEY (from_shard, to_shard))")
+	_, err := s.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+s.quoted(s.moves)+" (from_shard INT NOT NULL, to_shard INT NOT NULL, phase VARCHAR(32) NOT NULL, state TEXT NOT NULL, updated_ms BIGINT NOT NULL, PRIMARY KEY (from_shard, to_shard))")
 	if err != nil && !AlreadyExists(err) {
 		return err
 	}
@@ -50,7 +50,7 @@ func (s *Store) PrepareMoves(ctx context.Context) error {
 // LoadMove returns the state of the move of r, or nil.
 func (s *Store) LoadMove(ctx context.Context, r shardrouter.Range) (*MoveState, error) {
 	var body string
-	err := s.db.QueryRowContext(ctx, storeSQL(s.dialect, "SELECT state FROM "+s.moves+" WHERE from_shard = ? AND to_shard = ?"), r.From, r.To).Scan(&body)
+	err := s.db.QueryRowContext(ctx, storeSQL(s.dialect, "SELECT state FROM "+s.quoted(s.moves)+" WHERE from_shard = ? AND to_shard = ?"), r.From, r.To).Scan(&body)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -78,7 +78,7 @@ func decodeMove(body string) (*MoveState, error) {
 
 // Moves returns every move's state, ended ones too, for operators.
 func (s *Store) Moves(ctx context.Context) ([]*MoveState, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT state FROM "+s.moves+" ORDER BY from_shard")
+	rows, err := s.db.QueryContext(ctx, "SELECT state FROM "+s.quoted(s.moves)+" ORDER BY from_shard")
 	if err != nil {
 		return nil, err
 	}
@@ -109,14 +109,14 @@ func (s *Store) saveMoveOn(ctx context.Context, on execer, st *MoveState) error 
 		return err
 	}
 	now := time.Now().UnixMilli()
-	res, err := on.ExecContext(ctx, storeSQL(s.dialect, "UPDATE "+s.moves+" SET phase = ?, state = ?, updated_ms = ? WHERE from_shard = ? AND to_shard = ?"), st.Phase, string(body), now, st.Logical.From, st.Logical.To)
+	res, err := on.ExecContext(ctx, storeSQL(s.dialect, "UPDATE "+s.quoted(s.moves)+" SET phase = ?, state = ?, updated_ms = ? WHERE from_shard = ? AND to_shard = ?"), st.Phase, string(body), now, st.Logical.From, st.Logical.To)
 	if err != nil {
 		return err
 	}
 	if n, err := res.RowsAffected(); err == nil && n > 0 {
 		return nil
 	}
-	_, err = on.ExecContext(ctx, storeSQL(s.dialect, "INSERT INTO "+s.moves+" (from_shard, to_shard, phase, state, updated_ms) VALUES (?, ?, ?, ?, ?)"), st.Logical.From, st.Logical.To, st.Phase, string(body), now)
+	_, err = on.ExecContext(ctx, storeSQL(s.dialect, "INSERT INTO "+s.quoted(s.moves)+" (from_shard, to_shard, phase, state, updated_ms) VALUES (?, ?, ?, ?, ?)"), st.Logical.From, st.Logical.To, st.Phase, string(body), now)
 	if err != nil && DuplicateKey(err) {
 		return nil // MySQL counts an UPDATE that changed nothing as no row
 	}
@@ -125,6 +125,6 @@ func (s *Store) saveMoveOn(ctx context.Context, on execer, st *MoveState) error 
 
 // DeleteMove forgets a move that ended, so that the range may move again.
 func (s *Store) DeleteMove(ctx context.Context, r shardrouter.Range) error {
-	_, err := s.Exec(ctx, "DELETE FROM "+s.moves+" WHERE from_shard = ? AND to_shard = ?", r.From, r.To)
+	_, err := s.Exec(ctx, "DELETE FROM "+s.quoted(s.moves)+" WHERE from_shard = ? AND to_shard = ?", r.From, r.To)
 	return err
 }

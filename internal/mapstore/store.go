@@ -54,13 +54,19 @@ type Store struct {
 }
 
 // New returns the store of the map table named table in db, a database of
-// dialect, for a process that notes itself live every heartbeat. table must
-// need no quoting; the caller validates it.
+// dialect, for a process that notes itself live every heartbeat. table is a
+// plain identifier, which the caller validates; it may be a reserved word.
 func New(db *sql.DB, dialect, table string, heartbeat time.Duration) *Store {
 	host, _ := os.Hostname()
 	return &Store{db: db, dialect: dialect, table: table, heartbeat: heartbeat, moves: KeptTable(table, movesTable, "_moves"),
 		owner: fmt.Sprintf("%s:%d:%08x", host, os.Getpid(), randomSuffix())}
 }
+
+// quoted is a table of the store's, named after the map table, in SQL.
+func (s *Store) quoted(table string) string { return sqlscan.QuoteFolded(s.dialect, table) }
+
+// Dialect is the dialect of the store's database.
+func (s *Store) Dialect() string { return s.dialect }
 
 // Token is the random part of this process's name: short enough for a
 // global transaction ID, by which Live finds the process again.
@@ -95,7 +101,7 @@ func (s *Store) Exec(ctx context.Context, query string, args ...any) (sql.Result
 func (s *Store) Prepare(ctx context.Context) error {
 	text := "TEXT"
 	for _, ddl := range []string{
-		"CREATE TABLE IF NOT EXISTS " + s.table + " (version BIGINT NOT NULL PRIMARY KEY, map " + text + " NOT NULL, created_ms BIGINT NOT NULL)",
+		"CREATE TABLE IF NOT EXISTS " + s.quoted(s.table) + " (version BIGINT NOT NULL PRIMARY KEY, map " + text + " NOT NULL, created_ms BIGINT NOT NULL)",
 		"CREATE TABLE IF NOT EXISTS " + processesTable + " (owner VARCHAR(191) NOT NULL PRIMARY KEY, map_version BIGINT NOT NULL, seen_ms BIGINT NOT NULL, refresh_ms BIGINT NOT NULL, map_table VARCHAR(191) NOT NULL DEFAULT '')",
 	} {
 		if _, err := s.Exec(ctx, ddl); err != nil && !AlreadyExists(err) {

@@ -91,7 +91,7 @@ func Ranges(shards []int) []shardrouter.Range {
 func (s *Store) Latest(ctx context.Context) (*Map, error) {
 	var version int64
 	var body string
-	err := s.db.QueryRowContext(ctx, "SELECT version, map FROM "+s.table+" ORDER BY version DESC LIMIT 1").Scan(&version, &body)
+	err := s.db.QueryRowContext(ctx, "SELECT version, map FROM "+s.quoted(s.table)+" ORDER BY version DESC LIMIT 1").Scan(&version, &body)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -138,6 +138,6 @@ func (s *Store) writeOn(ctx context.Context, on execer, m *Map) error {
 	if err != nil {
 		return err
 	}
-	_, err = on.ExecContext(ctx, storeSQL(s.dialect, "INSERT INTO "+s.table+" (version, map, created_ms) VALUES (?, ?, ?)"), m.Version, string(body), time.Now().UnixMilli())
+	_, err = on.ExecContext(ctx, storeSQL(s.dialect, "INSERT INTO "+s.quoted(s.table)+" (version, map, created_ms) VALUES (?, ?, ?)"), m.Version, string(body), time.Now().UnixMilli())
 	return err
 }
