@@ -27,6 +27,7 @@ type leaseSQL struct {
 
 func leaseSQLFor(dialect, leaseTable string) (leaseSQL, error) {
 	var q leaseSQL
+	leaseTable = sqlscan.QuoteFolded(dialect, leaseTable) // a reserved word too; the table earlier versions made unquoted
 	var nowMs, greatest, insertHead, insertTail string
 	switch dialect {
 	case "mysql":
