@@ -8,6 +8,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
+
+	"github.com/shardid/shardid/internal/sqlscan"
 )
 
 // indexPlacingColumns creates an index on the colocate or hash column of each
@@ -32,9 +34,14 @@ func (m Migrator) indexPlacingColumns(db *gorm.DB, models []any) error {
 			continue
 		}
 		name := fmt.Sprintf("idx_shardid_%s_%s", strings.ReplaceAll(stmt.Schema.Table, ".", "_"), column.DBName) // as GORM names its indexes: no dot of a schema
-		if mig.HasIndex(value, name) {
+		// A long table's is shortened with a hash, which MySQL takes and which
+		// tells apart two tables of one start on PostgreSQL; there an earlier
+		// version's was cut by the server.
+		dialect := db.Dialector.Name()
+		if mig.HasIndex(value, sqlscan.FitIdentifier(dialect, name)) || dialect == "postgres" && mig.HasIndex(value, sqlscan.CutIdentifier(dialect, name)) {
 			continue
 		}
+		name = sqlscan.FitIdentifier(dialect, name)
 		indexed := clause.Expr{SQL: "?", Vars: []any{clause.Column{Name: column.DBName}}}
 		if db.Dialector.Name() == "mysql" && isTextType(mig.FullDataTypeOf(column).SQL) {
 			indexed = clause.Expr{SQL: "?(191)", Vars: []any{clause.Column{Name: column.DBName}}} // a TEXT column takes a prefix index
