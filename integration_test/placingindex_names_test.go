@@ -63,7 +63,7 @@ func TestThePlacingIndexOfATableWithALongNameIsMadeOnce(t *testing.T) {
 		must(t, migrator(db).DropTable(models...))
 		for _, phys := range direct(t, b, dir) {
 			must(t, phys.AutoMigrate(models...))
-			must(t, phys.Exec("CREATE INDEX idx_shardid_" + lnStart + "_invoices_account_id ON " + lnStart + "_invoices (account_id)").Error)
+			must(t, phys.Exec("CREATE INDEX idx_shardid_"+lnStart+"_invoices_account_id ON "+lnStart+"_invoices (account_id)").Error)
 		}
 		must(t, migrator(db).AutoMigrate(models...))
 		for _, phys := range direct(t, b, dir) {

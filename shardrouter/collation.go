@@ -19,8 +19,7 @@ func SQLiteCollation(ddl, column string) string {
 		return "BINARY"
 	}
 	for _, definition := range SplitList(ddl[open+1 : end]) {
-		fields := strings.Fields(definition)
-		if len(fields) == 0 || !strings.EqualFold(strings.Trim(fields[0], "`\"[]'"), column) {
+		if name, ok := leadingName(definition); !ok || !strings.EqualFold(name, column) {
 			continue
 		}
 		hidden := hiddenAt(definition)
@@ -32,6 +31,37 @@ func SQLiteCollation(ddl, column string) string {
 		return "BINARY"
 	}
 	return "unknown (not a column of the table: of a joined table, or an expression)"
+}
+
+// leadingName is the name a column's definition starts with, read as
+// SQLite reads it: quoted in "", “ or [] (a name with spaces), a quote
+// inside doubled, or a bare word.
+func leadingName(definition string) (string, bool) {
+	d := strings.TrimLeft(definition, " \t\r\n")
+	if d == "" {
+		return "", false
+	}
+	closing := map[byte]byte{'"': '"', '`': '`', '[': ']', '\'': '\''}[d[0]]
+	if closing == 0 {
+		end := strings.IndexAny(d, " \t\r\n")
+		if end < 0 {
+			end = len(d)
+		}
+		return d[:end], true
+	}
+	var name strings.Builder
+	for i := 1; i < len(d); i++ {
+		switch {
+		case d[i] != closing:
+			name.WriteByte(d[i])
+		case closing != ']' && i+1 < len(d) && d[i+1] == closing: // doubled: the quote itself
+			name.WriteByte(closing)
+			i++
+		default:
+			return name.String(), true
+		}
+	}
+	return "", false
 }
 
 // hiddenAt marks the bytes of a column's definition that are not its own

@@ -23,6 +23,12 @@ func TestSQLiteCollationReadsTheColumnsOwnDefinition(t *testing.T) {
 		{"CREATE TABLE t (code varchar(20) COLLATE RTRIM)", "code", "RTRIM"},
 		{"not a table", "email", "BINARY"},
 		{"CREATE TABLE t (email text)", "word", "unknown (not a column of the table: of a joined table, or an expression)"},
+		// Names quoted with spaces or quotes in them are read whole: x is not `x y`.
+		{"CREATE TABLE t (`x y` text COLLATE BINARY, x text COLLATE NOCASE)", "x", "NOCASE"},
+		{"CREATE TABLE t (`x y` text COLLATE BINARY, x text COLLATE NOCASE)", "x y", "BINARY"},
+		{"CREATE TABLE t (`first name` text COLLATE NOCASE)", "first name", "NOCASE"},
+		{`CREATE TABLE t ("it""s" text COLLATE RTRIM, "it" text)`, `it"s`, "RTRIM"},
+		{"CREATE TABLE t ([a b] text COLLATE NOCASE, a text)", "a", "BINARY"},
 	} {
 		if got := SQLiteCollation(c.ddl, c.column); got != c.want {
 			t.Errorf("SQLiteCollation(%q, %q) = %q, want %q", c.ddl, c.column, got, c.want)

@@ -224,9 +224,23 @@ func plainCount(q Query) bool {
 	return false
 }
 
+// orderIdent is a name in ORDER BY text: plain (letters beyond ASCII
+// too), or quoted as GORM quotes it, holding any character, its quote
+// doubled.
+const orderIdent = "(?:`(?:[^`]|``)+`|\"(?:[^\"]|\"\")+\"|[\\pL\\pN_$]+)"
+
 // orderItem is one ORDER BY item written as text: `col`, `t.col`, quoted or
 // not, with ASC or DESC.
-var orderItem = regexp.MustCompile("(?i)^\\s*(?:[`\"]?(\\w+)[`\"]?\\s*\\.\\s*)?[`\"]?(\\w+)[`\"]?(?:\\s+(asc|desc))?\\s*$")
+var orderItem = regexp.MustCompile("(?i)^\\s*(?:(" + orderIdent + ")\\s*\\.\\s*)?(" + orderIdent + ")(?:\\s+(asc|desc))?\\s*$")
+
+// unquoteIdent is a name of orderIdent as the database reads it.
+func unquoteIdent(name string) string {
+	if len(name) >= 2 && (name[0] == '`' || name[0] == '"') && name[len(name)-1] == name[0] {
+		q := name[:1]
+		return strings.ReplaceAll(name[1:len(name)-1], q+q, q)
+	}
+	return name
+}
 
 // Order is the ORDER BY of a query over several databases, as the merge
 // compares rows: its columns, then the primary key to break ties (which
@@ -315,7 +329,7 @@ func orderOf(q Query, rowType reflect.Type) (*Order, string) {
 				}
 				desc = true
 			}
-			if err := add(parts[1], parts[2], desc); err != nil {
+			if err := add(unquoteIdent(parts[1]), unquoteIdent(parts[2]), desc); err != nil {
 				return nil, err.Error()
 			}
 		}
