@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"gorm.io/gorm"
+	"slices"
 	"testing"
 	"time"
 
@@ -118,7 +119,7 @@ func TestAMoveCarriesTablesAndColumnsNamedAsOnlyQuotingAllows(t *testing.T) {
 
 // TestReadsOverEveryDatabaseOrderByColumnsNamedAsOnlyQuotingAllows: ORDER BY
 // text naming a column quoted with a space in it, or with letters beyond
-// ASCII, merges as the databases order, as one naming a plain column does
+// ASCII, and a Pluck of it, merge as the databases order, as for a plain column
 // (on MariaDB text orders by a collation the merge does not reproduce, and
 // is refused, as documented).
 func TestReadsOverEveryDatabaseOrderByColumnsNamedAsOnlyQuotingAllows(t *testing.T) {
@@ -154,6 +155,14 @@ func TestReadsOverEveryDatabaseOrderByColumnsNamedAsOnlyQuotingAllows(t *testing
 			}
 			if err != nil || len(rows) != 24 || !c.first(rows[0]) {
 				t.Errorf("ORDER BY %s over every database: %d rows, %v; first %+v", c.order, len(rows), err, rows[:min(1, len(rows))])
+			}
+		}
+		// A Pluck of the column it orders by, its values merged alone.
+		for _, column := range []string{q("größe"), q("line count")} {
+			var values []int
+			err := all().Model(&NqOrder{}).Order(column+" DESC").Pluck(column, &values).Error
+			if err != nil || len(values) != 24 || !slices.IsSortedFunc(values, func(a, b int) int { return b - a }) {
+				t.Errorf("Pluck(%s) ordered by it over every database: %v, %v", column, values, err)
 			}
 		}
 	})

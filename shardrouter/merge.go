@@ -112,7 +112,7 @@ var mergeableClauses = map[string]bool{"SELECT": true, "FROM": true, "WHERE": tr
 
 // plainColumn is one item of a select list that names a column: `col`,
 // `t.col`, `*`, `t.*`, quoted or not, with an optional `AS alias`.
-var plainColumn = regexp.MustCompile("(?i)^\\s*(?:[`\"]?\\w+[`\"]?\\s*\\.\\s*)?(?:[`\"]?\\w+[`\"]?|\\*)(?:\\s+as\\s+[`\"]?\\w+[`\"]?)?\\s*$")
+var plainColumn = regexp.MustCompile("(?i)^\\s*(?:" + ident + "\\s*\\.\\s*)?(?:" + ident + "|\\*)(?:\\s+as\\s+" + ident + ")?\\s*$")
 
 // selectWord finds a subquery written in a condition's SQL text.
 var selectWord = regexp.MustCompile(`(?i)\bselect\b`)
@@ -224,23 +224,9 @@ func plainCount(q Query) bool {
 	return false
 }
 
-// orderIdent is a name in ORDER BY text: plain (letters beyond ASCII
-// too), or quoted as GORM quotes it, holding any character, its quote
-// doubled.
-const orderIdent = "(?:`(?:[^`]|``)+`|\"(?:[^\"]|\"\")+\"|[\\pL\\pN_$]+)"
-
 // orderItem is one ORDER BY item written as text: `col`, `t.col`, quoted or
 // not, with ASC or DESC.
-var orderItem = regexp.MustCompile("(?i)^\\s*(?:(" + orderIdent + ")\\s*\\.\\s*)?(" + orderIdent + ")(?:\\s+(asc|desc))?\\s*$")
-
-// unquoteIdent is a name of orderIdent as the database reads it.
-func unquoteIdent(name string) string {
-	if len(name) >= 2 && (name[0] == '`' || name[0] == '"') && name[len(name)-1] == name[0] {
-		q := name[:1]
-		return strings.ReplaceAll(name[1:len(name)-1], q+q, q)
-	}
-	return name
-}
+var orderItem = regexp.MustCompile("(?i)^\\s*(?:(" + ident + ")\\s*\\.\\s*)?(" + ident + ")(?:\\s+(asc|desc))?\\s*$")
 
 // Order is the ORDER BY of a query over several databases, as the merge
 // compares rows: its columns, then the primary key to break ties (which
@@ -329,7 +315,7 @@ func orderOf(q Query, rowType reflect.Type) (*Order, string) {
 				}
 				desc = true
 			}
-			if err := add(unquoteIdent(parts[1]), unquoteIdent(parts[2]), desc); err != nil {
+			if err := add(unquote(parts[1]), unquote(parts[2]), desc); err != nil {
 				return nil, err.Error()
 			}
 		}
@@ -379,7 +365,7 @@ func plucksOrderColumn(q Query, o *Order, value reflect.Type) bool {
 		return false
 	}
 	for _, c := range o.Columns {
-		if !strings.EqualFold(m[1], c.Field.DBName) && m[1] != c.Field.Name {
+		if !named(c.Field, unquote(m[1])) {
 			return false
 		}
 	}
@@ -435,7 +421,7 @@ func IsSQLNull(t reflect.Type) bool {
 }
 
 // selectItem reads the column (or alias) a plain select item gives.
-var selectItem = regexp.MustCompile("(?i)(?:^|\\.|\\s)[`\"]?(\\w+|\\*)[`\"]?\\s*$")
+var selectItem = regexp.MustCompile("(?i)(?:^|\\.|\\s)(" + ident + "|\\*)\\s*$")
 
 // selectParts is the query's select list, item by item: its Select
 // arguments and SELECT clause, each split at its commas.
@@ -474,7 +460,7 @@ func selected(q Query, f *schema.Field) bool {
 		return true
 	}
 	for _, item := range items {
-		if m := selectItem.FindStringSubmatch(item); m != nil && (m[1] == "*" || named(f, m[1])) {
+		if m := selectItem.FindStringSubmatch(item); m != nil && (m[1] == "*" || named(f, unquote(m[1]))) {
 			return true
 		}
 	}
@@ -491,7 +477,7 @@ func keySelected(q Query) bool {
 	}
 	items := selectParts(q)
 	for _, item := range items {
-		if m := aliasedColumn.FindStringSubmatch(item); m != nil && (m[1] == "*" || named(q.Key, m[1])) && !ofOtherTable(q, item) {
+		if m := aliasedColumn.FindStringSubmatch(item); m != nil && (m[1] == "*" || named(q.Key, unquote(m[1]))) && !ofOtherTable(q, item) {
 			return true
 		}
 	}
@@ -499,13 +485,13 @@ func keySelected(q Query) bool {
 }
 
 // qualifier reads the table that qualifies a select item's column.
-var qualifier = regexp.MustCompile("^\\s*[`\"]?(\\w+)[`\"]?\\s*\\.")
+var qualifier = regexp.MustCompile("^\\s*(" + ident + ")\\s*\\.")
 
 // ofOtherTable reports whether a select item reads a column qualified by
 // another table than the query's own (its name or its alias).
 func ofOtherTable(q Query, item string) bool {
 	m := qualifier.FindStringSubmatch(item)
-	return m != nil && !strings.EqualFold(m[1], q.Schema.Table) && !strings.EqualFold(m[1], q.Table)
+	return m != nil && !strings.EqualFold(unquote(m[1]), q.Schema.Table) && !strings.EqualFold(unquote(m[1]), q.Table)
 }
 
 // sourcesNamed returns, for each select item that gives the rows a value
@@ -514,12 +500,12 @@ func ofOtherTable(q Query, item string) bool {
 func sourcesNamed(q Query, f *schema.Field) []string {
 	var sources []string
 	for _, part := range selectParts(q) {
-		if m := selectItem.FindStringSubmatch(part); m == nil || !named(f, m[1]) {
+		if m := selectItem.FindStringSubmatch(part); m == nil || !named(f, unquote(m[1])) {
 			continue // another column (or not read: selected decides)
 		}
 		source := ""
 		if m := aliasedColumn.FindStringSubmatch(part); m != nil {
-			source = m[1]
+			source = unquote(m[1])
 		}
 		sources = append(sources, source)
 	}
@@ -560,7 +546,7 @@ func readsAlike(q Query, f *schema.Field) bool {
 
 // aliasedColumn reads a select item that is a column, maybe qualified and
 // aliased: its column's name.
-var aliasedColumn = regexp.MustCompile("(?i)^\\s*(?:[`\"]?\\w+[`\"]?\\s*\\.\\s*)?[`\"]?(\\w+|\\*)[`\"]?(?:\\s+as\\s+[`\"]?\\w+[`\"]?)?\\s*$")
+var aliasedColumn = regexp.MustCompile("(?i)^\\s*(?:" + ident + "\\s*\\.\\s*)?(" + ident + "|\\*)(?:\\s+as\\s+" + ident + ")?\\s*$")
 
 var timeType = reflect.TypeOf(time.Time{})
 

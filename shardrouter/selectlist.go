@@ -14,7 +14,10 @@ import (
 // aggregates are the functions whose values merge exactly.
 var aggregates = map[string]bool{"count": true, "sum": true, "min": true, "max": true, "avg": true}
 
-const ident = "(?:`[^`]+`|\"[^\"]+\"|\\w+)"
+// ident is a name as SQL text writes it: bare (letters beyond ASCII too), or
+// quoted as GORM quotes it, holding any character, its quote doubled. Every
+// reading of a name in the merge's text goes through it and unquote.
+const ident = "(?:`(?:[^`]|``)+`|\"(?:[^\"]|\"\")+\"|[\\pL\\pN_$]+)"
 
 // selectItemForm is one item of a select list: a column or an aggregate of
 // one, with an optional alias.
@@ -91,9 +94,11 @@ func itemColumn(text, table string) (string, bool) {
 // columnForm is `col`, `t.col` or `*`, quoted or not.
 var columnForm = regexp.MustCompile("^\\s*(?:(" + ident + ")\\s*\\.\\s*)?(?:(" + ident + ")|(\\*))\\s*$")
 
+// unquote is a name of ident as the database reads it.
 func unquote(s string) string {
 	if len(s) >= 2 && (s[0] == '`' || s[0] == '"') && s[len(s)-1] == s[0] {
-		return s[1 : len(s)-1]
+		q := s[:1]
+		return strings.ReplaceAll(s[1:len(s)-1], q+q, q)
 	}
 	return s
 }
