@@ -143,16 +143,7 @@ func wantRefusedUntouched(t *testing.T, r *moveRig, sheets map[int64]MvSheet, ve
 			t.Errorf("the refused move wrote %d rows of %s on the target", n, table)
 		}
 	}
-	var onSource []MvSheet
-	must(t, r.source.Find(&onSource).Error)
-	if len(onSource) != len(sheets) {
-		t.Errorf("the source holds %d sheets after the refused move; want %d", len(onSource), len(sheets))
-	}
-	for _, s := range onSource {
-		if want := sheets[s.ID]; !sameSheet(s, want) {
-			t.Errorf("the source's sheet %d is %+v after the refused move; want %+v", s.ID, s, want)
-		}
-	}
+	wantSheets(t, r.source, "source", sheets)
 	for _, table := range []string{"shardid_move_fence", "shardid_move_changes"} {
 		if !r.source.Migrator().HasTable(table) {
 			continue
@@ -201,18 +192,18 @@ func moveSheets(t *testing.T, r *moveRig) error {
 	return err
 }
 
-// wantSheetsOnTarget fails the test unless the target holds every sheet
-// with its body and tag.
-func wantSheetsOnTarget(t *testing.T, r *moveRig, sheets map[int64]MvSheet) {
+// wantSheets fails the test unless db (the move's side) holds every sheet,
+// and no other, with its body and tag.
+func wantSheets(t *testing.T, db *gorm.DB, side string, sheets map[int64]MvSheet) {
 	t.Helper()
 	var got []MvSheet
-	must(t, r.target.Find(&got).Error)
+	must(t, db.Find(&got).Error)
 	if len(got) != len(sheets) {
-		t.Fatalf("the target holds %d sheets after the move; want %d", len(got), len(sheets))
+		t.Errorf("the %s holds %d sheets; want %d", side, len(got), len(sheets))
 	}
 	for _, s := range got {
 		if want := sheets[s.ID]; !sameSheet(s, want) {
-			t.Errorf("the target's sheet %d is %+v; want %+v", s.ID, s, want)
+			t.Errorf("the %s's sheet %d is %+v; want %+v", side, s.ID, s, want)
 		}
 	}
 }
@@ -332,7 +323,7 @@ func TestMoveRefusesATargetWhoseColumnsCannotTakeTheSourcesRows(t *testing.T) {
 
 				c.accepted(t, r)
 				must(t, moveSheets(t, r))
-				wantSheetsOnTarget(t, r, sheets)
+				wantSheets(t, r.target, "target", sheets)
 				if c.after != nil {
 					c.after(t, r)
 				}
@@ -371,6 +362,6 @@ func TestMoveNamesATargetColumnMadeNotNullWithoutADefaultDuringIt(t *testing.T) 
 		}
 		must(t, r.target.Exec("ALTER TABLE mv_sheets ALTER COLUMN region SET DEFAULT 'eu'").Error)
 		r.move(t, shardid.Move{Models: sheetModels})
-		wantSheetsOnTarget(t, r, sheets)
+		wantSheets(t, r.target, "target", sheets)
 	})
 }
