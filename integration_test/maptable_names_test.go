@@ -20,9 +20,9 @@ func TestAMapTableNamedByAReservedWordHoldsTheMapAndItsMoves(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		for _, table := range []string{"order", "user", "AppMap"} {
 			t.Run(table, func(t *testing.T) {
-				dir := t.TempDir()
+				r := newMoveRig(t, b, t.TempDir())
 				drop := func() {
-					main, err := gorm.Open(b.dialector(t, dir), &gorm.Config{Logger: logger.Discard})
+					main, err := gorm.Open(b.dialector(t, r.dir), &gorm.Config{Logger: logger.Discard})
 					must(t, err)
 					held := table
 					if b.name == "postgres" { // as it folds the name written unquoted
@@ -32,14 +32,10 @@ func TestAMapTableNamedByAReservedWordHoldsTheMapAndItsMoves(t *testing.T) {
 					if sqlDB, err := main.DB(); err == nil {
 						_ = sqlDB.Close()
 					}
-					for _, db := range direct(t, b, dir)[moveSource : moveTarget+1] { // the databases go back to the default map's tests
-						must(t, db.Migrator().DropTable("shardid_map_owner"))
-					}
 				}
 				drop()
 				t.Cleanup(drop)
-				r := newMoveRigWith(t, &moveRig{b: b, dir: dir, mapTable: table})
-				db, p := r.db, r.p
+				db, p := r.open(t, shardid.Config{MapTable: table})
 				must(t, p.AutoMigrate(db, moveModels...))
 				must(t, db.Clauses(shardid.OnShard(movingRange.From)).Create(&MvUser{Name: "ada"}).Error)
 				ctx := context.Background()

@@ -71,7 +71,6 @@ type moveRig struct {
 	source, target *gorm.DB
 	targetServes   []shardid.Range // the target's logical shards before the move (none by default)
 	names          []string        // the source's and the target's shard names, if not moveShards'
-	mapTable       string          // the plugins' Config.MapTable, if not the default
 }
 
 // newMoveRig starts from nothing: no map, no move, no triggers, empty tables.
@@ -135,9 +134,6 @@ func (r *moveRig) open(t testing.TB, cfg shardid.Config) (*gorm.DB, *shardid.Plu
 		t.Fatal(err)
 	}
 	cfg.Shards = moveShards(t, r.b, r.dir)
-	if cfg.MapTable == "" {
-		cfg.MapTable = r.mapTable
-	}
 	for i, name := range r.names {
 		cfg.Shards[i].Name = name
 	}
