@@ -73,9 +73,6 @@ func (e *Engine) checkIdentity(ctx context.Context, name string, physical *sql.D
 		return fmt.Errorf("%w: shard %s opens the plugin's own database (both carry the token %s in %s), which holds no logical shard: give the shard a database of its own",
 			ErrInvalidConfig, name, token, databaseTokenTable)
 	}
-	if err := e.checkMapOwner(ctx, name, physical, dialect, ownToken); err != nil {
-		return err // before anything is recorded for the map this process names
-	}
 	if err := createTable(ctx, own, e.quotedBoundTokens()+" (name VARCHAR(191) NOT NULL PRIMARY KEY, token VARCHAR(64) NOT NULL)"); err != nil {
 		return errs.Wrap(err, "%s: creating %s", name, e.boundTokens())
 	}
