@@ -534,7 +534,11 @@ func (e *Engine) holdAndRetry(db *gorm.DB, kind statementKind, execute func(*gor
 				return errors.Join(err, e.rebegin(db, from, released))
 			}
 			if kind == kindCreate && k != from { // after the move: on SQLite the IDs are made in its transaction
-				if err := e.remake(db, m, routeStateOf(stmt).filled); err != nil {
+				filled := routeStateOf(stmt).filled
+				if err := e.remake(db, m, filled); err != nil {
+					return err
+				}
+				if err := e.advancePastKept(db, m, filled); err != nil {
 					return err
 				}
 			}
@@ -648,6 +652,35 @@ func (e *Engine) remake(db *gorm.DB, m *model, filled []filledID) error {
 		}
 		for i, v := range values {
 			writeID(v, ids[i])
+		}
+	}
+	return nil
+}
+
+// advancePastKept moves the clock-sequences of the databases the map now
+// names past the IDs of a Create's rows that it did not make anew (preset
+// ones, and those a split Create made for its parts): they were checked
+// against the database the statement first went to, whose clock is not the
+// new one's.
+func (e *Engine) advancePastKept(db *gorm.DB, m *model, remade []filledID) error {
+	ctx := db.Statement.Context
+	rows, err := structRows(m, db.Statement.ReflectValue, nil)
+	if err != nil {
+		return err
+	}
+	fresh := make(map[uintptr]bool, len(remade))
+	for _, made := range remade {
+		fresh[made.value.UnsafeAddr()] = true
+	}
+	for _, f := range m.fields {
+		var ahead map[int]int64
+		for _, row := range rows {
+			if v := f.field.ReflectValueOf(ctx, row); !v.IsZero() && !fresh[v.UnsafeAddr()] {
+				ahead = e.presetAhead(db, f, v, ahead)
+			}
+		}
+		if err := e.advancePast(ctx, db, m, f, ahead); err != nil {
+			return errs.Wrap(err, "%s.%s", m.schema.Name, f.field.Name)
 		}
 	}
 	return nil
