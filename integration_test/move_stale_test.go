@@ -727,3 +727,29 @@ func TestMapWriteLostAfterTheSealKeepsTheRangeSealed(t *testing.T) {
 		})
 	}
 }
+
+// TestAStaleCreateRunAgainOnTheNewDatabaseNeedsNoSecondConnection: a
+// process whose physical databases' pools hold one connection each, which
+// has not read a move, creates a row of the moved range (a new ID, and a
+// preset one); the source refuses it, and the plugin runs it again on the
+// target, making its ID there without a second connection of that pool,
+// which the transaction it runs in holds.
+func TestAStaleCreateRunAgainOnTheNewDatabaseNeedsNoSecondConnection(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newMoveRig(t, b, t.TempDir())
+		staleDB, _ := r.openOnSmallPools(t, 1, shardid.Config{MapRefresh: time.Hour})
+		must(t, staleDB.Clauses(shardid.OnShard(movingRange.From)).Create(&MvUser{Name: "before"}).Error)
+		r.move(t, shardid.Move{})
+		preset := r.p.Layout().Compose(time.Now().Add(time.Second), movingRange.From+1, 0)
+		for _, row := range []*MvUser{{Name: "new"}, {ID: preset, Name: "preset"}} {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			err := staleDB.WithContext(ctx).Clauses(shardid.OnShard(movingRange.From)).Create(row).Error
+			cancel()
+			if err != nil {
+				t.Fatalf("the stale process's Create of %q: %v", row.Name, err)
+			}
+			var got MvUser
+			must(t, r.target.First(&got, row.ID).Error)
+		}
+	})
+}

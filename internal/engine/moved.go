@@ -528,19 +528,17 @@ func (e *Engine) holdAndRetry(db *gorm.DB, kind statementKind, execute func(*gor
 			if err != nil {
 				return errors.Join(err, e.rebegin(db, from, released))
 			}
+			// Before a transaction there begins: the ID sources run on the
+			// database's pool, whose one connection it may hold.
+			if kind == kindCreate && k != from {
+				if err := e.renumber(db, m, shardMap); err != nil {
+					return errors.Join(err, e.rebegin(db, from, released))
+				}
+			}
 			// On the new database, or on the same one again: a cutover that
 			// failed its check thaws the range there, and nothing moved.
 			if err := e.moveStatement(db, k, released, shardMap); err != nil {
 				return errors.Join(err, e.rebegin(db, from, released))
-			}
-			if kind == kindCreate && k != from { // after the move: on SQLite the IDs are made in its transaction
-				filled := routeStateOf(stmt).filled
-				if err := e.remake(db, m, filled); err != nil {
-					return err
-				}
-				if err := e.advancePastKept(db, m, filled); err != nil {
-					return err
-				}
 			}
 			db.Error = nil
 			unbuild(stmt)
@@ -655,6 +653,18 @@ func (e *Engine) remake(db *gorm.DB, m *model, filled []filledID) error {
 		}
 	}
 	return nil
+}
+
+// renumber readies a Create's IDs for the database by the map sends it to,
+// after the one it went to refused it: those it made anew there, the others
+// passed by that database's clock-sequence.
+func (e *Engine) renumber(db *gorm.DB, m *model, by *shardrouter.Map) error {
+	state := routeStateOf(db.Statement)
+	state.shardMap = by
+	if err := e.remake(db, m, state.filled); err != nil {
+		return err
+	}
+	return e.advancePastKept(db, m, state.filled)
 }
 
 // advancePastKept moves the clock-sequences of the databases the map now
