@@ -33,7 +33,9 @@ type PingResult = engine.PingResult
 // Ping pings every physical database of the shard map and every ticket
 // server, concurrently, and returns one result for each: the physical
 // databases in the map's order, then the ticket servers in the order they
-// were configured and added. Each has until ctx's deadline to answer, or
+// were configured and added. A MySQL/MariaDB database answers when its
+// server does and it is still there: one dropped under a pooled connection,
+// which keeps answering pings, is down. Each has until ctx's deadline to answer, or
 // Config.ConnectTimeout when ctx has none; one that has not is reported down
 // then, so Ping returns within that bound. A database that is down is in its
 // result; Ping's own error is only [ErrPluginNotOpen].

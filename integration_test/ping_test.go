@@ -127,6 +127,20 @@ type pingServer struct {
 	target    func(dsn string) string       // host:port
 	viaProxy  func(dsn, addr string) string // the DSN, through addr
 	dialector func(dsn string) gorm.Dialector
+	drop      func(t *testing.T, dsn string) // drops the database of dsn, from a connection of its own
+}
+
+// dropOn runs drop on server.
+func dropOn(t *testing.T, server gorm.Dialector, drop string) {
+	t.Helper()
+	db, err := gorm.Open(server, &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	defer func() {
+		if sqlDB, err := db.DB(); err == nil {
+			_ = sqlDB.Close()
+		}
+	}()
+	must(t, db.Exec(drop).Error)
 }
 
 // ensureDatabase runs create on the server if exists says no.
@@ -166,6 +180,12 @@ var pingServers = []pingServer{
 			return cfg.FormatDSN()
 		},
 		dialector: mysql.Open,
+		drop: func(t *testing.T, dsn string) {
+			cfg, _ := mysqldriver.ParseDSN(dsn)
+			database := cfg.DBName
+			cfg.DBName = ""
+			dropOn(t, mysql.Open(cfg.FormatDSN()), "DROP DATABASE `"+database+"`")
+		},
 	},
 	{
 		name: "postgres",
@@ -186,6 +206,12 @@ var pingServers = []pingServer{
 			return u.String()
 		},
 		dialector: postgres.Open,
+		drop: func(t *testing.T, dsn string) {
+			u, _ := url.Parse(dsn)
+			database := strings.TrimPrefix(u.Path, "/")
+			u.Path = "/postgres"
+			dropOn(t, postgres.Open(u.String()), `DROP DATABASE "`+database+`" WITH (FORCE)`)
+		},
 	},
 }
 
@@ -258,4 +284,56 @@ func testPingThroughACutProxy(t *testing.T, server pingServer) {
 	proxy.cutOff()
 	ping(list[1].Name) // on the pool's connection, gone silent
 	ping(list[1].Name) // on a new one, which the proxy does not accept
+}
+
+// TestPingReportsADroppedDatabaseDown: a physical database dropped while
+// the plugin's pool holds connections to it (which MySQL keeps answering
+// pings on, though every statement there fails) is reported down, naming
+// it, and the others up.
+func TestPingReportsADroppedDatabaseDown(t *testing.T) {
+	for _, server := range pingServers {
+		t.Run(server.name, func(t *testing.T) { testPingReportsADroppedDatabaseDown(t, server) })
+	}
+}
+
+func testPingReportsADroppedDatabaseDown(t *testing.T, server pingServer) {
+	count := shardid.Layout{}.ShardCount()
+	list := make([]shardid.Shard, 2)
+	for i := range list {
+		list[i] = shardid.Shard{Name: fmt.Sprintf("%s-%d", server.name, i), Dialector: server.dialector(server.dsn(t, fmt.Sprintf("_dropped_%d", i))),
+			Logical: []shardid.Range{{From: i * count / len(list), To: (i+1)*count/len(list) - 1}}}
+	}
+	dropped := server.dsn(t, "_dropped_1")
+	db, err := gorm.Open(server.dialector(server.dsn(t, "_dropped_main")), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	t.Cleanup(func() {
+		if sqlDB, err := db.DB(); err == nil {
+			_ = sqlDB.Close()
+		}
+	})
+	must(t, db.Exec("DROP TABLE IF EXISTS shardid_shard_databases").Error) // the dropped database comes back with another token
+	firstStart(t, db)
+	p := shardid.New(shardid.Config{Shards: list, ConnectTimeout: 3 * time.Second})
+	must(t, db.Use(p))
+	t.Cleanup(func() { _ = p.Close() })
+	for _, r := range pingOf(t, p) {
+		if r.Err != nil {
+			t.Fatalf("before the drop: %s: %v", r.Name, r.Err)
+		}
+	}
+	server.drop(t, dropped)
+	results := pingOf(t, p)
+	if r := results[0]; r.Err != nil {
+		t.Errorf("%s, not dropped: %v", r.Name, r.Err)
+	}
+	if r := results[1]; !errors.Is(r.Err, shardid.ErrShardUnavailable) || !strings.Contains(r.Err.Error(), r.Name) || r.RTT != 0 {
+		t.Errorf("%s, its database dropped: %+v; want it down, named", r.Name, r)
+	}
+}
+
+func pingOf(t *testing.T, p *shardid.Plugin) []shardid.PingResult {
+	t.Helper()
+	results, err := p.Ping(context.Background())
+	must(t, err)
+	return results
 }

@@ -36,7 +36,9 @@ type PingResult struct {
 // Ping pings every physical database of the shard map and every ticket
 // server, concurrently, and returns one result for each: the physical
 // databases in the map's order, then the ticket servers in the order they
-// were configured and added. Each has until ctx's deadline to answer, or
+// were configured and added. A MySQL/MariaDB database answers when its
+// server does and it is still there: one dropped under a pooled connection,
+// which keeps answering pings, is down. Each has until ctx's deadline to answer, or
 // Config.ConnectTimeout when ctx has none; one that has not is reported down
 // then, so Ping returns within that bound. A database that is down is in its
 // result; Ping's own error is only [ErrPluginNotOpen].
@@ -127,7 +129,8 @@ func (e *Engine) checkOpen() error {
 type pingTarget struct {
 	name string
 	kind DatabaseKind
-	open func(ctx context.Context) (*sql.DB, error)
+	// open returns the database's pool and its dialect ("" when not known).
+	open func(ctx context.Context) (*sql.DB, string, error)
 }
 
 type pingAnswer struct {
@@ -140,17 +143,18 @@ type pingAnswer struct {
 func (e *Engine) pingTargets() []pingTarget {
 	var targets []pingTarget
 	for _, ph := range e.physical {
-		targets = append(targets, pingTarget{name: ph.name, kind: KindPhysical, open: func(ctx context.Context) (*sql.DB, error) {
+		targets = append(targets, pingTarget{name: ph.name, kind: KindPhysical, open: func(ctx context.Context) (*sql.DB, string, error) {
 			opened, err := ph.open(ctx)
 			if err != nil {
-				return nil, err
+				return nil, "", err
 			}
-			return opened.database()
+			db, err := opened.database()
+			return db, opened.db.Dialector.Name(), err
 		}})
 	}
 	if ticket, ok := e.generators[strategies.NameTicket].(*strategies.Ticket); ok {
 		for _, s := range ticket.Servers() {
-			targets = append(targets, pingTarget{name: s.Name, kind: KindTicket, open: func(context.Context) (*sql.DB, error) { return s.DB, nil }})
+			targets = append(targets, pingTarget{name: s.Name, kind: KindTicket, open: func(context.Context) (*sql.DB, string, error) { return s.DB, "", nil }})
 		}
 	}
 	return targets
@@ -158,13 +162,22 @@ func (e *Engine) pingTargets() []pingTarget {
 
 // ping opens the database if it is not open yet, and times one ping.
 func (t pingTarget) ping(ctx context.Context) (time.Duration, error) {
-	db, err := t.open(ctx)
+	db, dialect, err := t.open(ctx)
 	if err != nil {
 		return 0, err
 	}
 	start := time.Now()
 	if err := db.PingContext(ctx); err != nil {
 		return 0, err
+	}
+	if dialect == "mysql" { // a pooled connection answers a ping after its database was dropped, where every statement fails
+		var found int
+		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name = DATABASE()").Scan(&found); err != nil {
+			return 0, err
+		}
+		if found == 0 {
+			return 0, errors.New("its database is not on the server (dropped?), though the server answers")
+		}
 	}
 	return time.Since(start), nil
 }
