@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/glebarez/sqlite"
 	"gorm.io/gorm"
@@ -150,5 +151,40 @@ func TestMapDifferenceIsAnEvent(t *testing.T) {
 	}
 	if strings.Contains(statements.String(), "differs") {
 		t.Errorf("the difference is in GORM's log: %s", statements.String())
+	}
+}
+
+// TestAMoveWarningNamesItsMove: the warning that processes did not read a
+// move's announcement in time names the move (its range and target), as
+// the move's other events do: a process may run several moves at once.
+func TestAMoveWarningNamesItsMove(t *testing.T) {
+	dir := t.TempDir()
+	open := func(name string) gorm.Dialector { return sqlite.Open(filepath.Join(dir, name)) }
+	db, err := gorm.Open(open("main.db"), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	var out lockedBuffer
+	p := New(Config{Log: slog.New(slog.NewJSONHandler(&out, nil)), Shards: []Shard{
+		{Name: "a", Dialector: open("a.db"), Logical: []Range{{From: 0, To: 8191}}},
+		{Name: "b", Dialector: open("b.db")},
+	}})
+	must(t, db.Use(p))
+	t.Cleanup(func() { _ = p.Close() })
+	must(t, p.AutoMigrate(db, &eventUser{}))
+	// A process that says it is live for an hour and never reads a new map.
+	must(t, db.Exec("INSERT INTO shardid_process_maps (owner, map_version, seen_ms, refresh_ms, map_table) VALUES ('stuck', 0, ?, 1000, '')",
+		time.Now().Add(time.Hour).UnixMilli()).Error)
+	_, err = p.Move(context.Background(), Move{Logical: Range{From: 6144, To: 8191}, To: "b", Models: []any{&eventUser{}}})
+	must(t, err)
+	warned := 0
+	for _, e := range out.events(t) {
+		if msg, _ := e["msg"].(string); strings.Contains(msg, "announcement") {
+			warned++
+			if e["from"] != float64(6144) || e["through"] != float64(8191) || e["to"] != "b" {
+				t.Errorf("%q names from=%v through=%v to=%v; want the move, 6144-8191 to b", msg, e["from"], e["through"], e["to"])
+			}
+		}
+	}
+	if warned == 0 {
+		t.Fatalf("no warning of the process that did not read the announcement; logged:\n%s", out.buf.String())
 	}
 }

@@ -72,7 +72,8 @@ func (mv *run) announceFreeze(ctx context.Context, lasts time.Duration) error {
 	waiting, cancel := context.WithTimeout(ctx, announceWait)
 	defer cancel()
 	if err := waitForProcesses(waiting, mv.d.Store(), version); err != nil && ctx.Err() == nil {
-		mv.d.Events().Warn("shardid: processes did not read the cutover's announcement in time; their writes of the range with Before hooks may fail with ErrShardMoved", "error", err)
+		mv.d.Events().Warn("shardid: processes did not read the cutover's announcement in time; their writes of the range with Before hooks may fail with ErrShardMoved",
+			"from", mv.st.Logical.From, "through", mv.st.Logical.To, "to", mv.st.To, "error", err)
 	}
 	return ctx.Err()
 }

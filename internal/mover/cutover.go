@@ -135,7 +135,8 @@ func (mv *run) cutoverOnce(ctx context.Context) (err error) {
 	}
 	mv.st.Frozen, mv.st.MapVersion, mv.st.CutoverAt = served.Frozen, served.MapVersion, served.CutoverAt
 	if _, err := mv.d.RefreshMap(ctx); err != nil {
-		mv.d.Events().Warn("shardid: the map the move wrote cannot be read yet; it is read at the next refresh", "error", err)
+		mv.d.Events().Warn("shardid: the map the move wrote cannot be read yet; it is read at the next refresh",
+			"from", mv.st.Logical.From, "through", mv.st.Logical.To, "to", mv.st.To, "error", err)
 	}
 	return nil
 }
