@@ -98,9 +98,13 @@ func (s *Store) Moves(ctx context.Context) ([]*MoveState, error) {
 	return list, rows.Err()
 }
 
-// SaveMove writes the state of a move.
+// SaveMove writes the state of a move; its error names the move and the
+// table, as the mover returns it as it is.
 func (s *Store) SaveMove(ctx context.Context, st *MoveState) error {
-	return s.saveMoveOn(ctx, s.db, st)
+	if err := s.saveMoveOn(ctx, s.db, st); err != nil {
+		return errs.Wrap(err, "recording the move of %d-%d to %s (phase %s) in %s on the plugin's database", st.Logical.From, st.Logical.To, st.To, st.Phase, s.moves)
+	}
+	return nil
 }
 
 func (s *Store) saveMoveOn(ctx context.Context, on execer, st *MoveState) error {
