@@ -259,7 +259,7 @@ func (e *Engine) refreshMap(ctx context.Context) (int64, error) {
 			return s.version, err
 		}
 		if s.version == 0 {
-			e.reportConfigDifference(ctx, next, stored.Version)
+			e.reportConfigDifference(ctx, next, stored)
 		}
 		e.prepareGenerators(e.router.Map(), next, stored)
 		if err := e.router.Swap(next); err != nil {
@@ -283,7 +283,7 @@ func (e *Engine) refreshMap(ctx context.Context) (int64, error) {
 
 // reportConfigDifference logs where the shared map differs from Config.Shards:
 // the table wins.
-func (e *Engine) reportConfigDifference(ctx context.Context, table *shardrouter.Map, version int64) {
+func (e *Engine) reportConfigDifference(ctx context.Context, table *shardrouter.Map, stored *mapstore.Map) {
 	config := e.router.Map()
 	var differ []string
 	for k := range config.Len() {
@@ -291,8 +291,13 @@ func (e *Engine) reportConfigDifference(ctx context.Context, table *shardrouter.
 			differ = append(differ, fmt.Sprintf("%s holds %s (Config.Shards: %s)", table.Name(k), describeRanges(mapstore.Ranges(table.Logical(k))), describeRanges(mapstore.Ranges(config.Logical(k)))))
 		}
 	}
+	for _, sp := range stored.Physical { // one holding shards is refused; an empty one is left out, and neither read nor pinged
+		if !slices.ContainsFunc(e.physical, func(ph *physical) bool { return ph.name == sp.Name }) {
+			differ = append(differ, fmt.Sprintf("%s holds no logical shards and is not in Config.Shards: left out (its rows are not read)", sp.Name))
+		}
+	}
 	if len(differ) > 0 {
-		e.config.Log.Warn("shardid: the shared map differs from Config.Shards, and is followed", "version", version, "table", e.maps.Table(), "differences", strings.Join(differ, "; "))
+		e.config.Log.Warn("shardid: the shared map differs from Config.Shards, and is followed", "version", stored.Version, "table", e.maps.Table(), "differences", strings.Join(differ, "; "))
 	}
 }
 
