@@ -48,23 +48,31 @@ func (b *lockedBuffer) events(t *testing.T) []map[string]any {
 	return events
 }
 
-// TestEventsLogged moves a range between two SQLite databases with a
-// snowflake model and finds, in Config.Log, the lease taken on each
-// database, every phase of the move and the new map version; MoveStats
-// shows the move while it runs.
-func TestEventsLogged(t *testing.T) {
+// eventsRig is a plugin logging to log over two SQLite databases, a
+// holding every logical shard and b none, with eventUser migrated.
+func eventsRig(t *testing.T, log *slog.Logger) (*gorm.DB, *Plugin) {
+	t.Helper()
 	dir := t.TempDir()
 	open := func(name string) gorm.Dialector { return sqlite.Open(filepath.Join(dir, name)) }
 	db, err := gorm.Open(open("main.db"), &gorm.Config{Logger: logger.Discard})
 	must(t, err)
-	var out lockedBuffer
-	p := New(Config{Log: slog.New(slog.NewJSONHandler(&out, nil)), Shards: []Shard{
+	p := New(Config{Log: log, Shards: []Shard{
 		{Name: "a", Dialector: open("a.db"), Logical: []Range{{From: 0, To: 8191}}},
 		{Name: "b", Dialector: open("b.db")},
 	}})
 	must(t, db.Use(p))
 	t.Cleanup(func() { _ = p.Close() })
 	must(t, p.AutoMigrate(db, &eventUser{}))
+	return db, p
+}
+
+// TestEventsLogged moves a range between two SQLite databases with a
+// snowflake model and finds, in Config.Log, the lease taken on each
+// database, every phase of the move and the new map version; MoveStats
+// shows the move while it runs.
+func TestEventsLogged(t *testing.T) {
+	var out lockedBuffer
+	db, p := eventsRig(t, slog.New(slog.NewJSONHandler(&out, nil)))
 	must(t, db.Clauses(OnShard(7000)).Create(&eventUser{Name: "ada"}).Error)
 	var during []MoveStats
 	sample := func(pr MoveProgress) {
@@ -72,7 +80,7 @@ func TestEventsLogged(t *testing.T) {
 			during = p.MoveStats()
 		}
 	}
-	_, err = p.Move(context.Background(), Move{Logical: Range{From: 6144, To: 8191}, To: "b", Models: []any{&eventUser{}}, Progress: sample})
+	_, err := p.Move(context.Background(), Move{Logical: Range{From: 6144, To: 8191}, To: "b", Models: []any{&eventUser{}}, Progress: sample})
 	must(t, err)
 	if len(during) != 1 || during[0].To != "b" || during[0].Copied["event_users"] != 1 || during[0].Frozen <= 0 || during[0].Phase != PhaseCutover {
 		t.Errorf("MoveStats while frozen: %+v", during)
@@ -158,22 +166,12 @@ func TestMapDifferenceIsAnEvent(t *testing.T) {
 // move's announcement in time names the move (its range and target), as
 // the move's other events do: a process may run several moves at once.
 func TestAMoveWarningNamesItsMove(t *testing.T) {
-	dir := t.TempDir()
-	open := func(name string) gorm.Dialector { return sqlite.Open(filepath.Join(dir, name)) }
-	db, err := gorm.Open(open("main.db"), &gorm.Config{Logger: logger.Discard})
-	must(t, err)
 	var out lockedBuffer
-	p := New(Config{Log: slog.New(slog.NewJSONHandler(&out, nil)), Shards: []Shard{
-		{Name: "a", Dialector: open("a.db"), Logical: []Range{{From: 0, To: 8191}}},
-		{Name: "b", Dialector: open("b.db")},
-	}})
-	must(t, db.Use(p))
-	t.Cleanup(func() { _ = p.Close() })
-	must(t, p.AutoMigrate(db, &eventUser{}))
+	db, p := eventsRig(t, slog.New(slog.NewJSONHandler(&out, nil)))
 	// A process that says it is live for an hour and never reads a new map.
 	must(t, db.Exec("INSERT INTO shardid_process_maps (owner, map_version, seen_ms, refresh_ms, map_table) VALUES ('stuck', 0, ?, 1000, '')",
 		time.Now().Add(time.Hour).UnixMilli()).Error)
-	_, err = p.Move(context.Background(), Move{Logical: Range{From: 6144, To: 8191}, To: "b", Models: []any{&eventUser{}}})
+	_, err := p.Move(context.Background(), Move{Logical: Range{From: 6144, To: 8191}, To: "b", Models: []any{&eventUser{}}})
 	must(t, err)
 	warned := 0
 	for _, e := range out.events(t) {

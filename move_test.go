@@ -413,19 +413,9 @@ func TestProcessesListsTheVersionEachProcessRoutesBy(t *testing.T) {
 // database refuses to record between two phases fails with an error naming
 // the move and the table, not only the database's words.
 func TestAMoveThatCannotRecordItsPhaseNamesIt(t *testing.T) {
-	dir := t.TempDir()
-	open := func(name string) gorm.Dialector { return sqlite.Open(filepath.Join(dir, name)) }
-	db, err := gorm.Open(open("main.db"), &gorm.Config{Logger: logger.Discard})
-	must(t, err)
-	p := New(Config{Shards: []Shard{
-		{Name: "a", Dialector: open("a.db"), Logical: []Range{{From: 0, To: 8191}}},
-		{Name: "b", Dialector: open("b.db")},
-	}})
-	must(t, db.Use(p))
-	t.Cleanup(func() { _ = p.Close() })
-	must(t, p.AutoMigrate(db, &eventUser{}))
+	db, p := eventsRig(t, quiet)
 	must(t, db.Clauses(OnShard(7000)).Create(&eventUser{Name: "ada"}).Error)
-	_, err = p.Moves(context.Background()) // the moves table
+	_, err := p.Moves(context.Background()) // the moves table
 	must(t, err)
 	must(t, db.Exec("CREATE TRIGGER refuse_catch_up BEFORE UPDATE ON shardid_moves WHEN NEW.phase = 'catch-up' BEGIN SELECT RAISE(ABORT, 'the disk is full'); END").Error)
 	_, err = p.Move(context.Background(), Move{Logical: Range{From: 6144, To: 8191}, To: "b", Models: []any{&eventUser{}}})

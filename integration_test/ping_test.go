@@ -133,18 +133,11 @@ type pingServer struct {
 // dropOn runs drop on server.
 func dropOn(t *testing.T, server gorm.Dialector, drop string) {
 	t.Helper()
-	db, err := gorm.Open(server, &gorm.Config{Logger: logger.Discard})
-	must(t, err)
-	defer func() {
-		if sqlDB, err := db.DB(); err == nil {
-			_ = sqlDB.Close()
-		}
-	}()
-	must(t, db.Exec(drop).Error)
+	onServer(t, server, func(db *gorm.DB) { must(t, db.Exec(drop).Error) })
 }
 
-// ensureDatabase runs create on the server if exists says no.
-func ensureDatabase(t *testing.T, server gorm.Dialector, exists, create string) {
+// onServer runs use on a connection of its own to server, closed after.
+func onServer(t *testing.T, server gorm.Dialector, use func(db *gorm.DB)) {
 	t.Helper()
 	db, err := gorm.Open(server, &gorm.Config{Logger: logger.Discard})
 	must(t, err)
@@ -153,11 +146,19 @@ func ensureDatabase(t *testing.T, server gorm.Dialector, exists, create string) 
 			_ = sqlDB.Close()
 		}
 	}()
-	var found bool
-	must(t, db.Raw(exists).Scan(&found).Error)
-	if !found {
-		must(t, db.Exec(create).Error)
-	}
+	use(db)
+}
+
+// ensureDatabase runs create on the server if exists says no.
+func ensureDatabase(t *testing.T, server gorm.Dialector, exists, create string) {
+	t.Helper()
+	onServer(t, server, func(db *gorm.DB) {
+		var found bool
+		must(t, db.Raw(exists).Scan(&found).Error)
+		if !found {
+			must(t, db.Exec(create).Error)
+		}
+	})
 }
 
 var pingServers = []pingServer{
