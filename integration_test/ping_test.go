@@ -290,7 +290,7 @@ func testPingThroughACutProxy(t *testing.T, server pingServer) {
 // TestPingReportsADroppedDatabaseDown: a physical database dropped while
 // the plugin's pool holds connections to it (which MySQL keeps answering
 // pings on, though every statement there fails) is reported down, naming
-// it, and the others up.
+// it, and the others up; so is a ticket server on it.
 func TestPingReportsADroppedDatabaseDown(t *testing.T) {
 	for _, server := range pingServers {
 		t.Run(server.name, func(t *testing.T) { testPingReportsADroppedDatabaseDown(t, server) })
@@ -314,7 +314,8 @@ func testPingReportsADroppedDatabaseDown(t *testing.T, server pingServer) {
 	})
 	must(t, db.Exec("DROP TABLE IF EXISTS shardid_shard_databases").Error) // the dropped database comes back with another token
 	firstStart(t, db)
-	p := shardid.New(shardid.Config{Shards: list, ConnectTimeout: 3 * time.Second})
+	p := shardid.New(shardid.Config{Shards: list, ConnectTimeout: 3 * time.Second,
+		Ticket: shardid.TicketConfig{Servers: []shardid.TicketServer{{Name: "tickets", Dialector: server.dialector(dropped), Offset: 1}}}})
 	must(t, db.Use(p))
 	t.Cleanup(func() { _ = p.Close() })
 	for _, r := range pingOf(t, p) {
@@ -329,6 +330,9 @@ func testPingReportsADroppedDatabaseDown(t *testing.T, server pingServer) {
 	}
 	if r := results[1]; !errors.Is(r.Err, shardid.ErrShardUnavailable) || !strings.Contains(r.Err.Error(), r.Name) || r.RTT != 0 {
 		t.Errorf("%s, its database dropped: %+v; want it down, named", r.Name, r)
+	}
+	if r := results[2]; r.Kind != shardid.KindTicket || r.Err == nil || !strings.Contains(r.Err.Error(), r.Name) || r.RTT != 0 {
+		t.Errorf("ticket server %s, its database dropped: %+v; want it down, named", r.Name, r)
 	}
 }
 

@@ -129,7 +129,7 @@ func (e *Engine) checkOpen() error {
 type pingTarget struct {
 	name string
 	kind DatabaseKind
-	// open returns the database's pool and its dialect ("" when not known).
+	// open returns the database's pool and its dialect.
 	open func(ctx context.Context) (*sql.DB, string, error)
 }
 
@@ -154,7 +154,7 @@ func (e *Engine) pingTargets() []pingTarget {
 	}
 	if ticket, ok := e.generators[strategies.NameTicket].(*strategies.Ticket); ok {
 		for _, s := range ticket.Servers() {
-			targets = append(targets, pingTarget{name: s.Name, kind: KindTicket, open: func(context.Context) (*sql.DB, string, error) { return s.DB, "", nil }})
+			targets = append(targets, pingTarget{name: s.Name, kind: KindTicket, open: func(context.Context) (*sql.DB, string, error) { return s.DB, s.Dialect, nil }})
 		}
 	}
 	return targets
