@@ -685,7 +685,7 @@ func (e *Engine) advancePastKept(db *gorm.DB, m *model, remade []filledID) error
 	for _, f := range m.fields {
 		var ahead map[int]int64
 		for _, row := range rows {
-			if v := f.field.ReflectValueOf(ctx, row); !v.IsZero() && !fresh[v.UnsafeAddr()] {
+			if v := f.field.ReflectValueOf(ctx, row); !v.IsZero() && !(v.CanAddr() && fresh[v.UnsafeAddr()]) { // a row given by value holds preset IDs only
 				ahead = e.presetAhead(db, f, v, ahead)
 			}
 		}
