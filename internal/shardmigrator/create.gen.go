@@ -263,7 +263,9 @@ func (m Migrator) crossingSharded(models []any, follow bool) (plain, crossing []
 
 // reachesSharded reports whether a relation of s, or of a model it relates
 // to, names a sharded model or a sharded table's join table. A related
-// model whose tag is bad counts as sharded.
+// model whose tag is bad counts as sharded. The relations of s include those
+// GORM records on a has-one or has-many child for its owner, whose Schema is
+// the owner's: GORM's migrator of the child makes the owner's table first.
 func (m Migrator) reachesSharded(s *schema.Schema, seen map[*schema.Schema]bool) bool {
 	if seen[s] {
 		return false
@@ -273,12 +275,17 @@ func (m Migrator) reachesSharded(s *schema.Schema, seen map[*schema.Schema]bool)
 		if rel.Field.IgnoreMigration || rel.FieldSchema == nil {
 			continue
 		}
-		related, err := m.plugin.Model(rel.FieldSchema)
-		if err != nil || related != nil && related.Sharded || rel.JoinTable != nil && m.plugin.ShardedTable(rel.JoinTable.Table) {
+		if rel.JoinTable != nil && m.plugin.ShardedTable(rel.JoinTable.Table) {
 			return true
 		}
-		if m.reachesSharded(rel.FieldSchema, seen) {
-			return true
+		for _, other := range []*schema.Schema{rel.FieldSchema, rel.Schema} {
+			if other == nil || other == s {
+				continue
+			}
+			related, err := m.plugin.Model(other)
+			if err != nil || related != nil && related.Sharded || m.reachesSharded(other, seen) {
+				return true
+			}
 		}
 	}
 	return false
