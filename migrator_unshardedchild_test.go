@@ -50,3 +50,42 @@ func TestAShardedModelsUnshardedChildrenAreMigratedOnThePluginsDatabase(t *testi
 		}
 	}
 }
+
+type childFolder struct { // unsharded, on the plugin's database
+	ID    uint
+	Files []childFile `gorm:"foreignKey:FolderID"`
+}
+
+type childFile struct { // unsharded: a child of an unsharded folder and of a sharded owner
+	ID       uint
+	FolderID uint
+	OwnerID  int64
+}
+
+type childFileOwner struct {
+	ID    int64       `shardid:""`
+	Files []childFile `gorm:"foreignKey:OwnerID"`
+}
+
+// TestAnUnshardedChildOfAShardedAndAnUnshardedOwnerGetsItsUnshardedOwnersTable:
+// migrated beside its sharded owner, a child that an unsharded model has
+// too gets that owner's table on the plugin's database, as GORM's migrator
+// makes it for the child (the owner's schema parsed before), and not its
+// sharded owner's.
+func TestAnUnshardedChildOfAShardedAndAnUnshardedOwnerGetsItsUnshardedOwnersTable(t *testing.T) {
+	db, p, direct, _ := routedOverN(t, 2, Config{})
+	for _, m := range []any{&childFolder{}, &childFileOwner{}} {
+		must(t, db.Model(m).Statement.Parse(m))
+	}
+	must(t, p.AutoMigrate(db, &childFileOwner{}, &childFile{}))
+	for table, want := range map[string]bool{"child_files": true, "child_folders": true, "child_file_owners": false} {
+		if got := db.Migrator().HasTable(table); got != want {
+			t.Errorf("%s on the plugin's database: %v, want %v", table, got, want)
+		}
+	}
+	for i, d := range direct {
+		if !d.Migrator().HasTable("child_file_owners") || d.Migrator().HasTable("child_folders") {
+			t.Errorf("s%d: child_file_owners %v, child_folders %v; want only the sharded owners", i, d.Migrator().HasTable("child_file_owners"), d.Migrator().HasTable("child_folders"))
+		}
+	}
+}

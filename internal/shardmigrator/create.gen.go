@@ -253,8 +253,12 @@ func (m Migrator) crossingSharded(models []any, follow bool) (plain, crossing []
 			}
 			c := rel.ParseConstraint()
 			madeByGORM := rel.JoinTable != nil || c != nil && c.Schema == stmt.Schema && c.Schema != c.ReferenceSchema // a many2many target, a parent
-			if related, err := m.plugin.Model(rel.FieldSchema); follow && madeByGORM && err == nil && (related == nil || !related.Sharded) {
-				models = append(models, reflect.New(rel.FieldSchema.ModelType).Interface())
+			made := rel.FieldSchema
+			if rel.JoinTable == nil && c != nil {
+				made = c.ReferenceSchema // a parent: also the owner of a has-one or has-many GORM records on its child
+			}
+			if related, err := m.plugin.Model(made); follow && madeByGORM && err == nil && (related == nil || !related.Sharded) {
+				models = append(models, reflect.New(made.ModelType).Interface())
 			}
 		}
 	}
