@@ -41,8 +41,11 @@ var (
 	// Config.MoveWait has passed without the new map.
 	ErrShardMoved = engine.ErrShardMoved
 	// ErrPluginNotOpen is returned by [Plugin.Ping] for a nil plugin, one never
-	// registered with db.Use, or one closed; and by the plugin's migrator
-	// (AutoMigrate), RecoverTransactions and SwapShardMap before db.Use.
+	// registered with db.Use, or one closed; by the plugin's migrator
+	// (AutoMigrate), RecoverTransactions and SwapShardMap before db.Use; and,
+	// saying the plugin is closed, by every method that needs its databases
+	// after Close (the migrator, the moves and their listings, Audit,
+	// RefreshMap, RecoverTransactions, SwapShardMap and the ticket servers').
 	ErrPluginNotOpen = engine.ErrPluginNotOpen
 	// ErrNotAtomic is returned, before anything is written, for a write over
 	// several physical databases that cannot commit atomically: SQLite, or a

@@ -20,6 +20,9 @@ type UnreadDatabaseError = mover.UnreadDatabaseError
 // does not map to. Nothing is misplaced after a move is cleaned up; a
 // database it cannot read is named in the error beside what the others hold.
 func (e *Engine) Audit(ctx context.Context) ([]Misplaced, error) {
+	if err := e.notClosed(); err != nil {
+		return nil, err
+	}
 	if e.maps == nil {
 		return nil, fmt.Errorf("%w: no Config.Shards: every row is on the plugin's database", ErrInvalidConfig)
 	}

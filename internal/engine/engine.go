@@ -320,7 +320,9 @@ func (e *Engine) buildTicket(db *gorm.DB) error {
 			return err
 		}
 		servers[i] = server
-		e.keepTicketDB(own)
+		if err := e.keepTicketDB(own); err != nil {
+			return err
+		}
 	}
 	ticket, err := strategies.NewTicket(e.layout, servers, tc.Options)
 	if err != nil {
@@ -356,13 +358,20 @@ func (e *Engine) openTicketServer(db *gorm.DB, s TicketServer) (strategies.Ticke
 	return strategies.TicketServer{Name: s.Name, Dialect: opened.Dialector.Name(), DB: sqlDB, Offset: s.Offset}, own, nil
 }
 
-// keepTicketDB remembers a pool the plugin opened, for Close.
-func (e *Engine) keepTicketDB(db *sql.DB) {
-	if db != nil {
-		e.ticketMu.Lock()
-		e.ticketDBs = append(e.ticketDBs, db)
-		e.ticketMu.Unlock()
+// keepTicketDB remembers a pool the plugin opened, for Close; once Close
+// has begun, which may have closed the pools it kept already, it closes db
+// and refuses it.
+func (e *Engine) keepTicketDB(db *sql.DB) error {
+	if db == nil {
+		return nil
 	}
+	e.ticketMu.Lock()
+	defer e.ticketMu.Unlock()
+	if err := e.notClosed(); err != nil {
+		return errors.Join(err, db.Close())
+	}
+	e.ticketDBs = append(e.ticketDBs, db)
+	return nil
 }
 
 // AddTicketServer prepares s and puts it on the ticket servers' ring, where
@@ -370,6 +379,9 @@ func (e *Engine) keepTicketDB(db *sql.DB) {
 // that no server ever had, so that no ticket is issued twice. Add it to
 // Config.Ticket.Servers too, for the next start.
 func (e *Engine) AddTicketServer(ctx context.Context, s TicketServer) error {
+	if err := e.notClosed(); err != nil {
+		return err
+	}
 	ticket, ok := e.generators[strategies.NameTicket].(*strategies.Ticket)
 	if !ok {
 		return fmt.Errorf("%w: no ticket servers (Config.Ticket.Servers)", ErrInvalidConfig)
@@ -384,8 +396,7 @@ func (e *Engine) AddTicketServer(ctx context.Context, s TicketServer) error {
 		}
 		return err
 	}
-	e.keepTicketDB(own)
-	return nil
+	return e.keepTicketDB(own)
 }
 
 // PrepareTicketServers creates the ticket table (MySQL/MariaDB) or sequence
@@ -394,6 +405,9 @@ func (e *Engine) AddTicketServer(ctx context.Context, s TicketServer) error {
 // is idempotent, safe from several processes at once, and refuses a counter
 // made for another offset or step.
 func (e *Engine) PrepareTicketServers(ctx context.Context) error {
+	if err := e.notClosed(); err != nil {
+		return err
+	}
 	ticket, ok := e.generators[strategies.NameTicket].(*strategies.Ticket)
 	if !ok {
 		return fmt.Errorf("%w: no ticket servers (Config.Ticket.Servers)", ErrInvalidConfig)

@@ -324,6 +324,9 @@ func (e *Engine) MapVersion() int64 { return e.mapVersion.Load() }
 // RefreshMap reads the shared map now and routes by it if it is newer; it
 // returns the version followed.
 func (e *Engine) RefreshMap(ctx context.Context) (int64, error) {
+	if err := e.notClosed(); err != nil {
+		return 0, err
+	}
 	if e.maps == nil {
 		return 0, fmt.Errorf("%w: no Config.Shards, so no shared map", ErrInvalidConfig)
 	}

@@ -13,6 +13,9 @@ import (
 
 // Move runs a move of logical shards with this engine's databases and map.
 func (e *Engine) Move(ctx context.Context, req mover.Request) (*mover.Report, error) {
+	if err := e.notClosed(); err != nil {
+		return nil, err
+	}
 	if e.maps == nil {
 		return nil, fmt.Errorf("%w: no Config.Shards: every logical shard is on the plugin's database", mover.ErrInvalid)
 	}
@@ -48,6 +51,9 @@ func (e *Engine) namedUnreachable(ctx context.Context, err error) error {
 
 // CancelMove stops the move of r before its cutover.
 func (e *Engine) CancelMove(ctx context.Context, r Range, models []any) error {
+	if err := e.notClosed(); err != nil {
+		return err
+	}
 	if e.maps == nil {
 		return fmt.Errorf("%w: no Config.Shards", mover.ErrInvalid)
 	}
@@ -56,6 +62,9 @@ func (e *Engine) CancelMove(ctx context.Context, r Range, models []any) error {
 
 // CleanupMove ends a move after its cutover.
 func (e *Engine) CleanupMove(ctx context.Context, r Range, models []any) error {
+	if err := e.notClosed(); err != nil {
+		return err
+	}
 	if e.maps == nil {
 		return fmt.Errorf("%w: no Config.Shards", mover.ErrInvalid)
 	}
@@ -64,6 +73,9 @@ func (e *Engine) CleanupMove(ctx context.Context, r Range, models []any) error {
 
 // Moves lists the moves the plugin's database records, ended ones too.
 func (e *Engine) Moves(ctx context.Context) ([]mover.Status, error) {
+	if err := e.notClosed(); err != nil {
+		return nil, err
+	}
 	if e.maps == nil {
 		return nil, nil
 	}
@@ -76,6 +88,9 @@ func (e *Engine) MoveStats() []mover.Stats { return e.moves.Stats() }
 // Processes lists the processes of the shared map and the version each
 // follows; none without Config.Shards.
 func (e *Engine) Processes(ctx context.Context) ([]mapstore.Process, error) {
+	if err := e.notClosed(); err != nil {
+		return nil, err
+	}
 	if e.maps == nil {
 		return nil, nil
 	}

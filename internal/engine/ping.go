@@ -109,7 +109,7 @@ func (e *Engine) registered() error {
 	if e.db == nil || e.router == nil {
 		return fmt.Errorf("%w: not registered with db.Use (register it before migrating or swapping its map)", ErrPluginNotOpen)
 	}
-	return nil
+	return e.notClosed()
 }
 
 // checkOpen refuses a plugin that has no databases to ping.
@@ -119,10 +119,8 @@ func (e *Engine) checkOpen() error {
 		return fmt.Errorf("%w: nil *Engine", ErrPluginNotOpen)
 	case e.db == nil:
 		return fmt.Errorf("%w: not registered with db.Use", ErrPluginNotOpen)
-	case e.closed.Load():
-		return fmt.Errorf("%w: closed", ErrPluginNotOpen)
 	}
-	return nil
+	return e.notClosed()
 }
 
 // pingTarget is one database Ping asks.
