@@ -1,9 +1,12 @@
 package shardid
 
 import (
+	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestPluginMethodsAfterCloseSayThePluginIsClosed: after Close, every
@@ -41,5 +44,38 @@ func TestPluginMethodsAfterCloseSayThePluginIsClosed(t *testing.T) {
 	}
 	if err := p.Close(); err != nil {
 		t.Errorf("Close again: %v", err)
+	}
+}
+
+// TestAMoveThePluginIsClosedUnderSaysSo: a Move under way when the plugin
+// is closed (a pod's shutdown) ends, without holding Close, with
+// ErrPluginNotOpen saying the plugin was closed while it ran, rather than
+// database/sql's "database is closed" of the pools Close closed under it.
+func TestAMoveThePluginIsClosedUnderSaysSo(t *testing.T) {
+	db, p, _, phys := routedOverN(t, 2, Config{Log: quiet}, &revUser{})
+	rows := make([]revUser, 300)
+	for i := range rows {
+		must(t, db.Clauses(OnShard(i%64)).Create(&rows[i]).Error)
+	}
+	var chunks atomic.Int64
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Move(context.Background(), Move{Logical: Range{From: 0, To: 63}, To: phys[1].Name, ChunkSize: 5, Throttle: 20 * time.Millisecond,
+			Progress: func(MoveProgress) { chunks.Add(1) }})
+		done <- err
+	}()
+	for deadline := time.Now().Add(20 * time.Second); chunks.Load() < 3; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the move copied nothing")
+		}
+	}
+	must(t, p.Close())
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrPluginNotOpen) || !strings.Contains(err.Error(), "closed while it ran") {
+			t.Errorf("a Move the plugin was closed under: %v; want ErrPluginNotOpen saying it was closed while the move ran", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the Move did not end after Close")
 	}
 }

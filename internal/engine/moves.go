@@ -28,6 +28,9 @@ func (e *Engine) Move(ctx context.Context, req mover.Request) (*mover.Report, er
 // now, the plugin's own among them (the mover runs its SQL on their pools,
 // which do not name them).
 func (e *Engine) namedUnreachable(ctx context.Context, err error) error {
+	if err != nil && e.closed.Load() { // its pools closed under it: as a crash, it resumes when run again
+		return fmt.Errorf("%w: closed while it ran; run it again (another process may) to resume it: %w", ErrPluginNotOpen, err)
+	}
 	if err == nil || errors.Is(err, ErrShardUnavailable) || !sqlerr.Unreachable(err) {
 		return err
 	}
