@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -77,5 +78,39 @@ func TestAMoveThePluginIsClosedUnderSaysSo(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("the Move did not end after Close")
+	}
+}
+
+type closedTwiceFlake struct {
+	ID   int64 `shardid:"strategy:snowflake"`
+	Name string
+}
+
+// TestClosesCalledAtOnceReleaseEveryLease: Close called from two places at
+// once (a signal handler and a deferred call) returns nil to both, and the
+// snowflake leases are released on every database: neither call closes the
+// pools while the other still releases the leases on them.
+func TestClosesCalledAtOnceReleaseEveryLease(t *testing.T) {
+	for round := range 3 {
+		db, p, direct, _ := routedOverN(t, 3, Config{Log: quiet}, &closedTwiceFlake{})
+		for range 12 {
+			must(t, db.Create(&closedTwiceFlake{Name: "a"}).Error)
+		}
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				if err := p.Close(); err != nil {
+					t.Errorf("round %d: a Close beside others: %v", round, err)
+				}
+			})
+		}
+		wg.Wait()
+		for k, d := range direct {
+			var held int64
+			must(t, d.Raw("SELECT count(*) FROM shardid_workers WHERE expires_at <> 0").Scan(&held).Error)
+			if held != 0 {
+				t.Errorf("round %d: %d worker leases still held on s%d after Close", round, held, k)
+			}
+		}
 	}
 }

@@ -131,6 +131,8 @@ type Engine struct {
 	tracer      atomic.Pointer[PartTracer]       // nil until TraceParts
 	countWanted atomic.Bool                      // CountStatements was called, maybe before Initialize
 	closed      atomic.Bool                      // set by Close
+	closeOnce   sync.Once                        // Close runs once
+	closeErr    error                            // its error, for every call
 	useFailed   error                            // the error of an Initialize that failed after registering its callbacks, set before closed
 	background  sync.WaitGroup                   // work begun off a statement's path, waited for by Close
 	twoPhase    sync.Map                         // physical index → error of its two-phase commit check (nil: usable)

@@ -504,7 +504,15 @@ func ownConfig(c *gorm.Config) *gorm.Config {
 // Close releases the snowflake worker leases and stops the strategies'
 // background work, then closes the physical databases the plugin opened from
 // a Dialector; those given as a DB, and the plugin's own database, stay open.
+// It runs once: a call while another runs (a signal handler's and a
+// deferred one) waits for it and returns its error, rather than closing the
+// pools under the leases it is releasing.
 func (e *Engine) Close() error {
+	e.closeOnce.Do(func() { e.closeErr = e.close() })
+	return e.closeErr
+}
+
+func (e *Engine) close() error {
 	e.closed.Store(true)
 	e.stopRecovery()
 	// Writes whose transaction has ended commit their branches before the
