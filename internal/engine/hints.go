@@ -101,6 +101,7 @@ func (e *Engine) KeepHint(stmt *gorm.Statement, h Hint) {
 	if _, err := e.poolOf(stmt.Context, k, stmt.ConnPool); err != nil {
 		stmt.DB.AddError(err) // ErrShardUnavailable, naming the database: not a transaction begun elsewhere
 		stmt.Settings.Store(unavailableKey{}, k)
+		stmt.ConnPool = unavailablePool{err: err, name: e.physical[k].name, own: e.db.ConnPool} // nor one begun on the plugin's own database
 		return
 	}
 	had := stmt.ConnPool
