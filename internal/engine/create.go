@@ -667,7 +667,7 @@ func (e *Engine) generate(ctx context.Context, db *gorm.DB, m *model, f *idField
 			e.boundTo(db.Statement, first) // the statement's database, counted there
 			return err
 		}
-		return f.generator.Generate(ctx, target, shards, ids)
+		return e.closedUnder(target.Name, f.generator.Generate(ctx, target, shards, ids))
 	}
 	for _, part := range shardrouter.PlanRows(shards, shardMap) {
 		group := make([]int, len(part.Rows))
@@ -680,7 +680,7 @@ func (e *Engine) generate(ctx context.Context, db *gorm.DB, m *model, f *idField
 			return err
 		}
 		if err := f.generator.Generate(ctx, target, group, made); err != nil {
-			return err
+			return e.closedUnder(target.Name, err)
 		}
 		for j, i := range part.Rows {
 			ids[i] = made[j]
