@@ -47,9 +47,11 @@ type UpdatedRow struct {
 // new primary key, an expression for a placing column (it cannot be
 // checked), or a colocate or hash value of another shard. NULL names no
 // shard, and may be written to a colocate or hash column (GORM's Association
-// Replace, Delete and Clear orphan children so). Where the row is not known
-// from the statement, assigning a placing column is refused. It returns what
-// the statement does wrong, or "".
+// Replace, Delete and Clear orphan children so); so may a colocate column's
+// zero value that names no shard (0), which GORM reads that NULL as and
+// leaves in the orphans it holds, and a Save of one writes. Where the row is
+// not known from the statement, assigning a placing column is refused. It
+// returns what the statement does wrong, or "".
 func CheckAssignments(set []clause.Assignment, placings []Placing, row UpdatedRow) string {
 	for _, a := range set {
 		pl, ok := PlacingOf(placings, a.Column)
@@ -64,7 +66,7 @@ func CheckAssignments(set []clause.Assignment, placings []Placing, row UpdatedRo
 				return "changes the primary key " + a.Column.Name
 			}
 			continue
-		case WrittenNull(a.Value):
+		case WrittenNull(a.Value), pl.Role == "colocate" && zeroOfNoShard(pl, a.Value):
 			continue
 		}
 		rowShard, known := row.Shard()
@@ -98,6 +100,20 @@ func CheckUpsert(set []clause.Assignment, placings []Placing, keeps func(column 
 		return pl, a.Column.Name, true
 	}
 	return Placing{}, "", false
+}
+
+// zeroOfNoShard reports whether v is its type's zero value and names no
+// shard: a condition on it is refused, so no read looks for the row by it.
+func zeroOfNoShard(pl Placing, v any) bool {
+	rv := reflect.ValueOf(v)
+	for rv.Kind() == reflect.Pointer && !rv.IsNil() {
+		rv = rv.Elem()
+	}
+	if !rv.IsValid() || !rv.IsZero() {
+		return false
+	}
+	_, err := pl.ShardOf(v)
+	return err != nil
 }
 
 // Unreadable reports whether an assigned value is SQL the database computes

@@ -27,18 +27,21 @@ func TestCheckAssignments(t *testing.T) {
 		row   UpdatedRow
 		wrong string // a part of the refusal; "" when allowed
 	}{
-		"another column":                              {set: set("name", "ada"), row: unknown},
-		"the key to its own value":                    {set: set("id", 5), row: row},
-		"the key to another value":                    {set: set("id", 6), row: row, wrong: "changes the primary key id"},
-		"the key by GORM's primary key name":          {set: set(clause.PrimaryKey, 6), row: row, wrong: "changes the primary key"},
-		"the colocate column to a value of the shard": {set: set("user_id", 5), row: row},
-		"the colocate column, quoted and qualified":   {set: set("`photos`.`USER_ID`", 9), row: row, wrong: "does not place the row on its own shard"},
-		"the colocate column to another shard":        {set: set("user_id", 9), row: row, wrong: "does not place the row on its own shard"},
-		"the colocate column to NULL":                 {set: set("user_id", nil), row: unknown},
-		"the colocate column, the row not named":      {set: set("user_id", 5), row: unknown, wrong: "does not name the one row it updates"},
-		"the colocate column to an expression":        {set: set("user_id", gorm.Expr("user_id + 1")), row: row, wrong: "to an expression"},
-		"the colocate column to another column":       {set: set("user_id", clause.Column{Name: "other_id"}), row: row, wrong: "to an expression"},
-		"the colocate column to a subquery":           {set: set("user_id", &gorm.DB{}), row: row, wrong: "to an expression"},
+		"another column":                                    {set: set("name", "ada"), row: unknown},
+		"the key to its own value":                          {set: set("id", 5), row: row},
+		"the key to another value":                          {set: set("id", 6), row: row, wrong: "changes the primary key id"},
+		"the key by GORM's primary key name":                {set: set(clause.PrimaryKey, 6), row: row, wrong: "changes the primary key"},
+		"the colocate column to a value of the shard":       {set: set("user_id", 5), row: row},
+		"the colocate column, quoted and qualified":         {set: set("`photos`.`USER_ID`", 9), row: row, wrong: "does not place the row on its own shard"},
+		"the colocate column to another shard":              {set: set("user_id", 9), row: row, wrong: "does not place the row on its own shard"},
+		"the colocate column to NULL":                       {set: set("user_id", nil), row: unknown},
+		"the colocate column to its zero value, no shard's": {set: set("user_id", int64(0)), row: row},
+		"the colocate column to a value of no shard":        {set: set("user_id", int64(-1)), row: row, wrong: "does not place the row on its own shard"},
+		"the key to its zero value":                         {set: set("id", int64(0)), row: row, wrong: "changes the primary key id"},
+		"the colocate column, the row not named":            {set: set("user_id", 5), row: unknown, wrong: "does not name the one row it updates"},
+		"the colocate column to an expression":              {set: set("user_id", gorm.Expr("user_id + 1")), row: row, wrong: "to an expression"},
+		"the colocate column to another column":             {set: set("user_id", clause.Column{Name: "other_id"}), row: row, wrong: "to an expression"},
+		"the colocate column to a subquery":                 {set: set("user_id", &gorm.DB{}), row: row, wrong: "to an expression"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			wrong := CheckAssignments(c.set, photoPlacings, c.row)
