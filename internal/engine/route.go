@@ -865,8 +865,10 @@ func (e *Engine) keyColumns(list []evidence) []shardrouter.KeyColumn {
 
 // conditionKeys are the key columns as a statement's conditions read them:
 // a primary key the plugin never writes (an integer that is not positive,
-// an empty UUID text) names no row, so, as NULL, it matches nothing on any
-// database, where a written value (placings) is still refused.
+// an empty UUID text), or an empty exact hash key, names no row, so, as
+// NULL, it matches nothing on any database, where a written value (placings)
+// is still refused. An empty loose hash key is where the keys its column
+// finds equal to it (blanks) were placed.
 func (e *Engine) conditionKeys(list []evidence, key *idField) []shardrouter.KeyColumn {
 	keys := e.keyColumns(list)
 	uuidKey := isUUIDType(key.field.FieldType)
@@ -884,6 +886,21 @@ func (e *Engine) conditionKeys(list []evidence, key *idField) []shardrouter.KeyC
 			return 0, errNull
 		}
 		return shard, err
+	}
+	if key.hash != nil {
+		last := len(keys) - 1 // evidenceOf lists the hash column last
+		byKey := keys[last].ShardOf
+		keys[last].ShardOf = func(v any) (int, error) {
+			shard, err := byKey(v)
+			if !errors.Is(err, errEmptyKey) {
+				return shard, err
+			}
+			if key.looseHash { // "  " folds to "", and hashShard placed it so
+				h, err := hashValue(reflect.ValueOf(LooseKey("")))
+				return int(h % uint64(e.layout.ShardCount())), err
+			}
+			return 0, errNull
+		}
 	}
 	return keys
 }
