@@ -1,8 +1,11 @@
 package integration
 
 import (
+	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/shardid/shardid"
 )
 
 // TestAChildItsOwnerLetGoIsSavedAsOnOneDatabase: GORM's Association Delete
@@ -49,6 +52,22 @@ func TestAChildItsOwnerLetGoIsSavedAsOnOneDatabase(t *testing.T) {
 				t.Errorf("book %d on its database: author %d, %q; want %d, %q", want.id, got.AuthorID, got.Title, want.author, want.title)
 			}
 		}
+		// Over every database a condition on the 0 finds them all, as one
+		// database does; without a clause it names no shard.
+		var orphans []book
+		must(t, r.db.Clauses(shardid.AllShards()).Where("author_id = ?", 0).Find(&orphans).Error)
+		var n int64
+		must(t, r.db.Clauses(shardid.AllShards()).Model(&book{}).Where("author_id IN ?", []int64{0, a.ID}).Count(&n).Error)
+		if len(orphans) != 3 || n != 4 {
+			t.Errorf("over every shard: %d books of author 0, want 3; %d of 0 or the author, want 4", len(orphans), n)
+		}
+		must(t, r.db.Clauses(shardid.ByID(a.ID)).Where("author_id = ?", 0).Find(&orphans).Error)
+		if len(orphans) != 3 {
+			t.Errorf("on the author's shard: %d books of author 0, want 3", len(orphans))
+		}
+		if err := r.db.Where("author_id = ?", 0).Find(&orphans).Error; !errors.Is(err, shardid.ErrNoShard) {
+			t.Errorf("without a clause: %v, want ErrNoShard", err)
+		}
 		// Another shard's owner ID is still refused.
 		var other author
 		for other.ID == 0 || r.physicalOf(other.ID) == r.physicalOf(a.ID) {
@@ -59,7 +78,6 @@ func TestAChildItsOwnerLetGoIsSavedAsOnOneDatabase(t *testing.T) {
 		if err := r.db.Save(&deleted).Error; err == nil {
 			t.Fatal("a Save handing the child to an owner on another database was not refused")
 		}
-		var n int64
 		must(t, r.db.Model(&book{}).Where("author_id = ?", a.ID).Count(&n).Error)
 		if n != 1 {
 			t.Fatalf("%d books of the author, want the one kept", n)

@@ -103,7 +103,8 @@ func CheckUpsert(set []clause.Assignment, placings []Placing, keeps func(column 
 }
 
 // zeroOfNoShard reports whether v is its type's zero value and names no
-// shard: a condition on it is refused, so no read looks for the row by it.
+// shard: a condition on it reads every database its clause names
+// (ErrAnyShard), so reads by it find the row wherever it is.
 func zeroOfNoShard(pl Placing, v any) bool {
 	rv := reflect.ValueOf(v)
 	for rv.Kind() == reflect.Pointer && !rv.IsNil() {

@@ -1,6 +1,7 @@
 package shardrouter
 
 import (
+	"errors"
 	"slices"
 
 	"gorm.io/gorm/clause"
@@ -44,6 +45,7 @@ func PlanParts(where []clause.Expression, keys []KeyColumn, databases []int, m *
 	type list struct {
 		values   []any
 		database []int // of each value; -1 for NULL, or a value no database holds
+		anywhere bool  // a value rows may hold on any database: every part gets the whole list
 	}
 	plan := Parts{Singles: make([][]bool, len(keys))}
 	lists := make([][]list, len(keys))
@@ -54,14 +56,18 @@ func PlanParts(where []clause.Expression, keys []KeyColumn, databases []int, m *
 			l := list{values: vs, database: make([]int, len(vs))}
 			for n, v := range vs {
 				l.database[n] = -1
-				if s, err := key.ShardOf(v); err == nil {
+				s, err := key.ShardOf(v)
+				if err == nil {
 					l.database[n] = m.Physical(s)
 				}
+				l.anywhere = l.anywhere || errors.Is(err, ErrAnyShard)
 			}
 			lists[i] = append(lists[i], l)
 		}
 	}
-	pinned := slices.ContainsFunc(lists, func(l []list) bool { return len(l) > 0 })
+	pinned := slices.ContainsFunc(lists, func(ls []list) bool {
+		return slices.ContainsFunc(ls, func(l list) bool { return !l.anywhere })
+	})
 	for _, k := range databases {
 		part := Part{Database: k, Values: make([][][]any, len(keys)), Pinned: pinned}
 		if !pinned {
@@ -73,7 +79,7 @@ func PlanParts(where []clause.Expression, keys []KeyColumn, databases []int, m *
 			for _, l := range lists[i] {
 				own := make([]any, 0, len(l.values))
 				for n, v := range l.values {
-					if l.database[n] == k {
+					if l.anywhere || l.database[n] == k {
 						own = append(own, v)
 					}
 				}

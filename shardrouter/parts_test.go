@@ -32,6 +32,10 @@ func TestPlanParts(t *testing.T) {
 			where: []clause.Expression{in("id", nil, 4, 9)}, databases: []int{1, 2},
 			want: "1 [[[4]] [] []] [] | 2 [[[9]] [] []] []",
 		},
+		"a value of any shard in a list: every database the whole list, each keeping to its ranges": {
+			where: []clause.Expression{in("user_id", 0, 5)}, databases: []int{1, 2},
+			want: "1 [[] [[0 5]] []] [{4 7}] | 2 [[] [[0 5]] []] [{8 11}]",
+		},
 		"conditions on other columns pin nothing: each part keeps to its ranges": {
 			where: []clause.Expression{eq("name", "x")}, databases: []int{1, 2},
 			want: "1 [[] [] []] [{4 7}] | 2 [[] [] []] [{8 11}]",

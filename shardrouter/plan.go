@@ -11,6 +11,12 @@ import (
 // matches no row on any database.
 var ErrNull = errors.New("NULL matches no row")
 
+// ErrAnyShard is what a [KeyColumn]'s ShardOf returns for a value that names
+// no shard but that rows may hold on any database (a colocate column's 0,
+// which an orphaned child keeps): a condition on it says nothing about the
+// shard.
+var ErrAnyShard = errors.New("the value names no shard; rows may hold it on any database")
+
 // KeyColumn is a column whose values name a row's logical shard: the primary
 // key, a colocate column (its values are IDs of the same shard) or a hash
 // column (its values hash to the shard).
@@ -19,8 +25,9 @@ type KeyColumn struct {
 	// unqualified) and its name.
 	Matches func(table, name string) bool
 	// ShardOf is the logical shard of a value of the column as a condition
-	// binds it; [ErrNull] for NULL, another error for a value that cannot
-	// name a shard (the statement is refused with it).
+	// binds it; [ErrNull] for NULL, [ErrAnyShard] for a value rows may hold
+	// on any database, another error for a value that cannot name a shard
+	// (the statement is refused with it).
 	ShardOf func(v any) (int, error)
 }
 
@@ -83,11 +90,15 @@ func PlanRoute(s Statement, m *Map) Route {
 		if !ok {
 			continue
 		}
-		set, first := Set{}, -1
+		set, first, anywhere := Set{}, -1, false
 		for _, v := range values {
 			shard, err := key.ShardOf(v)
 			if errors.Is(err, ErrNull) {
 				continue // NULL matches no row, on any database
+			}
+			if errors.Is(err, ErrAnyShard) {
+				anywhere = true
+				continue
 			}
 			if err != nil {
 				return Route{Err: err}
@@ -95,6 +106,9 @@ func PlanRoute(s Statement, m *Map) Route {
 			several = several || first >= 0 && shard != first
 			first = shard
 			set = set.With(m.Physical(shard))
+		}
+		if anywhere { // the column's condition holds rows of every database
+			continue
 		}
 		if set.Empty() { // IN (), or only NULLs
 			none = true

@@ -39,6 +39,15 @@ func idShard(v any) (int, error) {
 	return 0, errBadKey
 }
 
+// ownerShard is idShard for a colocate column, whose 0 (an orphaned child's)
+// may be on any database.
+func ownerShard(v any) (int, error) {
+	if v == 0 {
+		return 0, ErrAnyShard
+	}
+	return idShard(v)
+}
+
 func column(names ...string) func(table, name string) bool {
 	return func(table, name string) bool {
 		return (table == "" || table == clause.CurrentTable || table == "photos") && slices.Contains(names, name)
@@ -48,7 +57,7 @@ func column(names ...string) func(table, name string) bool {
 // The photos model: keyed by id, colocated by user_id, hashed by email.
 var photoKeys = []KeyColumn{
 	{Matches: column(clause.PrimaryKey, "id", "ID"), ShardOf: idShard},
-	{Matches: column("user_id", "UserID"), ShardOf: idShard},
+	{Matches: column("user_id", "UserID"), ShardOf: ownerShard},
 	{Matches: column("email"), ShardOf: func(v any) (int, error) { return len(v.(string)) % 16, nil }},
 }
 
@@ -128,6 +137,30 @@ func TestPlanRouteOnOneDatabaseNeedsNoShard(t *testing.T) {
 	route := PlanRoute(Statement{Keys: photoKeys, Where: []clause.Expression{eq("name", "ada")}}, m)
 	if k, one := route.Databases.Single(); route.Refusal != Routed || !one || k != 0 {
 		t.Fatalf("route %+v", route)
+	}
+}
+
+// TestPlanRouteReadsAValueOfAnyShardAsNoCondition: a colocate column's 0
+// narrows nothing: with a clause the clause's databases, with another key
+// condition that one's, alone no shard.
+func TestPlanRouteReadsAValueOfAnyShardAsNoCondition(t *testing.T) {
+	m := planMap(t)
+	for name, c := range map[string]struct {
+		s    Statement
+		want string
+	}{
+		"with AllShards":           {s: Statement{Clause: m.Serving(), Where: []clause.Expression{eq("user_id", 0)}}, want: "[0 1 2 3] 0"},
+		"in a list with AllShards": {s: Statement{Clause: m.Serving(), Where: []clause.Expression{in("user_id", 0, 5)}}, want: "[0 1 2 3] 0"},
+		"beside an ID":             {s: Statement{Where: []clause.Expression{eq("user_id", 0), eq("id", 9)}}, want: "[2] 0"},
+		"alone":                    {s: Statement{Where: []clause.Expression{eq("user_id", 0)}}, want: "[] 2"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c.s.Keys = photoKeys
+			route := PlanRoute(c.s, m)
+			if got := fmt.Sprint(route.Databases.List(), " ", route.Refusal); got != c.want || route.Err != nil {
+				t.Fatalf("route %s, %v; want %s", got, route.Err, c.want)
+			}
+		})
 	}
 }
 

@@ -868,7 +868,9 @@ func (e *Engine) keyColumns(list []evidence) []shardrouter.KeyColumn {
 // an empty UUID text), or an empty exact hash key, names no row, so, as
 // NULL, it matches nothing on any database, where a written value (placings)
 // is still refused. An empty loose hash key is where the keys its column
-// finds equal to it (blanks) were placed.
+// finds equal to it (blanks) were placed. A colocate column's 0 (or empty
+// UUID text), which a child its owner let go keeps, may be on any database:
+// a condition on it says nothing about the shard.
 func (e *Engine) conditionKeys(list []evidence, key *idField) []shardrouter.KeyColumn {
 	keys := e.keyColumns(list)
 	uuidKey := isUUIDType(key.field.FieldType)
@@ -886,6 +888,22 @@ func (e *Engine) conditionKeys(list []evidence, key *idField) []shardrouter.KeyC
 			return 0, errNull
 		}
 		return shard, err
+	}
+	if key.colocate != nil {
+		byOwner := keys[1].ShardOf // evidenceOf lists the colocate column second
+		keys[1].ShardOf = func(v any) (int, error) {
+			shard, err := byOwner(v)
+			if err == nil || errors.Is(err, errNull) {
+				return shard, err
+			}
+			if bound, bindErr := boundValue(v); bindErr == nil && (bound == "" || reflect.DeepEqual(bound, []byte{})) {
+				return 0, shardrouter.ErrAnyShard
+			}
+			if id, idErr := int64Of(v); idErr == nil && id <= 0 {
+				return 0, shardrouter.ErrAnyShard
+			}
+			return shard, err
+		}
 	}
 	if key.hash != nil {
 		last := len(keys) - 1 // evidenceOf lists the hash column last
