@@ -127,11 +127,33 @@ func (e *Engine) fanOutAggregate(db *gorm.DB, kind statementKind, m *model, plan
 		}
 		result.columns = []mergedColumn{{name: name, databaseType: "BIGINT", scanType: reflect.TypeFor[int64]()}}
 	} else {
-		for _, c := range runs[0].values.columns[:a.Visible] {
-			result.columns = append(result.columns, mergedColumn{name: c.Name(), databaseType: c.DatabaseTypeName(), scanType: c.ScanType()})
+		for j, c := range runs[0].values.columns[:a.Visible] {
+			scanType := c.ScanType()
+			if dialect == shardrouter.SQLite && len(merged) > 0 {
+				scanType = sqliteScanType(merged[0][j], c.DatabaseTypeName())
+			}
+			result.columns = append(result.columns, mergedColumn{name: c.Name(), databaseType: c.DatabaseTypeName(), scanType: scanType})
 		}
 	}
 	e.giveMerged(db, kind, m, result)
+}
+
+// sqliteScanType is the scan type SQLite's driver gives a column whose
+// first row holds v: the type of that row's value, which a Scan into maps
+// then converts every row to (a DECIMAL column's 0 and 2.5 both float64
+// when the first is 2.5), where a part's first row is not the merged one.
+func sqliteScanType(v any, declared string) reflect.Type {
+	switch v.(type) {
+	case nil:
+		return nil
+	case int64:
+		if strings.EqualFold(declared, "boolean") {
+			return reflect.TypeFor[bool]()
+		}
+	case []byte:
+		return reflect.TypeFor[[][]byte]() // as the driver says it
+	}
+	return reflect.TypeOf(v)
 }
 
 // readCollations asks the first part's database how the text columns the

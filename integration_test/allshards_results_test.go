@@ -1,0 +1,792 @@
+package integration
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/shardid/shardid"
+)
+
+// arItem is sharded by its ID, soft-deleted, with text the collations
+// compare differently, NULLs, decimals and times.
+type arItem struct {
+	ID        int64 `shardid:""`
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	DeletedAt gorm.DeletedAt `gorm:"index"`
+	Name      string         `gorm:"size:20"`
+	Grp       string         `gorm:"size:10"`
+	Qty       int
+	Score     *int64
+	Price     string `gorm:"type:decimal(10,2)"`
+	At        *time.Time
+	Parts     []arPart `gorm:"foreignKey:ItemID"`
+}
+
+// arPart lives beside its item.
+type arPart struct {
+	ID     int64  `shardid:"colocate:ItemID"`
+	ItemID int64  `gorm:"index"`
+	Kind   string `gorm:"size:10"`
+	N      int
+}
+
+// arForm is one query, run on the plugin's databases with AllShards and on
+// one plain database holding the same rows.
+type arForm struct {
+	name string
+	// ordered: the result's order is defined by the query, compare it.
+	ordered bool
+	run     func(db *gorm.DB) (any, error)
+}
+
+// arRig is the plugin's three physical databases and a plain reference.
+type arRig struct {
+	sh, ref *gorm.DB
+}
+
+func newARRig(t *testing.T, b backend, alter func(db *gorm.DB) error) *arRig {
+	t.Helper()
+	dir := t.TempDir()
+	count := shardid.Layout{}.ShardCount()
+	var list []shardid.Shard
+	const n = 3
+	for i := range n {
+		list = append(list, shardid.Shard{Name: fmt.Sprintf("%s-%d", b.name, i), Dialector: b.physical(t, dir, i),
+			Logical: []shardid.Range{{From: i * count / n, To: (i+1)*count/n - 1}}})
+	}
+	sh := open(t, b, dir, shardid.Config{Shards: list})
+	fresh(t, sh, &arItem{}, &arPart{})
+	ref, err := gorm.Open(b.physical(t, dir, n), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if d, err := ref.DB(); err == nil {
+			_ = d.Close()
+		}
+	})
+	if err := ref.Migrator().DropTable(&arItem{}, &arPart{}); err != nil {
+		t.Fatal(err)
+	}
+	ref.Config.DisableForeignKeyConstraintWhenMigrating = true
+	if err := ref.AutoMigrate(&arItem{}, &arPart{}); err != nil {
+		t.Fatal(err)
+	}
+	if alter != nil {
+		for i := range n + 1 {
+			db, err := gorm.Open(b.physical(t, dir, i), &gorm.Config{Logger: logger.Discard})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = alter(db)
+			if d, e := db.DB(); e == nil {
+				_ = d.Close()
+			}
+			if err != nil {
+				t.Fatalf("alter: %v", err)
+			}
+		}
+	}
+	r := &arRig{sh: sh, ref: ref}
+	r.seed(t)
+	return r
+}
+
+// seed writes the same rows on both sides: spread over the shards by their
+// IDs, a few soft-deleted.
+func (r *arRig) seed(t *testing.T) {
+	names := []string{"a", "A", "b", "B", "a ", "é", "É", "", "z", "Z", "b"}
+	grps := []string{"x", "X", "y", "", "x"}
+	base := time.Date(2024, 3, 1, 10, 0, 0, 0, time.UTC)
+	layout := shardid.Layout{}.Normalized()
+	for i := range 24 {
+		it := arItem{Name: names[i%len(names)], Grp: grps[i%len(grps)], Qty: (i*7)%11 - 3,
+			Price: fmt.Sprintf("%d.%02d", (i*13)%50, (i*37)%100)}
+		it.ID = layout.Compose(base.Add(time.Duration(i)*time.Minute), (i*97)%layout.ShardCount(), i)
+		it.CreatedAt = base.Add(time.Duration(i) * time.Hour)
+		it.UpdatedAt = it.CreatedAt
+		if i%4 == 3 {
+			it.Price = fmt.Sprint(i) // SQLite stores it as an integer, the others as a decimal
+		}
+		if i%3 != 0 {
+			s := int64((i*5)%9 - 4)
+			it.Score = &s
+		}
+		if i%4 != 1 {
+			at := base.Add(time.Duration((i*17)%30) * 24 * time.Hour)
+			it.At = &at
+		}
+		for k := range i % 3 {
+			it.Parts = append(it.Parts, arPart{ItemID: it.ID, Kind: names[(i+k)%len(names)], N: k + i%4})
+		}
+		row := it
+		row.Parts = slices.Clone(it.Parts)
+		if err := r.sh.Create(&row).Error; err != nil {
+			t.Fatalf("seed: %v", err)
+		}
+		same := row // the plugin's IDs, given to the reference
+		same.Parts = slices.Clone(row.Parts)
+		if err := r.ref.Create(&same).Error; err != nil {
+			t.Fatalf("seed reference: %v", err)
+		}
+		if i%5 == 2 {
+			for _, db := range []*gorm.DB{r.sh, r.ref} {
+				if err := db.Delete(&arItem{}, row.ID).Error; err != nil {
+					t.Fatalf("seed delete: %v", err)
+				}
+			}
+		}
+	}
+}
+
+// arCanon writes a result as text to compare: types of scanned values
+// included, times in UTC.
+func arCanon(v any, ordered bool) string {
+	var b strings.Builder
+	arValue(&b, reflect.ValueOf(v), !ordered)
+	return b.String()
+}
+
+func arValue(b *strings.Builder, v reflect.Value, sortTop bool) {
+	if !v.IsValid() {
+		b.WriteString("nil")
+		return
+	}
+	if v.Type() == deletedAtType { // stamped by each side's clock
+		b.WriteString(fmt.Sprint(v.Interface().(gorm.DeletedAt).Valid))
+		return
+	}
+	if v.Type() == timeType {
+		b.WriteString(v.Interface().(time.Time).UTC().Format(time.RFC3339Nano))
+		return
+	}
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			b.WriteString("nil")
+			return
+		}
+		arValue(b, v.Elem(), false)
+	case reflect.Struct:
+		b.WriteString("{")
+		for i := range v.NumField() {
+			f := v.Type().Field(i)
+			if !f.IsExported() || f.Name == "CreatedAt" || f.Name == "UpdatedAt" {
+				continue
+			}
+			b.WriteString(f.Name + ":")
+			arValue(b, v.Field(i), true)
+			b.WriteString(" ")
+		}
+		b.WriteString("}")
+	case reflect.Slice, reflect.Array:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			fmt.Fprintf(b, "b%q", v.Bytes())
+			return
+		}
+		parts := make([]string, v.Len())
+		for i := range parts {
+			var e strings.Builder
+			arValue(&e, v.Index(i), true)
+			parts[i] = e.String()
+		}
+		if sortTop {
+			slices.Sort(parts)
+		}
+		b.WriteString("[" + strings.Join(parts, ", ") + "]")
+	case reflect.Map:
+		var names []string
+		for _, k := range v.MapKeys() {
+			names = append(names, fmt.Sprint(k.Interface()))
+		}
+		slices.Sort(names)
+		b.WriteString("map{")
+		for _, name := range names {
+			if name == "created_at" || name == "updated_at" || name == "deleted_at" {
+				continue
+			}
+			e := v.MapIndex(reflect.ValueOf(name))
+			b.WriteString(name + ":")
+			if e.Kind() == reflect.Interface && !e.IsNil() {
+				fmt.Fprintf(b, "%T=", e.Elem().Interface())
+			}
+			arValue(b, e, false)
+			b.WriteString(" ")
+		}
+		b.WriteString("}")
+	default:
+		fmt.Fprintf(b, "%v", v.Interface())
+	}
+}
+
+// checkForms runs each form on both sides: the plugin's result must be the
+// reference's, or an ErrCrossShard refusal.
+func (r *arRig) checkForms(t *testing.T, forms []arForm) {
+	t.Helper()
+	for _, f := range forms {
+		got, gerr := f.run(r.sh.Clauses(shardid.AllShards()))
+		want, werr := f.run(r.ref.Session(&gorm.Session{}))
+		switch {
+		case gerr != nil && (errors.Is(gerr, shardid.ErrCrossShard) || errors.Is(gerr, shardid.ErrNoShard)):
+			t.Logf("%s: refused: %v", f.name, gerr)
+		case werr != nil && gerr != nil:
+		case gerr != nil || werr != nil:
+			t.Errorf("%s: plugin err %v, one database err %v", f.name, gerr, werr)
+		default:
+			if g, w := arCanon(got, f.ordered), arCanon(want, f.ordered); g != w {
+				at := 0
+				for at < min(len(g), len(w)) && g[at] == w[at] {
+					at++
+				}
+				from := max(0, at-200)
+				t.Errorf("%s: differs at %d:\n plugin       …%s\n one database …%s", f.name, at, g[from:min(len(g), at+300)], w[from:min(len(w), at+300)])
+			}
+		}
+	}
+}
+
+type arSmall struct {
+	ID   int64
+	Name string
+}
+
+type arMore struct {
+	ID    int64
+	Name  string
+	Extra string
+}
+
+func (arSmall) TableName() string { return "ar_items" }
+
+// TestAllShardsReadsMatchOneDatabase: reads over every physical database
+// give what plain GORM gives on one database holding the same rows, or are
+// refused with ErrCrossShard.
+func TestAllShardsReadsMatchOneDatabase(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newARRig(t, b, nil)
+		r.checkForms(t, arForms())
+	})
+}
+
+// arForms are the queries the tests compare.
+func arForms() []arForm {
+	items := func(q func(db *gorm.DB) *gorm.DB, ordered bool, name string) arForm {
+		return arForm{name, ordered, func(db *gorm.DB) (any, error) {
+			var out []arItem
+			err := q(db).Find(&out).Error
+			return out, err
+		}}
+	}
+	maps := func(q func(db *gorm.DB) *gorm.DB, ordered bool, name string) arForm {
+		return arForm{name, ordered, func(db *gorm.DB) (any, error) {
+			var out []map[string]any
+			err := q(db.Model(&arItem{})).Scan(&out).Error
+			return out, err
+		}}
+	}
+	findMaps := func(q func(db *gorm.DB) *gorm.DB, ordered bool, name string) arForm {
+		return arForm{name, ordered, func(db *gorm.DB) (any, error) {
+			var out []map[string]any
+			err := q(db.Model(&arItem{})).Find(&out).Error
+			return out, err
+		}}
+	}
+	number := func(q func(db *gorm.DB) *gorm.DB, name string) arForm {
+		return arForm{name, true, func(db *gorm.DB) (any, error) {
+			var out int64
+			err := q(db.Model(&arItem{})).Count(&out).Error
+			return out, err
+		}}
+	}
+	pluck := func(column string, q func(db *gorm.DB) *gorm.DB, ordered bool, name string) arForm {
+		return arForm{name, ordered, func(db *gorm.DB) (any, error) {
+			var out []any
+			err := q(db.Model(&arItem{})).Pluck(column, &out).Error
+			return out, err
+		}}
+	}
+	row := func(sel string, n int, q func(db *gorm.DB) *gorm.DB) arForm {
+		return arForm{"Row " + sel, true, func(db *gorm.DB) (any, error) {
+			vals := make([]any, n)
+			ptrs := make([]any, n)
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			err := q(db.Model(&arItem{})).Select(sel).Row().Scan(ptrs...)
+			return vals, err
+		}}
+	}
+	id := func(db *gorm.DB) *gorm.DB { return db }
+	forms := []arForm{
+		items(func(db *gorm.DB) *gorm.DB { return db.Order("name, id") }, true, "Order(name, id)"),
+		items(func(db *gorm.DB) *gorm.DB { return db.Order("name desc, id").Limit(4).Offset(3) }, true, "Order(name desc, id).Limit(4).Offset(3)"),
+		items(func(db *gorm.DB) *gorm.DB { return db.Order("score").Order("id") }, true, "Order(score).Order(id)"),
+		items(func(db *gorm.DB) *gorm.DB { return db.Order("score desc, id").Limit(5) }, true, "Order(score desc, id).Limit(5)"),
+		items(func(db *gorm.DB) *gorm.DB { return db.Order("price desc, id") }, true, "Order(price desc, id)"),
+		items(func(db *gorm.DB) *gorm.DB { return db.Order("at, id").Offset(2).Limit(100) }, true, "Order(at, id).Offset(2)"),
+		items(func(db *gorm.DB) *gorm.DB { return db.Unscoped().Order("deleted_at, id") }, true, "Unscoped Order(deleted_at, id)"),
+		items(func(db *gorm.DB) *gorm.DB { return db.Order("grp, name desc, id").Limit(7) }, true, "Order(grp, name desc, id).Limit(7)"),
+		items(func(db *gorm.DB) *gorm.DB { return db.Order("ar_items.qty, ar_items.id") }, true, "Order(ar_items.qty, ar_items.id)"),
+		items(func(db *gorm.DB) *gorm.DB { return db.Select("ar_items.id, ar_items.name").Order("ar_items.id") }, true, "Select(table-qualified).Order"),
+		items(func(db *gorm.DB) *gorm.DB { return db.Select("id, qty * 2 AS qty").Order("qty, id") }, true, "Select(qty*2 AS qty).Order(qty)"),
+		items(func(db *gorm.DB) *gorm.DB { return db.Order("name COLLATE \"C\", id") }, true, "Order(collate)"),
+		items(func(db *gorm.DB) *gorm.DB {
+			return db.Joins("JOIN ar_parts ON ar_parts.item_id = ar_items.id").Where("ar_parts.n > ?", 1).Order("ar_items.id")
+		}, true, "Joins colocated"),
+		items(func(db *gorm.DB) *gorm.DB {
+			return db.Distinct("ar_items.*").Joins("JOIN ar_parts ON ar_parts.item_id = ar_items.id").Order("ar_items.id")
+		}, true, "Distinct Joins colocated"),
+		items(func(db *gorm.DB) *gorm.DB {
+			return db.Where("id IN (?)", db.Session(&gorm.Session{NewDB: true}).Model(&arPart{}).Select("item_id").Where("n > 1")).Order("id")
+		}, true, "Where subquery"),
+		items(func(db *gorm.DB) *gorm.DB { return db.Preload("Parts", "n > ?", 1).Order("id") }, true, "Preload with condition"),
+		items(func(db *gorm.DB) *gorm.DB {
+			return db.Preload("Parts", func(tx *gorm.DB) *gorm.DB { return tx.Order("n desc").Limit(2) }).Order("id")
+		}, true, "Preload with limit"),
+		items(func(db *gorm.DB) *gorm.DB { return db.Limit(0).Order("id") }, true, "Limit(0)"),
+		items(func(db *gorm.DB) *gorm.DB { return db.Order("id").Limit(-1).Offset(20) }, true, "Limit(-1).Offset(20)"),
+		items(func(db *gorm.DB) *gorm.DB { return db.Where("name = ?", "a").Order("id") }, true, "Where name = a"),
+		items(func(db *gorm.DB) *gorm.DB { return db.Where("name LIKE ?", "a%").Order("id") }, true, "Where name LIKE a%"),
+		findMaps(func(db *gorm.DB) *gorm.DB { return db.Order("name, id").Limit(6) }, true, "maps Order(name, id)"),
+		findMaps(func(db *gorm.DB) *gorm.DB { return db.Select("id, price, at").Order("price, id") }, true, "maps Order(price)"),
+		findMaps(func(db *gorm.DB) *gorm.DB { return db.Distinct("name").Order("name") }, true, "maps Distinct(name).Order(name)"),
+		findMaps(func(db *gorm.DB) *gorm.DB { return db.Distinct("grp", "qty").Order("qty desc, grp") }, true, "maps Distinct(grp, qty).Order"),
+		findMaps(func(db *gorm.DB) *gorm.DB { return db.Distinct("qty").Order("qty").Limit(3).Offset(1) }, true, "maps Distinct(qty).Limit.Offset"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("grp, count(*) AS n, sum(qty) AS s, avg(score) AS a, min(name) AS mn, max(at) AS mx").Group("grp").Order("grp")
+		}, false, "Group(grp) aggregates"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("qty, count(*) AS n, sum(price) AS s, avg(price) AS a, min(price) AS lo, max(price) AS hi").Group("qty").Order("qty")
+		}, true, "Group(qty) decimal aggregates"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("qty, count(*) AS n").Group("qty").Having("count(*) > ?", 1).Order("n desc, qty").Limit(3)
+		}, true, "Group Having Order n desc Limit"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("qty, sum(score) AS s").Group("qty").Having("sum(score) >= ? AND count(*) > ?", 0, 1).Order("qty")
+		}, true, "Group Having sum and count"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("qty, count(*) AS n").Group("qty").Having("count(*) + 1 > ?", 2).Order("qty")
+		}, true, "Having expression"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("avg(qty) AS a, avg(score) AS b, avg(price) AS c") }, true, "avg"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("min(name) AS a, max(name) AS b") }, true, "min/max text"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("min(at) AS a, max(at) AS b, count(at) AS c") }, true, "min/max time"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("min(score) AS a, max(score) AS b, sum(score) AS c, count(score) AS d")
+		}, true, "min/max over NULL"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Where("qty > 1000").Select("min(score) AS a, sum(qty) AS b, count(*) AS c, avg(qty) AS d, max(at) AS e")
+		}, true, "aggregates of no rows"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("count(distinct name) AS n") }, true, "count(distinct name)"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("count(distinct grp) AS n") }, true, "count(distinct grp)"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("count(distinct score) AS n") }, true, "count(distinct score)"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("name, count(*) AS n").Group("name").Order("name") }, true, "Group(name) Order(name)"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("grp, max(name) AS m").Group("grp").Order("grp") }, true, "Group(grp) max(name)"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("at, count(*) AS n").Group("at").Order("at") }, true, "Group(at)"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("price, count(*) AS n").Group("price").Order("price desc")
+		}, true, "Group(price)"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("score, count(*) AS n").Group("score").Order("score") }, true, "Group(score) NULL"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("sum(qty) AS s").Group("grp").Order("s") }, true, "Group(grp) hidden key"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("qty, count(*) AS n").Group("qty").Order("count(*) desc, qty")
+		}, true, "Order(count(*))"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("qty, count(*) AS n").Group("qty").Order("qty").Offset(2).Limit(2)
+		}, true, "Group Offset Limit"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Unscoped().Select("qty, count(*) AS n").Group("qty").Order("qty")
+		}, true, "Unscoped Group"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("qty, sum(qty) AS qty2").Group("qty").Order("qty2, qty") }, true, "alias order"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("ar_items.qty, count(ar_items.id) AS n").Group("ar_items.qty").Order("ar_items.qty")
+		}, true, "qualified Group"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("qty, count(*) AS n").Group("qty").Having("n > ?", 1).Order("qty")
+		}, true, "Having alias"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("qty AS q, count(*) AS n").Group("qty").Order("q desc") }, true, "aliased key"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("qty AS score, count(*) AS n").Group("qty").Order("score")
+		}, true, "alias named as other column"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("max(qty) AS score").Group("grp").Order("score") }, true, "aggregate alias named as other column"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("sum(price) AS s, sum(qty) AS q, count(*) AS n") }, true, "sums"),
+		number(func(db *gorm.DB) *gorm.DB { return db.Group("qty").Limit(2) }, "Group(qty).Limit(2).Count"),
+		number(func(db *gorm.DB) *gorm.DB { return db.Group("qty").Offset(3).Limit(100) }, "Group(qty).Offset(3).Count"),
+		number(func(db *gorm.DB) *gorm.DB { return db.Group("qty").Having("count(*) > ?", 1) }, "Group(qty).Having.Count"),
+		number(func(db *gorm.DB) *gorm.DB { return db.Distinct("qty").Limit(1).Offset(1) }, "Distinct(qty).Limit.Offset.Count"),
+		number(func(db *gorm.DB) *gorm.DB { return db.Distinct("qty").Order("qty") }, "Distinct(qty).Order.Count"),
+		number(func(db *gorm.DB) *gorm.DB { return db.Select("DISTINCT qty") }, "Select(DISTINCT qty).Count"),
+		number(func(db *gorm.DB) *gorm.DB { return db.Select("count(distinct qty)") }, "Select(count(distinct qty)).Count"),
+		number(func(db *gorm.DB) *gorm.DB { return db.Offset(5) }, "Offset(5).Count"),
+		number(func(db *gorm.DB) *gorm.DB { return db.Joins("JOIN ar_parts ON ar_parts.item_id = ar_items.id") }, "Joins.Count"),
+		number(func(db *gorm.DB) *gorm.DB {
+			return db.Distinct("ar_items.id").Joins("JOIN ar_parts ON ar_parts.item_id = ar_items.id")
+		}, "Distinct(ar_items.id) Joins.Count"),
+		number(func(db *gorm.DB) *gorm.DB {
+			return db.Distinct("ar_items.qty").Joins("JOIN ar_parts ON ar_parts.item_id = ar_items.id")
+		}, "Distinct(ar_items.qty) Joins.Count"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("ar_parts.kind, count(*) AS n").Joins("JOIN ar_parts ON ar_parts.item_id = ar_items.id").Group("ar_parts.kind").Order("ar_parts.kind")
+		}, true, "Joins Group(other table)"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("ar_items.qty, count(*) AS n, sum(ar_parts.n) AS s").Joins("JOIN ar_parts ON ar_parts.item_id = ar_items.id").Group("ar_items.qty").Order("ar_items.qty")
+		}, true, "Joins Group sum(other table)"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("qty, count(*) AS n").Joins("JOIN ar_parts ON ar_parts.item_id = ar_items.id").Group("qty").Order("qty")
+		}, true, "Joins Group unqualified"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("max(id) AS m, min(id) AS n") }, true, "max(id)"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("qty, score, count(*) AS n").Group("qty, score").Order("qty, score desc")
+		}, true, "Group(qty, score)"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("qty, count(*) AS n").Group("qty").Having("count(*) > 1 OR qty > 3").Order("qty")
+		}, true, "Having OR"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("qty, count(*) AS n").Group("qty").Having("max(score) > ?", 0).Order("qty")
+		}, true, "Having max"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("qty, count(*) AS n").Group("qty").Having("avg(score) > ?", 0.5).Order("qty")
+		}, true, "Having avg float"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("qty, avg(score) AS a").Group("qty").Order("a desc, qty") }, true, "Order avg"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("qty, count(score) AS c, count(*) AS n").Group("qty").Order("c, qty")
+		}, true, "count(score)"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("qty, count(*) AS n").Where("score IS NULL").Group("qty").Order("qty")
+		}, true, "Where IS NULL Group"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("count(*) AS n").Group("qty").Order("n, qty") }, true, "hidden group key order"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("qty, COUNT(1) AS n").Group("qty").Order("qty") }, true, "COUNT(1)"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("qty, sum(1) AS n").Group("qty").Order("qty") }, true, "sum(1)"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("qty, sum(qty) AS n").Group("qty").Order("qty DESC") }, true, "Order DESC upper"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("qty, count(*) AS n").Group("qty").Order("qty").Limit(3) }, true, "Group Limit"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("qty, count(*) n").Group("qty").Order("n, qty") }, true, "alias without AS"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("qty, count(*) AS \"n\"").Group("qty").Order("qty") }, true, "quoted alias"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("qty, sum(price) AS s").Group("qty").Having("sum(price) > ?", "40.5").Order("qty")
+		}, true, "Having decimal"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("qty, max(price) AS s").Group("qty").Having("max(price) > ?", 40).Order("s")
+		}, true, "Having max decimal int"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("qty, min(at) AS s").Group("qty").Having("min(at) > ?", time.Date(2024, 3, 10, 0, 0, 0, 0, time.UTC)).Order("s, qty")
+		}, true, "Having min time"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("grp, count(*) AS n").Group("grp").Having("grp <> ?", "x").Order("grp")
+		}, true, "Having grouped text"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Distinct("qty", "score").Order("score, qty") }, true, "Distinct(qty, score) scan"),
+		findMaps(func(db *gorm.DB) *gorm.DB { return db.Select("id, price").Order("id") }, true, "maps price Order(id)"),
+		findMaps(func(db *gorm.DB) *gorm.DB { return db.Select("id, score").Order("id") }, true, "maps score Order(id)"),
+		findMaps(func(db *gorm.DB) *gorm.DB { return db.Select("id, at").Order("at desc, id") }, true, "maps at Order(at)"),
+		findMaps(func(db *gorm.DB) *gorm.DB { return db.Distinct("id", "qty").Order("qty, id").Limit(5) }, true, "Distinct(id, qty)"),
+		findMaps(func(db *gorm.DB) *gorm.DB { return db.Distinct().Select("qty").Order("qty") }, true, "Distinct().Select(qty)"),
+		items(func(db *gorm.DB) *gorm.DB { return db.Offset(2).Order("qty, id") }, true, "Offset without Limit"),
+		items(func(db *gorm.DB) *gorm.DB { return db.Select("*").Order("id desc").Limit(3) }, true, "Select(*)"),
+		items(func(db *gorm.DB) *gorm.DB { return db.Select("ar_items.*").Order("id desc").Limit(3) }, true, "Select(ar_items.*)"),
+		items(func(db *gorm.DB) *gorm.DB { return db.Omit("name").Order("qty desc, id").Limit(3) }, true, "Omit(name)"),
+		items(func(db *gorm.DB) *gorm.DB { return db.Select("id", "qty").Order("qty desc, id").Limit(3) }, true, "Select(id, qty)"),
+		items(func(db *gorm.DB) *gorm.DB { return db.Select("qty").Order("qty desc").Limit(3) }, true, "Select(qty) no id"),
+		items(func(db *gorm.DB) *gorm.DB { return db.Order("qty desc").Limit(3) }, false, "Order(qty desc).Limit ties"),
+		items(func(db *gorm.DB) *gorm.DB {
+			return db.Table("ar_items AS i").Where("i.qty > ?", 2).Order("i.qty, i.id")
+		}, true, "Table alias"),
+		items(func(db *gorm.DB) *gorm.DB {
+			return db.Joins("JOIN ar_parts ON ar_parts.item_id = ar_items.id").Order("ar_parts.n desc, ar_items.id").Limit(4)
+		}, true, "Order by joined column"),
+		items(func(db *gorm.DB) *gorm.DB {
+			return db.Select("ar_items.id, ar_items.qty, ar_parts.n AS qty").Joins("JOIN ar_parts ON ar_parts.item_id = ar_items.id").Order("qty, id")
+		}, true, "alias shadows ordered column"),
+		items(func(db *gorm.DB) *gorm.DB {
+			return db.Where("at > ?", time.Date(2024, 3, 10, 0, 0, 0, 0, time.UTC)).Order("at, id")
+		}, true, "Where time"),
+		items(func(db *gorm.DB) *gorm.DB { return db.Where("price > ?", "20.5").Order("id") }, true, "Where decimal"),
+		{"Order(qty).Offset(2).First", true, func(db *gorm.DB) (any, error) {
+			var it arItem
+			err := db.Order("qty").Offset(2).First(&it).Error
+			return it, err
+		}},
+		{"Order(at desc).Take", true, func(db *gorm.DB) (any, error) {
+			var it arItem
+			err := db.Order("at desc, id").Take(&it).Error
+			return it, err
+		}},
+		{"Order(qty).Last", true, func(db *gorm.DB) (any, error) {
+			var it arItem
+			err := db.Order("qty").Last(&it).Error
+			return it, err
+		}},
+		{"Scan aggregates into struct", true, func(db *gorm.DB) (any, error) {
+			var out []struct {
+				Qty int
+				N   int
+				A   float64
+			}
+			err := db.Model(&arItem{}).Select("qty, count(*) AS n, avg(score) AS a").Group("qty").Order("qty").Scan(&out).Error
+			return out, err
+		}},
+		{"Find aggregates into struct", true, func(db *gorm.DB) (any, error) {
+			var out []struct {
+				Qty int
+				N   int
+			}
+			err := db.Model(&arItem{}).Select("qty, count(*) AS n").Group("qty").Order("qty").Find(&out).Error
+			return out, err
+		}},
+		{"Pluck Group", true, func(db *gorm.DB) (any, error) {
+			var out []int
+			err := db.Model(&arItem{}).Group("qty").Order("qty").Pluck("qty", &out).Error
+			return out, err
+		}},
+		{"Distinct Pluck", true, func(db *gorm.DB) (any, error) {
+			var out []int
+			err := db.Model(&arItem{}).Distinct().Order("qty").Pluck("qty", &out).Error
+			return out, err
+		}},
+		{"Pluck qty Order qty", true, func(db *gorm.DB) (any, error) {
+			var out []int
+			err := db.Model(&arItem{}).Order("qty").Pluck("qty", &out).Error
+			return out, err
+		}},
+		{"Pluck score Order score", true, func(db *gorm.DB) (any, error) {
+			var out []*int64
+			err := db.Model(&arItem{}).Order("score desc").Pluck("score", &out).Error
+			return out, err
+		}},
+		{"Pluck at Order at", true, func(db *gorm.DB) (any, error) {
+			var out []*time.Time
+			err := db.Model(&arItem{}).Order("at").Pluck("at", &out).Error
+			return out, err
+		}},
+		{"Rows aggregate", true, func(db *gorm.DB) (any, error) {
+			rows, err := db.Model(&arItem{}).Select("qty, count(*) AS n").Group("qty").Order("qty").Rows()
+			if err != nil {
+				return nil, err
+			}
+			defer rows.Close()
+			var out []map[string]any
+			for rows.Next() {
+				m := map[string]any{}
+				if err := db.ScanRows(rows, &m); err != nil {
+					return nil, err
+				}
+				out = append(out, m)
+			}
+			return out, rows.Err()
+		}},
+		{"Find array", true, func(db *gorm.DB) (any, error) {
+			var out [3]arItem
+			err := db.Order("qty desc, id").Find(&out).Error
+			return out, err
+		}},
+		{"Find single map", true, func(db *gorm.DB) (any, error) {
+			out := map[string]any{}
+			err := db.Model(&arItem{}).Order("qty desc, id").Find(&out).Error
+			return out, err
+		}},
+		{"Find single struct", true, func(db *gorm.DB) (any, error) {
+			var out arItem
+			err := db.Order("qty desc, id").Find(&out).Error
+			return out, err
+		}},
+		{"Find single struct unordered", true, func(db *gorm.DB) (any, error) {
+			var out arItem
+			res := db.Where("qty = ?", 4).Find(&out)
+			return []any{res.RowsAffected, out.Qty}, res.Error
+		}},
+		{"RowsAffected Find", true, func(db *gorm.DB) (any, error) {
+			var out []arItem
+			res := db.Order("id").Limit(7).Offset(2).Find(&out)
+			return res.RowsAffected, res.Error
+		}},
+		{"RowsAffected Group", true, func(db *gorm.DB) (any, error) {
+			var out []map[string]any
+			res := db.Model(&arItem{}).Select("qty, count(*) AS n").Group("qty").Scan(&out)
+			return res.RowsAffected, res.Error
+		}},
+		number(id, "Count"),
+		number(func(db *gorm.DB) *gorm.DB { return db.Group("grp") }, "Group(grp).Count"),
+		number(func(db *gorm.DB) *gorm.DB { return db.Group("name") }, "Group(name).Count"),
+		number(func(db *gorm.DB) *gorm.DB { return db.Distinct("name") }, "Distinct(name).Count"),
+		number(func(db *gorm.DB) *gorm.DB { return db.Distinct("grp", "qty") }, "Distinct(grp, qty).Count"),
+		number(func(db *gorm.DB) *gorm.DB { return db.Distinct("score") }, "Distinct(score).Count"),
+		number(func(db *gorm.DB) *gorm.DB { return db.Unscoped() }, "Unscoped Count"),
+		number(func(db *gorm.DB) *gorm.DB { return db.Select("score") }, "Select(score).Count"),
+		number(func(db *gorm.DB) *gorm.DB { return db.Limit(3) }, "Limit(3).Count"),
+		number(func(db *gorm.DB) *gorm.DB { return db.Order("name") }, "Order.Count"),
+		number(func(db *gorm.DB) *gorm.DB { return db.Group("grp").Having("count(*) > ?", 3) }, "Group Having Count"),
+		pluck("name", func(db *gorm.DB) *gorm.DB { return db.Order("name") }, false, "Pluck name Order name"),
+		pluck("qty * 2", func(db *gorm.DB) *gorm.DB { return db.Order("id") }, true, "Pluck expression"),
+		pluck("upper(name)", func(db *gorm.DB) *gorm.DB { return db }, false, "Pluck upper"),
+		pluck("DISTINCT grp", func(db *gorm.DB) *gorm.DB { return db }, false, "Pluck DISTINCT grp"),
+		pluck("price", func(db *gorm.DB) *gorm.DB { return db.Order("id") }, true, "Pluck price Order id"),
+		pluck("at", func(db *gorm.DB) *gorm.DB { return db.Order("id") }, true, "Pluck at"),
+		pluck("ar_items.id", func(db *gorm.DB) *gorm.DB { return db.Order("ar_items.id desc") }, true, "Pluck qualified id"),
+		row("count(*), sum(qty), max(name), min(at)", 4, id),
+		row("avg(score)", 1, id),
+		row("sum(price)", 1, id),
+		row("max(price)", 1, id),
+		row("count(distinct qty)", 1, id),
+		row("count(distinct grp)", 1, id),
+		{"Scan sum into int", true, func(db *gorm.DB) (any, error) {
+			var n int64
+			err := db.Model(&arItem{}).Select("sum(qty)").Scan(&n).Error
+			return n, err
+		}},
+		{"Scan avg into float", true, func(db *gorm.DB) (any, error) {
+			var n float64
+			err := db.Model(&arItem{}).Select("avg(qty)").Scan(&n).Error
+			return n, err
+		}},
+		{"Scan max(at) into time", true, func(db *gorm.DB) (any, error) {
+			var n sql.NullTime
+			err := db.Model(&arItem{}).Select("max(at)").Scan(&n).Error
+			return n, err
+		}},
+		{"Find into fewer fields", true, func(db *gorm.DB) (any, error) {
+			var out []arSmall
+			err := db.Model(&arItem{}).Order("name, id").Find(&out).Error
+			return out, err
+		}},
+		{"Scan into fewer fields", true, func(db *gorm.DB) (any, error) {
+			var out []arSmall
+			err := db.Model(&arItem{}).Order("name, id").Scan(&out).Error
+			return out, err
+		}},
+		{"Find into more fields", true, func(db *gorm.DB) (any, error) {
+			var out []arMore
+			err := db.Model(&arItem{}).Order("id").Find(&out).Error
+			return out, err
+		}},
+		{"Table Find into fewer fields", true, func(db *gorm.DB) (any, error) {
+			var out []arSmall
+			err := db.Order("id desc").Find(&out).Error
+			return out, err
+		}},
+		{"Rows", true, func(db *gorm.DB) (any, error) {
+			rows, err := db.Model(&arItem{}).Order("id").Rows()
+			if err != nil {
+				return nil, err
+			}
+			defer rows.Close()
+			var out []arItem
+			for rows.Next() {
+				var it arItem
+				if err := db.ScanRows(rows, &it); err != nil {
+					return nil, err
+				}
+				out = append(out, it)
+			}
+			return out, rows.Err()
+		}},
+		{"FindInBatches", true, func(db *gorm.DB) (any, error) {
+			var all [][]int64
+			var batch []arItem
+			err := db.Model(&arItem{}).FindInBatches(&batch, 5, func(tx *gorm.DB, n int) error {
+				var ids []int64
+				for _, b := range batch {
+					ids = append(ids, b.ID)
+				}
+				all = append(all, ids)
+				return nil
+			}).Error
+			return all, err
+		}},
+		{"FindInBatches Where", true, func(db *gorm.DB) (any, error) {
+			var all [][]int64
+			var batch []arItem
+			err := db.Where("qty > ?", 0).FindInBatches(&batch, 3, func(tx *gorm.DB, n int) error {
+				var ids []int64
+				for _, b := range batch {
+					ids = append(ids, b.ID)
+				}
+				all = append(all, ids)
+				return nil
+			}).Error
+			return all, err
+		}},
+		{"First", true, func(db *gorm.DB) (any, error) {
+			var it arItem
+			err := db.First(&it).Error
+			return it, err
+		}},
+		{"Last", true, func(db *gorm.DB) (any, error) {
+			var it arItem
+			err := db.Last(&it).Error
+			return it, err
+		}},
+		{"Unscoped Last", true, func(db *gorm.DB) (any, error) {
+			var it arItem
+			err := db.Unscoped().Last(&it).Error
+			return it, err
+		}},
+		{"Order(name).First", true, func(db *gorm.DB) (any, error) {
+			var it arItem
+			err := db.Order("name desc").First(&it).Error
+			return it, err
+		}},
+		{"Where.Last", true, func(db *gorm.DB) (any, error) {
+			var it arItem
+			err := db.Where("qty < ?", 0).Last(&it).Error
+			return it, err
+		}},
+		{"Take count", true, func(db *gorm.DB) (any, error) {
+			var it arItem
+			err := db.Where("qty = ?", 4).Take(&it).Error
+			return it.Qty, err
+		}},
+		{"First into map", true, func(db *gorm.DB) (any, error) {
+			out := map[string]any{}
+			err := db.Model(&arItem{}).Order("id").First(&out).Error
+			return out, err
+		}},
+		{"Find uint64 ids", true, func(db *gorm.DB) (any, error) {
+			var out []uint64
+			err := db.Model(&arItem{}).Order("id").Pluck("id", &out).Error
+			return out, err
+		}},
+	}
+	return forms
+}
+
+// TestAllShardsReadsMatchOneDatabaseWithColumnCollations: the same, where
+// the text columns compare by collations of their own: case-insensitive,
+// PAD SPACE or NO PAD binary, ICU, NOCASE and RTRIM.
+func TestAllShardsReadsMatchOneDatabaseWithColumnCollations(t *testing.T) {
+	alter := map[string][]string{
+		"sqlite": {"nocase", "rtrim"},
+		"mariadb": {"ALTER TABLE ar_items MODIFY name varchar(20) COLLATE utf8mb4_bin, MODIFY grp varchar(10) COLLATE utf8mb4_nopad_bin",
+			"ALTER TABLE ar_items MODIFY name varchar(20) COLLATE utf8mb4_nopad_bin, MODIFY grp varchar(10) COLLATE latin1_general_cs"},
+		"postgres": {`ALTER TABLE ar_items ALTER COLUMN name TYPE varchar(20) COLLATE "und-x-icu", ALTER COLUMN grp TYPE varchar(10) COLLATE "C"`,
+			`ALTER TABLE ar_items ALTER COLUMN name TYPE char(20), ALTER COLUMN grp TYPE varchar(10) COLLATE "en-US-u-va-posix-x-icu"`},
+	}
+	forEachBackend(t, func(t *testing.T, b backend) {
+		for i, ddl := range alter[b.name] {
+			t.Run(fmt.Sprint(i), func(t *testing.T) {
+				r := newARRig(t, b, func(db *gorm.DB) error {
+					if b.name != "sqlite" {
+						return db.Exec(ddl).Error
+					}
+					var create string
+					if err := db.Raw("SELECT sql FROM sqlite_master WHERE name = 'ar_items'").Row().Scan(&create); err != nil {
+						return err
+					}
+					create = strings.Replace(create, "`name` text", "`name` text COLLATE "+ddl, 1)
+					create = strings.Replace(create, "`grp` text", "`grp` text COLLATE "+ddl, 1)
+					if err := db.Exec("DROP TABLE ar_items").Error; err != nil {
+						return err
+					}
+					return db.Exec(create).Error
+				})
+				r.checkForms(t, arForms())
+			})
+		}
+	})
+}
