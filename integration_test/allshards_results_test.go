@@ -52,6 +52,9 @@ type arForm struct {
 // arRig is the plugin's three physical databases and a plain reference.
 type arRig struct {
 	sh, ref *gorm.DB
+	// padded: text compares without its trailing spaces, so that a group
+	// of "a" and "a " may be either on one database too.
+	padded bool
 }
 
 func newARRig(t *testing.T, b backend, alter func(db *gorm.DB) error) *arRig {
@@ -151,13 +154,13 @@ func (r *arRig) seed(t *testing.T) {
 
 // arCanon writes a result as text to compare: types of scanned values
 // included, times in UTC.
-func arCanon(v any, ordered bool) string {
+func arCanon(v any, ordered, padded bool) string {
 	var b strings.Builder
-	arValue(&b, reflect.ValueOf(v), !ordered)
+	arValue(&b, reflect.ValueOf(v), !ordered, padded)
 	return b.String()
 }
 
-func arValue(b *strings.Builder, v reflect.Value, sortTop bool) {
+func arValue(b *strings.Builder, v reflect.Value, sortTop, padded bool) {
 	if !v.IsValid() {
 		b.WriteString("nil")
 		return
@@ -176,7 +179,7 @@ func arValue(b *strings.Builder, v reflect.Value, sortTop bool) {
 			b.WriteString("nil")
 			return
 		}
-		arValue(b, v.Elem(), false)
+		arValue(b, v.Elem(), false, padded)
 	case reflect.Struct:
 		b.WriteString("{")
 		for i := range v.NumField() {
@@ -185,7 +188,7 @@ func arValue(b *strings.Builder, v reflect.Value, sortTop bool) {
 				continue
 			}
 			b.WriteString(f.Name + ":")
-			arValue(b, v.Field(i), true)
+			arValue(b, v.Field(i), true, padded)
 			b.WriteString(" ")
 		}
 		b.WriteString("}")
@@ -197,7 +200,7 @@ func arValue(b *strings.Builder, v reflect.Value, sortTop bool) {
 		parts := make([]string, v.Len())
 		for i := range parts {
 			var e strings.Builder
-			arValue(&e, v.Index(i), true)
+			arValue(&e, v.Index(i), true, padded)
 			parts[i] = e.String()
 		}
 		if sortTop {
@@ -220,10 +223,16 @@ func arValue(b *strings.Builder, v reflect.Value, sortTop bool) {
 			if e.Kind() == reflect.Interface && !e.IsNil() {
 				fmt.Fprintf(b, "%T=", e.Elem().Interface())
 			}
-			arValue(b, e, false)
+			arValue(b, e, false, padded)
 			b.WriteString(" ")
 		}
 		b.WriteString("}")
+	case reflect.String:
+		if padded {
+			b.WriteString(strings.TrimRight(v.String(), " "))
+		} else {
+			b.WriteString(v.String())
+		}
 	default:
 		fmt.Fprintf(b, "%v", v.Interface())
 	}
@@ -243,7 +252,7 @@ func (r *arRig) checkForms(t *testing.T, forms []arForm) {
 		case gerr != nil || werr != nil:
 			t.Errorf("%s: plugin err %v, one database err %v", f.name, gerr, werr)
 		default:
-			if g, w := arCanon(got, f.ordered), arCanon(want, f.ordered); g != w {
+			if g, w := arCanon(got, f.ordered, r.padded), arCanon(want, f.ordered, r.padded); g != w {
 				at := 0
 				for at < min(len(g), len(w)) && g[at] == w[at] {
 					at++
@@ -785,6 +794,7 @@ func TestAllShardsReadsMatchOneDatabaseWithColumnCollations(t *testing.T) {
 					}
 					return db.Exec(create).Error
 				})
+				r.padded = true
 				r.checkForms(t, arForms())
 			})
 		}
