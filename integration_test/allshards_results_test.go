@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -29,6 +30,7 @@ type arItem struct {
 	Score     *int64
 	Price     string `gorm:"type:decimal(10,2)"`
 	At        *time.Time
+	Ratio     float64
 	Parts     []arPart `gorm:"foreignKey:ItemID"`
 }
 
@@ -55,6 +57,7 @@ type arRig struct {
 	// padded: text compares without its trailing spaces, so that a group
 	// of "a" and "a " may be either on one database too.
 	padded bool
+	inTx   bool // sh and ref are transactions
 }
 
 func newARRig(t *testing.T, b backend, alter func(db *gorm.DB) error) *arRig {
@@ -101,13 +104,13 @@ func newARRig(t *testing.T, b backend, alter func(db *gorm.DB) error) *arRig {
 		}
 	}
 	r := &arRig{sh: sh, ref: ref}
-	r.seed(t)
+	r.seed(t, b.name)
 	return r
 }
 
 // seed writes the same rows on both sides: spread over the shards by their
 // IDs, a few soft-deleted.
-func (r *arRig) seed(t *testing.T) {
+func (r *arRig) seed(t *testing.T, b string) {
 	names := []string{"a", "A", "b", "B", "a ", "é", "É", "", "z", "Z", "b"}
 	grps := []string{"x", "X", "y", "", "x"}
 	base := time.Date(2024, 3, 1, 10, 0, 0, 0, time.UTC)
@@ -118,6 +121,10 @@ func (r *arRig) seed(t *testing.T) {
 		it.ID = layout.Compose(base.Add(time.Duration(i)*time.Minute), (i*97)%layout.ShardCount(), i)
 		it.CreatedAt = base.Add(time.Duration(i) * time.Hour)
 		it.UpdatedAt = it.CreatedAt
+		it.Ratio = []float64{0, math.Copysign(0, -1), 1.5, -2.25, 1e300, 0.1, 0.30000000000000004, 3}[i%8]
+		if b == "postgres" && i%7 == 3 {
+			it.Ratio = []float64{math.NaN(), math.Inf(1), math.Inf(-1)}[i%3]
+		}
 		if i%4 == 3 {
 			it.Price = fmt.Sprint(i) // SQLite stores it as an integer, the others as a decimal
 		}
@@ -244,7 +251,13 @@ func (r *arRig) checkForms(t *testing.T, forms []arForm) {
 	t.Helper()
 	for _, f := range forms {
 		got, gerr := f.run(r.sh.Clauses(shardid.AllShards()))
+		if r.inTx {
+			r.ref.SavePoint("form") // PostgreSQL's transaction survives the form's error
+		}
 		want, werr := f.run(r.ref.Session(&gorm.Session{}))
+		if r.inTx && werr != nil {
+			r.ref.RollbackTo("form")
+		}
 		switch {
 		case gerr != nil && (errors.Is(gerr, shardid.ErrCrossShard) || errors.Is(gerr, shardid.ErrNoShard)):
 			t.Logf("%s: refused: %v", f.name, gerr)
@@ -798,5 +811,43 @@ func TestAllShardsReadsMatchOneDatabaseWithColumnCollations(t *testing.T) {
 				r.checkForms(t, arForms())
 			})
 		}
+	})
+}
+
+// TestAllShardsReadsInATransactionMatchOneDatabase: inside a transaction
+// across shards that wrote rows on several databases, reads over every
+// database see its writes as one database's transaction does.
+func TestAllShardsReadsInATransactionMatchOneDatabase(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newARRig(t, b, nil)
+		errRollback := errors.New("rollback")
+		var added []arItem
+		err := r.sh.Clauses(shardid.AcrossShards()).Transaction(func(shTx *gorm.DB) error {
+			return r.ref.Transaction(func(refTx *gorm.DB) error {
+				for i := range 6 {
+					it := arItem{Name: fmt.Sprint("t", i), Grp: "x", Qty: 100 + i%3, Price: "1.25"}
+					if err := shTx.Create(&it).Error; err != nil {
+						return err
+					}
+					if err := refTx.Create(&it).Error; err != nil {
+						return err
+					}
+					added = append(added, it)
+				}
+				if err := shTx.Clauses(shardid.AllShards()).Where("qty = ?", 4).Delete(&arItem{}).Error; err != nil {
+					t.Logf("delete: %v", err)
+				} else if err := refTx.Where("qty = ?", 4).Delete(&arItem{}).Error; err != nil {
+					return err
+				}
+				tx := &arRig{sh: shTx, ref: refTx, inTx: true}
+				tx.checkForms(t, arForms())
+				return errRollback
+			})
+		})
+		if !errors.Is(err, errRollback) {
+			t.Fatalf("transaction: %v", err)
+		}
+		t.Logf("placed on %d rows", len(added))
+		r.checkForms(t, arForms())
 	})
 }
