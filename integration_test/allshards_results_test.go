@@ -31,6 +31,7 @@ type arItem struct {
 	Price     string `gorm:"type:decimal(10,2)"`
 	At        *time.Time
 	Ratio     float64
+	Big       uint64
 	Parts     []arPart `gorm:"foreignKey:ItemID"`
 }
 
@@ -125,6 +126,13 @@ func (r *arRig) seed(t *testing.T, b string) {
 		if b == "postgres" && i%7 == 3 {
 			it.Ratio = []float64{math.NaN(), math.Inf(1), math.Inf(-1)}[i%3]
 		}
+		it.Big = uint64(i%5) * 1000
+		if b == "mariadb" { // BIGINT UNSIGNED: above the largest int64
+			it.Big = math.MaxUint64 - uint64(i%5)*(1<<62)
+		}
+		if i%5 == 2 { // soft-deleted at a time both sides store alike
+			it.DeletedAt = gorm.DeletedAt{Time: base.Add(time.Duration(i) * time.Second), Valid: true}
+		}
 		if i%4 == 3 {
 			it.Price = fmt.Sprint(i) // SQLite stores it as an integer, the others as a decimal
 		}
@@ -148,13 +156,6 @@ func (r *arRig) seed(t *testing.T, b string) {
 		same.Parts = slices.Clone(row.Parts)
 		if err := r.ref.Create(&same).Error; err != nil {
 			t.Fatalf("seed reference: %v", err)
-		}
-		if i%5 == 2 {
-			for _, db := range []*gorm.DB{r.sh, r.ref} {
-				if err := db.Delete(&arItem{}, row.ID).Error; err != nil {
-					t.Fatalf("seed delete: %v", err)
-				}
-			}
 		}
 	}
 }
@@ -262,6 +263,7 @@ func (r *arRig) checkForms(t *testing.T, forms []arForm) {
 		case gerr != nil && (errors.Is(gerr, shardid.ErrCrossShard) || errors.Is(gerr, shardid.ErrNoShard)):
 			t.Logf("%s: refused: %v", f.name, gerr)
 		case werr != nil && gerr != nil:
+			t.Logf("%s: both failed: %v / %v", f.name, gerr, werr)
 		case gerr != nil || werr != nil:
 			t.Errorf("%s: plugin err %v, one database err %v", f.name, gerr, werr)
 		default:
@@ -633,6 +635,178 @@ func arForms() []arForm {
 			res := db.Model(&arItem{}).Select("qty, count(*) AS n").Group("qty").Scan(&out)
 			return res.RowsAffected, res.Error
 		}},
+		items(func(db *gorm.DB) *gorm.DB { return db.Order("ratio, id") }, true, "Order(ratio, id)"),
+		items(func(db *gorm.DB) *gorm.DB { return db.Order("ratio desc, id").Limit(6) }, true, "Order(ratio desc, id)"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("ratio, count(*) AS n").Group("ratio").Order("ratio") }, true, "Group(ratio)"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("min(ratio) AS a, max(ratio) AS b, count(distinct ratio) AS c")
+		}, true, "min/max ratio"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("grp, min(ratio) AS a, max(ratio) AS b").Group("grp").Order("grp")
+		}, true, "Group(grp) min/max ratio"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("count(distinct ratio) AS c") }, true, "count(distinct ratio)"),
+		findMaps(func(db *gorm.DB) *gorm.DB { return db.Distinct("ratio").Order("ratio") }, true, "Distinct(ratio)"),
+		number(func(db *gorm.DB) *gorm.DB { return db.Distinct("ratio") }, "Distinct(ratio).Count"),
+		{"Pluck ratio Order ratio", true, func(db *gorm.DB) (any, error) {
+			var out []float64
+			err := db.Model(&arItem{}).Order("ratio desc").Pluck("ratio", &out).Error
+			return out, err
+		}},
+		{"Find into fewer fields unordered", false, func(db *gorm.DB) (any, error) {
+			var out []arSmall
+			err := db.Model(&arItem{}).Where("qty > ?", 0).Find(&out).Error
+			return out, err
+		}},
+		{"FindInBatches Limit", true, func(db *gorm.DB) (any, error) {
+			var all [][]int64
+			var batch []arItem
+			err := db.Limit(7).FindInBatches(&batch, 3, func(tx *gorm.DB, n int) error {
+				var ids []int64
+				for _, b := range batch {
+					ids = append(ids, b.ID)
+				}
+				all = append(all, ids)
+				return nil
+			}).Error
+			return all, err
+		}},
+		{"FindInBatches Order desc", true, func(db *gorm.DB) (any, error) {
+			var all [][]int64
+			var batch []arItem
+			err := db.Order("id desc").FindInBatches(&batch, 4, func(tx *gorm.DB, n int) error {
+				var ids []int64
+				for _, b := range batch {
+					ids = append(ids, b.ID)
+				}
+				all = append(all, ids)
+				return nil
+			}).Error
+			return all, err
+		}},
+		items(func(db *gorm.DB) *gorm.DB { return db.Order("id").Limit(5).Offset(1000) }, true, "Offset past the rows"),
+		items(func(db *gorm.DB) *gorm.DB { return db.Order("id desc").Limit(1000).Offset(17) }, true, "Offset near the end"),
+		items(func(db *gorm.DB) *gorm.DB {
+			return db.Preload("Parts").Joins("JOIN ar_parts ON ar_parts.item_id = ar_items.id AND ar_parts.n = ?", 2).Order("ar_items.id")
+		}, true, "Preload and Joins"),
+		items(func(db *gorm.DB) *gorm.DB {
+			return db.Unscoped().Where("deleted_at IS NOT NULL").Order("id desc").Limit(2)
+		}, true, "deleted only"),
+		items(func(db *gorm.DB) *gorm.DB { return db.Where("id IN ?", []int64{1, 2}).Order("id") }, true, "IN unknown ids"),
+		number(func(db *gorm.DB) *gorm.DB { return db.Select("id, name") }, "Select(id, name).Count"),
+		number(func(db *gorm.DB) *gorm.DB { return db.Select("name") }, "Select(name).Count"),
+		number(func(db *gorm.DB) *gorm.DB { return db.Distinct("ar_items.qty").Order("ar_items.qty") }, "Distinct(qualified).Count"),
+		findMaps(func(db *gorm.DB) *gorm.DB { return db.Distinct("ar_items.qty").Order("ar_items.qty") }, true, "Distinct(qualified) maps"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("ar_items.qty AS q, count(*) AS n").Group("ar_items.qty").Order("ar_items.qty desc")
+		}, true, "Group qualified Order qualified"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("qty, count(*) AS n").Group("qty").Order("qty").Limit(2).Offset(30)
+		}, true, "Group Offset past"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("qty, count(*) AS n").Where("qty > 100").Group("qty") }, true, "Group of no rows"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("count(*) AS n, max(qty) AS m").Where("qty > 100") }, true, "aggregate of no rows"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("qty, count(*) AS n").Group("qty").Having("count(*) >= ?", 2).Having("qty > ?", 0).Order("qty")
+		}, true, "two Havings"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("score, sum(qty) AS s").Group("score").Order("score desc")
+		}, true, "Group(score) desc NULLs"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("qty, max(score) AS m").Group("qty").Order("m desc, qty") }, true, "Order max NULLs desc"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("qty, min(at) AS m").Group("qty").Order("m, qty") }, true, "Order min(at) NULLs"),
+		items(func(db *gorm.DB) *gorm.DB { return db.Order("big, id") }, true, "Order(big, id)"),
+		items(func(db *gorm.DB) *gorm.DB { return db.Order("big desc, id").Limit(5) }, true, "Order(big desc, id)"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("big, count(*) AS n").Group("big").Order("big") }, true, "Group(big)"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("min(big) AS a, max(big) AS b, sum(big) AS c, avg(big) AS d, count(distinct big) AS e")
+		}, true, "aggregates of big"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("grp, sum(big) AS s").Group("grp").Having("sum(big) > ?", uint64(1)<<63).Order("s")
+		}, true, "Having sum(big)"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("qty, max(big) AS s").Group("qty").Having("max(big) > ?", uint64(1)<<63).Order("qty")
+		}, true, "Having max(big) uint64"),
+		{"Pluck big Order big", true, func(db *gorm.DB) (any, error) {
+			var out []uint64
+			err := db.Model(&arItem{}).Order("big desc").Pluck("big", &out).Error
+			return out, err
+		}},
+		{"Scan sum(big)", true, func(db *gorm.DB) (any, error) {
+			var out string
+			err := db.Model(&arItem{}).Select("sum(big)").Scan(&out).Error
+			return out, err
+		}},
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("count(distinct(qty)) AS n") }, true, "count(distinct(qty))"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("COUNT( * ) AS n, SUM( qty ) AS s") }, true, "spaced items"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("count(ar_items.score) n, max(ar_items.qty) m") }, true, "qualified aggregates"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("sum(qty)+0 AS s") }, true, "aggregate expression"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("score, count(*) AS qty").Group("score").Order("qty, score")
+		}, true, "alias named as a column, ordered"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("score, count(*) AS qty").Group("score").Having("qty > ?", 1).Order("score")
+		}, true, "alias named as a column, HAVING"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("score AS s, count(*) AS n").Group("score").Order("score desc")
+		}, true, "aliased key ordered by column"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("score AS qty, count(*) AS n").Group("score").Order("qty")
+		}, true, "key aliased as another column"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("score AS qty, count(*) AS n").Group("score").Having("qty > ?", 0).Order("n, qty")
+		}, true, "key aliased as another column, HAVING"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("qty, count(*) AS n").Group("qty").Order("1") }, true, "Order by position"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("qty, count(*) AS n").Group("qty").Order("qty").Order("n desc")
+		}, true, "two Orders"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("qty", "count(*) AS n").Group("qty").Order("qty") }, true, "Select list of strings"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("qty, count(*) AS n").Group("qty").Group("score").Order("qty")
+		}, true, "Group twice, score hidden"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("qty, avg(qty) AS a, sum(qty) AS s, count(qty) AS c").Group("qty").Order("qty")
+		}, true, "avg beside its sum and count"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("avg(price) AS a, avg(ratio) AS r") }, true, "avg decimal and float"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("sum(ratio) AS r") }, true, "sum float"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("max(ratio) AS r, min(deleted_at) AS d") }, true, "max float, min deleted_at"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Unscoped().Select("max(deleted_at) AS d, count(deleted_at) AS n")
+		}, true, "Unscoped max deleted_at"),
+		items(func(db *gorm.DB) *gorm.DB { return db.Limit(3).Limit(-1).Order("id") }, true, "Limit cancelled"),
+		items(func(db *gorm.DB) *gorm.DB { return db.Offset(5).Offset(-1).Order("id").Limit(4) }, true, "Offset cancelled"),
+		items(func(db *gorm.DB) *gorm.DB { return db.Limit(0).Offset(2).Order("id") }, true, "Limit(0).Offset(2)"),
+		number(func(db *gorm.DB) *gorm.DB { return db.Limit(0) }, "Limit(0).Count"),
+		items(func(db *gorm.DB) *gorm.DB { return db.Preload("Parts").Order("qty desc, id").Limit(3) }, true, "Preload Order Limit"),
+		items(func(db *gorm.DB) *gorm.DB {
+			return db.InnerJoins("JOIN ar_parts ON ar_parts.item_id = ar_items.id").Where("ar_parts.kind = ?", "b").Order("ar_items.qty, ar_items.id")
+		}, true, "InnerJoins raw"),
+		findMaps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("ar_items.id, ar_items.qty, ar_parts.n").Joins("JOIN ar_parts ON ar_parts.item_id = ar_items.id").Order("ar_items.id, ar_parts.n")
+		}, true, "maps with a joined column"),
+		findMaps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("ar_items.id, ar_parts.id AS part").Joins("JOIN ar_parts ON ar_parts.item_id = ar_items.id").Order("ar_items.id desc").Limit(4)
+		}, false, "maps joined Limit, ties"),
+		items(func(db *gorm.DB) *gorm.DB {
+			return db.Scopes(func(d *gorm.DB) *gorm.DB { return d.Offset(4).Limit(4) }).Order("price, id")
+		}, true, "Scopes page Order(price)"),
+		items(func(db *gorm.DB) *gorm.DB {
+			return db.Where("qty IN ?", []int{1, 4, 7}).Or("score IS NULL").Order("qty desc, id")
+		}, true, "Or"),
+		items(func(db *gorm.DB) *gorm.DB { return db.Not("qty", []int{1, 4}).Order("id").Limit(5).Offset(5) }, true, "Not"),
+		row("count(*), sum(qty), avg(qty), max(price), min(at), sum(price), max(score), min(ratio), max(big)", 9, func(db *gorm.DB) *gorm.DB { return db.Where("qty > ?", -100) }),
+		row("count(distinct qty)", 1, func(db *gorm.DB) *gorm.DB { return db.Where("qty > ?", -100) }),
+		row("count(*), sum(qty), avg(qty), max(price), min(at), max(score), min(ratio), max(big)", 8, func(db *gorm.DB) *gorm.DB { return db.Where("qty > -100") }),
+		row("count(*), sum(qty), avg(qty), max(price), min(at), max(score), max(big)", 7, func(db *gorm.DB) *gorm.DB { return db.Where("qty > ?", -100) }),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Where("qty > ?", -100).Select("qty, count(*) AS n, sum(price) AS s, avg(score) AS a, max(at) AS m, min(big) AS b").Group("qty").Order("qty")
+		}, true, "Group with an argument (binary protocol)"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Where("qty > ?", -100).Select("qty, count(*) AS n, avg(score) AS a, max(at) AS m, min(big) AS b").Group("qty").Order("qty")
+		}, true, "Group with an argument, no decimal"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Where("qty > ?", -100).Distinct("qty", "score").Order("qty, score")
+		}, true, "Distinct with an argument"),
+		findMaps(func(db *gorm.DB) *gorm.DB {
+			return db.Where("qty > ?", -100).Select("qty, count(*) AS n, sum(price) AS s").Group("qty").Order("qty")
+		}, true, "Find maps Group with an argument"),
 		number(id, "Count"),
 		number(func(db *gorm.DB) *gorm.DB { return db.Group("grp") }, "Group(grp).Count"),
 		number(func(db *gorm.DB) *gorm.DB { return db.Group("name") }, "Group(name).Count"),
@@ -834,9 +1008,11 @@ func TestAllShardsReadsInATransactionMatchOneDatabase(t *testing.T) {
 					}
 					added = append(added, it)
 				}
-				if err := shTx.Clauses(shardid.AllShards()).Where("qty = ?", 4).Delete(&arItem{}).Error; err != nil {
-					t.Logf("delete: %v", err)
-				} else if err := refTx.Where("qty = ?", 4).Delete(&arItem{}).Error; err != nil {
+				gone := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC) // a soft delete both sides stamp alike
+				if err := shTx.Clauses(shardid.AllShards()).Model(&arItem{}).Where("qty = ?", 4).Update("deleted_at", gone).Error; err != nil {
+					return err
+				}
+				if err := refTx.Model(&arItem{}).Where("qty = ?", 4).Update("deleted_at", gone).Error; err != nil {
 					return err
 				}
 				tx := &arRig{sh: shTx, ref: refTx, inTx: true}
