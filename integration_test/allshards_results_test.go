@@ -807,6 +807,15 @@ func arForms() []arForm {
 		findMaps(func(db *gorm.DB) *gorm.DB {
 			return db.Where("qty > ?", -100).Select("qty, count(*) AS n, sum(price) AS s").Group("qty").Order("qty")
 		}, true, "Find maps Group with an argument"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("QTY, count(*) AS n").Group("qty").Order("qty") }, true, "raw column in upper case"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("Qty, max(Score) AS m").Group("Qty").Order("Qty") }, true, "raw field name"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("qty", "count(*) AS n").Group("qty").Order("qty") }, true, "Select of a column and an item"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("Qty", "count(*) AS n").Group("qty").Order("qty") }, true, "Select of a field and an item"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("max(Qty), MIN(qty), count(*)") }, true, "unaliased aggregates"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("max(Qty)") }, true, "one unaliased aggregate"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("avg(Qty)") }, true, "unaliased avg"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("count(distinct Qty)") }, true, "unaliased count distinct"),
+		findMaps(func(db *gorm.DB) *gorm.DB { return db.Distinct("QTY").Order("qty") }, true, "Distinct raw upper case"),
 		number(id, "Count"),
 		number(func(db *gorm.DB) *gorm.DB { return db.Group("grp") }, "Group(grp).Count"),
 		number(func(db *gorm.DB) *gorm.DB { return db.Group("name") }, "Group(name).Count"),

@@ -108,10 +108,7 @@ func PlanAggregation(q AggregationQuery) (*Aggregation, string) {
 		}
 		sql := strings.TrimSpace(text)
 		if column, ok := q.ModelColumn(o.arg); ok {
-			if o.fn == "" && o.alias == "" && !strings.ContainsAny(sql, ".`\"") {
-				sql = q.Quote(column) // a field's name, which GORM quotes as its column
-			}
-			o.arg = column
+			o.arg = column // the item's SQL stays as the query wrote it: its text names its result ("QTY" on MySQL)
 		} else if o.fn != "" && o.arg != "*" {
 			return nil, fmt.Sprintf("the select item %q: %s is not a column of %s", strings.TrimSpace(text), o.arg, q.Table)
 		}

@@ -141,7 +141,7 @@ func selectItems(q Query) (items []string, distinct bool, why string) {
 			} else if c.Table != "" && c.Table != clause.CurrentTable {
 				items = append(items, c.Table+"."+c.Name) // another table's column, not the model's of its name
 			} else {
-				items = append(items, c.Name)
+				items = append(items, quotedColumn(q, c.Name)) // as GORM writes a column: quoted
 			}
 		}
 		return items, sel.Distinct, ""
@@ -162,9 +162,20 @@ func selectItems(q Query) (items []string, distinct bool, why string) {
 		return nil, false, "a select expression"
 	}
 	for _, s := range q.Selects {
-		items = append(items, splitTopLevel(s, ',')...)
+		if f := q.Schema.LookUpField(s); f != nil && f.DBName != "" {
+			items = append(items, quotedColumn(q, f.DBName)) // GORM writes a field's name as its quoted column
+		} else {
+			items = append(items, splitTopLevel(s, ',')...) // and anything else as written, which names its result
+		}
 	}
 	return items, false, ""
+}
+
+func quotedColumn(q Query, column string) string {
+	if q.Quote == nil {
+		return column
+	}
+	return q.Quote(column)
 }
 
 func cutPrefixFold(s, prefix string) (string, bool) {
