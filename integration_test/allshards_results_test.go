@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 	"gorm.io/gorm/logger"
 
 	"github.com/shardid/shardid"
@@ -816,6 +817,29 @@ func arForms() []arForm {
 		maps(func(db *gorm.DB) *gorm.DB { return db.Select("avg(Qty)") }, true, "unaliased avg"),
 		maps(func(db *gorm.DB) *gorm.DB { return db.Select("count(distinct Qty)") }, true, "unaliased count distinct"),
 		findMaps(func(db *gorm.DB) *gorm.DB { return db.Distinct("QTY").Order("qty") }, true, "Distinct raw upper case"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Clauses(clause.Select{Columns: []clause.Column{{Name: "qty", Alias: "q"}, {Name: "count(*)", Raw: true, Alias: "n"}}}).Group("qty").Order("qty")
+		}, true, "clause.Select with aliases"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Clauses(clause.Select{Columns: []clause.Column{{Table: clause.CurrentTable, Name: "qty"}, {Name: "max(score)", Raw: true}}}).Group("qty").Order("qty")
+		}, true, "clause.Select of the current table"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("COUNT( * ), SUM( qty ),max(qty)") }, true, "unaliased spaced items"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("qty,\n\tcount(*)").Group("qty").Order("qty") }, true, "items after a newline"),
+		maps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("qty", "count(*)", "sum(score)").Group("qty").Order("qty")
+		}, true, "items as strings, unaliased"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("`qty`, count(*)").Group("qty").Order("qty") }, true, "backquoted (MySQL) item"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("ar_items.qty, count(*)").Group("qty").Order("qty") }, true, "qualified item unaliased"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("qty AS \"Q\", count(*) AS N").Group("qty").Order("qty") }, true, "aliases in upper case"),
+		findMaps(func(db *gorm.DB) *gorm.DB { return db.Select("QTY, count(*) AS n").Group("qty").Order("qty") }, true, "Find maps raw upper case"),
+		{"Find struct raw upper case", true, func(db *gorm.DB) (any, error) {
+			var out []struct {
+				Qty int
+				N   int
+			}
+			err := db.Model(&arItem{}).Select("QTY, count(*) AS N").Group("qty").Order("qty").Find(&out).Error
+			return out, err
+		}},
 		number(id, "Count"),
 		number(func(db *gorm.DB) *gorm.DB { return db.Group("grp") }, "Group(grp).Count"),
 		number(func(db *gorm.DB) *gorm.DB { return db.Group("name") }, "Group(name).Count"),

@@ -136,13 +136,18 @@ func selectItems(q Query) (items []string, distinct bool, why string) {
 	case nil:
 	case clause.Select:
 		for _, c := range sel.Columns {
+			var item []string
 			if c.Raw {
-				items = append(items, splitTopLevel(c.Name, ',')...)
+				item = splitTopLevel(c.Name, ',')
 			} else if c.Table != "" && c.Table != clause.CurrentTable {
-				items = append(items, c.Table+"."+c.Name) // another table's column, not the model's of its name
+				item = []string{c.Table + "." + c.Name} // another table's column, not the model's of its name
 			} else {
-				items = append(items, quotedColumn(q, c.Name)) // as GORM writes a column: quoted
+				item = []string{quotedColumn(q, c.Name)} // as GORM writes a column: quoted
 			}
+			if c.Alias != "" { // GORM writes it after the column, the last item of a raw list
+				item[len(item)-1] += " AS " + quotedColumn(q, c.Alias)
+			}
+			items = append(items, item...)
 		}
 		return items, sel.Distinct, ""
 	case clause.Expr:
