@@ -840,6 +840,72 @@ func arForms() []arForm {
 			err := db.Model(&arItem{}).Select("QTY, count(*) AS N").Group("qty").Order("qty").Find(&out).Error
 			return out, err
 		}},
+		findMaps(func(db *gorm.DB) *gorm.DB {
+			return db.Clauses(clause.Select{Columns: []clause.Column{{Name: "id"}, {Name: "qty", Alias: "score"}, {Name: "score", Alias: "qty"}}}).Order("qty, id")
+		}, true, "clause.Select aliases swap ordered columns (maps)"),
+		items(func(db *gorm.DB) *gorm.DB {
+			return db.Clauses(clause.Select{Columns: []clause.Column{{Name: "id"}, {Name: "qty", Alias: "score"}, {Name: "score", Alias: "qty"}}}).Order("qty desc, id")
+		}, true, "clause.Select aliases swap ordered columns"),
+		items(func(db *gorm.DB) *gorm.DB {
+			return db.Clauses(clause.Select{Columns: []clause.Column{{Name: "id"}, {Name: "qty", Alias: "qty2"}}}).Order("qty desc, id")
+		}, true, "clause.Select alias hides the ordered column"),
+		items(func(db *gorm.DB) *gorm.DB {
+			return db.Clauses(clause.Select{Columns: []clause.Column{{Name: "id"}, {Name: "ratio", Alias: "qty"}, {Name: "qty", Alias: "n"}}}).Order("qty, id")
+		}, true, "clause.Select alias names the ordered column"),
+		items(func(db *gorm.DB) *gorm.DB {
+			return db.Clauses(clause.Select{Columns: []clause.Column{{Name: "id"}, {Name: "qty"}}, Distinct: true}).Order("qty, id")
+		}, true, "clause.Select Distinct with the key"),
+		findMaps(func(db *gorm.DB) *gorm.DB {
+			return db.Clauses(clause.Select{Columns: []clause.Column{{Name: "qty"}}, Distinct: true}).Order("qty")
+		}, true, "clause.Select Distinct without the key"),
+		findMaps(func(db *gorm.DB) *gorm.DB {
+			return db.Clauses(clause.Select{Expression: clause.Expr{SQL: "id, qty AS score"}}).Order("score, id")
+		}, true, "clause.Select expression"),
+		items(func(db *gorm.DB) *gorm.DB {
+			return db.Clauses(clause.Select{Columns: []clause.Column{{Name: "id"}, {Name: "qty", Alias: "qty2"}}}).Order("qty desc, id").Limit(1)
+		}, true, "clause.Select alias hides the ordered column, Limit(1)"),
+		findMaps(func(db *gorm.DB) *gorm.DB {
+			return db.Clauses(clause.Select{Columns: []clause.Column{{Name: "id"}, {Name: "qty", Alias: "qty2"}}}).Order("qty desc, id").Limit(2)
+		}, true, "clause.Select alias hides the ordered column, maps Limit(2)"),
+		items(func(db *gorm.DB) *gorm.DB {
+			return db.Select("id, qty AS qty2").Order("qty desc, id").Limit(1)
+		}, true, "Select alias hides the ordered column, Limit(1)"),
+		items(func(db *gorm.DB) *gorm.DB {
+			return db.Clauses(clause.Select{Columns: []clause.Column{{Name: "id"}, {Name: "qty", Alias: "x"}}}).Order("qty, id desc").Limit(1)
+		}, true, "clause.Select alias hides qty, Order(qty, id desc).Limit(1)"),
+		items(func(db *gorm.DB) *gorm.DB {
+			return db.Clauses(clause.Select{Columns: []clause.Column{{Name: "id"}, {Name: "qty", Alias: "x"}}}).Order("qty, id desc").Limit(2)
+		}, true, "clause.Select alias hides qty, Order(qty, id desc).Limit(2)"),
+		items(func(db *gorm.DB) *gorm.DB {
+			return db.Clauses(clause.Select{Columns: []clause.Column{{Name: "id"}, {Name: "qty", Alias: "x"}}}).Order("qty desc, id desc").Limit(1)
+		}, true, "clause.Select alias hides qty, Order(qty desc, id desc).Limit(1)"),
+		items(func(db *gorm.DB) *gorm.DB {
+			return db.Clauses(clause.Select{Columns: []clause.Column{{Name: "id"}, {Name: "qty", Alias: "x"}}}).Order("qty desc, id desc").Limit(2)
+		}, true, "clause.Select alias hides qty, Order(qty desc, id desc).Limit(2)"),
+		items(func(db *gorm.DB) *gorm.DB {
+			return db.Clauses(clause.Select{Columns: []clause.Column{{Name: "id"}, {Name: "score", Alias: "x"}}}).Order("score desc, id").Limit(1)
+		}, true, "clause.Select alias hides score, Order(score desc, id).Limit(1)"),
+		items(func(db *gorm.DB) *gorm.DB {
+			return db.Clauses(clause.Select{Columns: []clause.Column{{Name: "id"}, {Name: "score", Alias: "x"}}}).Order("score desc, id").Limit(2)
+		}, true, "clause.Select alias hides score, Order(score desc, id).Limit(2)"),
+		items(func(db *gorm.DB) *gorm.DB {
+			return db.Clauses(clause.Select{Columns: []clause.Column{{Name: "id"}, {Name: "score", Alias: "x"}}}).Order("score, id desc").Limit(1)
+		}, true, "clause.Select alias hides score, Order(score, id desc).Limit(1)"),
+		items(func(db *gorm.DB) *gorm.DB {
+			return db.Clauses(clause.Select{Columns: []clause.Column{{Name: "id"}, {Name: "score", Alias: "x"}}}).Order("score, id desc").Limit(2)
+		}, true, "clause.Select alias hides score, Order(score, id desc).Limit(2)"),
+		items(func(db *gorm.DB) *gorm.DB {
+			return db.Clauses(clause.Select{Columns: []clause.Column{{Name: "id"}, {Name: "at", Alias: "x"}}}).Order("at desc, id").Limit(1)
+		}, true, "clause.Select alias hides at, Order(at desc, id).Limit(1)"),
+		items(func(db *gorm.DB) *gorm.DB {
+			return db.Clauses(clause.Select{Columns: []clause.Column{{Name: "id"}, {Name: "at", Alias: "x"}}}).Order("at desc, id").Limit(2)
+		}, true, "clause.Select alias hides at, Order(at desc, id).Limit(2)"),
+		items(func(db *gorm.DB) *gorm.DB {
+			return db.Clauses(clause.Select{Columns: []clause.Column{{Name: "id"}, {Name: "big", Alias: "x"}}}).Order("big, id desc").Limit(1)
+		}, true, "clause.Select alias hides big, Order(big, id desc).Limit(1)"),
+		items(func(db *gorm.DB) *gorm.DB {
+			return db.Clauses(clause.Select{Columns: []clause.Column{{Name: "id"}, {Name: "big", Alias: "x"}}}).Order("big, id desc").Limit(2)
+		}, true, "clause.Select alias hides big, Order(big, id desc).Limit(2)"),
 		number(id, "Count"),
 		number(func(db *gorm.DB) *gorm.DB { return db.Group("grp") }, "Group(grp).Count"),
 		number(func(db *gorm.DB) *gorm.DB { return db.Group("name") }, "Group(name).Count"),

@@ -436,7 +436,11 @@ func selectParts(q Query) []string {
 			if !c.Raw && c.Table != "" && c.Table != clause.CurrentTable {
 				name = c.Table + "." + name // clause.Column{Table: "books", Name: "id"} is books' id
 			}
-			items = append(items, strings.Split(name, ",")...)
+			parts := strings.Split(name, ",")
+			if c.Alias != "" { // the column's value goes by the alias, not by its name
+				parts[len(parts)-1] += " AS " + quotedColumn(q, c.Alias)
+			}
+			items = append(items, parts...)
 		}
 	}
 	return items
