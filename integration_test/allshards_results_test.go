@@ -252,14 +252,15 @@ func arValue(b *strings.Builder, v reflect.Value, sortTop, padded bool) {
 func (r *arRig) checkForms(t *testing.T, forms []arForm) {
 	t.Helper()
 	for _, f := range forms {
-		got, gerr := f.run(r.sh.Clauses(shardid.AllShards()))
 		if r.inTx {
 			r.ref.SavePoint("form") // PostgreSQL's transaction survives the form's error
 		}
 		want, werr := f.run(r.ref.Session(&gorm.Session{}))
 		if r.inTx && werr != nil {
 			r.ref.RollbackTo("form")
+			continue // it would abort the plugin's PostgreSQL branches, as it aborts one database's transaction
 		}
+		got, gerr := f.run(r.sh.Clauses(shardid.AllShards()))
 		switch {
 		case gerr != nil && (errors.Is(gerr, shardid.ErrCrossShard) || errors.Is(gerr, shardid.ErrNoShard)):
 			t.Logf("%s: refused: %v", f.name, gerr)
