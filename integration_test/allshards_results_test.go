@@ -117,6 +117,7 @@ func (r *arRig) seed(t *testing.T, b string) {
 	grps := []string{"x", "X", "y", "", "x"}
 	base := time.Date(2024, 3, 1, 10, 0, 0, 0, time.UTC)
 	layout := shardid.Layout{}.Normalized()
+	var first int64
 	for i := range 24 {
 		it := arItem{Name: names[i%len(names)], Grp: grps[i%len(grps)], Qty: (i*7)%11 - 3,
 			Price: fmt.Sprintf("%d.%02d", (i*13)%50, (i*37)%100)}
@@ -158,6 +159,16 @@ func (r *arRig) seed(t *testing.T, b string) {
 		if err := r.ref.Create(&same).Error; err != nil {
 			t.Fatalf("seed reference: %v", err)
 		}
+		if i == 0 {
+			first = row.ID
+		}
+	}
+	late := arPart{ItemID: first, Kind: "late", N: 9} // the first item's only part, made last: its ID orders after every other part's
+	if err := r.sh.Create(&late).Error; err != nil {
+		t.Fatalf("seed: %v", err)
+	}
+	if err := r.ref.Create(&late).Error; err != nil {
+		t.Fatalf("seed reference: %v", err)
 	}
 }
 
@@ -377,7 +388,7 @@ func arForms() []arForm {
 		}, true, "Where subquery"),
 		items(func(db *gorm.DB) *gorm.DB { return db.Preload("Parts", "n > ?", 1).Order("id") }, true, "Preload with condition"),
 		items(func(db *gorm.DB) *gorm.DB {
-			return db.Preload("Parts", func(tx *gorm.DB) *gorm.DB { return tx.Order("n desc").Limit(2) }).Order("id")
+			return db.Preload("Parts", func(tx *gorm.DB) *gorm.DB { return tx.Order("n desc, id").Limit(2) }).Order("id")
 		}, true, "Preload with limit"),
 		items(func(db *gorm.DB) *gorm.DB { return db.Limit(0).Order("id") }, true, "Limit(0)"),
 		items(func(db *gorm.DB) *gorm.DB { return db.Order("id").Limit(-1).Offset(20) }, true, "Limit(-1).Offset(20)"),
@@ -907,6 +918,31 @@ func arForms() []arForm {
 		items(func(db *gorm.DB) *gorm.DB {
 			return db.Clauses(clause.Select{Columns: []clause.Column{{Name: "id"}, {Name: "big", Alias: "x"}}}).Order("big, id desc").Limit(2)
 		}, true, "clause.Select alias hides big, Order(big, id desc).Limit(2)"),
+		items(func(db *gorm.DB) *gorm.DB {
+			return db.Select("*").Joins("JOIN ar_parts ON ar_parts.item_id = ar_items.id").Order("ar_items.id desc").Limit(3)
+		}, true, "Select(*) Joins: two id columns"),
+		items(func(db *gorm.DB) *gorm.DB {
+			return db.Select("ar_items.*, ar_parts.*").Joins("JOIN ar_parts ON ar_parts.item_id = ar_items.id").Order("ar_items.qty desc, ar_items.id").Limit(3)
+		}, false, "Select(both tables) Joins ordered by qty"), // the rows of an item tie
+		items(func(db *gorm.DB) *gorm.DB {
+			return db.Select("ar_items.id, ar_parts.n AS qty").Joins("JOIN ar_parts ON ar_parts.item_id = ar_items.id").Order("ar_items.qty desc, ar_items.id").Limit(3)
+		}, true, "joined column aliased as the ordered one"),
+		items(func(db *gorm.DB) *gorm.DB {
+			return db.Select("ar_items.*, ar_parts.n AS qty").Joins("JOIN ar_parts ON ar_parts.item_id = ar_items.id").Order("qty desc, ar_items.id").Limit(3)
+		}, true, "joined column aliased as a column of the model"),
+		maps(func(db *gorm.DB) *gorm.DB { return db.Select("qty").Group("qty").Order("max(score) desc, qty") }, true, "Order by a hidden aggregate"),
+		items(func(db *gorm.DB) *gorm.DB {
+			return db.Joins("JOIN ar_parts ON ar_parts.item_id = ar_items.id").Order("id desc").Limit(3)
+		}, true, "Joins Order(id) unqualified"),
+		items(func(db *gorm.DB) *gorm.DB {
+			return db.Select("*").Joins("JOIN ar_parts ON ar_parts.item_id = ar_items.id").Order("ar_items.id").Limit(1)
+		}, true, "Select(*) Joins: two id columns, Limit(1)"),
+		items(func(db *gorm.DB) *gorm.DB {
+			return db.Select("ar_items.*, ar_parts.*").Joins("JOIN ar_parts ON ar_parts.item_id = ar_items.id").Order("ar_items.id").Limit(1)
+		}, true, "Select(both tables) Joins: two id columns, Limit(1)"),
+		findMaps(func(db *gorm.DB) *gorm.DB {
+			return db.Select("*").Joins("JOIN ar_parts ON ar_parts.item_id = ar_items.id").Order("ar_items.id").Limit(1)
+		}, true, "maps Select(*) Joins: two id columns, Limit(1)"),
 		number(id, "Count"),
 		number(func(db *gorm.DB) *gorm.DB { return db.Group("grp") }, "Group(grp).Count"),
 		number(func(db *gorm.DB) *gorm.DB { return db.Group("name") }, "Group(name).Count"),

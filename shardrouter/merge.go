@@ -37,6 +37,8 @@ type Query struct {
 	Quote func(string) string
 	// Dialect is the databases': MySQL, Postgres or SQLite.
 	Dialect string
+	// Joined: the query joins other tables, whose columns a `*` reads too.
+	Joined bool
 }
 
 // Merge is how the results of a query's parts become the query's.
@@ -504,6 +506,10 @@ func ofOtherTable(q Query, item string) bool {
 func sourcesNamed(q Query, f *schema.Field) []string {
 	var sources []string
 	for _, part := range selectParts(q) {
+		if m := selectItem.FindStringSubmatch(part); m != nil && m[1] == "*" && (ofOtherTable(q, part) || q.Joined && qualifier.FindString(part) == "") {
+			sources = append(sources, "") // a joined table's columns, one of which may go by f's name (and be the one read)
+			continue
+		}
 		if m := selectItem.FindStringSubmatch(part); m == nil || !named(f, unquote(m[1])) {
 			continue // another column (or not read: selected decides)
 		}

@@ -653,6 +653,13 @@ func builtClauses(stmt *gorm.Statement) map[string]clause.Clause {
 	return built
 }
 
+// joined reports whether the statement joins other tables: by Joins, or by
+// a FROM clause of its own.
+func joined(stmt *gorm.Statement) bool {
+	from, _ := stmt.Clauses["FROM"].Expression.(clause.From)
+	return len(stmt.Joins) > 0 || len(from.Joins) > 0 || len(from.Tables) > 1
+}
+
 // fanOutQuery runs the query on every physical database that may hold its
 // rows at once, and merges the rows into the statement's destination: a sum
 // for a count, a k-way merge of the parts when ordered, else the parts one
@@ -661,7 +668,7 @@ func (e *Engine) fanOutQuery(db *gorm.DB, kind statementKind, m *model, plan sha
 	stmt := db.Statement
 	query := shardrouter.Query{Schema: stmt.Schema, Key: m.pk().field, Clauses: builtClauses(stmt), Distinct: stmt.Distinct,
 		Selects: stmt.Selects, Omits: stmt.Omits, TableExpr: stmt.TableExpr, Table: stmt.Table, Rows: kind == kindRow,
-		Quote: func(name string) string { return stmt.Quote(name) }, Dialect: e.dialectOf(stmt, plan)}
+		Quote: func(name string) string { return stmt.Quote(name) }, Dialect: e.dialectOf(stmt, plan), Joined: joined(stmt)}
 	dest := reflect.ValueOf(stmt.Dest)
 	if dest.Kind() == reflect.Map && !dest.IsNil() { // GORM's Scan fills a map given by value: merge into it through a pointer
 		ptr := reflect.New(dest.Type())
