@@ -110,7 +110,12 @@ func IsNumber(k reflect.Kind) bool {
 // mergeableClauses are the clauses whose rows each database computes alone
 // exactly as one database would.
 var mergeableClauses = map[string]bool{"SELECT": true, "FROM": true, "WHERE": true, "ORDER BY": true, "LIMIT": true, "FOR": true,
-	"soft_delete_enabled": true} // GORM's mark that the soft-delete condition is in WHERE
+	"soft_delete_enabled": true, // GORM's mark that the soft-delete condition is in WHERE
+	CountedClause:         true}
+
+// CountedClause is the key, among a statement's clauses, of the plugin's
+// mark of the map version the statement counts in: no SQL is built of it.
+const CountedClause = "shardid:counted"
 
 // plainColumn is one item of a select list that names a column: `col`,
 // `t.col`, `*`, `t.*`, quoted or not, with an optional `AS alias`.

@@ -77,6 +77,7 @@ func (e *Engine) assignIDs(db *gorm.DB) {
 	var scratch *idScratch
 	if m.sharded() {
 		state = keepWriteState(stmt, e.router.Map()) // the IDs come from, and go to, the databases of one map
+		countedAside(stmt, state)
 		filledInto, scratch = state.filledOnStruct[:0], &state.scratch
 	}
 	filled, err := e.fill(stmt.Context, db, m, &settings, rows, filledInto, scratch)

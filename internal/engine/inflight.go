@@ -1,12 +1,14 @@
 package engine
 
 import (
-	"hash/maphash"
 	"sync"
 	"sync/atomic"
 	"weak"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/shardid/shardid/shardrouter"
 )
 
 // routedBy counts the statements running that began routing by one map
@@ -21,91 +23,80 @@ type routedBy struct {
 type inflight struct {
 	current atomic.Pointer[routedBy]
 	mu      sync.Mutex
-	older   []*routedBy   // versions left while statements of theirs ran
+	// older are the versions left while statements of theirs ran, held
+	// weakly: a statement that panicked (its last callback never ran) keeps
+	// its version's count up, and its version only until it is collected.
+	older   []weak.Pointer[routedBy]
 	drained chan struct{} // the last statement of an older version ended
-	counted countedStatements
 }
 
-// countedStatements holds the routedBy each running statement counts itself
-// in, by statement. A table of the engine's rather than a setting of the
-// statement's: a setting costs each statement two allocations, and GORM
-// copies it into every transaction it begins. Striped, so that goroutines
-// seldom share a lock.
-// Weakly: a statement whose callback panicked never reaches the last one,
-// and is uncounted once collected (forgetCollected).
-type countedStatements struct {
-	stripes [64]struct {
-		sync.Mutex
-		by map[weak.Pointer[gorm.Statement]]*routedBy
-	}
-}
+// countedClause is the key, among a statement's clauses, of the version it
+// counts in: kept by the statement itself, which a hook replacing its context
+// cannot drop, and no weak pointer per statement, which costs the collector
+// a record each. GORM marks soft deletes among the clauses so too.
+const countedClause = shardrouter.CountedClause
 
-var stripeSeed = maphash.MakeSeed()
+// countedBy is the statement a counted mark is of: a statement copied from
+// a counted one (a Session of it) carries the mark without being counted.
+type countedBy gorm.Statement
 
-func (c *countedStatements) stripe(stmt *gorm.Statement) (*sync.Mutex, *map[weak.Pointer[gorm.Statement]]*routedBy) {
-	s := &c.stripes[maphash.Comparable(stripeSeed, stmt)%uint64(len(c.stripes))]
-	return &s.Mutex, &s.by
-}
+// Build builds nothing: the marks are never among the clauses built.
+func (*countedBy) Build(clause.Builder) {}
+func (*routedBy) Build(clause.Builder)  {}
 
-// forgetCollected uncounts the statements collected without having ended
-// (a panic in one of their callbacks, recovered by the application).
-func (c *countedStatements) forgetCollected() {
-	for i := range c.stripes {
-		s := &c.stripes[i]
-		s.Lock()
-		for key, r := range s.by {
-			if key.Value() == nil {
-				delete(s.by, key)
-				r.running.Add(-1)
-			}
-		}
-		s.Unlock()
+// countedIn returns the version stmt counts in, if it is counted.
+func countedIn(stmt *gorm.Statement) (*routedBy, bool) {
+	c, ok := stmt.Clauses[countedClause]
+	if !ok {
+		return nil, false
 	}
-}
-
-// add counts stmt in r, unless it is counted already.
-func (c *countedStatements) add(stmt *gorm.Statement, r *routedBy) {
-	mu, by := c.stripe(stmt)
-	key := weak.Make(stmt)
-	mu.Lock()
-	defer mu.Unlock()
-	if _, counted := (*by)[key]; counted {
-		return
+	if by, _ := c.BeforeExpression.(*countedBy); (*gorm.Statement)(by) != stmt {
+		return nil, false
 	}
-	if *by == nil {
-		*by = map[weak.Pointer[gorm.Statement]]*routedBy{}
-	}
-	(*by)[key] = r
-	r.running.Add(1)
-}
-
-// remove returns what stmt was counted in, no longer holding it.
-func (c *countedStatements) remove(stmt *gorm.Statement) (*routedBy, bool) {
-	mu, by := c.stripe(stmt)
-	key := weak.Make(stmt)
-	mu.Lock()
-	defer mu.Unlock()
-	r, ok := (*by)[key]
-	if ok {
-		delete(*by, key)
-	}
+	r, ok := c.Expression.(*routedBy)
 	return r, ok
 }
 
 // startRouting counts a statement in the version it is about to be routed
 // by: counted first, the map read after is this version or a newer one.
 func (e *Engine) startRouting(stmt *gorm.Statement) {
-	if r := e.inflight.current.Load(); r != nil {
-		e.inflight.counted.add(stmt, r)
+	r := e.inflight.current.Load()
+	if r == nil || stmt.Clauses == nil {
+		return
+	}
+	if _, counted := countedIn(stmt); counted {
+		return
+	}
+	stmt.Clauses[countedClause] = clause.Clause{Expression: r, BeforeExpression: (*countedBy)(stmt)}
+	r.running.Add(1)
+}
+
+// countedAside takes a Create's mark out of its clauses, into its routing
+// state, for GORM's begin: the transaction's statement copies the clauses,
+// and an empty map copies without an allocation (a Create has no clause yet).
+func countedAside(stmt *gorm.Statement, state *routeState) {
+	if r, ok := countedIn(stmt); ok {
+		delete(stmt.Clauses, countedClause)
+		state.counted = r
+	}
+}
+
+// countedBack puts a Create's mark back among its clauses after GORM's
+// begin, before its hooks, which may replace the context that holds it.
+func countedBack(stmt *gorm.Statement) {
+	if state := routeStateOf(stmt); state != nil && state.counted != nil {
+		stmt.Clauses[countedClause] = clause.Clause{Expression: state.counted, BeforeExpression: (*countedBy)(stmt)}
+		state.counted = nil
 	}
 }
 
 // endRouting uncounts a statement that ends.
 func (e *Engine) endRouting(stmt *gorm.Statement) {
-	left, ok := e.inflight.counted.remove(stmt)
+	left, ok := countedIn(stmt)
 	if !ok {
 		return
 	}
+	delete(stmt.Clauses, countedClause)
 	if left.running.Add(-1) == 0 && left != e.inflight.current.Load() {
 		select {
 		case e.inflight.drained <- struct{}{}:
@@ -120,7 +111,7 @@ func (e *Engine) routeBy(version int64) {
 	next := &routedBy{version: version}
 	if left := e.inflight.current.Swap(next); left != nil {
 		e.inflight.mu.Lock()
-		e.inflight.older = append(e.inflight.older, left)
+		e.inflight.older = append(e.inflight.older, weak.Make(left))
 		e.inflight.mu.Unlock()
 	}
 }
@@ -128,14 +119,13 @@ func (e *Engine) routeBy(version int64) {
 // oldestRouted is the oldest map version a running statement routes by:
 // the version the process says it follows.
 func (e *Engine) oldestRouted(current int64) int64 {
-	e.inflight.counted.forgetCollected()
 	e.inflight.mu.Lock()
 	defer e.inflight.mu.Unlock()
 	oldest := current
 	kept := e.inflight.older[:0]
-	for _, r := range e.inflight.older {
-		if r.running.Load() > 0 {
-			kept = append(kept, r)
+	for _, w := range e.inflight.older {
+		if r := w.Value(); r != nil && r.running.Load() > 0 {
+			kept = append(kept, w)
 			oldest = min(oldest, r.version)
 		}
 	}

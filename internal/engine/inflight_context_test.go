@@ -83,3 +83,33 @@ func TestAStatementUnderAPluginThatRestoresItsContextGivesItsCountBack(t *testin
 		t.Errorf("no statement runs, yet the process follows version %d, want %d: a plugin that put back the context it saved took the count with it", v, old+1)
 	}
 }
+
+// createContextReplacer is a sharded model whose BeforeCreate hook replaces
+// the statement's context with one it did not derive from it.
+type createContextReplacer struct {
+	ID   int64 `shardid:""`
+	Name string
+}
+
+func (*createContextReplacer) BeforeCreate(tx *gorm.DB) error {
+	tx.Statement.Context = context.Background()
+	return nil
+}
+
+// TestACreateWhoseHookReplacesItsContextGivesItsCountBack: a Create whose
+// BeforeCreate hook replaces tx.Statement.Context is uncounted when it ends,
+// in GORM's transaction or without one, so that the process leaves its map
+// version.
+func TestACreateWhoseHookReplacesItsContextGivesItsCountBack(t *testing.T) {
+	for _, skip := range []bool{false, true} {
+		db, e := openEngine(t, Config{}, true)
+		must(t, e.Migrator(db).AutoMigrate(&createContextReplacer{}))
+		db = db.Session(&gorm.Session{SkipDefaultTransaction: skip})
+		old := e.inflight.current.Load().version
+		must(t, db.Create(&createContextReplacer{Name: "r"}).Error)
+		e.routeBy(old + 1)
+		if v := e.oldestRouted(old + 1); v != old+1 {
+			t.Errorf("SkipDefaultTransaction %v: no statement runs, yet the process follows version %d, want %d", skip, v, old+1)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"runtime"
 	"testing"
 
 	"gorm.io/gorm"
@@ -69,5 +70,40 @@ func TestAStatementCountsInItsMapVersionUntilItEnds(t *testing.T) {
 	e.routeBy(old + 2)
 	if v := e.oldestRouted(old + 2); v != old+2 {
 		t.Errorf("after a statement instance ran twice the process follows %d, want %d", v, old+2)
+	}
+}
+
+// TestAStatementRunningWhileCollectionsRunStaysCountedUntilItEnds: a
+// statement of an older map version keeps the process on it while
+// collections run (the engine holds older versions weakly, the statement
+// strongly), and gives its count back when it ends, its version then let go.
+func TestAStatementRunningWhileCollectionsRunStaysCountedUntilItEnds(t *testing.T) {
+	db, e := openEngine(t, Config{}, true)
+	must(t, e.Migrator(db).AutoMigrate(&heldReader{}))
+	row := heldReader{Name: "r"}
+	must(t, db.Create(&row).Error)
+	old := e.inflight.current.Load().version
+
+	held, release := make(chan struct{}), make(chan struct{})
+	holdFind = func(*gorm.DB) { close(held); <-release }
+	t.Cleanup(func() { holdFind = nil })
+	done := make(chan error)
+	go func() { var got heldReader; done <- db.First(&got, row.ID).Error }()
+	<-held
+	e.routeBy(old + 1)
+	for collection := range 4 {
+		runtime.GC()
+		if v := e.oldestRouted(old + 1); v != old {
+			t.Fatalf("after collection %d, while a statement routed by version %d runs, the process follows %d", collection, old, v)
+		}
+	}
+	close(release)
+	must(t, <-done)
+	if v := e.oldestRouted(old + 1); v != old+1 {
+		t.Errorf("after the statement ended the process follows %d, want %d", v, old+1)
+	}
+	countedBalanced(t, e, "after a statement held while collections ran")
+	if n := len(e.inflight.older); n != 0 {
+		t.Errorf("%d older versions kept after their statements ended", n)
 	}
 }

@@ -237,6 +237,9 @@ type routeState struct {
 	// where are the conditions it was routed by, to tell whether a callback
 	// or hook changed them since.
 	where []clause.Expression
+	// counted is the map version a Create counts in while GORM begins its
+	// transaction (countedAside).
+	counted *routedBy
 	// anchored is the write of a Create in a transaction on the plugin's
 	// own database, which commits with it (anchored.go); anchorPool is
 	// that transaction's pool, which the statement had before.
@@ -576,6 +579,7 @@ func (e *Engine) movedAway(stmt *gorm.Statement, k int) bool {
 // database.
 func (e *Engine) rememberTransaction(db *gorm.DB) {
 	stmt := db.Statement
+	countedBack(stmt)
 	if !inTransaction(stmt.ConnPool) {
 		return
 	}
@@ -591,6 +595,9 @@ func (e *Engine) finish(kind statementKind) func(*gorm.DB) {
 	return func(db *gorm.DB) {
 		doneRunning(db.Statement)
 		giveOwnWhereBack(db.Statement)
+		if kind == kindCreate {
+			countedBack(db.Statement) // one that ended before its begin's callback
+		}
 		e.endRouting(db.Statement)
 		var anchorPool gorm.ConnPool
 		if kind == kindCreate {
