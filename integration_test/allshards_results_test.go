@@ -670,32 +670,8 @@ func arForms() []arForm {
 			err := db.Model(&arItem{}).Where("qty > ?", 0).Find(&out).Error
 			return out, err
 		}},
-		{"FindInBatches Limit", true, func(db *gorm.DB) (any, error) {
-			var all [][]int64
-			var batch []arItem
-			err := db.Limit(7).FindInBatches(&batch, 3, func(tx *gorm.DB, n int) error {
-				var ids []int64
-				for _, b := range batch {
-					ids = append(ids, b.ID)
-				}
-				all = append(all, ids)
-				return nil
-			}).Error
-			return all, err
-		}},
-		{"FindInBatches Order desc", true, func(db *gorm.DB) (any, error) {
-			var all [][]int64
-			var batch []arItem
-			err := db.Order("id desc").FindInBatches(&batch, 4, func(tx *gorm.DB, n int) error {
-				var ids []int64
-				for _, b := range batch {
-					ids = append(ids, b.ID)
-				}
-				all = append(all, ids)
-				return nil
-			}).Error
-			return all, err
-		}},
+		{"FindInBatches Limit", true, func(db *gorm.DB) (any, error) { return batchIDs(db.Limit(7), 3) }},
+		{"FindInBatches Order desc", true, func(db *gorm.DB) (any, error) { return batchIDs(db.Order("id desc"), 4) }},
 		items(func(db *gorm.DB) *gorm.DB { return db.Order("id").Limit(5).Offset(1000) }, true, "Offset past the rows"),
 		items(func(db *gorm.DB) *gorm.DB { return db.Order("id desc").Limit(1000).Offset(17) }, true, "Offset near the end"),
 		items(func(db *gorm.DB) *gorm.DB {
@@ -1018,32 +994,8 @@ func arForms() []arForm {
 			}
 			return out, rows.Err()
 		}},
-		{"FindInBatches", true, func(db *gorm.DB) (any, error) {
-			var all [][]int64
-			var batch []arItem
-			err := db.Model(&arItem{}).FindInBatches(&batch, 5, func(tx *gorm.DB, n int) error {
-				var ids []int64
-				for _, b := range batch {
-					ids = append(ids, b.ID)
-				}
-				all = append(all, ids)
-				return nil
-			}).Error
-			return all, err
-		}},
-		{"FindInBatches Where", true, func(db *gorm.DB) (any, error) {
-			var all [][]int64
-			var batch []arItem
-			err := db.Where("qty > ?", 0).FindInBatches(&batch, 3, func(tx *gorm.DB, n int) error {
-				var ids []int64
-				for _, b := range batch {
-					ids = append(ids, b.ID)
-				}
-				all = append(all, ids)
-				return nil
-			}).Error
-			return all, err
-		}},
+		{"FindInBatches", true, func(db *gorm.DB) (any, error) { return batchIDs(db.Model(&arItem{}), 5) }},
+		{"FindInBatches Where", true, func(db *gorm.DB) (any, error) { return batchIDs(db.Where("qty > ?", 0), 3) }},
 		{"First", true, func(db *gorm.DB) (any, error) {
 			var it arItem
 			err := db.First(&it).Error
@@ -1162,4 +1114,19 @@ func TestAllShardsReadsInATransactionMatchOneDatabase(t *testing.T) {
 		t.Logf("placed on %d rows", len(added))
 		r.checkForms(t, arForms())
 	})
+}
+
+// batchIDs runs q in FindInBatches of size rows, and returns each batch's IDs.
+func batchIDs(q *gorm.DB, size int) (any, error) {
+	var all [][]int64
+	var batch []arItem
+	err := q.FindInBatches(&batch, size, func(*gorm.DB, int) error {
+		var ids []int64
+		for _, b := range batch {
+			ids = append(ids, b.ID)
+		}
+		all = append(all, ids)
+		return nil
+	}).Error
+	return all, err
 }
