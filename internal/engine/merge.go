@@ -65,6 +65,18 @@ func (a orderValue) compare(b orderValue, nullsLast bool) int {
 	return 0
 }
 
+// orderText is an ORDER BY list as a message names it.
+func orderText(columns []shardrouter.OrderColumn) string {
+	names := make([]string, len(columns))
+	for i, c := range columns {
+		names[i] = c.Field.DBName
+		if c.Desc {
+			names[i] += " DESC"
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
 // merge merges parts, each already in the query's order, k-way into one
 // slice of rowsType, skipping offset rows and stopping after limit: its work
 // is linear in the rows the parts fetched. A part out of the order the merge
@@ -104,7 +116,7 @@ func mergeOrdered(stmt *gorm.Statement, o *shardrouter.Order, order mergeOrder, 
 				row[c] = v
 			}
 			if r > 0 && order.compareRows(keys[i][(r-1)*width:r*width], row, columns) > 0 {
-				return reflect.Value{}, fmt.Errorf("%w: %s: a database returned its rows in an order the plugin does not read the same way", ErrCrossShard, stmt.Schema.Name)
+				return reflect.Value{}, fmt.Errorf("%w: %s: ORDER BY %s over several physical databases: a database returned its rows in an order the merge does not compare the same way (a collation or a type it orders otherwise than by bytes or value), so the merged rows could be out of order: order by a number, a time or text of a binary collation (docs/routing.md), or read each shard with OnShard and order the rows in Go", ErrCrossShard, stmt.Schema.Name, orderText(columns))
 			}
 		}
 		total += part.Len()

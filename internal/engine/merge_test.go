@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -88,5 +90,38 @@ func TestMariaDBsUUIDOrderIsItsStoredForms(t *testing.T) {
 		if got := uuidOrderedBySegmentsOfRFCVersionsOnly(version); got != swapsRFCOnly {
 			t.Errorf("MariaDB %s swaps only versions 1 to 5: %v, want %v", version, got, swapsRFCOnly)
 		}
+	}
+}
+
+// TestRowsOutOfTheMergesOrderAreRefusedNamingTheOrder: a part whose rows are
+// not in the order the merge compares (a database ordering by a collation
+// the merge did not foresee) fails the query with ErrCrossShard naming the
+// ORDER BY and what to do, rather than merging rows out of order.
+func TestRowsOutOfTheMergesOrderAreRefusedNamingTheOrder(t *testing.T) {
+	db, e := openEngine(t, Config{}, false)
+	stmt := &gorm.Statement{DB: db}
+	if err := stmt.Parse(&mergedRow{}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := e.model(stmt.Schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := stmt.Schema.LookUpField("Name")
+	order := &shardrouter.Order{Columns: []shardrouter.OrderColumn{{Field: name, Desc: true}}, Key: m.pk().field, TieKey: true}
+	inOrder := reflect.ValueOf([]mergedRow{{ID: 1, Name: "b"}, {ID: 2, Name: "a"}})
+	outOfOrder := reflect.ValueOf([]mergedRow{{ID: 3, Name: "a"}, {ID: 4, Name: "b"}})
+	_, err = mergeOrdered(stmt, order, mergeOrder{}, reflect.TypeOf([]mergedRow{}), []reflect.Value{inOrder, outOfOrder}, nil, 0, 0, false)
+	if !errors.Is(err, ErrCrossShard) {
+		t.Fatalf("merge of a part out of order: %v, want ErrCrossShard", err)
+	}
+	for _, want := range []string{"ORDER BY name DESC, id", "OnShard"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal %q does not say %q", err, want)
+		}
+	}
+	merged, err := mergeOrdered(stmt, order, mergeOrder{}, reflect.TypeOf([]mergedRow{}), []reflect.Value{inOrder, inOrder}, nil, 0, 0, false)
+	if err != nil || merged.Len() != 4 {
+		t.Fatalf("merge of parts in order: %v rows, %v", merged.Len(), err)
 	}
 }
