@@ -118,6 +118,9 @@ func (e *Engine) valueShard(v any, t reflect.Type) (int, error) {
 		if err != nil {
 			return 0, fmt.Errorf("%w: %v (%T) is not a UUID: %w", ErrNoShard, v, v, err)
 		}
+		if u == uuid.Nil { // no strategy issues it; GORM reads a NULL into a uuid.UUID as it
+			return 0, fmt.Errorf("%w: the nil UUID is not an ID", ErrNoShard)
+		}
 		return e.uuids.Shard(u), nil
 	}
 	id, err := int64Of(v)

@@ -861,6 +861,20 @@ func (e *Engine) noShard(m *model) error {
 	return &FieldError{Model: m.schema.Name, Field: key.field.Name, Err: ErrNoShard, Detail: detail}
 }
 
+// namesNoShard reports whether v is a key value the plugin never writes:
+// an integer that is not positive, an empty or nil UUID.
+func namesNoShard(v any, uuidColumn bool) bool {
+	if !uuidColumn {
+		id, err := int64Of(v)
+		return err == nil && id <= 0
+	}
+	if bound, err := boundValue(v); err == nil && (bound == "" || reflect.DeepEqual(bound, []byte{})) {
+		return true
+	}
+	u, err := uuidOf(v)
+	return err == nil && u == uuid.Nil
+}
+
 // keyColumns gives the planner the model's key columns, made once per model.
 func (e *Engine) keyColumns(list []evidence) []shardrouter.KeyColumn {
 	keys := make([]shardrouter.KeyColumn, len(list))
@@ -872,11 +886,11 @@ func (e *Engine) keyColumns(list []evidence) []shardrouter.KeyColumn {
 
 // conditionKeys are the key columns as a statement's conditions read them:
 // a primary key the plugin never writes (an integer that is not positive,
-// an empty UUID text), or an empty exact hash key, names no row, so, as
+// an empty or nil UUID), or an empty exact hash key, names no row, so, as
 // NULL, it matches nothing on any database, where a written value (placings)
 // is still refused. An empty loose hash key is where the keys its column
 // finds equal to it (blanks) were placed. A colocate column's 0 (or empty
-// UUID text), which a child its owner let go keeps, may be on any database:
+// or nil UUID), which a child its owner let go keeps, may be on any database:
 // a condition on it says nothing about the shard.
 func (e *Engine) conditionKeys(list []evidence, key *idField) []shardrouter.KeyColumn {
 	keys := e.keyColumns(list)
@@ -887,11 +901,7 @@ func (e *Engine) conditionKeys(list []evidence, key *idField) []shardrouter.KeyC
 		if err == nil || errors.Is(err, errNull) {
 			return shard, err
 		}
-		if uuidKey {
-			if bound, bindErr := boundValue(v); bindErr == nil && (bound == "" || reflect.DeepEqual(bound, []byte{})) {
-				return 0, errNull
-			}
-		} else if id, idErr := int64Of(v); idErr == nil && id <= 0 {
+		if namesNoShard(v, uuidKey) {
 			return 0, errNull
 		}
 		return shard, err
@@ -903,10 +913,7 @@ func (e *Engine) conditionKeys(list []evidence, key *idField) []shardrouter.KeyC
 			if err == nil || errors.Is(err, errNull) {
 				return shard, err
 			}
-			if bound, bindErr := boundValue(v); bindErr == nil && (bound == "" || reflect.DeepEqual(bound, []byte{})) {
-				return 0, shardrouter.ErrAnyShard
-			}
-			if id, idErr := int64Of(v); idErr == nil && id <= 0 {
+			if namesNoShard(v, isUUIDType(key.colocate.FieldType)) {
 				return 0, shardrouter.ErrAnyShard
 			}
 			return shard, err
