@@ -58,17 +58,21 @@ func (e *Engine) assignIDs(db *gorm.DB) {
 		db.AddError(e.closedError(""))
 		return
 	}
+	var counted *routedBy
 	if e.routed() && m.sharded() {
-		e.startRouting(stmt)
+		counted = e.countCreate(stmt)
 		e.awaitEndedAnchorsOf(stmt)
 		e.holdIfAnnounced(db, kindCreate)
-		if db.AddError(e.mapUsable()) != nil { // after the hold, which may outlast the map's trust
+		if err := e.mapUsable(); err != nil { // after the hold, which may outlast the map's trust
+			e.uncount(counted)
+			db.AddError(err)
 			return
 		}
 	}
 	var rowsOnStack [1]reflect.Value
 	rows, err := structRows(m, stmt.ReflectValue, rowsOnStack[:0])
 	if err != nil {
+		e.uncount(counted)
 		db.AddError(err)
 		return
 	}
@@ -77,7 +81,7 @@ func (e *Engine) assignIDs(db *gorm.DB) {
 	var scratch *idScratch
 	if m.sharded() {
 		state = keepWriteState(stmt, e.router.Map()) // the IDs come from, and go to, the databases of one map
-		countedAside(stmt, state)
+		state.counted = counted
 		filledInto, scratch = state.filledOnStruct[:0], &state.scratch
 	}
 	filled, err := e.fill(stmt.Context, db, m, &settings, rows, filledInto, scratch)

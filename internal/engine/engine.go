@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -97,7 +98,11 @@ type Engine struct {
 	savepoints txRegistry[struct{}]         // transactions a nested Transaction has set a savepoint in
 	txMaps     txRegistry[*shardrouter.Map] // the map a shard clause began each transaction by
 
-	models        sync.Map // *schema.Schema → *modelEntry
+	models sync.Map // *schema.Schema → *modelEntry
+	// modelsKnown is models' parsed entries, copied on each change: a
+	// look-up by a pointer costs a statement less than one by an interface.
+	modelsKnown   atomic.Pointer[map[*schema.Schema]*modelEntry]
+	modelsKnownMu sync.Mutex
 	shardedTables sync.Map // lower-case table name → model name, for raw SQL
 	// columnStrategies holds, by "table.column", the strategy and model
 	// that fill it: two strategies make the same IDs within a tick.
@@ -106,6 +111,10 @@ type Engine struct {
 	prepared         sync.Map  // physical index (-1: the plugin's own) → *gorm.PreparedStmtDB, for prepared sessions
 	scans            scanCache // what the last gate read of SQL texts
 	poolOwners       sync.Map  // gorm.ConnPool → the index of the physical database it is the pool of
+	// sqlDBOwners is poolOwners' *sql.DB pools, copied on each change: a
+	// look-up by a pointer costs a statement less than one by an interface.
+	sqlDBOwners   atomic.Pointer[map[*sql.DB]int]
+	sqlDBOwnersMu sync.Mutex
 
 	unshardedTables sync.Map // lower-case table name → unshardedTable, for raw SQL on a shard
 	// unshardedJoinTables are the join tables GORM parsed from an unsharded
@@ -469,6 +478,9 @@ func (e *Engine) Stats() map[string]strategies.Stats {
 	return stats
 }
 
+// maxKnownModels bounds modelsKnown; the schemas past it are looked up in models.
+const maxKnownModels = 1024
+
 // modelEntry parses a schema's tags once, whichever goroutine gets there first.
 type modelEntry struct {
 	once  sync.Once
@@ -480,6 +492,11 @@ type modelEntry struct {
 // tagged primary key a plain column on first use. It returns nil for a model
 // without shardid tags.
 func (e *Engine) model(s *schema.Schema) (*model, error) {
+	if known := e.modelsKnown.Load(); known != nil {
+		if entry, ok := (*known)[s]; ok {
+			return entry.model, entry.err
+		}
+	}
 	v, ok := e.models.Load(s)
 	if !ok {
 		v, _ = e.models.LoadOrStore(s, &modelEntry{})
@@ -526,7 +543,27 @@ func (e *Engine) model(s *schema.Schema) (*model, error) {
 			}
 		}
 	})
+	e.knowModel(s, entry)
 	return entry.model, entry.err
+}
+
+// knowModel adds a parsed schema's entry to modelsKnown, up to a bound: a
+// program naming tables without end (Table("t_" + day)) parses a schema for each.
+func (e *Engine) knowModel(s *schema.Schema, entry *modelEntry) {
+	if known := e.modelsKnown.Load(); known != nil && len(*known) >= maxKnownModels {
+		return // no lock for each statement past the bound
+	}
+	e.modelsKnownMu.Lock()
+	defer e.modelsKnownMu.Unlock()
+	old := e.modelsKnown.Load()
+	if old != nil && len(*old) >= maxKnownModels {
+		return
+	}
+	known := map[*schema.Schema]*modelEntry{s: entry}
+	if old != nil {
+		maps.Copy(known, *old)
+	}
+	e.modelsKnown.Store(&known)
 }
 
 // ShardMap returns the current map of logical shards to physical databases;

@@ -89,6 +89,9 @@ func (e *Engine) checkSent(stmt *gorm.Statement, sql string, k int, onShard bool
 		own = stmt.Schema.Table
 	}
 	own = own[strings.LastIndexByte(own, '.')+1:] // as the SQL's tables are compared: by name
+	if onShard && !scan.unread && len(scan.repeated) == 0 && len(scan.tables) == 1 && scan.tables[0].Name == own {
+		return nil // its own table alone, named as the model names it: most statements
+	}
 	ownAgain := slices.ContainsFunc(scan.repeated, func(t shardrouter.Table) bool { return e.sameTable(t.Name, own) })
 	if onShard && !scan.unread && !ownAgain && !slices.ContainsFunc(scan.tables, func(t shardrouter.Table) bool { return !e.sameTable(t.Name, own) }) {
 		return nil // its own table alone, as most statements name

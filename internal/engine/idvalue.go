@@ -86,7 +86,7 @@ func uuidOf(v any) (uuid.UUID, error) {
 // fieldShard returns the logical shard the ID in field value v names, or
 // zero true when v is not set.
 func (e *Engine) fieldShard(v reflect.Value) (shard int, zero bool, err error) {
-	if isUUIDType(v.Type()) {
+	if k := v.Kind(); (k == reflect.String || k == reflect.Array) && isUUIDType(v.Type()) { // the kind first: an integer ID costs no Type
 		if v.IsZero() {
 			return 0, true, nil
 		}

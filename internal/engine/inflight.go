@@ -71,14 +71,20 @@ func (e *Engine) startRouting(stmt *gorm.Statement) {
 	r.running.Add(1)
 }
 
-// countedAside takes a Create's mark out of its clauses, into its routing
-// state, for GORM's begin: the transaction's statement copies the clauses,
-// and an empty map copies without an allocation (a Create has no clause yet).
-func countedAside(stmt *gorm.Statement, state *routeState) {
-	if r, ok := countedIn(stmt); ok {
-		delete(stmt.Clauses, countedClause)
-		state.counted = r
+// countCreate counts a Create in the version it is about to be routed by,
+// its mark kept aside until its routing state holds it: GORM's begin copies
+// the statement's clauses, and an empty map copies without an allocation (a
+// Create has no clause yet). It returns nil for one counted already.
+func (e *Engine) countCreate(stmt *gorm.Statement) *routedBy {
+	r := e.inflight.current.Load()
+	if r == nil || stmt.Clauses == nil {
+		return nil
 	}
+	if _, counted := countedIn(stmt); counted {
+		return nil
+	}
+	r.running.Add(1)
+	return r
 }
 
 // countedBack puts a Create's mark back among its clauses after GORM's
@@ -97,6 +103,14 @@ func (e *Engine) endRouting(stmt *gorm.Statement) {
 		return
 	}
 	delete(stmt.Clauses, countedClause)
+	e.uncount(left)
+}
+
+// uncount ends a statement counted in left.
+func (e *Engine) uncount(left *routedBy) {
+	if left == nil {
+		return
+	}
 	if left.running.Add(-1) == 0 && left != e.inflight.current.Load() {
 		select {
 		case e.inflight.drained <- struct{}{}:

@@ -178,9 +178,11 @@ func (e *Engine) routeStatement(db *gorm.DB, kind statementKind, sub bool, setti
 	shardMap := e.router.Map() // one map for the whole statement, though it be swapped meanwhile
 	route, err := e.routeOf(db, m, kind, settings, reading.where, shardMap)
 	physicals, several := route.Databases, route.Several
-	if table, joins := e.joinsJoinTable(stmt); joins && errors.Is(err, ErrNoShard) { // Association(...).Find or Count of a many2many
-		err = fmt.Errorf("%w: %s is joined with %s, the join rows of a sharded model, which are on their owner's database, and the %s rows they name may be on others: read them with Preload, which reads each where it is, or, where they live beside their owner, give the owner's shard (db.Clauses(shardid.ByID(ownerID)))",
-			ErrCrossShard, m.schema.Name, table, m.schema.Name)
+	if errors.Is(err, ErrNoShard) {
+		if table, joins := e.joinsJoinTable(stmt); joins { // Association(...).Find or Count of a many2many
+			err = fmt.Errorf("%w: %s is joined with %s, the join rows of a sharded model, which are on their owner's database, and the %s rows they name may be on others: read them with Preload, which reads each where it is, or, where they live beside their owner, give the owner's shard (db.Clauses(shardid.ByID(ownerID)))",
+				ErrCrossShard, m.schema.Name, table, m.schema.Name)
+		}
 	}
 	if err != nil && sub && errors.Is(err, ErrNoShard) {
 		err = fmt.Errorf("%w (a statement GORM made for a Preload or an association save; a clause of the statement that made it does not apply to it: give it its own, as in Preload(\"X\", func(tx *gorm.DB) *gorm.DB { return tx.Clauses(shardid.AllShards()) }))", err)
@@ -238,7 +240,7 @@ type routeState struct {
 	// or hook changed them since.
 	where []clause.Expression
 	// counted is the map version a Create counts in while GORM begins its
-	// transaction (countedAside).
+	// transaction (countCreate), until countedBack marks the statement.
 	counted *routedBy
 	// anchored is the write of a Create in a transaction on the plugin's
 	// own database, which commits with it (anchored.go); anchorPool is
@@ -257,11 +259,13 @@ type writeContext struct {
 }
 
 func (c *writeContext) Value(key any) any {
-	switch {
-	case key == (routingKey{}):
+	switch key.(type) { // by type: the keys are empty structs
+	case routingKey:
 		return c
-	case key == (gormTxKey{}) && c.gormTx != nil:
-		return c.gormTx
+	case gormTxKey:
+		if c.gormTx != nil {
+			return c.gormTx
+		}
 	}
 	return c.Context.Value(key)
 }
@@ -288,6 +292,9 @@ func dropWriteState(stmt *gorm.Statement) {
 
 // routeStateOf returns what routing kept of the statement, or nil.
 func routeStateOf(stmt *gorm.Statement) *routeState {
+	if c, ok := stmt.Context.(*writeContext); ok && c.stmt == stmt { // unwrapped since: no walk
+		return &c.routeState
+	}
 	if stmt.Context != nil {
 		if c, ok := stmt.Context.Value(routingKey{}).(*writeContext); ok && c.stmt == stmt {
 			return &c.routeState

@@ -315,17 +315,34 @@ func (e *Engine) givenPhysical(s Shard, k int, timeout time.Duration) (*physical
 // notePool remembers that opened, its statements' pool and its *sql.DB (on
 // which its transactions begin), is physical database k.
 func (e *Engine) notePool(opened *openPhysical, k int) {
-	if opened.pool != nil {
-		e.poolOwners.Store(opened.pool, k)
-	}
-	if opened.sqlDB != nil {
-		e.poolOwners.Store(opened.sqlDB, k)
+	for _, pool := range []gorm.ConnPool{opened.pool, opened.sqlDB} {
+		if pool == nil || pool == gorm.ConnPool((*sql.DB)(nil)) {
+			continue
+		}
+		e.poolOwners.Store(pool, k)
+		if sqlDB, ok := pool.(*sql.DB); ok {
+			e.sqlDBOwnersMu.Lock()
+			owners := map[*sql.DB]int{sqlDB: k}
+			if old := e.sqlDBOwners.Load(); old != nil {
+				maps.Copy(owners, *old)
+				owners[sqlDB] = k
+			}
+			e.sqlDBOwners.Store(&owners)
+			e.sqlDBOwnersMu.Unlock()
+		}
 	}
 }
 
 // physicalOfPool returns the physical database whose connection pool pool
 // is, without a look at every database.
 func (e *Engine) physicalOfPool(pool gorm.ConnPool) (int, bool) {
+	if sqlDB, ok := pool.(*sql.DB); ok {
+		if owners := e.sqlDBOwners.Load(); owners != nil {
+			k, ok := (*owners)[sqlDB]
+			return k, ok
+		}
+		return 0, false
+	}
 	if k, ok := e.poolOwners.Load(pool); ok {
 		return k.(int), true
 	}

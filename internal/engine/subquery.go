@@ -111,17 +111,33 @@ func readClauses(stmt *gorm.Statement) clauseReading {
 	db := stmt.DB
 	for name, c := range stmt.Clauses {
 		switch e := c.Expression.(type) {
+		case *routedBy: // the plugin's mark
+			continue
+		case nil, clause.Limit:
+		case clause.OrderBy:
+			if e.Expression != nil {
+				r.subqueries = subqueriesIn(db, e.Expression, r.subqueries)
+			}
 		case clause.Where:
 			if name == "WHERE" {
 				r.where = e.Exprs
 			}
+			r.subqueries = subqueriesInList(db, e.Exprs, r.subqueries)
 		case clause.GroupBy:
 			r.having = e.Having // GORM keeps HAVING under GROUP BY
+			r.subqueries = subqueriesInList(db, e.Having, r.subqueries)
+		default:
+			r.subqueries = subqueriesIn(db, c.Expression, r.subqueries)
 		}
-		r.subqueries = subqueriesIn(db, c.Expression, r.subqueries)
-		r.subqueries = subqueriesIn(db, c.BeforeExpression, r.subqueries)
-		r.subqueries = subqueriesIn(db, c.AfterNameExpression, r.subqueries)
-		r.subqueries = subqueriesIn(db, c.AfterExpression, r.subqueries)
+		if c.BeforeExpression != nil {
+			r.subqueries = subqueriesIn(db, c.BeforeExpression, r.subqueries)
+		}
+		if c.AfterNameExpression != nil {
+			r.subqueries = subqueriesIn(db, c.AfterNameExpression, r.subqueries)
+		}
+		if c.AfterExpression != nil {
+			r.subqueries = subqueriesIn(db, c.AfterExpression, r.subqueries)
+		}
 	}
 	if stmt.TableExpr != nil {
 		r.subqueries = subqueriesIn(db, stmt.TableExpr, r.subqueries)
@@ -225,6 +241,10 @@ func subqueriesInList(db *gorm.DB, exprs []clause.Expression, found []*gorm.DB) 
 
 func subqueriesInValues(db *gorm.DB, values []any, found []*gorm.DB) []*gorm.DB {
 	for _, v := range values {
+		switch v.(type) {
+		case int64, int, uint64, string: // the keys most conditions give
+			continue
+		}
 		found = subqueriesIn(db, v, found)
 	}
 	return found
