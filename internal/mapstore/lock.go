@@ -30,6 +30,17 @@ func (s *Store) LockMove(ctx context.Context, r shardrouter.Range) (func(), erro
 	return s.lock(ctx, s.moveLockName(r))
 }
 
+// ErrLockLost is returned by the check [Store.LockMoveHeld] gives for a
+// lock whose session ended (the server's idle timeout, a failover, a cut):
+// the server gave the lock up, and another run may hold it now.
+var ErrLockLost = errors.New("mapstore: the session holding the move's lock ended")
+
+// LockMoveHeld is LockMove, and a check that the lock is held still: its
+// session answers (SQLite's stand-ins live as long as the run).
+func (s *Store) LockMoveHeld(ctx context.Context, r shardrouter.Range) (unlock func(), held func(context.Context) error, err error) {
+	return s.lockAllOn(ctx, namedLock{s.moveLockName(r), s.movePatience()})
+}
+
 // MoveRunning reports whether a run (a mover, a cancel or a cleanup) holds
 // the lock of the move of r now, as the database's own lock says: a run
 // killed, or whose server connection was lost, holds it no more.
@@ -123,12 +134,26 @@ type namedLock struct {
 // pool (a small pool shared with the application keeps room for the work
 // done under them), and gives back those taken when one is not.
 func (s *Store) lockAll(ctx context.Context, locks ...namedLock) (func(), error) {
+	unlock, _, err := s.lockAllOn(ctx, locks...)
+	return unlock, err
+}
+
+// lockAllOn is lockAll, and a check that the locks are held still.
+func (s *Store) lockAllOn(ctx context.Context, locks ...namedLock) (func(), func(context.Context) error, error) {
 	if s.dialect == "sqlite" {
-		return s.lockSQLite(ctx, locks)
+		unlock, err := s.lockSQLite(ctx, locks)
+		return unlock, func(context.Context) error { return nil }, err
 	}
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	alive := func(ctx context.Context) error {
+		// The session that took them holds them until it ends.
+		if err := conn.PingContext(ctx); err != nil {
+			return fmt.Errorf("%w: %w", ErrLockLost, err)
+		}
+		return nil
 	}
 	// A name of 40 characters whatever the database's, within MySQL's 64.
 	take, release := "SELECT COALESCE(GET_LOCK(SHA1(CONCAT(DATABASE(), '.', ?)), 0), 0) = 1", "SELECT RELEASE_LOCK(SHA1(CONCAT(DATABASE(), '.', ?)))"
@@ -148,7 +173,7 @@ func (s *Store) lockAll(ctx context.Context, locks ...namedLock) (func(), error)
 			var got bool
 			if err := conn.QueryRowContext(ctx, take, l.name).Scan(&got); err != nil {
 				unlock()
-				return nil, err
+				return nil, nil, err
 			}
 			if got {
 				held = append(held, l.name)
@@ -156,15 +181,15 @@ func (s *Store) lockAll(ctx context.Context, locks ...namedLock) (func(), error)
 			}
 			if time.Now().After(deadline) {
 				unlock()
-				return nil, ErrLocked
+				return nil, nil, ErrLocked
 			}
 			if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
 				unlock()
-				return nil, err
+				return nil, nil, err
 			}
 		}
 	}
-	return unlock, nil
+	return unlock, alive, nil
 }
 
 // lockSQLite takes SQLite's stand-ins of the named locks, which live in this

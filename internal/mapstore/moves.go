@@ -107,13 +107,76 @@ func (s *Store) SaveMove(ctx context.Context, st *MoveState) error {
 	return nil
 }
 
+// phaseCancelling marks, in the moves table's phase column alone, a move
+// whose cancel began: no map that ends it is written any more.
+const phaseCancelling = "cancelling"
+
+// ErrCancelling is returned by [Store.WriteWithMove] for a move whose cancel
+// began: the map that would end it is not written.
+var ErrCancelling = errors.New("mapstore: a cancel of the move began; the map that ends it is not written")
+
+// ErrServed is returned by [Store.BeginCancel] for a move the latest map
+// ends already.
+var ErrServed = errors.New("mapstore: the map ends the move already")
+
+// BeginCancel marks the move of r as being cancelled, unless ends says the
+// latest map ends it. The move's row is locked first, as [Store.WriteWithMove]
+// locks it, so of a cancel and the map write that ends the move only the
+// first happens, whatever runs hold (or lost) the move's lock.
+func (s *Store) BeginCancel(ctx context.Context, r shardrouter.Range, ends func(*Map) (bool, error)) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := s.lockedPhase(ctx, tx, r); err != nil {
+		return err
+	}
+	var version int64
+	var body string
+	err = tx.QueryRowContext(ctx, "SELECT version, map FROM "+s.quoted(s.table)+" ORDER BY version DESC LIMIT 1").Scan(&version, &body)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	if err == nil {
+		latest := &Map{Version: version}
+		if err := json.Unmarshal([]byte(body), latest); err != nil {
+			return errs.Wrap(err, "map version %d in %s", version, s.table)
+		}
+		if ended, err := ends(latest); err != nil || ended {
+			return errors.Join(err, map[bool]error{true: ErrServed}[ended])
+		}
+	}
+	if _, err := tx.ExecContext(ctx, storeSQL(s.dialect, "UPDATE "+s.quoted(s.moves)+" SET phase = ? WHERE from_shard = ? AND to_shard = ?"), phaseCancelling, r.From, r.To); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// lockedPhase reads the phase column of r's move, locking its row until tx
+// ends (SQLite's transactions take turns already).
+func (s *Store) lockedPhase(ctx context.Context, tx *sql.Tx, r shardrouter.Range) (string, error) {
+	lock := " FOR UPDATE"
+	if s.dialect == "sqlite" {
+		lock = ""
+	}
+	var phase string
+	err := tx.QueryRowContext(ctx, storeSQL(s.dialect, "SELECT phase FROM "+s.quoted(s.moves)+" WHERE from_shard = ? AND to_shard = ?"+lock), r.From, r.To).Scan(&phase)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return phase, err
+}
+
 func (s *Store) saveMoveOn(ctx context.Context, on execer, st *MoveState) error {
 	body, err := json.Marshal(st)
 	if err != nil {
 		return err
 	}
 	now := time.Now().UnixMilli()
-	res, err := on.ExecContext(ctx, storeSQL(s.dialect, "UPDATE "+s.quoted(s.moves)+" SET phase = ?, state = ?, updated_ms = ? WHERE from_shard = ? AND to_shard = ?"), st.Phase, string(body), now, st.Logical.From, st.Logical.To)
+	// A cancel's mark stays until the cancel records its end: a run that lost the move's lock may save its state meanwhile.
+	res, err := on.ExecContext(ctx, storeSQL(s.dialect, "UPDATE "+s.quoted(s.moves)+" SET phase = CASE WHEN phase = ? AND ? <> 'cancelled' THEN phase ELSE ? END, state = ?, updated_ms = ? WHERE from_shard = ? AND to_shard = ?"),
+		phaseCancelling, st.Phase, st.Phase, string(body), now, st.Logical.From, st.Logical.To)
 	if err != nil {
 		return err
 	}

@@ -119,6 +119,14 @@ func (s *Store) WriteWithMove(ctx context.Context, m *Map, st *MoveState) error 
 	if err != nil {
 		return err
 	}
+	// The move's row first, as BeginCancel locks it: a cancel begun since the seal wins.
+	phase, err := s.lockedPhase(ctx, tx, st.Logical)
+	if err == nil && (phase == phaseCancelling || phase == "cancelled") {
+		err = ErrCancelling
+	}
+	if err != nil {
+		return errors.Join(err, tx.Rollback())
+	}
 	if err := s.writeOn(ctx, tx, m); err != nil {
 		return errors.Join(err, tx.Rollback())
 	}

@@ -2,6 +2,7 @@ package mapstore
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"testing"
 
@@ -79,5 +80,57 @@ func TestWriteWithMoveIsOneTransaction(t *testing.T) {
 	}
 	if latest, err := s.Latest(ctx); err != nil || latest.Version != 2 {
 		t.Fatalf("after a record that failed the map is at %+v, %v; want version 2: the map written with it rolls back", latest, err)
+	}
+}
+
+// TestABegunCancelRefusesTheMapThatEndsTheMove: once a cancel began, the
+// map write that would end the move is refused, even after the mover saved
+// its state again; a cancel that finds the latest map ending the move is
+// refused instead, changing nothing.
+func TestABegunCancelRefusesTheMapThatEndsTheMove(t *testing.T) {
+	s, ctx := openStore(t), context.Background()
+	if err := s.PrepareMoves(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(ctx, &Map{Version: 1}); err != nil {
+		t.Fatal(err)
+	}
+	r := shardrouter.Range{From: 100, To: 199}
+	st := &MoveState{Logical: r, From: "a", To: "b", Phase: "cutover"}
+	if err := s.SaveMove(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	served := func(m *Map) (bool, error) { return m.Version >= 2, nil }
+	if err := s.BeginCancel(ctx, r, served); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveMove(ctx, st); err != nil { // a run that lost the move's lock
+		t.Fatal(err)
+	}
+	if err := s.WriteWithMove(ctx, &Map{Version: 2}, &MoveState{Logical: r, From: "a", To: "b", Phase: "serving", MapVersion: 2}); !errors.Is(err, ErrCancelling) {
+		t.Fatalf("the map write after a cancel began: %v, want ErrCancelling", err)
+	}
+	if latest, err := s.Latest(ctx); err != nil || latest.Version != 1 {
+		t.Fatalf("the map is at %+v, %v; want version 1", latest, err)
+	}
+	st.Phase = "cancelled"
+	if err := s.SaveMove(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WriteWithMove(ctx, &Map{Version: 2}, &MoveState{Logical: r, Phase: "serving", MapVersion: 2}); !errors.Is(err, ErrCancelling) {
+		t.Fatalf("the map write after the cancel ended: %v, want ErrCancelling", err)
+	}
+	next := shardrouter.Range{From: 200, To: 299}
+	if err := s.SaveMove(ctx, &MoveState{Logical: next, Phase: "cutover"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WriteWithMove(ctx, &Map{Version: 2}, &MoveState{Logical: next, Phase: "serving", MapVersion: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.BeginCancel(ctx, next, served); !errors.Is(err, ErrServed) {
+		t.Fatalf("a cancel of a move the map ended: %v, want ErrServed", err)
+	}
+	if st, err := s.LoadMove(ctx, next); err != nil || st.Phase != "serving" {
+		t.Fatalf("the refused cancel left %+v, %v", st, err)
 	}
 }

@@ -73,6 +73,9 @@ func (mv *run) replay(ctx context.Context) (int, error) {
 			keysOf[c.Table] = append(keysOf[c.Table], c.Key)
 		}
 	}
+	if err := mv.stillHolds(ctx); err != nil {
+		return 0, err
+	}
 	for _, name := range tables {
 		i := slices.IndexFunc(mv.tables, func(t *movedTable) bool { return t.name == name })
 		if i < 0 {

@@ -48,6 +48,9 @@ func (mv *run) copyTable(ctx context.Context, t *movedTable) error {
 		if err != nil {
 			return err
 		}
+		if err := mv.stillHolds(ctx); err != nil {
+			return err
+		}
 		if len(rows) > 0 {
 			if err := t.upsert(ctx, mv.target, rows); err != nil {
 				return err

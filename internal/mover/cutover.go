@@ -104,6 +104,9 @@ func (mv *run) cutoverOnce(ctx context.Context) (err error) {
 				ErrVerify, t.name, src.Rows, src.Sum, mv.st.From, dst.Rows, dst.Sum, mv.st.To)
 		}
 	}
+	if err := mv.stillHolds(frozen); err != nil { // a run that lost its lock does not seal
+		return lapsed(err)
+	}
 	mv.progress(Progress{Phase: PhaseCutover, Step: "verified"})
 	if err := mv.advance(frozen); err != nil {
 		return lapsed(err)
@@ -122,6 +125,9 @@ func (mv *run) cutoverOnce(ctx context.Context) (err error) {
 		served.Frozen, served.MapVersion, served.CutoverAt = time.Since(frozenAt), version, time.Now().UTC()
 		return &served
 	})
+	if errors.Is(err, mapstore.ErrCancelling) {
+		return fmt.Errorf("%w: a cancel of the move of %d-%d began (CancelMove, by a run that found the move's lock free): the map is not written, and the cancel ends the move", ErrInvalid, mv.st.Logical.From, mv.st.Logical.To)
+	}
 	if err != nil {
 		if _, readErr := mv.d.RefreshMap(context.WithoutCancel(ctx)); readErr != nil || !mv.servedByTarget() {
 			return fmt.Errorf("%w; the range stays sealed on %s, its writes refused, until the move is run again", err, mv.st.From)

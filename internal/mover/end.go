@@ -30,6 +30,26 @@ func (m *Mover) Cancel(ctx context.Context, d Driver, r Range, models []any) err
 		return fmt.Errorf("%w: logical shards %d-%d are served by %s since map version %d: it is too late to cancel; move them back (Move to %s, which cleans this move up first), or clean it up (CleanupMove, or shardid move cleanup)",
 			ErrInvalid, r.From, r.To, mv.st.To, mv.st.MapVersion, mv.st.From)
 	}
+	// Decided in the plugin's database: a mover that runs on, its lock lost
+	// with its session, may have sealed the cutover and be writing the map.
+	err = d.Store().BeginCancel(ctx, r, func(latest *mapstore.Map) (bool, error) {
+		m, err := d.MapOf(latest)
+		if err != nil {
+			return false, err
+		}
+		for s := r.From; s <= r.To; s++ {
+			if m.Physical(s) != mv.to {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if errors.Is(err, mapstore.ErrServed) {
+		return fmt.Errorf("%w: logical shards %d-%d are served by %s since a map written as the cancel began: it is too late to cancel; move them back (Move to %s), or clean the move up (CleanupMove)",
+			ErrInvalid, r.From, r.To, mv.st.To, mv.st.From)
+	} else if err != nil {
+		return err
+	}
 	if err := mv.unfence(ctx); err != nil {
 		return err
 	}
@@ -154,7 +174,7 @@ func endingRun(ctx context.Context, d Driver, r Range, models []any) (*run, func
 	if err := withinLayout(d, r); err != nil {
 		return nil, nil, err
 	}
-	unlock, err := lockMove(ctx, d.Store(), r)
+	unlock, held, err := lockMove(ctx, d.Store(), r)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -163,6 +183,7 @@ func endingRun(ctx context.Context, d Driver, r Range, models []any) (*run, func
 		unlock()
 		return nil, nil, err
 	}
+	mv.held = held
 	return mv, unlock, nil
 }
 

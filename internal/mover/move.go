@@ -94,7 +94,8 @@ type run struct {
 	fence          fence.Fence
 	tables         []*movedTable
 	fr             fence.Range
-	resumed        bool // the move was recorded before this run
+	resumed        bool                        // the move was recorded before this run
+	held           func(context.Context) error // whether the run holds its move's lock still
 	live           *liveMove
 }
 
@@ -106,7 +107,7 @@ func (m *Mover) Move(ctx context.Context, d Driver, req Request) (*Report, error
 	if err := withinLayout(d, req.Logical); err != nil {
 		return nil, err
 	}
-	unlock, err := lockMove(ctx, d.Store(), req.Logical)
+	unlock, held, err := lockMove(ctx, d.Store(), req.Logical)
 	if err != nil {
 		return nil, err
 	}
@@ -118,6 +119,7 @@ func (m *Mover) Move(ctx context.Context, d Driver, req Request) (*Report, error
 	if err != nil {
 		return nil, err
 	}
+	mv.held = held
 	if req.DryRun {
 		return mv.plan(ctx)
 	}
@@ -211,12 +213,29 @@ const migrationWait = time.Minute
 
 // lockMove takes the lock of the move of r, which one run at a time holds,
 // be it a mover, a cancel or a cleanup; it fails at once if another has it.
-func lockMove(ctx context.Context, s *mapstore.Store, r Range) (func(), error) {
-	unlock, err := s.LockMove(ctx, r)
+// held checks the lock is held still.
+func lockMove(ctx context.Context, s *mapstore.Store, r Range) (unlock func(), held func(context.Context) error, err error) {
+	unlock, held, err = s.LockMoveHeld(ctx, r)
 	if errors.Is(err, mapstore.ErrLocked) {
-		return nil, fmt.Errorf("%w: another run holds the move of %d-%d (a mover, a cancel or a cleanup); wait for it to end", ErrInvalid, r.From, r.To)
+		return nil, nil, fmt.Errorf("%w: another run holds the move of %d-%d (a mover, a cancel or a cleanup); wait for it to end", ErrInvalid, r.From, r.To)
 	}
-	return unlock, err
+	return unlock, held, err
+}
+
+// stillHolds fails a run whose move's lock was lost with its session, before
+// it writes again: another run (a cancel, the move run again) may hold it.
+func (mv *run) stillHolds(ctx context.Context) error {
+	if mv.held == nil {
+		return nil
+	}
+	if err := mv.held(ctx); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("%w: this run of the move of %d-%d lost its lock (%w); it stops, as another run may hold the lock now: run the move again, or cancel it",
+			ErrInvalid, mv.st.Logical.From, mv.st.Logical.To, err)
+	}
+	return nil
 }
 
 // stillFenced refuses to resume a move past its prepare whose source no
