@@ -179,45 +179,56 @@ func (q query) replaceFor(b backend) string {
 // move carries, refusing the next move there.
 func TestAMoverThatLostItsLockStopsBeforeItWritesAgain(t *testing.T) {
 	forEachServer(t, func(t *testing.T, b backend) {
-		r := newMoveRig(t, b, t.TempDir())
-		r.seedUsers(t, 300)
-		_, canceller := r.open(t, shardid.Config{})
-		main, err := gorm.Open(b.dialector(t, r.dir), &gorm.Config{Logger: logger.Discard})
-		must(t, err)
-		mainDB, err := main.DB()
-		must(t, err)
-		defer mainDB.Close()
-		paused, release := make(chan struct{}), make(chan struct{})
-		moved := make(chan error, 1)
-		chunks := 0
-		go func() {
-			_, err := r.p.Move(context.Background(), shardid.Move{Logical: movingRange, To: b.name + "-target", Models: moveModels, ChunkSize: 20,
-				Progress: func(p shardid.MoveProgress) {
-					if p.Step == "chunk" && p.Table == "mv_users" {
-						if chunks++; chunks == 2 {
-							close(paused)
-							<-release
-						}
-					}
-				}})
-			moved <- err
-		}()
-		select {
-		case <-paused:
-		case err := <-moved:
-			t.Fatalf("the move ended before its copy paused: %v", err)
-		}
-		killMoveLock(t, b, mainDB)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		must(t, canceller.CancelMove(ctx, movingRange))
-		close(release)
-		moveErr := <-moved
-		if !errors.Is(moveErr, shardid.ErrMoveInvalid) {
-			t.Errorf("the mover that lost its lock: %v, want ErrMoveInvalid", moveErr)
-		}
-		if n := countIn(t, r.target, "mv_users", true, r.p.Layout()); n != 0 {
-			t.Errorf("the target holds %d users of the range after the cancel (the mover: %v)", n, moveErr)
+		for _, phase := range []string{shardid.PhaseCopy, shardid.PhaseCatchUp} {
+			t.Run(phase, func(t *testing.T) {
+				r := newMoveRig(t, b, t.TempDir())
+				users := r.seedUsers(t, 300)
+				_, canceller := r.open(t, shardid.Config{})
+				main, err := gorm.Open(b.dialector(t, r.dir), &gorm.Config{Logger: logger.Discard})
+				must(t, err)
+				mainDB, err := main.DB()
+				must(t, err)
+				defer mainDB.Close()
+				paused, release := make(chan struct{}), make(chan struct{})
+				moved := make(chan error, 1)
+				chunks := 0
+				go func() {
+					_, err := r.p.Move(context.Background(), shardid.Move{Logical: movingRange, To: b.name + "-target", Models: moveModels, ChunkSize: 20, CatchUpBelow: 1,
+						Progress: func(p shardid.MoveProgress) {
+							if p.Step == "chunk" && p.Table == "mv_users" {
+								if chunks++; chunks == 1 { // logged, for the catch-up to replay
+									must(t, r.db.Model(&MvUser{}).Where("id IN ?", users[:100]).Update("name", "changed").Error)
+								}
+							}
+							if p.Phase == phase && (p.Step == "round" || chunks == 2) {
+								select {
+								case <-paused:
+								default:
+									close(paused)
+									<-release
+								}
+							}
+						}})
+					moved <- err
+				}()
+				select {
+				case <-paused:
+				case err := <-moved:
+					t.Fatalf("the move ended before it paused: %v", err)
+				}
+				killMoveLock(t, b, mainDB)
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				must(t, canceller.CancelMove(ctx, movingRange))
+				close(release)
+				moveErr := <-moved
+				if !errors.Is(moveErr, shardid.ErrMoveInvalid) {
+					t.Errorf("the mover that lost its lock: %v, want ErrMoveInvalid", moveErr)
+				}
+				if n := countIn(t, r.target, "mv_users", true, r.p.Layout()); n != 0 {
+					t.Errorf("the target holds %d users of the range after the cancel (the mover: %v)", n, moveErr)
+				}
+			})
 		}
 	})
 }

@@ -14,6 +14,9 @@ func (mv *run) catchUp(ctx context.Context) error {
 	}
 	last := int64(-1)
 	for {
+		if err := mv.stillHolds(ctx); err != nil {
+			return err
+		}
 		backlog, err := mv.fence.Backlog(ctx, mv.source)
 		if err != nil {
 			return err
@@ -73,15 +76,15 @@ func (mv *run) replay(ctx context.Context) (int, error) {
 			keysOf[c.Table] = append(keysOf[c.Table], c.Key)
 		}
 	}
-	if err := mv.stillHolds(ctx); err != nil {
-		return 0, err
-	}
 	for _, name := range tables {
 		i := slices.IndexFunc(mv.tables, func(t *movedTable) bool { return t.name == name })
 		if i < 0 {
 			return 0, fmt.Errorf("the change log names table %s, which the move does not carry", name)
 		}
 		for keys := range slices.Chunk(keysOf[name], replayKeys) {
+			if err := mv.stillHolds(ctx); err != nil {
+				return 0, err
+			}
 			if err := mv.replayKeys(ctx, mv.tables[i], keys); err != nil {
 				return 0, err
 			}

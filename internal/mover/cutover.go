@@ -51,6 +51,9 @@ func (mv *run) cutoverOnce(ctx context.Context) (err error) {
 		lease = defaultFreezeLease
 	}
 	committed := false
+	if err := mv.stillHolds(ctx); err != nil {
+		return err
+	}
 	if err := mv.announceFreeze(ctx, 3*lease); err != nil {
 		return errors.Join(err, mv.endAnnouncement(context.WithoutCancel(ctx)))
 	}
