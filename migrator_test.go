@@ -3,6 +3,7 @@ package shardid
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"log"
 	"path/filepath"
 	"runtime"
@@ -640,6 +641,37 @@ func TestMigratorRefusesANilModel(t *testing.T) {
 		t.Error("DropTable(&M{}, nil) dropped M")
 	}
 	refused("AddColumn(nil, \"Name\")", func() error { return p.Migrator(db).AddColumn(nil, "Name") })
+}
+
+// TestMigratorRefusesAValueThatIsNotAModel: a number, a pointer to one or a
+// map among the models fails with GORM's ErrInvalidValue naming its type
+// before anything is changed on any database, where GORM's AutoMigrate
+// panics; AutoMigrate of a table name, which GORM cannot make from its name,
+// is refused before it fails on each database part way.
+func TestMigratorRefusesAValueThatIsNotAModel(t *testing.T) {
+	db, p, direct, _ := routedOverN(t, 2, Config{Log: quiet})
+	for _, value := range []any{5, new(int), map[string]any{"name": "x"}, "rev_users"} {
+		for name, call := range map[string]func() error{
+			"AutoMigrate": func() error { return p.AutoMigrate(db, &revUser{}, value) },
+			"CreateTable": func() error { return p.Migrator(db).CreateTable(&revUser{}, value) },
+		} {
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Errorf("%s(%#v) panicked: %v", name, value, r)
+					}
+				}()
+				if err := call(); !errors.Is(err, gorm.ErrInvalidValue) || !strings.Contains(err.Error(), fmt.Sprintf("%T", value)) && !strings.Contains(err.Error(), "table name") {
+					t.Errorf("%s(%#v): %v, want gorm.ErrInvalidValue naming what it was given", name, value, err)
+				}
+			}()
+			for i, d := range append(direct, db) {
+				if d.Migrator().HasTable(&revUser{}) {
+					t.Fatalf("%s(%#v) made the model beside it on database %d", name, value, i)
+				}
+			}
+		}
+	}
 }
 
 // TestDryRunMigratorChangesNoDatabase: the plugin's migrator of a DryRun

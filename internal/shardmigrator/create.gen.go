@@ -112,6 +112,11 @@ func (m Migrator) create(models []any, do func(gorm.Migrator, ...any) error, fol
 	if m.db.DryRun { // it reads each database's tables to place, undo and check what it makes: nothing to read, nothing run
 		return fmt.Errorf("shardid: the plugin's migrator: %w", gorm.ErrDryRunModeUnsupported)
 	}
+	for _, value := range models {
+		if table, isTable := value.(string); isTable { // GORM cannot make a table from its name alone, and fails on each database part way
+			return fmt.Errorf("shardid: the migrator was given the table name %q: AutoMigrate and CreateTable make a table from its model (a pointer to a struct): %w", table, gorm.ErrInvalidValue)
+		}
+	}
 	here, everywhere, used, err := m.split(models, follow)
 	if err != nil {
 		return err

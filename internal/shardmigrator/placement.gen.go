@@ -1,6 +1,8 @@
 package shardmigrator
 
 import (
+	"fmt"
+
 	"slices"
 
 	"gorm.io/gorm"
@@ -32,8 +34,9 @@ func (m Migrator) sharded(value any) (bool, *Model, *schema.Schema, error) {
 		return where != onOwn, nil, nil, err
 	}
 	stmt := &gorm.Statement{DB: m.db}
-	if stmt.Parse(value) != nil {
-		return false, nil, nil, nil // GORM's migrator says what it makes of it
+	if err := stmt.Parse(value); err != nil {
+		// GORM's AutoMigrate panics on what is no model (a number, a map); its other methods return this error
+		return false, nil, nil, fmt.Errorf("shardid: the migrator was given %T, which is not a model (give a pointer to a struct, or a table name): %w: %w", value, gorm.ErrInvalidValue, err)
 	}
 	model, err := m.plugin.Model(stmt.Schema)
 	if err != nil {
