@@ -2,6 +2,7 @@ package shardid
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -174,8 +175,15 @@ func New(cfg Config) *Plugin {
 	return p
 }
 
+// unregistered is the engine of a nil *Plugin: never initialized, so that
+// each method says the plugin is not open, as one before db.Use does.
+var unregistered = engine.New(nil, engine.Config{})
+
 // engine returns the plugin's engine, which routes and runs its statements.
 func (p *Plugin) engine() *engine.Engine {
+	if p == nil {
+		return unregistered
+	}
 	p.once.Do(func() { p.e = engine.New(p, p.config.engine()) })
 	return p.e
 }
@@ -207,7 +215,12 @@ func (p *Plugin) Layout() Layout { return p.engine().Layout() }
 // Initialize implements gorm.Plugin: it validates the Config, builds one
 // generator per strategy and registers the callbacks. It fails with
 // [ErrInvalidLayout] or [ErrInvalidConfig].
-func (p *Plugin) Initialize(db *gorm.DB) error { return p.engine().Initialize(db) }
+func (p *Plugin) Initialize(db *gorm.DB) error {
+	if p == nil {
+		return fmt.Errorf("%w: db.Use was given a nil *shardid.Plugin (make it with shardid.New)", ErrInvalidConfig)
+	}
+	return p.engine().Initialize(db)
+}
 
 // RecoverTransactions finishes the writes over several databases that a
 // process left prepared when it stopped or lost a database midway: a branch

@@ -381,7 +381,27 @@ func TestPluginMethodsBeforeUseDoNotPanic(t *testing.T) {
 				}
 			}()
 		}
+		func() { // a nil *Plugin (a field never set) is one never registered
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("%s of a nil *Plugin: panic: %v", name, r)
+				}
+			}()
+			if err := call(nil); mustNotOpen[name] && !errors.Is(err, ErrPluginNotOpen) {
+				t.Errorf("%s of a nil *Plugin: %v; want ErrPluginNotOpen", name, err)
+			}
+		}()
 	}
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Errorf("db.Use of a nil *Plugin: panic: %v", r)
+			}
+		}()
+		if err := db.Use((*Plugin)(nil)); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "shardid.New") {
+			t.Errorf("db.Use of a nil *Plugin: %v; want ErrInvalidConfig saying to make it with shardid.New", err)
+		}
+	}()
 	if m := New(Config{}).ShardMap(); m != nil {
 		t.Errorf("ShardMap before db.Use: %v; want nil", m)
 	}
