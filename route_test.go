@@ -3,6 +3,9 @@ package shardid
 import (
 	"database/sql/driver"
 	"errors"
+	"math"
+	"strconv"
+	"strings"
 	"testing"
 
 	"gorm.io/gorm"
@@ -307,5 +310,34 @@ func TestAnEmptyUUIDKeyMatchesNoRow(t *testing.T) {
 	}
 	if err := db.Where("id = ?", "nope").Find(&found).Error; !errors.Is(err, ErrNoShard) {
 		t.Errorf(`Where("id = ?", "nope"): %v, want ErrNoShard`, err)
+	}
+}
+
+// TestAByIDThatIsNoIDSaysWhatItWasGiven: ByID of a uint64 above the 63 bits
+// of an ID is ErrNoShard naming the value given, not the -1 it reads as
+// an int64; of an int64 ID as decimal text (as JSON carries shardid.ID),
+// ErrNoShard saying to give it as a number, not a UUID's length error.
+func TestAByIDThatIsNoIDSaysWhatItWasGiven(t *testing.T) {
+	db, _, _ := revRouted(t, &revUser{})
+	u := revUser{Name: "u"}
+	must(t, db.Create(&u).Error)
+	cases := []struct {
+		clause Clause
+		text   string
+	}{
+		{ByID(uint64(math.MaxUint64)), "ByID(18446744073709551615): above 2^63-1"},
+		{ByID(uint64(1) << 63), "ByID(9223372036854775808): above 2^63-1"},
+		{ByID(strconv.FormatInt(u.ID, 10)), "give an int64 ID as a number"},
+	}
+	for _, c := range cases {
+		var found []revUser
+		if err := db.Clauses(c.clause).Find(&found).Error; !errors.Is(err, ErrNoShard) || !strings.Contains(err.Error(), c.text) {
+			t.Errorf("got %v, want ErrNoShard mentioning %q", err, c.text)
+		}
+	}
+	var found []revUser
+	must(t, db.Clauses(ByID(uint64(u.ID))).Find(&found).Error)
+	if len(found) != 1 {
+		t.Fatalf("ByID of the ID as a uint64: %d rows, want 1", len(found))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"strconv"
 
 	"gorm.io/gorm"
 )
@@ -39,7 +40,7 @@ func ByID(id any) Hint {
 		return Hint{kind: hintUUID, key: id}
 	case reflect.Uint, reflect.Uint64:
 		if v.Uint() > math.MaxInt64 {
-			return Hint{kind: hintID, id: -1} // no ID: refused as one
+			return Hint{kind: hintID, id: -1, key: id} // no ID: refused as one, named as given
 		}
 		return Hint{kind: hintID, id: int64(v.Uint())}
 	default:
@@ -124,12 +125,20 @@ func (e *Engine) hintShard(h Hint) (int, error) {
 		}
 		return h.shard, nil
 	case hintID:
+		if h.key != nil {
+			return 0, fmt.Errorf("%w: ByID(%v): above 2^63-1, the largest ID", ErrNoShard, h.key)
+		}
 		if h.id <= 0 {
 			return 0, fmt.Errorf("%w: ByID(%d): an ID is positive", ErrNoShard, h.id)
 		}
 		return e.layout.Shard(h.id), nil
 	case hintUUID:
 		u, err := uuidOf(h.key)
+		if s, isText := h.key.(string); err != nil && isText {
+			if _, isNumber := strconv.ParseInt(s, 10, 64); isNumber == nil { // an int64 ID as text, as JSON carries shardid.ID
+				return 0, fmt.Errorf("%w: ByID(%q): a string is read as a UUID's text; give an int64 ID as a number (strconv.ParseInt, or shardid.ID's value)", ErrNoShard, s)
+			}
+		}
 		if err != nil {
 			return 0, fmt.Errorf("%w: ByID(%v): %w", ErrNoShard, h.key, err)
 		}
