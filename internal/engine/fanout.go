@@ -278,7 +278,7 @@ func (e *Engine) fanOutWrite(db *gorm.DB, kind statementKind, m *model, plan sha
 			}
 		})
 	}
-	byModel := kind == kindDelete && stmt.Model != stmt.Dest && len(e.valueShards(stmt, m, kind, reflect.Indirect(reflect.ValueOf(stmt.Model)), nil)) > 0
+	byModel := kind == kindDelete && !sameValue(stmt.Model, stmt.Dest) && len(e.valueShards(stmt, m, kind, reflect.Indirect(reflect.ValueOf(stmt.Model)), nil)) > 0
 	if !db.AllowGlobalUpdate && !keyed && !byModel && len(conditionsOf(stmt)) == 0 {
 		// As GORM refuses it on one database: each part's condition to its
 		// database's ranges is the plugin's, not a condition of the caller's.
@@ -522,10 +522,16 @@ func writeRows(stmt *gorm.Statement, kind statementKind) rowSlice {
 		rows = stmt.Model
 	}
 	rv := reflect.ValueOf(rows)
+	if rv.Kind() == reflect.Slice || rv.Kind() == reflect.Array {
+		// Given by value (Delete(rows)), as GORM takes them: split a pointer to a copy, whose slice shares the rows
+		ptr := reflect.New(rv.Type())
+		ptr.Elem().Set(rv)
+		return rowSlice{slice: ptr.Interface(), bothSides: sameValue(stmt.Model, stmt.Dest), isModel: isModel}
+	}
 	if rv.Kind() != reflect.Pointer || rv.IsNil() || rv.Elem().Kind() != reflect.Slice && rv.Elem().Kind() != reflect.Array {
 		return rowSlice{}
 	}
-	return rowSlice{slice: rows, bothSides: stmt.Model == stmt.Dest, isModel: isModel}
+	return rowSlice{slice: rows, bothSides: sameValue(stmt.Model, stmt.Dest), isModel: isModel}
 }
 
 func (r rowSlice) value() reflect.Value { return reflect.ValueOf(r.slice).Elem() }

@@ -954,10 +954,31 @@ func (e *Engine) modelShards(stmt *gorm.Statement, m *model, kind statementKind,
 		return e.valueShards(stmt, m, kind, reflect.Indirect(reflect.ValueOf(stmt.Model)), shards)
 	}
 	shards = e.valueShards(stmt, m, kind, reflect.Indirect(stmt.ReflectValue), shards)
-	if kind == kindDelete && stmt.Model != nil && stmt.Model != stmt.Dest && stmt.ReflectValue.CanAddr() {
+	if kind == kindDelete && stmt.Model != nil && !sameValue(stmt.Model, stmt.Dest) && stmt.ReflectValue.CanAddr() {
 		shards = e.valueShards(stmt, m, kind, reflect.Indirect(reflect.ValueOf(stmt.Model)), shards) // callbacks.Delete adds its keys too
 	}
 	return shards
+}
+
+// sameValue reports whether a and b, a statement's Model and Dest, are the
+// same value, as GORM's a == b says of those it can compare: == of a slice,
+// or of a struct with a slice field (Delete(user) of a User with []Photo),
+// panics.
+func sameValue(a, b any) bool {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	if !va.IsValid() || !vb.IsValid() || va.Type() != vb.Type() {
+		return !va.IsValid() && !vb.IsValid()
+	}
+	if va.Comparable() {
+		return a == b
+	}
+	switch va.Kind() {
+	case reflect.Slice:
+		return va.Pointer() == vb.Pointer() && va.Len() == vb.Len()
+	case reflect.Map, reflect.Func:
+		return va.Pointer() == vb.Pointer()
+	}
+	return false // a struct value: a copy, never the caller's own
 }
 
 // valueShards appends the logical shards of the keys of rv, a row or rows.
