@@ -34,7 +34,9 @@ type Move struct {
 	// FreezeLease bounds the freeze at the cutover should the mover die or
 	// be cancelled: the source's triggers take writes of the range again
 	// once it has passed (by the source's clock) unless the mover renewed it
-	// (every third of it) or the cutover committed. Default: 3 s.
+	// (every third of it) or the cutover committed. Default: 3 s; at least
+	// 30 ms. A negative ChunkSize, Throttle, CatchUpBelow or FreezeLease is
+	// refused (ErrMoveInvalid).
 	FreezeLease time.Duration
 	// Progress, if set, is called after each chunk and each round of the
 	// catch-up.

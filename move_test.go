@@ -423,3 +423,44 @@ func TestAMoveThatCannotRecordItsPhaseNamesIt(t *testing.T) {
 		t.Fatalf("a move whose phase cannot be recorded: %v; want the error naming the move (6144-8191) and shardid_moves", err)
 	}
 }
+
+// TestAMovesBadTuningIsRefusedBeforeItStarts: a Move whose ChunkSize,
+// CatchUpBelow, Throttle or FreezeLease is negative, or whose FreezeLease is
+// a few nanoseconds (an untyped 3 meant as seconds, which froze the range
+// for a lease its renewer's ticker of lease/3 panicked on, killing the
+// process), fails with ErrMoveInvalid naming the field before anything
+// changes: the range stays on its database, and no move is recorded.
+func TestAMovesBadTuningIsRefusedBeforeItStarts(t *testing.T) {
+	db, p, direct, _ := routedOverN(t, 2, Config{Log: quiet}, &revUser{})
+	l := p.Layout()
+	for i := range 20 {
+		must(t, db.Create(&revUser{ID: l.Compose(time.Now().Add(-time.Second), i%4, i), Name: "m"}).Error)
+	}
+	cases := map[string]Move{
+		"ChunkSize -1":        {ChunkSize: -1},
+		"CatchUpBelow -1":     {CatchUpBelow: -1},
+		"Throttle -1s":        {Throttle: -time.Second},
+		"FreezeLease -1s":     {FreezeLease: -time.Second},
+		"FreezeLease 3ns":     {FreezeLease: 3},
+		"FreezeLease 1ns":     {FreezeLease: 1},
+		"FreezeLease 29ms is": {FreezeLease: 29 * time.Millisecond},
+	}
+	for name, req := range cases {
+		req.Logical, req.To = Range{From: 0, To: 3}, "s1"
+		field, _, _ := strings.Cut(name, " ")
+		if _, err := p.Move(t.Context(), req); !errors.Is(err, ErrMoveInvalid) || !strings.Contains(err.Error(), field) {
+			t.Errorf("Move with %s: %v; want ErrMoveInvalid naming %s", name, err, field)
+		}
+	}
+	if moves, err := p.Moves(t.Context()); err != nil || len(moves) != 0 {
+		t.Fatalf("moves recorded: %+v, %v; want none", moves, err)
+	}
+	if p.ShardMap().Physical(0) != 0 {
+		t.Fatal("the range left s0")
+	}
+	var n int64
+	must(t, direct[1].Model(&revUser{}).Count(&n).Error)
+	if n != 0 {
+		t.Fatalf("%d rows copied to s1", n)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -104,6 +105,9 @@ type run struct {
 // cutover. Its state is kept in the store: running the same move again
 // after a failure or a crash resumes it.
 func (m *Mover) Move(ctx context.Context, d Driver, req Request) (*Report, error) {
+	if err := checkTuning(req); err != nil {
+		return nil, err
+	}
 	if err := withinLayout(d, req.Logical); err != nil {
 		return nil, err
 	}
@@ -182,6 +186,26 @@ func cleanUpToMoveBack(ctx context.Context, d Driver, req Request) error {
 	}
 	if err != nil {
 		return errs.Wrap(err, "cleaning up the move of %d-%d to %s before moving them back", req.Logical.From, req.Logical.To, st.To)
+	}
+	return nil
+}
+
+// minFreezeLease is the shortest FreezeLease: the fence's deadline counts
+// milliseconds, and the mover renews it every third of the lease.
+const minFreezeLease = 30 * time.Millisecond
+
+// checkTuning refuses a request's negative sizes and durations, whose zero
+// is the default, and a FreezeLease too short to be renewed (an untyped 3
+// meant as seconds would freeze the range for 3ns, and its renewer's ticker
+// of lease/3 would panic).
+func checkTuning(req Request) error {
+	for name, n := range map[string]any{"ChunkSize": req.ChunkSize, "CatchUpBelow": req.CatchUpBelow, "Throttle": req.Throttle, "FreezeLease": req.FreezeLease} {
+		if reflect.ValueOf(n).Int() < 0 {
+			return fmt.Errorf("%w: %s %v is negative (zero is the default)", ErrInvalid, name, n)
+		}
+	}
+	if req.FreezeLease > 0 && req.FreezeLease < minFreezeLease {
+		return fmt.Errorf("%w: FreezeLease %v is under %v: a time.Duration counts nanoseconds (write 3 * time.Second)", ErrInvalid, req.FreezeLease, minFreezeLease)
 	}
 	return nil
 }
