@@ -36,7 +36,45 @@ func (a *acrossBeginner) BeginTx(ctx context.Context, _ *sql.TxOptions) (gorm.Co
 	}
 	g := a.e.newGlobalTx()
 	g.ctx = ctx
+	if ctx.Done() != nil {
+		g.ctxEnd = make(chan struct{})
+		g.stopCtxWatch = context.AfterFunc(ctx, g.rollbackAtContextEnd)
+	}
 	return g, nil
+}
+
+// rollbackAtContextEnd rolls the transaction back once the context it
+// began with is done, as database/sql does: its branches let go of their
+// rows and connections then, not when the application at last ends it.
+func (g *globalTx) rollbackAtContextEnd() {
+	if !g.claimed.CompareAndSwap(claimedByNone, claimedByContext) {
+		return // Commit or Rollback came first: theirs is the end
+	}
+	g.ctxErr = errors.Join(g.ctx.Err(), g.rollback(g.context()))
+	close(g.ctxEnd)
+}
+
+// claim makes the application's Commit or Rollback the one that ends the
+// transaction, if nothing has.
+func (g *globalTx) claim() bool {
+	if !g.claimed.CompareAndSwap(claimedByNone, claimedByApplication) {
+		return false
+	}
+	if g.stopCtxWatch != nil {
+		g.stopCtxWatch()
+	}
+	return true
+}
+
+// lostClaim is what a Commit or Rollback called after the transaction's end
+// returns: a Commit after its context's end rolled it back, that end's
+// error (once the rollback is over), as database/sql's does.
+func (g *globalTx) lostClaim(commit bool) error {
+	if commit && g.claimed.Load() == claimedByContext {
+		<-g.ctxEnd
+		return g.ctxErr
+	}
+	return sql.ErrTxDone
 }
 
 func (a *acrossBeginner) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
@@ -115,8 +153,8 @@ func (g *globalTx) PrepareContext(ctx context.Context, query string) (*sql.Stmt,
 // database/sql's Commit does. Its deadline bounds the prepare (and a
 // commit in one phase); a decided commit finishes past it.
 func (g *globalTx) Commit() error {
-	if !g.claimed.CompareAndSwap(false, true) {
-		return sql.ErrTxDone // a Rollback, or another Commit, came first (from another goroutine too): it alone ends the branches
+	if !g.claim() {
+		return g.lostClaim(true) // a Rollback, another Commit, or the context's end came first (from another goroutine too): it alone ends the branches
 	}
 	if g.ctx != nil && g.ctx.Err() != nil {
 		return errors.Join(g.ctx.Err(), g.rollback(g.context()))
@@ -132,8 +170,8 @@ func (g *globalTx) Commit() error {
 // Rollback has been called (from any goroutine), it does nothing and
 // returns sql.ErrTxDone.
 func (g *globalTx) Rollback() error {
-	if !g.claimed.CompareAndSwap(false, true) {
-		return sql.ErrTxDone
+	if !g.claim() {
+		return g.lostClaim(false)
 	}
 	return g.rollback(g.context())
 }

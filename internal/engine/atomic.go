@@ -58,9 +58,15 @@ type globalTx struct {
 	// decision's, and no rollback (the application's after Commit, or a
 	// second Commit) may touch one whose commit was left to recovery.
 	decided atomic.Bool
-	// claimed says the application's Commit or Rollback has been called:
-	// the first one alone ends the transaction, as with database/sql.
-	claimed atomic.Bool
+	// claimed says what ends the transaction: the application's first
+	// Commit or Rollback (from any goroutine) alone, as with database/sql,
+	// or the end of the context it began with.
+	claimed atomic.Uint32
+	// The end of an application's transaction's context rolls it back:
+	// stopCtxWatch stops that, ctxEnd is closed once it has, with ctxErr.
+	stopCtxWatch func() bool
+	ctxEnd       chan struct{}
+	ctxErr       error
 
 	mu sync.Mutex // guards the fields below: parts open branches at once
 	// branches by database, ownDatabase for the plugin's own.
@@ -81,6 +87,13 @@ type globalTx struct {
 	writing   int
 	writesEnd sync.Cond // on mu, signalled as the last of them ends
 }
+
+// Who claimed a transaction's end (globalTx.claimed).
+const (
+	claimedByNone uint32 = iota
+	claimedByApplication
+	claimedByContext
+)
 
 // branchPool is a branch as a statement's connection pool: GORM begins no
 // transaction in it (it has no BeginTx) and sees one (it has Commit and
