@@ -108,7 +108,7 @@ func TestNestedTransactionsAndSavepointsAcrossShards(t *testing.T) {
 		fresh(t, r.db, &account{})
 		acc := oneOnEach(t, r)
 		err := r.db.Clauses(shardid.AcrossShards()).Transaction(func(tx *gorm.DB) error {
-			must(t, tx.SavePoint("before").Error) // no branch open yet
+			must(t, tx.SavePoint("sp_first").Error) // no branch open yet
 			must(t, addTo(tx, acc[0], 1))
 			_ = tx.Transaction(func(tx2 *gorm.DB) error {
 				must(t, addTo(tx2, acc[1], 1))
@@ -510,5 +510,62 @@ func TestATransactionWhoseContextEndsReleasesItsLocks(t *testing.T) {
 			}
 			r.noPrepared(t)
 		}
+	})
+}
+
+// TestSavepointsRacingAWriteOverSeveralDatabasesKeepItWhole: in a
+// transaction across shards used from two goroutines, a savepoint set, or
+// rolled back to, while a write over several databases runs in the other
+// is before or after that write on every database, never between its
+// parts: rolling back to it undoes the write whole or not at all.
+func TestSavepointsRacingAWriteOverSeveralDatabasesKeepItWhole(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		fresh(t, r.db, &account{})
+		acc := accountsOnEvery(t, r)
+		ids := make([]int64, len(acc))
+		for i, a := range acc {
+			ids[i] = a.ID
+		}
+		must(t, r.db.Clauses(shardid.AcrossShards()).Transaction(func(tx *gorm.DB) error {
+			var wg sync.WaitGroup
+			stop := make(chan struct{})
+			wg.Go(func() {
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					name := fmt.Sprintf("race%d", i)
+					if err := tx.SavePoint(name).Error; err != nil {
+						t.Errorf("savepoint: %v", err)
+						return
+					}
+					if err := tx.RollbackTo(name).Error; err != nil {
+						t.Errorf("rollback to: %v", err)
+						return
+					}
+				}
+			})
+			for range 60 {
+				if err := tx.Model(&account{}).Where("id IN ?", ids).Update("balance", gorm.Expr("balance + 1")).Error; err != nil {
+					close(stop)
+					wg.Wait()
+					return err
+				}
+			}
+			close(stop)
+			wg.Wait()
+			return nil
+		}))
+		got := r.balancesOf(t, acc)
+		for _, v := range got {
+			if v != got[0] {
+				t.Fatalf("balances %v: a rollback to a savepoint undid a write over several databases on some of them only", got)
+			}
+		}
+		t.Logf("balances %v", got)
+		r.noPrepared(t)
 	})
 }

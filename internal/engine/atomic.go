@@ -84,8 +84,9 @@ type globalTx struct {
 	ending        bool // its commit or rollback has taken the branches: no new one opens
 	// writing counts the writes over several databases under way in it,
 	// which its end waits for: each is in the commit, or dooms it, whole.
-	writing   int
-	writesEnd sync.Cond // on mu, signalled as the last of them ends
+	writing      int
+	savepointing bool      // the application's savepoint is being applied: no such write starts
+	writesEnd    sync.Cond // on mu, signalled as the last of them ends, and as a savepoint is applied
 }
 
 // Who claimed a transaction's end (globalTx.claimed).
@@ -418,11 +419,36 @@ func (g *globalTx) endBranches() []*branchPool {
 func (g *globalTx) startWrite() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	for g.savepointing {
+		g.writesEnd.Wait()
+	}
 	if g.ending {
 		return sql.ErrTxDone
 	}
 	g.writing++
 	return nil
+}
+
+// holdWrites waits for the writes over several databases under way to end
+// and holds off new ones until releaseWrites, for a savepoint the
+// application sets or rolls back to: else it could land between a write's
+// parts, and undo the write on some databases only. A hook's savepoint,
+// which may run inside such a write, does not wait.
+func (g *globalTx) holdWrites() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for g.writing > 0 || g.savepointing {
+		g.writesEnd.Wait()
+	}
+	g.savepointing = true
+}
+
+// releaseWrites ends what holdWrites held.
+func (g *globalTx) releaseWrites() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.savepointing = false
+	g.writesEnd.Broadcast()
 }
 
 // endWrite ends what startWrite counted.
