@@ -569,3 +569,38 @@ func TestSavepointsRacingAWriteOverSeveralDatabasesKeepItWhole(t *testing.T) {
 		r.noPrepared(t)
 	})
 }
+
+// TestRollbackToRacingCommitOfATransactionAcrossShardsIsWhole: a rollback
+// to a savepoint from one goroutine while another commits the transaction
+// across shards is in the commit on every database, or refused on all
+// (sql.ErrTxDone): never undone on some databases and committed on others.
+func TestRollbackToRacingCommitOfATransactionAcrossShardsIsWhole(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		fresh(t, r.db, &account{})
+		acc := oneOnEach(t, r)
+		for i := range 40 {
+			before := r.balancesOf(t, acc)
+			tx := r.db.Clauses(shardid.AcrossShards()).Begin()
+			must(t, tx.SavePoint("x").Error)
+			for _, a := range acc {
+				must(t, addTo(tx, a, 1))
+			}
+			done := make(chan error, 1)
+			go func() { done <- tx.Session(&gorm.Session{}).RollbackTo("x").Error }()
+			committed := tx.Session(&gorm.Session{}).Commit().Error
+			rolledBackTo := <-done
+			got := r.balancesOf(t, acc)
+			for k := range got {
+				if got[k]-before[k] != got[0]-before[0] {
+					t.Fatalf("try %d: commit %v, rollback to the savepoint %v: balances moved by %d on database 0 and %d on %d", i, committed, rolledBackTo, got[0]-before[0], got[k]-before[k], k)
+				}
+			}
+			// GORM's PostgreSQL dialector drops a savepoint's error.
+			if moved := got[0] - before[0]; b.name != "postgres" && committed == nil && (moved == 0) != (rolledBackTo == nil) {
+				t.Fatalf("try %d: committed, the rollback to the savepoint returned %v, and the balances moved by %d", i, rolledBackTo, moved)
+			}
+		}
+		r.noPrepared(t)
+	})
+}

@@ -113,8 +113,11 @@ func (a *acrossBeginner) GetDBConn() (*sql.DB, error) {
 func (g *globalTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if kind, name, ok := savepointStatement(query); ok {
 		// The application's own: before or after each write over several
-		// databases under way (from another goroutine), never amid its parts.
-		g.holdWrites()
+		// databases under way (from another goroutine), never amid its
+		// parts, and before the commit or rollback begun meanwhile, or refused.
+		if err := g.holdWrites(); err != nil {
+			return nil, err
+		}
 		defer g.releaseWrites()
 		return driver.RowsAffected(0), g.savepoint(ctx, kind, name, query)
 	}

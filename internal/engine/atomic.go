@@ -403,11 +403,12 @@ func ending(ctx context.Context) (context.Context, context.CancelFunc) {
 }
 
 // endBranches returns the branches for the transaction's commit or
-// rollback, after which no new branch opens.
+// rollback, after which no new branch opens, once the writes over several
+// databases and the savepoint under way have ended.
 func (g *globalTx) endBranches() []*branchPool {
 	g.mu.Lock()
 	g.ending = true
-	for g.writing > 0 {
+	for g.writing > 0 || g.savepointing { // each is in it whole
 		g.writesEnd.Wait()
 	}
 	g.mu.Unlock()
@@ -434,13 +435,17 @@ func (g *globalTx) startWrite() error {
 // application sets or rolls back to: else it could land between a write's
 // parts, and undo the write on some databases only. A hook's savepoint,
 // which may run inside such a write, does not wait.
-func (g *globalTx) holdWrites() {
+func (g *globalTx) holdWrites() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for g.writing > 0 || g.savepointing {
 		g.writesEnd.Wait()
 	}
+	if g.ending { // after the commit's or rollback's start: refused whole, as a write is
+		return sql.ErrTxDone
+	}
 	g.savepointing = true
+	return nil
 }
 
 // releaseWrites ends what holdWrites held.
