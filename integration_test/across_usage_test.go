@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -601,6 +602,32 @@ func TestRollbackToRacingCommitOfATransactionAcrossShardsIsWhole(t *testing.T) {
 				t.Fatalf("try %d: committed, the rollback to the savepoint returned %v, and the balances moved by %d", i, rolledBackTo, moved)
 			}
 		}
+		r.noPrepared(t)
+	})
+}
+
+// TestAcrossShardsInsideATransactionBegunWithoutItSaysSo: AcrossShards given
+// to a nested Transaction of one begun without it (on the plugin's
+// database, or on a shard) does nothing, the nested one being a savepoint
+// of the outer: a statement there on another database is refused, nothing
+// written, and the refusal says why, instead of advising the AcrossShards
+// the application gave.
+func TestAcrossShardsInsideATransactionBegunWithoutItSaysSo(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		fresh(t, r.db, &account{})
+		acc := oneOnEach(t, r)
+		for _, outer := range []*gorm.DB{r.db, r.db.Clauses(shardid.ByID(acc[0].ID))} {
+			err := outer.Transaction(func(tx *gorm.DB) error {
+				return tx.Clauses(shardid.AcrossShards()).Transaction(func(nested *gorm.DB) error {
+					return addTo(nested, acc[1], 1)
+				})
+			})
+			if !errors.Is(err, shardid.ErrCrossShard) || !strings.Contains(err.Error(), "AcrossShards() was given inside a transaction begun without it") {
+				t.Fatalf("a statement on another database under AcrossShards nested in a transaction begun without it: %v; want ErrCrossShard saying the clause does nothing there", err)
+			}
+		}
+		wantBalances(t, r.balancesOf(t, acc), 1000, 1000, 1000, 1000)
 		r.noPrepared(t)
 	})
 }

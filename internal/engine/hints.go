@@ -65,6 +65,19 @@ type hintSettingKey struct{}
 // given to; a sub-statement that inherited the clause drops it (ownSettings).
 type hintOwnerKey struct{}
 
+// acrossInTxKey is the Statement.Settings key saying AcrossShards was given
+// in a transaction begun without it, where it does nothing.
+type acrossInTxKey struct{}
+
+// acrossInTxHint explains a statement refused for crossing shards in such
+// a transaction.
+func acrossInTxHint(stmt *gorm.Statement) string {
+	if _, given := loadSetting(stmt, acrossInTxKey{}); !given {
+		return ""
+	}
+	return "; shardid.AcrossShards() was given inside a transaction begun without it, where it does nothing (a nested Transaction is a savepoint of the outer one): begin the outermost transaction with it"
+}
+
 // txPhysicalKey is the Statement.Settings key of the physical database that a
 // transaction begun from this statement is on.
 type txPhysicalKey struct{}
@@ -84,6 +97,8 @@ func (e *Engine) KeepHint(stmt *gorm.Statement, h Hint) {
 		// Not a route: the statements of the transaction route themselves.
 		if e != nil && !inTransaction(stmt.ConnPool) {
 			stmt.ConnPool = &acrossBeginner{e: e, pool: stmt.ConnPool}
+		} else if globalOf(stmt.ConnPool) == nil {
+			stmt.Settings.Store(acrossInTxKey{}, true) // does nothing: a refusal says so
 		}
 		return
 	}

@@ -350,14 +350,14 @@ func (e *Engine) bind(db *gorm.DB, k int) error {
 		switch {
 		case !ok:
 			return fmt.Errorf("%w: the statement belongs on %s, and its transaction is not one begun there: begin it with db.Clauses(shardid.ByID(id)), shardid.OnShard(n) or shardid.ByKey(key), or, for rows it creates and then reads or changes (a sign-up), with db.Clauses(shardid.AcrossShards()) (a transaction on the plugin's own database holds no logical shard)%s",
-				ErrCrossShard, e.physical[k].name, resolverAfterHint(stmt))
+				ErrCrossShard, e.physical[k].name, resolverAfterHint(stmt)+acrossInTxHint(stmt))
 		case on != k && e.movedAway(stmt, on):
 			return &MovedError{Shard: -1, To: e.physical[k].name, Why: fmt.Sprintf("the transaction on %s began before the move; retry the transaction", e.physical[on].name)}
 		case on != k && inGORMsTransaction(stmt):
 			return fmt.Errorf("%w: the statement belongs on %s, and runs in the transaction GORM began on %s for the write whose hook or callback runs it, which holds that database only: run it after that write, or run the write in db.Clauses(shardid.AcrossShards()).Transaction, which spans databases",
 				ErrCrossShard, e.physical[k].name, e.physical[on].name)
 		case on != k:
-			return fmt.Errorf("%w: the transaction is on %s, the statement belongs on %s", ErrCrossShard, e.physical[on].name, e.physical[k].name)
+			return fmt.Errorf("%w: the transaction is on %s, the statement belongs on %s%s", ErrCrossShard, e.physical[on].name, e.physical[k].name, acrossInTxHint(stmt))
 		}
 		e.boundTo(stmt, k)
 		return nil
@@ -845,7 +845,7 @@ func (e *Engine) routeOf(db *gorm.DB, m *model, kind statementKind, settings *se
 	route := shardrouter.PlanRoute(planned, shardMap)
 	switch route.Refusal {
 	case shardrouter.OutsideClause:
-		return shardrouter.Route{Databases: route.Databases}, fmt.Errorf("%w: %s: the statement's conditions name rows outside the shard its clause names", ErrCrossShard, m.schema.Name)
+		return shardrouter.Route{Databases: route.Databases}, fmt.Errorf("%w: %s: the statement's conditions name rows outside the shard its clause names%s", ErrCrossShard, m.schema.Name, acrossInTxHint(stmt))
 	case shardrouter.NoShard:
 		if rows := reflect.Indirect(reflect.ValueOf(stmt.Model)); kind == kindUpdate && (rows.Kind() == reflect.Slice || rows.Kind() == reflect.Array) && rows.Len() > 0 {
 			return shardrouter.Route{Databases: route.Databases}, fmt.Errorf("%w (GORM restricts an update of rows to their IDs only when the last row has one)", e.noShard(m))
