@@ -261,7 +261,7 @@ func (l Layout) Check(id int64, now time.Time) error {
 	}
 	// By ticks, not times: a coarse unit's far ticks pass what a time holds.
 	if p := l.Decode(id); p.Ticks > l.Ticks(now.Add(maxFutureSkew)) {
-		return fmt.Errorf("%w: %d decodes to %s, after now", ErrInvalidID, id, p.Time.UTC().Format(time.RFC3339))
+		return fmt.Errorf("%w: %d decodes to %s, more than %s after now", ErrInvalidID, id, p.Time.UTC().Format(time.RFC3339), maxFutureSkew)
 	}
 	return nil
 }

@@ -193,6 +193,20 @@ func TestLayoutCheckRefusesFarTicksOfACoarseUnit(t *testing.T) {
 	}
 }
 
+// TestLayoutCheckSaysHowFarAheadAnIDMayBe: an ID timed two days ahead is
+// refused with the day of slack in the error, not as merely "after now",
+// which an ID an hour ahead (accepted) also is.
+func TestLayoutCheckSaysHowFarAheadAnIDMayBe(t *testing.T) {
+	l := Layout{}
+	if err := l.Check(l.Compose(now.Add(time.Hour), 1, 1), now); err != nil {
+		t.Errorf("an ID an hour ahead: %v", err)
+	}
+	err := l.Check(l.Compose(now.Add(48*time.Hour), 1, 1), now)
+	if !errors.Is(err, ErrInvalidID) || !strings.Contains(err.Error(), "more than 24h0m0s after now") {
+		t.Errorf("an ID two days ahead: %v, want ErrInvalidID saying more than 24h0m0s after now", err)
+	}
+}
+
 // TestLayoutComposeOutsideTheTimeFieldGivesZero: a time before the epoch,
 // or past the field's end, would wrap into an ID of another time; Compose
 // gives 0 instead, which Check refuses.
