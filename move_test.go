@@ -162,6 +162,27 @@ func TestMoveToATargetNotMigratedSaysToMigrate(t *testing.T) {
 	}
 }
 
+// TestAuditOfANewEmptyTargetFindsNothing: a database added to Config.Shards
+// to move shards onto, with no logical shards and none of the tables yet
+// (docs/command.md: an empty file made first), holds no rows, so none is
+// misplaced: Audit (shardid verify) reports nothing and does not call the
+// database unread.
+func TestAuditOfANewEmptyTargetFindsNothing(t *testing.T) {
+	ps := processes{t, t.TempDir()}
+	a := Shard{Name: "a", Dialector: ps.file("a.db"), Logical: []Range{{From: 0, To: Layout{}.ShardCount() - 1}}}
+	oldDB, old, err := ps.open(Config{Shards: []Shard{a}})
+	must(t, err)
+	must(t, old.AutoMigrate(oldDB, &revUser{}, &revPhoto{}))
+	must(t, oldDB.Clauses(OnShard(100)).Create(&revUser{Name: "stays"}).Error)
+	must(t, old.Close())
+	_, p, err := ps.open(Config{Shards: []Shard{a, {Name: "b", Dialector: ps.file("b.db")}}})
+	must(t, err)
+	misplaced, err := p.Audit(context.Background())
+	if err != nil || len(misplaced) != 0 {
+		t.Fatalf("Audit with a new, empty target: %v, %v; want nothing misplaced and no database unread", misplaced, err)
+	}
+}
+
 // processes opens processes of one shared map on SQLite files in dir: the
 // plugin's database main.db and the physical databases named file(name).
 type processes struct {

@@ -13,6 +13,7 @@ import (
 	"github.com/shardid/shardid/internal/errs"
 	"github.com/shardid/shardid/internal/fence"
 	"github.com/shardid/shardid/internal/mapstore"
+	"github.com/shardid/shardid/internal/sqlerr"
 	"github.com/shardid/shardid/internal/sqlscan"
 )
 
@@ -128,6 +129,22 @@ func newMovedTable(ctx context.Context, f fence.Fence, t Table, source *sql.DB) 
 	return mt, nil
 }
 
+// noTableError is columnsOf's answer for a table the database does not have.
+type noTableError string
+
+func (e noTableError) Error() string { return string(e) }
+
+// tableMissing reports whether err says the table does not exist: columnsOf's
+// own answer, or MySQL's and MariaDB's ER_NO_SUCH_TABLE.
+func tableMissing(err error) bool {
+	var missing noTableError
+	if errors.As(err, &missing) {
+		return true
+	}
+	number, _, ok := sqlerr.MySQL(err)
+	return ok && number == 1146
+}
+
 // columnsOf returns a table's columns on db, in their order, but for its
 // generated columns, which the databases compute and refuse a value for
 // (each side computes its own from the columns copied). PostgreSQL's
@@ -142,7 +159,7 @@ func columnsOf(ctx context.Context, db *sql.DB, dialect, table string) ([]string
 			columns[i] = asText(row[0])
 		}
 		if err == nil && len(columns) == 0 {
-			err = fmt.Errorf("relation %q does not exist", table)
+			err = noTableError(fmt.Sprintf("relation %q does not exist", table))
 		}
 		return columns, err
 	}
@@ -155,7 +172,7 @@ func columnsOf(ctx context.Context, db *sql.DB, dialect, table string) ([]string
 			columns[i] = asText(row[0])
 		}
 		if err == nil && len(columns) == 0 {
-			err = fmt.Errorf("no such table: %s", table)
+			err = noTableError("no such table: " + table)
 		}
 		return columns, err
 	}
