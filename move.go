@@ -29,7 +29,8 @@ type Move struct {
 	Throttle time.Duration
 	// CatchUpBelow is the backlog of changes below which the range is frozen
 	// for the cutover. Default: 200. A backlog that stops shrinking is frozen
-	// once it is no more than one round of the replay (1000 changes).
+	// once it is no more than 1,000 changes (a round of the replay reads up
+	// to 20,000).
 	CatchUpBelow int
 	// FreezeLease bounds the freeze at the cutover should the mover die or
 	// be cancelled: the source's triggers take writes of the range again
