@@ -154,11 +154,15 @@ func (s *Store) BeginCancel(ctx context.Context, r shardrouter.Range, ends func(
 }
 
 // lockedPhase reads the phase column of r's move, locking its row until tx
-// ends (SQLite's transactions take turns already).
+// ends (on SQLite, the database's write lock).
 func (s *Store) lockedPhase(ctx context.Context, tx *sql.Tx, r shardrouter.Range) (string, error) {
 	lock := " FOR UPDATE"
 	if s.dialect == "sqlite" {
 		lock = ""
+		// The write lock first: a transaction that read before another connection's commit cannot write after it (SQLITE_BUSY).
+		if _, err := tx.ExecContext(ctx, "UPDATE "+s.quoted(s.moves)+" SET phase = phase WHERE 0"); err != nil {
+			return "", err
+		}
 	}
 	var phase string
 	err := tx.QueryRowContext(ctx, storeSQL(s.dialect, "SELECT phase FROM "+s.quoted(s.moves)+" WHERE from_shard = ? AND to_shard = ?"+lock), r.From, r.To).Scan(&phase)
