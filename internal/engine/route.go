@@ -965,6 +965,9 @@ func (e *Engine) modelShards(stmt *gorm.Statement, m *model, kind statementKind,
 // or of a struct with a slice field (Delete(user) of a User with []Photo),
 // panics.
 func sameValue(a, b any) bool {
+	if ta := reflect.TypeOf(a); ta != nil && ta.Kind() == reflect.Pointer {
+		return a == b // the usual Delete(&row): a pointer compares without reflect's allocation
+	}
 	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
 	if !va.IsValid() || !vb.IsValid() || va.Type() != vb.Type() {
 		return !va.IsValid() && !vb.IsValid()
