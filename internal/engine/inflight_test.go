@@ -103,7 +103,10 @@ func TestAStatementRunningWhileCollectionsRunStaysCountedUntilItEnds(t *testing.
 		t.Errorf("after the statement ended the process follows %d, want %d", v, old+1)
 	}
 	countedBalanced(t, e, "after a statement held while collections ran")
-	if n := len(e.inflight.older); n != 0 {
+	e.inflight.mu.Lock() // the map's refresh loop reads the versions too
+	n := len(e.inflight.older)
+	e.inflight.mu.Unlock()
+	if n != 0 {
 		t.Errorf("%d older versions kept after their statements ended", n)
 	}
 }
