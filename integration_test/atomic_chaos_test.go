@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
@@ -321,7 +322,10 @@ func transfersUnderFaults(t *testing.T, b backend, proxyOnMain bool) {
 
 // answerLost reports whether err is a connection lost with its statement's
 // answer (a COMMIT's among them), whose outcome the client cannot know.
+// pgx says "conn closed" also when the connection closed while it waited
+// for the answer: a run saw a COMMIT told so whose rows were all committed.
 func answerLost(err error) bool {
 	var netErr net.Error
-	return errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &netErr)
+	return errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, pgconn.ErrConnClosed) || errors.As(err, &netErr)
 }
