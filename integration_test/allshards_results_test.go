@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -56,10 +55,10 @@ type arForm struct {
 // arRig is the plugin's three physical databases and a plain reference.
 type arRig struct {
 	sh, ref *gorm.DB
-	// padded: text compares without its trailing spaces, so that a group
-	// of "a" and "a " may be either on one database too.
-	padded bool
-	inTx   bool // sh and ref are transactions
+	// canon writes results to compare with their types and times; padded,
+	// so that a group of "a" and "a " may be either on one database too.
+	canon canonOptions
+	inTx  bool // sh and ref are transactions
 }
 
 func newARRig(t *testing.T, b backend, alter func(db *gorm.DB) error) *arRig {
@@ -105,7 +104,7 @@ func newARRig(t *testing.T, b backend, alter func(db *gorm.DB) error) *arRig {
 			}
 		}
 	}
-	r := &arRig{sh: sh, ref: ref}
+	r := &arRig{sh: sh, ref: ref, canon: canonOptions{times: true, typed: true}}
 	r.seed(t, b.name)
 	return r
 }
@@ -172,92 +171,6 @@ func (r *arRig) seed(t *testing.T, b string) {
 	}
 }
 
-// arCanon writes a result as text to compare: types of scanned values
-// included, times in UTC.
-func arCanon(v any, ordered, padded bool) string {
-	var b strings.Builder
-	arValue(&b, reflect.ValueOf(v), !ordered, padded)
-	return b.String()
-}
-
-func arValue(b *strings.Builder, v reflect.Value, sortTop, padded bool) {
-	if !v.IsValid() {
-		b.WriteString("nil")
-		return
-	}
-	if v.Type() == deletedAtType { // stamped by each side's clock
-		b.WriteString(fmt.Sprint(v.Interface().(gorm.DeletedAt).Valid))
-		return
-	}
-	if v.Type() == timeType {
-		b.WriteString(v.Interface().(time.Time).UTC().Format(time.RFC3339Nano))
-		return
-	}
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Interface:
-		if v.IsNil() {
-			b.WriteString("nil")
-			return
-		}
-		arValue(b, v.Elem(), false, padded)
-	case reflect.Struct:
-		b.WriteString("{")
-		for i := range v.NumField() {
-			f := v.Type().Field(i)
-			if !f.IsExported() || f.Name == "CreatedAt" || f.Name == "UpdatedAt" {
-				continue
-			}
-			b.WriteString(f.Name + ":")
-			arValue(b, v.Field(i), true, padded)
-			b.WriteString(" ")
-		}
-		b.WriteString("}")
-	case reflect.Slice, reflect.Array:
-		if v.Type().Elem().Kind() == reflect.Uint8 {
-			fmt.Fprintf(b, "b%q", v.Bytes())
-			return
-		}
-		parts := make([]string, v.Len())
-		for i := range parts {
-			var e strings.Builder
-			arValue(&e, v.Index(i), true, padded)
-			parts[i] = e.String()
-		}
-		if sortTop {
-			slices.Sort(parts)
-		}
-		b.WriteString("[" + strings.Join(parts, ", ") + "]")
-	case reflect.Map:
-		var names []string
-		for _, k := range v.MapKeys() {
-			names = append(names, fmt.Sprint(k.Interface()))
-		}
-		slices.Sort(names)
-		b.WriteString("map{")
-		for _, name := range names {
-			if name == "created_at" || name == "updated_at" || name == "deleted_at" {
-				continue
-			}
-			e := v.MapIndex(reflect.ValueOf(name))
-			b.WriteString(name + ":")
-			if e.Kind() == reflect.Interface && !e.IsNil() {
-				fmt.Fprintf(b, "%T=", e.Elem().Interface())
-			}
-			arValue(b, e, false, padded)
-			b.WriteString(" ")
-		}
-		b.WriteString("}")
-	case reflect.String:
-		if padded {
-			b.WriteString(strings.TrimRight(v.String(), " "))
-		} else {
-			b.WriteString(v.String())
-		}
-	default:
-		fmt.Fprintf(b, "%v", v.Interface())
-	}
-}
-
 // checkForms runs each form on both sides: the plugin's result must be the
 // reference's, or an ErrCrossShard refusal.
 func (r *arRig) checkForms(t *testing.T, forms []arForm) {
@@ -280,7 +193,7 @@ func (r *arRig) checkForms(t *testing.T, forms []arForm) {
 		case gerr != nil || werr != nil:
 			t.Errorf("%s: plugin err %v, one database err %v", f.name, gerr, werr)
 		default:
-			if g, w := arCanon(got, f.ordered, r.padded), arCanon(want, f.ordered, r.padded); g != w {
+			if g, w := r.canon.text(got, f.ordered), r.canon.text(want, f.ordered); g != w {
 				at := 0
 				for at < min(len(g), len(w)) && g[at] == w[at] {
 					at++
@@ -1069,7 +982,7 @@ func TestAllShardsReadsMatchOneDatabaseWithColumnCollations(t *testing.T) {
 					}
 					return db.Exec(create).Error
 				})
-				r.padded = true
+				r.canon.padded = true
 				r.checkForms(t, arForms())
 			})
 		}
@@ -1103,7 +1016,7 @@ func TestAllShardsReadsInATransactionMatchOneDatabase(t *testing.T) {
 				if err := refTx.Model(&arItem{}).Where("qty = ?", 4).Update("deleted_at", gone).Error; err != nil {
 					return err
 				}
-				tx := &arRig{sh: shTx, ref: refTx, inTx: true}
+				tx := &arRig{sh: shTx, ref: refTx, inTx: true, canon: r.canon}
 				tx.checkForms(t, arForms())
 				return errRollback
 			})

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -35,91 +34,6 @@ func (o outcome) same(ref outcome) bool {
 		return true // both failed; the messages name different databases
 	}
 	return o.rows == ref.rows && o.out == ref.out
-}
-
-// canon writes v as text that two runs can compare: time stamps left out,
-// soft-delete stamps as set/null, every slice below the top sorted (GORM gives
-// preloads in no defined order), the top one sorted unless ordered.
-func canon(v any, ordered bool) string {
-	var b strings.Builder
-	canonValue(&b, reflect.ValueOf(v), !ordered)
-	return b.String()
-}
-
-var (
-	timeType      = reflect.TypeFor[time.Time]()
-	deletedAtType = reflect.TypeFor[gorm.DeletedAt]()
-)
-
-func canonValue(b *strings.Builder, v reflect.Value, sortSlice bool) {
-	if !v.IsValid() {
-		b.WriteString("nil")
-		return
-	}
-	switch v.Type() {
-	case timeType:
-		b.WriteString("T")
-		return
-	case deletedAtType:
-		if v.Interface().(gorm.DeletedAt).Valid {
-			b.WriteString("deleted")
-		} else {
-			b.WriteString("null")
-		}
-		return
-	}
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Interface:
-		if v.IsNil() {
-			b.WriteString("nil")
-			return
-		}
-		canonValue(b, v.Elem(), sortSlice)
-	case reflect.Struct:
-		b.WriteString("{")
-		for i := range v.NumField() {
-			f := v.Type().Field(i)
-			if !f.IsExported() || f.Type == timeType {
-				continue
-			}
-			b.WriteString(f.Name + ":")
-			canonValue(b, v.Field(i), true)
-			b.WriteString(" ")
-		}
-		b.WriteString("}")
-	case reflect.Slice, reflect.Array:
-		if v.Type().Elem().Kind() == reflect.Uint8 {
-			fmt.Fprintf(b, "%q", v.Bytes())
-			return
-		}
-		parts := make([]string, v.Len())
-		for i := range parts {
-			var e strings.Builder
-			canonValue(&e, v.Index(i), true)
-			parts[i] = e.String()
-		}
-		if sortSlice {
-			slices.Sort(parts)
-		}
-		b.WriteString("[" + strings.Join(parts, ", ") + "]")
-	case reflect.Map:
-		keys := v.MapKeys()
-		names := make([]string, 0, len(keys))
-		byName := map[string]reflect.Value{}
-		for _, k := range keys {
-			name := fmt.Sprint(k.Interface())
-			names = append(names, name)
-			byName[name] = v.MapIndex(k)
-		}
-		slices.Sort(names)
-		b.WriteString("map{")
-		for _, name := range names {
-			b.WriteString(name + ":" + cell(name, byName[name].Interface()) + " ")
-		}
-		b.WriteString("}")
-	default:
-		fmt.Fprintf(b, "%v", v.Interface())
-	}
 }
 
 // cell writes one column's value as read from a database: creation and
