@@ -252,7 +252,10 @@ func TestPluginsOpenedAndClosedRepeatedlyLeaveNothingBehind(t *testing.T) {
 				_ = s.Close()
 			}
 		}()
-		cfg := shardid.Config{Shards: shards(t, b, dir), MapRefresh: 50 * time.Millisecond, InDoubtAfter: 100 * time.Millisecond, PoolIdleTimeout: time.Second}
+		// A refresh about once a round; a map older than three refreshes and
+		// a second is refused, which a server slow to accept connections on a
+		// busy machine reached with 50 ms.
+		cfg := shardid.Config{Shards: shards(t, b, dir), MapRefresh: 500 * time.Millisecond, InDoubtAfter: 100 * time.Millisecond, PoolIdleTimeout: time.Second}
 		round := func() {
 			db := open(t, b, dir, cfg)
 			p := db.Config.Plugins["shardid"].(*shardid.Plugin)

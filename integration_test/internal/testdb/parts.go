@@ -11,10 +11,15 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 )
+
+// partsVar, when set, is how many parts a run of a whole package is shared
+// out among, in place of the number its TestMain gives.
+const partsVar = "SHARDID_TEST_PARTS"
 
 // partVar tells a re-run of the test binary which part of the package's
 // tests it runs; its databases are named after the part.
@@ -31,6 +36,9 @@ const partVar = "SHARDID_TEST_PART"
 // end while the others have finished.
 func RunInParts(m *testing.M, parts int, first ...string) int {
 	flag.Parse()
+	if n, err := strconv.Atoi(os.Getenv(partsVar)); err == nil {
+		parts = n
+	}
 	if parts < 2 || os.Getenv(partVar) != "" || picked() {
 		return m.Run()
 	}
