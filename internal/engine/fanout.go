@@ -950,13 +950,7 @@ func (e *Engine) preloadEach(db *gorm.DB, m *model) {
 		groups[k] = reflect.Append(group, row.Addr())
 	}
 	if len(order) > 1 {
-		for name, args := range joined {
-			if limitedPreload(db, args) {
-				db.AddError(fmt.Errorf("%w: %s: Preload(%q) with a LIMIT or OFFSET of its own over rows on %d physical databases: its join rows are read on each, and the limit would hold per database; preload without it, or read the rows of one database at a time",
-					ErrCrossShard, m.schema.Name, name, len(order)))
-				return
-			}
-		}
+		stmt.Preloads = unlimitedPreloads(joined, m.schema.Name, len(order))
 	}
 	for _, k := range order {
 		var failed bool
@@ -970,22 +964,33 @@ func (e *Engine) preloadEach(db *gorm.DB, m *model) {
 	}
 }
 
-// limitedPreload reports whether a preload's function gives its query a
-// LIMIT or OFFSET (tried on a statement that runs nothing).
-func limitedPreload(db *gorm.DB, args []any) bool {
-	for _, arg := range args {
-		if scope, ok := arg.(func(*gorm.DB) *gorm.DB); ok {
-			probe := scope(db.Session(&gorm.Session{NewDB: true, DryRun: true}))
-			if probe == nil {
-				continue
+// unlimitedPreloads gives each preload a last scope that refuses, as its
+// query runs, a LIMIT or OFFSET, however given (Limit, Offset, Scopes,
+// Clauses): read per database, it would hold per database.
+func unlimitedPreloads(preloads map[string][]any, model string, databases int) map[string][]any {
+	out := make(map[string][]any, len(preloads))
+	for name, args := range preloads {
+		var refuse func(tx *gorm.DB) *gorm.DB
+		refuse = func(tx *gorm.DB) *gorm.DB {
+			if pendingScopes(tx) {
+				return tx.Scopes(refuse) // after the scopes the preload's scopes added
 			}
-			_, limited := probe.Statement.Clauses["LIMIT"]
-			if limited {
-				return true
+			if _, limited := tx.Statement.Clauses["LIMIT"]; limited {
+				tx.AddError(fmt.Errorf("%w: %s: Preload(%q) with a LIMIT or OFFSET of its own over rows on %d physical databases: its join rows are read on each, and the limit would hold per database; preload without it, or read the rows of one database at a time",
+					ErrCrossShard, model, name, databases))
 			}
+			return tx
 		}
+		out[name] = append(slices.Clip(args), func(tx *gorm.DB) *gorm.DB { return tx.Scopes(refuse) })
 	}
-	return false
+	return out
+}
+
+// pendingScopes reports whether GORM has scopes of tx's statement still to
+// run (a field GORM does not export).
+func pendingScopes(tx *gorm.DB) bool {
+	f := reflect.ValueOf(tx.Statement).Elem().FieldByName("scopes")
+	return f.IsValid() && f.Len() > 0
 }
 
 // splitPreloads splits a statement's preloads into those of its many2many
