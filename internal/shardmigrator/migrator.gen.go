@@ -126,12 +126,13 @@ func (m Migrator) eachDoing(value any, finished func(gorm.Migrator) bool, advice
 	if err != nil {
 		return err
 	}
-	if len(targets) > 1 {
+	several := len(targets) > 1 // its errors name the database, however many are left to change
+	if several {
 		if err := m.plugin.Reachable(m.db.Statement.Context); err != nil {
 			return errs.Wrap(err, "nothing was changed")
 		}
 	}
-	if finished != nil && len(targets) > 1 {
+	if finished != nil && several {
 		var left []target
 		for _, t := range targets {
 			if !finished(t.migrator) {
@@ -149,7 +150,7 @@ func (m Migrator) eachDoing(value any, finished func(gorm.Migrator) bool, advice
 			err = end(do(mig))
 		}
 		if err != nil {
-			if len(targets) == 1 {
+			if !several {
 				return err
 			}
 			return fmt.Errorf("shardid: on %s: %w%s", t.name, err, doneBefore(done, advice))
