@@ -133,8 +133,12 @@ func (m Migrator) create(models []any, do func(gorm.Migrator, ...any) error, fol
 		return errs.Wrap(err, "nothing was migrated")
 	}
 	defer unlock()
+	only, restricted := m.db.Statement.Settings.Load(onlyKey{})
 	if len(everywhere) > 0 {
 		if err := m.plugin.CheckNewTables(m.db, everywhere); err != nil {
+			return err
+		}
+		if err := m.sameTables(everywhere, only, restricted); err != nil {
 			return err
 		}
 	}
@@ -145,7 +149,6 @@ func (m Migrator) create(models []any, do func(gorm.Migrator, ...any) error, fol
 			err = undoCreated(err, made, madeModels)
 		}
 	}()
-	only, restricted := m.db.Statement.Settings.Load(onlyKey{})
 	if len(here) > 0 && !restricted {
 		if err := m.exactHashColumns(m.db, here); err != nil {
 			return err

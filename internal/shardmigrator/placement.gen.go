@@ -95,6 +95,9 @@ func (m Migrator) physicalTargets(model any) ([]target, error) {
 			if err := m.shapeOn(tx, []any{model}); err != nil {
 				return nil, err
 			}
+			if err := m.sameTable(tx, name, model); err != nil {
+				return nil, err
+			}
 			if err := m.exactHashColumns(tx, []any{model}); err != nil { // asked before any change: a database down fails it here
 				return nil, errs.Wrap(err, "nothing was changed: on %s", name)
 			}
