@@ -429,18 +429,19 @@ func columnTraits(c gorm.ColumnType) string {
 // view, whose errors GORM would drop: a sharded query naming no shard
 // (without AllShards) fails here, not as a view with no query.
 func (m Migrator) CreateView(name string, option gorm.ViewOption) error {
-	var placed any // the query's model, or the table it names
-	if option.Query != nil {
-		placed = option.Query.Statement.Model
-		if placed == nil && option.Query.Statement.SQL.Len() == 0 && option.Query.Statement.Table != "" {
-			placed = option.Query.Statement.Table // db.Table("name"): placed by its name, as DropTable("name") is
-		}
-	}
-	if placed == nil { // no query, or raw SQL: GORM's migrator on the plugin's database
-		return m.own.CreateView(name, option)
+	if option.Query == nil {
+		return m.own.CreateView(name, option) // GORM's error
 	}
 	built := option.Query.Session(&gorm.Session{DryRun: true, Logger: logger.Discard}).Clauses() // a statement of its own, as GORM builds it
-	if err := built.Callback().Query().Execute(built).Error; err != nil {
+	err := built.Callback().Query().Execute(built).Error
+	placed := built.Statement.Model // the query's model, or the table it names, once its scopes have run: a scope may name them
+	if placed == nil && option.Query.Statement.SQL.Len() == 0 && built.Statement.Table != "" {
+		placed = built.Statement.Table // db.Table("name"): placed by its name, as DropTable("name") is
+	}
+	if placed == nil && err == nil { // raw SQL: GORM's migrator on the plugin's database
+		return m.own.CreateView(name, option)
+	}
+	if err != nil {
 		return errs.Wrap(err, "the query of view %s", name)
 	}
 	if built.Statement.SQL.Len() == 0 {
