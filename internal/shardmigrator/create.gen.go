@@ -149,6 +149,7 @@ func (m Migrator) create(models []any, do func(gorm.Migrator, ...any) error, fol
 			err = undoCreated(err, made, madeModels)
 		}
 	}()
+	var done []string // the databases migrated, whose tables that were there before stay changed should a later one fail
 	if len(here) > 0 && !restricted {
 		if err := m.exactHashColumns(m.db, here); err != nil {
 			return err
@@ -179,6 +180,7 @@ func (m Migrator) create(models []any, do func(gorm.Migrator, ...any) error, fol
 		if err := m.checkHashColumns(m.db, here, m.ownName()); err != nil {
 			return err
 		}
+		done = append(done, m.ownName())
 	}
 	if len(used) > 0 {
 		if err := m.plugin.PrepareStrategies(m.db, used); err != nil {
@@ -188,7 +190,6 @@ func (m Migrator) create(models []any, do func(gorm.Migrator, ...any) error, fol
 	if len(everywhere) == 0 {
 		return m.plugin.RegisterTables(m.db, nil) // makes again what the plugin keeps, should a teardown have dropped it
 	}
-	var done []string
 	for k, name := range m.plugin.Physical() {
 		if restricted && name != only {
 			continue
