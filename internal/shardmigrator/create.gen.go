@@ -1,11 +1,13 @@
 package shardmigrator
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/schema"
@@ -142,11 +144,11 @@ func (m Migrator) create(models []any, do func(gorm.Migrator, ...any) error, fol
 			return err
 		}
 	}
-	var made []target // each database reached, with the tables the migration created there
-	var madeModels [][]any
+	// Each database reached, with the tables the migration created there.
+	var made []reached
 	defer func() { // a refused or failed migration leaves none of the tables it created
 		if err != nil {
-			err = undoCreated(err, made, madeModels)
+			err = undoCreated(err, made)
 		}
 	}()
 	var done []string // the databases migrated, whose tables that were there before stay changed should a later one fail
@@ -166,7 +168,7 @@ func (m Migrator) create(models []any, do func(gorm.Migrator, ...any) error, fol
 		if err != nil {
 			return err
 		}
-		made, madeModels = append(made, target{name: m.ownName(), migrator: m.own}), append(madeModels, missing)
+		made = append(made, reached{name: m.ownName(), db: m.db, created: missing})
 		if len(plain) > 0 {
 			if err := do(m.own, plain...); err != nil {
 				return err
@@ -208,7 +210,7 @@ func (m Migrator) create(models []any, do func(gorm.Migrator, ...any) error, fol
 		if err != nil {
 			return fmt.Errorf("shardid: on %s: %w%s", name, err, undoneBefore(done, ""))
 		}
-		made, madeModels = append(made, target{name: name, migrator: tx.Migrator()}), append(madeModels, missing)
+		made = append(made, reached{name: name, db: tx, created: missing})
 		keeping, end, err := m.plugin.KeepFences(tx)
 		if err == nil {
 			err = end(do(keeping.Migrator(), everywhere...))
@@ -398,13 +400,33 @@ func undoneBefore(done []string, failed string) string {
 	return fmt.Sprintf(" (the tables it created are dropped again; what it changed in tables that were there before %s: run it again to finish it)", changed)
 }
 
+// reached is a database a migration reached, on its session db, with the
+// tables it did not have before.
+type reached struct {
+	name    string
+	db      *gorm.DB
+	created []any
+}
+
+// undoPatience bounds the undo of a migration whose context ended.
+const undoPatience = 30 * time.Second
+
 // undoCreated drops, after err, the tables a migration created on each
-// database it reached; a table that was there before stays.
-func undoCreated(err error, made []target, models [][]any) error {
-	for i, t := range made {
+// database it reached; a table that was there before stays. It runs on a
+// context of its own when the migration's ended (its deadline is often
+// what failed it): on the ended one, it would find no table and drop none.
+func undoCreated(err error, made []reached) error {
+	for _, r := range made {
+		db := r.db
+		if ctx := db.Statement.Context; ctx != nil && ctx.Err() != nil {
+			undo, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoPatience)
+			defer cancel()
+			db = db.WithContext(undo)
+		}
+		mig := db.Migrator()
 		var joins, created []any // those still missing the migration did not create
-		for _, value := range models[i] {
-			if !t.migrator.HasTable(value) {
+		for _, value := range r.created {
+			if !mig.HasTable(value) {
 				continue
 			}
 			if _, named := value.(string); named {
@@ -417,8 +439,8 @@ func undoCreated(err error, made []target, models [][]any) error {
 			if len(tables) == 0 {
 				continue
 			}
-			if dropErr := t.migrator.DropTable(tables...); dropErr != nil {
-				err = errors.Join(err, errs.Wrap(dropErr, "on %s: dropping the tables the failed migration created", t.name))
+			if dropErr := mig.DropTable(tables...); dropErr != nil {
+				err = errors.Join(err, errs.Wrap(dropErr, "on %s: dropping the tables the failed migration created", r.name))
 			}
 		}
 	}
