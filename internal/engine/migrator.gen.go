@@ -63,7 +63,13 @@ func (m migratorPlugin) Reachable(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	if err := ctx.Err(); err != nil { // the caller's context, not a database, ends the change
+		return fmt.Errorf("shardid: the context ended before the physical databases were pinged: %w", err)
+	}
 	bound := m.p.config.connectTimeout()
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < bound {
+		bound = time.Until(deadline).Round(time.Millisecond) // the caller's deadline comes first: its error says how long each had
+	}
 	targets := m.p.pingTargets()
 	errs := make([]error, len(targets))
 	limit := make(chan struct{}, reachAtOnce)
