@@ -205,25 +205,26 @@ func (m Migrator) all(value any, question string, ask func(gorm.Migrator) bool) 
 }
 
 // agree returns the answer of the first database value's table lives on,
-// once every other has given the same, as same judges it.
+// once every other has given the same, as same judges it; with an error, no
+// answer, which would be one database's only.
 func agree[T any](m Migrator, value any, question string, ask func(gorm.Migrator, any) (T, error), same func(a, b T) bool) (T, error) {
-	var first T
+	var first, none T
 	targets, err := m.targets(value)
 	if err != nil {
-		return first, err
+		return none, err
 	}
 	for i, t := range targets {
 		answer, err := ask(t.migrator, value)
 		if err != nil {
 			if len(targets) == 1 {
-				return first, err
+				return none, err
 			}
-			return first, errs.Wrap(err, "on %s", t.name)
+			return none, errs.Wrap(err, "on %s", t.name)
 		}
 		if i == 0 {
 			first = answer
 		} else if !same(first, answer) {
-			return first, fmt.Errorf("%w: %s differ between %s and %s", ErrShardsDisagree, question, targets[0].name, t.name)
+			return none, fmt.Errorf("%w: %s differ between %s and %s", ErrShardsDisagree, question, targets[0].name, t.name)
 		}
 	}
 	return first, nil
