@@ -290,13 +290,16 @@ func (m Migrator) tableName(value any) string {
 }
 
 // GetTables lists the tables of the plugin's database and of every physical
-// database, each name once.
+// database, each name once; a sharded table that some physical databases
+// lack is listed, with a warning naming them, as HasTable's.
 func (m Migrator) GetTables() ([]string, error) {
 	tables, err := m.own.GetTables()
 	if err != nil || !m.plugin.Routed() {
 		return tables, err
 	}
-	for k, name := range m.plugin.Physical() {
+	on := map[string][]string{} // the physical databases of each table
+	physical := m.plugin.Physical()
+	for k, name := range physical {
 		mig, err := m.physicalMigrator(k)
 		if err != nil {
 			return nil, err
@@ -305,10 +308,20 @@ func (m Migrator) GetTables() ([]string, error) {
 		if err != nil {
 			return nil, errs.Wrap(err, "on %s", name)
 		}
+		for _, table := range more {
+			on[table] = append(on[table], name)
+		}
 		tables = append(tables, more...)
 	}
 	slices.Sort(tables)
-	return slices.Compact(tables), nil
+	tables = slices.Compact(tables)
+	for _, table := range tables {
+		if have := on[table]; len(have) > 0 && len(have) < len(physical) && m.plugin.ShardedTable(table) {
+			missing := slices.DeleteFunc(slices.Clone(physical), func(name string) bool { return slices.Contains(have, name) })
+			m.plugin.Events().Warn(ErrShardsDisagree.Error(), "question", fmt.Sprintf("table %s exists", table), "yes", strings.Join(have, ", "), "no", strings.Join(missing, ", "))
+		}
+	}
+	return tables, nil
 }
 
 // TableType returns the table's type, once every database agrees on it.

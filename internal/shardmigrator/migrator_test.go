@@ -7,6 +7,7 @@ import (
 	"log"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -155,6 +156,37 @@ func TestPhysicalDatabasesThatDisagree(t *testing.T) {
 	}
 	if strings.Contains(out.String(), ErrShardsDisagree.Error()) {
 		t.Errorf("the warning went to GORM's logger too: %q", out.String())
+	}
+}
+
+// TestGetTablesWarnsOfAShardedTableSomeDatabasesLack: GetTables lists a
+// sharded table one physical database lacks, as the union of the databases'
+// tables, and warns naming which have it and which do not; an unsharded
+// table on one database alone is no disagreement.
+func TestGetTablesWarnsOfAShardedTableSomeDatabasesLack(t *testing.T) {
+	db, plugin := open(t, &bytes.Buffer{})
+	m := New(plugin, db)
+	if err := m.AutoMigrate(&fakeUser{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := plugin.physical[1].Migrator().DropTable(&fakeUser{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := plugin.physical[0].Migrator().CreateTable(&fakeCountry{}); err != nil {
+		t.Fatal(err)
+	}
+	tables, err := m.GetTables()
+	if err != nil || !slices.Contains(tables, "fake_users") {
+		t.Fatalf("GetTables = %v, %v; want fake_users among them", tables, err)
+	}
+	events := plugin.events.String()
+	for _, want := range []string{"level=WARN", ErrShardsDisagree.Error(), `question="table fake_users exists"`, "yes=s0", "no=s1"} {
+		if !strings.Contains(events, want) {
+			t.Errorf("the warning %q does not say %q", events, want)
+		}
+	}
+	if strings.Contains(events, "fake_countries") {
+		t.Errorf("an unsharded table was warned of: %q", events)
 	}
 }
 
