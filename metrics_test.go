@@ -227,3 +227,47 @@ func TestRolledBackPartIsNotCountedAsAnErrorOnItsDatabase(t *testing.T) {
 		}
 	}
 }
+
+// TestFanOutPartOnADatabaseThatCannotOpenIsCountedThere: a statement over
+// several databases whose part cannot reach its database (down since the
+// start) fails there: each kind counts the failure on that database, as a
+// statement on that one database is counted.
+func TestFanOutPartOnADatabaseThatCannotOpenIsCountedThere(t *testing.T) {
+	dir := t.TempDir()
+	half := Layout{}.ShardCount() / 2
+	db, err := gorm.Open(sqlite.Open(filepath.Join(dir, "main.db")), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	p := New(Config{Atomic: BestEffort, Shards: []Shard{
+		{Name: "s0", Dialector: sqlite.Open(filepath.Join(dir, "s0.db")), Logical: []Range{{From: 0, To: half - 1}}},
+		{Name: "s1", Dialector: sqlite.Open(filepath.Join(dir, "no-such-folder", "s1.db")), Logical: []Range{{From: half, To: 2*half - 1}}},
+	}})
+	must(t, db.Use(p))
+	t.Cleanup(func() { _ = p.Close() })
+	s0, err := gorm.Open(sqlite.Open(filepath.Join(dir, "s0.db")), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	must(t, s0.AutoMigrate(&metricUser{}))
+	p.CountStatements()
+	var found []metricUser
+	if err := db.Clauses(AllShards()).Find(&found).Error; !errors.Is(err, ErrShardUnavailable) {
+		t.Fatalf("a query over both databases: %v, want ErrShardUnavailable", err)
+	}
+	if err := db.Model(&metricUser{}).Clauses(AllShards()).Where("name = ?", "a").Update("name", "b").Error; !errors.Is(err, ErrShardUnavailable) {
+		t.Fatalf("an update over both databases: %v, want ErrShardUnavailable", err)
+	}
+	if err := db.Clauses(AllShards()).Where("name = ?", "a").Delete(&metricUser{}).Error; !errors.Is(err, ErrShardUnavailable) {
+		t.Fatalf("a delete over both databases: %v, want ErrShardUnavailable", err)
+	}
+	var n int64
+	if err := db.Model(&metricUser{}).Clauses(AllShards()).Select("count(*)").Row().Scan(&n); !errors.Is(err, ErrShardUnavailable) {
+		t.Fatalf("a row over both databases: %v, want ErrShardUnavailable", err)
+	}
+	got := countsByDatabase(p)
+	for _, kind := range []string{"query", "update", "delete", "row"} {
+		if got["s1/"+kind] != [2]uint64{1, 1} {
+			t.Errorf("s1 %s: %v (statements, failed), want [1 1]: the part that could not open s1 failed there", kind, got["s1/"+kind])
+		}
+		if got["s0/"+kind][1] != 0 {
+			t.Errorf("s0 %s: %v, counted as failed on s0, which answered", kind, got["s0/"+kind])
+		}
+	}
+}

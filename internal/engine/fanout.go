@@ -79,6 +79,20 @@ func (e *Engine) planParts(stmt *gorm.Statement, m *model, physicals []int) shar
 // instance). Its conditions are its own: their lists of keys keep only the
 // values planned gives them.
 func (e *Engine) part(db *gorm.DB, m *model, planned shardrouter.Part) *gorm.DB {
+	part := e.partStatement(db, m, planned)
+	k := planned.Database
+	pool, err := e.partPool(db.Statement, k)
+	if part.AddError(err) == nil {
+		part.Statement.ConnPool = pool
+	} else {
+		part.Statement.Settings.Store(unavailableKey{}, k) // fails, and is counted, on its database
+	}
+	return part
+}
+
+// partStatement is part without its connection: what a query's part is
+// built from (it gets its connection as it runs).
+func (e *Engine) partStatement(db *gorm.DB, m *model, planned shardrouter.Part) *gorm.DB {
 	part := db.Session(&gorm.Session{Initialized: true}) // one copy of the statement, context and all
 	keepInstanceSettings(db.Statement, part.Statement)
 	k := planned.Database
@@ -99,10 +113,6 @@ func (e *Engine) part(db *gorm.DB, m *model, planned shardrouter.Part) *gorm.DB 
 		}
 	}
 	e.keepStatementTo(part.Statement, m, db.Statement.Table, planned.Keep)
-	pool, err := e.partPool(db.Statement, k)
-	if part.AddError(err) == nil {
-		part.Statement.ConnPool = pool
-	}
 	part.Statement.Settings.Store(pinKey{}, pin{schema: db.Statement.Schema, physical: k})
 	if !planned.Pinned {
 		part.Statement.Settings.Store(partRangesKey{part.Statement}, planned.Keep)

@@ -83,8 +83,8 @@ func acrossInTxHint(stmt *gorm.Statement) string {
 type txPhysicalKey struct{}
 
 // unavailableKey is the Statement.Settings key of the physical database a
-// shard clause named and that could not be opened: the statement fails, and
-// is counted, there.
+// shard clause named, or a part of a statement over several runs on, and
+// that could not be opened: the statement fails, and is counted, there.
 type unavailableKey struct{}
 
 // KeepHint keeps h in the statement. e, the engine of the statement's

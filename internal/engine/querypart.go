@@ -132,7 +132,7 @@ func (e *Engine) queryParts(db *gorm.DB, m *model, plan shardrouter.Parts, prepa
 // buildEachPart builds the SQL of each part on its own copy of the statement.
 func (e *Engine) buildEachPart(db *gorm.DB, m *model, plan shardrouter.Parts, parts []queryPart, prepare func(*gorm.Statement)) ([]queryPart, error) {
 	for n := range parts {
-		part := e.part(db, m, plan.Parts[n])
+		part := e.partStatement(db, m, plan.Parts[n])
 		prepare(part.Statement)
 		callbacks.BuildQuerySQL(part)
 		if part.Error != nil {
@@ -150,11 +150,12 @@ func (e *Engine) buildEachPart(db *gorm.DB, m *model, plan shardrouter.Parts, pa
 // runQueryPart runs one part on its database in ctx.
 func (e *Engine) runQueryPart(ctx context.Context, db *gorm.DB, kind statementKind, part *queryPart, log *fanLog) error {
 	stmt := db.Statement
+	begin := time.Now()
 	pool, err := e.partPool(stmt, part.k) // in a transaction across shards, its branch: the reads see its writes
 	if err != nil {
-		return err // names the database already
+		e.countPart(part.k, kind, begin, err) // failed on its database, as a statement bound there is counted
+		return err                            // names the database already
 	}
-	begin := time.Now()
 	scan := &gorm.DB{Config: db.Config}
 	scan.Statement = &gorm.Statement{
 		DB: scan, ConnPool: pool, Context: ctx, Schema: stmt.Schema, Table: stmt.Table,
