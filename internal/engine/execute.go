@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -195,6 +196,9 @@ func (e *Engine) runParts(db *gorm.DB, kind statementKind, parts []writePart, ag
 		}
 		if g != nil {
 			branch, err := g.branch(db.Statement.Context, p.k)
+			if k, down := loadSetting(p.db.Statement, unavailableKey{}); err != nil && down && k == p.k {
+				e.countPart(p.k, kind, time.Now(), err) // its database could not be opened: failed there
+			}
 			if err != nil {
 				stopped[i], failed = partStop{index: i, at: partEnded, err: err}, true
 				turns[i] = &turn{index: i} // ended before it ran: its error is the statement's
