@@ -284,3 +284,28 @@ func TestJoinTableStatementsAreNoted(t *testing.T) {
 		t.Errorf("counted on %s: %v, want 2 creates, 2 queries and a delete", name, counted)
 	}
 }
+
+type lateLoggedUser struct {
+	ID   int64 `shardid:""`
+	Name string
+}
+
+// TestMigrationLinesGoToTheCallersLogger: the DDL a migration runs on each
+// physical database is logged by the logger of the caller's session (one set
+// after the databases opened, db.Debug()), as GORM's own migrator logs it,
+// not by the logger the database had when it opened.
+func TestMigrationLinesGoToTheCallersLogger(t *testing.T) {
+	db, p, _, _ := routedOverN(t, 2, Config{}, &logUser{}) // opened with logger.Discard
+	var out bytes.Buffer
+	db.Logger = logger.New(log.New(&out, "", 0), logger.Config{LogLevel: logger.Info})
+	must(t, p.AutoMigrate(db, &lateLoggedUser{}))
+	if n := strings.Count(out.String(), "CREATE TABLE `late_logged_users`"); n != 2 {
+		t.Errorf("%d CREATE TABLE lines in the caller's logger, want one per physical database (2):\n%s", n, out.String())
+	}
+	out.Reset()
+	db.Logger = logger.New(log.New(&out, "", 0), logger.Config{LogLevel: logger.Silent})
+	must(t, p.Migrator(db.Debug()).DropTable(&lateLoggedUser{}))
+	if n := strings.Count(out.String(), "DROP TABLE"); n != 2 {
+		t.Errorf("%d DROP TABLE lines from db.Debug(), want 2:\n%s", n, out.String())
+	}
+}
