@@ -144,16 +144,8 @@ func TestRefusedFanOutIsNotCounted(t *testing.T) {
 // because its database never opened is counted there as failed, as one that
 // fails once it opened is.
 func TestStatementOnADatabaseDownSinceTheStartIsCounted(t *testing.T) {
-	dir := t.TempDir()
+	db, p, _ := openWithS1DownSinceTheStart(t)
 	half := Layout{}.ShardCount() / 2
-	db, err := gorm.Open(sqlite.Open(filepath.Join(dir, "main.db")), &gorm.Config{Logger: logger.Discard})
-	must(t, err)
-	p := New(Config{Atomic: BestEffort, Shards: []Shard{
-		{Name: "s0", Dialector: sqlite.Open(filepath.Join(dir, "s0.db")), Logical: []Range{{From: 0, To: half - 1}}},
-		{Name: "s1", Dialector: sqlite.Open(filepath.Join(dir, "no-such-folder", "s1.db")), Logical: []Range{{From: half, To: 2*half - 1}}},
-	}})
-	must(t, db.Use(p))
-	t.Cleanup(func() { _ = p.Close() })
 	p.CountStatements()
 	var found []metricUser
 	if err := db.Clauses(OnShard(half + 1)).Find(&found).Error; !errors.Is(err, ErrShardUnavailable) {
@@ -233,16 +225,7 @@ func TestRolledBackPartIsNotCountedAsAnErrorOnItsDatabase(t *testing.T) {
 // start) fails there: each kind counts the failure on that database, as a
 // statement on that one database is counted.
 func TestFanOutPartOnADatabaseThatCannotOpenIsCountedThere(t *testing.T) {
-	dir := t.TempDir()
-	half := Layout{}.ShardCount() / 2
-	db, err := gorm.Open(sqlite.Open(filepath.Join(dir, "main.db")), &gorm.Config{Logger: logger.Discard})
-	must(t, err)
-	p := New(Config{Atomic: BestEffort, Shards: []Shard{
-		{Name: "s0", Dialector: sqlite.Open(filepath.Join(dir, "s0.db")), Logical: []Range{{From: 0, To: half - 1}}},
-		{Name: "s1", Dialector: sqlite.Open(filepath.Join(dir, "no-such-folder", "s1.db")), Logical: []Range{{From: half, To: 2*half - 1}}},
-	}})
-	must(t, db.Use(p))
-	t.Cleanup(func() { _ = p.Close() })
+	db, p, dir := openWithS1DownSinceTheStart(t)
 	s0, err := gorm.Open(sqlite.Open(filepath.Join(dir, "s0.db")), &gorm.Config{Logger: logger.Discard})
 	must(t, err)
 	must(t, s0.AutoMigrate(&metricUser{}))
@@ -270,4 +253,21 @@ func TestFanOutPartOnADatabaseThatCannotOpenIsCountedThere(t *testing.T) {
 			t.Errorf("s0 %s: %v, counted as failed on s0, which answered", kind, got["s0/"+kind])
 		}
 	}
+}
+
+// openWithS1DownSinceTheStart opens a plugin over two SQLite databases in
+// dir, s1's in a folder that does not exist: it never opens.
+func openWithS1DownSinceTheStart(t *testing.T) (*gorm.DB, *Plugin, string) {
+	t.Helper()
+	dir := t.TempDir()
+	half := Layout{}.ShardCount() / 2
+	db, err := gorm.Open(sqlite.Open(filepath.Join(dir, "main.db")), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	p := New(Config{Atomic: BestEffort, Shards: []Shard{
+		{Name: "s0", Dialector: sqlite.Open(filepath.Join(dir, "s0.db")), Logical: []Range{{From: 0, To: half - 1}}},
+		{Name: "s1", Dialector: sqlite.Open(filepath.Join(dir, "no-such-folder", "s1.db")), Logical: []Range{{From: half, To: 2*half - 1}}},
+	}})
+	must(t, db.Use(p))
+	t.Cleanup(func() { _ = p.Close() })
+	return db, p, dir
 }
