@@ -254,8 +254,10 @@ func TestPluginsOpenedAndClosedRepeatedlyLeaveNothingBehind(t *testing.T) {
 		}()
 		// A refresh about once a round; a map older than three refreshes and
 		// a second is refused, which a server slow to accept connections on a
-		// busy machine reached with 50 ms.
-		cfg := shardid.Config{Shards: shards(t, b, dir), MapRefresh: 500 * time.Millisecond, InDoubtAfter: 100 * time.Millisecond, PoolIdleTimeout: time.Second}
+		// busy machine reached with 50 ms, and a connection given 5 s failed:
+		// this counts what is left behind, not how fast the server answers.
+		cfg := shardid.Config{Shards: shards(t, b, dir), MapRefresh: 500 * time.Millisecond, ConnectTimeout: 30 * time.Second,
+			InDoubtAfter: 100 * time.Millisecond, PoolIdleTimeout: time.Second}
 		round := func() {
 			db := open(t, b, dir, cfg)
 			p := db.Config.Plugins["shardid"].(*shardid.Plugin)
