@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -174,6 +175,7 @@ func TestUniqueChild(t *testing.T) {
 	targets := uniqueTargets(t, b, args.Name)
 	g, closeGenerator := uniqueGenerator(t, b, args.Strategy, args.Name)
 	defer closeGenerator()
+	startTogether(args.Dir, args.Proc)
 	var wg sync.WaitGroup
 	for gor := range uniqueGoroutines {
 		wg.Go(func() {
@@ -206,6 +208,19 @@ func TestUniqueChild(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// startTogether waits, once this child is ready to draw, for every child to
+// be, for a minute at most: the processes then draw at once, as pods do, and
+// the shared worker's control repeats IDs (staggered starts on a busy
+// machine once drew apart and repeated none).
+func startTogether(dir string, proc int) {
+	_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("ready-%d", proc)), nil, 0o644)
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if ready, _ := filepath.Glob(filepath.Join(dir, "ready-*")); len(ready) >= uniqueProcs {
+			return
+		}
+	}
 }
 
 // uniqueTargets opens the first two physical databases of b.
