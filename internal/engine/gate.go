@@ -89,10 +89,10 @@ func (e *Engine) checkSent(stmt *gorm.Statement, sql string, k int, onShard bool
 		own = stmt.Schema.Table
 	}
 	own = own[strings.LastIndexByte(own, '.')+1:] // as the SQL's tables are compared: by name
-	if onShard && !scan.unread && len(scan.repeated) == 0 && len(scan.tables) == 1 && scan.tables[0].Name == own {
+	ownAgain := scan.timesOf(own) > 1 || scan.timesOf(e.keptName(own)) > 1
+	if onShard && !scan.unread && !ownAgain && len(scan.tables) == 1 && scan.tables[0].Name == own {
 		return nil // its own table alone, named as the model names it: most statements
 	}
-	ownAgain := slices.ContainsFunc(scan.repeated, func(t shardrouter.Table) bool { return e.sameTable(t.Name, own) })
 	if onShard && !scan.unread && !ownAgain && !slices.ContainsFunc(scan.tables, func(t shardrouter.Table) bool { return !e.sameTable(t.Name, own) }) {
 		return nil // its own table alone, as most statements name
 	}
@@ -125,12 +125,12 @@ func (e *Engine) checkSent(stmt *gorm.Statement, sql string, k int, onShard bool
 func (e *Engine) coverage(stmt *gorm.Statement, own string, scan *scannedSQL) func(table string) bool {
 	var approved map[string]int
 	return func(table string) bool {
-		again := slices.ContainsFunc(scan.repeated, func(t shardrouter.Table) bool { return strings.EqualFold(t.Name, table) })
+		named := max(scan.timesOf(table), 1) // a word of SQL not read names it once at least
 		uses := 0
 		if e.sameTable(table, own) {
 			uses = 1
 		}
-		if uses == 1 && !again {
+		if uses >= named {
 			return true
 		}
 		if approved == nil {
@@ -140,13 +140,9 @@ func (e *Engine) coverage(stmt *gorm.Statement, own string, scan *scannedSQL) fu
 			approved = e.approvedTables(stmt)
 		}
 		uses += approved[strings.ToLower(table)]
-		return uses >= manyUses || uses == 1 && !again // named more often than approved: the other naming reads one database's rows only
+		return uses >= named // named more often than approved: the other naming reads one database's rows only
 	}
 }
-
-// manyUses stands for a table named more than once: the scan tells once
-// from more, not how many more.
-const manyUses = 2
 
 // approvedTables are the sharded tables, lower case, that routing let a
 // statement read beside its own on its shard, each with how often: the
@@ -158,18 +154,8 @@ const manyUses = 2
 func (e *Engine) approvedTables(stmt *gorm.Statement) map[string]int {
 	approved := map[string]int{}
 	approve := func(scan *scannedSQL) {
-		if scan.unread {
-			for _, word := range scan.words {
-				approved[strings.ToLower(word)] = manyUses
-			}
-			return
-		}
-		for _, t := range scan.tables {
-			uses := 1
-			if slices.ContainsFunc(scan.repeated, func(r shardrouter.Table) bool { return strings.EqualFold(r.Name, t.Name) }) {
-				uses = manyUses
-			}
-			approved[strings.ToLower(t.Name)] += uses
+		for name, n := range scan.times { // of SQL not read, each word as often as it is written
+			approved[name] += n
 		}
 	}
 	for _, j := range stmt.Joins {
@@ -204,11 +190,14 @@ func subquerySQL(sub *gorm.DB) string {
 
 // scannedSQL is what the tokenizer read of a statement's SQL.
 type scannedSQL struct {
-	tables   []shardrouter.Table
-	repeated []shardrouter.Table // named more than once
-	words    []string            // of SQL not read for certain
-	unread   bool
+	tables []shardrouter.Table
+	times  map[string]int // how often each table is named, lower case
+	words  []string       // of SQL not read for certain
+	unread bool
 }
+
+// timesOf is how often the SQL names table.
+func (s *scannedSQL) timesOf(table string) int { return s.times[strings.ToLower(table)] }
 
 // scanCacheSize and scanCacheBytes bound the texts kept read: GORM's SQL of
 // one shape differs only by its placeholders, and an application has few
@@ -232,13 +221,10 @@ func (e *Engine) scanned(sql string) *scannedSQL {
 		return v.(*scannedSQL)
 	}
 	scan, unread := sqlscan.Read(e.db.Dialector.Name(), sql)
-	read := &scannedSQL{words: scan.Words, unread: unread != nil}
+	read := &scannedSQL{times: scan.Times, words: scan.Words, unread: unread != nil}
 	read.tables = make([]shardrouter.Table, len(scan.Tables))
 	for i, t := range scan.Tables {
 		read.tables[i] = shardrouter.Table{Qualifier: t.Qualifier, Name: t.Name}
-	}
-	for _, t := range scan.Repeated {
-		read.repeated = append(read.repeated, shardrouter.Table{Qualifier: t.Qualifier, Name: t.Name})
 	}
 	e.scans.keep(sql, read)
 	return read

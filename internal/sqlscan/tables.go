@@ -29,6 +29,12 @@ type Scan struct {
 	// qualified (a subquery or a join over a table the statement names
 	// already; "main.t" and "t" may be one table).
 	Repeated []Table
+	// Times is how many times each table is named, by its name in lower
+	// case, however quoted or qualified; of SQL not read for certain, how
+	// many times each word is written other than as a column's qualifier
+	// (users.id), for a caller that must not take a table named again for
+	// one named once.
+	Times map[string]int
 	// Kinds is each statement's first keyword, upper case ("SELECT",
 	// "SAVEPOINT"), or "(" for a statement in parentheses.
 	Kinds []string
@@ -48,7 +54,7 @@ type Scan struct {
 func Read(dialectName, sql string) (Scan, error) {
 	d, ok := dialects[dialectName]
 	if !ok {
-		return Scan{Words: rawWords(sql)}, fmt.Errorf("%w: unknown dialect %q", ErrUnsure, dialectName)
+		return unsureScan(sql), fmt.Errorf("%w: unknown dialect %q", ErrUnsure, dialectName)
 	}
 	var scan Scan
 	var firstErr error
@@ -63,16 +69,50 @@ func Read(dialectName, sql string) (Scan, error) {
 				firstErr = err
 			}
 		} else if i == 0 && !ambiguous || errors.Is(err, ErrUnsure) {
-			return Scan{Words: rawWords(sql)}, fmt.Errorf("%w: %w", ErrUnsure, err)
+			return unsureScan(sql), fmt.Errorf("%w: %w", ErrUnsure, err)
 		}
 		if i == 0 && !ambiguous {
 			break // no backslash whose reading depends on settings
 		}
 	}
 	if read == 0 {
-		return Scan{Words: rawWords(sql)}, fmt.Errorf("%w: %w: it cannot be read with any setting of backslash escapes", ErrUnsure, ErrSyntax)
+		return unsureScan(sql), fmt.Errorf("%w: %w: it cannot be read with any setting of backslash escapes", ErrUnsure, ErrSyntax)
+	}
+	if firstErr != nil { // the walk stopped part way: its count is of the tables read before
+		scan.Times = wordTimes(sql)
 	}
 	return scan, firstErr
+}
+
+// unsureScan is what Read gives of SQL it cannot split into tokens.
+func unsureScan(sql string) Scan {
+	return Scan{Words: rawWords(sql), Times: wordTimes(sql)}
+}
+
+// wordTimes counts, in lower case, the runs of identifier characters of
+// text, wherever they stand, but those before a dot (a column's qualifier,
+// quoted or not: users.id, "users"."id"), which name no table read.
+func wordTimes(text string) map[string]int {
+	times := map[string]int{}
+	for i := 0; i < len(text); {
+		if !isIdentChar(text[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(text) && isIdentChar(text[j]) {
+			j++
+		}
+		k := j
+		for k < len(text) && strings.IndexByte("\"`]", text[k]) >= 0 {
+			k++
+		}
+		if k >= len(text) || text[k] != '.' {
+			times[strings.ToLower(text[i:j])]++
+		}
+		i = j
+	}
+	return times
 }
 
 func (s *Scan) merge(o Scan) {
@@ -85,6 +125,12 @@ func (s *Scan) merge(o Scan) {
 		if !slices.Contains(s.Repeated, t) {
 			s.Repeated = append(s.Repeated, t)
 		}
+	}
+	for name, n := range o.Times { // each reading names a table as often as it reads it
+		if s.Times == nil {
+			s.Times = map[string]int{}
+		}
+		s.Times[name] = max(s.Times[name], n)
 	}
 	if s.Kinds == nil {
 		s.Kinds = o.Kinds
@@ -979,6 +1025,10 @@ func (r *reader) addTable(t Table) {
 	if !slices.Contains(r.scan.Tables, t) {
 		r.scan.Tables = append(r.scan.Tables, t)
 	}
+	if r.scan.Times == nil {
+		r.scan.Times = map[string]int{}
+	}
+	r.scan.Times[strings.ToLower(t.Name)]++
 }
 
 // truncated is name as the dialect keeps it.

@@ -386,3 +386,25 @@ func TestReadRepeatedTables(t *testing.T) {
 		}
 	}
 }
+
+// A table named three times is not one named twice: a caller that approved
+// two readings of it must see the third. Of SQL not read for certain, each
+// word counts as often as it is written, but as a column's qualifier.
+func TestReadCountsEachNamingOfATable(t *testing.T) {
+	for _, c := range []struct {
+		dialect, sql string
+		want         map[string]int
+	}{
+		{"postgres", "SELECT id, (SELECT count(*) FROM users) FROM users WHERE id IN (SELECT id FROM public.users)", map[string]int{"users": 3}},
+		{"postgres", `SELECT * FROM "Users" JOIN photos ON photos.user_id = "Users".id`, map[string]int{"users": 1, "photos": 1}},
+		{"sqlite", `SELECT (SELECT count(*) FROM users) FROM "users" WHERE "users"."id" = 1 ORDER BY users.id /* never closed`, map[string]int{"users": 2}},
+		{"mysql", "SELECT /*!50000 SQL_NO_CACHE */ * FROM `users` WHERE `users`.`id` = 1", map[string]int{"users": 1}},
+	} {
+		scan, _ := Read(c.dialect, c.sql)
+		for name, n := range c.want {
+			if scan.Times[name] != n {
+				t.Errorf("%s %q: %s named %d times, want %d", c.dialect, c.sql, name, scan.Times[name], n)
+			}
+		}
+	}
+}
