@@ -54,7 +54,7 @@ type Scan struct {
 func Read(dialectName, sql string) (Scan, error) {
 	d, ok := dialects[dialectName]
 	if !ok {
-		return unsureScan(sql), fmt.Errorf("%w: unknown dialect %q", ErrUnsure, dialectName)
+		return unsureScan(&dialect{}, sql), fmt.Errorf("%w: unknown dialect %q", ErrUnsure, dialectName)
 	}
 	var scan Scan
 	var firstErr error
@@ -69,30 +69,31 @@ func Read(dialectName, sql string) (Scan, error) {
 				firstErr = err
 			}
 		} else if i == 0 && !ambiguous || errors.Is(err, ErrUnsure) {
-			return unsureScan(sql), fmt.Errorf("%w: %w", ErrUnsure, err)
+			return unsureScan(d, sql), fmt.Errorf("%w: %w", ErrUnsure, err)
 		}
 		if i == 0 && !ambiguous {
 			break // no backslash whose reading depends on settings
 		}
 	}
 	if read == 0 {
-		return unsureScan(sql), fmt.Errorf("%w: %w: it cannot be read with any setting of backslash escapes", ErrUnsure, ErrSyntax)
+		return unsureScan(d, sql), fmt.Errorf("%w: %w: it cannot be read with any setting of backslash escapes", ErrUnsure, ErrSyntax)
 	}
 	if firstErr != nil { // the walk stopped part way: its count is of the tables read before
-		scan.Times = wordTimes(sql)
+		scan.Times = wordTimes(d, sql)
 	}
 	return scan, firstErr
 }
 
 // unsureScan is what Read gives of SQL it cannot split into tokens.
-func unsureScan(sql string) Scan {
-	return Scan{Words: rawWords(sql), Times: wordTimes(sql)}
+func unsureScan(d *dialect, sql string) Scan {
+	return Scan{Words: rawWords(sql), Times: wordTimes(d, sql)}
 }
 
 // wordTimes counts, in lower case, the runs of identifier characters of
 // text, wherever they stand, but those before a dot (a column's qualifier,
-// quoted or not: users.id, "users"."id"), which name no table read.
-func wordTimes(text string) map[string]int {
+// quoted or not: users.id, "users"."id"), which name no table read; as the
+// dialect keeps a name (PostgreSQL's first 63 bytes).
+func wordTimes(d *dialect, text string) map[string]int {
 	times := map[string]int{}
 	for i := 0; i < len(text); {
 		if !isIdentChar(text[i]) {
@@ -108,7 +109,7 @@ func wordTimes(text string) map[string]int {
 			k++
 		}
 		if k >= len(text) || text[k] != '.' {
-			times[strings.ToLower(text[i:j])]++
+			times[strings.ToLower(d.truncated(text[i:j]))]++
 		}
 		i = j
 	}

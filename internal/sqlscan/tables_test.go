@@ -391,6 +391,7 @@ func TestReadRepeatedTables(t *testing.T) {
 // two readings of it must see the third. Of SQL not read for certain, each
 // word counts as often as it is written, but as a column's qualifier.
 func TestReadCountsEachNamingOfATable(t *testing.T) {
+	long := strings.Repeat("event_", 12) + "items" // 77 bytes, kept as its first 63 by PostgreSQL
 	for _, c := range []struct {
 		dialect, sql string
 		want         map[string]int
@@ -399,6 +400,7 @@ func TestReadCountsEachNamingOfATable(t *testing.T) {
 		{"postgres", `SELECT * FROM "Users" JOIN photos ON photos.user_id = "Users".id`, map[string]int{"users": 1, "photos": 1}},
 		{"sqlite", `SELECT (SELECT count(*) FROM users) FROM "users" WHERE "users"."id" = 1 ORDER BY users.id /* never closed`, map[string]int{"users": 2}},
 		{"mysql", "SELECT /*!50000 SQL_NO_CACHE */ * FROM `users` WHERE `users`.`id` = 1", map[string]int{"users": 1}},
+		{"postgres", "SELECT query_to_xml('SELECT 1', true, false, ''), (SELECT count(*) FROM " + long + ") FROM " + long, map[string]int{PostgresName(long): 2}},
 	} {
 		scan, _ := Read(c.dialect, c.sql)
 		for name, n := range c.want {
