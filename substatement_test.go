@@ -42,10 +42,15 @@ func TestSQLJoinsAlongTheColocateColumnRun(t *testing.T) {
 	users := revOnBoth(t, db, p, func() *revUser { return &revUser{Name: "u"} }, func(u *revUser) int64 { return u.ID })
 	for _, u := range users {
 		must(t, db.Create(&revPhoto{UserID: u.ID, URL: "x"}).Error)
-		var ps []revPhoto
-		must(t, db.Where("user_id = ?", u.ID).Joins("JOIN rev_users ON rev_users.id = rev_photos.user_id").Find(&ps).Error)
-		if len(ps) != 1 {
-			t.Fatalf("a colocated SQL join found %d photos, want 1", len(ps))
+		for _, join := range []string{
+			"JOIN rev_users ON rev_users.id = rev_photos.user_id",
+			"JOIN rev_users ON (rev_users.id = rev_photos.user_id)", // the same condition
+		} {
+			var ps []revPhoto
+			must(t, db.Where("user_id = ?", u.ID).Joins(join).Find(&ps).Error)
+			if len(ps) != 1 {
+				t.Fatalf("a colocated SQL join (%s) found %d photos, want 1", join, len(ps))
+			}
 		}
 	}
 	err := db.Where("user_id = ?", users[0].ID).Where("url IN (SELECT name FROM rev_users)").Find(&[]revPhoto{}).Error

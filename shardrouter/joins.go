@@ -16,17 +16,28 @@ type Keyed struct {
 }
 
 // simpleJoin reads a join written as SQL of one table on one equality:
-// [INNER | LEFT [OUTER]] JOIN t [AS a] ON x.c = y.d; a RIGHT join keeps
+// [INNER | LEFT [OUTER]] JOIN t [AS a] ON x.c = y.d, the equality maybe in
+// parentheses (ON (x.c = y.d), see joinMatch); a RIGHT join keeps
 // rows of the joined table that no row of the model matches, which a part
 // kept to its ranges by the model's key would drop.
 var simpleJoin = regexp.MustCompile("(?i)^\\s*(?:(?:inner|left)\\s+(?:outer\\s+)?)?join\\s+[`\"]?(\\w+)[`\"]?(?:\\s+(?:as\\s+)?[`\"]?(\\w+)[`\"]?)?\\s+on\\s+[`\"]?(\\w+)[`\"]?\\.[`\"]?(\\w+)[`\"]?\\s*=\\s*[`\"]?(\\w+)[`\"]?\\.[`\"]?(\\w+)[`\"]?\\s*$")
+
+// parenthesizedOn is an ON whose condition is one group of parentheses
+// with none inside: ON (x.c = y.d).
+var parenthesizedOn = regexp.MustCompile(`(?i)(\son\s+)\(([^()]*)\)\s*$`)
+
+// joinMatch matches sql against simpleJoin, its ON condition out of the
+// parentheses that may hold it (the same condition to the database).
+func joinMatch(sql string) []string {
+	return simpleJoin.FindStringSubmatch(parenthesizedOn.ReplaceAllString(sql, "${1}${2}"))
+}
 
 // ColocatedJoin reports whether a join written as SQL joins, on one
 // equality, a sharded model (found by its table) colocated with m by it: the
 // joined table's colocate column with m's key (a photo of a user), or m's
 // colocate column with the joined table's key (the user of a photo).
 func ColocatedJoin(m Keyed, sql string, sharded func(table string) (Keyed, bool)) bool {
-	match := simpleJoin.FindStringSubmatch(sql)
+	match := joinMatch(sql)
 	if match == nil {
 		return false
 	}
@@ -75,7 +86,7 @@ const (
 // side first): then each of its rows joins the join rows of its own, which
 // are beside it.
 func JoinTableJoin(m Keyed, joinTable, ownerColumn, sql string) bool {
-	match := simpleJoin.FindStringSubmatch(sql)
+	match := joinMatch(sql)
 	if match == nil || !strings.EqualFold(match[1], joinTable) {
 		return false
 	}

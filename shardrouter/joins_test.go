@@ -39,6 +39,9 @@ func TestColocatedJoin(t *testing.T) {
 		"a table the plugin does not know":    {keyedPhotos, "JOIN albums ON albums.id = photos.user_id", false},
 		"a self join":                         {keyedPhotos, "JOIN photos p ON p.user_id = photos.id", false},
 		"two equalities":                      {keyedUsers, "JOIN photos ON photos.user_id = users.id AND photos.id = 1", false},
+		"the equality in parentheses":         {keyedPhotos, "JOIN users ON ( users.id = photos.user_id )", true},
+		"two equalities in parentheses":       {keyedUsers, "JOIN photos ON (photos.user_id = users.id AND photos.id = 1)", false},
+		"parentheses around part of it":       {keyedUsers, "JOIN photos ON (photos.user_id = users.id) OR (1 = 1)", false},
 		"a right join, which keeps unmatched": {keyedPhotos, "RIGHT JOIN users ON users.id = photos.user_id", false},
 		"one side names neither table":        {keyedUsers, "JOIN photos ON photos.user_id = other.id", false},
 	} {
@@ -55,6 +58,7 @@ func TestColocatedJoin(t *testing.T) {
 func TestJoinTableJoin(t *testing.T) {
 	for sql, want := range map[string]bool{
 		"JOIN user_groups ON user_groups.user_id = users.id":       true,
+		"JOIN user_groups ON (user_groups.user_id = users.id)":     true,
 		"LEFT JOIN user_groups ug ON users.id = ug.user_id":        true,
 		"JOIN user_groups ug ON ug.group_id = users.id":            false,
 		"JOIN user_groups ug ON ug.group_id = 1":                   false,
