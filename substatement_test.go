@@ -2,6 +2,7 @@ package shardid
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"gorm.io/gorm"
@@ -30,6 +31,23 @@ func TestSQLJoinOfAnotherShardedTableMissesNoRowsSilently(t *testing.T) {
 	err = db.Model(&revPhoto{}).Where("user_id = ?", users[0].ID).Where("EXISTS (SELECT 1 FROM rev_users u WHERE u.name = rev_photos.url)").Count(&n).Error
 	if err == nil && n != 1 {
 		t.Errorf("EXISTS in SQL: count %d and no error, one database counts 1", n)
+	}
+}
+
+// A join written as SQL is known by its first word as the database reads
+// it, after a comment or before a newline: its refusal names the table it
+// joins, not its JOIN.
+func TestARefusedSQLJoinAfterACommentNamesItsTable(t *testing.T) {
+	db, p, _ := revRouted(t, &revUser{}, &revPhoto{})
+	users := revOnBoth(t, db, p, func() *revUser { return &revUser{Name: "u"} }, func(u *revUser) int64 { return u.ID })
+	for _, join := range []string{
+		"/* the author */ JOIN rev_users ON rev_users.name = rev_photos.url",
+		"LEFT\nJOIN rev_users ON rev_users.name = rev_photos.url",
+	} {
+		err := db.Where("user_id = ?", users[0].ID).Joins(join).Find(&[]revPhoto{}).Error
+		if !errors.Is(err, ErrCrossShard) || !strings.Contains(err.Error(), "names the sharded table rev_users") {
+			t.Errorf("%q: %v, want ErrCrossShard naming rev_users", join, err)
+		}
 	}
 }
 

@@ -170,7 +170,7 @@ func (e *Engine) approvedTables(stmt *gorm.Statement) map[string]int {
 			}
 			continue
 		}
-		approve(e.scanned(fragmentSQL(j.Name)))
+		approve(e.scanned(fragmentSQL(e.db.Dialector.Name(), j.Name)))
 	}
 	for _, sub := range readClauses(stmt).subqueries {
 		approve(e.scanned(subquerySQL(sub)))

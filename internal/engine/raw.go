@@ -194,9 +194,10 @@ func (e *Engine) routeByHint(db *gorm.DB) (bool, error) {
 const joinProbe = "shardid_join_probe"
 
 // fragmentSQL makes a statement of a fragment of SQL (FROM …, a join) for
-// the scanner; other SQL it returns as it is.
-func fragmentSQL(fragment string) string {
-	switch word, _, _ := strings.Cut(strings.TrimSpace(strings.ToUpper(fragment)), " "); word {
+// the scanner, known by its first word as dialect reads it (after a comment,
+// before a newline); other SQL it returns as it is.
+func fragmentSQL(dialect, fragment string) string {
+	switch sqlscan.FirstWord(dialect, fragment) {
 	case "FROM":
 		return "SELECT * " + fragment
 	case "JOIN", "LEFT", "RIGHT", "INNER", "OUTER", "FULL", "CROSS", "NATURAL", "STRAIGHT_JOIN":
@@ -210,7 +211,7 @@ func fragmentSQL(fragment string) string {
 // for certain, every word, so that callers looking for unknown tables fail
 // closed.
 func (e *Engine) sqlTables(fragment string) []string {
-	scan, unread := sqlscan.Read(e.db.Dialector.Name(), fragmentSQL(fragment))
+	scan, unread := sqlscan.Read(e.db.Dialector.Name(), fragmentSQL(e.db.Dialector.Name(), fragment))
 	if unread != nil {
 		return scan.Words
 	}

@@ -551,3 +551,18 @@ func isIdentStart(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '_' || c >= 0x80
 }
 func isIdentChar(c byte) bool { return isIdentStart(c) || isDigit(c) || c == '$' }
+
+// FirstWord returns the first token of text as dialect reads it, past
+// blanks and comments, in upper case when it is a word, and "" when it is
+// none or text cannot be split into tokens.
+func FirstWord(dialectName, text string) string {
+	d, ok := dialects[dialectName]
+	if !ok {
+		return ""
+	}
+	tokens, _, err := tokenize(d, d.readings()[0], text)
+	if err != nil || len(tokens) == 0 || tokens[0].Kind != Word {
+		return ""
+	}
+	return asciiUpper(tokens[0].Text)
+}

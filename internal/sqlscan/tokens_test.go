@@ -45,3 +45,18 @@ func TestTokenize(t *testing.T) {
 		}
 	}
 }
+
+func TestFirstWordIsReadPastCommentsAndBlanks(t *testing.T) {
+	for _, c := range []struct{ dialect, text, want string }{
+		{"mysql", "/* c */ join t ON 1", "JOIN"},
+		{"mysql", "# c\nLEFT\nJOIN t", "LEFT"},
+		{"postgres", "/* a /* nested */ one */ FROM t", "FROM"},
+		{"sqlite", "-- c\n\tINNER JOIN t", "INNER"},
+		{"sqlite", "(SELECT 1)", ""},
+		{"postgres", "'never closed", ""},
+	} {
+		if got := FirstWord(c.dialect, c.text); got != c.want {
+			t.Errorf("%s %q: %q, want %q", c.dialect, c.text, got, c.want)
+		}
+	}
+}
