@@ -113,6 +113,10 @@ func TestLastGateRefusesTablesItsRoutingDoesNotCover(t *testing.T) {
 		if len(photos) != 1 || len(within) != 1 {
 			t.Fatalf("covered forms: %d photos by a colocated join, %d users by a subquery on their shard; want 1 and 1", len(photos), len(within))
 		}
+		if b.name == "mariadb" { // SQL not read for certain, its own table named once, then as columns' qualifier
+			var first GtUser
+			must(t, r.db.Model(&GtUser{}).Select("/*!40001 SQL_NO_CACHE */ *").Where("id = ?", u.ID).First(&first).Error)
+		}
 		must(t, r.db.Clauses(shardid.ByID(u.ID)).Model(&GtUser{}).Select("id, (SELECT count(*) FROM gt_photos) AS n").Where("id = ?", u.ID).Find(&n).Error)
 		if len(n) != 1 {
 			t.Fatalf("a one-shard clause's read of that shard's photos: %v", n)
