@@ -25,10 +25,6 @@ type Scan struct {
 	// Tables the statements name, each once, in order. Complete only when
 	// Read returned no error.
 	Tables []Table
-	// Repeated are the tables named more than once, however quoted or
-	// qualified (a subquery or a join over a table the statement names
-	// already; "main.t" and "t" may be one table).
-	Repeated []Table
 	// Times is how many times each table is named, by its name in lower
 	// case, however quoted or qualified; of SQL not read for certain, how
 	// many times each word is written other than as a column's qualifier
@@ -120,11 +116,6 @@ func (s *Scan) merge(o Scan) {
 	for _, t := range o.Tables {
 		if !slices.Contains(s.Tables, t) {
 			s.Tables = append(s.Tables, t)
-		}
-	}
-	for _, t := range o.Repeated {
-		if !slices.Contains(s.Repeated, t) {
-			s.Repeated = append(s.Repeated, t)
 		}
 	}
 	for name, n := range o.Times { // each reading names a table as often as it reads it
@@ -1017,19 +1008,13 @@ func (r *reader) isCTE(t Table) bool {
 }
 
 func (r *reader) addTable(t Table) {
-	// Named again, however quoted or qualified: fail closed where case, or a
-	// schema that is the default one, would tell two apart.
-	again := slices.ContainsFunc(r.scan.Tables, func(u Table) bool { return strings.EqualFold(u.Name, t.Name) })
-	if again && !slices.Contains(r.scan.Repeated, t) {
-		r.scan.Repeated = append(r.scan.Repeated, t)
-	}
 	if !slices.Contains(r.scan.Tables, t) {
 		r.scan.Tables = append(r.scan.Tables, t)
 	}
 	if r.scan.Times == nil {
 		r.scan.Times = map[string]int{}
 	}
-	r.scan.Times[strings.ToLower(t.Name)]++
+	r.scan.Times[strings.ToLower(t.Name)]++ // however quoted or qualified: fail closed where case or a default schema would tell two apart
 }
 
 // truncated is name as the dialect keeps it.
