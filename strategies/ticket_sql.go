@@ -3,8 +3,10 @@ package strategies
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/shardid/shardid/internal/sqlerr"
@@ -53,16 +55,38 @@ func ticketSQLFor(dialect, table string, step, offset int) (ticketSQL, error) {
 // is set by session variables, hence the pinned connection.
 func mysqlTickets(table string, step, offset int) ticketSQL {
 	replace := "REPLACE INTO `" + table + "` (`stub`) VALUES ('a')"
+	series := ticketSeries(step, offset)
 	return ticketSQL{
+		// The table's comment records the series, as a PostgreSQL sequence
+		// records its increment and start: the last ticket alone fits
+		// several (17 is 1 modulo 8 and modulo 16).
 		create: []string{"CREATE TABLE IF NOT EXISTS `" + table + "` (" +
-			"`id` BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, `stub` CHAR(1) NOT NULL UNIQUE) ENGINE=InnoDB"},
+			"`id` BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, `stub` CHAR(1) NOT NULL UNIQUE) ENGINE=InnoDB COMMENT='" + series + "'"},
 		check: func(ctx context.Context, conn ticketConn) error {
+			var comment string
+			err := conn.QueryRowContext(ctx, "SELECT TABLE_COMMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?", table).Scan(&comment)
+			listed := err == nil // not listed under its name as written: lower_case_table_names
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+			if recorded, ok := recordedSeries(comment); ok {
+				if recorded != series {
+					return fmt.Errorf("table %s records the %s, want the %s: the database served another offset or step", table, recorded, series)
+				}
+				return nil
+			}
+			// A table made before the series was recorded: its last ticket is
+			// all there is to judge by, and the series is recorded from now on.
 			var last int64
 			if err := conn.QueryRowContext(ctx, "SELECT COALESCE(MAX(`id`), 0) FROM `"+table+"`").Scan(&last); err != nil {
 				return err
 			}
 			if last != 0 && (last-int64(offset))%int64(step) != 0 {
 				return fmt.Errorf("its last ticket %d is not %d modulo %d: the database served another offset or step", last, offset, step)
+			}
+			if listed {
+				// Unrecorded (no ALTER privilege), the last ticket still judges.
+				_, _ = conn.ExecContext(ctx, "ALTER TABLE `"+table+"` COMMENT = '"+series+"'")
 			}
 			return nil
 		},
@@ -102,6 +126,25 @@ func mysqlTickets(table string, step, offset int) ticketSQL {
 			return out, nil
 		},
 	}
+}
+
+// ticketSeries describes the tickets of a MySQL/MariaDB server, as its
+// table's comment records them.
+func ticketSeries(step, offset int) string {
+	return fmt.Sprintf("shardid ticket series: step %d offset %d", step, offset)
+}
+
+// recordedSeries finds the series a table's comment records.
+func recordedSeries(comment string) (string, bool) {
+	i := strings.Index(comment, "shardid ticket series: ")
+	if i < 0 {
+		return "", false
+	}
+	var step, offset int
+	if _, err := fmt.Sscanf(comment[i:], "shardid ticket series: step %d offset %d", &step, &offset); err != nil {
+		return "", false
+	}
+	return ticketSeries(step, offset), true
 }
 
 // execWithin runs query with its own timeout: a large batch is many

@@ -513,6 +513,49 @@ func TestPrepareTicketServersIsIdempotentAndConcurrent(t *testing.T) {
 	}
 }
 
+// A counter that served one step is refused for another, though its last
+// ticket fits both (17 is 1 modulo 8 and modulo 16): a server added at
+// offset 9 of step 16 would issue 9 and 25 again. On MySQL/MariaDB a table
+// made before its series was recorded is judged by its last ticket, then
+// records the series.
+func TestPrepareTicketServersRefusesACounterOfAnotherStep(t *testing.T) {
+	for _, d := range ticketDBs(t) {
+		t.Run(d.dialect, func(t *testing.T) {
+			table := ticketTable(t)
+			a := d.server(t, table, "a", 0, 1, nil)
+			prepare := func(step int) error {
+				g, err := NewTicket(Layout{}, []TicketServer{a}, TicketOptions{Table: table, Step: step})
+				if err != nil {
+					return err
+				}
+				defer g.Close()
+				return g.PrepareServers(context.Background())
+			}
+			g := newTestTicket(t, []TicketServer{a}, TicketOptions{Table: table, Step: 8})
+			id := make([]int64, 1)
+			for range 3 {
+				must(t, g.Generate(context.Background(), Target{}, []int{0}, id))
+			}
+			if last := ticketOf(Layout{}, id[0]); last != 17 {
+				t.Fatalf("third ticket of offset 1 step 8 is %d, want 17", last)
+			}
+			if err := prepare(16); err == nil || !strings.Contains(err.Error(), "another offset or step") {
+				t.Fatalf("a counter of step 8 prepared for step 16: %v, want it refused", err)
+			}
+			must(t, prepare(8))
+			if d.dialect != "mysql" {
+				return
+			}
+			_, err := a.DB.Exec("ALTER TABLE `" + table + "` COMMENT = ''") // as an earlier version made it
+			must(t, err)
+			must(t, prepare(8))
+			if err := prepare(16); err == nil {
+				t.Fatal("a table made before the series was recorded, prepared for step 8, was then accepted for step 16")
+			}
+		})
+	}
+}
+
 // TestTicketMySQLContentionIsNotAFailure: REPLACEs of the one row from
 // several processes (here, generators) deadlock now and then on InnoDB;
 // that must not take the server down.
