@@ -626,7 +626,10 @@ func (s *ticketServer) pinned(ctx context.Context, opts TicketOptions, probe boo
 	defer cancel()
 	conn, err := s.DB.Conn(opening)
 	if err == nil {
-		if _, err = conn.ExecContext(opening, s.sql.session); err != nil {
+		if _, err = conn.ExecContext(opening, s.sql.session); err == nil && s.sql.sessionCheck != nil {
+			err = s.sql.sessionCheck(opening, conn)
+		}
+		if err != nil {
 			discard(conn)
 		}
 	}

@@ -34,6 +34,10 @@ type ticketSQL struct {
 	// session, when set, runs once on each pinned connection before its
 	// first ticket; without it tickets are taken from the pool.
 	session string
+	// sessionCheck, when set, runs after session: it fails when the counter
+	// records another series than the session's (a process that never
+	// prepared the servers, started with another step or offset).
+	sessionCheck func(ctx context.Context, conn ticketConn) error
 	// next appends n new tickets to out; each statement gets timeout.
 	next func(ctx context.Context, conn ticketConn, n int, timeout time.Duration, out []int64) ([]int64, error)
 }
@@ -63,17 +67,9 @@ func mysqlTickets(table string, step, offset int) ticketSQL {
 		create: []string{"CREATE TABLE IF NOT EXISTS `" + table + "` (" +
 			"`id` BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, `stub` CHAR(1) NOT NULL UNIQUE) ENGINE=InnoDB COMMENT='" + series + "'"},
 		check: func(ctx context.Context, conn ticketConn) error {
-			var comment string
-			err := conn.QueryRowContext(ctx, "SELECT TABLE_COMMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?", table).Scan(&comment)
-			listed := err == nil // not listed under its name as written: lower_case_table_names
-			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			recorded, listed, err := checkSeries(ctx, conn, table, series)
+			if err != nil || recorded {
 				return err
-			}
-			if recorded, ok := recordedSeries(comment); ok {
-				if recorded != series {
-					return fmt.Errorf("table %s records the %s, want the %s: the database served another offset or step", table, recorded, series)
-				}
-				return nil
 			}
 			// A table made before the series was recorded: its last ticket is
 			// all there is to judge by, and the series is recorded from now on.
@@ -92,6 +88,10 @@ func mysqlTickets(table string, step, offset int) ticketSQL {
 		},
 		// The numbers are written into the text: parameters would prepare the statement first, a second round trip.
 		session: fmt.Sprintf("SET SESSION auto_increment_increment = %d, auto_increment_offset = %d", step, offset),
+		sessionCheck: func(ctx context.Context, conn ticketConn) error {
+			_, _, err := checkSeries(ctx, conn, table, series)
+			return err
+		},
 		next: func(ctx context.Context, conn ticketConn, n int, timeout time.Duration, out []int64) ([]int64, error) {
 			// One statement per ticket: a multi-row insert's values are
 			// consecutive only under some innodb_autoinc_lock_mode settings.
@@ -132,6 +132,27 @@ func mysqlTickets(table string, step, offset int) ticketSQL {
 // table's comment records them.
 func ticketSeries(step, offset int) string {
 	return fmt.Sprintf("shardid ticket series: step %d offset %d", step, offset)
+}
+
+// checkSeries reads the series table's comment records: recorded says it
+// records one, which is series, or else err says which; listed says
+// information_schema lists the table under its name as written (not so
+// under lower_case_table_names).
+func checkSeries(ctx context.Context, conn ticketConn, table, series string) (recorded, listed bool, err error) {
+	var comment string
+	err = conn.QueryRowContext(ctx, "SELECT TABLE_COMMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?", table).Scan(&comment)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, false, nil
+	}
+	if err != nil {
+		return false, false, err
+	}
+	found, ok := recordedSeries(comment)
+	if ok && found != series {
+		prefix := len(ticketSeries(0, 0)) - len("step 0 offset 0")
+		return true, true, fmt.Errorf("table %s records tickets of %s, and this process numbers them with %s: the database served another offset or step", table, found[prefix:], series[prefix:])
+	}
+	return ok, true, nil
 }
 
 // recordedSeries finds the series a table's comment records.

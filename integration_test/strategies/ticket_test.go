@@ -515,9 +515,10 @@ func TestPrepareTicketServersIsIdempotentAndConcurrent(t *testing.T) {
 
 // A counter that served one step is refused for another, though its last
 // ticket fits both (17 is 1 modulo 8 and modulo 16): a server added at
-// offset 9 of step 16 would issue 9 and 25 again. On MySQL/MariaDB a table
-// made before its series was recorded is judged by its last ticket, then
-// records the series.
+// offset 9 of step 16 would issue 9 and 25 again. On MySQL/MariaDB, where
+// the session numbers the tickets, a process that never prepared the
+// servers is refused too; a table made before its series was recorded is
+// judged by its last ticket, then records the series.
 func TestPrepareTicketServersRefusesACounterOfAnotherStep(t *testing.T) {
 	for _, d := range ticketDBs(t) {
 		t.Run(d.dialect, func(t *testing.T) {
@@ -544,9 +545,16 @@ func TestPrepareTicketServersRefusesACounterOfAnotherStep(t *testing.T) {
 			}
 			must(t, prepare(8))
 			if d.dialect != "mysql" {
-				return
+				return // the sequence's own increment numbers every process's tickets
 			}
-			_, err := a.DB.Exec("ALTER TABLE `" + table + "` COMMENT = ''") // as an earlier version made it
+			// A process that never prepared the servers numbers by its session.
+			unprepared, err := NewTicket(Layout{}, []TicketServer{a}, TicketOptions{Table: table, Step: 16})
+			must(t, err)
+			defer unprepared.Close()
+			if err := unprepared.Generate(context.Background(), Target{}, []int{0}, id); !errors.Is(err, ErrNoTicketServer) || !strings.Contains(err.Error(), "another offset or step") {
+				t.Fatalf("tickets of step 16 from a counter of step 8: %v (ticket %d), want ErrNoTicketServer saying why", err, ticketOf(Layout{}, id[0]))
+			}
+			_, err = a.DB.Exec("ALTER TABLE `" + table + "` COMMENT = ''") // as an earlier version made it
 			must(t, err)
 			must(t, prepare(8))
 			if err := prepare(16); err == nil {
