@@ -506,7 +506,7 @@ func (s *Snowflake) extend(ctx context.Context, slot *leaseSlot, l *lease) error
 	ttl := s.leases.opts.TTL
 	start := s.clock.Since(s.start)
 	generation := l.generation.Load()
-	res, err := slot.db.ExecContext(ctx, slot.sql.renew, ttl.Milliseconds(), s.tickAt(start+ttl), l.worker, generation)
+	res, err := slot.db.ExecContext(ctx, slot.sql.renew, ttl.Milliseconds(), s.tickAt(start+ttl), l.worker, generation, s.leases.opts.Owner)
 	if err != nil {
 		return fmt.Errorf("strategies: renewing worker %d on %s: %w", l.worker, slot.name, err)
 	}
@@ -547,7 +547,7 @@ func (slot *leaseSlot) halt() {
 func (s *Snowflake) release(slot *leaseSlot, l *lease, highWater int64) error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.leases.opts.TTL)
 	defer cancel()
-	_, err := slot.db.ExecContext(ctx, slot.sql.release, widthMark(s.workerCountBits), highWater, l.worker, l.generation.Load())
+	_, err := slot.db.ExecContext(ctx, slot.sql.release, widthMark(s.workerCountBits), highWater, l.worker, l.generation.Load(), s.leases.opts.Owner)
 	return err
 }
 

@@ -20,8 +20,8 @@ type leaseSQL struct {
 	list             string // worker_id, owner, expires_at, high_water, generation, the database's now
 	insert           string // takes a worker ID no row names yet: id, owner, ttl ms, high water
 	take             string // takes an expired row: owner, ttl ms, high water, id, generation
-	renew            string // ttl ms, high water, id, generation
-	release          string // high water, id, generation
+	renew            string // ttl ms, high water, id, generation, owner
+	release          string // owner to write, high water, id, generation, owner
 	owner            string // owner, generation of a worker ID
 }
 
@@ -57,10 +57,12 @@ func leaseSQLFor(dialect, leaseTable string) (leaseSQL, error) {
 	q.insert = insertHead + leaseTable + " (worker_id, owner, expires_at, high_water, generation) VALUES (?, ?, " + nowMs + " + ?, ?, 1)" + insertTail
 	q.take = "UPDATE " + leaseTable + " SET owner = ?, expires_at = " + nowMs + " + ?, high_water = " + greatest +
 		"(high_water, ?), generation = generation + 1 WHERE worker_id = ? AND generation = ? AND expires_at < " + nowMs
+	// Renewals and releases name the owner too: a row emptied and made
+	// again by another process starts its generation at 1 once more.
 	q.renew = "UPDATE " + leaseTable + " SET expires_at = " + nowMs + " + ?, high_water = " + greatest +
-		"(high_water, ?), generation = generation + 1 WHERE worker_id = ? AND generation = ?"
+		"(high_water, ?), generation = generation + 1 WHERE worker_id = ? AND generation = ? AND owner = ?"
 	q.owner = "SELECT owner, generation FROM " + leaseTable + " WHERE worker_id = ?"
-	q.release = "UPDATE " + leaseTable + " SET owner = ?, expires_at = 0, high_water = ?, generation = generation + 1 WHERE worker_id = ? AND generation = ?"
+	q.release = "UPDATE " + leaseTable + " SET owner = ?, expires_at = 0, high_water = ?, generation = generation + 1 WHERE worker_id = ? AND generation = ? AND owner = ?"
 	if dialect == "postgres" {
 		for _, s := range []*string{&q.insert, &q.take, &q.renew, &q.release, &q.owner} {
 			*s = sqlscan.NumberParameters(*s)

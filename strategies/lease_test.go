@@ -92,6 +92,31 @@ func TestLeaseTakenAwayIsReplaced(t *testing.T) {
 	}
 }
 
+// A lease table emptied and its worker ID's row made anew by another
+// process starts the row's generation at 1 again, the generation a lease
+// just taken holds: the renewal, a compare-and-swap on the generation, must
+// not extend the other's row as its own.
+func TestLeaseRowMadeAgainByAnotherIsNotRenewedAsOurs(t *testing.T) {
+	target := sqliteTarget(t)
+	lo := LeaseOptions{Table: "workers", TTL: 600 * time.Millisecond}
+	g := leased(t, Layout{WorkerBits: 1}, lo)
+	generate(t, g, target, 3)
+	// A teardown emptied the table; another process inserted worker 0.
+	_, err := target.DB.Exec("DELETE FROM workers")
+	must(t, err)
+	_, err = target.DB.Exec("INSERT INTO workers (worker_id, owner, expires_at, high_water, generation) VALUES (0, 'other#0000000000000000/w1', CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) + 60000, 0, 1)")
+	must(t, err)
+	eventually(t, "worker 1 is leased instead", func() bool {
+		s := g.Stats().Leases[0]
+		return s.Worker == 1 && s.Held
+	})
+	var owner string
+	must(t, target.DB.QueryRow("SELECT owner FROM workers WHERE worker_id = 0").Scan(&owner))
+	if owner != "other#0000000000000000/w1" {
+		t.Fatalf("worker 0's row names %q, want the other process", owner)
+	}
+}
+
 // Within a process the wall clock plays no part: its steps back of 5ms, 1s
 // and 1h leave the IDs ascending and the lease held.
 func TestLeaseWallClockStepsWithinAProcess(t *testing.T) {
