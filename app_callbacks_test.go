@@ -317,8 +317,8 @@ func TestACallbackAfterGORMsLastRunsOncePerStatementOverSeveralDatabases(t *test
 	must(t, db.Callback().Delete().After("gorm:delete").Register("app:outbox", outbox("delete")))
 
 	rows := make([]outboxedRow, 8)
-	for i := range rows {
-		rows[i].Name = "a"
+	for i, id := range spreadIDs(p.Layout(), len(rows)) { // on both databases, every run
+		rows[i].ID, rows[i].Name = id, "a"
 	}
 	ids := func() []int64 {
 		var ids []int64
@@ -419,6 +419,9 @@ func TestACallbackWrappingTheErrorLeavesAWriteOverSeveralDatabasesWhole(t *testi
 	must(t, db.Callback().Update().After("gorm:update").Register("app:errors", wrap))
 	must(t, db.Callback().Delete().After("gorm:delete").Register("app:errors", wrap))
 	rows := make([]outboxedRow, 8)
+	for i, id := range spreadIDs(p.Layout(), len(rows)) { // on both databases, every run
+		rows[i].ID = id
+	}
 	count := func(name string) (on [2]int64) {
 		for k, d := range direct {
 			must(t, d.Model(&outboxedRow{}).Where("name = ?", name).Count(&on[k]).Error)
