@@ -11,7 +11,8 @@ import (
 )
 
 // BenchmarkTicketThroughput takes one ID per op from 1, 2 and 3 MariaDB
-// ticket servers, from 4 goroutines per CPU.
+// ticket servers, from 4 goroutines per CPU, and a batch of 64 per op (a
+// CreateInBatches) from 3.
 func BenchmarkTicketThroughput(b *testing.B) {
 	benchmarkTicketThroughput(b, mysqlTicketDB(b))
 }
@@ -22,8 +23,9 @@ func BenchmarkTicketThroughputPostgres(b *testing.B) {
 }
 
 func benchmarkTicketThroughput(b *testing.B, d ticketDB) {
-	for _, n := range []int{1, 2, 3} {
-		b.Run(fmt.Sprintf("servers=%d", n), func(b *testing.B) {
+	for _, c := range []struct{ servers, batch int }{{1, 1}, {2, 1}, {3, 1}, {3, 64}} {
+		n := c.servers
+		b.Run(fmt.Sprintf("servers=%d/batch=%d", n, c.batch), func(b *testing.B) {
 			table := ticketTable(b)
 			var servers []TicketServer
 			for i := range n {
@@ -37,9 +39,12 @@ func benchmarkTicketThroughput(b *testing.B, d ticketDB) {
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				rng := mrand.New(mrand.NewPCG(mrand.Uint64(), 0))
-				ids := make([]int64, 1)
+				ids, shards := make([]int64, c.batch), make([]int, c.batch)
 				for pb.Next() {
-					if err := g.Generate(context.Background(), Target{}, []int{rng.IntN(shardCount)}, ids); err != nil {
+					for i := range shards {
+						shards[i] = rng.IntN(shardCount)
+					}
+					if err := g.Generate(context.Background(), Target{}, shards, ids); err != nil {
 						b.Error(err)
 						return
 					}
