@@ -173,6 +173,41 @@ func TestHavingReadsAGroupedColumnBeforeAnAlias(t *testing.T) {
 	})
 }
 
+// TestTextOfCollationsThatDifferBetweenDatabasesIsNotMerged: each database
+// orders a part's text by its own collation, and two servers may have
+// different ones (a default of libc's C.UTF-8 beside ICU's): MIN and MAX
+// of the parts, taken by each database's order, are refused, not compared
+// as bytes because the first database compares so.
+func TestTextOfCollationsThatDifferBetweenDatabasesIsNotMerged(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		altered := 0
+		alter := func(db *gorm.DB) {
+			binaryCollation(t, b, db, "text_rows", "code")
+			if altered++; altered == 1 {
+				return // the first database compares as bytes, the others do not
+			}
+			switch b.name {
+			case "mariadb":
+				must(t, db.Exec("ALTER TABLE text_rows MODIFY code varchar(16) COLLATE utf8mb4_unicode_ci NOT NULL").Error)
+			case "postgres":
+				var icu bool
+				must(t, db.Raw(`SELECT EXISTS (SELECT FROM pg_collation WHERE collname = 'und-x-icu')`).Scan(&icu).Error)
+				if !icu {
+					t.Skip("the server has no ICU collations")
+				}
+				must(t, db.Exec(`ALTER TABLE text_rows ALTER COLUMN code TYPE varchar(16) COLLATE "und-x-icu"`).Error)
+			}
+		}
+		rows := []textRow{{Code: "c"}, {Code: "F"}, {Code: "a"}, {Code: "E"}}
+		tw := newTwin(t, b, &textRow{}, alter, rows, []int{0, 1, 2, 3})
+		tw.refused(t, "MAX of text", func(db *gorm.DB, into any) *gorm.DB { return db.Select("max(code) AS hi").Find(into) }, rowMaps)
+		tw.refused(t, "MIN of text", func(db *gorm.DB, into any) *gorm.DB { return db.Select("min(code) AS lo").Find(into) }, rowMaps)
+		tw.refused(t, "GROUP BY text, ordered", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Select("code, count(*) AS n").Group("code").Order("code").Find(into)
+		}, rowMaps)
+	})
+}
+
 type textRow struct {
 	ID   int64  `shardid:""`
 	G    int64  `gorm:"not null"`

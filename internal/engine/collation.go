@@ -16,7 +16,7 @@ import (
 // values over several databases groups or orders text in Go only where the
 // collation provably compares as bytes do. It is read from the database
 // for each statement that needs it (a collation can change under the
-// plugin), from the first part's database.
+// plugin), from the databases of the parts (merge.go, fanoutgroup.go).
 
 // textComparison asks the physical database behind pool how column of
 // the table named by parts (its schema, if named, then its name) compares.
@@ -38,11 +38,13 @@ func textComparison(ctx context.Context, pool gorm.ConnPool, dialect string, par
 	case shardrouter.Postgres:
 		// The table by its name as GORM quotes it ("Authors" of NoLowerCase, "app"."authors" of
 		// TablePrefix "app."), else as PostgreSQL folds it.
+		// A database default of ICU (i) or builtin (b) is named by its locale and provider.
 		// libc's C.UTF-8 orders by code point (glibc 2.35 on, musl), as
 		// UTF-8's bytes do; a database default of another provider is not libc's.
 		var name, typeName, baseName, baseCategory string
 		var deterministic, bytewise, blankPadded, collatable, enum bool
-		err := pool.QueryRowContext(ctx, `SELECT COALESCE(CASE WHEN c.collname = 'default' THEN 'default (' || d.datcollate || ')' ELSE c.collname END, ''), COALESCE(c.collisdeterministic, true),
+		err := pool.QueryRowContext(ctx, `SELECT COALESCE(CASE WHEN c.collname = 'default' THEN 'default (' || CASE COALESCE(to_jsonb(d)->>'datlocprovider', 'c') WHEN 'c' THEN d.datcollate
+		ELSE COALESCE(to_jsonb(d)->>'datlocale', to_jsonb(d)->>'daticulocale', d.datcollate) || ' of provider ' || (to_jsonb(d)->>'datlocprovider') END || ')' ELSE c.collname END, ''), COALESCE(c.collisdeterministic, true),
 	COALESCE(c.collname IN ('C', 'POSIX', 'ucs_basic', 'pg_c_utf8') OR c.collprovider = 'c' AND lower(c.collcollate) IN ('c.utf8', 'c.utf-8')
 		OR c.collname = 'default' AND COALESCE(to_jsonb(d)->>'datlocprovider', 'c') = 'c' AND (d.datcollate IN ('C', 'POSIX') OR lower(d.datcollate) IN ('c.utf8', 'c.utf-8')), false), a.atttypid = 'bpchar'::regtype,
 	a.attcollation <> 0, format_type(a.atttypid, NULL), b.typtype = 'e', b.typname::text, b.typcategory::text

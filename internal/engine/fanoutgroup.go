@@ -156,28 +156,44 @@ func sqliteScanType(v any, declared string) reflect.Type {
 	return reflect.TypeOf(v)
 }
 
-// readCollations asks the first part's database how the text columns the
-// parts returned compare: the grouped, distinct and MIN/MAX ones.
+// readCollations asks every part's database how the text columns the
+// parts returned compare (the grouped, distinct and MIN/MAX ones): each
+// part's values came ordered and grouped by its own database's collation.
 func (e *Engine) readCollations(db *gorm.DB, runs []queryPart, dialect string, a *shardrouter.Aggregation, columns []shardrouter.Column) error {
 	if len(columns) != len(a.Items) {
 		return nil // MergeGroups refuses it
 	}
-	var pool gorm.ConnPool
+	var text []int
 	for j, item := range a.Items {
-		if item.Func != "" && item.Func != "min" && item.Func != "max" || !hasText(runs, j, columns[j]) {
-			continue
+		if (item.Func == "" || item.Func == "min" || item.Func == "max") && hasText(runs, j, columns[j]) {
+			text = append(text, j)
 		}
-		if pool == nil {
-			var err error
-			if pool, err = e.pool(db.Statement.Context, runs[0].k); err != nil {
-				return err
-			}
-		}
-		comparison, err := textComparison(db.Statement.Context, pool, dialect, fromTableParts(db.Statement), item.Arg)
+	}
+	if len(text) == 0 {
+		return nil
+	}
+	read := make([][]shardrouter.TextComparison, len(runs))
+	errs := make([]error, len(runs))
+	e.eachRun(runs, func(i int) {
+		pool, err := e.pool(db.Statement.Context, runs[i].k)
 		if err != nil {
-			return e.partError(runs[0].k, fmt.Errorf("reading the collation of %s.%s: %w", fromTable(db.Statement), item.Arg, err))
+			errs[i] = err
+			return
 		}
-		columns[j].Text = comparison
+		for _, j := range text {
+			comparison, err := textComparison(db.Statement.Context, pool, dialect, fromTableParts(db.Statement), a.Items[j].Arg)
+			if err != nil {
+				errs[i] = e.partError(runs[i].k, fmt.Errorf("reading the collation of %s.%s: %w", fromTable(db.Statement), a.Items[j].Arg, err))
+				return
+			}
+			read[i] = append(read[i], comparison)
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for c, j := range text {
+		columns[j].Text = e.commonComparison(runs, read, c)
 	}
 	return nil
 }
