@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
+
+	"gorm.io/gorm"
 
 	"github.com/shardid/shardid/shardrouter"
 )
@@ -48,4 +51,29 @@ func (e *Engine) eachRun(runs []queryPart, fn func(int)) {
 		goPart(func() { defer wg.Done(); defer func() { <-lanes }(); fn(i) })
 	}
 	wg.Wait()
+}
+
+// mergeOrderOfAll is mergeOrderOf of every run's database, refused where
+// a text column does not order as bytes on all of them: a part of a few rows (one, of a
+// LIMIT 1) cannot show by its order that its database's differs.
+func (e *Engine) mergeOrderOfAll(db *gorm.DB, m *model, o *shardrouter.Order, runs []queryPart) (mergeOrder, error) {
+	each := make([]mergeOrder, len(runs))
+	errs := make([]error, len(runs))
+	e.eachRun(runs, func(i int) { each[i], errs[i] = e.mergeOrderOf(db, m, o, runs[i].k) })
+	if err := errors.Join(errs...); err != nil {
+		return each[0], err
+	}
+	for _, c := range o.Columns {
+		if !c.Text {
+			continue
+		}
+		read := make([][]shardrouter.TextComparison, len(runs))
+		for i := range each {
+			read[i] = []shardrouter.TextComparison{each[i].text[c.Field]}
+		}
+		if common := e.commonComparison(runs, read, 0); !common.Order {
+			return each[0], fmt.Errorf("%w: %s: ORDER BY %s over several physical databases: the column's collation %s, and the merge does not reproduce it in Go", ErrCrossShard, m.schema.Name, c.Field.DBName, common.Collation)
+		}
+	}
+	return each[0], nil
 }

@@ -783,7 +783,7 @@ func (e *Engine) fanOutQuery(db *gorm.DB, kind statementKind, m *model, plan sha
 		var how mergeOrder
 		var err error
 		if len(runs) > 0 {
-			if how, err = e.mergeOrderOf(db, m, order, runs[0].k); err != nil {
+			if how, err = e.mergeOrderOfAll(db, m, order, runs); err != nil {
 				db.Error = err
 				return
 			}
