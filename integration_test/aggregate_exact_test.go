@@ -313,6 +313,34 @@ func TestPostgresValuesEqualOtherwiseThanTheirTextAreNotMerged(t *testing.T) {
 	}, rowMaps)
 }
 
+type bytesRow struct {
+	ID  int64  `shardid:""`
+	U   string `gorm:"type:uuid;not null"`
+	Raw []byte `gorm:"not null"`
+}
+
+// TestPostgresUUIDAndByteaMergeInTheirOrder: PostgreSQL compares a uuid
+// and a bytea by their bytes, as a uuid's lower-case hex text and a
+// bytea's bytes order in Go: grouped and ordered by them over several
+// databases, and rows ordered by them, merge as one database answers.
+func TestPostgresUUIDAndByteaMergeInTheirOrder(t *testing.T) {
+	b := postgresOnly(t)
+	var rows []bytesRow
+	for i := range 12 {
+		rows = append(rows, bytesRow{U: fmt.Sprintf("%08x-0000-4000-8000-%012x", (i*7919)%5*0x1f000000, i%3), Raw: []byte{byte(i * 37 % 5), 0xff}[:1+i%2]})
+	}
+	tw := newTwin(t, b, &bytesRow{}, nil, rows, []int{0, 1, 2, 3})
+	for _, c := range []string{"u", "raw"} {
+		tw.same(t, "GROUP BY "+c+", ordered", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Select(c + ", count(*) AS n").Group(c).Order(c + " desc").Find(into)
+		}, rowMaps)
+		tw.same(t, "DISTINCT "+c+", ordered", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Distinct(c).Order(c).Find(into)
+		}, rowMaps)
+	}
+	tw.same(t, "rows ordered by a uuid", func(db *gorm.DB, into any) *gorm.DB { return db.Order("u, id").Limit(5).Find(into) }, func() any { return &[]bytesRow{} })
+}
+
 type nullableRow struct {
 	ID    int64     `shardid:""`
 	Score int64     `gorm:"default:null"` // NULL when created as 0

@@ -66,7 +66,11 @@ WHERE a.attrelid = COALESCE(to_regclass($1), to_regclass($2)) AND a.attname = $3
 		if baseCategory == "A" { // collatable as its elements are
 			return shardrouter.TextComparison{Collation: "none: " + typeName + " is an array, which compares element by element, not as its text"}, nil
 		}
-		if !collatable && baseName != "uuid" && baseName != "bytea" {
+		if baseName == "uuid" || baseName == "bytea" {
+			// Compared as their bytes (memcmp), as a uuid's lower-case hex text and a bytea's bytes order.
+			return shardrouter.TextComparison{Collation: "none (" + typeName + ", ordered by its bytes)", Equal: true, Order: true}, nil
+		}
+		if !collatable {
 			// Sent as text, compared as its type: jsonb's {"a": 1} equals {"a": 1.0}, an interval's 1 day 24 hours.
 			return shardrouter.TextComparison{Collation: "none: a " + typeName + " compares as its type, not as its text"}, nil
 		}
