@@ -14,6 +14,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/logger"
+	"gorm.io/gorm/schema"
 )
 
 type revAudited struct {
@@ -662,6 +663,63 @@ func TestLeadingOrOfSoftDeletedModelReadsAsOneDatabase(t *testing.T) {
 	must(t, db.Clauses(AllShards()).Unscoped().Or("id = ?", ids[0]).Where("qty > ?", 2).Find(&rows).Error)
 	if len(rows) != 3 {
 		t.Fatalf("Unscoped read %d rows, GORM on one database reads 3 (qty > 2 OR id = a)", len(rows))
+	}
+}
+
+// flagDeleted is a soft-delete field of the application's own, built as
+// gorm.io/plugin/soft_delete builds its flag: its query clause wraps a WHERE
+// list of more than one condition holding an Or in clause.And, and adds
+// `deleted = 0`.
+type flagDeleted int
+
+func (flagDeleted) QueryClauses(f *schema.Field) []clause.Interface {
+	return []clause.Interface{flagDeletedQuery{f}}
+}
+
+type flagDeletedQuery struct{ field *schema.Field }
+
+func (flagDeletedQuery) Name() string               { return "" }
+func (flagDeletedQuery) Build(clause.Builder)       {}
+func (flagDeletedQuery) MergeClause(*clause.Clause) {}
+
+func (q flagDeletedQuery) ModifyStatement(stmt *gorm.Statement) {
+	if _, done := stmt.Clauses["soft_delete_enabled"]; done || stmt.Statement.Unscoped {
+		return
+	}
+	if c, ok := stmt.Clauses["WHERE"]; ok {
+		if where, ok := c.Expression.(clause.Where); ok && len(where.Exprs) > 1 {
+			if slices.ContainsFunc(where.Exprs, func(e clause.Expression) bool { _, or := e.(clause.OrConditions); return or }) {
+				c.Expression = clause.Where{Exprs: []clause.Expression{clause.And(where.Exprs...)}}
+				stmt.Clauses["WHERE"] = c
+			}
+		}
+	}
+	stmt.AddClause(clause.Where{Exprs: []clause.Expression{clause.Eq{Column: clause.Column{Table: clause.CurrentTable, Name: q.field.DBName}, Value: 0}}})
+	stmt.Clauses["soft_delete_enabled"] = clause.Clause{}
+}
+
+type flagRow struct {
+	ID      int64 `shardid:""`
+	Qty     int
+	Deleted flagDeleted
+}
+
+// A soft-delete type of the application's own that wraps a list holding an Or
+// in clause.And, as GORM's does, is read as it will build: db.Or(a).Where(b)
+// over every shard is a AND b, as on one database.
+func TestLeadingOrOfAnOwnSoftDeleteTypeReadsAsOneDatabase(t *testing.T) {
+	db, p, _, _ := revRoutedN(t, 4, &flagRow{})
+	ids := spreadIDs(p.Layout(), 4)
+	must(t, db.Create(&[]flagRow{{ID: ids[0], Qty: 1}, {ID: ids[1], Qty: 5}, {ID: ids[2], Qty: 7}}).Error)
+	var rows []flagRow
+	must(t, db.Clauses(AllShards()).Or("id = ?", ids[0]).Where("qty > ?", 2).Find(&rows).Error)
+	if len(rows) != 0 {
+		t.Fatalf("read %d rows, GORM on one database reads none (id = a AND qty > 2)", len(rows))
+	}
+	var n int64
+	must(t, db.Clauses(AllShards()).Model(&flagRow{}).Or("id = ?", ids[0]).Where("qty > ?", 2).Count(&n).Error)
+	if n != 0 {
+		t.Fatalf("counted %d rows, GORM on one database counts none", n)
 	}
 }
 

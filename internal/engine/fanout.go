@@ -1105,9 +1105,11 @@ func setScanned(target, row reflect.Value, columns []string, stmt *gorm.Statemen
 	}
 }
 
-// softDeleteWillWrap reports whether gorm.DeletedAt's clause will still run
-// on stmt: it wraps a WHERE list holding an Or in clause.And, which builds
-// the list without moving a leading Or behind the next condition.
+// softDeleteWillWrap reports whether a soft delete's clause will still run
+// on stmt and wrap its WHERE list holding an Or in clause.And, which builds
+// the list without moving a leading Or behind the next condition. Each of the
+// model's query clauses is tried on a copy of the list, so a soft-delete type
+// of its own (gorm.io/plugin/soft_delete's) is read as it will build.
 func softDeleteWillWrap(stmt *gorm.Statement) bool {
 	if stmt.Unscoped || stmt.Schema == nil {
 		return false
@@ -1115,8 +1117,40 @@ func softDeleteWillWrap(stmt *gorm.Statement) bool {
 	if _, done := stmt.Clauses["soft_delete_enabled"]; done {
 		return false
 	}
+	where, ok := stmt.Clauses["WHERE"]
+	if !ok {
+		return false
+	}
 	return slices.ContainsFunc(stmt.Schema.QueryClauses, func(c clause.Interface) bool {
-		_, ok := c.(gorm.SoftDeleteQueryClause)
-		return ok
+		return wrapsWhere(stmt, c, where)
 	})
+}
+
+// wrapsWhere reports whether the query clause c, run on a statement holding
+// only the WHERE clause where, leaves that list as one clause.And.
+func wrapsWhere(stmt *gorm.Statement, c clause.Interface, where clause.Clause) (wraps bool) {
+	modifier, ok := c.(gorm.StatementModifier)
+	if !ok {
+		return false
+	}
+	list, ok := where.Expression.(clause.Where)
+	if !ok {
+		return false
+	}
+	where.Expression = clause.Where{Exprs: slices.Clone(list.Exprs)}
+	probe := &gorm.Statement{Schema: stmt.Schema, Context: stmt.Context, Table: stmt.Table,
+		Clauses: map[string]clause.Clause{"WHERE": where}}
+	probe.DB = &gorm.DB{Config: stmt.DB.Config, Statement: probe}
+	defer func() {
+		if recover() != nil { // a clause that needs more of a statement than its WHERE wraps nothing here
+			wraps = false
+		}
+	}()
+	modifier.ModifyStatement(probe)
+	got, _ := probe.Clauses["WHERE"].Expression.(clause.Where)
+	if len(got.Exprs) == 0 {
+		return false
+	}
+	and, ok := got.Exprs[0].(clause.AndConditions)
+	return ok && reflect.DeepEqual(and.Exprs, list.Exprs)
 }
