@@ -721,6 +721,10 @@ func TestLeadingOrOfAnOwnSoftDeleteTypeReadsAsOneDatabase(t *testing.T) {
 	if n != 0 {
 		t.Fatalf("counted %d rows, GORM on one database counts none", n)
 	}
+	res := db.Clauses(AllShards()).Model(&flagRow{}).Or("id = ?", ids[0]).Where("qty > ?", 2).Update("qty", 9)
+	if res.Error != nil || res.RowsAffected != 0 {
+		t.Fatalf("update: %v, %d rows; GORM on one database updates none", res.Error, res.RowsAffected)
+	}
 }
 
 type m2mOrg struct {
