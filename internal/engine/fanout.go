@@ -1130,7 +1130,7 @@ func softDeleteWillWrap(stmt *gorm.Statement) bool {
 // only the WHERE clause where, leaves that list as one clause.And.
 func wrapsWhere(stmt *gorm.Statement, c clause.Interface, where clause.Clause) (wraps bool) {
 	modifier, ok := c.(gorm.StatementModifier)
-	if !ok {
+	if !ok || stmt.DB == nil {
 		return false
 	}
 	list, ok := where.Expression.(clause.Where)
