@@ -727,6 +727,27 @@ func TestLeadingOrOfAnOwnSoftDeleteTypeReadsAsOneDatabase(t *testing.T) {
 	}
 }
 
+// A soft-deleted model's conditions whose first is given by Or name the shard
+// of its key as GORM builds them, AND-ed to the next (db.Or("id = ?",
+// a).Where(b) is a AND b): routed to a's database, not refused for naming
+// none; Unscoped, GORM builds b OR a, which names none.
+func TestLeadingOrOnTheKeyOfASoftDeletedModelNamesItsShard(t *testing.T) {
+	db, p, _, _ := revRoutedN(t, 4, &diffRow{})
+	ids := spreadIDs(p.Layout(), 4)
+	must(t, db.Create(&[]diffRow{{ID: ids[0], Qty: 1}, {ID: ids[1], Qty: 5}, {ID: ids[2], Qty: 7}}).Error)
+	var n int64
+	must(t, db.Model(&diffRow{}).Or("id = ?", ids[0]).Where("qty > ?", 0).Count(&n).Error)
+	var rows []diffRow
+	must(t, db.Or("id = ?", ids[1]).Where("qty > ?", 2).Find(&rows).Error)
+	if n != 1 || len(rows) != 1 || rows[0].ID != ids[1] {
+		t.Fatalf("counted %d, read %v; GORM on one database counts 1 and reads the row of ids[1]", n, rows)
+	}
+	err := db.Unscoped().Or("id = ?", ids[1]).Where("qty > ?", 2).Find(&rows).Error
+	if !errors.Is(err, ErrNoShard) {
+		t.Fatalf("Unscoped (qty > 2 OR id = b): %v, want ErrNoShard", err)
+	}
+}
+
 type m2mOrg struct {
 	ID int64 `shardid:""`
 }

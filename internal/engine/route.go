@@ -842,6 +842,10 @@ func (e *Engine) routeOf(db *gorm.DB, m *model, kind statementKind, settings *se
 		return shardrouter.Route{}, fmt.Errorf("%w: %s: a condition given by Or leaves the IDs of the statement's rows, which GORM appends, AND-ed to part of the conditions only: the rows it names may be on any database; give the IDs as a condition, or the Or inside Where(clause.Or(...))",
 			ErrCrossShard, m.schema.Name)
 	}
+	if (kind == kindQuery || kind == kindRow) && softDeleteWillWrap(stmt) {
+		// read as the soft delete will build it: a leading Or AND-ed to the next condition
+		planned.Where = []clause.Expression{clause.And(where...)}
+	}
 	route := shardrouter.PlanRoute(planned, shardMap)
 	switch route.Refusal {
 	case shardrouter.OutsideClause:
