@@ -842,7 +842,7 @@ func (e *Engine) routeOf(db *gorm.DB, m *model, kind statementKind, settings *se
 		return shardrouter.Route{}, fmt.Errorf("%w: %s: a condition given by Or leaves the IDs of the statement's rows, which GORM appends, AND-ed to part of the conditions only: the rows it names may be on any database; give the IDs as a condition, or the Or inside Where(clause.Or(...))",
 			ErrCrossShard, m.schema.Name)
 	}
-	if (kind == kindQuery || kind == kindRow) && softDeleteWillWrap(stmt) {
+	if (kind == kindQuery || kind == kindRow) && shardrouter.OrJoined(where) && softDeleteWillWrap(stmt) { // a wrap changes only a list holding an Or
 		// read as the soft delete will build it: a leading Or AND-ed to the next condition
 		planned.Where = []clause.Expression{clause.And(where...)}
 	}
