@@ -708,7 +708,7 @@ type flagRow struct {
 // in clause.And, as GORM's does, is read as it will build: db.Or(a).Where(b)
 // over every shard is a AND b, as on one database.
 func TestLeadingOrOfAnOwnSoftDeleteTypeReadsAsOneDatabase(t *testing.T) {
-	db, p, _, _ := revRoutedN(t, 4, &flagRow{})
+	db, p, direct, _ := revRoutedN(t, 4, &flagRow{})
 	ids := spreadIDs(p.Layout(), 4)
 	must(t, db.Create(&[]flagRow{{ID: ids[0], Qty: 1}, {ID: ids[1], Qty: 5}, {ID: ids[2], Qty: 7}}).Error)
 	var rows []flagRow
@@ -724,6 +724,13 @@ func TestLeadingOrOfAnOwnSoftDeleteTypeReadsAsOneDatabase(t *testing.T) {
 	res := db.Clauses(AllShards()).Model(&flagRow{}).Or("id = ?", ids[0]).Where("qty > ?", 2).Update("qty", 9)
 	if res.Error != nil || res.RowsAffected != 0 {
 		t.Fatalf("update: %v, %d rows; GORM on one database updates none", res.Error, res.RowsAffected)
+	}
+	for k, d := range direct { // each database as it is, not as the plugin reports it
+		var changed int64
+		must(t, d.Model(&flagRow{}).Where("qty = ?", 9).Count(&changed).Error)
+		if changed != 0 {
+			t.Errorf("physical database %d holds %d rows the update wrote; GORM on one database writes none", k, changed)
+		}
 	}
 }
 
