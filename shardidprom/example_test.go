@@ -69,3 +69,56 @@ func Example() {
 	// a created 2
 	// b created 1
 }
+
+// Two plugins, over two applications' databases, on one registry: each
+// collector's series carry a label that tells them apart, added by
+// prometheus.WrapRegistererWith; registered bare, the second would be refused
+// as a duplicate of the first.
+func Example_twoPlugins() {
+	dir, err := os.MkdirTemp("", "shardidprom")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	registry := prometheus.NewRegistry()
+	for _, app := range []string{"orders", "users"} {
+		open := func(name string) gorm.Dialector { return sqlite.Open(filepath.Join(dir, app+"-"+name)) }
+		db, err := gorm.Open(open("main.db"), &gorm.Config{Logger: logger.Discard})
+		if err != nil {
+			panic(err)
+		}
+		ids := shardid.New(shardid.Config{Shards: []shardid.Shard{{Name: "a", Dialector: open("a.db"), Logical: []shardid.Range{{From: 0, To: 8191}}}}})
+		if err := db.Use(ids); err != nil {
+			panic(err)
+		}
+		defer ids.Close()
+		prometheus.WrapRegistererWith(prometheus.Labels{"app": app}, registry).MustRegister(shardidprom.New(ids))
+		if err := ids.AutoMigrate(db, &User{}); err != nil {
+			panic(err)
+		}
+		if err := db.Create(&User{Name: "ada"}).Error; err != nil {
+			panic(err)
+		}
+	}
+	families, err := registry.Gather()
+	if err != nil {
+		panic(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "shardid_statements_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["kind"] == "create" {
+				fmt.Println(labels["app"], labels["physical"], "created", m.GetCounter().GetValue())
+			}
+		}
+	}
+	// Output:
+	// orders a created 1
+	// users a created 1
+}
