@@ -309,3 +309,25 @@ func TestMigrationLinesGoToTheCallersLogger(t *testing.T) {
 		t.Errorf("%d DROP TABLE lines from db.Debug(), want 2:\n%s", n, out.String())
 	}
 }
+
+// TestMigrationLinesNameTheirDatabase: with Config.LogPhysical, each line of
+// the DDL a migration runs on a physical database begins with that
+// database's name, as the lines of the statements the plugin routes do.
+func TestMigrationLinesNameTheirDatabase(t *testing.T) {
+	db, p, _, _ := routedOverN(t, 2, Config{LogPhysical: true}, &logUser{})
+	var out bytes.Buffer
+	db.Logger = logger.New(log.New(&out, "", 0), logger.Config{LogLevel: logger.Info})
+	must(t, p.AutoMigrate(db, &lateLoggedUser{}))
+	for _, name := range []string{"s0", "s1"} {
+		if n := strings.Count(out.String(), "["+name+"] CREATE TABLE `late_logged_users`"); n != 1 {
+			t.Errorf("%d CREATE TABLE lines naming %s, want 1:\n%s", n, name, out.String())
+		}
+	}
+	out.Reset()
+	must(t, p.Migrator(db.Debug()).DropTable(&lateLoggedUser{}))
+	for _, name := range []string{"s0", "s1"} {
+		if n := strings.Count(out.String(), "["+name+"] DROP TABLE"); n != 1 {
+			t.Errorf("%d DROP TABLE lines naming %s from db.Debug(), want 1:\n%s", n, name, out.String())
+		}
+	}
+}

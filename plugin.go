@@ -92,9 +92,10 @@ type Config struct {
 	// shardid_shard_map.
 	MapTable string
 	// LogPhysical begins GORM's log line of each statement that ran on a
-	// physical database with the database's name, as "[name] SELECT ...". A
-	// statement over several databases is always logged so, one part after
-	// another on one line. It costs each statement two allocations.
+	// physical database with the database's name, as "[name] SELECT ...", a
+	// migration's DDL too. A statement over several databases is always
+	// logged so, one part after another on one line. It costs each statement
+	// two allocations.
 	LogPhysical bool
 	// Log gets the plugin's own events: a snowflake worker lease taken or
 	// lost, a ticket server down or back, a new map version, a move's

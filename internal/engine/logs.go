@@ -163,6 +163,34 @@ func (l partLogger) ParamsFilter(ctx context.Context, sql string, params ...any)
 	return sql, params
 }
 
+// namedLogger begins each line of statements the plugin does not route,
+// run on one physical database (a migration's), with the database's name,
+// as Config.LogPhysical begins those it routes.
+type namedLogger struct {
+	logger.Interface
+	name string
+}
+
+func (l namedLogger) LogMode(level logger.LogLevel) logger.Interface {
+	l.Interface = l.Interface.LogMode(level)
+	return l
+}
+
+func (l namedLogger) Trace(ctx context.Context, begin time.Time, fc func() (string, int64), err error) {
+	l.Interface.Trace(ctx, begin, func() (string, int64) {
+		sql, rows := fc()
+		return "[" + l.name + "] " + sql, rows
+	}, err)
+}
+
+// ParamsFilter keeps the application logger's filter of the values it logs.
+func (l namedLogger) ParamsFilter(ctx context.Context, sql string, params ...any) (string, []any) {
+	if f, ok := l.Interface.(gorm.ParamsFilter); ok {
+		return f.ParamsFilter(ctx, sql, params...)
+	}
+	return sql, params
+}
+
 // mainDatabase names the plugin's own database in a fan-out's line.
 const mainDatabase = "main database"
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
 	"gorm.io/gorm/schema"
 
 	"github.com/shardid/shardid/internal/fence"
@@ -42,6 +43,13 @@ func (m migratorPlugin) Physical() []string {
 		names[k] = ph.name
 	}
 	return names
+}
+
+func (m migratorPlugin) LogOn(k int, l logger.Interface) logger.Interface {
+	if !m.p.config.LogPhysical {
+		return l
+	}
+	return namedLogger{Interface: l, name: m.p.physical[k].name}
 }
 
 func (m migratorPlugin) OpenPhysical(ctx context.Context, k int) (*gorm.DB, error) {

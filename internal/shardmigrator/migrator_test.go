@@ -39,6 +39,8 @@ func (f *fakePlugin) LockMigrations(context.Context) (func(), error) {
 	f.migrating.Lock()
 	return f.migrating.Unlock, nil
 }
+func (f *fakePlugin) LogOn(_ int, l logger.Interface) logger.Interface { return l }
+
 func (f *fakePlugin) OpenPhysical(_ context.Context, k int) (*gorm.DB, error) {
 	return f.physical[k], nil
 }

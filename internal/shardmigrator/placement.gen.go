@@ -169,7 +169,7 @@ func (m Migrator) physicalSession(k int) (*gorm.DB, error) {
 	config := *tx.Config
 	config.DisableForeignKeyConstraintWhenMigrating = true
 	config.IgnoreRelationshipsWhenMigrating = true
-	config.Logger = m.db.Logger // the caller's, as now (db.Debug(), one set after the database opened), not the one it opened with
+	config.Logger = m.plugin.LogOn(k, m.db.Logger) // the caller's, as now (db.Debug(), one set after the database opened), not the one it opened with
 	tx.Config = &config
 	tx.Statement.Table, tx.Statement.TableExpr = m.db.Statement.Table, m.db.Statement.TableExpr
 	m.db.Statement.Settings.Range(func(key, value any) bool {

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
 	"gorm.io/gorm/schema"
 
 	"github.com/shardid/shardid/strategies"
@@ -24,6 +25,10 @@ type Plugin interface {
 	// OpenPhysical returns the handle of physical database k, opened, or an
 	// error naming it; the migrator makes sessions of it.
 	OpenPhysical(ctx context.Context, k int) (*gorm.DB, error)
+	// LogOn is the logger of the statements the migrator runs on physical
+	// database k: l, its lines begun with the database's name when the plugin
+	// names the database of each statement it logs.
+	LogOn(k int, l logger.Interface) logger.Interface
 	// Reachable reports, within the plugin's connect timeout, the physical
 	// databases that do not answer, each error naming one; a change made on
 	// several databases asks first, so that one down changes none.
