@@ -143,7 +143,8 @@ type Range = shardrouter.Range
 
 // Shard is one physical database and the logical shards it holds.
 type Shard struct {
-	// Name identifies the database in errors, logs and the shard map; unique.
+	// Name identifies the database in errors, logs and the shard map; unique,
+	// of at most 191 characters.
 	Name string
 	// Dialector opens the database, with the same GORM config as the plugin's
 	// database but a connection pool and caches of its own. Give Dialector or

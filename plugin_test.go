@@ -42,6 +42,8 @@ func TestUseRefusesBadConfig(t *testing.T) {
 		{"map refresh of nanoseconds", Config{MapRefresh: 5}, ErrInvalidConfig, "MapRefresh 5ns is under 1ms"},
 		{"map refresh of a microsecond", Config{MapRefresh: time.Microsecond}, ErrInvalidConfig, "MapRefresh 1µs is under 1ms"},
 		{"in-doubt wait of nanoseconds", Config{InDoubtAfter: 60}, ErrInvalidConfig, "InDoubtAfter 60ns is under 1ms"},
+		// The plugin's tables keep a shard's name in VARCHAR(191): MariaDB would refuse, or cut, a longer one.
+		{"shard name too long", Config{Shards: []Shard{{Name: strings.Repeat("s", 192), Dialector: sqlite.Open(":memory:"), Logical: []Range{{From: 0, To: 8191}}}}}, ErrInvalidConfig, "name has 192 characters, at most 191"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"unicode/utf8"
 )
 
 // ErrInvalidMap is returned by [NewMap] for ranges that do not map every
@@ -31,6 +32,11 @@ type Map struct {
 	serving Set       // the databases that hold a logical shard
 }
 
+// maxNameLength is the most characters a physical database's name has: the
+// plugin's tables keep names in VARCHAR(191), the longest key MySQL's older
+// InnoDB row formats index in utf8mb4.
+const maxNameLength = 191
+
 // maxPhysical is how many physical databases a map can name.
 const maxPhysical = 1 << 16
 
@@ -54,6 +60,9 @@ func NewMap(shardCount int, physical []Physical) (*Map, error) {
 	for i, p := range physical {
 		if strings.TrimSpace(p.Name) == "" {
 			return nil, bad("physical database %d has no name", i)
+		}
+		if n := utf8.RuneCountInString(p.Name); n > maxNameLength {
+			return nil, bad("physical database %d's name has %d characters, at most %d (the plugin's tables keep it): %.40q…", i, n, maxNameLength, p.Name)
 		}
 		if j := slices.IndexFunc(physical[:i], func(q Physical) bool { return strings.EqualFold(q.Name, p.Name) }); j >= 0 && physical[j].Name == p.Name {
 			return nil, bad("two physical databases are named %q", p.Name)

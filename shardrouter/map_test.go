@@ -21,6 +21,8 @@ func TestNewMap(t *testing.T) {
 		{"duplicate name", []Physical{{"a", []Range{{0, 10}}}, {"a", []Range{{11, 8191}}}}, `two physical databases are named "a"`},
 		{"names differing in case", []Physical{{"node", []Range{{0, 10}}}, {"NODE", []Range{{11, 8191}}}}, `two physical databases are named "node" and "NODE", which differ only in case`},
 		{"empty name", []Physical{{" ", []Range{{0, 8191}}}}, "has no name"},
+		{"longest name", []Physical{{strings.Repeat("é", 191), []Range{{0, 8191}}}}, ""},
+		{"name too long", []Physical{{strings.Repeat("é", 192), []Range{{0, 8191}}}}, "name has 192 characters, at most 191"},
 		{"reversed", []Physical{{"a", []Range{{10, 0}}}}, "not within 0..8191"},
 		{"out of bounds", []Physical{{"a", []Range{{0, 8192}}}}, "not within 0..8191"},
 		{"negative", []Physical{{"a", []Range{{-1, 8191}}}}, "not within 0..8191"},
