@@ -4,12 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/shardid/shardid/internal/fence"
 	"github.com/shardid/shardid/internal/mapstore"
 	"github.com/shardid/shardid/internal/sqlscan"
+	"github.com/shardid/shardid/shardrouter"
 )
 
 // Misplaced is a count of rows of one table on one physical database whose
@@ -46,30 +48,76 @@ func (e *UnreadDatabaseError) Unwrap() error { return e.Err }
 // tables the plugin has migrated that sit on a database their logical shard
 // does not map to. A database it cannot read does not hide the others: what
 // it found on those is returned with an error naming each it could not read.
+// A move that starts, cuts over or ends while it reads changes which rows
+// are a move's copy: it then reads again, by the map and moves of then.
 func (m *Mover) Audit(ctx context.Context, d Driver) ([]Misplaced, error) {
-	if _, err := d.RefreshMap(ctx); err != nil {
-		return nil, err
-	}
 	tables, err := d.Tables(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
-	moves, err := m.Moves(ctx, d)
-	if err != nil {
-		return nil, err
+	before, err := m.auditedState(ctx, d)
+	for attempt := 1; ; attempt++ {
+		if err != nil {
+			return nil, err
+		}
+		var found []Misplaced
+		var unread []error
+		for k, name := range d.Databases() {
+			on, err := auditDatabase(ctx, d, k, tables, mapstore.Ranges(before.shardMap.Logical(k)), moveCopiesOn(name, before.moves))
+			if err != nil {
+				unread = append(unread, &UnreadDatabaseError{Database: name, Err: err})
+				continue
+			}
+			found = append(found, on...)
+		}
+		after, err := m.auditedState(ctx, d)
+		if err == nil && after.same(before) {
+			return found, errors.Join(unread...)
+		}
+		if err == nil && attempt == 3 {
+			return nil, fmt.Errorf("shardid: audit: the shared map or its moves changed while it read the databases, %d times: run it again", attempt)
+		}
+		before = after
+	}
+}
+
+// auditedState is the map and the moves an audit reads the databases by.
+type auditedState struct {
+	shardMap *shardrouter.Map
+	moves    []Status
+}
+
+// auditedState reads the map, then the moves: a cutover between the two
+// readings changes the moves read after it, so that same tells.
+func (m *Mover) auditedState(ctx context.Context, d Driver) (auditedState, error) {
+	if _, err := d.RefreshMap(ctx); err != nil {
+		return auditedState{}, err
 	}
 	shardMap := d.ShardMap()
-	var found []Misplaced
-	var unread []error
-	for k, name := range d.Databases() {
-		on, err := auditDatabase(ctx, d, k, tables, mapstore.Ranges(shardMap.Logical(k)), moveCopiesOn(name, moves))
-		if err != nil {
-			unread = append(unread, &UnreadDatabaseError{Database: name, Err: err})
-			continue
-		}
-		found = append(found, on...)
+	moves, err := m.Moves(ctx, d)
+	return auditedState{shardMap: shardMap, moves: moves}, err
+}
+
+// same reports whether s and o hold one map and the same moves' copies:
+// the phases of a copy under way (copy, catch-up, cutover) are one to it.
+func (s auditedState) same(o auditedState) bool {
+	return s.shardMap == o.shardMap && slices.EqualFunc(s.moves, o.moves, func(a, b Status) bool {
+		return a.Logical == b.Logical && a.From == b.From && a.To == b.To && copyOf(a.Phase) == copyOf(b.Phase) && a.Started.Equal(b.Started)
+	})
+}
+
+// copyOf is which copy a move in phase keeps (as moveCopiesOn reads it):
+// none yet, the target's, the source's, or none any more.
+func copyOf(phase string) int {
+	switch i := phaseIndex(phase); {
+	case i == phaseIndex(PhasePrepare):
+		return 0
+	case i > phaseIndex(PhasePrepare) && i < phaseIndex(PhaseServing):
+		return 1
+	case phase == PhaseServing:
+		return 2
 	}
-	return found, errors.Join(unread...)
+	return 3 // cleaned, cancelled (or being cancelled)
 }
 
 // auditDatabase counts the rows of tables on physical database k outside its
