@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -40,19 +41,10 @@ map) and "this_command".
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withConfig(cmd, config, func(s *opsSetup) error {
-				version, err := s.plugin.RefreshMap(cmd.Context())
-				if err != nil {
-					return fmt.Errorf("reading the shared map: %w", err)
-				}
-				moves, err := s.plugin.Moves(cmd.Context())
+				info, err := readMapInfo(cmd.Context(), s.plugin)
 				if err != nil {
 					return err
 				}
-				processes, err := s.plugin.Processes(cmd.Context())
-				if err != nil {
-					return fmt.Errorf("reading the map's processes: %w", err)
-				}
-				info := mapInfoOf(version, s.plugin.ShardMap(), moves, processes)
 				if asJSON {
 					return printJSON(cmd.OutOrStdout(), info)
 				}
@@ -64,6 +56,45 @@ map) and "this_command".
 	cmd.Flags().StringVar(&config, "config", "", "the config file (JSON) naming the plugin's database and the physical databases")
 	cmd.Flags().BoolVar(&asJSON, "json", false, jsonFlagHelp)
 	return cmd
+}
+
+// mapReader is what map reads of the plugin.
+type mapReader interface {
+	RefreshMap(ctx context.Context) (int64, error)
+	ShardMap() *shardrouter.Map
+	Moves(ctx context.Context) ([]shardid.MoveStatus, error)
+	Processes(ctx context.Context) ([]shardid.Process, error)
+}
+
+// readMapInfo reads the map, its moves and its processes. A cutover writes
+// its map and its move's record at once: the map is read again after the
+// moves, and all of it again when it changed, so that the map printed and
+// the moves printed are of one moment (not a range on its source beside its
+// move served, nor a version beside another's ranges).
+func readMapInfo(ctx context.Context, p mapReader) (mapInfo, error) {
+	version, err := p.RefreshMap(ctx)
+	for attempt := 1; ; attempt++ {
+		if err != nil {
+			return mapInfo{}, fmt.Errorf("reading the shared map: %w", err)
+		}
+		shardMap := p.ShardMap()
+		moves, err := p.Moves(ctx)
+		if err != nil {
+			return mapInfo{}, err
+		}
+		processes, err := p.Processes(ctx)
+		if err != nil {
+			return mapInfo{}, fmt.Errorf("reading the map's processes: %w", err)
+		}
+		again, err := p.RefreshMap(ctx)
+		if err == nil && again == version && p.ShardMap() == shardMap {
+			return mapInfoOf(version, shardMap, moves, processes), nil
+		}
+		if err == nil && attempt == 3 {
+			return mapInfo{}, fmt.Errorf("reading the shared map: it changed while it was read, %d times: run it again", attempt)
+		}
+		version = again
+	}
 }
 
 // mapInfo is the shared map and the moves under way; its JSON is map --json's.
