@@ -25,16 +25,28 @@ func openIn(t *testing.T, dir string) (*gorm.DB, *Plugin) {
 // openLogged is openIn with GORM's logger log, which the shards get too.
 func openLogged(t *testing.T, dir string, log logger.Interface) (*gorm.DB, *Plugin) {
 	t.Helper()
+	return openWithLogged(t, dir, Config{}, log)
+}
+
+// openWith is openIn with cfg, whose Shards it sets.
+func openWith(t *testing.T, dir string, cfg Config) (*gorm.DB, *Plugin) {
+	t.Helper()
+	return openWithLogged(t, dir, cfg, logger.Discard)
+}
+
+func openWithLogged(t *testing.T, dir string, cfg Config, log logger.Interface) (*gorm.DB, *Plugin) {
+	t.Helper()
 	dsn := func(name string) string {
 		return "file:" + filepath.Join(dir, name) + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
 	}
 	half := Layout{}.ShardCount() / 2
 	db, err := gorm.Open(sqlite.Open(dsn("main.db")), &gorm.Config{Logger: log})
 	must(t, err)
-	p := New(Config{Shards: []Shard{
+	cfg.Shards = []Shard{
 		{Name: "s0", Dialector: sqlite.Open(dsn("s0.db")), Logical: []Range{{From: 0, To: half - 1}}},
 		{Name: "s1", Dialector: sqlite.Open(dsn("s1.db")), Logical: []Range{{From: half, To: 2*half - 1}}},
-	}})
+	}
+	p := New(cfg)
 	must(t, db.Use(p))
 	t.Cleanup(func() {
 		_ = p.Close()

@@ -125,6 +125,14 @@ func (e *Engine) routeBy(version int64) {
 	next := &routedBy{version: version}
 	if left := e.inflight.current.Swap(next); left != nil {
 		e.inflight.mu.Lock()
+		if left.version > version { // the map's table made anew: the statements still running route by none of its versions
+			for _, w := range e.inflight.older {
+				if r := w.Value(); r != nil {
+					r.version = 0
+				}
+			}
+			left.version = 0
+		}
 		e.inflight.older = append(e.inflight.older, weak.Make(left))
 		e.inflight.mu.Unlock()
 	}

@@ -252,7 +252,9 @@ func (e *Engine) refreshMap(ctx context.Context) (int64, error) {
 	if err != nil {
 		return s.version, err
 	}
-	if stored != nil && stored.Version > s.version {
+	// A version below the one followed is the table made anew (a teardown
+	// and AutoMigrate, a restore): the table wins all the same.
+	if stored != nil && stored.Version != s.version {
 		next, err := e.mapOfStored(stored)
 		if err != nil {
 			s.trust.cannotRouteBy(err, s.Table()) // whoever read it: a refused write's reading too
@@ -268,7 +270,9 @@ func (e *Engine) refreshMap(ctx context.Context) (int64, error) {
 		}
 		freezing := slices.Clone(stored.Freezing)
 		e.freezing.Store(&freezing)
-		if s.version != 0 {
+		if s.version > stored.Version {
+			e.config.Log.Warn("shardid: the shared map's version went back: its table was made anew; following it", "from", s.version, "to", stored.Version, "table", s.Table())
+		} else if s.version != 0 {
 			e.config.Log.Info("shardid: map version changed", "from", s.version, "to", stored.Version)
 		}
 		s.version = stored.Version

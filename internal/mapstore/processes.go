@@ -53,13 +53,14 @@ func (s *Store) Forget(ctx context.Context) error {
 }
 
 // Behind lists the live processes of this map that follow a version older
-// than version: those seen within three of their own heartbeats and a margin
-// for clocks. Another map's versions count apart; a process of a version
-// that did not say its map counts for every map.
+// than version, or one above the table's newest (a map its table, made
+// anew, no longer holds): those seen within three of their own heartbeats
+// and a margin for clocks. Another map's versions count apart; a process of
+// a version that did not say its map counts for every map.
 func (s *Store) Behind(ctx context.Context, version int64) ([]string, error) {
 	now := time.Now().UnixMilli()
 	rows, err := s.db.QueryContext(ctx, storeSQL(s.dialect, "SELECT owner, map_version FROM "+processesTable+
-		" WHERE seen_ms + 3 * refresh_ms + ? >= ? AND map_version < ? AND map_table IN (?, '') ORDER BY owner"), liveMargin.Milliseconds(), now, version, s.table)
+		" WHERE seen_ms + 3 * refresh_ms + ? >= ? AND (map_version < ? OR map_version > (SELECT MAX(version) FROM "+s.quoted(s.table)+")) AND map_table IN (?, '') ORDER BY owner"), liveMargin.Milliseconds(), now, version, s.table)
 	if err != nil {
 		return nil, err
 	}
