@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/url"
 	"sort"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	mysqldriver "github.com/go-sql-driver/mysql"
 	"github.com/google/uuid"
 	"gorm.io/driver/mysql"
+	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 
 	"github.com/shardid/shardid"
@@ -828,6 +830,48 @@ func TestMoveKeepsValuesWithInterpolatedParameters(t *testing.T) {
 			if ids[m.ID] && !strings.HasPrefix(m.Lat, "café ÿ") {
 				t.Errorf("row %d: latin1 text %q after the move", m.ID, m.Lat)
 			}
+		}
+	})
+}
+
+// FpPgExecMode holds the values pgx reads as bytes though they are not
+// bytea: json, jsonb and xml.
+type FpPgExecMode struct {
+	ID   int64  `shardid:"strategy:snowflake"`
+	J    string `gorm:"type:json"`
+	Jb   string `gorm:"type:jsonb"`
+	Xml  string `gorm:"type:xml"`
+	Blob []byte
+}
+
+// TestMoveKeepsJSONAndXMLUnderPgxExecModes: with the DSN's
+// default_query_exec_mode exec or simple_protocol (as PgBouncer's
+// transaction pooling needs), where pgx sends a parameter by its Go type
+// rather than the column's, a move still copies json, jsonb and xml as they
+// are (not refused as a bytea, nor stored as its hex) beside a bytea.
+func TestMoveKeepsJSONAndXMLUnderPgxExecModes(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		if b.name != "postgres" {
+			t.Skip("pgx's query exec modes")
+		}
+		for _, mode := range []string{"exec", "simple_protocol"} {
+			t.Run(mode, func(t *testing.T) {
+				b, physical := b, b.physical
+				b.physical = func(t testing.TB, dir string, i int) gorm.Dialector {
+					u, err := url.Parse(physical(t, dir, i).(*postgres.Dialector).DSN)
+					must(t, err)
+					q := u.Query()
+					q.Set("default_query_exec_mode", mode)
+					u.RawQuery = q.Encode()
+					return postgres.Open(u.String())
+				}
+				r := newFidelityRig(t, b, &FpPgExecMode{})
+				mk := func(i int) any {
+					return &FpPgExecMode{J: fmt.Sprintf(`{"b" : %d,  "b": "é" }`, i), Jb: fmt.Sprintf(`{"a": [%d, 1.50]}`, i), Xml: "<a x='1'>&amp;" + fmt.Sprint(i) + "</a>", Blob: fpBlob(5+i, byte(i))}
+				}
+				must(t, moveWith(t, r, &FpPgExecMode{}, mk, 8, 3))
+				compareSides(t, r, []fpTable{{"fp_pg_exec_modes", "id"}})
+			})
 		}
 	})
 }

@@ -77,6 +77,42 @@ func readRows(ctx context.Context, db rangeQuerier, width int, query string, arg
 	return out, rows.Err()
 }
 
+// readPostgresValues is readRows for values written back on PostgreSQL:
+// pgx gives json, jsonb and xml as bytes, which it sends as a bytea where
+// the statement's parameter types are not asked of the server (the DSN's
+// default_query_exec_mode exec or simple_protocol, as for PgBouncer), and
+// the column then refuses them or stores their hex; given as text, they
+// are the column's own type in every mode.
+func readPostgresValues(ctx context.Context, db rangeQuerier, width int, query string, args ...any) ([][]any, error) {
+	rows, err := db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	types, err := rows.ColumnTypes()
+	if err != nil {
+		return nil, err
+	}
+	var out [][]any
+	ptrs := make([]any, width)
+	for rows.Next() {
+		values := make([]any, width)
+		for i := range values {
+			ptrs[i] = &values[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		for i, v := range values {
+			if b, ok := v.([]byte); ok && i < len(types) && types[i].DatabaseTypeName() != "BYTEA" {
+				values[i] = string(b)
+			}
+		}
+		out = append(out, values)
+	}
+	return out, rows.Err()
+}
+
 // On MySQL a row's values are read and written by a statement prepared on
 // purpose: the driver's binary protocol carries them exactly whatever the
 // DSN's interpolateParams, with which the text protocol sends a FLOAT
@@ -95,6 +131,9 @@ func (p preparedQuerier) QueryContext(ctx context.Context, _ string, args ...any
 
 // readValues reads rows of t's columns by query.
 func (t *movedTable) readValues(ctx context.Context, db rangeQuerier, query string, args ...any) ([][]any, error) {
+	if t.dialect == "postgres" {
+		return readPostgresValues(ctx, db, len(t.columns), query, args...)
+	}
 	p, ok := db.(preparer)
 	if !ok || t.dialect != "mysql" {
 		return readRows(ctx, db, len(t.columns), query, args...)
