@@ -57,11 +57,23 @@ func (t *movedTable) chunkQuery(after bool, limit int) string {
 
 // readRows runs a query and returns its rows as values the drivers take back.
 func readRows(ctx context.Context, db rangeQuerier, width int, query string, args ...any) ([][]any, error) {
+	return readRowsAs(ctx, db, width, nil, query, args...)
+}
+
+// readRowsAs is readRows with each row's values given to as, with the
+// columns' types, before it is kept; a nil as keeps them as read.
+func readRowsAs(ctx context.Context, db rangeQuerier, width int, as func([]*sql.ColumnType, []any), query string, args ...any) ([][]any, error) {
 	rows, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
+	var types []*sql.ColumnType
+	if as != nil {
+		if types, err = rows.ColumnTypes(); err != nil {
+			return nil, err
+		}
+	}
 	var out [][]any
 	for rows.Next() {
 		values := make([]any, width)
@@ -72,45 +84,26 @@ func readRows(ctx context.Context, db rangeQuerier, width int, query string, arg
 		if err := rows.Scan(ptrs...); err != nil {
 			return nil, err
 		}
+		if as != nil {
+			as(types, values)
+		}
 		out = append(out, values)
 	}
 	return out, rows.Err()
 }
 
-// readPostgresValues is readRows for values written back on PostgreSQL:
-// pgx gives json, jsonb and xml as bytes, which it sends as a bytea where
-// the statement's parameter types are not asked of the server (the DSN's
-// default_query_exec_mode exec or simple_protocol, as for PgBouncer), and
-// the column then refuses them or stores their hex; given as text, they
+// textUnlessBytea gives PostgreSQL's bytes of any column but a bytea as
+// text: pgx reads json, jsonb and xml as bytes, which it sends as a bytea
+// where the statement's parameter types are not asked of the server (the
+// DSN's default_query_exec_mode exec or simple_protocol, as for PgBouncer),
+// and the column then refuses them or stores their hex; given as text, they
 // are the column's own type in every mode.
-func readPostgresValues(ctx context.Context, db rangeQuerier, width int, query string, args ...any) ([][]any, error) {
-	rows, err := db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	types, err := rows.ColumnTypes()
-	if err != nil {
-		return nil, err
-	}
-	var out [][]any
-	ptrs := make([]any, width)
-	for rows.Next() {
-		values := make([]any, width)
-		for i := range values {
-			ptrs[i] = &values[i]
+func textUnlessBytea(types []*sql.ColumnType, values []any) {
+	for i, v := range values {
+		if b, ok := v.([]byte); ok && i < len(types) && types[i].DatabaseTypeName() != "BYTEA" {
+			values[i] = string(b)
 		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, err
-		}
-		for i, v := range values {
-			if b, ok := v.([]byte); ok && i < len(types) && types[i].DatabaseTypeName() != "BYTEA" {
-				values[i] = string(b)
-			}
-		}
-		out = append(out, values)
 	}
-	return out, rows.Err()
 }
 
 // On MySQL a row's values are read and written by a statement prepared on
@@ -132,7 +125,7 @@ func (p preparedQuerier) QueryContext(ctx context.Context, _ string, args ...any
 // readValues reads rows of t's columns by query.
 func (t *movedTable) readValues(ctx context.Context, db rangeQuerier, query string, args ...any) ([][]any, error) {
 	if t.dialect == "postgres" {
-		return readPostgresValues(ctx, db, len(t.columns), query, args...)
+		return readRowsAs(ctx, db, len(t.columns), textUnlessBytea, query, args...)
 	}
 	p, ok := db.(preparer)
 	if !ok || t.dialect != "mysql" {
