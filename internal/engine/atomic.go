@@ -509,6 +509,10 @@ func answerLost(err error) bool {
 // decisions is the table of the plugin's commit decisions.
 func (e *Engine) decisions() twophase.Decisions {
 	sqlDB, _ := e.db.DB()
+	if e.maps != nil && !e.closed.Load() {
+		// The plugin's own pool: a branch on the plugin's database may hold the last connection of the application's.
+		sqlDB = e.maps.DB()
+	}
 	return twophase.Decisions{DB: sqlDB, Dialect: e.db.Dialector.Name(), Table: decisionsTable}
 }
 
