@@ -2,7 +2,10 @@ package integration
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,4 +50,44 @@ func TestTransactionAcrossShardsCommitsWithThePluginDatabasesPoolOfOneConnection
 		}
 		settled(t, append(pools, own), before)
 	})
+}
+
+// TestAnIDMadeInATransactionHoldingThePoolsLastConnectionFailsWithinConnectTimeout:
+// an ID whose strategy needs a connection of the database's pool outside
+// the statement's transaction (an instagram fetch, a snowflake lease, a
+// segment block), made in a transaction holding the one connection of that
+// pool, fails with ErrShardUnavailable within Config.ConnectTimeout saying
+// why, rather than waiting until the context ends for a connection only the
+// transaction gives back; nothing is left in use.
+func TestAnIDMadeInATransactionHoldingThePoolsLastConnectionFailsWithinConnectTimeout(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		for _, model := range []any{&ltOrder{}, &closedUnderSegment{}, &poolOfOneInstagram{}} {
+			dir := t.TempDir()
+			first := open(t, b, dir, shardid.Config{})
+			fresh(t, first, model)
+			later := open(t, b, dir, shardid.Config{ConnectTimeout: time.Second}) // a process that did not migrate
+			own, err := later.DB()
+			must(t, err)
+			own.SetMaxOpenConns(1)
+			before := runtime.NumGoroutine()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			started := time.Now()
+			err = later.WithContext(ctx).Clauses(shardid.OnShard(0)).Transaction(func(tx *gorm.DB) error {
+				return tx.Create(model).Error
+			})
+			cancel()
+			took := time.Since(started)
+			if !errors.Is(err, shardid.ErrShardUnavailable) || took > 5*time.Second || !strings.Contains(err.Error(), "SetMaxOpenConns") {
+				t.Errorf("%T: after %s: %v, want ErrShardUnavailable within ConnectTimeout naming the pool's cap", model, took.Round(time.Millisecond), err)
+			}
+			settled(t, []*sql.DB{own}, before)
+			// Outside a transaction the same process makes its IDs.
+			must(t, later.Clauses(shardid.OnShard(0)).Create(model).Error)
+		}
+	})
+}
+
+type poolOfOneInstagram struct {
+	ID   int64 `shardid:""`
+	Name string
 }

@@ -672,7 +672,7 @@ func (e *Engine) generate(ctx context.Context, db *gorm.DB, m *model, f *idField
 			e.boundTo(db.Statement, first) // the statement's database, counted there
 			return err
 		}
-		return e.closedUnder(target.Name, f.generator.Generate(ctx, target, shards, ids))
+		return e.closedUnder(target.Name, e.generateOn(ctx, db.Statement, f.generator, target, shards, ids))
 	}
 	for _, part := range shardrouter.PlanRows(shards, shardMap) {
 		group := make([]int, len(part.Rows))
@@ -684,7 +684,7 @@ func (e *Engine) generate(ctx context.Context, db *gorm.DB, m *model, f *idField
 		if err != nil {
 			return err
 		}
-		if err := f.generator.Generate(ctx, target, group, made); err != nil {
+		if err := e.generateOn(ctx, db.Statement, f.generator, target, group, made); err != nil {
 			return e.closedUnder(target.Name, err)
 		}
 		for j, i := range part.Rows {
@@ -692,6 +692,31 @@ func (e *Engine) generate(ctx context.Context, db *gorm.DB, m *model, f *idField
 		}
 	}
 	return nil
+}
+
+// generateOn runs generator for target. Its work on the database's pool,
+// outside the statement's transaction (an instagram fetch, a snowflake
+// lease, a segment block), needs a connection besides the transaction's: of
+// a pool capped by SetMaxOpenConns, whose last one the transaction may hold
+// itself, it waits ConnectTimeout, then fails saying why, rather than until
+// the statement's context ends.
+func (e *Engine) generateOn(ctx context.Context, stmt *gorm.Statement, generator strategies.Generator, target strategies.Target, shards []int, ids []int64) error {
+	if target.DB == nil || target.Conn != strategies.Conn(target.DB) || !inTransaction(stmt.ConnPool) && globalOf(stmt.ConnPool) == nil {
+		return generator.Generate(ctx, target, shards, ids)
+	}
+	capped := target.DB.Stats().MaxOpenConnections
+	if capped == 0 {
+		return generator.Generate(ctx, target, shards, ids)
+	}
+	timeout := e.config.connectTimeout()
+	bounded, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err := generator.Generate(bounded, target, shards, ids)
+	if err != nil && bounded.Err() != nil && ctx.Err() == nil {
+		return fmt.Errorf("%w: %s: making IDs needs a connection of its pool outside the statement's transaction, and the pool's %d (SetMaxOpenConns), one held by that transaction, stayed in use for %s (Config.ConnectTimeout): %w",
+			ErrShardUnavailable, target.Name, capped, timeout, err)
+	}
+	return err
 }
 
 // idScratch is room, in a Create's routing state, for the shards and IDs of
