@@ -2,6 +2,7 @@ package shardid
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -160,6 +161,44 @@ func TestAShardClauseHandleUsedForAWriteThenBeginsOnItsShard(t *testing.T) {
 		must(t, write(handle))
 		if err := handle.Transaction(rename); err != nil {
 			t.Errorf("a transaction on the handle after its %s: %v", name, err)
+		}
+	}
+}
+
+// reuseHooked writes, after its update, the revUser row named by Other.
+type reuseHooked struct {
+	ID    int64 `shardid:""`
+	Name  string
+	Other int64
+}
+
+func (h *reuseHooked) AfterUpdate(tx *gorm.DB) error {
+	return tx.Model(&revUser{}).Where("id = ?", h.Other).Update("name", "hooked").Error
+}
+
+// TestAShardClauseHandleKeptAcrossAnotherRangesMoveIsNotToldToRetry: a
+// *gorm.DB given a shard clause once and used for an update after a move
+// took another range off its database, whose hook writes a row of that
+// range in the transaction GORM began for the update, fails with
+// ErrCrossShard, as a clause given anew does: not with ErrShardMoved, "the
+// transaction began before the move", which every retry on the handle would
+// get again (the handle's transaction was dated by the map of when the
+// clause was given).
+func TestAShardClauseHandleKeptAcrossAnotherRangesMoveIsNotToldToRetry(t *testing.T) {
+	db, p, _ := revRouted(t, &revUser{}, &reuseHooked{})
+	at := time.Now().Add(-time.Second)
+	id, other := p.Layout().Compose(at, 1, 1), p.Layout().Compose(at, 3, 1)
+	must(t, db.Create(&reuseHooked{ID: id, Name: "a"}).Error)
+	must(t, db.Create(&revUser{ID: other, Name: "b"}).Error)
+	kept := db.Clauses(ByID(id))
+	_, err := p.Move(context.Background(), Move{Logical: Range{From: 2, To: 5}, To: "s1"})
+	must(t, err)
+	for name, h := range map[string]*gorm.DB{"kept": kept, "new": db.Clauses(ByID(id))} {
+		for try := range 2 {
+			err := h.Model(&reuseHooked{ID: id, Other: other}).Updates(map[string]any{"name": "x"}).Error
+			if errors.Is(err, ErrShardMoved) || !errors.Is(err, ErrCrossShard) {
+				t.Errorf("%s handle, try %d: %v; want ErrCrossShard", name, try+1, err)
+			}
 		}
 	}
 }

@@ -128,7 +128,6 @@ func (e *Engine) KeepHint(stmt *gorm.Statement, h Hint) {
 	stmt.ConnPool = c
 	stmt.Settings.Store(clausePoolKey{}, c)
 	stmt.Settings.Store(txPhysicalKey{}, k)
-	stmt.Settings.Store(txMapKey{}, shardMap)
 }
 
 // hintShard returns the logical shard a hint names.

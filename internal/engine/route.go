@@ -554,21 +554,24 @@ func (e *Engine) transactionPhysical(stmt *gorm.Statement) (int, bool) {
 	return 0, false
 }
 
-// noteTransactionMap remembers the shard map by which a shard clause began
-// the statement's transaction, for movedAway.
+// noteTransactionMap remembers, for movedAway, the shard map a transaction
+// of a shard clause's statement began by when its clausePool did not begin it
+// (GORM's own, for a write the clause routed; one on a Connection): the
+// write's routing map, else the map of its first statement, never the map of
+// when the clause was given, which a *gorm.DB kept with it holds across moves.
 func (e *Engine) noteTransactionMap(stmt *gorm.Statement) {
-	m, ok := loadSetting(stmt, txMapKey{})
-	if !ok {
+	if _, clause := loadSetting(stmt, clausePoolKey{}); !clause {
 		return // not a clause's transaction: GORM's own, of one statement
 	}
-	if _, noted := e.txMaps.lookup(stmt.ConnPool); !noted {
-		e.txMaps.remember(stmt.ConnPool, m.(*shardrouter.Map))
+	if _, noted := e.txMaps.lookup(stmt.ConnPool); noted {
+		return
 	}
+	began := e.router.Map()
+	if state := routeStateOf(stmt); state != nil && state.gormTx == stmt.ConnPool {
+		began = state.shardMap
+	}
+	e.txMaps.remember(stmt.ConnPool, began)
 }
-
-// txMapKey is the Statement.Settings key of the shard map a shard clause
-// chose its transaction's database by.
-type txMapKey struct{}
 
 // movedAway reports whether physical database k, which a transaction is on,
 // has lost logical shards to a move since the transaction began: a
