@@ -7,7 +7,10 @@ import (
 	"github.com/shardid/shardid/internal/engine"
 )
 
-// Clause says which shard a statement is for; pass it to db.Clauses. It is a
+// Clause says which shard a statement is for; pass it to db.Clauses, to
+// gorm.G as an option, or as a condition where GORM takes no clause
+// (gorm.G's PreloadBuilder.Where): among a statement's top-level WHERE
+// conditions it routes the statement as db.Clauses does. It is a
 // gorm.StatementModifier, kept in Statement.Settings, so it carries into a
 // transaction begun from the statement and into that transaction's
 // statements. It adds nothing to the SQL.
@@ -67,6 +70,13 @@ func (c Clause) ModifyStatement(stmt *gorm.Statement) {
 		e = p.engine()
 	}
 	e.KeepHint(stmt, c.hint)
+}
+
+func init() {
+	engine.HintOf = func(x clause.Expression) (engine.Hint, bool) {
+		c, ok := x.(Clause)
+		return c.hint, ok
+	}
 }
 
 // Build implements clause.Expression, so that db.Clauses takes a Clause; it

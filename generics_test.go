@@ -252,3 +252,85 @@ func TestAPreloadInAClausesTransactionIsNotReadOnItsDatabaseOnly(t *testing.T) {
 		t.Errorf("a preload of kids on both databases, in the owner's clause's transaction: %d kids, %v; want ErrNoShard", len(read.Kids), err)
 	}
 }
+
+// TestAGenericsPreloadTakesAShardClauseAsACondition: gorm.G's PreloadBuilder
+// has no Clauses, so a preload of children on other databases than their
+// owner's is given its shard clause as a condition (pb.Where(AllShards())):
+// it reads what the chainable API's Preload given the clause reads. A
+// clause given as any statement's condition routes it as db.Clauses does,
+// and adds nothing to its SQL: a delete given only it has no condition.
+func TestAGenericsPreloadTakesAShardClauseAsACondition(t *testing.T) {
+	ctx := context.Background()
+	db, p, direct := revRouted(t, &genOwner{}, &genKid{})
+	owner := genOwner{}
+	must(t, db.Create(&owner).Error)
+	kids := make([]genKid, 8)
+	for i, id := range spreadIDs(p.Layout(), len(kids)) {
+		kids[i] = genKid{ID: id, OwnerID: owner.ID}
+	}
+	must(t, db.Create(&kids).Error)
+	ids := func(ks []genKid) (out []int64) {
+		for _, k := range ks {
+			out = append(out, k.ID)
+		}
+		return out
+	}
+
+	read, err := gorm.G[genOwner](db).Where("id = ?", owner.ID).
+		Preload("Kids", func(pb gorm.PreloadBuilder) error { pb.Where(AllShards()); return nil }).First(ctx)
+	if err != nil || len(read.Kids) != len(kids) {
+		t.Errorf("a gorm.G preload given AllShards as a condition: %d kids, %v; want %d", len(read.Kids), err, len(kids))
+	}
+	var plain genOwner
+	must(t, db.Preload("Kids", func(tx *gorm.DB) *gorm.DB { return tx.Clauses(AllShards()).Order("id desc").Limit(3) }).First(&plain, owner.ID).Error)
+	read, err = gorm.G[genOwner](db).Where("id = ?", owner.ID).
+		Preload("Kids", func(pb gorm.PreloadBuilder) error { pb.Where(AllShards()).Order("id desc").Limit(3); return nil }).First(ctx)
+	if err != nil || !slices.Equal(ids(read.Kids), ids(plain.Kids)) || len(plain.Kids) != 3 {
+		t.Errorf("with an order and a limit: %v, %v; the chainable API's preload read %v", ids(read.Kids), err, ids(plain.Kids))
+	}
+	first := p.Layout().Shard(kids[0].ID)
+	on := p.ShardMap().Physical(first)
+	read, err = gorm.G[genOwner](db).Where("id = ?", owner.ID).
+		Preload("Kids", func(pb gorm.PreloadBuilder) error { pb.Where(OnShard(first)); return nil }).First(ctx)
+	if err != nil || len(read.Kids) == 0 || slices.ContainsFunc(read.Kids, func(k genKid) bool { return p.ShardMap().Physical(p.Layout().Shard(k.ID)) != on }) {
+		t.Errorf("a gorm.G preload given OnShard(%d) as a condition: %v, %v; want the kids of its database only", first, ids(read.Kids), err)
+	}
+
+	// gorm.G's association operations give their Conditions as one AND group;
+	// the kid is beside its owner, whose row the update's subquery reads.
+	ownerOn := p.ShardMap().Physical(p.Layout().Shard(owner.ID))
+	beside := kids[slices.IndexFunc(kids, func(k genKid) bool {
+		return p.ShardMap().Physical(p.Layout().Shard(k.ID)) == ownerOn
+	})]
+	unlink := clause.Association{Association: "Kids", Type: clause.OpUpdate, Conditions: []clause.Expression{ByID(beside.ID), clause.Eq{Column: "id", Value: beside.ID}},
+		Set: []clause.Assignment{{Column: clause.Column{Name: "owner_id"}, Value: 0}}}
+	if _, err := gorm.G[genOwner](db).Where("id = ?", owner.ID).Set(unlink).Update(ctx); err != nil {
+		t.Errorf("an association's update given ByID among its conditions: %v", err)
+	}
+	var unlinked int64
+	must(t, direct[ownerOn].Model(&genKid{}).Where("id = ? AND owner_id = 0", beside.ID).Count(&unlinked).Error)
+	if unlinked != 1 {
+		t.Errorf("the association's update left kid %d with its owner on physical %d", beside.ID, ownerOn)
+	}
+
+	all, err := gorm.G[genKid](db).Where(AllShards()).Find(ctx)
+	if err != nil || len(all) != len(kids) {
+		t.Errorf("Find given AllShards as a condition: %d kids, %v; want %d", len(all), err, len(kids))
+	}
+	if n, err := gorm.G[genKid](db).Where(ByID(kids[0].ID)).Where("owner_id = ?", owner.ID).Update(ctx, "owner_id", owner.ID+1); err != nil || n == 0 {
+		t.Errorf("Update given ByID as a condition: %d, %v", n, err)
+	}
+	for k, d := range direct {
+		var moved int64
+		must(t, d.Model(&genKid{}).Where("owner_id = ?", owner.ID+1).Count(&moved).Error)
+		if (moved > 0) != (k == on) {
+			t.Errorf("physical %d holds %d kids the update under ByID(%d) changed; its database is %d", k, moved, kids[0].ID, on)
+		}
+	}
+	if _, err := gorm.G[genKid](db).Where(ByID(kids[0].ID)).Delete(ctx); !errors.Is(err, gorm.ErrMissingWhereClause) {
+		t.Errorf("Delete given only ByID as a condition: %v, want gorm.ErrMissingWhereClause", err)
+	}
+	if n := rowsOn(t, direct, &genKid{}); n != int64(len(kids)) {
+		t.Errorf("%d kids left, want %d", n, len(kids))
+	}
+}

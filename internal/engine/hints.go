@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 )
 
 // hintKind says how a clause names the shard of a statement.
@@ -171,4 +172,57 @@ func (e *Engine) hintShard(h Hint) (int, error) {
 func inTransaction(pool gorm.ConnPool) bool {
 	_, ok := pool.(gorm.TxCommitter)
 	return ok
+}
+
+// HintOf returns the hint of a shardid.Clause; package shardid sets it.
+var HintOf = func(clause.Expression) (Hint, bool) { return Hint{}, false }
+
+// keepHintsInWhere keeps a shard clause given as a condition, where GORM
+// takes no clauses (gorm.G's PreloadBuilder.Where), as db.Clauses keeps it,
+// and takes it out of the WHERE, in which it would build no SQL.
+func (e *Engine) keepHintsInWhere(stmt *gorm.Statement) {
+	c, ok := stmt.Clauses["WHERE"]
+	if !ok {
+		return
+	}
+	where, ok := c.Expression.(clause.Where)
+	if !ok {
+		return
+	}
+	kept, taken := e.takeHints(stmt, where.Exprs)
+	if !taken {
+		return
+	}
+	if len(kept) == 0 {
+		delete(stmt.Clauses, "WHERE") // no condition: GORM refuses an update or delete without one
+		return
+	}
+	c.Expression = clause.Where{Exprs: kept}
+	stmt.Clauses["WHERE"] = c
+}
+
+// takeHints keeps the shard clauses among exprs, and in their AND groups (a
+// list of conditions given at once), and returns exprs without them, in a
+// new slice (exprs may be another statement's too), and whether there were
+// any. A clause under OR or NOT is left, and refused.
+func (e *Engine) takeHints(stmt *gorm.Statement, exprs []clause.Expression) ([]clause.Expression, bool) {
+	var kept []clause.Expression
+	for i, x := range exprs {
+		keep, changed := true, false
+		if h, isHint := HintOf(x); isHint {
+			e.KeepHint(stmt, h)
+			keep = false
+		} else if and, isAnd := x.(clause.AndConditions); isAnd {
+			if rest, taken := e.takeHints(stmt, and.Exprs); taken {
+				x, keep, changed = clause.AndConditions{Exprs: rest}, len(rest) > 0, true
+			}
+		}
+		if kept == nil && (!keep || changed) {
+			kept = append(make([]clause.Expression, 0, len(exprs)), exprs[:i]...)
+		}
+		if kept != nil && keep {
+			kept = append(kept, x)
+		}
+	}
+	return kept, kept != nil
 }

@@ -59,6 +59,7 @@ func (e *Engine) routed() bool { return len(e.config.Shards) > 0 }
 // Its subqueries are then checked to run on that database.
 func (e *Engine) route(kind statementKind) func(*gorm.DB) {
 	return func(db *gorm.DB) {
+		e.keepHintsInWhere(db.Statement)
 		settings, sub := ownSettings(db.Statement)
 		if db.Error != nil {
 			return
@@ -185,7 +186,7 @@ func (e *Engine) routeStatement(db *gorm.DB, kind statementKind, sub bool, setti
 		}
 	}
 	if err != nil && sub && errors.Is(err, ErrNoShard) {
-		err = fmt.Errorf("%w (a statement GORM made for a Preload or an association save; a clause of the statement that made it does not apply to it: give it its own, as in Preload(\"X\", func(tx *gorm.DB) *gorm.DB { return tx.Clauses(shardid.AllShards()) }))", err)
+		err = fmt.Errorf("%w (a statement GORM made for a Preload or an association save; a clause of the statement that made it does not apply to it: give it its own, as in Preload(\"X\", func(tx *gorm.DB) *gorm.DB { return tx.Clauses(shardid.AllShards()) }), or with gorm.G as a condition: Preload(\"X\", func(pb gorm.PreloadBuilder) error { pb.Where(shardid.AllShards()); return nil }))", err)
 	}
 	if err != nil {
 		db.AddError(err)
