@@ -123,6 +123,9 @@ type model struct {
 	// on a table recorded with one (samePlacement): its reads find the rows
 	// by their IDs, but a row it placed would be where the rule's readers miss it.
 	placedOtherwise error
+	// uniqueKeys are the table's unique keys but the primary key, read once:
+	// GORM's ParseIndexes writes to the schema it reads, which statements share.
+	uniqueKeys [][]*schema.Field
 }
 
 // sharded reports whether the model's rows are spread over logical shards:
@@ -234,9 +237,31 @@ func (e *Engine) parseModel(s *schema.Schema) (*model, error) {
 			m.key, m.evidence = f, evidenceOf(s, f)
 			m.keys = e.conditionKeys(m.evidence, f)
 			m.placings = e.placingsOf(f, e.keyColumns(m.evidence))
+			m.uniqueKeys = uniqueKeysOf(s)
 		}
 	}
 	return m, nil
+}
+
+// uniqueKeysOf returns the unique keys of s other than its primary key: its
+// unique fields and unique indexes.
+func uniqueKeysOf(s *schema.Schema) [][]*schema.Field {
+	var keys [][]*schema.Field
+	for _, f := range s.Fields {
+		if f.Unique && !f.PrimaryKey {
+			keys = append(keys, []*schema.Field{f})
+		}
+	}
+	for _, idx := range s.ParseIndexes() {
+		if strings.EqualFold(idx.Class, "UNIQUE") {
+			key := make([]*schema.Field, len(idx.Fields))
+			for i, f := range idx.Fields {
+				key[i] = f.Field
+			}
+			keys = append(keys, key)
+		}
+	}
+	return keys
 }
 
 // taggedEmbedded returns the name of a struct embedded in t, at any depth

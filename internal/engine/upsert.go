@@ -87,19 +87,8 @@ func firingKeys(stmt *gorm.Statement, m *model, oc clause.OnConflict, column str
 		consider(target)
 		return others, true
 	}
-	for _, f := range m.schema.Fields {
-		if f.Unique && !f.PrimaryKey {
-			consider([]*schema.Field{f})
-		}
-	}
-	for _, idx := range m.schema.ParseIndexes() {
-		if strings.EqualFold(idx.Class, "UNIQUE") {
-			key := make([]*schema.Field, len(idx.Fields))
-			for i, f := range idx.Fields {
-				key[i] = f.Field
-			}
-			consider(key)
-		}
+	for _, key := range m.uniqueKeys {
+		consider(key)
 	}
 	return others, true
 }

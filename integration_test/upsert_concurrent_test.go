@@ -1,0 +1,60 @@
+package integration
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// concBadge is placed beside its owner and unique by its code: an upsert of
+// it on MySQL/MariaDB reads, FOR UPDATE, the rows its code may conflict with.
+type concBadge struct {
+	ID      int64 `shardid:"colocate:OwnerID"`
+	OwnerID int64
+	Code    string `gorm:"uniqueIndex;size:32"`
+	Level   int
+}
+
+// TestConcurrentUpsertsOfAModelWithAnotherUniqueKeyRaceNothing: upserts
+// over existing codes run at once from several goroutines, each checking
+// the model's unique keys, share the model's schema without a data race
+// (run under -race), and update their rows.
+func TestConcurrentUpsertsOfAModelWithAnotherUniqueKeyRaceNothing(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		if b.name != "mariadb" {
+			t.Skip("only MySQL's ON DUPLICATE KEY fires on every unique key, which the check reads")
+		}
+		k := newKeys(t, b)
+		fresh(t, k.db, &concBadge{})
+		owner := k.idOfShardOf(1)
+		seed := make([]concBadge, 4)
+		for g := range seed {
+			seed[g] = concBadge{OwnerID: owner, Code: fmt.Sprint("s", g)}
+		}
+		must(t, k.db.Create(&seed).Error)
+		var wg sync.WaitGroup
+		errs := make([]error, len(seed))
+		for g := range seed {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for level := 1; level <= 5 && errs[g] == nil; level++ {
+					row := concBadge{ID: seed[g].ID, OwnerID: owner, Code: seed[g].Code, Level: level}
+					errs[g] = k.db.Session(&gorm.Session{}).Clauses(clause.OnConflict{UpdateAll: true}).Create(&row).Error
+				}
+			}()
+		}
+		wg.Wait()
+		for g, err := range errs {
+			must(t, err)
+			var row concBadge
+			must(t, k.direct[k.physicalOf(owner)].First(&row, seed[g].ID).Error)
+			if row.Level != 5 {
+				t.Errorf("badge %d: level %d, want 5", g, row.Level)
+			}
+		}
+	})
+}
