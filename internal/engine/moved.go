@@ -16,6 +16,7 @@ import (
 
 	"github.com/shardid/shardid/internal/errs"
 	"github.com/shardid/shardid/internal/fence"
+	"github.com/shardid/shardid/internal/sqlerr"
 	"github.com/shardid/shardid/internal/sqlscan"
 	"github.com/shardid/shardid/shardrouter"
 )
@@ -124,7 +125,11 @@ func (e *Engine) retryMoved(kind statementKind, executor string) func(*gorm.DB) 
 			return
 		}
 		if fence.RacedInstall(db.Error) {
-			e.runAgain(db, kind, executorOf(db, kind, executor))
+			e.runAgain(db, kind, executorOf(db, kind, executor), fence.RacedInstall)
+			return
+		}
+		if state := routeStateOf(db.Statement); state != nil && state.lockedGaps && deadlocked(db.Error) {
+			e.runAgain(db, kind, executorOf(db, kind, executor), deadlocked)
 			return
 		}
 		shard, to, moved := fence.MovedShard(db.Error)
@@ -409,10 +414,18 @@ func (e *Engine) awaitMapAway(db *gorm.DB, m *model, kind statementKind, from in
 	}
 }
 
-// runAgain runs a statement again on its database, where it raced the
-// creation of a move's triggers, when GORM's transaction around it holds
-// only it; otherwise its error stands.
-func (e *Engine) runAgain(db *gorm.DB, kind statementKind, execute func(*gorm.DB)) {
+// deadlocked says MySQL chose the statement's transaction as a deadlock's
+// victim and rolled it back.
+func deadlocked(err error) bool {
+	number, _, ok := sqlerr.MySQL(err)
+	return ok && number == 1213
+}
+
+// runAgain runs a statement again on its database, where it failed with an
+// error again says nothing was written for (it raced the creation of a
+// move's triggers, or lost a deadlock over the plugin's own locks), when
+// GORM's transaction around it holds only it; otherwise its error stands.
+func (e *Engine) runAgain(db *gorm.DB, kind statementKind, execute func(*gorm.DB), again func(error) bool) {
 	stmt := db.Statement
 	if e.whyNotRetried(db, kind) != "" {
 		return
@@ -433,7 +446,7 @@ func (e *Engine) runAgain(db *gorm.DB, kind statementKind, execute func(*gorm.DB
 		db.Error = nil
 		unbuild(stmt)
 		execute(db)
-		if !fence.RacedInstall(db.Error) {
+		if !again(db.Error) {
 			return
 		}
 	}

@@ -248,6 +248,10 @@ type routeState struct {
 	// that transaction's pool, which the statement had before.
 	anchored   *globalTx
 	anchorPool gorm.ConnPool
+	// lockedGaps says an upsert's check read, FOR UPDATE, the rows it may
+	// conflict with (checkUpsert): two such upserts of one new value hold
+	// the same gap and deadlock on their inserts, so the loser runs again.
+	lockedGaps bool
 }
 
 // writeContext carries a write's routeState in the statement's context: a

@@ -129,6 +129,9 @@ func (e *Engine) conflictsElsewhere(stmt *gorm.Statement, m *model, keys [][]*sc
 		value, _ := column.ValueOf(stmt.Context, row)
 		query := fmt.Sprintf("SELECT 1 FROM %s WHERE (%s) AND %s <> ? AND NOT %s <=> ? LIMIT 1 FOR UPDATE",
 			stmt.Quote(stmt.Table), strings.Join(where, " OR "), stmt.Quote(pk.DBName), stmt.Quote(column.DBName))
+		if state := routeStateOf(stmt); state != nil {
+			state.lockedGaps = true
+		}
 		held, err := stmt.ConnPool.QueryContext(stmt.Context, query, append(args, id, value)...)
 		if err != nil {
 			return false, errs.Wrap(err, "reading the rows an upsert of %s may conflict with", m.schema.Name)
