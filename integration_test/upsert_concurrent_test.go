@@ -1,12 +1,16 @@
 package integration
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/shardid/shardid"
 )
 
 // concBadge is placed beside its owner and unique by its code: an upsert of
@@ -106,5 +110,41 @@ func TestConcurrentUpsertsOfAModelWithAnotherUniqueKeyRaceNothing(t *testing.T) 
 				t.Errorf("badge %d: level %d, want 5", g, row.Level)
 			}
 		}
+	})
+}
+
+// TestAnUpsertThatMayFireOnAnotherUniqueKeyNeedsATransaction: on
+// MySQL/MariaDB the plugin checks, FOR UPDATE, that an upsert which may fire
+// on another unique key rewrites no row of another shard; outside any
+// transaction (SkipDefaultTransaction) the check's locks end with it, and
+// another owner's row could take the code before the upsert runs, so the
+// upsert is refused and writes nothing. In a transaction it runs.
+func TestAnUpsertThatMayFireOnAnotherUniqueKeyNeedsATransaction(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		if b.name != "mariadb" {
+			t.Skip("only MySQL's ON DUPLICATE KEY fires on every unique key, which the check reads")
+		}
+		k := newKeys(t, b)
+		fresh(t, k.db, &concBadge{})
+		owner := k.idOfShardOf(1)
+		bare := k.db.Session(&gorm.Session{SkipDefaultTransaction: true})
+		err := bare.Clauses(clause.OnConflict{UpdateAll: true}).Create(&concBadge{OwnerID: owner, Code: "x"}).Error
+		if !errors.Is(err, shardid.ErrCrossShard) || !strings.Contains(err.Error(), "transaction") {
+			t.Fatalf("an upsert outside a transaction: %v, want ErrCrossShard asking for a transaction", err)
+		}
+		for p, d := range k.direct {
+			var n int64
+			must(t, d.Model(&concBadge{}).Count(&n).Error)
+			if n != 0 {
+				t.Errorf("the refused upsert left %d badges on database %d", n, p)
+			}
+		}
+		row := concBadge{OwnerID: owner, Code: "x"}
+		must(t, bare.Transaction(func(tx *gorm.DB) error {
+			return tx.Clauses(clause.OnConflict{UpdateAll: true}).Create(&row).Error
+		}))
+		var stored concBadge
+		must(t, k.db.First(&stored, row.ID).Error) // waits for the transaction's branches (routing.md)
+		must(t, k.direct[k.physicalOf(owner)].First(&stored, row.ID).Error)
 	})
 }

@@ -41,6 +41,12 @@ func (e *Engine) checkUpsert(stmt *gorm.Statement, m *model) error {
 		if len(others) == 0 {
 			return true
 		}
+		if !inTransaction(stmt.ConnPool) && globalOf(stmt.ConnPool) == nil {
+			// The check's locks would end with it: another owner's row could take the value before the upsert.
+			asked = fmt.Errorf("%w: %s: the upsert may fire on another unique key and rewrite the %s column of a row on another shard; the plugin checks it under locks that only a transaction keeps, and this one runs outside any (SkipDefaultTransaction): run it in db.Transaction",
+				ErrCrossShard, m.schema.Name, column)
+			return false
+		}
 		var conflict bool
 		conflict, asked = e.conflictsElsewhere(stmt, m, others, m.schema.LookUpField(column))
 		return asked == nil && !conflict
