@@ -462,6 +462,104 @@ func TestALooseHashKeyOnALanguagesCollationIsRefused(t *testing.T) {
 	must(t, m.DropTable(&hcGermanKey{}, &hcRootKey{}, &hcAccentKey{}))
 }
 
+// Loose hash keys in MariaDB columns of an 8-bit character set's
+// "general" collation, which is not MySQL's general algorithm (cp1250's finds
+// S equal to §), and of utf8mb3's, which weighs as utf8mb4's.
+type (
+	hcCp1250Key struct {
+		ID    int64  `shardid:"hash:Email;collation:loose"`
+		Email string `gorm:"type:varchar(191) CHARACTER SET cp1250 COLLATE cp1250_general_ci"`
+	}
+	hcUtf8mb3Key struct {
+		ID    int64  `shardid:"hash:Email;collation:loose"`
+		Email string `gorm:"type:varchar(191) CHARACTER SET utf8mb3 COLLATE utf8mb3_general_ci"`
+	}
+)
+
+// TestALooseHashKeyOnALegacyCharacterSetsCollationIsRefused: LooseKey folds
+// as the Unicode collations compare; cp1250_general_ci finds S equal to §
+// and macce_general_ci M equal to N, which the key tells apart: a lookup by
+// one would miss the row of the other. Refused, as a language's collation is.
+func TestALooseHashKeyOnALegacyCharacterSetsCollationIsRefused(t *testing.T) {
+	b := backends[1] // mariadb
+	r := newRouting(t, b)
+	m := r.plugin.Migrator(r.db)
+	must(t, m.DropTable(&hcCp1250Key{}, &hcUtf8mb3Key{}))
+	if err := r.plugin.AutoMigrate(r.db, &hcCp1250Key{}); !errors.Is(err, shardid.ErrInvalidTag) || !strings.Contains(err.Error(), "cp1250_general_ci") {
+		t.Errorf("a loose key on cp1250_general_ci: %v; want ErrInvalidTag naming it", err)
+	}
+	must(t, r.plugin.AutoMigrate(r.db, &hcUtf8mb3Key{}))
+	must(t, m.DropTable(&hcCp1250Key{}, &hcUtf8mb3Key{}))
+}
+
+// Loose hash keys in PostgreSQL columns of nondeterministic ICU collations:
+// a language's, one that ignores punctuation, one that compares digits as
+// numbers, and the root's, as a locale tag and in ICU's own form.
+type (
+	hcDanishKey struct {
+		ID    int64  `shardid:"hash:Email;collation:loose"`
+		Email string `gorm:"type:text COLLATE shardid_test_da_ci"`
+	}
+	hcShiftedKey struct {
+		ID    int64  `shardid:"hash:Email;collation:loose"`
+		Email string `gorm:"type:text COLLATE shardid_test_shifted_ci"`
+	}
+	hcNumericKey struct {
+		ID    int64  `shardid:"hash:Email;collation:loose"`
+		Email string `gorm:"type:text COLLATE shardid_test_numeric_ci"`
+	}
+	hcEnglishKey struct {
+		ID    int64  `shardid:"hash:Email;collation:loose"`
+		Email string `gorm:"type:text COLLATE shardid_test_en_ci"`
+	}
+	hcICUFormKey struct {
+		ID    int64  `shardid:"hash:Email;collation:loose"`
+		Email string `gorm:"type:text COLLATE shardid_test_icuform_ci"`
+	}
+)
+
+// TestALooseHashKeyOnAPostgresCollationItDoesNotFollowIsRefused: LooseKey
+// folds as ICU's root collation compares; Danish finds "aa" equal to "å",
+// alternate=shifted "a-b" to "ab", numeric ordering "01" to "1", which the
+// key tells apart, so a lookup by one spelling would miss the row of the
+// other on one database's column. Refused, as MariaDB's german2_ci is; the
+// root's, and English (which CLDR does not tailor), migrate.
+func TestALooseHashKeyOnAPostgresCollationItDoesNotFollowIsRefused(t *testing.T) {
+	b := backends[2] // postgres
+	r := newRouting(t, b)
+	m := r.plugin.Migrator(r.db)
+	locales := map[string]string{
+		"shardid_test_da_ci":      "da-u-ks-level1",
+		"shardid_test_shifted_ci": "und-u-ka-shifted-ks-level2",
+		"shardid_test_numeric_ci": "und-u-kn-true-ks-level2",
+		"shardid_test_en_ci":      "en-US-u-ks-level2",
+		"shardid_test_icuform_ci": "und@colStrength=secondary",
+	}
+	for _, db := range r.direct {
+		for name, locale := range locales {
+			must(t, db.Exec("CREATE COLLATION IF NOT EXISTS "+name+" (provider = icu, locale = '"+locale+"', deterministic = false)").Error)
+		}
+	}
+	// The premise: the column finds what the keys tell apart.
+	var equal bool
+	must(t, r.direct[0].Raw("SELECT 'aa@x.io' = 'å@x.io' COLLATE shardid_test_da_ci AND 'a-b@x.io' = 'ab@x.io' COLLATE shardid_test_shifted_ci AND 'n01@x.io' = 'n1@x.io' COLLATE shardid_test_numeric_ci").Scan(&equal).Error)
+	if !equal || shardid.LooseKey("aa@x.io") == shardid.LooseKey("å@x.io") || shardid.LooseKey("a-b@x.io") == shardid.LooseKey("ab@x.io") {
+		t.Fatalf("the collations find the keys equal: %v, and LooseKey tells them apart: the test shows nothing", equal)
+	}
+	models := []any{&hcDanishKey{}, &hcShiftedKey{}, &hcNumericKey{}, &hcEnglishKey{}, &hcICUFormKey{}}
+	must(t, m.DropTable(models...))
+	for _, refused := range []struct {
+		model     any
+		collation string
+	}{{&hcDanishKey{}, "shardid_test_da_ci"}, {&hcShiftedKey{}, "shardid_test_shifted_ci"}, {&hcNumericKey{}, "shardid_test_numeric_ci"}} {
+		if err := r.plugin.AutoMigrate(r.db, refused.model); !errors.Is(err, shardid.ErrInvalidTag) || !strings.Contains(err.Error(), refused.collation) {
+			t.Errorf("a loose key on %s: %v; want ErrInvalidTag naming it", refused.collation, err)
+		}
+	}
+	must(t, r.plugin.AutoMigrate(r.db, &hcEnglishKey{}, &hcICUFormKey{}))
+	must(t, m.DropTable(models...))
+}
+
 // Hash columns of ten characters given as their type, and one left to the
 // plugin without a size (varchar(191) on MariaDB).
 type (

@@ -1,6 +1,8 @@
 package shardmigrator
 
 import (
+	"database/sql"
+	"errors"
 	"fmt"
 	"reflect"
 	"regexp"
@@ -146,28 +148,135 @@ func (m Migrator) checkHashColumns(db *gorm.DB, models []any, where string) erro
 
 // rootCollation is a MySQL/MariaDB collation whose equality LooseKey
 // follows: the Unicode algorithm's root order, or MySQL's general one, not
-// a language's (german2_ci finds ü equal to ue).
-var rootCollation = regexp.MustCompile(`^[a-z0-9]+_(general|unicode|unicode_520|uca1400|0900)(_nopad)?(_a[is])?_c[is]$`)
+// a language's (german2_ci finds ü equal to ue), of a Unicode character set
+// (an 8-bit one's "general" collation has tables of its own: cp1250's finds
+// S equal to §, macce's M equal to N).
+var rootCollation = regexp.MustCompile(`^(utf8mb4|utf8mb3|utf8|ucs2|utf16|utf16le|utf32)_(general|unicode|unicode_520|uca1400|0900)(_nopad)?(_a[is])?_c[is]$`)
 
-// checkLooseColumns refuses, on MySQL/MariaDB, a collation:loose column
-// whose collation is a language's.
+// checkLooseColumns refuses a collation:loose column whose collation finds
+// equal keys LooseKey tells apart: on MySQL/MariaDB a language's or an 8-bit
+// character set's, on PostgreSQL a nondeterministic ICU collation other
+// than the root's (looseICULocale).
 func (m Migrator) checkLooseColumns(db *gorm.DB, models []any, where string) error {
-	if db.Dialector.Name() != "mysql" {
+	var read func(table, column string) (string, error)
+	switch db.Dialector.Name() {
+	case "mysql":
+		read = func(table, column string) (string, error) {
+			var collation *string
+			err := db.Raw("SELECT COLLATION_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ?", table, column).Row().Scan(&collation)
+			if err != nil || collation == nil || strings.HasSuffix(strings.ToLower(*collation), "_bin") || rootCollation.MatchString(strings.ToLower(*collation)) {
+				return "", err // exact, or compared as LooseKey folds
+			}
+			return fmt.Sprintf("has collation %s, a language's or an 8-bit character set's", *collation), nil
+		}
+	case "postgres":
+		read = func(table, column string) (string, error) {
+			var name, locale string
+			var deterministic bool
+			// The ICU locale is colllocale from PostgreSQL 17, colliculocale in 15 and 16, collcollate before.
+			err := db.Raw(`SELECT c.collname, c.collisdeterministic, COALESCE(to_jsonb(c)->>'colllocale', to_jsonb(c)->>'colliculocale', c.collcollate, '')
+				FROM pg_attribute a JOIN pg_class t ON a.attrelid = t.oid JOIN pg_collation c ON c.oid = a.attcollation
+				WHERE t.relname = ? AND a.attname = ? AND pg_table_is_visible(t.oid)`, table, column).Row().Scan(&name, &deterministic, &locale)
+			switch {
+			case errors.Is(err, sql.ErrNoRows): // not collatable: compared as its type
+				return "", nil
+			case err != nil || deterministic || looseICULocale(locale):
+				return "", err // exact, or compared as LooseKey folds
+			}
+			return fmt.Sprintf("has collation %s (ICU locale %s), which finds keys equal that the root's tells apart", name, locale), nil
+		}
+	default:
 		return nil
 	}
 	return m.eachHashField(db, models, looseHashField, func(stmt *gorm.Statement, model *Model, f *schema.Field) error {
-		var collation *string
-		err := db.Raw("SELECT COLLATION_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ?", stmt.Schema.Table, f.DBName).Row().Scan(&collation)
+		unlike, err := read(stmt.Schema.Table, f.DBName)
 		if err != nil {
 			return errs.Wrap(err, "on %s: reading the collation of %s.%s", where, stmt.Schema.Table, f.DBName)
 		}
-		if collation == nil || strings.HasSuffix(strings.ToLower(*collation), "_bin") || rootCollation.MatchString(strings.ToLower(*collation)) {
-			return nil // exact, or compared as LooseKey folds
+		if unlike == "" {
+			return nil
 		}
 		return m.plugin.TagError(stmt.Schema.Name, model.Key, fmt.Sprintf(
-			"collation:loose hashes %s as the Unicode algorithm's root collation compares it, but on %s column %s.%s has collation %s, a language's, which finds other keys equal: give the column a root collation (utf8mb4_unicode_ci, utf8mb4_uca1400_ai_ci, utf8mb4_0900_ai_ci)",
-			f.Name, where, stmt.Schema.Table, f.DBName, *collation))
+			"collation:loose hashes %s as the Unicode algorithm's root collation compares it, but on %s column %s.%s %s: give the column a root collation (MariaDB/MySQL utf8mb4_unicode_ci, utf8mb4_uca1400_ai_ci, utf8mb4_0900_ai_ci; PostgreSQL ICU und-u-ks-level2)",
+			f.Name, where, stmt.Schema.Table, f.DBName, unlike))
 	})
+}
+
+// looseICULocale reports whether an ICU locale, as a language tag
+// (und-u-ks-level2) or in ICU's own form (und@colStrength=secondary),
+// compares as the root collation at some strength, which LooseKey follows:
+// the root's language (und, root, or English, which CLDR does not tailor,
+// with a script or region), and settings that only tell more apart or
+// order (strength, case level and first, backwards, normalization,
+// reordering, variable top), not alternate=shifted (which ignores
+// punctuation and spaces), numeric ordering ("01" equal to "1"), or
+// another collation type (co-phonebk finds ü equal to ue).
+func looseICULocale(locale string) bool {
+	locale = strings.ToLower(strings.ReplaceAll(locale, "_", "-"))
+	tag, keywords, icuForm := strings.Cut(locale, "@")
+	settings := map[string]string{}
+	if icuForm {
+		for _, kv := range strings.Split(keywords, ";") {
+			k, v, _ := strings.Cut(strings.TrimSpace(kv), "=")
+			settings[icuKeywords[k]] = v // an unknown keyword is ""
+		}
+	}
+	parts := strings.Split(tag, "-")
+	switch parts[0] {
+	case "", "und", "root", "en":
+	default:
+		return false
+	}
+	i := 1
+	for ; i < len(parts) && parts[i] != "u"; i++ {
+		if p := parts[i]; len(p) != 4 && len(p) != 2 && len(p) != 3 { // a script or region; not a variant (en-US-POSIX), nor another extension
+			return false
+		}
+		if len(parts[i]) == 3 && strings.Trim(parts[i], "0123456789") != "" {
+			return false // a three-letter part is a variant or an extended language, not a region number
+		}
+	}
+	if i < len(parts) { // the -u- extension: key value pairs
+		key := ""
+		for _, p := range parts[i+1:] {
+			if len(p) == 2 {
+				key = p
+				settings[key] = "true"
+			} else if key == "" || len(p) == 1 {
+				return false // an attribute, or another extension (-t-, -x-)
+			} else {
+				settings[key] = p
+			}
+		}
+	}
+	for k, v := range settings {
+		switch k {
+		case "ks", "kc", "kf", "kb", "kk", "kr", "kv":
+		case "ka":
+			if v != "noignore" && v != "non-ignorable" {
+				return false
+			}
+		case "kn":
+			if v != "false" && v != "no" && v != "off" {
+				return false
+			}
+		case "co":
+			if v != "standard" {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// icuKeywords are ICU's collation keywords, lower-cased, by their language
+// tag keys.
+var icuKeywords = map[string]string{
+	"colstrength": "ks", "colcaselevel": "kc", "colcasefirst": "kf", "colbackwards": "kb",
+	"colnormalization": "kk", "colreorder": "kr", "maxvariable": "kv", "colalternate": "ka",
+	"colnumeric": "kn", "collation": "co",
 }
 
 // inexactComparison says how the column compares otherwise than byte for
