@@ -663,3 +663,51 @@ func TestAnUpdateToAHashKeyLongerThanItsColumnIsRefused(t *testing.T) {
 		}
 	})
 }
+
+// hcToken's hash key is bytes (bytea on PostgreSQL, varbinary on MariaDB,
+// blob on SQLite).
+type hcToken struct {
+	ID    int64  `shardid:"hash:Token"`
+	Token []byte `gorm:"size:64"`
+}
+
+// TestABytesHashKeyGivenAsTextFindsWhatItsColumnFinds: a []byte key given
+// in a condition as a string is compared by PostgreSQL as bytea's input
+// reads it (\x6162 and \141b are the bytes ab), so the plugin hashes those
+// bytes, not the text's, and finds the row one database finds; on MariaDB
+// the text is its bytes, and SQLite finds no blob equal to text.
+func TestABytesHashKeyGivenAsTextFindsWhatItsColumnFinds(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		fresh(t, r.db, &hcToken{})
+		elsewhere := 0
+		for i := range 8 {
+			token := []byte(fmt.Sprintf("t%d\\k", i))
+			row := hcToken{Token: token}
+			must(t, r.db.Create(&row).Error)
+			spellings := []string{string(token), fmt.Sprintf(`\x%x`, token), strings.ReplaceAll(string(token), `\`, `\\`), strings.ReplaceAll(string(token), `\`, `\134`)}
+			for _, key := range spellings {
+				var direct int64
+				if err := r.direct[r.physicalOf(row.ID)].Model(&hcToken{}).Where("token = ?", key).Count(&direct).Error; err != nil {
+					direct = -1 // PostgreSQL refuses the text as bytea input
+				}
+				var found []hcToken
+				err := r.db.Where("token = ?", key).Find(&found).Error
+				switch {
+				case direct < 0:
+					if err == nil && len(found) != 0 {
+						t.Errorf("Where(token = %q): %d rows; its database refuses the text", key, len(found))
+					}
+				case err != nil || int64(len(found)) != direct:
+					t.Errorf("Where(token = %q): %d rows, %v; its database finds %d", key, len(found), err, direct)
+				}
+				if h, _ := shardid.HashKey(key); direct == 1 && r.physicalOfShard(int(h%uint64(r.plugin.Layout().ShardCount()))) != r.physicalOf(row.ID) {
+					elsewhere++
+				}
+			}
+		}
+		if b.name == "postgres" && elsewhere == 0 {
+			t.Fatal("every spelling the column finds hashes, as text, to its row's database: the test shows nothing")
+		}
+	})
+}

@@ -85,3 +85,46 @@ func TestConditionValueReading(t *testing.T) {
 		t.Errorf("a nil *string: %v, want errNull", err)
 	}
 }
+
+// TestByteaInputIsReadAsPostgresReadsIt: text bound to a bytea is read by
+// PostgreSQL's byteain, in the hex or the escape format; a []byte hash key
+// given so is hashed as the bytes it compares.
+func TestByteaInputIsReadAsPostgresReadsIt(t *testing.T) {
+	for text, want := range map[string]string{
+		"ab":            "ab",
+		`\x6162`:        "ab",
+		`\x61 62`:       "ab",
+		"\\x61\t\n62\r": "ab",
+		`\x`:            "",
+		`\141b`:         "ab",
+		`a\\b`:          `a\b`,
+		`\000\377`:      "\x00\xff",
+		"caf\xc3\xa9":   "caf\xc3\xa9",
+		`\X6162`:        "",
+		`\x616`:         "",
+		`\x6 162`:       "",
+		`\x61\v62`:      "",
+		`a\b`:           "",
+		`\400`:          "",
+		`\14`:           "",
+		`a\`:            "",
+	} {
+		got, err := byteaInput([]byte(text))
+		switch {
+		case want == "" && text != `\x`:
+			if err == nil {
+				t.Errorf("byteaInput(%q) = %q, want an error (PostgreSQL refuses it)", text, got.Bytes())
+			}
+		case err != nil || string(got.Bytes()) != want:
+			t.Errorf("byteaInput(%q) = %v, %v; want %q", text, got, err, want)
+		}
+	}
+	for v, want := range map[any]bool{"x": true, sql.NullString{String: "x", Valid: true}: true, namedText("x"): true, 42: false} {
+		if got := boundAsText(v); got != want {
+			t.Errorf("boundAsText(%#v) = %v, want %v", v, got, want)
+		}
+	}
+	if boundAsText([]byte("x")) {
+		t.Error("boundAsText([]byte) = true")
+	}
+}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -1057,6 +1058,10 @@ func evidenceOf(s *schema.Schema, f *idField) []evidence {
 			if errors.Is(err, errNull) {
 				return 0, err
 			}
+			if err == nil && key.Kind() == reflect.Slice && p.db.Dialector.Name() == "postgres" && boundAsText(v) {
+				// PostgreSQL reads text bound to a bytea as bytea's input (\x6162, \141b): hash the bytes it compares.
+				key, err = byteaInput(key.Bytes())
+			}
 			if err != nil {
 				return 0, fmt.Errorf("%w: %v (%T) cannot be a %s key: %w", ErrNoShard, v, v, hashed.Name, err)
 			}
@@ -1221,6 +1226,68 @@ func asKind(v any, t reflect.Type) (reflect.Value, error) {
 		return reflect.Value{}, fmt.Errorf("a %T is not an unsigned integer", v)
 	}
 	return reflect.Value{}, fmt.Errorf("a %s key cannot be compared", t)
+}
+
+// boundAsText reports whether v binds as text: a string, through pointers
+// and a driver.Valuer's value.
+func boundAsText(v any) bool {
+	if _, ok := v.(string); ok {
+		return true
+	}
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Slice || rv.Kind() == reflect.Array {
+		return false
+	}
+	bound, err := boundValue(v)
+	_, text := bound.(string)
+	return err == nil && text
+}
+
+// byteaInput is the value PostgreSQL's bytea input makes of text: the hex
+// format (\x, pairs of hex digits, spaces, tabs and line ends between pairs), else the
+// escape format (\\ a backslash, \nnn an octal byte, every other byte
+// itself). Text PostgreSQL refuses is refused.
+func byteaInput(text []byte) (reflect.Value, error) {
+	invalid := func() (reflect.Value, error) {
+		return reflect.Value{}, fmt.Errorf("%q is not bytea input, which PostgreSQL reads text bound to a bytea as", text)
+	}
+	if len(text) >= 2 && text[0] == '\\' && text[1] == 'x' {
+		out := make([]byte, 0, (len(text)-2)/2)
+		for i := 2; i < len(text); {
+			if strings.IndexByte(" \t\n\r", text[i]) >= 0 { // as PostgreSQL's hex_decode skips
+				i++
+				continue
+			}
+			if i+1 >= len(text) {
+				return invalid()
+			}
+			b, err := strconv.ParseUint(string(text[i:i+2]), 16, 8)
+			if err != nil {
+				return invalid()
+			}
+			out = append(out, byte(b))
+			i += 2
+		}
+		return reflect.ValueOf(out), nil
+	}
+	if bytes.IndexByte(text, '\\') < 0 {
+		return reflect.ValueOf(text), nil
+	}
+	out := make([]byte, 0, len(text))
+	for i := 0; i < len(text); i++ {
+		switch {
+		case text[i] != '\\':
+			out = append(out, text[i])
+		case i+1 < len(text) && text[i+1] == '\\':
+			out = append(out, '\\')
+			i++
+		case i+3 < len(text) && '0' <= text[i+1] && text[i+1] <= '3' && '0' <= text[i+2] && text[i+2] <= '7' && '0' <= text[i+3] && text[i+3] <= '7':
+			out = append(out, (text[i+1]-'0')<<6|(text[i+2]-'0')<<3|(text[i+3]-'0'))
+			i += 3
+		default:
+			return invalid()
+		}
+	}
+	return reflect.ValueOf(out), nil
 }
 
 // int64Of reads a condition's value as an integer ID, as it binds: a
