@@ -339,19 +339,24 @@ type (
 		ID  int64  `shardid:"hash:Ref"`
 		Ref string `gorm:"type:binary(16)"`
 	}
+	hcByteaRef struct {
+		ID  int64  `shardid:"hash:Ref"`
+		Ref string `gorm:"type:bytea"`
+	}
 )
 
 // TestAHashColumnThatComparesAsItsTypeIsRefused: a string hash key in a
 // column that compares its values as its type (PostgreSQL's uuid, stored
 // lower-cased; a number; a citext under two domains; MariaDB's binary(n),
-// which pads a short value) finds rows the key's hash does not place there:
-// refused, as a loose collation is.
+// which pads a short value; PostgreSQL's bytea, which reads a string bound
+// to it as bytea's input, storing the key \x6162 as ab) finds rows the
+// key's hash does not place there: refused, as a loose collation is.
 func TestAHashColumnThatComparesAsItsTypeIsRefused(t *testing.T) {
 	forEachServer(t, func(t *testing.T, b backend) {
 		r := newRouting(t, b)
 		models := map[string][]any{
 			"mariadb":  {&hcBinaryRef{}, &hcIntRef{}},
-			"postgres": {&hcUUIDRef{}, &hcIntRef{}, &hcDomainRef{}},
+			"postgres": {&hcUUIDRef{}, &hcIntRef{}, &hcDomainRef{}, &hcByteaRef{}},
 		}[b.name]
 		if b.name == "postgres" {
 			for _, db := range r.direct {

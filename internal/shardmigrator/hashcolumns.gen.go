@@ -327,7 +327,9 @@ func inexactComparison(db *gorm.DB, table, column string) (string, error) {
 			return "is citext, which ignores case", nil
 		case typ == "bpchar":
 			return "is char(n), which ignores trailing spaces", nil
-		case !collatable && typ != "bytea" && kind != "e": // an enum's labels compare exactly
+		case typ == "bytea": // the key's own bytes are the field's when it is a []byte
+			return `is bytea, which reads a string bound to it as bytea's input (\x6162 and \141b are the bytes ab), not as its own bytes: give the field the type []byte`, nil
+		case !collatable && kind != "e": // an enum's labels compare exactly
 			return "is " + typ + ", which compares its values as that type, not as their text", nil
 		case deterministic != nil && !*deterministic:
 			return "has a nondeterministic collation", nil
