@@ -349,12 +349,14 @@ type (
 // column that compares its values as its type (PostgreSQL's uuid, stored
 // lower-cased; a number; a citext under two domains; MariaDB's binary(n),
 // which pads a short value; PostgreSQL's bytea, which reads a string bound
-// to it as bytea's input, storing the key \x6162 as ab) finds rows the
+// to it as bytea's input, storing the key \x6162 as ab; a SQLite column of
+// numeric affinity, which stores the key 007 as 7) finds rows the
 // key's hash does not place there: refused, as a loose collation is.
 func TestAHashColumnThatComparesAsItsTypeIsRefused(t *testing.T) {
-	forEachServer(t, func(t *testing.T, b backend) {
+	forEachBackend(t, func(t *testing.T, b backend) {
 		r := newRouting(t, b)
 		models := map[string][]any{
+			"sqlite":   {&hcIntRef{}, &hcUUIDRef{}}, // INTEGER and NUMERIC affinity: '007' is stored as 7
 			"mariadb":  {&hcBinaryRef{}, &hcIntRef{}},
 			"postgres": {&hcUUIDRef{}, &hcIntRef{}, &hcDomainRef{}, &hcByteaRef{}},
 		}[b.name]
@@ -715,4 +717,61 @@ func TestABytesHashKeyGivenAsTextFindsWhatItsColumnFinds(t *testing.T) {
 			t.Fatal("every spelling the column finds hashes, as text, to its row's database: the test shows nothing")
 		}
 	})
+}
+
+// String hash keys of tables named with their schema, one exact and one
+// in a column given a loose collation.
+type (
+	hcMainMember struct {
+		ID    int64 `shardid:"hash:Email"`
+		Email string
+	}
+	hcPublicMember struct {
+		ID    int64 `shardid:"hash:Email"`
+		Email string
+	}
+	hcMainNocase struct {
+		ID    int64  `shardid:"hash:Email"`
+		Email string `gorm:"type:text COLLATE NOCASE"`
+	}
+	hcPublicCitext struct {
+		ID    int64  `shardid:"hash:Email"`
+		Email string `gorm:"type:citext"`
+	}
+)
+
+func (hcMainMember) TableName() string   { return "main.hc_main_members" }
+func (hcPublicMember) TableName() string { return "public.hc_public_members" }
+func (hcMainNocase) TableName() string   { return "main.hc_main_nocases" }
+func (hcPublicCitext) TableName() string { return "public.hc_public_citexts" }
+
+// TestAStringHashKeyOfATableNamedWithItsSchemaIsChecked: the check of a
+// string hash column reads the column of a table whose name carries its
+// schema (main.accounts on SQLite, public.accounts on PostgreSQL) where the
+// catalog lists it, as accounts in that schema: an exact one migrates, a
+// loose one is refused, where both failed, the column not found.
+func TestAStringHashKeyOfATableNamedWithItsSchemaIsChecked(t *testing.T) {
+	for _, b := range []backend{backends[0], backends[2]} { // a MariaDB schema is a database: each physical one has its own name
+		t.Run(b.name, func(t *testing.T) { aStringHashKeyOfATableNamedWithItsSchemaIsChecked(t, b) })
+	}
+}
+
+func aStringHashKeyOfATableNamedWithItsSchemaIsChecked(t *testing.T, b backend) {
+	{
+		r := newRouting(t, b)
+		m := r.plugin.Migrator(r.db)
+		exact, loose := any(&hcMainMember{}), any(&hcMainNocase{})
+		if b.name == "postgres" {
+			exact, loose = &hcPublicMember{}, &hcPublicCitext{}
+			for _, db := range r.direct {
+				must(t, db.Exec("CREATE EXTENSION IF NOT EXISTS citext").Error)
+			}
+		}
+		must(t, m.DropTable(exact, loose))
+		must(t, r.plugin.AutoMigrate(r.db, exact))
+		if err := r.plugin.AutoMigrate(r.db, loose); !errors.Is(err, shardid.ErrInvalidTag) || !strings.Contains(err.Error(), ".email") {
+			t.Errorf("a loose hash column of a table named with its schema: %v; want ErrInvalidTag naming it", err)
+		}
+		must(t, m.DropTable(exact, loose))
+	}
 }

@@ -163,7 +163,7 @@ func (m Migrator) checkLooseColumns(db *gorm.DB, models []any, where string) err
 	case "mysql":
 		read = func(table, column string) (string, error) {
 			var collation *string
-			err := db.Raw("SELECT COLLATION_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ?", table, column).Row().Scan(&collation)
+			err := db.Raw("SELECT COLLATION_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ? AND COLUMN_NAME = ?", schemaOf(table), bareTable(table), column).Row().Scan(&collation)
 			if err != nil || collation == nil || strings.HasSuffix(strings.ToLower(*collation), "_bin") || rootCollation.MatchString(strings.ToLower(*collation)) {
 				return "", err // exact, or compared as LooseKey folds
 			}
@@ -176,7 +176,7 @@ func (m Migrator) checkLooseColumns(db *gorm.DB, models []any, where string) err
 			// The ICU locale is colllocale from PostgreSQL 17, colliculocale in 15 and 16, collcollate before.
 			err := db.Raw(`SELECT c.collname, c.collisdeterministic, COALESCE(to_jsonb(c)->>'colllocale', to_jsonb(c)->>'colliculocale', c.collcollate, '')
 				FROM pg_attribute a JOIN pg_class t ON a.attrelid = t.oid JOIN pg_collation c ON c.oid = a.attcollation
-				WHERE t.relname = ? AND a.attname = ? AND pg_table_is_visible(t.oid)`, table, column).Row().Scan(&name, &deterministic, &locale)
+				WHERE t.relname = ? AND a.attname = ? AND CASE WHEN ? = '' THEN pg_table_is_visible(t.oid) ELSE t.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = ?) END`, bareTable(table), column, schemaOf(table), schemaOf(table)).Row().Scan(&name, &deterministic, &locale)
 			switch {
 			case errors.Is(err, sql.ErrNoRows): // not collatable: compared as its type
 				return "", nil
@@ -286,7 +286,7 @@ func inexactComparison(db *gorm.DB, table, column string) (string, error) {
 	case "mysql":
 		var collation *string
 		var dataType string
-		err := db.Raw("SELECT COLLATION_NAME, DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ?", table, column).Row().Scan(&collation, &dataType)
+		err := db.Raw("SELECT COLLATION_NAME, DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ? AND COLUMN_NAME = ?", schemaOf(table), bareTable(table), column).Row().Scan(&collation, &dataType)
 		if err != nil {
 			return "", err
 		}
@@ -319,7 +319,7 @@ func inexactComparison(db *gorm.DB, table, column string) (string, error) {
 			LEFT JOIN pg_collation c ON a.attcollation = c.oid,
 			LATERAL (WITH RECURSIVE domains(oid) AS (SELECT a.atttypid UNION ALL SELECT ty.typbasetype FROM pg_type ty JOIN domains ON ty.oid = domains.oid WHERE ty.typtype = 'd')
 				SELECT ty.typname, ty.typtype FROM domains JOIN pg_type ty ON ty.oid = domains.oid WHERE ty.typtype <> 'd') b
-			WHERE t.relname = ? AND a.attname = ? AND pg_table_is_visible(t.oid)`, table, column).Row().Scan(&typ, &kind, &deterministic, &collatable)
+			WHERE t.relname = ? AND a.attname = ? AND CASE WHEN ? = '' THEN pg_table_is_visible(t.oid) ELSE t.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = ?) END`, bareTable(table), column, schemaOf(table), schemaOf(table)).Row().Scan(&typ, &kind, &deterministic, &collatable)
 		switch {
 		case err != nil:
 			return "", err
@@ -337,12 +337,55 @@ func inexactComparison(db *gorm.DB, table, column string) (string, error) {
 		return "", nil
 	case "sqlite":
 		var ddl string
-		if err := db.Raw("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", table).Row().Scan(&ddl); err != nil {
+		master := "sqlite_master"
+		if schema := schemaOf(table); schema != "" {
+			master = `"` + strings.ReplaceAll(schema, `"`, `""`) + `".sqlite_master`
+		}
+		if err := db.Raw("SELECT sql FROM "+master+" WHERE type = 'table' AND name = ?", bareTable(table)).Row().Scan(&ddl); err != nil {
 			return "", err
 		}
 		if c := shardrouter.SQLiteCollation(ddl, column); !strings.EqualFold(c, "binary") {
 			return "has collation " + c, nil
 		}
+		var declared string
+		if err := db.Raw("SELECT type FROM pragma_table_info(?, COALESCE(NULLIF(?, ''), 'main')) WHERE name = ? COLLATE NOCASE", bareTable(table), schemaOf(table), column).Row().Scan(&declared); err != nil {
+			return "", err
+		}
+		if affinity := sqliteAffinity(declared); affinity != "TEXT" && affinity != "BLOB" {
+			return fmt.Sprintf("is %s, of %s affinity, which stores a key that reads as a number as that number ('007' as 7)", declared, affinity), nil
+		}
 	}
 	return "", nil
+}
+
+// sqliteAffinity is the affinity SQLite gives a column of the declared
+// type, by its rules (datatype3.html, 3.1): only TEXT and BLOB keep a
+// string as it was given.
+func sqliteAffinity(declared string) string {
+	t := strings.ToUpper(declared)
+	switch {
+	case strings.Contains(t, "INT"):
+		return "INTEGER"
+	case strings.Contains(t, "CHAR"), strings.Contains(t, "CLOB"), strings.Contains(t, "TEXT"):
+		return "TEXT"
+	case strings.Contains(t, "BLOB"), strings.TrimSpace(t) == "":
+		return "BLOB"
+	case strings.Contains(t, "REAL"), strings.Contains(t, "FLOA"), strings.Contains(t, "DOUB"):
+		return "REAL"
+	}
+	return "NUMERIC"
+}
+
+// schemaOf and bareTable are the schema (or database) a model's table name
+// gives, "" when none, and the table's own name: TableName() may say
+// main.accounts, which the catalogs list as accounts in main.
+func schemaOf(name string) string {
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		return strings.Trim(name[:i], "`\"")
+	}
+	return ""
+}
+
+func bareTable(name string) string {
+	return strings.Trim(name[strings.LastIndexByte(name, '.')+1:], "`\"")
 }
