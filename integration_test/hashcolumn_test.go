@@ -343,6 +343,16 @@ type (
 		ID  int64  `shardid:"hash:Ref"`
 		Ref string `gorm:"type:bytea"`
 	}
+	// Tagged collation:loose, as the refusal of a loose collation advises:
+	// LooseKey folds text, not the spellings a type reads alike.
+	hcLooseIntRef struct {
+		ID  int64  `shardid:"hash:Ref;collation:loose"`
+		Ref string `gorm:"type:int"`
+	}
+	hcLooseUUIDRef struct {
+		ID  int64  `shardid:"hash:Ref;collation:loose"`
+		Ref string `gorm:"type:uuid"`
+	}
 )
 
 // TestAHashColumnThatComparesAsItsTypeIsRefused: a string hash key in a
@@ -351,14 +361,16 @@ type (
 // which pads a short value; PostgreSQL's bytea, which reads a string bound
 // to it as bytea's input, storing the key \x6162 as ab; a SQLite column of
 // numeric affinity, which stores the key 007 as 7) finds rows the
-// key's hash does not place there: refused, as a loose collation is.
+// key's hash does not place there: refused, as a loose collation is, and
+// for a key tagged collation:loose too (007 and 7, a uuid in capitals or
+// without hyphens, fold to other keys).
 func TestAHashColumnThatComparesAsItsTypeIsRefused(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		r := newRouting(t, b)
 		models := map[string][]any{
-			"sqlite":   {&hcIntRef{}, &hcUUIDRef{}}, // INTEGER and NUMERIC affinity: '007' is stored as 7
-			"mariadb":  {&hcBinaryRef{}, &hcIntRef{}},
-			"postgres": {&hcUUIDRef{}, &hcIntRef{}, &hcDomainRef{}, &hcByteaRef{}},
+			"sqlite":   {&hcIntRef{}, &hcUUIDRef{}, &hcLooseIntRef{}, &hcLooseUUIDRef{}}, // INTEGER and NUMERIC affinity: '007' is stored as 7
+			"mariadb":  {&hcBinaryRef{}, &hcIntRef{}, &hcLooseIntRef{}},
+			"postgres": {&hcUUIDRef{}, &hcIntRef{}, &hcDomainRef{}, &hcByteaRef{}, &hcLooseIntRef{}, &hcLooseUUIDRef{}},
 		}[b.name]
 		if b.name == "postgres" {
 			for _, db := range r.direct {

@@ -126,23 +126,44 @@ func exactCollation(db *gorm.DB) (string, error) {
 
 // checkHashColumns refuses, after a migration on db (named where), a string
 // hash column that compares otherwise than byte for byte.
+// A column that compares its values as its type, not as text (a number, a
+// uuid, bytea, SQLite's numeric affinity), is refused for a collation:loose
+// key too: LooseKey folds text, not the spellings a type reads alike.
 func (m Migrator) checkHashColumns(db *gorm.DB, models []any, where string) error {
+	err := m.eachHashField(db, models, looseHashField, func(stmt *gorm.Statement, model *Model, f *schema.Field) error {
+		inexact, notText, err := inexactComparison(db, stmt.Schema.Table, f.DBName)
+		if err != nil {
+			return errs.Wrap(err, "on %s: reading the collation of %s.%s", where, stmt.Schema.Table, f.DBName)
+		}
+		if notText {
+			return m.plugin.TagError(stmt.Schema.Name, model.Key, fmt.Sprintf(
+				"collation:loose hashes %s as text, but on %s column %s.%s %s, so a lookup by another spelling of its value would go to another shard; give the key a text column",
+				f.Name, where, stmt.Schema.Table, f.DBName, inexact))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
 	if err := m.checkLooseColumns(db, models, where); err != nil {
 		return err
 	}
 	return m.eachHashTextField(db, models, func(stmt *gorm.Statement, model *Model, f *schema.Field) error {
-		inexact, err := inexactComparison(db, stmt.Schema.Table, f.DBName)
+		inexact, notText, err := inexactComparison(db, stmt.Schema.Table, f.DBName)
 		if err != nil {
 			return errs.Wrap(err, "on %s: reading the collation of %s.%s", where, stmt.Schema.Table, f.DBName)
 		}
-		if inexact != "" {
-			return m.plugin.TagError(stmt.Schema.Name, model.Key, fmt.Sprintf(
-				"hash:%s hashes the key byte for byte, but on %s column %s.%s %s, so a lookup by a key the database finds equal would go to another shard; "+
-					"give the column an exact collation (MariaDB utf8mb4_nopad_bin, MySQL utf8mb4_0900_bin, PostgreSQL the default or C, SQLite BINARY), leave its type to the plugin, "+
-					"or tag the key collation:loose to hash it as the column compares",
-				f.Name, where, stmt.Schema.Table, f.DBName, inexact))
+		if inexact == "" {
+			return nil
 		}
-		return nil
+		remedy := "give the column an exact collation (MariaDB utf8mb4_nopad_bin, MySQL utf8mb4_0900_bin, PostgreSQL the default or C, SQLite BINARY), leave its type to the plugin, " +
+			"or tag the key collation:loose to hash it as the column compares"
+		if notText {
+			remedy = "give the key a text column (leave its type to the plugin)"
+		}
+		return m.plugin.TagError(stmt.Schema.Name, model.Key, fmt.Sprintf(
+			"hash:%s hashes the key byte for byte, but on %s column %s.%s %s, so a lookup by a key the database finds equal would go to another shard; %s",
+			f.Name, where, stmt.Schema.Table, f.DBName, inexact, remedy))
 	})
 }
 
@@ -281,35 +302,35 @@ var icuKeywords = map[string]string{
 
 // inexactComparison says how the column compares otherwise than byte for
 // byte, or "" when it does not.
-func inexactComparison(db *gorm.DB, table, column string) (string, error) {
+func inexactComparison(db *gorm.DB, table, column string) (how string, notText bool, err error) {
 	switch db.Dialector.Name() {
 	case "mysql":
 		var collation *string
 		var dataType string
 		err := db.Raw("SELECT COLLATION_NAME, DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ? AND COLUMN_NAME = ?", schemaOf(table), bareTable(table), column).Row().Scan(&collation, &dataType)
 		if err != nil {
-			return "", err
+			return "", false, err
 		}
 		if collation == nil { // not text
 			switch strings.ToLower(dataType) {
 			case "varbinary", "tinyblob", "blob", "mediumblob", "longblob":
-				return "", nil
+				return "", false, nil
 			case "binary":
-				return "is binary(n), which pads a shorter value with zero bytes", nil
+				return "is binary(n), which pads a shorter value with zero bytes", true, nil
 			}
-			return "is " + dataType + ", which compares its values as that type, not as their text", nil
+			return "is " + dataType + ", which compares its values as that type, not as their text", true, nil
 		}
 		if strings.EqualFold(dataType, "char") { // stored padded, read back stripped, whatever the collation
-			return "is char(n), which drops trailing spaces", nil
+			return "is char(n), which drops trailing spaces", false, nil
 		}
 		name := strings.ToLower(*collation)
 		if strings.HasSuffix(name, "_nopad_bin") || strings.HasSuffix(name, "_0900_bin") || name == "binary" {
-			return "", nil
+			return "", false, nil
 		}
 		if strings.HasSuffix(name, "_bin") {
-			return "has collation " + *collation + ", which ignores trailing spaces", nil
+			return "has collation " + *collation + ", which ignores trailing spaces", false, nil
 		}
-		return "has collation " + *collation + ", which ignores case or accents", nil
+		return "has collation " + *collation + ", which ignores case or accents", false, nil
 	case "postgres":
 		var typ, kind string // the type under the column's domains, however many, and its kind
 		var deterministic *bool
@@ -322,19 +343,19 @@ func inexactComparison(db *gorm.DB, table, column string) (string, error) {
 			WHERE t.relname = ? AND a.attname = ? AND CASE WHEN ? = '' THEN pg_table_is_visible(t.oid) ELSE t.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = ?) END`, bareTable(table), column, schemaOf(table), schemaOf(table)).Row().Scan(&typ, &kind, &deterministic, &collatable)
 		switch {
 		case err != nil:
-			return "", err
+			return "", false, err
 		case typ == "citext":
-			return "is citext, which ignores case", nil
+			return "is citext, which ignores case", false, nil
 		case typ == "bpchar":
-			return "is char(n), which ignores trailing spaces", nil
+			return "is char(n), which ignores trailing spaces", false, nil
 		case typ == "bytea": // the key's own bytes are the field's when it is a []byte
-			return `is bytea, which reads a string bound to it as bytea's input (\x6162 and \141b are the bytes ab), not as its own bytes: give the field the type []byte`, nil
+			return `is bytea, which reads a string bound to it as bytea's input (\x6162 and \141b are the bytes ab), not as its own bytes: give the field the type []byte`, true, nil
 		case !collatable && kind != "e": // an enum's labels compare exactly
-			return "is " + typ + ", which compares its values as that type, not as their text", nil
+			return "is " + typ + ", which compares its values as that type, not as their text", true, nil
 		case deterministic != nil && !*deterministic:
-			return "has a nondeterministic collation", nil
+			return "has a nondeterministic collation", false, nil
 		}
-		return "", nil
+		return "", false, nil
 	case "sqlite":
 		var ddl string
 		master := "sqlite_master"
@@ -342,20 +363,20 @@ func inexactComparison(db *gorm.DB, table, column string) (string, error) {
 			master = `"` + strings.ReplaceAll(schema, `"`, `""`) + `".sqlite_master`
 		}
 		if err := db.Raw("SELECT sql FROM "+master+" WHERE type = 'table' AND name = ?", bareTable(table)).Row().Scan(&ddl); err != nil {
-			return "", err
-		}
-		if c := shardrouter.SQLiteCollation(ddl, column); !strings.EqualFold(c, "binary") {
-			return "has collation " + c, nil
+			return "", false, err
 		}
 		var declared string
 		if err := db.Raw("SELECT type FROM pragma_table_info(?, COALESCE(NULLIF(?, ''), 'main')) WHERE name = ? COLLATE NOCASE", bareTable(table), schemaOf(table), column).Row().Scan(&declared); err != nil {
-			return "", err
+			return "", false, err
 		}
 		if affinity := sqliteAffinity(declared); affinity != "TEXT" && affinity != "BLOB" {
-			return fmt.Sprintf("is %s, of %s affinity, which stores a key that reads as a number as that number ('007' as 7)", declared, affinity), nil
+			return fmt.Sprintf("is %s, of %s affinity, which stores a key that reads as a number as that number ('007' as 7)", declared, affinity), true, nil
+		}
+		if c := shardrouter.SQLiteCollation(ddl, column); !strings.EqualFold(c, "binary") {
+			return "has collation " + c, false, nil
 		}
 	}
-	return "", nil
+	return "", false, nil
 }
 
 // sqliteAffinity is the affinity SQLite gives a column of the declared
