@@ -41,3 +41,43 @@ func TestAConditionOnAColumnNamedLikeTheKeysGoFieldIsNotOnTheKey(t *testing.T) {
 		}
 	}
 }
+
+// caseColumns has a hash key and no two columns named alike but for case.
+type caseColumns struct {
+	ID    int64 `shardid:"hash:Email"`
+	Email string
+	Name  string
+}
+
+// A condition naming the key's column in another case finds what one
+// database finds: MySQL and SQLite ignore a column name's case and
+// PostgreSQL folds a bare one.
+func TestAConditionOnTheKeyInAnotherCaseIsOnTheKey(t *testing.T) {
+	db, _, _, _ := routedOverN(t, 4, Config{}, &caseColumns{})
+	var rows []caseColumns
+	for i := range 8 {
+		row := caseColumns{Email: fmt.Sprint("user", i, "@example.com"), Name: "n"}
+		must(t, db.Create(&row).Error)
+		rows = append(rows, row)
+	}
+	for form, where := range map[string]func(*gorm.DB) *gorm.DB{
+		`Where("EMAIL = ?")`:       func(d *gorm.DB) *gorm.DB { return d.Where("EMAIL = ?", rows[3].Email) },
+		`Where("eMail IN ?")`:      func(d *gorm.DB) *gorm.DB { return d.Where("eMail IN ?", []string{rows[3].Email}) },
+		`Where(map{"EMAIL": key})`: func(d *gorm.DB) *gorm.DB { return d.Where(map[string]any{"EMAIL": rows[3].Email}) },
+		`Where("ID = ?")`:          func(d *gorm.DB) *gorm.DB { return d.Where("ID = ?", rows[3].ID) },
+		`Where("Case_Columns.ID")`: func(d *gorm.DB) *gorm.DB { return d.Where("Case_Columns.ID = ?", rows[3].ID) },
+	} {
+		var got []caseColumns
+		if err := where(db).Find(&got).Error; err != nil || len(got) != 1 || got[0].ID != rows[3].ID {
+			t.Errorf("%s: %+v, %v; want the row %d", form, got, err, rows[3].ID)
+		}
+	}
+	if err := db.Model(&caseColumns{}).Where("EMAIL = ?", rows[5].Email).Update("name", "m").Error; err != nil {
+		t.Fatalf(`Where("EMAIL = ?").Update: %v`, err)
+	}
+	var got caseColumns
+	must(t, db.Where("email = ?", rows[5].Email).First(&got).Error)
+	if got.Name != "m" {
+		t.Errorf(`Where("EMAIL = ?").Update left %+v`, got)
+	}
+}

@@ -1029,13 +1029,19 @@ func (e *Engine) valueShards(stmt *gorm.Statement, m *model, kind statementKind,
 type evidence struct {
 	table   string   // the model's table
 	names   []string // column and field names, and clause.PrimaryKey for the primary key
+	fold    bool     // no other column's name differs from these in case only
 	shardOf func(p *Engine, v any) (int, error)
 }
 
 // matches accepts the column when it is unqualified or qualified by the
-// model's own table.
+// model's own table; in another case too where no other column of the
+// model is so named, as the databases find it (MySQL and SQLite ignore
+// case, PostgreSQL folds a bare name).
 func (e evidence) matches(table, name string) bool {
-	return (table == "" || table == clause.CurrentTable || strings.EqualFold(table, e.table)) && slices.Contains(e.names, name)
+	if table != "" && table != clause.CurrentTable && !strings.EqualFold(table, e.table) {
+		return false
+	}
+	return slices.Contains(e.names, name) || e.fold && slices.ContainsFunc(e.names, func(n string) bool { return strings.EqualFold(n, name) })
 }
 
 // evidenceOf lists the columns whose values name the shard of a model whose
@@ -1046,13 +1052,13 @@ func evidenceOf(s *schema.Schema, f *idField) []evidence {
 	idShard := func(field *schema.Field) func(p *Engine, v any) (int, error) {
 		return func(p *Engine, v any) (int, error) { return p.valueShard(v, field.FieldType) }
 	}
-	list := []evidence{{table: table, names: append([]string{clause.PrimaryKey}, columnNames(s, f.field)...), shardOf: idShard(f.field)}}
+	list := []evidence{{table: table, names: append([]string{clause.PrimaryKey}, columnNames(s, f.field)...), fold: aloneInAnyCase(s, f.field), shardOf: idShard(f.field)}}
 	if f.colocate != nil {
-		list = append(list, evidence{table: table, names: columnNames(s, f.colocate), shardOf: idShard(f.colocate)})
+		list = append(list, evidence{table: table, names: columnNames(s, f.colocate), fold: aloneInAnyCase(s, f.colocate), shardOf: idShard(f.colocate)})
 	}
 	if f.hash != nil {
 		hashed, loose := f.hash, f.looseHash
-		list = append(list, evidence{table: table, names: columnNames(s, hashed), shardOf: func(p *Engine, v any) (int, error) {
+		list = append(list, evidence{table: table, names: columnNames(s, hashed), fold: aloneInAnyCase(s, hashed), shardOf: func(p *Engine, v any) (int, error) {
 			// The database compares the column's type: hash the value as that type.
 			key, err := asKind(v, hashed.FieldType)
 			if errors.Is(err, errNull) {
@@ -1080,6 +1086,22 @@ func columnNames(s *schema.Schema, field *schema.Field) []string {
 		}
 	}
 	return []string{field.DBName, field.Name}
+}
+
+// aloneInAnyCase reports whether no other field's column or Go name is
+// field's column name or Go name in another case.
+func aloneInAnyCase(s *schema.Schema, field *schema.Field) bool {
+	for _, other := range s.Fields {
+		if other == field {
+			continue
+		}
+		for _, a := range []string{other.DBName, other.Name} {
+			if a != "" && (strings.EqualFold(a, field.DBName) || strings.EqualFold(a, field.Name)) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // hashShard is the logical shard of a hash key, given as a value of the hash
