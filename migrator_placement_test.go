@@ -171,3 +171,36 @@ func TestAMigratorOfANamedTableMakesItOnEveryShard(t *testing.T) {
 		t.Error("HasTable via Table: false")
 	}
 }
+
+// mgHashedUser places its rows by the hash of Code.
+type mgHashedUser struct {
+	ID   int64 `shardid:"hash:Code"`
+	Code string
+}
+
+// Migrator(db.Table(name)) of a model with a hash or colocate key indexes
+// (and checks) the column of the table named, not of the model's own table,
+// which need not exist: the migration succeeds where GORM's does, and a
+// lookup by the key finds the row.
+func TestAMigratorOfANamedTableIndexesThePlacingColumnOfThatTable(t *testing.T) {
+	dir := t.TempDir()
+	db, p := openIn(t, dir)
+	must(t, p.Migrator(db.Table("mg_named_hashed")).AutoMigrate(&mgHashedUser{}))
+	must(t, p.Migrator(db.Table("mg_named_photos")).AutoMigrate(&revPhoto{}))
+	for i, d := range []*gorm.DB{openFile(t, dir, "s0.db"), openFile(t, dir, "s1.db")} {
+		if !d.Migrator().HasIndex("mg_named_hashed", "idx_shardid_mg_named_hashed_code") {
+			t.Errorf("s%d: the hash column of mg_named_hashed has no index", i)
+		}
+		if !d.Migrator().HasIndex("mg_named_photos", "idx_shardid_mg_named_photos_user_id") {
+			t.Errorf("s%d: the colocate column of mg_named_photos has no index", i)
+		}
+		if d.Migrator().HasTable(&mgHashedUser{}) || d.Migrator().HasTable(&revPhoto{}) {
+			t.Errorf("s%d: a model's own table was made", i)
+		}
+	}
+	must(t, db.Table("mg_named_hashed").Create(&mgHashedUser{Code: "k"}).Error)
+	var got mgHashedUser
+	if err := db.Table("mg_named_hashed").Where("code = ?", "k").First(&got).Error; err != nil || got.Code != "k" {
+		t.Errorf("a lookup by the key: %v, %+v", err, got)
+	}
+}

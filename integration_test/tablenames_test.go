@@ -115,3 +115,51 @@ func TestARecordedShardedTableIsNotHiddenByAnUnshardedTableOfItsNameInAnotherSch
 		t.Errorf("raw SQL naming the recorded sharded table: %v (read %d rows of the plugin's database), want ErrNoShard", err, n)
 	}
 }
+
+type (
+	// TnHashed is sharded by the hash of its code, in schema tn_app.
+	TnHashed struct {
+		ID   int64 `shardid:"hash:Code"`
+		Code string
+	}
+	// TnNote is colocated with its TnHashed, in schema tn_app.
+	TnNote struct {
+		ID       int64 `shardid:"colocate:HashedID"`
+		HashedID int64
+	}
+)
+
+func (TnHashed) TableName() string { return "tn_app.tn_hashed" }
+func (TnNote) TableName() string   { return "tn_app.tn_notes" }
+
+// The plugin's migrator checks and indexes the hash and colocate columns of
+// a table named with its schema in that schema, as GORM migrates it there:
+// the migration runs on every database, and a read by the key finds its row.
+func TestAModelInASchemaWithAHashOrColocateKeyMigrates(t *testing.T) {
+	b := backends[2]
+	r := newRouting(t, b)
+	for _, d := range r.direct {
+		must(t, d.Exec("CREATE SCHEMA IF NOT EXISTS tn_app").Error)
+	}
+	fresh(t, r.db, &TnHashed{}, &TnNote{})
+	for i, d := range r.direct {
+		for _, index := range [][2]string{{"tn_app.tn_hashed", "idx_shardid_tn_app_tn_hashed_code"}, {"tn_app.tn_notes", "idx_shardid_tn_app_tn_notes_hashed_id"}} {
+			var n int64
+			must(t, d.Raw("SELECT count(*) FROM pg_indexes WHERE schemaname = 'tn_app' AND indexname = ?", index[1]).Scan(&n).Error)
+			if n != 1 {
+				t.Errorf("physical %d: %s has no index %s", i, index[0], index[1])
+			}
+		}
+	}
+	h := TnHashed{Code: "k"}
+	must(t, r.db.Create(&h).Error)
+	must(t, r.db.Create(&TnNote{HashedID: h.ID}).Error)
+	var got TnHashed
+	if err := r.db.Where("code = ?", "k").First(&got).Error; err != nil || got.ID != h.ID {
+		t.Errorf("a read by the hash key: %v, %+v", err, got)
+	}
+	var notes []TnNote
+	if err := r.db.Where("hashed_id = ?", h.ID).Find(&notes).Error; err != nil || len(notes) != 1 {
+		t.Errorf("a read by the colocate column: %v, %+v", err, notes)
+	}
+}

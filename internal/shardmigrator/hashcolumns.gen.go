@@ -90,7 +90,7 @@ func (m Migrator) eachHashTextField(db *gorm.DB, models []any, do func(stmt *gor
 // model among models, parsed on db.
 func (m Migrator) eachHashField(db *gorm.DB, models []any, pick func(*Model) *schema.Field, do func(stmt *gorm.Statement, model *Model, f *schema.Field) error) error {
 	for _, value := range models {
-		stmt := &gorm.Statement{DB: db}
+		stmt := &gorm.Statement{DB: db, Table: db.Statement.Table, TableExpr: db.Statement.TableExpr} // Migrator(db.Table(name)) migrates that table
 		if stmt.Parse(value) != nil {
 			continue
 		}
@@ -131,14 +131,15 @@ func exactCollation(db *gorm.DB) (string, error) {
 // key too: LooseKey folds text, not the spellings a type reads alike.
 func (m Migrator) checkHashColumns(db *gorm.DB, models []any, where string) error {
 	err := m.eachHashField(db, models, looseHashField, func(stmt *gorm.Statement, model *Model, f *schema.Field) error {
-		inexact, notText, err := inexactComparison(db, stmt.Schema.Table, f.DBName)
+		table := strings.Join(migratedTable(stmt), ".")
+		inexact, notText, err := inexactComparison(db, table, f.DBName)
 		if err != nil {
-			return errs.Wrap(err, "on %s: reading the collation of %s.%s", where, stmt.Schema.Table, f.DBName)
+			return errs.Wrap(err, "on %s: reading the collation of %s.%s", where, table, f.DBName)
 		}
 		if notText {
 			return m.plugin.TagError(stmt.Schema.Name, model.Key, fmt.Sprintf(
 				"collation:loose hashes %s as text, but on %s column %s.%s %s, so a lookup by another spelling of its value would go to another shard; give the key a text column",
-				f.Name, where, stmt.Schema.Table, f.DBName, inexact))
+				f.Name, where, table, f.DBName, inexact))
 		}
 		return nil
 	})
@@ -149,9 +150,10 @@ func (m Migrator) checkHashColumns(db *gorm.DB, models []any, where string) erro
 		return err
 	}
 	return m.eachHashTextField(db, models, func(stmt *gorm.Statement, model *Model, f *schema.Field) error {
-		inexact, notText, err := inexactComparison(db, stmt.Schema.Table, f.DBName)
+		table := strings.Join(migratedTable(stmt), ".")
+		inexact, notText, err := inexactComparison(db, table, f.DBName)
 		if err != nil {
-			return errs.Wrap(err, "on %s: reading the collation of %s.%s", where, stmt.Schema.Table, f.DBName)
+			return errs.Wrap(err, "on %s: reading the collation of %s.%s", where, table, f.DBName)
 		}
 		if inexact == "" {
 			return nil
@@ -163,7 +165,7 @@ func (m Migrator) checkHashColumns(db *gorm.DB, models []any, where string) erro
 		}
 		return m.plugin.TagError(stmt.Schema.Name, model.Key, fmt.Sprintf(
 			"hash:%s hashes the key byte for byte, but on %s column %s.%s %s, so a lookup by a key the database finds equal would go to another shard; %s",
-			f.Name, where, stmt.Schema.Table, f.DBName, inexact, remedy))
+			f.Name, where, table, f.DBName, inexact, remedy))
 	})
 }
 
@@ -210,16 +212,17 @@ func (m Migrator) checkLooseColumns(db *gorm.DB, models []any, where string) err
 		return nil
 	}
 	return m.eachHashField(db, models, looseHashField, func(stmt *gorm.Statement, model *Model, f *schema.Field) error {
-		unlike, err := read(stmt.Schema.Table, f.DBName)
+		table := strings.Join(migratedTable(stmt), ".")
+		unlike, err := read(table, f.DBName)
 		if err != nil {
-			return errs.Wrap(err, "on %s: reading the collation of %s.%s", where, stmt.Schema.Table, f.DBName)
+			return errs.Wrap(err, "on %s: reading the collation of %s.%s", where, table, f.DBName)
 		}
 		if unlike == "" {
 			return nil
 		}
 		return m.plugin.TagError(stmt.Schema.Name, model.Key, fmt.Sprintf(
 			"collation:loose hashes %s as the Unicode algorithm's root collation compares it, but on %s column %s.%s %s: give the column a root collation (MariaDB/MySQL utf8mb4_unicode_ci, utf8mb4_uca1400_ai_ci, utf8mb4_0900_ai_ci; PostgreSQL ICU und-u-ks-level2)",
-			f.Name, where, stmt.Schema.Table, f.DBName, unlike))
+			f.Name, where, table, f.DBName, unlike))
 	})
 }
 
@@ -298,6 +301,24 @@ var icuKeywords = map[string]string{
 	"colstrength": "ks", "colcaselevel": "kc", "colcasefirst": "kf", "colbackwards": "kb",
 	"colnormalization": "kk", "colreorder": "kr", "maxvariable": "kv", "colalternate": "ka",
 	"colnumeric": "kn", "collation": "co",
+}
+
+// migratedTable is the table a migration of stmt's model changes, each part
+// of its name unquoted (its schema or database first, if named): the
+// model's, or that of Migrator(db.Table(name)). GORM keeps a qualified
+// name ("app.users" of a TableName or a TablePrefix) in TableExpr.
+func migratedTable(stmt *gorm.Statement) []string {
+	table := stmt.Table
+	if stmt.TableExpr != nil {
+		if words := strings.Fields(stmt.TableExpr.SQL); len(words) > 0 {
+			table = words[0]
+		}
+	}
+	parts := strings.Split(table, ".")
+	for i, p := range parts {
+		parts[i] = strings.Trim(p, "`\"")
+	}
+	return parts
 }
 
 // inexactComparison says how the column compares otherwise than byte for

@@ -18,7 +18,7 @@ import (
 func (m Migrator) indexPlacingColumns(db *gorm.DB, models []any) error {
 	mig := db.Migrator()
 	for _, value := range models {
-		stmt := &gorm.Statement{DB: db}
+		stmt := &gorm.Statement{DB: db, Table: db.Statement.Table, TableExpr: db.Statement.TableExpr} // Migrator(db.Table(name)) migrates that table
 		if stmt.Parse(value) != nil {
 			continue
 		}
@@ -33,7 +33,8 @@ func (m Migrator) indexPlacingColumns(db *gorm.DB, models []any) error {
 		if column == nil || leadsAnIndex(stmt.Schema, column) {
 			continue
 		}
-		name := fmt.Sprintf("idx_shardid_%s_%s", strings.ReplaceAll(stmt.Schema.Table, ".", "_"), column.DBName) // as GORM names its indexes: no dot of a schema
+		migrated := strings.Join(migratedTable(stmt), ".")
+		name := fmt.Sprintf("idx_shardid_%s_%s", strings.ReplaceAll(migrated, ".", "_"), column.DBName) // as GORM names its indexes: no dot of a schema
 		// A long table's is shortened with a hash, which MySQL takes and which
 		// tells apart two tables of one start on PostgreSQL; there an earlier
 		// version's was cut by the server.
@@ -46,12 +47,12 @@ func (m Migrator) indexPlacingColumns(db *gorm.DB, models []any) error {
 		if db.Dialector.Name() == "mysql" && isTextType(mig.FullDataTypeOf(column).SQL) {
 			indexed = clause.Expr{SQL: "?(191)", Vars: []any{clause.Column{Name: column.DBName}}} // a TEXT column takes a prefix index
 		}
-		index, table := clause.Table{Name: name}, clause.Table{Name: stmt.Schema.Table}
-		if schemaName, tableName, qualified := strings.Cut(stmt.Schema.Table, "."); qualified && db.Dialector.Name() == "sqlite" {
+		index, table := clause.Table{Name: name}, clause.Table{Name: migrated}
+		if schemaName, tableName, qualified := strings.Cut(migrated, "."); qualified && db.Dialector.Name() == "sqlite" {
 			index, table = clause.Table{Name: schemaName + "." + name}, clause.Table{Name: tableName} // SQLite qualifies the index, not its table
 		}
 		if err := db.Exec("CREATE INDEX ? ON ? (?)", index, table, indexed).Error; err != nil {
-			return fmt.Errorf("indexing %s.%s: %w", stmt.Schema.Table, column.DBName, err)
+			return fmt.Errorf("indexing %s.%s: %w", migrated, column.DBName, err)
 		}
 	}
 	return nil
