@@ -1,6 +1,7 @@
 package shardid
 
 import (
+	"errors"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -169,6 +170,64 @@ func TestAMigratorOfANamedTableMakesItOnEveryShard(t *testing.T) {
 	}
 	if !p.Migrator(db.Table("mg_archived_users")).HasTable(&revUser{}) {
 		t.Error("HasTable via Table: false")
+	}
+}
+
+// A sharded model's statements on a table named with Table(...), which
+// Migrator(db.Table(name)) made on every shard, run in a process started
+// after the migration, which knows the table from shardid_tables only, as in
+// the process that made it: by the ID (GORM qualifies First(&x, id) by the
+// table named, or by its alias), by IDs over several databases, and over
+// every shard. A table recorded with another placement rule, or an unsharded
+// model's, is refused all the same.
+func TestStatementsOnATableItsMigratorNamedRunAfterARestart(t *testing.T) {
+	dir := t.TempDir()
+	db, p := openWith(t, dir, Config{Atomic: BestEffort})
+	must(t, p.Migrator(db.Table("mg_named_users")).AutoMigrate(&revUser{}))
+	must(t, p.Migrator(db.Table("mg_named_photos")).AutoMigrate(&revPhoto{}))
+	first := revUser{Name: "a"}
+	must(t, db.Table("mg_named_users").Create(&first).Error)
+	var got revUser
+	must(t, db.Table("mg_named_users").First(&got, first.ID).Error)
+	if got.Name != "a" {
+		t.Errorf("First by its ID in the process that made the table: %+v", got)
+	}
+	must(t, p.Close())
+
+	db, p = openWith(t, dir, Config{Atomic: BestEffort}) // a new process: the record is all it knows of the table
+	half := Layout{}.ShardCount() / 2
+	rows := []revUser{{Name: "b"}, {Name: "c"}}
+	must(t, db.Table("mg_named_users").Clauses(OnShard(0)).Create(&rows[0]).Error)
+	must(t, db.Table("mg_named_users").Clauses(OnShard(half)).Create(&rows[1]).Error)
+	for _, table := range []string{"mg_named_users", "mg_named_users AS u"} {
+		got = revUser{}
+		if err := db.Table(table).First(&got, rows[1].ID).Error; err != nil || got.Name != "c" {
+			t.Errorf("Table(%q).First(&x, id): %v, %+v", table, err, got)
+		}
+	}
+	var some []revUser
+	if err := db.Table("mg_named_users").Order("id").Find(&some, []int64{first.ID, rows[0].ID, rows[1].ID}).Error; err != nil || len(some) != 3 {
+		t.Errorf("Find by three IDs on two databases: %v, %+v", err, some)
+	}
+	var n int64
+	if err := db.Table("mg_named_users").Model(&revUser{}).Clauses(AllShards()).Count(&n).Error; err != nil || n != 3 {
+		t.Errorf("Count over every shard: %v, %d; want 3", err, n)
+	}
+	must(t, db.Table("mg_named_users").Model(&revUser{ID: rows[0].ID}).Update("name", "b2").Error)
+	must(t, db.Table("mg_named_users").Delete(&revUser{}, rows[1].ID).Error)
+	var all []revUser
+	must(t, db.Table("mg_named_users").Clauses(AllShards()).Order("id").Find(&all).Error)
+	if len(all) != 2 || all[0].Name != "a" || all[1].Name != "b2" {
+		t.Errorf("the table over every shard after the update and the delete: %+v", all)
+	}
+
+	// Refused: the rows of a table placed by another rule, and of an unsharded model.
+	if err := db.Table("mg_named_photos").Clauses(AllShards()).Find(&all).Error; !errors.Is(err, ErrCrossShard) {
+		t.Errorf("revUser's statement on a table recorded as placed by colocate:user_id: %v, want ErrCrossShard", err)
+	}
+	must(t, p.AutoMigrate(db, &mgPlaceLang{}))
+	if err := db.Table("mg_place_langs").Clauses(AllShards()).Find(&all).Error; !errors.Is(err, ErrCrossShard) {
+		t.Errorf("revUser's statement on an unsharded model's table: %v, want ErrCrossShard", err)
 	}
 }
 

@@ -87,6 +87,9 @@ func (e *Engine) checkSent(stmt *gorm.Statement, sql string, k int, onShard bool
 	own := stmt.Table
 	if stmt.Schema != nil {
 		own = stmt.Schema.Table
+		if stmt.Table != own && stmt.Table != "" {
+			own = e.namedOwnTable(stmt, own)
+		}
 	}
 	own = own[strings.LastIndexByte(own, '.')+1:] // as the SQL's tables are compared: by name
 	ownAgain := scan.timesOf(own) > 1 || scan.timesOf(e.keptName(own)) > 1
@@ -114,6 +117,28 @@ func (e *Engine) checkSent(stmt *gorm.Statement, sql string, k int, onShard bool
 			Detail: "the statement runs on the plugin's database, which holds no logical shard, and its SQL names a sharded table: read it with its own model, or give the statement a shard clause"}
 	}
 	return nil
+}
+
+// namedOwnTable is the table a sharded model's statement reads as its own
+// where Table(...) names another than the model's (modelTable): the table
+// named, when the plugin's migrator recorded it as sharded, placed by the
+// model's rule, and no model of the process has it (Migrator(db.Table(name))
+// of the model made it on every shard), as in the process that made it,
+// which has not read the record. Else modelTable: a table of another model,
+// or recorded by another rule, is another's rows, and refused as such.
+func (e *Engine) namedOwnTable(stmt *gorm.Statement, modelTable string) string {
+	named := fromTable(stmt)
+	if e.sameTable(named, bareTable(modelTable)) || !e.recordedAsSharded(named) {
+		return modelTable
+	}
+	m, err := e.model(stmt.Schema)
+	if err != nil || m == nil || !m.sharded() {
+		return modelTable
+	}
+	if rule, ok := e.recordedPlacements.Load(strings.ToLower(named)); !ok || rule.(string) != placementOf(m) {
+		return modelTable
+	}
+	return named
 }
 
 // coverage returns which sharded tables a statement on a shard may name: its

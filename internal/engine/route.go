@@ -76,6 +76,7 @@ func (e *Engine) route(kind statementKind) func(*gorm.DB) {
 			return
 		}
 		aheadSQL, aheadVars, ahead := builtAhead(db, kind)
+		ownTableConditions(db.Statement)
 		reading := readClauses(db.Statement)
 		e.routeStatement(db, kind, sub, &settings, &reading)
 		e.checkSubqueries(db, reading.subqueries)
@@ -1023,6 +1024,82 @@ func (e *Engine) valueShards(stmt *gorm.Statement, m *model, kind statementKind,
 		}
 	}
 	return shards
+}
+
+// ownTableConditions makes the conditions GORM qualified by the statement's
+// table, where a Table(...) override (or its alias) names it otherwise than
+// the model (First(&x, id) is `archive.id IN (?)` of Table("archive")),
+// qualified by clause.CurrentTable, which GORM writes as that same name:
+// routing reads them as the model's own columns, as on a statement without
+// the override. The SQL sent is the same.
+func ownTableConditions(stmt *gorm.Statement) {
+	if stmt.Schema == nil || stmt.Table == "" || stmt.Table == stmt.Schema.Table {
+		return // most statements: their conditions name the model's table
+	}
+	c, ok := stmt.Clauses["WHERE"]
+	if !ok {
+		return
+	}
+	if where, ok := c.Expression.(clause.Where); ok {
+		if exprs, changed := ownTableColumns(where.Exprs, stmt.Table); changed {
+			c.Expression = clause.Where{Exprs: exprs}
+			stmt.Clauses["WHERE"] = c
+		}
+	}
+}
+
+// ownTableColumns returns exprs with the columns of their comparisons that
+// table qualifies qualified by clause.CurrentTable instead, down through
+// their groups, and whether any was; exprs themselves stay as they are.
+func ownTableColumns(exprs []clause.Expression, table string) ([]clause.Expression, bool) {
+	own := func(column any) (clause.Column, bool) {
+		c, ok := column.(clause.Column)
+		if ok && c.Table == table {
+			c.Table = clause.CurrentTable
+			return c, true
+		}
+		return c, false
+	}
+	var out []clause.Expression
+	for i, e := range exprs {
+		changed := false
+		switch c := e.(type) {
+		case clause.Eq:
+			if c.Column, changed = own(c.Column); changed {
+				e = c
+			}
+		case clause.IN:
+			if c.Column, changed = own(c.Column); changed {
+				e = c
+			}
+		case clause.AndConditions:
+			if c.Exprs, changed = ownTableColumns(c.Exprs, table); changed {
+				e = c
+			}
+		case clause.OrConditions:
+			if c.Exprs, changed = ownTableColumns(c.Exprs, table); changed {
+				e = c
+			}
+		case clause.NotConditions:
+			if c.Exprs, changed = ownTableColumns(c.Exprs, table); changed {
+				e = c
+			}
+		case clause.Where:
+			if c.Exprs, changed = ownTableColumns(c.Exprs, table); changed {
+				e = c
+			}
+		}
+		if changed && out == nil {
+			out = slices.Clone(exprs)
+		}
+		if out != nil {
+			out[i] = e
+		}
+	}
+	if out == nil {
+		return exprs, false
+	}
+	return out, true
 }
 
 // evidence is a column whose values name a row's logical shard.
