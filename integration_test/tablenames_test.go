@@ -163,3 +163,42 @@ func TestAModelInASchemaWithAHashOrColocateKeyMigrates(t *testing.T) {
 		t.Errorf("a read by the colocate column: %v, %+v", err, notes)
 	}
 }
+
+// A sharded model whose TableName() names its schema is read, updated and
+// deleted by its ID, as GORM does on one database: GORM qualifies the ID's
+// condition by the bare table name (`tn_members.id IN (?)`), which is the
+// model's own.
+func TestAModelInASchemaIsReadAndWrittenByItsID(t *testing.T) {
+	b := backends[2]
+	r := newRouting(t, b)
+	for _, d := range r.direct {
+		must(t, d.Exec("CREATE SCHEMA IF NOT EXISTS tn_app").Error)
+	}
+	fresh(t, r.db, &TnMember{})
+	count := r.plugin.Layout().ShardCount()
+	var members []TnMember
+	for k := range physicalShards {
+		m := TnMember{Name: "m"}
+		must(t, r.db.Clauses(shardid.OnShard(k*count/physicalShards)).Create(&m).Error)
+		members = append(members, m)
+	}
+	var got TnMember
+	if err := r.db.First(&got, members[1].ID).Error; err != nil || got.ID != members[1].ID {
+		t.Errorf("First(&x, id): %v, %+v", err, got)
+	}
+	var some []TnMember
+	if err := r.db.Find(&some, []int64{members[0].ID, members[3].ID}).Error; err != nil || len(some) != 2 {
+		t.Errorf("Find(&xs, ids) over two databases: %v, %d rows", err, len(some))
+	}
+	if err := r.db.Model(&TnMember{}).Where("tn_members.id = ?", members[2].ID).Update("name", "n").Error; err != nil {
+		t.Errorf("an update by the ID qualified by the bare table name: %v", err)
+	}
+	if err := r.db.Delete(&TnMember{}, members[0].ID).Error; err != nil {
+		t.Errorf("Delete(&T{}, id): %v", err)
+	}
+	var all []TnMember
+	must(t, r.db.Clauses(shardid.AllShards()).Order("id").Find(&all).Error)
+	if len(all) != 3 || all[1].Name != "n" {
+		t.Errorf("every shard's rows after the update and the delete: %+v", all)
+	}
+}

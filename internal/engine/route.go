@@ -1033,8 +1033,8 @@ func (e *Engine) valueShards(stmt *gorm.Statement, m *model, kind statementKind,
 // routing reads them as the model's own columns, as on a statement without
 // the override. The SQL sent is the same.
 func ownTableConditions(stmt *gorm.Statement) {
-	if stmt.Schema == nil || stmt.Table == "" || stmt.Table == stmt.Schema.Table {
-		return // most statements: their conditions name the model's table
+	if stmt.Schema == nil || stmt.Table == "" || stmt.Table == stmt.Schema.Table || stmt.Table == unqualified(stmt.Schema.Table) {
+		return // most statements: their conditions name the model's table (bare, of a TableName() with its schema), which evidence matches
 	}
 	c, ok := stmt.Clauses["WHERE"]
 	if !ok {
@@ -1111,15 +1111,20 @@ type evidence struct {
 }
 
 // matches accepts the column when it is unqualified or qualified by the
-// model's own table; in another case too where no other column of the
-// model is so named, as the databases find it (MySQL and SQLite ignore
+// model's own table, with its schema or without (GORM qualifies a condition
+// on "app.users" by users); in another case too where no other column of
+// the model is so named, as the databases find it (MySQL and SQLite ignore
 // case, PostgreSQL folds a bare name).
 func (e evidence) matches(table, name string) bool {
-	if table != "" && table != clause.CurrentTable && !strings.EqualFold(table, e.table) {
+	if table != "" && table != clause.CurrentTable && !strings.EqualFold(table, e.table) && !strings.EqualFold(table, unqualified(e.table)) {
 		return false
 	}
 	return slices.Contains(e.names, name) || e.fold && slices.ContainsFunc(e.names, func(n string) bool { return strings.EqualFold(n, name) })
 }
+
+// unqualified is a table's name without the schema or database that
+// qualifies it, in its case.
+func unqualified(table string) string { return table[strings.LastIndexByte(table, '.')+1:] }
 
 // evidenceOf lists the columns whose values name the shard of a model whose
 // primary key is the shardid field f: the key itself, then its colocate or
