@@ -185,6 +185,7 @@ func TestStatementsOnATableItsMigratorNamedRunAfterARestart(t *testing.T) {
 	db, p := openWith(t, dir, Config{Atomic: BestEffort})
 	must(t, p.Migrator(db.Table("mg_named_users")).AutoMigrate(&revUser{}))
 	must(t, p.Migrator(db.Table("mg_named_photos")).AutoMigrate(&revPhoto{}))
+	must(t, p.Migrator(db.Table("main.mg_named_main")).AutoMigrate(&revUser{})) // recorded with its schema
 	first := revUser{Name: "a"}
 	must(t, db.Table("mg_named_users").Create(&first).Error)
 	var got revUser
@@ -219,6 +220,11 @@ func TestStatementsOnATableItsMigratorNamedRunAfterARestart(t *testing.T) {
 	must(t, db.Table("mg_named_users").Clauses(AllShards()).Order("id").Find(&all).Error)
 	if len(all) != 2 || all[0].Name != "a" || all[1].Name != "b2" {
 		t.Errorf("the table over every shard after the update and the delete: %+v", all)
+	}
+
+	must(t, db.Table("main.mg_named_main").Clauses(OnShard(half)).Create(&revUser{Name: "m"}).Error)
+	if err := db.Table("main.mg_named_main").Model(&revUser{}).Clauses(AllShards()).Count(&n).Error; err != nil || n != 1 {
+		t.Errorf("Count over every shard of a table named with its schema: %v, %d; want 1", err, n)
 	}
 
 	// Refused: the rows of a table placed by another rule, and of an unsharded model.

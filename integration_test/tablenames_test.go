@@ -142,6 +142,7 @@ func TestAModelInASchemaWithAHashOrColocateKeyMigrates(t *testing.T) {
 		must(t, d.Exec("CREATE SCHEMA IF NOT EXISTS tn_app").Error)
 	}
 	fresh(t, r.db, &TnHashed{}, &TnNote{})
+	t.Cleanup(func() { _ = migrator(r.db).DropTable(&TnNote{}, &TnHashed{}) }) // forgotten in shardid_tables: a move carries no table named with its schema
 	for i, d := range r.direct {
 		for _, index := range [][2]string{{"tn_app.tn_hashed", "idx_shardid_tn_app_tn_hashed_code"}, {"tn_app.tn_notes", "idx_shardid_tn_app_tn_notes_hashed_id"}} {
 			var n int64
@@ -175,6 +176,7 @@ func TestAModelInASchemaIsReadAndWrittenByItsID(t *testing.T) {
 		must(t, d.Exec("CREATE SCHEMA IF NOT EXISTS tn_app").Error)
 	}
 	fresh(t, r.db, &TnMember{})
+	t.Cleanup(func() { _ = migrator(r.db).DropTable(&TnMember{}) })
 	count := r.plugin.Layout().ShardCount()
 	var members []TnMember
 	for k := range physicalShards {
@@ -200,5 +202,54 @@ func TestAModelInASchemaIsReadAndWrittenByItsID(t *testing.T) {
 	must(t, r.db.Clauses(shardid.AllShards()).Order("id").Find(&all).Error)
 	if len(all) != 3 || all[1].Name != "n" {
 		t.Errorf("every shard's rows after the update and the delete: %+v", all)
+	}
+}
+
+// TnArchived is sharded, migrated into a table named with its schema by
+// Migrator(db.Table("tn_app.tn_archived")).
+type TnArchived struct {
+	ID   int64 `shardid:""`
+	Name string
+}
+
+// Migrator(db.Table("schema.table")) records the table with its schema in
+// shardid_tables, as it made it, so that a move, which reads the tables
+// there, refuses it (it carries the tables of each database's own schema)
+// rather than carrying a table of that name in the search path and leaving
+// this one's rows of the range behind, where the new map no longer reads
+// them; DropTable forgets it.
+func TestAMigratorOfATableNamedWithItsSchemaRecordsTheSchema(t *testing.T) {
+	b := backends[2]
+	r := newRouting(t, b)
+	for _, d := range r.direct {
+		must(t, d.Exec("CREATE SCHEMA IF NOT EXISTS tn_app").Error)
+		must(t, d.Exec("DROP TABLE IF EXISTS public.tn_archived").Error)
+		must(t, d.Exec("CREATE TABLE public.tn_archived (id bigint PRIMARY KEY, name text)").Error) // another table of the name, in the search path
+	}
+	t.Cleanup(func() {
+		for _, d := range r.direct {
+			_ = d.Exec("DROP TABLE IF EXISTS public.tn_archived").Error
+		}
+	})
+	named := migrator(r.db.Table("tn_app.tn_archived"))
+	must(t, named.DropTable(&TnArchived{}))
+	must(t, named.AutoMigrate(&TnArchived{}))
+	recorded := func() []string {
+		var names []string
+		must(t, r.db.Raw("SELECT name FROM shardid_tables WHERE name LIKE '%tn_archived'").Scan(&names).Error)
+		return names
+	}
+	if got := recorded(); len(got) != 1 || got[0] != "tn_app.tn_archived" {
+		t.Errorf("shardid_tables records %v, want [tn_app.tn_archived]", got)
+	}
+	row := TnArchived{Name: "a"}
+	must(t, r.db.Table("tn_app.tn_archived").Clauses(shardid.OnShard(0)).Create(&row).Error)
+	var got TnArchived
+	if err := r.db.Table("tn_app.tn_archived").First(&got, row.ID).Error; err != nil || got.Name != "a" {
+		t.Errorf("First by its ID: %v, %+v", err, got)
+	}
+	must(t, named.DropTable(&TnArchived{}))
+	if got := recorded(); len(got) != 0 {
+		t.Errorf("shardid_tables records %v after DropTable", got)
 	}
 }

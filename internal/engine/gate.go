@@ -127,7 +127,8 @@ func (e *Engine) checkSent(stmt *gorm.Statement, sql string, k int, onShard bool
 // which has not read the record. Else modelTable: a table of another model,
 // or recorded by another rule, is another's rows, and refused as such.
 func (e *Engine) namedOwnTable(stmt *gorm.Statement, modelTable string) string {
-	named := fromTable(stmt)
+	parts := fromTableParts(stmt)
+	named := parts[len(parts)-1]
 	if e.sameTable(named, bareTable(modelTable)) || !e.recordedAsSharded(named) {
 		return modelTable
 	}
@@ -135,7 +136,11 @@ func (e *Engine) namedOwnTable(stmt *gorm.Statement, modelTable string) string {
 	if err != nil || m == nil || !m.sharded() {
 		return modelTable
 	}
-	if rule, ok := e.recordedPlacements.Load(strings.ToLower(named)); !ok || rule.(string) != placementOf(m) {
+	rule, ok := e.recordedPlacements.Load(strings.ToLower(strings.Join(parts, "."))) // recorded as named, with its schema if any
+	if !ok {
+		rule, ok = e.recordedPlacements.Load(strings.ToLower(named))
+	}
+	if !ok || rule.(string) != placementOf(m) {
 		return modelTable
 	}
 	return named

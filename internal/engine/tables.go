@@ -219,7 +219,7 @@ func (e *Engine) shardedTablesOf(db *gorm.DB, models []any) []shardedTable {
 		}
 		own := shardedTableOf(m)
 		if db.Statement.Table != "" {
-			own.Name = db.Statement.Table // Migrator(db.Table(name)): the model's rows are in that table
+			own.Name = strings.Join(fromTableParts(db.Statement), ".") // Migrator(db.Table(name)): the model's rows are in that table, in its schema if named (GORM's Table keeps it in TableExpr only)
 		}
 		list = append(append(list, own), e.joinTablesOf(m)...)
 	}

@@ -58,7 +58,7 @@ func (m Migrator) dropTable(value any) error {
 	if !named && sharded {
 		table = s.Table
 		if m.db.Statement.Table != "" {
-			table = m.db.Statement.Table // Migrator(db.Table(name)) drops that table
+			table = strings.Join(migratedTable(m.db.Statement), ".") // Migrator(db.Table(name)) drops that table, in its schema if named
 		}
 	}
 	routed := sharded && m.plugin.Routed()
