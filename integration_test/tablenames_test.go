@@ -2,8 +2,10 @@ package integration
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
+	mysqldriver "github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
@@ -251,5 +253,60 @@ func TestAMigratorOfATableNamedWithItsSchemaRecordsTheSchema(t *testing.T) {
 	must(t, named.DropTable(&TnArchived{}))
 	if got := recorded(); len(got) != 0 {
 		t.Errorf("shardid_tables records %v after DropTable", got)
+	}
+}
+
+// TnQualified is sharded, in the table tn_rows of another database on the
+// MySQL server, named in its TableName (qualifiedDatabase).
+type TnQualified struct {
+	ID   int64 `shardid:""`
+	Name string
+}
+
+// tnQualifiedTable is TnQualified's table, set by the test.
+var tnQualifiedTable = "tn_rows"
+
+func (TnQualified) TableName() string { return tnQualifiedTable }
+
+// A merge over several databases of a MySQL table named with its database
+// reads the collation of that table's column, not of one of its name in the
+// connection's database: ORDER BY a case-insensitive column there is refused,
+// as one database would order "a" before "B" and the merge of bytes after it.
+func TestAMergeReadsTheCollationOfATableNamedWithItsDatabase(t *testing.T) {
+	b := backends[1]
+	r := newRouting(t, b)
+	cfg, err := mysqldriver.ParseDSN(requireDSN(t, mysqlDSNVar))
+	must(t, err)
+	other := cfg.DBName + "_q"
+	must(t, r.direct[0].Exec("CREATE DATABASE IF NOT EXISTS `"+other+"`").Error)
+	t.Cleanup(func() { _ = r.direct[0].Exec("DROP DATABASE IF EXISTS `" + other + "`").Error })
+	tnQualifiedTable = other + ".tn_rows"
+	t.Cleanup(func() { tnQualifiedTable = "tn_rows" })
+	must(t, r.direct[0].Exec("DROP TABLE IF EXISTS `"+other+"`.tn_rows").Error)
+	// One table for every shard: they are databases of one server. Its name
+	// compares without case; each shard's own tn_rows byte for byte.
+	must(t, r.direct[0].Exec("CREATE TABLE `"+other+"`.tn_rows (id BIGINT PRIMARY KEY, name VARCHAR(64) COLLATE utf8mb4_general_ci)").Error)
+	for _, d := range r.direct {
+		must(t, d.Exec("DROP TABLE IF EXISTS tn_rows").Error)
+		must(t, d.Exec("CREATE TABLE tn_rows (id BIGINT PRIMARY KEY, name VARCHAR(64) COLLATE utf8mb4_bin)").Error)
+	}
+	t.Cleanup(func() {
+		for _, d := range r.direct {
+			_ = d.Exec("DROP TABLE IF EXISTS tn_rows").Error
+		}
+	})
+	count := r.plugin.Layout().ShardCount()
+	for k, name := range []string{"a", "B"} {
+		must(t, r.db.Clauses(shardid.OnShard(k*count/physicalShards)).Create(&TnQualified{Name: name}).Error)
+	}
+	var rows []TnQualified
+	err = r.db.Clauses(shardid.AllShards()).Order("name").Find(&rows).Error
+	if !errors.Is(err, shardid.ErrCrossShard) || !strings.Contains(err.Error(), "utf8mb4_general_ci") {
+		t.Errorf("ORDER BY the case-insensitive column over every shard: %v, %+v; want ErrCrossShard naming utf8mb4_general_ci", err, rows)
+	}
+	must(t, r.direct[0].Exec("ALTER TABLE `"+other+"`.tn_rows MODIFY name VARCHAR(64) COLLATE utf8mb4_bin").Error)
+	rows = nil
+	if err := r.db.Clauses(shardid.AllShards()).Order("name").Find(&rows).Error; err != nil || len(rows) != 2 || rows[0].Name != "B" {
+		t.Errorf("ORDER BY the column once byte for byte: %v, %+v; want B, a", err, rows)
 	}
 }

@@ -26,7 +26,8 @@ func textComparison(ctx context.Context, pool gorm.ConnPool, dialect string, par
 	case shardrouter.MySQL:
 		var collation, charset *string
 		var dataType string
-		err := pool.QueryRowContext(ctx, "SELECT COLLATION_NAME, CHARACTER_SET_NAME, DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ?", table, column).Scan(&collation, &charset, &dataType)
+		where, args := mysqlColumn(parts, column)
+		err := pool.QueryRowContext(ctx, "SELECT COLLATION_NAME, CHARACTER_SET_NAME, DATA_TYPE FROM information_schema.COLUMNS WHERE "+where, args...).Scan(&collation, &charset, &dataType)
 		if err == nil && collation == nil && slices.Contains([]string{"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"}, strings.ToLower(dataType)) {
 			binary := "binary" // a binary string, whose collation information_schema leaves NULL, compares its bytes
 			collation, charset = &binary, &binary
@@ -79,7 +80,11 @@ WHERE a.attrelid = COALESCE(to_regclass($1), to_regclass($2)) AND a.attname = $3
 		return shardrouter.TextComparison{Collation: name, Equal: deterministic, Order: bytewise, TrimSpace: blankPadded}, nil
 	case shardrouter.SQLite:
 		var ddl string
-		err := pool.QueryRowContext(ctx, "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", table).Scan(&ddl)
+		master := "sqlite_master"
+		if len(parts) > 1 {
+			master = sqlscan.Quote(dialect, parts[len(parts)-2]) + ".sqlite_master" // an attached database's
+		}
+		err := pool.QueryRowContext(ctx, "SELECT sql FROM "+master+" WHERE type = 'table' AND name = ?", table).Scan(&ddl)
 		if err != nil {
 			return shardrouter.TextComparison{}, err
 		}
@@ -142,12 +147,23 @@ func sqliteComparison(collation string) shardrouter.TextComparison {
 	return c
 }
 
-// mysqlSinglePrecision reports whether column of table is MySQL's or
-// MariaDB's FLOAT, whose values the server sends as text rounded to six
-// digits.
-func mysqlSinglePrecision(ctx context.Context, pool gorm.ConnPool, table, column string) (bool, error) {
+// mysqlColumn is the condition finding column of the table named by parts
+// (its database, if named, then its name) in MySQL's information_schema,
+// and its values: in the database that qualifies it, else the connection's.
+func mysqlColumn(parts []string, column string) (string, []any) {
+	if len(parts) > 1 {
+		return "TABLE_SCHEMA = ? AND TABLE_NAME = ? AND COLUMN_NAME = ?", []any{parts[len(parts)-2], parts[len(parts)-1], column}
+	}
+	return "TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ?", []any{parts[len(parts)-1], column}
+}
+
+// mysqlSinglePrecision reports whether column of the table named by parts
+// is MySQL's or MariaDB's FLOAT, whose values the server sends as text
+// rounded to six digits.
+func mysqlSinglePrecision(ctx context.Context, pool gorm.ConnPool, parts []string, column string) (bool, error) {
 	var dataType string
-	err := pool.QueryRowContext(ctx, "SELECT DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ?", table, column).Scan(&dataType)
+	where, args := mysqlColumn(parts, column)
+	err := pool.QueryRowContext(ctx, "SELECT DATA_TYPE FROM information_schema.COLUMNS WHERE "+where, args...).Scan(&dataType)
 	return strings.EqualFold(dataType, "float"), err
 }
 

@@ -20,9 +20,10 @@ import (
 // on a server that orders it as mariadbUUIDOrder does: releases before
 // 10.10.6 and 10.11.5 swapped other UUIDs too, by rules that changed
 // between them, and are refused.
-func mariadbUUIDKey(ctx context.Context, pool gorm.ConnPool, table, column string) (bool, error) {
+func mariadbUUIDKey(ctx context.Context, pool gorm.ConnPool, parts []string, column string) (bool, error) {
 	var dataType, version string
-	err := pool.QueryRowContext(ctx, "SELECT DATA_TYPE, VERSION() FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ?", table, column).Scan(&dataType, &version)
+	where, args := mysqlColumn(parts, column)
+	err := pool.QueryRowContext(ctx, "SELECT DATA_TYPE, VERSION() FROM information_schema.COLUMNS WHERE "+where, args...).Scan(&dataType, &version)
 	if err != nil || !strings.EqualFold(dataType, "uuid") {
 		return false, err
 	}

@@ -169,7 +169,7 @@ func (e *Engine) mergeOrderOf(db *gorm.DB, m *model, o *shardrouter.Order, k int
 	how.textTimes = dialect == shardrouter.SQLite
 	for _, c := range o.Columns {
 		if dialect == shardrouter.MySQL && isFloat(c.Field.FieldType) {
-			if single, err := mysqlSinglePrecision(db.Statement.Context, ph.pool, fromTable(db.Statement), c.Field.DBName); err != nil || single {
+			if single, err := mysqlSinglePrecision(db.Statement.Context, ph.pool, fromTableParts(db.Statement), c.Field.DBName); err != nil || single {
 				return how, cmp.Or(err, fmt.Errorf("%w: %s: ORDER BY %s over several physical databases: the column is a FLOAT, whose values MySQL and MariaDB send rounded to six digits, so that values apart in the table would order as equal", ErrCrossShard, m.schema.Name, c.Field.DBName))
 			}
 		}
@@ -187,7 +187,7 @@ func (e *Engine) mergeOrderOf(db *gorm.DB, m *model, o *shardrouter.Order, k int
 		how.text[c.Field] = comparison
 	}
 	if dialect == shardrouter.MySQL && isUUIDType(o.Key.FieldType) {
-		if how.storedUUIDs, err = mariadbUUIDKey(db.Statement.Context, ph.pool, fromTable(db.Statement), o.Key.DBName); err != nil {
+		if how.storedUUIDs, err = mariadbUUIDKey(db.Statement.Context, ph.pool, fromTableParts(db.Statement), o.Key.DBName); err != nil {
 			return how, e.partError(k, err)
 		}
 	}
