@@ -134,12 +134,32 @@ func (s *Scan) merge(o Scan) {
 // stands; where text holds backslashes, also those of text read with
 // MySQL's backslash escapes ('FROM\nt' names t, 'us\ers' is users).
 func rawWords(text string) []string {
-	fields := func(text string) []string {
-		return strings.FieldsFunc(text, func(r rune) bool { return r < 0x80 && !isIdentChar(byte(r)) })
-	}
-	words := fields(text)
+	words := wordsOf(text)
 	if strings.IndexByte(text, '\\') >= 0 {
-		words = append(words, fields(unescape(text, 0, true))...)
+		words = append(words, wordsOf(unescape(text, 0, true))...)
+	}
+	return words
+}
+
+// wordsOf returns the runs of identifier characters of text, but a reserved
+// keyword (neverBareTable) right after no opening quote, nor after a dot.
+func wordsOf(text string) []string {
+	var words []string
+	for i := 0; i < len(text); {
+		if text[i] < 0x80 && !isIdentChar(text[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(text) && (text[j] >= 0x80 || isIdentChar(text[j])) {
+			j++
+		}
+		dot := strings.HasSuffix(strings.TrimRight(text[:i], " \t\r\n"), ".")
+		quoted := i > 0 && strings.IndexByte("\"`[", text[i-1]) >= 0
+		if dot || quoted || !neverBareTable[asciiUpper(text[i:j])] {
+			words = append(words, text[i:j])
+		}
+		i = j
 	}
 	return words
 }
@@ -159,9 +179,12 @@ func readTokens(d *dialect, tokens []Token) (Scan, error) {
 // them (PostgreSQL's truncated too), and those of strings, read as SQL as
 // well, for a string may be a function's body (DO $$ ... $$).
 func tokenWords(d *dialect, tokens []Token, words []string, depth int) []string {
-	for _, t := range tokens {
+	for i, t := range tokens {
 		switch t.Kind {
 		case Word, Quoted:
+			if t.Kind == Word && neverBareTable[asciiUpper(t.Text)] && (i == 0 || tokens[i-1] != Token{Punct, "."}) {
+				continue // the keyword: a table of that name is written quoted, or after its schema's dot
+			}
 			words = append(words, t.Text)
 			if short := d.truncated(t.Text); short != t.Text {
 				words = append(words, short)
@@ -180,6 +203,11 @@ func tokenWords(d *dialect, tokens []Token, words []string, depth int) []string 
 	}
 	return words
 }
+
+// neverBareTable are keywords each dialect reserves, so that a table of
+// their name (a MapTable "order") is always written quoted: unquoted, they
+// are the keyword (ORDER BY), not that table.
+var neverBareTable = wordSet("SELECT FROM WHERE GROUP ORDER HAVING UNION AND OR NOT NULL IN IS AS ON INTO CASE WHEN THEN ELSE DISTINCT ALL LIMIT")
 
 // reader walks the tokens of one reading. The walk is not a parser: it knows
 // where each statement form puts its tables and skips what names none.

@@ -283,10 +283,24 @@ func TestReadKindsAndWords(t *testing.T) {
 		t.Fatalf("Kinds = %q, %v", scan.Kinds, err)
 	}
 	// SQL it cannot read gives its identifiers and the words in its strings
-	// (and in them read as SQL, for a function's body).
+	// (and in them read as SQL, for a function's body), but the reserved
+	// keywords no table's name is unquoted.
 	scan, err = Read("postgres", `SHOW "x" /* y */; SELECT 'a b' FROM t`)
-	if !errors.Is(err, ErrUnsure) || !slices.Equal(scan.Words, []string{"SHOW", "x", "SELECT", "a", "b", "a", "b", "FROM", "t"}) {
+	if !errors.Is(err, ErrUnsure) || !slices.Equal(scan.Words, []string{"SHOW", "x", "a", "b", "a", "b", "t"}) {
 		t.Errorf("Words = %q, %v", scan.Words, err)
+	}
+	scan, err = Read("mysql", "SELECT /*!40001 SQL_NO_CACHE */ * FROM `order` WHERE id = 1 ORDER BY id")
+	if !errors.Is(err, ErrUnsure) || !slices.Equal(scan.Words, []string{"40001", "SQL_NO_CACHE", "order", "id", "1", "BY", "id"}) {
+		t.Errorf("a table named as a keyword: Words = %q, %v", scan.Words, err)
+	}
+	for dialect, sql := range map[string]string{ // after its schema's dot, a keyword is a name
+		"mysql":    "SELECT /*!40001 SQL_NO_CACHE */ * FROM shop . order",
+		"postgres": "SHOW x; SELECT * FROM shop.order ORDER BY 1",
+	} {
+		scan, err = Read(dialect, sql)
+		if n := strings.Count(strings.ToLower(strings.Join(scan.Words, " ")), "order"); !errors.Is(err, ErrUnsure) || n != 1 {
+			t.Errorf("%s: Words = %q (order %d times), %v; want the table's once", sql, scan.Words, n, err)
+		}
 	}
 	// Text that cannot be split gives every word of it.
 	scan, err = Read("mysql", "SELECT 'x FROM authors")
