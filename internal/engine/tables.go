@@ -13,6 +13,7 @@ import (
 	"github.com/shardid/shardid/internal/fence"
 	"github.com/shardid/shardid/internal/mapstore"
 	"github.com/shardid/shardid/internal/mover"
+	"github.com/shardid/shardid/internal/shardmigrator"
 	"github.com/shardid/shardid/internal/sqlscan"
 	"github.com/shardid/shardid/strategies"
 )
@@ -530,16 +531,4 @@ func fromTable(stmt *gorm.Statement) string {
 
 // fromTableParts is fromTable with its schema, if named (TablePrefix
 // "app."): each part of the name, unquoted.
-func fromTableParts(stmt *gorm.Statement) []string {
-	table := stmt.Table
-	if stmt.TableExpr != nil {
-		if words := strings.Fields(stmt.TableExpr.SQL); len(words) > 0 {
-			table = words[0]
-		}
-	}
-	parts := strings.Split(table, ".")
-	for i, p := range parts {
-		parts[i] = strings.Trim(p, "`\"")
-	}
-	return parts
-}
+func fromTableParts(stmt *gorm.Statement) []string { return shardmigrator.TableParts(stmt) }

@@ -131,7 +131,7 @@ func exactCollation(db *gorm.DB) (string, error) {
 // key too: LooseKey folds text, not the spellings a type reads alike.
 func (m Migrator) checkHashColumns(db *gorm.DB, models []any, where string) error {
 	err := m.eachHashField(db, models, looseHashField, func(stmt *gorm.Statement, model *Model, f *schema.Field) error {
-		table := strings.Join(migratedTable(stmt), ".")
+		table := strings.Join(TableParts(stmt), ".")
 		inexact, notText, err := inexactComparison(db, table, f.DBName)
 		if err != nil {
 			return errs.Wrap(err, "on %s: reading the collation of %s.%s", where, table, f.DBName)
@@ -150,7 +150,7 @@ func (m Migrator) checkHashColumns(db *gorm.DB, models []any, where string) erro
 		return err
 	}
 	return m.eachHashTextField(db, models, func(stmt *gorm.Statement, model *Model, f *schema.Field) error {
-		table := strings.Join(migratedTable(stmt), ".")
+		table := strings.Join(TableParts(stmt), ".")
 		inexact, notText, err := inexactComparison(db, table, f.DBName)
 		if err != nil {
 			return errs.Wrap(err, "on %s: reading the collation of %s.%s", where, table, f.DBName)
@@ -212,7 +212,7 @@ func (m Migrator) checkLooseColumns(db *gorm.DB, models []any, where string) err
 		return nil
 	}
 	return m.eachHashField(db, models, looseHashField, func(stmt *gorm.Statement, model *Model, f *schema.Field) error {
-		table := strings.Join(migratedTable(stmt), ".")
+		table := strings.Join(TableParts(stmt), ".")
 		unlike, err := read(table, f.DBName)
 		if err != nil {
 			return errs.Wrap(err, "on %s: reading the collation of %s.%s", where, table, f.DBName)
@@ -303,11 +303,11 @@ var icuKeywords = map[string]string{
 	"colnumeric": "kn", "collation": "co",
 }
 
-// migratedTable is the table a migration of stmt's model changes, each part
-// of its name unquoted (its schema or database first, if named): the
-// model's, or that of Migrator(db.Table(name)). GORM keeps a qualified
-// name ("app.users" of a TableName or a TablePrefix) in TableExpr.
-func migratedTable(stmt *gorm.Statement) []string {
+// TableParts is the table stmt acts on (a migration of its model changes),
+// each part of its name unquoted (its schema or database first, if named):
+// the model's, or that of Table(name). GORM keeps a qualified name
+// ("app.users" of a TableName or a TablePrefix) in TableExpr.
+func TableParts(stmt *gorm.Statement) []string {
 	table := stmt.Table
 	if stmt.TableExpr != nil {
 		if words := strings.Fields(stmt.TableExpr.SQL); len(words) > 0 {

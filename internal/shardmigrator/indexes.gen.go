@@ -33,7 +33,7 @@ func (m Migrator) indexPlacingColumns(db *gorm.DB, models []any) error {
 		if column == nil || leadsAnIndex(stmt.Schema, column) {
 			continue
 		}
-		migrated := strings.Join(migratedTable(stmt), ".")
+		migrated := strings.Join(TableParts(stmt), ".")
 		name := fmt.Sprintf("idx_shardid_%s_%s", strings.ReplaceAll(migrated, ".", "_"), column.DBName) // as GORM names its indexes: no dot of a schema
 		// A long table's is shortened with a hash, which MySQL takes and which
 		// tells apart two tables of one start on PostgreSQL; there an earlier

@@ -58,7 +58,7 @@ func (m Migrator) dropTable(value any) error {
 	if !named && sharded {
 		table = s.Table
 		if m.db.Statement.Table != "" {
-			table = strings.Join(migratedTable(m.db.Statement), ".") // Migrator(db.Table(name)) drops that table, in its schema if named
+			table = strings.Join(TableParts(m.db.Statement), ".") // Migrator(db.Table(name)) drops that table, in its schema if named
 		}
 	}
 	routed := sharded && m.plugin.Routed()
