@@ -875,3 +875,120 @@ func TestMoveKeepsJSONAndXMLUnderPgxExecModes(t *testing.T) {
 		}
 	})
 }
+
+// Tables linked by a foreign key of the application's own (the plugin's
+// migrator makes none): books reference their colocated writer, and sort
+// before it by name.
+type (
+	FkWriter struct {
+		ID   int64 `shardid:"strategy:snowflake"`
+		Name string
+	}
+	FkBook struct {
+		ID       int64 `shardid:"strategy:snowflake;colocate:WriterID"`
+		WriterID int64 `gorm:"index"`
+		Title    string
+	}
+)
+
+// TestMoveCarriesTablesLinkedByForeignKeys: colocated tables linked by a
+// foreign key (RESTRICT or ON DELETE CASCADE) on both databases move, with
+// writers and their books made and deleted during the copy and the
+// catch-up: parents are written before their children and deleted after
+// them, a child copied after its parent's copy finds the parent, a cancel
+// deletes the target's copies and the cleanup the source's, and the target
+// ends holding the source's rows.
+func TestMoveCarriesTablesLinkedByForeignKeys(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		for _, action := range []string{"", " ON DELETE CASCADE"} {
+			t.Run(map[string]string{"": "restrict", " ON DELETE CASCADE": "cascade"}[action], func(t *testing.T) {
+				dir := t.TempDir()
+				drop := func() {
+					for _, db := range direct(t, b, dir)[moveSource : moveTarget+1] {
+						_ = db.Migrator().DropTable(&FkBook{}, &FkWriter{})
+					}
+				}
+				drop()
+				t.Cleanup(drop)
+				r := newMoveRig(t, b, dir)
+				models := append([]any{&FkWriter{}, &FkBook{}}, moveModels...)
+				must(t, r.p.AutoMigrate(r.db, &FkWriter{}, &FkBook{}))
+				for _, db := range []*gorm.DB{r.source, r.target} {
+					must(t, db.Exec("ALTER TABLE fk_books ADD CONSTRAINT fk_books_writer FOREIGN KEY (writer_id) REFERENCES fk_writers(id)"+action).Error)
+				}
+				var writers []int64
+				write := func(shard int) int64 {
+					w := FkWriter{Name: fmt.Sprint(shard)}
+					must(t, r.db.Clauses(shardid.OnShard(shard)).Create(&w).Error)
+					for j := 0; j < 3; j++ {
+						must(t, r.db.Create(&FkBook{WriterID: w.ID, Title: fmt.Sprint(j)}).Error)
+					}
+					return w.ID
+				}
+				unwrite := func(id int64) {
+					must(t, r.db.Where("writer_id = ?", id).Delete(&FkBook{}).Error)
+					must(t, r.db.Delete(&FkWriter{ID: id}).Error)
+				}
+				for i := 0; i < 20; i++ {
+					writers = append(writers, write(movingRange.From+i))
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+				defer cancel()
+
+				// A move stopped in its catch-up, then cancelled.
+				stop, stopped := context.WithCancel(ctx)
+				_, err := r.p.Move(stop, shardid.Move{Logical: movingRange, To: b.name + "-target", ChunkSize: 5, CatchUpBelow: 1, Models: models,
+					Progress: func(p shardid.MoveProgress) {
+						if p.Phase == shardid.PhaseCatchUp {
+							stopped()
+						}
+					}})
+				if err == nil {
+					t.Fatal("the stopped move succeeded")
+				}
+				if n := len(dumpRange(t, r, r.target, "fk_books", "writer_id")); n == 0 {
+					t.Fatal("the stopped move copied no book")
+				}
+				must(t, r.p.CancelMove(ctx, movingRange))
+				for _, table := range []string{"fk_books", "fk_writers"} {
+					if n := countIn(t, r.target, table, true, r.p.Layout()); n != 0 {
+						t.Errorf("%s: %d rows of the range left on the target by the cancel", table, n)
+					}
+				}
+
+				wrote := map[string]bool{}
+				_, err = r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", ChunkSize: 5, CatchUpBelow: 1, Models: models,
+					Progress: func(p shardid.MoveProgress) {
+						step := p.Phase + p.Table
+						if wrote[step] || !(p.Phase == shardid.PhaseCopy && p.Table == "fk_books" || p.Phase == shardid.PhaseCatchUp) {
+							return
+						}
+						wrote[step] = true
+						// made after the writers' copy ended: the books' copy reads their books
+						writers = append(writers, write(movingRange.From+100+len(wrote)))
+						unwrite(writers[len(wrote)])
+						if action != "" {
+							must(t, r.db.Delete(&FkWriter{ID: writers[5+len(wrote)]}).Error) // its books with it
+						}
+					}})
+				must(t, err)
+				if len(wrote) != 2 {
+					t.Fatalf("wrote in %v", wrote)
+				}
+				compareSides(t, r, []fpTable{{"fk_writers", "id"}, {"fk_books", "id"}})
+				must(t, r.p.CleanupMove(ctx, movingRange))
+				for _, table := range []string{"fk_books", "fk_writers"} {
+					if n := countIn(t, r.source, table, true, r.p.Layout()); n != 0 {
+						t.Errorf("%s: %d rows of the range left on the source after the cleanup", table, n)
+					}
+				}
+				var books []FkBook
+				must(t, r.db.Where("writer_id = ?", writers[len(writers)-1]).Find(&books).Error)
+				if len(books) != 3 {
+					t.Errorf("the last writer has %d books after the move; want 3", len(books))
+				}
+				must(t, r.db.Create(&FkBook{WriterID: writers[len(writers)-1], Title: "after"}).Error)
+			})
+		}
+	})
+}

@@ -13,6 +13,7 @@ func (mv *run) catchUp(ctx context.Context) error {
 		below = 200
 	}
 	last := int64(-1)
+	refused := 0 // rounds in a row that a foreign key refused
 	for {
 		if err := mv.stillHolds(ctx); err != nil {
 			return err
@@ -26,9 +27,16 @@ func (mv *run) catchUp(ctx context.Context) error {
 			return nil
 		}
 		last = backlog
-		if _, err := mv.replay(ctx); err != nil {
+		_, err = mv.replay(ctx)
+		if missingParent(err) && refused < 3 {
+			// A row read again on the source references a parent written
+			// after the round read the log: the next round carries it.
+			refused++
+			continue
+		} else if err != nil {
 			return err
 		}
+		refused = 0
 	}
 }
 
@@ -77,15 +85,29 @@ func (mv *run) replay(ctx context.Context) (int, error) {
 		}
 	}
 	for _, name := range tables {
-		i := slices.IndexFunc(mv.tables, func(t *movedTable) bool { return t.name == name })
-		if i < 0 {
+		if !slices.ContainsFunc(mv.tables, func(t *movedTable) bool { return t.name == name }) {
 			return 0, fmt.Errorf("the change log names table %s, which the move does not carry", name)
 		}
-		for keys := range slices.Chunk(keysOf[name], replayKeys) {
+	}
+	// Written in the tables' order, parents before the children their
+	// foreign keys reference them from; deleted in the reverse one.
+	gone := map[string][]any{}
+	for _, t := range mv.tables {
+		for keys := range slices.Chunk(keysOf[t.name], replayKeys) {
 			if err := mv.stillHolds(ctx); err != nil {
 				return 0, err
 			}
-			if err := mv.replayKeys(ctx, mv.tables[i], keys); err != nil {
+			left, err := mv.replayKeys(ctx, t, keys)
+			if err != nil {
+				return 0, err
+			}
+			gone[t.name] = append(gone[t.name], left...)
+		}
+	}
+	for i := len(mv.tables) - 1; i >= 0; i-- {
+		t := mv.tables[i]
+		for keys := range slices.Chunk(gone[t.name], replayKeys) {
+			if err := t.deleteKeys(ctx, mv.target, keys); err != nil {
 				return 0, err
 			}
 		}
@@ -98,14 +120,15 @@ func (mv *run) replay(ctx context.Context) (int, error) {
 }
 
 // replayKeys copies the rows of t with the given keys from the source to
-// the target as they are now, and deletes those the source no longer has.
-func (mv *run) replayKeys(ctx context.Context, t *movedTable, keys []any) error {
+// the target as they are now, and returns the keys of those the source no
+// longer has, for the caller to delete on the target.
+func (mv *run) replayKeys(ctx context.Context, t *movedTable, keys []any) ([]any, error) {
 	if t.join { // the key logged is the owner's: all its join rows are replaced
-		return t.replaceOwners(ctx, mv.source, mv.target, keys)
+		return nil, t.replaceOwners(ctx, mv.source, mv.target, keys)
 	}
 	rows, err := t.byKeys(ctx, mv.source, keys)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	present := map[any]bool{}
 	for _, row := range rows {
@@ -118,8 +141,5 @@ func (mv *run) replayKeys(ctx context.Context, t *movedTable, keys []any) error 
 			gone = append(gone, k)
 		}
 	}
-	if err := t.upsert(ctx, mv.target, rows); err != nil {
-		return err
-	}
-	return t.deleteKeys(ctx, mv.target, gone)
+	return gone, t.upsert(ctx, mv.target, rows)
 }

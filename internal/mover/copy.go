@@ -3,6 +3,7 @@ package mover
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -52,7 +53,7 @@ func (mv *run) copyTable(ctx context.Context, t *movedTable) error {
 			return err
 		}
 		if len(rows) > 0 {
-			if err := t.upsert(ctx, mv.target, rows); err != nil {
+			if err := mv.upsertCopied(ctx, t, rows); err != nil {
 				return err
 			}
 			last := t.cursorOf(rows[len(rows)-1])
@@ -76,6 +77,23 @@ func (mv *run) copyTable(ctx context.Context, t *movedTable) error {
 				return ctx.Err()
 			case <-time.After(mv.req.Throttle):
 			}
+		}
+	}
+}
+
+// upsertCopied writes a chunk of the copy on the target. A row whose
+// foreign key references a row of another moved table that the target
+// lacks, one written on the source after that table's copy read past it,
+// has its parent in the change log: the log is replayed and the chunk
+// written again, for as long as the replay finds changes to apply.
+func (mv *run) upsertCopied(ctx context.Context, t *movedTable, rows [][]any) error {
+	for {
+		err := t.upsert(ctx, mv.target, rows)
+		if !missingParent(err) {
+			return err
+		}
+		if n, rerr := mv.replay(ctx); rerr != nil || n == 0 {
+			return errors.Join(err, rerr)
 		}
 	}
 }

@@ -54,7 +54,7 @@ func (m *Mover) Cancel(ctx context.Context, d Driver, r Range, models []any) err
 		return err
 	}
 	if mv.st.Phase != PhasePrepare { // before the copy, no row of the range on the target is the move's
-		for _, t := range mv.tables {
+		for _, t := range slices.Backward(mv.tables) { // children before the parents their foreign keys reference
 			if err := deleteRange(ctx, t, mv.target, r); err != nil {
 				return errs.Wrap(err, "deleting the copies of %s on %s", t.name, mv.st.To)
 			}
@@ -161,7 +161,7 @@ func (mv *run) deleteCopies(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	for _, t := range mv.tables {
+	for _, t := range slices.Backward(mv.tables) { // children before the parents their foreign keys reference
 		if err := deleteRange(ctx, t, conn, mv.st.Logical); err != nil {
 			return errs.Wrap(err, "deleting the copies of %s on %s", t.name, mv.st.From)
 		}

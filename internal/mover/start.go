@@ -82,6 +82,9 @@ func newRun(ctx context.Context, d Driver, req Request) (*run, error) {
 	if mv.tables, err = movedTables(ctx, d, req.Models, st, mv.source, req.ending); err != nil {
 		return nil, fmt.Errorf("the move's source %s: %w", names[from], err)
 	}
+	if mv.tables, err = byForeignKeys(ctx, mv.fence.Dialect, mv.tables, mv.source, mv.target); err != nil {
+		return nil, err
+	}
 	mv.resumed = st != nil
 	if st == nil {
 		st = &mapstore.MoveState{Logical: r, From: names[from], To: req.To, Phase: PhasePrepare, Started: time.Now().UTC(),
@@ -89,6 +92,7 @@ func newRun(ctx context.Context, d Driver, req Request) (*run, error) {
 		for _, t := range mv.tables {
 			st.Tables = append(st.Tables, t.name)
 		}
+		slices.Sort(st.Tables)
 	}
 	copyAnewWhereColumnsChanged(st, mv.tables)
 	for _, m := range []*map[string]int64{&st.Copied, &st.MaxKeys} {

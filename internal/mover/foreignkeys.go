@@ -1,0 +1,106 @@
+package mover
+
+import (
+	"context"
+	"database/sql"
+	"slices"
+	"strings"
+
+	"github.com/shardid/shardid/internal/errs"
+	"github.com/shardid/shardid/internal/sqlerr"
+	"github.com/shardid/shardid/internal/sqlscan"
+)
+
+// byForeignKeys orders tables so that a table another references by a
+// foreign key (on the source or on the target) comes before it: the copy
+// and the catch-up write a parent's rows before its children's, and
+// deletes (the catch-up's, a cancel's, a cleanup's) go in the reverse
+// order, children first, so that neither a RESTRICT nor a missing parent
+// fails them. Tables no key relates keep their order; a cycle is broken
+// by it, and a table referencing itself is its own business.
+//
+// The target's keys are read as it answers: one that does not fails the
+// move's own first statement there, while a cancel of a move that never
+// wrote it (its target down in the prepare) needs nothing of it.
+func byForeignKeys(ctx context.Context, dialect string, tables []*movedTable, source, target *sql.DB) ([]*movedTable, error) {
+	if len(tables) < 2 {
+		return tables, nil
+	}
+	parents := map[string][]string{} // child: its parents among tables
+	for _, db := range []*sql.DB{source, target} {
+		for _, t := range tables {
+			refs, err := referencedTables(ctx, db, dialect, t.name)
+			if err != nil && db == target {
+				break
+			} else if err != nil {
+				return nil, errs.Wrap(err, "reading the foreign keys of %s", t.name)
+			}
+			for _, p := range refs {
+				i := slices.IndexFunc(tables, func(m *movedTable) bool { return strings.EqualFold(m.name, p) })
+				if i >= 0 && tables[i].name != t.name && !slices.Contains(parents[t.name], tables[i].name) {
+					parents[t.name] = append(parents[t.name], tables[i].name)
+				}
+			}
+		}
+	}
+	if len(parents) == 0 {
+		return tables, nil
+	}
+	ordered := make([]*movedTable, 0, len(tables))
+	placed := map[string]bool{}
+	for len(ordered) < len(tables) {
+		next := -1
+		for i, t := range tables {
+			if placed[t.name] {
+				continue
+			}
+			if next < 0 {
+				next = i // a cycle: the first left
+			}
+			if !slices.ContainsFunc(parents[t.name], func(p string) bool { return !placed[p] }) {
+				next = i
+				break
+			}
+		}
+		placed[tables[next].name] = true
+		ordered = append(ordered, tables[next])
+	}
+	return ordered, nil
+}
+
+// referencedTables names the tables a table's foreign keys reference on
+// db (none for a table db lacks).
+func referencedTables(ctx context.Context, db *sql.DB, dialect, table string) ([]string, error) {
+	var q string
+	switch dialect {
+	case "mysql":
+		q = "SELECT REFERENCED_TABLE_NAME FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = DATABASE() AND TABLE_NAME = ? AND UNIQUE_CONSTRAINT_SCHEMA = DATABASE()"
+	case "postgres":
+		q = "SELECT p.relname FROM pg_constraint k JOIN pg_class p ON p.oid = k.confrelid WHERE k.contype = 'f' AND k.conrelid = to_regclass($1) AND p.relnamespace = (SELECT relnamespace FROM pg_class WHERE oid = to_regclass($1))"
+		table = sqlscan.Quote(dialect, table)
+	default:
+		q = `SELECT "table" FROM pragma_foreign_key_list(?)`
+	}
+	rows, err := readRows(ctx, db, 1, q, table)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(rows))
+	for i, row := range rows {
+		names[i] = asText(row[0])
+	}
+	return names, nil
+}
+
+// missingParent reports whether err is a foreign key's refusal of a row
+// whose parent the database lacks: on the target, a parent written on the
+// source after its table's copy read it, which the change log carries.
+func missingParent(err error) bool {
+	if number, _, ok := sqlerr.MySQL(err); ok {
+		return number == 1452 // ER_NO_REFERENCED_ROW_2
+	}
+	if code, _, ok := sqlerr.Postgres(err); ok {
+		return code == "23503" // foreign_key_violation
+	}
+	return err != nil && strings.Contains(err.Error(), "FOREIGN KEY constraint failed")
+}
