@@ -666,12 +666,99 @@ func TestMoveCarriesAMixedCaseTable(t *testing.T) {
 }
 
 // TestMoveCarriesLargeBlobsInDefaultChunks: rows of 1 MB blobs move in
-// chunks of the default size, within the servers' packet limits.
+// chunks of the default size, within the servers' packet limits, each
+// chunk read and written bounded by the bytes of its values (a thousand
+// rows of a few megabytes took gigabytes of memory), and so does the
+// catch-up's read of rows changed during the copy.
 func TestMoveCarriesLargeBlobsInDefaultChunks(t *testing.T) {
 	forEachServer(t, func(t *testing.T, b backend) {
 		r := newFidelityRig(t, b, &FpBig{})
-		must(t, moveWith(t, r, &FpBig{}, func(i int) any { return &FpBig{Blob: fpBlob(1<<20, byte(i))} }, 40, 0))
+		var ids []int64
+		for i := 0; i < 40; i++ {
+			row := FpBig{Blob: fpBlob(1<<20, byte(i))}
+			must(t, r.db.Clauses(shardid.OnShard(movingRange.From+i)).Create(&row).Error)
+			ids = append(ids, row.ID)
+		}
+		var chunks []int64
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		_, err := r.p.Move(ctx, shardid.Move{Logical: movingRange, To: r.b.name + "-target",
+			Models: append(append([]any{&FpBig{}}, moveModels...), fpModels...), Progress: func(p shardid.MoveProgress) {
+				if p.Table != "fp_bigs" || p.Step != "chunk" {
+					return
+				}
+				chunks = append(chunks, p.Copied)
+				if len(chunks) == 1 { // every row changed: the catch-up reads them all again
+					for i, id := range ids {
+						must(t, r.db.Model(&FpBig{ID: id}).Update("blob", fpBlob(1<<20, byte(100+i))).Error)
+					}
+				}
+			}})
+		must(t, err)
 		compareSides(t, r, []fpTable{{"fp_bigs", "id"}})
+		last := int64(0)
+		for _, c := range chunks {
+			if c-last > 17 { // 16 MB of values, and the row that passed them
+				t.Errorf("a chunk copied %d rows of 1 MB at once (chunks ending at %v)", c-last, chunks)
+			}
+			last = c
+		}
+	})
+}
+
+// FpZoned holds MySQL's TIMESTAMP, which a session's time zone converts.
+type FpZoned struct {
+	ID int64      `shardid:"strategy:snowflake"`
+	Ts *time.Time `gorm:"type:timestamp(6) NULL"`
+}
+
+// TestMoveKeepsTimestampsBetweenServersOfOtherTimeZones: a MySQL TIMESTAMP
+// is read and written as the session's time zone shows it, and a target
+// whose sessions have another (its server's default_time_zone, its DSN's
+// time_zone) keeps the same instants as the source, written during the
+// copy too; the move does not fail its check.
+func TestMoveKeepsTimestampsBetweenServersOfOtherTimeZones(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		if b.name != "mariadb" {
+			t.Skip("MySQL's session time zone")
+		}
+		physical := b.physical
+		b.physical = func(t testing.TB, dir string, i int) gorm.Dialector {
+			cfg, err := mysqldriver.ParseDSN(physical(t, dir, i).(*mysql.Dialector).DSN)
+			must(t, err)
+			if cfg.Params == nil {
+				cfg.Params = map[string]string{}
+			}
+			cfg.Params["time_zone"] = map[bool]string{true: "'+02:00'", false: "'-07:00'"}[i == moveTarget]
+			return mysql.Open(cfg.FormatDSN())
+		}
+		r := newFidelityRig(t, b, &FpZoned{})
+		at := time.Date(2024, 5, 6, 7, 8, 9, 123456000, time.UTC)
+		var ids []int64
+		for i := 0; i < 10; i++ {
+			row := FpZoned{Ts: ptr(at.Add(time.Duration(i) * time.Hour))}
+			must(t, r.db.Clauses(shardid.OnShard(movingRange.From+i)).Create(&row).Error)
+			ids = append(ids, row.ID)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		wrote := false
+		_, err := r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", ChunkSize: 3,
+			Models: append(append([]any{&FpZoned{}}, moveModels...), fpModels...), Progress: func(p shardid.MoveProgress) {
+				if p.Table == "fp_zoneds" && !wrote {
+					wrote = true
+					must(t, r.db.Model(&FpZoned{ID: ids[9]}).Update("ts", at.Add(-time.Hour)).Error)
+				}
+			}})
+		must(t, err)
+		instants := func(db *gorm.DB) string {
+			var got []string
+			must(t, db.Raw("SELECT CONCAT(id, '@', UNIX_TIMESTAMP(ts)) FROM fp_zoneds ORDER BY id").Scan(&got).Error)
+			return fmt.Sprint(got)
+		}
+		if src, dst := instants(r.source), instants(r.target); src != dst {
+			t.Errorf("the instants moved:\n source %s\n target %s", src, dst)
+		}
 	})
 }
 

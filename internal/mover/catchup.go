@@ -126,20 +126,49 @@ func (mv *run) replayKeys(ctx context.Context, t *movedTable, keys []any) ([]any
 	if t.join { // the key logged is the owner's: all its join rows are replaced
 		return nil, t.replaceOwners(ctx, mv.source, mv.target, keys)
 	}
-	rows, err := t.byKeys(ctx, mv.source, keys)
-	if err != nil {
-		return nil, err
-	}
-	present := map[any]bool{}
-	for _, row := range rows {
-		present[normalizeKey(row[t.keyIndex()])] = true
-	}
-	var gone []any
 	for _, k := range keys {
 		mv.noteKey(t, k)
-		if !present[k] {
-			gone = append(gone, k)
-		}
 	}
-	return gone, t.upsert(ctx, mv.target, rows)
+	// Read again up to chunkBytes at a time: the keys a read cut short did
+	// not reach are asked again, fewer at a time; those a whole read did
+	// not find are gone.
+	var gone []any
+	pending, per := keys, len(keys)
+	for len(pending) > 0 {
+		ask := pending[:min(per, len(pending))]
+		var rows [][]any
+		var full bool
+		err := valuesInUTC(ctx, mv.source, t.dialect, func(source dataConn) (err error) {
+			rows, full, err = t.byKeys(ctx, source, ask)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		found := map[any]bool{}
+		for _, row := range rows {
+			found[normalizeKey(row[t.keyIndex()])] = true
+		}
+		if err := valuesInUTC(ctx, mv.target, t.dialect, func(target dataConn) error { return t.upsert(ctx, target, rows) }); err != nil {
+			return nil, err
+		}
+		var unread []any
+		for _, k := range ask {
+			switch {
+			case found[k]:
+			case full:
+				unread = append(unread, k)
+			default:
+				gone = append(gone, k)
+			}
+		}
+		if full && len(unread) == len(ask) {
+			return nil, fmt.Errorf("reading the changed rows of %s again: the rows read match none of the keys asked", t.name)
+		}
+		if full {
+			per = max(1, len(rows))
+		}
+		pending = append(unread, pending[len(ask):]...)
+	}
+	return gone, nil
 }

@@ -111,3 +111,44 @@ func (t *movedTable) summarize(ctx context.Context, db *sql.DB, r Range) (summar
 	s.Sum = total.String()
 	return s, rows.Err()
 }
+
+// dataConn is a pool, or one connection of it, that a copy's values are
+// read or written on.
+type dataConn interface {
+	execQuerier
+	preparer
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+}
+
+// valuesInUTC runs fn on db where MySQL's TIMESTAMP values are read and
+// written in UTC: the session's time zone converts them from and to the
+// instants stored, and the source's and the target's may differ (another
+// server's default_time_zone, a DSN's time_zone), or be one whose hour
+// repeats when the clocks go back, whose two instants read alike. On
+// MySQL fn gets a connection set to UTC, which it hands back set as it
+// was (closed if that fails); elsewhere the pool: PostgreSQL's timestamptz
+// reads as an instant, and SQLite has no time zone.
+func valuesInUTC(ctx context.Context, db *sql.DB, dialect string, fn func(dataConn) error) (err error) {
+	if dialect != "mysql" {
+		return fn(db)
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err == nil {
+			if _, reset := conn.ExecContext(ctx, "SET time_zone = @shardid_time_zone"); reset == nil {
+				err = conn.Close()
+				return
+			}
+		}
+		if discard := conn.Raw(func(any) error { return driver.ErrBadConn }); !errors.Is(discard, driver.ErrBadConn) {
+			err = errors.Join(err, discard, conn.Close())
+		}
+	}()
+	if _, err := conn.ExecContext(ctx, "SET @shardid_time_zone = @@session.time_zone, time_zone = '+00:00'"); err != nil {
+		return err
+	}
+	return fn(conn)
+}

@@ -38,14 +38,20 @@ func (mv *run) copyTable(ctx context.Context, t *movedTable) error {
 			return err
 		}
 	}
-	limit := mv.chunkSize(t)
+	most := mv.chunkSize(t)
+	limit := most // fewer after a chunk that chunkBytes cut short, the rest of which was read for nothing
 	for {
 		args := []any{mv.st.Logical.From, mv.st.Logical.To}
 		cursor, started := mv.st.Cursors[t.name]
 		if started {
 			args = append(args, t.afterArgs(cursor)...)
 		}
-		rows, err := t.readValues(ctx, mv.source, t.chunkQuery(started, limit), args...)
+		var rows [][]any
+		var full bool
+		err := valuesInUTC(ctx, mv.source, t.dialect, func(source dataConn) (err error) {
+			rows, full, err = t.readValues(ctx, source, t.chunkQuery(started, limit), args...)
+			return err
+		})
 		if err != nil {
 			return err
 		}
@@ -61,8 +67,13 @@ func (mv *run) copyTable(ctx context.Context, t *movedTable) error {
 			mv.st.Copied[t.name] += int64(len(rows))
 			mv.noteKey(t, last) // a join table's cursor is a list: no ID source to advance
 		}
-		if len(rows) < limit {
+		if len(rows) < limit && !full {
 			mv.st.Done[t.name] = true
+		}
+		if full {
+			limit = len(rows) + 1
+		} else {
+			limit = min(most, 2*limit)
 		}
 		if err := mv.d.Store().SaveMove(ctx, mv.st); err != nil {
 			return err
@@ -88,7 +99,7 @@ func (mv *run) copyTable(ctx context.Context, t *movedTable) error {
 // written again, for as long as the replay finds changes to apply.
 func (mv *run) upsertCopied(ctx context.Context, t *movedTable, rows [][]any) error {
 	for {
-		err := t.upsert(ctx, mv.target, rows)
+		err := valuesInUTC(ctx, mv.target, t.dialect, func(target dataConn) error { return t.upsert(ctx, target, rows) })
 		if !missingParent(err) {
 			return err
 		}

@@ -78,27 +78,33 @@ func joinPrimaryKey(ctx context.Context, db *sql.DB, dialect, table, owner strin
 // source's, deleting then inserting in one transaction on the target: an
 // owner's logged write may have deleted rows, which the source no longer
 // holds to be read again.
-func (t *movedTable) replaceOwners(ctx context.Context, source, target *sql.DB, keys []any) (err error) {
-	rows, err := t.byKeys(ctx, source, keys)
+func (t *movedTable) replaceOwners(ctx context.Context, source, target *sql.DB, keys []any) error {
+	var rows [][]any
+	err := valuesInUTC(ctx, source, t.dialect, func(source dataConn) (err error) {
+		rows, _, err = t.byKeys(ctx, source, keys) // whole: a join table's reads are not bounded
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	tx, err := target.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer func() {
+	return valuesInUTC(ctx, target, t.dialect, func(target dataConn) (err error) {
+		tx, err := target.BeginTx(ctx, nil)
 		if err != nil {
-			err = errors.Join(err, tx.Rollback())
+			return err
 		}
-	}()
-	if err := t.deleteKeys(ctx, tx, keys); err != nil {
-		return err
-	}
-	if err := t.upsert(ctx, tx, rows); err != nil {
-		return err
-	}
-	return tx.Commit()
+		defer func() {
+			if err != nil {
+				err = errors.Join(err, tx.Rollback())
+			}
+		}()
+		if err := t.deleteKeys(ctx, tx, keys); err != nil {
+			return err
+		}
+		if err := t.upsert(ctx, tx, rows); err != nil {
+			return err
+		}
+		return tx.Commit()
+	})
 }
 
 // cursorOf is where the copy resumes after row: its key, or for a

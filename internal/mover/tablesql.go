@@ -63,33 +63,70 @@ func readRows(ctx context.Context, db rangeQuerier, width int, query string, arg
 // readRowsAs is readRows with each row's values given to as, with the
 // columns' types, before it is kept; a nil as keeps them as read.
 func readRowsAs(ctx context.Context, db rangeQuerier, width int, as func([]*sql.ColumnType, []any), query string, args ...any) ([][]any, error) {
+	out, _, err := readRowsWithin(ctx, db, width, 0, as, query, args...)
+	return out, err
+}
+
+// chunkBytes bounds the values of the rows one read of the copy or the
+// catch-up keeps, and one statement writes, whatever ChunkSize: a thousand
+// rows of a few megabytes each would take gigabytes of memory (more than
+// once over, as the drivers read and encode them) and exceed PostgreSQL's
+// 1 GB message.
+const chunkBytes = 16 << 20
+
+// rowBytes is about how many bytes a row's values take.
+func rowBytes(row []any) int {
+	n := 0
+	for _, v := range row {
+		switch x := v.(type) {
+		case []byte:
+			n += len(x)
+		case string:
+			n += len(x)
+		default:
+			n += 8
+		}
+	}
+	return n
+}
+
+// readRowsWithin is readRowsAs that stops, full, after the row that
+// brings its values to budget bytes (0: no bound).
+func readRowsWithin(ctx context.Context, db rangeQuerier, width, budget int, as func([]*sql.ColumnType, []any), query string, args ...any) (_ [][]any, full bool, _ error) {
 	rows, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer rows.Close()
 	var types []*sql.ColumnType
 	if as != nil {
 		if types, err = rows.ColumnTypes(); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	var out [][]any
+	size := 0
 	for rows.Next() {
+		if budget > 0 && size >= budget {
+			return out, true, nil
+		}
 		values := make([]any, width)
 		ptrs := make([]any, width)
 		for i := range values {
 			ptrs[i] = &values[i]
 		}
 		if err := rows.Scan(ptrs...); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if as != nil {
 			as(types, values)
 		}
 		out = append(out, values)
+		if budget > 0 {
+			size += rowBytes(values)
+		}
 	}
-	return out, rows.Err()
+	return out, false, rows.Err()
 }
 
 // textUnlessBytea gives PostgreSQL's bytes of any column but a bytea as
@@ -122,21 +159,26 @@ func (p preparedQuerier) QueryContext(ctx context.Context, _ string, args ...any
 	return p.stmt.QueryContext(ctx, args...)
 }
 
-// readValues reads rows of t's columns by query.
-func (t *movedTable) readValues(ctx context.Context, db rangeQuerier, query string, args ...any) ([][]any, error) {
+// readValues reads rows of t's columns by query, up to chunkBytes of
+// values: full says it stopped there, other rows unread.
+func (t *movedTable) readValues(ctx context.Context, db rangeQuerier, query string, args ...any) (_ [][]any, full bool, _ error) {
+	budget := chunkBytes
+	if t.join {
+		budget = 0 // an owner's rows are read whole; join rows are small
+	}
 	if t.dialect == "postgres" {
-		return readRowsAs(ctx, db, len(t.columns), textUnlessBytea, query, args...)
+		return readRowsWithin(ctx, db, len(t.columns), budget, textUnlessBytea, query, args...)
 	}
 	p, ok := db.(preparer)
 	if !ok || t.dialect != "mysql" {
-		return readRows(ctx, db, len(t.columns), query, args...)
+		return readRowsWithin(ctx, db, len(t.columns), budget, nil, query, args...)
 	}
 	stmt, err := p.PrepareContext(ctx, query)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer stmt.Close()
-	return readRows(ctx, preparedQuerier{stmt}, len(t.columns), query, args...)
+	return readRowsWithin(ctx, preparedQuerier{stmt}, len(t.columns), budget, nil, query, args...)
 }
 
 // writeValues runs a statement writing rows' values.
@@ -160,7 +202,11 @@ const maxParameters = 30000
 func (t *movedTable) upsert(ctx context.Context, db execQuerier, rows [][]any) error {
 	per := max(1, maxParameters/len(t.columns))
 	for len(rows) > 0 {
-		n := min(per, len(rows))
+		n, size := 0, 0
+		for n < min(per, len(rows)) && (n == 0 || size+rowBytes(rows[n]) <= chunkBytes) {
+			size += rowBytes(rows[n])
+			n++
+		}
 		if err := t.upsertSome(ctx, db, rows[:n]); err != nil {
 			return err
 		}
@@ -328,8 +374,9 @@ type (
 	}
 )
 
-// byKeys reads the rows with the given keys.
-func (t *movedTable) byKeys(ctx context.Context, db *sql.DB, keys []any) ([][]any, error) {
+// byKeys reads the rows with the given keys, up to chunkBytes of values
+// (full: others may be unread).
+func (t *movedTable) byKeys(ctx context.Context, db rangeQuerier, keys []any) ([][]any, bool, error) {
 	q := "SELECT " + t.quotedColumns() + " FROM " + sqlscan.Quote(t.dialect, t.name) + " WHERE " + sqlscan.Quote(t.dialect, t.key) + " IN (" + placeholders(t.dialect, 0, len(keys)) + ")"
 	return t.readValues(ctx, db, q, keys...)
 }
