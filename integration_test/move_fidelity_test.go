@@ -1079,3 +1079,62 @@ func TestMoveCarriesTablesLinkedByForeignKeys(t *testing.T) {
 		}
 	})
 }
+
+// FpNoKey is a table its owner made without the plugin's migrator, and
+// without a primary key.
+type FpNoKey struct {
+	ID   int64 `shardid:"strategy:snowflake"`
+	Name string
+}
+
+// TestMoveRefusesATargetTableWithoutAUniqueKey: a target's table without a
+// primary key or unique index on the key (made by hand) is refused at the
+// prepare, naming it, before anything changes: the copy's upsert would
+// fail there (PostgreSQL) or write rows twice (MySQL) once the source was
+// fenced. Given one, the move goes on.
+func TestMoveRefusesATargetTableWithoutAUniqueKey(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newFidelityRig(t, b, &FpNoKey{})
+		must(t, r.target.Exec("DROP TABLE fp_no_keys").Error)
+		must(t, r.target.Exec("CREATE TABLE fp_no_keys (id bigint NOT NULL, name "+map[bool]string{true: "longtext", false: "text"}[b.name == "mariadb"]+")").Error)
+		must(t, r.target.Exec("CREATE INDEX fp_no_keys_id ON fp_no_keys (id)").Error)
+		var ids []int64
+		for i := 0; i < 10; i++ {
+			row := FpNoKey{Name: fmt.Sprint(i)}
+			must(t, r.db.Clauses(shardid.OnShard(movingRange.From+i)).Create(&row).Error)
+			ids = append(ids, row.ID)
+		}
+		version := r.p.MapVersion()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		move := func() error {
+			done := false
+			_, err := r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", ChunkSize: 3, CatchUpBelow: 1,
+				Models: append(append([]any{&FpNoKey{}}, moveModels...), fpModels...), Progress: func(p shardid.MoveProgress) {
+					if p.Phase == shardid.PhaseCatchUp && !done {
+						done = true // a row copied already, read again
+						must(t, r.db.Model(&FpNoKey{ID: ids[1]}).Update("name", "x").Error)
+					}
+				}})
+			return err
+		}
+		err := move()
+		if !errors.Is(err, shardid.ErrMoveInvalid) || !strings.Contains(err.Error(), "fp_no_keys") || !strings.Contains(err.Error(), "primary key") {
+			t.Fatalf("a move to a table without a unique key: %v; want ErrMoveInvalid naming it", err)
+		}
+		if moves, err := r.p.Moves(ctx); err != nil || len(moves) != 0 {
+			t.Errorf("the refused move left %v recorded (%v)", moves, err)
+		}
+		var n int64
+		must(t, r.target.Table("fp_no_keys").Count(&n).Error)
+		if n != 0 {
+			t.Errorf("the refused move wrote %d rows on the target", n)
+		}
+		if v, err := r.p.RefreshMap(ctx); err != nil || v != version {
+			t.Errorf("the map after the refused move: version %d (%v); want %d", v, err, version)
+		}
+		must(t, r.target.Exec("ALTER TABLE fp_no_keys ADD PRIMARY KEY (id)").Error)
+		must(t, move())
+		compareSides(t, r, []fpTable{{"fp_no_keys", "id"}})
+	})
+}

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/shardid/shardid/internal/fence"
@@ -94,6 +95,9 @@ func (mv *run) checkTarget(ctx context.Context, t *movedTable) error {
 		return fmt.Errorf("%w: table %s on %s: %w: migrate the models with %s in Config.Shards (ids.AutoMigrate), then move again", ErrInvalid, t.name, mv.st.To, err, mv.st.To)
 	}
 	if err := mv.checkColumnsFit(ctx, t); err != nil {
+		return err
+	}
+	if err := mv.checkUniqueKey(ctx, t); err != nil {
 		return err
 	}
 	for _, c := range t.columns {
@@ -276,4 +280,62 @@ func (mv *run) highestKey(ctx context.Context, t *movedTable) error {
 		mv.noteKey(t, highest.Int64)
 	}
 	return nil
+}
+
+// checkUniqueKey refuses t on the target without a primary key or unique
+// index on exactly the columns the copy upserts by (its key, a join
+// table's primary key), which a table made behind the plugin's migrator
+// may lack: PostgreSQL's and SQLite's ON CONFLICT would fail the copy
+// after the source was fenced, and MySQL's ON DUPLICATE KEY, firing on no
+// index, would write a row again beside its copy.
+func (mv *run) checkUniqueKey(ctx context.Context, t *movedTable) error {
+	sets, err := uniqueColumnSets(ctx, mv.target, t.dialect, t.name)
+	if err != nil {
+		return fmt.Errorf("reading the unique indexes of %s on %s: %w", t.name, mv.st.To, err)
+	}
+	for _, set := range sets {
+		if len(set) == len(t.pk) && !slices.ContainsFunc(t.pk, func(c string) bool { return !slices.Contains(set, c) }) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: table %s on %s has no primary key or unique index on exactly (%s), by which the copy writes each row: without one the copy would fail, or write rows twice; make it the primary key there (as the plugin's migrator does), then move again",
+		ErrInvalid, t.name, mv.st.To, strings.Join(t.pk, ", "))
+}
+
+// uniqueColumnSets reads the column sets of a table's primary key and of
+// its unique indexes that an upsert can conflict on: of columns alone,
+// neither partial nor deferred.
+func uniqueColumnSets(ctx context.Context, db *sql.DB, dialect, table string) ([][]string, error) {
+	var q string
+	name := table
+	switch dialect {
+	case "mysql":
+		q = "SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND NON_UNIQUE = 0 ORDER BY INDEX_NAME, SEQ_IN_INDEX"
+	case "postgres":
+		q = `SELECT i.indexrelid::text, a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
+	WHERE i.indrelid = to_regclass($1) AND i.indisunique AND i.indimmediate AND i.indisvalid AND i.indpred IS NULL AND i.indexprs IS NULL ORDER BY 1`
+		name = sqlscan.Quote(dialect, table)
+	default: // the primary key (a rowid alias has no index), then unique indexes
+		q = `SELECT '', name FROM pragma_table_info(?1) WHERE pk > 0
+	UNION ALL SELECT l.name, i.name FROM pragma_index_list(?1) l, pragma_index_info(l.name) i WHERE l."unique" AND NOT l.partial ORDER BY 1`
+	}
+	rows, err := readRows(ctx, db, 2, q, name)
+	if err != nil {
+		return nil, err
+	}
+	var sets [][]string
+	var last string
+	for i, row := range rows {
+		index := asText(row[0])
+		if i == 0 || index != last {
+			sets = append(sets, nil)
+			last = index
+		}
+		if row[1] == nil { // an expression
+			sets[len(sets)-1] = append(sets[len(sets)-1], "")
+			continue
+		}
+		sets[len(sets)-1] = append(sets[len(sets)-1], asText(row[1]))
+	}
+	return sets, nil
 }
