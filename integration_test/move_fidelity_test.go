@@ -1138,3 +1138,48 @@ func TestMoveRefusesATargetTableWithoutAUniqueKey(t *testing.T) {
 		compareSides(t, r, []fpTable{{"fp_no_keys", "id"}})
 	})
 }
+
+// FpHidden gets an INVISIBLE column, which SELECT * leaves out.
+type FpHidden struct {
+	ID   int64 `shardid:"strategy:snowflake"`
+	Name string
+}
+
+// TestMoveCarriesInvisibleColumns: MariaDB's INVISIBLE columns (MySQL's
+// too), which SELECT * does not return, are copied with the others, written
+// during the copy too, and the cleanup leaves their values on the target.
+func TestMoveCarriesInvisibleColumns(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		if b.name != "mariadb" {
+			t.Skip("MariaDB's invisible columns")
+		}
+		r := newFidelityRig(t, b, &FpHidden{})
+		for _, db := range []*gorm.DB{r.source, r.target} {
+			must(t, db.Exec("ALTER TABLE fp_hiddens ADD COLUMN secret varchar(20) INVISIBLE").Error)
+		}
+		var ids []int64
+		for i := 0; i < 8; i++ {
+			row := FpHidden{Name: fmt.Sprint(i)}
+			must(t, r.db.Clauses(shardid.OnShard(movingRange.From+i)).Create(&row).Error)
+			ids = append(ids, row.ID)
+		}
+		must(t, r.source.Exec("UPDATE fp_hiddens SET secret = CONCAT('s', name)").Error)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		wrote := false
+		_, err := r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", ChunkSize: 3,
+			Models: append(append([]any{&FpHidden{}}, moveModels...), fpModels...), Progress: func(p shardid.MoveProgress) {
+				if p.Table == "fp_hiddens" && !wrote {
+					wrote = true
+					must(t, r.db.Clauses(shardid.ByID(ids[7])).Exec("UPDATE fp_hiddens SET secret = 'changed' WHERE id = ?", ids[7]).Error)
+				}
+			}})
+		must(t, err)
+		must(t, r.p.CleanupMove(ctx, movingRange))
+		var got []string
+		must(t, r.target.Raw("SELECT CONCAT(name, ':', COALESCE(secret, 'NULL')) FROM fp_hiddens ORDER BY id").Scan(&got).Error)
+		if want := "[0:s0 1:s1 2:s2 3:s3 4:s4 5:s5 6:s6 7:changed]"; fmt.Sprint(got) != want {
+			t.Errorf("the invisible column on the target after the move: %v; want %s", got, want)
+		}
+	})
+}

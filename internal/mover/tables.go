@@ -176,23 +176,28 @@ func columnsOf(ctx context.Context, db *sql.DB, dialect, table string) ([]string
 		}
 		return columns, err
 	}
-	rows, err := db.QueryContext(ctx, "SELECT * FROM "+sqlscan.Quote(dialect, table)+" WHERE 1 = 0")
+	// MySQL's too: SELECT * leaves out MariaDB's and MySQL's INVISIBLE
+	// columns, whose values the copy would then lose, its checks unaware.
+	rows, err := readRows(ctx, db, 1, "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? "+
+		"AND EXTRA NOT IN ('VIRTUAL GENERATED', 'STORED GENERATED', 'VIRTUAL', 'PERSISTENT', 'STORED') ORDER BY ORDINAL_POSITION", table)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	all, err := rows.Columns()
-	if err != nil || dialect != "mysql" {
-		return all, err
+	if len(rows) == 0 {
+		// Generated columns alone, or none: the table may not exist.
+		var n int
+		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?", table).Scan(&n); err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			return nil, noTableError(fmt.Sprintf("Table '%s' doesn't exist", table))
+		}
 	}
-	generated, err := readRows(ctx, db, 1, "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? "+
-		"AND EXTRA IN ('VIRTUAL GENERATED', 'STORED GENERATED', 'VIRTUAL', 'PERSISTENT', 'STORED')", table)
-	if err != nil {
-		return nil, err
+	columns := make([]string, len(rows))
+	for i, row := range rows {
+		columns[i] = asText(row[0])
 	}
-	return slices.DeleteFunc(all, func(c string) bool {
-		return slices.ContainsFunc(generated, func(g []any) bool { return strings.EqualFold(asText(g[0]), c) })
-	}), nil
+	return columns, nil
 }
 
 // sequencedColumns reads a PostgreSQL table's columns that a sequence
