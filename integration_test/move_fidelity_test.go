@@ -1183,3 +1183,50 @@ func TestMoveCarriesInvisibleColumns(t *testing.T) {
 		}
 	})
 }
+
+// FpPgTexts holds values pgx reads as PostgreSQL's text, which follows the
+// session's settings: arrays of float8, dates and timestamps.
+type FpPgTexts struct {
+	ID    int64  `shardid:"strategy:snowflake"`
+	Fs    string `gorm:"type:float8[]"`
+	Ds    string `gorm:"type:date[]"`
+	Ts    string `gorm:"type:timestamptz[]"`
+	Maybe *string
+}
+
+// TestMoveKeepsArraysUnderASourcesOwnTextSettings: a source database whose
+// own settings print values otherwise (extra_float_digits 0, which drops a
+// float8's last digits, DateStyle 'SQL, DMY', a time zone) moves arrays of
+// them to a target of the defaults exactly: the values are read with the
+// settings made canonical, and the check compares them so too.
+func TestMoveKeepsArraysUnderASourcesOwnTextSettings(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		if b.name != "postgres" {
+			t.Skip("PostgreSQL's text settings")
+		}
+		dir := t.TempDir()
+		main, err := gorm.Open(b.dialector(t, dir))
+		must(t, err)
+		var cur string
+		must(t, main.Raw("SELECT current_database()").Scan(&cur).Error)
+		name := fmt.Sprintf("%s_%d", cur, moveSource)
+		for _, set := range []string{"extra_float_digits = 0", "DateStyle = 'SQL, DMY'", "TimeZone = 'Asia/Kathmandu'"} {
+			must(t, main.Exec("ALTER DATABASE "+name+" SET "+set).Error)
+		}
+		t.Cleanup(func() { _ = main.Exec("ALTER DATABASE " + name + " RESET ALL").Error })
+		r := newFidelityRig(t, b, &FpPgTexts{})
+		must(t, moveWith(t, r, &FpPgTexts{}, func(i int) any {
+			return &FpPgTexts{Fs: "{0.30000000000000004,1.0000000000000002,-1e-300}", Ds: "{2024-01-02,2024-12-31}", Ts: `{"2024-10-27 02:30:00.000001+00"}`}
+		}, 6, 4))
+		q := "SELECT id || ':' || (fs = '{0.30000000000000004,1.0000000000000002,-1e-300}'::float8[])::text || ':' || to_char(ds[1], 'YYYY-MM-DD') || ',' || to_char(ds[2], 'YYYY-MM-DD') || ':' || extract(epoch FROM ts[1])::text FROM fp_pg_texts ORDER BY id"
+		var src, dst []string
+		must(t, r.source.Raw(q).Scan(&src).Error)
+		must(t, r.target.Raw(q).Scan(&dst).Error)
+		if len(src) != 6 || !strings.Contains(src[0], ":true:2024-01-02,2024-12-31:1729996200.000001") {
+			t.Fatalf("the source's rows read %v", src)
+		}
+		if fmt.Sprint(src) != fmt.Sprint(dst) {
+			t.Errorf("the values moved:\n source %v\n target %v", src, dst)
+		}
+	})
+}

@@ -30,7 +30,7 @@ func inUTC(ctx context.Context, db *sql.DB, dialect string, fn func(rowQuerier) 
 			return err
 		}
 		defer func() { err = errors.Join(err, tx.Rollback()) }()
-		if _, err := tx.ExecContext(ctx, "SET LOCAL TimeZone = 'UTC'"); err != nil {
+		if _, err := tx.ExecContext(ctx, postgresCanonical); err != nil {
 			return err
 		}
 		return fn(tx)
@@ -112,12 +112,21 @@ func (t *movedTable) summarize(ctx context.Context, db *sql.DB, r Range) (summar
 	return s, rows.Err()
 }
 
-// dataConn is a pool, or one connection of it, that a copy's values are
-// read or written on.
+// postgresCanonical sets, for a transaction, the settings PostgreSQL's
+// text of values depends on to ones that print every value alike and
+// exactly, whatever a database's or a role's own: a timestamptz in UTC,
+// dates in ISO (which any DateStyle reads back as such), a float8 with
+// every digit (extra_float_digits 0 drops two), intervals in postgres's
+// style. Values the drivers read as text (arrays, ranges, types pgx does
+// not know) are carried as such text, and checksums hash it.
+const postgresCanonical = "SELECT set_config('TimeZone', 'UTC', true), set_config('DateStyle', 'ISO, YMD', true), " +
+	"set_config('extra_float_digits', '3', true), set_config('IntervalStyle', 'postgres', true)"
+
+// dataConn is a pool, a connection or a transaction that a copy's values
+// are read or written on.
 type dataConn interface {
 	execQuerier
 	preparer
-	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
 }
 
 // valuesInUTC runs fn on db where MySQL's TIMESTAMP values are read and
@@ -126,9 +135,23 @@ type dataConn interface {
 // server's default_time_zone, a DSN's time_zone), or be one whose hour
 // repeats when the clocks go back, whose two instants read alike. On
 // MySQL fn gets a connection set to UTC, which it hands back set as it
-// was (closed if that fails); elsewhere the pool: PostgreSQL's timestamptz
-// reads as an instant, and SQLite has no time zone.
+// was (closed if that fails); on PostgreSQL a transaction with its
+// settings made canonical (postgresCanonical: the text of arrays, for
+// one, follows DateStyle and extra_float_digits); on SQLite the pool.
 func valuesInUTC(ctx context.Context, db *sql.DB, dialect string, fn func(dataConn) error) (err error) {
+	if dialect == "postgres" {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, postgresCanonical); err != nil {
+			return errors.Join(err, tx.Rollback())
+		}
+		if err := fn(tx); err != nil {
+			return errors.Join(err, tx.Rollback())
+		}
+		return tx.Commit()
+	}
 	if dialect != "mysql" {
 		return fn(db)
 	}

@@ -88,7 +88,19 @@ func (t *movedTable) replaceOwners(ctx context.Context, source, target *sql.DB, 
 		return err
 	}
 	return valuesInUTC(ctx, target, t.dialect, func(target dataConn) (err error) {
-		tx, err := target.BeginTx(ctx, nil)
+		if tx, ok := target.(*sql.Tx); ok { // PostgreSQL's: one already
+			if err := t.deleteKeys(ctx, tx, keys); err != nil {
+				return err
+			}
+			return t.upsert(ctx, tx, rows)
+		}
+		begin, ok := target.(interface {
+			BeginTx(context.Context, *sql.TxOptions) (*sql.Tx, error)
+		})
+		if !ok {
+			return fmt.Errorf("replacing the join rows of %s: no transaction on %T", t.name, target)
+		}
+		tx, err := begin.BeginTx(ctx, nil)
 		if err != nil {
 			return err
 		}
