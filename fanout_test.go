@@ -3,6 +3,7 @@ package shardid
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -379,6 +380,84 @@ func TestWritesOverEveryShardNeedAConditionAsGORMsDo(t *testing.T) {
 	must(t, all().Model(&guardedUser{}).Count(&kept).Error)
 	if kept != 0 || rows[0].ID == 0 {
 		t.Errorf("%d rows kept after a delete with AllowGlobalUpdate", kept)
+	}
+}
+
+type scopedUser struct {
+	ID     int64 `shardid:""`
+	Tenant string
+	Rank   int64
+}
+
+// BeforeUpdate and BeforeDelete keep every write to one tenant, as an
+// application's hooks may.
+func (u *scopedUser) BeforeUpdate(tx *gorm.DB) error {
+	tx.Statement.Where("tenant = ?", "t1")
+	return nil
+}
+
+func (u *scopedUser) BeforeDelete(tx *gorm.DB) error {
+	tx.Statement.Where("tenant = ?", "t1")
+	return nil
+}
+
+// TestWritesOverEveryShardTakeTheConditionsOfHooksAsGORMsDo: GORM checks an
+// update or delete for conditions after the Before hooks and the callbacks
+// before its own, so a condition a hook or a tenant scope's callback adds
+// lets it run on one database; over every shard it runs the same, on each
+// database, writing only the rows of the condition. It was refused with
+// gorm.ErrMissingWhereClause, checked before any hook had run.
+func TestWritesOverEveryShardTakeTheConditionsOfHooksAsGORMsDo(t *testing.T) {
+	db, p, direct := revRouted(t, &scopedUser{}, &guardedUser{})
+	for _, tenant := range []string{"t1", "t2"} {
+		revOnBoth(t, db, p, func() *scopedUser { return &scopedUser{Tenant: tenant} }, func(u *scopedUser) int64 { return u.ID })
+	}
+	tenants := func() (rows map[string]int64) {
+		rows = map[string]int64{}
+		for _, d := range direct {
+			var got []scopedUser
+			must(t, d.Find(&got).Error)
+			for _, u := range got {
+				rows[fmt.Sprintf("%s rank %d", u.Tenant, u.Rank)]++
+			}
+		}
+		return rows
+	}
+	want := tenants()
+	all := func() *gorm.DB { return db.Clauses(AllShards()) }
+	r := all().Model(&scopedUser{}).Update("rank", 7)
+	if r.Error != nil || r.RowsAffected != want["t1 rank 0"] {
+		t.Fatalf("an update over every shard with a hook's condition: %v, %d rows, want the %d rows of t1", r.Error, r.RowsAffected, want["t1 rank 0"])
+	}
+	want["t1 rank 7"] = want["t1 rank 0"]
+	delete(want, "t1 rank 0")
+	if got := tenants(); !maps.Equal(got, want) {
+		t.Fatalf("after the update: %v, want %v", got, want)
+	}
+	r = all().Delete(&scopedUser{})
+	if r.Error != nil || r.RowsAffected != want["t1 rank 7"] {
+		t.Fatalf("a delete over every shard with a hook's condition: %v, %d rows, want the %d rows of t1", r.Error, r.RowsAffected, want["t1 rank 7"])
+	}
+	delete(want, "t1 rank 7")
+	if got := tenants(); !maps.Equal(got, want) {
+		t.Fatalf("after the delete: %v, want %v", got, want)
+	}
+
+	// A tenant scope's callback, before GORM's delete, counts as well.
+	revOnBoth(t, db, p, func() *guardedUser { return &guardedUser{Name: "a"} }, func(u *guardedUser) int64 { return u.ID })
+	revOnBoth(t, db, p, func() *guardedUser { return &guardedUser{Name: "b"} }, func(u *guardedUser) int64 { return u.ID })
+	must(t, db.Callback().Delete().Before("gorm:delete").Register("test:tenant", func(tx *gorm.DB) {
+		if tx.Statement.Schema != nil && tx.Statement.Schema.Name == "guardedUser" {
+			tx.Statement.Where("name = ?", "a")
+		}
+	}))
+	must(t, all().Delete(&guardedUser{}).Error)
+	for k, d := range direct {
+		var left []guardedUser
+		must(t, d.Find(&left).Error)
+		if len(left) == 0 || slices.ContainsFunc(left, func(u guardedUser) bool { return u.Name != "b" }) {
+			t.Errorf("database %d after a delete of the rows named a: %+v, want those named b", k, left)
+		}
 	}
 }
 

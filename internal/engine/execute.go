@@ -53,6 +53,13 @@ type writePart struct {
 	// the parts before it are planned; it returns false when the part has
 	// nothing to do.
 	start func(part *gorm.DB) bool
+	// guarded: the write has no condition of the caller's, and no
+	// AllowGlobalUpdate; plugins is how many conditions the part holds that
+	// are the plugin's. With no more at its gate (no hook or callback added
+	// one), the part is refused as GORM refuses an update or delete without
+	// conditions.
+	guarded bool
+	plugins int
 }
 
 // turn is a part's place in the run: the statement whose gates stop it (not
@@ -67,6 +74,9 @@ type turn struct {
 	// update's SET (set by its build).
 	hooked []clause.Expression
 	set    clause.Set
+	// guarded and plugins are the part's writePart's.
+	guarded bool
+	plugins int
 }
 
 // partStop is a part stopped at a gate, or ended, with its error.
@@ -206,7 +216,7 @@ func (e *Engine) runParts(db *gorm.DB, kind statementKind, parts []writePart, ag
 			}
 			p.db.Statement.ConnPool = branch
 		}
-		t := &turn{index: i, stmt: p.db.Statement, stops: stops, resume: make(chan bool)}
+		t := &turn{index: i, stmt: p.db.Statement, stops: stops, resume: make(chan bool), guarded: p.guarded, plugins: p.plugins}
 		turns[i] = t
 		callerCtx := db.Statement.Context
 		go func() {

@@ -289,12 +289,12 @@ func (e *Engine) fanOutWrite(db *gorm.DB, kind statementKind, m *model, plan sha
 		})
 	}
 	byModel := kind == kindDelete && !sameValue(stmt.Model, stmt.Dest) && len(e.valueShards(stmt, m, kind, reflect.Indirect(reflect.ValueOf(stmt.Model)), nil)) > 0
-	if !db.AllowGlobalUpdate && !keyed && !byModel && len(conditionsOf(stmt)) == 0 {
-		// As GORM refuses it on one database: each part's condition to its
-		// database's ranges is the plugin's, not a condition of the caller's.
-		db.AddError(gorm.ErrMissingWhereClause)
-		return
-	}
+	// As GORM refuses it on one database, once the Before hooks and the
+	// callbacks before GORM's own have run (a hook's or a tenant scope's
+	// condition counts): each part's condition to its database's ranges is
+	// the plugin's, not the caller's, so each part is refused at its gate,
+	// before any part writes, if it holds no condition besides those.
+	guarded := !db.AllowGlobalUpdate && !keyed && !byModel && len(conditionsOf(stmt)) == 0
 	// Every part is made, and an update's SET checked against each part's
 	// rows, before any part runs: a part refused after another had committed
 	// would leave the statement half written. Each part checks again after
@@ -328,7 +328,7 @@ func (e *Engine) fanOutWrite(db *gorm.DB, kind statementKind, m *model, plan sha
 	// hook's SetColumn, the UpdatedAt time that SkipHooks would leave out).
 	writes := make([]writePart, len(run))
 	for i, k := range run {
-		writes[i] = writePart{k: k, db: parts[k]}
+		writes[i] = writePart{k: k, db: parts[k], guarded: guarded, plugins: len(conditionsOf(parts[k].Statement))}
 	}
 	if rows.slice == nil && len(run) > 1 {
 		first := parts[run[0]].Statement

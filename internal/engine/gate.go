@@ -41,6 +41,10 @@ func (e *Engine) gate(kind statementKind) func(*gorm.DB) {
 		}
 		if t, ok := db.Statement.Context.Value(turnKey{}).(*turn); ok && t.stmt == db.Statement {
 			t.hooked = append([]clause.Expression{}, conditionsOf(db.Statement)...) // before the build adds the rows' keys
+			if t.guarded && len(t.hooked) <= t.plugins {
+				db.AddError(gorm.ErrMissingWhereClause) // as GORM's own check, which runs here on one database
+				return
+			}
 		}
 		if db.Statement.SQL.Len() == 0 && !buildSQL(db, kind) {
 			return // nothing to send: an update with nothing to set
