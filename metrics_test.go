@@ -271,3 +271,30 @@ func openWithS1DownSinceTheStart(t *testing.T) (*gorm.DB, *Plugin, string) {
 	t.Cleanup(func() { _ = p.Close() })
 	return db, p, dir
 }
+
+// TestStatementRefusedByThePluginIsNotCounted: a statement bound to its
+// database and then refused by the plugin before anything was sent (raw SQL
+// under a shard clause naming an unsharded model's table; a query whose
+// select list names one, refused by the last gate) ran nowhere: it is not
+// counted as a statement, nor as a failure, on that database, as a refusal
+// before routing is not. One that fails on its server still is.
+func TestStatementRefusedByThePluginIsNotCounted(t *testing.T) {
+	db, p, _, _ := revRoutedN(t, 2, &metricUser{}, &metricNote{})
+	p.CountStatements()
+	if err := db.Clauses(OnShard(10)).Exec("UPDATE metric_users SET name = (SELECT text FROM metric_notes LIMIT 1)").Error; !errors.Is(err, ErrCrossShard) {
+		t.Fatalf("raw SQL on a shard naming an unsharded table: %v, want ErrCrossShard", err)
+	}
+	var found []metricUser
+	if err := db.Clauses(OnShard(10)).Select("id, (SELECT text FROM metric_notes LIMIT 1) AS name").Find(&found).Error; !errors.Is(err, ErrCrossShard) {
+		t.Fatalf("a query on a shard selecting from an unsharded table: %v, want ErrCrossShard", err)
+	}
+	if got := countsByDatabase(p); len(got) != 0 {
+		t.Errorf("statements the plugin refused before sending them are counted as run (statements, failed): %v", got)
+	}
+	if err := db.Clauses(OnShard(10)).Exec("UPDATE no_such_table SET x = 1").Error; err == nil {
+		t.Fatal("an update of a missing table succeeded")
+	}
+	if got := countsByDatabase(p); got["s0/raw"] != [2]uint64{1, 1} {
+		t.Errorf("a statement that failed on s0's server: %v, want s0/raw [1 1]", got)
+	}
+}

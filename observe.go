@@ -51,7 +51,8 @@ func (p *Plugin) Ping(ctx context.Context) ([]PingResult, error) {
 // Errors (a record not found is no failure), Buckets (statements that took
 // at most StatementBounds()[i]; the last, longer) and Seconds, their time in
 // all. A fan-out's parts and a split create's inserts each count on their
-// own database.
+// own database; a statement the plugin refused before sending it
+// (ErrNoShard, ErrCrossShard) ran nowhere, and is not counted.
 type StatementStats = engine.StatementStats
 
 // StatementBounds returns the upper bounds, in seconds, of the buckets of

@@ -115,6 +115,9 @@ func (e *Engine) registerCallbacks(db *gorm.DB) error {
 			for _, fn := range before {
 				fn(db)
 			}
+			if db.Error == nil {
+				e.sending(db.Statement)
+			}
 			gormOwn(db)
 		}); err != nil {
 			return errs.Wrap(err, "wrapping %s", x.name)

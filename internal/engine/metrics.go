@@ -67,6 +67,7 @@ type statementClock struct {
 	fanOut   []int // the databases of its parts, if it has any
 	kind     statementKind
 	stopped  bool
+	sent     bool   // it reached GORM's executor: it ran on its database, or failed there
 	sql      string // what it ran, kept for a tracer's part span (GORM resets it after the last callback)
 }
 
@@ -139,6 +140,26 @@ func (e *Engine) boundTo(stmt *gorm.Statement, k int) {
 	}
 }
 
+// sending notes that a counted statement reached GORM's executor, which
+// sends it to its database.
+func (e *Engine) sending(stmt *gorm.Statement) {
+	if e.metrics.Load() == nil {
+		return
+	}
+	if c := clockOf(stmt); c != nil {
+		c.sent = true
+	}
+}
+
+// refusedUnsent reports whether a statement that failed before GORM's
+// executor was refused by the plugin (by its routing, its last gate), not
+// by its database: it ran nowhere, and is not counted as a statement there.
+// One whose database could not be opened, or a transaction begun, failed
+// there, and is counted.
+func refusedUnsent(c *statementClock, err error) bool {
+	return !c.sent && err != nil && (errors.Is(err, ErrCrossShard) || errors.Is(err, ErrNoShard))
+}
+
 // countFanOut counts a statement whose parts, on several databases, are
 // being sent: not one built in DryRun, nor one refused before any was sent.
 func (e *Engine) countFanOut(db *gorm.DB, kind statementKind, parts int) {
@@ -204,7 +225,7 @@ func (e *Engine) stopClock(kind statementKind) func(*gorm.DB) {
 			}
 		}
 		e.logLine(db, physical)
-		if m := e.metrics.Load(); m != nil && c != nil && physical >= 0 && !db.DryRun {
+		if m := e.metrics.Load(); m != nil && c != nil && physical >= 0 && !db.DryRun && !refusedUnsent(c, db.Error) {
 			m.count(physical, kind, c.start, db.Error)
 		}
 	}
