@@ -123,18 +123,29 @@ func (e *Engine) RecoverTransactions(ctx context.Context) error {
 	}
 	actions, err := r.Run(ctx)
 	for _, a := range actions {
-		if a.Outcome == twophase.Undecided {
-			continue
-		}
-		e.countRecovered(a.Outcome)
-		database := e.branchDatabase(a)
-		e.config.Log.Info("shardid: recovered a branch of a transaction over several databases",
-			"gid", a.GID, "database", database, "outcome", string(a.Outcome), "error", a.Err)
-		if a.Err != nil {
-			errs = append(errs, &onError{name: database, err: a.Err})
+		if err := e.noteRecovered(a); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(append(errs, err)...)
+}
+
+// noteRecovered logs what recovery did with a branch, and counts it among
+// the branches recovery finished if it did: one whose commit or rollback
+// failed is still prepared, tried again on the next pass, and counted then.
+// It returns the action's error, naming the branch's database.
+func (e *Engine) noteRecovered(a twophase.Action) error {
+	if a.Outcome == twophase.Undecided {
+		return nil
+	}
+	database := e.branchDatabase(a)
+	e.config.Log.Info("shardid: recovered a branch of a transaction over several databases",
+		"gid", a.GID, "database", database, "outcome", string(a.Outcome), "error", a.Err)
+	if a.Err != nil {
+		return &onError{name: database, err: a.Err}
+	}
+	e.countRecovered(a.Outcome)
+	return nil
 }
 
 // recoveryOpens is how many databases recovery opens at once.
