@@ -510,6 +510,36 @@ func arForms() []arForm {
 			err := db.Model(&arItem{}).Order("score desc").Pluck("score", &out).Error
 			return out, err
 		}},
+		// A NULL plucked into []int64 fails its row's scan; each part fetches
+		// OFFSET+LIMIT rows, more than the merge keeps, and one database does
+		// not send the rows its LIMIT and OFFSET leave out: a NULL among them
+		// must not fail the query (NULLs last descending on MySQL and SQLite,
+		// ascending on PostgreSQL; skipped by the OFFSET on either).
+		{"Pluck NULL score into []int64 past Limit, desc", true, func(db *gorm.DB) (any, error) {
+			var out []int64
+			err := db.Model(&arItem{}).Order("score desc").Limit(3).Pluck("score", &out).Error
+			return out, err
+		}},
+		{"Pluck NULL score into []int64 past Limit, asc", true, func(db *gorm.DB) (any, error) {
+			var out []int64
+			err := db.Model(&arItem{}).Order("score").Limit(3).Pluck("score", &out).Error
+			return out, err
+		}},
+		{"Pluck NULL score into []int64 before Offset", true, func(db *gorm.DB) (any, error) {
+			var out []int64
+			err := db.Model(&arItem{}).Order("score").Offset(8).Limit(3).Pluck("score", &out).Error
+			return out, err
+		}},
+		{"Pluck NULL at into []*time.Time past Limit", true, func(db *gorm.DB) (any, error) {
+			var out []*time.Time
+			err := db.Model(&arItem{}).Order("at desc").Limit(5).Pluck("at", &out).Error
+			return out, err
+		}},
+		{"Pluck NULL score into []int64 kept", true, func(db *gorm.DB) (any, error) {
+			var out []int64
+			err := db.Model(&arItem{}).Order("score").Offset(5).Limit(8).Pluck("score", &out).Error
+			return out, err
+		}},
 		{"Pluck at Order at", true, func(db *gorm.DB) (any, error) {
 			var out []*time.Time
 			err := db.Model(&arItem{}).Order("at").Pluck("at", &out).Error

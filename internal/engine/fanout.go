@@ -245,6 +245,25 @@ func leftOut(ranges []Range, shards int) []Range {
 	return left
 }
 
+// keptFailed returns the errors of the rows that failed to scan which the
+// merge kept (kept: each part's rows kept, in order), each named by its
+// database as a part's error is; the rows it left out are ones one database
+// would not have sent.
+func (e *Engine) keptFailed(runs []queryPart, failed [][]scanFailure, kept [][]int) error {
+	var errs []error
+	for i, rows := range failed {
+		for _, f := range rows {
+			if i >= len(kept) {
+				break
+			}
+			if _, ok := slices.BinarySearch(kept[i], f.row); ok {
+				errs = append(errs, e.partError(runs[i].k, f.err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // partError names the physical database a part failed on.
 func (e *Engine) partError(k int, err error) error {
 	if named := (*onError)(nil); errors.As(err, &named) {
@@ -742,6 +761,9 @@ func (e *Engine) fanOutQuery(db *gorm.DB, kind statementKind, m *model, plan sha
 		}
 		for i := range runs {
 			runs[i].nullsOf = ordered
+			if order.TieKey {
+				runs[i].keyColumn = order.Key.DBName
+			}
 		}
 	}
 	on := make([]int, len(runs))
@@ -752,15 +774,18 @@ func (e *Engine) fanOutQuery(db *gorm.DB, kind statementKind, m *model, plan sha
 	e.runQueryParts(db, kind, runs)
 	var errs []error
 	parts := make([]reflect.Value, len(runs))
-	var nulls [][]uint64 // of ordered rows only
+	var nulls [][]uint64       // of ordered rows only
+	var failed [][]scanFailure // of ordered rows only
 	if order != nil {
 		nulls = make([][]uint64, len(runs))
+		failed = make([][]scanFailure, len(runs))
 	}
 	for i, r := range runs {
 		errs = append(errs, r.err)
 		parts[i] = r.rows.Elem()
 		if nulls != nil {
 			nulls[i] = r.nulls
+			failed[i] = r.failed
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -788,7 +813,13 @@ func (e *Engine) fanOutQuery(db *gorm.DB, kind statementKind, m *model, plan sha
 				return
 			}
 		}
-		if merged, err = mergeOrdered(stmt, order, how, partType, parts, nulls, limit, offset, limited); err != nil {
+		track := slices.ContainsFunc(failed, func(f []scanFailure) bool { return len(f) > 0 })
+		var kept [][]int
+		if merged, kept, err = mergeOrdered(stmt, order, how, partType, parts, nulls, limit, offset, limited, track); err != nil {
+			db.Error = err
+			return
+		}
+		if err = e.keptFailed(runs, failed, kept); err != nil {
 			db.Error = err
 			return
 		}

@@ -82,7 +82,10 @@ func orderText(columns []shardrouter.OrderColumn) string {
 // is linear in the rows the parts fetched. A part out of the order the merge
 // reads fails it rather than being merged wrong. nulls, when a part has
 // them, are the NULLs of its rows' ordered columns as scanned (nullNoting).
-func mergeOrdered(stmt *gorm.Statement, o *shardrouter.Order, order mergeOrder, rowsType reflect.Type, parts []reflect.Value, nulls [][]uint64, limit, offset int, limited bool) (reflect.Value, error) {
+//
+// kept holds, when track is set, per part, the indexes of its rows the merge
+// kept, ascending.
+func mergeOrdered(stmt *gorm.Statement, o *shardrouter.Order, order mergeOrder, rowsType reflect.Type, parts []reflect.Value, nulls [][]uint64, limit, offset int, limited, track bool) (_ reflect.Value, kept [][]int, _ error) {
 	columns := o.Columns
 	if o.TieKey {
 		columns = append(columns[:len(columns):len(columns)], shardrouter.OrderColumn{Field: o.Key})
@@ -98,7 +101,7 @@ func mergeOrdered(stmt *gorm.Statement, o *shardrouter.Order, order mergeOrder, 
 			for c, column := range columns {
 				v, err := orderValueAt(stmt, o, part.Index(r), column.Field)
 				if err != nil {
-					return reflect.Value{}, err
+					return reflect.Value{}, nil, err
 				}
 				if c < len(o.Columns) && i < len(nulls) && r < len(nulls[i]) && nulls[i][r]&(1<<c) != 0 {
 					v = orderValue{null: true} // read as its zero value by a field that cannot hold NULL
@@ -110,13 +113,13 @@ func mergeOrdered(stmt *gorm.Statement, o *shardrouter.Order, order mergeOrder, 
 					if offsets[c] == 0 {
 						offsets[c] = v.offset
 					} else if offsets[c] != v.offset {
-						return reflect.Value{}, fmt.Errorf("%w: %s: ORDER BY %s over several physical databases: SQLite orders times as their text, and these carry different UTC offsets", ErrCrossShard, stmt.Schema.Name, column.Field.DBName)
+						return reflect.Value{}, nil, fmt.Errorf("%w: %s: ORDER BY %s over several physical databases: SQLite orders times as their text, and these carry different UTC offsets", ErrCrossShard, stmt.Schema.Name, column.Field.DBName)
 					}
 				}
 				row[c] = v
 			}
 			if r > 0 && order.compareRows(keys[i][(r-1)*width:r*width], row, columns) > 0 {
-				return reflect.Value{}, fmt.Errorf("%w: %s: ORDER BY %s over several physical databases: a database returned its rows in an order the merge does not compare the same way (a collation or a type it orders otherwise than by bytes or value), so the merged rows could be out of order: order by a number, a time or text of a binary collation (docs/routing.md), or read each shard with OnShard and order the rows in Go", ErrCrossShard, stmt.Schema.Name, orderText(columns))
+				return reflect.Value{}, nil, fmt.Errorf("%w: %s: ORDER BY %s over several physical databases: a database returned its rows in an order the merge does not compare the same way (a collation or a type it orders otherwise than by bytes or value), so the merged rows could be out of order: order by a number, a time or text of a binary collation (docs/routing.md), or read each shard with OnShard and order the rows in Go", ErrCrossShard, stmt.Schema.Name, orderText(columns))
 			}
 		}
 		total += part.Len()
@@ -139,10 +142,16 @@ func mergeOrdered(stmt *gorm.Statement, o *shardrouter.Order, order mergeOrder, 
 		}
 		if n >= offset {
 			merged = reflect.Append(merged, parts[best].Index(next[best]))
+			if track {
+				if kept == nil {
+					kept = make([][]int, len(parts))
+				}
+				kept[best] = append(kept[best], next[best])
+			}
 		}
 		next[best]++
 	}
-	return merged, nil
+	return merged, kept, nil
 }
 
 // mergeOrder is what the merge of ordered rows reads of the databases:

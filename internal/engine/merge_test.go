@@ -44,7 +44,7 @@ func BenchmarkMergeOnly(b *testing.B) {
 		b.Run(fmt.Sprintf("rows-%d", 4*perPart), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				merged, err := mergeOrdered(stmt, order, mergeOrder{}, rowsType, parts, nil, 20, perPart-20, true)
+				merged, _, err := mergeOrdered(stmt, order, mergeOrder{}, rowsType, parts, nil, 20, perPart-20, true, false)
 				if err != nil || merged.Len() != 20 {
 					b.Fatal(err, merged.Len())
 				}
@@ -111,7 +111,7 @@ func TestRowsOutOfTheMergesOrderAreRefusedNamingTheOrder(t *testing.T) {
 	order := &shardrouter.Order{Columns: []shardrouter.OrderColumn{{Field: name, Desc: true}}, Key: m.pk().field, TieKey: true}
 	inOrder := reflect.ValueOf([]mergedRow{{ID: 1, Name: "b"}, {ID: 2, Name: "a"}})
 	outOfOrder := reflect.ValueOf([]mergedRow{{ID: 3, Name: "a"}, {ID: 4, Name: "b"}})
-	_, err = mergeOrdered(stmt, order, mergeOrder{}, reflect.TypeOf([]mergedRow{}), []reflect.Value{inOrder, outOfOrder}, nil, 0, 0, false)
+	_, _, err = mergeOrdered(stmt, order, mergeOrder{}, reflect.TypeOf([]mergedRow{}), []reflect.Value{inOrder, outOfOrder}, nil, 0, 0, false, false)
 	if !errors.Is(err, ErrCrossShard) {
 		t.Fatalf("merge of a part out of order: %v, want ErrCrossShard", err)
 	}
@@ -120,7 +120,7 @@ func TestRowsOutOfTheMergesOrderAreRefusedNamingTheOrder(t *testing.T) {
 			t.Errorf("the refusal %q does not say %q", err, want)
 		}
 	}
-	merged, err := mergeOrdered(stmt, order, mergeOrder{}, reflect.TypeOf([]mergedRow{}), []reflect.Value{inOrder, inOrder}, nil, 0, 0, false)
+	merged, _, err := mergeOrdered(stmt, order, mergeOrder{}, reflect.TypeOf([]mergedRow{}), []reflect.Value{inOrder, inOrder}, nil, 0, 0, false, false)
 	if err != nil || merged.Len() != 4 {
 		t.Fatalf("merge of parts in order: %v rows, %v", merged.Len(), err)
 	}

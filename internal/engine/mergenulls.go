@@ -12,6 +12,14 @@ import (
 // hold NULL (an int, a string, a time.Time) reads one as its zero value, so
 // the parts' rows are scanned through nullNoting, which notes, as GORM scans
 // each row, which of the ordered columns were NULL.
+//
+// Each part fetches OFFSET+LIMIT rows, more than the merge keeps: a row that
+// fails to scan (a NULL plucked into []int64 past the rows LIMIT keeps) is one
+// that one database would not have sent, and must not fail the query unless
+// the merge keeps it. nullNoting notes such a row's error for the merge
+// (queryPart.failed) and scans its columns one by one, so that the merge
+// orders it right; a row whose ordered column, or key, fails on a value that
+// is not NULL cannot be ordered, and fails the part as before.
 
 // nullNoting is a part's rows, noting the NULLs of its ordered columns.
 type nullNoting struct {
@@ -41,8 +49,61 @@ func (n *nullNoting) Scan(dest ...any) error {
 			nulls |= 1 << c
 		}
 	}
+	if err != nil {
+		var ok bool
+		if nulls, ok = n.scanEach(dest); !ok {
+			return err
+		}
+		n.part.failed = append(n.part.failed, scanFailure{row: len(n.part.nulls), err: err})
+		err = nil
+	}
 	n.part.nulls = append(n.part.nulls, nulls)
 	return err
+}
+
+// scanFailure is a part's row that failed to scan, which fails the merge if
+// the merge keeps it.
+type scanFailure struct {
+	row int
+	err error
+}
+
+// scanEach scans the current row's columns into dest one at a time, after
+// the row failed to scan at once (which leaves the columns after the failing
+// one unscanned), and returns the NULLs of its ordered columns; ok is false
+// when a column the merge orders by (an ordered column, or the key that
+// breaks ties) failed on a value that is not NULL.
+func (n *nullNoting) scanEach(dest []any) (nulls uint64, ok bool) {
+	raw := make([]any, len(dest))
+	each := make([]any, len(dest))
+	for j := range each {
+		each[j] = &raw[j]
+	}
+	if n.Rows.Scan(each...) != nil {
+		return 0, false
+	}
+	for j := range dest {
+		for k := range each {
+			each[k] = new(any)
+		}
+		each[j] = dest[j]
+		if n.Rows.Scan(each...) == nil || j >= len(n.part.columns) {
+			continue
+		}
+		name := n.part.columns[j]
+		if name == n.part.keyColumn && n.part.keyColumn != "" {
+			return 0, false
+		}
+		if c := slices.Index(n.at, j); c >= 0 && raw[j] != nil {
+			return 0, false
+		}
+	}
+	for c, i := range n.at {
+		if i >= 0 && i < len(raw) && (raw[i] == nil || scannedNull(dest[i])) {
+			nulls |= 1 << c
+		}
+	}
+	return nulls, true
 }
 
 // scannedNull reports whether a destination GORM scanned a value into got

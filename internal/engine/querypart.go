@@ -40,8 +40,13 @@ type queryPart struct {
 	// cannot hold one reads it as its zero value.
 	nullsOf []string
 	nulls   []uint64
-	err     error
-	pan     any
+	// keyColumn is the key's column, which breaks the merge's ties; failed
+	// are the rows that failed to scan, each failing the merge if it keeps
+	// the row (nullNoting).
+	keyColumn string
+	failed    []scanFailure
+	err       error
+	pan       any
 }
 
 // keyMarker stands, in the SQL built for every part, for the index-th value of
