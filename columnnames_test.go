@@ -53,7 +53,7 @@ type caseColumns struct {
 // database finds: MySQL and SQLite ignore a column name's case and
 // PostgreSQL folds a bare one.
 func TestAConditionOnTheKeyInAnotherCaseIsOnTheKey(t *testing.T) {
-	db, _, _, _ := routedOverN(t, 4, Config{}, &caseColumns{})
+	db, _, direct, _ := routedOverN(t, 4, Config{}, &caseColumns{})
 	var rows []caseColumns
 	for i := range 8 {
 		row := caseColumns{Email: fmt.Sprint("user", i, "@example.com"), Name: "n"}
@@ -75,9 +75,13 @@ func TestAConditionOnTheKeyInAnotherCaseIsOnTheKey(t *testing.T) {
 	if err := db.Model(&caseColumns{}).Where("EMAIL = ?", rows[5].Email).Update("name", "m").Error; err != nil {
 		t.Fatalf(`Where("EMAIL = ?").Update: %v`, err)
 	}
-	var got caseColumns
-	must(t, db.Where("email = ?", rows[5].Email).First(&got).Error)
-	if got.Name != "m" {
-		t.Errorf(`Where("EMAIL = ?").Update left %+v`, got)
+	for k, d := range direct { // the row changed where it is, and nothing else anywhere
+		var changed []caseColumns
+		must(t, d.Where("name = ?", "m").Find(&changed).Error)
+		var own int64
+		must(t, d.Model(&caseColumns{}).Where("id = ?", rows[5].ID).Count(&own).Error)
+		if want := int(own); len(changed) != want || want == 1 && changed[0].ID != rows[5].ID {
+			t.Errorf(`Where("EMAIL = ?").Update: database %d has %+v changed, holds the row %d times`, k, changed, own)
+		}
 	}
 }
