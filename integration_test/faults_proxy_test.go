@@ -22,7 +22,8 @@ type chaosProxy struct {
 	upstream string
 	mu       sync.Mutex
 	pairs    map[*chaosPair]bool
-	gate     chan struct{}
+	gate     chan struct{} // answers wait for it
+	requests chan struct{} // statements wait for it
 	refuse   bool
 	closed   bool
 	// trigger: the next statement containing text cuts its connection,
@@ -49,7 +50,7 @@ func newChaosProxy(t testing.TB, upstream string) *chaosProxy {
 	must(t, err)
 	open := make(chan struct{})
 	close(open)
-	p := &chaosProxy{listener: l, upstream: upstream, pairs: map[*chaosPair]bool{}, gate: open}
+	p := &chaosProxy{listener: l, upstream: upstream, pairs: map[*chaosPair]bool{}, gate: open, requests: open}
 	t.Cleanup(p.shutdown)
 	go p.serve()
 	return p
@@ -97,6 +98,10 @@ func (p *chaosProxy) drop(pair *chaosPair, linger time.Duration) {
 func (p *chaosProxy) forward(pair *chaosPair) {
 	buf := make([]byte, 64<<10)
 	for {
+		p.mu.Lock()
+		requests := p.requests
+		p.mu.Unlock()
+		<-requests
 		n, err := pair.client.Read(buf)
 		if n > 0 {
 			p.mu.Lock()
@@ -173,18 +178,24 @@ func (p *chaosProxy) cutAll(linger time.Duration) {
 }
 
 // stall holds every answer for d.
-func (p *chaosProxy) stall(d time.Duration) {
+func (p *chaosProxy) stall(d time.Duration) { p.hold(&p.gate, d) }
+
+// holdRequests stops reading what clients send for d, so that a client
+// writing more than the sockets buffer blocks in its write.
+func (p *chaosProxy) holdRequests(d time.Duration) { p.hold(&p.requests, d) }
+
+func (p *chaosProxy) hold(gateOf *chan struct{}, d time.Duration) {
 	p.mu.Lock()
 	gate := make(chan struct{})
-	p.gate = gate
+	*gateOf = gate
 	p.mu.Unlock()
 	time.AfterFunc(d, func() {
 		p.mu.Lock()
 		close(gate)
-		if p.gate == gate {
+		if *gateOf == gate {
 			open := make(chan struct{})
 			close(open)
-			p.gate = open
+			*gateOf = open
 		}
 		p.mu.Unlock()
 	})

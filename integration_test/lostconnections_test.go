@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -87,6 +88,24 @@ func TestAWriteWhoseConnectionIsCutMidwayIsUnavailableAndNamed(t *testing.T) {
 					t.Errorf("cut at %q (after it: %v): %v, want ErrShardUnavailable naming gone", text, after, err)
 				}
 			}
+		}
+	})
+}
+
+// A statement whose context ends while its SQL is still being sent (the
+// server does not read it in time) fails with the context's error, as
+// without the plugin, and not as a lost connection: pgx reports the
+// deadline it set on the connection as a network timeout.
+func TestAStatementWhoseContextEndsWhileSendingFailsWithTheContext(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		db, proxy, row := lostConnectionRig(t, b)
+		proxy.holdRequests(5 * time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		long := "'" + strings.Repeat("x", 32<<20) + "' <> ''" // more than the sockets between hold
+		err := db.WithContext(ctx).Clauses(shardid.ByID(row.ID)).Exec("UPDATE lc_values SET val = 3 WHERE " + long).Error
+		if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, shardid.ErrShardUnavailable) {
+			t.Errorf("a write whose deadline passed while it was sent: %.300v, want context.DeadlineExceeded and not ErrShardUnavailable", err)
 		}
 	})
 }

@@ -26,8 +26,10 @@ func (e *Engine) Move(ctx context.Context, req mover.Request) (*mover.Report, er
 // namedUnreachable makes an error of a move, cancel or cleanup that lost a
 // connection an ErrShardUnavailable naming the databases that do not answer
 // now, the plugin's own among them (the mover runs its SQL on their pools,
-// which do not name them).
+// which do not name them). A timeout of a context that ended is the
+// context's error.
 func (e *Engine) namedUnreachable(ctx context.Context, err error) error {
+	err = sqlerr.OfEndedContext(ctx, err)
 	if err != nil && e.closed.Load() { // its pools closed under it: as a crash, it resumes when run again
 		return fmt.Errorf("%w: closed while it ran; run it again (another process may) to resume it: %w", ErrPluginNotOpen, err)
 	}

@@ -741,6 +741,9 @@ func hasShardClause(stmt *gorm.Statement) bool {
 // and the map it was routed by.
 func (e *Engine) nameDatabase(db *gorm.DB, kind statementKind, routedBy *shardrouter.Map) error {
 	stmt, err := db.Statement, db.Error
+	if fromDatabase(err) {
+		err = sqlerr.OfEndedContext(stmt.Context, err)
+	}
 	if pinned, ok := loadSetting(stmt, pinKey{}); ok && pinned.(pin).schema == stmt.Schema {
 		return err // a part of a statement over several databases, which names it
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"reflect"
@@ -86,6 +87,25 @@ func first(err error, match func(error) bool) error {
 		}
 	}
 	return nil
+}
+
+// OfEndedContext returns err as the error of ctx's end when ctx has ended
+// and err is the network timeout a driver meets when it enforces the
+// context by a deadline on its connection (pgx returns "write failed: i/o
+// timeout" of a statement whose context ended while it was being sent), so
+// that errors.Is finds context.Canceled or context.DeadlineExceeded and
+// Unreachable does not read a lost connection. Other errors are returned
+// as they are.
+func OfEndedContext(ctx context.Context, err error) error {
+	ended := ctx.Err()
+	if ended == nil || err == nil || errors.Is(err, ended) {
+		return err
+	}
+	var netErr net.Error
+	if !errors.As(err, &netErr) || !netErr.Timeout() {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ended, err)
 }
 
 // Unreachable reports whether err says that the database could not be

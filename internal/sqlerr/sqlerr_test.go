@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // stateError has the shape of pgx's *pgconn.PgError.
@@ -71,6 +73,34 @@ func TestUnreachableToldFromRefusals(t *testing.T) {
 		if Unreachable(err) {
 			t.Errorf("Unreachable(%v) = true", err)
 		}
+	}
+}
+
+// A network timeout of a statement whose context ended is the context's
+// error, found by errors.Is and not read as a lost connection; a timeout
+// while the context lives, and other errors of an ended context, stay as
+// they are.
+func TestTimeoutOfAnEndedContextIsTheContexts(t *testing.T) {
+	timeout := fmt.Errorf("write failed: %w", &net.OpError{Op: "write", Net: "tcp", Err: os.ErrDeadlineExceeded})
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	expired, stop := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer stop()
+	for _, c := range []struct {
+		ctx  context.Context
+		want error
+	}{{cancelled, context.Canceled}, {expired, context.DeadlineExceeded}} {
+		err := OfEndedContext(c.ctx, timeout)
+		if !errors.Is(err, c.want) || !errors.Is(err, os.ErrDeadlineExceeded) || Unreachable(err) {
+			t.Errorf("OfEndedContext(%v, timeout) = %v: want %v wrapping the timeout, not unreachable", c.want, err, c.want)
+		}
+	}
+	if err := OfEndedContext(context.Background(), timeout); err != timeout || !Unreachable(err) {
+		t.Errorf("a timeout while the context lives became %v", err)
+	}
+	reset := fmt.Errorf("read: %w", syscall.ECONNRESET)
+	if err := OfEndedContext(cancelled, reset); err != reset {
+		t.Errorf("a reset connection of an ended context became %v", err)
 	}
 }
 
