@@ -1230,3 +1230,104 @@ func TestMoveKeepsArraysUnderASourcesOwnTextSettings(t *testing.T) {
 		}
 	})
 }
+
+// FkNode is a node of a thread, colocated with it, that references the node
+// it answers (a foreign key to its own table).
+type FkNode struct {
+	ID       int64  `shardid:"strategy:snowflake;colocate:ThreadID"`
+	ThreadID int64  `gorm:"index"`
+	ParentID *int64 `gorm:"index"`
+	Body     string
+}
+
+// TestMoveCarriesATableReferencingItself: replies reference the node they
+// answer in the same table (RESTRICT or ON DELETE CASCADE), a parent made
+// after its child (re-parented) among them, in the copy and in the
+// catch-up: the move copies every node, its cancel and cleanup delete
+// them, and the target ends holding the source's rows.
+func TestMoveCarriesATableReferencingItself(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		for _, action := range []string{"", " ON DELETE CASCADE"} {
+			t.Run(map[string]string{"": "restrict", " ON DELETE CASCADE": "cascade"}[action], func(t *testing.T) {
+				dir := t.TempDir()
+				drop := func() {
+					for _, db := range direct(t, b, dir)[moveSource : moveTarget+1] {
+						_ = db.Migrator().DropTable(&FkNode{}, &FkWriter{})
+					}
+				}
+				drop()
+				t.Cleanup(drop)
+				r := newMoveRig(t, b, dir)
+				models := append([]any{&FkWriter{}, &FkNode{}}, moveModels...)
+				must(t, r.p.AutoMigrate(r.db, &FkWriter{}, &FkNode{}))
+				for _, db := range []*gorm.DB{r.source, r.target} {
+					must(t, db.Exec("ALTER TABLE fk_nodes ADD CONSTRAINT fk_nodes_parent FOREIGN KEY (parent_id) REFERENCES fk_nodes(id)"+action).Error)
+				}
+				var first []int64 // the first thread's nodes, and the thread
+				for i := 0; i < 4; i++ {
+					thread := FkWriter{Name: "thread"}
+					must(t, r.db.Clauses(shardid.OnShard(movingRange.From+i)).Create(&thread).Error)
+					var parent *int64
+					var nodes []int64
+					for j := 0; j < 12; j++ {
+						node := FkNode{ThreadID: thread.ID, ParentID: parent, Body: fmt.Sprint(j)}
+						must(t, r.db.Create(&node).Error)
+						parent = &node.ID
+						nodes = append(nodes, node.ID)
+					}
+					later := FkNode{ThreadID: thread.ID, Body: "later"}
+					must(t, r.db.Create(&later).Error)
+					must(t, r.db.Model(&FkNode{ID: nodes[0], ThreadID: thread.ID}).Update("parent_id", later.ID).Error) // made before its parent
+					if i == 0 {
+						first = append(nodes, thread.ID)
+					}
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+				defer cancel()
+				stop, stopped := context.WithCancel(ctx)
+				chunks := 0
+				_, err := r.p.Move(stop, shardid.Move{Logical: movingRange, To: b.name + "-target", ChunkSize: 5, Models: models,
+					Progress: func(p shardid.MoveProgress) {
+						if p.Phase == shardid.PhaseCopy && p.Step == "chunk" {
+							if chunks++; chunks == 4 {
+								stopped()
+							}
+						}
+					}})
+				if err == nil {
+					t.Fatal("the stopped move succeeded")
+				}
+				must(t, r.p.CancelMove(ctx, movingRange))
+				if n := countIn(t, r.target, "fk_nodes", true, r.p.Layout()); n != 0 {
+					t.Errorf("%d nodes of the range left on the target by the cancel", n)
+				}
+				// In the catch-up: a node re-parented to one made after it, logged
+				// before it; a reply deleted, then the node it answered.
+				caughtUp := false
+				_, err = r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", ChunkSize: 5, CatchUpBelow: 1, Models: models,
+					Progress: func(p shardid.MoveProgress) {
+						if p.Phase != shardid.PhaseCatchUp || caughtUp {
+							return
+						}
+						caughtUp = true
+						thread := first[12]
+						must(t, r.db.Model(&FkNode{ID: first[5], ThreadID: thread}).Update("body", "re-parented").Error)
+						newer := FkNode{ThreadID: thread, Body: "newer"}
+						must(t, r.db.Create(&newer).Error)
+						must(t, r.db.Model(&FkNode{ID: first[5], ThreadID: thread}).Update("parent_id", newer.ID).Error)
+						must(t, r.db.Delete(&FkNode{ID: first[11], ThreadID: thread}).Error)
+						must(t, r.db.Delete(&FkNode{ID: first[10], ThreadID: thread}).Error)
+					}})
+				must(t, err)
+				if !caughtUp {
+					t.Fatal("the move had no catch-up round")
+				}
+				compareSides(t, r, []fpTable{{"fk_nodes", "id"}})
+				must(t, r.p.CleanupMove(ctx, movingRange))
+				if n := countIn(t, r.source, "fk_nodes", true, r.p.Layout()); n != 0 {
+					t.Errorf("%d nodes of the range left on the source after the cleanup", n)
+				}
+			})
+		}
+	})
+}

@@ -26,8 +26,9 @@ type MoveState struct {
 	Tables     []string            `json:"tables"`
 	Cursors    map[string]any      `json:"cursors,omitempty"` // the last key copied, per table; absent: not started
 	Copied     map[string]int64    `json:"copied,omitempty"`
-	Done       map[string]bool     `json:"done,omitempty"`    // tables copied completely
-	Columns    map[string][]string `json:"columns,omitempty"` // the source's columns per table the copy carries
+	Done       map[string]bool     `json:"done,omitempty"`     // tables copied completely
+	Deferred   map[string][]any    `json:"deferred,omitempty"` // keys of rows the copy could not write before a parent row of the same table, per table; written after its last chunk
+	Columns    map[string][]string `json:"columns,omitempty"`  // the source's columns per table the copy carries
 	Changes    int64               `json:"changes"`
 	MaxKeys    map[string]int64    `json:"max_keys,omitempty"` // the highest int64 key seen per table, deleted rows too; of another ID column, as "table.column"
 	Frozen     time.Duration       `json:"frozen"`

@@ -107,7 +107,7 @@ func (mv *run) replay(ctx context.Context) (int, error) {
 	for i := len(mv.tables) - 1; i >= 0; i-- {
 		t := mv.tables[i]
 		for keys := range slices.Chunk(gone[t.name], replayKeys) {
-			if err := t.deleteKeys(ctx, mv.target, keys); err != nil {
+			if _, err := t.deleteInAnyOrder(ctx, mv.target, keys); err != nil {
 				return 0, err
 			}
 		}
@@ -149,7 +149,7 @@ func (mv *run) replayKeys(ctx context.Context, t *movedTable, keys []any) ([]any
 		for _, row := range rows {
 			found[normalizeKey(row[t.keyIndex()])] = true
 		}
-		if err := valuesInUTC(ctx, mv.target, t.dialect, func(target dataConn) error { return t.upsert(ctx, target, rows) }); err != nil {
+		if _, err := mv.upsertInAnyOrder(ctx, t, rows); err != nil {
 			return nil, err
 		}
 		var unread []any

@@ -68,6 +68,9 @@ func (mv *run) copyTable(ctx context.Context, t *movedTable) error {
 			mv.noteKey(t, last) // a join table's cursor is a list: no ID source to advance
 		}
 		if len(rows) < limit && !full {
+			if err := mv.copyDeferred(ctx, t); err != nil {
+				return err
+			}
 			mv.st.Done[t.name] = true
 		}
 		if full {
@@ -95,11 +98,58 @@ func (mv *run) copyTable(ctx context.Context, t *movedTable) error {
 // upsertCopied writes a chunk of the copy on the target. A row whose
 // foreign key references a row of another moved table that the target
 // lacks, one written on the source after that table's copy read past it,
-// has its parent in the change log: the log is replayed and the chunk
-// written again, for as long as the replay finds changes to apply.
+// has its parent in the change log: the log is replayed and the rows left
+// written again, for as long as the replay finds changes to apply. Rows
+// left of a table referencing itself may wait for their parents in its
+// later chunks: their keys are kept for copyDeferred, which replays.
 func (mv *run) upsertCopied(ctx context.Context, t *movedTable, rows [][]any) error {
 	for {
-		err := valuesInUTC(ctx, mv.target, t.dialect, func(target dataConn) error { return t.upsert(ctx, target, rows) })
+		left, err := mv.upsertInAnyOrder(ctx, t, rows)
+		if !missingParent(err) {
+			return err
+		}
+		if t.referencesItself {
+			for _, row := range left {
+				mv.st.Deferred[t.name] = append(mv.st.Deferred[t.name], normalizeKey(row[t.keyIndex()]))
+			}
+			return nil
+		}
+		if n, rerr := mv.replay(ctx); rerr != nil || n == 0 {
+			return errors.Join(err, rerr)
+		}
+		rows = left
+	}
+}
+
+// upsertInAnyOrder upserts rows on the target, those of a table
+// referencing itself in any order; it returns the rows not written.
+func (mv *run) upsertInAnyOrder(ctx context.Context, t *movedTable, rows [][]any) ([][]any, error) {
+	write := func(rows [][]any) error {
+		return valuesInUTC(ctx, mv.target, t.dialect, func(target dataConn) error { return t.upsert(ctx, target, rows) })
+	}
+	if !t.referencesItself {
+		if err := write(rows); err != nil {
+			return rows, err
+		}
+		return nil, nil
+	}
+	return inAnyOrder(rows, write)
+}
+
+// copyDeferred writes, after a table's last chunk, its rows the chunks
+// could not write before their parents: read again from the source, while
+// the change log has parents to replay.
+func (mv *run) copyDeferred(ctx context.Context, t *movedTable) error {
+	for len(mv.st.Deferred[t.name]) > 0 {
+		keys := make([]any, len(mv.st.Deferred[t.name]))
+		for i, k := range mv.st.Deferred[t.name] {
+			keys[i] = jsonKey(k)
+		}
+		_, err := mv.replayKeys(ctx, t, keys)
+		if err == nil {
+			delete(mv.st.Deferred, t.name)
+			return nil
+		}
 		if !missingParent(err) {
 			return err
 		}
@@ -107,6 +157,7 @@ func (mv *run) upsertCopied(ctx context.Context, t *movedTable, rows [][]any) er
 			return errors.Join(err, rerr)
 		}
 	}
+	return nil
 }
 
 // jsonKey turns a key read back from the state's JSON into the key's type.

@@ -241,6 +241,9 @@ type execQuerier interface {
 // deleteRange deletes a table's rows of the range, a chunk at a time, so
 // that no one statement holds locks on all of them.
 func deleteRange(ctx context.Context, t *movedTable, db execQuerier, r Range) error {
+	if t.referencesItself {
+		return deleteRangeChildrenFirst(ctx, t, db, r)
+	}
 	for {
 		keys, err := t.rangeKeys(ctx, db, r, deleteChunk)
 		if err != nil {
@@ -253,6 +256,31 @@ func deleteRange(ctx context.Context, t *movedTable, db execQuerier, r Range) er
 			return nil
 		}
 	}
+}
+
+// deleteRangeChildrenFirst deletes the range's rows of a table
+// referencing itself from the highest key down, so that replies, made
+// after the rows they reference, go first; a row still referenced (by a
+// row made before it, re-parented) is deleted after the rest.
+func deleteRangeChildrenFirst(ctx context.Context, t *movedTable, db execQuerier, r Range) error {
+	var held, below []any
+	for {
+		keys, err := t.rangeKeys(ctx, db, r, deleteChunk, below...)
+		if err != nil {
+			return err
+		}
+		left, err := t.deleteInAnyOrder(ctx, db, keys)
+		if err != nil && !referencedRow(err) {
+			return err
+		}
+		held = append(held, left...)
+		if len(keys) < deleteChunk {
+			break
+		}
+		below = keys[len(keys)-1:]
+	}
+	_, err := t.deleteInAnyOrder(ctx, db, held)
+	return err
 }
 
 // waitForProcesses waits until no live process routes by a map older than

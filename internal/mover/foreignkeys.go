@@ -3,6 +3,7 @@ package mover
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -16,16 +17,14 @@ import (
 // and the catch-up write a parent's rows before its children's, and
 // deletes (the catch-up's, a cancel's, a cleanup's) go in the reverse
 // order, children first, so that neither a RESTRICT nor a missing parent
-// fails them. Tables no key relates keep their order; a cycle is broken
-// by it, and a table referencing itself is its own business.
+// fails them. Tables no key relates keep their order, and a cycle is
+// broken by it. A table referencing itself is marked so: its rows are
+// written and deleted in any order (inAnyOrder).
 //
 // The target's keys are read as it answers: one that does not fails the
 // move's own first statement there, while a cancel of a move that never
 // wrote it (its target down in the prepare) needs nothing of it.
 func byForeignKeys(ctx context.Context, dialect string, tables []*movedTable, source, target *sql.DB) ([]*movedTable, error) {
-	if len(tables) < 2 {
-		return tables, nil
-	}
 	parents := map[string][]string{} // child: its parents among tables
 	for _, db := range []*sql.DB{source, target} {
 		for _, t := range tables {
@@ -36,6 +35,7 @@ func byForeignKeys(ctx context.Context, dialect string, tables []*movedTable, so
 				return nil, errs.Wrap(err, "reading the foreign keys of %s", t.name)
 			}
 			for _, p := range refs {
+				t.referencesItself = t.referencesItself || strings.EqualFold(p, t.name) && !t.join
 				i := slices.IndexFunc(tables, func(m *movedTable) bool { return strings.EqualFold(m.name, p) })
 				if i >= 0 && tables[i].name != t.name && !slices.Contains(parents[t.name], tables[i].name) {
 					parents[t.name] = append(parents[t.name], tables[i].name)
@@ -103,4 +103,44 @@ func missingParent(err error) bool {
 		return code == "23503" // foreign_key_violation
 	}
 	return err != nil && strings.Contains(err.Error(), "FOREIGN KEY constraint failed")
+}
+
+// referencedRow reports whether err is a foreign key's refusal of a write
+// or delete: a row whose parent is missing, or a row still referenced.
+func referencedRow(err error) bool {
+	if number, _, ok := sqlerr.MySQL(err); ok {
+		return number == 1451 || number == 1452 // ER_ROW_IS_REFERENCED_2, ER_NO_REFERENCED_ROW_2
+	}
+	return missingParent(err)
+}
+
+// inAnyOrder applies do to items of a table referencing itself: when a
+// foreign key refuses them together (a row before its parent, a parent
+// before its child), to one item at a time, again while some go through.
+// It returns the items no pass could apply, with the last refusal; any
+// other error at once, with the items not yet applied.
+func inAnyOrder[T any](items []T, do func([]T) error) ([]T, error) {
+	err := do(items)
+	if err == nil || !referencedRow(err) {
+		return nil, err
+	}
+	left := items
+	for {
+		var next []T
+		var refusal error
+		for i, item := range left {
+			if err := do([]T{item}); err != nil && !referencedRow(err) {
+				return append(next, left[i:]...), err
+			} else if err != nil {
+				next, refusal = append(next, item), err
+			}
+		}
+		if len(next) == 0 {
+			return nil, nil
+		}
+		if len(next) == len(left) {
+			return next, fmt.Errorf("%d rows of the same table reference each other or a row it lacks: %w", len(next), refusal)
+		}
+		left = next
+	}
 }

@@ -106,6 +106,9 @@ func newRun(ctx context.Context, d Driver, req Request) (*run, error) {
 	if st.Done == nil {
 		st.Done = map[string]bool{}
 	}
+	if st.Deferred == nil {
+		st.Deferred = map[string][]any{}
+	}
 	mv.st = st
 	return mv, nil
 }
@@ -127,6 +130,7 @@ func copyAnewWhereColumnsChanged(st *mapstore.MoveState, tables []*movedTable) {
 		delete(st.Cursors, t.name)
 		delete(st.Done, t.name)
 		delete(st.Copied, t.name)
+		delete(st.Deferred, t.name)
 		if phaseIndex(st.Phase) > phaseIndex(PhaseCopy) {
 			st.Phase = PhaseCopy
 		}

@@ -34,6 +34,9 @@ type movedTable struct {
 	dialect        string
 	shard          string // SQL: the row's logical shard, from its key
 	inRange        string // WHERE condition: the row's shard is within ? and ?
+	// A foreign key of its own references it (a reply its parent): its rows
+	// may go in before their parents, and out before their children.
+	referencesItself bool
 }
 
 // movedTables resolves the models of a move, or else the sharded tables the

@@ -386,13 +386,38 @@ func (t *movedTable) deleteKeys(ctx context.Context, db deleter, keys []any) err
 	if len(keys) == 0 {
 		return nil
 	}
-	_, err := db.ExecContext(ctx, "DELETE FROM "+sqlscan.Quote(t.dialect, t.name)+" WHERE "+sqlscan.Quote(t.dialect, t.key)+" IN ("+placeholders(t.dialect, 0, len(keys))+")", keys...)
+	q := "DELETE FROM " + sqlscan.Quote(t.dialect, t.name) + " WHERE " + sqlscan.Quote(t.dialect, t.key) + " IN (" + placeholders(t.dialect, 0, len(keys)) + ")"
+	if t.referencesItself && t.dialect == "mysql" {
+		q += " ORDER BY " + sqlscan.Quote(t.dialect, t.key) + " DESC" // InnoDB checks each row as it goes: children, made later, first
+	}
+	_, err := db.ExecContext(ctx, q, keys...)
 	return err
 }
 
-// rangeKeys returns up to limit keys of the range's rows.
-func (t *movedTable) rangeKeys(ctx context.Context, db rangeQuerier, r Range, limit int) ([]any, error) {
-	rows, err := db.QueryContext(ctx, "SELECT "+sqlscan.Quote(t.dialect, t.key)+" FROM "+sqlscan.Quote(t.dialect, t.name)+" WHERE "+t.inRange+" LIMIT "+strconv.Itoa(limit), r.From, r.To)
+// deleteInAnyOrder deletes the rows with the given keys, those of a table
+// referencing itself in any order; it returns the keys not deleted.
+func (t *movedTable) deleteInAnyOrder(ctx context.Context, db deleter, keys []any) ([]any, error) {
+	del := func(keys []any) error { return t.deleteKeys(ctx, db, keys) }
+	if !t.referencesItself {
+		if err := del(keys); err != nil {
+			return keys, err
+		}
+		return nil, nil
+	}
+	return inAnyOrder(keys, del)
+}
+
+// rangeKeys returns up to limit keys of the range's rows; of a table
+// referencing itself, from the highest key down, below the key given.
+func (t *movedTable) rangeKeys(ctx context.Context, db rangeQuerier, r Range, limit int, below ...any) ([]any, error) {
+	q := "SELECT " + sqlscan.Quote(t.dialect, t.key) + " FROM " + sqlscan.Quote(t.dialect, t.name) + " WHERE " + t.inRange
+	if len(below) > 0 {
+		q += " AND " + sqlscan.Quote(t.dialect, t.key) + " < " + placeholders(t.dialect, 2, 1)
+	}
+	if t.referencesItself {
+		q += " ORDER BY " + sqlscan.Quote(t.dialect, t.key) + " DESC"
+	}
+	rows, err := db.QueryContext(ctx, q+" LIMIT "+strconv.Itoa(limit), append([]any{r.From, r.To}, below...)...)
 	if err != nil {
 		return nil, err
 	}
