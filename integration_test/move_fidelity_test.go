@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -986,95 +987,107 @@ type (
 // deletes the target's copies and the cleanup the source's, and the target
 // ends holding the source's rows.
 func TestMoveCarriesTablesLinkedByForeignKeys(t *testing.T) {
+	withForeignKey(t, []any{&FkWriter{}, &FkBook{}}, "ALTER TABLE fk_books ADD CONSTRAINT fk_books_writer FOREIGN KEY (writer_id) REFERENCES fk_writers(id)",
+		func(t *testing.T, b backend, r *moveRig, cascade bool) {
+			models := append([]any{&FkWriter{}, &FkBook{}}, moveModels...)
+			var writers []int64
+			write := func(shard int) int64 {
+				w := FkWriter{Name: fmt.Sprint(shard)}
+				must(t, r.db.Clauses(shardid.OnShard(shard)).Create(&w).Error)
+				for j := 0; j < 3; j++ {
+					must(t, r.db.Create(&FkBook{WriterID: w.ID, Title: fmt.Sprint(j)}).Error)
+				}
+				return w.ID
+			}
+			unwrite := func(id int64) {
+				must(t, r.db.Where("writer_id = ?", id).Delete(&FkBook{}).Error)
+				must(t, r.db.Delete(&FkWriter{ID: id}).Error)
+			}
+			for i := 0; i < 20; i++ {
+				writers = append(writers, write(movingRange.From+i))
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+
+			// A move stopped in its catch-up, then cancelled.
+			stop, stopped := context.WithCancel(ctx)
+			_, err := r.p.Move(stop, shardid.Move{Logical: movingRange, To: b.name + "-target", ChunkSize: 5, CatchUpBelow: 1, Models: models,
+				Progress: func(p shardid.MoveProgress) {
+					if p.Phase == shardid.PhaseCatchUp {
+						stopped()
+					}
+				}})
+			if err == nil {
+				t.Fatal("the stopped move succeeded")
+			}
+			if n := len(dumpRange(t, r, r.target, "fk_books", "writer_id")); n == 0 {
+				t.Fatal("the stopped move copied no book")
+			}
+			must(t, r.p.CancelMove(ctx, movingRange))
+			for _, table := range []string{"fk_books", "fk_writers"} {
+				if n := countIn(t, r.target, table, true, r.p.Layout()); n != 0 {
+					t.Errorf("%s: %d rows of the range left on the target by the cancel", table, n)
+				}
+			}
+
+			wrote := map[string]bool{}
+			_, err = r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", ChunkSize: 5, CatchUpBelow: 1, Models: models,
+				Progress: func(p shardid.MoveProgress) {
+					step := p.Phase + p.Table
+					if wrote[step] || !(p.Phase == shardid.PhaseCopy && p.Table == "fk_books" || p.Phase == shardid.PhaseCatchUp) {
+						return
+					}
+					wrote[step] = true
+					// made after the writers' copy ended: the books' copy reads their books
+					writers = append(writers, write(movingRange.From+100+len(wrote)))
+					unwrite(writers[len(wrote)])
+					if cascade {
+						must(t, r.db.Delete(&FkWriter{ID: writers[5+len(wrote)]}).Error) // its books with it
+					}
+				}})
+			must(t, err)
+			if len(wrote) != 2 {
+				t.Fatalf("wrote in %v", wrote)
+			}
+			compareSides(t, r, []fpTable{{"fk_writers", "id"}, {"fk_books", "id"}})
+			must(t, r.p.CleanupMove(ctx, movingRange))
+			for _, table := range []string{"fk_books", "fk_writers"} {
+				if n := countIn(t, r.source, table, true, r.p.Layout()); n != 0 {
+					t.Errorf("%s: %d rows of the range left on the source after the cleanup", table, n)
+				}
+			}
+			var books []FkBook
+			must(t, r.db.Where("writer_id = ?", writers[len(writers)-1]).Find(&books).Error)
+			if len(books) != 3 {
+				t.Errorf("the last writer has %d books after the move; want 3", len(books))
+			}
+			must(t, r.db.Create(&FkBook{WriterID: writers[len(writers)-1], Title: "after"}).Error)
+		})
+}
+
+// withForeignKey runs f on a move rig of each server whose source and
+// target hold the tables of models (parents first), linked by the key
+// constraint adds, once with RESTRICT and once with ON DELETE CASCADE.
+func withForeignKey(t *testing.T, models []any, constraint string, f func(t *testing.T, b backend, r *moveRig, cascade bool)) {
 	forEachServer(t, func(t *testing.T, b backend) {
-		for _, action := range []string{"", " ON DELETE CASCADE"} {
-			t.Run(map[string]string{"": "restrict", " ON DELETE CASCADE": "cascade"}[action], func(t *testing.T) {
+		for _, cascade := range []bool{false, true} {
+			t.Run(map[bool]string{false: "restrict", true: "cascade"}[cascade], func(t *testing.T) {
 				dir := t.TempDir()
+				childrenFirst := slices.Clone(models)
+				slices.Reverse(childrenFirst)
 				drop := func() {
 					for _, db := range direct(t, b, dir)[moveSource : moveTarget+1] {
-						_ = db.Migrator().DropTable(&FkBook{}, &FkWriter{})
+						_ = db.Migrator().DropTable(childrenFirst...)
 					}
 				}
 				drop()
 				t.Cleanup(drop)
 				r := newMoveRig(t, b, dir)
-				models := append([]any{&FkWriter{}, &FkBook{}}, moveModels...)
-				must(t, r.p.AutoMigrate(r.db, &FkWriter{}, &FkBook{}))
+				must(t, r.p.AutoMigrate(r.db, models...))
 				for _, db := range []*gorm.DB{r.source, r.target} {
-					must(t, db.Exec("ALTER TABLE fk_books ADD CONSTRAINT fk_books_writer FOREIGN KEY (writer_id) REFERENCES fk_writers(id)"+action).Error)
+					must(t, db.Exec(constraint+map[bool]string{false: "", true: " ON DELETE CASCADE"}[cascade]).Error)
 				}
-				var writers []int64
-				write := func(shard int) int64 {
-					w := FkWriter{Name: fmt.Sprint(shard)}
-					must(t, r.db.Clauses(shardid.OnShard(shard)).Create(&w).Error)
-					for j := 0; j < 3; j++ {
-						must(t, r.db.Create(&FkBook{WriterID: w.ID, Title: fmt.Sprint(j)}).Error)
-					}
-					return w.ID
-				}
-				unwrite := func(id int64) {
-					must(t, r.db.Where("writer_id = ?", id).Delete(&FkBook{}).Error)
-					must(t, r.db.Delete(&FkWriter{ID: id}).Error)
-				}
-				for i := 0; i < 20; i++ {
-					writers = append(writers, write(movingRange.From+i))
-				}
-				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-				defer cancel()
-
-				// A move stopped in its catch-up, then cancelled.
-				stop, stopped := context.WithCancel(ctx)
-				_, err := r.p.Move(stop, shardid.Move{Logical: movingRange, To: b.name + "-target", ChunkSize: 5, CatchUpBelow: 1, Models: models,
-					Progress: func(p shardid.MoveProgress) {
-						if p.Phase == shardid.PhaseCatchUp {
-							stopped()
-						}
-					}})
-				if err == nil {
-					t.Fatal("the stopped move succeeded")
-				}
-				if n := len(dumpRange(t, r, r.target, "fk_books", "writer_id")); n == 0 {
-					t.Fatal("the stopped move copied no book")
-				}
-				must(t, r.p.CancelMove(ctx, movingRange))
-				for _, table := range []string{"fk_books", "fk_writers"} {
-					if n := countIn(t, r.target, table, true, r.p.Layout()); n != 0 {
-						t.Errorf("%s: %d rows of the range left on the target by the cancel", table, n)
-					}
-				}
-
-				wrote := map[string]bool{}
-				_, err = r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", ChunkSize: 5, CatchUpBelow: 1, Models: models,
-					Progress: func(p shardid.MoveProgress) {
-						step := p.Phase + p.Table
-						if wrote[step] || !(p.Phase == shardid.PhaseCopy && p.Table == "fk_books" || p.Phase == shardid.PhaseCatchUp) {
-							return
-						}
-						wrote[step] = true
-						// made after the writers' copy ended: the books' copy reads their books
-						writers = append(writers, write(movingRange.From+100+len(wrote)))
-						unwrite(writers[len(wrote)])
-						if action != "" {
-							must(t, r.db.Delete(&FkWriter{ID: writers[5+len(wrote)]}).Error) // its books with it
-						}
-					}})
-				must(t, err)
-				if len(wrote) != 2 {
-					t.Fatalf("wrote in %v", wrote)
-				}
-				compareSides(t, r, []fpTable{{"fk_writers", "id"}, {"fk_books", "id"}})
-				must(t, r.p.CleanupMove(ctx, movingRange))
-				for _, table := range []string{"fk_books", "fk_writers"} {
-					if n := countIn(t, r.source, table, true, r.p.Layout()); n != 0 {
-						t.Errorf("%s: %d rows of the range left on the source after the cleanup", table, n)
-					}
-				}
-				var books []FkBook
-				must(t, r.db.Where("writer_id = ?", writers[len(writers)-1]).Find(&books).Error)
-				if len(books) != 3 {
-					t.Errorf("the last writer has %d books after the move; want 3", len(books))
-				}
-				must(t, r.db.Create(&FkBook{WriterID: writers[len(writers)-1], Title: "after"}).Error)
+				f(t, b, r, cascade)
 			})
 		}
 	})
@@ -1246,88 +1259,72 @@ type FkNode struct {
 // catch-up: the move copies every node, its cancel and cleanup delete
 // them, and the target ends holding the source's rows.
 func TestMoveCarriesATableReferencingItself(t *testing.T) {
-	forEachServer(t, func(t *testing.T, b backend) {
-		for _, action := range []string{"", " ON DELETE CASCADE"} {
-			t.Run(map[string]string{"": "restrict", " ON DELETE CASCADE": "cascade"}[action], func(t *testing.T) {
-				dir := t.TempDir()
-				drop := func() {
-					for _, db := range direct(t, b, dir)[moveSource : moveTarget+1] {
-						_ = db.Migrator().DropTable(&FkNode{}, &FkWriter{})
-					}
+	withForeignKey(t, []any{&FkWriter{}, &FkNode{}}, "ALTER TABLE fk_nodes ADD CONSTRAINT fk_nodes_parent FOREIGN KEY (parent_id) REFERENCES fk_nodes(id)",
+		func(t *testing.T, b backend, r *moveRig, _ bool) {
+			models := append([]any{&FkWriter{}, &FkNode{}}, moveModels...)
+			var first []int64 // the first thread's nodes, and the thread
+			for i := 0; i < 4; i++ {
+				thread := FkWriter{Name: "thread"}
+				must(t, r.db.Clauses(shardid.OnShard(movingRange.From+i)).Create(&thread).Error)
+				var parent *int64
+				var nodes []int64
+				for j := 0; j < 12; j++ {
+					node := FkNode{ThreadID: thread.ID, ParentID: parent, Body: fmt.Sprint(j)}
+					must(t, r.db.Create(&node).Error)
+					parent = &node.ID
+					nodes = append(nodes, node.ID)
 				}
-				drop()
-				t.Cleanup(drop)
-				r := newMoveRig(t, b, dir)
-				models := append([]any{&FkWriter{}, &FkNode{}}, moveModels...)
-				must(t, r.p.AutoMigrate(r.db, &FkWriter{}, &FkNode{}))
-				for _, db := range []*gorm.DB{r.source, r.target} {
-					must(t, db.Exec("ALTER TABLE fk_nodes ADD CONSTRAINT fk_nodes_parent FOREIGN KEY (parent_id) REFERENCES fk_nodes(id)"+action).Error)
+				later := FkNode{ThreadID: thread.ID, Body: "later"}
+				must(t, r.db.Create(&later).Error)
+				must(t, r.db.Model(&FkNode{ID: nodes[0], ThreadID: thread.ID}).Update("parent_id", later.ID).Error) // made before its parent
+				if i == 0 {
+					first = append(nodes, thread.ID)
 				}
-				var first []int64 // the first thread's nodes, and the thread
-				for i := 0; i < 4; i++ {
-					thread := FkWriter{Name: "thread"}
-					must(t, r.db.Clauses(shardid.OnShard(movingRange.From+i)).Create(&thread).Error)
-					var parent *int64
-					var nodes []int64
-					for j := 0; j < 12; j++ {
-						node := FkNode{ThreadID: thread.ID, ParentID: parent, Body: fmt.Sprint(j)}
-						must(t, r.db.Create(&node).Error)
-						parent = &node.ID
-						nodes = append(nodes, node.ID)
-					}
-					later := FkNode{ThreadID: thread.ID, Body: "later"}
-					must(t, r.db.Create(&later).Error)
-					must(t, r.db.Model(&FkNode{ID: nodes[0], ThreadID: thread.ID}).Update("parent_id", later.ID).Error) // made before its parent
-					if i == 0 {
-						first = append(nodes, thread.ID)
-					}
-				}
-				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-				defer cancel()
-				stop, stopped := context.WithCancel(ctx)
-				chunks := 0
-				_, err := r.p.Move(stop, shardid.Move{Logical: movingRange, To: b.name + "-target", ChunkSize: 5, Models: models,
-					Progress: func(p shardid.MoveProgress) {
-						if p.Phase == shardid.PhaseCopy && p.Step == "chunk" {
-							if chunks++; chunks == 4 {
-								stopped()
-							}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			stop, stopped := context.WithCancel(ctx)
+			chunks := 0
+			_, err := r.p.Move(stop, shardid.Move{Logical: movingRange, To: b.name + "-target", ChunkSize: 5, Models: models,
+				Progress: func(p shardid.MoveProgress) {
+					if p.Phase == shardid.PhaseCopy && p.Step == "chunk" {
+						if chunks++; chunks == 4 {
+							stopped()
 						}
-					}})
-				if err == nil {
-					t.Fatal("the stopped move succeeded")
-				}
-				must(t, r.p.CancelMove(ctx, movingRange))
-				if n := countIn(t, r.target, "fk_nodes", true, r.p.Layout()); n != 0 {
-					t.Errorf("%d nodes of the range left on the target by the cancel", n)
-				}
-				// In the catch-up: a node re-parented to one made after it, logged
-				// before it; a reply deleted, then the node it answered.
-				caughtUp := false
-				_, err = r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", ChunkSize: 5, CatchUpBelow: 1, Models: models,
-					Progress: func(p shardid.MoveProgress) {
-						if p.Phase != shardid.PhaseCatchUp || caughtUp {
-							return
-						}
-						caughtUp = true
-						thread := first[12]
-						must(t, r.db.Model(&FkNode{ID: first[5], ThreadID: thread}).Update("body", "re-parented").Error)
-						newer := FkNode{ThreadID: thread, Body: "newer"}
-						must(t, r.db.Create(&newer).Error)
-						must(t, r.db.Model(&FkNode{ID: first[5], ThreadID: thread}).Update("parent_id", newer.ID).Error)
-						must(t, r.db.Delete(&FkNode{ID: first[11], ThreadID: thread}).Error)
-						must(t, r.db.Delete(&FkNode{ID: first[10], ThreadID: thread}).Error)
-					}})
-				must(t, err)
-				if !caughtUp {
-					t.Fatal("the move had no catch-up round")
-				}
-				compareSides(t, r, []fpTable{{"fk_nodes", "id"}})
-				must(t, r.p.CleanupMove(ctx, movingRange))
-				if n := countIn(t, r.source, "fk_nodes", true, r.p.Layout()); n != 0 {
-					t.Errorf("%d nodes of the range left on the source after the cleanup", n)
-				}
-			})
-		}
-	})
+					}
+				}})
+			if err == nil {
+				t.Fatal("the stopped move succeeded")
+			}
+			must(t, r.p.CancelMove(ctx, movingRange))
+			if n := countIn(t, r.target, "fk_nodes", true, r.p.Layout()); n != 0 {
+				t.Errorf("%d nodes of the range left on the target by the cancel", n)
+			}
+			// In the catch-up: a node re-parented to one made after it, logged
+			// before it; a reply deleted, then the node it answered.
+			caughtUp := false
+			_, err = r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", ChunkSize: 5, CatchUpBelow: 1, Models: models,
+				Progress: func(p shardid.MoveProgress) {
+					if p.Phase != shardid.PhaseCatchUp || caughtUp {
+						return
+					}
+					caughtUp = true
+					thread := first[12]
+					must(t, r.db.Model(&FkNode{ID: first[5], ThreadID: thread}).Update("body", "re-parented").Error)
+					newer := FkNode{ThreadID: thread, Body: "newer"}
+					must(t, r.db.Create(&newer).Error)
+					must(t, r.db.Model(&FkNode{ID: first[5], ThreadID: thread}).Update("parent_id", newer.ID).Error)
+					must(t, r.db.Delete(&FkNode{ID: first[11], ThreadID: thread}).Error)
+					must(t, r.db.Delete(&FkNode{ID: first[10], ThreadID: thread}).Error)
+				}})
+			must(t, err)
+			if !caughtUp {
+				t.Fatal("the move had no catch-up round")
+			}
+			compareSides(t, r, []fpTable{{"fk_nodes", "id"}})
+			must(t, r.p.CleanupMove(ctx, movingRange))
+			if n := countIn(t, r.source, "fk_nodes", true, r.p.Layout()); n != 0 {
+				t.Errorf("%d nodes of the range left on the source after the cleanup", n)
+			}
+		})
 }
