@@ -17,7 +17,7 @@ var ErrLocked = errors.New("mapstore: the move's lock is held")
 const lockPatience = 3 * time.Second
 
 // sqliteMoveLocks stand in for the servers' named locks (a move's, the
-// migrations'): SQLite has one writing process.
+// migrations') within a process; lockFile among processes.
 var sqliteMoveLocks sync.Map // lock name → struct{}
 
 // LockMove takes the lock of the move of r, which one run at a time holds,
@@ -48,8 +48,11 @@ func (s *Store) MoveRunning(ctx context.Context, r shardrouter.Range) (bool, err
 	name := s.moveLockName(r)
 	switch s.dialect {
 	case "sqlite":
-		_, held := sqliteMoveLocks.Load(s.sqliteScope(ctx) + " " + name)
-		return held, nil
+		scope, file := s.sqliteScope(ctx)
+		if _, held := sqliteMoveLocks.Load(scope + " " + name); held || file == "" {
+			return held, nil
+		}
+		return fileLockHeld(file, name) // another process's run
 	case "postgres":
 		// PostgreSQL tells a lock's holder by its key halves only: take it
 		// and give it back, on one session.
@@ -74,13 +77,12 @@ func (s *Store) MoveRunning(ctx context.Context, r shardrouter.Range) (bool, err
 
 // sqliteScope names the SQLite database of the store's handle: its file, as
 // the database says, so that handles of one file share their locks (an
-// in-memory database: the handle).
-func (s *Store) sqliteScope(ctx context.Context) string {
-	var file string
+// in-memory database: the handle, and no file).
+func (s *Store) sqliteScope(ctx context.Context) (scope, file string) {
 	if err := s.db.QueryRowContext(ctx, "SELECT file FROM pragma_database_list WHERE name = 'main'").Scan(&file); err != nil || file == "" {
-		return fmt.Sprintf("%p", s.db)
+		return fmt.Sprintf("%p", s.db), ""
 	}
-	return file
+	return file, file
 }
 
 func (s *Store) moveLockName(r shardrouter.Range) string {
@@ -116,7 +118,7 @@ func (s *Store) lock(ctx context.Context, name string) (func(), error) {
 }
 
 // movePatience is how long a run waits for a move's lock: on SQLite, whose
-// stand-ins a run of this process holds, not at all.
+// stand-ins a run gives back as it ends, or with its process, not at all.
 func (s *Store) movePatience() time.Duration {
 	if s.dialect == "sqlite" {
 		return 0
@@ -192,22 +194,43 @@ func (s *Store) lockAllOn(ctx context.Context, locks ...namedLock) (func(), func
 	return unlock, alive, nil
 }
 
-// lockSQLite takes SQLite's stand-ins of the named locks, which live in this
-// process: one per database file.
+// lockSQLite takes SQLite's stand-ins of the named locks: one per database
+// file in this process, and, for a database in a file, a lock of the file
+// beside it (lockFile) that the other processes of that file see, as they
+// see a server's named lock: a mover in one process and "shardid move
+// status", cancel or a second run of the move in another.
 func (s *Store) lockSQLite(ctx context.Context, locks []namedLock) (func(), error) {
 	var held []string
+	var files []func()
 	unlock := func() {
+		for i := len(files) - 1; i >= 0; i-- {
+			files[i]()
+		}
 		for _, name := range held {
 			sqliteMoveLocks.Delete(name)
 		}
 	}
-	scope := s.sqliteScope(ctx)
+	scope, file := s.sqliteScope(ctx)
 	for _, l := range locks {
 		name := scope + " " + l.name
 		for deadline := time.Now().Add(l.patience); ; {
 			if _, taken := sqliteMoveLocks.LoadOrStore(name, struct{}{}); !taken {
-				held = append(held, name)
-				break
+				release, ok, err := func() (func(), bool, error) {
+					if file == "" {
+						return func() {}, true, nil
+					}
+					return lockFile(file, l.name)
+				}()
+				if err != nil {
+					sqliteMoveLocks.Delete(name)
+					unlock()
+					return nil, err
+				}
+				if ok {
+					held, files = append(held, name), append(files, release)
+					break
+				}
+				sqliteMoveLocks.Delete(name) // another process holds it
 			}
 			if time.Now().After(deadline) {
 				unlock()
