@@ -89,6 +89,12 @@ func readConfig(path string) (*fileConfig, error) {
 		return nil, fmt.Errorf("--config: %w", err)
 	}
 	c := &fileConfig{path: path}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, fmt.Errorf("%s: the file is empty; give a JSON object naming the plugin's database and the physical databases (see --help)", path)
+	}
+	if trimmed := bytes.TrimSpace(body); trimmed[0] != '{' && json.Valid(trimmed) {
+		return nil, fmt.Errorf("%s: want a JSON object {\"main\": ..., \"shards\": [...]}, not %s (see --help)", path, jsonKind(trimmed[0]))
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(c); err != nil {
@@ -102,22 +108,42 @@ func readConfig(path string) (*fileConfig, error) {
 	if dec.More() {
 		return nil, fmt.Errorf("%s: more than one JSON value", path)
 	}
-	if key := repeatedKey(body); key != "" {
-		return nil, fmt.Errorf("%s: %q is given twice in one object; give it once", path, key)
+	if first, again := repeatedKey(body); first == again && first != "" {
+		return nil, fmt.Errorf("%s: %q is given twice in one object; give it once", path, first)
+	} else if first != "" {
+		return nil, fmt.Errorf("%s: %q and %q are one key, given twice in one object (keys are read whatever their case); give it once", path, first, again)
 	}
 	return c, c.check()
 }
 
-// repeatedKey returns a key that an object of the JSON document body holds
-// twice, of which encoding/json keeps the last without a word, or "".
-func repeatedKey(body []byte) string {
+// jsonKind names the JSON value that begins with b.
+func jsonKind(b byte) string {
+	switch b {
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 'n':
+		return "null"
+	case 't', 'f':
+		return "a boolean"
+	}
+	return "a number"
+}
+
+// repeatedKey returns the two keys, first and again, that an object of the
+// JSON document body holds twice, of which encoding/json keeps the last
+// without a word, or "". Keys are compared as encoding/json matches them to
+// fields, whatever their case: "main" and "Main" are one key.
+func repeatedKey(body []byte) (first, again string) {
 	type level struct {
-		keys    map[string]bool // nil in an array
+		keys    []string // nil in an array
+		object  bool
 		wantKey bool
 	}
 	var stack []*level
 	valueDone := func() {
-		if n := len(stack); n > 0 && stack[n-1].keys != nil {
+		if n := len(stack); n > 0 && stack[n-1].object {
 			stack[n-1].wantKey = true
 		}
 	}
@@ -125,23 +151,25 @@ func repeatedKey(body []byte) string {
 	for {
 		tok, err := dec.Token()
 		if err != nil {
-			return "" // the end, or a syntax error the decoder has reported
+			return "", "" // the end, or a syntax error the decoder has reported
 		}
 		switch tok {
 		case json.Delim('{'):
-			stack = append(stack, &level{keys: map[string]bool{}, wantKey: true})
+			stack = append(stack, &level{object: true, wantKey: true})
 		case json.Delim('['):
 			stack = append(stack, &level{})
 		case json.Delim('}'), json.Delim(']'):
 			stack = stack[:len(stack)-1]
 			valueDone()
 		default:
-			if top := len(stack) - 1; top >= 0 && stack[top].keys != nil && stack[top].wantKey {
+			if top := len(stack) - 1; top >= 0 && stack[top].object && stack[top].wantKey {
 				key, _ := tok.(string)
-				if stack[top].keys[key] {
-					return key
+				for _, seen := range stack[top].keys {
+					if strings.EqualFold(seen, key) {
+						return seen, key
+					}
 				}
-				stack[top].keys[key], stack[top].wantKey = true, false
+				stack[top].keys, stack[top].wantKey = append(stack[top].keys, key), false
 				continue
 			}
 			valueDone()
@@ -299,8 +327,10 @@ func openConfigOf(c *fileConfig, warnings io.Writer, sharedMap bool) (*opsSetup,
 		return nil, err
 	}
 	if path, ok := sqliteFile(c.Main); ok && c.existing {
-		if _, err := os.Stat(path); err != nil {
+		if info, err := os.Stat(path); err != nil {
 			return nil, c.fieldError("main", "%v: the commands open the application's databases and never make one", err)
+		} else if info.IsDir() {
+			return nil, c.fieldError("main", "%s is a directory: give the application's SQLite file", path)
 		}
 	}
 	main, err := dialectorFor(c.opened(c.Main))
@@ -330,6 +360,13 @@ func openConfigOf(c *fileConfig, warnings io.Writer, sharedMap bool) (*opsSetup,
 	}
 	table := c.mapTable()
 	held := sqlscan.Folded(db.Dialector.Name(), table) // the plugin names it as if unquoted
+	if sharedMap {
+		// HasTable says false for a database it cannot read (an SQLite
+		// file that is no database): that is not a map table missing.
+		if _, err := db.Migrator().GetTables(); err != nil {
+			return nil, errors.Join(fmt.Errorf("%s: main: reading its tables: %w", c.path, dsn.RedactError(err, c.Main)), closeDB(db))
+		}
+	}
 	if sharedMap && !db.Migrator().HasTable(held) {
 		return nil, errors.Join(c.fieldError("map_table", "%s is not on main: no application shares its map there (give the application's Config.MapTable; an application creates it when it starts)", table), closeDB(db))
 	} else if sharedMap {

@@ -162,3 +162,28 @@ func TestADatabaseDownIsReportedOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestACommandOnAMainThatIsNoDatabaseSaysSo: a main SQLite path that is a
+// file of something else, or a directory, is refused saying so, not as a
+// map table missing there ("map_table: shardid_shard_map is not on main",
+// which sent the operator after the table's name), nor as SQLite's "out of
+// memory (14)".
+func TestACommandOnAMainThatIsNoDatabaseSaysSo(t *testing.T) {
+	e := sqliteEnv(t)
+	e.application(t)
+	dir := t.TempDir()
+	junk := filepath.Join(dir, "junk.db")
+	if err := os.WriteFile(junk, []byte(strings.Repeat("not an SQLite database. ", 10)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for main, want := range map[string]string{"file:" + junk: "main: reading its tables: file is not a database", "file:" + dir: "main: " + dir + " is a directory"} {
+		dsns := map[string]string{"main": main, "a": e.dsns["a"], "b": e.dsns["b"], "c": e.dsns["c"]}
+		for _, args := range [][]string{{"map"}, {"health"}, {"move", "status"}} {
+			args = append(args, "--config", writeConfig(t, dsns).config)
+			out, err := run(t, args...)
+			if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "map_table") {
+				t.Errorf("shardid %s, main %s: %v; want an error with %q\n%s", strings.Join(args, " "), main, err, want, out)
+			}
+		}
+	}
+}

@@ -469,6 +469,13 @@ func TestOperatorsBadInput(t *testing.T) {
 		{[]string{"map", "--config", file("unknown.json", `{"main": "file:m.db", "shrads": []}`)}, `unknown.json: json: unknown field "shrads"`},
 		{[]string{"map", "--config", file("twice.json", `{"main": "file:m.db", "shards": [{"name": "a", "name": "b"}]}`)}, `twice.json: "name" is given twice in one object`},
 		{[]string{"map", "--config", file("twice-main.json", `{"main": "file:a.db", "shards": [], "main": "file:b.db"}`)}, `twice-main.json: "main" is given twice`},
+		// encoding/json reads a key whatever its case: the second spelling won without a word.
+		{[]string{"map", "--config", file("twice-case.json", `{"main": "file:a.db", "shards": [], "Main": "file:b.db"}`)}, `twice-case.json: "main" and "Main" are one key, given twice`},
+		{[]string{"map", "--config", file("twice-case-layout.json", `{"main": "file:a.db", "shards": [], "layout": {"shard_bits": 13, "SHARD_BITS": 12}}`)}, `"shard_bits" and "SHARD_BITS" are one key`},
+		{[]string{"map", "--config", file("empty.json", "")}, "empty.json: the file is empty"},
+		{[]string{"map", "--config", file("blank.json", " \n")}, "blank.json: the file is empty"},
+		{[]string{"map", "--config", file("array.json", `[{"main": "file:a.db"}]`)}, "array.json: want a JSON object"},
+		{[]string{"map", "--config", file("null.json", `null`)}, "null.json: want a JSON object"},
 		{[]string{"map", "--config", good(func(c map[string]any) { delete(c, "main") })}, ": main: missing"},
 		{[]string{"map", "--config", good(func(c map[string]any) { shard(c, 1)["dsn"] = "nonsense" })}, `: shards[1].dsn: "nonsense": write a MySQL DSN`},
 		{[]string{"map", "--config", good(func(c map[string]any) { shard(c, 0)["logical"] = "0-x" })}, `: shards[0].logical: "0-x" is not FROM-TO`},
