@@ -71,7 +71,10 @@ func NewMap(shardCount int, physical []Physical) (*Map, error) {
 		}
 		m.names[i] = p.Name
 		for _, r := range p.Logical {
-			if r.From > r.To || r.From < 0 || r.To >= shardCount {
+			if r.From > r.To {
+				return nil, bad("%s: range %d..%d runs backwards: give From <= To", p.Name, r.From, r.To)
+			}
+			if r.From < 0 || r.To >= shardCount {
 				return nil, bad("%s: range %d..%d is not within 0..%d", p.Name, r.From, r.To, shardCount-1)
 			}
 			for s := r.From; s <= r.To; s++ {
