@@ -68,6 +68,10 @@ type MoveReport struct {
 	Frozen     time.Duration    // how long writes of the range were refused
 	MapVersion int64            // the map version that sends the range to To
 	Resumed    bool             // the move had begun before
+	// Served says the target served the range already when this run took
+	// the move's lock (another run, or an earlier one, cut it over): the
+	// run changed nothing, and the report is that move's.
+	Served bool
 }
 
 // Phases of a move, in order.

@@ -94,8 +94,7 @@ func runMove(cmd *cobra.Command, o moveOptions) error {
 		ctx, stop := interruptible(cmd)
 		defer stop()
 		if m, err := recordedMove(ctx, s, r); err == nil && m.To == o.to && m.Phase == shardid.PhaseServing {
-			fmt.Fprintf(cmd.OutOrStdout(), "logical shards %s were moved from %s to %s already (map version %d): nothing to do\n", rangeText(r), m.From, m.To, m.MapVersion)
-			fmt.Fprintf(cmd.OutOrStdout(), "next              %s keeps a frozen copy: shardid move cleanup --config %s --shards %s\n", m.From, o.config, rangeText(r))
+			printMovedAlready(cmd.OutOrStdout(), r, m.From, m.To, m.MapVersion, o.config)
 			return nil
 		}
 		req := shardid.Move{Logical: r, To: o.to, ChunkSize: o.chunk, Throttle: o.throttle, DryRun: o.dryRun}
@@ -118,6 +117,11 @@ func runMove(cmd *cobra.Command, o moveOptions) error {
 			}
 			return err
 		}
+		if report.Served || (o.dryRun && report.Phase == shardid.PhaseServing) {
+			// Another run cut it over while this one waited for the move's lock.
+			printMovedAlready(cmd.OutOrStdout(), r, report.From, report.To, report.MapVersion, o.config)
+			return nil
+		}
 		if o.dryRun {
 			printPlan(cmd.OutOrStdout(), report)
 		} else {
@@ -125,6 +129,13 @@ func runMove(cmd *cobra.Command, o moveOptions) error {
 		}
 		return nil
 	})
+}
+
+// printMovedAlready says that the move of r was cut over before this run:
+// it did nothing, and the cleanup comes next.
+func printMovedAlready(w io.Writer, r shardid.Range, from, to string, version int64, config string) {
+	fmt.Fprintf(w, "logical shards %s were moved from %s to %s already (map version %d): nothing to do\n", rangeText(r), from, to, version)
+	fmt.Fprintf(w, "next              %s keeps a frozen copy: shardid move cleanup --config %s --shards %s\n", from, config, rangeText(r))
 }
 
 // runText says whether a run holds the move now; a move under way that none

@@ -89,3 +89,46 @@ func TestAMoveStoppedBySIGTERMKeepsItsStateAndResumes(t *testing.T) {
 		t.Fatalf("the move run again: %v\n%s", err, out)
 	}
 }
+
+// TestAMoveRunWhileAnotherCutsItOverSaysItHasNothingToDo: a move run while
+// another run of it is in its cutover waits for the move's lock, then finds
+// the target serving the range: it says it had nothing to do, as a move run
+// again after its cutover does, not "moved (resumed)" with the other run's
+// figures as its own.
+func TestAMoveRunWhileAnotherCutsItOverSaysItHasNothingToDo(t *testing.T) {
+	for name, env := range map[string]func(*testing.T) opsEnv{"mysql": mysqlEnv, "postgres": postgresEnv} {
+		t.Run(name, func(t *testing.T) {
+			e := env(t)
+			app, _ := e.applicationWithItems(t, 0, 5)
+			written, release, moved := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+			go func() {
+				_, err := app.plugin.Move(context.Background(), shardid.Move{Logical: shardid.Range{From: 0, To: 10}, To: "c", Progress: func(p shardid.MoveProgress) {
+					if p.Phase == shardid.PhaseCutover && p.Step == "verified" {
+						close(written)
+						<-release
+					}
+				}})
+				moved <- err
+			}()
+			<-written
+			type result struct {
+				out string
+				err error
+			}
+			second := make(chan result, 1)
+			go func() {
+				out, err := run(t, "move", "--config", e.config, "--shards", "0-10", "--to", "c")
+				second <- result{out, err}
+			}()
+			time.Sleep(1500 * time.Millisecond) // it read the move in its cutover, and waits for the lock (3 s)
+			close(release)
+			if err := <-moved; err != nil {
+				t.Fatalf("the first run: %v", err)
+			}
+			got := <-second
+			if got.err != nil || !strings.Contains(got.out, "were moved from a to c already") || strings.Contains(got.out, "moved (resumed)") {
+				t.Errorf("shardid move while another run cut it over: %v; want it to say it had nothing to do\n%s", got.err, got.out)
+			}
+		})
+	}
+}

@@ -76,6 +76,7 @@ type Report struct {
 	Frozen     time.Duration    // how long writes of the range were refused
 	MapVersion int64            // the map version that sends the range to To
 	Resumed    bool             // the move had begun before
+	Served     bool             // the target served the range already when this run took the move: it changed nothing
 }
 
 // Mover runs the moves of one plugin and keeps the live stats of those it
@@ -131,7 +132,7 @@ func (m *Mover) Move(ctx context.Context, d Driver, req Request) (*Report, error
 		return nil, err
 	}
 	defer m.track(mv)()
-	resumed := mv.resumed
+	resumed, served := mv.resumed, mv.st.Phase == PhaseServing
 	steps := []struct {
 		phase string
 		run   func(context.Context) error
@@ -160,6 +161,11 @@ func (m *Mover) Move(ctx context.Context, d Driver, req Request) (*Report, error
 		if err := d.Store().SaveMove(ctx, mv.st); err != nil {
 			return mv.report(resumed), err
 		}
+	}
+	if served {
+		report := mv.report(resumed)
+		report.Served = true
+		return report, nil
 	}
 	log.Info("shardid: move phase", "from", req.Logical.From, "through", req.Logical.To, "to", req.To, "phase", PhaseServing, "map_version", mv.st.MapVersion)
 	return mv.report(resumed), nil
