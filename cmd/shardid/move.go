@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -135,7 +136,19 @@ func runMove(cmd *cobra.Command, o moveOptions) error {
 // it did nothing, and the cleanup comes next.
 func printMovedAlready(w io.Writer, r shardid.Range, from, to string, version int64, config string) {
 	fmt.Fprintf(w, "logical shards %s were moved from %s to %s already (map version %d): nothing to do\n", rangeText(r), from, to, version)
-	fmt.Fprintf(w, "next              %s keeps a frozen copy: shardid move cleanup --config %s --shards %s\n", from, config, rangeText(r))
+	fmt.Fprintf(w, "next              %s keeps a frozen copy: shardid move cleanup --config %s --shards %s\n", from, shellWord(config), rangeText(r))
+}
+
+// shellWord is s as one word of a shell's command line, quoted when it
+// holds anything but letters, digits and _-./:=@,+%: a config path with a
+// space, pasted from a hint, is one argument.
+func shellWord(s string) string {
+	if s != "" && strings.IndexFunc(s, func(c rune) bool {
+		return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("_-./:=@,+%", c))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // runText says whether a run holds the move now; a move under way that none
@@ -190,7 +203,7 @@ func printReport(w io.Writer, report *shardid.MoveReport, config string) {
 	fmt.Fprintf(w, "changes replayed  %d\n", report.Changes)
 	fmt.Fprintf(w, "frozen            %s (writes of the range refused on %s, and retried on %s by the plugin)\n", report.Frozen.Round(time.Microsecond), report.From, report.To)
 	fmt.Fprintf(w, "map version       %d\n", report.MapVersion)
-	fmt.Fprintf(w, "next              %s keeps a frozen copy: shardid move cleanup --config %s --shards %s\n", report.From, config, rangeText(report.Logical))
+	fmt.Fprintf(w, "next              %s keeps a frozen copy: shardid move cleanup --config %s --shards %s\n", report.From, shellWord(config), rangeText(report.Logical))
 }
 
 func moveStatusCommand(o *moveOptions) *cobra.Command {

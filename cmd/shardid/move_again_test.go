@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -130,5 +133,41 @@ func TestAMoveRunWhileAnotherCutsItOverSaysItHasNothingToDo(t *testing.T) {
 				t.Errorf("shardid move while another run cut it over: %v; want it to say it had nothing to do\n%s", got.err, got.out)
 			}
 		})
+	}
+}
+
+// TestTheCleanupHintOfAMoveRunsAsPrinted: the "next" line of a move's
+// report, pasted into a shell, cleans the move up, though the config's path
+// holds a space and a quote (it was printed bare: the shell split it).
+func TestTheCleanupHintOfAMoveRunsAsPrinted(t *testing.T) {
+	e := sqliteEnv(t)
+	e.applicationWithItems(t, 0, 10)
+	body, err := os.ReadFile(e.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(t.TempDir(), "ops team's shards.json")
+	if err := os.WriteFile(config, body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"move", "--config", config, "--shards", "0-10", "--to", "c"},
+		{"move", "--config", config, "--shards", "0-10", "--to", "c"}, // moved already: the same hint
+	} {
+		out := mustRun(t, args...)
+		_, hint, found := strings.Cut(out, "keeps a frozen copy: shardid ")
+		hint, _, _ = strings.Cut(hint, "\n")
+		if !found {
+			t.Fatalf("no cleanup hint:\n%s", out)
+		}
+		words, err := exec.Command("sh", "-c", `eval "set -- $1"; for w in "$@"; do printf '%s\0' "$w"; done`, "sh", hint).Output()
+		if err != nil {
+			t.Fatalf("the hint %q does not read in a shell: %v", hint, err)
+		}
+		got := strings.Split(strings.TrimSuffix(string(words), "\x00"), "\x00")
+		want := []string{"move", "cleanup", "--config", config, "--shards", "0-10"}
+		if !slices.Equal(got, want) {
+			t.Errorf("the hint %q reads in a shell as %q, want %q", hint, got, want)
+		}
 	}
 }
