@@ -160,6 +160,9 @@ func TestADatabaseDownIsReportedOnce(t *testing.T) {
 		if n := strings.Count(text, "failed to connect to"); n != 1 {
 			t.Errorf("%s --json says c's failure %d times:\n%s", what, n, text)
 		}
+		if n := strings.Count(text, "physical database unavailable: c"); n != 1 {
+			t.Errorf("%s --json says c is unavailable %d times:\n%s", what, n, text)
+		}
 	}
 }
 

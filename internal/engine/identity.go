@@ -59,6 +59,9 @@ func (e *Engine) checkIdentity(ctx context.Context, name string, physical *sql.D
 		own = e.maps.DB() // the plugin's own pool: the application's transaction may hold the last connection of its
 	}
 	token, err := databaseToken(ctx, physical, dialect)
+	if errors.Is(err, ErrShardUnavailable) {
+		return err // its dial failed, and says so naming it
+	}
 	if err != nil {
 		return fmt.Errorf("%w: %s: reading its shardid token: %w", ErrShardUnavailable, name, err)
 	}
