@@ -66,7 +66,7 @@ and for IDs "sequence", and with worker bits "worker" and "worker_sequence".`,
 		},
 	}
 	flags.register(cmd)
-	cmd.Flags().StringArrayVar(&maps, "map", nil, "a physical database and its logical shards, NAME=FROM-TO[,FROM-TO...]; repeat for each")
+	cmd.Flags().StringArrayVar(&maps, "map", nil, "a physical database and its logical shards, NAME=FROM-TO[,FROM-TO...] (N for one shard, as in a config file); repeat for each")
 	cmd.Flags().BoolVar(&asJSON, "json", false, jsonFlagHelp)
 	return cmd
 }
@@ -179,25 +179,20 @@ func printDecoded(w io.Writer, d decoded) {
 	}
 }
 
-// parseMap reads --map flags into a validated shard map.
+// parseMap reads --map flags into a validated shard map; a flag's ranges
+// are written as a config file's "logical" (FROM-TO, or N for one shard).
 func parseMap(flags []string, shardCount int) (*shardrouter.Map, error) {
 	var physical []shardrouter.Physical
 	for _, f := range flags {
-		name, ranges, ok := strings.Cut(f, "=")
+		name, text, ok := strings.Cut(f, "=")
 		if !ok {
 			return nil, fmt.Errorf("--map %q: want NAME=FROM-TO[,FROM-TO...]", f)
 		}
-		p := shardrouter.Physical{Name: name}
-		for r := range strings.SplitSeq(ranges, ",") {
-			from, to, ok := strings.Cut(r, "-")
-			a, errA := strconv.Atoi(strings.TrimSpace(from))
-			b, errB := strconv.Atoi(strings.TrimSpace(to))
-			if !ok || errA != nil || errB != nil {
-				return nil, fmt.Errorf("--map %q: %q is not FROM-TO", f, r)
-			}
-			p.Logical = append(p.Logical, shardrouter.Range{From: a, To: b})
+		ranges, err := parseRanges(text)
+		if err != nil {
+			return nil, fmt.Errorf("--map %q: %w", f, err)
 		}
-		physical = append(physical, p)
+		physical = append(physical, shardrouter.Physical{Name: name, Logical: ranges})
 	}
 	return shardrouter.NewMap(shardCount, physical)
 }

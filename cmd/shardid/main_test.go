@@ -113,6 +113,15 @@ func TestDecode(t *testing.T) {
 	if strings.Count(out, "logical shard  3731") != 2 || strings.Count(out, "physical       a") != 2 || !strings.Contains(out, "2026-11-30T10:37:13.697Z") {
 		t.Fatalf("decode said:\n%s", out)
 	}
+	// A shard alone, as a config file's "logical" takes it.
+	if out, err := run(t, "decode", "506214187877944320", "--map", "a=0-3730,3732-8191", "--map", "b=3731"); err != nil || !strings.Contains(out, "physical       b") {
+		t.Errorf("decode with --map b=3731: %v\n%s", err, out)
+	}
+	for flag, want := range map[string]string{"a=4095-0": `"4095-0": want 0 <= FROM <= TO`, "a=0-x": `"0-x" is not FROM-TO`} {
+		if _, err := run(t, "decode", "1", "--map", flag); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("decode --map %s: %v, want an error with %q", flag, err, want)
+		}
+	}
 	for _, bad := range [][]string{
 		{"decode", "abc"},
 		{"decode", "--", "-5"},
