@@ -33,7 +33,11 @@ func lockRange(name string) syscall.Flock_t {
 // file that cannot be opened (a read-only directory) leaves the lock to this
 // process's stand-in: ok, and nothing to release.
 func lockFile(database, name string) (unlock func(), ok bool, err error) {
-	f, err := os.OpenFile(fileLockPath(database), os.O_RDWR|os.O_CREATE, 0o644)
+	mode := os.FileMode(0o644)
+	if info, err := os.Stat(database); err == nil {
+		mode = info.Mode().Perm() // as SQLite makes its journal: whoever may write the database may take its locks
+	}
+	f, err := os.OpenFile(fileLockPath(database), os.O_RDWR|os.O_CREATE, mode)
 	if err != nil {
 		return func() {}, true, nil
 	}
