@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -220,4 +221,50 @@ func (r *routing) refsOn(t *testing.T) []string {
 		refs = append(refs, on...)
 	}
 	return refs
+}
+
+// TestStatementAfterTheContextOfATransactionAcrossShardsEndedFailsWithIt: a
+// transaction across shards whose context ends is rolled back then, as
+// database/sql's is; a statement run in it after that, on a database it has
+// no branch on yet, fails with the context's error (and sql.ErrTxDone), as
+// the statements on its branches do, not with sql.ErrTxDone alone. Nothing
+// is written, nothing left prepared, and the next transaction works.
+func TestStatementAfterTheContextOfATransactionAcrossShardsEndedFailsWithIt(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r, pools, accounts := smallPools(t, b, 0, shardid.Config{})
+		before := runtime.NumGoroutine()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		err := r.db.WithContext(ctx).Clauses(shardid.AcrossShards()).Transaction(func(tx *gorm.DB) error {
+			must(t, tx.Model(&accounts[0]).Update("balance", 5).Error)
+			cancel()
+			// The rollback at the context's end releases the first branch's row lock.
+			locked := "SELECT id FROM accounts WHERE id = ? FOR UPDATE NOWAIT"
+			for deadline := time.Now().Add(10 * time.Second); ; {
+				probe := r.direct[0].Begin()
+				must(t, probe.Error)
+				err := probe.Exec(locked, accounts[0].ID).Error
+				_ = probe.Rollback()
+				if err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the first branch still holds its row 10s after its context ended: %v", err)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			return tx.Model(&accounts[1]).Update("balance", 5).Error
+		})
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("a statement on a new database after the transaction's context ended: %v, want context.Canceled", err)
+		}
+		if got := balances(t, r, accounts); got != [2]int64{100, 100} {
+			t.Errorf("balances %v, want 100 each", got)
+		}
+		r.noPrepared(t)
+		must(t, r.db.Clauses(shardid.AcrossShards()).Transaction(func(tx *gorm.DB) error {
+			return tx.Model(&accounts[1]).Update("balance", 6).Error
+		}))
+		settled(t, pools, before)
+	})
 }

@@ -45,11 +45,14 @@ func (a *acrossBeginner) BeginTx(ctx context.Context, _ *sql.TxOptions) (gorm.Co
 
 // rollbackAtContextEnd rolls the transaction back once the context it
 // began with is done, as database/sql does: its branches let go of their
-// rows and connections then, not when the application at last ends it.
+// rows and connections then, not when the application at last ends it. A
+// statement in it after that fails with the context's error, as one on a
+// branch does, whether or not it has a branch on its database yet.
 func (g *globalTx) rollbackAtContextEnd() {
 	if !g.claimed.CompareAndSwap(claimedByNone, claimedByContext) {
 		return // Commit or Rollback came first: theirs is the end
 	}
+	g.fail(fmt.Errorf("%w: its context ended, which rolled it back: %w", sql.ErrTxDone, g.ctx.Err()))
 	g.ctxErr = errors.Join(g.ctx.Err(), g.rollback(g.context()))
 	close(g.ctxEnd)
 }
