@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -43,5 +44,30 @@ func TestOpenerTriesAgainAfterAnAttemptBegunBeforeTheCall(t *testing.T) {
 	}
 	if n := attempts.Load(); n != 2 {
 		t.Errorf("%d attempts, want 2", n)
+	}
+}
+
+// TestOpenerWaitEndedByTheCallersContextFailsWithIt: a statement whose
+// context ends while its database is still opening (slower than the
+// caller's deadline, within Config.ConnectTimeout) fails with the context's
+// error, naming the database, as a connection's dial does, and not with
+// ErrShardUnavailable: the database was not found down.
+func TestOpenerWaitEndedByTheCallersContextFailsWithIt(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	o := &opener{name: "db-1", timeout: time.Minute, ready: func(*openPhysical) {}, dial: func() (*gorm.DB, error) {
+		<-release
+		return nil, errors.New("closed")
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err := o.get(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrShardUnavailable) || !strings.Contains(err.Error(), "db-1") {
+		t.Errorf("a wait past the caller's deadline: %v; want context.DeadlineExceeded naming db-1, not ErrShardUnavailable", err)
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := o.get(cancelled); !errors.Is(err, context.Canceled) || errors.Is(err, ErrShardUnavailable) {
+		t.Errorf("a wait whose context was cancelled: %v; want context.Canceled, not ErrShardUnavailable", err)
 	}
 }

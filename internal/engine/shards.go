@@ -137,7 +137,8 @@ func (o *opener) start() (_ *attempt, begun bool) {
 	return a, true
 }
 
-// get returns the open database, waiting for an attempt up to the timeout.
+// get returns the open database, waiting for an attempt up to the timeout,
+// or until ctx ends, which fails with ctx's error.
 // An attempt it joined, begun before it, that fails is followed by one of its
 // own within the same bound: the database may have come back since.
 func (o *opener) get(ctx context.Context) (*openPhysical, error) {
@@ -158,8 +159,8 @@ func (o *opener) get(ctx context.Context) (*openPhysical, error) {
 		case <-a.done:
 		case <-timer.C:
 			return nil, fmt.Errorf("%w: %s did not answer within %v (Config.ConnectTimeout)", ErrShardUnavailable, o.name, o.timeout)
-		case <-ctx.Done():
-			return nil, fmt.Errorf("%w: %s: %w", ErrShardUnavailable, o.name, ctx.Err())
+		case <-ctx.Done(): // the caller's end, not the database found down: as a connection's dial (dialbound.go)
+			return nil, fmt.Errorf("shardid: %s: waiting for it to open: %w", o.name, ctx.Err())
 		}
 		if opened := o.opened.Load(); opened != nil {
 			return opened, nil
