@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/shardid/shardid/internal/fence"
-	"github.com/shardid/shardid/internal/sqlerr"
 	"github.com/shardid/shardid/internal/sqlscan"
 )
 
@@ -64,7 +63,7 @@ func (mv *run) prepareTarget(ctx context.Context) error {
 			continue
 		}
 		_, err := columnsOf(ctx, mv.target, t.dialect, t.name)
-		if err != nil && sqlerr.Unreachable(err) {
+		if err != nil && !tableMissing(err) { // not read: unreachable, or the context ended
 			return fmt.Errorf("table %s on %s: %w", t.name, mv.st.To, err)
 		}
 		if err != nil {
@@ -88,7 +87,7 @@ func (mv *run) prepareTarget(ctx context.Context) error {
 // able to take the source's values, and no row of the range.
 func (mv *run) checkTarget(ctx context.Context, t *movedTable) error {
 	columns, err := columnsOf(ctx, mv.target, t.dialect, t.name)
-	if err != nil && sqlerr.Unreachable(err) {
+	if err != nil && !tableMissing(err) { // not read: unreachable, or the context ended; no refusal
 		return fmt.Errorf("table %s on %s: %w", t.name, mv.st.To, err)
 	}
 	if err != nil {
@@ -156,7 +155,7 @@ func (mv *run) wouldRefuse(ctx context.Context, t *movedTable) error {
 		return mv.checkTarget(ctx, t)
 	}
 	if _, err := columnsOf(ctx, mv.target, t.dialect, t.name); err != nil {
-		if sqlerr.Unreachable(err) {
+		if !tableMissing(err) { // not read: unreachable, or the context ended
 			return fmt.Errorf("table %s on %s: %w", t.name, mv.st.To, err)
 		}
 		return nil // the prepare makes it
