@@ -239,3 +239,31 @@ func TestWriteOverDatabasesWhoseContextEndsBeforeItsPrepareFailsWithIt(t *testin
 		settled(t, pools, before)
 	})
 }
+
+// TestWriteOverDatabasesWhoseContextEndsDuringAPartFailsWithItAlone: a
+// write over two databases whose context ends while a part runs fails with
+// the context's error and not ErrShardUnavailable: the part's connection,
+// which the driver drops as the context ends, takes its branch's
+// transaction with it (it was not prepared), so its rollback finding the
+// connection gone is no failure. Nothing is written, nothing left prepared,
+// and the pools of one connection serve the next statement.
+func TestWriteOverDatabasesWhoseContextEndsDuringAPartFailsWithItAlone(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r, pools, accounts := smallPools(t, b, 1, shardid.Config{})
+		before := runtime.NumGoroutine()
+		ids := []int64{accounts[0].ID, accounts[1].ID}
+		cond, args := sleepWhere(b, accounts[1].ID, 3)
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		err := r.db.WithContext(ctx).Model(&account{}).Where("id IN ?", ids).Where(cond, args...).Update("balance", 9).Error
+		if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, shardid.ErrShardUnavailable) {
+			t.Errorf("err = %v, want context.DeadlineExceeded and not ErrShardUnavailable", err)
+		}
+		if got := balances(t, r, accounts); got != [2]int64{100, 100} {
+			t.Errorf("balances %v after the update that ran past its deadline, want 100 each", got)
+		}
+		r.noPrepared(t)
+		settled(t, pools, before)
+		must(t, r.db.Model(&account{}).Where("id IN ?", ids).Update("balance", 101).Error)
+	})
+}

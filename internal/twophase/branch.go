@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/shardid/shardid/internal/sqlerr"
 )
 
 // ErrUnsupported is returned for a dialect without two-phase commit.
@@ -293,6 +295,12 @@ func (b *Branch) Rollback(ctx context.Context) error {
 	err := b.run(ctx, steps)
 	if err != nil && wasPrepared && b.dialect == "postgres" { // its connection lost on the way: any session may
 		err = RollbackPrepared(ctx, b.db, b.dialect, b.xid)
+	}
+	if err != nil && !wasPrepared && sqlerr.Unreachable(err) {
+		// Its connection was lost (a statement's context ended under it):
+		// the server rolls back a transaction not prepared with its session,
+		// which run has closed.
+		return nil
 	}
 	return b.ended(err)
 }
