@@ -1073,3 +1073,89 @@ func batchIDs(q *gorm.DB, size int) (any, error) {
 	}).Error
 	return all, err
 }
+
+// joinedOwner and joinedKid share column names of other types and
+// collations: the owner's n is text, the kid's a number.
+type joinedOwner struct {
+	ID    int64  `shardid:""`
+	N     string `gorm:"size:8;not null"`
+	Label string `gorm:"size:16;not null"`
+}
+
+type joinedKid struct {
+	ID      int64 `shardid:"colocate:OwnerID"`
+	OwnerID int64
+	N       int64
+	Label   string `gorm:"size:16;not null"` // byte-ordered on every dialect (binaryCollation)
+}
+
+// joinRows is the join of joinedKid with its owner.
+const joinRows = "JOIN joined_owners ON joined_owners.id = joined_kids.owner_id"
+
+// newJoinedTwin holds an owner and its kid on each of the four databases,
+// so that every part of a LIMIT 1 keeps its one row, and the same rows on
+// one database.
+func newJoinedTwin(t *testing.T, b backend) *twin {
+	t.Helper()
+	r := newRouting(t, b)
+	fresh(t, r.db, &joinedOwner{}, &joinedKid{})
+	one, err := gorm.Open(b.dialector(t, t.TempDir()), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	t.Cleanup(func() {
+		if sqlDB, err := one.DB(); err == nil {
+			_ = sqlDB.Close()
+		}
+	})
+	must(t, one.Migrator().DropTable(&joinedOwner{}, &joinedKid{}))
+	must(t, one.AutoMigrate(&joinedOwner{}, &joinedKid{}))
+	for _, db := range append(slices.Clone(r.direct), one) {
+		binaryCollation(t, b, db, "joined_kids", "label")
+	}
+	shardCount := r.plugin.Layout().ShardCount()
+	ownerN, labels := []string{"9", "10", "200", "3"}, []string{"b", "A", "a", "B"}
+	for i := range physicalShards {
+		o := joinedOwner{N: ownerN[i], Label: labels[i]}
+		must(t, r.db.Clauses(shardid.OnShard(i*shardCount/physicalShards)).Create(&o).Error)
+		must(t, one.Create(&o).Error)
+		k := joinedKid{OwnerID: o.ID, N: int64(i), Label: labels[len(labels)-1-i]}
+		must(t, r.db.Create(&k).Error)
+		must(t, one.Create(&k).Error)
+	}
+	return &twin{sharded: r.db.Clauses(shardid.AllShards()).Session(&gorm.Session{}), one: one, model: &joinedKid{}}
+}
+
+// TestAllShardsOrderedReadsRefuseAJoinedColumnOfTheOrderedName: rows
+// ordered by a column of the model, whose select list reads a joined
+// table's column of that name (joined_owners.n, maybe aliased so), carry
+// that column's value under the name, of its own type and collation: the
+// database orders by the table's column, or by the joined one as text, and
+// a merge reading the value as the model's column would keep other rows.
+// Such reads over several databases are refused; the model's own columns
+// beside a joined one of another name merge as one database orders them.
+func TestAllShardsOrderedReadsRefuseAJoinedColumnOfTheOrderedName(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		tw := newJoinedTwin(t, b)
+		kids := func() any { return &[]joinedKid{} }
+		tw.refused(t, "ordered by the table's n, the owner's n selected", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Select("joined_kids.id, joined_owners.n").Joins(joinRows).Order("joined_kids.n").Limit(2).Find(into)
+		}, kids)
+		tw.refused(t, "ordered by the table's n, the owner's n selected as n, into maps", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Select("joined_kids.id, joined_owners.n AS n").Joins(joinRows).Order("joined_kids.n desc").Limit(2).Find(into)
+		}, rowMaps)
+		tw.refused(t, "ordered by n, the owner's n selected", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Select("joined_kids.id, joined_owners.n").Joins(joinRows).Order("n").Limit(2).Find(into)
+		}, kids)
+		tw.refused(t, "ordered by label, the owner's label selected", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Select("joined_kids.id", "joined_owners.label").Joins(joinRows).Order("label, id").Limit(2).Find(into)
+		}, rowMaps)
+		tw.refused(t, "the owner's label plucked, ordered by label", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Joins(joinRows).Order("label").Limit(2).Pluck("joined_owners.label", into)
+		}, strs)
+		tw.same(t, "the kid's columns beside the owner's of another name", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Select("joined_kids.id, joined_kids.n, joined_kids.label, joined_owners.n AS owner_n").Joins(joinRows).Order("joined_kids.label desc, joined_kids.n").Limit(3).Find(into)
+		}, rowMaps)
+		tw.same(t, "the kid's columns, the owner's key beside them", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Select("joined_kids.n, joined_owners.id").Joins(joinRows).Order("joined_kids.n desc").Limit(3).Find(into)
+		}, rowMaps)
+	})
+}

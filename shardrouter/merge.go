@@ -506,8 +506,8 @@ func ofOtherTable(q Query, item string) bool {
 }
 
 // sourcesNamed returns, for each select item that gives the rows a value
-// under f's name, the column it reads: "*", a column's name, or "" for an
-// expression.
+// under f's name, the column of the query's own table it reads: "*", a
+// column's name, or "" for an expression or another table's column.
 func sourcesNamed(q Query, f *schema.Field) []string {
 	var sources []string
 	for _, part := range selectParts(q) {
@@ -519,8 +519,8 @@ func sourcesNamed(q Query, f *schema.Field) []string {
 			continue // another column (or not read: selected decides)
 		}
 		source := ""
-		if m := aliasedColumn.FindStringSubmatch(part); m != nil {
-			source = unquote(m[1])
+		if m := aliasedColumn.FindStringSubmatch(part); m != nil && !ofOtherTable(q, part) {
+			source = unquote(m[1]) // a joined table's column (q_owners.n, maybe aliased) is another value, of its own type and collation
 		}
 		sources = append(sources, source)
 	}
