@@ -30,8 +30,13 @@ func SQLiteCollation(ddl, column string) string {
 		}
 		return "BINARY"
 	}
-	return "unknown (not a column of the table: of a joined table, or an expression)"
+	return NotAColumn
 }
+
+// NotAColumn is the collation of a name that is no column of the query's
+// table (a joined table's column, an expression), which the merge refuses
+// to compare by: it does not know how the database compares its text.
+const NotAColumn = "unknown (not a column of the table: of a joined table, or an expression)"
 
 // leadingName is the name a column's definition starts with, read as
 // SQLite reads it: quoted in "", “ or [] (a name with spaces), a quote

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"reflect"
 	"slices"
 	"strings"
@@ -28,6 +30,9 @@ func textComparison(ctx context.Context, pool gorm.ConnPool, dialect string, par
 		var dataType string
 		where, args := mysqlColumn(parts, column)
 		err := pool.QueryRowContext(ctx, "SELECT COLLATION_NAME, CHARACTER_SET_NAME, DATA_TYPE FROM information_schema.COLUMNS WHERE "+where, args...).Scan(&collation, &charset, &dataType)
+		if errors.Is(err, sql.ErrNoRows) {
+			return shardrouter.TextComparison{Collation: shardrouter.NotAColumn}, nil // Distinct("name") of a joined table
+		}
 		if err == nil && collation == nil && slices.Contains([]string{"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"}, strings.ToLower(dataType)) {
 			binary := "binary" // a binary string, whose collation information_schema leaves NULL, compares its bytes
 			collation, charset = &binary, &binary
@@ -53,6 +58,9 @@ FROM pg_attribute a LEFT JOIN pg_collation c ON c.oid = a.attcollation, pg_datab
 	LATERAL (WITH RECURSIVE domains(oid) AS (SELECT a.atttypid UNION ALL SELECT t.typbasetype FROM pg_type t JOIN domains ON t.oid = domains.oid WHERE t.typtype = 'd')
 		SELECT t.* FROM domains JOIN pg_type t ON t.oid = domains.oid WHERE t.typtype <> 'd') b
 WHERE a.attrelid = COALESCE(to_regclass($1), to_regclass($2)) AND a.attname = $3 AND d.datname = current_database()`, quotedName(dialect, parts), strings.Join(parts, "."), column).Scan(&name, &deterministic, &bytewise, &blankPadded, &collatable, &typeName, &enum, &baseName, &baseCategory)
+		if errors.Is(err, sql.ErrNoRows) {
+			return shardrouter.TextComparison{Collation: shardrouter.NotAColumn}, nil // Distinct("name") of a joined table
+		}
 		if err != nil {
 			return shardrouter.TextComparison{}, err
 		}
