@@ -1182,3 +1182,43 @@ func TestAllShardsDistinctTextOfAJoinedTableIsRefused(t *testing.T) {
 		}, rowMaps)
 	})
 }
+
+// casedRow has a nullable score read into an int64, which reads NULL as 0.
+type casedRow struct {
+	ID    int64 `shardid:""`
+	Score int64
+}
+
+// TestAllShardsOrderedReadsFindColumnsNamedInAnotherCase: MySQL, MariaDB
+// and SQLite return a column under the name the select list gives it
+// (Select("id, SCORE") returns score as SCORE, ID as ID), which GORM scans
+// into the field and into maps by that name. Ordered over several databases,
+// the merge finds the ordered column and the key so named: a NULL score
+// read into an int64 orders where the database puts NULLs (first
+// ascending there), not as 0, and maps keyed ID merge by the key, as one
+// database answers.
+func TestAllShardsOrderedReadsFindColumnsNamedInAnotherCase(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		var rows []casedRow
+		for i := range 8 {
+			rows = append(rows, casedRow{Score: int64(i - 5)})
+		}
+		tw := newTwin(t, b, &casedRow{}, nil, rows, []int{0, 1, 2, 3})
+		for _, db := range []*gorm.DB{tw.sharded, tw.one} { // one NULL, on the third database, whose first row it is
+			must(t, db.Model(&casedRow{}).Where("score = ?", 1).Update("score", nil).Error)
+		}
+		structs := func() any { return &[]casedRow{} }
+		tw.same(t, "Select(id, SCORE) ordered by score, the first row", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Select("id, SCORE").Order("score").Limit(1).Find(into)
+		}, structs)
+		tw.same(t, "Select(id, SCORE) ordered by score desc", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Select("id, SCORE").Order("score desc").Limit(3).Offset(5).Find(into)
+		}, structs)
+		tw.same(t, "Select(ID, score) into maps ordered by ID", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Select("ID, score").Order("ID desc").Limit(3).Find(into)
+		}, rowMaps)
+		tw.same(t, "Select(Id, SCORE) into maps ordered by score, key to break ties", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Select("Id, SCORE").Order("score").Limit(2).Find(into)
+		}, rowMaps)
+	})
+}

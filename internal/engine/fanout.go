@@ -761,6 +761,7 @@ func (e *Engine) fanOutQuery(db *gorm.DB, kind statementKind, m *model, plan sha
 		}
 		for i := range runs {
 			runs[i].nullsOf = ordered
+			runs[i].foldNames = query.Dialect != shardrouter.Postgres
 			if order.TieKey {
 				runs[i].keyColumn = order.Key.DBName
 			}

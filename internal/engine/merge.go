@@ -225,7 +225,7 @@ func orderValueAt(stmt *gorm.Statement, o *shardrouter.Order, row reflect.Value,
 	var v reflect.Value
 	switch base := reflect.Indirect(row); {
 	case base.Kind() == reflect.Map:
-		if v = base.MapIndex(reflect.ValueOf(f.DBName)); !v.IsValid() {
+		if v = mapColumn(base, f.DBName, stmt.Dialector.Name() != shardrouter.Postgres); !v.IsValid() {
 			return orderValue{}, fmt.Errorf("%w: %s: rows merged by %s must select it", ErrCrossShard, stmt.Schema.Name, f.DBName)
 		}
 		v = reflect.ValueOf(v.Interface()) // the map's element is an interface
@@ -324,4 +324,24 @@ func sortKeyOf(v any, t reflect.Type) (sortKey, error) {
 	}
 	id, err := int64Of(v)
 	return sortKey{id: id}, err
+}
+
+// mapColumn is a map row's value of column name: its key, else, where the
+// dialect names columns without case (MySQL, SQLite), the only key of the
+// name in another case (Select("ID, name") returns id as ID); invalid when
+// there is none.
+func mapColumn(row reflect.Value, name string, fold bool) reflect.Value {
+	if v := row.MapIndex(reflect.ValueOf(name)); v.IsValid() || !fold {
+		return v
+	}
+	var found reflect.Value
+	for it := row.MapRange(); it.Next(); {
+		if strings.EqualFold(it.Key().String(), name) {
+			if found.IsValid() {
+				return reflect.Value{}
+			}
+			found = it.Value()
+		}
+	}
+	return found
 }

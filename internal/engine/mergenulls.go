@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"reflect"
 	"slices"
+	"strings"
 
 	"gorm.io/gorm"
 )
@@ -36,7 +37,7 @@ func (part *queryPart) notingNulls(rows *sql.Rows) gorm.Rows {
 	}
 	at := make([]int, len(part.nullsOf))
 	for c, name := range part.nullsOf {
-		at[c] = slices.Index(part.columns, name)
+		at[c] = columnIndex(part.columns, name, part.foldNames)
 	}
 	return &nullNoting{Rows: rows, at: at, part: part}
 }
@@ -91,7 +92,7 @@ func (n *nullNoting) scanEach(dest []any) (nulls uint64, ok bool) {
 			continue
 		}
 		name := n.part.columns[j]
-		if name == n.part.keyColumn && n.part.keyColumn != "" {
+		if n.part.keyColumn != "" && columnIndex([]string{name}, n.part.keyColumn, n.part.foldNames) == 0 {
 			return 0, false
 		}
 		if c := slices.Index(n.at, j); c >= 0 && raw[j] != nil {
@@ -119,4 +120,25 @@ func scannedNull(dest any) bool {
 		return v.IsNil()
 	}
 	return false
+}
+
+// columnIndex is the index of the result's column name among columns: the
+// one of its name, else, where the dialect names columns without case
+// (MySQL, SQLite: Select("id, SCORE") returns score as SCORE, which GORM
+// scans into the field), the only one of its name in another case; -1 when
+// there is none.
+func columnIndex(columns []string, name string, fold bool) int {
+	if i := slices.Index(columns, name); i >= 0 || !fold {
+		return i
+	}
+	found := -1
+	for i, c := range columns {
+		if strings.EqualFold(c, name) {
+			if found >= 0 {
+				return -1
+			}
+			found = i
+		}
+	}
+	return found
 }

@@ -44,6 +44,9 @@ type queryPart struct {
 	// are the rows that failed to scan, each failing the merge if it keeps
 	// the row (nullNoting).
 	keyColumn string
+	// foldNames: the dialect names columns without case (MySQL, SQLite),
+	// so that Select("id, SCORE") returns score's column as SCORE.
+	foldNames bool
 	failed    []scanFailure
 	err       error
 	pan       any
