@@ -502,7 +502,15 @@ var qualifier = regexp.MustCompile("^\\s*(" + ident + ")\\s*\\.")
 // another table than the query's own (its name or its alias).
 func ofOtherTable(q Query, item string) bool {
 	m := qualifier.FindStringSubmatch(item)
-	return m != nil && !strings.EqualFold(unquote(m[1]), q.Schema.Table) && !strings.EqualFold(unquote(m[1]), q.Table)
+	if m == nil {
+		return false
+	}
+	for _, own := range []string{q.Schema.Table, q.Table} {
+		if strings.EqualFold(unquote(m[1]), own) || strings.EqualFold(unquote(m[1]), own[strings.LastIndexByte(own, '.')+1:]) {
+			return false // its name, also without the schema a TableName gives it (main.widgets is widgets)
+		}
+	}
+	return true
 }
 
 // sourcesNamed returns, for each select item that gives the rows a value

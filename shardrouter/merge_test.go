@@ -241,3 +241,28 @@ func TestPlanMergeWindowsTheMergedRows(t *testing.T) {
 		t.Fatalf("merge %+v", merge)
 	}
 }
+
+// TestPlanMergeOrdersByTheTablesColumnQualifiedWithoutItsSchema: a select
+// item qualified by the model's table without the schema its TableName
+// gives (widgets.n of app.widgets) is the table's own column, ordered by
+// as one; another table's column of that name is not.
+func TestPlanMergeOrdersByTheTablesColumnQualifiedWithoutItsSchema(t *testing.T) {
+	s := *photoSchema(t)
+	s.Table = "app.merged_photos"
+	rows := reflect.TypeOf([]mergedPhoto{})
+	own := PlanMerge(Query{Schema: &s, Key: s.PrioritizedPrimaryField, Table: s.Table, Dest: rows, Joined: true,
+		Selects: []string{"merged_photos.id, merged_photos.likes"}, Clauses: orderBy(byName("likes", false))})
+	if own.Refused != "" || own.Order == nil || !own.Order.TieKey {
+		t.Fatalf("ordered by the table's likes, qualified without its schema: %+v", own)
+	}
+	other := PlanMerge(Query{Schema: &s, Key: s.PrioritizedPrimaryField, Table: s.Table, Dest: rows, Joined: true,
+		Selects: []string{"merged_photos.id, users.likes"}, Clauses: orderBy(byName("likes", false))})
+	if !strings.Contains(other.Refused, "gives the column's name to another value") {
+		t.Fatalf("ordered by likes, another table's selected: refused %q", other.Refused)
+	}
+	distinct := PlanMerge(Query{Schema: &s, Key: s.PrioritizedPrimaryField, Table: s.Table, Dest: rows, Joined: true, Distinct: true,
+		Selects: []string{"merged_photos.id, merged_photos.likes"}})
+	if distinct.Refused != "" || distinct.Aggregate != nil {
+		t.Fatalf("DISTINCT rows with the key qualified without the schema: %+v, want one database's rows after another's", distinct)
+	}
+}
