@@ -68,8 +68,16 @@ type leaseSlot struct {
 	stop     chan struct{}
 	stopOnce sync.Once
 	done     chan struct{}
-	started  bool // guarded by acquire, as is halted
+	started  bool // guarded by acquire, as are halted and unsure
 	halted   bool
+	// unsure holds the worker IDs whose rows this process wrote as its own
+	// but did not take up: a claim whose answer was lost (its context ended,
+	// its connection broke), or a lease given back by a release that did
+	// not reach the row. Such a row is held under this process's owner until
+	// its TTL, and no other process may take it; the next claim takes it up
+	// again rather than another worker ID. The value is the tick to wait
+	// past: the row's high water before this process wrote it.
+	unsure map[int]int64
 
 	renewals, lost atomic.Uint64
 }
@@ -306,7 +314,7 @@ func (s *Snowflake) takeLease(ctx context.Context, slot *leaseSlot) (*lease, err
 		err = s.extend(ctx, slot, l)
 	}
 	if err != nil {
-		_ = s.release(slot, l, floor)
+		s.giveBack(slot, l, floor)
 		return nil, err
 	}
 	slot.current.Store(l)
@@ -340,6 +348,33 @@ func (s *Snowflake) claim(ctx context.Context, slot *leaseSlot) (*lease, int64, 
 		highWater := s.tickAt(start + ttl)
 		raced := false
 		var ahead []int
+		// A row this process claimed without taking it up is taken up again
+		// first, by the renewal's compare-and-swap on its owner.
+		for worker, floor := range slot.unsure {
+			r, taken := rows[worker]
+			if !taken || r.expires < dbNow || r.owner != s.leases.opts.Owner {
+				if !taken || r.owner != s.leases.opts.Owner {
+					delete(slot.unsure, worker) // not ours: another process's, or never written
+				}
+				continue
+			}
+			res, err := slot.db.ExecContext(ctx, slot.sql.renew, ttl.Milliseconds(), highWater, worker, r.generation, s.leases.opts.Owner)
+			if err != nil {
+				return nil, 0, fmt.Errorf("strategies: leasing worker %d again on %s: %w", worker, slot.name, err)
+			}
+			if n, err := res.RowsAffected(); err != nil || n != 1 {
+				raced = true
+				break
+			}
+			delete(slot.unsure, worker)
+			l := &lease{worker: worker, workerBits: int64(worker) << s.seqBits}
+			l.generation.Store(r.generation + 1)
+			l.validUntil.Store(int64(start + ttl - s.leases.margin))
+			return s.checkWidth(ctx, slot, l, max(floor, otherWidthUsed))
+		}
+		if raced {
+			continue
+		}
 		for worker := range workers {
 			r, taken := rows[worker]
 			if taken && r.expires >= dbNow {
@@ -356,25 +391,19 @@ func (s *Snowflake) claim(ctx context.Context, slot *leaseSlot) (*lease, int64, 
 				res, err = slot.db.ExecContext(ctx, slot.sql.insert, worker, s.leases.opts.Owner, ttl.Milliseconds(), highWater)
 			}
 			if err != nil {
+				// The server may have applied it: the row may be ours now.
+				s.markUnsure(slot, worker, max(r.highWater, otherWidthUsed))
 				return nil, 0, fmt.Errorf("strategies: leasing worker %d on %s: %w", worker, slot.name, err)
 			}
 			if n, err := res.RowsAffected(); err != nil || n != 1 {
 				raced = true // another process was first: read the rows again
 				break
 			}
+			delete(slot.unsure, worker) // an expired row of ours, taken as any other
 			l := &lease{worker: worker, workerBits: int64(worker) << s.seqBits}
 			l.generation.Store(r.generation + 1)
 			l.validUntil.Store(int64(start + ttl - s.leases.margin))
-			// Another width may have been leased since the rows were read:
-			// of two takers that both see the other, both give way.
-			if rows, dbNow, err = s.listLeases(ctx, slot); err == nil {
-				_, err = s.otherWidth(slot, rows, dbNow)
-			}
-			if err != nil {
-				_ = s.release(slot, l, max(r.highWater, otherWidthUsed))
-				return nil, 0, err
-			}
-			return l, max(r.highWater, otherWidthUsed), nil
+			return s.checkWidth(ctx, slot, l, max(r.highWater, otherWidthUsed))
 		}
 		if !raced && len(ahead) > 0 {
 			return nil, 0, fmt.Errorf("%w: of the %d worker IDs (Layout.WorkerBits %d) of %s, those free have used time ahead of this clock by more than the tolerance %s (workers %v): check this machine's clock",
@@ -386,6 +415,40 @@ func (s *Snowflake) claim(ctx context.Context, slot *leaseSlot) (*lease, int64, 
 		}
 	}
 	return nil, 0, fmt.Errorf("%w: %s: other processes kept taking the free worker IDs first", ErrNoWorkerID, slot.name)
+}
+
+// checkWidth returns lease l, just claimed, and the tick floor it must wait
+// past, unless another width was leased since the rows were read: of two
+// takers that both see the other, both give way.
+func (s *Snowflake) checkWidth(ctx context.Context, slot *leaseSlot, l *lease, floor int64) (*lease, int64, error) {
+	rows, dbNow, err := s.listLeases(ctx, slot)
+	if err == nil {
+		_, err = s.otherWidth(slot, rows, dbNow)
+	}
+	if err != nil {
+		s.giveBack(slot, l, floor)
+		return nil, 0, err
+	}
+	return l, floor, nil
+}
+
+// markUnsure notes that worker's row may be held under this process's owner
+// though no lease of it is: floor is the tick its next taker must wait past.
+// The caller holds slot.acquire.
+func (s *Snowflake) markUnsure(slot *leaseSlot, worker int, floor int64) {
+	if slot.unsure == nil {
+		slot.unsure = map[int]int64{}
+	}
+	slot.unsure[worker] = max(slot.unsure[worker], floor)
+}
+
+// giveBack releases lease l, which was claimed but not taken up, recording
+// floor as its high water; should the release not reach the row, the next
+// claim takes the row up again. The caller holds slot.acquire.
+func (s *Snowflake) giveBack(slot *leaseSlot, l *lease, floor int64) {
+	if released, err := s.release(slot, l, floor); err != nil || !released {
+		s.markUnsure(slot, l.worker, floor)
+	}
 }
 
 // leaseRow is a row of the lease table.
@@ -543,12 +606,18 @@ func (slot *leaseSlot) halt() {
 	}
 }
 
-// release gives the lease back, recording highWater as the last tick used.
-func (s *Snowflake) release(slot *leaseSlot, l *lease, highWater int64) error {
+// release gives the lease back, recording highWater as the last tick used;
+// released is false when the row had moved on (another process's, or a
+// write of this one whose answer was lost).
+func (s *Snowflake) release(slot *leaseSlot, l *lease, highWater int64) (released bool, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.leases.opts.TTL)
 	defer cancel()
-	_, err := slot.db.ExecContext(ctx, slot.sql.release, widthMark(s.workerCountBits), highWater, l.worker, l.generation.Load(), s.leases.opts.Owner)
-	return err
+	res, err := slot.db.ExecContext(ctx, slot.sql.release, widthMark(s.workerCountBits), highWater, l.worker, l.generation.Load(), s.leases.opts.Owner)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return err == nil && n == 1, nil
 }
 
 // Close stops the heartbeats and releases the leases, recording the time
@@ -585,7 +654,7 @@ func (s *Snowflake) Close() error {
 	used := max(s.tickAt(s.clock.Since(s.start)), s.lastTick())
 	var errs []error
 	for _, h := range leases {
-		if err := s.release(h.slot, h.lease, used); err != nil {
+		if _, err := s.release(h.slot, h.lease, used); err != nil {
 			errs = append(errs, fmt.Errorf("strategies: releasing worker %d on %s: %w", h.lease.worker, h.slot.name, err))
 		}
 	}

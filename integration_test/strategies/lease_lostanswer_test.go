@@ -1,0 +1,163 @@
+package strategies_test
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shardid/shardid/integration_test/internal/testdb"
+	. "github.com/shardid/shardid/strategies"
+)
+
+// answerLoser is a driver.Connector whose next write (INSERT or UPDATE)
+// naming the armed text runs on the server to its end, and whose answer is then lost: the
+// caller gets its context's error, as when its deadline passes after the
+// server applied the statement but before the answer came back, and the
+// connection is dropped.
+type answerLoser struct {
+	driver.Connector
+	mu    sync.Mutex
+	armed string
+	fired int
+}
+
+func (a *answerLoser) arm(text string) { a.mu.Lock(); a.armed = text; a.mu.Unlock() }
+
+func (a *answerLoser) take(query string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	write := strings.HasPrefix(query, "INSERT") || strings.HasPrefix(query, "UPDATE")
+	if a.armed == "" || !write || !strings.Contains(query, a.armed) {
+		return false
+	}
+	a.armed = ""
+	a.fired++
+	return true
+}
+
+func (a *answerLoser) Connect(ctx context.Context) (driver.Conn, error) {
+	c, err := a.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &answerLoserConn{Conn: c, loser: a}, nil
+}
+
+type answerLoserConn struct {
+	driver.Conn
+	loser *answerLoser
+	lost  bool
+}
+
+func (c *answerLoserConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	if c.lost {
+		return nil, driver.ErrBadConn
+	}
+	ctx = context.WithoutCancel(ctx)
+	res, err := c.Conn.(driver.ExecerContext).ExecContext(ctx, query, args)
+	if errors.Is(err, driver.ErrSkip) { // MySQL's driver prepares statements with arguments
+		var stmt driver.Stmt
+		if stmt, err = c.Conn.(driver.ConnPrepareContext).PrepareContext(ctx, query); err != nil {
+			return nil, err
+		}
+		res, err = stmt.(driver.StmtExecContext).ExecContext(ctx, args)
+		_ = stmt.Close()
+	}
+	if err == nil && c.loser.take(query) {
+		c.lost = true
+		return nil, context.DeadlineExceeded
+	}
+	return res, err
+}
+
+func (c *answerLoserConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	if c.lost {
+		return nil, driver.ErrBadConn
+	}
+	return c.Conn.(driver.QueryerContext).QueryContext(ctx, query, args)
+}
+
+func (c *answerLoserConn) IsValid() bool { return !c.lost }
+
+func (c *answerLoserConn) ResetSession(ctx context.Context) error {
+	if c.lost {
+		return driver.ErrBadConn
+	}
+	if r, ok := c.Conn.(driver.SessionResetter); ok {
+		return r.ResetSession(ctx)
+	}
+	return nil
+}
+
+func (c *answerLoserConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	return c.Conn.(driver.ConnBeginTx).BeginTx(ctx, opts)
+}
+
+// answerLosingTargets are MariaDB's and PostgreSQL's test databases, each in
+// a pool whose statements' answers can be lost.
+func answerLosingTargets(t *testing.T) (targets []Target, losers []*answerLoser) {
+	t.Helper()
+	add := func(name, dialect string, connector driver.Connector) {
+		loser := &answerLoser{Connector: connector}
+		db := sql.OpenDB(loser)
+		t.Cleanup(func() { _ = db.Close() })
+		targets = append(targets, Target{Name: name, Dialect: dialect, Conn: db, DB: db})
+		losers = append(losers, loser)
+	}
+	open := func(name, dialect, driverName, dsn string) {
+		db, err := sql.Open(driverName, dsn)
+		must(t, err)
+		connector, err := db.Driver().(driver.DriverContext).OpenConnector(dsn)
+		must(t, err)
+		_ = db.Close()
+		add(name, dialect, connector)
+	}
+	if testdb.Set(t, mysqlDSNVar) {
+		open("mysql", "mysql", "mysql", mysqlDSN(t, -1))
+	}
+	if testdb.Set(t, postgresDSNVar) {
+		open("postgres", "postgres", "pgx", postgresDSN(t, -1))
+	}
+	return targets, losers
+}
+
+// A worker ID claim that the server applied but whose answer was lost leaves
+// the lease row held under this process's owner. The process takes that
+// row up again rather than another worker ID: lost answers never use up the
+// worker IDs, and another process still finds the rest free.
+func TestLeaseClaimWhoseAnswerWasLostIsTakenUpAgain(t *testing.T) {
+	targets, losers := answerLosingTargets(t)
+	for i, target := range targets {
+		t.Run(target.Dialect, func(t *testing.T) {
+			table := leaseTableFor(t, target)
+			lo := LeaseOptions{Table: table, TTL: time.Minute} // no lease expires during the test
+			twoWorkers := Layout{WorkerBits: 1}
+			g := leased(t, twoWorkers, lo)
+			ids := make([]int64, 3)
+			for round := range 3 {
+				losers[i].arm(table)
+				err := g.Generate(context.Background(), target, []int{0, 1, 2}, ids)
+				if !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("round %d: a claim whose answer was lost: %v, want the context's error", round, err)
+				}
+			}
+			if err := g.Generate(context.Background(), target, []int{0, 1, 2}, ids); err != nil {
+				t.Fatalf("after lost answers: %v", err)
+			}
+			other := leased(t, twoWorkers, lo)
+			if err := other.Generate(context.Background(), target, []int{0}, ids[:1]); err != nil {
+				t.Fatalf("another process, with one worker ID free: %v", err)
+			}
+			var n int
+			must(t, target.DB.QueryRow("SELECT COUNT(*) FROM "+table+" WHERE expires_at > 0").Scan(&n))
+			if n != 2 {
+				t.Fatalf("%d live lease rows, want 2", n)
+			}
+		})
+	}
+}
