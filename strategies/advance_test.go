@@ -86,3 +86,27 @@ func TestLeasedSnowflakeFloorUsesTheLeaseTolerance(t *testing.T) {
 		t.Fatalf("a floor 200ms ahead with a 50ms tolerance: got %v, want ErrClockBackwards", err)
 	}
 }
+
+// A Generate that waits for its clock to pass a floor fails with its
+// context's error as soon as the context ends, not after the wait.
+func TestSnowflakeFloorWaitEndsWithTheContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	clock := cancellingClock{newFakeClock(now), cancel}
+	g, err := NewSnowflake(oneWorker, 0, WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := g.Next(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.SetFloor([]int{1}, oneWorker.Decode(id).Ticks+time.Second.Milliseconds())
+	err = g.Generate(ctx, Target{Name: "test"}, []int{1}, make([]int64, 1))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want the context's error", err)
+	}
+	if slept := time.Duration(clock.slept.Load()); slept >= 100*time.Millisecond {
+		t.Fatalf("slept %s after the context ended, of the second to the floor", slept)
+	}
+}

@@ -308,7 +308,7 @@ func (s *Snowflake) takeLease(ctx context.Context, slot *leaseSlot) (*lease, err
 	if err != nil {
 		return nil, err
 	}
-	waited, err := s.waitPast(floor, slot.name, l.worker)
+	waited, err := s.waitPast(ctx, floor, slot.name, l.worker)
 	if waited {
 		// The wait used part of the lease: start it afresh.
 		err = s.extend(ctx, slot, l)
@@ -501,8 +501,8 @@ func (s *Snowflake) otherWidth(slot *leaseSlot, rows map[int]leaseRow, dbNow int
 
 // waitPast waits until the clock is past tick floor, the time a worker ID
 // already used, or fails with ErrClockBackwards if that is further away than
-// the tolerance.
-func (s *Snowflake) waitPast(floor int64, database string, worker int) (waited bool, err error) {
+// the tolerance, or with ctx's error should it end meanwhile.
+func (s *Snowflake) waitPast(ctx context.Context, floor int64, database string, worker int) (waited bool, err error) {
 	now := s.startOffset + s.clock.Since(s.start)
 	behind := time.Duration(floor+1)*s.unit - now
 	if behind <= 0 {
@@ -513,8 +513,25 @@ func (s *Snowflake) waitPast(floor int64, database string, worker int) (waited b
 			ErrClockBackwards, worker, database, s.epoch.Add(time.Duration(floor)*s.unit).UTC().Format(time.RFC3339Nano), behind, s.leases.opts.ClockTolerance)
 	}
 	s.clockWaits.Add(1)
-	s.clock.Sleep(behind)
+	if err := sleepWatching(ctx, s.clock, behind); err != nil {
+		return true, fmt.Errorf("strategies: waiting %s for the clock to pass the time worker %d used on %s: %w", behind, worker, database, err)
+	}
 	return true, nil
+}
+
+// sleepWatching sleeps d on clock, in slices short enough that ctx's end is
+// seen within a few milliseconds: any Clock can only be told to sleep.
+func sleepWatching(ctx context.Context, clock Clock, d time.Duration) error {
+	const slice = 5 * time.Millisecond
+	for d > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		step := min(d, slice)
+		clock.Sleep(step)
+		d -= step
+	}
+	return ctx.Err()
 }
 
 // heartbeat renews slot's lease every TTL/3, more often while renewals fail;

@@ -378,3 +378,41 @@ func TestLeaseCheckRunsOncePerDatabaseBeforeTheLease(t *testing.T) {
 		t.Fatalf("check asked %d times, want 2: once refused, once passed", n)
 	}
 }
+
+// cancellingClock is a fakeClock that ends a context when first slept on:
+// a caller's deadline that passes while it waits for the clock.
+type cancellingClock struct {
+	*fakeClock
+	cancel context.CancelFunc
+}
+
+func (c cancellingClock) Sleep(d time.Duration) {
+	c.cancel()
+	c.fakeClock.Sleep(d)
+}
+
+// A generator that takes a worker ID whose time is ahead of its clock waits
+// for the clock, within the tolerance; should the statement's context end
+// meanwhile, it fails with the context's error at once, not after the wait,
+// and gives the worker ID back.
+func TestLeaseWaitForTheClockEndsWithTheContext(t *testing.T) {
+	target := sqliteTarget(t)
+	lo := LeaseOptions{Table: "workers", TTL: time.Minute}
+	first := leased(t, oneWorker, lo, WithClock(newFakeClock(now.Add(time.Second))))
+	generate(t, first, target, 1)
+	must(t, first.Close()) // its time is a second ahead of the next one's
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	clock := cancellingClock{newFakeClock(now), cancel}
+	g := leased(t, oneWorker, lo, WithClock(clock))
+	err := g.Generate(ctx, target, []int{0}, make([]int64, 1))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want the context's error", err)
+	}
+	if slept := time.Duration(clock.slept.Load()); slept >= 100*time.Millisecond {
+		t.Fatalf("slept %s after the context ended, of the second the clock is behind", slept)
+	}
+	again := leased(t, oneWorker, lo) // the worker ID was given back
+	generate(t, again, target, 1)
+}

@@ -104,12 +104,13 @@ func (s *Snowflake) Next(shard int) (int64, error) {
 	if s.leases != nil {
 		return 0, errors.New("strategies: a leased snowflake makes IDs with Generate, for the database of the shard")
 	}
-	return s.next(shard, s.workerBits, nil)
+	return s.next(context.Background(), shard, s.workerBits, nil)
 }
 
 // next makes an ID in shard with the worker ID workerBits, under lease l
-// unless l is nil.
-func (s *Snowflake) next(shard int, workerBits int64, l *lease) (int64, error) {
+// unless l is nil. A wait for the clock to pass a floor ends with ctx's
+// error should ctx end first.
+func (s *Snowflake) next(ctx context.Context, shard int, workerBits int64, l *lease) (int64, error) {
 	shard &= s.shardMask
 	state := &s.shards[shard]
 	for {
@@ -130,6 +131,11 @@ func (s *Snowflake) next(shard int, workerBits int64, l *lease) (int64, error) {
 					s.overflowWaits.Add(1)
 				} else if err := s.floorAhead(shard, lastTick, wait); err != nil {
 					return 0, err
+				} else if ctx.Done() != nil {
+					if err := sleepWatching(ctx, s.clock, wait); err != nil {
+						return 0, fmt.Errorf("strategies: waiting %s for the clock to pass logical shard %d's floor: %w", wait, shard, err)
+					}
+					continue
 				}
 				s.clock.Sleep(wait)
 				continue
@@ -160,7 +166,7 @@ func (s *Snowflake) Generate(ctx context.Context, target Target, shards []int, i
 		workerBits = l.workerBits
 	}
 	for i := 0; i < len(shards); i++ {
-		id, err := s.next(shards[i], workerBits, l)
+		id, err := s.next(ctx, shards[i], workerBits, l)
 		if err != nil {
 			if !errors.Is(err, ErrLeaseLost) {
 				return err
