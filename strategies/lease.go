@@ -68,16 +68,12 @@ type leaseSlot struct {
 	stop     chan struct{}
 	stopOnce sync.Once
 	done     chan struct{}
-	started  bool // guarded by acquire, as are halted and unsure
-	halted   bool
-	// unsure holds the worker IDs whose rows this process wrote as its own
-	// but did not take up: a claim whose answer was lost (its context ended,
-	// its connection broke), or a lease given back by a release that did
-	// not reach the row. Such a row is held under this process's owner until
-	// its TTL, and no other process may take it; the next claim takes it up
-	// again rather than another worker ID. The value is the tick to wait
-	// past: the row's high water before this process wrote it.
-	unsure map[int]int64
+	unsure   map[int]int64 // guarded by acquire; see markUnsure
+	// life guards started and halted, held only briefly: Close must not
+	// wait for acquire, which a taker holds through its statements.
+	life    sync.Mutex
+	started bool
+	halted  bool
 
 	renewals, lost atomic.Uint64
 }
@@ -298,7 +294,7 @@ func (s *Snowflake) takeLease(ctx context.Context, slot *leaseSlot) (*lease, err
 	if l := slot.current.Load(); l != nil {
 		return l, nil
 	}
-	if slot.halted {
+	if slot.isHalted() {
 		return nil, fmt.Errorf("%w: the generator is closed", ErrLeaseLost)
 	}
 	if err := s.prepare(ctx, slot); err != nil {
@@ -317,13 +313,28 @@ func (s *Snowflake) takeLease(ctx context.Context, slot *leaseSlot) (*lease, err
 		s.giveBack(slot, l, floor)
 		return nil, err
 	}
+	// Close may have run meanwhile: it did not wait for this taker, so the
+	// lease is given back here, and no heartbeat starts after it.
+	slot.life.Lock()
+	if slot.halted {
+		slot.life.Unlock()
+		s.giveBack(slot, l, floor)
+		return nil, fmt.Errorf("%w: the generator is closed", ErrLeaseLost)
+	}
 	slot.current.Store(l)
-	s.leases.opts.Log.Info("shardid: snowflake worker lease taken", "database", slot.name, "worker", l.worker, "owner", s.leases.opts.Owner)
 	if !slot.started {
 		slot.started = true
 		go s.heartbeat(slot)
 	}
+	slot.life.Unlock()
+	s.leases.opts.Log.Info("shardid: snowflake worker lease taken", "database", slot.name, "worker", l.worker, "owner", s.leases.opts.Owner)
 	return l, nil
+}
+
+func (slot *leaseSlot) isHalted() bool {
+	slot.life.Lock()
+	defer slot.life.Unlock()
+	return slot.halted
 }
 
 // claim takes a worker ID row: a row-less ID by insert, or an expired row by
@@ -433,8 +444,12 @@ func (s *Snowflake) checkWidth(ctx context.Context, slot *leaseSlot, l *lease, f
 }
 
 // markUnsure notes that worker's row may be held under this process's owner
-// though no lease of it is: floor is the tick its next taker must wait past.
-// The caller holds slot.acquire.
+// though no lease of it is: a claim whose answer was lost (its context
+// ended, its connection broke), or a lease given back by a release that did
+// not reach the row. Such a row is held until its TTL, and no other process
+// may take it; the next claim takes it up again rather than another worker
+// ID. floor is the tick to wait past: the row's high water before this
+// process wrote it. The caller holds slot.acquire.
 func (s *Snowflake) markUnsure(slot *leaseSlot, worker int, floor int64) {
 	if slot.unsure == nil {
 		slot.unsure = map[int]int64{}
@@ -610,14 +625,16 @@ func (s *Snowflake) extend(ctx context.Context, slot *leaseSlot, l *lease) error
 	return nil
 }
 
-// halt stops the heartbeat, if it runs, and waits for it; no lease is taken
-// after. The wait is outside the lock, which the heartbeat may be waiting for.
+// halt stops the heartbeat, if it runs, and waits for it (its statements
+// are bounded by TTL/3); no lease is taken up after. It does not wait for a
+// taker on a caller's context, which may stall as long as the database
+// does: that taker gives its lease back itself.
 func (slot *leaseSlot) halt() {
 	slot.stopOnce.Do(func() { close(slot.stop) })
-	slot.acquire.Lock()
+	slot.life.Lock()
 	started := slot.started
 	slot.started, slot.halted = true, true
-	slot.acquire.Unlock()
+	slot.life.Unlock()
 	if started {
 		<-slot.done
 	}

@@ -161,3 +161,50 @@ func TestLeaseClaimWhoseAnswerWasLostIsTakenUpAgain(t *testing.T) {
 		})
 	}
 }
+
+// Close returns at once though a first ID's worker ID claim is stalled on a
+// database that stopped answering (its caller has no deadline); that claim,
+// once the database answers again, takes no lease after Close: it gives the
+// worker ID back and fails (ErrLeaseLost, or the stall's own error), and no
+// heartbeat runs on.
+func TestLeaseCloseDoesNotWaitForAClaimStalledOnTheDatabase(t *testing.T) {
+	for _, d := range ticketDBs(t) {
+		t.Run(d.dialect, func(t *testing.T) {
+			direct := openTarget(t, "direct", d.dialect, d.driver, d.dsn(-1))
+			table := leaseTableFor(t, direct)
+			proxy := newTCPProxy(t, d.target(d.dsn(-1)))
+			target := openTarget(t, "stalled", d.dialect, d.driver, d.viaProxy(d.dsn(-1), proxy.Addr()))
+			target.DB.SetMaxIdleConns(0) // every statement dials: through the stall
+			g, err := NewLeasedSnowflake(oneWorker, LeaseOptions{Table: table, TTL: 3 * time.Second})
+			must(t, err)
+			must(t, g.Prepare(context.Background(), Target{Name: "direct", Dialect: d.dialect, Conn: direct.DB, DB: direct.DB})) // the table exists
+			proxy.Stall()
+			generated := make(chan error, 1)
+			go func() { generated <- g.Generate(context.Background(), target, []int{0}, make([]int64, 1)) }()
+			time.Sleep(200 * time.Millisecond) // the claim is under way
+			start := time.Now()
+			closed := make(chan error, 1)
+			go func() { closed <- g.Close() }()
+			select {
+			case err := <-closed:
+				must(t, err)
+				if took := time.Since(start); took > time.Second {
+					t.Fatalf("Close took %s", took)
+				}
+			case <-time.After(2 * time.Second):
+				proxy.Restore()
+				<-closed
+				t.Fatal("Close waited for a claim stalled on the database")
+			}
+			proxy.Restore()
+			if err := <-generated; err == nil {
+				t.Fatal("the stalled claim took a lease after Close")
+			}
+			var held int
+			must(t, direct.DB.QueryRow("SELECT COUNT(*) FROM "+table+" WHERE expires_at > 0").Scan(&held))
+			if held != 0 {
+				t.Fatalf("%d lease rows held after Close and the stalled claim's end", held)
+			}
+		})
+	}
+}
