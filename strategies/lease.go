@@ -291,6 +291,24 @@ func (s *Snowflake) leaseFor(ctx context.Context, target Target) (*lease, error)
 func (s *Snowflake) takeLease(ctx context.Context, slot *leaseSlot) (*lease, error) {
 	slot.acquire.Lock()
 	defer slot.acquire.Unlock()
+	return s.takeLeaseLocked(ctx, slot)
+}
+
+// heartbeatTake is takeLease for the heartbeat, which must not wait for a
+// caller's taker: that one may stall as long as the database does, on a
+// context without a deadline, and Close waits for the heartbeat. It reports
+// whether the slot holds a lease afterwards.
+func (s *Snowflake) heartbeatTake(ctx context.Context, slot *leaseSlot) bool {
+	if !slot.acquire.TryLock() {
+		return false // a caller is taking one; the next beat looks again
+	}
+	defer slot.acquire.Unlock()
+	_, err := s.takeLeaseLocked(ctx, slot)
+	return err == nil
+}
+
+// takeLeaseLocked is takeLease with slot.acquire held.
+func (s *Snowflake) takeLeaseLocked(ctx context.Context, slot *leaseSlot) (*lease, error) {
 	if l := slot.current.Load(); l != nil {
 		return l, nil
 	}
@@ -578,8 +596,7 @@ func (s *Snowflake) heartbeat(slot *leaseSlot) {
 func (s *Snowflake) renew(ctx context.Context, slot *leaseSlot) bool {
 	l := slot.current.Load()
 	if l == nil {
-		_, err := s.takeLease(ctx, slot)
-		return err == nil
+		return s.heartbeatTake(ctx, slot)
 	}
 	err := s.extend(ctx, slot, l)
 	if !errors.Is(err, errLeaseTaken) {
@@ -589,8 +606,7 @@ func (s *Snowflake) renew(ctx context.Context, slot *leaseSlot) bool {
 	l.validUntil.Store(0)
 	slot.current.CompareAndSwap(l, nil)
 	s.leases.opts.Log.Warn("shardid: snowflake worker lease lost to another process; taking another", "database", slot.name, "worker", l.worker)
-	_, err = s.takeLease(ctx, slot)
-	return err == nil
+	return s.heartbeatTake(ctx, slot)
 }
 
 // errLeaseTaken: the lease row has moved on; the worker ID is another process's.

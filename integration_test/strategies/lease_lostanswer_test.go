@@ -208,3 +208,53 @@ func TestLeaseCloseDoesNotWaitForAClaimStalledOnTheDatabase(t *testing.T) {
 		})
 	}
 }
+
+// Close does not wait either when the heartbeat, its lease taken over by
+// another process, would take another while a first ID's claim stalls on
+// the database: the heartbeat leaves the taking to that claim.
+func TestLeaseCloseDoesNotWaitForAHeartbeatBehindAStalledClaim(t *testing.T) {
+	for _, d := range ticketDBs(t) {
+		t.Run(d.dialect, func(t *testing.T) {
+			direct := openTarget(t, "direct", d.dialect, d.driver, d.dsn(-1))
+			table := leaseTableFor(t, direct)
+			proxy := newTCPProxy(t, d.target(d.dsn(-1)))
+			target := openTarget(t, "stalled", d.dialect, d.driver, d.viaProxy(d.dsn(-1), proxy.Addr()))
+			target.DB.SetMaxIdleConns(0) // every statement dials: through the stall
+			ttl := 300 * time.Millisecond
+			g, err := NewLeasedSnowflake(oneWorker, LeaseOptions{Table: table, TTL: ttl})
+			must(t, err)
+			generate(t, g, target, 1)
+			// Another process takes the worker ID over; the heartbeat finds it.
+			_, err = direct.DB.Exec("UPDATE " + table + " SET owner = 'another/w0', generation = generation + 1, expires_at = expires_at + 600000 WHERE worker_id = 0")
+			must(t, err)
+			deadline := time.Now().Add(5 * time.Second)
+			for g.Stats().Leases[0].Lost == 0 {
+				if time.Now().After(deadline) {
+					t.Fatal("the heartbeat did not find its lease taken")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			proxy.Stall()
+			generated := make(chan error, 1)
+			go func() { generated <- g.Generate(context.Background(), target, []int{0}, make([]int64, 1)) }()
+			time.Sleep(2 * ttl) // the claim stalls; the heartbeat beats meanwhile
+			start := time.Now()
+			closed := make(chan error, 1)
+			go func() { closed <- g.Close() }()
+			select {
+			case <-closed:
+				if took := time.Since(start); took > time.Second {
+					t.Fatalf("Close took %s", took)
+				}
+			case <-time.After(2 * time.Second):
+				proxy.Restore()
+				<-closed
+				t.Fatal("Close waited for a heartbeat behind a claim stalled on the database")
+			}
+			proxy.Restore()
+			if err := <-generated; err == nil {
+				t.Fatal("the stalled claim took a lease after Close")
+			}
+		})
+	}
+}
