@@ -39,12 +39,33 @@ type MoveState struct {
 	Notes      map[string]string   `json:"notes,omitempty"`
 }
 
-// PrepareMoves creates the moves table if it is missing.
+// PrepareMoves creates the moves table if it is missing. A move's state
+// grows with the keys its copy keeps aside (MoveState.Deferred): on
+// MySQL/MariaDB, whose TEXT holds 64 KiB, it is a LONGTEXT, and a table made
+// by a version before is altered so once.
 func (s *Store) PrepareMoves(ctx context.Context) error {
-	_, err := s.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+s.quoted(s.moves)+" (from_shard INT NOT NULL, to_shard INT NOT NULL, phase VARCHAR(32) NOT NULL, state TEXT NOT NULL, updated_ms BIGINT NOT NULL, PRIMARY KEY (from_shard, to_shard))")
+	state := "TEXT"
+	if s.dialect == "mysql" {
+		state = "LONGTEXT"
+	}
+	_, err := s.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+s.quoted(s.moves)+" (from_shard INT NOT NULL, to_shard INT NOT NULL, phase VARCHAR(32) NOT NULL, state "+state+" NOT NULL, updated_ms BIGINT NOT NULL, PRIMARY KEY (from_shard, to_shard))")
 	if err != nil && !AlreadyExists(err) {
 		return err
 	}
+	if s.dialect != "mysql" || s.movesWidened.Load() {
+		return nil
+	}
+	var dataType string
+	err = s.db.QueryRowContext(ctx, "SELECT DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = 'state'", s.moves).Scan(&dataType)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	if strings.EqualFold(dataType, "text") {
+		if _, err := s.Exec(ctx, "ALTER TABLE "+s.quoted(s.moves)+" MODIFY state LONGTEXT NOT NULL"); err != nil {
+			return err
+		}
+	}
+	s.movesWidened.Store(true)
 	return nil
 }
 

@@ -44,13 +44,14 @@ func KeptTable(mapTable, base, suffix string) string {
 // Store reads and writes the shared map, the processes that follow it and
 // the moves' state in one database. It is safe for concurrent use.
 type Store struct {
-	db        *sql.DB
-	dialect   string
-	table     string        // the map's table
-	moves     string        // the moves' table, KeptTable's
-	probed    atomic.Bool   // processesTable has its map_table column
-	owner     string        // this process, in the processes table
-	heartbeat time.Duration // how often this process notes itself live
+	db           *sql.DB
+	dialect      string
+	table        string        // the map's table
+	moves        string        // the moves' table, KeptTable's
+	probed       atomic.Bool   // processesTable has its map_table column
+	movesWidened atomic.Bool   // the moves table's state is a LONGTEXT (MySQL)
+	owner        string        // this process, in the processes table
+	heartbeat    time.Duration // how often this process notes itself live
 }
 
 // New returns the store of the map table named table in db, a database of

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -137,26 +138,33 @@ func (mv *run) upsertInAnyOrder(ctx context.Context, t *movedTable, rows [][]any
 }
 
 // copyDeferred writes, after a table's last chunk, its rows the chunks
-// could not write before their parents: read again from the source, while
-// the change log has parents to replay.
+// could not write before their parents: read again from the source,
+// replayKeys keys at a time (there may be more of them than a statement
+// takes parameters), again while some go through, as parents among them
+// do, and while the change log has parents to replay.
 func (mv *run) copyDeferred(ctx context.Context, t *movedTable) error {
-	for len(mv.st.Deferred[t.name]) > 0 {
-		keys := make([]any, len(mv.st.Deferred[t.name]))
-		for i, k := range mv.st.Deferred[t.name] {
-			keys[i] = jsonKey(k)
+	for pending := mv.st.Deferred[t.name]; len(pending) > 0; {
+		var left []any
+		var refusal error
+		for keys := range slices.Chunk(pending, replayKeys) {
+			keys = slices.Clone(keys)
+			for i, k := range keys {
+				keys[i] = jsonKey(k)
+			}
+			if _, err := mv.replayKeys(ctx, t, keys); missingParent(err) {
+				left, refusal = append(left, keys...), err
+			} else if err != nil {
+				return err
+			}
 		}
-		_, err := mv.replayKeys(ctx, t, keys)
-		if err == nil {
-			delete(mv.st.Deferred, t.name)
-			return nil
+		if len(left) == len(pending) {
+			if n, rerr := mv.replay(ctx); rerr != nil || n == 0 {
+				return errors.Join(refusal, rerr)
+			}
 		}
-		if !missingParent(err) {
-			return err
-		}
-		if n, rerr := mv.replay(ctx); rerr != nil || n == 0 {
-			return errors.Join(err, rerr)
-		}
+		pending = left
 	}
+	delete(mv.st.Deferred, t.name)
 	return nil
 }
 
