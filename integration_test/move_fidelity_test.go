@@ -1329,6 +1329,78 @@ func TestMoveCarriesATableReferencingItself(t *testing.T) {
 		})
 }
 
+// TestCancelAndCleanupDeleteRowsReferencingEachOther: nodes of a table
+// referencing itself made a cycle during the catch-up (a thread's first
+// node re-parented to its last reply), which the target holds: MariaDB,
+// checking each row as it deletes it, refuses them in any order. The
+// cancel deletes them from the target, and the cleanup, after a move that
+// carried another such cycle, from the source.
+func TestCancelAndCleanupDeleteRowsReferencingEachOther(t *testing.T) {
+	withForeignKey(t, []any{&FkWriter{}, &FkNode{}}, "ALTER TABLE fk_nodes ADD CONSTRAINT fk_nodes_parent FOREIGN KEY (parent_id) REFERENCES fk_nodes(id)",
+		func(t *testing.T, b backend, r *moveRig, _ bool) {
+			models := append([]any{&FkWriter{}, &FkNode{}}, moveModels...)
+			type thread struct{ id, first, last int64 }
+			var threads []thread
+			for i := 0; i < 2; i++ {
+				w := FkWriter{Name: "thread"}
+				must(t, r.db.Clauses(shardid.OnShard(movingRange.From+i)).Create(&w).Error)
+				th := thread{id: w.ID}
+				var parent *int64
+				for j := 0; j < 6; j++ {
+					node := FkNode{ThreadID: w.ID, ParentID: parent, Body: fmt.Sprint(j)}
+					must(t, r.db.Create(&node).Error)
+					parent = &node.ID
+					if j == 0 {
+						th.first = node.ID
+					}
+					th.last = node.ID
+				}
+				threads = append(threads, th)
+			}
+			cycle := func(th thread, parent any) {
+				must(t, r.db.Model(&FkNode{ID: th.first, ThreadID: th.id}).Update("parent_id", parent).Error)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			stop, stopped := context.WithCancel(ctx)
+			rounds := 0
+			_, err := r.p.Move(stop, shardid.Move{Logical: movingRange, To: b.name + "-target", CatchUpBelow: 1, Models: models,
+				Progress: func(p shardid.MoveProgress) {
+					switch {
+					case p.Phase == shardid.PhaseCopy && p.Table == "fk_nodes" && rounds == 0:
+						rounds++
+						cycle(threads[0], threads[0].last) // the catch-up's first round carries it
+					case p.Phase == shardid.PhaseCatchUp && rounds > 0:
+						if rounds++; rounds == 3 {
+							stopped()
+						}
+					}
+				}})
+			if err == nil {
+				t.Fatal("the stopped move succeeded")
+			}
+			must(t, r.p.CancelMove(ctx, movingRange))
+			if n := countIn(t, r.target, "fk_nodes", true, r.p.Layout()); n != 0 {
+				t.Errorf("%d nodes of the range left on the target by the cancel", n)
+			}
+			cycle(threads[0], nil)
+			caughtUp := false
+			_, err = r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", CatchUpBelow: 1, Models: models,
+				Progress: func(p shardid.MoveProgress) {
+					if p.Phase == shardid.PhaseCatchUp && !caughtUp {
+						caughtUp = true
+						cycle(threads[1], threads[1].last)
+					}
+				}})
+			must(t, err)
+			compareSides(t, r, []fpTable{{"fk_nodes", "id"}})
+			must(t, r.p.CleanupMove(ctx, movingRange))
+			if n := countIn(t, r.source, "fk_nodes", true, r.p.Layout()); n != 0 {
+				t.Errorf("%d nodes of the range left on the source after the cleanup", n)
+			}
+		})
+}
+
 // TestMoveWritesManyRowsMadeBeforeTheirParents: every node of a table
 // referencing itself is re-parented to one made after all of them, so the
 // copy keeps each aside until the table's last chunk: more than MariaDB's

@@ -2,6 +2,7 @@ package mover
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/shardid/shardid/internal/errs"
 	"github.com/shardid/shardid/internal/mapstore"
+	"github.com/shardid/shardid/internal/sqlscan"
 )
 
 // deleteChunk is how many rows a cancel or a cleanup deletes at a time.
@@ -279,8 +281,69 @@ func deleteRangeChildrenFirst(ctx context.Context, t *movedTable, db execQuerier
 		}
 		below = keys[len(keys)-1:]
 	}
-	_, err := t.deleteInAnyOrder(ctx, db, held)
+	left, err := t.deleteInAnyOrder(ctx, db, held)
+	if err != nil && t.dialect == "mysql" && referencedRow(err) {
+		return deleteCycle(ctx, t, db, left, err)
+	}
 	return err
+}
+
+// deleteCycle deletes rows of a table referencing itself that reference
+// each other in a cycle (re-parented so while the move ran), which InnoDB,
+// checking each row as it deletes it, refuses in any order: when no row but
+// theirs references them, they are deleted together with the session's
+// foreign key checks off, which no other row relies on then; otherwise
+// refusal is returned.
+func deleteCycle(ctx context.Context, t *movedTable, db execQuerier, keys []any, refusal error) (err error) {
+	if len(keys) == 0 || 2*len(keys) > maxParameters {
+		return refusal
+	}
+	var conn *sql.Conn
+	switch c := db.(type) {
+	case *sql.Conn:
+		conn = c
+	case *sql.DB:
+		if conn, err = c.Conn(ctx); err != nil {
+			return err
+		}
+		defer func() {
+			if err != nil { // the session's checks may be off still
+				_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+			}
+			conn.Close()
+		}()
+	default:
+		return refusal
+	}
+	refs, err := readRows(ctx, conn, 3, "SELECT TABLE_NAME, COLUMN_NAME, REFERENCED_COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = DATABASE() AND REFERENCED_TABLE_SCHEMA = DATABASE() AND REFERENCED_TABLE_NAME = ?", t.name)
+	if err != nil {
+		return err
+	}
+	in := placeholders(t.dialect, 0, len(keys))
+	for _, ref := range refs {
+		child, column, parent := asText(ref[0]), asText(ref[1]), asText(ref[2])
+		q := "SELECT 1 FROM " + sqlscan.Quote(t.dialect, child) + " WHERE " + sqlscan.Quote(t.dialect, column) + " IN (SELECT " + sqlscan.Quote(t.dialect, parent) + " FROM " + sqlscan.Quote(t.dialect, t.name) + " WHERE " + sqlscan.Quote(t.dialect, t.key) + " IN (" + in + "))"
+		args := keys
+		if strings.EqualFold(child, t.name) {
+			q += " AND " + sqlscan.Quote(t.dialect, t.key) + " NOT IN (" + in + ")"
+			args = append(slices.Clone(keys), keys...)
+		}
+		others, err := readRows(ctx, conn, 1, q+" LIMIT 1", args...)
+		if err != nil {
+			return err
+		}
+		if len(others) > 0 {
+			return refusal
+		}
+	}
+	if _, err := conn.ExecContext(ctx, "SET SESSION foreign_key_checks = 0"); err != nil {
+		return err
+	}
+	derr := t.deleteKeys(ctx, conn, keys)
+	if _, err := conn.ExecContext(ctx, "SET SESSION foreign_key_checks = 1"); err != nil {
+		return errors.Join(derr, err)
+	}
+	return derr
 }
 
 // waitForProcesses waits until no live process routes by a map older than
