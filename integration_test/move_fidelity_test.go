@@ -1434,3 +1434,90 @@ func TestMoveWritesManyRowsMadeBeforeTheirParents(t *testing.T) {
 			must(t, r.p.CleanupMove(ctx, movingRange))
 		})
 }
+
+// TestMoveRefusesATableReferencedByATableItDoesNotCarry: a table outside
+// the move (fk_outside, on the source) references a moved one by a foreign
+// key: the dry run and the move are refused with ErrMoveInvalid naming it,
+// before anything changes, and so is a cleanup when such a key was made
+// after the cutover, with RESTRICT or ON DELETE CASCADE: its deletes would
+// fail, or take the outside rows with them, which the target never got.
+func TestMoveRefusesATableReferencedByATableItDoesNotCarry(t *testing.T) {
+	withForeignKey(t, []any{&FkWriter{}, &FkBook{}}, "ALTER TABLE fk_books ADD CONSTRAINT fk_books_writer FOREIGN KEY (writer_id) REFERENCES fk_writers(id)",
+		func(t *testing.T, b backend, r *moveRig, cascade bool) {
+			models := append([]any{&FkWriter{}, &FkBook{}}, moveModels...)
+			writer := FkWriter{Name: "w"}
+			must(t, r.db.Clauses(shardid.OnShard(movingRange.From)).Create(&writer).Error)
+			must(t, r.db.Create(&FkBook{WriterID: writer.ID, Title: "t"}).Error)
+			outside := func() {
+				must(t, r.source.Exec("CREATE TABLE fk_outside (id BIGINT PRIMARY KEY, book_id BIGINT)").Error)
+				t.Cleanup(func() { _ = r.source.Exec("DROP TABLE IF EXISTS fk_outside").Error })
+				action := map[bool]string{false: "", true: " ON DELETE CASCADE"}[cascade]
+				must(t, r.source.Exec("ALTER TABLE fk_outside ADD CONSTRAINT fk_outside_book FOREIGN KEY (book_id) REFERENCES fk_books(id)"+action).Error)
+				var book FkBook
+				must(t, r.db.Where("writer_id = ?", writer.ID).First(&book).Error)
+				must(t, r.source.Exec("INSERT INTO fk_outside (id, book_id) VALUES (1, ?)", book.ID).Error)
+			}
+			outside()
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			move := shardid.Move{Logical: movingRange, To: b.name + "-target", Models: models}
+			dry := move
+			dry.DryRun = true
+			for _, m := range []shardid.Move{dry, move} {
+				if _, err := r.p.Move(ctx, m); !errors.Is(err, shardid.ErrMoveInvalid) || !strings.Contains(err.Error(), "fk_outside") {
+					t.Errorf("a move (dry run %v) of a table fk_outside references: %v, want ErrMoveInvalid naming fk_outside", m.DryRun, err)
+				}
+			}
+			if n := countIn(t, r.target, "fk_books", true, r.p.Layout()); n != 0 {
+				t.Errorf("the refused move copied %d books", n)
+			}
+
+			must(t, r.source.Exec("DROP TABLE fk_outside").Error)
+			_, err := r.p.Move(ctx, move)
+			must(t, err)
+			outside() // a key made after the cutover
+			if err := r.p.CleanupMove(ctx, movingRange); !errors.Is(err, shardid.ErrMoveInvalid) || !strings.Contains(err.Error(), "fk_outside") {
+				t.Errorf("a cleanup of a table fk_outside references: %v, want ErrMoveInvalid naming fk_outside", err)
+			}
+			var left int64
+			must(t, r.source.Raw("SELECT count(*) FROM fk_outside").Scan(&left).Error)
+			if left != 1 {
+				t.Errorf("%d rows of fk_outside left on the source after the refused cleanup, want 1", left)
+			}
+			must(t, r.source.Exec("DROP TABLE fk_outside").Error)
+			must(t, r.p.CleanupMove(ctx, movingRange))
+		})
+}
+
+// TestMoveRefusesTablesReferencingEachOther: writers reference their
+// favourite book and books their writer: the copy could write neither
+// table first, so the dry run and the move are refused with ErrMoveInvalid
+// naming both, before anything changes.
+func TestMoveRefusesTablesReferencingEachOther(t *testing.T) {
+	withForeignKey(t, []any{&FkWriter{}, &FkBook{}}, "ALTER TABLE fk_books ADD CONSTRAINT fk_books_writer FOREIGN KEY (writer_id) REFERENCES fk_writers(id)",
+		func(t *testing.T, b backend, r *moveRig, cascade bool) {
+			if cascade {
+				t.Skip("refused before any delete")
+			}
+			for _, db := range []*gorm.DB{r.source, r.target} {
+				must(t, db.Exec("ALTER TABLE fk_writers ADD COLUMN favourite BIGINT NULL").Error)
+				must(t, db.Exec("ALTER TABLE fk_writers ADD CONSTRAINT fk_writers_favourite FOREIGN KEY (favourite) REFERENCES fk_books(id)").Error)
+			}
+			writer := FkWriter{Name: "w"}
+			must(t, r.db.Clauses(shardid.OnShard(movingRange.From)).Create(&writer).Error)
+			must(t, r.db.Create(&FkBook{WriterID: writer.ID, Title: "t"}).Error)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			move := shardid.Move{Logical: movingRange, To: b.name + "-target", Models: append([]any{&FkWriter{}, &FkBook{}}, moveModels...)}
+			dry := move
+			dry.DryRun = true
+			for _, m := range []shardid.Move{dry, move} {
+				if _, err := r.p.Move(ctx, m); !errors.Is(err, shardid.ErrMoveInvalid) || !strings.Contains(err.Error(), "fk_writers") || !strings.Contains(err.Error(), "fk_books") {
+					t.Errorf("a move (dry run %v) of tables referencing each other: %v, want ErrMoveInvalid naming both", m.DryRun, err)
+				}
+			}
+			if n := countIn(t, r.target, "fk_writers", true, r.p.Layout()); n != 0 {
+				t.Errorf("the refused move copied %d writers", n)
+			}
+		})
+}

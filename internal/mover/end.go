@@ -85,6 +85,9 @@ func (mv *run) cleanup(ctx context.Context) error {
 	if mv.st.Phase != PhaseServing {
 		return fmt.Errorf("%w: the move of %d-%d is in phase %s; only a move that reached %s can be cleaned up", ErrInvalid, r.From, r.To, mv.st.Phase, PhaseServing)
 	}
+	if err := mv.refusedByForeignKeys(ctx); err != nil { // a key made since the prepare
+		return err
+	}
 	waitCtx, cancel := processWait(ctx)
 	defer cancel()
 	if err := waitForProcesses(waitCtx, d.Store(), mv.st.MapVersion); err != nil {

@@ -62,6 +62,11 @@ func byForeignKeys(ctx context.Context, dialect string, tables []*movedTable, so
 				break
 			}
 		}
+		for _, p := range parents[tables[next].name] {
+			if !placed[p] { // a cycle, which refusedByForeignKeys refuses
+				tables[next].cycleWith = append(tables[next].cycleWith, p)
+			}
+		}
 		placed[tables[next].name] = true
 		ordered = append(ordered, tables[next])
 	}
@@ -139,8 +144,56 @@ func inAnyOrder[T any](items []T, do func([]T) error) ([]T, error) {
 			return nil, nil
 		}
 		if len(next) == len(left) {
-			return next, fmt.Errorf("%d rows of the same table reference each other or a row it lacks: %w", len(next), refusal)
+			return next, fmt.Errorf("%d rows of the table could be written or deleted in no order: they reference each other or a row the database lacks, or rows of another table reference them: %w", len(next), refusal)
 		}
 		left = next
 	}
+}
+
+// refusedByForeignKeys refuses a move of tables that a table it does not
+// carry references by a foreign key, on the source: that table's rows
+// would reference rows moved off the database, and a cleanup's deletes
+// would be refused (RESTRICT) or take them with them (ON DELETE CASCADE),
+// rows the target never received. It refuses tables whose keys reference
+// each other, of which the copy can write neither first, too.
+func (mv *run) refusedByForeignKeys(ctx context.Context) error {
+	for _, t := range mv.tables {
+		if len(t.cycleWith) > 0 {
+			return fmt.Errorf("%w: table %s and %s reference each other by foreign keys: the copy can write neither before the other; drop one of the keys while the move runs", ErrInvalid, t.name, strings.Join(t.cycleWith, ", "))
+		}
+		children, err := referencingTables(ctx, mv.source, t.dialect, t.name)
+		if err != nil {
+			return errs.Wrap(err, "reading the foreign keys referencing %s on %s", t.name, mv.st.From)
+		}
+		for _, child := range children {
+			if !slices.ContainsFunc(mv.tables, func(m *movedTable) bool { return strings.EqualFold(m.name, child) }) {
+				return fmt.Errorf("%w: table %s on %s references %s by a foreign key and does not move with it: its rows would reference rows moved off %s, and the cleanup's deletes would fail or cascade to rows the target never received; give its model in Move.Models, or drop the key", ErrInvalid, child, mv.st.From, t.name, mv.st.From)
+			}
+		}
+	}
+	return nil
+}
+
+// referencingTables names the tables whose foreign keys reference table on
+// db.
+func referencingTables(ctx context.Context, db *sql.DB, dialect, table string) ([]string, error) {
+	var q string
+	switch dialect {
+	case "mysql":
+		q = "SELECT TABLE_NAME FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = DATABASE() AND UNIQUE_CONSTRAINT_SCHEMA = DATABASE() AND REFERENCED_TABLE_NAME = ?"
+	case "postgres":
+		q = "SELECT c.relname FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid WHERE k.contype = 'f' AND k.confrelid = to_regclass($1)"
+		table = sqlscan.Quote(dialect, table)
+	default:
+		q = `SELECT m.name FROM sqlite_master m, pragma_foreign_key_list(m.name) f WHERE m.type = 'table' AND f."table" = ? COLLATE NOCASE`
+	}
+	rows, err := readRows(ctx, db, 1, q, table)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(rows))
+	for i, row := range rows {
+		names[i] = asText(row[0])
+	}
+	return names, nil
 }

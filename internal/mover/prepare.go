@@ -57,6 +57,9 @@ func (mv *run) prepare(ctx context.Context) error {
 // changed: models older than the application's would take back its
 // migrations.
 func (mv *run) prepareTarget(ctx context.Context) error {
+	if err := mv.refusedByForeignKeys(ctx); err != nil {
+		return err
+	}
 	var models []any
 	for _, t := range mv.tables {
 		if t.modelType == nil {

@@ -181,6 +181,11 @@ func oneMoveAt(ctx context.Context, store *mapstore.Store, source string, r Rang
 func (mv *run) plan(ctx context.Context) (*Report, error) {
 	report := mv.report(false)
 	report.Rows = map[string]int64{}
+	if !mv.resumed {
+		if err := mv.refusedByForeignKeys(ctx); err != nil {
+			return nil, errs.Wrap(err, "move of %d-%d to %s, %s", mv.st.Logical.From, mv.st.Logical.To, mv.st.To, PhasePrepare)
+		}
+	}
 	for _, t := range mv.tables {
 		if !mv.resumed {
 			if err := mv.wouldRefuse(ctx, t); err != nil {
