@@ -76,15 +76,32 @@ func byForeignKeys(ctx context.Context, dialect string, tables []*movedTable, so
 // referencedTables names the tables a table's foreign keys reference on
 // db (none for a table db lacks).
 func referencedTables(ctx context.Context, db *sql.DB, dialect, table string) ([]string, error) {
-	var q string
-	switch dialect {
-	case "mysql":
-		q = "SELECT REFERENCED_TABLE_NAME FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = DATABASE() AND TABLE_NAME = ? AND UNIQUE_CONSTRAINT_SCHEMA = DATABASE()"
-	case "postgres":
-		q = "SELECT p.relname FROM pg_constraint k JOIN pg_class p ON p.oid = k.confrelid WHERE k.contype = 'f' AND k.conrelid = to_regclass($1) AND p.relnamespace = (SELECT relnamespace FROM pg_class WHERE oid = to_regclass($1))"
-		table = sqlscan.Quote(dialect, table)
-	default:
-		q = `SELECT "table" FROM pragma_foreign_key_list(?)`
+	return tablesOfKeys(ctx, db, dialect, table, map[string]string{
+		"mysql":    "SELECT REFERENCED_TABLE_NAME FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = DATABASE() AND TABLE_NAME = ? AND UNIQUE_CONSTRAINT_SCHEMA = DATABASE()",
+		"postgres": "SELECT p.relname FROM pg_constraint k JOIN pg_class p ON p.oid = k.confrelid WHERE k.contype = 'f' AND k.conrelid = to_regclass($1) AND p.relnamespace = (SELECT relnamespace FROM pg_class WHERE oid = to_regclass($1))",
+		"sqlite":   `SELECT "table" FROM pragma_foreign_key_list(?)`,
+	})
+}
+
+// referencingTables names the tables whose foreign keys reference table on
+// db.
+func referencingTables(ctx context.Context, db *sql.DB, dialect, table string) ([]string, error) {
+	return tablesOfKeys(ctx, db, dialect, table, map[string]string{
+		"mysql":    "SELECT TABLE_NAME FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = DATABASE() AND UNIQUE_CONSTRAINT_SCHEMA = DATABASE() AND REFERENCED_TABLE_NAME = ?",
+		"postgres": "SELECT c.relname FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid WHERE k.contype = 'f' AND k.confrelid = to_regclass($1)",
+		"sqlite":   `SELECT m.name FROM sqlite_master m, pragma_foreign_key_list(m.name) f WHERE m.type = 'table' AND f."table" = ? COLLATE NOCASE`,
+	})
+}
+
+// tablesOfKeys runs the dialect's query of queries (SQLite's for any other)
+// for table and returns the table names it reads.
+func tablesOfKeys(ctx context.Context, db *sql.DB, dialect, table string, queries map[string]string) ([]string, error) {
+	q, ok := queries[dialect]
+	if !ok {
+		q = queries["sqlite"]
+	}
+	if dialect == "postgres" {
+		table = sqlscan.Quote(dialect, table) // to_regclass reads a name as SQL does
 	}
 	rows, err := readRows(ctx, db, 1, q, table)
 	if err != nil {
@@ -172,28 +189,4 @@ func (mv *run) refusedByForeignKeys(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// referencingTables names the tables whose foreign keys reference table on
-// db.
-func referencingTables(ctx context.Context, db *sql.DB, dialect, table string) ([]string, error) {
-	var q string
-	switch dialect {
-	case "mysql":
-		q = "SELECT TABLE_NAME FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = DATABASE() AND UNIQUE_CONSTRAINT_SCHEMA = DATABASE() AND REFERENCED_TABLE_NAME = ?"
-	case "postgres":
-		q = "SELECT c.relname FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid WHERE k.contype = 'f' AND k.confrelid = to_regclass($1)"
-		table = sqlscan.Quote(dialect, table)
-	default:
-		q = `SELECT m.name FROM sqlite_master m, pragma_foreign_key_list(m.name) f WHERE m.type = 'table' AND f."table" = ? COLLATE NOCASE`
-	}
-	rows, err := readRows(ctx, db, 1, q, table)
-	if err != nil {
-		return nil, err
-	}
-	names := make([]string, len(rows))
-	for i, row := range rows {
-		names[i] = asText(row[0])
-	}
-	return names, nil
 }
