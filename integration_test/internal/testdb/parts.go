@@ -134,7 +134,9 @@ func failFast() bool {
 // listTests returns the names of the package's tests and examples, in the
 // order go test runs them.
 func listTests() ([]string, error) {
-	out, err := exec.Command(os.Args[0], "-test.list=.").Output()
+	list := exec.Command(os.Args[0], "-test.list=.")
+	list.Env = childEnv()
+	out, err := list.Output()
 	if err != nil {
 		return nil, err
 	}
@@ -158,8 +160,20 @@ func runTest(part int, name, log string) ([]byte, error) {
 	}
 	args = append(args, "-test.run=^"+regexp.QuoteMeta(name)+"$")
 	child := exec.Command(os.Args[0], args...)
-	child.Env = append(os.Environ(), fmt.Sprintf("%s=%d", partVar, part))
+	child.Env = append(childEnv(), fmt.Sprintf("%s=%d", partVar, part))
 	return child.CombinedOutput()
+}
+
+// childEnv is this process's environment for a child, whose race detector,
+// if built with one, exits without its default second of sleep: its tests
+// have ended, and a second for each of hundreds of children was a sixth of
+// the package's run.
+func childEnv() []string {
+	gorace := os.Getenv("GORACE")
+	if !strings.Contains(gorace, "atexit_sleep_ms") {
+		gorace = strings.TrimSpace(gorace + " atexit_sleep_ms=0")
+	}
+	return append(os.Environ(), "GORACE="+gorace)
 }
 
 // partName is the name a part's databases take after the package's, other

@@ -66,3 +66,20 @@ func TestLast(t *testing.T)  {}
 			map[bool]string{true: " from its cache", false: ""}[strings.Contains(out, "(cached)")], out)
 	}
 }
+
+// TestChildrenExitWithoutTheRaceDetectorsSleep: a child's race detector
+// skips its second of sleep at exit, keeping the options a user gave it,
+// their own sleep included.
+func TestChildrenExitWithoutTheRaceDetectorsSleep(t *testing.T) {
+	for _, c := range []struct{ given, want string }{
+		{"", "atexit_sleep_ms=0"},
+		{"halt_on_error=1", "halt_on_error=1 atexit_sleep_ms=0"},
+		{"atexit_sleep_ms=500 log_path=x", "atexit_sleep_ms=500 log_path=x"},
+	} {
+		t.Setenv("GORACE", c.given)
+		env := childEnv()
+		if got := env[len(env)-1]; got != "GORACE="+c.want {
+			t.Errorf("GORACE=%q: the child's is %q, want %q", c.given, got, "GORACE="+c.want)
+		}
+	}
+}
