@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -133,4 +134,36 @@ func TestTicketThroughThePlugin(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A ticket Create in a transaction on a shard whose pool is capped
+// (SetMaxOpenConns) waits for its ticket server, within the server's
+// Timeout, not ConnectTimeout: its tickets take no connection of the
+// shard's pool, which the bound for pool-bound strategies is about.
+func TestTicketInATransactionOnACappedPoolWaitsForItsServer(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		dir := t.TempDir()
+		physical, err := gorm.Open(b.physical(t, dir, 0), &gorm.Config{Logger: logger.Discard})
+		must(t, err)
+		pool, err := physical.DB()
+		must(t, err)
+		pool.SetMaxOpenConns(4)
+		count := shardid.Layout{}.ShardCount()
+		list := []shardid.Shard{{Name: b.name + "-0", DB: physical, Logical: []shardid.Range{{From: 0, To: count - 1}}}}
+		server, proxy := physicalViaChaos(t, b, 1) // ticket server 2, as in TestTicketThroughThePlugin
+		db := open(t, b, dir, shardid.Config{Shards: list, ConnectTimeout: 500 * time.Millisecond, Ticket: shardid.TicketConfig{
+			Servers: []shardid.TicketServer{{Name: "tickets-1", Dialector: server, Offset: 2}},
+			Options: strategies.TicketOptions{Timeout: 5 * time.Second},
+		}})
+		fresh(t, db, &order{})
+		must(t, db.Create(&order{}).Error)
+		proxy.stall(1500 * time.Millisecond) // slow, within its Timeout
+		var made order
+		err = db.Clauses(shardid.OnShard(0)).Transaction(func(tx *gorm.DB) error {
+			return tx.Create(&made).Error
+		})
+		if err != nil || made.ID == 0 {
+			t.Fatalf("a ticket Create in a transaction while its server answered within its Timeout: %v", err)
+		}
+	})
 }

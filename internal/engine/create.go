@@ -699,9 +699,10 @@ func (e *Engine) generate(ctx context.Context, db *gorm.DB, m *model, f *idField
 // lease, a segment block), needs a connection besides the transaction's: of
 // a pool capped by SetMaxOpenConns, whose last one the transaction may hold
 // itself, it waits ConnectTimeout, then fails saying why, rather than until
-// the statement's context ends.
+// the statement's context ends. A generator that works elsewhere (ticket, on
+// its servers) waits on nothing of the pool and is not bounded so.
 func (e *Engine) generateOn(ctx context.Context, stmt *gorm.Statement, generator strategies.Generator, target strategies.Target, shards []int, ids []int64) error {
-	if target.DB == nil || target.Conn != strategies.Conn(target.DB) || !inTransaction(stmt.ConnPool) && globalOf(stmt.ConnPool) == nil {
+	if target.DB == nil || target.Conn != strategies.Conn(target.DB) || !usesTargetPool(generator) || !inTransaction(stmt.ConnPool) && globalOf(stmt.ConnPool) == nil {
 		return generator.Generate(ctx, target, shards, ids)
 	}
 	capped := target.DB.Stats().MaxOpenConnections
@@ -717,6 +718,14 @@ func (e *Engine) generateOn(ctx context.Context, stmt *gorm.Statement, generator
 			ErrShardUnavailable, target.Name, capped, timeout, err)
 	}
 	return err
+}
+
+// usesTargetPool reports whether generator makes its IDs on the target
+// database's pool: every strategy but ticket, whose tickets come from its own
+// servers, each statement bounded by TicketOptions.Timeout.
+func usesTargetPool(generator strategies.Generator) bool {
+	_, ticket := generator.(*strategies.Ticket)
+	return !ticket
 }
 
 // idScratch is room, in a Create's routing state, for the shards and IDs of
