@@ -316,6 +316,17 @@ func (s *Segment) startBackground() (context.Context, context.CancelFunc, bool) 
 	return ctx, cancel, true
 }
 
+// boundEnded is the error of a reservation whose own context ended: Close,
+// or refillTimeout. That context is no caller's, so its error is told, not
+// wrapped: a caller whose context is live must not take it for its own
+// deadline or cancellation.
+func (s *Segment) boundEnded(err error) error {
+	if s.closedFast.Load() {
+		return fmt.Errorf("%w: the reservation under way ended (%v)", errSegmentClosed, err)
+	}
+	return fmt.Errorf("the database did not answer within %s (%v)", s.refillTimeout, err)
+}
+
 // ensureTable creates shardid_segments once per physical database.
 func (s *Segment) ensureTable(ctx context.Context, database string, sqls segmentSQL, conn Conn) error {
 	s.mu.Lock()
@@ -538,6 +549,9 @@ func (q *segmentSequence) errorf(format string, args ...any) error {
 // reserved again).
 func (q *segmentSequence) run(ctx context.Context, r *segmentRefill) {
 	b, err := q.reserve(ctx, q.pool)
+	if err != nil && ctx.Err() != nil {
+		err = q.seg.boundEnded(err)
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if err == nil && r.epoch == q.epoch {

@@ -2,8 +2,13 @@ package strategies
 
 import (
 	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 // The segment's tests on SQLite, MariaDB and PostgreSQL are in the
@@ -81,5 +86,55 @@ func TestSegmentTableMadeAgainKeepsTheBlocksHeld(t *testing.T) {
 	for range 5 {
 		take(other, second)
 		take(held, first)
+	}
+}
+
+// silentConnector opens connections to a database that never answers: each
+// statement waits until its context ends.
+type silentConnector struct{}
+
+func (silentConnector) Connect(context.Context) (driver.Conn, error) { return silentConn{}, nil }
+func (silentConnector) Driver() driver.Driver                        { return nil }
+
+type silentConn struct{}
+
+func (silentConn) Prepare(string) (driver.Stmt, error) { return nil, errors.New("not prepared") }
+func (silentConn) Close() error                        { return nil }
+func (silentConn) Begin() (driver.Tx, error)           { return nil, errors.New("no transactions") }
+func (silentConn) ExecContext(ctx context.Context, _ string, _ []driver.NamedValue) (driver.Result, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+func (silentConn) QueryContext(ctx context.Context, _ string, _ []driver.NamedValue) (driver.Rows, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// A reservation that a database never answered ends at the segment's own
+// bound, or at Close, neither of which is the caller's context: the caller,
+// whose context is still live, is not told its deadline passed or that it
+// was cancelled, but that the database did not answer, or that the
+// generator is closed.
+func TestSegmentReservationBoundIsNotTheCallersContext(t *testing.T) {
+	db := sql.OpenDB(silentConnector{})
+	defer db.Close()
+	target := Target{Name: "silent", Dialect: "mysql", Table: "seg_silent", Conn: db, DB: db}
+	s, err := NewSegment(Layout{}, SegmentOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.refillTimeout = 50 * time.Millisecond
+	err = s.Generate(context.Background(), target, []int{5}, make([]int64, 1))
+	if err == nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "did not answer within 50ms") {
+		t.Fatalf("a reservation the database never answered, with the caller's context live: %v", err)
+	}
+
+	s.refillTimeout = time.Minute
+	done := make(chan error, 1)
+	go func() { done <- s.Generate(context.Background(), target, []int{5}, make([]int64, 1)) }()
+	time.Sleep(50 * time.Millisecond) // the reservation is under way
+	_ = s.Close()
+	if err := <-done; !errors.Is(err, errSegmentClosed) || errors.Is(err, context.Canceled) {
+		t.Fatalf("a reservation under way at Close, with the caller's context live: %v", err)
 	}
 }
