@@ -583,6 +583,7 @@ func (s *ticketServer) tickets(ctx context.Context, opts TicketOptions, n int, p
 	}
 	if s.sql.session == "" {
 		out, err = s.sql.next(ctx, s.DB, n, opts.Timeout, out)
+		err = timedOut(ctx, err, opts.Timeout)
 		if serversFault(err) {
 			s.failed(err, time.Now(), opts)
 		}
@@ -590,6 +591,7 @@ func (s *ticketServer) tickets(ctx context.Context, opts TicketOptions, n int, p
 		var conn *sql.Conn
 		if conn, err = s.pinned(ctx, opts, probe, serversFault); err == nil {
 			out, err = s.sql.next(ctx, conn, n, opts.Timeout, out)
+			err = timedOut(ctx, err, opts.Timeout)
 			if serversFault(err) {
 				s.failed(err, time.Now(), opts)
 			}
@@ -634,6 +636,7 @@ func (s *ticketServer) pinned(ctx context.Context, opts TicketOptions, probe boo
 		}
 	}
 	if err != nil {
+		err = timedOut(ctx, err, opts.Timeout)
 		if serversFault(err) {
 			s.failed(err, time.Now(), opts)
 		}
@@ -641,6 +644,16 @@ func (s *ticketServer) pinned(ctx context.Context, opts TicketOptions, probe boo
 		return nil, err
 	}
 	return conn, nil
+}
+
+// timedOut tells the end of a statement's own Timeout, while the caller's
+// ctx is live, as the server's silence: that deadline is not the caller's,
+// and an error wrapping context.DeadlineExceeded would read as if it were.
+func timedOut(ctx context.Context, err error, timeout time.Duration) error {
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("no answer within %s, the Timeout (%v)", timeout, err)
+	}
+	return err
 }
 
 // release gives conn back, or closes it if it failed (its state is unknown:

@@ -700,3 +700,26 @@ func TestTicketStalledServerFailsOverWithinTheTimeout(t *testing.T) {
 	}
 	proxy.Restore()
 }
+
+// TestTicketStalledServersAreNotTheCallersDeadline: when every server
+// stopped answering, each within its Timeout, a caller whose context is live
+// fails with ErrNoTicketServer saying the servers did not answer in time, not
+// with an error that errors.Is reads as the caller's own deadline.
+func TestTicketStalledServersAreNotTheCallersDeadline(t *testing.T) {
+	for _, d := range ticketDBs(t) {
+		t.Run(d.dialect, func(t *testing.T) {
+			table := ticketTable(t)
+			proxy := newTCPProxy(t, d.target(d.dsn(0)))
+			g := newTestTicket(t, []TicketServer{d.server(t, table, "stalled", 0, 1, proxy)}, TicketOptions{Table: table, Timeout: 300 * time.Millisecond})
+			if err := g.Generate(context.Background(), Target{}, []int{1}, make([]int64, 1)); err != nil {
+				t.Fatal(err)
+			}
+			proxy.Stall()
+			defer proxy.Restore()
+			err := g.Generate(context.Background(), Target{}, []int{1}, make([]int64, 1))
+			if !errors.Is(err, ErrNoTicketServer) || errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "no answer within 300ms") {
+				t.Fatalf("every server stalled, the caller's context live: %v", err)
+			}
+		})
+	}
+}
