@@ -388,7 +388,7 @@ func (c *ticketCall) serverFor(key uint64) (int, error) {
 		if !ok {
 			return c.lastResortServer()
 		}
-		if c.tried[i] {
+		if c.tried[i] || c.probes[i] { // asked, or claimed for another row, in this call
 			return i, nil
 		}
 		// A down server is probed by one request at a time.
@@ -401,7 +401,11 @@ func (c *ticketCall) serverFor(key uint64) (int, error) {
 }
 
 // lastResortServer is, when every server is down, the one due first among
-// those this call has not asked: it is tried once, then ErrNoTicketServer.
+// those this call has not asked and no other request is trying: it is tried
+// once, then ErrNoTicketServer. Like a retry, it is claimed, so a down
+// server is tried by one request at a time: the requests that come
+// meanwhile fail at once rather than each wait a Timeout behind the others
+// (on MySQL/MariaDB, one after another, for the pinned connection).
 func (c *ticketCall) lastResortServer() (int, error) {
 	if c.resort >= 0 {
 		if c.skip[c.resort] {
@@ -409,20 +413,28 @@ func (c *ticketCall) lastResortServer() (int, error) {
 		}
 		return c.resort, nil
 	}
-	var bestAt time.Time
-	for i, s := range c.state.servers {
-		if c.tried[i] {
-			continue
+	considered := make([]bool, len(c.state.servers))
+	for {
+		best := -1
+		var bestAt time.Time
+		for i, s := range c.state.servers {
+			if c.tried[i] || considered[i] {
+				continue
+			}
+			if at := s.stateOf().RetryAt; best < 0 || at.Before(bestAt) {
+				best, bestAt = i, at
+			}
 		}
-		if at := s.stateOf().RetryAt; c.resort < 0 || at.Before(bestAt) {
-			c.resort, bestAt = i, at
+		if best < 0 {
+			return 0, c.noServer()
 		}
+		considered[best] = true
+		if c.probes[best] || c.state.servers[best].claimLastResort(c.now, c.t.opts.Timeout) { // claimed by this call already, or now
+			c.resort, c.skip[best], c.probes[best] = best, false, true
+			return best, nil
+		}
+		c.skip[best] = true
 	}
-	if c.resort < 0 {
-		return 0, c.noServer()
-	}
-	c.skip[c.resort], c.probes[c.resort] = false, true
-	return c.resort, nil
 }
 
 func (c *ticketCall) noServer() error {
@@ -528,6 +540,33 @@ func (s *ticketServer) claim(now time.Time, timeout time.Duration) (ok, probe bo
 	return true, true
 }
 
+// claimLastResort claims a down server for a try before its back-off has
+// passed, unless another request is trying it: the claim keeps others away
+// while the try runs, at most timeout.
+func (s *ticketServer) claimLastResort(now time.Time, timeout time.Duration) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.probing && now.Before(s.retryAt) {
+		return false
+	}
+	s.probing = true
+	if until := now.Add(timeout); until.After(s.retryAt) {
+		s.retryAt = until
+	}
+	return true
+}
+
+// abandon ends a claimed try of a down server that its caller gave up
+// before the server answered: the next request may try it at once, rather
+// than fail for the rest of the claim.
+func (s *ticketServer) abandon(now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.down && s.probing {
+		s.probing, s.retryAt = false, now
+	}
+}
+
 // failed records a failed request. Only the first failure after the server
 // was up, or a failed probe, lengthens the back-off: requests that were in
 // flight when it went down fail together.
@@ -599,6 +638,9 @@ func (s *ticketServer) tickets(ctx context.Context, opts TicketOptions, n int, p
 		}
 	}
 	if err != nil {
+		if probe && !serversFault(err) {
+			s.abandon(time.Now()) // the caller gave up before the server answered
+		}
 		return nil, fmt.Errorf("strategies: ticket: server %q: %w", s.Name, err)
 	}
 	slices.Sort(out)

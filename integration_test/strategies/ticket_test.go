@@ -723,3 +723,52 @@ func TestTicketStalledServersAreNotTheCallersDeadline(t *testing.T) {
 		})
 	}
 }
+
+// TestTicketServersAllDownCostEachCallerOneTimeoutAtMost: while every server
+// is down and the one tried as the last resort stalls, the requests that
+// come meanwhile do not queue behind each other's tries (on MySQL/MariaDB
+// for its one pinned connection, one Timeout each): one request at a time
+// tries it, and the others fail at once with ErrNoTicketServer. Once the
+// server answers again, the next request gets its ticket.
+func TestTicketServersAllDownCostEachCallerOneTimeoutAtMost(t *testing.T) {
+	for _, d := range ticketDBs(t) {
+		t.Run(d.dialect, func(t *testing.T) {
+			table := ticketTable(t)
+			proxy := newTCPProxy(t, d.target(d.dsn(0)))
+			const timeout = 300 * time.Millisecond
+			g := newTestTicket(t, []TicketServer{d.server(t, table, "stalled", 0, 1, proxy)}, TicketOptions{Table: table, Timeout: timeout, Backoff: 10 * time.Second, MaxBackoff: 10 * time.Second})
+			must(t, g.Generate(context.Background(), Target{}, []int{1}, make([]int64, 1)))
+			proxy.Stall()
+			if err := g.Generate(context.Background(), Target{}, []int{1}, make([]int64, 1)); !errors.Is(err, ErrNoTicketServer) {
+				t.Fatalf("the only server stalled: %v, want ErrNoTicketServer", err)
+			}
+			var wg sync.WaitGroup
+			took := make([]time.Duration, 8)
+			for k := range took {
+				wg.Go(func() {
+					start := time.Now()
+					if err := g.Generate(context.Background(), Target{}, []int{1}, make([]int64, 1)); !errors.Is(err, ErrNoTicketServer) {
+						t.Errorf("the only server down and stalled: %v, want ErrNoTicketServer", err)
+					}
+					took[k] = time.Since(start)
+				})
+			}
+			wg.Wait()
+			// One after another, the eight would take eight timeouts.
+			if slowest := slices.Max(took); slowest > 3*timeout {
+				t.Errorf("calls took %v: the slowest %s, want under %s", took, slowest, 3*timeout)
+			}
+			proxy.Restore()
+			time.Sleep(timeout) // a try that was under way ends
+			// A request that gives up before its try leaves the server to the next one.
+			gaveUp, cancel := context.WithCancel(context.Background())
+			cancel()
+			if err := g.Generate(gaveUp, Target{}, []int{1}, make([]int64, 1)); !errors.Is(err, context.Canceled) {
+				t.Fatalf("a cancelled request: %v", err)
+			}
+			if err := g.Generate(context.Background(), Target{}, []int{1}, make([]int64, 1)); err != nil {
+				t.Fatalf("the server answering again: %v", err)
+			}
+		})
+	}
+}
