@@ -1521,3 +1521,73 @@ func TestMoveRefusesTablesReferencingEachOther(t *testing.T) {
 			}
 		})
 }
+
+// TestMoveRefusesRowsReferencingAcrossTheRangesEdge: a node outside the
+// range answers one inside it (or one inside answers one outside), by a
+// foreign key of the table referencing itself: a move carries rows by their
+// own key, so the key would span two databases. The dry run and the move
+// are refused with ErrMoveInvalid naming the table and the key, before
+// anything changes; such a reference made during the move refuses the
+// cleanup, which would otherwise fail on it, or delete (ON DELETE CASCADE)
+// a row of a range the source still serves; once it is gone, the cleanup
+// goes on.
+func TestMoveRefusesRowsReferencingAcrossTheRangesEdge(t *testing.T) {
+	withForeignKey(t, []any{&FkWriter{}, &FkNode{}}, "ALTER TABLE fk_nodes ADD CONSTRAINT fk_nodes_parent FOREIGN KEY (parent_id) REFERENCES fk_nodes(id)",
+		func(t *testing.T, b backend, r *moveRig, cascade bool) {
+			models := append([]any{&FkWriter{}, &FkNode{}}, moveModels...)
+			node := func(shard int, parent *int64) FkNode {
+				w := FkWriter{Name: "thread"}
+				must(t, r.db.Clauses(shardid.OnShard(shard)).Create(&w).Error)
+				n := FkNode{ThreadID: w.ID, ParentID: parent, Body: fmt.Sprint(shard)}
+				must(t, r.db.Create(&n).Error)
+				return n
+			}
+			inside := node(movingRange.From, nil)
+			outside := node(movingRange.From-1, &inside.ID)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			move := shardid.Move{Logical: movingRange, To: b.name + "-target", Models: models}
+			dry := move
+			dry.DryRun = true
+			refused := func(what string, err error) {
+				t.Helper()
+				if !errors.Is(err, shardid.ErrMoveInvalid) || !strings.Contains(err.Error(), "fk_nodes") || !strings.Contains(err.Error(), "fk_nodes_parent") {
+					t.Errorf("%s: %v, want ErrMoveInvalid naming fk_nodes and fk_nodes_parent", what, err)
+				}
+			}
+			for _, m := range []shardid.Move{dry, move} {
+				_, err := r.p.Move(ctx, m)
+				refused(fmt.Sprintf("a move (dry run %v) of a node answered from outside the range", m.DryRun), err)
+			}
+			must(t, r.db.Model(&FkNode{ID: outside.ID, ThreadID: outside.ThreadID}).Update("parent_id", nil).Error)
+			far := node(movingRange.From-2, nil)
+			must(t, r.db.Model(&FkNode{ID: inside.ID, ThreadID: inside.ThreadID}).Update("parent_id", far.ID).Error)
+			for _, m := range []shardid.Move{dry, move} {
+				_, err := r.p.Move(ctx, m)
+				refused(fmt.Sprintf("a move (dry run %v) of a node answering one outside the range", m.DryRun), err)
+			}
+			if n := countIn(t, r.target, "fk_nodes", true, r.p.Layout()); n != 0 {
+				t.Errorf("the refused moves copied %d nodes", n)
+			}
+
+			must(t, r.db.Model(&FkNode{ID: inside.ID, ThreadID: inside.ThreadID}).Update("parent_id", nil).Error)
+			_, err := r.p.Move(ctx, move)
+			must(t, err)
+			// Made after the cutover on the source, behind the new map's back.
+			must(t, r.source.Exec("UPDATE fk_nodes SET parent_id = ? WHERE id = ?", inside.ID, outside.ID).Error)
+			refused("a cleanup of a node answered from outside the range", r.p.CleanupMove(ctx, movingRange))
+			var kept []FkNode
+			must(t, r.source.Table("fk_nodes").Where("id = ?", outside.ID).Find(&kept).Error)
+			if len(kept) != 1 || kept[0].ParentID == nil || *kept[0].ParentID != inside.ID {
+				t.Errorf("the node outside the range on the source after the refused cleanup: %+v", kept)
+			}
+			must(t, r.source.Exec("UPDATE fk_nodes SET parent_id = NULL WHERE id = ?", outside.ID).Error)
+			must(t, r.p.CleanupMove(ctx, movingRange))
+			if n := countIn(t, r.source, "fk_nodes", true, r.p.Layout()); n != 0 {
+				t.Errorf("%d nodes of the range left on the source after the cleanup", n)
+			}
+			if n := countIn(t, r.source, "fk_nodes", false, r.p.Layout()); n != 2 {
+				t.Errorf("%d nodes outside the range on the source after the cleanup, want 2", n)
+			}
+		})
+}

@@ -172,7 +172,8 @@ func inAnyOrder[T any](items []T, do func([]T) error) ([]T, error) {
 // would reference rows moved off the database, and a cleanup's deletes
 // would be refused (RESTRICT) or take them with them (ON DELETE CASCADE),
 // rows the target never received. It refuses tables whose keys reference
-// each other, of which the copy can write neither first, too.
+// each other, of which the copy can write neither first, and rows that
+// reference rows across the range's edge (refusedByReferencesAcrossTheEdge).
 func (mv *run) refusedByForeignKeys(ctx context.Context) error {
 	for _, t := range mv.tables {
 		if len(t.cycleWith) > 0 {
@@ -186,6 +187,133 @@ func (mv *run) refusedByForeignKeys(ctx context.Context) error {
 			if !slices.ContainsFunc(mv.tables, func(m *movedTable) bool { return strings.EqualFold(m.name, child) }) {
 				return fmt.Errorf("%w: table %s on %s references %s by a foreign key and does not move with it: its rows would reference rows moved off %s, and the cleanup's deletes would fail or cascade to rows the target never received; give its model in Move.Models, or drop the key", ErrInvalid, child, mv.st.From, t.name, mv.st.From)
 			}
+		}
+	}
+	return mv.refusedByReferencesAcrossTheEdge(ctx, mv.st.Phase == PhaseServing)
+}
+
+// foreignKey is a foreign key of a moved table referencing a moved table
+// (itself among them), column by column.
+type foreignKey struct {
+	name          string // the constraint's name (SQLite's: its columns)
+	child, parent *movedTable
+	columns, refs []string // the child's columns, and the parent's they reference
+}
+
+// foreignKeysAmong reads, on db, the foreign keys of t that reference
+// moved tables.
+func foreignKeysAmong(ctx context.Context, db *sql.DB, t *movedTable, tables []*movedTable) ([]foreignKey, error) {
+	queries := map[string]string{
+		"mysql": "SELECT CONSTRAINT_NAME, REFERENCED_TABLE_NAME, COLUMN_NAME, REFERENCED_COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE " +
+			"WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND REFERENCED_TABLE_SCHEMA = DATABASE() AND REFERENCED_TABLE_NAME IS NOT NULL " +
+			"ORDER BY CONSTRAINT_NAME, ORDINAL_POSITION",
+		"postgres": `SELECT k.conname, p.relname, a.attname, pa.attname FROM pg_constraint k
+	JOIN pg_class p ON p.oid = k.confrelid
+	CROSS JOIN LATERAL unnest(k.conkey, k.confkey) WITH ORDINALITY AS u(col, ref, pos)
+	JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = u.col
+	JOIN pg_attribute pa ON pa.attrelid = k.confrelid AND pa.attnum = u.ref
+WHERE k.contype = 'f' AND k.conrelid = to_regclass($1) AND p.relnamespace = (SELECT relnamespace FROM pg_class WHERE oid = to_regclass($1))
+ORDER BY k.conname, u.pos`,
+		"sqlite": `SELECT id, "table", "from", "to" FROM pragma_foreign_key_list(?) ORDER BY id, seq`,
+	}
+	q, ok := queries[t.dialect]
+	if !ok {
+		q = queries["sqlite"]
+	}
+	table := t.name
+	if t.dialect == "postgres" {
+		table = sqlscan.Quote(t.dialect, table)
+	}
+	rows, err := readRows(ctx, db, 4, q, table)
+	if err != nil {
+		return nil, err
+	}
+	var keys []foreignKey
+	for _, row := range rows {
+		name, parentName, column, ref := asText(row[0]), asText(row[1]), asText(row[2]), asText(row[3])
+		i := slices.IndexFunc(tables, func(m *movedTable) bool { return strings.EqualFold(m.name, parentName) })
+		if i < 0 {
+			continue
+		}
+		if ref == "" || row[3] == nil { // SQLite's key of the parent's primary key
+			ref = tables[i].key
+		}
+		if n := len(keys); n > 0 && keys[n-1].name == name {
+			keys[n-1].columns = append(keys[n-1].columns, column)
+			keys[n-1].refs = append(keys[n-1].refs, ref)
+			continue
+		}
+		keys = append(keys, foreignKey{name: name, child: t, parent: tables[i], columns: []string{column}, refs: []string{ref}})
+	}
+	if t.dialect != "mysql" && t.dialect != "postgres" {
+		for i := range keys { // SQLite's keys have numbers for names
+			keys[i].name = "(" + strings.Join(keys[i].columns, ", ") + ")"
+		}
+	}
+	return keys, nil
+}
+
+// crossingRows returns the keys of up to limit rows of k's child that
+// reference a row of its parent across the edge of r: one outside r that
+// references one inside it, and, unless inward, one inside it that
+// references one outside.
+func (mv *run) crossingRows(ctx context.Context, db *sql.DB, k foreignKey, r Range, inward bool, limit int) ([]any, error) {
+	childShard, err := mv.fence.ShardSQL(k.child.fenced, "c")
+	if err != nil {
+		return nil, err
+	}
+	parentShard, err := mv.fence.ShardSQL(k.parent.fenced, "p")
+	if err != nil {
+		return nil, err
+	}
+	q := func(s string) string { return sqlscan.Quote(k.child.dialect, s) }
+	on := make([]string, len(k.columns))
+	for i := range k.columns {
+		on[i] = "c." + q(k.columns[i]) + " = p." + q(k.refs[i])
+	}
+	within := func(shard string) string { return fmt.Sprintf("(%s BETWEEN %d AND %d)", shard, r.From, r.To) }
+	where := "NOT " + within(childShard) + " AND " + within(parentShard)
+	if !inward {
+		where = within(childShard) + " <> " + within(parentShard)
+	}
+	rows, err := readRows(ctx, db, 1, "SELECT c."+q(k.child.key)+" FROM "+q(k.child.name)+" c JOIN "+q(k.parent.name)+" p ON "+
+		strings.Join(on, " AND ")+" WHERE "+where+" LIMIT "+fmt.Sprint(limit))
+	keys := make([]any, len(rows))
+	for i, row := range rows {
+		keys[i] = normalizeKey(row[0])
+	}
+	return keys, err
+}
+
+// refusedByReferencesAcrossTheEdge refuses a move whose moved tables have
+// rows on the source that reference, by a foreign key, a row on the other
+// side of the range's edge: a move carries a row by its own key, so the
+// copy would miss the parent of a row inside the range, and the cleanup's
+// delete of a row inside it would fail, or (ON DELETE CASCADE, SET NULL)
+// change a row outside it, of a range the source still serves. A cleanup
+// (inward) looks for rows outside the range referencing rows inside alone:
+// a row inside it referencing one outside goes with the rest.
+func (mv *run) refusedByReferencesAcrossTheEdge(ctx context.Context, inward bool) error {
+	for _, t := range mv.tables {
+		keys, err := foreignKeysAmong(ctx, mv.source, t, mv.tables)
+		if err != nil {
+			return errs.Wrap(err, "reading the foreign keys of %s on %s", t.name, mv.st.From)
+		}
+		for _, k := range keys {
+			rows, err := mv.crossingRows(ctx, mv.source, k, mv.st.Logical, inward, 5)
+			if err != nil {
+				return errs.Wrap(err, "reading the rows of %s its foreign key %s links across logical shards %d-%d on %s", t.name, k.name, mv.st.Logical.From, mv.st.Logical.To, mv.st.From)
+			}
+			if len(rows) == 0 {
+				continue
+			}
+			ends := "of logical shards %d-%d reference rows of %s outside them, or rows outside them rows inside"
+			if inward {
+				ends = "outside logical shards %d-%d reference rows of %s inside them"
+			}
+			return fmt.Errorf("%w: rows of table %s on %s (keys %v) "+ends+" by foreign key %s: a move carries each row by its own key, and the key would link two databases; %s; point them at rows of their own logical shard, or drop the key",
+				ErrInvalid, t.name, mv.st.From, rows, mv.st.Logical.From, mv.st.Logical.To, k.parent.name, k.name,
+				map[bool]string{false: "the copy would miss their parents, and the cleanup's deletes would fail, or cascade to rows the source still serves", true: "the cleanup's deletes would fail, or cascade to rows the source serves"}[inward])
 		}
 	}
 	return nil
