@@ -1591,3 +1591,160 @@ func TestMoveRefusesRowsReferencingAcrossTheRangesEdge(t *testing.T) {
 			}
 		})
 }
+
+// A singer's albums reference it by two columns, its key and its handle,
+// a unique index other than the primary key, whose renames cascade (ON
+// UPDATE CASCADE). The albums' table comes first by name.
+type (
+	FkSinger struct {
+		ID     int64  `gorm:"uniqueIndex:fk_singers_id_handle,priority:1" shardid:"strategy:snowflake"`
+		Handle string `gorm:"size:40;uniqueIndex:fk_singers_id_handle,priority:2"`
+	}
+	FkAlbum struct {
+		ID           int64  `shardid:"strategy:snowflake;colocate:SingerID"`
+		SingerID     int64  `gorm:"index"`
+		SingerHandle string `gorm:"size:40"`
+		Title        string
+	}
+)
+
+// TestMoveCarriesCompositeKeysOnAUniqueIndexWithCascadingUpdates: albums
+// reference their singer by (singer_id, singer_handle), the singers'
+// unique index (id, handle), renames cascading to them. A singer renamed
+// while its albums are copied, and in the catch-up, one deleted, one
+// made: the cancel of a stopped move deletes every copy from the target,
+// and the move then leaves the target holding the source's rows, which the
+// cleanup deletes from the source.
+func TestMoveCarriesCompositeKeysOnAUniqueIndexWithCascadingUpdates(t *testing.T) {
+	withForeignKey(t, []any{&FkSinger{}, &FkAlbum{}}, "ALTER TABLE fk_albums ADD CONSTRAINT fk_albums_singer FOREIGN KEY (singer_id, singer_handle) REFERENCES fk_singers(id, handle) ON UPDATE CASCADE",
+		func(t *testing.T, b backend, r *moveRig, cascade bool) {
+			models := append([]any{&FkSinger{}, &FkAlbum{}}, moveModels...)
+			var singers []FkSinger
+			write := func(shard int) {
+				s := FkSinger{Handle: fmt.Sprint("s", shard)}
+				must(t, r.db.Clauses(shardid.OnShard(shard)).Create(&s).Error)
+				for j := 0; j < 3; j++ {
+					must(t, r.db.Create(&FkAlbum{SingerID: s.ID, SingerHandle: s.Handle, Title: fmt.Sprint(j)}).Error)
+				}
+				singers = append(singers, s)
+			}
+			rename := func(i int) {
+				singers[i].Handle += "x"
+				must(t, r.db.Model(&FkSinger{ID: singers[i].ID}).Update("handle", singers[i].Handle).Error)
+			}
+			remove := func(i int) {
+				if !cascade {
+					must(t, r.db.Where("singer_id = ?", singers[i].ID).Delete(&FkAlbum{}).Error)
+				}
+				must(t, r.db.Delete(&FkSinger{ID: singers[i].ID}).Error)
+			}
+			for i := 0; i < 8; i++ {
+				write(movingRange.From + i)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			stop, stopped := context.WithCancel(ctx)
+			_, err := r.p.Move(stop, shardid.Move{Logical: movingRange, To: b.name + "-target", ChunkSize: 4, CatchUpBelow: 1, Models: models,
+				Progress: func(p shardid.MoveProgress) {
+					if p.Phase == shardid.PhaseCopy && p.Table == "fk_albums" {
+						rename(0)
+					}
+					if p.Phase == shardid.PhaseCatchUp {
+						stopped()
+					}
+				}})
+			if err == nil {
+				t.Fatal("the stopped move succeeded")
+			}
+			must(t, r.p.CancelMove(ctx, movingRange))
+			for _, table := range []string{"fk_albums", "fk_singers"} {
+				if n := countIn(t, r.target, table, true, r.p.Layout()); n != 0 {
+					t.Errorf("%s: %d rows of the range left on the target by the cancel", table, n)
+				}
+			}
+			wrote := map[string]bool{}
+			_, err = r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", ChunkSize: 4, CatchUpBelow: 1, Models: models,
+				Progress: func(p shardid.MoveProgress) {
+					step := p.Phase + p.Table
+					if wrote[step] || !(p.Phase == shardid.PhaseCopy && p.Table == "fk_albums" || p.Phase == shardid.PhaseCatchUp) {
+						return
+					}
+					wrote[step] = true
+					n := len(wrote)
+					rename(n)     // its albums copied or not yet
+					rename(7)     // the last, not yet copied
+					remove(2 + n) // with its albums
+					write(movingRange.From + 100 + n)
+				}})
+			must(t, err)
+			if len(wrote) != 2 {
+				t.Fatalf("wrote in %v", wrote)
+			}
+			compareSides(t, r, []fpTable{{"fk_singers", "id"}, {"fk_albums", "id"}})
+			var stale int64
+			must(t, r.target.Raw("SELECT count(*) FROM fk_albums a JOIN fk_singers s ON s.id = a.singer_id WHERE s.handle <> a.singer_handle").Scan(&stale).Error)
+			if stale != 0 {
+				t.Errorf("%d albums on the target with their singer's old handle", stale)
+			}
+			must(t, r.p.CleanupMove(ctx, movingRange))
+			for _, table := range []string{"fk_albums", "fk_singers"} {
+				if n := countIn(t, r.source, table, true, r.p.Layout()); n != 0 {
+					t.Errorf("%s: %d rows of the range left on the source after the cleanup", table, n)
+				}
+			}
+		})
+}
+
+// TestMoveRefusesATableOfAnotherSchemaReferencingAMovedTable: a table of
+// another schema (MariaDB: another database of the server) of the same
+// name as a moved one references it by a foreign key, ON DELETE CASCADE:
+// the dry run and the move are refused with ErrMoveInvalid naming it, as
+// the cleanup's deletes would take its rows with them.
+func TestMoveRefusesATableOfAnotherSchemaReferencingAMovedTable(t *testing.T) {
+	withForeignKey(t, []any{&FkWriter{}, &FkBook{}}, "ALTER TABLE fk_books ADD CONSTRAINT fk_books_writer FOREIGN KEY (writer_id) REFERENCES fk_writers(id)",
+		func(t *testing.T, b backend, r *moveRig, cascade bool) {
+			if cascade {
+				t.Skip("refused before any delete")
+			}
+			models := append([]any{&FkWriter{}, &FkBook{}}, moveModels...)
+			writer := FkWriter{Name: "w"}
+			must(t, r.db.Clauses(shardid.OnShard(movingRange.From)).Create(&writer).Error)
+			book := FkBook{WriterID: writer.ID, Title: "t"}
+			must(t, r.db.Create(&book).Error)
+			var own string
+			if b.name == "postgres" {
+				must(t, r.source.Raw("SELECT current_schema()").Scan(&own).Error)
+			} else {
+				must(t, r.source.Raw("SELECT DATABASE()").Scan(&own).Error)
+			}
+			other := own + "_fk_other"
+			q := func(s string) string {
+				if b.name == "postgres" {
+					return `"` + s + `"`
+				}
+				return "`" + s + "`"
+			}
+			if b.name == "postgres" {
+				must(t, r.source.Exec("CREATE SCHEMA "+q(other)).Error)
+				t.Cleanup(func() { _ = r.source.Exec("DROP SCHEMA " + q(other) + " CASCADE").Error })
+			} else {
+				must(t, r.source.Exec("CREATE DATABASE "+q(other)).Error)
+				t.Cleanup(func() { _ = r.source.Exec("DROP DATABASE " + q(other)).Error })
+			}
+			must(t, r.source.Exec("CREATE TABLE "+q(other)+".fk_books (id BIGINT PRIMARY KEY, book_id BIGINT, CONSTRAINT fk_other_book FOREIGN KEY (book_id) REFERENCES "+q(own)+".fk_books(id) ON DELETE CASCADE)").Error)
+			must(t, r.source.Exec("INSERT INTO "+q(other)+".fk_books (id, book_id) VALUES (1, ?)", book.ID).Error)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			move := shardid.Move{Logical: movingRange, To: b.name + "-target", Models: models}
+			dry := move
+			dry.DryRun = true
+			for _, m := range []shardid.Move{dry, move} {
+				if _, err := r.p.Move(ctx, m); !errors.Is(err, shardid.ErrMoveInvalid) || !strings.Contains(err.Error(), other) {
+					t.Errorf("a move (dry run %v) of a table %s.fk_books references: %v, want ErrMoveInvalid naming it", m.DryRun, other, err)
+				}
+			}
+			if n := countIn(t, r.target, "fk_books", true, r.p.Layout()); n != 0 {
+				t.Errorf("the refused move copied %d books", n)
+			}
+		})
+}

@@ -84,12 +84,15 @@ func referencedTables(ctx context.Context, db *sql.DB, dialect, table string) ([
 }
 
 // referencingTables names the tables whose foreign keys reference table on
-// db.
+// db, those of another schema (MySQL's: another database of the server)
+// with it: a table of the same name there is no moved table.
 func referencingTables(ctx context.Context, db *sql.DB, dialect, table string) ([]string, error) {
 	return tablesOfKeys(ctx, db, dialect, table, map[string]string{
-		"mysql":    "SELECT TABLE_NAME FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = DATABASE() AND UNIQUE_CONSTRAINT_SCHEMA = DATABASE() AND REFERENCED_TABLE_NAME = ?",
-		"postgres": "SELECT c.relname FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid WHERE k.contype = 'f' AND k.confrelid = to_regclass($1)",
-		"sqlite":   `SELECT m.name FROM sqlite_master m, pragma_foreign_key_list(m.name) f WHERE m.type = 'table' AND f."table" = ? COLLATE NOCASE`,
+		"mysql": "SELECT IF(CONSTRAINT_SCHEMA = DATABASE(), TABLE_NAME, CONCAT(CONSTRAINT_SCHEMA, '.', TABLE_NAME)) FROM information_schema.REFERENTIAL_CONSTRAINTS " +
+			"WHERE UNIQUE_CONSTRAINT_SCHEMA = DATABASE() AND REFERENCED_TABLE_NAME = ?",
+		"postgres": "SELECT CASE WHEN c.relnamespace = p.relnamespace THEN c.relname ELSE c.relnamespace::regnamespace::text || '.' || c.relname END " +
+			"FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid JOIN pg_class p ON p.oid = k.confrelid WHERE k.contype = 'f' AND k.confrelid = to_regclass($1)",
+		"sqlite": `SELECT m.name FROM sqlite_master m, pragma_foreign_key_list(m.name) f WHERE m.type = 'table' AND f."table" = ? COLLATE NOCASE`,
 	})
 }
 
