@@ -1748,3 +1748,62 @@ func TestMoveRefusesATableOfAnotherSchemaReferencingAMovedTable(t *testing.T) {
 			}
 		})
 }
+
+// TestMoveFailsNamingARowMadeToReferenceAcrossTheRangesEdge: while the
+// move copies, and in its catch-up, a node of the range is made to answer
+// one outside it, which the target never receives: the move fails with
+// ErrMoveInvalid naming the table and the key, the source serving the
+// range still; once the node is pointed back, the move run again carries
+// every node.
+func TestMoveFailsNamingARowMadeToReferenceAcrossTheRangesEdge(t *testing.T) {
+	withForeignKey(t, []any{&FkWriter{}, &FkNode{}}, "ALTER TABLE fk_nodes ADD CONSTRAINT fk_nodes_parent FOREIGN KEY (parent_id) REFERENCES fk_nodes(id)",
+		func(t *testing.T, b backend, r *moveRig, cascade bool) {
+			if cascade {
+				t.Skip("nothing is deleted")
+			}
+			models := append([]any{&FkWriter{}, &FkNode{}}, moveModels...)
+			node := func(shard int) FkNode {
+				w := FkWriter{Name: "thread"}
+				must(t, r.db.Clauses(shardid.OnShard(shard)).Create(&w).Error)
+				n := FkNode{ThreadID: w.ID, Body: fmt.Sprint(shard)}
+				must(t, r.db.Create(&n).Error)
+				return n
+			}
+			var inside []FkNode
+			for i := 0; i < 6; i++ {
+				inside = append(inside, node(movingRange.From+i))
+			}
+			outside := node(movingRange.From - 1)
+			point := func(n FkNode, parent any) {
+				must(t, r.db.Model(&FkNode{ID: n.ID, ThreadID: n.ThreadID}).Update("parent_id", parent).Error)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			for _, phase := range []string{shardid.PhaseCopy, shardid.PhaseCatchUp} {
+				done := false
+				_, err := r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", ChunkSize: 2, CatchUpBelow: 1, Models: models,
+					Progress: func(p shardid.MoveProgress) {
+						if p.Phase == phase && (phase != shardid.PhaseCopy || p.Table == "fk_nodes") && !done {
+							done = true
+							point(inside[0], outside.ID) // copied already
+							point(inside[5], outside.ID) // not yet, in the copy
+						}
+					}})
+				if !errors.Is(err, shardid.ErrMoveInvalid) || !strings.Contains(err.Error(), "fk_nodes") || !strings.Contains(err.Error(), "fk_nodes_parent") {
+					t.Errorf("a move whose node came to answer one outside the range in its %s: %v, want ErrMoveInvalid naming fk_nodes and fk_nodes_parent", phase, err)
+				}
+				point(inside[0], nil)
+				point(inside[5], nil)
+				if phase == shardid.PhaseCopy {
+					must(t, r.p.CancelMove(ctx, movingRange))
+					if n := countIn(t, r.target, "fk_nodes", true, r.p.Layout()); n != 0 {
+						t.Errorf("%d nodes of the range left on the target by the cancel", n)
+					}
+				}
+			}
+			_, err := r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", Models: models})
+			must(t, err)
+			compareSides(t, r, []fpTable{{"fk_nodes", "id"}})
+			must(t, r.p.CleanupMove(ctx, movingRange))
+		})
+}

@@ -3,6 +3,7 @@ package mover
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -320,4 +321,19 @@ func (mv *run) refusedByReferencesAcrossTheEdge(ctx context.Context, inward bool
 		}
 	}
 	return nil
+}
+
+// referencesAcrossTheEdgeUnder makes a phase's failure on a foreign key
+// that a row lacks its parent for the move's refusal when, on the source,
+// rows of moved tables reference rows across the range's edge (made so
+// during the move): the target never receives their parents. Once they
+// reference rows of their own logical shards, the move run again goes on.
+func (mv *run) referencesAcrossTheEdgeUnder(ctx context.Context, failure error) error {
+	if !missingParent(failure) || errors.Is(failure, ErrInvalid) || ctx.Err() != nil {
+		return failure
+	}
+	if err := mv.refusedByReferencesAcrossTheEdge(ctx, false); errors.Is(err, ErrInvalid) {
+		return fmt.Errorf("%w; then run the move again (it failed with: %v)", err, failure)
+	}
+	return failure
 }

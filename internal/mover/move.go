@@ -149,7 +149,7 @@ func (m *Mover) Move(ctx context.Context, d Driver, req Request) (*Report, error
 		}
 		log.Info("shardid: move phase", "from", req.Logical.From, "through", req.Logical.To, "to", req.To, "phase", step.phase)
 		if err := step.run(ctx); err != nil {
-			err = mv.columnsChangedUnder(ctx, err)
+			err = mv.referencesAcrossTheEdgeUnder(ctx, mv.columnsChangedUnder(ctx, err))
 			log.Warn("shardid: move phase failed", "from", req.Logical.From, "through", req.Logical.To, "to", req.To, "phase", step.phase, "error", err)
 			return mv.report(resumed), errs.Wrap(err, "move of %d-%d to %s, %s", req.Logical.From, req.Logical.To, req.To, step.phase)
 		}
