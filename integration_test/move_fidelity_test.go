@@ -1807,3 +1807,73 @@ func TestMoveFailsNamingARowMadeToReferenceAcrossTheRangesEdge(t *testing.T) {
 			must(t, r.p.CleanupMove(ctx, movingRange))
 		})
 }
+
+// TestMoveCarriesATableReferencingItselfByADeferrableKey: on PostgreSQL,
+// replies reference the node they answer by a key DEFERRABLE, INITIALLY
+// DEFERRED or IMMEDIATE, which is checked as a transaction commits: nodes
+// re-parented to nodes made after them, in the copy and in the catch-up,
+// a cancel of a move stopped in its copy, then a move and its cleanup
+// leave the target holding the source's rows, and the source none.
+func TestMoveCarriesATableReferencingItselfByADeferrableKey(t *testing.T) {
+	for _, initially := range []string{"DEFERRED", "IMMEDIATE"} {
+		t.Run(initially, func(t *testing.T) {
+			withForeignKey(t, []any{&FkWriter{}, &FkNode{}}, "ALTER TABLE fk_nodes ADD CONSTRAINT fk_nodes_parent FOREIGN KEY (parent_id) REFERENCES fk_nodes(id)",
+				func(t *testing.T, b backend, r *moveRig, cascade bool) {
+					if b.name != "postgres" {
+						t.Skip("PostgreSQL's deferrable keys")
+					}
+					for _, db := range []*gorm.DB{r.source, r.target} {
+						must(t, db.Exec("ALTER TABLE fk_nodes ALTER CONSTRAINT fk_nodes_parent DEFERRABLE INITIALLY "+initially).Error)
+					}
+					models := append([]any{&FkWriter{}, &FkNode{}}, moveModels...)
+					thread := FkWriter{Name: "thread"}
+					must(t, r.db.Clauses(shardid.OnShard(movingRange.From)).Create(&thread).Error)
+					var nodes []int64
+					var parent *int64
+					for j := 0; j < 10; j++ {
+						node := FkNode{ThreadID: thread.ID, ParentID: parent, Body: fmt.Sprint(j)}
+						must(t, r.db.Create(&node).Error)
+						parent, nodes = &node.ID, append(nodes, node.ID)
+					}
+					reparent := func(id int64) {
+						later := FkNode{ThreadID: thread.ID, Body: "later"}
+						must(t, r.db.Create(&later).Error)
+						must(t, r.db.Model(&FkNode{ID: id, ThreadID: thread.ID}).Update("parent_id", later.ID).Error)
+					}
+					reparent(nodes[0])
+					ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+					defer cancel()
+					stop, stopped := context.WithCancel(ctx)
+					_, err := r.p.Move(stop, shardid.Move{Logical: movingRange, To: b.name + "-target", ChunkSize: 3, Models: models,
+						Progress: func(p shardid.MoveProgress) {
+							if p.Phase == shardid.PhaseCopy && p.Table == "fk_nodes" && p.Copied >= 6 {
+								stopped()
+							}
+						}})
+					if err == nil {
+						t.Fatal("the stopped move succeeded")
+					}
+					must(t, r.p.CancelMove(ctx, movingRange))
+					if n := countIn(t, r.target, "fk_nodes", true, r.p.Layout()); n != 0 {
+						t.Errorf("%d nodes of the range left on the target by the cancel", n)
+					}
+					wrote := map[string]bool{}
+					_, err = r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", ChunkSize: 3, CatchUpBelow: 1, Models: models,
+						Progress: func(p shardid.MoveProgress) {
+							if (p.Phase == shardid.PhaseCopy && p.Table == "fk_nodes" || p.Phase == shardid.PhaseCatchUp) && !wrote[p.Phase] {
+								wrote[p.Phase] = true
+								reparent(nodes[len(wrote)])
+								must(t, r.db.Delete(&FkNode{ID: nodes[len(nodes)-1], ThreadID: thread.ID}).Error) // a reply no node answers
+								nodes = nodes[:len(nodes)-1]
+							}
+						}})
+					must(t, err)
+					compareSides(t, r, []fpTable{{"fk_nodes", "id"}})
+					must(t, r.p.CleanupMove(ctx, movingRange))
+					if n := countIn(t, r.source, "fk_nodes", true, r.p.Layout()); n != 0 {
+						t.Errorf("%d nodes of the range left on the source after the cleanup", n)
+					}
+				})
+		})
+	}
+}
