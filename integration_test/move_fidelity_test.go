@@ -1877,3 +1877,56 @@ func TestMoveCarriesATableReferencingItselfByADeferrableKey(t *testing.T) {
 		})
 	}
 }
+
+// TestCancelRefusesWhileARowOfTheTargetReferencesACopy: a node of a range
+// the target serves answers a node the stopped move copied there: the
+// cancel is refused with ErrMoveInvalid naming the table and the key,
+// nothing deleted, as its delete of the copy would fail, or (ON DELETE
+// CASCADE) delete that node with it; once it answers none, the cancel
+// deletes the copies and keeps it.
+func TestCancelRefusesWhileARowOfTheTargetReferencesACopy(t *testing.T) {
+	withForeignKey(t, []any{&FkWriter{}, &FkNode{}}, "ALTER TABLE fk_nodes ADD CONSTRAINT fk_nodes_parent FOREIGN KEY (parent_id) REFERENCES fk_nodes(id)",
+		func(t *testing.T, b backend, r *moveRig, cascade bool) {
+			models := append([]any{&FkWriter{}, &FkNode{}}, moveModels...)
+			w := FkWriter{Name: "thread"}
+			must(t, r.db.Clauses(shardid.OnShard(movingRange.From)).Create(&w).Error)
+			copied := FkNode{ThreadID: w.ID, Body: "copied"}
+			must(t, r.db.Create(&copied).Error)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			stop, stopped := context.WithCancel(ctx)
+			_, err := r.p.Move(stop, shardid.Move{Logical: movingRange, To: b.name + "-target", CatchUpBelow: 1, Models: models,
+				Progress: func(p shardid.MoveProgress) {
+					if p.Phase == shardid.PhaseCatchUp {
+						stopped()
+					}
+				}})
+			if err == nil {
+				t.Fatal("the stopped move succeeded")
+			}
+			own := r.p.Layout().Compose(time.Now(), movingRange.From-1, 1) // a logical shard the target would serve
+			must(t, r.target.Exec("INSERT INTO fk_nodes (id, thread_id, parent_id, body) VALUES (?, ?, ?, 'own')", own, own, copied.ID).Error)
+			err = r.p.CancelMove(ctx, movingRange)
+			if !errors.Is(err, shardid.ErrMoveInvalid) || !strings.Contains(err.Error(), "fk_nodes") || !strings.Contains(err.Error(), "fk_nodes_parent") {
+				t.Errorf("a cancel of a copy a node of the target answers: %v, want ErrMoveInvalid naming fk_nodes and fk_nodes_parent", err)
+			}
+			var kept int64
+			must(t, r.target.Raw("SELECT count(*) FROM fk_nodes WHERE id = ? AND parent_id = ?", own, copied.ID).Scan(&kept).Error)
+			if kept != 1 {
+				t.Errorf("the node of the target answering the copy: %d rows after the refused cancel, want 1", kept)
+			}
+			must(t, r.target.Exec("UPDATE fk_nodes SET parent_id = NULL WHERE id = ?", own).Error)
+			must(t, r.p.CancelMove(ctx, movingRange))
+			if n := countIn(t, r.target, "fk_nodes", true, r.p.Layout()); n != 0 {
+				t.Errorf("%d nodes of the range left on the target by the cancel", n)
+			}
+			if n := countIn(t, r.target, "fk_nodes", false, r.p.Layout()); n != 1 {
+				t.Errorf("%d nodes outside the range on the target after the cancel, want 1", n)
+			}
+			var source int64
+			must(t, r.db.Model(&FkNode{}).Where("id = ?", copied.ID).Count(&source).Error)
+			if source != 1 {
+				t.Errorf("the copied node read through the plugin after the cancel: %d rows, want 1", source)
+			}
+		})
+}

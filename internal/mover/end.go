@@ -32,6 +32,16 @@ func (m *Mover) Cancel(ctx context.Context, d Driver, r Range, models []any) err
 		return fmt.Errorf("%w: logical shards %d-%d are served by %s since map version %d: it is too late to cancel; move them back (Move to %s, which cleans this move up first), or clean it up (CleanupMove, or shardid move cleanup)",
 			ErrInvalid, r.From, r.To, mv.st.To, mv.st.MapVersion, mv.st.From)
 	}
+	if mv.st.Phase != PhasePrepare {
+		// Rows of the target's own ranges referencing its copies, which
+		// the deletes below would fail on, or delete or change with them.
+		// A target that does not answer fails the deletes, after the source
+		// was given back its writes.
+		err := mv.refusedByRowsAcrossTheEdge(ctx, mv.target, mv.st.To, true, "the cancel's deletes of the copies would fail, or cascade to rows the target serves")
+		if errors.Is(err, ErrInvalid) {
+			return err
+		}
+	}
 	// Decided in the plugin's database: a mover that runs on, its lock lost
 	// with its session, may have sealed the cutover and be writing the map.
 	err = d.Store().BeginCancel(ctx, r, func(latest *mapstore.Map) (bool, error) {

@@ -298,15 +298,27 @@ func (mv *run) crossingRows(ctx context.Context, db *sql.DB, k foreignKey, r Ran
 // (inward) looks for rows outside the range referencing rows inside alone:
 // a row inside it referencing one outside goes with the rest.
 func (mv *run) refusedByReferencesAcrossTheEdge(ctx context.Context, inward bool) error {
+	why := "the copy would miss their parents, and the cleanup's deletes would fail, or cascade to rows the source still serves"
+	if inward {
+		why = "the cleanup's deletes would fail, or cascade to rows the source serves"
+	}
+	return mv.refusedByRowsAcrossTheEdge(ctx, mv.source, mv.st.From, inward, why)
+}
+
+// refusedByRowsAcrossTheEdge refuses, saying why, when rows of moved tables
+// on db (named name) reference rows across the range's edge by a foreign
+// key between them; inward, rows outside the range referencing rows inside
+// it alone.
+func (mv *run) refusedByRowsAcrossTheEdge(ctx context.Context, db *sql.DB, name string, inward bool, why string) error {
 	for _, t := range mv.tables {
-		keys, err := foreignKeysAmong(ctx, mv.source, t, mv.tables)
+		keys, err := foreignKeysAmong(ctx, db, t, mv.tables)
 		if err != nil {
-			return errs.Wrap(err, "reading the foreign keys of %s on %s", t.name, mv.st.From)
+			return errs.Wrap(err, "reading the foreign keys of %s on %s", t.name, name)
 		}
 		for _, k := range keys {
-			rows, err := mv.crossingRows(ctx, mv.source, k, mv.st.Logical, inward, 5)
+			rows, err := mv.crossingRows(ctx, db, k, mv.st.Logical, inward, 5)
 			if err != nil {
-				return errs.Wrap(err, "reading the rows of %s its foreign key %s links across logical shards %d-%d on %s", t.name, k.name, mv.st.Logical.From, mv.st.Logical.To, mv.st.From)
+				return errs.Wrap(err, "reading the rows of %s its foreign key %s links across logical shards %d-%d on %s", t.name, k.name, mv.st.Logical.From, mv.st.Logical.To, name)
 			}
 			if len(rows) == 0 {
 				continue
@@ -316,8 +328,7 @@ func (mv *run) refusedByReferencesAcrossTheEdge(ctx context.Context, inward bool
 				ends = "outside logical shards %d-%d reference rows of %s inside them"
 			}
 			return fmt.Errorf("%w: rows of table %s on %s (keys %v) "+ends+" by foreign key %s: a move carries each row by its own key, and the key would link two databases; %s; point them at rows of their own logical shard, or drop the key",
-				ErrInvalid, t.name, mv.st.From, rows, mv.st.Logical.From, mv.st.Logical.To, k.parent.name, k.name,
-				map[bool]string{false: "the copy would miss their parents, and the cleanup's deletes would fail, or cascade to rows the source still serves", true: "the cleanup's deletes would fail, or cascade to rows the source serves"}[inward])
+				ErrInvalid, t.name, name, rows, mv.st.Logical.From, mv.st.Logical.To, k.parent.name, k.name, why)
 		}
 	}
 	return nil
