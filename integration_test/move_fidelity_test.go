@@ -1067,7 +1067,8 @@ func TestMoveCarriesTablesLinkedByForeignKeys(t *testing.T) {
 
 // withForeignKey runs f on a move rig of each server whose source and
 // target hold the tables of models (parents first), linked by the key
-// constraint adds, once with RESTRICT and once with ON DELETE CASCADE.
+// constraint adds (none: unlinked), once with RESTRICT and once with ON
+// DELETE CASCADE.
 func withForeignKey(t *testing.T, models []any, constraint string, f func(t *testing.T, b backend, r *moveRig, cascade bool)) {
 	forEachServer(t, func(t *testing.T, b backend) {
 		for _, cascade := range []bool{false, true} {
@@ -1085,7 +1086,9 @@ func withForeignKey(t *testing.T, models []any, constraint string, f func(t *tes
 				r := newMoveRig(t, b, dir)
 				must(t, r.p.AutoMigrate(r.db, models...))
 				for _, db := range []*gorm.DB{r.source, r.target} {
-					must(t, db.Exec(constraint+map[bool]string{false: "", true: " ON DELETE CASCADE"}[cascade]).Error)
+					if constraint != "" {
+						must(t, db.Exec(constraint+map[bool]string{false: "", true: " ON DELETE CASCADE"}[cascade]).Error)
+					}
 				}
 				f(t, b, r, cascade)
 			})
@@ -1929,4 +1932,49 @@ func TestCancelRefusesWhileARowOfTheTargetReferencesACopy(t *testing.T) {
 				t.Errorf("the copied node read through the plugin after the cancel: %d rows, want 1", source)
 			}
 		})
+}
+
+// TestMoveFollowsAForeignKeyMadeOnTheTargetWhileItRuns: the albums' key
+// on their singer is made on the target as the move begins (after it read
+// the keys, before it copies), or once it copied (a singer and its albums
+// made then, for the catch-up): the albums' table, first by name, then
+// needs the singers' first. The move carries every row all the same.
+func TestMoveFollowsAForeignKeyMadeOnTheTargetWhileItRuns(t *testing.T) {
+	for _, when := range []string{shardid.PhasePrepare, shardid.PhaseCatchUp} {
+		t.Run(when, func(t *testing.T) {
+			withForeignKey(t, []any{&FkSinger{}, &FkAlbum{}}, "",
+				func(t *testing.T, b backend, r *moveRig, cascade bool) {
+					if cascade {
+						t.Skip("nothing is deleted")
+					}
+					models := append([]any{&FkSinger{}, &FkAlbum{}}, moveModels...)
+					write := func(shard int) {
+						s := FkSinger{Handle: fmt.Sprint("s", shard)}
+						must(t, r.db.Clauses(shardid.OnShard(shard)).Create(&s).Error)
+						for j := 0; j < 3; j++ {
+							must(t, r.db.Create(&FkAlbum{SingerID: s.ID, SingerHandle: s.Handle, Title: fmt.Sprint(j)}).Error)
+						}
+					}
+					for i := 0; i < 4; i++ {
+						write(movingRange.From + i)
+					}
+					ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+					defer cancel()
+					made := false
+					_, err := r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", ChunkSize: 4, CatchUpBelow: 1, Models: models,
+						Progress: func(p shardid.MoveProgress) {
+							if p.Phase == when && (when != shardid.PhasePrepare || p.Step == "triggers") && !made {
+								made = true
+								must(t, r.target.Exec("ALTER TABLE fk_albums ADD CONSTRAINT fk_albums_singer FOREIGN KEY (singer_id) REFERENCES fk_singers(id)").Error)
+								write(movingRange.From + 10)
+							}
+						}})
+					must(t, err)
+					if !made {
+						t.Fatalf("no %s", when)
+					}
+					compareSides(t, r, []fpTable{{"fk_singers", "id"}, {"fk_albums", "id"}})
+				})
+		})
+	}
 }

@@ -28,6 +28,16 @@ func (mv *run) catchUp(ctx context.Context) error {
 		}
 		last = backlog
 		_, err = mv.replay(ctx)
+		if missingParent(err) {
+			// A key made since the move ordered the tables may ask for
+			// another order, in which the round runs again.
+			changed, rerr := mv.reordered(ctx)
+			if rerr != nil {
+				return rerr
+			} else if changed {
+				continue
+			}
+		}
 		if missingParent(err) && refused < 3 {
 			// A row read again on the source references a parent written
 			// after the round read the log: the next round carries it.

@@ -11,7 +11,23 @@ import (
 
 // copyAll copies each table's rows of the range, in primary key order (a
 // join table's: its owner's column first), from where a run before stopped.
+// A row refused for a parent the target lacks, by a key made since the
+// move ordered the tables, has the tables ordered again, and the copy goes
+// on in that order, each table from where it stopped.
 func (mv *run) copyAll(ctx context.Context) error {
+	for {
+		err := mv.copyInOrder(ctx)
+		if !missingParent(err) {
+			return err
+		}
+		if changed, rerr := mv.reordered(ctx); rerr != nil || !changed {
+			return errors.Join(err, rerr)
+		}
+	}
+}
+
+// copyInOrder copies the tables not copied yet, in their order.
+func (mv *run) copyInOrder(ctx context.Context) error {
 	for _, t := range mv.tables {
 		if mv.st.Done[t.name] {
 			continue

@@ -90,6 +90,14 @@ func (mv *run) cutoverOnce(ctx context.Context) (err error) {
 	}
 	for {
 		n, err := mv.replay(frozen)
+		if missingParent(err) { // a key made since the move ordered the tables
+			changed, rerr := mv.reordered(frozen)
+			if rerr != nil {
+				return lapsed(rerr)
+			} else if changed {
+				continue
+			}
+		}
 		if err != nil {
 			return lapsed(err)
 		}

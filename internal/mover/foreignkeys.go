@@ -26,6 +26,9 @@ import (
 // move's own first statement there, while a cancel of a move that never
 // wrote it (its target down in the prepare) needs nothing of it.
 func byForeignKeys(ctx context.Context, dialect string, tables []*movedTable, source, target *sql.DB) ([]*movedTable, error) {
+	for _, t := range tables { // read anew: a key may have been made or dropped since
+		t.referencesItself, t.cycleWith = false, nil
+	}
 	parents := map[string][]string{} // child: its parents among tables
 	for _, db := range []*sql.DB{source, target} {
 		for _, t := range tables {
@@ -347,4 +350,34 @@ func (mv *run) referencesAcrossTheEdgeUnder(ctx context.Context, failure error) 
 		return fmt.Errorf("%w; then run the move again (it failed with: %v)", err, failure)
 	}
 	return failure
+}
+
+// reordered reads the foreign keys again after a row was refused for a
+// parent the target lacks, which a key made since the move read them (on
+// the target, as it began) may ask for in another order, and orders the
+// tables by them. It reports whether the order changed, or a table came to
+// reference itself, and refuses keys that now reference each other.
+func (mv *run) reordered(ctx context.Context) (bool, error) {
+	before := slices.Clone(mv.tables)
+	itself := func(ts []*movedTable) (names []string) {
+		for _, t := range ts {
+			if t.referencesItself {
+				names = append(names, t.name)
+			}
+		}
+		return names
+	}
+	selfBefore := itself(mv.tables)
+	tables, err := byForeignKeys(ctx, mv.fence.Dialect, mv.tables, mv.source, mv.target)
+	if err != nil {
+		return false, err
+	}
+	changed := !slices.Equal(before, tables) || !slices.Equal(selfBefore, itself(tables))
+	mv.tables = tables
+	for _, t := range tables {
+		if len(t.cycleWith) > 0 {
+			return false, fmt.Errorf("%w: table %s and %s reference each other by foreign keys: the copy can write neither before the other; drop one of the keys while the move runs", ErrInvalid, t.name, strings.Join(t.cycleWith, ", "))
+		}
+	}
+	return changed, nil
 }
