@@ -1068,11 +1068,14 @@ func TestMoveCarriesTablesLinkedByForeignKeys(t *testing.T) {
 // withForeignKey runs f on a move rig of each server whose source and
 // target hold the tables of models (parents first), linked by the key
 // constraint adds (none: unlinked), once with RESTRICT and once with ON
-// DELETE CASCADE.
+// DELETE CASCADE (a key saying what a delete does: once).
 func withForeignKey(t *testing.T, models []any, constraint string, f func(t *testing.T, b backend, r *moveRig, cascade bool)) {
 	forEachServer(t, func(t *testing.T, b backend) {
 		for _, cascade := range []bool{false, true} {
 			t.Run(map[bool]string{false: "restrict", true: "cascade"}[cascade], func(t *testing.T) {
+				if cascade && strings.Contains(constraint, " ON DELETE ") {
+					t.Skip("the key says what a delete does")
+				}
 				dir := t.TempDir()
 				childrenFirst := slices.Clone(models)
 				slices.Reverse(childrenFirst)
@@ -1977,4 +1980,65 @@ func TestMoveFollowsAForeignKeyMadeOnTheTargetWhileItRuns(t *testing.T) {
 				})
 		})
 	}
+}
+
+// TestMoveCarriesATableReferencingItselfWithDeletesSettingNull: replies
+// reference the node they answer ON DELETE SET NULL; nodes deleted while
+// the move copies and in its catch-up null their replies on the source
+// (on MariaDB unseen by triggers) and, replayed, on the target: a cancel
+// of a stopped move, then a move and its cleanup, leave the target holding
+// the source's rows and the source none of the range.
+func TestMoveCarriesATableReferencingItselfWithDeletesSettingNull(t *testing.T) {
+	withForeignKey(t, []any{&FkWriter{}, &FkNode{}}, "ALTER TABLE fk_nodes ADD CONSTRAINT fk_nodes_parent FOREIGN KEY (parent_id) REFERENCES fk_nodes(id) ON DELETE SET NULL",
+		func(t *testing.T, b backend, r *moveRig, cascade bool) {
+			models := append([]any{&FkWriter{}, &FkNode{}}, moveModels...)
+			thread := FkWriter{Name: "thread"}
+			must(t, r.db.Clauses(shardid.OnShard(movingRange.From)).Create(&thread).Error)
+			var nodes []int64
+			var parent *int64
+			for j := 0; j < 12; j++ {
+				node := FkNode{ThreadID: thread.ID, ParentID: parent, Body: fmt.Sprint(j)}
+				must(t, r.db.Create(&node).Error)
+				parent, nodes = &node.ID, append(nodes, node.ID)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			stop, stopped := context.WithCancel(ctx)
+			_, err := r.p.Move(stop, shardid.Move{Logical: movingRange, To: b.name + "-target", ChunkSize: 3, CatchUpBelow: 1, Models: models,
+				Progress: func(p shardid.MoveProgress) {
+					if p.Phase == shardid.PhaseCatchUp {
+						stopped()
+					}
+				}})
+			if err == nil {
+				t.Fatal("the stopped move succeeded")
+			}
+			must(t, r.p.CancelMove(ctx, movingRange))
+			if n := countIn(t, r.target, "fk_nodes", true, r.p.Layout()); n != 0 {
+				t.Errorf("%d nodes of the range left on the target by the cancel", n)
+			}
+			deleted := map[string]bool{}
+			_, err = r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", ChunkSize: 3, CatchUpBelow: 1, Models: models,
+				Progress: func(p shardid.MoveProgress) {
+					if (p.Phase == shardid.PhaseCopy && p.Table == "fk_nodes" || p.Phase == shardid.PhaseCatchUp) && !deleted[p.Phase] {
+						deleted[p.Phase] = true
+						i := map[string]int{shardid.PhaseCopy: 1, shardid.PhaseCatchUp: 8}[p.Phase] // copied already, or in a later chunk
+						must(t, r.db.Delete(&FkNode{ID: nodes[i], ThreadID: thread.ID}).Error)
+					}
+				}})
+			must(t, err)
+			if len(deleted) != 2 {
+				t.Fatalf("deleted in %v", deleted)
+			}
+			compareSides(t, r, []fpTable{{"fk_nodes", "id"}})
+			var orphans int64
+			must(t, r.target.Raw("SELECT count(*) FROM fk_nodes WHERE parent_id IS NULL").Scan(&orphans).Error)
+			if orphans != 3 {
+				t.Errorf("%d nodes without a parent on the target, want 3 (the first, and the replies of the two deleted)", orphans)
+			}
+			must(t, r.p.CleanupMove(ctx, movingRange))
+			if n := countIn(t, r.source, "fk_nodes", true, r.p.Layout()); n != 0 {
+				t.Errorf("%d nodes of the range left on the source after the cleanup", n)
+			}
+		})
 }
