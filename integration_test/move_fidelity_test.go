@@ -2042,3 +2042,47 @@ func TestMoveCarriesATableReferencingItselfWithDeletesSettingNull(t *testing.T) 
 			}
 		})
 }
+
+// TestMoveFailingOnATargetsKeyToATableItDoesNotCarryNamesIt: books
+// reference a genre, a table the move does not carry, whose rows the
+// target lacks: the copy fails there, and the error names the key's table
+// and says the move does not carry it; the source serves the range still,
+// and once the target holds the genre, the move run again carries every
+// book.
+func TestMoveFailingOnATargetsKeyToATableItDoesNotCarryNamesIt(t *testing.T) {
+	withForeignKey(t, []any{&FkWriter{}, &FkBook{}}, "",
+		func(t *testing.T, b backend, r *moveRig, cascade bool) {
+			if cascade {
+				t.Skip("nothing is deleted")
+			}
+			for _, db := range []*gorm.DB{r.source, r.target} {
+				must(t, db.Exec("CREATE TABLE fk_genres (id BIGINT PRIMARY KEY)").Error)
+				must(t, db.Exec("ALTER TABLE fk_books ADD COLUMN genre_id BIGINT NULL").Error)
+				must(t, db.Exec("ALTER TABLE fk_books ADD CONSTRAINT fk_books_genre FOREIGN KEY (genre_id) REFERENCES fk_genres(id)").Error)
+			}
+			t.Cleanup(func() {
+				for _, db := range []*gorm.DB{r.source, r.target} {
+					_ = db.Exec("ALTER TABLE fk_books DROP " + map[bool]string{true: "CONSTRAINT", false: "FOREIGN KEY"}[b.name == "postgres"] + " fk_books_genre").Error
+					_ = db.Exec("DROP TABLE fk_genres").Error
+				}
+			})
+			must(t, r.source.Exec("INSERT INTO fk_genres (id) VALUES (1)").Error)
+			models := append([]any{&FkWriter{}, &FkBook{}}, moveModels...)
+			w := FkWriter{Name: "w"}
+			must(t, r.db.Clauses(shardid.OnShard(movingRange.From)).Create(&w).Error)
+			book := FkBook{WriterID: w.ID, Title: "t"}
+			must(t, r.db.Create(&book).Error)
+			must(t, r.source.Exec("UPDATE fk_books SET genre_id = 1 WHERE id = ?", book.ID).Error)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			move := shardid.Move{Logical: movingRange, To: b.name + "-target", Models: models}
+			_, err := r.p.Move(ctx, move)
+			if err == nil || !strings.Contains(err.Error(), "fk_genres") || !strings.Contains(err.Error(), "does not carry") {
+				t.Errorf("a move of books whose genre the target lacks: %v, want an error naming fk_genres, which the move does not carry", err)
+			}
+			must(t, r.target.Exec("INSERT INTO fk_genres (id) VALUES (1)").Error)
+			_, err = r.p.Move(ctx, move)
+			must(t, err)
+			compareSides(t, r, []fpTable{{"fk_books", "id"}})
+		})
+}

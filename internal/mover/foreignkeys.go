@@ -342,12 +342,32 @@ func (mv *run) refusedByRowsAcrossTheEdge(ctx context.Context, db *sql.DB, name 
 // rows of moved tables reference rows across the range's edge (made so
 // during the move): the target never receives their parents. Once they
 // reference rows of their own logical shards, the move run again goes on.
+// Otherwise it names the target's keys of moved tables to tables the move
+// does not carry, whose rows there the copy relies on.
 func (mv *run) referencesAcrossTheEdgeUnder(ctx context.Context, failure error) error {
 	if !missingParent(failure) || errors.Is(failure, ErrInvalid) || ctx.Err() != nil {
 		return failure
 	}
 	if err := mv.refusedByReferencesAcrossTheEdge(ctx, false); errors.Is(err, ErrInvalid) {
 		return fmt.Errorf("%w; then run the move again (it failed with: %v)", err, failure)
+	}
+	// A key on the target to a table the move does not carry: the rows
+	// that table holds there are the target's own.
+	var outside []string
+	for _, t := range mv.tables {
+		parents, err := referencedTables(ctx, mv.target, t.dialect, t.name)
+		if err != nil {
+			return failure
+		}
+		for _, p := range parents {
+			if !slices.ContainsFunc(mv.tables, func(m *movedTable) bool { return strings.EqualFold(m.name, p) }) {
+				outside = append(outside, fmt.Sprintf("%s references %s", t.name, p))
+			}
+		}
+	}
+	if len(outside) > 0 {
+		return fmt.Errorf("%w (on %s, by foreign keys, %s, which the move does not carry: the target's own rows of such a table must hold every row the copied rows reference; add those missing there, then run the move again)",
+			failure, mv.st.To, strings.Join(outside, ", "))
 	}
 	return failure
 }
