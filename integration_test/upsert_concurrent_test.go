@@ -3,12 +3,13 @@ package integration
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+	"gorm.io/gorm/logger"
 
 	"github.com/shardid/shardid"
 )
@@ -113,38 +114,83 @@ func TestConcurrentUpsertsOfAModelWithAnotherUniqueKeyRaceNothing(t *testing.T) 
 	})
 }
 
-// TestAnUpsertThatMayFireOnAnotherUniqueKeyNeedsATransaction: on
-// MySQL/MariaDB the plugin checks, FOR UPDATE, that an upsert which may fire
-// on another unique key rewrites no row of another shard; outside any
-// transaction (SkipDefaultTransaction) the check's locks end with it, and
-// another owner's row could take the code before the upsert runs, so the
-// upsert is refused and writes nothing. In a transaction it runs.
-func TestAnUpsertThatMayFireOnAnotherUniqueKeyNeedsATransaction(t *testing.T) {
+// concKeeper owns badges colocated with it: GORM saves them with an
+// upsert (ON DUPLICATE KEY UPDATE owner_id), which on MySQL/MariaDB may fire
+// on their unique code.
+type concKeeper struct {
+	ID     int64 `shardid:""`
+	Name   string
+	Badges []concBadge `gorm:"foreignKey:OwnerID"`
+}
+
+// TestAnUpsertThatMayFireOnAnotherUniqueKeyRunsInATransactionWithoutGORMs:
+// on MySQL/MariaDB the plugin checks, FOR UPDATE, that an upsert which may
+// fire on another unique key rewrites no row of another shard, and the
+// check's locks must last until the upsert ran. Without GORM's transaction
+// (SkipDefaultTransaction, of a Session or of the config) the plugin begins
+// one of its own for the statement: the upsert runs, and so does the Create
+// of an owner with such children, whose association save is that upsert
+// (refused, it left the owner written without its children). A code
+// another owner's badge holds is still refused, nothing of that statement
+// written.
+func TestAnUpsertThatMayFireOnAnotherUniqueKeyRunsInATransactionWithoutGORMs(t *testing.T) {
 	forEachServer(t, func(t *testing.T, b backend) {
 		if b.name != "mariadb" {
 			t.Skip("only MySQL's ON DUPLICATE KEY fires on every unique key, which the check reads")
 		}
 		k := newKeys(t, b)
-		fresh(t, k.db, &concBadge{})
-		owner := k.idOfShardOf(1)
-		bare := k.db.Session(&gorm.Session{SkipDefaultTransaction: true})
-		err := bare.Clauses(clause.OnConflict{UpdateAll: true}).Create(&concBadge{OwnerID: owner, Code: "x"}).Error
-		if !errors.Is(err, shardid.ErrCrossShard) || !strings.Contains(err.Error(), "transaction") {
-			t.Fatalf("an upsert outside a transaction: %v, want ErrCrossShard asking for a transaction", err)
-		}
-		for p, d := range k.direct {
+		fresh(t, k.db, &concBadge{}, &concKeeper{})
+		global, err := gorm.Open(b.dialector(t, ""), &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true})
+		must(t, err)
+		p := shardid.New(shardid.Config{Shards: shards(t, b, ""), Atomic: b.atomicity()})
+		must(t, global.Use(p))
+		t.Cleanup(func() { _ = p.Close() })
+		count := func(model any) int64 {
 			var n int64
-			must(t, d.Model(&concBadge{}).Count(&n).Error)
-			if n != 0 {
-				t.Errorf("the refused upsert left %d badges on database %d", n, p)
+			must(t, k.db.Model(model).Clauses(shardid.AllShards()).Count(&n).Error)
+			return n
+		}
+		for name, bare := range map[string]*gorm.DB{"session": k.db.Session(&gorm.Session{SkipDefaultTransaction: true}), "config": global} {
+			owner := k.idOfShardOf(1)
+			row := concBadge{OwnerID: owner, Code: "x-" + name}
+			if err := bare.Clauses(clause.OnConflict{UpdateAll: true}).Create(&row).Error; err != nil {
+				t.Fatalf("%s: an upsert without GORM's transaction: %v", name, err)
+			}
+			var stored concBadge
+			must(t, k.direct[k.physicalOf(owner)].First(&stored, row.ID).Error)
+			again := concBadge{ID: row.ID, OwnerID: owner, Code: row.Code, Level: 7}
+			must(t, bare.Save(&[]concBadge{again}).Error)
+			must(t, k.direct[k.physicalOf(owner)].First(&stored, row.ID).Error)
+			if stored.Level != 7 {
+				t.Errorf("%s: Save of an existing badge: level %d, want 7", name, stored.Level)
+			}
+
+			keeper := concKeeper{Name: "k-" + name, Badges: []concBadge{{Code: "k1-" + name}, {Code: "k2-" + name}}}
+			if err := bare.Create(&keeper).Error; err != nil {
+				t.Fatalf("%s: an owner created with its badges without GORM's transaction: %v", name, err)
+			}
+			var badges []concBadge
+			must(t, k.direct[k.physicalOf(keeper.ID)].Where("owner_id = ?", keeper.ID).Find(&badges).Error)
+			if len(badges) != 2 {
+				t.Errorf("%s: the owner's database holds %d of its 2 badges", name, len(badges))
+			}
+
+			badgesBefore := count(&concBadge{})
+			other := k.plugin.Layout().Compose(time.Now().Add(-time.Second), 1, 5) // another owner on the first badge's database, where its code conflicts
+			if k.physicalOf(other) != k.physicalOf(owner) {
+				t.Fatal("logical shards 0 and 1 on two databases")
+			}
+			err := bare.Clauses(clause.OnConflict{UpdateAll: true}).Create(&[]concBadge{{OwnerID: other, Code: row.Code}}).Error
+			if !errors.Is(err, shardid.ErrCrossShard) {
+				t.Errorf("%s: an upsert of a code another owner's badge holds: %v, want ErrCrossShard", name, err)
+			}
+			if n := count(&concBadge{}); n != badgesBefore {
+				t.Errorf("%s: the refused upsert left %d badges more", name, n-badgesBefore)
+			}
+			must(t, k.direct[k.physicalOf(owner)].First(&stored, row.ID).Error)
+			if stored.OwnerID != owner {
+				t.Errorf("%s: the badge's owner became %d, want %d", name, stored.OwnerID, owner)
 			}
 		}
-		row := concBadge{OwnerID: owner, Code: "x"}
-		must(t, bare.Transaction(func(tx *gorm.DB) error {
-			return tx.Clauses(clause.OnConflict{UpdateAll: true}).Create(&row).Error
-		}))
-		var stored concBadge
-		must(t, k.db.First(&stored, row.ID).Error) // waits for the transaction's branches (routing.md)
-		must(t, k.direct[k.physicalOf(owner)].First(&stored, row.ID).Error)
 	})
 }

@@ -254,6 +254,10 @@ type routeState struct {
 	// conflict with (checkUpsert): two such upserts of one new value hold
 	// the same gap and deadlock on their inserts, so the loser runs again.
 	lockedGaps bool
+	// ownFrom is the connection a write had before the plugin began a
+	// transaction of its own for it (beginOwnTransaction), which it gets
+	// back at its end.
+	ownFrom gorm.ConnPool
 }
 
 // writeContext carries a write's routeState in the statement's context: a
@@ -610,6 +614,10 @@ func (e *Engine) rememberTransaction(db *gorm.DB) {
 // that database.
 func (e *Engine) finish(kind statementKind) func(*gorm.DB) {
 	return func(db *gorm.DB) {
+		var ownEnded bool
+		if kind == kindCreate {
+			ownEnded = e.endOwnTransaction(db) // where GORM's own would have ended
+		}
 		doneRunning(db.Statement)
 		giveOwnWhereBack(db.Statement)
 		if kind == kindCreate {
@@ -665,6 +673,9 @@ func (e *Engine) finish(kind statementKind) func(*gorm.DB) {
 			} else {
 				handUp(db.Statement, state)
 			}
+		}
+		if ownEnded { // GORM's note of a transaction, made for the plugin's own, goes with it
+			db.Statement.Settings.Delete(fmt.Sprintf("%p", db.Statement) + gormStartedTransaction)
 		}
 		e.leaveShardPool(db) // after its error is named, by its pool among others
 		if anchorPool != nil {

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -43,9 +45,11 @@ func (e *Engine) checkUpsert(stmt *gorm.Statement, m *model) error {
 		}
 		if !inTransaction(stmt.ConnPool) && globalOf(stmt.ConnPool) == nil {
 			// The check's locks would end with it: another owner's row could take the value before the upsert.
-			asked = fmt.Errorf("%w: %s: the upsert may fire on another unique key and rewrite the %s column of a row on another shard; the plugin checks it under locks that only a transaction keeps, and this one runs outside any (SkipDefaultTransaction): run it in db.Transaction",
-				ErrCrossShard, m.schema.Name, column)
-			return false
+			if err := e.beginOwnTransaction(stmt); err != nil {
+				asked = fmt.Errorf("%w: %s: the upsert may fire on another unique key and rewrite the %s column of a row on another shard; the plugin checks it under locks that only a transaction keeps, and could not begin one: %w",
+					ErrCrossShard, m.schema.Name, column, err)
+				return false
+			}
 		}
 		var conflict bool
 		conflict, asked = e.conflictsElsewhere(stmt, m, others, m.schema.LookUpField(column))
@@ -150,4 +154,59 @@ func (e *Engine) conflictsElsewhere(stmt *gorm.Statement, m *model, keys [][]*sc
 		}
 	}
 	return false, nil
+}
+
+// beginOwnTransaction begins a transaction of the plugin's own for a write
+// on one database that runs outside any (SkipDefaultTransaction), where a
+// check must hold its locks until the write ran: as GORM's own would, it
+// holds the rest of the statement (the INSERT, the associations saved
+// after it, the After hooks), and finish commits it, or rolls it back on
+// an error (endOwnTransaction).
+func (e *Engine) beginOwnTransaction(stmt *gorm.Statement) error {
+	state := routeStateOf(stmt)
+	if state == nil || state.ownFrom != nil {
+		return errors.New("the statement is not a routed write")
+	}
+	var tx gorm.ConnPool
+	var err error
+	switch beginner := stmt.ConnPool.(type) {
+	case gorm.TxBeginner:
+		tx, err = beginner.BeginTx(stmt.Context, nil)
+	case gorm.ConnPoolBeginner:
+		tx, err = beginner.BeginTx(stmt.Context, nil)
+	default:
+		err = gorm.ErrInvalidTransaction
+	}
+	if err != nil {
+		return err
+	}
+	state.ownFrom = stmt.ConnPool
+	stmt.ConnPool = tx
+	if state.boundOn > 0 {
+		state.gormTx = tx // as GORM's: the SQL of its hooks is theirs, not meant for that database
+	}
+	stmt.DB.InstanceSet(gormStartedTransaction, true) // as GORM notes its own: a deadlock's retry begins it again (runAgain)
+	return nil
+}
+
+// endOwnTransaction commits the transaction beginOwnTransaction began for
+// the statement, or rolls it back when the statement failed, and gives the
+// statement its connection back. It reports whether there was one.
+func (e *Engine) endOwnTransaction(db *gorm.DB) bool {
+	state := routeStateOf(db.Statement)
+	if state == nil || state.ownFrom == nil {
+		return false
+	}
+	if tx, ok := db.Statement.ConnPool.(gorm.TxCommitter); ok {
+		if db.Error != nil && db.Error != errRouted {
+			if err := tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
+				db.AddError(err)
+			}
+		} else if err := tx.Commit(); err != nil {
+			db.AddError(err)
+			state.failedBeforeCommit = true // nothing of it written: its IDs are given back
+		}
+	}
+	db.Statement.ConnPool, state.ownFrom = state.ownFrom, nil
+	return true
 }
