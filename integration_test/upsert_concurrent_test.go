@@ -3,6 +3,7 @@ package integration
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -191,6 +192,129 @@ func TestAnUpsertThatMayFireOnAnotherUniqueKeyRunsInATransactionWithoutGORMs(t *
 			if stored.OwnerID != owner {
 				t.Errorf("%s: the badge's owner became %d, want %d", name, stored.OwnerID, owner)
 			}
+		}
+	})
+}
+
+// concBadgeBefore is concBadge as a version of the application before its
+// code was made unique: its processes keep running while the next version
+// migrates the unique index.
+type concBadgeBefore struct {
+	ID      int64 `shardid:"colocate:OwnerID"`
+	OwnerID int64
+	Code    string `gorm:"size:32"`
+	Level   int
+}
+
+func (concBadgeBefore) TableName() string { return "conc_badges" }
+
+// TestAnUpsertThroughAModelWithoutTheTablesUniqueKeyRewritesNoRowOfAnotherShard:
+// on MySQL/MariaDB, ON DUPLICATE KEY fires on every unique key of the table,
+// also one the process's model does not declare (another version of it
+// migrated it while this one runs). An upsert through such a model of a
+// code another owner's badge holds, on the same database, is refused with
+// ErrCrossShard, the held row left as it was (it took the other owner's ID
+// in its owner_id, which its own ID does not place, silently); a new code
+// upserts.
+func TestAnUpsertThroughAModelWithoutTheTablesUniqueKeyRewritesNoRowOfAnotherShard(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		if b.name != "mariadb" {
+			t.Skip("only MySQL's ON DUPLICATE KEY fires on every unique key")
+		}
+		k := newKeys(t, b)
+		fresh(t, k.db, &concBadge{})
+		l := k.plugin.Layout()
+		owner, other := l.Compose(time.Now().Add(-time.Second), 0, 5), l.Compose(time.Now().Add(-time.Second), 1, 5)
+		if k.physicalOf(owner) != k.physicalOf(other) {
+			t.Fatal("logical shards 0 and 1 on two databases")
+		}
+		held := concBadge{OwnerID: owner, Code: "held"}
+		must(t, k.db.Create(&held).Error)
+		for name, db := range map[string]*gorm.DB{"GORM's transaction": k.db, "SkipDefaultTransaction": k.db.Session(&gorm.Session{SkipDefaultTransaction: true})} {
+			err := db.Clauses(clause.OnConflict{UpdateAll: true}).Create(&concBadgeBefore{OwnerID: other, Code: "held", Level: 3}).Error
+			if !errors.Is(err, shardid.ErrCrossShard) {
+				t.Errorf("%s: an upsert of a code another owner's badge holds, through a model without the unique key: %v, want ErrCrossShard", name, err)
+			}
+			var stored concBadge
+			must(t, k.direct[k.physicalOf(owner)].First(&stored, held.ID).Error)
+			if stored.OwnerID != owner || stored.Level != 0 {
+				t.Fatalf("%s: the held badge became %+v, want owner %d, level 0", name, stored, owner)
+			}
+			fresh := concBadgeBefore{OwnerID: other, Code: "new " + name}
+			must(t, db.Clauses(clause.OnConflict{UpdateAll: true}).Create(&fresh).Error)
+			var made concBadge
+			must(t, k.direct[k.physicalOf(other)].First(&made, fresh.ID).Error)
+		}
+		dry := k.db.ToSQL(func(tx *gorm.DB) *gorm.DB { // DryRun and SkipDefaultTransaction: built, nothing written
+			return tx.Clauses(clause.OnConflict{UpdateAll: true}).Create(&concBadgeBefore{OwnerID: other, Code: "dry"})
+		})
+		if !strings.Contains(dry, "ON DUPLICATE KEY UPDATE") {
+			t.Errorf("ToSQL of an upsert: %q", dry)
+		}
+	})
+}
+
+// concBadgeReferenced is concBadge as a later version of the application
+// migrates it: a unique reference, NULL until set, which the running
+// version's model (concBadgeUnreferenced) has no field for.
+type concBadgeReferenced struct {
+	ID      int64 `shardid:"colocate:OwnerID"`
+	OwnerID int64
+	Code    string  `gorm:"size:32"`
+	Ref     *string `gorm:"size:32;uniqueIndex"`
+	Level   int
+}
+
+func (concBadgeReferenced) TableName() string { return "conc_badge_refs" }
+
+type concBadgeUnreferenced struct {
+	ID      int64 `shardid:"colocate:OwnerID"`
+	OwnerID int64
+	Code    string `gorm:"size:32"`
+	Level   int
+}
+
+func (concBadgeUnreferenced) TableName() string { return "conc_badge_refs" }
+
+// TestAnUpsertThroughAModelWithoutAUniqueColumnRunsWhereItStoresNull: a
+// unique key on a column the model has no field for fires on nothing when
+// the INSERT stores NULL there (a nullable column of no other default), so
+// the older model's upserts run; one whose column the table fills with a
+// default of its own may fire, and the upsert is refused with
+// ErrCrossShard naming it, nothing written.
+func TestAnUpsertThroughAModelWithoutAUniqueColumnRunsWhereItStoresNull(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		if b.name != "mariadb" {
+			t.Skip("only MySQL's ON DUPLICATE KEY fires on every unique key")
+		}
+		k := newKeys(t, b)
+		fresh(t, k.db, &concBadgeReferenced{})
+		owner := k.plugin.Layout().Compose(time.Now().Add(-time.Second), 0, 5)
+		for j, db := range []*gorm.DB{k.db, k.db.Session(&gorm.Session{SkipDefaultTransaction: true})} {
+			for i := range 2 {
+				rows := []concBadgeUnreferenced{{OwnerID: owner, Code: fmt.Sprint("c", j, i)}}
+				if err := db.Clauses(clause.OnConflict{UpdateAll: true}).Create(&rows).Error; err != nil {
+					t.Fatalf("an upsert through the model without the nullable unique column: %v", err)
+				}
+				rows[0].Level = 2
+				if err := db.Save(&rows).Error; err != nil {
+					t.Fatalf("a Save through the model without the nullable unique column: %v", err)
+				}
+			}
+		}
+		for _, d := range k.direct {
+			must(t, d.Exec("ALTER TABLE conc_badge_refs ADD COLUMN serial VARCHAR(8) NOT NULL DEFAULT 's', ADD UNIQUE INDEX idx_conc_badge_refs_serial (owner_id, code, serial)").Error)
+		}
+		var before int64
+		must(t, k.db.Model(&concBadgeUnreferenced{}).Clauses(shardid.AllShards()).Count(&before).Error)
+		err := k.db.Clauses(clause.OnConflict{UpdateAll: true}).Create(&[]concBadgeUnreferenced{{OwnerID: owner, Code: "d"}}).Error
+		if !errors.Is(err, shardid.ErrCrossShard) || !strings.Contains(err.Error(), "serial") {
+			t.Errorf("an upsert through a model without a unique column the table fills: %v, want ErrCrossShard naming it", err)
+		}
+		var after int64
+		must(t, k.db.Model(&concBadgeUnreferenced{}).Clauses(shardid.AllShards()).Count(&after).Error)
+		if after != before {
+			t.Errorf("the refused upsert left %d badges more", after-before)
 		}
 	})
 }

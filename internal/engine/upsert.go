@@ -35,21 +35,33 @@ func (e *Engine) checkUpsert(stmt *gorm.Statement, m *model) error {
 		}
 	}
 	var asked error
+	mysql := stmt.DB.Dialector.Name() == "mysql"
+	var stored [][]*schema.Field // MySQL's: read once, in the statement's transaction
 	keeps := func(column string) bool {
-		others, known := firingKeys(stmt, m, oc, column)
-		if !known || len(others) > 0 && stmt.DB.Dialector.Name() != "mysql" {
+		keys := m.uniqueKeys
+		if mysql {
+			if !inTransaction(stmt.ConnPool) && globalOf(stmt.ConnPool) == nil && !stmt.DB.DryRun {
+				// The check's locks would end with it: another owner's row could take the value before the upsert
+				// (in DryRun nothing is written: the check alone says what would be refused).
+				if err := e.beginOwnTransaction(stmt); err != nil {
+					asked = fmt.Errorf("%w: %s: the upsert may fire on another unique key and rewrite the %s column of a row on another shard; the plugin checks it under locks that only a transaction keeps, and could not begin one: %w",
+						ErrCrossShard, m.schema.Name, column, err)
+					return false
+				}
+			}
+			if stored == nil {
+				if stored, asked = e.storedUniqueKeys(stmt, m, column); asked != nil {
+					return false
+				}
+			}
+			keys = stored
+		}
+		others, known := firingKeys(stmt, m, oc, column, keys)
+		if !known || len(others) > 0 && !mysql {
 			return false
 		}
 		if len(others) == 0 {
 			return true
-		}
-		if !inTransaction(stmt.ConnPool) && globalOf(stmt.ConnPool) == nil {
-			// The check's locks would end with it: another owner's row could take the value before the upsert.
-			if err := e.beginOwnTransaction(stmt); err != nil {
-				asked = fmt.Errorf("%w: %s: the upsert may fire on another unique key and rewrite the %s column of a row on another shard; the plugin checks it under locks that only a transaction keeps, and could not begin one: %w",
-					ErrCrossShard, m.schema.Name, column, err)
-				return false
-			}
 		}
 		var conflict bool
 		conflict, asked = e.conflictsElsewhere(stmt, m, others, m.schema.LookUpField(column))
@@ -70,8 +82,9 @@ func (e *Engine) checkUpsert(stmt *gorm.Statement, m *model) error {
 // neither the primary key nor hold column: a row conflicting on those may
 // have another value of column. The keys that may fire are the target's, or
 // on MySQL, whose ON DUPLICATE KEY ignores the target, and with no target,
-// all of them. known is false when they cannot be told (ON CONSTRAINT).
-func firingKeys(stmt *gorm.Statement, m *model, oc clause.OnConflict, column string) (others [][]*schema.Field, known bool) {
+// all of them (keys, the table's unique keys but the primary key). known is
+// false when they cannot be told (ON CONSTRAINT).
+func firingKeys(stmt *gorm.Statement, m *model, oc clause.OnConflict, column string, keys [][]*schema.Field) (others [][]*schema.Field, known bool) {
 	if oc.OnConstraint != "" {
 		return nil, false
 	}
@@ -97,7 +110,7 @@ func firingKeys(stmt *gorm.Statement, m *model, oc clause.OnConflict, column str
 		consider(target)
 		return others, true
 	}
-	for _, key := range m.uniqueKeys {
+	for _, key := range keys {
 		consider(key)
 	}
 	return others, true
@@ -209,4 +222,113 @@ func (e *Engine) endOwnTransaction(db *gorm.DB) bool {
 	}
 	db.Statement.ConnPool, state.ownFrom = state.ownFrom, nil
 	return true
+}
+
+// storedUniqueKeys reads the unique keys but the primary key that MySQL's
+// ON DUPLICATE KEY may fire on from the table itself, in the statement's
+// transaction, whose metadata lock then holds them until it ends: a
+// process's model may not declare them all (a unique index another version
+// of the model migrated while this one runs). A key on a column the model
+// has no field for, whose value the INSERT leaves to the table, fires on
+// nothing when that value is NULL (a nullable column of no other default);
+// otherwise it is refused, as its value is not known: column is the placing
+// column the upsert would rewrite.
+func (e *Engine) storedUniqueKeys(stmt *gorm.Statement, m *model, column string) ([][]*schema.Field, error) {
+	parts := fromTableParts(stmt)
+	table := strings.Join(parts, ".")
+	rows, err := stmt.ConnPool.QueryContext(stmt.Context, "SHOW INDEX FROM "+stmt.Quote(table)+" WHERE Non_unique = 0")
+	if err != nil {
+		return nil, errs.Wrap(err, "reading the unique keys of %s", table)
+	}
+	defer rows.Close()
+	names, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	at := map[string]int{}
+	for i, n := range names {
+		at[strings.ToLower(n)] = i
+	}
+	keyAt, columnAt := at["key_name"], at["column_name"] // SHOW INDEX lists a key's columns in their order
+	values := make([]sql.NullString, len(names))
+	dest := make([]any, len(names))
+	for i := range values {
+		dest[i] = &values[i]
+	}
+	var order []string
+	byKey := map[string][]*schema.Field{}
+	unknown := map[string][]sql.NullString{} // per key, its columns the model has no field for
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		key := values[keyAt].String
+		if strings.EqualFold(key, "PRIMARY") {
+			continue
+		}
+		if _, seen := byKey[key]; !seen {
+			order = append(order, key)
+			byKey[key] = nil
+		}
+		if f := m.schema.LookUpField(values[columnAt].String); values[columnAt].Valid && f != nil {
+			byKey[key] = append(byKey[key], f)
+		} else {
+			unknown[key] = append(unknown[key], values[columnAt])
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	_ = rows.Close()
+	keys := make([][]*schema.Field, 0, len(order))
+	for _, k := range order {
+		if len(unknown[k]) > 0 {
+			null, err := leftNull(stmt, parts, unknown[k])
+			if err != nil {
+				return nil, errs.Wrap(err, "reading the columns of %s", table)
+			}
+			if null {
+				continue // the INSERT stores NULL there, which conflicts with nothing
+			}
+			return nil, fmt.Errorf("%w: %s: table %s has the unique key %s on %s, which the model has no field for (another version of the model migrated it?), and the INSERT leaves it to the table's default: the upsert may fire on it and rewrite the %s column of a row on another shard; conflict on the primary key only, or upsert through a model that has the column",
+				ErrCrossShard, m.schema.Name, table, k, cmpOrExpression(unknown[k][0]), column)
+		}
+		keys = append(keys, byKey[k])
+	}
+	return keys, nil
+}
+
+// leftNull reports whether one of columns, which an INSERT leaves out, is
+// stored NULL by it: a nullable column, not generated, of no other default.
+// MariaDB writes that default as the text NULL, MySQL as NULL.
+func leftNull(stmt *gorm.Statement, parts []string, columns []sql.NullString) (bool, error) {
+	schemaName, table := "DATABASE()", parts[len(parts)-1]
+	args := []any{table}
+	if len(parts) > 1 {
+		schemaName, args = "?", []any{parts[0], table}
+	}
+	for _, c := range columns {
+		if !c.Valid {
+			continue // an expression's part
+		}
+		var n int
+		err := stmt.ConnPool.QueryRowContext(stmt.Context, "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "+schemaName+
+			" AND TABLE_NAME = ? AND COLUMN_NAME = ? AND IS_NULLABLE = 'YES' AND (COLUMN_DEFAULT IS NULL OR COLUMN_DEFAULT = 'NULL') AND EXTRA NOT LIKE '%GENERATED%'",
+			append(args, c.String)...).Scan(&n)
+		if err != nil {
+			return false, err
+		}
+		if n > 0 {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// cmpOrExpression names an index's column, or an expression for none.
+func cmpOrExpression(column sql.NullString) string {
+	if column.Valid {
+		return column.String
+	}
+	return "an expression"
 }
