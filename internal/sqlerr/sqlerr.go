@@ -2,6 +2,7 @@ package sqlerr
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"reflect"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // The package and type name of go-sql-driver/mysql's server error; both are
@@ -92,20 +94,46 @@ func first(err error, match func(error) bool) error {
 // OfEndedContext returns err as the error of ctx's end when ctx has ended
 // and err is the network timeout a driver meets when it enforces the
 // context by a deadline on its connection (pgx returns "write failed: i/o
-// timeout" of a statement whose context ended while it was being sent), so
-// that errors.Is finds context.Canceled or context.DeadlineExceeded and
-// Unreachable does not read a lost connection. Other errors are returned
-// as they are.
+// timeout" of a statement whose context ended while it was being sent, and
+// its dialer "i/o timeout" of a connection the deadline cut short), or the
+// bad connection go-sql-driver reports of the connection it closed at the
+// context's end (driver.ErrBadConn, "invalid connection"), or the
+// sql.ErrTxDone of a transaction database/sql rolled back at its end (a
+// statement or commit after it), so that
+// errors.Is finds context.Canceled or context.DeadlineExceeded and
+// Unreachable does not read a lost connection. A deadline that has passed
+// is an ended context even before ctx's own timer says so: the driver's
+// deadline on its connection, or a context derived with the same
+// deadline, can fire first. Other errors, a reset connection among them,
+// are returned as they are.
 func OfEndedContext(ctx context.Context, err error) error {
-	ended := ctx.Err()
-	if ended == nil || err == nil || errors.Is(err, ended) {
+	if err == nil {
+		return nil
+	}
+	ended := Ended(ctx)
+	if ended == nil || errors.Is(err, ended) {
 		return err
 	}
 	var netErr net.Error
-	if !errors.As(err, &netErr) || !netErr.Timeout() {
+	timedOut := errors.As(err, &netErr) && netErr.Timeout()
+	closedAtTheEnd := errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrTxDone) || first(err, func(e error) bool { return e.Error() == "invalid connection" }) != nil
+	if !timedOut && !closedAtTheEnd {
 		return err
 	}
 	return fmt.Errorf("%w: %w", ended, err)
+}
+
+// Ended returns the error of ctx's end, or nil while it lives: a deadline
+// that has passed is context.DeadlineExceeded even before ctx's own timer
+// ends it.
+func Ended(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if deadline, ok := ctx.Deadline(); ok && !time.Now().Before(deadline) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // Unreachable reports whether err says that the database could not be

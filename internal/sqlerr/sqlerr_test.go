@@ -2,6 +2,7 @@ package sqlerr
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -146,3 +147,42 @@ func TestTransientConflictsToldFromOtherErrors(t *testing.T) {
 		}
 	}
 }
+
+// The connection go-sql-driver closes at a context's end (driver.ErrBadConn,
+// "invalid connection"), and the sql.ErrTxDone of a transaction database/sql
+// rolled back at that end, are the context's error; a deadline that has
+// passed counts as ended before the context's own timer says so. While the
+// context lives they stay as they are.
+func TestConnectionClosedAtTheContextsEndIsTheContexts(t *testing.T) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	passed := deadlineOnly{deadline: time.Now().Add(-time.Millisecond)} // its Err still nil
+	for _, err := range []error{driver.ErrBadConn, errors.New("invalid connection"), fmt.Errorf("commit: %w", sql.ErrTxDone)} {
+		for _, c := range []struct {
+			ctx  context.Context
+			want error
+		}{{cancelled, context.Canceled}, {passed, context.DeadlineExceeded}} {
+			if got := OfEndedContext(c.ctx, err); !errors.Is(got, c.want) || Unreachable(got) {
+				t.Errorf("OfEndedContext(%v, %v) = %v: want %v, not unreachable", c.want, err, got, c.want)
+			}
+		}
+		if got := OfEndedContext(context.Background(), err); got != err {
+			t.Errorf("%v while the context lives became %v", err, got)
+		}
+	}
+	if Ended(passed) != context.DeadlineExceeded || Ended(context.Background()) != nil {
+		t.Errorf("Ended: a passed deadline %v, a live context %v", Ended(passed), Ended(context.Background()))
+	}
+}
+
+// deadlineOnly is a context whose deadline has passed and whose timer has
+// not fired yet.
+type deadlineOnly struct {
+	context.Context
+	deadline time.Time
+}
+
+func (c deadlineOnly) Deadline() (time.Time, bool) { return c.deadline, true }
+func (c deadlineOnly) Done() <-chan struct{}       { return nil }
+func (c deadlineOnly) Err() error                  { return nil }
+func (c deadlineOnly) Value(any) any               { return nil }
