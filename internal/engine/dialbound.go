@@ -80,7 +80,11 @@ func (c boundedConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	switch {
 	case err == nil:
 		return &boundedConn{Conn: conn, name: c.name}, nil
-	case ctx.Err() == nil && bounded.Err() != nil: // our bound, not the caller's deadline
+	case sqlerr.Ended(ctx) != nil:
+		// The caller's deadline or cancel, not the database's fault: the
+		// dialer's deadline, or bounded's timer, can fire before ctx's.
+		return nil, sqlerr.OfEndedContext(ctx, err)
+	case sqlerr.Ended(bounded) != nil: // our bound, not the caller's deadline
 		return nil, &noAnswerError{name: c.name, timeout: c.timeout}
 	case sqlerr.Unreachable(err):
 		return nil, fmt.Errorf("%w: %s: %w", ErrShardUnavailable, c.name, err)
