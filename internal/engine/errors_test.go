@@ -1,8 +1,13 @@
 package engine
 
 import (
+	"context"
+	"database/sql"
 	"errors"
+	"fmt"
 	"testing"
+
+	"gorm.io/gorm"
 )
 
 // An error wrapped twice on its way out of one database names it once, and
@@ -19,5 +24,40 @@ func TestOnErrorNamesItsDatabaseOnce(t *testing.T) {
 	}
 	if !errors.Is(twice, cause) {
 		t.Fatal("the cause is lost")
+	}
+}
+
+// An error a callback adds after a statement's own, which GORM's AddError
+// joins with "%v; %w", leaves the statement's own error findable: dropped
+// when it only says the transaction had ended, or when the statement's
+// context has ended; kept beside it otherwise. A callback that replaces the
+// error, or a statement that had none, is left alone.
+func TestAnErrorAddedAfterTheStatementsKeepsIt(t *testing.T) {
+	own := fmt.Errorf("insert: %w", context.DeadlineExceeded)
+	cut := errors.New("invalid connection")
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	run := func(ctx context.Context, first error, fn func(*gorm.DB)) error {
+		db := &gorm.DB{Config: &gorm.Config{}, Statement: &gorm.Statement{Context: ctx}, Error: first}
+		keepingFirst(fn)(db)
+		return db.Error
+	}
+	add := func(err error) func(*gorm.DB) { return func(db *gorm.DB) { db.AddError(err) } }
+	if err := run(context.Background(), own, add(sql.ErrTxDone)); err != own {
+		t.Errorf("a rollback of a transaction that had ended: %v, want the statement's own error", err)
+	}
+	if err := run(ended, own, add(cut)); err != own {
+		t.Errorf("a rollback after the context ended: %v, want the statement's own error", err)
+	}
+	err := run(context.Background(), own, add(cut))
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, cut) || err.Error() != own.Error()+"; "+cut.Error() {
+		t.Errorf("an error added after the statement's own: %v, want both findable", err)
+	}
+	replaced := errors.New("replaced")
+	if err := run(context.Background(), own, func(db *gorm.DB) { db.Error = replaced }); err != replaced {
+		t.Errorf("a callback's replacement: %v", err)
+	}
+	if err := run(context.Background(), nil, add(cut)); err != cut {
+		t.Errorf("a statement without an error: %v", err)
 	}
 }
