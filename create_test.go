@@ -928,3 +928,40 @@ func TestAColocateFieldACallbackFillsInPlacesTheRowBeforeAssignIDs(t *testing.T)
 		t.Errorf("photo in shard %d, its owner in %d", p.Layout().Shard(int64(ph.ID)), p.Layout().Shard(owner.ID))
 	}
 }
+
+type validated struct {
+	ID   int64 `shardid:""`
+	Name string
+}
+
+// invalidFields is a hook's error of an uncomparable type, as validators
+// return (a slice of field errors).
+type invalidFields []string
+
+func (e invalidFields) Error() string { return strings.Join(e, "; ") }
+
+func (v *validated) BeforeCreate(*gorm.DB) error {
+	if v.Name == "" {
+		return invalidFields{"Name is required"}
+	}
+	return nil
+}
+
+// TestAHooksErrorOfAnUncomparableTypeIsTheStatementsError: a Before hook
+// failing with a slice of errors fails the Create with it, in GORM's
+// transaction and without, and writes nothing.
+func TestAHooksErrorOfAnUncomparableTypeIsTheStatementsError(t *testing.T) {
+	db, _ := testDB(t, Config{})
+	migrate(t, db, &validated{})
+	for _, tx := range []*gorm.DB{db, db.Session(&gorm.Session{SkipDefaultTransaction: true})} {
+		err := tx.Create(&validated{}).Error
+		if !errors.As(err, new(invalidFields)) {
+			t.Fatalf("Create failed with %v, want the hook's invalidFields", err)
+		}
+	}
+	var n int64
+	must(t, db.Model(&validated{}).Clauses(AllShards()).Count(&n).Error)
+	if n != 0 {
+		t.Fatalf("%d rows written by refused Creates", n)
+	}
+}

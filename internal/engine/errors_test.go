@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"gorm.io/gorm"
@@ -60,4 +61,25 @@ func TestAnErrorAddedAfterTheStatementsKeepsIt(t *testing.T) {
 	if err := run(context.Background(), nil, add(cut)); err != cut {
 		t.Errorf("a statement without an error: %v", err)
 	}
+	// A hook's error of an uncomparable type (a slice, as validators
+	// return) is kept as it is, and never compared with ==, which panics.
+	invalid := fieldErrors{"name is empty"}
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				t.Errorf("a hook's error that is a slice: %v", p)
+			}
+		}()
+		if err := run(context.Background(), invalid, func(*gorm.DB) {}); !errors.As(err, new(fieldErrors)) {
+			t.Errorf("a hook's error that is a slice: %v", err)
+		}
+		if err := run(context.Background(), invalid, add(sql.ErrTxDone)); !errors.As(err, new(fieldErrors)) {
+			t.Errorf("a hook's error that is a slice, then a rollback of a transaction that had ended: %v", err)
+		}
+	}()
 }
+
+// fieldErrors is an error of an uncomparable type, as validators return.
+type fieldErrors []string
+
+func (e fieldErrors) Error() string { return strings.Join(e, "; ") }

@@ -3,6 +3,7 @@ package engine
 import (
 	"database/sql"
 	"errors"
+	"reflect"
 
 	"gorm.io/gorm"
 
@@ -26,11 +27,19 @@ func keepingFirst(fn func(*gorm.DB)) func(*gorm.DB) {
 	return func(db *gorm.DB) {
 		first := db.Error
 		fn(db)
-		if first != nil && db.Error != first && db.Error != nil && first != errRouted && first != errPartEnded { // not the marks of a statement run in parts
-
+		if first != nil && db.Error != nil && !sameError(db.Error, first) && first != errRouted && first != errPartEnded { // not the marks of a statement run in parts
 			keepFirst(db, first)
 		}
 	}
+}
+
+// sameError reports whether a and b are one error value, without the
+// panic of == on two errors of one uncomparable type (a hook's error that is
+// a slice, as validators return): such an error was not replaced by
+// AddError, whose join is another type.
+func sameError(a, b error) bool {
+	t := reflect.TypeOf(a)
+	return t == reflect.TypeOf(b) && (!t.Comparable() || a == b)
 }
 
 // keepFirst makes db.Error, GORM's join of first and an error added after
