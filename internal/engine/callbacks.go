@@ -70,7 +70,7 @@ func (e *Engine) registerCallbacks(db *gorm.DB) error {
 		hook{cb.Raw().Before("*").Register, "shardid:start_clock", e.startClock(kindRaw)},
 		hook{cb.Raw().After("*").Register, "shardid:stop_clock", e.stopClock(kindRaw)})
 	for _, h := range list {
-		if err := h.register(h.name, keepingFirst(h.fn)); err != nil {
+		if err := h.register(h.name, e.keepingFirst(h.fn)); err != nil {
 			return errs.Wrap(err, "registering %s", h.name)
 		}
 	}
@@ -111,7 +111,7 @@ func (e *Engine) registerCallbacks(db *gorm.DB) error {
 			return fmt.Errorf("shardid: GORM's callback %s is not registered: the plugin routes statements right before it", x.name)
 		}
 		before := x.before
-		if err := x.chain.Replace(x.name, keepingFirst(func(db *gorm.DB) {
+		if err := x.chain.Replace(x.name, e.keepingFirst(func(db *gorm.DB) {
 			for _, fn := range before {
 				fn(db)
 			}
@@ -126,7 +126,7 @@ func (e *Engine) registerCallbacks(db *gorm.DB) error {
 	for _, last := range lastOfGORM {
 		for _, name := range last.names {
 			if gormOwn := last.chain.Get(name); gormOwn != nil {
-				gormOwn = keepingFirst(gormOwn) // GORM's rollback of a failed statement
+				gormOwn = e.keepingFirst(gormOwn) // GORM's rollback of a failed statement
 				if err := last.chain.Replace(name, func(db *gorm.DB) { gormOwn(db); endRouted(db) }); err != nil {
 					return errs.Wrap(err, "wrapping %s", name)
 				}

@@ -32,7 +32,8 @@ func TestOnErrorNamesItsDatabaseOnce(t *testing.T) {
 // joins with "%v; %w", leaves the statement's own error findable: dropped
 // when it only says the transaction had ended, or when the statement's
 // context has ended; kept beside it otherwise. A callback that replaces the
-// error, or a statement that had none, is left alone.
+// error, a statement that had none, or one the plugin does not route, is
+// left alone.
 func TestAnErrorAddedAfterTheStatementsKeepsIt(t *testing.T) {
 	own := fmt.Errorf("insert: %w", context.DeadlineExceeded)
 	cut := errors.New("invalid connection")
@@ -40,7 +41,8 @@ func TestAnErrorAddedAfterTheStatementsKeepsIt(t *testing.T) {
 	cancel()
 	run := func(ctx context.Context, first error, fn func(*gorm.DB)) error {
 		db := &gorm.DB{Config: &gorm.Config{}, Statement: &gorm.Statement{Context: ctx}, Error: first}
-		keepingFirst(fn)(db)
+		keepWriteState(db.Statement, nil) // a statement the plugin routes
+		(&Engine{}).keepingFirst(fn)(db)
 		return db.Error
 	}
 	add := func(err error) func(*gorm.DB) { return func(db *gorm.DB) { db.AddError(err) } }
@@ -60,6 +62,13 @@ func TestAnErrorAddedAfterTheStatementsKeepsIt(t *testing.T) {
 	}
 	if err := run(context.Background(), nil, add(cut)); err != cut {
 		t.Errorf("a statement without an error: %v", err)
+	}
+	// A statement the plugin does not route keeps GORM's join, as it would
+	// without the plugin.
+	unrouted := &gorm.DB{Config: &gorm.Config{}, Statement: &gorm.Statement{Context: context.Background()}, Error: own}
+	(&Engine{}).keepingFirst(add(sql.ErrTxDone))(unrouted)
+	if err := unrouted.Error; !errors.Is(err, sql.ErrTxDone) || err.Error() != own.Error()+"; "+sql.ErrTxDone.Error() {
+		t.Errorf("a statement the plugin does not route: %v, want GORM's join", err)
 	}
 	// A hook's error of an uncomparable type (a slice, as validators
 	// return) is kept as it is, and never compared with ==, which panics.

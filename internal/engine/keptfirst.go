@@ -23,14 +23,28 @@ import (
 // lost) or when the statement's context has ended (a rollback on the
 // connection the driver closed at its end); otherwise both stay findable.
 // It costs a comparison on success, and allocates on failure only.
-func keepingFirst(fn func(*gorm.DB)) func(*gorm.DB) {
+func (e *Engine) keepingFirst(fn func(*gorm.DB)) func(*gorm.DB) {
 	return func(db *gorm.DB) {
 		first := db.Error
 		fn(db)
-		if first != nil && db.Error != nil && !sameError(db.Error, first) && first != errRouted && first != errPartEnded { // not the marks of a statement run in parts
+		if first != nil && db.Error != nil && !sameError(db.Error, first) && first != errRouted && first != errPartEnded && e.ownsStatement(db.Statement) { // not the marks of a statement run in parts
 			keepFirst(db, first)
 		}
 	}
+}
+
+// ownsStatement reports whether stmt is one the plugin routes: a sharded
+// model's, or one it keeps routing state of. Another statement's errors
+// stay as GORM joins them, as they would without the plugin.
+func (e *Engine) ownsStatement(stmt *gorm.Statement) bool {
+	if routeStateOf(stmt) != nil {
+		return true
+	}
+	if stmt.Schema == nil {
+		return false
+	}
+	m, err := e.model(stmt.Schema)
+	return err == nil && m != nil && m.sharded()
 }
 
 // sameError reports whether a and b are one error value, without the
