@@ -277,3 +277,12 @@ func (p *Plugin) ShardMap() *shardrouter.Map { return p.engine().ShardMap() }
 // and, for instagram, the target database's clock-sequence advanced past the
 // source's, so that no ID is made twice.
 func (p *Plugin) SwapShardMap(m *shardrouter.Map) error { return p.engine().SwapShardMap(m) }
+
+func init() {
+	engine.Of = func(p gorm.Plugin) *engine.Engine {
+		if p, ok := p.(*Plugin); ok {
+			return p.engine()
+		}
+		return nil
+	}
+}

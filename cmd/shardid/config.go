@@ -19,6 +19,7 @@ import (
 
 	"github.com/shardid/shardid"
 	"github.com/shardid/shardid/internal/dsn"
+	"github.com/shardid/shardid/internal/engine"
 	"github.com/shardid/shardid/internal/sqlscan"
 )
 
@@ -60,6 +61,9 @@ type fileConfig struct {
 	// existing makes the commands open main's SQLite file only if it
 	// exists: a mistyped path is refused, not made empty.
 	existing bool
+	// checkOnly makes the plugin check the database each shard name opens
+	// and record none (engine.CheckIdentitiesOnly).
+	checkOnly bool
 }
 
 type fileShard struct {
@@ -380,6 +384,9 @@ func openConfigOf(c *fileConfig, warnings io.Writer, sharedMap bool) (*opsSetup,
 		}
 	}
 	plugin := shardid.New(cfg)
+	if c.checkOnly {
+		engine.Of(plugin).CheckIdentitiesOnly()
+	}
 	if err := db.Use(plugin); err != nil {
 		return nil, errors.Join(fmt.Errorf("%s: %w", c.path, err), closeDB(db))
 	}
@@ -470,29 +477,34 @@ func closeDB(db *gorm.DB) error {
 }
 
 // withConfig runs fn with the plugin of the --config file, and closes it.
+// Its plugin checks the database each shard name opens against what the
+// plugin's database records, and records nothing: a command that only
+// reads, given a file naming a new shard by a mistyped DSN, does not bind
+// the name to that database (the application opening it by the right one
+// would be refused).
 func withConfig(cmd *cobra.Command, path string, fn func(*opsSetup) error) (err error) {
-	return withConfigOf(cmd, path, true, fn)
+	return withConfigBounded(cmd, path, false, 0, fn)
 }
 
-// withSharedMap is withConfig for the commands that move data: the file's
-// map table must be one an application shares.
-func withSharedMap(cmd *cobra.Command, path string, fn func(*opsSetup) error) (err error) {
-	return withConfigOf(cmd, path, true, fn)
+// withSharedMap is withConfig for the commands that move data, whose
+// plugin records the database each shard name opens when binds is set: a
+// move binds its target to the database it writes; a cancel or cleanup
+// works on databases its move bound, and checks them.
+func withSharedMap(cmd *cobra.Command, path string, binds bool, fn func(*opsSetup) error) (err error) {
+	return withConfigBounded(cmd, path, binds, 0, fn)
 }
 
-func withConfigOf(cmd *cobra.Command, path string, sharedMap bool, fn func(*opsSetup) error) (err error) {
-	return withConfigBounded(cmd, path, sharedMap, 0, fn)
-}
-
-// withConfigBounded is withConfigOf whose plugin dials each database within
-// connectTimeout (0: the plugin's default).
-func withConfigBounded(cmd *cobra.Command, path string, sharedMap bool, connectTimeout time.Duration, fn func(*opsSetup) error) (err error) {
+// withConfigBounded is withConfig, binding the shard names when binds is
+// set, whose plugin dials each database within connectTimeout (0: the
+// plugin's default). The file's map table must be one an application
+// shares.
+func withConfigBounded(cmd *cobra.Command, path string, binds bool, connectTimeout time.Duration, fn func(*opsSetup) error) (err error) {
 	c, err := readConfig(path)
 	if err != nil {
 		return err
 	}
-	c.connectTimeout, c.existing = connectTimeout, true
-	s, err := openConfigOf(c, cmd.ErrOrStderr(), sharedMap)
+	c.connectTimeout, c.existing, c.checkOnly = connectTimeout, true, !binds
+	s, err := openConfigOf(c, cmd.ErrOrStderr(), true)
 	if err != nil {
 		return err
 	}

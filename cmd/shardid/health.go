@@ -37,7 +37,7 @@ down) and, when down, "error".
 			if timeout < 0 {
 				return fmt.Errorf("--timeout cannot be negative")
 			}
-			return withConfigBounded(cmd, config, true, timeout, func(s *opsSetup) error {
+			return withConfigBounded(cmd, config, false, timeout, func(s *opsSetup) error {
 				ctx := cmd.Context()
 				if timeout > 0 {
 					var cancel context.CancelFunc

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -188,5 +190,80 @@ func TestACommandOnAMainThatIsNoDatabaseSaysSo(t *testing.T) {
 				t.Errorf("shardid %s, main %s: %v; want an error with %q\n%s", strings.Join(args, " "), main, err, want, out)
 			}
 		}
+	}
+}
+
+// TestACommandThatOnlyReadsBindsNoShardNameToADatabase: a file naming a new
+// shard (not yet in the shared map) by a mistyped DSN, given to the commands
+// that only read, does not record that database for the name in the plugin's
+// database, nor give it a token: the application that then opens the name
+// with the right DSN is not refused as "opening another database".
+func TestACommandThatOnlyReadsBindsNoShardNameToADatabase(t *testing.T) {
+	for name, env := range map[string]func(*testing.T) opsEnv{"sqlite": sqliteEnv, "mysql": mysqlEnv, "postgres": postgresEnv} {
+		t.Run(name, func(t *testing.T) { aCommandThatOnlyReadsBindsNoShardName(t, env(t)) })
+	}
+}
+
+func aCommandThatOnlyReadsBindsNoShardName(t *testing.T, e opsEnv) {
+	app := e.application(t)
+	if err := app.plugin.AutoMigrate(app.db, &cmdItem{}); err != nil {
+		t.Fatal(err)
+	}
+	right, typo := emptyDatabase(t, e, "_d"), emptyDatabase(t, e, "_d_typo") // a new shard's empty database, as the operator makes one
+	withD := func(d string) string {
+		body, err := json.Marshal(map[string]any{"main": e.dsns["main"], "layout": map[string]int{"shard_bits": 13}, "shards": []map[string]string{
+			{"name": "a", "dsn": e.dsns["a"], "logical": "0-4095"},
+			{"name": "b", "dsn": e.dsns["b"], "logical": "4096-8191"},
+			{"name": "c", "dsn": e.dsns["c"]},
+			{"name": "d", "dsn": d},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "with-d.json")
+		if err := os.WriteFile(path, body, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	mistyped := withD(typo)
+	for _, args := range [][]string{{"health"}, {"map"}, {"verify"}, {"move", "status"}, {"recover"}, {"move", "--shards", "0-10", "--to", "d", "--dry-run"}} {
+		args = append(args, "--config", mistyped)
+		if out, err := run(t, args...); err != nil && args[0] != "verify" && args[0] != "move" {
+			t.Errorf("shardid %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	if tables, err := direct(t, typo).Migrator().GetTables(); err != nil || len(tables) > 0 {
+		t.Errorf("a command that only reads wrote to the mistyped database: tables %v (%v)", tables, err)
+	}
+	var bound int64
+	if err := direct(t, e.dsns["main"]).Raw("SELECT COUNT(*) FROM shardid_shard_databases WHERE name = 'd'").Scan(&bound).Error; err != nil {
+		t.Fatal(err)
+	}
+	if bound != 0 {
+		t.Errorf("a command that only reads recorded a database for the shard name d")
+	}
+	c, err := readConfig(withD(right))
+	if err != nil {
+		t.Fatal(err)
+	}
+	later, err := openConfig(c, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer later.close()
+	results, err := later.plugin.Ping(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range results {
+		if r.Err != nil {
+			t.Errorf("the application opening d by its right DSN: %s: %v", r.Name, r.Err)
+		}
+	}
+	// Once the application has bound d, the commands still check it.
+	out, err := run(t, "health", "--config", mistyped)
+	if err == nil || !strings.Contains(out, "shard d opens another database than the one it named before") {
+		t.Errorf("health, d mistyped after the application bound it: %v; want d down, as opening another database\n%s", err, out)
 	}
 }

@@ -88,7 +88,7 @@ func runMove(cmd *cobra.Command, o moveOptions) error {
 	if o.chunk < 0 || o.throttle < 0 {
 		return fmt.Errorf("--chunk and --throttle cannot be negative")
 	}
-	return withSharedMap(cmd, o.config, func(s *opsSetup) error {
+	return withSharedMap(cmd, o.config, !o.dryRun, func(s *opsSetup) error {
 		if !slices.ContainsFunc(s.config.Shards, func(sh fileShard) bool { return sh.Name == o.to }) {
 			return fmt.Errorf("--to %q: %s names no such shard (it lists %s)", o.to, s.config.path, shardNames(s.config))
 		}
@@ -260,7 +260,7 @@ func moveCancelCommand(o *moveOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withSharedMap(cmd, o.config, func(s *opsSetup) error {
+			return withSharedMap(cmd, o.config, false, func(s *opsSetup) error {
 				ctx, stop := interruptible(cmd)
 				defer stop()
 				m, err := recordedMove(ctx, s, r)
@@ -299,7 +299,7 @@ triggers. If processes still lag after --wait it fails, naming them.`,
 			if wait <= 0 {
 				return fmt.Errorf("--wait must be positive")
 			}
-			return withSharedMap(cmd, o.config, func(s *opsSetup) error {
+			return withSharedMap(cmd, o.config, false, func(s *opsSetup) error {
 				ctx, stop := interruptible(cmd)
 				defer stop()
 				m, err := recordedMove(ctx, s, r)

@@ -147,6 +147,43 @@ func postgresEnv(t *testing.T) opsEnv {
 	return writeConfig(t, dsns)
 }
 
+// emptyDatabase is the DSN of a database beside e's main, named after it
+// with suffix, made if missing (on SQLite an empty file) and emptied.
+func emptyDatabase(t *testing.T, e opsEnv, suffix string) string {
+	t.Helper()
+	main := e.dsns["main"]
+	if path, ok := sqliteFile(main); ok {
+		path = filepath.Join(t.TempDir(), filepath.Base(path)+suffix)
+		if err := os.WriteFile(path, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return "file:" + path
+	}
+	if u, err := url.Parse(main); err == nil && u.Scheme == "postgres" {
+		name := strings.TrimPrefix(u.Path, "/") + suffix
+		server := direct(t, main)
+		var exists bool
+		if err := server.Raw("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = ?)", name).Scan(&exists).Error; err != nil {
+			t.Fatal(err)
+		}
+		if !exists {
+			must(t, server.Exec(`CREATE DATABASE "`+name+`"`).Error)
+		}
+		u.Path = "/" + name
+		must(t, direct(t, u.String()).Exec("DROP SCHEMA public CASCADE; CREATE SCHEMA public").Error)
+		return u.String()
+	}
+	cfg, err := mysql.ParseDSN(main)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.DBName += suffix
+	server := direct(t, main)
+	must(t, server.Exec("DROP DATABASE IF EXISTS `"+cfg.DBName+"`").Error)
+	must(t, server.Exec("CREATE DATABASE `"+cfg.DBName+"`").Error)
+	return cfg.FormatDSN()
+}
+
 // rollBackLeftBranches rolls back the plugin's branches that a run which
 // failed or was killed (TestRecover's, say) left prepared on the package's
 // databases: they keep their rows locked, so the tables could not be

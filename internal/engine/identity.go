@@ -8,10 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
+
+	"gorm.io/gorm"
 
 	"github.com/shardid/shardid/internal/errs"
 	"github.com/shardid/shardid/internal/mapstore"
+	"github.com/shardid/shardid/internal/sqlerr"
 	"github.com/shardid/shardid/internal/sqlscan"
 )
 
@@ -43,7 +47,23 @@ func (e *Engine) quotedBoundTokens() string {
 }
 
 // identityTables serializes the checks of a process.
-type identityTables struct{ mu sync.Mutex }
+type identityTables struct {
+	mu sync.Mutex
+	// checkOnly makes the checks read the tokens and the records, and
+	// write neither (CheckIdentitiesOnly).
+	checkOnly bool
+}
+
+// Of returns the engine of a *shardid.Plugin; package shardid sets it.
+var Of func(gorm.Plugin) *Engine
+
+// CheckIdentitiesOnly makes e, before db.Use, check each database its shard
+// names open against the tokens the databases carry and the names the
+// plugin's database records, as ever, but give no database a token and
+// record no name: an operator's command that only reads, given a file that
+// names a new shard by a mistyped DSN, would otherwise bind the name to
+// that database, and refuse the application that opens it by the right one.
+func (e *Engine) CheckIdentitiesOnly() { e.identity.checkOnly = true }
 
 // checkIdentity gives physical database name, opened as physical, its token
 // if it has none, and fails unless the plugin's database recorded that
@@ -57,6 +77,9 @@ func (e *Engine) checkIdentity(ctx context.Context, name string, physical *sql.D
 	}
 	if e.maps != nil {
 		own = e.maps.DB() // the plugin's own pool: the application's transaction may hold the last connection of its
+	}
+	if e.identity.checkOnly {
+		return e.checkRecordedIdentity(ctx, name, physical, own, dialect)
 	}
 	token, err := databaseToken(ctx, physical, dialect)
 	if errors.Is(err, ErrShardUnavailable) {
@@ -104,9 +127,75 @@ func (e *Engine) checkIdentity(ctx context.Context, name string, physical *sql.D
 	return nil
 }
 
+// checkRecordedIdentity is checkIdentity writing nothing: a database
+// without a token, or a name without a record, is one no plugin opened,
+// and passes; a name recorded for another token than its database's is
+// refused, as is a token of the plugin's own database or of another
+// configured name.
+func (e *Engine) checkRecordedIdentity(ctx context.Context, name string, physical, own *sql.DB, dialect string) error {
+	token, err := storedToken(ctx, physical, dialect)
+	if errors.Is(err, ErrShardUnavailable) {
+		return err // its dial failed, and says so naming it
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s: reading its shardid token: %w", ErrShardUnavailable, name, err)
+	}
+	ownDialect := e.db.Dialector.Name()
+	ownToken, err := storedToken(ctx, own, ownDialect)
+	if err != nil {
+		return errs.Wrap(err, "%s: reading the plugin's database's own token", name)
+	}
+	if token != "" && ownToken == token {
+		return fmt.Errorf("%w: shard %s opens the plugin's own database (both carry the token %s in %s), which holds no logical shard: give the shard a database of its own",
+			ErrInvalidConfig, name, token, databaseTokenTable)
+	}
+	var bound string
+	err = own.QueryRowContext(ctx, inDialect(ownDialect, "SELECT token FROM "+e.quotedBoundTokens()+" WHERE name = ?"), name).Scan(&bound)
+	switch {
+	case err == nil && bound != token:
+		return swapped(name, token, bound, e.boundTokens())
+	case err != nil && !errors.Is(err, sql.ErrNoRows) && !missingTable(ownDialect, err):
+		return errs.Wrap(err, "%s: reading the database the plugin's database records for it", name)
+	}
+	if token == "" || missingTable(ownDialect, err) {
+		return nil // no plugin opened the database, or none recorded a name
+	}
+	return e.noOtherShardOpens(ctx, own, ownDialect, token, name)
+}
+
+// storedToken is the token of db, or "" if it has none.
+func storedToken(ctx context.Context, db *sql.DB, dialect string) (string, error) {
+	var token string
+	err := db.QueryRowContext(ctx, "SELECT token FROM "+databaseTokenTable+" WHERE id = 1").Scan(&token)
+	if errors.Is(err, sql.ErrNoRows) || missingTable(dialect, err) {
+		return "", nil
+	}
+	return token, err
+}
+
+// missingTable reports whether err says that a statement's table is not there.
+func missingTable(dialect string, err error) bool {
+	if err == nil {
+		return false
+	}
+	switch dialect {
+	case "mysql":
+		number, _, ok := sqlerr.MySQL(err)
+		return ok && number == 1146
+	case "postgres":
+		code, _, ok := sqlerr.Postgres(err)
+		return ok && code == "42P01"
+	}
+	return strings.Contains(err.Error(), "no such table")
+}
+
 // swapped is the error of shard name opening the database of token, where
 // the plugin's database records bound for it.
 func swapped(name, token, bound, table string) error {
+	if token == "" {
+		return fmt.Errorf("%w: shard %s opens another database than the one it named before (that one carries no shardid token; the plugin's database records %s in %s): is its DSN mistyped, or two shards' DSNs swapped? If the database was replaced on purpose, delete the shard's row there",
+			ErrInvalidConfig, name, bound, table)
+	}
 	return fmt.Errorf("%w: shard %s opens another database than the one it named before (its token is %s; the plugin's database records %s in %s): are two shards' DSNs swapped? If the database was replaced on purpose, delete the shard's row there",
 		ErrInvalidConfig, name, token, bound, table)
 }
