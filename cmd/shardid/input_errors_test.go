@@ -267,3 +267,38 @@ func aCommandThatOnlyReadsBindsNoShardName(t *testing.T, e opsEnv) {
 		t.Errorf("health, d mistyped after the application bound it: %v; want d down, as opening another database\n%s", err, out)
 	}
 }
+
+// TestAFileOfAnotherLayoutThanTheMapsIsRefusedForItsLayout: a file whose
+// layout is not the application's, its ranges the map's, is refused naming
+// the layouts, not the ranges ("range 4096..8191 is not within 0..4095"
+// sent the operator to the ranges, which are right), whether its ranges
+// fit its layout or not.
+func TestAFileOfAnotherLayoutThanTheMapsIsRefusedForItsLayout(t *testing.T) {
+	e := sqliteEnv(t)
+	e.application(t) // the shared map, of 13 shard bits
+	for _, layout := range []map[string]any{
+		{"shard_bits": 12},
+		{"shard_bits": 14},
+		{"shard_bits": 13, "epoch": "2020-01-01T00:00:00Z"},
+	} {
+		body, err := json.Marshal(map[string]any{"main": e.dsns["main"], "layout": layout, "shards": []map[string]string{
+			{"name": "a", "dsn": e.dsns["a"], "logical": "0-4095"},
+			{"name": "b", "dsn": e.dsns["b"], "logical": "4096-8191"},
+			{"name": "c", "dsn": e.dsns["c"]},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "other-layout.json")
+		if err := os.WriteFile(path, body, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{{"map"}, {"move", "--shards", "0-10", "--to", "c"}} {
+			args = append(args, "--config", path)
+			out, err := run(t, args...)
+			if err == nil || !strings.Contains(err.Error(), "laid out as") || strings.Contains(err.Error(), "Shards:") {
+				t.Errorf("shardid %s, layout %v: %v; want it refused for its layout, not its ranges\n%s", strings.Join(args, " "), layout, err, out)
+			}
+		}
+	}
+}

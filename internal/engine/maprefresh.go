@@ -47,9 +47,8 @@ type mapStore struct {
 // gives it (none if it names it not). A name the config lacks is an error:
 // this process cannot reach that database.
 func (e *Engine) mapOfStored(stored *mapstore.Map) (*shardrouter.Map, error) {
-	if own := e.storedLayout(); stored.Layout != nil && *stored.Layout != *own {
-		return nil, fmt.Errorf("%w: map version %d in %s was made by processes whose IDs are laid out as %+v, and this one's Config.Layout is %+v: an ID would name another shard, or another worker, here; give every process of the map one layout",
-			ErrInvalidConfig, stored.Version, e.maps.Table(), *stored.Layout, *own)
+	if err := e.otherLayout(stored, e.maps.Table()); err != nil {
+		return nil, err
 	}
 	names := make([]string, len(e.physical))
 	for k, ph := range e.physical {
@@ -75,6 +74,16 @@ func (e *Engine) mapOfStored(stored *mapstore.Map) (*shardrouter.Map, error) {
 		return nil, errs.Wrap(err, "map version %d in %s", stored.Version, e.maps.Table())
 	}
 	return m, nil
+}
+
+// otherLayout fails when stored, a version of the map in table, was made
+// by processes of another layout than this one's.
+func (e *Engine) otherLayout(stored *mapstore.Map, table string) error {
+	if own := e.storedLayout(); stored.Layout != nil && *stored.Layout != *own {
+		return fmt.Errorf("%w: map version %d in %s was made by processes whose IDs are laid out as %+v, and this one's Config.Layout is %+v: an ID would name another shard, or another worker, here; give every process of the map one layout",
+			ErrInvalidConfig, stored.Version, table, *stored.Layout, *own)
+	}
+	return nil
 }
 
 // startMapStore loads the shared map, seeding it from the config on the

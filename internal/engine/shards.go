@@ -18,6 +18,7 @@ import (
 	"gorm.io/gorm/schema"
 
 	"github.com/shardid/shardid/internal/dsn"
+	"github.com/shardid/shardid/internal/mapstore"
 	"github.com/shardid/shardid/shardrouter"
 )
 
@@ -244,6 +245,9 @@ func (e *Engine) openShards(db *gorm.DB) error {
 	}
 	m, err := shardrouter.NewMap(e.layout.ShardCount(), described)
 	if err != nil {
+		if other := e.sharedMapOfOtherLayout(db); other != nil {
+			return other // the ranges are the map's, and the layout is wrong
+		}
 		return fmt.Errorf("%w: Shards: %w", ErrInvalidConfig, err)
 	}
 	e.router = shardrouter.NewRouter(m)
@@ -289,6 +293,25 @@ func (e *Engine) openShards(db *gorm.DB) error {
 		e.openers = append(e.openers, o)
 	}
 	return nil
+}
+
+// sharedMapOfOtherLayout is the error of a shared map in db, the plugin's
+// database, made by processes of another layout than this one's, or nil
+// (none there, or none readable). Config.Shards that do not cover this
+// layout's logical shards are refused so: ranges the map's processes share
+// do not fit a layout of other shard bits.
+func (e *Engine) sharedMapOfOtherLayout(db *gorm.DB) error {
+	own, err := db.DB()
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), e.config.connectTimeout())
+	defer cancel()
+	stored, err := mapstore.New(own, db.Dialector.Name(), e.mapTable(), defaultMapRefresh).Latest(ctx)
+	if err != nil || stored == nil {
+		return nil
+	}
+	return e.otherLayout(stored, e.mapTable())
 }
 
 // givenPhysical is shard s given open as DB, physical database k. Its
