@@ -220,6 +220,9 @@ func (c *fileConfig) check() error {
 	if _, err := c.layout(); err != nil {
 		return err
 	}
+	if problem := engine.MapTableProblem(c.MapTable); problem != "" {
+		return c.fieldError("map_table", "%q is no name an application's Config.MapTable takes (%s)", c.MapTable, problem)
+	}
 	_, err := c.mapRefresh()
 	return err
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -33,6 +35,36 @@ func TestACommandFollowsAMapTableNamedInCapitalsOrByAReservedWord(t *testing.T) 
 				}
 				wantIn(t, out, "map version 1: 8192 logical shards on 3 physical databases")
 			})
+		}
+	}
+}
+
+// TestAMapTableNoApplicationCouldNameIsRefusedAsAName: a map_table that is
+// no name Config.MapTable takes (not letters, digits and _, starting with a
+// digit, too long) is refused as a name, saying what a name is, by every
+// command that opens the databases: "is not on main" sent the operator to
+// look for a table that no application could have made.
+func TestAMapTableNoApplicationCouldNameIsRefusedAsAName(t *testing.T) {
+	e := sqliteEnv(t)
+	e.application(t)
+	for _, table := range []string{"app-map", "1map", "app map", "map;drop", strings.Repeat("m", 54)} {
+		var c map[string]any
+		body, _ := os.ReadFile(e.config)
+		if err := json.Unmarshal(body, &c); err != nil {
+			t.Fatal(err)
+		}
+		c["map_table"] = table
+		body, _ = json.Marshal(c)
+		path := filepath.Join(t.TempDir(), "bad-map-table.json")
+		if err := os.WriteFile(path, body, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{{"map"}, {"health"}, {"move", "status"}, {"move", "--shards", "0-10", "--to", "c"}} {
+			args = append(args, "--config", path)
+			out, err := run(t, args...)
+			if err == nil || !strings.Contains(err.Error(), "map_table: ") || !strings.Contains(err.Error(), "letters, digits and _") || strings.Contains(err.Error(), "not on main") {
+				t.Errorf("shardid %s, map_table %q: %v; want it refused as no table name\n%s", strings.Join(args, " "), table, err, out)
+			}
 		}
 	}
 }

@@ -218,9 +218,8 @@ func (e *Engine) Initialize(db *gorm.DB) error {
 	if e.config.Atomic != TwoPhase && e.config.Atomic != BestEffort {
 		return fmt.Errorf("%w: Atomic %d (allowed: shardid.TwoPhaseCommit, shardid.BestEffort)", ErrInvalidConfig, e.config.Atomic)
 	}
-	if t := e.config.MapTable; t != "" && (!plainTable.MatchString(t) || len(t) > mapstore.MaxTableName) {
-		return fmt.Errorf("%w: MapTable %q (letters, digits and _, at most %d, not starting with a digit: the map's other tables are named after it, as %s)",
-			ErrInvalidConfig, t, mapstore.MaxTableName, mapstore.KeptTable(t, boundTokensTable, "_databases"))
+	if problem := MapTableProblem(e.config.MapTable); problem != "" {
+		return fmt.Errorf("%w: MapTable %q (%s)", ErrInvalidConfig, e.config.MapTable, problem)
 	}
 	if !slices.Contains(strategyNames, e.config.DefaultStrategy) {
 		return fmt.Errorf("%w: DefaultStrategy %q (allowed: %s)", ErrInvalidConfig, e.config.DefaultStrategy, strings.Join(strategyNames, ", "))

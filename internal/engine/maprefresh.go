@@ -189,6 +189,17 @@ func (e *Engine) mapTable() string {
 	return defaultMapTable
 }
 
+// MapTableProblem says what Config.MapTable t lacks to be one, or "" (for
+// "" too, the default): the operators' command checks its file's map_table
+// so.
+func MapTableProblem(t string) string {
+	if t == "" || plainTable.MatchString(t) && len(t) <= mapstore.MaxTableName {
+		return ""
+	}
+	return fmt.Sprintf("letters, digits and _, at most %d, not starting with a digit: the map's other tables are named after it, as %s",
+		mapstore.MaxTableName, mapstore.KeptTable(t, boundTokensTable, "_databases"))
+}
+
 // plainTable is a table name that needs no quoting in any dialect.
 var plainTable = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
 
