@@ -101,6 +101,10 @@ type MoveStatus struct {
 	// run holds stopped, or its mover was killed: run it again to resume it,
 	// or cancel it.
 	Running bool
+	// Cancelling: a cancel of the move began and has not ended; Phase is the
+	// move's when it began. One that no run holds stopped midway: the move
+	// cannot resume, and only CancelMove run again ends it.
+	Cancelling bool
 }
 
 // Process is a process of the shared map, as the plugin's database records

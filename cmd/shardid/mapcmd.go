@@ -28,9 +28,12 @@ With --json it prints one object: "version", "logical_shards" (how many),
 "physical", one object per database with "name", "ranges" (of logical
 shards, objects {"from": N, "to": N}, inclusive) and "logical_shards" (how
 many), and "moves", the moves under way or awaiting cleanup, each with
-"logical" (a range), "from", "to", "phase" and "running" (whether a run,
+"logical" (a range), "from", "to", "phase", "running" (whether a run,
 a mover, cancel or cleanup, holds it now; a move under way that none holds
-stopped, and resumes when run again), and "processes", each process that
+stopped, and resumes when run again) and "cancelling" (a cancel of the move
+began, in its "phase", and has not ended: the move cannot resume; one that
+no run holds stopped midway, and "shardid move cancel" run again ends it),
+and "processes", each process that
 notes itself in the plugin's database as following the map (the
 application's, other commands', this one's), with "owner" (host:pid:random),
 "map_version" (the version it routes by), "seen" (when it last said so),
@@ -128,6 +131,8 @@ type mapMove struct {
 	To      string     `json:"to"`
 	Phase   string     `json:"phase"`
 	Running bool       `json:"running"` // a run (mover, cancel, cleanup) holds the move now
+	// Cancelling: a cancel of the move began and has not ended.
+	Cancelling bool `json:"cancelling"`
 }
 
 // shardRange is an inclusive range of logical shards, in JSON.
@@ -147,7 +152,7 @@ func mapInfoOf(version int64, m *shardrouter.Map, moves []shardid.MoveStatus, pr
 	}
 	for _, mv := range moves {
 		if mv.Phase != shardid.PhaseCancelled && mv.Phase != shardid.PhaseCleaned {
-			info.Moves = append(info.Moves, mapMove{Logical: shardRange(mv.Logical), From: mv.From, To: mv.To, Phase: mv.Phase, Running: mv.Running})
+			info.Moves = append(info.Moves, mapMove{Logical: shardRange(mv.Logical), From: mv.From, To: mv.To, Phase: mv.Phase, Running: mv.Running, Cancelling: mv.Cancelling})
 		}
 	}
 	return info
@@ -166,7 +171,11 @@ func printMap(w io.Writer, info mapInfo) {
 	_ = tw.Flush()
 	for _, mv := range info.Moves {
 		logical := rangeText(shardrouter.Range(mv.Logical))
-		if mv.Phase == shardid.PhaseServing {
+		if mv.Cancelling && mv.Running {
+			fmt.Fprintf(w, "cancelling the move of logical shards %s from %s to %s (in phase %s): %s serves them\n", logical, mv.From, mv.To, mv.Phase, mv.From)
+		} else if mv.Cancelling {
+			fmt.Fprintf(w, "cancelling the move of logical shards %s from %s to %s (in phase %s): the cancel stopped midway, no run holds it; the move cannot resume: run the cancel again to end it (shardid move cancel --shards %s)\n", logical, mv.From, mv.To, mv.Phase, logical)
+		} else if mv.Phase == shardid.PhaseServing {
 			fmt.Fprintf(w, "moved logical shards %s from %s to %s: %s keeps a frozen copy until shardid move cleanup\n", logical, mv.From, mv.To, mv.From)
 		} else if mv.Running {
 			fmt.Fprintf(w, "moving logical shards %s from %s to %s: phase %s\n", logical, mv.From, mv.To, mv.Phase)

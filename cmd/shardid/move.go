@@ -109,7 +109,9 @@ func runMove(cmd *cobra.Command, o moveOptions) error {
 			progress.finish()
 		}
 		if err != nil {
-			if m, recorded := recordedMove(context.WithoutCancel(ctx), s, r); recorded == nil && !o.dryRun && underWay(m.Phase) && !m.Running {
+			if m, recorded := recordedMove(context.WithoutCancel(ctx), s, r); recorded == nil && m.Cancelling && !m.Running {
+				printCancelStopped(cmd.OutOrStdout(), r, o.config)
+			} else if recorded == nil && !o.dryRun && underWay(m.Phase) && !m.Running {
 				if m.To == o.to {
 					fmt.Fprintf(cmd.OutOrStdout(), "the move stopped in phase %s; run the same command again to resume it, or cancel it (shardid move cancel)\n", m.Phase)
 				} else { // the move of record goes elsewhere: this command never resumes it
@@ -149,6 +151,21 @@ func shellWord(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// printCancelStopped says that a cancel of the move of r began and stopped
+// midway: the move cannot resume, and the cancel run again ends it.
+func printCancelStopped(w io.Writer, r shardid.Range, config string) {
+	fmt.Fprintf(w, "a cancel of the move of logical shards %s began and stopped midway: the move cannot resume; run the cancel again to end it: shardid move cancel --config %s --shards %s\n",
+		rangeText(r), shellWord(config), rangeText(r))
+}
+
+// phaseText is a move's phase, or "cancelling" for one whose cancel began.
+func phaseText(m shardid.MoveStatus) string {
+	if m.Cancelling {
+		return "cancelling"
+	}
+	return m.Phase
 }
 
 // runText says whether a run holds the move now; a move under way that none
@@ -218,6 +235,11 @@ func moveStatusCommand(o *moveOptions) *cobra.Command {
 					return err
 				}
 				printMoves(cmd.OutOrStdout(), moves)
+				for _, m := range moves {
+					if m.Cancelling && !m.Running {
+						printCancelStopped(cmd.OutOrStdout(), m.Logical, o.config)
+					}
+				}
 				return nil
 			})
 		},
@@ -243,7 +265,7 @@ func printMoves(w io.Writer, moves []shardid.MoveStatus) {
 		if m.MapVersion > 0 {
 			version = fmt.Sprint(m.MapVersion)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", rangeText(m.Logical), m.From, m.To, m.Phase, runText(m), rows, m.Changes,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", rangeText(m.Logical), m.From, m.To, phaseText(m), runText(m), rows, m.Changes,
 			frozen, version, m.Started.UTC().Format(time.RFC3339))
 	}
 	_ = tw.Flush()
@@ -268,6 +290,9 @@ func moveCancelCommand(o *moveOptions) *cobra.Command {
 					return err
 				}
 				if err := s.plugin.CancelMove(ctx, r); err != nil {
+					if m, recorded := recordedMove(context.WithoutCancel(ctx), s, r); recorded == nil && m.Cancelling && !m.Running {
+						fmt.Fprintf(cmd.OutOrStdout(), "the cancel stopped midway: run the same command again to end it (the move cannot resume)\n")
+					}
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "cancelled the move of logical shards %s to %s: %s serves them as before; the copies on %s are deleted\n",

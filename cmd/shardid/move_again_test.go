@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -170,4 +171,55 @@ func TestTheCleanupHintOfAMoveRunsAsPrinted(t *testing.T) {
 			t.Errorf("the hint %q reads in a shell as %q, want %q", hint, got, want)
 		}
 	}
+}
+
+// TestAMoveWhoseCancelStoppedMidwaySaysToRunTheCancelAgain: a cancel that
+// stopped midway (its target's copies not all deleted) leaves a move that
+// cannot resume: run again, dry-run, listed by move status or map, every
+// message says to run the cancel again, none to resume the move, and the
+// cancel run again ends it.
+func TestAMoveWhoseCancelStoppedMidwaySaysToRunTheCancelAgain(t *testing.T) {
+	e := sqliteEnv(t)
+	app, _ := e.applicationWithItems(t, 0, 5, 700, 1023)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := shardid.Range{From: 0, To: 1023}
+	_, err := app.plugin.Move(ctx, shardid.Move{Logical: r, To: "c", ChunkSize: 1, Progress: func(p shardid.MoveProgress) {
+		if p.Phase == shardid.PhaseCopy && p.Copied > 1 {
+			cancel()
+		}
+	}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("the move to c, stopped in its copy: %v", err)
+	}
+	// The cancel stops at the deletes of c's copies: c's write lock is held, and its file waits 100ms for it.
+	locked := direct(t, e.dsns["c"]).Begin()
+	must(t, locked.Exec("DELETE FROM shardid_cmd_items WHERE id = -1").Error)
+	impatient := map[string]string{"main": e.dsns["main"], "a": e.dsns["a"], "b": e.dsns["b"], "c": strings.Replace(e.dsns["c"], "busy_timeout(20000)", "busy_timeout(100)", 1)}
+	out, err := run(t, "move", "cancel", "--config", writeConfig(t, impatient).config, "--shards", "0-1023")
+	must(t, locked.Rollback().Error)
+	if err == nil || !strings.Contains(out, "the cancel stopped midway: run the same command again to end it") {
+		t.Fatalf("shardid move cancel, stopped at the target's deletes: %v\n%s", err, out)
+	}
+
+	for _, args := range [][]string{
+		{"move", "--shards", "0-1023", "--to", "c"},
+		{"move", "--shards", "0-1023", "--to", "c", "--dry-run"},
+		{"move", "status"},
+		{"map"},
+	} {
+		args = append(args, "--config", e.config)
+		out, err := run(t, args...)
+		text := fmt.Sprint(out, err)
+		if !strings.Contains(text, "run the cancel again to end it") || strings.Contains(text, "resume it") || strings.Contains(text, "to copy") {
+			t.Errorf("shardid %s, its cancel stopped midway: %v; want it to say to run the cancel again, and not to resume the move\n%s", strings.Join(args, " "), err, out)
+		}
+		if args[0] == "move" && args[1] != "status" && err == nil {
+			t.Errorf("shardid %s, its cancel stopped midway, succeeded\n%s", strings.Join(args, " "), out)
+		}
+	}
+	out = mustRun(t, "move", "cancel", "--config", e.config, "--shards", "0-1023")
+	wantIn(t, out, "cancelled the move of logical shards 0-1023 to c")
+	out = mustRun(t, "move", "--config", e.config, "--shards", "0-1023", "--to", "c")
+	wantIn(t, out, "moved logical shards 0-1023 from a to c")
 }

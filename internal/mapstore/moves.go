@@ -37,6 +37,9 @@ type MoveState struct {
 	CutoverAt  time.Time           `json:"cutover_at"`
 	Started    time.Time           `json:"started"`
 	Notes      map[string]string   `json:"notes,omitempty"`
+	// Cancelling: a cancel of the move began ([Store.BeginCancel]) and has
+	// not ended; read from the phase column, not kept in the state.
+	Cancelling bool `json:"-"`
 }
 
 // PrepareMoves creates the moves table if it is missing. A move's state
@@ -71,8 +74,8 @@ func (s *Store) PrepareMoves(ctx context.Context) error {
 
 // LoadMove returns the state of the move of r, or nil.
 func (s *Store) LoadMove(ctx context.Context, r shardrouter.Range) (*MoveState, error) {
-	var body string
-	err := s.db.QueryRowContext(ctx, storeSQL(s.dialect, "SELECT state FROM "+s.quoted(s.moves)+" WHERE from_shard = ? AND to_shard = ?"), r.From, r.To).Scan(&body)
+	var body, phase string
+	err := s.db.QueryRowContext(ctx, storeSQL(s.dialect, "SELECT state, phase FROM "+s.quoted(s.moves)+" WHERE from_shard = ? AND to_shard = ?"), r.From, r.To).Scan(&body, &phase)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -83,6 +86,7 @@ func (s *Store) LoadMove(ctx context.Context, r shardrouter.Range) (*MoveState, 
 	if err != nil {
 		return nil, errs.Wrap(err, "the state of the move of %d-%d in %s", r.From, r.To, s.moves)
 	}
+	st.Cancelling = phase == phaseCancelling
 	return st, nil
 }
 
@@ -100,21 +104,22 @@ func decodeMove(body string) (*MoveState, error) {
 
 // Moves returns every move's state, ended ones too, for operators.
 func (s *Store) Moves(ctx context.Context) ([]*MoveState, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT state FROM "+s.quoted(s.moves)+" ORDER BY from_shard")
+	rows, err := s.db.QueryContext(ctx, "SELECT state, phase FROM "+s.quoted(s.moves)+" ORDER BY from_shard")
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	var list []*MoveState
 	for rows.Next() {
-		var body string
-		if err := rows.Scan(&body); err != nil {
+		var body, phase string
+		if err := rows.Scan(&body, &phase); err != nil {
 			return nil, err
 		}
 		st, err := decodeMove(body)
 		if err != nil {
 			return nil, err
 		}
+		st.Cancelling = phase == phaseCancelling
 		list = append(list, st)
 	}
 	return list, rows.Err()

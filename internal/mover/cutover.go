@@ -137,7 +137,7 @@ func (mv *run) cutoverOnce(ctx context.Context) (err error) {
 		return &served
 	})
 	if errors.Is(err, mapstore.ErrCancelling) {
-		return fmt.Errorf("%w: a cancel of the move of %d-%d began (CancelMove, by a run that found the move's lock free): the map is not written, and the cancel ends the move", ErrInvalid, mv.st.Logical.From, mv.st.Logical.To)
+		return fmt.Errorf("%w: a cancel of the move of %d-%d began (CancelMove, by a run that found the move's lock free): the map is not written, and the cancel ends the move (run it again, CancelMove or shardid move cancel, if it stopped)", ErrInvalid, mv.st.Logical.From, mv.st.Logical.To)
 	}
 	if err != nil {
 		if _, readErr := mv.d.RefreshMap(context.WithoutCancel(ctx)); readErr != nil || !mv.servedByTarget() {

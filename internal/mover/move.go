@@ -280,8 +280,16 @@ func (mv *run) stillFenced(ctx context.Context) error {
 	if err != nil || open {
 		return err
 	}
-	return fmt.Errorf("%w: the move of %d-%d to %s was being cancelled: %s no longer fences the range, and its writes since are not logged; run CancelMove to end it, then move the range anew",
+	return fmt.Errorf("%w: the move of %d-%d to %s was being cancelled: %s no longer fences the range, and its writes since are not logged; run the cancel again to end it (CancelMove, or shardid move cancel), then move the range anew",
 		ErrInvalid, mv.st.Logical.From, mv.st.Logical.To, mv.st.To, mv.st.From)
+}
+
+// cancelBegun is the error of a move, run again, whose cancel began and has
+// not ended: it cannot resume (its cutover would not be written), and only
+// the cancel run again ends it.
+func cancelBegun(st *mapstore.MoveState) error {
+	return fmt.Errorf("%w: a cancel of the move of %d-%d to %s began and has not ended (it stopped midway, or runs now): the move cannot resume; run the cancel again to end it (CancelMove, or shardid move cancel), then move the range anew",
+		ErrInvalid, st.Logical.From, st.Logical.To, st.To)
 }
 
 func phaseIndex(phase string) int {

@@ -44,6 +44,9 @@ func newRun(ctx context.Context, d Driver, req Request) (*run, error) {
 	if st != nil && (st.Phase == PhaseCancelled || st.Phase == PhaseCleaned) {
 		st = nil // ended: the range may move again
 	}
+	if st != nil && st.Cancelling && !req.ending { // a cancel run again ends it
+		return nil, cancelBegun(st)
+	}
 	if st != nil && st.Phase == PhaseServing && st.To != req.To {
 		return nil, bad("logical shards %d-%d were moved to %s, whose move is not cleaned up: clean it up first (CleanupMove, or shardid move cleanup), then move them on", r.From, r.To, st.To)
 	}

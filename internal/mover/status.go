@@ -18,6 +18,7 @@ type Status struct {
 	Started    time.Time
 	CutoverAt  time.Time
 	Running    bool
+	Cancelling bool
 }
 
 // Moves lists the moves the store records, ended ones too.
@@ -33,7 +34,7 @@ func (m *Mover) Moves(ctx context.Context, d Driver) ([]Status, error) {
 	out := make([]Status, len(list))
 	for i, st := range list {
 		out[i] = Status{Logical: st.Logical, From: st.From, To: st.To, Phase: st.Phase, Rows: st.Copied, Changes: st.Changes,
-			Frozen: st.Frozen, MapVersion: st.MapVersion, Started: st.Started, CutoverAt: st.CutoverAt}
+			Frozen: st.Frozen, MapVersion: st.MapVersion, Started: st.Started, CutoverAt: st.CutoverAt, Cancelling: st.Cancelling}
 		if st.Phase != PhaseCancelled && st.Phase != PhaseCleaned {
 			if out[i].Running, err = s.MoveRunning(ctx, st.Logical); err != nil {
 				return nil, err
