@@ -302,3 +302,42 @@ func TestAFileOfAnotherLayoutThanTheMapsIsRefusedForItsLayout(t *testing.T) {
 		}
 	}
 }
+
+// TestACommandThatOnlyReadsMakesNoTable: map, move status, health, verify,
+// recover and a dry run, on databases the application has opened but not
+// migrated (no move recorded, no moves table), list no moves and make no
+// table, on the plugin's database or a shard: "shardid map" made the moves
+// table.
+func TestACommandThatOnlyReadsMakesNoTable(t *testing.T) {
+	for name, env := range map[string]func(*testing.T) opsEnv{"sqlite": sqliteEnv, "mysql": mysqlEnv, "postgres": postgresEnv} {
+		t.Run(name, func(t *testing.T) {
+			e := env(t)
+			must(t, e.application(t).close())
+			tables := func() map[string][]string {
+				all := map[string][]string{}
+				for _, db := range []string{"main", "a", "b", "c"} {
+					if path, ok := sqliteFile(e.dsns[db]); ok {
+						if _, err := os.Stat(path); err != nil {
+							continue // a shard's file the application has not made yet
+						}
+					}
+					names, err := direct(t, e.dsns[db]).Migrator().GetTables()
+					must(t, err)
+					all[db] = names
+				}
+				return all
+			}
+			before := tables()
+			for _, args := range [][]string{{"map"}, {"move", "status"}, {"health"}, {"verify"}, {"recover"}, {"move", "--shards", "0-10", "--to", "c", "--dry-run"}} {
+				out, _ := run(t, append(args, "--config", e.config)...)
+				if args[0] == "map" && !strings.Contains(out, "map version 1:") || len(args) == 2 && args[1] == "status" && !strings.Contains(out, "no moves recorded") {
+					t.Errorf("shardid %s:\n%s", strings.Join(args, " "), out)
+				}
+				if after := tables(); fmt.Sprint(after) != fmt.Sprint(before) {
+					t.Errorf("shardid %s made tables: %v, before %v", strings.Join(args, " "), after, before)
+					before = after
+				}
+			}
+		})
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 
 	"gorm.io/gorm"
@@ -154,10 +153,10 @@ func (e *Engine) checkRecordedIdentity(ctx context.Context, name string, physica
 	switch {
 	case err == nil && bound != token:
 		return swapped(name, token, bound, e.boundTokens())
-	case err != nil && !errors.Is(err, sql.ErrNoRows) && !missingTable(ownDialect, err):
+	case err != nil && !errors.Is(err, sql.ErrNoRows) && !sqlerr.MissingTable(ownDialect, err):
 		return errs.Wrap(err, "%s: reading the database the plugin's database records for it", name)
 	}
-	if token == "" || missingTable(ownDialect, err) {
+	if token == "" || sqlerr.MissingTable(ownDialect, err) {
 		return nil // no plugin opened the database, or none recorded a name
 	}
 	return e.noOtherShardOpens(ctx, own, ownDialect, token, name)
@@ -167,26 +166,10 @@ func (e *Engine) checkRecordedIdentity(ctx context.Context, name string, physica
 func storedToken(ctx context.Context, db *sql.DB, dialect string) (string, error) {
 	var token string
 	err := db.QueryRowContext(ctx, "SELECT token FROM "+databaseTokenTable+" WHERE id = 1").Scan(&token)
-	if errors.Is(err, sql.ErrNoRows) || missingTable(dialect, err) {
+	if errors.Is(err, sql.ErrNoRows) || sqlerr.MissingTable(dialect, err) {
 		return "", nil
 	}
 	return token, err
-}
-
-// missingTable reports whether err says that a statement's table is not there.
-func missingTable(dialect string, err error) bool {
-	if err == nil {
-		return false
-	}
-	switch dialect {
-	case "mysql":
-		number, _, ok := sqlerr.MySQL(err)
-		return ok && number == 1146
-	case "postgres":
-		code, _, ok := sqlerr.Postgres(err)
-		return ok && code == "42P01"
-	}
-	return strings.Contains(err.Error(), "no such table")
 }
 
 // swapped is the error of shard name opening the database of token, where

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shardid/shardid/internal/errs"
+	"github.com/shardid/shardid/internal/sqlerr"
 	"github.com/shardid/shardid/shardrouter"
 )
 
@@ -72,11 +73,12 @@ func (s *Store) PrepareMoves(ctx context.Context) error {
 	return nil
 }
 
-// LoadMove returns the state of the move of r, or nil.
+// LoadMove returns the state of the move of r, or nil (none recorded, or
+// no moves table).
 func (s *Store) LoadMove(ctx context.Context, r shardrouter.Range) (*MoveState, error) {
 	var body, phase string
 	err := s.db.QueryRowContext(ctx, storeSQL(s.dialect, "SELECT state, phase FROM "+s.quoted(s.moves)+" WHERE from_shard = ? AND to_shard = ?"), r.From, r.To).Scan(&body, &phase)
-	if errors.Is(err, sql.ErrNoRows) {
+	if errors.Is(err, sql.ErrNoRows) || sqlerr.MissingTable(s.dialect, err) {
 		return nil, nil
 	}
 	if err != nil {
@@ -102,9 +104,14 @@ func decodeMove(body string) (*MoveState, error) {
 	return st, nil
 }
 
-// Moves returns every move's state, ended ones too, for operators.
+// Moves returns every move's state, ended ones too, for operators; none
+// when the moves table is missing, which it does not make: an operator's
+// command that lists the moves writes nothing.
 func (s *Store) Moves(ctx context.Context) ([]*MoveState, error) {
 	rows, err := s.db.QueryContext(ctx, "SELECT state, phase FROM "+s.quoted(s.moves)+" ORDER BY from_shard")
+	if sqlerr.MissingTable(s.dialect, err) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -19,8 +19,10 @@ func newRun(ctx context.Context, d Driver, req Request) (*run, error) {
 		return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
 	}
 	store := d.Store()
-	if err := store.PrepareMoves(ctx); err != nil {
-		return nil, err
+	if !req.DryRun { // a dry run writes nothing: without the table, no move is recorded
+		if err := store.PrepareMoves(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if _, err := d.RefreshMap(ctx); err != nil {
 		return nil, errs.Wrap(err, "reading the shared map")

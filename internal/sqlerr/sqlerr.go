@@ -36,6 +36,23 @@ func MySQL(err error) (number int, message string, ok bool) {
 	return int(n.Uint()), m.String(), true
 }
 
+// MissingTable reports whether err, of a database of dialect, says that a
+// statement's table is not there.
+func MissingTable(dialect string, err error) bool {
+	if err == nil {
+		return false
+	}
+	switch dialect {
+	case "mysql":
+		number, _, ok := MySQL(err)
+		return ok && number == 1146
+	case "postgres":
+		code, _, ok := Postgres(err)
+		return ok && code == "42P01"
+	}
+	return strings.Contains(err.Error(), "no such table")
+}
+
 // Postgres returns the SQLSTATE and message of the first PostgreSQL server
 // error in err's tree; the message is the error's Message field, or its text
 // for a type without one.
