@@ -261,10 +261,16 @@ func aCommandThatOnlyReadsBindsNoShardName(t *testing.T, e opsEnv) {
 			t.Errorf("the application opening d by its right DSN: %s: %v", r.Name, r.Err)
 		}
 	}
-	// Once the application has bound d, the commands still check it.
+	// Once the application has bound d, the commands still check it, and
+	// every name: a and b swapped are both refused.
 	out, err := run(t, "health", "--config", mistyped)
 	if err == nil || !strings.Contains(out, "shard d opens another database than the one it named before") {
 		t.Errorf("health, d mistyped after the application bound it: %v; want d down, as opening another database\n%s", err, out)
+	}
+	swapped := writeConfig(t, map[string]string{"main": e.dsns["main"], "a": e.dsns["b"], "b": e.dsns["a"], "c": e.dsns["c"]})
+	out, err = run(t, "health", "--config", swapped.config)
+	if err == nil || strings.Count(out, "are two shards' DSNs swapped?") != 2 {
+		t.Errorf("health, a and b swapped: %v; want both down, as swapped\n%s", err, out)
 	}
 }
 
