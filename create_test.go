@@ -965,3 +965,68 @@ func TestAHooksErrorOfAnUncomparableTypeIsTheStatementsError(t *testing.T) {
 		t.Fatalf("%d rows written by refused Creates", n)
 	}
 }
+
+// hookFault is an application's error type whose Error method reads its
+// fields, as most do: on a typed nil pointer, which a hook returns when it
+// declares its result as *hookFault, it panics.
+type hookFault struct{ field string }
+
+func (e *hookFault) Error() string { return e.field + " is invalid" }
+
+type nilFaulted struct {
+	ID   int64 `shardid:""`
+	Name string
+}
+
+var nilFaultedFails bool
+
+func (v *nilFaulted) BeforeSave(*gorm.DB) error {
+	var fault *hookFault
+	if nilFaultedFails {
+		return fault // a typed nil: an error that is not nil, as GORM takes it
+	}
+	return nil
+}
+
+func (v *nilFaulted) AfterFind(db *gorm.DB) error { return v.BeforeSave(db) }
+
+// TestAHooksTypedNilErrorFailsTheStatementWithoutAPanic: a hook's error
+// that is a typed nil pointer, whose Error method panics, fails the
+// statement with it, as without the plugin, on one shard and on all of
+// them: the plugin does not crash reading its text.
+func TestAHooksTypedNilErrorFailsTheStatementWithoutAPanic(t *testing.T) {
+	db, _ := testDB(t, Config{})
+	migrate(t, db, &nilFaulted{})
+	rows := []nilFaulted{{Name: "a"}, {Name: "b"}, {Name: "c"}}
+	must(t, db.Create(&rows).Error)
+	nilFaultedFails = true
+	defer func() { nilFaultedFails = false }()
+	for name, run := range map[string]func(*gorm.DB) error{
+		"Create":      func(tx *gorm.DB) error { return tx.Create(&nilFaulted{Name: "d"}).Error },
+		"Save":        func(tx *gorm.DB) error { return tx.Save(&rows[0]).Error },
+		"Update":      func(tx *gorm.DB) error { return tx.Model(&rows[1]).Update("name", "e").Error },
+		"First":       func(tx *gorm.DB) error { return tx.First(&nilFaulted{}, rows[2].ID).Error },
+		"Find on all": func(tx *gorm.DB) error { return tx.Clauses(AllShards()).Find(&[]nilFaulted{}).Error },
+		"in a Transaction": func(tx *gorm.DB) error {
+			return tx.Transaction(func(tx *gorm.DB) error { return tx.Create(&nilFaulted{}).Error })
+		},
+	} {
+		for _, tx := range []*gorm.DB{db, db.Session(&gorm.Session{SkipDefaultTransaction: true})} {
+			func() {
+				defer func() {
+					if p := recover(); p != nil {
+						t.Errorf("%s: panicked: %v", name, p)
+					}
+				}()
+				if err := run(tx); !errors.As(err, new(*hookFault)) {
+					t.Errorf("%s failed with %v, want the hook's *hookFault", name, err)
+				}
+			}()
+		}
+	}
+	var n int64
+	must(t, db.Model(&nilFaulted{}).Clauses(AllShards()).Count(&n).Error)
+	if n != int64(len(rows)) {
+		t.Fatalf("%d rows, want the %d written before the hook failed", n, len(rows))
+	}
+}

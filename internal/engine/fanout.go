@@ -493,7 +493,7 @@ func boundAs(v any) any {
 	if valuer, ok := v.(driver.Valuer); ok {
 		bound, err := boundValue(valuer)
 		if err != nil {
-			return err.Error()
+			return errorText(err)
 		}
 		return bound
 	}

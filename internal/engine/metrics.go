@@ -174,7 +174,7 @@ func (e *Engine) countFanOut(db *gorm.DB, kind statementKind, parts int) {
 // to it, which is then the part's error as without the mark.
 func unmarkPartEnd(err error) error {
 	if !errors.Is(err, errPartEnded) {
-		if strings.HasPrefix(err.Error(), errPartEnded.Error()+"; ") && errors.Unwrap(err) != nil { // gorm.DB.AddError's
+		if strings.HasPrefix(errorText(err), errPartEnded.Error()+"; ") && errors.Unwrap(err) != nil { // gorm.DB.AddError's
 			return errors.Unwrap(err)
 		}
 		return err

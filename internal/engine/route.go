@@ -811,7 +811,7 @@ func fromDatabase(err error) bool {
 	var named *onError
 	var mapNotRead *mapNotReadError
 	return err != gorm.ErrRecordNotFound && !errors.Is(err, ErrNoShard) && !errors.Is(err, ErrCrossShard) &&
-		!errors.Is(err, ErrInvalidID) && !errors.As(err, &named) && !errors.As(err, &mapNotRead) && !strings.HasPrefix(err.Error(), "shardid: on ")
+		!errors.Is(err, ErrInvalidID) && !errors.As(err, &named) && !errors.As(err, &mapNotRead) && !strings.HasPrefix(errorText(err), "shardid: on ")
 }
 
 // onError is an error of a statement on one physical database.
@@ -824,7 +824,7 @@ func (e *onError) Error() string {
 	if inner, ok := e.err.(*onError); ok && inner.name == e.name {
 		return inner.Error() // named once
 	}
-	return "shardid: on " + e.name + ": " + strings.TrimPrefix(e.err.Error(), "shardid: ")
+	return "shardid: on " + e.name + ": " + strings.TrimPrefix(errorText(e.err), "shardid: ")
 }
 func (e *onError) Unwrap() error { return e.err }
 
