@@ -990,13 +990,19 @@ func (v *nilFaulted) BeforeSave(*gorm.DB) error {
 
 func (v *nilFaulted) AfterFind(db *gorm.DB) error { return v.BeforeSave(db) }
 
+// faultingValuer fails with a typed nil *hookFault.
+type faultingValuer struct{}
+
+func (faultingValuer) Value() (driver.Value, error) { return nil, (*hookFault)(nil) }
+
 // TestAHooksTypedNilErrorFailsTheStatementWithoutAPanic: a hook's error
 // that is a typed nil pointer, whose Error method panics, fails the
 // statement with it, as without the plugin, on one shard and on all of
-// them: the plugin does not crash reading its text.
+// them, over several databases: the plugin does not crash reading its text,
+// nor does errors.Is with the plugin's errors on what the statement returns.
+// Nor does a Valuer's error that is such a nil, which database/sql wraps.
 func TestAHooksTypedNilErrorFailsTheStatementWithoutAPanic(t *testing.T) {
-	db, _ := testDB(t, Config{})
-	migrate(t, db, &nilFaulted{})
+	db, _, _, _ := routedOverN(t, 3, Config{}, &nilFaulted{})
 	rows := []nilFaulted{{Name: "a"}, {Name: "b"}, {Name: "c"}}
 	must(t, db.Create(&rows).Error)
 	nilFaultedFails = true
@@ -1008,7 +1014,7 @@ func TestAHooksTypedNilErrorFailsTheStatementWithoutAPanic(t *testing.T) {
 		"First":       func(tx *gorm.DB) error { return tx.First(&nilFaulted{}, rows[2].ID).Error },
 		"Find on all": func(tx *gorm.DB) error { return tx.Clauses(AllShards()).Find(&[]nilFaulted{}).Error },
 		"in a Transaction": func(tx *gorm.DB) error {
-			return tx.Transaction(func(tx *gorm.DB) error { return tx.Create(&nilFaulted{}).Error })
+			return tx.Clauses(ByID(rows[2].ID)).Transaction(func(tx *gorm.DB) error { return tx.Save(&rows[2]).Error })
 		},
 	} {
 		for _, tx := range []*gorm.DB{db, db.Session(&gorm.Session{SkipDefaultTransaction: true})} {
@@ -1018,11 +1024,40 @@ func TestAHooksTypedNilErrorFailsTheStatementWithoutAPanic(t *testing.T) {
 						t.Errorf("%s: panicked: %v", name, p)
 					}
 				}()
-				if err := run(tx); !errors.As(err, new(*hookFault)) {
+				err := run(tx)
+				if !errors.As(err, new(*hookFault)) {
 					t.Errorf("%s failed with %v, want the hook's *hookFault", name, err)
+				}
+				if errors.Is(err, ErrShardUnavailable) || errors.Is(err, ErrShardMoved) {
+					t.Errorf("%s failed with %v, taken for the plugin's", name, err)
 				}
 			}()
 		}
+	}
+	nilFaultedFails = false
+	for name, run := range map[string]func() error{
+		"Update on all": func() error {
+			return db.Model(&nilFaulted{}).Clauses(AllShards()).Where("id > 0").Update("name", faultingValuer{}).Error
+		},
+		"Find on all": func() error {
+			return db.Clauses(AllShards()).Where("name = ?", faultingValuer{}).Find(&[]nilFaulted{}).Error
+		},
+		"Find by ID": func() error {
+			return db.Where("id = ? AND name = ?", rows[0].ID, faultingValuer{}).Find(&[]nilFaulted{}).Error
+		},
+	} {
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Errorf("a Valuer's nil error, %s: panicked: %v", name, p)
+				}
+			}()
+			err := run()
+			if !errors.As(err, new(*hookFault)) || errors.Is(err, ErrShardUnavailable) {
+				t.Errorf("a Valuer's nil error, %s: failed with %v, want the Valuer's *hookFault", name, err)
+			}
+			_ = err.Error()
+		}()
 	}
 	var n int64
 	must(t, db.Model(&nilFaulted{}).Clauses(AllShards()).Count(&n).Error)

@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
 
+	"github.com/shardid/shardid/internal/errs"
 	"github.com/shardid/shardid/internal/fence"
 	"github.com/shardid/shardid/internal/sqlscan"
 	"github.com/shardid/shardid/shardrouter"
@@ -493,7 +494,7 @@ func boundAs(v any) any {
 	if valuer, ok := v.(driver.Valuer); ok {
 		bound, err := boundValue(valuer)
 		if err != nil {
-			return errorText(err)
+			return errs.Text(err)
 		}
 		return bound
 	}

@@ -3,11 +3,11 @@ package engine
 import (
 	"database/sql"
 	"errors"
-	"fmt"
 	"reflect"
 
 	"gorm.io/gorm"
 
+	"github.com/shardid/shardid/internal/errs"
 	"github.com/shardid/shardid/internal/sqlerr"
 )
 
@@ -62,7 +62,7 @@ func sameError(a, b error) bool {
 func keepFirst(db *gorm.DB, first error) {
 	joined := db.Error
 	added := errors.Unwrap(joined)
-	if added == nil || errorText(joined) != errorText(first)+"; "+errorText(added) {
+	if added == nil || errs.Text(joined) != errs.Text(first)+"; "+errs.Text(added) {
 		return // not AddError's join of first: a callback replaced or wrapped it
 	}
 	if errors.Is(added, sql.ErrTxDone) || sqlerr.Ended(db.Statement.Context) != nil {
@@ -79,18 +79,5 @@ func keepFirst(db *gorm.DB, first error) {
 // AddError words it, where errors.Is and errors.As find both.
 type addedError struct{ first, added error }
 
-func (e *addedError) Error() string   { return errorText(e.first) + "; " + errorText(e.added) }
+func (e *addedError) Error() string   { return errs.Text(e.first) + "; " + errs.Text(e.added) }
 func (e *addedError) Unwrap() []error { return []error{e.first, e.added} }
-
-// errorText is err.Error() for an error that may be the application's (a
-// hook's, a Valuer's, a callback's): one whose Error method panics, as a
-// typed nil pointer's that reads its fields does, is said as fmt says it
-// ("<nil>"), as GORM's logger does, and does not crash the statement.
-func errorText(err error) (text string) {
-	defer func() {
-		if recover() != nil {
-			text = fmt.Sprint(err)
-		}
-	}()
-	return err.Error()
-}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/shardid/shardid/internal/errs"
 )
 
 // Statement metrics: what exporters (the shardidprom module) read. Counting
@@ -174,7 +176,7 @@ func (e *Engine) countFanOut(db *gorm.DB, kind statementKind, parts int) {
 // to it, which is then the part's error as without the mark.
 func unmarkPartEnd(err error) error {
 	if !errors.Is(err, errPartEnded) {
-		if strings.HasPrefix(errorText(err), errPartEnded.Error()+"; ") && errors.Unwrap(err) != nil { // gorm.DB.AddError's
+		if strings.HasPrefix(errs.Text(err), errPartEnded.Error()+"; ") && errors.Unwrap(err) != nil { // gorm.DB.AddError's
 			return errors.Unwrap(err)
 		}
 		return err

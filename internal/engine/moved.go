@@ -151,7 +151,7 @@ func (e *Engine) retryMoved(kind statementKind, executor string) func(*gorm.DB) 
 		case err == nil && db.Error == nil:
 			e.movedStats.retried.Add(1)
 		case err != nil:
-			refused.Why, refused.Err = errorText(err), errors.Join(refused.Err, db.Error)
+			refused.Why, refused.Err = errs.Text(err), errors.Join(refused.Err, db.Error)
 			e.movedStats.failed.Add(1)
 			db.Error = refused
 		}
@@ -259,7 +259,7 @@ func (e *Engine) missedOnStaleMap(db *gorm.DB, kind statementKind, execute func(
 	}
 	k, err := e.awaitMapAway(db, m, kind, from)
 	if err != nil {
-		db.AddError(&MovedError{Shard: -1, To: "another database", Why: errorText(err)})
+		db.AddError(&MovedError{Shard: -1, To: "another database", Why: errs.Text(err)})
 		e.movedStats.failed.Add(1)
 		return
 	}
@@ -269,7 +269,7 @@ func (e *Engine) missedOnStaleMap(db *gorm.DB, kind statementKind, execute func(
 	}
 	e.movedStats.held.Add(1)
 	if err := e.holdAndRetry(db, kind, execute, time.Now().Add(e.moveWait())); err != nil {
-		db.AddError(&MovedError{Shard: -1, To: e.physical[k].name, Why: errorText(err)})
+		db.AddError(&MovedError{Shard: -1, To: e.physical[k].name, Why: errs.Text(err)})
 		e.movedStats.failed.Add(1)
 		return
 	}

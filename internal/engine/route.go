@@ -21,6 +21,7 @@ import (
 	"gorm.io/gorm/logger"
 	"gorm.io/gorm/schema"
 
+	"github.com/shardid/shardid/internal/errs"
 	"github.com/shardid/shardid/internal/fence"
 	"github.com/shardid/shardid/internal/sqlerr"
 	"github.com/shardid/shardid/shardrouter"
@@ -811,7 +812,7 @@ func fromDatabase(err error) bool {
 	var named *onError
 	var mapNotRead *mapNotReadError
 	return err != gorm.ErrRecordNotFound && !errors.Is(err, ErrNoShard) && !errors.Is(err, ErrCrossShard) &&
-		!errors.Is(err, ErrInvalidID) && !errors.As(err, &named) && !errors.As(err, &mapNotRead) && !strings.HasPrefix(errorText(err), "shardid: on ")
+		!errors.Is(err, ErrInvalidID) && !errors.As(err, &named) && !errors.As(err, &mapNotRead) && !strings.HasPrefix(errs.Text(err), "shardid: on ")
 }
 
 // onError is an error of a statement on one physical database.
@@ -824,7 +825,7 @@ func (e *onError) Error() string {
 	if inner, ok := e.err.(*onError); ok && inner.name == e.name {
 		return inner.Error() // named once
 	}
-	return "shardid: on " + e.name + ": " + strings.TrimPrefix(errorText(e.err), "shardid: ")
+	return "shardid: on " + e.name + ": " + strings.TrimPrefix(errs.Text(e.err), "shardid: ")
 }
 func (e *onError) Unwrap() error { return e.err }
 

@@ -24,7 +24,21 @@ func (w *wrapped) Error() string {
 	if w.err == nil {
 		return prefix + w.context
 	}
-	return prefix + w.context + ": " + strings.TrimPrefix(w.err.Error(), prefix)
+	return prefix + w.context + ": " + strings.TrimPrefix(Text(w.err), prefix)
 }
 
 func (w *wrapped) Unwrap() error { return w.err }
+
+// Text is err.Error() for an error that may be the application's (a hook's,
+// a Valuer's, a callback's, which the plugin reads its text or wraps): one
+// whose Error method panics, as a typed nil pointer's that reads its fields
+// does, is said as fmt says it ("<nil>"), as GORM's logger and database/sql
+// do, and does not crash the statement.
+func Text(err error) (text string) {
+	defer func() {
+		if recover() != nil {
+			text = fmt.Sprint(err)
+		}
+	}()
+	return err.Error()
+}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/shardid/shardid/internal/errs"
 	"github.com/shardid/shardid/internal/sqlerr"
 )
 
@@ -18,7 +19,7 @@ func MovedShard(err error) (shard int, target string, ok bool) {
 	if err == nil {
 		return 0, "", false
 	}
-	text := err.Error()
+	text := errs.Text(err)
 	if _, message, ok := sqlerr.MySQL(err); ok {
 		text = message
 	} else if _, message, ok := sqlerr.Postgres(err); ok {

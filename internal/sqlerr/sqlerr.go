@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/shardid/shardid/internal/errs"
 )
 
 // The package and type name of go-sql-driver/mysql's server error; both are
@@ -68,7 +70,7 @@ func Postgres(err error) (code, message string, ok bool) {
 	if v.Kind() == reflect.Pointer && v.IsNil() {
 		return "", "", false // its methods could not run
 	}
-	message = withState.Error()
+	message = errs.Text(withState)
 	if v.Kind() == reflect.Pointer && v.Elem().Kind() == reflect.Struct {
 		if m := v.Elem().FieldByName("Message"); m.IsValid() && m.Kind() == reflect.String {
 			message = m.String()
@@ -133,7 +135,7 @@ func OfEndedContext(ctx context.Context, err error) error {
 	}
 	var netErr net.Error
 	timedOut := errors.As(err, &netErr) && netErr.Timeout()
-	closedAtTheEnd := errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrTxDone) || first(err, func(e error) bool { return e.Error() == "invalid connection" }) != nil
+	closedAtTheEnd := errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrTxDone) || first(err, func(e error) bool { return errs.Text(e) == "invalid connection" }) != nil
 	if !timedOut && !closedAtTheEnd {
 		return err
 	}
@@ -177,7 +179,7 @@ func Unreachable(err error) bool {
 	}
 	// go-sql-driver's ErrInvalidConn; pgx's error of a connection found
 	// closed, or closed under the statement.
-	return first(err, func(e error) bool { return e.Error() == "invalid connection" || e.Error() == "conn closed" }) != nil
+	return first(err, func(e error) bool { text := errs.Text(e); return text == "invalid connection" || text == "conn closed" }) != nil
 }
 
 // Unsent reports whether the driver says that err occurred before anything

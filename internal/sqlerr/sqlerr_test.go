@@ -186,3 +186,25 @@ func (c deadlineOnly) Deadline() (time.Time, bool) { return c.deadline, true }
 func (c deadlineOnly) Done() <-chan struct{}       { return nil }
 func (c deadlineOnly) Err() error                  { return nil }
 func (c deadlineOnly) Value(any) any               { return nil }
+
+// fieldFault is an application's error type whose Error method reads its
+// field, and so panics on a typed nil pointer.
+type fieldFault struct{ field string }
+
+func (e *fieldFault) Error() string { return e.field + " is invalid" }
+
+// TestAnErrorWhoseTextPanicsIsClassifiedWithoutAPanic: a typed nil error
+// of the application's, bare or wrapped, is neither unreachable nor an ended
+// context's, and reading it does not panic.
+func TestAnErrorWhoseTextPanicsIsClassifiedWithoutAPanic(t *testing.T) {
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, err := range []error{(*fieldFault)(nil), fmt.Errorf("sql: converting argument $1 type: %w", (*fieldFault)(nil)), errors.Join(io.EOF, (*fieldFault)(nil))} {
+		if Unreachable(err) {
+			t.Errorf("Unreachable(%v)", err)
+		}
+		if got := OfEndedContext(ended, err); got != err {
+			t.Errorf("OfEndedContext(%v) = %v", err, got)
+		}
+	}
+}
