@@ -728,15 +728,7 @@ func (e *Engine) moveStatement(db *gorm.DB, k int, inTx bool, by *shardrouter.Ma
 		stmt.ConnPool = pool
 		return nil
 	}
-	var tx gorm.ConnPool
-	switch beginner := pool.(type) {
-	case gorm.TxBeginner:
-		tx, err = beginner.BeginTx(stmt.Context, nil)
-	case gorm.ConnPoolBeginner:
-		tx, err = beginner.BeginTx(stmt.Context, nil)
-	default:
-		err = gorm.ErrInvalidTransaction
-	}
+	tx, err := beginOn(stmt.Context, pool)
 	if err != nil {
 		return err
 	}
@@ -752,4 +744,15 @@ func (e *Engine) ranOn(stmt *gorm.Statement) (int, bool) {
 		return e.physicalOfPool(stmt.ConnPool)
 	}
 	return e.transactionPhysical(stmt)
+}
+
+// beginOn begins a transaction on pool, as GORM's Begin does.
+func beginOn(ctx context.Context, pool gorm.ConnPool) (gorm.ConnPool, error) {
+	switch beginner := pool.(type) {
+	case gorm.TxBeginner:
+		return beginner.BeginTx(ctx, nil)
+	case gorm.ConnPoolBeginner:
+		return beginner.BeginTx(ctx, nil)
+	}
+	return nil, gorm.ErrInvalidTransaction
 }

@@ -180,16 +180,7 @@ func (e *Engine) beginOwnTransaction(stmt *gorm.Statement) error {
 	if state == nil || state.ownFrom != nil {
 		return errors.New("the statement is not a routed write")
 	}
-	var tx gorm.ConnPool
-	var err error
-	switch beginner := stmt.ConnPool.(type) {
-	case gorm.TxBeginner:
-		tx, err = beginner.BeginTx(stmt.Context, nil)
-	case gorm.ConnPoolBeginner:
-		tx, err = beginner.BeginTx(stmt.Context, nil)
-	default:
-		err = gorm.ErrInvalidTransaction
-	}
+	tx, err := beginOn(stmt.Context, stmt.ConnPool)
 	if err != nil {
 		return err
 	}
