@@ -1050,12 +1050,7 @@ func TestMoveCarriesTablesLinkedByForeignKeys(t *testing.T) {
 				t.Fatalf("wrote in %v", wrote)
 			}
 			compareSides(t, r, []fpTable{{"fk_writers", "id"}, {"fk_books", "id"}})
-			must(t, r.p.CleanupMove(ctx, movingRange))
-			for _, table := range []string{"fk_books", "fk_writers"} {
-				if n := countIn(t, r.source, table, true, r.p.Layout()); n != 0 {
-					t.Errorf("%s: %d rows of the range left on the source after the cleanup", table, n)
-				}
-			}
+			cleanUpLeavingNone(t, ctx, r, "fk_books", "fk_writers")
 			var books []FkBook
 			must(t, r.db.Where("writer_id = ?", writers[len(writers)-1]).Find(&books).Error)
 			if len(books) != 3 {
@@ -1328,10 +1323,7 @@ func TestMoveCarriesATableReferencingItself(t *testing.T) {
 				t.Fatal("the move had no catch-up round")
 			}
 			compareSides(t, r, []fpTable{{"fk_nodes", "id"}})
-			must(t, r.p.CleanupMove(ctx, movingRange))
-			if n := countIn(t, r.source, "fk_nodes", true, r.p.Layout()); n != 0 {
-				t.Errorf("%d nodes of the range left on the source after the cleanup", n)
-			}
+			cleanUpLeavingNone(t, ctx, r, "fk_nodes")
 		})
 }
 
@@ -1400,10 +1392,7 @@ func TestCancelAndCleanupDeleteRowsReferencingEachOther(t *testing.T) {
 				}})
 			must(t, err)
 			compareSides(t, r, []fpTable{{"fk_nodes", "id"}})
-			must(t, r.p.CleanupMove(ctx, movingRange))
-			if n := countIn(t, r.source, "fk_nodes", true, r.p.Layout()); n != 0 {
-				t.Errorf("%d nodes of the range left on the source after the cleanup", n)
-			}
+			cleanUpLeavingNone(t, ctx, r, "fk_nodes")
 		})
 }
 
@@ -1588,10 +1577,7 @@ func TestMoveRefusesRowsReferencingAcrossTheRangesEdge(t *testing.T) {
 				t.Errorf("the node outside the range on the source after the refused cleanup: %+v", kept)
 			}
 			must(t, r.source.Exec("UPDATE fk_nodes SET parent_id = NULL WHERE id = ?", outside.ID).Error)
-			must(t, r.p.CleanupMove(ctx, movingRange))
-			if n := countIn(t, r.source, "fk_nodes", true, r.p.Layout()); n != 0 {
-				t.Errorf("%d nodes of the range left on the source after the cleanup", n)
-			}
+			cleanUpLeavingNone(t, ctx, r, "fk_nodes")
 			if n := countIn(t, r.source, "fk_nodes", false, r.p.Layout()); n != 2 {
 				t.Errorf("%d nodes outside the range on the source after the cleanup, want 2", n)
 			}
@@ -1692,12 +1678,7 @@ func TestMoveCarriesCompositeKeysOnAUniqueIndexWithCascadingUpdates(t *testing.T
 			if stale != 0 {
 				t.Errorf("%d albums on the target with their singer's old handle", stale)
 			}
-			must(t, r.p.CleanupMove(ctx, movingRange))
-			for _, table := range []string{"fk_albums", "fk_singers"} {
-				if n := countIn(t, r.source, table, true, r.p.Layout()); n != 0 {
-					t.Errorf("%s: %d rows of the range left on the source after the cleanup", table, n)
-				}
-			}
+			cleanUpLeavingNone(t, ctx, r, "fk_albums", "fk_singers")
 		})
 }
 
@@ -1875,10 +1856,7 @@ func TestMoveCarriesATableReferencingItselfByADeferrableKey(t *testing.T) {
 						}})
 					must(t, err)
 					compareSides(t, r, []fpTable{{"fk_nodes", "id"}})
-					must(t, r.p.CleanupMove(ctx, movingRange))
-					if n := countIn(t, r.source, "fk_nodes", true, r.p.Layout()); n != 0 {
-						t.Errorf("%d nodes of the range left on the source after the cleanup", n)
-					}
+					cleanUpLeavingNone(t, ctx, r, "fk_nodes")
 				})
 		})
 	}
@@ -2036,10 +2014,7 @@ func TestMoveCarriesATableReferencingItselfWithDeletesSettingNull(t *testing.T) 
 			if orphans != 3 {
 				t.Errorf("%d nodes without a parent on the target, want 3 (the first, and the replies of the two deleted)", orphans)
 			}
-			must(t, r.p.CleanupMove(ctx, movingRange))
-			if n := countIn(t, r.source, "fk_nodes", true, r.p.Layout()); n != 0 {
-				t.Errorf("%d nodes of the range left on the source after the cleanup", n)
-			}
+			cleanUpLeavingNone(t, ctx, r, "fk_nodes")
 		})
 }
 
@@ -2085,4 +2060,16 @@ func TestMoveFailingOnATargetsKeyToATableItDoesNotCarryNamesIt(t *testing.T) {
 			must(t, err)
 			compareSides(t, r, []fpTable{{"fk_books", "id"}})
 		})
+}
+
+// cleanUpLeavingNone cleans the move of movingRange up, and fails t for
+// each of tables that keeps rows of the range on the source.
+func cleanUpLeavingNone(t *testing.T, ctx context.Context, r *moveRig, tables ...string) {
+	t.Helper()
+	must(t, r.p.CleanupMove(ctx, movingRange))
+	for _, table := range tables {
+		if n := countIn(t, r.source, table, true, r.p.Layout()); n != 0 {
+			t.Errorf("%s: %d rows of the range left on the source after the cleanup", table, n)
+		}
+	}
 }
