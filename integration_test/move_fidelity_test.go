@@ -1915,6 +1915,61 @@ func TestCancelRefusesWhileARowOfTheTargetReferencesACopy(t *testing.T) {
 		})
 }
 
+// TestMoveRefusesDeletingACopyARowOfTheTargetReferences: while the move
+// runs, a node of a range the target serves comes to answer a copied node
+// there, and the source deletes that node. The catch-up's delete of the
+// copy would fail (RESTRICT) or take the target's node with it (CASCADE):
+// the move fails with ErrMoveInvalid naming the key, the target's node
+// kept; once it answers no copy, the move run again completes.
+func TestMoveRefusesDeletingACopyARowOfTheTargetReferences(t *testing.T) {
+	withForeignKey(t, []any{&FkWriter{}, &FkNode{}}, "ALTER TABLE fk_nodes ADD CONSTRAINT fk_nodes_parent FOREIGN KEY (parent_id) REFERENCES fk_nodes(id)",
+		func(t *testing.T, b backend, r *moveRig, cascade bool) {
+			models := append([]any{&FkWriter{}, &FkNode{}}, moveModels...)
+			w := FkWriter{Name: "thread"}
+			must(t, r.db.Clauses(shardid.OnShard(movingRange.From)).Create(&w).Error)
+			copied := FkNode{ThreadID: w.ID, Body: "copied"}
+			must(t, r.db.Create(&copied).Error)
+			own := r.p.Layout().Compose(time.Now(), movingRange.From-1, 1) // a logical shard the target serves
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			made := false
+			_, err := r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", CatchUpBelow: 1, Models: models,
+				Progress: func(p shardid.MoveProgress) {
+					if p.Phase == shardid.PhaseCatchUp && !made {
+						made = true
+						must(t, r.target.Exec("INSERT INTO fk_nodes (id, thread_id, parent_id, body) VALUES (?, ?, ?, 'own')", own, own, copied.ID).Error)
+						must(t, r.db.Delete(&copied).Error)
+					}
+				}})
+			if !made {
+				t.Fatalf("no catch-up: %v", err)
+			}
+			if !errors.Is(err, shardid.ErrMoveInvalid) || !strings.Contains(err.Error(), "fk_nodes") || !strings.Contains(err.Error(), "fk_nodes_parent") {
+				t.Fatalf("a move whose catch-up deletes a copy a node of the target answers: %v, want ErrMoveInvalid naming fk_nodes and fk_nodes_parent", err)
+			}
+			var kept int64
+			must(t, r.target.Raw("SELECT count(*) FROM fk_nodes WHERE id = ? AND parent_id = ?", own, copied.ID).Scan(&kept).Error)
+			if kept != 1 {
+				t.Fatalf("the node of the target answering the copy: %d rows after the refused catch-up, want 1", kept)
+			}
+			must(t, r.db.Create(&FkNode{ThreadID: w.ID, Body: "written after the refusal"}).Error) // the range is not left frozen
+			must(t, r.target.Exec("UPDATE fk_nodes SET parent_id = NULL WHERE id = ?", own).Error)
+			_, err = r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", CatchUpBelow: 1, Models: models})
+			must(t, err)
+			var left int64
+			must(t, r.target.Raw("SELECT count(*) FROM fk_nodes WHERE id = ?", copied.ID).Scan(&left).Error)
+			if left != 0 {
+				t.Errorf("the node deleted on the source during the move: %d copies on the target, want 0", left)
+			}
+			if n := countIn(t, r.target, "fk_nodes", false, r.p.Layout()); n != 1 {
+				t.Errorf("%d nodes outside the range on the target after the move, want 1", n)
+			}
+			if n := countIn(t, r.target, "fk_nodes", true, r.p.Layout()); n != 1 {
+				t.Errorf("%d nodes of the range on the target after the move, want the one written after the refusal", n)
+			}
+		})
+}
+
 // TestMoveFollowsAForeignKeyMadeOnTheTargetWhileItRuns: the albums' key
 // on their singer is made on the target as the move begins (after it read
 // the keys, before it copies), or once it copied (a singer and its albums

@@ -111,8 +111,13 @@ func (mv *run) replay(ctx context.Context) (int, error) {
 			if err != nil {
 				return 0, err
 			}
-			gone[t.name] = append(gone[t.name], left...)
+			if len(left) > 0 {
+				gone[t.name] = append(gone[t.name], left...)
+			}
 		}
+	}
+	if err := mv.refusedByRowsReferencingDeletedCopies(ctx, gone); err != nil {
+		return 0, err
 	}
 	for i := len(mv.tables) - 1; i >= 0; i-- {
 		t := mv.tables[i]

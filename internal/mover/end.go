@@ -37,7 +37,7 @@ func (m *Mover) Cancel(ctx context.Context, d Driver, r Range, models []any) err
 		// the deletes below would fail on, or delete or change with them.
 		// A target that does not answer fails the deletes, after the source
 		// was given back its writes.
-		err := mv.refusedByRowsAcrossTheEdge(ctx, mv.target, mv.st.To, true, "the cancel's deletes of the copies would fail, or cascade to rows the target serves")
+		err := mv.refusedByRowsAcrossTheEdge(ctx, mv.target, mv.st.To, true, "the cancel's deletes of the copies would fail, or cascade to rows the target serves", nil)
 		if errors.Is(err, ErrInvalid) {
 			return err
 		}

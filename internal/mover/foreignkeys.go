@@ -263,8 +263,8 @@ ORDER BY k.conname, u.pos`,
 // crossingRows returns the keys of up to limit rows of k's child that
 // reference a row of its parent across the edge of r: one outside r that
 // references one inside it, and, unless inward, one inside it that
-// references one outside.
-func (mv *run) crossingRows(ctx context.Context, db *sql.DB, k foreignKey, r Range, inward bool, limit int) ([]any, error) {
+// references one outside; with parents, a parent of those keys alone.
+func (mv *run) crossingRows(ctx context.Context, db *sql.DB, k foreignKey, r Range, inward bool, limit int, parents ...any) ([]any, error) {
 	childShard, err := mv.fence.ShardSQL(k.child.fenced, "c")
 	if err != nil {
 		return nil, err
@@ -283,8 +283,11 @@ func (mv *run) crossingRows(ctx context.Context, db *sql.DB, k foreignKey, r Ran
 	if !inward {
 		where = within(childShard) + " <> " + within(parentShard)
 	}
+	if len(parents) > 0 {
+		where += " AND p." + q(k.parent.key) + " IN (" + placeholders(k.child.dialect, 0, len(parents)) + ")"
+	}
 	rows, err := readRows(ctx, db, 1, "SELECT c."+q(k.child.key)+" FROM "+q(k.child.name)+" c JOIN "+q(k.parent.name)+" p ON "+
-		strings.Join(on, " AND ")+" WHERE "+where+" LIMIT "+fmt.Sprint(limit))
+		strings.Join(on, " AND ")+" WHERE "+where+" LIMIT "+fmt.Sprint(limit), parents...)
 	keys := make([]any, len(rows))
 	for i, row := range rows {
 		keys[i] = normalizeKey(row[0])
@@ -305,21 +308,41 @@ func (mv *run) refusedByReferencesAcrossTheEdge(ctx context.Context, inward bool
 	if inward {
 		why = "the cleanup's deletes would fail, or cascade to rows the source serves"
 	}
-	return mv.refusedByRowsAcrossTheEdge(ctx, mv.source, mv.st.From, inward, why)
+	return mv.refusedByRowsAcrossTheEdge(ctx, mv.source, mv.st.From, inward, why, nil)
+}
+
+// refusedByRowsReferencingDeletedCopies refuses a round of the catch-up
+// whose deletes of copies (by table, their keys), rows the source no longer
+// has, rows of the target's own ranges reference: made so while the move
+// runs, which the deletes would fail on, or delete or change with them.
+func (mv *run) refusedByRowsReferencingDeletedCopies(ctx context.Context, copies map[string][]any) error {
+	if len(copies) == 0 {
+		return nil
+	}
+	return mv.refusedByRowsAcrossTheEdge(ctx, mv.target, mv.st.To, true,
+		"the catch-up's deletes of the copies of rows deleted on the source would fail, or cascade to rows the target serves", copies)
 }
 
 // refusedByRowsAcrossTheEdge refuses, saying why, when rows of moved tables
 // on db (named name) reference rows across the range's edge by a foreign
 // key between them; inward, rows outside the range referencing rows inside
-// it alone.
-func (mv *run) refusedByRowsAcrossTheEdge(ctx context.Context, db *sql.DB, name string, inward bool, why string) error {
+// it alone; with only, rows referencing those of only's keys (by table).
+func (mv *run) refusedByRowsAcrossTheEdge(ctx context.Context, db *sql.DB, name string, inward bool, why string, only map[string][]any) error {
 	for _, t := range mv.tables {
 		keys, err := foreignKeysAmong(ctx, db, t, mv.tables)
 		if err != nil {
 			return errs.Wrap(err, "reading the foreign keys of %s on %s", t.name, name)
 		}
 		for _, k := range keys {
-			rows, err := mv.crossingRows(ctx, db, k, mv.st.Logical, inward, 5)
+			var rows []any
+			if only == nil {
+				rows, err = mv.crossingRows(ctx, db, k, mv.st.Logical, inward, 5)
+			}
+			for parents := range slices.Chunk(only[k.parent.name], replayKeys) {
+				if rows, err = mv.crossingRows(ctx, db, k, mv.st.Logical, inward, 5, parents...); err != nil || len(rows) > 0 {
+					break
+				}
+			}
 			if err != nil {
 				return errs.Wrap(err, "reading the rows of %s its foreign key %s links across logical shards %d-%d on %s", t.name, k.name, mv.st.Logical.From, mv.st.Logical.To, name)
 			}
