@@ -1872,10 +1872,7 @@ func TestCancelRefusesWhileARowOfTheTargetReferencesACopy(t *testing.T) {
 	withForeignKey(t, []any{&FkWriter{}, &FkNode{}}, "ALTER TABLE fk_nodes ADD CONSTRAINT fk_nodes_parent FOREIGN KEY (parent_id) REFERENCES fk_nodes(id)",
 		func(t *testing.T, b backend, r *moveRig, cascade bool) {
 			models := append([]any{&FkWriter{}, &FkNode{}}, moveModels...)
-			w := FkWriter{Name: "thread"}
-			must(t, r.db.Clauses(shardid.OnShard(movingRange.From)).Create(&w).Error)
-			copied := FkNode{ThreadID: w.ID, Body: "copied"}
-			must(t, r.db.Create(&copied).Error)
+			_, copied := nodeToCopy(t, r)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			stop, stopped := context.WithCancel(ctx)
@@ -1915,6 +1912,15 @@ func TestCancelRefusesWhileARowOfTheTargetReferencesACopy(t *testing.T) {
 		})
 }
 
+// nodeToCopy writes a thread of the moving range and a node of it.
+func nodeToCopy(t *testing.T, r *moveRig) (FkWriter, FkNode) {
+	w := FkWriter{Name: "thread"}
+	must(t, r.db.Clauses(shardid.OnShard(movingRange.From)).Create(&w).Error)
+	copied := FkNode{ThreadID: w.ID, Body: "copied"}
+	must(t, r.db.Create(&copied).Error)
+	return w, copied
+}
+
 // TestMoveRefusesDeletingACopyARowOfTheTargetReferences: while the move
 // runs, a node of a range the target serves comes to answer a copied node
 // there, and the source deletes that node. The catch-up's delete of the
@@ -1925,10 +1931,7 @@ func TestMoveRefusesDeletingACopyARowOfTheTargetReferences(t *testing.T) {
 	withForeignKey(t, []any{&FkWriter{}, &FkNode{}}, "ALTER TABLE fk_nodes ADD CONSTRAINT fk_nodes_parent FOREIGN KEY (parent_id) REFERENCES fk_nodes(id)",
 		func(t *testing.T, b backend, r *moveRig, cascade bool) {
 			models := append([]any{&FkWriter{}, &FkNode{}}, moveModels...)
-			w := FkWriter{Name: "thread"}
-			must(t, r.db.Clauses(shardid.OnShard(movingRange.From)).Create(&w).Error)
-			copied := FkNode{ThreadID: w.ID, Body: "copied"}
-			must(t, r.db.Create(&copied).Error)
+			w, copied := nodeToCopy(t, r)
 			own := r.p.Layout().Compose(time.Now(), movingRange.From-1, 1) // a logical shard the target serves
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
