@@ -198,6 +198,7 @@ func (e *Engine) registerTables(db *gorm.DB, models []any) error {
 		if _, err := e.maps.Exec(ctx, "INSERT INTO "+e.maps.quotedTables()+" (name, key_column, key_kind, strategy, id_columns, placement) VALUES (?, ?, ?, ?, ?, ?)", t.Name, t.Key, int(t.Kind), t.Strategy, idColumnsText(t.IDColumns), t.Placement); err != nil && !mapstore.DuplicateKey(err) {
 			return err
 		}
+		e.recordTable(t.Name) // a table migrated by another name (Migrator(db.Table(name))) has no model this process parsed
 		if t.Placement != nil {
 			e.recordedPlacements.Store(strings.ToLower(t.Name), *t.Placement)
 		}
