@@ -173,6 +173,29 @@ func TestTableNamedWithItsSchema(t *testing.T) {
 	}
 }
 
+// TestAHashColumnOfATableMigratedByAnotherNameComparesExactly: a string
+// hash column whose type the model leaves to the plugin gets an exact
+// collation in a table migrated by another name than its model's
+// (Migrator(db.Table(name)), a table per region), as in the model's own:
+// GORM makes that table of a schema of its own, which the plugin types too.
+func TestAHashColumnOfATableMigratedByAnotherNameComparesExactly(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		const table = "hc_members_eu"
+		must(t, r.plugin.Migrator(r.db).DropTable(table))
+		must(t, r.plugin.AutoMigrate(r.db.Table(table), &hcMember{}))
+		row := hcMember{Email: "dan@x.io"}
+		must(t, r.db.Table(table).Create(&row).Error)
+		var n int64
+		must(t, r.direct[r.physicalOf(row.ID)].Table(table).Where("email = ?", "Dan@x.io").Count(&n).Error)
+		if n != 0 {
+			t.Fatalf("Dan@x.io finds the row of dan@x.io on its own database: the column does not compare exactly")
+		}
+		var found hcMember
+		must(t, r.db.Table(table).Where("email = ?", "dan@x.io").First(&found).Error)
+	})
+}
+
 // hcTyped's hash column has an exact type the model gives, shorter than an
 // index prefix of TEXT.
 type hcTyped struct {

@@ -57,7 +57,7 @@ func (m Migrator) exactHashColumns(db *gorm.DB, models []any) error {
 		return nil // PostgreSQL's default collation and SQLite's BINARY are exact
 	}
 	collation := ""
-	return m.eachHashTextField(db, models, func(_ *gorm.Statement, _ *Model, f *schema.Field) error {
+	return m.eachHashTextField(db, models, func(stmt *gorm.Statement, _ *Model, f *schema.Field) error {
 		if f.TagSettings["TYPE"] != "" {
 			return nil
 		}
@@ -76,6 +76,15 @@ func (m Migrator) exactHashColumns(db *gorm.DB, models []any) error {
 		} else {
 			f.DataType = schema.DataType(fmt.Sprintf("varchar(%d) CHARACTER SET utf8mb4 COLLATE %s", size, collation))
 		}
+		if table := db.Statement.Table; table != "" && table != stmt.Schema.Table {
+			// Migrator(db.Table(name)) makes the table of GORM's schema of that name, not the model's.
+			named := &gorm.Statement{DB: db}
+			if named.ParseWithSpecialTableName(stmt.Model, table) == nil {
+				if same := named.Schema.FieldsByBindName[f.BindName()]; same != nil {
+					same.DataType = f.DataType
+				}
+			}
+		}
 		return nil
 	})
 }
@@ -90,7 +99,7 @@ func (m Migrator) eachHashTextField(db *gorm.DB, models []any, do func(stmt *gor
 // model among models, parsed on db.
 func (m Migrator) eachHashField(db *gorm.DB, models []any, pick func(*Model) *schema.Field, do func(stmt *gorm.Statement, model *Model, f *schema.Field) error) error {
 	for _, value := range models {
-		stmt := &gorm.Statement{DB: db, Table: db.Statement.Table, TableExpr: db.Statement.TableExpr} // Migrator(db.Table(name)) migrates that table
+		stmt := &gorm.Statement{DB: db, Model: value, Table: db.Statement.Table, TableExpr: db.Statement.TableExpr} // Migrator(db.Table(name)) migrates that table
 		if stmt.Parse(value) != nil {
 			continue
 		}
