@@ -456,6 +456,26 @@ func TestAutoMigrateMakesAPlainBigint(t *testing.T) {
 	}
 }
 
+// A table migrated by another name than its model's (Migrator(db.Table(name)),
+// a table per region) is made of a schema GORM keeps for that name: its
+// tagged key is a plain BIGINT too, on every shard, not auto-increment, which
+// would give a row inserted without its ID a key that names no shard.
+func TestAutoMigrateByAnotherNameMakesAPlainBigint(t *testing.T) {
+	db, p, direct := revRouted(t)
+	must(t, p.AutoMigrate(db.Table("users_eu"), &user{}))
+	for k, d := range direct {
+		var made string
+		must(t, d.Raw("SELECT sql FROM sqlite_master WHERE name = 'users_eu'").Scan(&made).Error)
+		if made == "" || strings.Contains(strings.ToUpper(made), "AUTOINCREMENT") {
+			t.Fatalf("shard %d: users_eu: %q; want a plain key", k, made)
+		}
+	}
+	u := user{Name: "eu"}
+	must(t, db.Table("users_eu").Create(&u).Error)
+	var back user
+	must(t, db.Table("users_eu").First(&back, u.ID).Error)
+}
+
 type segParent struct {
 	ID       int64 `shardid:""`
 	Children []segChild

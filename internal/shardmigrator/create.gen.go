@@ -153,7 +153,7 @@ func (m Migrator) create(models []any, do func(gorm.Migrator, ...any) error, fol
 	}()
 	var done []string // the databases migrated, whose tables that were there before stay changed should a later one fail
 	if len(here) > 0 && !restricted {
-		if err := m.exactHashColumns(m.db, here); err != nil {
+		if err := m.shapeHashColumns(m.db, here); err != nil {
 			return err
 		}
 		plain, crossing := here, []any(nil)
@@ -203,7 +203,7 @@ func (m Migrator) create(models []any, do func(gorm.Migrator, ...any) error, fol
 		if err := m.shapeOn(tx, everywhere); err != nil {
 			return err
 		}
-		if err := m.exactHashColumns(tx, everywhere); err != nil {
+		if err := m.shapeHashColumns(tx, everywhere); err != nil {
 			return errs.Wrap(err, "on %s", name)
 		}
 		missing, err := missingTables(tx, everywhere)

@@ -57,7 +57,7 @@ func (m Migrator) exactHashColumns(db *gorm.DB, models []any) error {
 		return nil // PostgreSQL's default collation and SQLite's BINARY are exact
 	}
 	collation := ""
-	return m.eachHashTextField(db, models, func(stmt *gorm.Statement, _ *Model, f *schema.Field) error {
+	return m.eachHashTextField(db, models, func(_ *gorm.Statement, _ *Model, f *schema.Field) error {
 		if f.TagSettings["TYPE"] != "" {
 			return nil
 		}
@@ -76,17 +76,47 @@ func (m Migrator) exactHashColumns(db *gorm.DB, models []any) error {
 		} else {
 			f.DataType = schema.DataType(fmt.Sprintf("varchar(%d) CHARACTER SET utf8mb4 COLLATE %s", size, collation))
 		}
-		if table := db.Statement.Table; table != "" && table != stmt.Schema.Table {
-			// Migrator(db.Table(name)) makes the table of GORM's schema of that name, not the model's.
-			named := &gorm.Statement{DB: db}
-			if named.ParseWithSpecialTableName(stmt.Model, table) == nil {
-				if same := named.Schema.FieldsByBindName[f.BindName()]; same != nil {
-					same.DataType = f.DataType
-				}
-			}
-		}
 		return nil
 	})
+}
+
+// shapeHashColumns is exactHashColumns, with the schema GORM's migrator
+// makes a table of under Migrator(db.Table(name)) shaped as the model's.
+func (m Migrator) shapeHashColumns(db *gorm.DB, models []any) error {
+	if err := m.exactHashColumns(db, models); err != nil {
+		return err
+	}
+	namedLikeModel(db, models)
+	return nil
+}
+
+// namedLikeModel gives the schema GORM's migrator makes a table of when
+// Migrator(db.Table(name)) names another than the model's (a schema of its
+// own, cached by the name) what the plugin made of the model's: a tagged
+// primary key a plain BIGINT, not auto-increment; an exact hash column.
+func namedLikeModel(db *gorm.DB, models []any) {
+	table := db.Statement.Table
+	if table == "" {
+		return
+	}
+	for _, value := range models {
+		own, named := &gorm.Statement{DB: db}, &gorm.Statement{DB: db}
+		if own.Parse(value) != nil || named.ParseWithSpecialTableName(value, table) != nil || own.Schema == named.Schema {
+			continue
+		}
+		for _, f := range own.Schema.Fields {
+			if g := named.Schema.FieldsByBindName[f.BindName()]; g != nil {
+				g.AutoIncrement, g.HasDefaultValue, g.DataType = f.AutoIncrement, f.HasDefaultValue, f.DataType
+			}
+		}
+		withDefault := make([]*schema.Field, 0, len(own.Schema.FieldsWithDefaultDBValue))
+		for _, f := range own.Schema.FieldsWithDefaultDBValue {
+			if g := named.Schema.FieldsByBindName[f.BindName()]; g != nil {
+				withDefault = append(withDefault, g)
+			}
+		}
+		named.Schema.FieldsWithDefaultDBValue = withDefault
+	}
 }
 
 // eachHashTextField calls do for the string hash field of each sharded model
@@ -99,7 +129,7 @@ func (m Migrator) eachHashTextField(db *gorm.DB, models []any, do func(stmt *gor
 // model among models, parsed on db.
 func (m Migrator) eachHashField(db *gorm.DB, models []any, pick func(*Model) *schema.Field, do func(stmt *gorm.Statement, model *Model, f *schema.Field) error) error {
 	for _, value := range models {
-		stmt := &gorm.Statement{DB: db, Model: value, Table: db.Statement.Table, TableExpr: db.Statement.TableExpr} // Migrator(db.Table(name)) migrates that table
+		stmt := &gorm.Statement{DB: db, Table: db.Statement.Table, TableExpr: db.Statement.TableExpr} // Migrator(db.Table(name)) migrates that table
 		if stmt.Parse(value) != nil {
 			continue
 		}

@@ -98,7 +98,7 @@ func (m Migrator) physicalTargets(model any) ([]target, error) {
 			if err := m.sameTable(tx, name, model); err != nil {
 				return nil, err
 			}
-			if err := m.exactHashColumns(tx, []any{model}); err != nil { // asked before any change: a database down fails it here
+			if err := m.shapeHashColumns(tx, []any{model}); err != nil { // asked before any change: a database down fails it here
 				return nil, errs.Wrap(err, "nothing was changed: on %s", name)
 			}
 		}
