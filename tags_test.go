@@ -101,6 +101,18 @@ type (
 	badDefaultKey struct {
 		ID int64 `shardid:"" gorm:"default:(abs(random()))"`
 	}
+	// GORM reads no unexported field, nor any of an unexported embedded struct.
+	hiddenBase struct {
+		ID int64 `shardid:""`
+	}
+	badHiddenBase struct {
+		hiddenBase
+		Name string
+	}
+	badUnexportedKey struct {
+		id   int64 `shardid:""`
+		Name string
+	}
 )
 
 // offsetID stores another number than the one it holds.
@@ -139,6 +151,8 @@ func TestInvalidTags(t *testing.T) {
 		{&badReadOnlyKey{}, "ID", "keeps it out"},
 		{&badUpdateOnlyKey{}, "ID", "keeps it out"},
 		{&badDefaultKey{}, "ID", "database default"},
+		{&badHiddenBase{}, "ID", "GORM leaves out"},
+		{&badUnexportedKey{}, "id", "GORM leaves out"},
 	}
 	for _, c := range cases {
 		// AutoMigrate refuses the tag before creating anything ...

@@ -150,6 +150,10 @@ func (e *Engine) parseModel(s *schema.Schema) (*model, error) {
 		return nil, &FieldError{Model: s.Name, Field: name, Err: ErrInvalidTag,
 			Detail: "the tag is on an embedded struct, whose fields it does not reach: put it on the ID field (beside gorm.Model, ID int64 `shardid:\"\"` hides gorm.Model's ID)"}
 	}
+	if name := unexportedTag(s.ModelType, false); name != "" {
+		return nil, &FieldError{Model: s.Name, Field: name, Err: ErrInvalidTag,
+			Detail: "the tag is on a field GORM leaves out, unexported or of an unexported embedded struct, so the model would live unsharded on the plugin's database: export it"}
+	}
 	for _, f := range s.Fields {
 		tag, ok := f.Tag.Lookup(TagName)
 		if !ok {
@@ -285,6 +289,33 @@ func taggedEmbedded(t reflect.Type, seen ...reflect.Type) string {
 		}
 		if inner.Kind() == reflect.Struct {
 			if name := taggedEmbedded(inner, append(seen, t)...); name != "" {
+				return name
+			}
+		}
+	}
+	return ""
+}
+
+// unexportedTag returns the name of a tagged field GORM does not read: an
+// unexported one, or any of an unexported embedded struct (hidden); "" if none.
+func unexportedTag(t reflect.Type, hidden bool, seen ...reflect.Type) string {
+	if slices.Contains(seen, t) {
+		return ""
+	}
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		if _, tagged := sf.Tag.Lookup(TagName); tagged && (hidden || !sf.IsExported()) {
+			return sf.Name
+		}
+		if !sf.Anonymous && !strings.Contains(sf.Tag.Get("gorm"), "embedded") {
+			continue
+		}
+		inner := sf.Type
+		if inner.Kind() == reflect.Pointer {
+			inner = inner.Elem()
+		}
+		if inner.Kind() == reflect.Struct {
+			if name := unexportedTag(inner, hidden || !sf.IsExported(), append(seen, t)...); name != "" {
 				return name
 			}
 		}
