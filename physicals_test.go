@@ -251,3 +251,51 @@ func TestAnInMemorySQLiteShardKeepsItsIdleConnections(t *testing.T) {
 		t.Fatalf("the row written before the shard went idle: %+v, %v", got, err)
 	}
 }
+
+// TestAllShardsOverDatabasesHoldingScatteredShards: two databases holding
+// every other logical shard (4,096 ranges each) count, read, update and
+// delete over every shard; each part keeps to its database's ranges by a
+// condition SQLite must parse (it refuses an expression over 1,000 deep).
+func TestAllShardsOverDatabasesHoldingScatteredShards(t *testing.T) {
+	dir := t.TempDir()
+	dsn := func(name string) string { return "file:" + filepath.Join(dir, name) + "?_pragma=busy_timeout(10000)" }
+	var even, odd []shardid.Range
+	for s := 0; s < (shardid.Layout{}).ShardCount(); s += 2 {
+		even = append(even, shardid.Range{From: s, To: s})
+		odd = append(odd, shardid.Range{From: s + 1, To: s + 1})
+	}
+	db, err := gorm.Open(sqlite.Open(dsn("main.db")), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := shardid.New(shardid.Config{Atomic: shardid.BestEffort, Snowflake: shardid.SnowflakeConfig{FixedWorker: true}, Shards: []shardid.Shard{
+		{Name: "even", Dialector: sqlite.Open(dsn("even.db")), Logical: even},
+		{Name: "odd", Dialector: sqlite.Open(dsn("odd.db")), Logical: odd},
+	}})
+	if err := db.Use(p); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	if err := p.AutoMigrate(db, &manyUser{}); err != nil {
+		t.Fatal(err)
+	}
+	users := make([]manyUser, 200)
+	if err := db.Create(&users).Error; err != nil {
+		t.Fatal(err)
+	}
+	all := db.Clauses(shardid.AllShards()).Session(&gorm.Session{})
+	var n int64
+	if err := all.Model(&manyUser{}).Count(&n).Error; err != nil || n != 200 {
+		t.Fatalf("AllShards Count: %d, %v", n, err)
+	}
+	var read []manyUser
+	if err := all.Order("id").Limit(10).Offset(150).Find(&read).Error; err != nil || len(read) != 10 {
+		t.Fatalf("AllShards Find: %d users, %v", len(read), err)
+	}
+	if res := all.Model(&manyUser{}).Where("name = ?", "").Update("name", "x"); res.Error != nil || res.RowsAffected != 200 {
+		t.Fatalf("AllShards Update: %d rows, %v", res.RowsAffected, res.Error)
+	}
+	if res := all.Where("name = ?", "x").Delete(&manyUser{}); res.Error != nil || res.RowsAffected != 200 {
+		t.Fatalf("AllShards Delete: %d rows, %v", res.RowsAffected, res.Error)
+	}
+}

@@ -3,6 +3,7 @@ package fence
 import (
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -127,7 +128,7 @@ func (f Fence) RangesSQL(t Table, qualifier string, ranges []Range) (string, err
 			parts[i] = fmt.Sprintf("%s BETWEEN %d AND %d", field, lo, hi)
 		}
 	}
-	return strings.Join(parts, " OR "), nil
+	return anyOf(parts), nil
 }
 
 // InRanges is an SQL condition: the shard expression shard (of ShardSQL) is
@@ -140,5 +141,23 @@ func InRanges(shard string, ranges []Range) string {
 	for i, r := range ranges {
 		parts[i] = shard + " BETWEEN " + strconv.Itoa(r.From) + " AND " + strconv.Itoa(r.To)
 	}
-	return strings.Join(parts, " OR ")
+	return anyOf(parts)
+}
+
+// orGroup is how many conditions anyOf ORs in one chain: SQLite parses a
+// chain as deep as it is long and refuses a tree over 1000 deep.
+const orGroup = 64
+
+// anyOf ORs conds, in parenthesised groups of at most orGroup (and groups
+// of groups) when there are more, so that the thousands of ranges of a
+// database holding scattered logical shards stay a shallow tree.
+func anyOf(conds []string) string {
+	for len(conds) > orGroup {
+		groups := make([]string, 0, (len(conds)+orGroup-1)/orGroup)
+		for g := range slices.Chunk(conds, orGroup) {
+			groups = append(groups, "("+strings.Join(g, " OR ")+")")
+		}
+		conds = groups
+	}
+	return strings.Join(conds, " OR ")
 }
