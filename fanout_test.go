@@ -1,10 +1,12 @@
 package shardid
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -871,5 +873,37 @@ func TestManyToManyAssociationFindOnTheOwnersShard(t *testing.T) {
 	must(t, db.Clauses(ByID(box.ID)).Model(&box).Association("Labels").Find(&got))
 	if len(got) != 2 {
 		t.Fatalf("Association Find on the owner's shard: %d labels, want 2", len(got))
+	}
+}
+
+// sentIDs records how many IDs the SQL of the statements it logs carries.
+type sentIDs struct{ ids atomic.Int64 }
+
+func (s *sentIDs) LogMode(logger.LogLevel) logger.Interface { return s }
+func (s *sentIDs) Info(context.Context, string, ...any)     {}
+func (s *sentIDs) Warn(context.Context, string, ...any)     {}
+func (s *sentIDs) Error(context.Context, string, ...any)    {}
+func (s *sentIDs) Trace(_ context.Context, _ time.Time, fc func() (string, int64), _ error) {
+	line, _ := fc()
+	s.ids.Add(int64(len(regexp.MustCompile(`\b\d{15,19}\b`).FindAllStringIndex(line, -1))))
+}
+
+// TestAReadOfAListMostlyOnOneDatabaseSendsTheOthersTheirOwnIDs: parts of a
+// read of many IDs, most of one database, carry about as many IDs in all as
+// the list holds: a part shares the others' SQL only where its list, padded
+// to theirs, would not be many times its own.
+func TestAReadOfAListMostlyOnOneDatabaseSendsTheOthersTheirOwnIDs(t *testing.T) {
+	db, p, _, _ := revRoutedN(t, 4, &revUser{})
+	l := p.Layout()
+	ids := spreadIDs(l, 4) // one ID on each database
+	at := time.Now().Add(-time.Second)
+	for seq := range 3000 { // and 3,000 on the first
+		ids = append(ids, l.Compose(at, 0, 2+seq%1000)+int64(seq/1000)<<(l.SequenceBits+l.ShardBits))
+	}
+	log := &sentIDs{}
+	var got []revUser
+	must(t, db.Session(&gorm.Session{Logger: log}).Find(&got, ids).Error)
+	if sent := log.ids.Load(); sent < int64(len(ids)) || sent > 2*int64(len(ids)) {
+		t.Fatalf("a read of %d IDs sent %d", len(ids), sent)
 	}
 }

@@ -76,6 +76,9 @@ func (e *Engine) queryParts(db *gorm.DB, m *model, plan shardrouter.Parts, prepa
 	if slices.ContainsFunc(plan.Parts, func(planned shardrouter.Part) bool { return planned.Keep != nil }) {
 		return e.buildEachPart(db, m, plan, parts, prepare) // each part keeps to its own ranges
 	}
+	if padsTooMuch(plan) {
+		return e.buildEachPart(db, m, plan, parts, prepare) // a list mostly of one database: the others send their own
+	}
 	// The SQL, built once with markers for the lists' values.
 	template := db.Session(&gorm.Session{Initialized: true})
 	marked := exprs
@@ -135,6 +138,27 @@ func (e *Engine) queryParts(db *gorm.DB, m *model, plan shardrouter.Parts, prepa
 		parts[n].rows = reflect.New(reflect.TypeOf(template.Statement.Dest).Elem())
 	}
 	return parts, nil
+}
+
+// padsTooMuch reports whether sharing one SQL, each part's lists padded to
+// the longest part's, would send more than twice the lists' values (and 1,000
+// more): a list skewed to one database would be sent whole to every other.
+func padsTooMuch(plan shardrouter.Parts) bool {
+	padded, own := 0, 0
+	for i, singles := range plan.Singles {
+		for j, single := range singles {
+			if single {
+				continue
+			}
+			width := 0
+			for _, planned := range plan.Parts {
+				width = max(width, len(planned.Values[i][j]))
+				own += len(planned.Values[i][j])
+			}
+			padded += width * len(plan.Parts)
+		}
+	}
+	return padded > 2*own+1000
 }
 
 // buildEachPart builds the SQL of each part on its own copy of the statement.
