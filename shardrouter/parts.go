@@ -68,6 +68,42 @@ func PlanParts(where []clause.Expression, keys []KeyColumn, databases []int, m *
 	pinned := slices.ContainsFunc(lists, func(ls []list) bool {
 		return slices.ContainsFunc(ls, func(l list) bool { return !l.anywhere })
 	})
+	// Each list split once by database (not read once per database: a long
+	// list over many databases would cost their product).
+	at := make([]int, slices.Max(append([]int{0}, databases...))+1) // a database's place in databases, plus one
+	for n, k := range databases {
+		if at[k] == 0 {
+			at[k] = n + 1
+		}
+	}
+	split := make([][][][]any, len(keys)) // by key, list and place: the values
+	for i := range keys {
+		split[i] = make([][][]any, len(lists[i]))
+		for j, l := range lists[i] {
+			own := make([][]any, len(databases))
+			split[i][j] = own
+			if l.anywhere {
+				for n := range own {
+					own[n] = slices.Clip(l.values) // shared: an append copies
+				}
+				continue
+			}
+			counts := make([]int, len(databases))
+			for _, k := range l.database {
+				if k >= 0 && k < len(at) && at[k] > 0 {
+					counts[at[k]-1]++
+				}
+			}
+			for n, c := range counts {
+				own[n] = make([]any, 0, c)
+			}
+			for n, k := range l.database {
+				if k >= 0 && k < len(at) && at[k] > 0 {
+					own[at[k]-1] = append(own[at[k]-1], l.values[n])
+				}
+			}
+		}
+	}
 	for _, k := range databases {
 		part := Part{Database: k, Values: make([][][]any, len(keys)), Pinned: pinned}
 		if !pinned {
@@ -76,13 +112,8 @@ func PlanParts(where []clause.Expression, keys []KeyColumn, databases []int, m *
 		empty := false
 		for i := range keys {
 			part.Values[i] = make([][]any, 0, len(lists[i]))
-			for _, l := range lists[i] {
-				own := make([]any, 0, len(l.values))
-				for n, v := range l.values {
-					if l.anywhere || l.database[n] == k {
-						own = append(own, v)
-					}
-				}
+			for j := range lists[i] {
+				own := split[i][j][at[k]-1]
 				part.Values[i] = append(part.Values[i], own)
 				empty = empty || len(own) == 0
 			}

@@ -2,6 +2,7 @@ package shardrouter
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 
 	"gorm.io/gorm/clause"
@@ -87,5 +88,45 @@ func TestPlanPartsKeepsAMovedRangeOffItsOldDatabase(t *testing.T) {
 	}
 	if keep := PlanParts(nil, photoKeys, []int{0}, whole).Parts[0].Keep; keep != nil {
 		t.Fatalf("a database holding every shard keeps to %v", keep)
+	}
+}
+
+// TestPlanPartsOfALongListOverManyDatabasesCostsTheListOnce: a list of
+// 100,000 keys over 1,024 databases is split in memory about the list's
+// size, not the list's size for every database.
+func TestPlanPartsOfALongListOverManyDatabasesCostsTheListOnce(t *testing.T) {
+	const shards, databases, keys = 8192, 1024, 100_000
+	physical := make([]Physical, databases)
+	all := make([]int, databases)
+	for k := range physical {
+		per := shards / databases
+		physical[k] = Physical{Name: fmt.Sprint(k), Logical: []Range{{From: k * per, To: k*per + per - 1}}}
+		all[k] = k
+	}
+	m, err := NewMap(shards, physical)
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := make([]any, keys)
+	for i := range values {
+		values[i] = i % shards
+	}
+	where := []clause.Expression{clause.IN{Column: clause.Column{Name: "id"}, Values: values}}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	plan := PlanParts(where, photoKeys, all, m)
+	runtime.ReadMemStats(&after)
+	if len(plan.Parts) != databases {
+		t.Fatalf("%d parts, want %d", len(plan.Parts), databases)
+	}
+	n := 0
+	for _, p := range plan.Parts {
+		n += len(p.Values[0][0])
+	}
+	if n != keys {
+		t.Fatalf("the parts hold %d keys, want %d", n, keys)
+	}
+	if grown := after.TotalAlloc - before.TotalAlloc; grown > 20*keys*16 {
+		t.Fatalf("planning %d keys over %d databases allocated %d MB", keys, databases, grown>>20)
 	}
 }
