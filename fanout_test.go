@@ -7,6 +7,7 @@ import (
 	"maps"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -905,5 +906,24 @@ func TestAReadOfAListMostlyOnOneDatabaseSendsTheOthersTheirOwnIDs(t *testing.T) 
 	must(t, db.Session(&gorm.Session{Logger: log}).Find(&got, ids).Error)
 	if sent := log.ids.Load(); sent < int64(len(ids)) || sent > 2*int64(len(ids)) {
 		t.Fatalf("a read of %d IDs sent %d", len(ids), sent)
+	}
+}
+
+// TestAWriteOfALongListOverManyDatabasesCopiesTheListOnce: an update of
+// 30,000 IDs allocates about as much over 16 databases as over 2: no part
+// copies the whole list to keep its own values.
+func TestAWriteOfALongListOverManyDatabasesCopiesTheListOnce(t *testing.T) {
+	allocs := map[int]uint64{}
+	for _, n := range []int{2, 16} {
+		db, p, _, _ := revRoutedN(t, n, &revUser{})
+		ids := spreadIDs(p.Layout(), 30000)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		must(t, db.Model(&revUser{}).Where("id IN ?", ids).Update("name", "y").Error)
+		runtime.ReadMemStats(&after)
+		allocs[n] = after.Mallocs - before.Mallocs
+	}
+	if allocs[16] > 2*allocs[2] {
+		t.Fatalf("an update of 30,000 IDs: %d allocations over 2 databases, %d over 16", allocs[2], allocs[16])
 	}
 }

@@ -331,12 +331,38 @@ func ValueLists(exprs []clause.Expression, isColumn func(table, name string) boo
 // compares one value (col = ?) rather than a list, and returns the new values
 // and whether to use them. A single value is replaced only by one value.
 func MapValues(exprs []clause.Expression, isColumn func(table, name string) bool, visit func(values []any, single bool) ([]any, bool)) []clause.Expression {
+	return mapValues(exprs, isColumn, func(given []any, single bool) ([]any, bool) { return visit(flatten(given), single) })
+}
+
+// MapLists is MapValues whose visit is told only how many values a
+// condition has, which it counts without copying them: a statement's part
+// on each of many databases does not copy a long list for each.
+func MapLists(exprs []clause.Expression, isColumn func(table, name string) bool, visit func(n int, single bool) ([]any, bool)) []clause.Expression {
+	return mapValues(exprs, isColumn, func(given []any, single bool) ([]any, bool) { return visit(flatLen(given), single) })
+}
+
+// flatLen is len(flatten(values)).
+func flatLen(values []any) int {
+	n := 0
+	for _, v := range values {
+		if isList(v) {
+			n += reflect.ValueOf(v).Len()
+		} else {
+			n++
+		}
+	}
+	return n
+}
+
+// mapValues is MapValues whose visit gets the values as given, lists not
+// flattened.
+func mapValues(exprs []clause.Expression, isColumn func(table, name string) bool, visit func(given []any, single bool) ([]any, bool)) []clause.Expression {
 	restrict := !slices.ContainsFunc(exprs, func(e clause.Expression) bool { return isOr(e) || LeaksOr(e) })
 	group := func(exprs []clause.Expression) []clause.Expression {
 		if !restrict {
 			return copyExprs(exprs)
 		}
-		return MapValues(exprs, isColumn, visit)
+		return mapValues(exprs, isColumn, visit)
 	}
 	out := make([]clause.Expression, len(exprs))
 	for i, e := range exprs {
@@ -357,7 +383,7 @@ func MapValues(exprs []clause.Expression, isColumn func(table, name string) bool
 		case clause.Eq:
 			if table, name := columnName(c.Column); restrict && isColumn(table, name) && !isNull(c.Value) && known(c.Value) {
 				single := !isList(c.Value)
-				if values, replace := visit(flatten([]any{c.Value}), single); replace && (!single || len(values) == 1) {
+				if values, replace := visit([]any{c.Value}, single); replace && (!single || len(values) == 1) {
 					if single {
 						c.Value = values[0]
 					} else {
@@ -368,7 +394,7 @@ func MapValues(exprs []clause.Expression, isColumn func(table, name string) bool
 			}
 		case clause.IN:
 			if table, name := columnName(c.Column); restrict && isColumn(table, name) && known(c.Values...) {
-				if values, replace := visit(flatten(c.Values), false); replace {
+				if values, replace := visit(c.Values, false); replace {
 					c.Values = values
 					out[i] = c
 				}
@@ -380,7 +406,7 @@ func MapValues(exprs []clause.Expression, isColumn func(table, name string) bool
 			var at []int
 			if n := placeholderList(c, isColumn); n > 1 {
 				// `id IN (?, ?)`: one list, whose new values another number of placeholders may hold.
-				if values, replace := visit(flatten(c.Vars), false); replace {
+				if values, replace := visit(c.Vars, false); replace {
 					_, table, name := simpleCondition(c.SQL, isColumn)
 					out[i] = clause.IN{Column: clause.Column{Table: table, Name: name}, Values: values}
 				}
@@ -395,7 +421,7 @@ func MapValues(exprs []clause.Expression, isColumn func(table, name string) bool
 					continue
 				}
 				single := !isList(c.Vars[j])
-				if values, replace := visit(flatten(c.Vars[j:j+1]), single); replace && (!single || len(values) == 1) {
+				if values, replace := visit(c.Vars[j:j+1], single); replace && (!single || len(values) == 1) {
 					c.Vars = slices.Clone(c.Vars) // the caller's stay as they are
 					if single {
 						c.Vars[j] = values[0]

@@ -102,11 +102,11 @@ func (e *Engine) partStatement(db *gorm.DB, m *model, planned shardrouter.Part) 
 			exprs := where.Exprs
 			for i, column := range m.evidence {
 				lists, j := planned.Values[i], -1
-				exprs = shardrouter.MapValues(exprs, column.matches, func(values []any, single bool) ([]any, bool) {
+				exprs = shardrouter.MapLists(exprs, column.matches, func(n int, single bool) ([]any, bool) {
 					if j++; j >= len(lists) {
 						return nil, false
 					}
-					return lists[j], !single && len(lists[j]) != len(values)
+					return lists[j], !single && len(lists[j]) != n
 				})
 			}
 			c.Expression = clause.Where{Exprs: exprs}

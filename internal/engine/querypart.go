@@ -86,7 +86,7 @@ func (e *Engine) queryParts(db *gorm.DB, m *model, plan shardrouter.Parts, prepa
 	keys := len(m.evidence)
 	for i, column := range m.evidence {
 		j := -1
-		marked = shardrouter.MapValues(marked, column.matches, func([]any, bool) ([]any, bool) {
+		marked = shardrouter.MapLists(marked, column.matches, func(int, bool) ([]any, bool) {
 			if j++; j >= len(plan.Singles[i]) || plan.Singles[i][j] {
 				return nil, false
 			}
