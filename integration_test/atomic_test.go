@@ -387,6 +387,33 @@ func TestCreateInBatchesIsAtomic(t *testing.T) {
 	})
 }
 
+// TestCreateInBatchesOfManyBatchesIsReadBackAtOnce: a CreateInBatches of
+// hundreds of batches over four databases leaves a prepared branch per batch
+// and database, committed after it returns: the process's next read waits
+// for all of them (while they commit), and reads every row.
+func TestCreateInBatchesOfManyBatchesIsReadBackAtOnce(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		fresh(t, r.db, &entry{})
+		authors := r.onEvery(t)
+		batches := 600
+		if b.name == "postgres" {
+			batches = 20 // a prepared transaction each on every database, of one server: within its max_prepared_transactions
+		}
+		rows := make([]entry, 10*batches)
+		for i := range rows {
+			rows[i] = entry{AuthorID: authors[i%len(authors)].ID, Ref: fmt.Sprint("m", i)}
+		}
+		must(t, r.db.CreateInBatches(&rows, 10).Error)
+		var got int64
+		must(t, r.db.Model(&entry{}).Clauses(shardid.AllShards()).Count(&got).Error)
+		if got != int64(len(rows)) {
+			t.Fatalf("read back at once after CreateInBatches: %d rows, want %d", got, len(rows))
+		}
+		r.noPrepared(t)
+	})
+}
+
 // TestAnchoredCreateRepeatingAKeyFails: two Creates of one unique value in a
 // transaction on the plugin's database: the second waits on the first's
 // prepared branch, which ends only with the transaction, for a bounded time

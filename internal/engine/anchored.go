@@ -41,6 +41,7 @@ type anchor struct {
 	prepared   time.Time     // when its first branch was prepared, for TransactionStats.InDoubtSeconds
 	writes     []*globalTx   // every statement's, for the watcher to roll back those never prepared (a panic skipped their end)
 	done       chan struct{} // closed once they are finished
+	finished   atomic.Int64  // branches finished so far: a statement waits while they advance
 	savepoints []savepointMark
 	failed     error // set once none of its writes can commit
 }
@@ -255,10 +256,23 @@ func (e *Engine) watchAnchor(a *anchor) {
 		return // nothing was prepared: the abort recorded is all there is
 	}
 	commit := outcome == twophase.Committed
-	finished := true
+	// At once, Config.PartsAtOnce at a time: a CreateInBatches of many
+	// batches leaves thousands of branches, one by one minutes of commits.
+	var unfinished atomic.Bool
+	lanes := make(chan struct{}, e.config.partsAtOnce())
+	var wg sync.WaitGroup
 	for _, b := range branches {
-		finished = finishBranch(ctx, b, commit) == nil && finished
+		lanes <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-lanes }()
+			if finishBranch(ctx, b, commit) != nil {
+				unfinished.Store(true)
+			}
+			a.finished.Add(1)
+		})
 	}
+	wg.Wait()
+	finished := !unfinished.Load()
 	counts := &e.txCounts
 	if commit {
 		e.countEnded(&counts.committed, len(branches), time.Since(prepared))
@@ -294,10 +308,10 @@ func (e *Engine) awaitEndedAnchorsOf(stmt *gorm.Statement) {
 
 func (e *Engine) waitForAnchors(ctx context.Context) {
 	e.anchored.mu.Lock()
-	var waits []chan struct{}
+	var waits []*anchor
 	for tx, a := range e.anchored.byTx {
 		if txEnded(tx) {
-			waits = append(waits, a.done)
+			waits = append(waits, a)
 		}
 	}
 	e.anchored.mu.Unlock()
@@ -306,20 +320,28 @@ func (e *Engine) waitForAnchors(ctx context.Context) {
 	}
 	timeout := time.NewTimer(anchorWait)
 	defer timeout.Stop()
-	for _, done := range waits {
-		select {
-		case <-done:
-		case <-timeout.C:
-			return
-		case <-ctx.Done():
-			return
+	for _, a := range waits {
+		for seen, waiting := a.finished.Load(), true; waiting; {
+			select {
+			case <-a.done:
+				waiting = false
+			case <-timeout.C:
+				now := a.finished.Load()
+				if now == seen {
+					return // no branch finished meanwhile: a database does not answer
+				}
+				seen = now
+				timeout.Reset(anchorWait)
+			case <-ctx.Done():
+				return
+			}
 		}
 	}
 }
 
 // anchorWait bounds how long a statement waits for the branches of an
-// ended anchor: they commit within a round trip of it, unless a database
-// is unreachable, when recovery finishes them.
+// ended anchor without one of them finishing: each commits within a round
+// trip, unless a database is unreachable, when recovery finishes them.
 const anchorWait = 2 * time.Second
 
 // txDoneField is the flag a *sql.Tx sets when its commit or rollback begins.
