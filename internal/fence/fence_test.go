@@ -42,6 +42,15 @@ func TestValidation(t *testing.T) {
 	}
 }
 
+// scatteredRanges is n ranges of one shard each, every other shard.
+func scatteredRanges(n int) []Range {
+	rs := make([]Range, n)
+	for i := range rs {
+		rs[i] = Range{From: 2 * i, To: 2 * i}
+	}
+	return rs
+}
+
 func TestInRanges(t *testing.T) {
 	for _, c := range []struct {
 		ranges []Range
@@ -50,6 +59,7 @@ func TestInRanges(t *testing.T) {
 		{nil, "1 = 0"},
 		{[]Range{{From: 0, To: 9}}, "s BETWEEN 0 AND 9"},
 		{[]Range{{From: 0, To: 9}, {From: 20, To: 20}}, "s BETWEEN 0 AND 9 OR s BETWEEN 20 AND 20"},
+		{scatteredRanges(65), "s IN (0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 32, 34, 36, 38, 40, 42, 44, 46, 48, 50, 52, 54, 56, 58, 60, 62, 64, 66, 68, 70, 72, 74, 76, 78, 80, 82, 84, 86, 88, 90, 92, 94, 96, 98, 100, 102, 104, 106, 108, 110, 112, 114, 116, 118, 120, 122, 124, 126, 128)"},
 	} {
 		if got := InRanges("s", c.ranges); got != c.want {
 			t.Errorf("InRanges(%v) = %q, want %q", c.ranges, got, c.want)

@@ -3,7 +3,6 @@ package fence
 import (
 	"fmt"
 	"hash/fnv"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -108,6 +107,10 @@ func (f Fence) RangesSQL(t Table, qualifier string, ranges []Range) (string, err
 	if len(ranges) == 0 {
 		return "1 = 0", nil
 	}
+	if len(ranges) > orGroup {
+		shard, _ := f.ShardSQL(t, qualifier) // checked above
+		return InRanges(shard, ranges), nil
+	}
 	column := quoteIdent(f.Dialect, t.Key)
 	if qualifier != "" {
 		column = qualifier + "." + column
@@ -128,7 +131,7 @@ func (f Fence) RangesSQL(t Table, qualifier string, ranges []Range) (string, err
 			parts[i] = fmt.Sprintf("%s BETWEEN %d AND %d", field, lo, hi)
 		}
 	}
-	return anyOf(parts), nil
+	return strings.Join(parts, " OR "), nil
 }
 
 // InRanges is an SQL condition: the shard expression shard (of ShardSQL) is
@@ -137,27 +140,28 @@ func InRanges(shard string, ranges []Range) string {
 	if len(ranges) == 0 {
 		return "1 = 0"
 	}
+	if len(ranges) > orGroup {
+		// One IN list of their shards, which every dialect looks a row up in:
+		// as many tests of a row as ranges would cost a scan their product.
+		var in strings.Builder
+		for _, r := range ranges {
+			for s := r.From; s <= r.To; s++ {
+				if in.Len() > 0 {
+					in.WriteString(", ")
+				}
+				in.WriteString(strconv.Itoa(s))
+			}
+		}
+		return shard + " IN (" + in.String() + ")"
+	}
 	parts := make([]string, len(ranges))
 	for i, r := range ranges {
 		parts[i] = shard + " BETWEEN " + strconv.Itoa(r.From) + " AND " + strconv.Itoa(r.To)
 	}
-	return anyOf(parts)
+	return strings.Join(parts, " OR ")
 }
 
-// orGroup is how many conditions anyOf ORs in one chain: SQLite parses a
-// chain as deep as it is long and refuses a tree over 1000 deep.
+// orGroup is how many ranges a condition tests one by one, ORed: more
+// become one IN list of their shards (SQLite also refuses an OR chain over
+// 1,000 deep).
 const orGroup = 64
-
-// anyOf ORs conds, in parenthesised groups of at most orGroup (and groups
-// of groups) when there are more, so that the thousands of ranges of a
-// database holding scattered logical shards stay a shallow tree.
-func anyOf(conds []string) string {
-	for len(conds) > orGroup {
-		groups := make([]string, 0, (len(conds)+orGroup-1)/orGroup)
-		for g := range slices.Chunk(conds, orGroup) {
-			groups = append(groups, "("+strings.Join(g, " OR ")+")")
-		}
-		conds = groups
-	}
-	return strings.Join(conds, " OR ")
-}
