@@ -1222,3 +1222,58 @@ func TestAllShardsOrderedReadsFindColumnsNamedInAnotherCase(t *testing.T) {
 		}, rowMaps)
 	})
 }
+
+// scattered is sharded by its ID, on databases holding scattered shards.
+type scattered struct {
+	ID   int64 `shardid:""`
+	Name string `gorm:"size:20"`
+}
+
+// TestAllShardsOverDatabasesHoldingScatteredShards: two databases holding
+// every other logical shard (4,096 ranges each) count, read, update and
+// delete over every shard, each part keeping to its database's shards: a
+// row of another database's shard written on one is not read.
+func TestAllShardsOverDatabasesHoldingScatteredShards(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		dir := t.TempDir()
+		var even, odd []shardid.Range
+		for s := 0; s < (shardid.Layout{}).ShardCount(); s += 2 {
+			even = append(even, shardid.Range{From: s, To: s})
+			odd = append(odd, shardid.Range{From: s + 1, To: s + 1})
+		}
+		db := open(t, b, dir, shardid.Config{Shards: []shardid.Shard{
+			{Name: b.name + "-even", Dialector: b.physical(t, dir, 0), Logical: even},
+			{Name: b.name + "-odd", Dialector: b.physical(t, dir, 1), Logical: odd},
+		}})
+		p := db.Config.Plugins[(&shardid.Plugin{}).Name()].(*shardid.Plugin)
+		direct := direct(t, b, dir)
+		for _, d := range direct[:2] {
+			must(t, d.Migrator().DropTable(&scattered{}))
+		}
+		must(t, p.AutoMigrate(db, &scattered{}))
+		rows := make([]scattered, 200)
+		must(t, db.Create(&rows).Error)
+		stray := p.Layout().Compose(time.Now(), 1, 7) // an odd shard's, written on the even database
+		must(t, direct[0].Create(&scattered{ID: stray, Name: "stray"}).Error)
+		all := db.Clauses(shardid.AllShards()).Session(&gorm.Session{})
+		var n int64
+		if err := all.Model(&scattered{}).Count(&n).Error; err != nil || n != 200 {
+			t.Fatalf("AllShards Count: %d, %v", n, err)
+		}
+		var read []scattered
+		if err := all.Order("id").Limit(10).Offset(150).Find(&read).Error; err != nil || len(read) != 10 {
+			t.Fatalf("AllShards Find: %d rows, %v", len(read), err)
+		}
+		if res := all.Model(&scattered{}).Where("name = ?", "").Update("name", "x"); res.Error != nil || res.RowsAffected != 200 {
+			t.Fatalf("AllShards Update: %d rows, %v", res.RowsAffected, res.Error)
+		}
+		if res := all.Where("name <> ?", "").Delete(&scattered{}); res.Error != nil || res.RowsAffected != 200 {
+			t.Fatalf("AllShards Delete: %d rows, %v", res.RowsAffected, res.Error)
+		}
+		var left []scattered
+		must(t, direct[0].Find(&left).Error)
+		if len(left) != 1 || left[0].ID != stray {
+			t.Fatalf("the even database holds %v, want only the stray row", left)
+		}
+	})
+}

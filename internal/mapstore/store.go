@@ -3,6 +3,7 @@ package mapstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -50,6 +51,7 @@ type Store struct {
 	moves        string        // the moves' table, KeptTable's
 	probed       atomic.Bool   // processesTable has its map_table column
 	movesWidened atomic.Bool   // the moves table's state is a LONGTEXT (MySQL)
+	mapWidened   atomic.Bool   // the map table's map is a LONGTEXT (MySQL)
 	owner        string        // this process, in the processes table
 	heartbeat    time.Duration // how often this process notes itself live
 }
@@ -98,9 +100,15 @@ func (s *Store) Exec(ctx context.Context, query string, args ...any) (sql.Result
 	return s.db.ExecContext(ctx, storeSQL(s.dialect, query), args...)
 }
 
-// Prepare creates the map and processes tables if they are missing.
+// Prepare creates the map and processes tables if they are missing. A map
+// grows with its ranges (8,192 scattered shards take about 200 KB): on
+// MySQL/MariaDB, whose TEXT holds 64 KiB, it is a LONGTEXT, and a table
+// made by a version before is altered so once.
 func (s *Store) Prepare(ctx context.Context) error {
 	text := "TEXT"
+	if s.dialect == "mysql" {
+		text = "LONGTEXT"
+	}
 	for _, ddl := range []string{
 		"CREATE TABLE IF NOT EXISTS " + s.quoted(s.table) + " (version BIGINT NOT NULL PRIMARY KEY, map " + text + " NOT NULL, created_ms BIGINT NOT NULL)",
 		"CREATE TABLE IF NOT EXISTS " + processesTable + " (owner VARCHAR(191) NOT NULL PRIMARY KEY, map_version BIGINT NOT NULL, seen_ms BIGINT NOT NULL, refresh_ms BIGINT NOT NULL, map_table VARCHAR(191) NOT NULL DEFAULT '')",
@@ -109,7 +117,29 @@ func (s *Store) Prepare(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := s.widenMap(ctx); err != nil {
+		return err
+	}
 	return s.addMapTableColumn(ctx)
+}
+
+// widenMap makes a map table's TEXT map a LONGTEXT, on MySQL/MariaDB.
+func (s *Store) widenMap(ctx context.Context) error {
+	if s.dialect != "mysql" || s.mapWidened.Load() {
+		return nil
+	}
+	var dataType string
+	err := s.db.QueryRowContext(ctx, "SELECT DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = 'map'", s.table).Scan(&dataType)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	if strings.EqualFold(dataType, "text") {
+		if _, err := s.Exec(ctx, "ALTER TABLE "+s.quoted(s.table)+" MODIFY map LONGTEXT NOT NULL"); err != nil {
+			return err
+		}
+	}
+	s.mapWidened.Store(true)
+	return nil
 }
 
 // addMapTableColumn adds map_table to a processes table made before it was;
