@@ -1225,7 +1225,7 @@ func TestAllShardsOrderedReadsFindColumnsNamedInAnotherCase(t *testing.T) {
 
 // scattered is sharded by its ID, on databases holding scattered shards.
 type scattered struct {
-	ID   int64 `shardid:""`
+	ID   int64  `shardid:""`
 	Name string `gorm:"size:20"`
 }
 
