@@ -15,6 +15,7 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+	"gorm.io/gorm/logger"
 
 	"github.com/shardid/shardid"
 	"github.com/shardid/shardid/internal/twophase"
@@ -411,6 +412,42 @@ func TestCreateInBatchesOfManyBatchesIsReadBackAtOnce(t *testing.T) {
 			t.Fatalf("read back at once after CreateInBatches: %d rows, want %d", got, len(rows))
 		}
 		r.noPrepared(t)
+	})
+}
+
+// TestACommitOverThousandsOfDatabasesIsRecorded: the decision of a commit
+// whose branches are on 3,000 databases of long names (120 KB of names) is
+// recorded and read back whole, also in a decisions table made before with
+// a TEXT column (64 KiB on MySQL/MariaDB).
+func TestACommitOverThousandsOfDatabasesIsRecorded(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		main, err := gorm.Open(b.dialector(t, t.TempDir()), &gorm.Config{Logger: logger.Discard})
+		must(t, err)
+		sqlMain, err := main.DB()
+		must(t, err)
+		t.Cleanup(func() { _ = sqlMain.Close() })
+		d := twophase.Decisions{DB: sqlMain, Dialect: main.Dialector.Name(), Table: "decisions_of_many"}
+		ctx := context.Background()
+		_, err = sqlMain.ExecContext(ctx, "DROP TABLE IF EXISTS decisions_of_many")
+		must(t, err)
+		t.Cleanup(func() { _, _ = sqlMain.ExecContext(ctx, "DROP TABLE IF EXISTS decisions_of_many") })
+		_, err = sqlMain.ExecContext(ctx, "CREATE TABLE decisions_of_many (gid VARCHAR(64) NOT NULL PRIMARY KEY, outcome VARCHAR(8) NOT NULL, decided_ms BIGINT NOT NULL, branch_databases TEXT NOT NULL)")
+		must(t, err)
+		must(t, d.Prepare(ctx))
+		names := make([]string, 3000)
+		for i := range names {
+			names[i] = fmt.Sprintf("physical-database-%04d.shards.example", i)
+		}
+		outcome, err := d.Commit(ctx, "gid-of-many", names)
+		must(t, err)
+		if outcome != twophase.Committed {
+			t.Fatalf("outcome %v", outcome)
+		}
+		decided, err := d.Decided(ctx, time.Now().Add(time.Second))
+		must(t, err)
+		if got := decided["gid-of-many"].Databases; !slices.Equal(got, names) {
+			t.Fatalf("read back %d of the %d databases", len(got), len(names))
+		}
 	})
 }
 

@@ -31,11 +31,30 @@ type Decisions struct {
 	Table   string // needs no quoting
 }
 
-// Prepare creates the table if it is missing.
+// Prepare creates the table if it is missing. The names of a commit's
+// databases grow with them (2,000 names of 33 characters pass 64 KiB): on
+// MySQL/MariaDB, whose TEXT holds 64 KiB, they are a LONGTEXT, and a table
+// made before is altered so.
 func (d Decisions) Prepare(ctx context.Context) error {
+	text := "TEXT"
+	if d.Dialect == "mysql" {
+		text = "LONGTEXT"
+	}
 	_, err := d.DB.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS "+d.Table+
-		" (gid VARCHAR(64) NOT NULL PRIMARY KEY, outcome VARCHAR(8) NOT NULL, decided_ms BIGINT NOT NULL, branch_databases TEXT NOT NULL)")
-	return err
+		" (gid VARCHAR(64) NOT NULL PRIMARY KEY, outcome VARCHAR(8) NOT NULL, decided_ms BIGINT NOT NULL, branch_databases "+text+" NOT NULL)")
+	if err != nil || d.Dialect != "mysql" {
+		return err
+	}
+	var dataType string
+	err = d.DB.QueryRowContext(ctx, "SELECT DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = 'branch_databases'", d.Table).Scan(&dataType)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	if strings.EqualFold(dataType, "text") {
+		_, err = d.DB.ExecContext(ctx, "ALTER TABLE "+d.Table+" MODIFY branch_databases LONGTEXT NOT NULL")
+		return err
+	}
+	return nil
 }
 
 // Decision is a recorded outcome, with the databases of the branches of a
