@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/glebarez/sqlite"
+	"github.com/google/uuid"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 )
@@ -329,24 +330,7 @@ func (placedByLooseEmail) TableName() string { return "placed_accounts" }
 // and miss them. Its AutoMigrate and its statements are refused with
 // ErrInvalidTag naming both rules, nothing written.
 func TestAChangedPlacementRuleIsRefused(t *testing.T) {
-	dir := t.TempDir()
-	count := Layout{}.ShardCount()
-	open := func() (*gorm.DB, *Plugin) {
-		db, err := gorm.Open(sqlite.Open(filepath.Join(dir, "main.db")+"?_pragma=busy_timeout(10000)"), &gorm.Config{Logger: logger.Discard})
-		must(t, err)
-		p := New(Config{Atomic: BestEffort, Shards: []Shard{
-			{Name: "a", Dialector: sqlite.Open(filepath.Join(dir, "a.db")), Logical: []Range{{From: 0, To: count/2 - 1}}},
-			{Name: "b", Dialector: sqlite.Open(filepath.Join(dir, "b.db")), Logical: []Range{{From: count / 2, To: count - 1}}},
-		}})
-		must(t, db.Use(p))
-		t.Cleanup(func() {
-			_ = p.Close()
-			if sqlDB, err := db.DB(); err == nil {
-				_ = sqlDB.Close()
-			}
-		})
-		return db, p
-	}
+	open := deploys(t)
 	db, p := open()
 	must(t, p.AutoMigrate(db, &placedByEmail{}))
 	for i := range 8 {
@@ -375,6 +359,117 @@ func TestAChangedPlacementRuleIsRefused(t *testing.T) {
 	must(t, p.Migrator(db).DropTable(&placedByEmail{}))
 	must(t, p.AutoMigrate(db, &placedByWork{}))
 	must(t, db.Create(&placedByWork{Email: "eve@x.io", Work: "w9"}).Error)
+}
+
+// deploys returns an opener of processes (plugins on their own *gorm.DB)
+// sharing one set of SQLite databases over two physical shards, as the
+// processes of two deploys do during a rolling restart.
+func deploys(t *testing.T) func() (*gorm.DB, *Plugin) {
+	dir := t.TempDir()
+	count := Layout{}.ShardCount()
+	return func() (*gorm.DB, *Plugin) {
+		db, err := gorm.Open(sqlite.Open(filepath.Join(dir, "main.db")+"?_pragma=busy_timeout(10000)"), &gorm.Config{Logger: logger.Discard})
+		must(t, err)
+		p := New(Config{Atomic: BestEffort, Shards: []Shard{
+			{Name: "a", Dialector: sqlite.Open(filepath.Join(dir, "a.db")), Logical: []Range{{From: 0, To: count/2 - 1}}},
+			{Name: "b", Dialector: sqlite.Open(filepath.Join(dir, "b.db")), Logical: []Range{{From: count / 2, To: count - 1}}},
+		}})
+		must(t, db.Use(p))
+		t.Cleanup(func() {
+			_ = p.Close()
+			if sqlDB, err := db.DB(); err == nil {
+				_ = sqlDB.Close()
+			}
+		})
+		return db, p
+	}
+}
+
+// The same table's hash key under three Go types: the text of a UUID, the
+// UUID itself (hashed as its 16 bytes), a number (hashed as 8 bytes).
+type (
+	tokenAsText struct {
+		ID    int64  `shardid:"hash:Token"`
+		Token string `gorm:"size:36"`
+	}
+	tokenAsUUID struct {
+		ID    int64     `shardid:"hash:Token"`
+		Token uuid.UUID `gorm:"size:36"`
+	}
+	codeAsText struct {
+		ID   int64  `shardid:"hash:Code"`
+		Code string `gorm:"size:20"`
+	}
+	codeAsNumber struct {
+		ID   int64 `shardid:"hash:Code"`
+		Code int64
+	}
+)
+
+func (tokenAsText) TableName() string  { return "placed_tokens" }
+func (tokenAsUUID) TableName() string  { return "placed_tokens" }
+func (codeAsText) TableName() string   { return "placed_codes" }
+func (codeAsNumber) TableName() string { return "placed_codes" }
+
+// TestAChangedHashKeyTypeIsRefused: a hash key's logical shard is the hash
+// of its Go value's bytes, so one column's key under another Go type (a
+// UUID's text made a uuid.UUID, a numeric code's text made an int64 between
+// deploys) places its rows on other shards than the rows already there, and
+// its conditions miss them: the same rule's column is not the same rule.
+// The next deploy's AutoMigrate, and its statements, are refused with
+// ErrInvalidTag naming both key types; the rows stay readable by the type
+// they were placed by.
+func TestAChangedHashKeyTypeIsRefused(t *testing.T) {
+	open := deploys(t)
+	db, p := open()
+	must(t, p.AutoMigrate(db, &tokenAsText{}, &codeAsText{}))
+	tokens := make([]uuid.UUID, 16)
+	for i := range tokens {
+		tokens[i] = uuid.New()
+		must(t, db.Create(&tokenAsText{Token: tokens[i].String()}).Error)
+		must(t, db.Create(&codeAsText{Code: fmt.Sprint(1000 + i)}).Error)
+	}
+	next, nextPlugin := open() // the next deploy's process, beside the last one's
+	if err := nextPlugin.AutoMigrate(next, &tokenAsUUID{}); !errors.Is(err, ErrInvalidTag) || !strings.Contains(err.Error(), "uuid") {
+		t.Fatalf("AutoMigrate of the token as a uuid.UUID: %v; want ErrInvalidTag naming the key types", err)
+	}
+	if err := nextPlugin.AutoMigrate(next, &codeAsNumber{}); !errors.Is(err, ErrInvalidTag) || !strings.Contains(err.Error(), "int") {
+		t.Fatalf("AutoMigrate of the code as an int64: %v; want ErrInvalidTag naming the key types", err)
+	}
+	var found tokenAsUUID
+	if err := next.Where("token = ?", tokens[3]).First(&found).Error; !errors.Is(err, ErrInvalidTag) {
+		t.Fatalf("a read by the token as a uuid.UUID: %v (%+v); want ErrInvalidTag", err, found)
+	}
+	if err := next.Create(&codeAsNumber{Code: 1003}).Error; !errors.Is(err, ErrInvalidTag) {
+		t.Fatalf("a Create of the code as an int64: %v; want ErrInvalidTag", err)
+	}
+	var n int64
+	must(t, db.Clauses(AllShards()).Model(&codeAsText{}).Count(&n).Error)
+	if n != 16 {
+		t.Fatalf("%d codes; want the 16 created as text, nothing written by the refused model", n)
+	}
+	var again tokenAsText
+	must(t, next.Where("token = ?", tokens[3].String()).First(&again).Error) // the type the rows were placed by still reads them
+}
+
+// A table recorded before the key's type was (no hash_key column, as an
+// earlier version made shardid_tables) is not refused for a type it never
+// recorded; its next migration records the type, which then holds.
+func TestATableRecordedBeforeItsHashKeyTypeLearnsIt(t *testing.T) {
+	open := deploys(t)
+	db, p := open()
+	must(t, p.AutoMigrate(db, &codeAsText{}))
+	must(t, db.Exec("ALTER TABLE shardid_tables DROP COLUMN hash_key").Error) // as an earlier version left it
+	next, nextPlugin := open()
+	must(t, nextPlugin.AutoMigrate(next, &codeAsText{}))
+	var recorded string
+	must(t, next.Raw("SELECT hash_key FROM shardid_tables WHERE name = ?", "placed_codes").Scan(&recorded).Error)
+	if recorded != "text" {
+		t.Fatalf("hash_key %q after the migration; want text", recorded)
+	}
+	if err := nextPlugin.AutoMigrate(next, &codeAsNumber{}); !errors.Is(err, ErrInvalidTag) {
+		t.Fatalf("AutoMigrate of the code as an int64 once its type is recorded: %v; want ErrInvalidTag", err)
+	}
 }
 
 type placedWithOwner struct {

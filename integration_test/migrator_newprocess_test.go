@@ -1,7 +1,11 @@
 package integration
 
 import (
+	"errors"
+	"strings"
 	"testing"
+
+	"github.com/google/uuid"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -46,4 +50,62 @@ func TestAlterColumnOfAProcessThatDidNotMigrateKeepsWhatAutoMigrateMade(t *testi
 		}
 	}
 	must(t, p.AutoMigrate(db, &mgLogin{}))
+}
+
+// mgToken's key is a UUID's text; mgTokenUUID, the next deploy's model of
+// its table, makes it a uuid.UUID, hashed as its 16 bytes.
+type (
+	mgToken struct {
+		ID    int64  `shardid:"hash:Token"`
+		Token string `gorm:"size:36"`
+	}
+	mgTokenUUID struct {
+		ID    int64     `shardid:"hash:Token"`
+		Token uuid.UUID `gorm:"size:36"`
+	}
+)
+
+func (mgTokenUUID) TableName() string { return "mg_tokens" }
+
+// TestAHashKeyOfAnotherTypeInTheNextDeployIsRefused: during a rolling
+// restart the next deploy's model keeps the table's hash column but makes
+// its key a uuid.UUID, which hashes the same token to other shards; its
+// AutoMigrate and statements are refused with ErrInvalidTag, while the last
+// deploy's process goes on finding its rows. The record of sharded tables
+// made before it kept key types (no hash_key column) gains it at the next
+// migration.
+func TestAHashKeyOfAnotherTypeInTheNextDeployIsRefused(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		must(t, r.plugin.Migrator(r.db).DropTable(&mgToken{}))
+		must(t, r.plugin.AutoMigrate(r.db, &mgToken{}))
+		tokens := make([]uuid.UUID, 12)
+		for i := range tokens {
+			tokens[i] = uuid.New()
+			must(t, r.db.Create(&mgToken{Token: tokens[i].String()}).Error)
+		}
+		must(t, r.db.Exec("ALTER TABLE shardid_tables DROP COLUMN IF EXISTS hash_key").Error) // as an earlier version made it
+		process := func() (*gorm.DB, *shardid.Plugin) {
+			db, err := gorm.Open(b.dialector(t, t.TempDir()), &gorm.Config{Logger: logger.Discard})
+			must(t, err)
+			p := shardid.New(shardid.Config{Shards: shards(t, b, t.TempDir()), Atomic: b.atomicity()})
+			must(t, db.Use(p))
+			t.Cleanup(func() { _ = p.Close() })
+			return db, p
+		}
+		upgraded, upgradedPlugin := process()
+		must(t, upgradedPlugin.AutoMigrate(upgraded, &mgToken{}))
+		next, nextPlugin := process()
+		if err := nextPlugin.AutoMigrate(next, &mgTokenUUID{}); !errors.Is(err, shardid.ErrInvalidTag) || !strings.Contains(err.Error(), "uuid") {
+			t.Fatalf("AutoMigrate of the token as a uuid.UUID: %v; want ErrInvalidTag naming the key types", err)
+		}
+		var got mgTokenUUID
+		if err := next.Where("token = ?", tokens[5]).First(&got).Error; !errors.Is(err, shardid.ErrInvalidTag) {
+			t.Fatalf("a read by the token as a uuid.UUID: %v (%+v); want ErrInvalidTag", err, got)
+		}
+		for _, token := range tokens {
+			var row mgToken
+			must(t, r.db.Where("token = ?", token.String()).First(&row).Error)
+		}
+	})
 }

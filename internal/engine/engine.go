@@ -127,7 +127,7 @@ type Engine struct {
 	recordedTables sync.Map
 	recordedFull   sync.Map // the recorded tables' names, lower case
 	// recordedPlacements holds, by lower-case table name, the rule that
-	// placed each recorded table's rows (placementOf), where recorded.
+	// placed each recorded table's rows (placed), where recorded.
 	recordedPlacements sync.Map
 
 	maps        *mapStore    // the shared map; nil without Config.Shards

@@ -144,7 +144,7 @@ func (e *Engine) namedOwnTable(stmt *gorm.Statement, modelTable string) string {
 	if !ok {
 		rule, ok = e.recordedPlacements.Load(strings.ToLower(named))
 	}
-	if !ok || rule.(string) != placementOf(m) {
+	if !ok || !rule.(placed).fits(m) {
 		return modelTable
 	}
 	return named

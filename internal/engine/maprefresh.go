@@ -40,6 +40,7 @@ type mapStore struct {
 	closePool func() error // of the pool it runs on, once it stops
 	idColumns atomic.Bool  // shardid_tables has its id_columns column
 	placement atomic.Bool  // shardid_tables has its placement column
+	hashKey   atomic.Bool  // shardid_tables has its hash_key column
 }
 
 // mapOfStored builds the router's map from a stored version: the physical

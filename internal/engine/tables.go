@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -43,10 +44,60 @@ type shardedTable struct {
 	Strategy  string        // the key's strategy, whose ID source a move advances
 	IDColumns []mover.IDColumn
 	Placement *string // the rule that places a new row (placementOf); nil: a join table's, or not recorded
+	HashKey   *string // how a hash rule's key is hashed (hashKeyOf); nil: not recorded
+}
+
+// placed is a recorded table's placement: its rule, and how the rule's key
+// is hashed ("": no hash rule, or recorded by a version that did not say).
+type placed struct{ rule, key string }
+
+// fits reports whether m places rows as the record says they were placed.
+func (r placed) fits(m *model) bool {
+	return r.rule == placementOf(m) && (r.key == "" || r.key == hashKeyOf(m))
+}
+
+// hashKeyOf says how a hash rule's key is hashed, the bytes its Go type
+// gives (hashValue): the same column's key under another type places the
+// same value on another shard. "" without a hash rule.
+func hashKeyOf(m *model) string {
+	if m.pk().hash == nil {
+		return ""
+	}
+	t := m.pk().hash.FieldType
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String, reflect.Slice:
+		return hashKeyText
+	case reflect.Array:
+		return hashKeyBytes16
+	}
+	return hashKeyInt
+}
+
+// The ways a hash key is hashed, as shardid_tables records them.
+const (
+	hashKeyText    = "text"    // a string's or []byte's bytes
+	hashKeyInt     = "int"     // an integer's 8 big-endian bytes
+	hashKeyBytes16 = "bytes16" // a [16]byte's (a uuid.UUID's) 16 bytes, not its text
+)
+
+// describeHashKey says how a hash key is hashed, in words.
+func describeHashKey(key string) string {
+	switch key {
+	case hashKeyText:
+		return "a key hashed as its text (string or []byte)"
+	case hashKeyInt:
+		return "a key hashed as an integer"
+	case hashKeyBytes16:
+		return "a key hashed as 16 bytes (a [16]byte such as uuid.UUID, not its text)"
+	}
+	return "a key hashed as " + key
 }
 
 func (s *mapStore) prepareTables(ctx context.Context) error {
-	_, err := s.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+s.quotedTables()+" (name VARCHAR(191) NOT NULL PRIMARY KEY, key_column VARCHAR(191) NOT NULL, key_kind INT NOT NULL, strategy VARCHAR(32) NOT NULL, id_columns VARCHAR(1000) NOT NULL DEFAULT '', placement VARCHAR(400))")
+	_, err := s.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+s.quotedTables()+" (name VARCHAR(191) NOT NULL PRIMARY KEY, key_column VARCHAR(191) NOT NULL, key_kind INT NOT NULL, strategy VARCHAR(32) NOT NULL, id_columns VARCHAR(1000) NOT NULL DEFAULT '', placement VARCHAR(400), hash_key VARCHAR(16))")
 	if err != nil && !mapstore.AlreadyExists(err) {
 		return err
 	}
@@ -67,6 +118,15 @@ func placementOf(m *model) string {
 	return ""
 }
 
+// placed is the placement t records.
+func (t shardedTable) placed() placed {
+	r := placed{rule: *t.Placement}
+	if t.HashKey != nil {
+		r.key = *t.HashKey
+	}
+	return r
+}
+
 // describePlacement says a placement rule in words.
 func describePlacement(rule string) string {
 	if rule == "" {
@@ -82,25 +142,31 @@ func (e *Engine) samePlacement(m *model, table string) error {
 	if !m.sharded() {
 		return nil
 	}
-	recorded, ok := e.recordedPlacements.Load(strings.ToLower(table))
-	if !ok || recorded.(string) == placementOf(m) {
+	v, ok := e.recordedPlacements.Load(strings.ToLower(table))
+	if !ok || v.(placed).fits(m) {
 		return nil
+	}
+	recorded := v.(placed)
+	if recorded.rule == placementOf(m) {
+		return &FieldError{Model: m.schema.Name, Field: m.pk().hash.Name, Err: ErrInvalidTag,
+			Detail: fmt.Sprintf("table %s holds rows placed by %s with %s (%s records it), and this tag's key is a %s, %s: the same values hash to other shards, where its conditions would miss the rows; keep the key's type as it was, or copy the rows into a new table (a table dropped through the plugin's migrator is forgotten)",
+				table, recorded.rule, describeHashKey(recorded.key), e.tablesTable(), m.pk().hash.FieldType, describeHashKey(hashKeyOf(m)))}
 	}
 	if placementOf(m) == "" {
 		return &FieldError{Model: m.schema.Name, Field: m.pk().field.Name, Err: ErrInvalidTag,
 			Detail: fmt.Sprintf("table %s holds rows placed by %s (%s records it), and this tag has no colocate or hash rule: it reads and changes the rows by their IDs, or on every shard, but a row it created would not be where the rule's conditions look; create the rows through a model with the rule",
-				table, recorded.(string), e.tablesTable())}
+				table, recorded.rule, e.tablesTable())}
 	}
 	return &FieldError{Model: m.schema.Name, Field: m.pk().field.Name, Err: ErrInvalidTag,
 		Detail: fmt.Sprintf("table %s holds rows placed by %s (%s records it), and this tag places them by %s: a condition on the rule's column would look for those rows on other shards and miss them; keep the tag as it was, or copy the rows into a new table (a table dropped through the plugin's migrator is forgotten)",
-			table, describePlacement(recorded.(string)), e.tablesTable(), describePlacement(placementOf(m)))}
+			table, describePlacement(recorded.rule), e.tablesTable(), describePlacement(placementOf(m)))}
 }
 
 // addPlacementColumn adds placement to a shardid_tables made before it was;
 // its rows' rules, not recorded then, stay NULL.
 func (s *mapStore) addPlacementColumn(ctx context.Context) error {
 	if s.placement.Load() {
-		return nil
+		return s.addHashKeyColumn(ctx)
 	}
 	probe := func() error {
 		rows, err := s.DB().QueryContext(ctx, "SELECT placement FROM "+s.quotedTables()+" WHERE 1 = 0")
@@ -116,6 +182,29 @@ func (s *mapStore) addPlacementColumn(ctx context.Context) error {
 		}
 	}
 	s.placement.Store(true)
+	return s.addHashKeyColumn(ctx)
+}
+
+// addHashKeyColumn adds hash_key to a shardid_tables made before it was;
+// its rows' key types, not recorded then, stay NULL.
+func (s *mapStore) addHashKeyColumn(ctx context.Context) error {
+	if s.hashKey.Load() {
+		return nil
+	}
+	probe := func() error {
+		rows, err := s.DB().QueryContext(ctx, "SELECT hash_key FROM "+s.quotedTables()+" WHERE 1 = 0")
+		if err == nil {
+			rows.Close()
+		}
+		return err
+	}
+	if probe() != nil {
+		_, err := s.Exec(ctx, "ALTER TABLE "+s.quotedTables()+" ADD COLUMN hash_key VARCHAR(16)")
+		if err != nil && probe() != nil { // not another process's column
+			return err
+		}
+	}
+	s.hashKey.Store(true)
 	return nil
 }
 
@@ -195,12 +284,12 @@ func (e *Engine) registerTables(db *gorm.DB, models []any) error {
 		if _, err := e.maps.Exec(ctx, "DELETE FROM "+e.maps.quotedTables()+" WHERE name = ?", t.Name); err != nil {
 			return err
 		}
-		if _, err := e.maps.Exec(ctx, "INSERT INTO "+e.maps.quotedTables()+" (name, key_column, key_kind, strategy, id_columns, placement) VALUES (?, ?, ?, ?, ?, ?)", t.Name, t.Key, int(t.Kind), t.Strategy, idColumnsText(t.IDColumns), t.Placement); err != nil && !mapstore.DuplicateKey(err) {
+		if _, err := e.maps.Exec(ctx, "INSERT INTO "+e.maps.quotedTables()+" (name, key_column, key_kind, strategy, id_columns, placement, hash_key) VALUES (?, ?, ?, ?, ?, ?, ?)", t.Name, t.Key, int(t.Kind), t.Strategy, idColumnsText(t.IDColumns), t.Placement, t.HashKey); err != nil && !mapstore.DuplicateKey(err) {
 			return err
 		}
 		e.recordTable(t.Name) // a table migrated by another name (Migrator(db.Table(name))) has no model this process parsed
 		if t.Placement != nil {
-			e.recordedPlacements.Store(strings.ToLower(t.Name), *t.Placement)
+			e.recordedPlacements.Store(strings.ToLower(t.Name), t.placed())
 		}
 	}
 	return nil
@@ -250,6 +339,10 @@ func (e *Engine) checkNewTables(db *gorm.DB, models []any) error {
 		if k < 0 {
 			fresh = append(fresh, t.Name)
 			continue
+		}
+		if was, now := recorded[k].HashKey, t.HashKey; was != nil && now != nil && *was != "" && *now != "" && *was != *now && *recorded[k].Placement == *t.Placement {
+			return fmt.Errorf("%w: table %s holds rows placed by %s with %s (%s records it), and its model's key is now %s: the same values hash to other shards, where its conditions would miss the rows; nothing was migrated: keep the key's type as it was, or copy the rows into a new table (a table dropped through the plugin's migrator is forgotten)",
+				ErrInvalidTag, t.Name, *t.Placement, describeHashKey(*was), e.maps.tables(), describeHashKey(*now))
 		}
 		if was := recorded[k].Placement; was != nil && t.Placement != nil && *was != *t.Placement {
 			return fmt.Errorf("%w: table %s holds rows placed by %s (%s records it), and its model now places them by %s: a condition on the rule's column would look for those rows on other shards and miss them; nothing was migrated: keep the tag as it was, or copy the rows into a new table (a table dropped through the plugin's migrator is forgotten)",
@@ -326,20 +419,20 @@ func (e *Engine) loadRecordedTables(ctx context.Context) error {
 	if err := e.maps.prepareTables(ctx); err != nil {
 		return err
 	}
-	rows, err := e.maps.DB().QueryContext(ctx, "SELECT name, placement FROM "+e.maps.quotedTables())
+	rows, err := e.maps.DB().QueryContext(ctx, "SELECT name, placement, hash_key FROM "+e.maps.quotedTables())
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var name string
-		var placement sql.NullString
-		if err := rows.Scan(&name, &placement); err != nil {
+		var placement, hashKey sql.NullString
+		if err := rows.Scan(&name, &placement, &hashKey); err != nil {
 			return err
 		}
 		e.recordTable(name)
 		if placement.Valid {
-			e.recordedPlacements.Store(strings.ToLower(name), placement.String)
+			e.recordedPlacements.Store(strings.ToLower(name), placed{rule: placement.String, key: hashKey.String})
 		}
 	}
 	return rows.Err()
@@ -471,8 +564,8 @@ func (e *Engine) joinTablesOf(m *model) []shardedTable {
 // shardedTableOf describes a sharded model's table.
 func shardedTableOf(m *model) shardedTable {
 	key := m.pk()
-	placement := placementOf(m)
-	t := shardedTable{Name: m.schema.Table, Key: key.field.DBName, Kind: fence.KeyInt64, Strategy: key.strategy, Placement: &placement}
+	placement, hashKey := placementOf(m), hashKeyOf(m)
+	t := shardedTable{Name: m.schema.Table, Key: key.field.DBName, Kind: fence.KeyInt64, Strategy: key.strategy, Placement: &placement, HashKey: &hashKey}
 	if key.uuidVersion != 0 {
 		t.Kind = fence.KeyUUIDText
 	}
@@ -492,7 +585,7 @@ func (e *Engine) registeredTables(ctx context.Context) ([]shardedTable, error) {
 	if err := e.maps.prepareTables(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := e.maps.DB().QueryContext(ctx, "SELECT name, key_column, key_kind, strategy, id_columns, placement FROM "+e.maps.quotedTables()+" ORDER BY name")
+	rows, err := e.maps.DB().QueryContext(ctx, "SELECT name, key_column, key_kind, strategy, id_columns, placement, hash_key FROM "+e.maps.quotedTables()+" ORDER BY name")
 	if err != nil {
 		return nil, err
 	}
@@ -502,12 +595,15 @@ func (e *Engine) registeredTables(ctx context.Context) ([]shardedTable, error) {
 		var t shardedTable
 		var kind int
 		var idColumns string
-		var placement sql.NullString
-		if err := rows.Scan(&t.Name, &t.Key, &kind, &t.Strategy, &idColumns, &placement); err != nil {
+		var placement, hashKey sql.NullString
+		if err := rows.Scan(&t.Name, &t.Key, &kind, &t.Strategy, &idColumns, &placement, &hashKey); err != nil {
 			return nil, err
 		}
 		if placement.Valid {
 			t.Placement = &placement.String
+		}
+		if hashKey.Valid {
+			t.HashKey = &hashKey.String
 		}
 		t.Kind = fence.KeyKind(kind)
 		t.IDColumns = parseIDColumns(idColumns)
