@@ -2,6 +2,7 @@ package shardid
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"log"
@@ -105,6 +106,25 @@ func TestMigratorByTableNameOnBothSides(t *testing.T) {
 	}
 	if p2.Migrator(db2).HasTable(&revPlain{}) {
 		t.Error("DropTable(\"rev_plains\") left the table on the shards")
+	}
+}
+
+// The plugin's migrator reads a table given by name, and the tables a
+// migration would shard, on the plugin's database under a mark that lets
+// its SQL name sharded tables there. The mark stays on its own session:
+// given the application's db, it was left on that db's statement, which
+// every db.WithContext(ctx) copies, so raw SQL naming a sharded table ran
+// on the plugin's database instead of being refused.
+func TestTheMigratorLeavesNoMarkOnTheDBItWasGiven(t *testing.T) {
+	db, p := openIn(t, t.TempDir())
+	must(t, p.AutoMigrate(db, &revPlain{}))
+	_ = p.Migrator(db).HasTable("rev_unknowns")
+	must(t, p.AutoMigrate(db, &recordedUser{}, &recordedLanguage{}))
+	for _, table := range []string{"rev_plains", "recorded_users"} {
+		err := db.WithContext(context.Background()).Exec("INSERT INTO " + table + " (id, name) VALUES (5, 'x')").Error
+		if !errors.Is(err, ErrNoShard) {
+			t.Errorf("raw SQL naming sharded table %s without a clause, after the migrator: %v; want ErrNoShard", table, err)
+		}
 	}
 }
 

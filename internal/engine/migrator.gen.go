@@ -198,8 +198,18 @@ func (m migratorPlugin) ShardedTable(table string) bool {
 	return sharded || joins
 }
 
-func (m migratorPlugin) OwnCopy(db *gorm.DB) *gorm.DB {
-	tx := db.Session(&gorm.Session{})
+func (m migratorPlugin) OwnCopy(db *gorm.DB) *gorm.DB { return ownCopyOf(db) }
+
+// ownCopyOf is a session of db marked ownCopy. A session given a context
+// copies db's statement: one without shares it, and the mark would stay on
+// the caller's db, whose later sessions (WithContext) would inherit it and
+// run SQL naming sharded tables on the plugin's database.
+func ownCopyOf(db *gorm.DB) *gorm.DB {
+	ctx := db.Statement.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	tx := db.Session(&gorm.Session{Context: ctx})
 	tx.Statement.Settings.Store(ownCopyKey{}, true)
 	return tx
 }
