@@ -1,9 +1,12 @@
 package shardid
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/glebarez/sqlite"
@@ -144,6 +147,27 @@ func TestTheMigratorRefusesAnUntaggedModelForARecordedTable(t *testing.T) {
 	second, p2 := start()
 	if err := p2.AutoMigrate(second, &recordedUserNowPlain{}); !errors.Is(err, ErrInvalidTag) {
 		t.Fatalf("the plugin's AutoMigrate of an untagged model for a recorded table: %v, want ErrInvalidTag", err)
+	}
+}
+
+// A table made sharded whose rows a model without tags put on the plugin's
+// database (the last deploy's, still writing there in a rolling restart)
+// is warned of on Config.Log, naming it: the sharded table on the physical
+// databases holds none of those rows. A copy without rows is not.
+func TestMigratingATableShardedWarnsOfItsRowsOnThePluginsDatabase(t *testing.T) {
+	dir := t.TempDir()
+	last, p := openIn(t, dir)
+	must(t, p.AutoMigrate(last, &recordedUserNowPlain{}, &recordedLanguage{}))
+	must(t, last.Create(&recordedUserNowPlain{Name: "u"}).Error)
+	must(t, last.Exec("CREATE TABLE recorded_user_languages (recorded_user_id INTEGER, recorded_language_id INTEGER)").Error) // empty
+	var out bytes.Buffer
+	next, p2 := openWith(t, dir, Config{Log: slog.New(slog.NewTextHandler(&out, nil))})
+	must(t, p2.AutoMigrate(next, &recordedUser{}, &recordedLanguage{}))
+	if !strings.Contains(out.String(), "holds rows on the plugin's database") || !strings.Contains(out.String(), "table=recorded_users") {
+		t.Fatalf("log of the migration: %q; want a warning naming recorded_users", out.String())
+	}
+	if strings.Contains(out.String(), "table=recorded_user_languages") {
+		t.Errorf("log of the migration: %q; want no warning of the empty join table", out.String())
 	}
 }
 

@@ -4,14 +4,11 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/glebarez/sqlite"
 	"github.com/google/uuid"
 	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
 )
 
 // Models with bad tags, each failing at its first statement.
@@ -330,7 +327,7 @@ func (placedByLooseEmail) TableName() string { return "placed_accounts" }
 // and miss them. Its AutoMigrate and its statements are refused with
 // ErrInvalidTag naming both rules, nothing written.
 func TestAChangedPlacementRuleIsRefused(t *testing.T) {
-	open := deploys(t)
+	open, _ := processesOnOneSetOfFiles(t)
 	db, p := open()
 	must(t, p.AutoMigrate(db, &placedByEmail{}))
 	for i := range 8 {
@@ -359,30 +356,6 @@ func TestAChangedPlacementRuleIsRefused(t *testing.T) {
 	must(t, p.Migrator(db).DropTable(&placedByEmail{}))
 	must(t, p.AutoMigrate(db, &placedByWork{}))
 	must(t, db.Create(&placedByWork{Email: "eve@x.io", Work: "w9"}).Error)
-}
-
-// deploys returns an opener of processes (plugins on their own *gorm.DB)
-// sharing one set of SQLite databases over two physical shards, as the
-// processes of two deploys do during a rolling restart.
-func deploys(t *testing.T) func() (*gorm.DB, *Plugin) {
-	dir := t.TempDir()
-	count := Layout{}.ShardCount()
-	return func() (*gorm.DB, *Plugin) {
-		db, err := gorm.Open(sqlite.Open(filepath.Join(dir, "main.db")+"?_pragma=busy_timeout(10000)"), &gorm.Config{Logger: logger.Discard})
-		must(t, err)
-		p := New(Config{Atomic: BestEffort, Shards: []Shard{
-			{Name: "a", Dialector: sqlite.Open(filepath.Join(dir, "a.db")), Logical: []Range{{From: 0, To: count/2 - 1}}},
-			{Name: "b", Dialector: sqlite.Open(filepath.Join(dir, "b.db")), Logical: []Range{{From: count / 2, To: count - 1}}},
-		}})
-		must(t, db.Use(p))
-		t.Cleanup(func() {
-			_ = p.Close()
-			if sqlDB, err := db.DB(); err == nil {
-				_ = sqlDB.Close()
-			}
-		})
-		return db, p
-	}
 }
 
 // The same table's hash key under three Go types: the text of a UUID, the
@@ -420,7 +393,7 @@ func (codeAsNumber) TableName() string { return "placed_codes" }
 // ErrInvalidTag naming both key types; the rows stay readable by the type
 // they were placed by.
 func TestAChangedHashKeyTypeIsRefused(t *testing.T) {
-	open := deploys(t)
+	open, _ := processesOnOneSetOfFiles(t)
 	db, p := open()
 	must(t, p.AutoMigrate(db, &tokenAsText{}, &codeAsText{}))
 	tokens := make([]uuid.UUID, 16)
@@ -456,7 +429,7 @@ func TestAChangedHashKeyTypeIsRefused(t *testing.T) {
 // earlier version made shardid_tables) is not refused for a type it never
 // recorded; its next migration records the type, which then holds.
 func TestATableRecordedBeforeItsHashKeyTypeLearnsIt(t *testing.T) {
-	open := deploys(t)
+	open, _ := processesOnOneSetOfFiles(t)
 	db, p := open()
 	must(t, p.AutoMigrate(db, &codeAsText{}))
 	must(t, db.Exec("ALTER TABLE shardid_tables DROP COLUMN hash_key").Error) // as an earlier version left it

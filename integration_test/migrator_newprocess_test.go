@@ -1,7 +1,9 @@
 package integration
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -106,6 +108,46 @@ func TestAHashKeyOfAnotherTypeInTheNextDeployIsRefused(t *testing.T) {
 		for _, token := range tokens {
 			var row mgToken
 			must(t, r.db.Where("token = ?", token.String()).First(&row).Error)
+		}
+	})
+}
+
+// mgNote is the last deploy's model of mg_notes, without the tag: its rows
+// on the plugin's database; mgNoteSharded is the next deploy's.
+type (
+	mgNote struct {
+		ID   int64
+		Body string `gorm:"size:64"`
+	}
+	mgNoteSharded struct {
+		ID   int64  `shardid:""`
+		Body string `gorm:"size:64"`
+	}
+)
+
+func (mgNoteSharded) TableName() string { return "mg_notes" }
+
+// TestShardingATableWithRowsOnThePluginsDatabaseWarns: the next deploy
+// tags a model whose rows the last one keeps on the plugin's database; its
+// AutoMigrate makes the sharded table beside them and warns on Config.Log,
+// naming the table, that the sharded model reads none of them.
+func TestShardingATableWithRowsOnThePluginsDatabaseWarns(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r := newRouting(t, b)
+		must(t, r.plugin.Migrator(r.db).DropTable("mg_notes")) // wherever an earlier run left it
+		must(t, r.plugin.AutoMigrate(r.db, &mgNote{}))
+		t.Cleanup(func() { _ = r.db.Migrator().DropTable(&mgNote{}) })
+		must(t, r.db.Create(&mgNote{Body: "kept"}).Error)
+		db, err := gorm.Open(b.dialector(t, t.TempDir()), &gorm.Config{Logger: logger.Discard})
+		must(t, err)
+		var out bytes.Buffer
+		p := shardid.New(shardid.Config{Shards: shards(t, b, t.TempDir()), Atomic: b.atomicity(), Log: slog.New(slog.NewTextHandler(&out, nil))})
+		must(t, db.Use(p))
+		t.Cleanup(func() { _ = p.Close() })
+		t.Cleanup(func() { _ = p.Migrator(db).DropTable(&mgNoteSharded{}) })
+		must(t, p.AutoMigrate(db, &mgNoteSharded{}))
+		if !strings.Contains(out.String(), "holds rows on the plugin's database") || !strings.Contains(out.String(), "table=mg_notes") {
+			t.Fatalf("log of the migration: %q; want a warning naming mg_notes", out.String())
 		}
 	})
 }

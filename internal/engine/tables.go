@@ -352,6 +352,7 @@ func (e *Engine) checkNewTables(db *gorm.DB, models []any) error {
 	if len(fresh) == 0 {
 		return nil
 	}
+	e.warnRowsOnOwn(db, fresh)
 	moves, err := e.unfinishedMoves(ctx)
 	if err != nil {
 		return err
@@ -370,6 +371,25 @@ func (e *Engine) checkNewTables(db *gorm.DB, models []any) error {
 			mover.ErrInvalid, st.Logical.From, st.Logical.To, st.To, st.Phase, behindNote(behind), fresh)
 	}
 	return nil
+}
+
+// warnRowsOnOwn warns of tables about to be sharded that hold rows on the
+// plugin's database: none is read by the sharded model. A copy kept from
+// before the rows were sharded, or an untagged model's rows (the last
+// deploy's, whose processes go on writing there in a rolling restart).
+func (e *Engine) warnRowsOnOwn(db *gorm.DB, tables []string) {
+	own := ownCopyOf(db) // its SQL names the tables about to be sharded
+	for _, table := range tables {
+		if !own.Migrator().HasTable(table) {
+			continue
+		}
+		var rows []int
+		if err := own.Raw("SELECT 1 FROM " + own.Statement.Quote(table) + " LIMIT 1").Scan(&rows).Error; err != nil || len(rows) == 0 {
+			continue
+		}
+		e.config.Log.Warn("shardid: a table made sharded holds rows on the plugin's database, which no statement of its sharded model reads; processes with a model of it without shardid tags (the last deploy's, in a rolling restart) go on writing there",
+			"table", table, "hint", "copy the rows into the sharded table through the model, stop the processes of the untagged model, then drop or rename the plugin's copy")
+	}
 }
 
 // behindNote names the processes that route by a map before a move's.
