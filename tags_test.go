@@ -358,6 +358,44 @@ func TestAChangedPlacementRuleIsRefused(t *testing.T) {
 	must(t, db.Create(&placedByWork{Email: "eve@x.io", Work: "w9"}).Error)
 }
 
+// renamedEmail is the next deploy's model of renamedAccount's table, its
+// hash column renamed.
+type (
+	renamedAccount struct {
+		ID    int64  `shardid:"hash:Email"`
+		Email string `gorm:"size:100"`
+	}
+	renamedEmail struct {
+		ID   int64  `shardid:"hash:Mail"`
+		Mail string `gorm:"size:100"`
+	}
+)
+
+func (renamedEmail) TableName() string { return "renamed_accounts" }
+
+// TestRenamingTheHashColumnThroughTheMigratorKeepsTheRule: a hash column
+// renamed through the plugin's migrator holds the same keys, placed as
+// before: the record names the new column, so the model naming it is not
+// refused as placing the rows by another rule (whose advice, to keep the
+// tag or copy the rows, could not be followed), and finds every row.
+func TestRenamingTheHashColumnThroughTheMigratorKeepsTheRule(t *testing.T) {
+	open, _ := processesOnOneSetOfFiles(t)
+	db, p := open()
+	must(t, p.AutoMigrate(db, &renamedAccount{}))
+	for i := range 8 {
+		must(t, db.Create(&renamedAccount{Email: fmt.Sprintf("dan%d@x.io", i)}).Error)
+	}
+	must(t, p.Migrator(db).RenameColumn(&renamedAccount{}, "Email", "mail"))
+	next, nextPlugin := open()
+	must(t, nextPlugin.AutoMigrate(next, &renamedEmail{}))
+	for i := range 8 {
+		var found renamedEmail
+		if err := next.Where("mail = ?", fmt.Sprintf("dan%d@x.io", i)).First(&found).Error; err != nil {
+			t.Fatalf("a read by the renamed column: %v; want the row", err)
+		}
+	}
+}
+
 // The same table's hash key under three Go types: the text of a UUID, the
 // UUID itself (hashed as its 16 bytes), a number (hashed as 8 bytes).
 type (

@@ -249,6 +249,10 @@ func (m migratorPlugin) RenameRegisteredTable(db *gorm.DB, oldName, newName stri
 	return m.p.renameRegisteredTable(db, oldName, newName)
 }
 
+func (m migratorPlugin) RenameRegisteredColumn(db *gorm.DB, table, oldName, newName string) error {
+	return m.p.renameRegisteredColumn(db, table, oldName, newName)
+}
+
 func (m migratorPlugin) TagError(model, field, detail string) error {
 	return &FieldError{Model: model, Field: field, Err: ErrInvalidTag, Detail: detail}
 }

@@ -548,6 +548,62 @@ func (e *Engine) renameRegisteredTable(db *gorm.DB, oldName, newName string) err
 	return err
 }
 
+// renameRegisteredColumn records a column of a sharded table renamed
+// through the migrator by its new name where the record names it: the
+// placement rule's column, the key's, another ID column's. The rows stay
+// placed by the same values.
+func (e *Engine) renameRegisteredColumn(db *gorm.DB, table, oldName, newName string) error {
+	if e.maps == nil {
+		return nil
+	}
+	ctx := db.Statement.Context
+	recorded, err := e.registeredTables(ctx)
+	if errors.Is(err, errNoShardedTables) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	k := slices.IndexFunc(recorded, func(t shardedTable) bool { return t.Name == table })
+	if k < 0 {
+		return nil
+	}
+	t := recorded[k]
+	if t.Key == oldName {
+		t.Key = newName
+	}
+	for i := range t.IDColumns {
+		if t.IDColumns[i].Column == oldName {
+			t.IDColumns[i].Column = newName
+		}
+	}
+	if t.Placement != nil {
+		rule := renamedInRule(*t.Placement, oldName, newName)
+		t.Placement = &rule
+	}
+	if _, err := e.maps.Exec(ctx, "UPDATE "+e.maps.quotedTables()+" SET key_column = ?, id_columns = ?, placement = ? WHERE name = ?", t.Key, idColumnsText(t.IDColumns), t.Placement, t.Name); err != nil {
+		return err
+	}
+	if t.Placement != nil {
+		e.recordedPlacements.Store(strings.ToLower(t.Name), t.placed())
+	}
+	return nil
+}
+
+// renamedInRule is a placement rule (placementOf) with its column renamed
+// from oldName to newName, if it names that one.
+func renamedInRule(rule, oldName, newName string) string {
+	kind, rest, ok := strings.Cut(rule, ":")
+	column, tail, more := strings.Cut(rest, ";")
+	if !ok || column != oldName {
+		return rule
+	}
+	if more {
+		return kind + ":" + newName + ";" + tail
+	}
+	return kind + ":" + newName
+}
+
 // The strategies recorded for a many2many join table beside a sharded
 // owner: joinRows when its other side is unsharded (a move carries its rows
 // by the owner's key), joinShardedRows when the other side is sharded too (a

@@ -401,11 +401,30 @@ func (m Migrator) HasColumn(value any, field string) bool {
 
 // RenameColumn renames the column where the table lives.
 func (m Migrator) RenameColumn(value any, oldName, field string) error {
-	return m.eachUnfinished(value, func(mig gorm.Migrator) bool {
+	if err := m.eachUnfinished(value, func(mig gorm.Migrator) bool {
 		hasOld, askedOld := m.columnIn(mig, value, oldName)
 		hasNew, askedNew := m.columnIn(mig, value, field)
 		return askedOld && askedNew && !hasOld && hasNew
-	}, func(mig gorm.Migrator) error { return mig.RenameColumn(value, oldName, field) })
+	}, func(mig gorm.Migrator) error { return mig.RenameColumn(value, oldName, field) }); err != nil {
+		return err // the record keeps the old name, which a database still has, until a run finishes it
+	}
+	sharded, _, s, err := m.sharded(value)
+	if err != nil || !sharded || !m.plugin.Routed() {
+		return err
+	}
+	if s != nil { // names as GORM's RenameColumn reads them: a field's, or a column's
+		if f := s.LookUpField(oldName); f != nil {
+			oldName = f.DBName
+		}
+		if f := s.LookUpField(field); f != nil {
+			field = f.DBName
+		}
+	}
+	table := m.tableName(value)
+	if m.db.Statement.Table != "" {
+		table = strings.Join(TableParts(m.db.Statement), ".")
+	}
+	return m.plugin.RenameRegisteredColumn(m.db, table, oldName, field)
 }
 
 // ColumnTypes returns the table's columns, once every database has the same

@@ -60,7 +60,10 @@ func (f *fakePlugin) RegisterTables(*gorm.DB, []any) error { return nil }
 func (f *fakePlugin) KeepFences(db *gorm.DB) (*gorm.DB, func(error) error, error) {
 	return db, func(err error) error { return err }, nil
 }
-func (f *fakePlugin) CheckNewTables(*gorm.DB, []any) error     { return nil }
+func (f *fakePlugin) CheckNewTables(*gorm.DB, []any) error { return nil }
+func (f *fakePlugin) RenameRegisteredColumn(*gorm.DB, string, string, string) error {
+	return nil
+}
 func (f *fakePlugin) CheckTableUnmoved(*gorm.DB, string) error { return nil }
 func (f *fakePlugin) UnregisterTable(*gorm.DB, string) error   { return nil }
 func (f *fakePlugin) RenameRegisteredTable(*gorm.DB, string, string) error {

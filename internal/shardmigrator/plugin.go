@@ -72,6 +72,11 @@ type Plugin interface {
 	// RenameRegisteredTable records a sharded table renamed through the
 	// migrator by its new name, so that a move and an audit read that one.
 	RenameRegisteredTable(db *gorm.DB, oldName, newName string) error
+	// RenameRegisteredColumn records a column of a sharded table renamed
+	// through the migrator by its new name where the record names it (the
+	// placement rule's, the key's), so that the model naming it is not
+	// refused as placing the rows by another column.
+	RenameRegisteredColumn(db *gorm.DB, table, oldName, newName string) error
 	// TagError is the plugin's error for a field of a model whose tag cannot
 	// be used as it is; detail says why and how to fix it.
 	TagError(model, field, detail string) error
