@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -168,6 +169,30 @@ func TestMigratingATableShardedWarnsOfItsRowsOnThePluginsDatabase(t *testing.T) 
 	}
 	if strings.Contains(out.String(), "table=recorded_user_languages") {
 		t.Errorf("log of the migration: %q; want no warning of the empty join table", out.String())
+	}
+}
+
+// A migration records again the tables it migrates in place: a process
+// starting meanwhile (every pod of a rolling restart migrates as it starts)
+// reads each of them, never a record with the table gone from it, which
+// would leave it unaware the table is sharded.
+func TestMigratingAgainNeverTakesATableOutOfTheRecord(t *testing.T) {
+	start, _ := processesOnOneSetOfFiles(t)
+	first, p := start()
+	must(t, p.AutoMigrate(first, &recordedUser{}, &recordedLanguage{}))
+	must(t, first.Exec("CREATE TABLE recorded_gone (name TEXT)").Error)
+	must(t, first.Exec("CREATE TRIGGER recorded_gone_log AFTER DELETE ON shardid_tables BEGIN INSERT INTO recorded_gone VALUES (old.name); END").Error)
+	second, p2 := start()
+	must(t, p2.AutoMigrate(second, &recordedUser{}, &recordedLanguage{}))
+	var gone []string
+	must(t, first.Raw("SELECT name FROM recorded_gone").Scan(&gone).Error)
+	if len(gone) > 0 {
+		t.Fatalf("the migration took %v out of the record for a while; want each updated in place", gone)
+	}
+	var names []string
+	must(t, first.Raw("SELECT name FROM shardid_tables ORDER BY name").Scan(&names).Error)
+	if !slices.Equal(names, []string{"recorded_user_languages", "recorded_users"}) {
+		t.Fatalf("recorded tables %v; want the sharded table and its join table", names)
 	}
 }
 

@@ -281,11 +281,17 @@ func (e *Engine) registerTables(db *gorm.DB, models []any) error {
 		return err
 	}
 	for _, t := range e.shardedTablesOf(db, models) {
-		if _, err := e.maps.Exec(ctx, "DELETE FROM "+e.maps.quotedTables()+" WHERE name = ?", t.Name); err != nil {
+		// Updated in place, not deleted and inserted: a process starting
+		// meanwhile (every pod of a rolling restart migrates) would not
+		// know the table sharded, nor check its models' rules against it.
+		res, err := e.maps.Exec(ctx, "UPDATE "+e.maps.quotedTables()+" SET name = ?, key_column = ?, key_kind = ?, strategy = ?, id_columns = ?, placement = ?, hash_key = ? WHERE name = ?", t.Name, t.Key, int(t.Kind), t.Strategy, idColumnsText(t.IDColumns), t.Placement, t.HashKey, t.Name)
+		if err != nil {
 			return err
 		}
-		if _, err := e.maps.Exec(ctx, "INSERT INTO "+e.maps.quotedTables()+" (name, key_column, key_kind, strategy, id_columns, placement, hash_key) VALUES (?, ?, ?, ?, ?, ?, ?)", t.Name, t.Key, int(t.Kind), t.Strategy, idColumnsText(t.IDColumns), t.Placement, t.HashKey); err != nil && !mapstore.DuplicateKey(err) {
-			return err
+		if n, err := res.RowsAffected(); err != nil || n == 0 { // none, or MySQL's count of rows changed: an unchanged row is a duplicate key
+			if _, err := e.maps.Exec(ctx, "INSERT INTO "+e.maps.quotedTables()+" (name, key_column, key_kind, strategy, id_columns, placement, hash_key) VALUES (?, ?, ?, ?, ?, ?, ?)", t.Name, t.Key, int(t.Kind), t.Strategy, idColumnsText(t.IDColumns), t.Placement, t.HashKey); err != nil && !mapstore.DuplicateKey(err) {
+				return err
+			}
 		}
 		e.recordTable(t.Name) // a table migrated by another name (Migrator(db.Table(name))) has no model this process parsed
 		if t.Placement != nil {
