@@ -41,8 +41,10 @@ databases, with the same layout the application uses:
 A DSN is a MySQL/MariaDB DSN (user@tcp(host:port)/db), a PostgreSQL URL
 (postgres://...) or an SQLite file (file:path.db). A shard without "logical"
 holds no logical shards: a move's target. "layout" takes time_bits,
-shard_bits, sequence_bits, worker_bits, epoch (RFC 3339) and unit (a
-duration); omitted fields take the defaults. The file's ranges only seed the
+shard_bits, sequence_bits, worker_bits (-1 for none), epoch (RFC 3339) and
+unit (a duration); omitted fields are filled as in a Config.Layout: the
+defaults, but the last of the three widths left out takes what the others
+leave of 63 ({"shard_bits": 12} is 40/12/11). The file's ranges only seed the
 shared map: once the plugin's database holds the map (the table
 shardid_shard_map, or "map_table" as the application's Config.MapTable),
 the table wins, and a file that disagrees is reported.`

@@ -20,10 +20,11 @@ type layoutFlags struct {
 }
 
 func (f *layoutFlags) register(cmd *cobra.Command) {
-	cmd.Flags().IntVar(&f.timeBits, "time-bits", 0, "bits of time (default 40)")
-	cmd.Flags().IntVar(&f.shardBits, "shard-bits", 0, "bits of logical shard (default 13)")
-	cmd.Flags().IntVar(&f.sequenceBits, "sequence-bits", 0, "bits of sequence (default 10)")
-	cmd.Flags().IntVar(&f.workerBits, "worker-bits", 0, "bits of the sequence that hold a snowflake worker ID")
+	// As in a Layout, the last of the three widths left out fills 63.
+	cmd.Flags().IntVar(&f.timeBits, "time-bits", 0, "bits of time (default 40, or what the others leave of 63 when it is the last of the three widths left out)")
+	cmd.Flags().IntVar(&f.shardBits, "shard-bits", 0, "bits of logical shard (default 13, or what the others leave of 63 when it is the last of the three widths left out)")
+	cmd.Flags().IntVar(&f.sequenceBits, "sequence-bits", 0, "bits of sequence (default 10, or what the others leave of 63 when it is the last of the three widths left out)")
+	cmd.Flags().IntVar(&f.workerBits, "worker-bits", 0, "bits of the sequence that hold a snowflake worker ID (default 6, or what leaves 4 bits of sequence; -1 for none, strategies.NoWorkerBits)")
 	cmd.Flags().StringVar(&f.epoch, "epoch", "", "epoch, RFC 3339 (default 2025-01-01T00:00:00Z)")
 	cmd.Flags().DurationVar(&f.unit, "unit", 0, "time unit, a multiple of 1ms (default 1ms)")
 }
@@ -68,8 +69,8 @@ With --json it prints one object: "time_bits", "shard_bits",
 "sequence_bits", "worker_bits", "epoch" (RFC 3339), "unit" (a Go duration,
 such as "1ms"), "logical_shards", "ids_per_tick" and "ids_per_second" (per
 logical shard), "workers", "worker_ids_per_tick" and
-"worker_ids_per_second" (with worker bits), and "runs_out" (RFC 3339); the
-first six are the names of the config file's "layout"; "runs_out_in_years".`,
+"worker_ids_per_second" (with worker bits), "runs_out" (RFC 3339) and
+"runs_out_in_years"; the first six are the names of the config file's "layout".`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			l, err := flags.layout()

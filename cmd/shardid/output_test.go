@@ -72,6 +72,31 @@ func TestLayoutJSON(t *testing.T) {
 	}
 }
 
+// TestLayoutFlagsSayHowTheyFill checks that the width flags' help says what
+// a width left out becomes (--sequence-bits is 11, not its default 10, beside
+// --shard-bits 12) and how to give snowflake no worker bits, as the commands do.
+func TestLayoutFlagsSayHowTheyFill(t *testing.T) {
+	for _, name := range []string{"decode", "layout"} {
+		cmd, _, err := rootCommand().Find([]string{name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, flag := range []string{"time-bits", "shard-bits", "sequence-bits"} {
+			if usage := cmd.Flags().Lookup(flag).Usage; !strings.Contains(usage, "what the others leave of 63") {
+				t.Errorf("%s --%s: %q does not say a width left out may fill 63", name, flag, usage)
+			}
+		}
+		if usage := cmd.Flags().Lookup("worker-bits").Usage; !strings.Contains(usage, "default 6") || !strings.Contains(usage, "-1 for none") {
+			t.Errorf("%s --worker-bits: %q names neither its default nor -1", name, usage)
+		}
+	}
+	var got map[string]any
+	jsonOf(t, &got, "layout", "--worker-bits", "-1", "--json")
+	if got["worker_bits"] != 0.0 || got["workers"] != nil {
+		t.Errorf("layout --worker-bits -1 --json: %v", got)
+	}
+}
+
 func TestMapJSON(t *testing.T) {
 	e := sqliteEnv(t)
 	e.application(t)
