@@ -17,8 +17,9 @@
 //		UserID int64
 //	}
 //
-// The tag is `shardid:"strategy:NAME;colocate:Field;hash:Field"`, every part
-// optional. The strategies are "instagram" (the default: the sequence and the
+// The tag is `shardid:"strategy:NAME;colocate:Field;hash:Field;collation:loose"`,
+// every part optional (collation:loose with hash only, for a column that
+// compares loosely: see LooseKey). The strategies are "instagram" (the default: the sequence and the
 // time come from the database the row is written to), "snowflake"
 // (in-process, with a worker ID leased from each database), "segment" (blocks
 // of a counter in each database), "ticket" (ticket servers behind consistent
