@@ -3,6 +3,7 @@ package fence
 import (
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -141,10 +142,17 @@ func InRanges(shard string, ranges []Range) string {
 		return "1 = 0"
 	}
 	if len(ranges) > orGroup {
-		// One IN list of their shards, which every dialect looks a row up in:
-		// as many tests of a row as ranges would cost a scan their product.
+		// Narrow ranges' shards in one IN list, which every dialect looks a
+		// row up in (as many tests of a row as ranges would cost a scan
+		// their product); wide ones stay BETWEEN, or a few ranges of many
+		// shards would list them all.
 		var in strings.Builder
+		var wide []string
 		for _, r := range ranges {
+			if r.To-r.From >= listedWidth {
+				wide = append(wide, shard+" BETWEEN "+strconv.Itoa(r.From)+" AND "+strconv.Itoa(r.To))
+				continue
+			}
 			for s := r.From; s <= r.To; s++ {
 				if in.Len() > 0 {
 					in.WriteString(", ")
@@ -152,13 +160,33 @@ func InRanges(shard string, ranges []Range) string {
 				in.WriteString(strconv.Itoa(s))
 			}
 		}
-		return shard + " IN (" + in.String() + ")"
+		if in.Len() > 0 {
+			wide = append(wide, shard+" IN ("+in.String()+")")
+		}
+		return anyOf(wide)
 	}
 	parts := make([]string, len(ranges))
 	for i, r := range ranges {
 		parts[i] = shard + " BETWEEN " + strconv.Itoa(r.From) + " AND " + strconv.Itoa(r.To)
 	}
 	return strings.Join(parts, " OR ")
+}
+
+// listedWidth is the width from which a range is tested as a range, not
+// listed shard by shard, among more than orGroup.
+const listedWidth = 16
+
+// anyOf ORs conds, in parenthesised groups of at most orGroup (and groups
+// of groups) when there are more: SQLite refuses an OR chain over 1,000 deep.
+func anyOf(conds []string) string {
+	for len(conds) > orGroup {
+		groups := make([]string, 0, (len(conds)+orGroup-1)/orGroup)
+		for g := range slices.Chunk(conds, orGroup) {
+			groups = append(groups, "("+strings.Join(g, " OR ")+")")
+		}
+		conds = groups
+	}
+	return strings.Join(conds, " OR ")
 }
 
 // orGroup is how many ranges a condition tests one by one, ORed: more
