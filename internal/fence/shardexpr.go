@@ -189,7 +189,7 @@ func anyOf(conds []string) string {
 	return strings.Join(conds, " OR ")
 }
 
-// orGroup is how many ranges a condition tests one by one, ORed: more
-// become one IN list of their shards (SQLite also refuses an OR chain over
-// 1,000 deep).
+// orGroup is how many ranges a condition tests one by one, ORed: among
+// more, the narrow ones' shards become one IN list (SQLite also refuses an
+// OR chain over 1,000 deep).
 const orGroup = 64
