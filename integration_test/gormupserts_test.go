@@ -573,3 +573,66 @@ func TestUpsertFormsOfAGormModelAnswerAsOneDatabase(t *testing.T) {
 		})
 	})
 }
+
+// upsKeyed is upsItem with a key declared the application's
+// (autoIncrement:false): GORM reads no key back from its upserts.
+type upsKeyed struct {
+	ID   int64  `gorm:"primaryKey;autoIncrement:false" shardid:""`
+	Code string `gorm:"uniqueIndex;size:32"`
+	Name string `gorm:"size:32"`
+	N    int
+}
+
+// TestUpsertsOfAnApplicationsKeyCountAsTheServerDoes: on a model whose key
+// GORM does not take for the database's (autoIncrement:false), upserts over
+// several databases (UpdateAll and DoUpdates of new, changed and unchanged
+// rows, Save of a slice, CreateInBatches with OnConflict) and of one row
+// report the RowsAffected that GORM reports on one database, which is the
+// server's (on MariaDB 1 per row inserted, 2 per row updated, 0 per row left
+// as it was), and store the same rows.
+func TestUpsertsOfAnApplicationsKeyCountAsTheServerDoes(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		k := newKeys(t, b)
+		fresh(t, k.db, &upsKeyed{})
+		must(t, k.main.Migrator().DropTable(&upsKeyed{}))
+		must(t, k.main.AutoMigrate(&upsKeyed{}))
+		l := k.plugin.Layout()
+		base, seq := time.Now().Add(-3*time.Second), 0
+		on := func(p int) int64 { seq++; return l.Compose(base, p*l.ShardCount()/physicalShards, seq) }
+		seed := []upsKeyed{{ID: on(0), Code: "c0"}, {ID: on(1), Code: "c1"}, {ID: on(2), Code: "c2"}, {ID: on(3), Code: "c3"}}
+		must(t, k.db.Create(&seed).Error)
+		must(t, k.main.Create(&seed).Error)
+		stored := func(db *gorm.DB) string {
+			var rows []upsKeyed
+			must(t, db.Order("id").Find(&rows).Error)
+			return fmt.Sprintf("%+v", rows)
+		}
+		sharded := k.db.Clauses(shardid.AllShards())
+		same := func(name string, write func(db *gorm.DB, rows []upsKeyed) *gorm.DB, rows ...upsKeyed) {
+			t.Helper()
+			g := write(k.db.Session(&gorm.Session{}), slices.Clone(rows))
+			w := write(k.main.Session(&gorm.Session{}), slices.Clone(rows))
+			if w.Error != nil || g.Error != nil || w.RowsAffected != g.RowsAffected {
+				t.Errorf("%s: one database: %d rows (%v); every shard: %d rows (%v)", name, w.RowsAffected, w.Error, g.RowsAffected, g.Error)
+			}
+			if w, g := stored(k.main), stored(sharded); w != g {
+				t.Errorf("after %s:\none database: %s\nevery shard:  %s", name, w, g)
+			}
+		}
+		upsert := func(oc clause.OnConflict) func(db *gorm.DB, rows []upsKeyed) *gorm.DB {
+			return func(db *gorm.DB, rows []upsKeyed) *gorm.DB { return db.Clauses(oc).Create(&rows) }
+		}
+		s0, s1, s2, s3 := seed[0], seed[1], seed[2], seed[3]
+		changed := func(r upsKeyed, name string) upsKeyed { r.Name = name; return r }
+		same("UpdateAll of new, changed and unchanged rows over every database", upsert(clause.OnConflict{UpdateAll: true}),
+			changed(s0, "u"), s1, upsKeyed{ID: on(1), Code: "n1"}, changed(s3, "u"), upsKeyed{ID: on(2), Code: "n2"})
+		same("UpdateAll of one changed row", upsert(clause.OnConflict{UpdateAll: true}), changed(s2, "one"))
+		same("DoUpdates over several databases", upsert(clause.OnConflict{Columns: []clause.Column{{Name: "id"}}, DoUpdates: clause.AssignmentColumns([]string{"name"})}),
+			changed(s0, "d"), changed(s2, "d"), upsKeyed{ID: on(3), Code: "n3"})
+		same("Save of a slice of new, changed and unchanged rows", func(db *gorm.DB, rows []upsKeyed) *gorm.DB { return db.Save(&rows) },
+			changed(s0, "s"), changed(s1, "s"), upsKeyed{ID: on(2), Code: "n4"}, changed(s3, "u"))
+		same("CreateInBatches with UpdateAll", func(db *gorm.DB, rows []upsKeyed) *gorm.DB {
+			return db.Clauses(clause.OnConflict{UpdateAll: true}).CreateInBatches(&rows, 2)
+		}, changed(s0, "b"), changed(s1, "b"), upsKeyed{ID: on(2), Code: "n5"}, changed(s3, "b"), upsKeyed{ID: on(0), Code: "n6"})
+	})
+}

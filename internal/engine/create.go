@@ -89,7 +89,7 @@ func (e *Engine) assignIDs(db *gorm.DB) {
 		return
 	}
 	state.filled = filled
-	returnStoredKey(stmt, m, len(rows))
+	returnStoredKey(stmt, m, len(rows), filled)
 	if e.routed() && db.AddError(e.createWithinClause(stmt, m, &settings, rows)) == nil {
 		e.routeCreate(db, m, rows)
 	}
@@ -145,21 +145,34 @@ func (e *Engine) createWithinClause(stmt *gorm.Statement, m *model, settings *se
 }
 
 // returnStoredKey makes an upsert that may update read back the key of the
-// row it wrote, where the dialect can (RETURNING): over a conflict on another
-// unique column the stored row keeps its own ID, not the one the plugin made,
-// as GORM reads back a key the database makes for an auto-increment key (and
-// counts the rows read back as affected, not MySQL's 2 for an update). Not
-// for an upsert of several rows whose WHERE may skip rows: GORM matches the
-// rows read back to the rows given by position, which a skipped row would
-// shift onto another's key, and the keys the plugin made are those stored.
-func returnStoredKey(stmt *gorm.Statement, m *model, rows int) {
+// row it wrote, where the dialect can (RETURNING), as GORM does for a key the
+// database fills (auto-increment): over a conflict on another unique column
+// the stored row keeps its own ID, not the one the plugin made. GORM then
+// counts the rows read back as affected, not MySQL's 2 for an update; for a
+// key declared the application's (autoIncrement:false, a string) it reads
+// nothing back and counts as the server does, and so does this, unless the
+// plugin made the key. The columns are those GORM's own RETURNING would
+// hold. Not for an upsert of several rows whose WHERE may skip rows: GORM
+// matches the rows read back to the rows given by position, which a skipped
+// row would shift onto another's key, and the keys the plugin made are
+// those stored.
+func returnStoredKey(stmt *gorm.Statement, m *model, rows int, filled []filledID) {
 	c, upsert := stmt.Clauses["ON CONFLICT"]
 	onConflict, _ := c.Expression.(clause.OnConflict)
 	_, returning := stmt.Clauses["RETURNING"]
 	if !upsert || onConflict.DoNothing || len(onConflict.Where.Exprs) > 0 && rows > 1 || returning || !slices.Contains(stmt.BuildClauses, "RETURNING") {
 		return
 	}
-	stmt.AddClause(clause.Returning{Columns: []clause.Column{{Name: m.pk().field.DBName}}})
+	if !m.keyFromDatabase && !slices.ContainsFunc(filled, func(f filledID) bool { return f.field == m.pk() }) {
+		return
+	}
+	columns := []clause.Column{{Name: m.pk().field.DBName}}
+	for _, f := range stmt.Schema.FieldsWithDefaultDBValue {
+		if f.Readable {
+			columns = append(columns, clause.Column{Name: f.DBName})
+		}
+	}
+	stmt.AddClause(clause.Returning{Columns: columns})
 }
 
 // routeCreate sends the rows to the physical databases of their shards: the

@@ -126,6 +126,9 @@ type model struct {
 	// uniqueKeys are the table's unique keys but the primary key, read once:
 	// GORM's ParseIndexes writes to the schema it reads, which statements share.
 	uniqueKeys [][]*schema.Field
+	// keyFromDatabase: GORM took the key for the database's to fill
+	// (auto-increment), and so reads it back where the dialect can.
+	keyFromDatabase bool
 }
 
 // sharded reports whether the model's rows are spread over logical shards:
@@ -452,6 +455,7 @@ func neverAutoIncrement(m *model) {
 		}
 		f.AutoIncrement = false
 		f.HasDefaultValue = f.DefaultValue != ""
+		m.keyFromDatabase = m.keyFromDatabase || m.key != nil && m.key.field == f && slices.Contains(m.schema.FieldsWithDefaultDBValue, f)
 		withDefault := make([]*schema.Field, 0, len(m.schema.FieldsWithDefaultDBValue))
 		for _, d := range m.schema.FieldsWithDefaultDBValue {
 			if d != f {
