@@ -389,3 +389,44 @@ func TestAHookWritingAnotherDatabaseInsideGORMsTransactionIsRefusedSayingWhy(t *
 		}
 	}
 }
+
+type countingHookedRow struct {
+	ID   int64 `shardid:""`
+	Name string
+}
+
+var seenAffected []int64
+
+func (r *countingHookedRow) AfterCreate(tx *gorm.DB) error { return r.seen(tx) }
+func (r *countingHookedRow) AfterUpdate(tx *gorm.DB) error { return r.seen(tx) }
+func (r *countingHookedRow) AfterDelete(tx *gorm.DB) error { return r.seen(tx) }
+
+func (r *countingHookedRow) seen(tx *gorm.DB) error {
+	seenAffected = append(seenAffected, tx.Statement.RowsAffected)
+	return nil
+}
+
+// TestAfterHooksOfAWriteOverSeveralDatabasesSeeItsWholeCount: the After
+// hooks of a Create, an update and a delete whose rows are on two databases
+// see in tx.Statement.RowsAffected the rows the whole statement affected, as
+// GORM's hooks do on one database, not their own database's.
+func TestAfterHooksOfAWriteOverSeveralDatabasesSeeItsWholeCount(t *testing.T) {
+	db, p, _ := revRouted(t, &countingHookedRow{})
+	ids := spreadIDs(p.Layout(), 4)
+	var rows []countingHookedRow
+	for _, id := range ids {
+		rows = append(rows, countingHookedRow{ID: id, Name: "a"})
+	}
+	check := func(name string, res *gorm.DB, want int64, hooks int) {
+		t.Helper()
+		must(t, res.Error)
+		if res.RowsAffected != want || len(seenAffected) != hooks || slices.ContainsFunc(seenAffected, func(n int64) bool { return n != want }) {
+			t.Errorf("%s: %d rows affected, After hooks saw %v; want %d, seen by %d hooks", name, res.RowsAffected, seenAffected, want, hooks)
+		}
+		seenAffected = nil
+	}
+	check("Create", db.Create(&rows), 4, 4)
+	check("Update by IDs", db.Model(&countingHookedRow{}).Where("id IN ?", ids).Update("name", "b"), 4, 1)
+	check("Update of the rows", db.Model(&rows).Update("name", "c"), 4, 4)
+	check("Delete over every shard", db.Clauses(AllShards()).Where("name = ?", "c").Delete(&countingHookedRow{}), 4, 1)
+}

@@ -245,7 +245,11 @@ func (e *Engine) runParts(db *gorm.DB, kind statementKind, parts []writePart, ag
 	// Written, its After hooks run, then committed: each part planned goes
 	// on in turn to its next gate, and then its end, or rolls back.
 	sentToCommit := make([]bool, len(parts)) // past its last gate, on to GORM's commit
+	var written []int64                      // each part's count, once every part wrote
 	for at := range gateAfterHooks {
+		if gate(at)+1 == gateWritten && !failed {
+			written = shareAffected(parts, turns, stopped)
+		}
 		for i, t := range turns {
 			if t == nil || stopped[i].at == partEnded {
 				continue
@@ -279,13 +283,13 @@ func (e *Engine) runParts(db *gorm.DB, kind statementKind, parts []writePart, ag
 		}
 		if err := stopped[i].err; err != nil && !errors.Is(err, errPartRolledBack) {
 			errs = append(errs, e.partError(p.k, err))
-			wrote = wrote && p.db.RowsAffected > 0
+			wrote = wrote && partAffected(parts, written, i) > 0
 		}
 	}
 	var affected int64 // set, not added to: a *gorm.DB used again keeps its last count
-	for i, p := range parts {
+	for i := range parts {
 		if turns[i] != nil && wrote {
-			affected += p.db.RowsAffected
+			affected += partAffected(parts, written, i)
 		}
 	}
 	db.RowsAffected = affected
@@ -294,6 +298,35 @@ func (e *Engine) runParts(db *gorm.DB, kind statementKind, parts []writePart, ag
 		db.Error = errRouted
 	}
 	return undone
+}
+
+// shareAffected gives every part written the rows the parts affected
+// together, which their After hooks see (tx.Statement.RowsAffected) as
+// GORM's hooks see the whole statement's, and returns each part's own.
+func shareAffected(parts []writePart, turns []*turn, stopped []partStop) []int64 {
+	own := make([]int64, len(parts))
+	var all int64
+	for i, p := range parts {
+		if turns[i] != nil {
+			own[i] = p.db.RowsAffected
+			all += own[i]
+		}
+	}
+	for i, p := range parts {
+		if turns[i] != nil && stopped[i].at == gateWritten {
+			p.db.RowsAffected = all
+		}
+	}
+	return own
+}
+
+// partAffected is the rows part i affected on its database: its count when
+// every part wrote (written), else its statement's.
+func partAffected(parts []writePart, written []int64, i int) int64 {
+	if written != nil {
+		return written[i]
+	}
+	return parts[i].db.RowsAffected
 }
 
 // ranSQL is the SQL a statement ran, as its clock kept it for tracers.
