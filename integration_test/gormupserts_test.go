@@ -636,3 +636,36 @@ func TestUpsertsOfAnApplicationsKeyCountAsTheServerDoes(t *testing.T) {
 		}, changed(s0, "b"), changed(s1, "b"), upsKeyed{ID: on(2), Code: "n5"}, changed(s3, "b"), upsKeyed{ID: on(0), Code: "n6"})
 	})
 }
+
+// upsRanked has a column the database fills (a default GORM cannot parse).
+type upsRanked struct {
+	ID   int64  `shardid:""`
+	Code string `gorm:"uniqueIndex;size:32"`
+	Rank int    `gorm:"default:(42)"`
+}
+
+// TestUpsertReadsBackTheColumnsTheDatabaseFills: an upsert of new rows of a
+// model with a column the database fills reads that column back with the
+// key, as GORM's RETURNING does on one database.
+func TestUpsertReadsBackTheColumnsTheDatabaseFills(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		k := newKeys(t, b)
+		fresh(t, k.db, &upsRanked{})
+		must(t, k.main.Migrator().DropTable(&upsRanked{}))
+		must(t, k.main.AutoMigrate(&upsRanked{}))
+		l := k.plugin.Layout()
+		base := time.Now().Add(-3 * time.Second)
+		rows := []upsRanked{{ID: l.Compose(base, 0, 1), Code: "a"}, {ID: l.Compose(base, l.ShardCount()-1, 1), Code: "b"}}
+		for _, write := range []struct {
+			name string
+			rows []upsRanked
+		}{{"one row", rows[:1]}, {"rows over two databases", rows}} {
+			want, got := slices.Clone(write.rows), slices.Clone(write.rows)
+			w := k.main.Clauses(clause.OnConflict{UpdateAll: true}).Create(&want)
+			g := k.db.Clauses(clause.OnConflict{UpdateAll: true}).Create(&got)
+			if w.Error != nil || g.Error != nil || !reflect.DeepEqual(want, got) || w.RowsAffected != g.RowsAffected {
+				t.Errorf("%s: one database: %+v (%d rows, %v); every shard: %+v (%d rows, %v)", write.name, want, w.RowsAffected, w.Error, got, g.RowsAffected, g.Error)
+			}
+		}
+	})
+}
