@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"gorm.io/gorm"
 
@@ -101,7 +102,7 @@ func (s *mapStore) prepareTables(ctx context.Context) error {
 	if err != nil && !mapstore.AlreadyExists(err) {
 		return err
 	}
-	return s.addIDColumns(ctx)
+	return s.addRecordColumns(ctx)
 }
 
 // placementOf writes the rule by which a sharded model places a new row:
@@ -162,72 +163,39 @@ func (e *Engine) samePlacement(m *model, table string) error {
 			table, describePlacement(recorded.rule), e.tablesTable(), describePlacement(placementOf(m)))}
 }
 
-// addPlacementColumn adds placement to a shardid_tables made before it was;
-// its rows' rules, not recorded then, stay NULL.
-func (s *mapStore) addPlacementColumn(ctx context.Context) error {
-	if s.placement.Load() {
-		return s.addHashKeyColumn(ctx)
-	}
-	probe := func() error {
-		rows, err := s.DB().QueryContext(ctx, "SELECT placement FROM "+s.quotedTables()+" WHERE 1 = 0")
-		if err == nil {
-			rows.Close()
-		}
+// addRecordColumns adds to a shardid_tables made before they were the
+// columns later versions record: id_columns; placement and hash_key, whose
+// rows, not recorded then, stay NULL.
+func (s *mapStore) addRecordColumns(ctx context.Context) error {
+	if err := s.addColumn(ctx, &s.idColumns, "id_columns", "VARCHAR(1000) NOT NULL DEFAULT ''"); err != nil {
 		return err
 	}
-	if probe() != nil {
-		_, err := s.Exec(ctx, "ALTER TABLE "+s.quotedTables()+" ADD COLUMN placement VARCHAR(400)")
-		if err != nil && probe() != nil { // not another process's column
-			return err
-		}
+	if err := s.addColumn(ctx, &s.placement, "placement", "VARCHAR(400)"); err != nil {
+		return err
 	}
-	s.placement.Store(true)
-	return s.addHashKeyColumn(ctx)
+	return s.addColumn(ctx, &s.hashKey, "hash_key", "VARCHAR(16)")
 }
 
-// addHashKeyColumn adds hash_key to a shardid_tables made before it was;
-// its rows' key types, not recorded then, stay NULL.
-func (s *mapStore) addHashKeyColumn(ctx context.Context) error {
-	if s.hashKey.Load() {
+// addColumn adds column to shardid_tables unless it has it; added notes it has.
+func (s *mapStore) addColumn(ctx context.Context, added *atomic.Bool, column, definition string) error {
+	if added.Load() {
 		return nil
 	}
 	probe := func() error {
-		rows, err := s.DB().QueryContext(ctx, "SELECT hash_key FROM "+s.quotedTables()+" WHERE 1 = 0")
+		rows, err := s.DB().QueryContext(ctx, "SELECT "+column+" FROM "+s.quotedTables()+" WHERE 1 = 0")
 		if err == nil {
 			rows.Close()
 		}
 		return err
 	}
 	if probe() != nil {
-		_, err := s.Exec(ctx, "ALTER TABLE "+s.quotedTables()+" ADD COLUMN hash_key VARCHAR(16)")
+		_, err := s.Exec(ctx, "ALTER TABLE "+s.quotedTables()+" ADD COLUMN "+column+" "+definition)
 		if err != nil && probe() != nil { // not another process's column
 			return err
 		}
 	}
-	s.hashKey.Store(true)
+	added.Store(true)
 	return nil
-}
-
-// addIDColumns adds id_columns to a shardid_tables made before it was.
-func (s *mapStore) addIDColumns(ctx context.Context) error {
-	if s.idColumns.Load() {
-		return s.addPlacementColumn(ctx)
-	}
-	probe := func() error {
-		rows, err := s.DB().QueryContext(ctx, "SELECT id_columns FROM "+s.quotedTables()+" WHERE 1 = 0")
-		if err == nil {
-			rows.Close()
-		}
-		return err
-	}
-	if probe() != nil {
-		_, err := s.Exec(ctx, "ALTER TABLE "+s.quotedTables()+" ADD COLUMN id_columns VARCHAR(1000) NOT NULL DEFAULT ''")
-		if err != nil && probe() != nil { // not another process's column
-			return err
-		}
-	}
-	s.idColumns.Store(true)
-	return s.addPlacementColumn(ctx)
 }
 
 // idColumnsText is how shardid_tables keeps a table's other ID columns:
