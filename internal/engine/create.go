@@ -51,7 +51,7 @@ func (e *Engine) assignIDs(db *gorm.DB) {
 	if e.routed() && (m == nil || !m.sharded()) && db.AddError(e.keepUnsharded(db, kindCreate)) != nil || m == nil {
 		return
 	}
-	if db.AddError(m.placedOtherwise) != nil {
+	if db.AddError(m.createsRefused) != nil {
 		return
 	}
 	if m.sharded() && e.closed.Load() { // before an ID is asked of a strategy Close stopped

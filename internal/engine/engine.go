@@ -129,6 +129,10 @@ type Engine struct {
 	// recordedPlacements holds, by lower-case table name, the rule that
 	// placed each recorded table's rows (placed), where recorded.
 	recordedPlacements sync.Map
+	// recordsMu orders the changes of the three above against the record:
+	// a reload (loadRecordedTables) never sees this process's write of the
+	// record half done.
+	recordsMu sync.Mutex
 
 	maps        *mapStore    // the shared map; nil without Config.Shards
 	mapVersion  atomic.Int64 // the version of it routed by
@@ -485,6 +489,10 @@ type modelEntry struct {
 	once  sync.Once
 	model *model
 	err   error
+	// parsed is the model as its tags make it, before the record of
+	// sharded tables was consulted (samePlacement); nil if its tags are
+	// refused. A change of the record checks it again (recheckModels).
+	parsed *model
 }
 
 // model returns the plugin's view of s, parsing its tags and making its
@@ -501,49 +509,105 @@ func (e *Engine) model(s *schema.Schema) (*model, error) {
 		v, _ = e.models.LoadOrStore(s, &modelEntry{})
 	}
 	entry := v.(*modelEntry)
-	entry.once.Do(func() {
-		m, err := e.parseModel(s)
-		if err != nil {
-			entry.err = err
-			return
-		}
-		if err := e.oneStrategyPerColumn(m); err != nil {
-			entry.err = err
-			return
-		}
-		err = e.samePlacement(m, s.Table)
-		if err != nil && placementOf(m) != "" {
-			entry.err = err
-			return
-		}
-		m.placedOtherwise = err // a model without the rule finds rows by their IDs, or on every shard: its Creates only are refused
-		if len(m.fields) > 0 {
-			neverAutoIncrement(m)
-			entry.model = m
-		}
-		// By its name as written and without its schema, as SQL names it
-		// with any qualifier or none.
-		for _, table := range e.tableKeys(s.Table) {
-			if !m.sharded() {
-				if s.ModelType.Name() == "" { // a many2many's join table, which GORM parses as a struct of its own making
-					e.unshardedJoinTables.Store(table, s.Name)
-					continue
-				}
-				e.unshardedTables.Store(table, unshardedTable{model: s.Name, table: strings.ToLower(s.Table)})
-				continue
-			}
-			e.shardedTables.Store(table, s.Name)
-			for _, rel := range s.Relationships.Many2Many {
-				if rel.JoinTable != nil {
-					for _, key := range e.tableKeys(rel.JoinTable.Table) {
-						e.joinTables.Store(key, struct{}{})
-					}
-				}
-			}
-		}
-	})
+	entry.once.Do(func() { e.parseEntry(s, entry) })
 	e.knowModel(s, entry)
 	return entry.model, entry.err
+}
+
+// parseEntry parses s into entry, once.
+func (e *Engine) parseEntry(s *schema.Schema, entry *modelEntry) {
+	m, err := e.parseModel(s)
+	if err != nil {
+		entry.err = err
+		return
+	}
+	if err := e.oneStrategyPerColumn(m); err != nil {
+		entry.err = err
+		return
+	}
+	if len(m.fields) > 0 {
+		neverAutoIncrement(m)
+	}
+	entry.parsed = m
+	entry.model, entry.err = e.placedAsRecorded(m, s.Table)
+	// By its name as written and without its schema, as SQL names it
+	// with any qualifier or none: a sharded model's table is sharded
+	// whether or not the record refuses the model.
+	for _, table := range e.tableKeys(s.Table) {
+		if !m.sharded() {
+			if s.ModelType.Name() == "" { // a many2many's join table, which GORM parses as a struct of its own making
+				e.unshardedJoinTables.Store(table, s.Name)
+				continue
+			}
+			e.unshardedTables.Store(table, unshardedTable{model: s.Name, table: strings.ToLower(s.Table)})
+			continue
+		}
+		e.shardedTables.Store(table, s.Name)
+		for _, rel := range s.Relationships.Many2Many {
+			if rel.JoinTable != nil {
+				for _, key := range e.tableKeys(rel.JoinTable.Table) {
+					e.joinTables.Store(key, struct{}{})
+				}
+			}
+		}
+	}
+}
+
+// placedAsRecorded is the model of a parsed model m of table, checked
+// against the placement the record of sharded tables gives table: m, or a
+// copy of it whose Creates are refused (placedOtherwise), or an error
+// refusing it whole. nil for a model without shardid tags.
+func (e *Engine) placedAsRecorded(m *model, table string) (*model, error) {
+	err := e.samePlacement(m, table)
+	if err != nil && placementOf(m) != "" {
+		return nil, err
+	}
+	if len(m.fields) == 0 {
+		return nil, nil
+	}
+	if err == nil {
+		err = e.sameStrategy(m, table) // reads and changes find rows by any strategy's IDs
+	}
+	if err != nil {
+		c := *m                // the parsed model stays as its tags make it, for the next check
+		c.createsRefused = err // a model without the rule finds rows by their IDs, or on every shard: its Creates only are refused
+		m = &c
+	}
+	return m, nil
+}
+
+// recheckModels checks the parsed models of tables again against the
+// record of sharded tables, which another process changed: each one's
+// entry is replaced by one of the model as the record now says, which the
+// statements from now on read.
+func (e *Engine) recheckModels(tables map[string]bool) {
+	if len(tables) == 0 {
+		return
+	}
+	e.models.Range(func(k, v any) bool {
+		s, entry := k.(*schema.Schema), v.(*modelEntry)
+		if !tables[strings.ToLower(s.Table)] {
+			return true
+		}
+		entry.once.Do(func() { e.parseEntry(s, entry) }) // a parse under way ends first
+		if entry.parsed == nil {
+			return true // refused by its tags, whatever the record says
+		}
+		checked := &modelEntry{parsed: entry.parsed}
+		checked.model, checked.err = e.placedAsRecorded(entry.parsed, s.Table)
+		checked.once.Do(func() {})
+		e.modelsKnownMu.Lock()
+		defer e.modelsKnownMu.Unlock()
+		if !e.models.CompareAndSwap(s, entry, checked) {
+			return true // replaced meanwhile
+		}
+		if old := e.modelsKnown.Load(); old != nil && (*old)[s] != nil {
+			known := maps.Clone(*old)
+			known[s] = checked
+			e.modelsKnown.Store(&known)
+		}
+		return true
+	})
 }
 
 // knowModel adds a parsed schema's entry to modelsKnown, up to a bound: a
@@ -557,6 +621,9 @@ func (e *Engine) knowModel(s *schema.Schema, entry *modelEntry) {
 	old := e.modelsKnown.Load()
 	if old != nil && len(*old) >= maxKnownModels {
 		return
+	}
+	if current, _ := e.models.Load(s); current != entry {
+		return // replaced by recheckModels since it was read
 	}
 	known := map[*schema.Schema]*modelEntry{s: entry}
 	if old != nil {

@@ -41,6 +41,10 @@ type mapStore struct {
 	idColumns atomic.Bool  // shardid_tables has its id_columns column
 	placement atomic.Bool  // shardid_tables has its placement column
 	hashKey   atomic.Bool  // shardid_tables has its hash_key column
+	stamp     atomic.Bool  // shardid_tables has its stamp column
+	// recordsSum is the sum of shardid_tables' stamps (recordsProbe) when
+	// this process last read it: a refresh reading another reloads it.
+	recordsSum atomic.Int64
 }
 
 // mapOfStored builds the router's map from a stored version: the physical
@@ -269,7 +273,7 @@ func (e *Engine) refreshMap(ctx context.Context) (int64, error) {
 	case <-ctx.Done():
 		return e.MapVersion(), ctx.Err()
 	}
-	stored, err := s.Latest(ctx)
+	stored, err := e.latestAndRecords(ctx)
 	if err != nil {
 		return s.version, err
 	}
@@ -304,6 +308,29 @@ func (e *Engine) refreshMap(ctx context.Context) (int64, error) {
 	}
 	s.trust.routable()
 	return s.version, nil
+}
+
+// latestAndRecords reads the newest map and, in the same query, whether
+// the record of sharded tables changed since this process read it, which
+// it then reads again: a table another process sharded, dropped or
+// renamed is routed (or refused) as such here too after the next refresh.
+func (e *Engine) latestAndRecords(ctx context.Context) (*mapstore.Map, error) {
+	s := e.maps
+	if !s.stamp.Load() { // the record not prepared yet: readFirstMap reads it
+		return s.Latest(ctx)
+	}
+	stored, probed, err := s.LatestAnd(ctx, s.recordsProbe())
+	if err != nil {
+		if stored, again := s.Latest(ctx); again == nil { // the record is gone, not the map
+			e.config.Log.Warn("shardid: the record of sharded tables cannot be read; statements go on by the record read before", "table", s.tables(), "error", err)
+			return stored, nil
+		}
+		return nil, err
+	}
+	if stored != nil {
+		e.followRecordedTables(ctx, probed)
+	}
+	return stored, nil
 }
 
 // reportConfigDifference logs where the shared map differs from Config.Shards:

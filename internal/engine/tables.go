@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -48,9 +50,10 @@ type shardedTable struct {
 	HashKey   *string // how a hash rule's key is hashed (hashKeyOf); nil: not recorded
 }
 
-// placed is a recorded table's placement: its rule, and how the rule's key
-// is hashed ("": no hash rule, or recorded by a version that did not say).
-type placed struct{ rule, key string }
+// placed is a recorded table's placement: its rule, how the rule's key is
+// hashed ("": no hash rule, or recorded by a version that did not say), and
+// the strategy of its key, which made the IDs of its rows.
+type placed struct{ rule, key, strategy string }
 
 // fits reports whether m places rows as the record says they were placed.
 func (r placed) fits(m *model) bool {
@@ -98,7 +101,7 @@ func describeHashKey(key string) string {
 }
 
 func (s *mapStore) prepareTables(ctx context.Context) error {
-	_, err := s.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+s.quotedTables()+" (name VARCHAR(191) NOT NULL PRIMARY KEY, key_column VARCHAR(191) NOT NULL, key_kind INT NOT NULL, strategy VARCHAR(32) NOT NULL, id_columns VARCHAR(1000) NOT NULL DEFAULT '', placement VARCHAR(400), hash_key VARCHAR(16))")
+	_, err := s.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+s.quotedTables()+" (name VARCHAR(191) NOT NULL PRIMARY KEY, key_column VARCHAR(191) NOT NULL, key_kind INT NOT NULL, strategy VARCHAR(32) NOT NULL, id_columns VARCHAR(1000) NOT NULL DEFAULT '', placement VARCHAR(400), hash_key VARCHAR(16), stamp BIGINT)")
 	if err != nil && !mapstore.AlreadyExists(err) {
 		return err
 	}
@@ -121,7 +124,7 @@ func placementOf(m *model) string {
 
 // placed is the placement t records.
 func (t shardedTable) placed() placed {
-	r := placed{rule: *t.Placement}
+	r := placed{rule: *t.Placement, strategy: t.Strategy}
 	if t.HashKey != nil {
 		r.key = *t.HashKey
 	}
@@ -163,9 +166,27 @@ func (e *Engine) samePlacement(m *model, table string) error {
 			table, describePlacement(recorded.rule), e.tablesTable(), describePlacement(placementOf(m)))}
 }
 
+// sameStrategy refuses the Creates of a sharded model of table whose key's
+// strategy is not the one recorded for it: the last migration of the
+// table's model declared another, whose IDs this one's may equal (as two
+// strategies in one process, oneStrategyPerColumn). A migration of this
+// model records its own, and refuses the other processes' Creates then.
+func (e *Engine) sameStrategy(m *model, table string) error {
+	if !m.sharded() {
+		return nil
+	}
+	v, ok := e.recordedPlacements.Load(strings.ToLower(table))
+	if !ok || v.(placed).strategy == "" || v.(placed).strategy == m.pk().strategy {
+		return nil
+	}
+	return &FieldError{Model: m.schema.Name, Field: m.pk().field.Name, Err: ErrInvalidTag,
+		Detail: fmt.Sprintf("table %s's IDs are made by strategy %s (%s records it, as the last migration of its model declared), and this tag makes them by %s: two strategies make the same IDs within a tick, so its Creates are refused; keep the strategy as it was, or stop every process writing by %s, then migrate this model, which records its strategy",
+			table, v.(placed).strategy, e.tablesTable(), m.pk().strategy, v.(placed).strategy)}
+}
+
 // addRecordColumns adds to a shardid_tables made before they were the
-// columns later versions record: id_columns; placement and hash_key, whose
-// rows, not recorded then, stay NULL.
+// columns later versions record: id_columns; placement, hash_key and stamp,
+// whose rows, not recorded then, stay NULL.
 func (s *mapStore) addRecordColumns(ctx context.Context) error {
 	if err := s.addColumn(ctx, &s.idColumns, "id_columns", "VARCHAR(1000) NOT NULL DEFAULT ''"); err != nil {
 		return err
@@ -173,7 +194,24 @@ func (s *mapStore) addRecordColumns(ctx context.Context) error {
 	if err := s.addColumn(ctx, &s.placement, "placement", "VARCHAR(400)"); err != nil {
 		return err
 	}
-	return s.addColumn(ctx, &s.hashKey, "hash_key", "VARCHAR(16)")
+	if err := s.addColumn(ctx, &s.hashKey, "hash_key", "VARCHAR(16)"); err != nil {
+		return err
+	}
+	return s.addColumn(ctx, &s.stamp, "stamp", "BIGINT")
+}
+
+// newStamp is a row's stamp, which each write of a row of shardid_tables
+// sets anew: the sum of the stamps (recordsProbe) changes with any row
+// written, added or deleted, so that the other processes, reading it with
+// the map, reload the record then only. Random, not a counter: two
+// processes writing at once need no agreement, and the sum of up to 2^23
+// rows fits 63 bits.
+func newStamp() int64 { return 1 + rand.Int64N(1<<40-1) }
+
+// recordsProbe is the SQL that sums the record's stamps (a row written by
+// a version without them counts 1), read with the map at each refresh.
+func (s *mapStore) recordsProbe() string {
+	return "(SELECT SUM(COALESCE(stamp, 1)) FROM " + s.quotedTables() + ")"
 }
 
 // addColumn adds column to shardid_tables unless it has it; added notes it has.
@@ -248,24 +286,30 @@ func (e *Engine) registerTables(db *gorm.DB, models []any) error {
 	if err := e.prepareOwnTables(ctx); err != nil {
 		return err
 	}
+	e.recordsMu.Lock()
+	defer e.recordsMu.Unlock()
+	changed := map[string]bool{}
 	for _, t := range e.shardedTablesOf(db, models) {
 		// Updated in place, not deleted and inserted: a process starting
 		// meanwhile (every pod of a rolling restart migrates) would not
 		// know the table sharded, nor check its models' rules against it.
-		res, err := e.maps.Exec(ctx, "UPDATE "+e.maps.quotedTables()+" SET name = ?, key_column = ?, key_kind = ?, strategy = ?, id_columns = ?, placement = ?, hash_key = ? WHERE name = ?", t.Name, t.Key, int(t.Kind), t.Strategy, idColumnsText(t.IDColumns), t.Placement, t.HashKey, t.Name)
+		res, err := e.maps.Exec(ctx, "UPDATE "+e.maps.quotedTables()+" SET name = ?, key_column = ?, key_kind = ?, strategy = ?, id_columns = ?, placement = ?, hash_key = ?, stamp = ? WHERE name = ?", t.Name, t.Key, int(t.Kind), t.Strategy, idColumnsText(t.IDColumns), t.Placement, t.HashKey, newStamp(), t.Name)
 		if err != nil {
 			return err
 		}
 		if n, err := res.RowsAffected(); err != nil || n == 0 { // none, or MySQL's count of rows changed: an unchanged row is a duplicate key
-			if _, err := e.maps.Exec(ctx, "INSERT INTO "+e.maps.quotedTables()+" (name, key_column, key_kind, strategy, id_columns, placement, hash_key) VALUES (?, ?, ?, ?, ?, ?, ?)", t.Name, t.Key, int(t.Kind), t.Strategy, idColumnsText(t.IDColumns), t.Placement, t.HashKey); err != nil && !mapstore.DuplicateKey(err) {
+			if _, err := e.maps.Exec(ctx, "INSERT INTO "+e.maps.quotedTables()+" (name, key_column, key_kind, strategy, id_columns, placement, hash_key, stamp) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", t.Name, t.Key, int(t.Kind), t.Strategy, idColumnsText(t.IDColumns), t.Placement, t.HashKey, newStamp()); err != nil && !mapstore.DuplicateKey(err) {
 				return err
 			}
 		}
 		e.recordTable(t.Name) // a table migrated by another name (Migrator(db.Table(name))) has no model this process parsed
 		if t.Placement != nil {
-			e.recordedPlacements.Store(strings.ToLower(t.Name), t.placed())
+			if was, ok := e.recordedPlacements.Swap(strings.ToLower(t.Name), t.placed()); !ok || was.(placed) != t.placed() {
+				changed[strings.ToLower(t.Name)] = true
+			}
 		}
 	}
+	e.recheckModels(changed) // this process's other models of the tables: a strategy recorded anew refuses their Creates
 	return nil
 }
 
@@ -408,28 +452,83 @@ func (e *Engine) unfinishedMoves(ctx context.Context) ([]*mapstore.MoveState, er
 // loadRecordedTables reads which tables are sharded from the record the
 // plugin keeps of its migrations, so that SQL naming one is routed as such
 // before this process has used its model (a join table GORM names in
-// Association's query, say), not run on the plugin's database.
+// Association's query, say), not run on the plugin's database: at the
+// start, and again whenever a refresh of the map finds the record changed
+// (recordsProbe), as another process's migration changes it. Tables the
+// record no longer lists are forgotten, and the models of tables whose
+// placement it records anew are checked against it again (samePlacement).
 func (e *Engine) loadRecordedTables(ctx context.Context) error {
 	if err := e.maps.prepareTables(ctx); err != nil {
 		return err
 	}
-	rows, err := e.maps.DB().QueryContext(ctx, "SELECT name, placement, hash_key FROM "+e.maps.quotedTables())
+	e.recordsMu.Lock()
+	defer e.recordsMu.Unlock()
+	rows, err := e.maps.DB().QueryContext(ctx, "SELECT name, strategy, placement, hash_key, stamp FROM "+e.maps.quotedTables())
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
+	listed := map[string]string{}     // lower case → as recorded
+	placements := map[string]placed{} // lower case → placement, where recorded
+	var sum int64
 	for rows.Next() {
-		var name string
+		var name, strategy string
 		var placement, hashKey sql.NullString
-		if err := rows.Scan(&name, &placement, &hashKey); err != nil {
+		var stamp sql.NullInt64
+		if err := rows.Scan(&name, &strategy, &placement, &hashKey, &stamp); err != nil {
 			return err
 		}
-		e.recordTable(name)
+		sum += max(stamp.Int64, 1) // as recordsProbe sums them
+		listed[strings.ToLower(name)] = name
 		if placement.Valid {
-			e.recordedPlacements.Store(strings.ToLower(name), placed{rule: placement.String, key: hashKey.String})
+			placements[strings.ToLower(name)] = placed{rule: placement.String, key: hashKey.String, strategy: strategy}
 		}
 	}
-	return rows.Err()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	changed := map[string]bool{}
+	e.recordedFull.Range(func(k, _ any) bool {
+		if _, ok := listed[k.(string)]; !ok {
+			changed[k.(string)] = true
+		}
+		return true
+	})
+	for name := range changed { // dropped or renamed by another process
+		e.forgetRecordedTable(name)
+		e.recordedPlacements.Delete(name)
+	}
+	for lower, name := range listed {
+		if _, ok := e.recordedFull.Load(lower); !ok {
+			e.recordTable(name)
+		}
+		was, had := e.recordedPlacements.Load(lower)
+		now, has := placements[lower]
+		switch {
+		case has && (!had || was.(placed) != now):
+			e.recordedPlacements.Store(lower, now)
+			changed[lower] = true
+		case !has && had:
+			e.recordedPlacements.Delete(lower)
+			changed[lower] = true
+		}
+	}
+	e.recheckModels(changed)
+	e.maps.recordsSum.Store(sum)
+	return nil
+}
+
+// followRecordedTables reloads the record of sharded tables when probed,
+// recordsProbe's value read with the map, says it changed since it was
+// last read. A record that cannot be read is tried again at the next
+// refresh; the map is followed all the same.
+func (e *Engine) followRecordedTables(ctx context.Context, probed string) {
+	if sum, err := strconv.ParseInt(probed, 10, 64); err == nil && sum == e.maps.recordsSum.Load() || probed == "" && e.maps.recordsSum.Load() == 0 {
+		return
+	}
+	if err := e.loadRecordedTables(ctx); err != nil {
+		e.config.Log.Warn("shardid: the record of sharded tables changed and cannot be read again; statements go on by the record read before", "table", e.maps.tables(), "error", err)
+	}
 }
 
 // recordTable notes a table recorded as sharded under each name SQL may
@@ -476,6 +575,8 @@ func (e *Engine) unregisterTable(db *gorm.DB, table string) error {
 	if err := e.maps.prepareTables(ctx); err != nil {
 		return err
 	}
+	e.recordsMu.Lock()
+	defer e.recordsMu.Unlock()
 	match := "name = ?"
 	if e.foldsTableNames(ctx) {
 		match = "lower(name) = lower(?)" // the table dropped under another spelling of its name
@@ -507,10 +608,12 @@ func (e *Engine) renameRegisteredTable(db *gorm.DB, oldName, newName string) err
 	if err := e.maps.prepareTables(ctx); err != nil {
 		return err
 	}
+	e.recordsMu.Lock()
+	defer e.recordsMu.Unlock()
 	if _, err := e.maps.Exec(ctx, "DELETE FROM "+e.maps.quotedTables()+" WHERE name = ?", newName); err != nil { // a stale record of a table gone by then: the old one stays until the rename is recorded
 		return err
 	}
-	_, err := e.maps.Exec(ctx, "UPDATE "+e.maps.quotedTables()+" SET name = ? WHERE name = ?", newName, oldName)
+	_, err := e.maps.Exec(ctx, "UPDATE "+e.maps.quotedTables()+" SET name = ?, stamp = ? WHERE name = ?", newName, newStamp(), oldName)
 	if _, recorded := e.recordedTables.Load(strings.ToLower(oldName)); recorded {
 		e.forgetRecordedTable(oldName)
 		e.recordTable(newName)
@@ -543,6 +646,8 @@ func (e *Engine) renameRegisteredColumn(db *gorm.DB, table, oldName, newName str
 		return nil
 	}
 	t := recorded[k]
+	e.recordsMu.Lock()
+	defer e.recordsMu.Unlock()
 	if t.Key == oldName {
 		t.Key = newName
 	}
@@ -555,7 +660,7 @@ func (e *Engine) renameRegisteredColumn(db *gorm.DB, table, oldName, newName str
 		rule := renamedInRule(*t.Placement, oldName, newName)
 		t.Placement = &rule
 	}
-	if _, err := e.maps.Exec(ctx, "UPDATE "+e.maps.quotedTables()+" SET key_column = ?, id_columns = ?, placement = ? WHERE name = ?", t.Key, idColumnsText(t.IDColumns), t.Placement, t.Name); err != nil {
+	if _, err := e.maps.Exec(ctx, "UPDATE "+e.maps.quotedTables()+" SET key_column = ?, id_columns = ?, placement = ?, stamp = ? WHERE name = ?", t.Key, idColumnsText(t.IDColumns), t.Placement, newStamp(), t.Name); err != nil {
 		return err
 	}
 	if t.Placement != nil {

@@ -119,10 +119,12 @@ type model struct {
 	evidence []evidence              // columns whose values name a row's shard, the key first
 	keys     []shardrouter.KeyColumn // the evidence, as the planner reads it
 	placings []shardrouter.Placing   // the columns whose values place a row, the key first
-	// placedOtherwise refuses a Create of a model without a placement rule
+	// createsRefused refuses a Create of a model without a placement rule
 	// on a table recorded with one (samePlacement): its reads find the rows
-	// by their IDs, but a row it placed would be where the rule's readers miss it.
-	placedOtherwise error
+	// by their IDs, but a row it placed would be where the rule's readers
+	// miss it. And one of a model whose key's strategy is not the one
+	// recorded for its table (sameStrategy): the two make the same IDs.
+	createsRefused error
 	// uniqueKeys are the table's unique keys but the primary key, read once:
 	// GORM's ParseIndexes writes to the schema it reads, which statements share.
 	uniqueKeys [][]*schema.Field

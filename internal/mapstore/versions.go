@@ -89,20 +89,30 @@ func Ranges(shards []int) []shardrouter.Range {
 
 // Latest returns the newest version of the map, or nil if there is none.
 func (s *Store) Latest(ctx context.Context) (*Map, error) {
+	stored, _, err := s.LatestAnd(ctx, "NULL")
+	return stored, err
+}
+
+// LatestAnd is Latest, with the value of probe, a scalar SQL expression
+// read in the same query, as text ("" for NULL, or without a map): a
+// process following something else the plugin's database keeps beside the
+// map (the record of sharded tables) pays no round trip more for it.
+func (s *Store) LatestAnd(ctx context.Context, probe string) (*Map, string, error) {
 	var version int64
 	var body string
-	err := s.db.QueryRowContext(ctx, "SELECT version, map FROM "+s.quoted(s.table)+" ORDER BY version DESC LIMIT 1").Scan(&version, &body)
+	var probed sql.NullString
+	err := s.db.QueryRowContext(ctx, "SELECT version, map, "+probe+" FROM "+s.quoted(s.table)+" ORDER BY version DESC LIMIT 1").Scan(&version, &body, &probed)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
+		return nil, "", nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	stored := &Map{Version: version}
 	if err := json.Unmarshal([]byte(body), stored); err != nil {
-		return nil, errs.Wrap(err, "map version %d in %s", version, s.table)
+		return nil, "", errs.Wrap(err, "map version %d in %s", version, s.table)
 	}
-	return stored, nil
+	return stored, probed.String, nil
 }
 
 // Write stores m as version m.Version. It fails, changing nothing, if that

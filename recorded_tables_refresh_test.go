@@ -1,0 +1,146 @@
+package shardid
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+type refreshEvent struct {
+	ID    int64 `shardid:""`
+	Title string
+}
+
+// A table another process shards after this one started (AutoMigrate of a
+// newly tagged model, Migrator(db.Table(name)) of a model) is sharded here
+// too after this process's next refresh of the map: SQL naming it without
+// its model is refused, not run on the plugin's database, where a table of
+// that name (left from before) holds no rows of the shards. One that
+// process drops through the plugin's migrator is no longer sharded here
+// after the next refresh.
+func TestATableAnotherProcessShardsIsShardedHereAfterTheNextRefresh(t *testing.T) {
+	dir := t.TempDir()
+	a, pa := openWith(t, dir, Config{MapRefresh: time.Hour}) // refreshed by RefreshMap alone
+	must(t, a.Exec("CREATE TABLE refresh_events (id INTEGER, title TEXT)").Error)
+	must(t, a.Exec("CREATE TABLE refresh_events_2027 (id INTEGER, title TEXT)").Error)
+	must(t, a.Exec("INSERT INTO refresh_events_2027 VALUES (1, 'on the plugin''s database')").Error)
+
+	b, pb := openWith(t, dir, Config{MapRefresh: time.Hour})
+	must(t, pb.AutoMigrate(b, &refreshEvent{}))
+	must(t, pb.Migrator(b.Table("refresh_events_2027")).AutoMigrate(&refreshEvent{}))
+	event := refreshEvent{Title: "sharded"}
+	must(t, b.Table("refresh_events_2027").Create(&event).Error)
+
+	_, err := pa.RefreshMap(t.Context())
+	must(t, err)
+	var n int64
+	if err := a.Raw("SELECT count(*) FROM refresh_events").Scan(&n).Error; !errors.Is(err, ErrNoShard) {
+		t.Fatalf("raw SQL on a table another process sharded, after a refresh: %v (count %d); want ErrNoShard", err, n)
+	}
+	if err := a.Table("refresh_events_2027").Count(&n).Error; !errors.Is(err, ErrNoShard) {
+		t.Fatalf("Table(name) without a model, of a table another process sharded by that name, after a refresh: %v (count %d); want ErrNoShard", err, n)
+	}
+	var found refreshEvent
+	must(t, a.Table("refresh_events_2027").First(&found, event.ID).Error)
+	if found.Title != "sharded" {
+		t.Fatalf("read through the model by the table's name: %+v; want the row the other process wrote", found)
+	}
+	must(t, a.Clauses(ByID(event.ID)).Table("refresh_events_2027").Count(&n).Error)
+	if n != 1 {
+		t.Fatalf("count on the row's shard: %d, want 1", n)
+	}
+
+	must(t, pb.Migrator(b).DropTable("refresh_events_2027"))
+	must(t, b.Exec("CREATE TABLE refresh_events_2027 (id INTEGER, title TEXT)").Error) // an unsharded table of that name now
+	must(t, b.Exec("INSERT INTO refresh_events_2027 VALUES (1, 'on the plugin''s database')").Error)
+	_, err = pa.RefreshMap(t.Context())
+	must(t, err)
+	if err := a.Raw("SELECT count(*) FROM refresh_events_2027").Scan(&n).Error; err != nil || n != 1 {
+		t.Fatalf("raw SQL on a table another process dropped through the plugin's migrator, after a refresh: %v (count %d); want the plugin's database's one row", err, n)
+	}
+}
+
+type refreshToken struct {
+	ID    int64 `shardid:"hash:Token"`
+	Token string
+}
+
+// refreshTokenInt is the next deploy's model of refresh_tokens: its key is
+// an integer, which hashes the same value to another shard.
+type refreshTokenInt struct {
+	ID    int64 `shardid:"hash:Token"`
+	Token int64
+}
+
+func (refreshTokenInt) TableName() string { return "refresh_tokens" }
+
+// A process whose model's hash key has another type than the one another
+// process records for its table (the record of an earlier version gave
+// none) is refused after its next refresh of the map, as it is at its
+// start: its reads by the key would miss the other's rows.
+func TestAHashKeyTypeAnotherProcessRecordsIsRefusedAfterTheNextRefresh(t *testing.T) {
+	dir := t.TempDir()
+	first, p := openWith(t, dir, Config{MapRefresh: time.Hour})
+	must(t, p.AutoMigrate(first, &refreshToken{}))
+	must(t, first.Exec("UPDATE shardid_tables SET hash_key = NULL").Error) // as an earlier version recorded it
+
+	a, pa := openWith(t, dir, Config{MapRefresh: time.Hour})
+	must(t, a.Create(&refreshToken{Token: "7"}).Error)
+	var found refreshToken
+	must(t, a.Where("token = ?", "7").First(&found).Error)
+
+	b, pb := openWith(t, dir, Config{MapRefresh: time.Hour})
+	must(t, pb.AutoMigrate(b, &refreshTokenInt{}))
+	_, err := pa.RefreshMap(t.Context())
+	must(t, err)
+	if err := a.Where("token = ?", "7").First(&found).Error; !errors.Is(err, ErrInvalidTag) {
+		t.Fatalf("a read by a hash key of another type than another process recorded, after a refresh: %v; want ErrInvalidTag", err)
+	}
+	if err := a.Create(&refreshToken{Token: "8"}).Error; !errors.Is(err, ErrInvalidTag) {
+		t.Fatalf("a Create by a hash key of another type than another process recorded, after a refresh: %v; want ErrInvalidTag", err)
+	}
+}
+
+type refreshReading struct {
+	ID    int64 `shardid:""` // the default strategy, instagram
+	Value int
+}
+
+// refreshReadingSnowflake is the next deploy's model of refresh_readings,
+// whose IDs snowflake makes.
+type refreshReadingSnowflake struct {
+	ID    int64 `shardid:"strategy:snowflake"`
+	Value int
+}
+
+func (refreshReadingSnowflake) TableName() string { return "refresh_readings" }
+
+// Two processes whose models of one table make its IDs by two strategies
+// (two deploys of a rolling restart) never both create rows: the one whose
+// strategy the record does not give has its Creates refused, the next
+// deploy's until its migration records its strategy, and then the last
+// deploy's after its next refresh of the map. Reads go on in both.
+func TestCreatesByAnotherStrategyThanTheRecordedOneAreRefused(t *testing.T) {
+	dir := t.TempDir()
+	a, pa := openWith(t, dir, Config{MapRefresh: time.Hour})
+	must(t, pa.AutoMigrate(a, &refreshReading{}))
+	old := refreshReading{Value: 1}
+	must(t, a.Create(&old).Error)
+
+	b, pb := openWith(t, dir, Config{MapRefresh: time.Hour})
+	if err := b.Create(&refreshReadingSnowflake{Value: 2}).Error; !errors.Is(err, ErrInvalidTag) {
+		t.Fatalf("a Create by snowflake on a table recorded as instagram's: %v; want ErrInvalidTag", err)
+	}
+	var found refreshReadingSnowflake
+	must(t, b.First(&found, old.ID).Error)
+	must(t, pb.AutoMigrate(b, &refreshReadingSnowflake{}))
+	must(t, b.Create(&refreshReadingSnowflake{Value: 2}).Error)
+
+	_, err := pa.RefreshMap(t.Context())
+	must(t, err)
+	if err := a.Create(&refreshReading{Value: 3}).Error; !errors.Is(err, ErrInvalidTag) {
+		t.Fatalf("a Create by instagram after another process recorded snowflake for the table, after a refresh: %v; want ErrInvalidTag", err)
+	}
+	var read refreshReading
+	must(t, a.First(&read, old.ID).Error)
+}
