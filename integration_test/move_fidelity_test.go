@@ -1973,6 +1973,64 @@ func TestMoveRefusesDeletingACopyARowOfTheTargetReferences(t *testing.T) {
 		})
 }
 
+// TestMoveRefusesDeletingACopyWhoseCascadeReachesARowOfTheTarget: while
+// the move runs, a node of a range the target serves comes to answer the
+// copy of a reply, and the source deletes the node the reply answers,
+// which its ON DELETE CASCADE deletes the reply with. MySQL/MariaDB run no
+// trigger for a cascade's deletes, so the log names the deleted node alone;
+// the catch-up's delete of its copy cascaded on the target to the reply's
+// copy and on to the target's own node, the move completing without a
+// word. The copies referencing a deleted one are read again on the source:
+// the reply's gone too, the move is refused naming the key, the target's
+// node kept; once it answers no copy, the move run again completes, no
+// copy of either left.
+func TestMoveRefusesDeletingACopyWhoseCascadeReachesARowOfTheTarget(t *testing.T) {
+	withForeignKey(t, []any{&FkWriter{}, &FkNode{}}, "ALTER TABLE fk_nodes ADD CONSTRAINT fk_nodes_parent FOREIGN KEY (parent_id) REFERENCES fk_nodes(id)",
+		func(t *testing.T, b backend, r *moveRig, cascade bool) {
+			if !cascade {
+				t.Skip("the source refuses to delete a node a reply answers")
+			}
+			models := append([]any{&FkWriter{}, &FkNode{}}, moveModels...)
+			w, copied := nodeToCopy(t, r)
+			reply := FkNode{ThreadID: w.ID, ParentID: &copied.ID, Body: "reply"}
+			must(t, r.db.Create(&reply).Error)
+			own := r.p.Layout().Compose(time.Now(), movingRange.From-1, 1) // a logical shard the target serves
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			made := false
+			_, err := r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", CatchUpBelow: 1, Models: models,
+				Progress: func(p shardid.MoveProgress) {
+					if p.Phase == shardid.PhaseCatchUp && !made {
+						made = true
+						must(t, r.target.Exec("INSERT INTO fk_nodes (id, thread_id, parent_id, body) VALUES (?, ?, ?, 'own')", own, own, reply.ID).Error)
+						must(t, r.db.Delete(&copied).Error) // and the reply with it
+					}
+				}})
+			if !made {
+				t.Fatalf("no catch-up: %v", err)
+			}
+			var kept int64
+			must(t, r.target.Raw("SELECT count(*) FROM fk_nodes WHERE id = ? AND parent_id = ?", own, reply.ID).Scan(&kept).Error)
+			if kept != 1 {
+				t.Fatalf("the node of the target answering the reply's copy: %d rows after the catch-up (move: %v), want 1", kept, err)
+			}
+			if !errors.Is(err, shardid.ErrMoveInvalid) || !strings.Contains(err.Error(), "fk_nodes_parent") {
+				t.Fatalf("a move whose catch-up's delete of a copy cascades to a node of the target: %v, want ErrMoveInvalid naming fk_nodes_parent", err)
+			}
+			must(t, r.target.Exec("UPDATE fk_nodes SET parent_id = NULL WHERE id = ?", own).Error)
+			_, err = r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", CatchUpBelow: 1, Models: models})
+			must(t, err)
+			var left int64
+			must(t, r.target.Raw("SELECT count(*) FROM fk_nodes WHERE id IN (?, ?)", copied.ID, reply.ID).Scan(&left).Error)
+			if left != 0 {
+				t.Errorf("the node deleted on the source and its reply: %d copies on the target, want 0", left)
+			}
+			if n := countIn(t, r.target, "fk_nodes", false, r.p.Layout()); n != 1 {
+				t.Errorf("%d nodes outside the range on the target after the move, want 1", n)
+			}
+		})
+}
+
 // TestMoveFollowsAForeignKeyMadeOnTheTargetWhileItRuns: the albums' key
 // on their singer is made on the target as the move begins (after it read
 // the keys, before it copies), or once it copied (a singer and its albums

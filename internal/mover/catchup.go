@@ -116,6 +116,9 @@ func (mv *run) replay(ctx context.Context) (int, error) {
 			}
 		}
 	}
+	if err := mv.withCopiesGoneWithThem(ctx, gone); err != nil {
+		return 0, err
+	}
 	if err := mv.refusedByRowsReferencingDeletedCopies(ctx, gone); err != nil {
 		return 0, err
 	}

@@ -265,6 +265,19 @@ ORDER BY k.conname, u.pos`,
 // references one inside it, and, unless inward, one inside it that
 // references one outside; with parents, a parent of those keys alone.
 func (mv *run) crossingRows(ctx context.Context, db *sql.DB, k foreignKey, r Range, inward bool, limit int, parents ...any) ([]any, error) {
+	return mv.referencingRows(ctx, db, k, func(child, parent string) string {
+		if !inward {
+			return within(child, r) + " <> " + within(parent, r)
+		}
+		return "NOT " + within(child, r) + " AND " + within(parent, r)
+	}, limit, parents)
+}
+
+// referencingRows returns the keys of up to limit rows (0: all) of k's
+// child that reference a row of its parent where cond holds of the child's
+// and the parent's shard expressions; with parents, a parent of those keys
+// alone.
+func (mv *run) referencingRows(ctx context.Context, db *sql.DB, k foreignKey, cond func(child, parent string) string, limit int, parents []any) ([]any, error) {
 	childShard, err := mv.fence.ShardSQL(k.child.fenced, "c")
 	if err != nil {
 		return nil, err
@@ -278,21 +291,93 @@ func (mv *run) crossingRows(ctx context.Context, db *sql.DB, k foreignKey, r Ran
 	for i := range k.columns {
 		on[i] = "c." + q(k.columns[i]) + " = p." + q(k.refs[i])
 	}
-	within := func(shard string) string { return fmt.Sprintf("(%s BETWEEN %d AND %d)", shard, r.From, r.To) }
-	where := "NOT " + within(childShard) + " AND " + within(parentShard)
-	if !inward {
-		where = within(childShard) + " <> " + within(parentShard)
-	}
+	where := cond(childShard, parentShard)
 	if len(parents) > 0 {
 		where += " AND p." + q(k.parent.key) + " IN (" + placeholders(k.child.dialect, 0, len(parents)) + ")"
 	}
-	rows, err := readRows(ctx, db, 1, "SELECT c."+q(k.child.key)+" FROM "+q(k.child.name)+" c JOIN "+q(k.parent.name)+" p ON "+
-		strings.Join(on, " AND ")+" WHERE "+where+" LIMIT "+fmt.Sprint(limit), parents...)
+	query := "SELECT c." + q(k.child.key) + " FROM " + q(k.child.name) + " c JOIN " + q(k.parent.name) + " p ON " +
+		strings.Join(on, " AND ") + " WHERE " + where
+	if limit > 0 {
+		query += " LIMIT " + fmt.Sprint(limit)
+	}
+	rows, err := readRows(ctx, db, 1, query, parents...)
 	keys := make([]any, len(rows))
 	for i, row := range rows {
 		keys[i] = normalizeKey(row[0])
 	}
 	return keys, err
+}
+
+// within is an SQL condition: the shard expression shard is within r.
+func within(shard string, r Range) string {
+	return fmt.Sprintf("(%s BETWEEN %d AND %d)", shard, r.From, r.To)
+}
+
+// withCopiesGoneWithThem adds to gone (by table, the keys of copies whose
+// rows the source no longer has, which the catch-up deletes on the target)
+// the copies that reference them by a foreign key among the moved tables,
+// read again on the source: those it no longer has either join gone, and
+// so on, those it has are written again as they are. MySQL/MariaDB run no
+// trigger for the rows a key's ON DELETE CASCADE or SET NULL deletes or
+// changes, so the log names only the row deleted, while the target's
+// delete of its copy would cascade to theirs, and on to rows of the
+// target's own ranges that reference those, which no refusal would see.
+func (mv *run) withCopiesGoneWithThem(ctx context.Context, gone map[string][]any) error {
+	seen := map[string]bool{} // table and key, of every copy looked at
+	mark := func(table string, key any) bool {
+		id := table + "\x00" + fmt.Sprint(key)
+		if seen[id] {
+			return false
+		}
+		seen[id] = true
+		return true
+	}
+	for table, keys := range gone {
+		for _, key := range keys {
+			mark(table, key)
+		}
+	}
+	inside := func(child, _ string) string { return within(child, mv.st.Logical) }
+	for from := gone; len(from) > 0; {
+		referencing := map[string][]any{}
+		for _, t := range mv.tables {
+			if t.join { // rows of an owner's, which the log names by the owner's key
+				continue
+			}
+			keys, err := foreignKeysAmong(ctx, mv.target, t, mv.tables)
+			if err != nil {
+				return errs.Wrap(err, "reading the foreign keys of %s on %s", t.name, mv.st.To)
+			}
+			for _, k := range keys {
+				for parents := range slices.Chunk(from[k.parent.name], replayKeys) {
+					rows, err := mv.referencingRows(ctx, mv.target, k, inside, 0, parents)
+					if err != nil {
+						return errs.Wrap(err, "reading the copies of %s that reference deleted copies by foreign key %s on %s", t.name, k.name, mv.st.To)
+					}
+					for _, key := range rows {
+						if mark(t.name, key) {
+							referencing[t.name] = append(referencing[t.name], key)
+						}
+					}
+				}
+			}
+		}
+		next := map[string][]any{}
+		for _, t := range mv.tables {
+			for keys := range slices.Chunk(referencing[t.name], replayKeys) {
+				left, err := mv.replayKeys(ctx, t, keys)
+				if err != nil {
+					return err
+				}
+				if len(left) > 0 {
+					next[t.name] = append(next[t.name], left...)
+					gone[t.name] = append(gone[t.name], left...)
+				}
+			}
+		}
+		from = next
+	}
+	return nil
 }
 
 // refusedByReferencesAcrossTheEdge refuses a move whose moved tables have
