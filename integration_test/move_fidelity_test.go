@@ -2031,6 +2031,45 @@ func TestMoveRefusesDeletingACopyWhoseCascadeReachesARowOfTheTarget(t *testing.T
 		})
 }
 
+// TestMoveDeletesTheCopyOfARowASourcesCascadeDeleted: a key with ON
+// DELETE CASCADE made on the source alone (by hand) deletes a reply with
+// the node it answers there, while the move runs. MySQL/MariaDB log no row
+// a cascade deleted: the reply's copy stayed on the target, without a key
+// there to take it with the node's, and the move failed its verification.
+// The copies referencing a deleted copy by the source's keys are read again
+// there: the reply's goes too, and the move completes.
+func TestMoveDeletesTheCopyOfARowASourcesCascadeDeleted(t *testing.T) {
+	withForeignKey(t, []any{&FkWriter{}, &FkNode{}}, "", func(t *testing.T, b backend, r *moveRig, cascade bool) {
+		if cascade {
+			t.Skip("the key is made below, on the source alone")
+		}
+		must(t, r.source.Exec("ALTER TABLE fk_nodes ADD CONSTRAINT fk_nodes_parent FOREIGN KEY (parent_id) REFERENCES fk_nodes(id) ON DELETE CASCADE").Error)
+		models := append([]any{&FkWriter{}, &FkNode{}}, moveModels...)
+		w, copied := nodeToCopy(t, r)
+		reply := FkNode{ThreadID: w.ID, ParentID: &copied.ID, Body: "reply"}
+		must(t, r.db.Create(&reply).Error)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		made := false
+		_, err := r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", CatchUpBelow: 1, Models: models,
+			Progress: func(p shardid.MoveProgress) {
+				if p.Phase == shardid.PhaseCatchUp && !made {
+					made = true
+					must(t, r.db.Delete(&copied).Error) // and the reply with it, on the source
+				}
+			}})
+		if !made {
+			t.Fatalf("no catch-up: %v", err)
+		}
+		must(t, err)
+		var left int64
+		must(t, r.target.Raw("SELECT count(*) FROM fk_nodes WHERE id IN (?, ?)", copied.ID, reply.ID).Scan(&left).Error)
+		if left != 0 {
+			t.Errorf("the node deleted on the source and its reply: %d copies on the target, want 0", left)
+		}
+	})
+}
+
 // TestMoveFollowsAForeignKeyMadeOnTheTargetWhileItRuns: the albums' key
 // on their singer is made on the target as the move begins (after it read
 // the keys, before it copies), or once it copied (a singer and its albums

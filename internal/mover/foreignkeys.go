@@ -321,7 +321,9 @@ func within(shard string, r Range) string {
 // trigger for the rows a key's ON DELETE CASCADE or SET NULL deletes or
 // changes, so the log names only the row deleted, while the target's
 // delete of its copy would cascade to theirs, and on to rows of the
-// target's own ranges that reference those, which no refusal would see.
+// target's own ranges that reference those, which no refusal would see
+// (or, without the key on the target, leave their copies behind). The
+// keys are the source's and the target's.
 func (mv *run) withCopiesGoneWithThem(ctx context.Context, gone map[string][]any) error {
 	seen := map[string]bool{} // table and key, of every copy looked at
 	mark := func(table string, key any) bool {
@@ -344,9 +346,22 @@ func (mv *run) withCopiesGoneWithThem(ctx context.Context, gone map[string][]any
 			if t.join { // rows of an owner's, which the log names by the owner's key
 				continue
 			}
-			keys, err := foreignKeysAmong(ctx, mv.target, t, mv.tables)
-			if err != nil {
-				return errs.Wrap(err, "reading the foreign keys of %s on %s", t.name, mv.st.To)
+			var keys []foreignKey // the source's, whose cascades the log missed, and the target's, whose deletes cascade
+			for _, db := range []struct {
+				db   *sql.DB
+				name string
+			}{{mv.source, mv.st.From}, {mv.target, mv.st.To}} {
+				more, err := foreignKeysAmong(ctx, db.db, t, mv.tables)
+				if err != nil {
+					return errs.Wrap(err, "reading the foreign keys of %s on %s", t.name, db.name)
+				}
+				for _, k := range more {
+					if !slices.ContainsFunc(keys, func(o foreignKey) bool {
+						return o.parent == k.parent && slices.Equal(o.columns, k.columns) && slices.Equal(o.refs, k.refs)
+					}) {
+						keys = append(keys, k)
+					}
+				}
 			}
 			for _, k := range keys {
 				for parents := range slices.Chunk(from[k.parent.name], replayKeys) {
