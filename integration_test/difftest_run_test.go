@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -62,7 +63,8 @@ type dtRig struct {
 	sides   []*gorm.DB // direct: [0] the plugin's own database, [1..] the physical ones
 	ref     *gorm.DB   // the reference, without the plugin
 	ranges  []shardid.Range
-	present [][]bool // present[side][table]: the table exists there
+	present [][]bool      // present[side][table]: the table exists there
+	reading time.Duration // spent reading the tables' rows, for the report
 }
 
 func newRig(t *testing.T, b backend) *dtRig {
@@ -73,11 +75,12 @@ func newRig(t *testing.T, b backend) *dtRig {
 		if err != nil {
 			t.Fatalf("open: %v", err)
 		}
-		t.Cleanup(func() {
-			if sqlDB, err := db.DB(); err == nil {
-				_ = sqlDB.Close()
-			}
-		})
+		sqlDB, err := db.DB()
+		if err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		sqlDB.SetMaxIdleConns(dtReaders) // readTables' connections stay open between statements
+		t.Cleanup(func() { _ = sqlDB.Close() })
 		return db
 	}
 	r := &dtRig{b: b}
@@ -152,6 +155,7 @@ func newRig(t *testing.T, b backend) *dtRig {
 type snapshot [][]tableRows // [side][table]
 
 func (r *dtRig) snapshot() (snapshot, error) {
+	defer func(start time.Time) { r.reading += time.Since(start) }(time.Now())
 	// The plugin's process reads what it wrote: a statement of it waits for
 	// the branches of a Create that committed with a transaction on the
 	// plugin's database (CreateInBatches); the sides are read without it.
@@ -159,32 +163,66 @@ func (r *dtRig) snapshot() (snapshot, error) {
 		return nil, err
 	}
 	s := make(snapshot, len(r.sides))
+	var reads []dtRead
 	for i, db := range r.sides {
 		s[i] = make([]tableRows, len(dtTables))
 		for j, table := range dtTables {
-			if !r.present[i][j] {
-				continue
+			if r.present[i][j] {
+				reads = append(reads, dtRead{db: db, table: table, into: &s[i][j], where: fmt.Sprintf("side %d", i)})
 			}
-			rows, err := readTable(db, table)
-			if err != nil {
-				return nil, fmt.Errorf("read %s on side %d: %w", table.name, i, err)
-			}
-			s[i][j] = rows
 		}
 	}
-	return s, nil
+	return s, readTables(reads)
 }
 
 func (r *dtRig) reference() ([]tableRows, error) {
+	defer func(start time.Time) { r.reading += time.Since(start) }(time.Now())
 	out := make([]tableRows, len(dtTables))
+	reads := make([]dtRead, len(dtTables))
 	for j, table := range dtTables {
-		rows, err := readTable(r.ref, table)
-		if err != nil {
-			return nil, fmt.Errorf("read reference %s: %w", table.name, err)
-		}
-		out[j] = rows
+		reads[j] = dtRead{db: r.ref, table: table, into: &out[j], where: "the reference"}
 	}
-	return out, nil
+	return out, readTables(reads)
+}
+
+// dtReaders is how many tables the differential test reads at once, and the
+// idle connections each of its direct pools keeps for them: read one after
+// another, the fifty tables it reads after each statement were most of its
+// time, waiting on round trips.
+const dtReaders = 8
+
+// dtRead is one table to read on one database.
+type dtRead struct {
+	db    *gorm.DB
+	table dtTable
+	into  *tableRows
+	where string
+}
+
+// readTables reads the tables of reads, dtReaders at a time, and returns the
+// first error.
+func readTables(reads []dtRead) error {
+	errs := make([]error, len(reads))
+	next := make(chan int, len(reads))
+	for k := range reads {
+		next <- k
+	}
+	close(next)
+	var wg sync.WaitGroup
+	for range min(dtReaders, len(reads)) {
+		wg.Go(func() {
+			for k := range next {
+				rows, err := readTable(reads[k].db, reads[k].table)
+				if err != nil {
+					errs[k] = fmt.Errorf("read %s on %s: %w", reads[k].table.name, reads[k].where, err)
+					continue
+				}
+				*reads[k].into = rows
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // union is a table's rows over every database of the plugin's run, sorted.
@@ -559,8 +597,8 @@ func (run *dtRun) report(replay string) {
 		refusals = append(refusals, fmt.Sprintf("%4d  %s\n        e.g. %s", n, k, run.example[k]))
 	}
 	slices.Sort(refusals)
-	t.Logf("%s: %d statements in %v, refused %v, %d mismatches\nmismatches by kind:\n%s\nrefusals by kind:\n%s",
-		run.r.b.name, run.ran, time.Since(run.start).Round(time.Millisecond), run.refused, len(run.mismatches),
+	t.Logf("%s: %d statements in %v (reading the databases' rows %v), refused %v, %d mismatches\nmismatches by kind:\n%s\nrefusals by kind:\n%s",
+		run.r.b.name, run.ran, time.Since(run.start).Round(time.Millisecond), run.r.reading.Round(time.Millisecond), run.refused, len(run.mismatches),
 		strings.Join(classes, "\n"), strings.Join(refusals, "\n"))
 	if *difftestTally {
 		kinds := make([]string, 0, len(run.ranBy))
