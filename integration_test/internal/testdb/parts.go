@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // partsVar, when set, is how many parts a run of a whole package is shared
@@ -35,6 +36,7 @@ const partVar = "SHARDID_TEST_PART"
 // first start first: the longest, so that no part is left with one at the
 // end while the others have finished.
 func RunInParts(m *testing.M, parts int, first ...string) int {
+	start := time.Now()
 	flag.Parse()
 	if n, err := strconv.Atoi(os.Getenv(partsVar)); err == nil {
 		parts = n
@@ -79,7 +81,7 @@ func RunInParts(m *testing.M, parts int, first ...string) int {
 				if stop {
 					return
 				}
-				out, err := runTest(part, name, logs.child(name))
+				out, err := runTest(part, name, logs.child(name), start)
 				output.Lock()
 				if err != nil || !bytes.Equal(out, []byte("PASS\n")) {
 					os.Stdout.Write(bytes.TrimSuffix(out, []byte("PASS\n")))
@@ -153,15 +155,29 @@ func listTests() ([]string, error) {
 // runTest runs the test name in a child process with the command line of
 // this one, on the databases of part, its test log in log, and returns what
 // it printed.
-func runTest(part int, name, log string) ([]byte, error) {
-	args := slices.DeleteFunc(slices.Clone(os.Args[1:]), isTestLogFlag)
+func runTest(part int, name, log string, start time.Time) ([]byte, error) {
+	child := exec.Command(os.Args[0], childArgs(os.Args[1:], name, log, start, time.Now())...)
+	child.Env = append(childEnv(), fmt.Sprintf("%s=%d", partVar, part))
+	return child.CombinedOutput()
+}
+
+// childArgs is the command line of the child running the test name: this
+// process's args, its test log in log, and the time left of this run's
+// -test.timeout, which started at start, as the child's: go test kills
+// this process a minute after its -timeout, and a child timing out on its
+// own full -timeout from its later start would be killed with it, its
+// stacks naming the test that hung never printed, the child left running.
+func childArgs(args []string, name, log string, start, now time.Time) []string {
+	args = slices.DeleteFunc(slices.Clone(args), isTestLogFlag)
 	if log != "" {
 		args = append(args, "-test.testlogfile="+log)
 	}
-	args = append(args, "-test.run=^"+regexp.QuoteMeta(name)+"$")
-	child := exec.Command(os.Args[0], args...)
-	child.Env = append(childEnv(), fmt.Sprintf("%s=%d", partVar, part))
-	return child.CombinedOutput()
+	if f := flag.Lookup("test.timeout"); f != nil {
+		if timeout, err := time.ParseDuration(f.Value.String()); err == nil && timeout > 0 {
+			args = append(args, "-test.timeout="+max(timeout-now.Sub(start), time.Second).String())
+		}
+	}
+	return append(args, "-test.run=^"+regexp.QuoteMeta(name)+"$")
 }
 
 // childEnv is this process's environment for a child, whose race detector,

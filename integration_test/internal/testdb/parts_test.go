@@ -1,11 +1,13 @@
 package testdb
 
 import (
+	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestARunInPartsIsCachedOnWhatEveryTestRead: go test caches a package's
@@ -80,6 +82,41 @@ func TestChildrenExitWithoutTheRaceDetectorsSleep(t *testing.T) {
 		env := childEnv()
 		if got := env[len(env)-1]; got != "GORACE="+c.want {
 			t.Errorf("GORACE=%q: the child's is %q, want %q", c.given, got, "GORACE="+c.want)
+		}
+	}
+}
+
+// TestAChildTimesOutWithinTheRunsTimeout: a child's -test.timeout is what is
+// left of the run's, so a test that hangs times out in its child, whose
+// stacks name it, before go test kills the run a minute after its -timeout.
+func TestAChildTimesOutWithinTheRunsTimeout(t *testing.T) {
+	f := flag.Lookup("test.timeout")
+	was := f.Value.String()
+	t.Cleanup(func() { _ = f.Value.Set(was) })
+	if err := f.Value.Set("45m"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for _, c := range []struct {
+		after time.Duration
+		want  string
+	}{
+		{0, "45m0s"},
+		{30 * time.Minute, "15m0s"},
+		{45 * time.Minute, "1s"}, // past the run's: the child ends at once
+	} {
+		args := childArgs([]string{"-test.timeout=45m0s", "-test.v=true"}, "TestX", "", start, start.Add(c.after))
+		var timeout string
+		for _, arg := range args {
+			if v, ok := strings.CutPrefix(arg, "-test.timeout="); ok {
+				timeout = v // the last one given is the one that counts
+			}
+		}
+		if timeout != c.want {
+			t.Errorf("%v into a run of -timeout 45m, the child's -test.timeout is %q, want %q (args %q)", c.after, timeout, c.want, args)
+		}
+		if args[len(args)-1] != "-test.run=^TestX$" {
+			t.Errorf("the child runs %q, want -test.run=^TestX$", args[len(args)-1])
 		}
 	}
 }
