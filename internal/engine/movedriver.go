@@ -103,6 +103,9 @@ func (d moverDriver) Tables(ctx context.Context, models []any) ([]mover.Table, e
 	tables := make([]mover.Table, len(list))
 	for i, t := range list {
 		tables[i] = mover.Table{Name: t.Name, Key: t.Key, Kind: t.Kind, Strategy: t.Strategy, Join: t.Strategy == joinRows || t.Strategy == joinShardedRows, Model: types[t.Name], IDColumns: t.IDColumns}
+		if t.Placement != nil {
+			tables[i].Colocate = colocateColumn(*t.Placement)
+		}
 	}
 	return tables, nil
 }

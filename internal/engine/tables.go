@@ -122,6 +122,16 @@ func placementOf(m *model) string {
 	return ""
 }
 
+// colocateColumn is the column of a placement's colocate rule, "" for
+// another rule.
+func colocateColumn(placement string) string {
+	column, ok := strings.CutPrefix(placement, "colocate:")
+	if !ok {
+		return ""
+	}
+	return column
+}
+
 // placed is the placement t records.
 func (t shardedTable) placed() placed {
 	r := placed{rule: *t.Placement, strategy: t.Strategy}

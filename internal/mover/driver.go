@@ -64,6 +64,9 @@ type Table struct {
 	// IDColumns are its other int64 columns that a strategy fills, whose ID
 	// sources a move advances too.
 	IDColumns []IDColumn
+	// Colocate is the column of its colocate rule, whose ID's logical shard
+	// a row the plugin writes takes: "" without one.
+	Colocate string
 }
 
 // IDColumn is a column, not the key, that a strategy fills.

@@ -1,0 +1,86 @@
+package mover
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/shardid/shardid/internal/errs"
+	"github.com/shardid/shardid/internal/fence"
+	"github.com/shardid/shardid/internal/sqlscan"
+)
+
+// colocatedKind is how the colocate column of t carries its shard, read
+// from the column's type on db: an integer column an int64 ID, a text or
+// uuid one a text UUID; ok is false for any other (bytes), whose shard SQL
+// cannot read.
+func colocatedKind(ctx context.Context, db *sql.DB, t *movedTable) (kind fence.KeyKind, ok bool, err error) {
+	columns, err := describeColumns(ctx, db, t.dialect, t.name)
+	if err != nil {
+		return 0, false, err
+	}
+	i := slices.IndexFunc(columns, func(c column) bool { return strings.EqualFold(c.name, t.colocate) })
+	if i < 0 {
+		return 0, false, nil
+	}
+	declared := strings.ToLower(columns[i].declared)
+	switch {
+	case strings.Contains(declared, "int"):
+		return fence.KeyInt64, true, nil
+	case strings.Contains(declared, "char"), strings.Contains(declared, "text"), strings.Contains(declared, "uuid"):
+		return fence.KeyUUIDText, true, nil
+	}
+	return 0, false, nil
+}
+
+// refusedByColocatedRowsAcrossTheEdge refuses a move whose tables of a
+// colocate rule hold rows on the source whose key and colocate column name
+// logical shards on the two sides of the range's edge. The plugin never
+// writes such a row (a colocated row takes its shard from the column), but
+// a table that held rows before it was sharded does: an auto-increment key
+// 3001 is of logical shard 2 whatever its parent's. A move carries each row
+// by its key, so the row would leave the database its parent's shard reads
+// (Preload, a condition on the column would not find it there), or stay
+// when its parent leaves. Keeping both sides of every such row together
+// keeps every read finding it.
+func (mv *run) refusedByColocatedRowsAcrossTheEdge(ctx context.Context) error {
+	for _, t := range mv.tables {
+		if t.colocate == "" || t.join {
+			continue
+		}
+		kind, ok, err := colocatedKind(ctx, mv.source, t)
+		if err != nil {
+			return errs.Wrap(err, "reading the columns of %s on %s", t.name, mv.st.From)
+		}
+		if !ok {
+			continue
+		}
+		other, err := mv.fence.ShardSQL(fence.Table{Name: t.name, Key: t.colocate, Kind: kind}, "")
+		if err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrInvalid, t.name, err)
+		}
+		within := func(shard string) string {
+			return fmt.Sprintf("(%s BETWEEN %d AND %d)", shard, mv.st.Logical.From, mv.st.Logical.To)
+		}
+		q := func(s string) string { return sqlscan.Quote(t.dialect, s) }
+		rows, err := readRows(ctx, mv.source, 1, "SELECT "+q(t.key)+" FROM "+q(t.name)+" WHERE "+q(t.colocate)+" IS NOT NULL AND "+
+			within(t.shard)+" <> "+within(other)+" ORDER BY "+q(t.key)+" LIMIT 5")
+		if err != nil {
+			return errs.Wrap(err, "reading the rows of %s whose key and %s name logical shards across %d-%d on %s", t.name, t.colocate, mv.st.Logical.From, mv.st.Logical.To, mv.st.From)
+		}
+		if len(rows) == 0 {
+			continue
+		}
+		keys := make([]any, len(rows))
+		for i, row := range rows {
+			keys[i] = normalizeKey(row[0])
+		}
+		return fmt.Errorf("%w: rows of table %s on %s (keys %v) are of logical shards on one side of %d-%d's edge and their colocate column %s names a shard on the other: "+
+			"rows the plugin did not key (written before the table was sharded); a move carries each row by its key, so reads by %s (a Preload, a condition on it) would look for them on the other database; "+
+			"move a range that holds the shards of both (the low logical shards that small auto-increment keys decode to, together), or leave them on %s",
+			ErrInvalid, t.name, mv.st.From, keys, mv.st.Logical.From, mv.st.Logical.To, t.colocate, t.colocate, mv.st.From)
+	}
+	return nil
+}
