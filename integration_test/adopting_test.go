@@ -51,6 +51,12 @@ type (
 	}
 )
 
+// AdTopic stays untagged: its rows live on the plugin's own database.
+type AdTopic struct {
+	ID   uint
+	Name string
+}
+
 func (AdAuthor) TableName() string { return "ad_authors" }
 func (AdPost) TableName() string   { return "ad_posts" }
 
@@ -70,9 +76,10 @@ func TestAdoptingAnExistingDatabase(t *testing.T) {
 			must(t, main.Exec("DROP TABLE IF EXISTS "+table).Error)
 		}
 		for _, db := range []*gorm.DB{old, second} {
-			must(t, db.Migrator().DropTable("ad_posts", "ad_authors", "shardid_move_fence", "shardid_move_changes"))
+			must(t, db.Migrator().DropTable("ad_posts", "ad_authors", "ad_topics", "shardid_move_fence", "shardid_move_changes"))
 			must(t, dropFenceTriggers(db, b.name))
 		}
+		must(t, main.Migrator().DropTable("ad_topics"))
 		t.Cleanup(func() {
 			for _, db := range []*gorm.DB{old, second} {
 				_ = db.Migrator().DropTable("ad_posts", "ad_authors", "shardid_move_fence", "shardid_move_changes")
@@ -83,7 +90,8 @@ func TestAdoptingAnExistingDatabase(t *testing.T) {
 
 		// The application as it was: thousands of rows, each post's key
 		// of another logical shard than its author's, mostly.
-		must(t, old.AutoMigrate(&AdOldAuthor{}, &AdOldPost{}))
+		must(t, old.AutoMigrate(&AdOldAuthor{}, &AdOldPost{}, &AdTopic{}))
+		must(t, old.Create(&[]AdTopic{{Name: "go"}, {Name: "sql"}}).Error)
 		authors := make([]AdOldAuthor, 3000)
 		for i := range authors {
 			authors[i].Name = fmt.Sprintf("author-%d", i)
@@ -116,7 +124,23 @@ func TestAdoptingAnExistingDatabase(t *testing.T) {
 		}})
 		must(t, db.Use(ids))
 		t.Cleanup(func() { _ = ids.Close() })
-		must(t, ids.AutoMigrate(db, &AdAuthor{}, &AdPost{}))
+		must(t, ids.AutoMigrate(db, &AdAuthor{}, &AdPost{}, &AdTopic{}))
+
+		// An untagged model is the plugin's database's: its old rows are
+		// read there once copied.
+		var topics []AdTopic
+		must(t, db.Find(&topics).Error)
+		if len(topics) != 0 {
+			t.Fatalf("the plugin's database holds %d topics before the copy, want none", len(topics))
+		}
+		must(t, old.Find(&topics).Error)
+		must(t, db.Create(&topics).Error)
+		must(t, old.Migrator().DropTable(&AdTopic{}))
+		topics = nil
+		must(t, db.Order("id").Find(&topics).Error)
+		if len(topics) != 2 || topics[1].Name != "sql" {
+			t.Fatalf("topics after the copy: %+v", topics)
+		}
 
 		// What the migrator did to the old tables: rows and indexes kept,
 		// an index on the colocate column added, the tables recorded; the
@@ -139,6 +163,9 @@ func TestAdoptingAnExistingDatabase(t *testing.T) {
 		if !autoIncrementKey(t, old, b.name, "ad_authors") || !autoIncrementKey(t, old, b.name, "ad_posts") {
 			t.Errorf("the migrator changed the old key's auto-increment; docs/adopting.md says it leaves it")
 		}
+		if !second.Migrator().HasTable("ad_posts") || autoIncrementKey(t, second, b.name, "ad_posts") {
+			t.Errorf("the second database lacks ad_posts with a plain key after the migration")
+		}
 		dropAutoIncrement(t, old, b.name, "ad_authors")
 		dropAutoIncrement(t, old, b.name, "ad_posts")
 		if autoIncrementKey(t, old, b.name, "ad_authors") {
@@ -159,17 +186,23 @@ func TestAdoptingAnExistingDatabase(t *testing.T) {
 			t.Fatalf("old post %d: author %d, want %d", p.ID, p.AuthorID, posts[5000].AuthorID)
 		}
 		must(t, db.Model(&p).Update("title", "edited").Error)
-		p.Title = "saved"
 		// Save writes the colocate column too, whose shard is not the old
-		// key's: refused, nothing written; leave the column out.
-		if err := db.Save(&p).Error; !errors.Is(err, shardid.ErrCrossShard) {
-			t.Fatalf("Save of an old post: %v, want ErrCrossShard", err)
+		// key's: the value the row holds is written again; another
+		// author's is refused, nothing written.
+		p.Title = "saved"
+		must(t, db.Save(&p).Error)
+		moved := p
+		moved.Title, moved.AuthorID = "moved", uint64(authors[0].ID)
+		if err := db.Save(&moved).Error; !errors.Is(err, shardid.ErrCrossShard) {
+			t.Fatalf("Save of an old post with another author: %v, want ErrCrossShard", err)
 		}
-		must(t, db.Omit("AuthorID").Save(&p).Error)
+		if err := db.Model(&p).Update("author_id", authors[0].ID).Error; !errors.Is(err, shardid.ErrCrossShard) {
+			t.Fatalf("Update of an old post's author: %v, want ErrCrossShard", err)
+		}
 		var title string
 		must(t, old.Table("ad_posts").Where("id = ?", p.ID).Pluck("title", &title).Error)
 		if title != "saved" {
-			t.Fatalf("old post's title %q after Omit(AuthorID).Save, want saved", title)
+			t.Fatalf("old post's title %q after its Saves, want saved", title)
 		}
 		must(t, db.Delete(&AdPost{}, posts[1].ID).Error)
 		postsOf[posts[1].AuthorID]--
@@ -251,7 +284,8 @@ func TestAdoptingAnExistingDatabase(t *testing.T) {
 				t.Fatalf("new author %d has %d posts after the move, want 2", f.ID, len(a.Posts))
 			}
 		}
-		must(t, db.Omit("AuthorID").Save(&p).Error)
+		p.Title = "saved after the move"
+		must(t, db.Save(&p).Error)
 		must(t, db.Create(&AdPost{AuthorID: uint64(parent.ID), Title: "after"}).Error)
 	})
 }

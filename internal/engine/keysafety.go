@@ -135,11 +135,37 @@ func (e *Engine) keepsShard(stmt *gorm.Statement, m *model, set []clause.Assignm
 	row := shardrouter.UpdatedRow{
 		Shard:  func() (int, bool) { return e.rowShard(stmt, m) },
 		HasKey: func(v any) bool { return e.sameKey(stmt, m, v) },
+		Holds:  func(column string, v any) bool { return e.rowHolds(stmt, m, column, v) },
 	}
 	if wrong := shardrouter.CheckAssignments(set, m.placings, row); wrong != "" {
 		return fmt.Errorf("%w: %s: the statement %s; copy the row instead", ErrCrossShard, m.schema.Name, wrong)
 	}
 	return nil
+}
+
+// rowHolds reports whether the one row an update names holds v in column
+// on the database the statement runs on, read there, inside its
+// transaction: an update that rewrites a row's colocate value as it is
+// (GORM's Save writes every column) changes nothing, also of a row whose
+// key names another shard than the value (written before its table was
+// sharded). Asked only of such a value, never on the hot path.
+func (e *Engine) rowHolds(stmt *gorm.Statement, m *model, column string, v any) bool {
+	key, ok := e.rowKey(stmt, m)
+	if !ok || stmt.ConnPool == nil || stmt.Table == "" {
+		return false
+	}
+	first, second := "?", "?"
+	if stmt.DB.Dialector.Name() == "postgres" {
+		first, second = "$1", "$2"
+	}
+	query := "SELECT 1 FROM " + stmt.Quote(clause.Table{Name: stmt.Table}) + " WHERE " + stmt.Quote(m.pk().field.DBName) + " = " + first +
+		" AND " + stmt.Quote(column) + " = " + second
+	rows, err := stmt.ConnPool.QueryContext(stmt.Context, query, key, v)
+	if err != nil {
+		return false
+	}
+	defer rows.Close()
+	return rows.Next()
 }
 
 // placingsOf lists the columns that place a row of a model keyed by the
