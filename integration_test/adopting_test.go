@@ -125,6 +125,8 @@ func TestAdoptingAnExistingDatabase(t *testing.T) {
 		must(t, db.Use(ids))
 		t.Cleanup(func() { _ = ids.Close() })
 		must(t, ids.AutoMigrate(db, &AdAuthor{}, &AdPost{}, &AdTopic{}))
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
 
 		// An untagged model is the plugin's database's: its old rows are
 		// read there once copied.
@@ -176,7 +178,10 @@ func TestAdoptingAnExistingDatabase(t *testing.T) {
 			t.Fatalf("ad_authors' key is still auto-increment after the documented statements")
 		}
 
-		// Old rows, by their old IDs.
+		// Old rows, by their old IDs, each on the database of its shard.
+		if misplaced, err := ids.Audit(ctx); err != nil || len(misplaced) != 0 {
+			t.Fatalf("the audit after the migration: %v %+v, want nothing misplaced", err, misplaced)
+		}
 		for i := 0; i < len(authors); i += 97 {
 			var a AdAuthor
 			must(t, db.Preload("Posts").First(&a, authors[i].ID).Error)
@@ -232,8 +237,6 @@ func TestAdoptingAnExistingDatabase(t *testing.T) {
 			t.Fatalf("old author %d has %d posts after a new one, want %d", parent.ID, len(a.Posts), postsOf[parent.ID])
 		}
 
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
 		// A move that would part old posts from their authors: refused by
 		// the foreign key, and without it by the colocate rule.
 		split := shardid.Range{From: 0, To: 1}
@@ -256,6 +259,9 @@ func TestAdoptingAnExistingDatabase(t *testing.T) {
 			t.Fatalf("moving the lower half: %v", err)
 		}
 		must(t, ids.CleanupMove(ctx, lower))
+		if misplaced, err := ids.Audit(ctx); err != nil || len(misplaced) != 0 {
+			t.Fatalf("the audit after the move: %v %+v, want nothing misplaced", err, misplaced)
+		}
 		for _, table := range []string{"ad_authors", "ad_posts"} {
 			var keys []uint64
 			must(t, old.Table(table).Pluck("id", &keys).Error)
