@@ -254,11 +254,55 @@ func TestAdoptingAnExistingDatabase(t *testing.T) {
 
 		// The lower half holds every old row's logical shard: it moves
 		// them all, with the new rows of its shards.
+		// The application runs meanwhile: it saves old posts and writes
+		// new posts of old authors.
 		lower := shardid.Range{From: 0, To: count/2 - 1}
-		if _, err := ids.Move(ctx, shardid.Move{Logical: lower, To: "second"}); err != nil {
+		stop, done := make(chan struct{}), make(chan error, 1)
+		saved := map[uint64]string{}
+		go func() {
+			for i := 2; ; i++ {
+				select {
+				case <-stop:
+					done <- nil
+					return
+				default:
+				}
+				var p AdPost
+				if err := db.First(&p, posts[i%len(posts)].ID).Error; err != nil {
+					done <- fmt.Errorf("reading old post %d during the move: %w", posts[i%len(posts)].ID, err)
+					return
+				}
+				p.Title = fmt.Sprintf("during-%d", i)
+				if err := db.Save(&p).Error; err != nil {
+					done <- fmt.Errorf("saving old post %d during the move: %w", p.ID, err)
+					return
+				}
+				saved[p.ID] = p.Title
+				author := authors[(i*13)%len(authors)].ID
+				if err := db.Create(&AdPost{AuthorID: uint64(author), Title: "during"}).Error; err != nil {
+					done <- fmt.Errorf("a new post of old author %d during the move: %w", author, err)
+					return
+				}
+				postsOf[author]++
+			}
+		}()
+		_, err = ids.Move(ctx, shardid.Move{Logical: lower, To: "second"})
+		close(stop)
+		if err != nil {
 			t.Fatalf("moving the lower half: %v", err)
 		}
+		must(t, <-done)
+		if len(saved) == 0 {
+			t.Fatalf("no old post was saved during the move")
+		}
 		must(t, ids.CleanupMove(ctx, lower))
+		for id, title := range saved {
+			var got string
+			must(t, second.Table("ad_posts").Where("id = ?", id).Pluck("title", &got).Error)
+			if got != title && !strings.HasPrefix(got, "during-") {
+				t.Fatalf("old post %d on the second database is titled %q, want %q", id, got, title)
+			}
+		}
 		if misplaced, err := ids.Audit(ctx); err != nil || len(misplaced) != 0 {
 			t.Fatalf("the audit after the move: %v %+v, want nothing misplaced", err, misplaced)
 		}
@@ -323,4 +367,90 @@ func dropAutoIncrement(t *testing.T, db *gorm.DB, backend, table string) {
 	}
 	must(t, db.Exec("ALTER TABLE "+table+" ALTER COLUMN id DROP DEFAULT").Error)
 	must(t, db.Exec("DROP SEQUENCE IF EXISTS "+table+"_id_seq").Error)
+}
+
+// TestSaveOfAnAdoptedRowLosingAMetadataLockDeadlockRunsAgain: on MariaDB,
+// the Save of an old post reads the author its row holds in its
+// transaction before its UPDATE (the colocate value names another shard
+// than the old key); a move's CREATE TRIGGER arriving between the two
+// waits for that read's metadata lock while the UPDATE waits for the
+// trigger's, and the server ends the Save's transaction as the deadlock's
+// victim. Nothing of it was written: the plugin runs it again.
+func TestSaveOfAnAdoptedRowLosingAMetadataLockDeadlockRunsAgain(t *testing.T) {
+	b := backends[1]
+	if b.name != "mariadb" {
+		t.Fatalf("backends[1] is %s, want mariadb", b.name)
+	}
+	dir := t.TempDir()
+	old := direct(t, b, dir)[moveSource]
+	main, err := gorm.Open(b.dialector(t, dir), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	for _, table := range []string{"shardid_shard_map", "shardid_moves", "shardid_tables", "shardid_process_maps", "shardid_shard_databases"} {
+		must(t, main.Exec("DROP TABLE IF EXISTS "+table).Error)
+	}
+	must(t, old.Migrator().DropTable("ad_posts", "ad_authors"))
+	t.Cleanup(func() { _ = old.Migrator().DropTable("ad_posts", "ad_authors") })
+	must(t, old.AutoMigrate(&AdOldAuthor{}, &AdOldPost{}))
+	authors := make([]AdOldAuthor, 1500)
+	must(t, old.CreateInBatches(authors, 500).Error)
+	posts := []AdOldPost{{AuthorID: authors[1400].ID, Title: "old"}} // post 1 of shard 0, author 1401 of shard 1
+	must(t, old.Create(&posts).Error)
+
+	db, err := gorm.Open(b.dialector(t, dir), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	ids := shardid.New(shardid.Config{Shards: []shardid.Shard{
+		{Name: "old", Dialector: b.physical(t, dir, moveSource), Logical: []shardid.Range{{From: 0, To: shardid.Layout{}.ShardCount() - 1}}},
+	}})
+	must(t, db.Use(ids))
+	t.Cleanup(func() { _ = ids.Close() })
+	must(t, ids.AutoMigrate(db, &AdAuthor{}, &AdPost{}))
+
+	// Between the transaction's first read and its UPDATE, a CREATE
+	// TRIGGER that waits for the read's metadata lock.
+	ddl, err := gorm.Open(b.physical(t, dir, moveSource), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	t.Cleanup(func() {
+		_ = ddl.Exec("DROP TRIGGER IF EXISTS ad_posts_racing").Error
+		if sqlDB, err := ddl.DB(); err == nil {
+			_ = sqlDB.Close()
+		}
+	})
+	created := make(chan error, 1)
+	var raced bool
+	must(t, db.Callback().Update().Before("gorm:update").Register("test:racing_trigger", func(tx *gorm.DB) {
+		if raced || tx.Statement.Table != "ad_posts" {
+			return
+		}
+		raced = true
+		rows, err := tx.Statement.ConnPool.QueryContext(tx.Statement.Context, "SELECT 1 FROM ad_posts LIMIT 1")
+		if err != nil {
+			t.Errorf("the first read: %v", err)
+			return
+		}
+		_ = rows.Close()
+		go func() {
+			created <- ddl.Exec("CREATE TRIGGER ad_posts_racing BEFORE UPDATE ON ad_posts FOR EACH ROW SET NEW.title = NEW.title").Error
+		}()
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			var waiting int64
+			must(t, main.Raw("SELECT count(*) FROM information_schema.PROCESSLIST WHERE STATE LIKE 'Waiting for table metadata lock' AND INFO LIKE 'CREATE TRIGGER ad_posts_racing%'").Scan(&waiting).Error)
+			if waiting > 0 {
+				return
+			}
+		}
+		t.Errorf("the CREATE TRIGGER never waited for the metadata lock")
+	}))
+
+	var p AdPost
+	must(t, db.First(&p, posts[0].ID).Error)
+	p.Title = "saved"
+	if err := db.Save(&p).Error; err != nil {
+		t.Fatalf("the Save that raced the trigger's creation: %v", err)
+	}
+	must(t, <-created)
+	var title string
+	must(t, old.Table("ad_posts").Where("id = ?", p.ID).Pluck("title", &title).Error)
+	if !raced || title != "saved" {
+		t.Fatalf("raced %v, the old post's title %q, want saved", raced, title)
+	}
 }

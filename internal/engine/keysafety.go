@@ -160,6 +160,9 @@ func (e *Engine) rowHolds(stmt *gorm.Statement, m *model, column string, v any) 
 	}
 	query := "SELECT 1 FROM " + stmt.Quote(clause.Table{Name: stmt.Table}) + " WHERE " + stmt.Quote(m.pk().field.DBName) + " = " + first +
 		" AND " + stmt.Quote(column) + " = " + second
+	if state := routeStateOf(stmt); state != nil {
+		state.lockedGaps = true
+	}
 	rows, err := stmt.ConnPool.QueryContext(stmt.Context, query, key, v)
 	if err != nil {
 		return false

@@ -251,9 +251,14 @@ type routeState struct {
 	// that transaction's pool, which the statement had before.
 	anchored   *globalTx
 	anchorPool gorm.ConnPool
-	// lockedGaps says an upsert's check read, FOR UPDATE, the rows it may
-	// conflict with (checkUpsert): two such upserts of one new value hold
-	// the same gap and deadlock on their inserts, so the loser runs again.
+	// lockedGaps says the plugin's own check read the table in the
+	// statement's transaction before its write, so that a deadlock it
+	// loses runs it again: an upsert's check read, FOR UPDATE, the rows it
+	// may conflict with (checkUpsert): two such upserts of one new value
+	// hold the same gap and deadlock on their inserts; an update's read of
+	// the colocate value its row holds (rowHolds) takes MySQL's metadata
+	// lock, behind which a move's CREATE TRIGGER waits while the update's
+	// write waits behind it.
 	lockedGaps bool
 	// ownFrom is the connection a write had before the plugin began a
 	// transaction of its own for it (beginOwnTransaction), which it gets
