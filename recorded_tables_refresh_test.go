@@ -1,9 +1,15 @@
 package shardid
 
 import (
+	"context"
 	"errors"
+	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
 )
 
 type refreshEvent struct {
@@ -143,4 +149,48 @@ func TestCreatesByAnotherStrategyThanTheRecordedOneAreRefused(t *testing.T) {
 	}
 	var read refreshReading
 	must(t, a.First(&read, old.ID).Error)
+}
+
+// A refresh of the map does not wait for this process's own write of the
+// record of sharded tables, which waits on the database's locks (here
+// another connection's write transaction on the plugin's database, up to
+// its busy timeout): the refresh follows the map and renews the trust in
+// it within its context, and the record another process changed is read
+// at the next refresh after the write.
+func TestARefreshDoesNotWaitForThisProcessWritingTheRecord(t *testing.T) {
+	dir := t.TempDir()
+	a, pa := openWith(t, dir, Config{MapRefresh: time.Hour})
+	must(t, pa.AutoMigrate(a, &refreshEvent{}))
+	b, pb := openWith(t, dir, Config{MapRefresh: time.Hour})
+	must(t, pb.AutoMigrate(b, &refreshReading{})) // the record changes under a
+
+	own, err := gorm.Open(sqlite.Open("file:"+filepath.Join(dir, "main.db")+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	sqlDB, err := own.DB()
+	must(t, err)
+	t.Cleanup(func() { _ = sqlDB.Close() })
+	conn, err := sqlDB.Conn(t.Context())
+	must(t, err)
+	defer conn.Close()
+	_, err = conn.ExecContext(t.Context(), "BEGIN IMMEDIATE")
+	must(t, err)
+	migrated := make(chan error, 1)
+	go func() { migrated <- pa.AutoMigrate(a, &refreshEvent{}) }() // its write of the record waits for the lock
+	time.Sleep(time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err = pa.RefreshMap(ctx)
+	took := time.Since(start)
+	_, _ = conn.ExecContext(t.Context(), "ROLLBACK")
+	if err != nil || took > 2*time.Second {
+		t.Errorf("a refresh while this process's migration waits to write the record: %v after %v; want the map followed at once", err, took)
+	}
+	must(t, <-migrated)
+	_, err = pa.RefreshMap(t.Context())
+	must(t, err)
+	var n int64
+	if err := a.Raw("SELECT count(*) FROM refresh_readings").Scan(&n).Error; !errors.Is(err, ErrNoShard) {
+		t.Fatalf("raw SQL on a table another process sharded, after the refresh that follows the write: %v (count %d); want ErrNoShard", err, n)
+	}
 }

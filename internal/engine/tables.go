@@ -473,6 +473,12 @@ func (e *Engine) loadRecordedTables(ctx context.Context) error {
 	}
 	e.recordsMu.Lock()
 	defer e.recordsMu.Unlock()
+	return e.reloadRecordedTables(ctx)
+}
+
+// reloadRecordedTables is loadRecordedTables, recordsMu held and the
+// record prepared.
+func (e *Engine) reloadRecordedTables(ctx context.Context) error {
 	rows, err := e.maps.DB().QueryContext(ctx, "SELECT name, strategy, placement, hash_key, stamp FROM "+e.maps.quotedTables())
 	if err != nil {
 		return err
@@ -531,12 +537,20 @@ func (e *Engine) loadRecordedTables(ctx context.Context) error {
 // followRecordedTables reloads the record of sharded tables when probed,
 // recordsProbe's value read with the map, says it changed since it was
 // last read. A record that cannot be read is tried again at the next
-// refresh; the map is followed all the same.
+// refresh; the map is followed all the same. So is one this process is
+// writing (a migration, whose write may wait on the database's locks for
+// long): the refresh, which follows the map and renews the trust in it,
+// does not wait for it, and the next refresh reads the record, its sum not
+// having been taken. The probe read the record, which needs no preparing.
 func (e *Engine) followRecordedTables(ctx context.Context, probed string) {
 	if sum, err := strconv.ParseInt(probed, 10, 64); err == nil && sum == e.maps.recordsSum.Load() || probed == "" && e.maps.recordsSum.Load() == 0 {
 		return
 	}
-	if err := e.loadRecordedTables(ctx); err != nil {
+	if !e.recordsMu.TryLock() {
+		return
+	}
+	defer e.recordsMu.Unlock()
+	if err := e.reloadRecordedTables(ctx); err != nil {
 		e.config.Log.Warn("shardid: the record of sharded tables changed and cannot be read again; statements go on by the record read before", "table", e.maps.tables(), "error", err)
 	}
 }
