@@ -194,3 +194,38 @@ func TestARefreshDoesNotWaitForThisProcessWritingTheRecord(t *testing.T) {
 		t.Fatalf("raw SQL on a table another process sharded, after the refresh that follows the write: %v (count %d); want ErrNoShard", err, n)
 	}
 }
+
+// A refresh that finds many recorded tables gone at once (another process
+// dropped them, as a teardown of tables by the day does) forgets them in
+// time proportional to the tables recorded, not to its product with the
+// tables gone: 10,000 such tables are forgotten within seconds, not
+// minutes, while the map's refresh waits. The tables left stay sharded.
+func TestManyTablesAnotherProcessDropsAreForgottenAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	a, pa := openWith(t, dir, Config{MapRefresh: time.Hour})
+	must(t, pa.AutoMigrate(a, &refreshEvent{}))
+	// As many Migrator(db.Table("day_N")) of another process would record them.
+	must(t, a.Exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10000)
+		INSERT INTO shardid_tables (name, key_column, key_kind, strategy, id_columns, placement, hash_key, stamp)
+		SELECT 'day_' || i, 'id', 0, 'instagram', '', '', '', i FROM n`).Error)
+	_, err := pa.RefreshMap(t.Context())
+	must(t, err)
+	var n int64
+	if err := a.Raw("SELECT count(*) FROM day_7").Scan(&n).Error; !errors.Is(err, ErrNoShard) {
+		t.Fatalf("raw SQL on a table another process recorded, after a refresh: %v; want ErrNoShard", err)
+	}
+	must(t, a.Exec("DELETE FROM shardid_tables WHERE name LIKE 'day%'").Error)
+	start := time.Now()
+	_, err = pa.RefreshMap(t.Context())
+	must(t, err)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("a refresh forgetting 10,000 tables took %v", took)
+	}
+	must(t, a.Exec("CREATE TABLE day_7 (id INTEGER)").Error) // an unsharded table of that name now
+	if err := a.Raw("SELECT count(*) FROM day_7").Scan(&n).Error; err != nil {
+		t.Fatalf("raw SQL on a table another process dropped, after a refresh: %v; want it run on the plugin's database", err)
+	}
+	if err := a.Raw("SELECT count(*) FROM refresh_events").Scan(&n).Error; !errors.Is(err, ErrNoShard) {
+		t.Fatalf("raw SQL on a table still recorded, after a refresh forgetting others: %v; want ErrNoShard", err)
+	}
+}

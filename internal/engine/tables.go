@@ -510,10 +510,12 @@ func (e *Engine) reloadRecordedTables(ctx context.Context) error {
 		}
 		return true
 	})
+	gone := make([]string, 0, len(changed))
 	for name := range changed { // dropped or renamed by another process
-		e.forgetRecordedTable(name)
+		gone = append(gone, name)
 		e.recordedPlacements.Delete(name)
 	}
+	e.forgetRecordedTables(gone)
 	for lower, name := range listed {
 		if _, ok := e.recordedFull.Load(lower); !ok {
 			e.recordTable(name)
@@ -569,21 +571,37 @@ func (e *Engine) recordTable(name string) {
 
 // forgetRecordedTable undoes recordTable: each of its keys names the
 // recorded tables left that share it, if any.
-func (e *Engine) forgetRecordedTable(name string) {
-	e.recordedFull.Delete(strings.ToLower(name))
-	for _, key := range e.tableKeys(name) {
-		var holders []string
-		e.recordedFull.Range(func(other, _ any) bool {
-			if slices.Contains(e.tableKeys(other.(string)), key) {
-				holders = append(holders, other.(string))
+func (e *Engine) forgetRecordedTable(name string) { e.forgetRecordedTables([]string{name}) }
+
+// forgetRecordedTables is forgetRecordedTable of each of names, reading the
+// tables left once for all of them: a reload finding many tables gone (a
+// teardown by another process) costs the number of tables recorded, not
+// its product with the number gone.
+func (e *Engine) forgetRecordedTables(names []string) {
+	holders := map[string][]string{} // each key of a table forgotten → the tables left it names
+	for _, name := range names {
+		e.recordedFull.Delete(strings.ToLower(name))
+		for _, key := range e.tableKeys(name) {
+			holders[key] = nil
+		}
+	}
+	if len(holders) == 0 {
+		return
+	}
+	e.recordedFull.Range(func(other, _ any) bool {
+		for _, key := range e.tableKeys(other.(string)) {
+			if list, ok := holders[key]; ok && (len(list) == 0 || list[len(list)-1] != other.(string)) { // a key listed twice (a name without schema is its own bare name) counts once
+				holders[key] = append(list, other.(string))
 			}
-			return true
-		})
-		switch len(holders) {
+		}
+		return true
+	})
+	for key, list := range holders {
+		switch len(list) {
 		case 0:
 			e.recordedTables.Delete(key)
 		case 1:
-			e.recordedTables.Store(key, holders[0])
+			e.recordedTables.Store(key, list[0])
 		default:
 			e.recordedTables.Store(key, "")
 		}
