@@ -229,3 +229,42 @@ func TestManyTablesAnotherProcessDropsAreForgottenAtOnce(t *testing.T) {
 		t.Fatalf("raw SQL on a table still recorded, after a refresh forgetting others: %v; want ErrNoShard", err)
 	}
 }
+
+type refreshInvoice struct {
+	ID     int64 `shardid:""`
+	Number int64 `shardid:"strategy:snowflake"` // another ID column
+}
+
+// refreshInvoiceInstagram is the next deploy's model of refresh_invoices,
+// whose numbers instagram makes.
+type refreshInvoiceInstagram struct {
+	ID     int64 `shardid:""`
+	Number int64 `shardid:"strategy:instagram"`
+}
+
+func (refreshInvoiceInstagram) TableName() string { return "refresh_invoices" }
+
+// An ID column other than the key is held to the strategy recorded for it
+// as the key is: two processes filling it by two strategies never both
+// create rows, whose numbers could be equal.
+func TestCreatesFillingAnIDColumnByAnotherStrategyThanTheRecordedOneAreRefused(t *testing.T) {
+	dir := t.TempDir()
+	a, pa := openWith(t, dir, Config{MapRefresh: time.Hour})
+	must(t, pa.AutoMigrate(a, &refreshInvoice{}))
+	old := refreshInvoice{}
+	must(t, a.Create(&old).Error)
+
+	b, pb := openWith(t, dir, Config{MapRefresh: time.Hour})
+	if err := b.Create(&refreshInvoiceInstagram{}).Error; !errors.Is(err, ErrInvalidTag) {
+		t.Fatalf("a Create filling a column by instagram, recorded as snowflake's: %v; want ErrInvalidTag", err)
+	}
+	must(t, pb.AutoMigrate(b, &refreshInvoiceInstagram{}))
+	must(t, b.Create(&refreshInvoiceInstagram{}).Error)
+	_, err := pa.RefreshMap(t.Context())
+	must(t, err)
+	if err := a.Create(&refreshInvoice{}).Error; !errors.Is(err, ErrInvalidTag) {
+		t.Fatalf("a Create filling a column by snowflake after another process recorded instagram, after a refresh: %v; want ErrInvalidTag", err)
+	}
+	var found refreshInvoice
+	must(t, a.First(&found, old.ID).Error)
+}

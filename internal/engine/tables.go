@@ -51,9 +51,10 @@ type shardedTable struct {
 }
 
 // placed is a recorded table's placement: its rule, how the rule's key is
-// hashed ("": no hash rule, or recorded by a version that did not say), and
-// the strategy of its key, which made the IDs of its rows.
-type placed struct{ rule, key, strategy string }
+// hashed ("": no hash rule, or recorded by a version that did not say), the
+// strategy of its key, which made the IDs of its rows, and its other ID
+// columns with theirs (idColumnsText).
+type placed struct{ rule, key, strategy, idColumns string }
 
 // fits reports whether m places rows as the record says they were placed.
 func (r placed) fits(m *model) bool {
@@ -134,7 +135,7 @@ func colocateColumn(placement string) string {
 
 // placed is the placement t records.
 func (t shardedTable) placed() placed {
-	r := placed{rule: *t.Placement, strategy: t.Strategy}
+	r := placed{rule: *t.Placement, strategy: t.Strategy, idColumns: idColumnsText(t.IDColumns)}
 	if t.HashKey != nil {
 		r.key = *t.HashKey
 	}
@@ -186,12 +187,41 @@ func (e *Engine) sameStrategy(m *model, table string) error {
 		return nil
 	}
 	v, ok := e.recordedPlacements.Load(strings.ToLower(table))
-	if !ok || v.(placed).strategy == "" || v.(placed).strategy == m.pk().strategy {
+	if !ok {
+		return nil
+	}
+	if err := e.sameIDColumnStrategies(m, table, v.(placed).idColumns); err != nil {
+		return err
+	}
+	if v.(placed).strategy == "" || v.(placed).strategy == m.pk().strategy {
 		return nil
 	}
 	return &FieldError{Model: m.schema.Name, Field: m.pk().field.Name, Err: ErrInvalidTag,
 		Detail: fmt.Sprintf("table %s's IDs are made by strategy %s (%s records it, as the last migration of its model declared), and this tag makes them by %s: two strategies make the same IDs within a tick, so its Creates are refused; keep the strategy as it was, or stop every process writing by %s, then migrate this model, which records its strategy",
 			table, v.(placed).strategy, e.tablesTable(), m.pk().strategy, v.(placed).strategy)}
+}
+
+// sameIDColumnStrategies is sameStrategy for the model's other ID columns
+// the record lists (recorded, idColumnsText): one filled by another
+// strategy than the last migration recorded makes values the other's may
+// equal. A column the record does not list, or a UUID's, is not compared.
+func (e *Engine) sameIDColumnStrategies(m *model, table, recorded string) error {
+	if recorded == "" {
+		return nil
+	}
+	for _, f := range m.fields {
+		if f == m.pk() || f.uuidVersion != 0 || f.strategy == strategies.NameTicket {
+			continue
+		}
+		for _, c := range parseIDColumns(recorded) {
+			if c.Column == f.field.DBName && c.Strategy != f.strategy {
+				return &FieldError{Model: m.schema.Name, Field: f.field.Name, Err: ErrInvalidTag,
+					Detail: fmt.Sprintf("table %s's column %s is filled by strategy %s (%s records it, as the last migration of its model declared), and this tag fills it by %s: two strategies make the same IDs within a tick, so its Creates are refused; keep the strategy as it was, or stop every process writing by %s, then migrate this model, which records its strategy",
+						table, c.Column, c.Strategy, e.tablesTable(), f.strategy, c.Strategy)}
+			}
+		}
+	}
+	return nil
 }
 
 // addRecordColumns adds to a shardid_tables made before they were the
@@ -479,7 +509,7 @@ func (e *Engine) loadRecordedTables(ctx context.Context) error {
 // reloadRecordedTables is loadRecordedTables, recordsMu held and the
 // record prepared.
 func (e *Engine) reloadRecordedTables(ctx context.Context) error {
-	rows, err := e.maps.DB().QueryContext(ctx, "SELECT name, strategy, placement, hash_key, stamp FROM "+e.maps.quotedTables())
+	rows, err := e.maps.DB().QueryContext(ctx, "SELECT name, strategy, id_columns, placement, hash_key, stamp FROM "+e.maps.quotedTables())
 	if err != nil {
 		return err
 	}
@@ -488,16 +518,16 @@ func (e *Engine) reloadRecordedTables(ctx context.Context) error {
 	placements := map[string]placed{} // lower case → placement, where recorded
 	var sum int64
 	for rows.Next() {
-		var name, strategy string
+		var name, strategy, idColumns string
 		var placement, hashKey sql.NullString
 		var stamp sql.NullInt64
-		if err := rows.Scan(&name, &strategy, &placement, &hashKey, &stamp); err != nil {
+		if err := rows.Scan(&name, &strategy, &idColumns, &placement, &hashKey, &stamp); err != nil {
 			return err
 		}
 		sum += max(stamp.Int64, 1) // as recordsProbe sums them
 		listed[strings.ToLower(name)] = name
 		if placement.Valid {
-			placements[strings.ToLower(name)] = placed{rule: placement.String, key: hashKey.String, strategy: strategy}
+			placements[strings.ToLower(name)] = placed{rule: placement.String, key: hashKey.String, strategy: strategy, idColumns: idColumns}
 		}
 	}
 	if err := rows.Err(); err != nil {
