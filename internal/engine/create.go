@@ -76,6 +76,11 @@ func (e *Engine) assignIDs(db *gorm.DB) {
 		db.AddError(err)
 		return
 	}
+	if err := refusedFill(stmt.Context, m.strategyRefused, rows); err != nil {
+		e.uncount(counted)
+		db.AddError(err)
+		return
+	}
 	var state *routeState
 	var filledInto []filledID
 	var scratch *idScratch
@@ -93,6 +98,19 @@ func (e *Engine) assignIDs(db *gorm.DB) {
 	if e.routed() && db.AddError(e.createWithinClause(stmt, m, &settings, rows)) == nil {
 		e.routeCreate(db, m, rows)
 	}
+}
+
+// refusedFill is the error of the first of refused that a Create of rows
+// fills (its value zero in one of them), if any.
+func refusedFill(ctx context.Context, refused []fieldRefusal, rows []reflect.Value) error {
+	for _, r := range refused {
+		for _, row := range rows {
+			if r.field.field.ReflectValueOf(ctx, row).IsZero() {
+				return r.err
+			}
+		}
+	}
+	return nil
 }
 
 // createIntoShardedTable refuses a Create through a model without the

@@ -565,13 +565,15 @@ func (e *Engine) placedAsRecorded(m *model, table string) (*model, error) {
 	if len(m.fields) == 0 {
 		return nil, nil
 	}
-	if err == nil {
-		err = e.sameStrategy(m, table) // reads and changes find rows by any strategy's IDs
-	}
 	if err != nil {
 		c := *m                // the parsed model stays as its tags make it, for the next check
 		c.createsRefused = err // a model without the rule finds rows by their IDs, or on every shard: its Creates only are refused
-		m = &c
+		return &c, nil
+	}
+	if refused := e.sameStrategy(m, table); refused != nil {
+		c := *m // reads and changes find rows by any strategy's IDs, and a Create of preset IDs makes none
+		c.strategyRefused = refused
+		return &c, nil
 	}
 	return m, nil
 }

@@ -177,12 +177,14 @@ func (e *Engine) samePlacement(m *model, table string) error {
 			table, describePlacement(recorded.rule), e.tablesTable(), describePlacement(placementOf(m)))}
 }
 
-// sameStrategy refuses the Creates of a sharded model of table whose key's
-// strategy is not the one recorded for it: the last migration of the
-// table's model declared another, whose IDs this one's may equal (as two
-// strategies in one process, oneStrategyPerColumn). A migration of this
-// model records its own, and refuses the other processes' Creates then.
-func (e *Engine) sameStrategy(m *model, table string) error {
+// sameStrategy returns the tagged fields of a sharded model of table whose
+// strategy is not the one recorded for it, each with the error refusing
+// the Creates that fill it: the last migration of the table's model
+// declared another, whose IDs this one's may equal (as two strategies in
+// one process, oneStrategyPerColumn). A migration of this model records
+// its own, and refuses the other processes' Creates then. A UUID's column,
+// a ticket's, or one the record does not list is not compared.
+func (e *Engine) sameStrategy(m *model, table string) []fieldRefusal {
 	if !m.sharded() {
 		return nil
 	}
@@ -190,38 +192,35 @@ func (e *Engine) sameStrategy(m *model, table string) error {
 	if !ok {
 		return nil
 	}
-	if err := e.sameIDColumnStrategies(m, table, v.(placed).idColumns); err != nil {
-		return err
+	recorded := v.(placed)
+	var refused []fieldRefusal
+	if recorded.strategy != "" && recorded.strategy != m.pk().strategy {
+		refused = append(refused, fieldRefusal{m.pk(), &FieldError{Model: m.schema.Name, Field: m.pk().field.Name, Err: ErrInvalidTag,
+			Detail: fmt.Sprintf("table %s's IDs are made by strategy %s (%s records it, as the last migration of its model declared), and this tag makes them by %s: two strategies make the same IDs within a tick, so its Creates that make an ID are refused; keep the strategy as it was, or stop every process writing by %s, then migrate this model, which records its strategy",
+				table, recorded.strategy, e.tablesTable(), m.pk().strategy, recorded.strategy)}})
 	}
-	if v.(placed).strategy == "" || v.(placed).strategy == m.pk().strategy {
-		return nil
-	}
-	return &FieldError{Model: m.schema.Name, Field: m.pk().field.Name, Err: ErrInvalidTag,
-		Detail: fmt.Sprintf("table %s's IDs are made by strategy %s (%s records it, as the last migration of its model declared), and this tag makes them by %s: two strategies make the same IDs within a tick, so its Creates are refused; keep the strategy as it was, or stop every process writing by %s, then migrate this model, which records its strategy",
-			table, v.(placed).strategy, e.tablesTable(), m.pk().strategy, v.(placed).strategy)}
-}
-
-// sameIDColumnStrategies is sameStrategy for the model's other ID columns
-// the record lists (recorded, idColumnsText): one filled by another
-// strategy than the last migration recorded makes values the other's may
-// equal. A column the record does not list, or a UUID's, is not compared.
-func (e *Engine) sameIDColumnStrategies(m *model, table, recorded string) error {
-	if recorded == "" {
-		return nil
+	if recorded.idColumns == "" {
+		return refused
 	}
 	for _, f := range m.fields {
 		if f == m.pk() || f.uuidVersion != 0 || f.strategy == strategies.NameTicket {
 			continue
 		}
-		for _, c := range parseIDColumns(recorded) {
+		for _, c := range parseIDColumns(recorded.idColumns) {
 			if c.Column == f.field.DBName && c.Strategy != f.strategy {
-				return &FieldError{Model: m.schema.Name, Field: f.field.Name, Err: ErrInvalidTag,
-					Detail: fmt.Sprintf("table %s's column %s is filled by strategy %s (%s records it, as the last migration of its model declared), and this tag fills it by %s: two strategies make the same IDs within a tick, so its Creates are refused; keep the strategy as it was, or stop every process writing by %s, then migrate this model, which records its strategy",
-						table, c.Column, c.Strategy, e.tablesTable(), f.strategy, c.Strategy)}
+				refused = append(refused, fieldRefusal{f, &FieldError{Model: m.schema.Name, Field: f.field.Name, Err: ErrInvalidTag,
+					Detail: fmt.Sprintf("table %s's column %s is filled by strategy %s (%s records it, as the last migration of its model declared), and this tag fills it by %s: two strategies make the same IDs within a tick, so its Creates that fill it are refused; keep the strategy as it was, or stop every process writing by %s, then migrate this model, which records its strategy",
+						table, c.Column, c.Strategy, e.tablesTable(), f.strategy, c.Strategy)}})
 			}
 		}
 	}
-	return nil
+	return refused
+}
+
+// fieldRefusal is the error refusing a Create that fills field.
+type fieldRefusal struct {
+	field *idField
+	err   error
 }
 
 // addRecordColumns adds to a shardid_tables made before they were the

@@ -122,9 +122,12 @@ type model struct {
 	// createsRefused refuses a Create of a model without a placement rule
 	// on a table recorded with one (samePlacement): its reads find the rows
 	// by their IDs, but a row it placed would be where the rule's readers
-	// miss it. And one of a model whose key's strategy is not the one
-	// recorded for its table (sameStrategy): the two make the same IDs.
+	// miss it.
 	createsRefused error
+	// strategyRefused refuses a Create that fills one of its fields, whose
+	// strategy is not the one recorded for its table (sameStrategy): the
+	// two make the same IDs. One of preset values makes none.
+	strategyRefused []fieldRefusal
 	// uniqueKeys are the table's unique keys but the primary key, read once:
 	// GORM's ParseIndexes writes to the schema it reads, which statements share.
 	uniqueKeys [][]*schema.Field
