@@ -41,10 +41,12 @@ type UpdatedRow struct {
 	// HasKey reports whether v is the row's own primary key.
 	HasKey func(v any) bool
 	// Holds reports whether the row as stored already holds v in the
-	// colocate column named: rewriting it changes no row's shard, whatever
-	// shard it names (a row written before its table was sharded keeps
-	// its auto-increment key beside its parent's). Asked only of a colocate
-	// value of another shard than the row's; nil: never.
+	// colocate or hash column named: rewriting it changes no row's shard,
+	// whatever shard it names (a row written before its table was sharded
+	// keeps its auto-increment key beside its parent's, or its hash
+	// column's value). Asked only of a value of another shard than the
+	// row's; nil, or false, for a column whose comparison is not exact (a
+	// loose hash column finds other values equal): never.
 	Holds func(column string, v any) bool
 }
 
@@ -80,7 +82,7 @@ func CheckAssignments(set []clause.Assignment, placings []Placing, row UpdatedRo
 			return fmt.Sprintf("sets the %s column %s and does not name the one row it updates", pl.Role, a.Column.Name)
 		}
 		if s, err := pl.ShardOf(a.Value); err != nil || s != rowShard {
-			if err == nil && pl.Role == "colocate" && row.Holds != nil && row.Holds(pl.DBName, a.Value) {
+			if err == nil && pl.Role != "key" && row.Holds != nil && row.Holds(pl.DBName, a.Value) {
 				continue
 			}
 			return fmt.Sprintf("sets the %s column %s to a value that does not place the row on its own shard", pl.Role, a.Column.Name)

@@ -145,11 +145,15 @@ func (e *Engine) keepsShard(stmt *gorm.Statement, m *model, set []clause.Assignm
 
 // rowHolds reports whether the one row an update names holds v in column
 // on the database the statement runs on, read there, inside its
-// transaction: an update that rewrites a row's colocate value as it is
+// transaction: an update that rewrites a row's colocate or exact hash value
+// as it is
 // (GORM's Save writes every column) changes nothing, also of a row whose
 // key names another shard than the value (written before its table was
 // sharded). Asked only of such a value, never on the hot path.
 func (e *Engine) rowHolds(stmt *gorm.Statement, m *model, column string, v any) bool {
+	if hash := m.pk().hash; hash != nil && m.pk().looseHash && strings.EqualFold(column, hash.DBName) {
+		return false // the column finds other values equal: holding one is not holding v
+	}
 	key, ok := e.rowKey(stmt, m)
 	if !ok || stmt.ConnPool == nil || stmt.Table == "" {
 		return false

@@ -4,10 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"gorm.io/gorm"
@@ -105,6 +107,10 @@ func (d moverDriver) Tables(ctx context.Context, models []any) ([]mover.Table, e
 		tables[i] = mover.Table{Name: t.Name, Key: t.Key, Kind: t.Kind, Strategy: t.Strategy, Join: t.Strategy == joinRows || t.Strategy == joinShardedRows, Model: types[t.Name], IDColumns: t.IDColumns}
 		if t.Placement != nil {
 			tables[i].Colocate = colocateColumn(*t.Placement)
+			tables[i].Hash, tables[i].HashLoose = hashColumn(*t.Placement)
+		}
+		if t.HashKey != nil {
+			tables[i].HashKey = *t.HashKey
 		}
 	}
 	return tables, nil
@@ -157,4 +163,86 @@ func (d moverDriver) AdvanceIDs(ctx context.Context, table, strategy string, fro
 		return fmt.Errorf("advancing the IDs of %s on %s: %w", table, p.physical[to].name, err)
 	}
 	return nil
+}
+
+// hashColumn is the column of a placement's hash rule, "" for another rule,
+// and whether it hashes the column's loose key.
+func hashColumn(placement string) (column string, loose bool) {
+	rule, ok := strings.CutPrefix(placement, "hash:")
+	if !ok {
+		return "", false
+	}
+	column, options, _ := strings.Cut(rule, ";")
+	return column, options == "collation:loose"
+}
+
+// HashShard computes the logical shard of a hash column's value as the
+// database driver reads it, the way its record says the key is hashed: the
+// text (or bytes) of a text key, the integer of an integer key (read as text
+// too), the 16 bytes of a [16]byte key (stored as 16 bytes, or as a UUID's
+// text). A key whose Go type's Value method stores another value than the
+// one hashed cannot be read back so: such a table's rows all agree with
+// their keys (the plugin wrote them) or are left unchecked.
+func (d moverDriver) HashShard(t mover.Table) (func(value any) (int, error), error) {
+	var convert func(v any) (reflect.Value, bool)
+	text := func(v any) (string, bool) {
+		switch x := v.(type) {
+		case string:
+			return x, true
+		case []byte:
+			return string(x), true
+		}
+		return "", false
+	}
+	switch t.HashKey {
+	case hashKeyText:
+		convert = func(v any) (reflect.Value, bool) {
+			s, ok := text(v)
+			return reflect.ValueOf(s), ok
+		}
+	case hashKeyInt:
+		convert = func(v any) (reflect.Value, bool) {
+			switch x := v.(type) {
+			case int64, uint64:
+				return reflect.ValueOf(x), true
+			}
+			s, ok := text(v)
+			if !ok {
+				return reflect.Value{}, false
+			}
+			if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+				return reflect.ValueOf(n), true
+			}
+			n, err := strconv.ParseUint(s, 10, 64)
+			return reflect.ValueOf(n), err == nil
+		}
+	case hashKeyBytes16:
+		convert = func(v any) (reflect.Value, bool) {
+			var b [16]byte
+			if raw, ok := v.([]byte); ok && len(raw) == 16 {
+				copy(b[:], raw)
+				return reflect.ValueOf(b), true
+			}
+			s, ok := text(v)
+			if !ok {
+				return reflect.Value{}, false
+			}
+			h, err := hex.DecodeString(strings.ReplaceAll(s, "-", ""))
+			if err != nil || len(h) != 16 {
+				return reflect.Value{}, false
+			}
+			copy(b[:], h)
+			return reflect.ValueOf(b), true
+		}
+	default:
+		return nil, nil // recorded by a version that did not say how: not known here
+	}
+	loose := t.HashLoose && t.HashKey == hashKeyText
+	return func(value any) (int, error) {
+		v, ok := convert(value)
+		if !ok {
+			return 0, fmt.Errorf("%w: %s.%s holds %T %v, which is not %s", mover.ErrInvalid, t.Name, t.Hash, value, value, describeHashKey(t.HashKey))
+		}
+		return d.p.hashShard(v, loose)
+	}, nil
 }

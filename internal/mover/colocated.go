@@ -3,8 +3,10 @@ package mover
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/shardid/shardid/internal/errs"
@@ -83,4 +85,94 @@ func (mv *run) refusedByColocatedRowsAcrossTheEdge(ctx context.Context) error {
 			ErrInvalid, t.name, mv.st.From, keys, mv.st.Logical.From, mv.st.Logical.To, t.colocate, t.colocate, mv.st.From)
 	}
 	return nil
+}
+
+// hashChunk is how many rows of a hash-placed table one read of
+// refusedByHashRowsAcrossTheEdge takes.
+const hashChunk = 5000
+
+// refusedByHashRowsAcrossTheEdge refuses a move whose tables of a hash rule
+// hold rows on the source whose key and the hash of their hash column name
+// logical shards on the two sides of the range's edge: rows written before
+// the table was sharded, whose auto-increment key is of a logical shard
+// unrelated to their column's hash. A move carries each row by its key, so
+// the row would leave the database that reads by the column (which route by
+// its hash) look on, or stay when that database's shards leave. SQL cannot
+// hash as the plugin does, so each row's (key, column) is read, in chunks
+// of the key's order, and hashed by the driver; a table without a hash
+// rule reads nothing.
+func (mv *run) refusedByHashRowsAcrossTheEdge(ctx context.Context) error {
+	within := func(shard int64) bool { return shard >= int64(mv.st.Logical.From) && shard <= int64(mv.st.Logical.To) }
+	for _, t := range mv.tables {
+		if t.given.Hash == "" || t.join {
+			continue
+		}
+		shardOf, err := mv.d.HashShard(t.given)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrInvalid, t.name, err)
+		}
+		if shardOf == nil {
+			continue
+		}
+		q := func(s string) string { return sqlscan.Quote(t.dialect, s) }
+		query := "SELECT " + q(t.key) + ", " + t.shard + ", " + q(t.given.Hash) + " FROM " + q(t.name) + " WHERE " + q(t.given.Hash) + " IS NOT NULL"
+		var keys []any
+		var after any
+		for started := false; ; started = true {
+			read := query
+			var args []any
+			if started {
+				read += " AND " + q(t.key) + " > " + placeholders(t.dialect, 0, 1)
+				args = append(args, after)
+			}
+			rows, err := readRows(ctx, mv.source, 3, read+" ORDER BY "+q(t.key)+" LIMIT "+strconv.Itoa(hashChunk), args...)
+			if err != nil {
+				return errs.Wrap(err, "reading the keys and %s of %s on %s", t.given.Hash, t.name, mv.st.From)
+			}
+			for _, row := range rows {
+				keyShard, ok := asInt64(row[1])
+				if !ok {
+					return fmt.Errorf("%w: %s: the logical shard of key %v reads as %T", ErrInvalid, t.name, normalizeKey(row[0]), row[1])
+				}
+				hashShard, err := shardOf(row[2])
+				if errors.Is(err, ErrInvalid) {
+					return err
+				} else if err != nil {
+					continue // a value of no shard (empty): reads by it route nowhere
+				}
+				if within(keyShard) != within(int64(hashShard)) && len(keys) < 5 {
+					keys = append(keys, normalizeKey(row[0]))
+				}
+			}
+			if len(keys) >= 5 || len(rows) < hashChunk {
+				break
+			}
+			after = normalizeKey(rows[len(rows)-1][0])
+		}
+		if len(keys) == 0 {
+			continue
+		}
+		return fmt.Errorf("%w: rows of table %s on %s (keys %v) are of logical shards on one side of %d-%d's edge and the hash of their column %s names a shard on the other: "+
+			"rows the plugin did not key (written before the table was sharded); a move carries each row by its key, so reads by %s would look for them on the other database; "+
+			"move a range that holds the shards of both, or leave them on %s",
+			ErrInvalid, t.name, mv.st.From, keys, mv.st.Logical.From, mv.st.Logical.To, t.given.Hash, t.given.Hash, mv.st.From)
+	}
+	return nil
+}
+
+// asInt64 reads an integer as a driver gives it: an int64, or its text.
+func asInt64(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return x, true
+	case uint64:
+		return int64(x), true
+	case []byte:
+		n, err := strconv.ParseInt(string(x), 10, 64)
+		return n, err == nil
+	case string:
+		n, err := strconv.ParseInt(x, 10, 64)
+		return n, err == nil
+	}
+	return 0, false
 }

@@ -50,6 +50,13 @@ type Driver interface {
 	AdvanceIDs(ctx context.Context, table, strategy string, from, to int, atLeast int64) error
 	// Events gets the plugin's own events: a move's phases and warnings.
 	Events() *slog.Logger
+	// HashShard returns how the plugin computes the logical shard of a
+	// value of the hash column of t (t.Hash not ""), as the driver read it
+	// from the database: the hash is computed in Go, as the plugin routes by
+	// it. Its function's error wraps [ErrInvalid] for a value it cannot
+	// read as the key's type; another error, a value of no shard (empty);
+	// nil function: the table's record does not say how its key is hashed.
+	HashShard(t Table) (func(value any) (int, error), error)
 }
 
 // Table is a sharded table as the plugin knows it. It is plain data, safe
@@ -67,6 +74,13 @@ type Table struct {
 	// Colocate is the column of its colocate rule, whose ID's logical shard
 	// a row the plugin writes takes: "" without one.
 	Colocate string
+	// Hash is the column of its hash rule, whose hash's logical shard a row
+	// the plugin writes takes: "" without one. HashKey says how its value is
+	// hashed (the plugin's record of it, "" if unknown), HashLoose whether
+	// as its loose key (collation:loose).
+	Hash      string
+	HashKey   string
+	HashLoose bool
 }
 
 // IDColumn is a column, not the key, that a strategy fills.

@@ -63,6 +63,9 @@ func (mv *run) prepareTarget(ctx context.Context) error {
 	if err := mv.refusedByColocatedRowsAcrossTheEdge(ctx); err != nil {
 		return err
 	}
+	if err := mv.refusedByHashRowsAcrossTheEdge(ctx); err != nil {
+		return err
+	}
 	var models []any
 	for _, t := range mv.tables {
 		if t.modelType == nil {

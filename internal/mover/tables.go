@@ -28,6 +28,7 @@ type movedTable struct {
 	join      bool         // a many2many join table beside a sharded owner: its rows are replaced by owner
 	columns   []string     // every column of the source's table
 	colocate  string       // the column of its colocate rule, if any
+	given     Table        // the table as the driver gave it: its hash rule, if any, in given.Hash
 	// PostgreSQL's columns GENERATED ALWAYS AS IDENTITY, written only with
 	// OVERRIDING SYSTEM VALUE and never set by an update.
 	alwaysIdentity []string
@@ -105,7 +106,7 @@ func newMovedTable(ctx context.Context, f fence.Fence, t Table, source *sql.DB) 
 		// The copy, the triggers and the checks name a table within each database's own schema.
 		return nil, fmt.Errorf("%w: table %s is named with its schema: a move carries the tables of each database's own schema only (PostgreSQL's search_path, MySQL's database of the DSN)", ErrInvalid, t.Name)
 	}
-	mt := &movedTable{name: t.Name, key: t.Key, pk: []string{t.Key}, join: t.Join, strategy: t.Strategy, idColumns: t.IDColumns, modelType: t.Model, dialect: f.Dialect, colocate: t.Colocate,
+	mt := &movedTable{name: t.Name, key: t.Key, pk: []string{t.Key}, join: t.Join, strategy: t.Strategy, idColumns: t.IDColumns, modelType: t.Model, dialect: f.Dialect, colocate: t.Colocate, given: t,
 		fenced: fence.Table{Name: t.Name, Key: t.Key, Kind: t.Kind}}
 	columns, err := columnsOf(ctx, source, mt.dialect, t.Name)
 	if err != nil {
