@@ -87,6 +87,9 @@ func TestSaveOfARowWrittenBeforeShardingKeepsItsHashValue(t *testing.T) {
 	if err := db.Save(&looseAdoptedUser{ID: 3000, Email: strings.ToUpper(email), Name: "loose"}).Error; !errors.Is(err, ErrCrossShard) {
 		t.Fatalf("Save of an old user whose email compares loosely: %v, want ErrCrossShard", err)
 	}
+	if err := db.Model(&looseAdoptedUser{ID: 3000}).Update("name", "updated").Error; err != nil {
+		t.Fatalf("Update of another column of an old user whose email compares loosely: %v", err)
+	}
 }
 
 // TestMoveRefusesToPartRowsWrittenBeforeShardingFromTheirHash: on SQLite, a
