@@ -45,21 +45,29 @@ func (c *boundedConn) BeginTx(ctx context.Context, opts driver.TxOptions) (drive
 	if err != nil {
 		return nil, err
 	}
-	return boundedTx{Tx: tx, name: c.name}, nil
+	return boundedTx{Tx: tx, name: c.name, ctx: ctx}, nil
 }
 
 // boundedTx is a transaction of a boundedConn: its commit or rollback on a
 // connection lost fails with ErrShardUnavailable naming the database, as its
 // statements do (GORM's Commit and Rollback run no callback that would name
-// it).
+// it), or with its context's error once that ended: the driver cuts the
+// connection's reads and writes when the context ends, which is then what
+// lost it.
 type boundedTx struct {
 	driver.Tx
 	name string
+	ctx  context.Context // the transaction's, from BeginTx
 }
 
 func (t boundedTx) Commit() error {
 	if err := t.Tx.Commit(); err != nil {
+		ended := t.ctx.Err()
 		switch {
+		case ended != nil && sqlerr.Unsent(err):
+			return fmt.Errorf("%w: %s: the context ended before the commit was sent, and the transaction did not commit: %w", ended, t.name, err)
+		case ended != nil && sqlerr.Unreachable(err):
+			return fmt.Errorf("%w: %s: the context ended before the commit's answer came, and whether it committed is unknown: %w", ended, t.name, err)
 		case sqlerr.Unsent(err):
 			return fmt.Errorf("%w: %s: the connection was lost before the commit was sent, and the transaction did not commit: %w", ErrShardUnavailable, t.name, err)
 		case sqlerr.Unreachable(err):
@@ -72,6 +80,9 @@ func (t boundedTx) Commit() error {
 
 func (t boundedTx) Rollback() error {
 	if err := t.Tx.Rollback(); err != nil {
+		if ended := t.ctx.Err(); ended != nil && (sqlerr.Unreachable(err) || sqlerr.Unsent(err)) {
+			return fmt.Errorf("%w: %s: rolling back after the context ended: %w", ended, t.name, err)
+		}
 		if sqlerr.Unreachable(err) || sqlerr.Unsent(err) {
 			return fmt.Errorf("%w: %s: rolling back: %w", ErrShardUnavailable, t.name, err)
 		}
