@@ -34,26 +34,7 @@ func (AdUser) TableName() string { return "ad_users" }
 // email after.
 func TestMoveRefusesToPartAdoptedRowsFromTheirHash(t *testing.T) {
 	forEachServer(t, func(t *testing.T, b backend) {
-		dir := t.TempDir()
-		phys := direct(t, b, dir)
-		old, second := phys[moveSource], phys[moveTarget]
-		main, err := gorm.Open(b.dialector(t, dir), &gorm.Config{Logger: logger.Discard})
-		must(t, err)
-		for _, table := range []string{"shardid_shard_map", "shardid_moves", "shardid_tables", "shardid_process_maps", "shardid_shard_databases", "shardid_layout"} {
-			must(t, main.Exec("DROP TABLE IF EXISTS "+table).Error)
-		}
-		for _, db := range []*gorm.DB{old, second} {
-			must(t, db.Migrator().DropTable("ad_users", "shardid_move_fence", "shardid_move_changes"))
-			must(t, dropFenceTriggers(db, b.name))
-		}
-		t.Cleanup(func() {
-			for _, db := range []*gorm.DB{old, second} {
-				_ = db.Migrator().DropTable("ad_users", "shardid_move_fence", "shardid_move_changes")
-				_ = dropFenceTriggers(db, b.name)
-			}
-			_ = main.Exec("DROP TABLE IF EXISTS shardid_moves").Error
-		})
-
+		dir, old, second, _ := adoptionRig(t, b, "ad_users")
 		// The application's table: auto-increment keys, an email compared
 		// exactly (as a hash column must be).
 		if b.name == "postgres" {

@@ -60,6 +60,37 @@ type AdTopic struct {
 func (AdAuthor) TableName() string { return "ad_authors" }
 func (AdPost) TableName() string   { return "ad_posts" }
 
+// adoptionRig starts an adoption test on b afresh: the plugin's tables gone
+// from its own database, tables and a move's leftovers gone from the two
+// physical databases, and again at the test's end. It returns the test's
+// directory, the old database, the second one and the plugin's own.
+func adoptionRig(t *testing.T, b backend, tables ...string) (dir string, old, second, main *gorm.DB) {
+	dir = t.TempDir()
+	phys := direct(t, b, dir)
+	old, second = phys[moveSource], phys[moveTarget]
+	main, err := gorm.Open(b.dialector(t, dir), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	for _, table := range []string{"shardid_shard_map", "shardid_moves", "shardid_tables", "shardid_process_maps", "shardid_shard_databases", "shardid_layout"} {
+		must(t, main.Exec("DROP TABLE IF EXISTS "+table).Error)
+	}
+	var dropped []any
+	for _, table := range append(tables, "shardid_move_fence", "shardid_move_changes") {
+		dropped = append(dropped, table)
+	}
+	for _, db := range []*gorm.DB{old, second} {
+		must(t, db.Migrator().DropTable(dropped...))
+		must(t, dropFenceTriggers(db, b.name))
+	}
+	t.Cleanup(func() {
+		for _, db := range []*gorm.DB{old, second} {
+			_ = db.Migrator().DropTable(dropped...)
+			_ = dropFenceTriggers(db, b.name)
+		}
+		_ = main.Exec("DROP TABLE IF EXISTS shardid_moves").Error
+	})
+	return dir, old, second, main
+}
+
 // TestAdoptingAnExistingDatabase is the path of docs/adopting.md: an
 // application's database of auto-increment rows becomes the one physical
 // shard of every logical shard, its rows read and written by their old
@@ -67,26 +98,8 @@ func (AdPost) TableName() string   { return "ad_posts" }
 // logical shards, the old rows among them, moved to a second database.
 func TestAdoptingAnExistingDatabase(t *testing.T) {
 	forEachServer(t, func(t *testing.T, b backend) {
-		dir := t.TempDir()
-		phys := direct(t, b, dir)
-		old, second := phys[moveSource], phys[moveTarget]
-		main, err := gorm.Open(b.dialector(t, dir), &gorm.Config{Logger: logger.Discard})
-		must(t, err)
-		for _, table := range []string{"shardid_shard_map", "shardid_moves", "shardid_tables", "shardid_process_maps", "shardid_shard_databases", "shardid_layout"} {
-			must(t, main.Exec("DROP TABLE IF EXISTS "+table).Error)
-		}
-		for _, db := range []*gorm.DB{old, second} {
-			must(t, db.Migrator().DropTable("ad_posts", "ad_authors", "ad_topics", "shardid_move_fence", "shardid_move_changes"))
-			must(t, dropFenceTriggers(db, b.name))
-		}
+		dir, old, second, main := adoptionRig(t, b, "ad_posts", "ad_authors", "ad_topics")
 		must(t, main.Migrator().DropTable("ad_topics"))
-		t.Cleanup(func() {
-			for _, db := range []*gorm.DB{old, second} {
-				_ = db.Migrator().DropTable("ad_posts", "ad_authors", "shardid_move_fence", "shardid_move_changes")
-				_ = dropFenceTriggers(db, b.name)
-			}
-			_ = main.Exec("DROP TABLE IF EXISTS shardid_moves").Error
-		})
 
 		// The application as it was: thousands of rows, each post's key
 		// of another logical shard than its author's, mostly.
