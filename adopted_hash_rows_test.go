@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-
-	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
 )
 
 // adoptedUser is a model placed by the hash of its email whose table held
@@ -48,20 +45,8 @@ func emailOfShardIn(t *testing.T, from, to int) (string, int) {
 // Save of an old row whose hash column compares loosely (the value the row
 // holds may be another spelling).
 func TestSaveOfARowWrittenBeforeShardingKeepsItsHashValue(t *testing.T) {
-	ps := processes{t, t.TempDir()}
+	db, _, a := adoptedRig(t, false, &adoptedUser{}, &looseAdoptedUser{})
 	count := Layout{}.ShardCount()
-	db, p, err := ps.open(Config{Atomic: BestEffort, Shards: []Shard{
-		{Name: "a", Dialector: ps.file("a.db"), Logical: []Range{{From: 0, To: count - 1}}},
-	}})
-	must(t, err)
-	must(t, p.AutoMigrate(db, &adoptedUser{}, &looseAdoptedUser{}))
-	a, err := gorm.Open(ps.file("a.db"), &gorm.Config{Logger: logger.Discard})
-	must(t, err)
-	t.Cleanup(func() {
-		if sqlDB, err := a.DB(); err == nil {
-			_ = sqlDB.Close()
-		}
-	})
 	// User 3000 is of logical shard 2, its email's hash of another.
 	email, _ := emailOfShardIn(t, 3, 4095)
 	other, _ := emailOfShardIn(t, 4096, count-1)
@@ -97,21 +82,8 @@ func TestSaveOfARowWrittenBeforeShardingKeepsItsHashValue(t *testing.T) {
 // is refused before it changes anything, and one of a range holding both
 // moves the row, found by its email after.
 func TestMoveRefusesToPartRowsWrittenBeforeShardingFromTheirHash(t *testing.T) {
-	ps := processes{t, t.TempDir()}
+	db, p, a := adoptedRig(t, true, &adoptedUser{})
 	count := Layout{}.ShardCount()
-	db, p, err := ps.open(Config{Atomic: BestEffort, Shards: []Shard{
-		{Name: "a", Dialector: ps.file("a.db"), Logical: []Range{{From: 0, To: count - 1}}},
-		{Name: "b", Dialector: ps.file("b.db")},
-	}})
-	must(t, err)
-	must(t, p.AutoMigrate(db, &adoptedUser{}))
-	a, err := gorm.Open(ps.file("a.db"), &gorm.Config{Logger: logger.Discard})
-	must(t, err)
-	t.Cleanup(func() {
-		if sqlDB, err := a.DB(); err == nil {
-			_ = sqlDB.Close()
-		}
-	})
 	email, shard := emailOfShardIn(t, 4096, count-1)
 	must(t, a.Exec("INSERT INTO adopted_users (id, email, name) VALUES (3000, ?, 'old')", email).Error)
 	// Rows the plugin keys agree with their hash.

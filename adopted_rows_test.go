@@ -25,27 +25,36 @@ type (
 	}
 )
 
-// TestRowsWrittenBeforeShardingKeepTheirColocateValue: on SQLite, a Save of
-// an old post, which writes its author again, is taken, and one naming
-// another author of another shard refused; a move that would part old
-// posts from their authors is refused before it changes anything, and one
-// of a range holding both sides moves them.
-func TestRowsWrittenBeforeShardingKeepTheirColocateValue(t *testing.T) {
+// adoptedRig is a plugin on SQLite whose shard "a" holds every logical
+// shard (with second, a shard "b" of none, a move's target), models
+// migrated, and a's database opened directly, where a test writes the rows
+// of before the plugin.
+func adoptedRig(t *testing.T, second bool, models ...any) (db *gorm.DB, p *Plugin, a *gorm.DB) {
 	ps := processes{t, t.TempDir()}
-	count := Layout{}.ShardCount()
-	db, p, err := ps.open(Config{Atomic: BestEffort, Shards: []Shard{
-		{Name: "a", Dialector: ps.file("a.db"), Logical: []Range{{From: 0, To: count - 1}}},
-		{Name: "b", Dialector: ps.file("b.db")},
-	}})
+	shards := []Shard{{Name: "a", Dialector: ps.file("a.db"), Logical: []Range{{From: 0, To: Layout{}.ShardCount() - 1}}}}
+	if second {
+		shards = append(shards, Shard{Name: "b", Dialector: ps.file("b.db")})
+	}
+	db, p, err := ps.open(Config{Atomic: BestEffort, Shards: shards})
 	must(t, err)
-	must(t, p.AutoMigrate(db, &adoptedAuthor{}, &adoptedPost{}))
-	a, err := gorm.Open(ps.file("a.db"), &gorm.Config{Logger: logger.Discard})
+	must(t, p.AutoMigrate(db, models...))
+	a, err = gorm.Open(ps.file("a.db"), &gorm.Config{Logger: logger.Discard})
 	must(t, err)
 	t.Cleanup(func() {
 		if sqlDB, err := a.DB(); err == nil {
 			_ = sqlDB.Close()
 		}
 	})
+	return db, p, a
+}
+
+// TestRowsWrittenBeforeShardingKeepTheirColocateValue: on SQLite, a Save of
+// an old post, which writes its author again, is taken, and one naming
+// another author of another shard refused; a move that would part old
+// posts from their authors is refused before it changes anything, and one
+// of a range holding both sides moves them.
+func TestRowsWrittenBeforeShardingKeepTheirColocateValue(t *testing.T) {
+	db, p, a := adoptedRig(t, true, &adoptedAuthor{}, &adoptedPost{})
 	// Author 1500 is of logical shard 1, post 3000 of shard 2.
 	must(t, a.Exec("INSERT INTO adopted_authors (id, name) VALUES (1, 'one'), (1500, 'old')").Error)
 	must(t, a.Exec("INSERT INTO adopted_posts (id, author_id, title) VALUES (3000, 1500, 'old')").Error)
