@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shardid/shardid/internal/errs"
+	"github.com/shardid/shardid/internal/longtext"
 	"github.com/shardid/shardid/internal/sqlerr"
 	"github.com/shardid/shardid/shardrouter"
 )
@@ -59,15 +60,8 @@ func (s *Store) PrepareMoves(ctx context.Context) error {
 	if s.dialect != "mysql" || s.movesWidened.Load() {
 		return nil
 	}
-	var dataType string
-	err = s.db.QueryRowContext(ctx, "SELECT DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = 'state'", s.moves).Scan(&dataType)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if err := longtext.Widen(ctx, s.db, s.moves, s.quoted(s.moves), "state"); err != nil {
 		return err
-	}
-	if strings.EqualFold(dataType, "text") {
-		if _, err := s.Exec(ctx, "ALTER TABLE "+s.quoted(s.moves)+" MODIFY state LONGTEXT NOT NULL"); err != nil {
-			return err
-		}
 	}
 	s.movesWidened.Store(true)
 	return nil

@@ -3,7 +3,6 @@ package mapstore
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shardid/shardid/internal/longtext"
 	"github.com/shardid/shardid/internal/sqlscan"
 )
 
@@ -128,15 +128,8 @@ func (s *Store) widenMap(ctx context.Context) error {
 	if s.dialect != "mysql" || s.mapWidened.Load() {
 		return nil
 	}
-	var dataType string
-	err := s.db.QueryRowContext(ctx, "SELECT DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = 'map'", s.table).Scan(&dataType)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if err := longtext.Widen(ctx, s.db, s.table, s.quoted(s.table), "map"); err != nil {
 		return err
-	}
-	if strings.EqualFold(dataType, "text") {
-		if _, err := s.Exec(ctx, "ALTER TABLE "+s.quoted(s.table)+" MODIFY map LONGTEXT NOT NULL"); err != nil {
-			return err
-		}
 	}
 	s.mapWidened.Store(true)
 	return nil

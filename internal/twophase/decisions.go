@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardid/shardid/internal/longtext"
 	"github.com/shardid/shardid/internal/sqlscan"
 )
 
@@ -45,16 +46,7 @@ func (d Decisions) Prepare(ctx context.Context) error {
 	if err != nil || d.Dialect != "mysql" {
 		return err
 	}
-	var dataType string
-	err = d.DB.QueryRowContext(ctx, "SELECT DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = 'branch_databases'", d.Table).Scan(&dataType)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return err
-	}
-	if strings.EqualFold(dataType, "text") {
-		_, err = d.DB.ExecContext(ctx, "ALTER TABLE "+d.Table+" MODIFY branch_databases LONGTEXT NOT NULL")
-		return err
-	}
-	return nil
+	return longtext.Widen(ctx, d.DB, d.Table, d.Table, "branch_databases")
 }
 
 // Decision is a recorded outcome, with the databases of the branches of a
