@@ -67,8 +67,10 @@ func (mv *run) refusedByColocatedRowsAcrossTheEdge(ctx context.Context) error {
 			return fmt.Sprintf("(%s BETWEEN %d AND %d)", shard, mv.st.Logical.From, mv.st.Logical.To)
 		}
 		q := func(s string) string { return sqlscan.Quote(t.dialect, s) }
+		// CASE reads the column's shard only of a value that names one:
+		// PostgreSQL does not evaluate AND's operands in their order.
 		rows, err := readRows(ctx, mv.source, 1, "SELECT "+q(t.key)+" FROM "+q(t.name)+" WHERE "+q(t.colocate)+" IS NOT NULL AND "+
-			within(t.shard)+" <> "+within(other)+" ORDER BY "+q(t.key)+" LIMIT 5")
+			"CASE WHEN "+namesNoShardSQL(t.dialect, q(t.colocate), kind)+" THEN 0 WHEN "+within(t.shard)+" <> "+within(other)+" THEN 1 ELSE 0 END = 1 ORDER BY "+q(t.key)+" LIMIT 5")
 		if err != nil {
 			return errs.Wrap(err, "reading the rows of %s whose key and %s name logical shards across %d-%d on %s", t.name, t.colocate, mv.st.Logical.From, mv.st.Logical.To, mv.st.From)
 		}
@@ -175,4 +177,22 @@ func asInt64(v any) (int64, bool) {
 		return n, err == nil
 	}
 	return 0, false
+}
+
+// namesNoShardSQL is SQL true of a colocate column's value that names no
+// shard: an integer that is not positive, an empty or nil UUID. The plugin
+// writes one in a row whose owner it let go (GORM's orphans hold the zero
+// value, and an update may write it), and reads by it look on every
+// database, so the row is found wherever its key's shard takes it.
+func namesNoShardSQL(dialect, column string, kind fence.KeyKind) string {
+	if kind == fence.KeyInt64 {
+		return column + " <= 0"
+	}
+	switch dialect {
+	case "postgres":
+		column = "CAST(" + column + " AS text)"
+	case "mysql":
+		column = "CAST(" + column + " AS CHAR)"
+	}
+	return "(" + column + " = '' OR " + column + " = '00000000-0000-0000-0000-000000000000')"
 }
