@@ -181,8 +181,8 @@ func hashColumn(placement string) (column string, loose bool) {
 // text (or bytes) of a text key, the integer of an integer key (read as text
 // too), the 16 bytes of a [16]byte key (stored as 16 bytes, or as a UUID's
 // text). A key whose Go type's Value method stores another value than the
-// one hashed cannot be read back so: such a table's rows all agree with
-// their keys (the plugin wrote them) or are left unchecked.
+// one hashed cannot be read back so: such a table is left unchecked when
+// the plugin has parsed its model (hashKeyStoredOtherwise).
 func (d moverDriver) HashShard(t mover.Table) (func(value any) (int, error), error) {
 	var convert func(v any) (reflect.Value, bool)
 	text := func(v any) (string, bool) {
@@ -237,6 +237,9 @@ func (d moverDriver) HashShard(t mover.Table) (func(value any) (int, error), err
 	default:
 		return nil, nil // recorded by a version that did not say how: not known here
 	}
+	if t.HashKey != hashKeyBytes16 && d.p.hashKeyStoredOtherwise(t.Name) {
+		return nil, nil // the column holds what a Value method made of the key hashed
+	}
 	loose := t.HashLoose && t.HashKey == hashKeyText
 	return func(value any) (int, error) {
 		v, ok := convert(value)
@@ -245,4 +248,30 @@ func (d moverDriver) HashShard(t mover.Table) (func(value any) (int, error), err
 		}
 		return d.p.hashShard(v, loose)
 	}, nil
+}
+
+// hashKeyStoredOtherwise reports whether a model of table the plugin has
+// parsed keeps its hash key in a type with a Value method: the plugin hashes
+// the key as its Go value (rowHashShard), and the column holds what the
+// method returns (an email lower-cased), so the stored value does not name
+// the row's shard. A [16]byte's is its text, which HashShard reads back.
+func (e *Engine) hashKeyStoredOtherwise(table string) bool {
+	known := e.modelsKnown.Load()
+	if known == nil {
+		return false
+	}
+	for _, entry := range *known {
+		m := entry.parsed
+		if m == nil || m.pk() == nil || m.pk().hash == nil || !strings.EqualFold(m.schema.Table, table) {
+			continue
+		}
+		t := m.pk().hash.FieldType
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t.Implements(valuerType) || reflect.PointerTo(t).Implements(valuerType) {
+			return true
+		}
+	}
+	return false
 }
