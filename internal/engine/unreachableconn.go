@@ -39,7 +39,10 @@ var (
 
 func (c *boundedConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	tx, err := c.begin(ctx, opts)
-	if err != nil && ctx.Err() == nil && (sqlerr.Unreachable(err) || sqlerr.Unsent(err)) {
+	if err != nil && sqlerr.Ended(ctx) != nil {
+		return nil, sqlerr.OfEndedContext(ctx, err) // pgx's timeout at the deadline is the context's end, not a lost database
+	}
+	if err != nil && (sqlerr.Unreachable(err) || sqlerr.Unsent(err)) {
 		return nil, fmt.Errorf("%w: %s: %w: %w", ErrShardUnavailable, c.name, driver.ErrBadConn, err)
 	}
 	if err != nil {
@@ -62,7 +65,7 @@ type boundedTx struct {
 
 func (t boundedTx) Commit() error {
 	if err := t.Tx.Commit(); err != nil {
-		ended := t.ctx.Err()
+		ended := sqlerr.Ended(t.ctx) // the driver's deadline may fire before the context's timer
 		switch {
 		case ended != nil && sqlerr.Unsent(err):
 			return fmt.Errorf("%w: %s: the context ended before the commit was sent, and the transaction did not commit: %w", ended, t.name, err)
@@ -80,7 +83,7 @@ func (t boundedTx) Commit() error {
 
 func (t boundedTx) Rollback() error {
 	if err := t.Tx.Rollback(); err != nil {
-		if ended := t.ctx.Err(); ended != nil && (sqlerr.Unreachable(err) || sqlerr.Unsent(err)) {
+		if ended := sqlerr.Ended(t.ctx); ended != nil && (sqlerr.Unreachable(err) || sqlerr.Unsent(err)) {
 			return fmt.Errorf("%w: %s: rolling back after the context ended: %w", ended, t.name, err)
 		}
 		if sqlerr.Unreachable(err) || sqlerr.Unsent(err) {

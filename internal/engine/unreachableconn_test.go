@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"net"
+	"os"
 	"testing"
 )
 
@@ -38,5 +40,32 @@ func TestACommitLostAsTheContextEndedFailsWithTheContextsError(t *testing.T) {
 		if !errors.Is(err, ErrShardUnavailable) || errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("%s lost with the context alive: %v; want ErrShardUnavailable", name, err)
 		}
+	}
+}
+
+// beginFailingConn is a driver connection whose BEGIN fails with err.
+type beginFailingConn struct {
+	driver.Conn
+	err error
+}
+
+func (c beginFailingConn) BeginTx(context.Context, driver.TxOptions) (driver.Tx, error) {
+	return nil, c.err
+}
+
+// A BEGIN on a shard whose write the driver cut at the context's deadline
+// (pgx's "write failed: i/o timeout") fails with the context's error, as a
+// statement does, not as a lost database; one timed out while the context
+// lives is the database's: ErrShardUnavailable.
+func TestABeginCutAtTheDeadlineFailsWithTheContextsError(t *testing.T) {
+	timeout := &net.OpError{Op: "write", Net: "tcp", Err: os.ErrDeadlineExceeded}
+	conn := &boundedConn{Conn: beginFailingConn{err: timeout}, name: "s1"}
+	ended, cancel := context.WithTimeout(context.Background(), 0)
+	defer cancel()
+	if _, err := conn.BeginTx(ended, driver.TxOptions{}); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrShardUnavailable) {
+		t.Errorf("a BEGIN cut at the deadline: %v; want context.DeadlineExceeded, not ErrShardUnavailable", err)
+	}
+	if _, err := conn.BeginTx(context.Background(), driver.TxOptions{}); !errors.Is(err, ErrShardUnavailable) {
+		t.Errorf("a BEGIN timed out with the context alive: %v; want ErrShardUnavailable", err)
 	}
 }
