@@ -1010,3 +1010,29 @@ func TestUnicodeTextMergesAsTheDatabaseOrders(t *testing.T) {
 		}, rowMaps)
 	})
 }
+
+// TestDistinctWrittenInTheSelectListMergesOverEveryShard: a DISTINCT
+// written at the head of a select list given as text (Select("DISTINCT
+// grp"), Pluck("DISTINCT name")), which the database reads as GORM's
+// Distinct, gives over four databases (Find, Pluck, Scan) the distinct rows
+// one database gives, not each database's own; a Count beside it counts
+// every row, as GORM's count(*) does.
+func TestDistinctWrittenInTheSelectListMergesOverEveryShard(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		tw := newFormTwin(t, b)
+		int64s := func() any { return &[]int64{} }
+		tw.same(t, "Select(DISTINCT grp)", func(db *gorm.DB, into any) *gorm.DB { return db.Select("DISTINCT grp").Order("grp desc").Find(into) }, int64s)
+		tw.same(t, "Select(distinct grp, name), limited", func(db *gorm.DB, into any) *gorm.DB {
+			return db.Select("distinct grp, name").Order("grp, name").Limit(4).Offset(1).Find(into)
+		}, rowMaps)
+		tw.same(t, "Select(DISTINCT id, grp)", func(db *gorm.DB, into any) *gorm.DB { return db.Select("DISTINCT id, grp").Order("id").Find(into) }, rowMaps)
+		tw.same(t, "Pluck(DISTINCT name)", func(db *gorm.DB, into any) *gorm.DB { return db.Order("name").Pluck("DISTINCT name", into) }, strs)
+		tw.same(t, "Pluck(DISTINCT grp), unordered", func(db *gorm.DB, into any) *gorm.DB {
+			db = db.Pluck("DISTINCT grp", into)
+			slices.Sort(*into.(*[]int64)) // no ORDER BY: the set, in any order
+			return db
+		}, int64s)
+		tw.same(t, "Select(DISTINCT name).Scan", func(db *gorm.DB, into any) *gorm.DB { return db.Select("DISTINCT name").Order("name").Scan(into) }, strs)
+		tw.same(t, "Select(DISTINCT grp).Count", func(db *gorm.DB, into any) *gorm.DB { return db.Select("DISTINCT grp").Count(into.(*int64)) }, number)
+	})
+}

@@ -61,6 +61,7 @@ type Merge struct {
 // PlanMerge decides how the parts of q merge, or why they cannot: what may
 // be merged is an allowlist.
 func PlanMerge(q Query) Merge {
+	q = distinctWritten(q)
 	if aggregating(q) {
 		a, why := planAggregation(q)
 		if why != "" {
@@ -95,6 +96,58 @@ func PlanMerge(q Query) Merge {
 		merge.Order, merge.Refused = orderOf(q, merge.PartType.Elem())
 	}
 	return merge
+}
+
+// distinctWritten reads a DISTINCT written at the head of a select list
+// given as text (Select("DISTINCT grp"), Pluck("DISTINCT grp")) as GORM's
+// Distinct, which it is to the database: the query's rows are its distinct
+// rows, over every part as on one database. A DISTINCT ON (PostgreSQL's) is
+// left as written.
+func distinctWritten(q Query) Query {
+	switch sel := q.Clauses["SELECT"].Expression.(type) {
+	case nil: // GORM builds the list of Selects
+		if len(q.Selects) == 0 {
+			return q
+		}
+		if rest, ok := cutDistinct(q.Selects[0]); ok {
+			q.Selects = append([]string{rest}, q.Selects[1:]...)
+			q.Distinct = true
+		}
+	case clause.Select:
+		if sel.Expression != nil || len(sel.Columns) == 0 || !sel.Columns[0].Raw {
+			return q
+		}
+		if rest, ok := cutDistinct(sel.Columns[0].Name); ok {
+			sel.Columns = append([]clause.Column{{Name: rest, Raw: true, Alias: sel.Columns[0].Alias}}, sel.Columns[1:]...)
+			sel.Distinct = true
+			clauses := make(map[string]clause.Clause, len(q.Clauses))
+			for name, c := range q.Clauses {
+				clauses[name] = c
+			}
+			c := clauses["SELECT"]
+			c.Expression = sel
+			clauses["SELECT"] = c
+			q.Clauses = clauses
+		}
+	}
+	return q
+}
+
+// distinctWord is a DISTINCT keyword at the head of a select list, and what
+// follows it; not DISTINCTROW, nor DISTINCT ON.
+var distinctWord = regexp.MustCompile(`(?is)^\s*distinct\s+(.*)$`)
+
+// cutDistinct returns the select list after a DISTINCT at its head.
+func cutDistinct(list string) (string, bool) {
+	m := distinctWord.FindStringSubmatch(list)
+	if m == nil {
+		return list, false
+	}
+	rest := strings.TrimSpace(m[1])
+	if on, _ := cutPrefixFold(rest, "on"); on != rest && (on == "" || on[0] == '(' || on[0] == ' ' || on[0] == '\t' || on[0] == '\n') {
+		return list, false // DISTINCT ON (…): PostgreSQL's first row of each, not distinct rows
+	}
+	return rest, rest != ""
 }
 
 // IsNumber reports whether a destination of kind k is a number (a Count's).
