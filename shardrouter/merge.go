@@ -106,7 +106,7 @@ func PlanMerge(q Query) Merge {
 func distinctWritten(q Query) Query {
 	switch sel := q.Clauses["SELECT"].Expression.(type) {
 	case nil: // GORM builds the list of Selects
-		if len(q.Selects) == 0 {
+		if len(q.Selects) == 0 || q.Distinct { // DISTINCT DISTINCT: the database's error, not a merge
 			return q
 		}
 		if rest, ok := cutDistinct(q.Selects[0]); ok {
@@ -114,7 +114,7 @@ func distinctWritten(q Query) Query {
 			q.Distinct = true
 		}
 	case clause.Select:
-		if sel.Expression != nil || len(sel.Columns) == 0 || !sel.Columns[0].Raw {
+		if sel.Expression != nil || sel.Distinct || len(sel.Columns) == 0 || !sel.Columns[0].Raw {
 			return q
 		}
 		if rest, ok := cutDistinct(sel.Columns[0].Name); ok {

@@ -186,13 +186,14 @@ func TestPlanMerge(t *testing.T) {
 		"DISTINCT written in Select over lines: distinct values": {q: Query{Dest: rows, Selects: []string{" distinct\n likes, views"}}, grouped: true},
 		"DISTINCT written in a Pluck's column: distinct values": {q: Query{Dest: reflect.TypeOf([]int{}), Clauses: map[string]clause.Clause{
 			"SELECT": {Expression: clause.Select{Columns: []clause.Column{{Name: "DISTINCT likes", Raw: true}}}}}}, grouped: true},
-		"DISTINCT written with the key: one database after another":  {q: Query{Dest: rows, Selects: []string{"DISTINCT id, likes"}}},
-		"DISTINCT ON is no DISTINCT":                                 {q: Query{Dest: rows, Selects: []string{"DISTINCT ON (owner) owner, likes"}}, refused: "DISTINCT ON (owner)"},
-		"DISTINCTROW is no DISTINCT":                                 {q: Query{Dest: rows, Selects: []string{"DISTINCTROW likes"}}, refused: "DISTINCTROW likes"},
-		"a Count beside DISTINCT written in Select counts every row": {q: Query{Dest: reflect.TypeOf(int64(0)), Selects: []string{"DISTINCT likes"}, Clauses: count}, count: true},
-		"GROUP BY without columns":                                   {q: Query{Dest: rows, Clauses: map[string]clause.Clause{"GROUP BY": {}}}, refused: "HAVING without GROUP BY"},
-		"an aggregate in the select list":                            {q: Query{Dest: rows, Selects: []string{"max(likes)"}}, grouped: true},
-		"a function the merge does not know":                         {q: Query{Dest: rows, Selects: []string{"lower(caption)"}}, refused: `the select item "lower(caption)"`},
+		"DISTINCT written with the key: one database after another":        {q: Query{Dest: rows, Selects: []string{"DISTINCT id, likes"}}},
+		"DISTINCT written in the first of Select's items: distinct values": {q: Query{Dest: rows, Selects: []string{"DISTINCT likes", "views"}}, grouped: true},
+		"DISTINCT ON is no DISTINCT":                                       {q: Query{Dest: rows, Selects: []string{"DISTINCT ON (owner) owner, likes"}}, refused: "DISTINCT ON (owner)"},
+		"DISTINCTROW is no DISTINCT":                                       {q: Query{Dest: rows, Selects: []string{"DISTINCTROW likes"}}, refused: "DISTINCTROW likes"},
+		"a Count beside DISTINCT written in Select counts every row":       {q: Query{Dest: reflect.TypeOf(int64(0)), Selects: []string{"DISTINCT likes"}, Clauses: count}, count: true},
+		"GROUP BY without columns":                                         {q: Query{Dest: rows, Clauses: map[string]clause.Clause{"GROUP BY": {}}}, refused: "HAVING without GROUP BY"},
+		"an aggregate in the select list":                                  {q: Query{Dest: rows, Selects: []string{"max(likes)"}}, grouped: true},
+		"a function the merge does not know":                               {q: Query{Dest: rows, Selects: []string{"lower(caption)"}}, refused: `the select item "lower(caption)"`},
 		"a subquery in a condition's SQL": {q: Query{Dest: rows, Clauses: map[string]clause.Clause{"WHERE": {Expression: clause.Where{Exprs: []clause.Expression{
 			clause.Expr{SQL: "id IN (SELECT photo_id FROM likes)"}}}}}}, refused: "a subquery in a condition's SQL"},
 		"a table expression":                  {q: Query{Dest: rows, TableExpr: &clause.Expr{SQL: "(SELECT * FROM photos) p"}}, refused: "a table expression"},
@@ -237,6 +238,25 @@ func TestPlanMerge(t *testing.T) {
 				t.Fatalf("order %q, want %q", got, c.order)
 			}
 		})
+	}
+}
+
+// TestADistinctWrittenBesideGORMsDistinctIsLeftAsWritten: Distinct() and a
+// select list that starts with DISTINCT send DISTINCT twice, the database's
+// error on one database as on several: the merge does not read one of them
+// away, so each part sends the select list as written.
+func TestADistinctWrittenBesideGORMsDistinctIsLeftAsWritten(t *testing.T) {
+	s := photoSchema(t)
+	for name, q := range map[string]Query{
+		"Select": {Dest: reflect.TypeOf([]mergedPhoto{}), Distinct: true, Selects: []string{"DISTINCT likes"}},
+		"Pluck": {Dest: reflect.TypeOf([]int{}), Clauses: map[string]clause.Clause{
+			"SELECT": {Expression: clause.Select{Distinct: true, Columns: []clause.Column{{Name: "DISTINCT likes", Raw: true}}}}}},
+	} {
+		q.Schema, q.Key = s, s.PrioritizedPrimaryField
+		merge := PlanMerge(q)
+		if merge.Refused == "" && (merge.Aggregate == nil || len(merge.Aggregate.Items) == 0 || merge.Aggregate.Items[0].SQL != "DISTINCT likes") {
+			t.Errorf("%s: the parts select %+v, want the list as written", name, merge.Aggregate)
+		}
 	}
 }
 
