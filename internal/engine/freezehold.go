@@ -2,9 +2,11 @@ package engine
 
 import (
 	"context"
+	"reflect"
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/schema"
 
 	"github.com/shardid/shardid/internal/mapstore"
 	"github.com/shardid/shardid/shardrouter"
@@ -23,15 +25,17 @@ func (e *Engine) holdIfAnnounced(db *gorm.DB, kind statementKind) {
 
 // holdWhileFreezing holds, before GORM's transaction and the model's hooks
 // begin, a write that could not be run again alone once refused (its Before
-// hooks or belongs-to saves would have run in the rolled-back transaction)
-// while a mover announces the cutover of a range it may name; it goes on
+// hooks or belongs-to saves would have run in the rolled-back transaction,
+// or the has-one, has-many or many2many rows it saves after it in that
+// transaction would be refused or, on MySQL, lose a metadata lock deadlock
+// to the trigger a move creates on their table) while a mover announces the cutover of a range it may name; it goes on
 // once the map moved the range, the announcement ended, or Config.MoveWait
 // passed (the source's triggers then decide). Inside the application's
 // transaction nothing is held: that transaction is on the source already.
 func (e *Engine) holdWhileFreezing(db *gorm.DB, m *model, kind statementKind) {
 	announced := e.freezing.Load()
 	stmt := db.Statement
-	if announced == nil || len(*announced) == 0 || inTransaction(stmt.ConnPool) || hooksRunFirst(stmt.Schema, kind) == "" {
+	if announced == nil || len(*announced) == 0 || inTransaction(stmt.ConnPool) || hooksRunFirst(stmt.Schema, kind) == "" && !savesAssociationsAfter(stmt, kind) {
 		return
 	}
 	start := time.Now()
@@ -55,6 +59,53 @@ func (e *Engine) holdWhileFreezing(db *gorm.DB, m *model, kind statementKind) {
 		e.movedStats.retried.Add(1)
 		e.noteHeld(time.Since(start))
 	}
+}
+
+// savesAssociationsAfter says a create or update saves has-one, has-many or
+// many2many rows after its own in GORM's transaction: those GORM saves of
+// a non-zero field it neither omits nor leaves out of its Select. Such a
+// write holds its row's table while it writes theirs, so that it can be
+// neither run again alone once one of theirs is refused, nor be let run
+// while a move creates its triggers: on MySQL and MariaDB, the trigger
+// created on a child table that a foreign key ties to the parent waits for
+// the write's lock on the parent, and the write's INSERT of the child then
+// waits for the trigger's, a deadlock the server ends by rolling the write
+// back.
+func savesAssociationsAfter(stmt *gorm.Statement, kind statementKind) bool {
+	if kind != kindCreate && kind != kindUpdate || stmt.Schema == nil {
+		return false
+	}
+	rels := &stmt.Schema.Relationships
+	if len(rels.HasOne)+len(rels.HasMany)+len(rels.Many2Many) == 0 {
+		return false
+	}
+	value := reflect.Indirect(stmt.ReflectValue)
+	if !value.IsValid() {
+		return false
+	}
+	columns, restricted := stmt.SelectAndOmitColumns(kind == kindCreate, kind == kindUpdate)
+	for _, list := range [][]*schema.Relationship{rels.HasOne, rels.HasMany, rels.Many2Many} {
+		for _, rel := range list {
+			if saved, named := columns[rel.Name]; named && !saved || !named && restricted {
+				continue
+			}
+			switch value.Kind() {
+			case reflect.Slice, reflect.Array:
+				for i := 0; i < value.Len(); i++ {
+					if row := reflect.Indirect(value.Index(i)); row.Kind() == reflect.Struct {
+						if _, zero := rel.Field.ValueOf(stmt.Context, row); !zero {
+							return true
+						}
+					}
+				}
+			case reflect.Struct:
+				if _, zero := rel.Field.ValueOf(stmt.Context, value); !zero {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // freezingAt returns the announced ranges whose announcement lasts at now.
