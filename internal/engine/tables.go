@@ -349,7 +349,66 @@ func (e *Engine) registerTables(db *gorm.DB, models []any) error {
 		}
 	}
 	e.recheckModels(changed) // this process's other models of the tables: a strategy recorded anew refuses their Creates
+	e.warnKeysToUnsharded(ctx, e.shardedTablesOf(db, models))
 	return nil
+}
+
+// foreignKeysQueries list, by dialect, the foreign keys of the tables of a
+// database's own schema that reference a table of that schema: the table,
+// the key's name and the table it references.
+var foreignKeysQueries = map[string]string{
+	"mysql": "SELECT TABLE_NAME, CONSTRAINT_NAME, REFERENCED_TABLE_NAME FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = DATABASE() AND UNIQUE_CONSTRAINT_SCHEMA = DATABASE()",
+	"postgres": "SELECT c.relname::text, k.conname::text, p.relname::text FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid JOIN pg_class p ON p.oid = k.confrelid " +
+		"WHERE k.contype = 'f' AND c.relnamespace = current_schema()::regnamespace AND p.relnamespace = c.relnamespace",
+	"sqlite": `SELECT m.name, 'foreign key ' || f.id, f."table" FROM sqlite_master m, pragma_foreign_key_list(m.name) f WHERE m.type = 'table' GROUP BY m.name, f.id`,
+}
+
+// warnKeysToUnsharded warns, once the sharded tables of a migration are
+// recorded, of a foreign key one of them holds on a physical database to a
+// table that is not sharded there: an unsharded model's rows are the
+// plugin's database's, so such a key checks the rows written on the shard
+// against a copy the plugin neither reads nor writes (the application's
+// table from before it adopted the plugin), and refuses those that refer
+// to rows made since (a many2many link to a new tag). The migration goes
+// on: a key the application made is its own to drop.
+func (e *Engine) warnKeysToUnsharded(ctx context.Context, tables []shardedTable) {
+	if len(tables) == 0 {
+		return
+	}
+	recorded, err := e.registeredTables(ctx)
+	if err != nil {
+		return
+	}
+	sharded := func(name string) bool {
+		return slices.ContainsFunc(recorded, func(r shardedTable) bool { return bareTable(r.Name) == strings.ToLower(name) })
+	}
+	migrated := func(name string) bool {
+		return slices.ContainsFunc(tables, func(t shardedTable) bool { return strings.EqualFold(t.Name, name) })
+	}
+	for _, ph := range e.physical {
+		o := ph.loaded() // the migration opened each
+		if o == nil || o.sqlDB == nil || o.db == nil {
+			continue
+		}
+		q, ok := foreignKeysQueries[o.db.Dialector.Name()]
+		if !ok {
+			continue
+		}
+		rows, err := o.sqlDB.QueryContext(ctx, q)
+		if err != nil {
+			continue
+		}
+		for rows.Next() {
+			var table, key, referenced string
+			if rows.Scan(&table, &key, &referenced) != nil || !migrated(table) || sharded(referenced) {
+				continue
+			}
+			e.config.Log.Warn("shardid: a sharded table has a foreign key to a table that is not sharded: the plugin writes that table's rows on its own database, not beside the sharded rows, so the key refuses the rows that refer to rows made there since",
+				"database", o.name, "table", table, "foreign_key", key, "references", referenced,
+				"hint", "drop the foreign key (and the table's old copy on the shard, which no statement reads), or tag the referenced model")
+		}
+		_ = rows.Close()
+	}
 }
 
 // shardedTablesOf returns the sharded tables of models: each sharded
