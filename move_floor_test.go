@@ -155,3 +155,89 @@ func TestARecordOfShardedTablesMadeBeforeItKeptIDColumnsKeepsThem(t *testing.T) 
 		t.Errorf("id_columns %q, want number:segment", columns)
 	}
 }
+
+// floorInvoiceV1 is the model of floor_invoices of an older version of the
+// application, before its Number column was tagged: it declares no field
+// of that column.
+type floorInvoiceV1 struct {
+	ID int64 `shardid:""`
+}
+
+func (floorInvoiceV1) TableName() string { return "floor_invoices" }
+
+// In a rolling restart, a process of the version before the Number column
+// was tagged migrates its model of the table after the new version did: the
+// record keeps the column's strategy, which its model does not know of, so
+// that a move advances the column's segment counter still and the target
+// issues no number twice.
+func TestAnOlderModelsMigrationKeepsTheRecordOfAColumnItDoesNotDeclare(t *testing.T) {
+	dir := t.TempDir()
+	open := func(name string) gorm.Dialector { return sqlite.Open(filepath.Join(dir, name+".db")) }
+	shards := []Shard{
+		{Name: "a", Dialector: open("a"), Logical: []Range{{From: 0, To: 8191}}},
+		{Name: "b", Dialector: open("b")},
+	}
+	db, err := gorm.Open(open("main"), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	p := New(Config{Shards: shards, Log: quiet})
+	must(t, db.Use(p))
+	t.Cleanup(func() { _ = p.Close() })
+	must(t, p.AutoMigrate(db, &floorInvoice{}))
+
+	older, err := gorm.Open(open("main"), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	v1 := New(Config{Shards: shards, Log: quiet})
+	must(t, older.Use(v1))
+	t.Cleanup(func() { _ = v1.Close() })
+	must(t, v1.AutoMigrate(older, &floorInvoiceV1{}))
+	var columns string
+	must(t, db.Raw("SELECT id_columns FROM shardid_tables WHERE name = ?", "floor_invoices").Scan(&columns).Error)
+	if columns != "number:segment" {
+		t.Errorf("id_columns %q after the older model's migration, want number:segment", columns)
+	}
+
+	const shard = 7000
+	seen := map[int64]bool{}
+	create := func(n int) {
+		for range n {
+			inv := floorInvoice{}
+			must(t, db.Clauses(OnShard(shard)).Create(&inv).Error)
+			if seen[inv.Number] {
+				t.Fatalf("number %d issued twice in one table", inv.Number)
+			}
+			seen[inv.Number] = true
+		}
+	}
+	create(5)
+	_, err = p.Move(context.Background(), Move{Logical: Range{From: 6144, To: 8191}, To: "b"})
+	must(t, err)
+	create(5)
+}
+
+// A column the record lists as filled by a strategy, dropped since by a
+// version whose model has no field of it (whose migration keeps the
+// record): a move of the table goes on, with no ID source of it to
+// advance.
+func TestAMoveOfATableThatDroppedARecordedIDColumnGoesOn(t *testing.T) {
+	dir := t.TempDir()
+	open := func(name string) gorm.Dialector { return sqlite.Open(filepath.Join(dir, name+".db")) }
+	db, err := gorm.Open(open("main"), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	p := New(Config{Shards: []Shard{
+		{Name: "a", Dialector: open("a"), Logical: []Range{{From: 0, To: 8191}}},
+		{Name: "b", Dialector: open("b")},
+	}, Log: quiet})
+	must(t, db.Use(p))
+	t.Cleanup(func() { _ = p.Close() })
+	must(t, p.AutoMigrate(db, &floorInvoice{}))
+	must(t, db.Clauses(OnShard(7000)).Create(&floorInvoice{}).Error)
+	must(t, p.Migrator(db).DropColumn(&floorInvoiceV1{}, "number"))
+	must(t, p.AutoMigrate(db, &floorInvoiceV1{}))
+	_, err = p.Move(context.Background(), Move{Logical: Range{From: 6144, To: 8191}, To: "b"})
+	must(t, err)
+	var n int64
+	must(t, db.Model(&floorInvoiceV1{}).Clauses(OnShard(7000)).Count(&n).Error)
+	if n != 1 {
+		t.Fatalf("%d invoices of shard 7000 after the move, want 1", n)
+	}
+}

@@ -48,6 +48,10 @@ type shardedTable struct {
 	IDColumns []mover.IDColumn
 	Placement *string // the rule that places a new row (placementOf); nil: a join table's, or not recorded
 	HashKey   *string // how a hash rule's key is hashed (hashKeyOf); nil: not recorded
+	// declared are the columns of the model the table was read from (nil:
+	// read from the record): a recorded ID column it has no field of is a
+	// later version's, which its migration keeps (keepUndeclared).
+	declared []string
 }
 
 // placed is a recorded table's placement: its rule, how the rule's key is
@@ -329,6 +333,9 @@ func (e *Engine) registerTables(db *gorm.DB, models []any) error {
 	defer e.recordsMu.Unlock()
 	changed := map[string]bool{}
 	for _, t := range e.shardedTablesOf(db, models) {
+		if err := e.keepUndeclared(ctx, &t); err != nil {
+			return err
+		}
 		// Updated in place, not deleted and inserted: a process starting
 		// meanwhile (every pod of a rolling restart migrates) would not
 		// know the table sharded, nor check its models' rules against it.
@@ -409,6 +416,31 @@ func (e *Engine) warnKeysToUnsharded(ctx context.Context, tables []shardedTable)
 		}
 		_ = rows.Close()
 	}
+}
+
+// keepUndeclared adds to t's ID columns those the record lists of columns
+// its model has no field of: a later version of the application tagged
+// them, and a process of an earlier one (a rolling restart's) migrating its
+// model after it does not take their record back, which moves read to
+// advance their ID sources on the target. A column the model declares
+// untagged is taken out of the record, as the model says.
+func (e *Engine) keepUndeclared(ctx context.Context, t *shardedTable) error {
+	if t.declared == nil {
+		return nil
+	}
+	var text string
+	err := e.maps.QueryRow(ctx, "SELECT id_columns FROM "+e.maps.quotedTables()+" WHERE name = ?", t.Name).Scan(&text)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	for _, c := range parseIDColumns(text) {
+		if c.Column != t.Key && !slices.Contains(t.declared, c.Column) && !slices.ContainsFunc(t.IDColumns, func(d mover.IDColumn) bool { return d.Column == c.Column }) {
+			t.IDColumns = append(t.IDColumns, c)
+		}
+	}
+	return nil
 }
 
 // shardedTablesOf returns the sharded tables of models: each sharded
@@ -850,7 +882,7 @@ func (e *Engine) joinTablesOf(m *model) []shardedTable {
 func shardedTableOf(m *model) shardedTable {
 	key := m.pk()
 	placement, hashKey := placementOf(m), hashKeyOf(m)
-	t := shardedTable{Name: m.schema.Table, Key: key.field.DBName, Kind: fence.KeyInt64, Strategy: key.strategy, Placement: &placement, HashKey: &hashKey}
+	t := shardedTable{Name: m.schema.Table, Key: key.field.DBName, Kind: fence.KeyInt64, Strategy: key.strategy, Placement: &placement, HashKey: &hashKey, declared: m.schema.DBNames}
 	if key.uuidVersion != 0 {
 		t.Kind = fence.KeyUUIDText
 	}

@@ -100,6 +100,12 @@ func (s *Store) Exec(ctx context.Context, query string, args ...any) (sql.Result
 	return s.db.ExecContext(ctx, storeSQL(s.dialect, query), args...)
 }
 
+// QueryRow reads one row of the store's database, its query's ? placeholders
+// written as the dialect wants them, as Exec does.
+func (s *Store) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	return s.db.QueryRowContext(ctx, storeSQL(s.dialect, query), args...)
+}
+
 // Prepare creates the map and processes tables if they are missing. A map
 // grows with its ranges (8,192 scattered shards take about 200 KB): on
 // MySQL/MariaDB, whose TEXT holds 64 KiB, it is a LONGTEXT, and a table

@@ -116,6 +116,12 @@ func newMovedTable(ctx context.Context, f fence.Fence, t Table, source *sql.DB) 
 		return nil, fmt.Errorf("%w: table %s has no column %s", ErrInvalid, t.Name, t.Key)
 	}
 	mt.columns = columns
+	// An ID column the record lists and the table no longer has (dropped
+	// since a migration by a model without its field kept its record) has
+	// no ID source to advance.
+	mt.idColumns = slices.DeleteFunc(slices.Clone(t.IDColumns), func(c IDColumn) bool {
+		return !slices.ContainsFunc(columns, func(name string) bool { return strings.EqualFold(name, c.Column) })
+	})
 	if mt.dialect == "postgres" {
 		if _, mt.alwaysIdentity, err = sequencedColumns(ctx, source, t.Name); err != nil {
 			return nil, errs.Wrap(err, "reading the sequences of %s", t.Name)
