@@ -410,9 +410,9 @@ func (e *Engine) warnKeysToUnsharded(ctx context.Context, tables []shardedTable)
 			if rows.Scan(&table, &key, &referenced) != nil || !migrated(table) || sharded(referenced) {
 				continue
 			}
-			e.config.Log.Warn("shardid: a sharded table has a foreign key to a table that is not sharded: the plugin writes that table's rows on its own database, not beside the sharded rows, so the key refuses the rows that refer to rows made there since",
+			e.config.Log.Warn("shardid: a sharded table has a foreign key to a table that is not sharded: an untagged model's rows are written on the plugin's database, not beside the sharded rows, so if the table is one's (a copy from before the plugin), the key refuses the rows that refer to rows made there since",
 				"database", o.name, "table", table, "foreign_key", key, "references", referenced,
-				"hint", "drop the foreign key (and the table's old copy on the shard, which no statement reads), or tag the referenced model")
+				"hint", "drop the foreign key, and the table's old copy on the shard, which no statement reads (docs/adopting.md)")
 		}
 		_ = rows.Close()
 	}
