@@ -33,6 +33,11 @@ type chaosProxy struct {
 	trigAfter  bool
 	trigLinger time.Duration
 	trigFired  int
+	// delay: a statement containing delayText, sent before delayUntil, is
+	// held (its connection alone) until then, and forwarded after.
+	delayText  string
+	delayUntil time.Time
+	delayed    int
 }
 
 type chaosPair struct {
@@ -107,6 +112,11 @@ func (p *chaosProxy) forward(pair *chaosPair) {
 			p.mu.Lock()
 			fire := p.trigText != "" && bytes.Contains(buf[:n], []byte(p.trigText))
 			after, linger := p.trigAfter, p.trigLinger
+			var holdUntil time.Time
+			if p.delayText != "" && time.Now().Before(p.delayUntil) && bytes.Contains(buf[:n], []byte(p.delayText)) {
+				holdUntil = p.delayUntil
+				p.delayed++
+			}
 			if fire {
 				p.trigText = ""
 				p.trigFired++
@@ -119,6 +129,8 @@ func (p *chaosProxy) forward(pair *chaosPair) {
 				p.drop(pair, linger)
 				return
 			}
+			time.Sleep(time.Until(holdUntil)) // the client may give up meanwhile: the server still gets it
+
 			if _, werr := pair.server.Write(buf[:n]); werr != nil {
 				p.drop(pair, 0)
 				return
@@ -205,6 +217,22 @@ func (p *chaosProxy) arm(text string, after bool, linger time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.trigText, p.trigAfter, p.trigLinger = text, after, linger
+}
+
+// delayStatements holds each statement containing text, sent within d
+// from now, until d has passed; the connection's later statements wait
+// behind it, the other connections do not.
+func (p *chaosProxy) delayStatements(text string, d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.delayText, p.delayUntil = text, time.Now().Add(d)
+}
+
+// delayedCount is how many statements delayStatements held.
+func (p *chaosProxy) delayedCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.delayed
 }
 
 func (p *chaosProxy) setRefuse(v bool) {
