@@ -2,6 +2,30 @@ package strategies
 
 import "context"
 
+// autocommitQuery reads, on MySQL/MariaDB, whether a connection commits each
+// statement on its own.
+const autocommitQuery = "SELECT @@autocommit"
+
+// requireAutocommit fails with ErrNoAutocommit when conn, a pool, hands out
+// connections that do not commit each statement on their own: the
+// strategies' reservations and leases are statements outside a transaction,
+// and must be seen by every process once they return. query is the
+// dialect's autocommitQuery, or empty where autocommit cannot be off. A
+// transaction commits its statements itself, and is not asked.
+func requireAutocommit(ctx context.Context, conn Conn, query string) error {
+	if query == "" || isTransaction(conn) {
+		return nil
+	}
+	var on int64
+	if err := conn.QueryRowContext(ctx, query).Scan(&on); err != nil {
+		return err
+	}
+	if on == 0 {
+		return ErrNoAutocommit
+	}
+	return nil
+}
+
 // runDDL runs the statements that create a strategy's tables: in one
 // transaction when transactional and conn can begin one, so that two
 // processes starting at once serialize on the dialect's lock (PostgreSQL's

@@ -30,6 +30,13 @@ var (
 	ErrClockBackwards = errors.New("strategies: clock is behind time already used")
 	// ErrNoTicketServer is returned when no ticket server answers.
 	ErrNoTicketServer = errors.New("strategies: no ticket server answers")
+	// ErrNoAutocommit is returned for a MySQL/MariaDB database whose
+	// connections do not commit each statement on their own (autocommit
+	// off: autocommit=0 in the DSN, the server's init_connect or its
+	// default): a segment block reserved, a worker ID leased there would
+	// stay uncommitted in one session, unseen by other processes and rolled
+	// back when the connection closes, and be handed out again.
+	ErrNoAutocommit = errors.New("strategies: the database's connections do not commit on their own (autocommit is off): remove autocommit=0 from the DSN or the server's init_connect")
 	// ErrSequenceExhausted is returned when a segment counter has run past
 	// what the ID can hold.
 	ErrSequenceExhausted = errors.New("strategies: segment counter exhausted")

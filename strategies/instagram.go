@@ -157,6 +157,10 @@ func (c *databaseClock) ensure(ctx context.Context, conn Conn) error {
 	if c.ready.Load() {
 		return nil
 	}
+	// The durable mark must be committed before the IDs below it are handed out.
+	if err := requireAutocommit(ctx, conn, c.sql.autocommit); err != nil {
+		return err
+	}
 	if err := c.createTables(ctx, conn); err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 type clockSQL struct {
 	create           []string
 	transactionalDDL bool   // run create in a transaction (PostgreSQL: two processes at once)
+	autocommit       string // asks whether a connection commits on its own; empty where it always does
 	seed             string // creates the clock row, below the durable mark, if it is missing
 	read             string // returns the clock row's value, or no row
 	readMark         string // returns the durable mark; empty where the clock itself is durable
@@ -50,6 +51,7 @@ func clockSQLFor(dialect string, l Layout) (clockSQL, error) {
 func mysqlClock(floor string) clockSQL {
 	head := "UPDATE `" + clockTable + "` SET `v` = LAST_INSERT_ID(GREATEST(`v` + "
 	return clockSQL{
+		autocommit: autocommitQuery,
 		create: []string{
 			"CREATE TABLE IF NOT EXISTS `" + clockTable + "` (`id` TINYINT NOT NULL PRIMARY KEY, `v` BIGINT NOT NULL) ENGINE=MEMORY",
 			"CREATE TABLE IF NOT EXISTS `" + markTable + "` (`id` TINYINT NOT NULL PRIMARY KEY, `v` BIGINT NOT NULL) ENGINE=InnoDB",

@@ -263,6 +263,10 @@ func (s *Snowflake) prepare(ctx context.Context, slot *leaseSlot) error {
 			return err
 		}
 	}
+	// A lease taken must be committed before its worker ID makes IDs.
+	if err := requireAutocommit(ctx, slot.db, slot.sql.autocommit); err != nil {
+		return fmt.Errorf("strategies: leasing a worker ID on %s: %w", slot.name, err)
+	}
 	if err := runDDL(ctx, slot.db, slot.sql.create, slot.sql.transactionalDDL); err != nil {
 		return fmt.Errorf("strategies: creating the lease table on %s: %w", slot.name, err)
 	}

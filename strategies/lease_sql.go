@@ -17,6 +17,7 @@ const DefaultLeaseTable = "shardid_workers"
 type leaseSQL struct {
 	create           []string
 	transactionalDDL bool
+	autocommit       string // asks whether a connection commits on its own; empty where it always does
 	list             string // worker_id, owner, expires_at, high_water, generation, the database's now
 	insert           string // takes a worker ID no row names yet: id, owner, ttl ms, high water
 	take             string // takes an expired row: owner, ttl ms, high water, id, generation
@@ -33,6 +34,7 @@ func leaseSQLFor(dialect, leaseTable string) (leaseSQL, error) {
 	case "mysql":
 		nowMs, greatest = "CAST(FLOOR(@@timestamp * 1000) AS SIGNED)", "GREATEST"
 		insertHead, insertTail = "INSERT IGNORE INTO ", ""
+		q.autocommit = autocommitQuery
 		q.create = []string{"CREATE TABLE IF NOT EXISTS " + leaseTable +
 			" (worker_id INT NOT NULL PRIMARY KEY, owner VARCHAR(128) NOT NULL, expires_at BIGINT NOT NULL, high_water BIGINT NOT NULL, generation BIGINT NOT NULL) ENGINE=InnoDB"}
 	case "postgres":

@@ -335,6 +335,10 @@ func (s *Segment) ensureTable(ctx context.Context, database string, sqls segment
 	if ready {
 		return nil
 	}
+	// A block reserved must be committed before its values are handed out.
+	if err := requireAutocommit(ctx, conn, sqls.autocommit); err != nil {
+		return err
+	}
 	// Concurrent first uses may both create: the DDL is idempotent.
 	if err := createSegmentTable(ctx, conn, sqls); err != nil {
 		return err

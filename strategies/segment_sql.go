@@ -14,6 +14,7 @@ const segmentTable = "shardid_segments"
 type segmentSQL struct {
 	create           []string
 	transactionalDDL bool   // run create in a transaction (PostgreSQL: two processes at once)
+	autocommit       string // asks whether a connection commits on its own; empty where it always does
 	seed             string // creates the counter row of name ($1) at 0 if it is missing
 	read             string // returns the counter of name ($1), or no row
 	raise            string // moves the counter of name ($2) up to at least $1, never down
@@ -45,9 +46,10 @@ func mysqlSegment() segmentSQL {
 	return segmentSQL{
 		create: []string{"CREATE TABLE IF NOT EXISTS `" + segmentTable +
 			"` (`name` VARCHAR(191) NOT NULL PRIMARY KEY, `v` BIGINT NOT NULL) ENGINE=InnoDB"},
-		seed:  "INSERT IGNORE INTO `" + segmentTable + "` (`name`, `v`) VALUES (?, 0)",
-		read:  "SELECT `v` FROM `" + segmentTable + "` WHERE `name` = ?",
-		raise: "UPDATE `" + segmentTable + "` SET `v` = GREATEST(`v`, ?) WHERE `name` = ?",
+		autocommit: autocommitQuery,
+		seed:       "INSERT IGNORE INTO `" + segmentTable + "` (`name`, `v`) VALUES (?, 0)",
+		read:       "SELECT `v` FROM `" + segmentTable + "` WHERE `name` = ?",
+		raise:      "UPDATE `" + segmentTable + "` SET `v` = GREATEST(`v`, ?) WHERE `name` = ?",
 		reserve: func(ctx context.Context, on Conn, name string, floor, step int64) (int64, error) {
 			conn := on // a transaction is one connection already
 			if pool, ok := on.(*sql.DB); ok {

@@ -87,7 +87,9 @@ func mysqlTickets(table string, step, offset int) ticketSQL {
 			return nil
 		},
 		// The numbers are written into the text: parameters would prepare the statement first, a second round trip.
-		session: fmt.Sprintf("SET SESSION auto_increment_increment = %d, auto_increment_offset = %d", step, offset),
+		// autocommit: each ticket committed at once, whatever the DSN or the
+		// server's init_connect set (the connection is this server's own).
+		session: fmt.Sprintf("SET SESSION auto_increment_increment = %d, auto_increment_offset = %d, autocommit = 1", step, offset),
 		sessionCheck: func(ctx context.Context, conn ticketConn) error {
 			_, _, err := checkSeries(ctx, conn, table, series)
 			return err
