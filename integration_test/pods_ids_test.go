@@ -3,6 +3,7 @@ package integration
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -48,6 +49,8 @@ const (
 	podsTTL = 1200 * time.Millisecond
 	// Ticket servers: physical databases 2 and 3, offsets 1 and 2.
 	podsTicketFirst = 2
+	// The counter of the test's own: other tests give these servers other offsets.
+	podsTicketTable = "shardid_pods_tickets"
 )
 
 // Two worker IDs per database: two pods hold both, and a third takes one
@@ -133,11 +136,11 @@ func openIDPod(t *testing.T, b backend, name string, first bool) *idPod {
 			{Name: "pods-1", Dialector: via(1), Logical: []shardid.Range{{From: count / 2, To: count - 1}}},
 		},
 		Snowflake: shardid.SnowflakeConfig{Lease: strategies.LeaseOptions{TTL: podsTTL, Owner: name}},
-		Segment:   strategies.SegmentOptions{InitialStep: 20, MinStep: 10, MaxStep: 80},
+		Segment:   strategies.SegmentOptions{InitialStep: 10, MinStep: 10, MaxStep: 10}, // a block every few Creates
 		Ticket: shardid.TicketConfig{Servers: []shardid.TicketServer{
 			{Name: "pods-t1", Dialector: via(podsTicketFirst), Offset: 1},
 			{Name: "pods-t2", Dialector: via(podsTicketFirst + 1), Offset: 2},
-		}},
+		}, Options: strategies.TicketOptions{Table: podsTicketTable}},
 		ConnectTimeout: 2 * time.Second,
 		Log:            slog.New(slog.NewTextHandler(&pod.log, nil)),
 	}
@@ -284,6 +287,18 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 func TestPodsNeverShareAnIDUnderFaults(t *testing.T) {
 	forEachServer(t, func(t *testing.T, b backend) {
 		a := openIDPod(t, b, "pod-a", true)
+		servers := []*sql.DB{sqlDB(t, b, podsTicketFirst), sqlDB(t, b, podsTicketFirst+1)}
+		t.Cleanup(func() {
+			drop := "DROP TABLE IF EXISTS " + podsTicketTable
+			if b.name == "postgres" {
+				drop = "DROP SEQUENCE IF EXISTS " + podsTicketTable
+			}
+			for _, server := range servers {
+				if _, err := server.Exec(drop); err != nil {
+					t.Errorf("dropping the ticket counter: %v", err)
+				}
+			}
+		})
 		for _, m := range []any{&PodFlake{}, &PodSegment{}, &PodInstagram{}, &PodTicket{}} {
 			must(t, migrator(a.db).DropTable(m))
 		}
@@ -294,7 +309,7 @@ func TestPodsNeverShareAnIDUnderFaults(t *testing.T) {
 
 		// Lost answers: each ID source's statement runs on the server and
 		// its answer never reaches pod a.
-		texts := []string{"shardid_segments", "shardid_clock", "shardid_tickets", "shardid_workers"}
+		texts := []string{"shardid_segments", "shardid_clock", podsTicketTable, "shardid_workers"}
 		for _, text := range texts {
 			before := 0
 			for _, proxy := range a.proxies {
