@@ -220,14 +220,16 @@ func TestLeaseCloseDoesNotWaitForAHeartbeatBehindAStalledClaim(t *testing.T) {
 			proxy := newTCPProxy(t, d.target(d.dsn(-1)))
 			target := openTarget(t, "stalled", d.dialect, d.driver, d.viaProxy(d.dsn(-1), proxy.Addr()))
 			target.DB.SetMaxIdleConns(0) // every statement dials: through the stall
-			ttl := 300 * time.Millisecond
+			// Each renewal, bounded by TTL/3, dials and logs in first: a
+			// shorter TTL leaves a busy machine's renewals no time to finish.
+			ttl := 1500 * time.Millisecond
 			g, err := NewLeasedSnowflake(oneWorker, LeaseOptions{Table: table, TTL: ttl})
 			must(t, err)
 			generate(t, g, target, 1)
 			// Another process takes the worker ID over; the heartbeat finds it.
 			_, err = direct.DB.Exec("UPDATE " + table + " SET owner = 'another/w0', generation = generation + 1, expires_at = expires_at + 600000 WHERE worker_id = 0")
 			must(t, err)
-			deadline := time.Now().Add(5 * time.Second)
+			deadline := time.Now().Add(10 * time.Second)
 			for g.Stats().Leases[0].Lost == 0 {
 				if time.Now().After(deadline) {
 					t.Fatal("the heartbeat did not find its lease taken")
