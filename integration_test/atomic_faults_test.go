@@ -151,6 +151,7 @@ func TestATransactionAcrossShardsEndsByItsContextsDeadline(t *testing.T) {
 			if err == nil || c.what == "a prepare" && errors.Is(err, shardid.ErrInDoubt) {
 				t.Errorf("%s held past the deadline: %v; want it failed (a prepare rolled back) or in doubt (a commit)", c.what, err)
 			}
+			r.noPrepared(t) // a branch left prepared would hold its row's lock, and fail later tests' DROP TABLE
 			if c.what == "a prepare" {
 				for k := range accounts {
 					var a account
@@ -188,6 +189,54 @@ func TestAPrepareWhoseAnswerIsLostIsRolledBackOnceItsSessionEnds(t *testing.T) {
 		if left := prepared(t, r.db, r.direct); len(left) > 0 {
 			t.Errorf("a transfer that failed (%v) left %v prepared, for recovery to find", err, left)
 		}
+		for k := range accounts {
+			var a account
+			must(t, r.direct[k].First(&a, accounts[k].ID).Error)
+			if a.Balance != 100 {
+				t.Errorf("a transfer that failed (%v): database %d holds its write (balance %d)", err, k, a.Balance)
+			}
+		}
+	})
+}
+
+// TestAPrepareReachingItsServerAfterItsContextEndedIsRolledBack: a
+// transfer across two databases whose context ends as its PREPARE is on
+// its way to the second, which runs it a second later (a slow network, a
+// busy server), fails, and leaves no branch prepared there holding its
+// row's lock until recovery: the PREPARE that arrived late is rolled back
+// before the transfer returns.
+func TestAPrepareReachingItsServerAfterItsContextEndedIsRolledBack(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		r, proxy, accounts := twoDatabasesOneDelayed(t, b, shardid.Config{})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		proxy.delayStatements(map[string]string{"mariadb": "XA PREPARE", "postgres": "PREPARE TRANSACTION"}[b.name], time.Second)
+		proxy.whenDelayed(cancel) // the context ends as the PREPARE reaches the proxy
+		err := r.db.WithContext(ctx).Clauses(shardid.AcrossShards()).Transaction(func(tx *gorm.DB) error {
+			for k := range accounts {
+				if err := tx.Model(&accounts[k]).Update("balance", gorm.Expr("balance + 5")).Error; err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		proxy.delayStatements("", 0)
+		proxy.whenDelayed(nil)
+		if ctx.Err() == nil {
+			t.Fatal("no PREPARE reached the second database's proxy: the test shows nothing")
+		}
+		if err == nil {
+			t.Fatal("a transfer whose context ended as it prepared committed")
+		}
+		// The row the transfer wrote on the second database is locked until
+		// its branch ends: at once if the PREPARE never runs there, soon after
+		// it runs if it is rolled back then, at recovery if it is left prepared.
+		locked, release := context.WithTimeout(context.Background(), 15*time.Second)
+		defer release()
+		if err := r.direct[1].WithContext(locked).Model(&account{}).Where("id = ?", accounts[1].ID).Update("balance", gorm.Expr("balance")).Error; err != nil {
+			t.Fatalf("the row the failed transfer wrote on the second database is still locked 15 s after it returned (%v); prepared: %v", err, prepared(t, r.db, r.direct))
+		}
+		r.noPrepared(t)
 		for k := range accounts {
 			var a account
 			must(t, r.direct[k].First(&a, accounts[k].ID).Error)

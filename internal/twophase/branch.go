@@ -37,6 +37,10 @@ type Branch struct {
 	dialect string
 	xid     XID
 	state   state
+	// prepareUnheard says the PREPARE of an unsure branch failed without
+	// the server's answer (its context ended, its connection was lost): the
+	// statement may still be on its way to the server, or running there.
+	prepareUnheard bool
 	// session says the connection's session settings were changed for the
 	// branch: it is closed, not given back, when the branch ends.
 	session bool
@@ -189,6 +193,7 @@ func (b *Branch) Prepare(ctx context.Context) error {
 			b.discard() // its server rolls an unprepared branch back with the connection
 			if i == len(steps)-1 {
 				b.state = unsure // the PREPARE itself may have run: Rollback looks for it
+				b.prepareUnheard = !answered(err)
 			}
 			return err
 		}
@@ -310,7 +315,11 @@ func (b *Branch) Rollback(ctx context.Context) error {
 // MariaDB tell other sessions they do not know a branch until its own
 // session has ended, which the closed connection's may not have yet: asked
 // again while the server lists it prepared, as long as a lost commit's
-// answer is, then left to recovery.
+// answer is, then left to recovery. A PREPARE whose answer never came (its
+// context ended, its connection was lost) may still be on its way to the
+// server, or running there, and prepare the branch after the first asking:
+// it is asked again for as long whether the server lists it or not, so that
+// a write that failed leaves no branch holding its locks until recovery.
 func (b *Branch) rollbackUnsure(ctx context.Context) error {
 	wait := 25 * time.Millisecond
 	for {
@@ -318,7 +327,7 @@ func (b *Branch) rollbackUnsure(ctx context.Context) error {
 		if err == nil || !UnknownBranch(err) {
 			return err
 		}
-		if b.dialect != "mysql" || wait > 1600*time.Millisecond || !b.stillPrepared(ctx) {
+		if wait > 1600*time.Millisecond || !b.prepareUnheard && (b.dialect != "mysql" || !b.stillPrepared(ctx)) {
 			return nil // not prepared, or, past this, for recovery to find
 		}
 		select {
@@ -328,6 +337,19 @@ func (b *Branch) rollbackUnsure(ctx context.Context) error {
 		}
 		wait *= 2
 	}
+}
+
+// answered says err is the server's own answer to a statement, which it
+// then ran to its end, not a context's end or a lost connection.
+func answered(err error) bool {
+	if sqlerr.Unreachable(err) {
+		return false
+	}
+	if _, _, ok := sqlerr.MySQL(err); ok {
+		return true
+	}
+	_, _, ok := sqlerr.Postgres(err)
+	return ok
 }
 
 // Detach lets go of a prepared branch's connection, so that any session
