@@ -41,6 +41,7 @@ func twoDatabasesOneProxied(t *testing.T, b backend, cfg shardid.Config, via fun
 	db := open(t, b, dir, cfg)
 	r := &routing{b: b, db: db, direct: direct(t, b, dir)[:2], plugin: db.Config.Plugins["shardid"].(*shardid.Plugin)}
 	fresh(t, db, &account{})
+	t.Cleanup(func() { r.noLockLeft(t, &account{}) }) // the tests of this rig cut and hold its connections
 	var accounts [2]account
 	for k := range accounts {
 		accounts[k] = account{Balance: 100}
