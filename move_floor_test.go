@@ -112,22 +112,7 @@ func TestAMoveAdvancesTheSegmentCounterOfAColumnBesideTheKey(t *testing.T) {
 	must(t, db.Use(p))
 	t.Cleanup(func() { _ = p.Close() })
 	must(t, p.AutoMigrate(db, &floorInvoice{}))
-	const shard = 7000
-	seen := map[int64]bool{}
-	create := func(n int) {
-		for range n {
-			inv := floorInvoice{}
-			must(t, db.Clauses(OnShard(shard)).Create(&inv).Error)
-			if seen[inv.Number] {
-				t.Fatalf("number %d issued twice in one table", inv.Number)
-			}
-			seen[inv.Number] = true
-		}
-	}
-	create(5)
-	_, err = p.Move(context.Background(), Move{Logical: Range{From: 6144, To: 8191}, To: "b"}) // every recorded table, as shardid_tables lists it
-	must(t, err)
-	create(5)
+	numbersStayUniqueAcrossAMove(t, db, p)
 }
 
 // The snowflake floor of a move covers a snowflake column beside the key:
@@ -196,22 +181,7 @@ func TestAnOlderModelsMigrationKeepsTheRecordOfAColumnItDoesNotDeclare(t *testin
 		t.Errorf("id_columns %q after the older model's migration, want number:segment", columns)
 	}
 
-	const shard = 7000
-	seen := map[int64]bool{}
-	create := func(n int) {
-		for range n {
-			inv := floorInvoice{}
-			must(t, db.Clauses(OnShard(shard)).Create(&inv).Error)
-			if seen[inv.Number] {
-				t.Fatalf("number %d issued twice in one table", inv.Number)
-			}
-			seen[inv.Number] = true
-		}
-	}
-	create(5)
-	_, err = p.Move(context.Background(), Move{Logical: Range{From: 6144, To: 8191}, To: "b"})
-	must(t, err)
-	create(5)
+	numbersStayUniqueAcrossAMove(t, db, p)
 }
 
 // A column the record lists as filled by a strategy, dropped since by a
@@ -240,4 +210,27 @@ func TestAMoveOfATableThatDroppedARecordedIDColumnGoesOn(t *testing.T) {
 	if n != 1 {
 		t.Fatalf("%d invoices of shard 7000 after the move, want 1", n)
 	}
+}
+
+// numbersStayUniqueAcrossAMove creates invoices of a shard of "a" before
+// and after moving it to "b" (every recorded table, as shardid_tables lists
+// it), failing on a Number issued twice.
+func numbersStayUniqueAcrossAMove(t *testing.T, db *gorm.DB, p *Plugin) {
+	t.Helper()
+	const shard = 7000
+	seen := map[int64]bool{}
+	create := func(n int) {
+		for range n {
+			inv := floorInvoice{}
+			must(t, db.Clauses(OnShard(shard)).Create(&inv).Error)
+			if seen[inv.Number] {
+				t.Fatalf("number %d issued twice in one table", inv.Number)
+			}
+			seen[inv.Number] = true
+		}
+	}
+	create(5)
+	_, err := p.Move(context.Background(), Move{Logical: Range{From: 6144, To: 8191}, To: "b"})
+	must(t, err)
+	create(5)
 }
