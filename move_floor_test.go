@@ -101,17 +101,7 @@ type (
 // moved shards, numbers above those the source's issued to a column beside
 // the key.
 func TestAMoveAdvancesTheSegmentCounterOfAColumnBesideTheKey(t *testing.T) {
-	dir := t.TempDir()
-	open := func(name string) gorm.Dialector { return sqlite.Open(filepath.Join(dir, name+".db")) }
-	db, err := gorm.Open(open("main"), &gorm.Config{Logger: logger.Discard})
-	must(t, err)
-	p := New(Config{Shards: []Shard{
-		{Name: "a", Dialector: open("a"), Logical: []Range{{From: 0, To: 8191}}},
-		{Name: "b", Dialector: open("b")},
-	}, Log: quiet})
-	must(t, db.Use(p))
-	t.Cleanup(func() { _ = p.Close() })
-	must(t, p.AutoMigrate(db, &floorInvoice{}))
+	db, p, _ := floorInvoicesRig(t)
 	numbersStayUniqueAcrossAMove(t, db, p)
 }
 
@@ -156,22 +146,9 @@ func (floorInvoiceV1) TableName() string { return "floor_invoices" }
 // that a move advances the column's segment counter still and the target
 // issues no number twice.
 func TestAnOlderModelsMigrationKeepsTheRecordOfAColumnItDoesNotDeclare(t *testing.T) {
-	dir := t.TempDir()
-	open := func(name string) gorm.Dialector { return sqlite.Open(filepath.Join(dir, name+".db")) }
-	shards := []Shard{
-		{Name: "a", Dialector: open("a"), Logical: []Range{{From: 0, To: 8191}}},
-		{Name: "b", Dialector: open("b")},
-	}
-	db, err := gorm.Open(open("main"), &gorm.Config{Logger: logger.Discard})
+	db, p, v1 := floorInvoicesRig(t)
+	older, err := gorm.Open(db.Dialector, &gorm.Config{Logger: logger.Discard})
 	must(t, err)
-	p := New(Config{Shards: shards, Log: quiet})
-	must(t, db.Use(p))
-	t.Cleanup(func() { _ = p.Close() })
-	must(t, p.AutoMigrate(db, &floorInvoice{}))
-
-	older, err := gorm.Open(open("main"), &gorm.Config{Logger: logger.Discard})
-	must(t, err)
-	v1 := New(Config{Shards: shards, Log: quiet})
 	must(t, older.Use(v1))
 	t.Cleanup(func() { _ = v1.Close() })
 	must(t, v1.AutoMigrate(older, &floorInvoiceV1{}))
@@ -189,21 +166,11 @@ func TestAnOlderModelsMigrationKeepsTheRecordOfAColumnItDoesNotDeclare(t *testin
 // record): a move of the table goes on, with no ID source of it to
 // advance.
 func TestAMoveOfATableThatDroppedARecordedIDColumnGoesOn(t *testing.T) {
-	dir := t.TempDir()
-	open := func(name string) gorm.Dialector { return sqlite.Open(filepath.Join(dir, name+".db")) }
-	db, err := gorm.Open(open("main"), &gorm.Config{Logger: logger.Discard})
-	must(t, err)
-	p := New(Config{Shards: []Shard{
-		{Name: "a", Dialector: open("a"), Logical: []Range{{From: 0, To: 8191}}},
-		{Name: "b", Dialector: open("b")},
-	}, Log: quiet})
-	must(t, db.Use(p))
-	t.Cleanup(func() { _ = p.Close() })
-	must(t, p.AutoMigrate(db, &floorInvoice{}))
+	db, p, _ := floorInvoicesRig(t)
 	must(t, db.Clauses(OnShard(7000)).Create(&floorInvoice{}).Error)
 	must(t, p.Migrator(db).DropColumn(&floorInvoiceV1{}, "number"))
 	must(t, p.AutoMigrate(db, &floorInvoiceV1{}))
-	_, err = p.Move(context.Background(), Move{Logical: Range{From: 6144, To: 8191}, To: "b"})
+	_, err := p.Move(context.Background(), Move{Logical: Range{From: 6144, To: 8191}, To: "b"})
 	must(t, err)
 	var n int64
 	must(t, db.Model(&floorInvoiceV1{}).Clauses(OnShard(7000)).Count(&n).Error)
@@ -233,4 +200,25 @@ func numbersStayUniqueAcrossAMove(t *testing.T, db *gorm.DB, p *Plugin) {
 	_, err := p.Move(context.Background(), Move{Logical: Range{From: 6144, To: 8191}, To: "b"})
 	must(t, err)
 	create(5)
+}
+
+// floorInvoicesRig opens the plugin's SQLite database and shards "a" (every
+// logical shard) and "b" (none), with floor_invoices migrated; older is a
+// second plugin on the same files, for a process of another version, not
+// registered yet.
+func floorInvoicesRig(t *testing.T) (db *gorm.DB, p, older *Plugin) {
+	t.Helper()
+	dir := t.TempDir()
+	open := func(name string) gorm.Dialector { return sqlite.Open(filepath.Join(dir, name+".db")) }
+	shards := []Shard{
+		{Name: "a", Dialector: open("a"), Logical: []Range{{From: 0, To: 8191}}},
+		{Name: "b", Dialector: open("b")},
+	}
+	db, err := gorm.Open(open("main"), &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	p = New(Config{Shards: shards, Log: quiet})
+	must(t, db.Use(p))
+	t.Cleanup(func() { _ = p.Close() })
+	must(t, p.AutoMigrate(db, &floorInvoice{}))
+	return db, p, New(Config{Shards: shards, Log: quiet})
 }
