@@ -74,24 +74,6 @@ type idPod struct {
 	log     lockedBuffer
 }
 
-// lockedBuffer is a log written by several goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 // podDialector opens b's i-th physical database through proxy; every
 // statement is sent as one message with its text and its values (no
 // prepared statements), so that a proxy can tell statements apart by it,
