@@ -36,9 +36,16 @@ type Move struct {
 	// be cancelled: the source's triggers take writes of the range again
 	// once it has passed (by the source's clock) unless the mover renewed it
 	// (every third of it) or the cutover committed. Default: 3 s; at least
-	// 30 ms. A negative ChunkSize, Throttle, CatchUpBelow or FreezeLease is
-	// refused (ErrMoveInvalid).
+	// 30 ms.
 	FreezeLease time.Duration
+	// AnnounceWait bounds how long the creation of the triggers and the
+	// cutover each wait for the live processes to read their announcement
+	// (so that they hold the writes with Before hooks that would race it).
+	// A process that has not read it by then is not waited for: such writes
+	// of the range may fail with ErrShardMoved. Default: 2 s. A negative
+	// ChunkSize, Throttle, CatchUpBelow, FreezeLease or AnnounceWait is
+	// refused (ErrMoveInvalid).
+	AnnounceWait time.Duration
 	// Progress, if set, is called after each chunk and each round of the
 	// catch-up.
 	Progress func(MoveProgress)
@@ -141,7 +148,7 @@ func (p *Plugin) Move(ctx context.Context, req Move) (*MoveReport, error) {
 		progress = func(pr mover.Progress) { req.Progress(MoveProgress(pr)) }
 	}
 	report, err := p.engine().Move(ctx, mover.Request{Logical: req.Logical, To: req.To, Models: req.Models, ChunkSize: req.ChunkSize,
-		Throttle: req.Throttle, CatchUpBelow: req.CatchUpBelow, FreezeLease: req.FreezeLease, Progress: progress, DryRun: req.DryRun})
+		Throttle: req.Throttle, CatchUpBelow: req.CatchUpBelow, FreezeLease: req.FreezeLease, AnnounceWait: req.AnnounceWait, Progress: progress, DryRun: req.DryRun})
 	return (*MoveReport)(report), err
 }
 

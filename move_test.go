@@ -275,6 +275,39 @@ func TestAMovesRunIsSeenByAnotherPluginOfItsFiles(t *testing.T) {
 	}
 }
 
+// TestAMovesAnnouncementsWaitForAProcessThatDoesNotReadThemUpToAnnounceWait:
+// a live process that does not read the shared map (a MapRefresh of an
+// hour) is waited for at the creation of the triggers and at the cutover,
+// each up to the move's AnnounceWait: 2 s by default, so at least 4 s a
+// move, and far less when the move asks for 50 ms.
+func TestAMovesAnnouncementsWaitForAProcessThatDoesNotReadThemUpToAnnounceWait(t *testing.T) {
+	ps := processes{t, t.TempDir()}
+	half := Layout{}.ShardCount() / 2
+	shards := []Shard{ // a move off a source waits to be cleaned up before the next: two sources
+		{Name: "a", Dialector: ps.file("a.db"), Logical: []Range{{From: 0, To: half - 1}}},
+		{Name: "c", Dialector: ps.file("c.db"), Logical: []Range{{From: half, To: 2*half - 1}}},
+		{Name: "b", Dialector: ps.file("b.db")},
+	}
+	db, mover, err := ps.open(Config{Shards: shards})
+	must(t, err)
+	must(t, mover.AutoMigrate(db, &revUser{}))
+	must(t, db.Clauses(OnShard(1)).Create(&revUser{Name: "moving"}).Error)
+	_, _, err = ps.open(Config{Shards: shards, MapRefresh: time.Hour})
+	must(t, err)
+	moveTook := func(req Move) time.Duration {
+		start := time.Now()
+		_, err := mover.Move(t.Context(), req)
+		must(t, err)
+		return time.Since(start)
+	}
+	if took := moveTook(Move{Logical: Range{From: 0, To: 9}, To: "b"}); took < 4*time.Second {
+		t.Errorf("a move with the default AnnounceWait took %v; want at least two waits of 2 s", took)
+	}
+	if took := moveTook(Move{Logical: Range{From: half, To: half + 9}, To: "b", AnnounceWait: 50 * time.Millisecond}); took >= 2*time.Second {
+		t.Errorf("a move with AnnounceWait 50ms took %v; want well under the default's single wait of 2 s", took)
+	}
+}
+
 type dryRunMoved struct {
 	ID   int64 `shardid:""`
 	Name string
@@ -465,6 +498,7 @@ func TestAMovesBadTuningIsRefusedBeforeItStarts(t *testing.T) {
 		"FreezeLease 3ns":     {FreezeLease: 3},
 		"FreezeLease 1ns":     {FreezeLease: 1},
 		"FreezeLease 29ms is": {FreezeLease: 29 * time.Millisecond},
+		"AnnounceWait -1s":    {AnnounceWait: -time.Second},
 	}
 	for name, req := range cases {
 		req.Logical, req.To = Range{From: 0, To: 3}, "s1"

@@ -9,10 +9,10 @@ import (
 	"github.com/shardid/shardid/internal/mapstore"
 )
 
-// announceWait bounds how long a cutover waits for the live processes to
-// read its announcement; one that has not held nothing, and its writes the
-// triggers refuse as before.
-const announceWait = 2 * time.Second
+// defaultAnnounceWait bounds how long a cutover waits for the live
+// processes to read its announcement unless the request says; one that has
+// not held nothing, and its writes the triggers refuse as before.
+const defaultAnnounceWait = 2 * time.Second
 
 // editMap writes the next version of the shared map as edit makes it from
 // the latest, and reads it; edit reports whether it changed anything. An
@@ -58,10 +58,14 @@ func editMapWith(ctx context.Context, d Driver, edit func(next *mapstore.Map) (b
 // announceFreeze tells the processes that the range's cutover (or the
 // creation of its triggers) begins, so that they hold the writes of it that
 // cannot be run again alone before those begin, and waits (up to
-// announceWait) for them to have read it; the announcement lasts until
-// withdrawn, or announceWait and lasts at the most.
+// the request's AnnounceWait) for them to have read it; the announcement
+// lasts until withdrawn, or that wait and lasts at the most.
 func (mv *run) announceFreeze(ctx context.Context, lasts time.Duration) error {
-	until := time.Now().Add(announceWait + lasts).UnixMilli()
+	wait := mv.req.AnnounceWait
+	if wait <= 0 {
+		wait = defaultAnnounceWait
+	}
+	until := time.Now().Add(wait + lasts).UnixMilli()
 	version, err := editMap(ctx, mv.d, func(next *mapstore.Map) (bool, error) {
 		next.Freezing = append(withoutFreezing(next.Freezing, mv.st.Logical), mapstore.Freezing{Logical: mv.st.Logical, Until: until})
 		return true, nil
@@ -69,7 +73,7 @@ func (mv *run) announceFreeze(ctx context.Context, lasts time.Duration) error {
 	if err != nil {
 		return err
 	}
-	waiting, cancel := context.WithTimeout(ctx, announceWait)
+	waiting, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	if err := waitForProcesses(waiting, mv.d.Store(), version); err != nil && ctx.Err() == nil {
 		mv.d.Events().Warn("shardid: processes did not read the cutover's announcement in time; their writes of the range with Before hooks may fail with ErrShardMoved",

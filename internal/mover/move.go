@@ -50,6 +50,7 @@ type Request struct {
 	Throttle     time.Duration
 	CatchUpBelow int
 	FreezeLease  time.Duration
+	AnnounceWait time.Duration
 	Progress     func(Progress)
 	DryRun       bool
 	ending       bool // a cancel's or cleanup's run: it ends what the move began with
@@ -205,7 +206,7 @@ const minFreezeLease = 30 * time.Millisecond
 // meant as seconds would freeze the range for 3ns, and its renewer's ticker
 // of lease/3 would panic).
 func checkTuning(req Request) error {
-	for name, n := range map[string]any{"ChunkSize": req.ChunkSize, "CatchUpBelow": req.CatchUpBelow, "Throttle": req.Throttle, "FreezeLease": req.FreezeLease} {
+	for name, n := range map[string]any{"ChunkSize": req.ChunkSize, "CatchUpBelow": req.CatchUpBelow, "Throttle": req.Throttle, "FreezeLease": req.FreezeLease, "AnnounceWait": req.AnnounceWait} {
 		if reflect.ValueOf(n).Int() < 0 {
 			return fmt.Errorf("%w: %s %v is negative (zero is the default)", ErrInvalid, name, n)
 		}
