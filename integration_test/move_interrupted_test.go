@@ -18,6 +18,7 @@ import (
 // databases are given as Shard.DB, each pool held to conns connections.
 func (r *moveRig) openOnSmallPools(t *testing.T, conns int, cfg shardid.Config) (*gorm.DB, *shardid.Plugin) {
 	t.Helper()
+	r.noteProcess(cfg)
 	cfg.Shards = moveShards(t, r.b, r.dir)
 	for i := range cfg.Shards {
 		pool, err := gorm.Open(cfg.Shards[i].Dialector, &gorm.Config{Logger: logger.Discard})

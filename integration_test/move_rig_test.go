@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -71,6 +72,31 @@ type moveRig struct {
 	source, target *gorm.DB
 	targetServes   []shardid.Range // the target's logical shards before the move (none by default)
 	names          []string        // the source's and the target's shard names, if not moveShards'
+
+	readers, nonReaders atomic.Int32 // the other processes opened, by whether they read the shared map within a minute
+}
+
+// noteProcess counts a process opened beside the rig's own with cfg.
+func (r *moveRig) noteProcess(cfg shardid.Config) {
+	if r.p == nil {
+		return // the rig's own: the mover, which reads each map version it writes
+	}
+	if cfg.MapRefresh < 0 || cfg.MapRefresh >= time.Minute {
+		r.nonReaders.Add(1)
+	} else {
+		r.readers.Add(1)
+	}
+}
+
+// announceWait is the AnnounceWait of the rig's moves: when every other
+// process opened reads the shared map seldom or never, none reads a move's
+// announcement in time, and the default 2 s spent waiting for them, twice
+// a move, would only slow the tests.
+func (r *moveRig) announceWait() time.Duration {
+	if r.nonReaders.Load() > 0 && r.readers.Load() == 0 {
+		return 100 * time.Millisecond
+	}
+	return 0
 }
 
 // newMoveRig starts from nothing: no map, no move, no triggers, empty tables.
@@ -126,6 +152,7 @@ func newMoveRigWith(t testing.TB, r *moveRig) *moveRig {
 // backend's atomicity.
 func (r *moveRig) open(t testing.TB, cfg shardid.Config) (*gorm.DB, *shardid.Plugin) {
 	t.Helper()
+	r.noteProcess(cfg)
 	if cfg.Atomic == shardid.TwoPhaseCommit {
 		cfg.Atomic = r.b.atomicity()
 	}
@@ -241,6 +268,9 @@ func (r *moveRig) move(t testing.TB, mv shardid.Move) *shardid.MoveReport {
 	}
 	if mv.Models == nil {
 		mv.Models = moveModels
+	}
+	if mv.AnnounceWait == 0 {
+		mv.AnnounceWait = r.announceWait()
 	}
 	trail := &progressTrail{start: time.Now()}
 	if mv.Progress == nil {

@@ -121,6 +121,7 @@ func physicalViaProxy(t *testing.T, b backend, i int) (gorm.Dialector, *tcpProxy
 // whose plugin's database is reached through a proxy.
 func (r *moveRig) processViaProxy(t *testing.T, cfg shardid.Config) (*gorm.DB, *shardid.Plugin, *tcpProxy) {
 	t.Helper()
+	r.noteProcess(cfg)
 	dialector, proxy := viaProxy(t, r.b)
 	db, err := gorm.Open(dialector, &gorm.Config{Logger: logger.Discard})
 	must(t, err)

@@ -178,7 +178,7 @@ func TestStaleProcessWritesOfEveryFormLandOnceInEachPhase(t *testing.T) {
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 				defer cancel()
-				_, err := r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", Models: moveModels, ChunkSize: 20, CatchUpBelow: 1 << 30, Progress: progress})
+				_, err := r.p.Move(ctx, shardid.Move{Logical: movingRange, To: b.name + "-target", Models: moveModels, ChunkSize: 20, CatchUpBelow: 1 << 30, AnnounceWait: r.announceWait(), Progress: progress})
 				must(t, err)
 				if pause.phase == "" {
 					battery()
