@@ -272,6 +272,7 @@ type histProcess struct {
 // hold proxies if proxied.
 func openHistProcess(t testing.TB, r *moveRig, id int, name string, cfg shardid.Config, proxied bool) *histProcess {
 	t.Helper()
+	r.noteProcess(cfg)
 	hp := &histProcess{id: id, name: name}
 	cfg.Shards = moveShards(t, r.b, r.dir)
 	if proxied {

@@ -134,7 +134,9 @@ func TestAWriteWhoseHookSpansTheCutoverIsDecidedByTheFence(t *testing.T) {
 				done := make(chan error, 1)
 				go func() { done <- write.run(r.db, &gated) }()
 				<-gated.in
-				r.move(t, shardid.Move{Models: append(append([]any{}, moveModels...), &MvGated{}), Progress: func(p shardid.MoveProgress) {
+				// The write in its hook keeps this process from saying it read the
+				// announcements until the map is written: waiting for it helps nothing.
+				r.move(t, shardid.Move{Models: append(append([]any{}, moveModels...), &MvGated{}), AnnounceWait: 100 * time.Millisecond, Progress: func(p shardid.MoveProgress) {
 					if p.Step == "map written" {
 						close(gated.gate)
 					}
