@@ -139,7 +139,8 @@ func (mv *run) upsertCopied(ctx context.Context, t *movedTable, rows [][]any) er
 }
 
 // upsertInAnyOrder upserts rows on the target, those of a table
-// referencing itself in any order; it returns the rows not written.
+// referencing itself parents first, then in any order; it returns the rows
+// not written.
 func (mv *run) upsertInAnyOrder(ctx context.Context, t *movedTable, rows [][]any) ([][]any, error) {
 	write := func(rows [][]any) error {
 		return valuesInUTC(ctx, mv.target, t.dialect, func(target dataConn) error { return t.upsert(ctx, target, rows) })
@@ -150,7 +151,15 @@ func (mv *run) upsertInAnyOrder(ctx context.Context, t *movedTable, rows [][]any
 		}
 		return nil, nil
 	}
-	return inAnyOrder(rows, write)
+	ordered, waiting := t.parentsFirst(ctx, mv.target, rows)
+	left, err := inAnyOrder(ordered, write)
+	if err != nil || len(waiting) == 0 {
+		return append(left, waiting...), err
+	}
+	if err := write(waiting); err != nil { // one refusal for all of them, if their parents are not there
+		return waiting, err
+	}
+	return nil, nil
 }
 
 // copyDeferred writes, after a table's last chunk, its rows the chunks

@@ -27,7 +27,7 @@ import (
 // wrote it (its target down in the prepare) needs nothing of it.
 func byForeignKeys(ctx context.Context, dialect string, tables []*movedTable, source, target *sql.DB) ([]*movedTable, error) {
 	for _, t := range tables { // read anew: a key may have been made or dropped since
-		t.referencesItself, t.cycleWith = false, nil
+		t.referencesItself, t.selfKeys, t.cycleWith = false, nil, nil
 	}
 	parents := map[string][]string{} // child: its parents among tables
 	for _, db := range []*sql.DB{source, target} {
@@ -45,6 +45,11 @@ func byForeignKeys(ctx context.Context, dialect string, tables []*movedTable, so
 					parents[t.name] = append(parents[t.name], tables[i].name)
 				}
 			}
+		}
+	}
+	for _, t := range tables {
+		if t.referencesItself { // a target that does not answer has its rows written in any order
+			t.selfKeys, _ = readSelfKeys(ctx, target, t)
 		}
 	}
 	if len(parents) == 0 {

@@ -39,7 +39,8 @@ type movedTable struct {
 	// A foreign key of its own references it (a reply its parent): its rows
 	// may go in before their parents, and out before their children.
 	referencesItself bool
-	cycleWith        []string // moved tables it references that reference it, by way of others too
+	selfKeys         []selfKey // those keys, of one column each, on the target
+	cycleWith        []string  // moved tables it references that reference it, by way of others too
 }
 
 // movedTables resolves the models of a move, or else the sharded tables the
