@@ -145,18 +145,19 @@ func (mv *run) upsertInAnyOrder(ctx context.Context, t *movedTable, rows [][]any
 	write := func(rows [][]any) error {
 		return valuesInUTC(ctx, mv.target, t.dialect, func(target dataConn) error { return t.upsert(ctx, target, rows) })
 	}
-	if !t.referencesItself {
-		if err := write(rows); err != nil {
-			return rows, err
-		}
+	err := write(rows) // most chunks of a table referencing itself hold parents first too
+	if err == nil {
 		return nil, nil
+	}
+	if !t.referencesItself || !referencedRow(err) {
+		return rows, err
 	}
 	ordered, waiting := t.parentsFirst(ctx, mv.target, rows)
 	left, err := inAnyOrder(ordered, write)
 	if err != nil || len(waiting) == 0 {
 		return append(left, waiting...), err
 	}
-	if err := write(waiting); err != nil { // one refusal for all of them, if their parents are not there
+	if err := write(waiting); err != nil { // tried together: refused together while their parents are not there
 		return waiting, err
 	}
 	return nil, nil
