@@ -2,11 +2,14 @@ package mapstore
 
 import (
 	"context"
+	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
 
+	"github.com/shardid/shardid/internal/sqlerr"
 	"github.com/shardid/shardid/shardrouter"
 )
 
@@ -150,6 +153,11 @@ func (s *Store) lockAllOn(ctx context.Context, locks ...namedLock) (func(), func
 	if err != nil {
 		return nil, nil, err
 	}
+	keepSession, err := s.boundSilence(ctx, conn)
+	if err != nil {
+		_ = conn.Close()
+		return nil, nil, err
+	}
 	alive := func(ctx context.Context) error {
 		// The session that took them holds them until it ends.
 		if err := conn.PingContext(ctx); err != nil {
@@ -164,9 +172,11 @@ func (s *Store) lockAllOn(ctx context.Context, locks ...namedLock) (func(), func
 	}
 	var held []string
 	unlock := func() {
+		keepSession() // before the statements below, which it would otherwise interleave with
 		for i := len(held) - 1; i >= 0; i-- {
 			_, _ = conn.ExecContext(context.WithoutCancel(ctx), release, held[i])
 		}
+		s.unboundSilence(context.WithoutCancel(ctx), conn)
 		_ = conn.Close()
 	}
 	for _, l := range locks {
@@ -192,6 +202,63 @@ func (s *Store) lockAllOn(ctx context.Context, locks ...namedLock) (func(), func
 		}
 	}
 	return unlock, alive, nil
+}
+
+// LockSessionIdle is how long the session holding a run's locks may stay
+// silent before its server ends it, and the locks with it (MySQL's
+// wait_timeout, PostgreSQL's idle_session_timeout): a run whose host
+// vanished, or whose connection was cut where the server did not see it,
+// holds its move's lock (and Moves says it runs, and refuses a cancel or a
+// second run) that long, not until the server's own idle timeout (8 hours
+// by MySQL's default, never by PostgreSQL's) or TCP keepalive. The run
+// keeps the session talking every sixth of it while it holds the locks. A
+// variable for tests.
+var LockSessionIdle = 30 * time.Second
+
+// boundSilence sets the session of conn to end after LockSessionIdle of
+// silence, and keeps it talking until the returned function is called. A
+// PostgreSQL before 14, which has no idle_session_timeout, keeps the
+// session until its TCP keepalive.
+func (s *Store) boundSilence(ctx context.Context, conn *sql.Conn) (stop func(), err error) {
+	idle := LockSessionIdle
+	set := fmt.Sprintf("SET SESSION wait_timeout = %d", max(1, int(idle.Seconds())))
+	if s.dialect == "postgres" {
+		set = fmt.Sprintf("SET idle_session_timeout = %d", max(1, idle.Milliseconds()))
+	}
+	if _, err := conn.ExecContext(ctx, set); err != nil {
+		if code, _, ok := sqlerr.Postgres(err); !ok || code != "42704" { // 42704: no such setting, before 14
+			return nil, err
+		}
+	}
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(idle / 6)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				pingCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), idle/6)
+				_ = conn.PingContext(pingCtx) // a session that no longer answers is the run's check's to report
+				cancel()
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }, nil
+}
+
+// unboundSilence gives the session of conn, going back to its pool, the
+// server's idle timeout again.
+func (s *Store) unboundSilence(ctx context.Context, conn *sql.Conn) {
+	reset := "SET SESSION wait_timeout = @@GLOBAL.wait_timeout"
+	if s.dialect == "postgres" {
+		reset = "RESET idle_session_timeout"
+	}
+	if _, err := conn.ExecContext(ctx, reset); err != nil {
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn }) // not pooled with the short timeout
+	}
 }
 
 // lockSQLite takes SQLite's stand-ins of the named locks: one per database
