@@ -1,8 +1,9 @@
 // Package shardidprom exports a shardid plugin's metrics to Prometheus: the
 // statements it routed by physical database and kind, fan-outs, IDs issued
-// and waited for, whether each physical database answers, their connection
-// pools, the moves the process runs, and its writes over several
-// databases committed in two phases. It is a module of its own, so that
+// and waited for, its snowflake worker leases, the map version it routes
+// by, whether each physical database answers, their connection pools, the
+// moves the process runs and the writes their cutovers held, and its writes
+// over several databases committed in two phases. It is a module of its own, so that
 // the library does not depend on client_golang.
 //
 //	prometheus.MustRegister(shardidprom.New(ids))
@@ -78,10 +79,18 @@ var (
 	recovered       = desc("shardid_transaction_branches_recovered_total", "Prepared branches recovery finished, by outcome: commit, rollback.", "outcome")
 	branches        = desc("shardid_transaction_branches_total", "Branches of the writes over several databases that ended.")
 	inDoubt         = desc("shardid_transaction_in_doubt_seconds_total", "Time from a write's first prepare to its last commit, summed.")
+	mapVersion      = desc("shardid_map_version", "The version of the shared map this process routes by (0 without Config.Shards).")
+	leaseHeld       = desc("shardid_snowflake_lease_held", "Whether this process holds a snowflake worker lease on the physical database, so that its IDs there may be made (1) or not (0).", "physical")
+	leaseWorker     = desc("shardid_snowflake_lease_worker", "The worker ID of this process's snowflake lease on the physical database.", "physical")
+	leaseLost       = desc("shardid_snowflake_lease_lost_total", "Snowflake worker leases of this process found lost (expired or taken) on the physical database.", "physical")
+	movedHeld       = desc("shardid_moved_writes_held_total", "Writes a move's cutover froze that the plugin held, to retry them where the map sends them.")
+	movedRetried    = desc("shardid_moved_writes_retried_total", "Of the writes held, those written on the new database.")
+	movedFailed     = desc("shardid_moved_writes_failed_total", "Of the writes held, those refused with ErrShardMoved.")
 )
 
 var all = []*prometheus.Desc{statements, statementErrors, durations, fanOuts, issued, waits, failovers, up, pingSeconds, ticketUp,
-	poolOpen, poolInUse, poolIdle, poolWaits, poolWaitSeconds, moveCopied, moveBacklog, moveFrozen, transactions, recovered, branches, inDoubt}
+	poolOpen, poolInUse, poolIdle, poolWaits, poolWaitSeconds, moveCopied, moveBacklog, moveFrozen, transactions, recovered, branches, inDoubt,
+	mapVersion, leaseHeld, leaseWorker, leaseLost, movedHeld, movedRetried, movedFailed}
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
@@ -106,6 +115,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(poolWaits, prometheus.CounterValue, float64(s.WaitCount), name)
 		ch <- prometheus.MustNewConstMetric(poolWaitSeconds, prometheus.CounterValue, s.WaitDuration.Seconds(), name)
 	}
+	ch <- prometheus.MustNewConstMetric(mapVersion, prometheus.GaugeValue, float64(c.p.MapVersion()))
+	moved := c.p.MovedWrites()
+	ch <- prometheus.MustNewConstMetric(movedHeld, prometheus.CounterValue, float64(moved.Held))
+	ch <- prometheus.MustNewConstMetric(movedRetried, prometheus.CounterValue, float64(moved.Retried))
+	ch <- prometheus.MustNewConstMetric(movedFailed, prometheus.CounterValue, float64(moved.Failed))
 	for _, m := range c.p.MoveStats() {
 		labels := []string{m.From, m.To, rangeLabel(m.Logical)}
 		for table, n := range m.Copied {
@@ -152,6 +166,15 @@ func (c *Collector) collectIDs(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(waits, prometheus.CounterValue, float64(n), strategy, reason)
 		}
 		failed += s.Waits.Failover
+		for _, l := range s.Leases {
+			held := 0.0
+			if l.Held {
+				held = 1
+			}
+			ch <- prometheus.MustNewConstMetric(leaseHeld, prometheus.GaugeValue, held, l.Database)
+			ch <- prometheus.MustNewConstMetric(leaseWorker, prometheus.GaugeValue, float64(l.Worker), l.Database)
+			ch <- prometheus.MustNewConstMetric(leaseLost, prometheus.CounterValue, float64(l.Lost), l.Database)
+		}
 	}
 	ch <- prometheus.MustNewConstMetric(failovers, prometheus.CounterValue, float64(failed))
 }
