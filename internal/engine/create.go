@@ -16,6 +16,7 @@ import (
 	"gorm.io/gorm/schema"
 
 	"github.com/shardid/shardid/internal/errs"
+	"github.com/shardid/shardid/internal/sqlerr"
 	"github.com/shardid/shardid/internal/twophase"
 	"github.com/shardid/shardid/shardrouter"
 	"github.com/shardid/shardid/strategies"
@@ -733,6 +734,40 @@ func (e *Engine) generate(ctx context.Context, db *gorm.DB, m *model, f *idField
 // the statement's context ends. A generator that works elsewhere (ticket, on
 // its servers) waits on nothing of the pool and is not bounded so.
 func (e *Engine) generateOn(ctx context.Context, stmt *gorm.Statement, generator strategies.Generator, target strategies.Target, shards []int, ids []int64) error {
+	err := e.generateOnPool(ctx, stmt, generator, target, shards, ids)
+	if err == nil || !usesTargetPool(generator) || errors.Is(err, ErrShardUnavailable) {
+		return err
+	}
+	if sqlerr.Ended(ctx) != nil {
+		return sqlerr.OfEndedContext(ctx, err) // the caller's end, which the driver met as a closed connection
+	}
+	return &idSourceError{name: target.Name, err: err}
+}
+
+// idSourceError is the error of a strategy's work on a physical database's
+// pool (an instagram reservation, a snowflake lease, a segment block): one
+// of a database that could not be reached, or whose connection was lost (a
+// read timeout on a server that stopped answering), is an
+// ErrShardUnavailable, as the statement's own would be, wherever the
+// statement's transaction is.
+type idSourceError struct {
+	name string
+	err  error
+}
+
+func (e *idSourceError) Error() string {
+	if !sqlerr.Unreachable(e.err) {
+		return errs.Text(e.err)
+	}
+	return fmt.Sprintf("%v: %s: %s", ErrShardUnavailable, e.name, errs.Text(e.err))
+}
+func (e *idSourceError) Unwrap() error { return e.err }
+func (e *idSourceError) Is(target error) bool {
+	return target == ErrShardUnavailable && sqlerr.Unreachable(e.err)
+}
+
+// generateOnPool runs generator for target, bounded as generateOn says.
+func (e *Engine) generateOnPool(ctx context.Context, stmt *gorm.Statement, generator strategies.Generator, target strategies.Target, shards []int, ids []int64) error {
 	if target.DB == nil || target.Conn != strategies.Conn(target.DB) || !usesTargetPool(generator) || !inTransaction(stmt.ConnPool) && globalOf(stmt.ConnPool) == nil {
 		return generator.Generate(ctx, target, shards, ids)
 	}
