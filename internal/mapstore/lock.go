@@ -153,13 +153,16 @@ func (s *Store) lockAllOn(ctx context.Context, locks ...namedLock) (func(), func
 	if err != nil {
 		return nil, nil, err
 	}
-	keepSession, err := s.boundSilence(ctx, conn)
+	var talk sync.Mutex // one statement at a time on conn: the keeper's pings, the run's
+	keepSession, err := s.boundSilence(ctx, conn, &talk)
 	if err != nil {
 		_ = conn.Close()
 		return nil, nil, err
 	}
 	alive := func(ctx context.Context) error {
 		// The session that took them holds them until it ends.
+		talk.Lock()
+		defer talk.Unlock()
 		if err := conn.PingContext(ctx); err != nil {
 			return fmt.Errorf("%w: %w", ErrLockLost, err)
 		}
@@ -183,7 +186,10 @@ func (s *Store) lockAllOn(ctx context.Context, locks ...namedLock) (func(), func
 		// A run killed a moment ago holds it until its server sees the connection gone.
 		for deadline := time.Now().Add(l.patience); ; {
 			var got bool
-			if err := conn.QueryRowContext(ctx, take, l.name).Scan(&got); err != nil {
+			talk.Lock()
+			err := conn.QueryRowContext(ctx, take, l.name).Scan(&got)
+			talk.Unlock()
+			if err != nil {
 				unlock()
 				return nil, nil, err
 			}
@@ -216,10 +222,12 @@ func (s *Store) lockAllOn(ctx context.Context, locks ...namedLock) (func(), func
 var LockSessionIdle = 30 * time.Second
 
 // boundSilence sets the session of conn to end after LockSessionIdle of
-// silence, and keeps it talking until the returned function is called. A
+// silence, and keeps it talking, holding talk for each ping (a ping sent
+// between a query and the reading of its rows would garble the
+// connection), until the returned function is called. A
 // PostgreSQL before 14, which has no idle_session_timeout, keeps the
 // session until its TCP keepalive.
-func (s *Store) boundSilence(ctx context.Context, conn *sql.Conn) (stop func(), err error) {
+func (s *Store) boundSilence(ctx context.Context, conn *sql.Conn, talk *sync.Mutex) (stop func(), err error) {
 	idle := LockSessionIdle
 	set := fmt.Sprintf("SET SESSION wait_timeout = %d", max(1, int(idle.Seconds())))
 	if s.dialect == "postgres" {
@@ -241,7 +249,9 @@ func (s *Store) boundSilence(ctx context.Context, conn *sql.Conn) (stop func(), 
 				return
 			case <-tick.C:
 				pingCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), idle/6)
+				talk.Lock()
 				_ = conn.PingContext(pingCtx) // a session that no longer answers is the run's check's to report
+				talk.Unlock()
 				cancel()
 			}
 		}
