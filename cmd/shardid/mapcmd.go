@@ -183,7 +183,25 @@ func printMap(w io.Writer, info mapInfo) {
 			fmt.Fprintf(w, "moving logical shards %s from %s to %s: stopped in phase %s, no mover running; run the move again to resume it, or cancel it\n", logical, mv.From, mv.To, mv.Phase)
 		}
 	}
-	fmt.Fprintf(w, "processes that follow the map: %d\n", len(info.Processes))
+	// Counted as a move's cleanup counts them: the live ones, and of them
+	// those that route by an older map, which it waits for.
+	live, behind := 0, 0
+	for _, pr := range info.Processes {
+		if pr.Live {
+			live++
+			if pr.MapVersion < info.Version {
+				behind++
+			}
+		}
+	}
+	fmt.Fprintf(w, "processes that follow the map: %d live", live)
+	if behind > 0 {
+		fmt.Fprintf(w, ", %d of them on a version before %d (a move's cleanup waits for them)", behind, info.Version)
+	}
+	if gone := len(info.Processes) - live; gone > 0 {
+		fmt.Fprintf(w, "; %d silent, counted gone", gone)
+	}
+	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, pr := range info.Processes {
 		state := "live"

@@ -62,3 +62,27 @@ func TestMapPrintsTheMapAndTheMovesOfOneMoment(t *testing.T) {
 		t.Errorf("map read across a cutover printed version %d and\n%s\nwant version 2, c holding 0-10 and the move served", info.Version, out.String())
 	}
 }
+
+// TestMapCountsTheLiveProcessesAndThoseBehind: map's count of the processes
+// is of the live ones, as a move's cleanup counts them, and says how many
+// of them route by an older map; the silent ones are counted apart, not as
+// processes that follow the map.
+func TestMapCountsTheLiveProcessesAndThoseBehind(t *testing.T) {
+	m, err := shardrouter.NewMap(8192, []shardrouter.Physical{{Name: "a", Logical: []shardid.Range{{From: 0, To: 8191}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := mapInfoOf(5, m, nil, []shardid.Process{
+		{Owner: "pod-1", MapVersion: 5, Live: true},
+		{Owner: "pod-2", MapVersion: 3, Live: true},
+		{Owner: "crashed-1", MapVersion: 2},
+		{Owner: "crashed-2", MapVersion: 5},
+		{Owner: "command", MapVersion: 5, Live: true, Self: true},
+	})
+	var out bytes.Buffer
+	printMap(&out, info)
+	want := "processes that follow the map: 3 live, 1 of them on a version before 5 (a move's cleanup waits for them); 2 silent, counted gone\n"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("map printed\n%s\nwant the line %q", out.String(), want)
+	}
+}
