@@ -22,16 +22,8 @@ func TestMoveLockIsTheDatabasesOwn(t *testing.T) {
 			t.Skip("SQLite's stand-in lock is the process's, tested in internal/mapstore")
 		}
 		dir := t.TempDir()
-		store := func(d gorm.Dialector) *mapstore.Store {
-			db, err := gorm.Open(d, &gorm.Config{Logger: logger.Discard})
-			must(t, err)
-			sqlDB, err := db.DB()
-			must(t, err)
-			t.Cleanup(func() { _ = sqlDB.Close() })
-			return mapstore.New(sqlDB, d.Name(), "shardid_shard_map", time.Second)
-		}
 		d := b.physical(t, dir, 0)
-		one, other := store(d), store(b.physical(t, dir, 1))
+		one, other := mapStoreOn(t, d), mapStoreOn(t, b.physical(t, dir, 1))
 		ctx, r := context.Background(), shardrouter.Range{From: 6144, To: 8191}
 		unlock, err := one.LockMove(ctx, r)
 		must(t, err)
@@ -60,16 +52,8 @@ func TestMoveOfAVanishedRunShowsStoppedSoon(t *testing.T) {
 	mapstore.LockSessionIdle = 3 * time.Second
 	forEachServer(t, func(t *testing.T, b backend) {
 		dir := t.TempDir()
-		store := func(d gorm.Dialector) *mapstore.Store {
-			db, err := gorm.Open(d, &gorm.Config{Logger: logger.Discard})
-			must(t, err)
-			sqlDB, err := db.DB()
-			must(t, err)
-			t.Cleanup(func() { _ = sqlDB.Close() })
-			return mapstore.New(sqlDB, d.Name(), "shardid_shard_map", time.Second)
-		}
 		viaProxy, proxy := physicalViaChaos(t, b, -1)
-		vanishing, watcher := store(viaProxy), store(b.dialector(t, dir))
+		vanishing, watcher := mapStoreOn(t, viaProxy), mapStoreOn(t, b.dialector(t, dir))
 		ctx, r := context.Background(), shardrouter.Range{From: 100, To: 199}
 		unlock, err := vanishing.LockMove(ctx, r)
 		must(t, err)
@@ -141,4 +125,15 @@ func TestMoveLockOfALiveRunOutlastsItsSilenceBound(t *testing.T) {
 			t.Fatalf("the lock's session went back to its pool with an idle timeout of %s, want the server's %s", after, before)
 		}
 	})
+}
+
+// mapStoreOn opens the shared map's store on d, closed when the test ends.
+func mapStoreOn(t *testing.T, d gorm.Dialector) *mapstore.Store {
+	t.Helper()
+	db, err := gorm.Open(d, &gorm.Config{Logger: logger.Discard})
+	must(t, err)
+	sqlDB, err := db.DB()
+	must(t, err)
+	t.Cleanup(func() { _ = sqlDB.Close() })
+	return mapstore.New(sqlDB, d.Name(), "shardid_shard_map", time.Second)
 }
