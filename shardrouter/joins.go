@@ -19,8 +19,21 @@ type Keyed struct {
 // [INNER | LEFT [OUTER]] JOIN t [AS a] ON x.c = y.d, the equality maybe in
 // parentheses (ON (x.c = y.d), see joinMatch); a RIGHT join keeps
 // rows of the joined table that no row of the model matches, which a part
-// kept to its ranges by the model's key would drop.
-var simpleJoin = regexp.MustCompile("(?i)^\\s*(?:(?:inner|left)\\s+(?:outer\\s+)?)?join\\s+[`\"]?(\\w+)[`\"]?(?:\\s+(?:as\\s+)?[`\"]?(\\w+)[`\"]?)?\\s+on\\s+[`\"]?(\\w+)[`\"]?\\.[`\"]?(\\w+)[`\"]?\\s*=\\s*[`\"]?(\\w+)[`\"]?\\.[`\"]?(\\w+)[`\"]?\\s*$")
+// kept to its ranges by the model's key would drop. The table and the
+// columns' tables may be qualified by a schema (JOIN app.t ON app.t.c =
+// app.u.d, as GORM names tables of a TablePrefix "app."): the groups hold
+// the bare names, as the gate compares tables without their schema.
+var simpleJoin = regexp.MustCompile("(?i)^\\s*(?:(?:inner|left)\\s+(?:outer\\s+)?)?join\\s+" + joinQualifier + joinIdent +
+	"(?:\\s+(?:as\\s+)?" + joinIdent + ")?\\s+on\\s+" +
+	joinQualifier + joinIdent + "\\." + joinIdent + "\\s*=\\s*" +
+	joinQualifier + joinIdent + "\\." + joinIdent + "\\s*$")
+
+// joinIdent is a name, maybe quoted, its text in a group; joinQualifier an
+// optional schema before one, left out of the groups.
+const (
+	joinIdent     = "[`\"]?(\\w+)[`\"]?"
+	joinQualifier = "(?:[`\"]?\\w+[`\"]?\\.)?"
+)
 
 // parenthesizedOn is an ON whose condition is one group of parentheses
 // with none inside: ON (x.c = y.d).
@@ -42,7 +55,7 @@ func ColocatedJoin(m Keyed, sql string, sharded func(table string) (Keyed, bool)
 		return false
 	}
 	joined, ok := sharded(match[1])
-	if !ok || strings.EqualFold(joined.Table, m.Table) { // a self join pairs two rows of any shards
+	if !ok || strings.EqualFold(bareName(joined.Table), bareName(m.Table)) { // a self join pairs two rows of any shards
 		return false
 	}
 	alias := cmp.Or(match[2], match[1])
@@ -50,7 +63,7 @@ func ColocatedJoin(m Keyed, sql string, sharded func(table string) (Keyed, bool)
 		switch {
 		case strings.EqualFold(table, alias):
 			return joined, 1, true
-		case strings.EqualFold(table, m.Table):
+		case strings.EqualFold(table, bareName(m.Table)):
 			return m, 0, true
 		}
 		return Keyed{}, 0, false
@@ -87,15 +100,19 @@ const (
 // are beside it.
 func JoinTableJoin(m Keyed, joinTable, ownerColumn, sql string) bool {
 	match := joinMatch(sql)
-	if match == nil || !strings.EqualFold(match[1], joinTable) {
+	if match == nil || !strings.EqualFold(match[1], bareName(joinTable)) {
 		return false
 	}
 	alias := cmp.Or(match[2], match[1])
 	is := func(i int, table, column string) bool {
 		return strings.EqualFold(match[i], table) && strings.EqualFold(match[i+1], column)
 	}
-	return is(3, alias, ownerColumn) && is(5, m.Table, m.Key) || is(5, alias, ownerColumn) && is(3, m.Table, m.Key)
+	table := bareName(m.Table)
+	return is(3, alias, ownerColumn) && is(5, table, m.Key) || is(5, alias, ownerColumn) && is(3, table, m.Key)
 }
+
+// bareName is a table's name without the schema it may be qualified by.
+func bareName(table string) string { return table[strings.LastIndexByte(table, '.')+1:] }
 
 // CheckSQLTables decides the tables that SQL of a statement names (a join
 // other than a colocated one or one of its join tables along its key, a

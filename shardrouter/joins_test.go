@@ -32,18 +32,22 @@ func TestColocatedJoin(t *testing.T) {
 		sql  string
 		want bool
 	}{
-		"the photos of a user":                {keyedUsers, "JOIN photos ON photos.user_id = users.id", true},
-		"the user of a photo":                 {keyedPhotos, "JOIN users ON users.id = photos.user_id", true},
-		"quoted, aliased, the sides swapped":  {keyedPhotos, "LEFT JOIN `users` AS u ON `photos`.`user_id` = `u`.`id`", true},
-		"not along the colocate column":       {keyedPhotos, "JOIN users ON users.id = photos.id", false},
-		"a table the plugin does not know":    {keyedPhotos, "JOIN albums ON albums.id = photos.user_id", false},
-		"a self join":                         {keyedPhotos, "JOIN photos p ON p.user_id = photos.id", false},
-		"two equalities":                      {keyedUsers, "JOIN photos ON photos.user_id = users.id AND photos.id = 1", false},
-		"the equality in parentheses":         {keyedPhotos, "JOIN users ON ( users.id = photos.user_id )", true},
-		"two equalities in parentheses":       {keyedUsers, "JOIN photos ON (photos.user_id = users.id AND photos.id = 1)", false},
-		"parentheses around part of it":       {keyedUsers, "JOIN photos ON (photos.user_id = users.id) OR (1 = 1)", false},
-		"a right join, which keeps unmatched": {keyedPhotos, "RIGHT JOIN users ON users.id = photos.user_id", false},
-		"one side names neither table":        {keyedUsers, "JOIN photos ON photos.user_id = other.id", false},
+		"the photos of a user":                 {keyedUsers, "JOIN photos ON photos.user_id = users.id", true},
+		"the user of a photo":                  {keyedPhotos, "JOIN users ON users.id = photos.user_id", true},
+		"quoted, aliased, the sides swapped":   {keyedPhotos, "LEFT JOIN `users` AS u ON `photos`.`user_id` = `u`.`id`", true},
+		"not along the colocate column":        {keyedPhotos, "JOIN users ON users.id = photos.id", false},
+		"a table the plugin does not know":     {keyedPhotos, "JOIN albums ON albums.id = photos.user_id", false},
+		"a self join":                          {keyedPhotos, "JOIN photos p ON p.user_id = photos.id", false},
+		"two equalities":                       {keyedUsers, "JOIN photos ON photos.user_id = users.id AND photos.id = 1", false},
+		"the equality in parentheses":          {keyedPhotos, "JOIN users ON ( users.id = photos.user_id )", true},
+		"two equalities in parentheses":        {keyedUsers, "JOIN photos ON (photos.user_id = users.id AND photos.id = 1)", false},
+		"parentheses around part of it":        {keyedUsers, "JOIN photos ON (photos.user_id = users.id) OR (1 = 1)", false},
+		"a right join, which keeps unmatched":  {keyedPhotos, "RIGHT JOIN users ON users.id = photos.user_id", false},
+		"one side names neither table":         {keyedUsers, "JOIN photos ON photos.user_id = other.id", false},
+		"tables named with their schema":       {Keyed{Table: "app.photos", Key: "id", Colocate: "user_id"}, `JOIN "app"."users" ON "app"."users".id = app.photos.user_id`, true},
+		"a schema on the joined table only":    {Keyed{Table: "app.users", Key: "id"}, "JOIN app.photos p ON p.user_id = users.id", true},
+		"a self join across schemas":           {Keyed{Table: "app.photos", Key: "id", Colocate: "user_id"}, "JOIN other.photos p ON p.user_id = app.photos.id", false},
+		"a schema-named side off the colocate": {Keyed{Table: "app.photos", Key: "id", Colocate: "user_id"}, "JOIN app.users ON app.users.id = app.photos.id", false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if got := ColocatedJoin(c.from, c.sql, shardedByTable); got != c.want {
@@ -66,6 +70,16 @@ func TestJoinTableJoin(t *testing.T) {
 		"JOIN user_groups ON user_groups.user_id = users.other_id": false,
 	} {
 		if got := JoinTableJoin(keyedUsers, "user_groups", "user_id", sql); got != want {
+			t.Errorf("%q: %v, want %v", sql, got, want)
+		}
+	}
+	// Tables of a schema (GORM's TablePrefix "app."), qualified or not in the SQL.
+	for sql, want := range map[string]bool{
+		"JOIN app.user_groups ON app.user_groups.user_id = app.users.id": true,
+		`JOIN "app"."user_groups" ug ON ug.user_id = users.id`:           true,
+		"JOIN app.user_groups ug ON ug.group_id = app.users.id":          false,
+	} {
+		if got := JoinTableJoin(Keyed{Table: "app.users", Key: "id"}, "app.user_groups", "user_id", sql); got != want {
 			t.Errorf("%q: %v, want %v", sql, got, want)
 		}
 	}
