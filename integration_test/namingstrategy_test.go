@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 
 	"gorm.io/gorm"
@@ -112,6 +114,50 @@ func TestMergedTextOfTablesInASchema(t *testing.T) {
 		must(t, all().Order("name, id").Find(&ordered).Error)
 		if len(ordered) != len(authors) || ordered[0].Name != "ada" || ordered[len(ordered)-1].Name != "cy" {
 			t.Fatalf("ordered by name: %d rows, first %q, last %q", len(ordered), ordered[0].Name, ordered[len(ordered)-1].Name)
+		}
+	})
+}
+
+// TestJoinsAndConditionsNamingTablesWithTheirSchema: with
+// NamingStrategy{TablePrefix: "app."} SQL written as PostgreSQL reads it,
+// app.case_books.case_author_id, routes as the bare names do: a condition
+// on the key or the colocate column names its shard, and a join along the
+// colocate column reads the row's database, as on one database.
+func TestJoinsAndConditionsNamingTablesWithTheirSchema(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		if b.name != "postgres" {
+			t.Skip("schemas of PostgreSQL")
+		}
+		dir := t.TempDir()
+		for _, d := range direct(t, b, dir) {
+			must(t, d.Exec("CREATE SCHEMA IF NOT EXISTS app").Error)
+			t.Cleanup(func() { _ = d.Exec("DROP SCHEMA app CASCADE").Error })
+		}
+		db := openWithConfig(t, b, dir, &gorm.Config{NamingStrategy: schema.NamingStrategy{TablePrefix: "app."}, Logger: logger.Discard})
+		fresh(t, db, &CaseAuthor{}, &CaseBook{})
+		t.Cleanup(func() { _ = migrator(db).DropTable(&CaseAuthor{}, &CaseBook{}) })
+		authors := make([]CaseAuthor, 8)
+		for i := range authors {
+			authors[i] = CaseAuthor{Name: fmt.Sprintf("a%d", i), Books: []CaseBook{{Title: fmt.Sprintf("t%d", i)}}}
+		}
+		must(t, db.Create(&authors).Error)
+		for _, a := range authors {
+			var found CaseAuthor
+			must(t, db.Where(`"app"."case_authors"."id" = ?`, a.ID).First(&found).Error)
+			if found.Name != a.Name {
+				t.Fatalf("author %d by app.case_authors.id: %+v", a.ID, found)
+			}
+			var books []CaseBook
+			must(t, db.Joins("JOIN app.case_authors ON app.case_authors.id = app.case_books.case_author_id").
+				Where("app.case_books.case_author_id = ? AND app.case_authors.name = ?", a.ID, a.Name).Find(&books).Error)
+			if len(books) != 1 || books[0].ID != a.Books[0].ID {
+				t.Fatalf("the books of author %d joined by schema-qualified names: %+v, want its one book %d", a.ID, books, a.Books[0].ID)
+			}
+		}
+		// The other schema's table of the same name is not the model's: no shard named.
+		var none CaseAuthor
+		if err := db.Where("other.case_authors.id = ?", authors[0].ID).First(&none).Error; !errors.Is(err, shardid.ErrNoShard) {
+			t.Fatalf("a condition on other.case_authors.id: %v, want ErrNoShard", err)
 		}
 	})
 }

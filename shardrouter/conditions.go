@@ -155,7 +155,7 @@ func isSimpleCondition(sql string, isColumn func(table, name string) bool) bool 
 
 // simpleCondition reads sql as the text of a condition on one column
 // isColumn accepts, the column optionally quoted and qualified by its
-// table, the whole optionally in brackets: `col = ?`, `col IN ?`, `col IN
+// table (and the table by its schema), the whole optionally in brackets: `col = ?`, `col IN ?`, `col IN
 // (?)`, or `col IN (?, ?, …)`. It returns the number of placeholders (0 for
 // another text) and the column. Read by hand, not by a regular expression:
 // it runs for every condition of every statement.
@@ -170,6 +170,9 @@ func simpleCondition(sql string, isColumn func(table, name string) bool) (placeh
 	table, name = "", s.identifier()
 	if s.eat(".") {
 		table, name = name, s.identifier()
+	}
+	if name != "" && s.eat(".") { // schema.table.column: the table with its schema, as a model's TableName may give it
+		table, name = table+"."+name, s.identifier()
 	}
 	if name == "" {
 		return 0, "", ""
@@ -465,6 +468,7 @@ func columnName(column any) (table, name string) {
 	case string:
 		if i := strings.LastIndexByte(c, '.'); i >= 0 {
 			table, c = strings.Trim(c[:i], "`\" "), c[i+1:]
+			table = strings.NewReplacer("`.`", ".", "\".\"", ".").Replace(table) // "app"."users": app.users
 		}
 		return table, strings.Trim(c, "`\" ")
 	}

@@ -194,3 +194,30 @@ func TestPlaceholderLists(t *testing.T) {
 		t.Fatalf("a list among several placeholders read as %v", values)
 	}
 }
+
+// TestColumnValuesOfAColumnQualifiedByItsSchema: a condition may name the
+// key as schema.table.column (a table of GORM's TablePrefix "app."), quoted
+// or not, in SQL or as a clause's column; isColumn gets the table with its
+// schema.
+func TestColumnValuesOfAColumnQualifiedByItsSchema(t *testing.T) {
+	isID := func(table, name string) bool {
+		return (table == "" || table == "users" || table == "app.users") && name == "id"
+	}
+	for _, c := range []struct {
+		name  string
+		exprs []clause.Expression
+		found bool
+	}{
+		{"Where(\"app.users.id = ?\")", []clause.Expression{clause.Expr{SQL: "app.users.id = ?", Vars: []any{7}}}, true},
+		{"quoted", []clause.Expression{clause.Expr{SQL: `"app"."users"."id" IN (?)`, Vars: []any{7}}}, true},
+		{"beside another condition", []clause.Expression{clause.Expr{SQL: "app.users.id = ? AND name = ?", Vars: []any{7, "a"}}}, true},
+		{"a column string", []clause.Expression{clause.Eq{Column: `"app"."users"."id"`, Value: 7}}, true},
+		{"another schema's table", []clause.Expression{clause.Expr{SQL: "other.users.id = ?", Vars: []any{7}}}, false},
+		{"four parts", []clause.Expression{clause.Expr{SQL: "db.app.users.id = ?", Vars: []any{7}}}, false},
+	} {
+		got, found := ColumnValues(c.exprs, isID)
+		if found != c.found || c.found && !reflect.DeepEqual(got, []any{7}) {
+			t.Errorf("%s: got %v, %v; want found %v", c.name, got, found, c.found)
+		}
+	}
+}
