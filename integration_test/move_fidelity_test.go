@@ -773,7 +773,8 @@ func (FpSchemaThing) TableName() string { return "fp_sch.fp_things" }
 // TestMoveRefusesASchemaQualifiedTable: a model whose table is named with
 // its schema (PostgreSQL's schema.table) is refused by a move before
 // anything changes, naming the table: the target holds none of its rows,
-// the source all of them, and the range stays where it was.
+// the source all of them, and the range stays where it was. An audit
+// refuses it too, and both errors say to give the schema in the DSN.
 func TestMoveRefusesASchemaQualifiedTable(t *testing.T) {
 	forEachServer(t, func(t *testing.T, b backend) {
 		if b.name != "postgres" {
@@ -798,6 +799,13 @@ func TestMoveRefusesASchemaQualifiedTable(t *testing.T) {
 		}
 		if v, err := r.p.RefreshMap(context.Background()); err != nil || v != version {
 			t.Errorf("the map after the refused move: version %d (%v); want %d", v, err, version)
+		}
+		// An audit reads no such table either; both say how to name it instead.
+		_, auditErr := r.p.Audit(context.Background())
+		for what, err := range map[string]error{"the move": moveWith(t, r, &FpSchemaThing{}, nil, 0, 3), "the audit": auditErr} {
+			if !errors.Is(err, shardid.ErrMoveInvalid) || !strings.Contains(err.Error(), "fp_sch.fp_things is named with its schema") || !strings.Contains(err.Error(), "search_path=") {
+				t.Errorf("%s of a schema-qualified table: %v; want ErrMoveInvalid naming it and saying to give the schema in the DSN's search_path", what, err)
+			}
 		}
 	})
 }

@@ -105,7 +105,7 @@ func movedTables(ctx context.Context, d Driver, models []any, st *mapstore.MoveS
 func newMovedTable(ctx context.Context, f fence.Fence, t Table, source *sql.DB) (*movedTable, error) {
 	if strings.Contains(t.Name, ".") {
 		// The copy, the triggers and the checks name a table within each database's own schema.
-		return nil, fmt.Errorf("%w: table %s is named with its schema: a move carries the tables of each database's own schema only (PostgreSQL's search_path, MySQL's database of the DSN)", ErrInvalid, t.Name)
+		return nil, fmt.Errorf("%w: table %s is named with its schema: a move carries, and an audit reads, the tables of each database's own schema only (PostgreSQL's search_path, MySQL's database of the DSN); name the table without its schema (no TablePrefix \"schema.\") and give the schema in each DSN (PostgreSQL: search_path=schema,public)", ErrInvalid, t.Name)
 	}
 	mt := &movedTable{name: t.Name, key: t.Key, pk: []string{t.Key}, join: t.Join, strategy: t.Strategy, idColumns: t.IDColumns, modelType: t.Model, dialect: f.Dialect, colocate: t.Colocate, given: t,
 		fenced: fence.Table{Name: t.Name, Key: t.Key, Kind: t.Kind}}
