@@ -3,6 +3,7 @@ package integration
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"gorm.io/gorm"
@@ -158,6 +159,67 @@ func TestJoinsAndConditionsNamingTablesWithTheirSchema(t *testing.T) {
 		var none CaseAuthor
 		if err := db.Where("other.case_authors.id = ?", authors[0].ID).First(&none).Error; !errors.Is(err, shardid.ErrNoShard) {
 			t.Fatalf("a condition on other.case_authors.id: %v, want ErrNoShard", err)
+		}
+	})
+}
+
+// TestMergedColumnsQualifiedByATableInASchema: with
+// NamingStrategy{TablePrefix: "app."} a column written as PostgreSQL reads
+// it, case_authors.id or app.case_authors.id, quoted or not, merges over
+// every database in an order, a Pluck, an aggregate, a group and a
+// DISTINCT as the bare column does, and as one database answers.
+func TestMergedColumnsQualifiedByATableInASchema(t *testing.T) {
+	forEachServer(t, func(t *testing.T, b backend) {
+		if b.name != "postgres" {
+			t.Skip("schemas of PostgreSQL")
+		}
+		dir := t.TempDir()
+		for _, d := range direct(t, b, dir) {
+			must(t, d.Exec("CREATE SCHEMA IF NOT EXISTS app").Error)
+			t.Cleanup(func() { _ = d.Exec("DROP SCHEMA app CASCADE").Error })
+		}
+		db := openWithConfig(t, b, dir, &gorm.Config{NamingStrategy: schema.NamingStrategy{TablePrefix: "app."}, Logger: logger.Discard})
+		fresh(t, db, &CaseAuthor{})
+		t.Cleanup(func() { _ = migrator(db).DropTable(&CaseAuthor{}) })
+		count := shardid.Layout{}.ShardCount()
+		var ids []int64
+		for i := range 12 {
+			a := CaseAuthor{Name: []string{"ada", "bob", "cy"}[i%3]}
+			must(t, db.Clauses(shardid.OnShard(i*count/12)).Create(&a).Error) // over every database
+			ids = append(ids, a.ID)
+		}
+		slices.Sort(ids)
+		all := func() *gorm.DB { return db.Clauses(shardid.AllShards()) }
+		for _, col := range []string{"id", "case_authors.id", "app.case_authors.id", `"app"."case_authors"."id"`} {
+			var ordered []CaseAuthor
+			if err := all().Order(col + " desc").Limit(3).Find(&ordered).Error; err != nil || len(ordered) != 3 || ordered[0].ID != ids[11] || ordered[2].ID != ids[9] {
+				t.Errorf("Order(%q desc).Limit(3): %v %+v, want the last three of %v", col, err, ordered, ids)
+			}
+			var plucked []int64
+			if err := all().Model(&CaseAuthor{}).Order(col).Limit(2).Pluck(col, &plucked).Error; err != nil || !slices.Equal(plucked, ids[:2]) {
+				t.Errorf("Pluck(%q) ordered: %v %v, want %v", col, err, plucked, ids[:2])
+			}
+			var most []int64
+			if err := all().Model(&CaseAuthor{}).Pluck("max("+col+")", &most).Error; err != nil || len(most) != 1 || most[0] != ids[11] {
+				t.Errorf("max(%s): %v %v, want %d", col, err, most, ids[11])
+			}
+			var groups []struct {
+				Name string
+				N    int64
+			}
+			if err := all().Model(&CaseAuthor{}).Select("name, count(" + col + ") AS n").Group("name").Order("name").Scan(&groups).Error; err != nil || len(groups) != 3 || groups[0].N != 4 {
+				t.Errorf("count(%s) grouped by name: %v %+v, want 4 of each", col, err, groups)
+			}
+			var distinct []int64
+			err := all().Model(&CaseAuthor{}).Distinct(col).Pluck(col, &distinct).Error
+			if slices.Sort(distinct); err != nil || !slices.Equal(distinct, ids) {
+				t.Errorf("Distinct(%q): %v %v, want %v", col, err, distinct, ids)
+			}
+		}
+		// Another schema's table of the name is not the model's: refused, nothing merged wrong.
+		var other []CaseAuthor
+		if err := all().Order("other.case_authors.id").Find(&other).Error; !errors.Is(err, shardid.ErrCrossShard) {
+			t.Errorf("Order(other.case_authors.id): %v, want ErrCrossShard", err)
 		}
 	})
 }

@@ -172,7 +172,7 @@ const CountedClause = "shardid:counted"
 
 // plainColumn is one item of a select list that names a column: `col`,
 // `t.col`, `*`, `t.*`, quoted or not, with an optional `AS alias`.
-var plainColumn = regexp.MustCompile("(?i)^\\s*(?:" + ident + "\\s*\\.\\s*)?(?:" + ident + "|\\*)(?:\\s+as\\s+" + ident + ")?\\s*$")
+var plainColumn = regexp.MustCompile("(?i)^\\s*(?:" + tableName + "\\s*\\.\\s*)?(?:" + ident + "|\\*)(?:\\s+as\\s+" + ident + ")?\\s*$")
 
 // selectWord finds a subquery written in a condition's SQL text.
 var selectWord = regexp.MustCompile(`(?i)\bselect\b`)
@@ -286,7 +286,7 @@ func plainCount(q Query) bool {
 
 // orderItem is one ORDER BY item written as text: `col`, `t.col`, quoted or
 // not, with ASC or DESC.
-var orderItem = regexp.MustCompile("(?i)^\\s*(?:(" + ident + ")\\s*\\.\\s*)?(" + ident + ")(?:\\s+(asc|desc))?\\s*$")
+var orderItem = regexp.MustCompile("(?i)^\\s*(?:(" + tableName + ")\\s*\\.\\s*)?(" + ident + ")(?:\\s+(asc|desc))?\\s*$")
 
 // Order is the ORDER BY of a query over several databases, as the merge
 // compares rows: its columns, then the primary key to break ties (which
@@ -322,7 +322,7 @@ func orderOf(q Query, rowType reflect.Type) (*Order, string) {
 	o := &Order{Key: key, TieKey: true}
 	var byTable []*schema.Field // ordered by the table's column, not by an output column of its name
 	add := func(table, name string, desc bool) error {
-		if table != "" && table != clause.CurrentTable && !strings.EqualFold(table, q.Schema.Table) && !strings.EqualFold(table, q.Table) {
+		if table != "" && table != clause.CurrentTable && !namesTable(table, q.Schema.Table) && !namesTable(table, q.Table) {
 			return refuse("%s.%s: a column of another table", table, name)
 		}
 		field := key
@@ -375,7 +375,7 @@ func orderOf(q Query, rowType reflect.Type) (*Order, string) {
 				}
 				desc = true
 			}
-			if err := add(unquote(parts[1]), unquote(parts[2]), desc); err != nil {
+			if err := add(unquoteQualified(parts[1]), unquote(parts[2]), desc); err != nil {
 				return nil, err.Error()
 			}
 		}
@@ -549,7 +549,7 @@ func keySelected(q Query) bool {
 }
 
 // qualifier reads the table that qualifies a select item's column.
-var qualifier = regexp.MustCompile("^\\s*(" + ident + ")\\s*\\.")
+var qualifier = regexp.MustCompile("^\\s*(" + tableName + ")\\s*\\.\\s*(?:" + ident + "|\\*)")
 
 // ofOtherTable reports whether a select item reads a column qualified by
 // another table than the query's own (its name or its alias).
@@ -559,7 +559,7 @@ func ofOtherTable(q Query, item string) bool {
 		return false
 	}
 	for _, own := range []string{q.Schema.Table, q.Table} {
-		if strings.EqualFold(unquote(m[1]), own) || strings.EqualFold(unquote(m[1]), own[strings.LastIndexByte(own, '.')+1:]) {
+		if namesTable(m[1], own) {
 			return false // its name, also without the schema a TableName gives it (main.widgets is widgets)
 		}
 	}
@@ -622,7 +622,7 @@ func readsAlike(q Query, f *schema.Field) bool {
 
 // aliasedColumn reads a select item that is a column, maybe qualified and
 // aliased: its column's name.
-var aliasedColumn = regexp.MustCompile("(?i)^\\s*(?:" + ident + "\\s*\\.\\s*)?(" + ident + "|\\*)(?:\\s+as\\s+" + ident + ")?\\s*$")
+var aliasedColumn = regexp.MustCompile("(?i)^\\s*(?:" + tableName + "\\s*\\.\\s*)?(" + ident + "|\\*)(?:\\s+as\\s+" + ident + ")?\\s*$")
 
 var timeType = reflect.TypeOf(time.Time{})
 

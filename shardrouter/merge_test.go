@@ -294,3 +294,30 @@ func TestPlanMergeOrdersByTheTablesColumnQualifiedWithoutItsSchema(t *testing.T)
 		t.Fatalf("DISTINCT rows with the key qualified without the schema: %+v, want one database's rows after another's", distinct)
 	}
 }
+
+// TestColumnsQualifiedByATableInASchema: a column of a model whose table
+// is in a schema (app.users) is its own written as users.id,
+// app.users.id or "app"."users"."id"; other.users.id is another table's.
+func TestColumnsQualifiedByATableInASchema(t *testing.T) {
+	for text, want := range map[string]bool{
+		"id":                     true,
+		"users.id":               true,
+		"app.users.id":           true,
+		`"app"."users"."id"`:     true,
+		` "app" . users . "id" `: true,
+		"other.users.id":         false,
+		"app.other.id":           false,
+		"x.app.users.id":         false,
+	} {
+		if _, ok := itemColumn(text, "app.users"); ok != want {
+			t.Errorf("itemColumn(%q) of app.users: %v, want %v", text, ok, want)
+		}
+		if o, ok := parseOperand("max("+text+")", "app.users"); ok != want || ok && o.arg != "id" {
+			t.Errorf("max(%s) of app.users: %+v %v, want %v", text, o, ok, want)
+		}
+	}
+	// A table of no schema is not one of a schema named.
+	if _, ok := itemColumn("app.users.id", "users"); ok {
+		t.Errorf("app.users.id read as a column of users")
+	}
+}

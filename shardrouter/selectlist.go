@@ -21,7 +21,45 @@ const ident = "(?:`(?:[^`]|``)+`|\"(?:[^\"]|\"\")+\"|[\\pL\\pN_$]+)"
 
 // selectItemForm is one item of a select list: a column or an aggregate of
 // one, with an optional alias.
-var selectItemForm = regexp.MustCompile("(?is)^\\s*(?:(\\w+)\\s*\\(\\s*(distinct\\s*\\(?\\s*)?(\\*|" + ident + "(?:\\s*\\.\\s*" + ident + ")?)\\s*\\)?\\s*\\)|(" + ident + "(?:\\s*\\.\\s*" + ident + ")?))(?:\\s+(?:as\\s+)?(" + ident + "))?\\s*$")
+var selectItemForm = regexp.MustCompile("(?is)^\\s*(?:(\\w+)\\s*\\(\\s*(distinct\\s*\\(?\\s*)?(\\*|(?:" + tableName + "\\s*\\.\\s*)?" + ident + ")\\s*\\)?\\s*\\)|((?:" + tableName + "\\s*\\.\\s*)?" + ident + "))(?:\\s+(?:as\\s+)?(" + ident + "))?\\s*$")
+
+// tableName is a table as SQL text qualifies a column by it: its name,
+// maybe after its schema's (app.users.id, a table of GORM's TablePrefix
+// "app."); namesTable compares it with the model's.
+const tableName = ident + "(?:\\s*\\.\\s*" + ident + ")?"
+
+// namesTable reports whether written, a tableName, is table, a model's
+// table (maybe with its schema): the same name, or written without a
+// schema and table's name without its own, as PostgreSQL exposes
+// app.users as users.
+func namesTable(written, table string) bool {
+	w := unquoteQualified(written)
+	return strings.EqualFold(w, table) || !strings.Contains(w, ".") && strings.EqualFold(w, bareName(table))
+}
+
+// unquoteQualified is a tableName as the database reads it, its parts
+// unquoted and joined by dots: "app"."users" is app.users.
+func unquoteQualified(s string) string {
+	var parts []string
+	for rest := strings.TrimSpace(s); rest != ""; {
+		loc := identAtStart.FindStringIndex(rest)
+		if loc == nil {
+			return s
+		}
+		parts = append(parts, unquote(rest[:loc[1]]))
+		rest = strings.TrimSpace(rest[loc[1]:])
+		if rest != "" {
+			if rest[0] != '.' {
+				return s
+			}
+			rest = strings.TrimSpace(rest[1:])
+		}
+	}
+	return strings.Join(parts, ".")
+}
+
+// identAtStart is an ident at the start of a text.
+var identAtStart = regexp.MustCompile("^" + ident)
 
 // operand is an item as written in a select list, HAVING or ORDER BY.
 type operand struct {
@@ -77,7 +115,7 @@ func isIntegerLiteral(text string) bool {
 	return text != "" && strings.Trim(text, "0123456789") == ""
 }
 
-// itemColumn reads `col`, `t.col` or `*`, quoted or not, of table or none.
+// itemColumn reads `col`, `t.col`, `schema.t.col` or `*`, quoted or not, of table or none.
 func itemColumn(text, table string) (string, bool) {
 	m := columnForm.FindStringSubmatch(text)
 	switch {
@@ -85,14 +123,14 @@ func itemColumn(text, table string) (string, bool) {
 		return "", false
 	case m[3] == "*":
 		return "*", m[1] == ""
-	case m[1] != "" && !strings.EqualFold(unquote(m[1]), table):
+	case m[1] != "" && !namesTable(m[1], table):
 		return "", false
 	}
 	return unquote(m[2]), true
 }
 
-// columnForm is `col`, `t.col` or `*`, quoted or not.
-var columnForm = regexp.MustCompile("^\\s*(?:(" + ident + ")\\s*\\.\\s*)?(?:(" + ident + ")|(\\*))\\s*$")
+// columnForm is `col`, `t.col`, `schema.t.col` or `*`, quoted or not.
+var columnForm = regexp.MustCompile("^\\s*(?:(" + tableName + ")\\s*\\.\\s*)?(?:(" + ident + ")|(\\*))\\s*$")
 
 // unquote is a name of ident as the database reads it.
 func unquote(s string) string {
