@@ -122,8 +122,9 @@ func TestMergedTextOfTablesInASchema(t *testing.T) {
 // TestJoinsAndConditionsNamingTablesWithTheirSchema: with
 // NamingStrategy{TablePrefix: "app."} SQL written as PostgreSQL reads it,
 // app.case_books.case_author_id, routes as the bare names do: a condition
-// on the key or the colocate column names its shard, and a join along the
-// colocate column reads the row's database, as on one database.
+// on the key or the colocate column names its shard (in SQL or as a map's
+// key), and a join along the colocate column reads the row's database, as
+// on one database.
 func TestJoinsAndConditionsNamingTablesWithTheirSchema(t *testing.T) {
 	forEachServer(t, func(t *testing.T, b backend) {
 		if b.name != "postgres" {
@@ -147,6 +148,13 @@ func TestJoinsAndConditionsNamingTablesWithTheirSchema(t *testing.T) {
 			must(t, db.Where(`"app"."case_authors"."id" = ?`, a.ID).First(&found).Error)
 			if found.Name != a.Name {
 				t.Fatalf("author %d by app.case_authors.id: %+v", a.ID, found)
+			}
+			for _, key := range []string{"case_authors.id", "app.case_authors.id"} { // GORM names a map's key as given
+				var byMap CaseAuthor
+				must(t, db.Where(map[string]any{key: a.ID}).First(&byMap).Error)
+				if byMap.Name != a.Name {
+					t.Fatalf("author %d by a map of %s: %+v", a.ID, key, byMap)
+				}
 			}
 			var books []CaseBook
 			must(t, db.Joins("JOIN app.case_authors ON app.case_authors.id = app.case_books.case_author_id").

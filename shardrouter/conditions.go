@@ -460,11 +460,15 @@ func copyExprs(exprs []clause.Expression) []clause.Expression {
 }
 
 // columnName returns the table ("" when none is named) and the bare column
-// name of a clause column or a string such as "users.id" or "`id`".
+// name of a clause column or a string such as "users.id" or "`id`" (a
+// clause column named "app.users.id", as GORM builds a map's condition, too).
 func columnName(column any) (table, name string) {
 	switch c := column.(type) {
 	case clause.Column:
-		return c.Table, c.Name
+		if c.Table != "" || c.Raw || !strings.Contains(c.Name, ".") {
+			return c.Table, c.Name
+		}
+		return columnName(c.Name) // a map's key "users.id": GORM names the column so, and quotes it part by part
 	case string:
 		if i := strings.LastIndexByte(c, '.'); i >= 0 {
 			table, c = strings.Trim(c[:i], "`\" "), c[i+1:]

@@ -221,3 +221,18 @@ func TestColumnValuesOfAColumnQualifiedByItsSchema(t *testing.T) {
 		}
 	}
 }
+
+// TestColumnValuesOfAMapKeyQualifiedByItsTable: Where(map[string]any{"users.id":
+// 5}) is a clause column named "users.id" (GORM quotes it part by part),
+// with its schema too.
+func TestColumnValuesOfAMapKeyQualifiedByItsTable(t *testing.T) {
+	isID := func(table, name string) bool {
+		return (table == "" || table == "users" || table == "app.users") && name == "id"
+	}
+	for name, found := range map[string]bool{"users.id": true, "app.users.id": true, "settings.id": false, "id": true} {
+		got, ok := ColumnValues([]clause.Expression{clause.Eq{Column: clause.Column{Name: name}, Value: 5}}, isID)
+		if ok != found || found && !reflect.DeepEqual(got, []any{5}) {
+			t.Errorf("a map's key %q: %v %v, want found %v", name, got, ok, found)
+		}
+	}
+}
