@@ -472,12 +472,15 @@ func columnName(column any) (table, name string) {
 	case string:
 		if i := strings.LastIndexByte(c, '.'); i >= 0 {
 			table, c = strings.Trim(c[:i], "`\" "), c[i+1:]
-			table = strings.NewReplacer("`.`", ".", "\".\"", ".").Replace(table) // "app"."users": app.users
+			table = quotedDots.Replace(table) // "app"."users": app.users
 		}
 		return table, strings.Trim(c, "`\" ")
 	}
 	return "", ""
 }
+
+// quotedDots joins the quoted parts of a qualified name: "app"."users" is app.users.
+var quotedDots = strings.NewReplacer("`.`", ".", "\".\"", ".")
 
 // flatten expands slices and arrays (but not []byte) into their elements;
 // values without any are returned as they are.
