@@ -116,15 +116,15 @@ func (mv *run) copyTable(ctx context.Context, t *movedTable) error {
 // foreign key references a row of another moved table that the target
 // lacks, one written on the source after that table's copy read past it,
 // has its parent in the change log: the log is replayed and the rows left
-// written again, for as long as the replay finds changes to apply. Rows
-// left of a table referencing itself may wait for their parents in its
-// later chunks: their keys are kept for copyDeferred, which replays.
+// read again on the source and written as they are now, for as long as the
+// replay finds changes to apply. (Not as the chunk read them: the replay
+// may have written a later version of one and forgotten its change, which
+// the chunk's older values would then undo for good.) Rows left of a table
+// referencing itself may wait for their parents in its later chunks: their
+// keys are kept for copyDeferred, which replays.
 func (mv *run) upsertCopied(ctx context.Context, t *movedTable, rows [][]any) error {
-	for {
-		left, err := mv.upsertInAnyOrder(ctx, t, rows)
-		if !missingParent(err) {
-			return err
-		}
+	left, err := mv.upsertInAnyOrder(ctx, t, rows)
+	for missingParent(err) {
 		if t.referencesItself {
 			for _, row := range left {
 				mv.st.Deferred[t.name] = append(mv.st.Deferred[t.name], normalizeKey(row[t.keyIndex()]))
@@ -134,8 +134,27 @@ func (mv *run) upsertCopied(ctx context.Context, t *movedTable, rows [][]any) er
 		if n, rerr := mv.replay(ctx); rerr != nil || n == 0 {
 			return errors.Join(err, rerr)
 		}
-		rows = left
+		// Read again: those the source no longer has were never written
+		// here (the refused statement wrote nothing), and the replay
+		// deleted any copy of them.
+		_, err = mv.replayKeys(ctx, t, keysOfRows(t, left))
 	}
+	return err
+}
+
+// keysOfRows is the distinct keys of rows, as the change log names them
+// (a join table's: its owners').
+func keysOfRows(t *movedTable, rows [][]any) []any {
+	var keys []any
+	seen := map[any]bool{}
+	for _, row := range rows {
+		k := normalizeKey(row[t.keyIndex()])
+		if !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
 
 // upsertInAnyOrder upserts rows on the target, those of a table
