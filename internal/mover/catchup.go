@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+
+	"github.com/shardid/shardid/internal/sqlscan"
 )
 
 // catchUp replays the change log until its backlog is small.
@@ -99,36 +101,19 @@ func (mv *run) replay(ctx context.Context) (int, error) {
 			return 0, fmt.Errorf("the change log names table %s, which the move does not carry", name)
 		}
 	}
-	// Written in the tables' order, parents before the children their
-	// foreign keys reference them from; deleted in the reverse one.
-	gone := map[string][]any{}
-	for _, t := range mv.tables {
-		for keys := range slices.Chunk(keysOf[t.name], replayKeys) {
-			if err := mv.stillHolds(ctx); err != nil {
-				return 0, err
-			}
-			left, err := mv.replayKeys(ctx, t, keys)
-			if err != nil {
-				return 0, err
-			}
-			if len(left) > 0 {
-				gone[t.name] = append(gone[t.name], left...)
-			}
+	err = mv.applyChanges(ctx, keysOf)
+	if uniqueConflict(err) {
+		// A row read again takes a unique value that the target's copy of
+		// another row of the range still holds: one the source deleted,
+		// whose delete comes after the round's writes. The round's deletes
+		// go first, then its writes again.
+		err = mv.deleteGoneFirst(ctx, keysOf)
+		if err == nil {
+			err = mv.applyChanges(ctx, keysOf)
 		}
 	}
-	if err := mv.withCopiesGoneWithThem(ctx, gone); err != nil {
+	if err != nil {
 		return 0, err
-	}
-	if err := mv.refusedByRowsReferencingDeletedCopies(ctx, gone); err != nil {
-		return 0, err
-	}
-	for i := len(mv.tables) - 1; i >= 0; i-- {
-		t := mv.tables[i]
-		for keys := range slices.Chunk(gone[t.name], replayKeys) {
-			if _, err := t.deleteInAnyOrder(ctx, mv.target, keys); err != nil {
-				return 0, err
-			}
-		}
 	}
 	if err := mv.fence.Forget(ctx, mv.source, seqs); err != nil {
 		return 0, err
@@ -189,4 +174,80 @@ func (mv *run) replayKeys(ctx context.Context, t *movedTable, keys []any) ([]any
 		pending = append(unread, pending[len(ask):]...)
 	}
 	return gone, nil
+}
+
+// applyChanges writes each table's rows of the keys changed as the source
+// has them now, in the tables' order (parents before the children their
+// foreign keys reference them from), and deletes those the source no
+// longer has, in the reverse one.
+func (mv *run) applyChanges(ctx context.Context, keysOf map[string][]any) error {
+	gone := map[string][]any{}
+	for _, t := range mv.tables {
+		for keys := range slices.Chunk(keysOf[t.name], replayKeys) {
+			if err := mv.stillHolds(ctx); err != nil {
+				return err
+			}
+			left, err := mv.replayKeys(ctx, t, keys)
+			if err != nil {
+				return err
+			}
+			if len(left) > 0 {
+				gone[t.name] = append(gone[t.name], left...)
+			}
+		}
+	}
+	return mv.deleteCopiesOfGone(ctx, gone)
+}
+
+// deleteCopiesOfGone deletes on the target the copies of the rows gone from the
+// source, children first, once no row there that the move does not carry
+// would be refused or changed by it.
+func (mv *run) deleteCopiesOfGone(ctx context.Context, gone map[string][]any) error {
+	if err := mv.withCopiesGoneWithThem(ctx, gone); err != nil {
+		return err
+	}
+	if err := mv.refusedByRowsReferencingDeletedCopies(ctx, gone); err != nil {
+		return err
+	}
+	for i := len(mv.tables) - 1; i >= 0; i-- {
+		t := mv.tables[i]
+		for keys := range slices.Chunk(gone[t.name], replayKeys) {
+			if _, err := t.deleteInAnyOrder(ctx, mv.target, keys); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// deleteGoneFirst deletes on the target the copies of the rows of keysOf
+// that the source no longer has (a join table's rows are replaced whole
+// by applyChanges), before their tables' writes.
+func (mv *run) deleteGoneFirst(ctx context.Context, keysOf map[string][]any) error {
+	gone := map[string][]any{}
+	for _, t := range mv.tables {
+		if t.join {
+			continue
+		}
+		for keys := range slices.Chunk(keysOf[t.name], replayKeys) {
+			if err := mv.stillHolds(ctx); err != nil {
+				return err
+			}
+			found, err := readRows(ctx, mv.source, 1, "SELECT "+sqlscan.Quote(t.dialect, t.key)+" FROM "+sqlscan.Quote(t.dialect, t.name)+
+				" WHERE "+sqlscan.Quote(t.dialect, t.key)+" IN ("+placeholders(t.dialect, 0, len(keys))+")", keys...)
+			if err != nil {
+				return err
+			}
+			have := map[any]bool{}
+			for _, row := range found {
+				have[normalizeKey(row[0])] = true
+			}
+			for _, k := range keys {
+				if !have[k] {
+					gone[t.name] = append(gone[t.name], k)
+				}
+			}
+		}
+	}
+	return mv.deleteCopiesOfGone(ctx, gone)
 }

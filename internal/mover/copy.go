@@ -115,7 +115,9 @@ func (mv *run) copyTable(ctx context.Context, t *movedTable) error {
 // upsertCopied writes a chunk of the copy on the target. A row whose
 // foreign key references a row of another moved table that the target
 // lacks, one written on the source after that table's copy read past it,
-// has its parent in the change log: the log is replayed and the rows left
+// has its parent in the change log, and so has a copy of a row the source
+// deleted or changed since it was copied whose value of a unique index a
+// row of the chunk now takes: the log is replayed and the rows left
 // read again on the source and written as they are now, for as long as the
 // replay finds changes to apply. (Not as the chunk read them: the replay
 // may have written a later version of one and forgotten its change, which
@@ -124,8 +126,8 @@ func (mv *run) copyTable(ctx context.Context, t *movedTable) error {
 // keys are kept for copyDeferred, which replays.
 func (mv *run) upsertCopied(ctx context.Context, t *movedTable, rows [][]any) error {
 	left, err := mv.upsertInAnyOrder(ctx, t, rows)
-	for missingParent(err) {
-		if t.referencesItself {
+	for missingParent(err) || uniqueConflict(err) {
+		if t.referencesItself && missingParent(err) {
 			for _, row := range left {
 				mv.st.Deferred[t.name] = append(mv.st.Deferred[t.name], normalizeKey(row[t.keyIndex()]))
 			}

@@ -139,6 +139,27 @@ func missingParent(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "FOREIGN KEY constraint failed")
 }
 
+// errUniqueValueHeld marks the refusal of a copied row whose value of a
+// unique index other than the key a row of the target with another key
+// holds: on MySQL/MariaDB, whose upsert leaves such a row as it is, found
+// by mustBeWritten.
+var errUniqueValueHeld = errors.New("a unique value held by another row")
+
+// uniqueConflict reports whether err is the refusal of a write on a unique
+// index (the key's upsert never is one: it updates the row instead).
+func uniqueConflict(err error) bool {
+	if errors.Is(err, errUniqueValueHeld) {
+		return true
+	}
+	if number, _, ok := sqlerr.MySQL(err); ok {
+		return number == 1062 // ER_DUP_ENTRY
+	}
+	if code, _, ok := sqlerr.Postgres(err); ok {
+		return code == "23505" // unique_violation
+	}
+	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
+}
+
 // referencedRow reports whether err is a foreign key's refusal of a write
 // or delete: a row whose parent is missing, or a row still referenced.
 func referencedRow(err error) bool {

@@ -294,8 +294,8 @@ func (t *movedTable) mustBeWritten(ctx context.Context, db execQuerier, rows [][
 	}
 	for _, row := range rows {
 		if !written[pkText(t.pkOf(row))] {
-			return fmt.Errorf("%w: %s: the row %s conflicts on the target with the row %s on a unique index other than the key; nothing was overwritten: make the values unique, then move again",
-				ErrVerify, t.name, pkText(t.pkOf(row)), t.holderOfUniqueValues(ctx, db, row))
+			return fmt.Errorf("%w: %s: the row %s conflicts on the target with the row %s on a unique index other than the key; nothing was overwritten: make the values unique, then move again%w",
+				ErrVerify, t.name, pkText(t.pkOf(row)), t.holderOfUniqueValues(ctx, db, row), noText{errUniqueValueHeld})
 		}
 	}
 	return nil
@@ -451,3 +451,9 @@ func (t *movedTable) count(ctx context.Context, db *sql.DB, r Range) (int64, err
 	err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+sqlscan.Quote(t.dialect, t.name)+" WHERE "+t.inRange, r.From, r.To).Scan(&n)
 	return n, err
 }
+
+// noText wraps an error that marks another without adding to its text.
+type noText struct{ err error }
+
+func (n noText) Error() string { return "" }
+func (n noText) Unwrap() error { return n.err }

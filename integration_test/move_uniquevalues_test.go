@@ -1,0 +1,71 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/shardid/shardid"
+)
+
+// MvMember is a sharded table with a unique index besides its key.
+type MvMember struct {
+	ID    int64  `shardid:"strategy:snowflake"`
+	Email string `gorm:"size:64;uniqueIndex"`
+}
+
+// TestMoveCarriesAUniqueValueTakenOverFromADeletedRow: while a move runs,
+// a member of the range is deleted and another made with its email (in
+// the copy, after the first was copied; or in the catch-up). The target's
+// copy of the deleted account holds the email until the change log's delete
+// reaches it: the new account's write waits for that delete instead of
+// failing the move on the unique index, again each time it is run.
+func TestMoveCarriesAUniqueValueTakenOverFromADeletedRow(t *testing.T) {
+	for _, phase := range []string{shardid.PhaseCopy, shardid.PhaseCatchUp} {
+		t.Run(phase, func(t *testing.T) {
+			withForeignKey(t, []any{&MvMember{}}, "", func(t *testing.T, b backend, r *moveRig, cascade bool) {
+				if cascade {
+					t.Skip("no foreign key")
+				}
+				first := MvMember{Email: "taken@example.com"}
+				must(t, r.db.Clauses(shardid.OnShard(movingRange.From)).Create(&first).Error)
+				for i := 0; i < 3; i++ {
+					must(t, r.db.Clauses(shardid.OnShard(movingRange.From+1+i)).Create(&MvMember{Email: "other" + string(rune('a'+i)) + "@example.com"}).Error)
+				}
+				var second MvMember
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				defer cancel()
+				move := shardid.Move{Logical: movingRange, To: b.name + "-target", ChunkSize: 1, CatchUpBelow: 1,
+					Models: append([]any{&MvMember{}}, moveModels...),
+					Progress: func(p shardid.MoveProgress) {
+						if second.ID != 0 || p.Phase != phase || phase == shardid.PhaseCopy && p.Table != "mv_members" {
+							return
+						}
+						must(t, r.db.Delete(&MvMember{}, first.ID).Error)
+						second = MvMember{Email: first.Email}
+						must(t, r.db.Clauses(shardid.OnShard(movingRange.From+10)).Create(&second).Error)
+					}}
+				_, err := r.p.Move(ctx, move)
+				if second.ID == 0 {
+					t.Fatal("the account was not made again during the move")
+				}
+				if err != nil {
+					t.Errorf("move: %v", err)
+					move.Progress = nil
+					if _, err := r.p.Move(ctx, move); err != nil {
+						t.Errorf("the move run again: %v", err)
+						must(t, r.p.CancelMove(ctx, movingRange))
+						return
+					}
+				}
+				var ids []int64
+				must(t, r.target.Raw("SELECT id FROM mv_members WHERE email = ?", first.Email).Scan(&ids).Error)
+				if len(ids) != 1 || ids[0] != second.ID {
+					t.Errorf("the target's accounts with the email: %v, want only %d", ids, second.ID)
+				}
+				compareSides(t, r, []fpTable{{"mv_members", "id"}})
+				must(t, r.p.CleanupMove(ctx, movingRange))
+			})
+		})
+	}
+}
