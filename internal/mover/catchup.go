@@ -105,11 +105,15 @@ func (mv *run) replay(ctx context.Context) (int, error) {
 	if uniqueConflict(err) {
 		// A row read again takes a unique value that the target's copy of
 		// another row of the range still holds: one the source deleted,
-		// whose delete comes after the round's writes. The round's deletes
-		// go first, then its writes again.
+		// whose delete comes after the round's writes, or one changed that
+		// gave the value up, whose write came later in the statement. The
+		// round's deletes go first, then its writes again, in any order
+		// that lets each through.
 		err = mv.deleteGoneFirst(ctx, keysOf)
 		if err == nil {
+			mv.anyOrder = true
 			err = mv.applyChanges(ctx, keysOf)
+			mv.anyOrder = false
 		}
 	}
 	if err != nil {

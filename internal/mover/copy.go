@@ -166,6 +166,9 @@ func (mv *run) upsertInAnyOrder(ctx context.Context, t *movedTable, rows [][]any
 	write := func(rows [][]any) error {
 		return valuesInUTC(ctx, mv.target, t.dialect, func(target dataConn) error { return t.upsert(ctx, target, rows) })
 	}
+	if mv.anyOrder {
+		return inAnyOrderWhile(rows, write, func(err error) bool { return referencedRow(err) || uniqueConflict(err) })
+	}
 	err := write(rows) // most chunks of a table referencing itself hold parents first too
 	if err == nil {
 		return nil, nil

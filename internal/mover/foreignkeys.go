@@ -175,8 +175,13 @@ func referencedRow(err error) bool {
 // It returns the items no pass could apply, with the last refusal; any
 // other error at once, with the items not yet applied.
 func inAnyOrder[T any](items []T, do func([]T) error) ([]T, error) {
+	return inAnyOrderWhile(items, do, referencedRow)
+}
+
+// inAnyOrderWhile is inAnyOrder for the refusals retry reports.
+func inAnyOrderWhile[T any](items []T, do func([]T) error, retry func(error) bool) ([]T, error) {
 	err := do(items)
-	if err == nil || !referencedRow(err) {
+	if err == nil || !retry(err) {
 		return nil, err
 	}
 	left := items
@@ -184,7 +189,7 @@ func inAnyOrder[T any](items []T, do func([]T) error) ([]T, error) {
 		var next []T
 		var refusal error
 		for i, item := range left {
-			if err := do([]T{item}); err != nil && !referencedRow(err) {
+			if err := do([]T{item}); err != nil && !retry(err) {
 				return append(next, left[i:]...), err
 			} else if err != nil {
 				next, refusal = append(next, item), err

@@ -100,6 +100,10 @@ type run struct {
 	resumed        bool                        // the move was recorded before this run
 	held           func(context.Context) error // whether the run holds its move's lock still
 	live           *liveMove
+	// anyOrder has the replay write each read's rows in any order that
+	// lets them through a unique index (see replay), as it does for a
+	// table referencing itself through its foreign key.
+	anyOrder bool
 }
 
 // Move moves a range of logical shards to another physical database while
