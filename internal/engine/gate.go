@@ -96,10 +96,10 @@ func (e *Engine) checkSent(stmt *gorm.Statement, sql string, k int, onShard bool
 		}
 	}
 	own = own[strings.LastIndexByte(own, '.')+1:] // as the SQL's tables are compared: by name
-	ownAgain := scan.timesOf(own) > 1 || scan.timesOf(e.keptName(own)) > 1
-	if onShard && !scan.unread && !ownAgain && len(scan.tables) == 1 && scan.tables[0].Name == own {
-		return nil // its own table alone, named as the model names it: most statements
+	if onShard && scan.alone != "" && scan.alone == own {
+		return nil // its own table alone, named once as the model names it: most statements
 	}
+	ownAgain := scan.timesOf(own) > 1 || scan.timesOf(e.keptName(own)) > 1
 	if onShard && !scan.unread && !ownAgain && !slices.ContainsFunc(scan.tables, func(t shardrouter.Table) bool { return !e.sameTable(t.Name, own) }) {
 		return nil // its own table alone, as most statements name
 	}
@@ -228,6 +228,9 @@ type scannedSQL struct {
 	times  map[string]int // how often each table is named, lower case
 	words  []string       // of SQL not read for certain
 	unread bool
+	// alone is the table of SQL read that names one table, once (and
+	// once as the dialect keeps its name): most statements' own.
+	alone string
 }
 
 // timesOf is how often the SQL names table.
@@ -259,6 +262,11 @@ func (e *Engine) scanned(sql string) *scannedSQL {
 	read.tables = make([]shardrouter.Table, len(scan.Tables))
 	for i, t := range scan.Tables {
 		read.tables[i] = shardrouter.Table{Qualifier: t.Qualifier, Name: t.Name}
+	}
+	if len(read.tables) == 1 && !read.unread {
+		if name := read.tables[0].Name; read.timesOf(name) <= 1 && read.timesOf(e.keptName(name)) <= 1 {
+			read.alone = name
+		}
 	}
 	e.scans.keep(sql, read)
 	return read
