@@ -64,6 +64,8 @@ func (s Set) Intersect(t Set) Set {
 	switch {
 	case s.all > 0 && t.all > 0:
 		return Every(min(s.all, t.all))
+	case s.all > 0 && t.one > 0: // a one-shard statement's database among those serving
+		return t.keptIf(t.one <= s.all)
 	case s.all > 0:
 		return t.below(s.all)
 	case t.all > 0:

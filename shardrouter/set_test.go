@@ -114,6 +114,11 @@ func TestEveryAndOnlyKeepTheirForm(t *testing.T) {
 	if got := Every(1024).Intersect(Only(1000)); got.Len() != 1 || !got.Has(1000) {
 		t.Fatalf("every ∩ {1000} = %v", got.List())
 	}
+	for _, got := range []Set{Every(4).Intersect(Only(4)), Only(4).Intersect(Every(4))} {
+		if !got.Empty() {
+			t.Fatalf("every of 4 ∩ {4} = %v", got.List())
+		}
+	}
 }
 
 // BenchmarkSetOneShard is what routing a one-shard statement does with the
