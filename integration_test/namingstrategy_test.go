@@ -86,17 +86,7 @@ func openWithConfig(t *testing.T, b backend, dir string, cfg *gorm.Config) *gorm
 // ordered over every database merges as for tables of the search path.
 func TestMergedTextOfTablesInASchema(t *testing.T) {
 	forEachServer(t, func(t *testing.T, b backend) {
-		if b.name != "postgres" {
-			t.Skip("schemas of PostgreSQL")
-		}
-		dir := t.TempDir()
-		for _, d := range direct(t, b, dir) {
-			must(t, d.Exec("CREATE SCHEMA IF NOT EXISTS app").Error)
-			t.Cleanup(func() { _ = d.Exec("DROP SCHEMA app CASCADE").Error })
-		}
-		db := openWithConfig(t, b, dir, &gorm.Config{NamingStrategy: schema.NamingStrategy{TablePrefix: "app."}, Logger: logger.Discard})
-		fresh(t, db, &CaseAuthor{}, &CaseBook{})
-		t.Cleanup(func() { _ = migrator(db).DropTable(&CaseAuthor{}, &CaseBook{}) })
+		db := casesInSchemaApp(t, b)
 		authors := make([]CaseAuthor, 24)
 		for i := range authors {
 			authors[i] = CaseAuthor{Name: []string{"ada", "bob", "cy"}[i%3]}
@@ -127,17 +117,7 @@ func TestMergedTextOfTablesInASchema(t *testing.T) {
 // on one database.
 func TestJoinsAndConditionsNamingTablesWithTheirSchema(t *testing.T) {
 	forEachServer(t, func(t *testing.T, b backend) {
-		if b.name != "postgres" {
-			t.Skip("schemas of PostgreSQL")
-		}
-		dir := t.TempDir()
-		for _, d := range direct(t, b, dir) {
-			must(t, d.Exec("CREATE SCHEMA IF NOT EXISTS app").Error)
-			t.Cleanup(func() { _ = d.Exec("DROP SCHEMA app CASCADE").Error })
-		}
-		db := openWithConfig(t, b, dir, &gorm.Config{NamingStrategy: schema.NamingStrategy{TablePrefix: "app."}, Logger: logger.Discard})
-		fresh(t, db, &CaseAuthor{}, &CaseBook{})
-		t.Cleanup(func() { _ = migrator(db).DropTable(&CaseAuthor{}, &CaseBook{}) })
+		db := casesInSchemaApp(t, b)
 		authors := make([]CaseAuthor, 8)
 		for i := range authors {
 			authors[i] = CaseAuthor{Name: fmt.Sprintf("a%d", i), Books: []CaseBook{{Title: fmt.Sprintf("t%d", i)}}}
@@ -230,4 +210,23 @@ func TestMergedColumnsQualifiedByATableInASchema(t *testing.T) {
 			t.Errorf("Order(other.case_authors.id): %v, want ErrCrossShard", err)
 		}
 	})
+}
+
+// casesInSchemaApp opens the plugin on b with NamingStrategy{TablePrefix:
+// "app."}, its CaseAuthor and CaseBook tables new in schema app of every
+// database; it skips backends other than PostgreSQL.
+func casesInSchemaApp(t *testing.T, b backend) *gorm.DB {
+	t.Helper()
+	if b.name != "postgres" {
+		t.Skip("schemas of PostgreSQL")
+	}
+	dir := t.TempDir()
+	for _, d := range direct(t, b, dir) {
+		must(t, d.Exec("CREATE SCHEMA IF NOT EXISTS app").Error)
+		t.Cleanup(func() { _ = d.Exec("DROP SCHEMA app CASCADE").Error })
+	}
+	db := openWithConfig(t, b, dir, &gorm.Config{NamingStrategy: schema.NamingStrategy{TablePrefix: "app."}, Logger: logger.Discard})
+	fresh(t, db, &CaseAuthor{}, &CaseBook{})
+	t.Cleanup(func() { _ = migrator(db).DropTable(&CaseAuthor{}, &CaseBook{}) })
+	return db
 }
