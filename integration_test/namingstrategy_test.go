@@ -158,17 +158,7 @@ func TestJoinsAndConditionsNamingTablesWithTheirSchema(t *testing.T) {
 // DISTINCT as the bare column does, and as one database answers.
 func TestMergedColumnsQualifiedByATableInASchema(t *testing.T) {
 	forEachServer(t, func(t *testing.T, b backend) {
-		if b.name != "postgres" {
-			t.Skip("schemas of PostgreSQL")
-		}
-		dir := t.TempDir()
-		for _, d := range direct(t, b, dir) {
-			must(t, d.Exec("CREATE SCHEMA IF NOT EXISTS app").Error)
-			t.Cleanup(func() { _ = d.Exec("DROP SCHEMA app CASCADE").Error })
-		}
-		db := openWithConfig(t, b, dir, &gorm.Config{NamingStrategy: schema.NamingStrategy{TablePrefix: "app."}, Logger: logger.Discard})
-		fresh(t, db, &CaseAuthor{})
-		t.Cleanup(func() { _ = migrator(db).DropTable(&CaseAuthor{}) })
+		db := casesInSchemaApp(t, b)
 		count := shardid.Layout{}.ShardCount()
 		var ids []int64
 		for i := range 12 {
