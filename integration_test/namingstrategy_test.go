@@ -117,12 +117,14 @@ func TestMergedTextOfTablesInASchema(t *testing.T) {
 // on one database.
 func TestJoinsAndConditionsNamingTablesWithTheirSchema(t *testing.T) {
 	forEachServer(t, func(t *testing.T, b backend) {
-		db := casesInSchemaApp(t, b)
+		dir := t.TempDir()
+		db := casesInSchemaAppIn(t, b, dir)
 		authors := make([]CaseAuthor, 8)
 		for i := range authors {
 			authors[i] = CaseAuthor{Name: fmt.Sprintf("a%d", i), Books: []CaseBook{{Title: fmt.Sprintf("t%d", i)}}}
 		}
 		must(t, db.Create(&authors).Error)
+		authorsOnTheirShardsDatabase(t, b, dir, authors)
 		for _, a := range authors {
 			var found CaseAuthor
 			must(t, db.Where(`"app"."case_authors"."id" = ?`, a.ID).First(&found).Error)
@@ -207,10 +209,15 @@ func TestMergedColumnsQualifiedByATableInASchema(t *testing.T) {
 // database; it skips backends other than PostgreSQL.
 func casesInSchemaApp(t *testing.T, b backend) *gorm.DB {
 	t.Helper()
+	return casesInSchemaAppIn(t, b, t.TempDir())
+}
+
+// casesInSchemaAppIn is casesInSchemaApp on the databases of dir.
+func casesInSchemaAppIn(t *testing.T, b backend, dir string) *gorm.DB {
+	t.Helper()
 	if b.name != "postgres" {
 		t.Skip("schemas of PostgreSQL")
 	}
-	dir := t.TempDir()
 	for _, d := range direct(t, b, dir) {
 		must(t, d.Exec("CREATE SCHEMA IF NOT EXISTS app").Error)
 		t.Cleanup(func() { _ = d.Exec("DROP SCHEMA app CASCADE").Error })
@@ -219,4 +226,23 @@ func casesInSchemaApp(t *testing.T, b backend) *gorm.DB {
 	fresh(t, db, &CaseAuthor{}, &CaseBook{})
 	t.Cleanup(func() { _ = migrator(db).DropTable(&CaseAuthor{}, &CaseBook{}) })
 	return db
+}
+
+// authorsOnTheirShardsDatabase checks, on the physical databases of dir
+// opened directly, that each author's row is in app.case_authors of the
+// database serving its ID's logical shard, and of no other.
+func authorsOnTheirShardsDatabase(t *testing.T, b backend, dir string, authors []CaseAuthor) {
+	t.Helper()
+	list := shards(t, b, dir)
+	for i, d := range direct(t, b, dir)[:len(list)] {
+		for _, a := range authors {
+			var n int64
+			must(t, d.Raw("SELECT count(*) FROM app.case_authors WHERE id = ?", a.ID).Scan(&n).Error)
+			s := shardid.Layout{}.Shard(a.ID)
+			serves := slices.ContainsFunc(list[i].Logical, func(r shardid.Range) bool { return r.From <= s && s <= r.To })
+			if want := map[bool]int64{true: 1}[serves]; n != want {
+				t.Errorf("author %d (logical shard %d): %d rows on %s, want %d", a.ID, s, n, list[i].Name, want)
+			}
+		}
+	}
 }
